@@ -1,0 +1,1 @@
+"""Single-Gaussian estimation algorithms, one module per algorithm."""

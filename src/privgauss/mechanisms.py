@@ -1,0 +1,342 @@
+"""Basic DP mechanisms.
+
+Every mechanism takes its sensitivity explicitly (see :mod:`privgauss.sensitivity`) and a budget,
+**charges the accountant before drawing any noise** (so an over-budget release raises
+:class:`~privgauss.exceptions.PrivacyBudgetError` with nothing drawn) and writes a ledger entry
+with public metadata only. Noise comes from a :class:`~privgauss.noise.NoiseSource`.
+
+Neighbouring datasets are those for which the statistic moves by at most ``sensitivity``; the
+callers derive it for replace-one neighbours.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
+
+from .accounting import Accountant, ApproxDP, Budget, PureDP, ZCDP
+from .exceptions import PrivacyBudgetError
+from .noise import NoiseSource, RandomState, as_noise
+from .sensitivity import histogram_l1, stability_histogram_threshold
+
+
+def _check_sensitivity(sensitivity: float) -> float:
+    s = float(sensitivity)
+    if not s >= 0 or math.isinf(s):
+        raise ValueError("sensitivity must be finite and >= 0")
+    return s
+
+
+def _pure_epsilon(budget: Budget, what: str) -> float:
+    if isinstance(budget, PureDP):
+        return budget.epsilon
+    if isinstance(budget, ApproxDP) and budget.delta == 0:
+        return budget.epsilon
+    raise PrivacyBudgetError(f"the {what} needs a pure epsilon budget, got {budget}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Calibration (no accounting, no noise): public functions so tests can check them exactly
+# ----------------------------------------------------------------------------------------------
+
+
+def gaussian_sigma_zcdp(sensitivity: float, rho: float) -> float:
+    """σ = Δ₂ / √(2ρ) gives ρ-zCDP (Bun–Steinke 2016, Prop. 1.6)."""
+    return 0.0 if math.isinf(rho) else _check_sensitivity(sensitivity) / math.sqrt(2.0 * rho)
+
+
+def _analytic_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
+    a = sensitivity / (2 * sigma)
+    b = epsilon * sigma / sensitivity
+    # Φ(a − b) − e^ε Φ(−a − b), computed in log space to avoid cancellation
+    log1 = log_ndtr(a - b)
+    log2 = epsilon + log_ndtr(-a - b)
+    return math.exp(log1) * -math.expm1(log2 - log1) if log2 < log1 else 0.0
+
+
+def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) -> float:
+    """Smallest σ for which the Gaussian mechanism is (ε, δ)-DP (Balle–Wang 2018, Thm. 8):
+    Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) ≤ δ, found by bisection and rounded up."""
+    sensitivity = _check_sensitivity(sensitivity)
+    if sensitivity == 0 or math.isinf(epsilon):
+        return 0.0
+    if not 0 < delta < 1:
+        raise PrivacyBudgetError("the analytic Gaussian mechanism needs 0 < delta < 1")
+    lo, hi = sensitivity * 1e-6, sensitivity
+    while _analytic_delta(hi, sensitivity, epsilon) > delta:
+        hi *= 2
+    while _analytic_delta(lo, sensitivity, epsilon) <= delta:
+        lo /= 2
+    sigma = brentq(
+        lambda s: _analytic_delta(s, sensitivity, epsilon) - delta, lo, hi, xtol=1e-15, rtol=1e-14
+    )
+    while _analytic_delta(sigma, sensitivity, epsilon) > delta:
+        sigma *= 1 + 1e-12
+    return sigma
+
+
+def gaussian_sigma(sensitivity: float, budget: Budget) -> float:
+    """Gaussian noise scale for a budget: zCDP calibration or the analytic (ε, δ) one."""
+    if isinstance(budget, ZCDP):
+        return gaussian_sigma_zcdp(sensitivity, budget.rho)
+    if isinstance(budget, ApproxDP) and budget.delta > 0:
+        return gaussian_sigma_analytic(sensitivity, budget.epsilon, budget.delta)
+    raise PrivacyBudgetError(
+        f"the Gaussian mechanism needs a zCDP or (epsilon, delta>0) budget, got {budget}; "
+        "use the Laplace mechanism for pure DP"
+    )
+
+
+def truncated_laplace_bound(sensitivity: float, epsilon: float, delta: float) -> float:
+    """Truncation A = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)) of the truncated Laplace mechanism with scale
+    Δ/ε, which makes it (ε, δ)-DP (Geng, Ding, Guo, Kumar 2020)."""
+    return (sensitivity / epsilon) * math.log1p(math.expm1(epsilon) / (2 * delta))
+
+
+# ----------------------------------------------------------------------------------------------
+# Mechanisms
+# ----------------------------------------------------------------------------------------------
+
+
+def _charge(
+    accountant: Accountant,
+    cost: Budget,
+    step: str,
+    mechanism: str,
+    sensitivity: float | None,
+    scale: float | None,
+    note: str = "",
+) -> None:
+    accountant.spend(
+        cost, step=step, mechanism=mechanism, sensitivity=sensitivity, noise_scale=scale, note=note
+    )
+
+
+def gaussian_mechanism(
+    value: Any,
+    sensitivity: float,
+    budget: ZCDP | ApproxDP,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+) -> np.ndarray:
+    """Release ``value`` (scalar or array) plus N(0, σ²) noise per entry, where ``sensitivity``
+    bounds the L2 norm of the change of the whole array between neighbours.
+
+    ρ-zCDP with σ = Δ₂/√(2ρ), or (ε, δ)-DP with the analytic calibration.
+    """
+    sigma = gaussian_sigma(sensitivity, budget)
+    _charge(accountant, budget, step, "gaussian", float(sensitivity), sigma)
+    return as_noise(noise).gaussian(value, sigma)
+
+
+def laplace_mechanism(
+    value: Any,
+    sensitivity: float,
+    budget: PureDP,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+) -> np.ndarray:
+    """Release ``value`` plus Laplace(Δ₁/ε) noise per entry; ε-DP when ``sensitivity`` bounds the
+    L1 norm of the change between neighbours."""
+    eps = _pure_epsilon(budget, "Laplace mechanism")
+    scale = 0.0 if math.isinf(eps) else _check_sensitivity(sensitivity) / eps
+    _charge(accountant, budget, step, "laplace", float(sensitivity), scale)
+    return as_noise(noise).laplace(value, scale)
+
+
+def symmetric_matrix_mechanism(
+    matrix: Any,
+    sensitivity: float,
+    budget: Budget,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+) -> np.ndarray:
+    """Release a symmetric matrix with symmetric noise on its upper triangle (diagonal included).
+
+    zCDP / (ε, δ): Gaussian noise, ``sensitivity`` bounds the Frobenius norm of the change.
+    Pure ε: Laplace noise, ``sensitivity`` bounds the L1 norm of the change of the upper triangle.
+    The output is symmetric but not necessarily PSD (project with :func:`linalg.project_psd`).
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError("symmetric_matrix_mechanism needs a square matrix")
+    if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
+        eps = _pure_epsilon(budget, "symmetric Laplace mechanism")
+        scale = 0.0 if math.isinf(eps) else _check_sensitivity(sensitivity) / eps
+        kind = "laplace"
+    else:
+        scale = gaussian_sigma(sensitivity, budget)
+        kind = "gaussian"
+    _charge(accountant, budget, step, f"symmetric-{kind}", float(sensitivity), scale)
+    return as_noise(noise).symmetric((m + m.T) / 2, scale, kind)
+
+
+def truncated_laplace_mechanism(
+    value: Any,
+    sensitivity: float,
+    budget: ApproxDP,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+) -> np.ndarray:
+    """Release ``value`` plus Laplace(Δ/ε) noise truncated to [−A, A] with
+    A = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)); (ε, δ)-DP for a scalar statistic of sensitivity Δ.
+    Its noise is bounded, which the PPE reduction needs."""
+    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+        raise PrivacyBudgetError("the truncated Laplace mechanism needs an (epsilon, delta>0) budget")
+    sensitivity = _check_sensitivity(sensitivity)
+    scale = sensitivity / budget.epsilon
+    bound = truncated_laplace_bound(sensitivity, budget.epsilon, budget.delta)
+    _charge(accountant, budget, step, "truncated-laplace", sensitivity, scale, f"bound={bound:.6g}")
+    return as_noise(noise).truncated_laplace(value, scale, bound)
+
+
+def private_count(
+    count: int | np.ndarray,
+    budget: Budget,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+    sensitivity: float = 1.0,
+) -> np.ndarray:
+    """A noisy integer count (or vector of disjoint counts with L1/L2 sensitivity given).
+
+    Pure ε: discrete Laplace with scale Δ/ε. zCDP: discrete Gaussian with σ = Δ/√(2ρ)
+    (exact in secure mode). (ε, δ): discrete Gaussian with the analytic σ.
+    """
+    src = as_noise(noise)
+    if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
+        eps = _pure_epsilon(budget, "private count")
+        scale = 0.0 if math.isinf(eps) else _check_sensitivity(sensitivity) / eps
+        _charge(accountant, budget, step, "count-discrete-laplace", sensitivity, scale)
+        return src.integer_laplace(count, scale)
+    sigma = gaussian_sigma(sensitivity, budget)
+    _charge(accountant, budget, step, "count-discrete-gaussian", sensitivity, sigma)
+    return src.integer_gaussian(count, sigma)
+
+
+def exponential_mechanism(
+    utilities: Any,
+    sensitivity: float,
+    budget: PureDP,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+    monotone: bool = False,
+) -> int:
+    """Select an index with probability ∝ exp(ε u_i / (2Δ)) (∝ exp(ε u_i / Δ) when every
+    utility moves in the same direction between neighbours, ``monotone=True``).
+
+    Implemented as report-noisy-max with Gumbel noise, which has exactly that distribution;
+    ε-DP when ``sensitivity`` bounds the change of each utility.
+    """
+    eps = _pure_epsilon(budget, "exponential mechanism")
+    sensitivity = _check_sensitivity(sensitivity)
+    factor = 1.0 if monotone else 2.0
+    scale = 0.0 if math.isinf(eps) else factor * sensitivity / eps
+    _charge(accountant, budget, step, "exponential", sensitivity, scale)
+    return as_noise(noise).noisy_argmax(utilities, scale)
+
+
+report_noisy_max = exponential_mechanism
+
+
+def above_threshold(
+    queries: Iterable[float] | Iterable[Callable[[], float]],
+    threshold: float,
+    sensitivity: float,
+    budget: PureDP,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+    monotone: bool = False,
+) -> int | None:
+    """AboveThreshold (the sparse vector technique, Dwork–Roth Alg. 1): the index of the first
+    query whose noisy value exceeds the noisy threshold, or None if none does.
+
+    The threshold gets Laplace(2Δ/ε) noise and each query Laplace(4Δ/ε) (Laplace(2Δ/ε) when
+    ``monotone``); ε-DP in total however many queries are asked. Queries may be callables,
+    evaluated lazily, so the scan stops at the first hit.
+    """
+    eps = _pure_epsilon(budget, "AboveThreshold")
+    sensitivity = _check_sensitivity(sensitivity)
+    t_scale = 0.0 if math.isinf(eps) else 2 * sensitivity / eps
+    q_scale = t_scale if monotone else 2 * t_scale
+    _charge(accountant, budget, step, "above-threshold", sensitivity, q_scale)
+    src = as_noise(noise)
+    noisy_t = float(src.laplace(threshold, t_scale))
+    for i, q in enumerate(queries):
+        v = q() if callable(q) else q
+        if float(src.laplace(v, q_scale)) >= noisy_t:
+            return i
+    return None
+
+
+def stability_histogram(
+    keys: Any,
+    budget: ApproxDP,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+) -> dict[Any, int]:
+    """The stability-based histogram (approximate DP): noisy counts of the non-empty bins,
+    released only where the noisy count exceeds τ = 1 + (2/ε) ln(1/δ).
+
+    ``keys`` holds one bin per record: a 1-D integer array, or a 2-D integer array with one
+    tuple-bin per row (e.g. grid cells). Counts get discrete Laplace(2/ε) noise (replace-one
+    moves one record between two bins: L1 sensitivity 2). (ε, δ)-DP for any number of bins,
+    including unbounded domains. Returns {bin: noisy count}.
+    """
+    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+        raise PrivacyBudgetError("the stability histogram needs an (epsilon, delta>0) budget")
+    k = np.asarray(keys)
+    if k.ndim not in (1, 2) or k.shape[0] == 0:
+        raise ValueError("keys must be a non-empty 1-D or 2-D array, one bin per record")
+    if not np.issubdtype(k.dtype, np.integer):
+        raise ValueError("histogram keys must be integers (bin indices)")
+    eps = budget.epsilon
+    scale = histogram_l1() / eps
+    tau = stability_histogram_threshold(eps, budget.delta)
+    _charge(accountant, budget, step, "stability-histogram", histogram_l1(), scale, f"tau={tau:.6g}")
+    bins, counts = np.unique(k, axis=0, return_counts=True)
+    noisy = as_noise(noise).integer_laplace(counts, scale)
+    keep = noisy > tau
+    out: dict[Any, int] = {}
+    for b, c in zip(bins[keep], noisy[keep], strict=True):
+        key = int(b) if k.ndim == 1 else tuple(int(x) for x in b)
+        out[key] = int(c)
+    return out
+
+
+__all__ = [
+    "NoiseSource",
+    "above_threshold",
+    "exponential_mechanism",
+    "gaussian_mechanism",
+    "gaussian_sigma",
+    "gaussian_sigma_analytic",
+    "gaussian_sigma_zcdp",
+    "laplace_mechanism",
+    "private_count",
+    "report_noisy_max",
+    "stability_histogram",
+    "symmetric_matrix_mechanism",
+    "truncated_laplace_bound",
+    "truncated_laplace_mechanism",
+]
