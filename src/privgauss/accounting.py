@@ -17,6 +17,8 @@ exceed the total raises :class:`PrivacyBudgetError` and leaves the accountant un
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +28,7 @@ from scipy.optimize import brentq
 from .exceptions import PrivacyBudgetError
 
 _REL_TOL = 1e-9  # slack for float rounding when the last charge exactly exhausts the total
+_MIN_EPS = sys.float_info.min  # stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
 
 
 def _check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
@@ -61,7 +64,9 @@ class PureDP:
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon, allow_inf=True))
+        object.__setattr__(
+            self, "epsilon", _check_positive("epsilon", self.epsilon, allow_inf=True)
+        )
 
     def to_zcdp(self) -> ZCDP:
         """ε-DP implies (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4)."""
@@ -89,7 +94,9 @@ class ZCDP:
         ``method="tight"`` uses Canonne–Kamath–Steinke (2020); ``"simple"`` uses
         ε = ρ + 2√(ρ ln(1/δ)) (Bun–Steinke 2016), which is never smaller.
         """
-        return ApproxDP(zcdp_to_epsilon(self.rho, delta, method=method), delta)
+        # for large delta the tight epsilon can be 0 (then any epsilon > 0 holds)
+        eps = max(zcdp_to_epsilon(self.rho, delta, method=method), _MIN_EPS)
+        return ApproxDP(eps, delta)
 
     def __str__(self) -> str:
         return f"{self.rho:g}-zCDP"
@@ -103,13 +110,15 @@ class ApproxDP:
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon, allow_inf=True))
+        object.__setattr__(
+            self, "epsilon", _check_positive("epsilon", self.epsilon, allow_inf=True)
+        )
         delta = self.delta
-        if isinstance(delta, bool) or not isinstance(delta, int | float):
-            try:
-                delta = float(delta)  # numpy scalars
-            except (TypeError, ValueError):
-                raise PrivacyBudgetError("delta must be a number in [0, 1)") from None
+        # real numbers only (numpy scalars included); no bools, no strings
+        if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+            raise PrivacyBudgetError(
+                f"delta must be a number in [0, 1), got an object of type {type(delta).__name__}"
+            )
         delta = float(delta)
         if math.isnan(delta) or not 0.0 <= delta < 1.0:
             raise PrivacyBudgetError(f"delta must be in [0, 1), got {delta}")
@@ -170,8 +179,8 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
         alpha = hi
     else:
         alpha = brentq(dlog, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
-    log_delta = (alpha - 1) * (alpha * rho - epsilon) - math.log(alpha - 1) + alpha * math.log1p(
-        -1 / alpha
+    log_delta = (
+        (alpha - 1) * (alpha * rho - epsilon) - math.log(alpha - 1) + alpha * math.log1p(-1 / alpha)
     )
     return min(1.0, math.exp(log_delta))
 
@@ -216,19 +225,17 @@ def approx_to_zcdp(epsilon: float, delta: float, *, method: str = "tight") -> fl
         # rho + 2 sqrt(rho L) = eps  =>  sqrt(rho) = sqrt(L + eps) - sqrt(L)
         log_term = math.log(1 / delta)
         return (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
-    # The simple bound is never tighter, so its inverse is a feasible lower end; and
-    # zcdp_to_epsilon(rho) >= rho, so rho <= epsilon.
+    # The simple bound is never tighter, so its inverse is a feasible lower end. The tight
+    # epsilon can be smaller than rho when delta is large, so the upper end is found by doubling.
     lo = approx_to_zcdp(epsilon, delta, method="simple")
-    hi = epsilon
+    hi = max(epsilon, 2 * lo)
 
     def f(r: float) -> float:
         return zcdp_to_epsilon(r, delta) - epsilon
 
-    if f(hi) <= 0:
-        return hi
-    if f(lo) >= 0:
-        return lo
-    root = brentq(f, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500)
+    while f(hi) <= 0:
+        lo, hi = hi, 2 * hi
+    root = lo if f(lo) >= 0 else brentq(f, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500)
     # Make sure the returned rho is on the safe side of the root.
     while zcdp_to_epsilon(root, delta) > epsilon:
         root *= 1 - 1e-12
@@ -338,11 +345,13 @@ class Accountant:
       Σε_i + ε_z ≤ ε and Σδ_i < δ (or Σδ_i ≤ δ when no zCDP charge was made).
 
     The same accountant can be passed to several estimators (``accountant=``) so their releases
-    compose under one total.
+    compose under one total. An accountant with a ``parent`` forwards every charge to it: a charge
+    is made only if it fits both (this is how one fit's budget sits inside a shared total).
     """
 
     total: Budget
     ledger: list[LedgerEntry] = field(default_factory=list)
+    parent: Accountant | None = field(default=None, repr=False)
     _t: _Totals = field(default_factory=_Totals, repr=False)
 
     def __post_init__(self) -> None:
@@ -373,7 +382,9 @@ class Accountant:
         t = _Totals(self._t.rho, self._t.eps, self._t.delta)
         tot = self.total
         if isinstance(tot, PureDP):
-            if not isinstance(cost, PureDP) and not (isinstance(cost, ApproxDP) and cost.delta == 0):
+            if not isinstance(cost, PureDP) and not (
+                isinstance(cost, ApproxDP) and cost.delta == 0
+            ):
                 raise PrivacyBudgetError(
                     f"a pure-DP accountant cannot be charged {cost}; give the estimator an "
                     "ApproxDP or ZCDP budget, or choose a pure-DP method"
@@ -401,9 +412,10 @@ class Accountant:
 
     def can_spend(self, cost: Budget) -> bool:
         try:
-            return self._fits(self._add(cost))
+            ok = self._fits(self._add(cost))
         except PrivacyBudgetError:
             return False
+        return ok and (self.parent is None or self.parent.can_spend(cost))
 
     def spend(
         self,
@@ -426,6 +438,15 @@ class Accountant:
                 f"{self.total} (already spent: {self.spent_str()}); increase the budget or "
                 "use a fresh Accountant"
             )
+        if self.parent is not None:
+            self.parent.spend(
+                cost,
+                step=step,
+                mechanism=mechanism,
+                sensitivity=sensitivity,
+                noise_scale=noise_scale,
+                note=note,
+            )
         self._t = new
         entry = LedgerEntry(step, mechanism, cost, sensitivity, noise_scale, note)
         self.ledger.append(entry)
@@ -443,8 +464,11 @@ class Accountant:
             return ZCDP(t.rho)
         if t.rho == 0:
             return ApproxDP(t.eps, t.delta)
-        # the zCDP part is converted with all the delta that approximate charges left
-        return ApproxDP(t.eps + zcdp_to_epsilon(t.rho, tot.delta - t.delta), tot.delta)
+        # the zCDP part is converted with all the delta that approximate charges left (none
+        # left only fits an infinite-epsilon total); a converted epsilon can be 0 for large delta
+        delta_left = tot.delta - t.delta
+        eps_z = zcdp_to_epsilon(t.rho, delta_left) if delta_left > 0 else math.inf
+        return ApproxDP(max(t.eps + eps_z, _MIN_EPS), tot.delta)
 
     def spent_str(self) -> str:
         s = self.spent
@@ -458,18 +482,23 @@ class Accountant:
         with all unused δ; :meth:`remaining_zcdp` gives the largest further zCDP charge.
         """
         tot, t = self.total, self._t
-        slack = 1e-12
+
+        def left(total: float, used: float) -> float | None:
+            # an infinite total never runs out
+            if math.isinf(total):
+                return math.inf
+            return total - used if total - used > 1e-12 * total else None
+
         if isinstance(tot, PureDP):
-            left = tot.epsilon - t.eps
-            return PureDP(left) if left > slack * tot.epsilon else None
+            eps_left = left(tot.epsilon, t.eps)
+            return None if eps_left is None else PureDP(eps_left)
         if isinstance(tot, ZCDP):
-            left = tot.rho - t.rho
-            return ZCDP(left) if left > slack * tot.rho else None
+            rho_left = left(tot.rho, t.rho)
+            return None if rho_left is None else ZCDP(rho_left)
         spent = self.spent
-        eps_used = 0.0 if spent is None else spent.epsilon
-        eps_left = tot.epsilon - eps_used
+        eps_left = left(tot.epsilon, 0.0 if spent is None else spent.epsilon)
         delta_left = tot.delta - t.delta
-        if eps_left <= slack * tot.epsilon:
+        if eps_left is None:
             return None
         return ApproxDP(eps_left, max(delta_left, 0.0))
 
@@ -479,13 +508,15 @@ class Accountant:
         if isinstance(tot, PureDP):
             return 0.0
         if isinstance(tot, ZCDP):
-            return max(tot.rho - t.rho, 0.0)
+            return math.inf if math.isinf(tot.rho) else max(tot.rho - t.rho, 0.0)
         delta_left = tot.delta - t.delta
-        eps_left = tot.epsilon - t.eps
-        if delta_left <= 0 or eps_left <= 0:
+        if delta_left <= 0:
             return 0.0
-        if math.isinf(eps_left):
+        if math.isinf(tot.epsilon):
             return math.inf
+        eps_left = tot.epsilon - t.eps
+        if eps_left <= 0:
+            return 0.0
         rho_max = approx_to_zcdp(eps_left, delta_left)
         return max(rho_max - t.rho, 0.0)
 
@@ -498,7 +529,13 @@ class Accountant:
         }
 
     def to_dp_event(self) -> Any:
-        """The ledger as a ``dp_accounting`` ``ComposedDpEvent`` (needs ``dp-accounting``)."""
+        """The ledger as a ``dp_accounting`` ``ComposedDpEvent`` (needs ``dp-accounting``).
+
+        zCDP charges become ``ZCDpEvent``; a pure ε charge becomes binary randomized response
+        with the same ε (``RandomizedResponseDpEvent``), which dominates every ε-DP mechanism,
+        so composing it is valid (use ``NeighboringRelation.REPLACE_ONE``); dp-accounting has
+        no generic (ε, δ) event, so δ > 0 charges become ``UnsupportedDpEvent``.
+        """
         try:
             import dp_accounting
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -510,10 +547,14 @@ class Accountant:
             c = e.cost
             if isinstance(c, ZCDP):
                 events.append(dp_accounting.ZCDpEvent(c.rho))
-            elif isinstance(c, PureDP):
-                events.append(dp_accounting.EpsilonDeltaDpEvent(c.epsilon, 0.0))
+            elif isinstance(c, ApproxDP) and c.delta > 0:
+                events.append(dp_accounting.UnsupportedDpEvent())
+            elif math.isinf(c.epsilon):
+                events.append(dp_accounting.NonPrivateDpEvent())
             else:
-                events.append(dp_accounting.EpsilonDeltaDpEvent(c.epsilon, c.delta))
+                # P(keep) / P(flip) = (1 - p/2) / (p/2) = e^eps; written not to overflow
+                p_noise = 2.0 * math.exp(-c.epsilon) / (1.0 + math.exp(-c.epsilon))
+                events.append(dp_accounting.RandomizedResponseDpEvent(p_noise, 2))
         return dp_accounting.ComposedDpEvent(events)
 
 
@@ -526,12 +567,16 @@ def make_budget(
     """Build a budget from estimator keyword arguments (exactly one notion)."""
     if rho is not None:
         if epsilon is not None or delta is not None:
-            raise PrivacyBudgetError("give either rho, or epsilon (with an optional delta), not both")
+            raise PrivacyBudgetError(
+                "give either rho, or epsilon (with an optional delta), not both"
+            )
         return ZCDP(rho)
     if epsilon is None:
         if delta is not None:
             raise PrivacyBudgetError("delta was given without epsilon")
-        raise PrivacyBudgetError("a privacy budget is required: pass rho=, or epsilon= (and delta=)")
+        raise PrivacyBudgetError(
+            "a privacy budget is required: pass rho=, or epsilon= (and delta=)"
+        )
     if delta is None or (not isinstance(delta, str) and delta == 0):
         return PureDP(epsilon)
     return ApproxDP(epsilon, delta)

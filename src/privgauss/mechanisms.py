@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr
+from scipy.special import erfcx, log_ndtr
 
-from .accounting import Accountant, ApproxDP, Budget, PureDP, ZCDP
+from .accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
 from .sensitivity import histogram_l1, stability_histogram_threshold
@@ -53,6 +53,12 @@ def gaussian_sigma_zcdp(sensitivity: float, rho: float) -> float:
 def _analytic_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
     a = sensitivity / (2 * sigma)
     b = epsilon * sigma / sensitivity
+    if b >= a:
+        # e^ε = e^{2ab}, so δ = ½ e^{−(b−a)²/2} [erfcx((b−a)/√2) − erfcx((b+a)/√2)]: a
+        # difference of two smooth O(1) terms, far less cancellation than the form below
+        r = 1 / math.sqrt(2)
+        mills = erfcx((b - a) * r) - erfcx((b + a) * r)
+        return max(0.5 * math.exp(-((b - a) ** 2) / 2) * mills, 0.0)
     # Φ(a − b) − e^ε Φ(−a − b), computed in log space to avoid cancellation
     log1 = log_ndtr(a - b)
     log2 = epsilon + log_ndtr(-a - b)
@@ -75,7 +81,8 @@ def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) ->
     sigma = brentq(
         lambda s: _analytic_delta(s, sensitivity, epsilon) - delta, lo, hi, xtol=1e-15, rtol=1e-14
     )
-    while _analytic_delta(sigma, sensitivity, epsilon) > delta:
+    # round up, with a margin for the ~1e-11 relative float error of _analytic_delta
+    while _analytic_delta(sigma, sensitivity, epsilon) > delta * (1 - 1e-10):
         sigma *= 1 + 1e-12
     return sigma
 
@@ -195,7 +202,9 @@ def truncated_laplace_mechanism(
     A = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)); (ε, δ)-DP for a scalar statistic of sensitivity Δ.
     Its noise is bounded, which the PPE reduction needs."""
     if not isinstance(budget, ApproxDP) or budget.delta <= 0:
-        raise PrivacyBudgetError("the truncated Laplace mechanism needs an (epsilon, delta>0) budget")
+        raise PrivacyBudgetError(
+            "the truncated Laplace mechanism needs an (epsilon, delta>0) budget"
+        )
     sensitivity = _check_sensitivity(sensitivity)
     scale = sensitivity / budget.epsilon
     bound = truncated_laplace_bound(sensitivity, budget.epsilon, budget.delta)
@@ -215,7 +224,9 @@ def private_count(
     """A noisy integer count (or vector of disjoint counts with L1/L2 sensitivity given).
 
     Pure ε: discrete Laplace with scale Δ/ε. zCDP: discrete Gaussian with σ = Δ/√(2ρ)
-    (exact in secure mode). (ε, δ): discrete Gaussian with the analytic σ.
+    (exact in secure mode). (ε, δ): Gaussian noise with the analytic σ, rounded to an integer
+    (post-processing). The exact discrete Gaussian is not used there: its δ at the analytic σ
+    can exceed the continuous one (e.g. about 2δ for ε = 5, δ = 1e-3, Δ = 1).
     """
     src = as_noise(noise)
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
@@ -224,8 +235,11 @@ def private_count(
         _charge(accountant, budget, step, "count-discrete-laplace", sensitivity, scale)
         return src.integer_laplace(count, scale)
     sigma = gaussian_sigma(sensitivity, budget)
-    _charge(accountant, budget, step, "count-discrete-gaussian", sensitivity, sigma)
-    return src.integer_gaussian(count, sigma)
+    if isinstance(budget, ZCDP):
+        _charge(accountant, budget, step, "count-discrete-gaussian", sensitivity, sigma)
+        return src.integer_gaussian(count, sigma)
+    _charge(accountant, budget, step, "count-rounded-gaussian", sensitivity, sigma)
+    return np.rint(src.gaussian(np.asarray(count, dtype=np.int64), sigma)).astype(np.int64)
 
 
 def exponential_mechanism(
@@ -313,7 +327,9 @@ def stability_histogram(
     eps = budget.epsilon
     scale = histogram_l1() / eps
     tau = stability_histogram_threshold(eps, budget.delta)
-    _charge(accountant, budget, step, "stability-histogram", histogram_l1(), scale, f"tau={tau:.6g}")
+    _charge(
+        accountant, budget, step, "stability-histogram", histogram_l1(), scale, f"tau={tau:.6g}"
+    )
     bins, counts = np.unique(k, axis=0, return_counts=True)
     noisy = as_noise(noise).integer_laplace(counts, scale)
     keep = noisy > tau

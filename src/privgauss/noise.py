@@ -6,7 +6,7 @@
   Gumbel report-noisy-max noise come from OpenDP's vetted samplers, which draw from OS entropy and
   add the noise to the *value* with exact arithmetic on a 2^k grid, so the float attacks on naive
   samplers (Mironov 2012) do not apply. Measured on a 2-core machine: about 50 µs per Gaussian
-  coordinate and 20 µs per Laplace coordinate (``benchmarks/noise_speed.py``).
+  coordinate and 35 µs per Laplace coordinate (``benchmarks/noise_speed.py``).
 * **fast** (``random_state`` an int or ``numpy.random.Generator``): numpy's samplers. Reproducible
   and ~100× faster, for experiments, tests and audits. **Not for production releases**: floating
   point noise from a seeded PRNG is neither unpredictable nor free of the float attacks.
@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+
 
 @cache
 def _opendp() -> Any:
@@ -168,10 +169,13 @@ class NoiseSource:
         if not self.secure:
             return int(np.argmax(scores + self.rng.gumbel(0.0, scale, size=scores.shape)))
         dp = _opendp()
+        # OpenDP draws Gumbel noise only for the zCDP output measure; with max_divergence() it
+        # adds exponential noise (permute-and-flip), a different selection distribution. We
+        # need the Gumbel one (the exponential mechanism) and do the accounting ourselves.
         meas = dp.m.make_noisy_max(
             dp.vector_domain(dp.atom_domain(T=float, nan=False)),
             dp.linf_distance(T=float),
-            dp.max_divergence(),
+            dp.zero_concentrated_divergence(),
             scale,
         )
         return int(meas(_finite_list(scores)))

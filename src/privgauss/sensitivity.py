@@ -65,8 +65,9 @@ def histogram_l1() -> float:
 def stability_histogram_threshold(epsilon: float, delta: float) -> float:
     """Release threshold τ of the replace-one stability histogram with Laplace(2/ε) noise.
 
-    Only the (at most two) bins that are non-empty in one dataset and empty in the other can
-    break ε-DP; each has count 1 and is released with probability ≤ ½ exp(−(τ−1)ε/2), so
-    τ = 1 + (2/ε) ln(1/δ) makes the total at most δ.
+    Only a bin that is non-empty in one dataset and empty in the other can break ε-DP, and
+    replace-one empties at most one bin of each dataset. It has count 1 and is released when
+    1 + Z > τ, Z discrete Laplace(2/ε): probability ≤ e^{−(τ−1)ε/2} / (1 + e^{−ε/2}) < δ for
+    τ = 1 + (2/ε) ln(1/δ).
     """
     return 1.0 + (2.0 / epsilon) * math.log(1.0 / delta)
