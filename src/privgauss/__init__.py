@@ -1,15 +1,17 @@
 """privgauss: differentially private estimation of Gaussians and Gaussian mixtures.
 
-See ``README.md`` for a quick start and ``docs/`` for the user guide.
+See ``README.md`` for a quick start.
 """
 
 from __future__ import annotations
 
-from .accounting import Accountant, ApproxDP, LedgerEntry, PureDP, ZCDP
+__version__ = "0.1.0"
+
+from . import audit, datasets, metrics, theory
+from .accounting import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
+from .estimators import PrivateGaussian
 from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from .noise import NoiseSource
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ZCDP",
@@ -20,6 +22,11 @@ __all__ = [
     "LedgerEntry",
     "NoiseSource",
     "PrivacyBudgetError",
+    "PrivateGaussian",
     "PureDP",
     "__version__",
+    "audit",
+    "datasets",
+    "metrics",
+    "theory",
 ]

@@ -1,0 +1,72 @@
+"""Shared plumbing of the estimators: budgets, accountants, privacy reports."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..accounting import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Budget,
+    PureDP,
+    approx_to_zcdp,
+    budget_to_dict,
+    make_budget,
+)
+from ..exceptions import PrivacyBudgetError
+
+NEIGHBOURS = "replace-one (n public)"
+
+
+class BudgetMixin:
+    """Turns the estimator's budget keywords into a per-fit accountant."""
+
+    rho: float | None
+    epsilon: float | None
+    delta: float | None
+    accountant: Accountant | None
+
+    def _budget(self) -> Budget:
+        if self.rho is None and self.epsilon is None and self.accountant is not None:
+            remaining = self.accountant.remaining
+            if remaining is None:
+                raise PrivacyBudgetError("the shared accountant has no budget left")
+            return remaining
+        return make_budget(rho=self.rho, epsilon=self.epsilon, delta=self.delta)
+
+    def _fit_accountant(self, budget: Budget) -> Accountant:
+        """An accountant for this fit's budget, forwarding to the shared one if given."""
+        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+            raise TypeError("accountant must be a privgauss.Accountant")
+        return Accountant(budget, parent=self.accountant)
+
+
+def zcdp_of(budget: Budget, what: str) -> float:
+    """The ρ a zCDP algorithm may use within ``budget`` (ApproxDP: the largest ρ implying it)."""
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    if isinstance(budget, ApproxDP) and budget.delta > 0:
+        return approx_to_zcdp(budget.epsilon, budget.delta)
+    raise PrivacyBudgetError(
+        f"{what} is a zCDP algorithm and cannot give a pure epsilon-DP guarantee; pass rho= or "
+        "epsilon= with delta=, or choose a pure-DP method"
+    )
+
+
+def privacy_report(budget: Budget, acct: Accountant) -> dict[str, Any]:
+    spent = acct.spent
+    report: dict[str, Any] = {
+        "budget": budget_to_dict(budget),
+        "spent": None if spent is None else budget_to_dict(spent),
+        "neighbours": NEIGHBOURS,
+        "ledger": [e.to_dict() for e in acct.ledger],
+    }
+    if isinstance(budget, ZCDP) and not math.isinf(budget.rho):
+        report["approx_dp_at_delta_1e-6"] = budget_to_dict(budget.to_approx(1e-6))
+    return report
+
+
+def is_pure(budget: Budget) -> bool:
+    return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)

@@ -1,0 +1,347 @@
+"""``PrivateGaussian``: a scikit-learn-style private estimator of one Gaussian."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..accounting import Accountant, ApproxDP, Budget, PureDP
+from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..linalg import inv_sqrtm_psd, sqrtm_psd
+from ..metrics import gaussian_logpdf
+from ..noise import NoiseSource, as_noise
+from ..validation import check_data
+from ._base import BudgetMixin, is_pure, privacy_report, zcdp_of
+
+METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection")
+
+
+class PrivateGaussian(BudgetMixin):
+    """Differentially private estimate of the mean and covariance of a Gaussian.
+
+    Guarantee: the released ``mean_`` and ``covariance_`` are DP with respect to the private
+    rows of ``X`` under the given budget (``rho=`` for ρ-zCDP; ``epsilon=`` and ``delta=`` for
+    (ε, δ)-DP; ``epsilon=`` alone for pure ε-DP), for **every** public dataset ``public_X``.
+    Neighbours: datasets of the same public size n differing in one row (replace-one).
+
+    Methods (``method_`` says which ran and why):
+
+    * ``"public"`` — Bie–Kamath–Singhal: 1 public row suffices for the mean with known
+      covariance; d+1 public rows precondition the general case (Alg. 1–2). No bounds needed.
+    * ``"coinpress"`` — CoinPress-style iterative estimation inside a prior: needs
+      ``mean_bound`` (R around ``center``) and, for the covariance, ``cov_bounds=(lo, hi)``.
+    * ``"clip"`` — one-shot clip-and-noise mean inside the prior (also pure ε-DP).
+    * ``"histogram"`` — bound-free (ε, δ)-DP: private localisation by stability histograms,
+      then CoinPress-style refinement.
+    * ``"hypothesis-selection"`` — pure ε-DP private hypothesis selection over a finite cover;
+      small d only.
+
+    ``covariance="identity"`` or a known matrix estimates the mean only. ``constants="theory"``
+    uses the papers' constants and ``"practical"`` tuned ones; privacy never depends on this.
+    ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
+    for experiments (not for production releases).
+    """
+
+    def __init__(
+        self,
+        *,
+        rho: float | None = None,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        method: str = "auto",
+        covariance: str | np.ndarray | None = None,
+        mean_bound: float | None = None,
+        center: np.ndarray | None = None,
+        cov_bounds: tuple[float, float] | None = None,
+        gamma: float = 0.0,
+        beta: float = 0.05,
+        constants: str = "practical",
+        random_state: Any = None,
+        accountant: Accountant | None = None,
+    ) -> None:
+        self.rho = rho
+        self.epsilon = epsilon
+        self.delta = delta
+        self.method = method
+        self.covariance = covariance
+        self.mean_bound = mean_bound
+        self.center = center
+        self.cov_bounds = cov_bounds
+        self.gamma = gamma
+        self.beta = beta
+        self.constants = constants
+        self.random_state = random_state
+        self.accountant = accountant
+
+    # ------------------------------------------------------------------------------------
+    def _check_params(self, d: int) -> tuple[Budget, np.ndarray | None]:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.constants not in ("practical", "theory"):
+            raise ValueError("constants must be 'practical' or 'theory'")
+        if not (0 < float(self.beta) < 1):
+            raise ValueError("beta (failure probability) must be in (0, 1)")
+        if not (0 <= float(self.gamma) < 1):
+            raise ValueError("gamma (TV distance public/private) must be in [0, 1)")
+        budget = self._budget()
+        known: np.ndarray | None = None
+        if isinstance(self.covariance, str):
+            if self.covariance != "identity":
+                raise ValueError("covariance must be None, 'identity' or a (d, d) matrix")
+            known = np.eye(d)
+        elif self.covariance is not None:
+            known = np.array(self.covariance, dtype=np.float64)
+            if known.shape != (d, d) or not np.all(np.isfinite(known)):
+                raise InvalidDataError(f"covariance must be a finite ({d}, {d}) matrix")
+            known = (known + known.T) / 2
+            if np.linalg.eigvalsh(known)[0] <= 0:
+                raise InvalidDataError("the known covariance must be positive definite")
+        if self.mean_bound is not None and not (0 < float(self.mean_bound) < math.inf):
+            raise ValueError("mean_bound must be a positive finite number")
+        if self.cov_bounds is not None:
+            lo, hi = (float(v) for v in self.cov_bounds)
+            if not (0 < lo <= hi < math.inf):
+                raise ValueError("cov_bounds must be (lo, hi) with 0 < lo <= hi < inf")
+        return budget, known
+
+    def _choose(self, budget: Budget, d: int, m: int, known: np.ndarray | None) -> tuple[str, str]:
+        """The method to run and the reason, from public facts only."""
+        if self.method != "auto":
+            return self.method, "requested"
+        has_prior = self.mean_bound is not None and (known is not None or self.cov_bounds)
+        need_public = 1 if known is not None else d + 1
+        if is_pure(budget):
+            if known is not None and has_prior:
+                return "clip", "pure epsilon budget and a mean bound"
+            if has_prior or m >= d + 1:
+                return "hypothesis-selection", "pure epsilon budget: private hypothesis selection"
+        elif m >= need_public:
+            return "public", f"{m} public rows given ({need_public} needed, no bounds used)"
+        elif has_prior:
+            return "coinpress", "mean_bound (and covariance bounds) given"
+        elif isinstance(budget, ApproxDP):
+            return "histogram", "(epsilon, delta) budget and no bounds: private localisation"
+        need = "1 public row" if known is not None else f"{d + 1} public rows"
+        raise ValueError(
+            "no method can run with what was given: supply public_X (at least "
+            f"{need}), or mean_bound= (and cov_bounds= when the covariance is unknown), or an "
+            "(epsilon, delta) budget for the bound-free histogram method"
+        )
+
+    # ------------------------------------------------------------------------------------
+    def fit(self, X: Any, public_X: Any = None) -> PrivateGaussian:
+        """Estimate the Gaussian from private rows ``X`` (n, d), helped by optional public rows."""
+        X = check_data(X, name="X", min_rows=2)
+        n, d = X.shape
+        Xp = None
+        if public_X is not None:
+            Xp = check_data(public_X, name="public_X", min_rows=1, n_features=d)
+        budget, known = self._check_params(d)
+        method, reason = self._choose(budget, d, 0 if Xp is None else Xp.shape[0], known)
+        center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
+        if center.shape != (d,) or not np.all(np.isfinite(center)):
+            raise InvalidDataError(f"center must be a finite vector of length {d}")
+        self._check_method_inputs(method, budget, d, Xp, known)
+        acct = self._fit_accountant(budget)
+        noise = as_noise(self.random_state)
+        mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
+        self.mean_ = mean
+        self.covariance_ = cov
+        self.method_ = method
+        self.method_reason_ = reason
+        self.n_features_in_ = d
+        self.accountant_ = acct
+        self.privacy_spent_ = acct.spent
+        self.ledger_ = list(acct.ledger)
+        self.budget_ = budget
+        return self
+
+    def _check_method_inputs(
+        self, method: str, budget: Budget, d: int, Xp: np.ndarray | None, known: np.ndarray | None
+    ) -> None:
+        """Refuse, before any budget is spent, inputs the chosen method cannot use."""
+        if method == "public":
+            need = 1 if known is not None else d + 1
+            if Xp is None or Xp.shape[0] < need:
+                raise InvalidDataError(
+                    f"method='public' needs at least {need} public rows (public_X=)"
+                    + ("" if known is not None else " to precondition an unknown covariance")
+                )
+        if method in ("clip", "coinpress") and self.mean_bound is None:
+            raise InvalidDataError(f"method={method!r} needs mean_bound= (a radius around center)")
+        if method == "coinpress" and known is None and self.cov_bounds is None:
+            raise InvalidDataError(
+                "method='coinpress' with an unknown covariance needs cov_bounds=(lo, hi)"
+            )
+        if method == "clip" and known is None:
+            raise InvalidDataError(
+                "method='clip' estimates a mean only: pass covariance='identity' or a known matrix"
+            )
+        if method == "histogram" and not (isinstance(budget, ApproxDP) and budget.delta > 0):
+            raise PrivacyBudgetError("method='histogram' needs an (epsilon, delta>0) budget")
+        if method == "hypothesis-selection" and not is_pure(budget):
+            raise PrivacyBudgetError("method='hypothesis-selection' needs a pure epsilon budget")
+
+    def _run(
+        self,
+        method: str,
+        X: np.ndarray,
+        Xp: np.ndarray | None,
+        budget: Budget,
+        acct: Accountant,
+        noise: NoiseSource,
+        center: np.ndarray,
+        known: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        # Mean-only problems are solved in coordinates whitened by the known (public) covariance.
+        if known is not None and method in ("clip", "coinpress", "public"):
+            root = sqrtm_psd(known)
+            w = inv_sqrtm_psd(known)
+            Xw = X @ w
+            Xpw = None if Xp is None else Xp @ w
+            cw = center @ w
+            bound = None
+            if self.mean_bound is not None:
+                bound = float(self.mean_bound) / math.sqrt(np.linalg.eigvalsh(known)[0])
+            mean_w = self._mean_identity(method, Xw, Xpw, budget, acct, noise, cw, bound)
+            return mean_w @ root, known.copy()
+        if method == "coinpress":
+            from ..gaussian.coinpress import coinpress_gaussian
+
+            return coinpress_gaussian(
+                X,
+                zcdp_of(budget, "coinpress"),
+                center=center,
+                radius=float(self.mean_bound),  # type: ignore[arg-type]
+                cov_bounds=tuple(self.cov_bounds),  # type: ignore[arg-type]
+                accountant=acct,
+                noise=noise,
+                constants=self.constants,
+            )
+        if method == "public":
+            from ..gaussian.public import public_gaussian
+
+            return public_gaussian(
+                X,
+                Xp,
+                zcdp_of(budget, "the public-data estimator"),
+                accountant=acct,
+                noise=noise,
+                beta=self.beta,
+                gamma=self.gamma,
+                constants=self.constants,
+            )
+        if method == "histogram":
+            from ..gaussian.histogram import histogram_gaussian
+
+            return histogram_gaussian(
+                X,
+                budget.epsilon,  # type: ignore[union-attr]
+                budget.delta,  # type: ignore[union-attr]
+                accountant=acct,
+                noise=noise,
+                mean_only=known is not None,
+                cov=known,
+                beta=self.beta,
+                constants=self.constants,
+            )
+        if method == "hypothesis-selection":
+            from ..gaussian import hypothesis_selection as hs
+
+            eps = budget.epsilon  # type: ignore[union-attr]
+            if Xp is not None and Xp.shape[0] >= X.shape[1] + 1:
+                return hs.hypothesis_selection_public(X, Xp, eps, accountant=acct, noise=noise)
+            if self.mean_bound is None or (known is None and self.cov_bounds is None):
+                raise InvalidDataError(
+                    "method='hypothesis-selection' needs mean_bound= and cov_bounds= "
+                    "(or d+1 public rows)"
+                )
+            return hs.hypothesis_selection_gaussian(
+                X,
+                eps,
+                center=center,
+                radius=float(self.mean_bound),
+                cov_bounds=None if self.cov_bounds is None else tuple(self.cov_bounds),
+                cov=known,
+                accountant=acct,
+                noise=noise,
+            )
+        raise ValueError(f"method {method!r} cannot estimate a covariance")  # pragma: no cover
+
+    def _mean_identity(
+        self,
+        method: str,
+        X: np.ndarray,
+        Xp: np.ndarray | None,
+        budget: Budget,
+        acct: Accountant,
+        noise: NoiseSource,
+        center: np.ndarray,
+        bound: float | None,
+    ) -> np.ndarray:
+        """Mean of N(μ, I) rows by the chosen method."""
+        if method == "clip":
+            from ..gaussian.clip_mean import clip_mean
+            from ..gaussian.coinpress import chi_tail_radius
+
+            # the mean lies within `bound` of center, and a row within the chi tail of the mean
+            n, d = X.shape
+            radius = bound + chi_tail_radius(d, self.beta / n)  # type: ignore[operator]
+            return clip_mean(X, center, radius, budget, accountant=acct, noise=noise)
+        if method == "coinpress":
+            from ..gaussian.coinpress import coinpress_mean
+
+            return coinpress_mean(
+                X, center, bound, zcdp_of(budget, "coinpress"), accountant=acct, noise=noise
+            )
+        from ..gaussian.public import public_mean
+
+        return public_mean(
+            X,
+            Xp,
+            zcdp_of(budget, "the public-data mean estimator"),
+            accountant=acct,
+            noise=noise,
+            beta=self.beta,
+            constants=self.constants,
+        )
+
+    # ------------------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "mean_"):
+            raise RuntimeError("this PrivateGaussian is not fitted yet: call fit(X) first")
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """Log density of the fitted Gaussian at each row of X (no privacy cost)."""
+        self._check_fitted()
+        X = check_data(X, name="X", n_features=self.n_features_in_)
+        cov = self.covariance_ + 1e-12 * np.trace(self.covariance_) / len(self.mean_) * np.eye(
+            len(self.mean_)
+        )
+        return gaussian_logpdf(X, self.mean_, cov)
+
+    def sample(self, n_samples: int = 1, random_state: Any = None) -> np.ndarray:
+        """Draw synthetic rows from the fitted (already private) Gaussian."""
+        self._check_fitted()
+        rng = np.random.default_rng(random_state)
+        return rng.multivariate_normal(self.mean_, self.covariance_, size=int(n_samples))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Parameters and privacy report (only DP outputs and public metadata)."""
+        self._check_fitted()
+        from .. import __version__
+
+        return {
+            "model": "gaussian",
+            "library": "privgauss",
+            "version": __version__,
+            "method": self.method_,
+            "method_reason": self.method_reason_,
+            "n_features": self.n_features_in_,
+            "mean": self.mean_.tolist(),
+            "covariance": self.covariance_.tolist(),
+            "privacy": privacy_report(self.budget_, self.accountant_),
+            "pure_dp": isinstance(self.budget_, PureDP),
+        }
