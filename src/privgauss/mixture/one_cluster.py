@@ -1,0 +1,739 @@
+"""Private 1-cluster ("private location"): a ball of small radius holding about t points.
+
+A simplified, practical version of the Nissim–Stemmer (2018) / Nissim–Stemmer–Vadhan (2016)
+1-cluster algorithm used by KSSU19 (App. B, Alg. 5 "PGLoc"; spec §3.8, §3.9, §5.2 practical
+version, §6.6): GoodRadius is AboveThreshold over a public doubling grid of radii on the capped
+score, GoodCenter is a randomly rotated, randomly shifted grid of boxes, a private choice of a
+heavy box, and two noisy averages. No grid on the data domain and no LSH are needed; the price is
+that the box step filters in ℓ∞, so the centre search degrades with the dimension (it is meant for
+d ≲ 10, e.g. after private PCA).
+
+**Neighbours:** replace one row; n is public. **Guarantee:** ``one_cluster`` is (ε, δ)-DP for an
+``ApproxDP(ε, δ)`` budget and ε-DP for a ``PureDP(ε)`` budget (the pure version needs a public
+``center_box``). The radius grid, t, c, box_factor, center_box, split and beta are public.
+
+Privacy derivation (every quantity a later step uses is public or an earlier DP output, so the
+four releases compose adaptively):
+
+1. *GoodRadius* (ε_R, pure). L(r) = (1/t)·(sum of the t largest values of min(|X ∩ B_r(x_i)|, t)
+   over the data points x_i; zeros pad when n < t). For a fixed point each capped count moves by
+   ≤ 1 when one row is replaced, and the replaced row's own value lies in [0, t], so the sum of the
+   t largest values moves by ≤ 2t: **sensitivity 2** (:func:`capped_count_score_sensitivity`).
+   AboveThreshold (standard, non-monotone version) over the radii in increasing order with
+   threshold t − Γ returns the first radius whose noisy score passes, or ⊥.
+2. *Box choice* (ε_H, δ_H). Public randomness (independent of the data) draws a rotation Q and an
+   offset u ∈ [0, w)^d, w = box_factor·r. Each row gets the key ⌊(xQ − u)/w⌋ (after clipping into
+   ``center_box`` when given — a per-row map). (ε, δ): the replace-one stability histogram of the
+   keys (L1 sensitivity 2, threshold 1 + (2/ε_H) ln(1/δ_H)); the most populated released box is
+   chosen, none released = ⊥. Pure ε: the exponential mechanism over **all** boxes meeting the
+   public range, utility = count (sensitivity 1); the empty boxes are sampled as one group of
+   known size, so the output distribution is exactly the exponential mechanism's.
+3. *Box mean* (ρ_M, or ε_M pure: see the split below). The rows in the chosen box, clipped
+   to the box's circumscribed ball (radius ρ₁ = w√d/2, centre b), contribute v(x) = (x − b, κ)
+   to one joint release of (sum, κ·count), Gaussian (Laplace for a pure part). With κ = √3·ρ the
+   L2 sensitivity is 2ρ (both rows in: ‖x − y‖ ≤ 2ρ; one in: √(ρ² + κ²) = 2ρ); with κ = ρ√d the
+   L1 sensitivity is 2ρ√d (:func:`sum_count_sensitivity`). The noisy count is the released joint
+   coordinate / κ, so no private size is ever used as a divisor; a noisy count below
+   max(2, 3·its noise sd) = ⊥.
+4. *Refinement* (ρ_F, or ε_F pure). The same joint release over the rows within
+   ρ₂ = 2r + 2√d·(noise sd of step 3's mean) of the step-3 centre (a DP output), clipped there.
+
+Budget split (:func:`plan_budget`, ``split`` = relative ε weights, default (0.3, 0.25, 0.18,
+0.27)). ``PureDP(ε)``: ε_R + ε_H + ε_M + ε_F = ε (basic composition; Laplace means).
+``ApproxDP(ε, δ)``: ε_R = 0.3ε (pure) and ε_H = 0.25ε for the histogram; each mean release is
+either pure (its ε share, Laplace) or Gaussian, whichever assignment gives the least total noise
+(a function of d, ε, δ only: Laplace for small d·ε-ratios, e.g. d ≤ 4 at ε = 1, δ = 1e-6). The
+Gaussian releases share the remaining ε and δ/2 as zCDP (ρ = the largest value whose tight CKS20
+conversion fits; split by weight) and the histogram takes the other δ/2 (all of δ when both means
+are Laplace). Basic composition of the pieces gives exactly (ε, δ), which is what an accountant
+with an ApproxDP total records. Last parts are computed as remainders, so the ledger sums to the
+total; if a step outputs ⊥ the remaining parts are charged as "unused" ledger entries: the spent
+budget never depends on the data.
+
+Utility (spec §3.8, §6.6). With probability ≥ 1 − β the AboveThreshold error is at most Γ, so the
+returned r satisfies L(r) ≥ t − 2Γ, and r is at most the first grid radius ≥ 2·r_opt (r_opt the
+radius of the smallest ball holding t points; there L = t), i.e. r ≤ 4·r_opt on a doubling grid
+starting below 2·r_opt. The output ball is B(p, c·r). Γ is
+16(ln T + ln(2/β))/ε_R (``constants="theory"``, spec §3.4) or the sharper union bound
+(4/ε_R)(2 ln(2T/β) + ln(2/β)) (``"practical"``); privacy does not depend on this choice.
+
+Scoring is exact and vectorised: O(n²d) time in row blocks, O(n) memory per block. Above
+``max_points`` rows the scores are computed on a uniformly random subset of ``max_points`` rows
+drawn with public randomness, with t rescaled to t·max_points/n. **No amplification by
+subsampling is claimed**: a fixed index subset of neighbouring datasets differs in at most one
+row, so the mechanism run on it keeps exactly its ε.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP, approx_to_zcdp
+from ..exceptions import PrivacyBudgetError
+from ..linalg import clip_rows
+from ..mechanisms import (
+    above_threshold,
+    exponential_mechanism,
+    gaussian_mechanism,
+    gaussian_sigma,
+    laplace_mechanism,
+    stability_histogram,
+)
+from ..noise import NoiseSource, RandomState, as_noise
+from ..sensitivity import count as count_sensitivity
+from ..validation import check_data, check_positive_int, check_probability
+
+__all__ = [
+    "Ball",
+    "above_threshold_slack",
+    "ball_counts",
+    "capped_count_score",
+    "capped_count_score_sensitivity",
+    "doubling_radii",
+    "good_center",
+    "good_radius",
+    "one_cluster",
+    "plan_budget",
+    "sum_count_sensitivity",
+    "top_t_mean",
+]
+
+_BLOCK_ELEMENTS = 1 << 20  # pairwise distances per block
+_KEY_LIMIT = float(2**62)  # box keys saturate here (only reached for absurd scales)
+DEFAULT_SPLIT = (0.3, 0.25, 0.18, 0.27)
+
+
+class Ball(NamedTuple):
+    """A released ball B(center, radius) (both DP outputs)."""
+
+    center: np.ndarray
+    radius: float
+
+
+# ----------------------------------------------------------------------------------------------
+# Sensitivities (to move into privgauss.sensitivity)
+# ----------------------------------------------------------------------------------------------
+
+
+def capped_count_score_sensitivity() -> float:
+    """Replace-one sensitivity of the capped score L(r) (NSV16): 2."""
+    return 2.0
+
+
+def sum_count_sensitivity(radius: float, d: int, norm: str = "l2") -> tuple[float, float]:
+    """(sensitivity, κ) of the joint release (Σ_{x∈S}(x − a), κ·|S|) for rows of a public or
+    released set S, each clipped to B(a, radius), under replace-one.
+
+    ``norm="l2"``: κ = √3·r, L2 sensitivity 2r. ``norm="l1"``: κ = r√d, L1 sensitivity 2r√d.
+    """
+    r = float(radius)
+    if not (math.isfinite(r) and r >= 0):
+        raise ValueError("radius must be finite and >= 0")
+    if norm == "l2":
+        return 2.0 * r, math.sqrt(3.0) * r
+    if norm == "l1":
+        return 2.0 * r * math.sqrt(d), r * math.sqrt(d)
+    raise ValueError("norm must be 'l2' or 'l1'")
+
+
+# ----------------------------------------------------------------------------------------------
+# Public parameters
+# ----------------------------------------------------------------------------------------------
+
+
+def doubling_radii(r_lo: float, r_hi: float) -> np.ndarray:
+    """The public grid r_lo·2^j, j = 0..T−1, T = ⌈log₂(r_hi/r_lo)⌉ + 1 (last radius ≥ r_hi)."""
+    r_lo, r_hi = float(r_lo), float(r_hi)
+    if not (math.isfinite(r_lo) and math.isfinite(r_hi) and 0 < r_lo <= r_hi):
+        raise ValueError("need finite 0 < r_lo <= r_hi")
+    T = int(math.ceil(math.log2(r_hi / r_lo) - 1e-12)) + 1
+    return r_lo * 2.0 ** np.arange(max(T, 1))
+
+
+def above_threshold_slack(
+    epsilon: float,
+    n_queries: int,
+    beta: float,
+    *,
+    sensitivity: float = 2.0,
+    constants: str = "practical",
+) -> float:
+    """Accuracy slack Γ of AboveThreshold (threshold noise Lap(2Δ/ε), query noise Lap(4Δ/ε)):
+    with probability ≥ 1 − β every answer is correct up to Γ.
+
+    ``"theory"``: Γ = 8Δ(ln T + ln(2/β))/ε (Dwork–Roth Thm 3.24; spec §3.4). ``"practical"``:
+    the union bound P(|Z_τ| > a) + T·P(|Z_q| > b) ≤ β with a = (2Δ/ε)ln(2/β),
+    b = (4Δ/ε)ln(2T/β), i.e. Γ = a + b — never larger than the theory value.
+    """
+    n_queries = check_positive_int(n_queries, "n_queries", minimum=1)
+    beta = check_probability(beta, "beta")
+    if constants not in ("theory", "practical"):
+        raise ValueError("constants must be 'theory' or 'practical'")
+    eps = float(epsilon)
+    if math.isinf(eps):
+        return 0.0
+    if constants == "theory":
+        return 8.0 * sensitivity * (math.log(n_queries) + math.log(2.0 / beta)) / eps
+    a = 2.0 * sensitivity / eps * math.log(2.0 / beta)
+    b = 4.0 * sensitivity / eps * math.log(2.0 * n_queries / beta)
+    return a + b
+
+
+def _check_radii(radii: Any) -> np.ndarray:
+    r = np.asarray(radii, dtype=np.float64).ravel()
+    if r.size == 0 or not np.isfinite(r).all() or not (r > 0).all():
+        raise ValueError("radii must be a non-empty sequence of finite positive numbers")
+    return np.unique(r)
+
+
+def _is_pure(budget: Budget) -> bool:
+    return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
+
+
+def _pure_eps(budget: Budget) -> float:
+    if not _is_pure(budget):
+        raise PrivacyBudgetError(f"this step needs a pure epsilon budget, got {budget}")
+    return float(budget.epsilon)  # type: ignore[union-attr]
+
+
+# ----------------------------------------------------------------------------------------------
+# Exact, vectorised ball counts
+# ----------------------------------------------------------------------------------------------
+
+
+def ball_counts(points: Any, thresholds: Any, centers: Any = None) -> np.ndarray:
+    """``counts[i, j] = #{l : ‖centers_i − points_l‖ ≤ thresholds[j]}`` (closed balls; the rule
+    is ``Σ_k (c_k − x_k)² ≤ r²`` in float64, summed over k in order, the same for every pair).
+
+    ``centers`` defaults to ``points`` (each point counts itself). Row blocks keep the memory at
+    about 8 MB per array whatever n; time O(n_centers · n · d).
+    """
+    P = np.ascontiguousarray(np.asarray(points, dtype=np.float64).T)  # d × n
+    C = P.T if centers is None else np.asarray(centers, dtype=np.float64)
+    thr = np.asarray(thresholds, dtype=np.float64).ravel()
+    order = np.argsort(thr, kind="stable")
+    thr2 = thr[order] ** 2
+    d, n = P.shape
+    K = thr2.size
+    out = np.empty((C.shape[0], K), dtype=np.int64)
+    step = max(1, _BLOCK_ELEMENTS // max(n, 1))
+    for a in range(0, C.shape[0], step):
+        rows = C[a : a + step]
+        m = rows.shape[0]
+        D2 = np.zeros((m, n))
+        for k in range(d):
+            diff = rows[:, k, None] - P[k][None, :]
+            D2 += diff * diff
+        # idx = number of thresholds strictly below D2; D2 <= thr2[j]  <=>  idx <= j
+        idx = np.searchsorted(thr2, D2, side="left")
+        flat = (idx + (K + 1) * np.arange(m)[:, None]).ravel()
+        hist = np.bincount(flat, minlength=m * (K + 1)).reshape(m, K + 1)
+        out[a : a + step, order] = np.cumsum(hist, axis=1)[:, :K]
+    return out
+
+
+def top_t_mean(values: np.ndarray, t: int) -> np.ndarray:
+    """Per column: (sum of the t largest entries, zero-padded if fewer) / t."""
+    n = values.shape[0]
+    if n <= t:
+        return values.sum(axis=0) / t
+    return np.partition(values, n - t, axis=0)[n - t :].sum(axis=0) / t
+
+
+def capped_count_score(X: Any, t: int, radii: Any) -> np.ndarray:
+    """L(r) for every radius: the mean over the t best data points of min(|X ∩ B_r(x)|, t)
+    (NSV16's GoodRadius score; sensitivity 2 under replace-one)."""
+    data = np.asarray(X, dtype=np.float64)
+    t = check_positive_int(t, "t", minimum=1)
+    counts = ball_counts(data, radii)
+    return top_t_mean(np.minimum(counts, t), t)
+
+
+def _subsample_t(n: int, t: int, max_points: int) -> int:
+    """t rescaled to a subsample of max_points of n rows (public)."""
+    return t if n <= max_points else max(1, int(round(t * max_points / n)))
+
+
+def _subsample(
+    data: np.ndarray, t: int, max_points: int, rng: np.random.Generator
+) -> tuple[np.ndarray, int]:
+    n = data.shape[0]
+    if n <= max_points:
+        return data, t
+    idx = np.sort(rng.choice(n, size=max_points, replace=False))  # public randomness
+    return data[idx], _subsample_t(n, t, max_points)
+
+
+# ----------------------------------------------------------------------------------------------
+# GoodRadius
+# ----------------------------------------------------------------------------------------------
+
+
+def good_radius(
+    X: Any,
+    t: int,
+    radii: Any,
+    budget: PureDP,
+    *,
+    beta: float = 0.05,
+    constants: str = "practical",
+    max_points: int = 5000,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "good-radius",
+) -> float | None:
+    """ε-DP (replace-one, n public) search for a radius r whose balls hold about t points:
+    AboveThreshold on L(r) (sensitivity 2) over the public ``radii`` in increasing order with
+    threshold t − Γ. Returns the first passing radius, or None (⊥). NSV16 GoodRadius in the
+    AboveThreshold form of KSSU19 §5.2 (spec §3.8)."""
+    eps = _pure_eps(budget)
+    data = check_data(X, name="X")
+    t = check_positive_int(t, "t", minimum=1)
+    grid = _check_radii(radii)
+    max_points = check_positive_int(max_points, "max_points", minimum=1)
+    src = as_noise(noise)
+    gamma = above_threshold_slack(
+        eps, grid.size, beta, sensitivity=capped_count_score_sensitivity(), constants=constants
+    )
+    sub, t_sub = _subsample(data, t, max_points, src.rng)
+    scores = capped_count_score(sub, t_sub, grid)
+    hit = above_threshold(
+        scores.tolist(),
+        t_sub - gamma,
+        capped_count_score_sensitivity(),
+        budget,
+        accountant=accountant,
+        noise=src,
+        step=step,
+    )
+    return None if hit is None else float(grid[hit])
+
+
+# ----------------------------------------------------------------------------------------------
+# GoodCenter
+# ----------------------------------------------------------------------------------------------
+
+
+def _random_rotation(d: int, rng: np.random.Generator) -> np.ndarray:
+    A = rng.standard_normal((d, d))
+    Q, R = np.linalg.qr(A)
+    return Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+
+
+def _keys(Y: np.ndarray, offset: np.ndarray, width: float) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.floor((Y - offset) / width)
+    return np.clip(z, -_KEY_LIMIT, _KEY_LIMIT).astype(np.int64)
+
+
+def _check_box(center_box: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        lo, hi = center_box
+    except (TypeError, ValueError):
+        raise ValueError("center_box must be a pair (lo, hi) of scalars or d-vectors") from None
+    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (d,)).copy()
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (d,)).copy()
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all() and (lo <= hi).all()):
+        raise ValueError("center_box needs finite bounds with lo <= hi")
+    return lo, hi
+
+
+def _noisy_set_mean(
+    rows: np.ndarray,
+    anchor: np.ndarray,
+    rho: float,
+    budget: Budget,
+    *,
+    accountant: Accountant,
+    noise: NoiseSource,
+    step: str,
+) -> tuple[np.ndarray | None, float]:
+    """Joint (sum, κ·count) release of ``rows`` clipped to B(anchor, rho); returns the noisy
+    mean (None if the noisy count is below max(2, 3 sd)) and the per-coordinate noise sd of
+    the mean (public: noise scale over the released count)."""
+    d = anchor.shape[0]
+    if rows.shape[0]:
+        clipped, _ = clip_rows(rows, anchor, rho)
+        total = (clipped - anchor).sum(axis=0)
+    else:
+        total = np.zeros(d)
+    if _is_pure(budget):
+        sens, kappa = sum_count_sensitivity(rho, d, "l1")
+        value = np.append(total, kappa * rows.shape[0])
+        eps = _pure_eps(budget)
+        sd = 0.0 if math.isinf(eps) else math.sqrt(2.0) * sens / eps
+        released = laplace_mechanism(
+            value, sens, budget, accountant=accountant, noise=noise, step=step
+        )
+    else:
+        sens, kappa = sum_count_sensitivity(rho, d, "l2")
+        value = np.append(total, kappa * rows.shape[0])
+        sd = gaussian_sigma(sens, budget)
+        released = gaussian_mechanism(
+            value,
+            sens,
+            budget,
+            accountant=accountant,
+            noise=noise,
+            step=step,
+        )
+    n_hat = float(released[-1]) / kappa if kappa > 0 else 0.0
+    if not n_hat >= max(2.0, 3.0 * sd / kappa if kappa > 0 else 2.0):
+        return None, math.inf
+    return anchor + released[:-1] / n_hat, sd / n_hat
+
+
+def _uniform_empty_box(
+    nonempty: np.ndarray, key_lo: np.ndarray, key_hi: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """A uniformly random key in [key_lo, key_hi] that is not a row of ``nonempty``."""
+    taken = {tuple(int(v) for v in row) for row in nonempty}
+    sizes = key_hi - key_lo + 1
+    log_total = float(np.sum(np.log(sizes.astype(np.float64))))
+    if log_total <= math.log(2.0 * len(taken)) + 1e-9:  # few boxes: enumerate them
+        grid = np.indices(tuple(int(s) for s in sizes)).reshape(len(sizes), -1).T + key_lo
+        free = [g for g in grid if tuple(int(v) for v in g) not in taken]
+        return free[int(rng.integers(len(free)))]
+    while True:  # at least half the boxes are empty: expected <= 2 draws
+        key = key_lo + np.array([int(rng.integers(int(s))) for s in sizes], dtype=np.int64)
+        if tuple(int(v) for v in key) not in taken:
+            return key
+
+
+def _exponential_box(
+    keys: np.ndarray,
+    key_lo: np.ndarray,
+    key_hi: np.ndarray,
+    budget: PureDP,
+    *,
+    accountant: Accountant,
+    noise: NoiseSource,
+    step: str,
+) -> np.ndarray:
+    """Exponential mechanism (utility = count, sensitivity 1) over all boxes in the public key
+    range; the empty boxes enter as one candidate of weight (number of empty boxes)."""
+    eps = _pure_eps(budget)
+    boxes, counts = np.unique(keys, axis=0, return_counts=True)
+    sizes = (key_hi - key_lo + 1).astype(np.float64)
+    log_total = float(np.sum(np.log(sizes)))
+    if log_total < 40.0:
+        n_empty = math.prod(int(s) for s in sizes) - boxes.shape[0]
+        log_empty = math.log(n_empty) if n_empty > 0 else None
+    else:
+        log_empty = log_total + math.log1p(-math.exp(math.log(boxes.shape[0]) - log_total))
+    utilities = counts.astype(np.float64)
+    if log_empty is not None:
+        scale = 0.0 if math.isinf(eps) else 2.0 * count_sensitivity() / eps
+        utilities = np.append(utilities, scale * log_empty)
+    choice = exponential_mechanism(
+        utilities, count_sensitivity(), budget, accountant=accountant, noise=noise, step=step
+    )
+    if choice < boxes.shape[0]:
+        return boxes[choice]
+    return _uniform_empty_box(boxes, key_lo, key_hi, noise.rng)
+
+
+def good_center(
+    X: Any,
+    radius: float,
+    box_budget: Budget,
+    mean_budget: Budget,
+    refine_budget: Budget,
+    *,
+    box_factor: float = 2.0,
+    center_box: Any = None,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "good-center",
+) -> np.ndarray | None:
+    """A private centre near a cluster of radius ``radius`` (public or released): heavy box of a
+    randomly rotated and shifted grid of side box_factor·radius, then a noisy mean of its rows,
+    then a noisy mean of the rows near that (steps 2–4 of the module docstring).
+
+    DP under replace-one with n public: box_budget, mean_budget and refine_budget compose.
+    ``box_budget`` is (ε, δ>0) (stability histogram) or pure ε (exponential mechanism; needs
+    ``center_box``); the mean budgets are ZCDP / (ε, δ>0) (Gaussian) or pure ε (Laplace).
+    Returns None (⊥) when no box is released or a noisy count is too small; the caller charges
+    any unused budget."""
+    data = check_data(X, name="X")
+    n, d = data.shape
+    radius = float(radius)
+    if not (math.isfinite(radius) and radius > 0):
+        raise ValueError("radius must be finite and > 0")
+    src = as_noise(noise)
+    pure_box = _is_pure(box_budget)
+    if pure_box and center_box is None:
+        raise ValueError("a pure-DP box choice needs a public center_box (lo, hi)")
+    width = float(box_factor) * radius
+    if not (math.isfinite(width) and width > 0):
+        raise ValueError("box_factor must be finite and > 0")
+
+    Q = _random_rotation(d, src.rng)  # public randomness, independent of the data
+    offset = src.rng.uniform(0.0, width, size=d)
+    if center_box is not None:
+        lo, hi = _check_box(center_box, d)
+        data = np.clip(data, lo, hi)  # a per-row map: privacy-neutral
+    Y = data @ Q
+    keys = _keys(Y, offset, width)
+
+    if pure_box:
+        mid, half = (lo + hi) / 2.0 @ Q, (hi - lo) / 2.0 @ np.abs(Q)
+        key_lo = _keys((mid - half)[None, :], offset, width)[0]
+        key_hi = _keys((mid + half)[None, :], offset, width)[0]
+        keys = np.clip(keys, key_lo, key_hi)  # rounding guard: still a per-row map
+        chosen = _exponential_box(
+            keys,
+            key_lo,
+            key_hi,
+            box_budget,
+            accountant=accountant,
+            noise=src,
+            step=f"{step}/box",
+        )
+    else:
+        released = stability_histogram(
+            keys,
+            box_budget,
+            accountant=accountant,
+            noise=src,
+            step=f"{step}/box",
+        )
+        if not released:
+            return None
+        best = max(released.values())
+        chosen = np.array(min(k for k, v in released.items() if v == best), dtype=np.int64)
+
+    box_center = offset + (chosen.astype(np.float64) + 0.5) * width
+    in_box = np.all(keys == chosen, axis=1)
+    rho1 = width * math.sqrt(d) / 2.0
+    p1, sd1 = _noisy_set_mean(
+        Y[in_box],
+        box_center,
+        rho1,
+        mean_budget,
+        accountant=accountant,
+        noise=src,
+        step=f"{step}/box-mean",
+    )
+    if p1 is None:
+        return None
+    rho2 = 2.0 * radius + 2.0 * math.sqrt(d) * sd1
+    near = np.sqrt(np.sum((Y - p1) ** 2, axis=1)) <= rho2
+    p2, _ = _noisy_set_mean(
+        Y[near],
+        p1,
+        rho2,
+        refine_budget,
+        accountant=accountant,
+        noise=src,
+        step=f"{step}/refine",
+    )
+    if p2 is None:
+        return None
+    return p2 @ Q.T
+
+
+# ----------------------------------------------------------------------------------------------
+# Budget split helpers
+# ----------------------------------------------------------------------------------------------
+
+
+def plan_budget(
+    budget: Budget,
+    kinds: Sequence[str],
+    weights: Sequence[float],
+    dims: Sequence[int] | None = None,
+) -> list[Budget]:
+    """Split ``budget`` into one part per step; the parts compose to exactly ``budget``. Uses
+    public quantities only (the budget, the weights and the output dimensions).
+
+    ``kinds[i]`` is "pure" (AboveThreshold, exponential mechanism), "hist" (the stability
+    histogram) or "noise" (an additive-noise release of dimension ``dims[i]`` whose L1
+    sensitivity is √dims[i] times its L2 sensitivity: Laplace when its part is ``PureDP``,
+    Gaussian when it is ``ZCDP``). ε is shared in proportion to ``weights``.
+
+    * ``PureDP(ε)``: every part is pure (basic composition).
+    * ``ApproxDP(ε, δ)``: "pure" and "hist" parts get their ε share (the "hist" parts share δ/2,
+      or all of δ when no part is Gaussian). Each "noise" part is either pure (its ε share,
+      Laplace) or Gaussian; the Gaussian ones share what is left, (ε_rest, δ_rest), as zCDP:
+      ρ = the largest value whose tight zCDP → (ε_rest, δ_rest) conversion holds
+      (:func:`privgauss.accounting.approx_to_zcdp`), split by weight. Of the 2^g assignments the
+      one with the smallest total noise norm per unit L2 sensitivity, Σ √2·dims/ε_i (Laplace) or
+      √dims/√(2ρ_i) (Gaussian), is used — Laplace wins at small d and small ε, where
+      converting δ to zCDP is expensive.
+
+    Last parts are computed as remainders; an accountant with an ApproxDP total composes the
+    parts back to exactly (ε, δ) (basic composition of the pure / histogram / zCDP pieces).
+    """
+    w = tuple(float(x) for x in weights)
+    if len(w) != len(kinds) or any(not (math.isfinite(x) and x > 0) for x in w):
+        raise ValueError(f"split must be {len(kinds)} positive finite weights")
+    if any(k not in ("pure", "hist", "noise") for k in kinds):
+        raise ValueError("kinds must be 'pure', 'hist' or 'noise'")
+    dim = (1,) * len(kinds) if dims is None else tuple(int(x) for x in dims)
+    if len(dim) != len(kinds):
+        raise ValueError("dims must have one entry per part")
+    return list(_plan(budget, tuple(kinds), w, dim))
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(
+    budget: Budget, kinds: tuple[str, ...], w: tuple[float, ...], dim: tuple[int, ...]
+) -> tuple[Budget, ...]:
+    total_w = sum(w)
+    eps = float(budget.epsilon)  # type: ignore[union-attr]
+    if _is_pure(budget):
+        shares = [eps * x / total_w for x in w[:-1]]
+        shares.append(eps - sum(shares) if math.isfinite(eps) else eps)
+        return tuple(PureDP(e) for e in shares)
+    delta = float(budget.delta)  # type: ignore[union-attr]
+    if math.isinf(eps):  # the non-private limit: every mechanism noiseless
+        return tuple(ApproxDP(eps, delta) if k == "hist" else PureDP(eps) for k in kinds)
+    noise_idx = [i for i, k in enumerate(kinds) if k == "noise"]
+    hist_idx = [i for i, k in enumerate(kinds) if k == "hist"]
+    best: tuple[float, tuple[Budget, ...]] | None = None
+    for laplace in itertools.product((False, True), repeat=len(noise_idx)):
+        gauss = [i for i, lap in zip(noise_idx, laplace, strict=True) if not lap]
+        parts: list[Budget | None] = [None] * len(kinds)
+        eps_used = 0.0
+        hist_delta = (delta / 2.0 if gauss else delta) / max(len(hist_idx), 1)
+        for i, k in enumerate(kinds):
+            if i in gauss:
+                continue
+            share = eps * w[i] / total_w
+            eps_used += share
+            parts[i] = ApproxDP(share, hist_delta) if k == "hist" else PureDP(share)
+        if gauss:
+            rho = approx_to_zcdp(eps - eps_used, delta / 2.0 if hist_idx else delta)
+            gw = sum(w[i] for i in gauss)
+            rhos = [rho * w[i] / gw for i in gauss[:-1]]
+            rhos.append(rho - sum(rhos))
+            for i, r in zip(gauss, rhos, strict=True):
+                parts[i] = ZCDP(r)
+        cost = 0.0
+        for i in noise_idx:
+            part = parts[i]
+            if isinstance(part, ZCDP):
+                cost += math.sqrt(dim[i]) / math.sqrt(2.0 * part.rho)
+            else:
+                cost += math.sqrt(2.0) * dim[i] / part.epsilon  # type: ignore[union-attr]
+        if best is None or cost < best[0]:
+            best = (cost, tuple(p for p in parts if p is not None))
+    assert best is not None
+    return best[1]
+
+
+def _check_budget(budget: Budget, accountant: Accountant, parts: Sequence[Budget]) -> None:
+    """Refuse up front (nothing drawn) when the accountant cannot take every part."""
+    if not isinstance(budget, PureDP | ApproxDP):
+        raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
+    if not _is_pure(budget) and not isinstance(accountant.total, ApproxDP):
+        raise PrivacyBudgetError(
+            "an (epsilon, delta) budget with delta > 0 needs an accountant with an ApproxDP total"
+        )
+    trial = copy.deepcopy(accountant)
+    try:
+        for part in parts:
+            trial.spend(part)
+    except PrivacyBudgetError:
+        raise PrivacyBudgetError(
+            f"the accountant cannot afford {budget}; increase its total or use a fresh Accountant"
+        ) from None
+
+
+def _charge_unused(accountant: Accountant, parts: Sequence[Budget], step: str) -> None:
+    for part in parts:
+        accountant.spend(
+            part, step=step, mechanism="unused", note="reserved; an earlier step returned ⊥"
+        )
+
+
+def _spent_parts(accountant: Accountant, before: int) -> int:
+    return len(accountant.ledger) - before
+
+
+# ----------------------------------------------------------------------------------------------
+# one_cluster
+# ----------------------------------------------------------------------------------------------
+
+
+def one_cluster(
+    X: Any,
+    t: int,
+    budget: ApproxDP | PureDP,
+    *,
+    radii: Any,
+    c: float = 2.0,
+    center_box: Any = None,
+    beta: float = 0.05,
+    constants: str = "practical",
+    box_factor: float = 2.0,
+    split: Sequence[float] = DEFAULT_SPLIT,
+    max_points: int = 5000,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "one-cluster",
+) -> Ball | None:
+    """Private 1-cluster: a ball B(p, c·r) meant to hold a cluster of about t points, or None.
+
+    (ε, δ)-DP for ``ApproxDP(ε, δ)``, ε-DP for ``PureDP(ε)`` (then ``center_box`` is required),
+    under replace-one neighbours with n public; the whole budget is charged whatever the outcome
+    (see the module docstring for the derivation and the split). ``radii`` is a public grid
+    (e.g. :func:`doubling_radii`). Simplified NS18 / KSSU19 Alg. 5 (spec §5.2, §6.6).
+    """
+    if not isinstance(budget, PureDP | ApproxDP):
+        raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
+    data = check_data(X, name="X")
+    d = data.shape[1]
+    parts = plan_budget(budget, ("pure", "hist", "noise", "noise"), split, (1, 1, d, d))
+    _check_budget(budget, accountant, parts)
+    t = check_positive_int(t, "t", minimum=1)
+    grid = _check_radii(radii)
+    c = float(c)
+    if not (math.isfinite(c) and c > 0):
+        raise ValueError("c must be finite and > 0")
+    if _is_pure(budget) and center_box is None:
+        raise ValueError("a PureDP budget needs a public center_box (lo, hi)")
+    if center_box is not None:
+        _check_box(center_box, d)
+    src = as_noise(noise)
+
+    before = len(accountant.ledger)
+    r = good_radius(
+        data,
+        t,
+        grid,
+        parts[0],
+        beta=beta,
+        constants=constants,
+        max_points=max_points,
+        accountant=accountant,
+        noise=src,
+        step=f"{step}/radius",
+    )
+    center = None
+    if r is not None:
+        center = good_center(
+            data,
+            r,
+            parts[1],
+            parts[2],
+            parts[3],
+            box_factor=box_factor,
+            center_box=center_box,
+            accountant=accountant,
+            noise=src,
+            step=step,
+        )
+    used = _spent_parts(accountant, before)
+    if center is None or r is None:
+        _charge_unused(accountant, parts[used:], step)
+        return None
+    return Ball(center=center, radius=c * r)

@@ -1,0 +1,303 @@
+"""Secluded ("terrific") balls: KSSU19 §5.1 — Definition 5.2, TerrificRadius (Alg. 2), the revised
+GoodCenter and the verification step of PTerrificBall (Lemma 5.7); spec §6.
+
+**Neighbours:** replace one row; n is public. **Guarantees:** :func:`terrific_radius` is ε-DP
+for ``PureDP(ε)``; :func:`terrific_ball` is (ε, δ)-DP for ``ApproxDP(ε, δ)`` and ε-DP for
+``PureDP(ε)`` (which needs a public ``center_box``). t, c, the radius grid, ``largest``, β and
+the split are public.
+
+Definitions (closed balls B_r(p) = {x : ‖x − p‖ ≤ r}). A ball B_r(p) is (c, Γ)-terrific for X if
+|X ∩ B_r(p)| ≥ t − Γ, |X \\ B_{cr}(p)| ≥ t − Γ and |X ∩ (B_{cr}(p) \\ B_r(p))| ≤ Γ.
+
+* **Ball query** f_{p,r}(X) = min{|X ∩ B_r(p)|, |X \\ B_{cr}(p)|, t − |annulus|} (not capped; the
+  last term may be negative). Each term is a count, so replace-one moves it by ≤ 1:
+  **sensitivity 1** (:func:`ball_query_sensitivity`).
+* **Capped radius score** Q_r(X) = (1/t)·(sum of the t largest values over data points x of
+  q_r(x; X) = min{#_t(X ∩ B_r(x)), #_t(X \\ B_{cr}(x)), t − #_t(annulus)}, #_t(S) = min(|S|, t)),
+  zero-padded if n < t. For a fixed x every term moves by ≤ 1, and the replaced row's own value
+  lies in [0, t], so the top-t sum moves by ≤ 2t: **sensitivity 2**
+  (:func:`capped_radius_score_sensitivity`; uncapped counts would give Θ(n/t), pitfall P4).
+  Centres are data points, but only a radius index is released (no data point leaks, P8).
+
+These two sensitivities (and ``one_cluster``'s) belong in :mod:`privgauss.sensitivity`; they are
+defined here until the lead moves them.
+
+TerrificRadius (ε_R, pure): AboveThreshold (standard, non-monotone version: Q_r is not monotone
+in r) over the public radii, increasing (``largest=False``) or decreasing (``largest=True``),
+Δ = 2, threshold t − Γ, Γ = 16(ln T + ln(2/β))/ε_R (``constants="theory"``) or the sharper union
+bound of :func:`~privgauss.mixture.one_cluster.above_threshold_slack` (``"practical"``). With
+probability ≥ 1 − β a returned r has Q_r ≥ t − 2Γ, so some B_r(x) is (c, 2Γ)-terrific (Claim 5.5),
+and if X has a (4c+1)-terrific ball the search does not return ⊥ (Claim 5.6).
+
+PTerrificBall (:func:`terrific_ball`), five adaptively composed releases:
+
+1. r ← TerrificRadius (ε_R, pure).
+2.–4. p ← GoodCenter(r) (:func:`~privgauss.mixture.one_cluster.good_center`): heavy box of a
+   randomly rotated, shifted grid of side ``box_factor``·r (stability histogram (ε_H, δ_H), or
+   the exponential mechanism for pure ε), a noisy joint (sum, count) over the box (ρ_M), and a
+   refinement over the rows within 2r + margin of it (ρ_F); ρ's are ε's for Laplace parts.
+5. Check (ρ_C, or ε_C pure): f_{p,2r} with annulus constant c_out = (c − 1)/2 is released with
+   the Gaussian (Laplace) mechanism, sensitivity 1, and the ball B_{2r}(p) is returned iff the
+   noisy value is ≥ t − Γ (Γ of step 1, in full-data units); otherwise ⊥. With Γ_C the
+   (1 − β/2)-quantile of the check noise, a returned ball is (c_out, Γ + Γ_C)-terrific with
+   probability ≥ 1 − β/2. Refinement lemma (spec §6.4): if B_r(x) is (c, Γ′)-terrific and
+   ‖p − x‖ ≤ r, then B_{2r}(p) is (c_out, Γ′)-terrific, so a good centre with Γ′ ≤ Γ − Γ_C
+   passes with probability ≥ 1 − β/2. (Checking against the lemma-chain value t − 2Γ − Γ_C
+   instead would make the check vacuous whenever t ≲ 2Γ.)
+
+Budget split (:func:`~privgauss.mixture.one_cluster.plan_budget`, ``split`` = relative ε
+weights, default (0.3, 0.2, 0.15, 0.2, 0.15)). ``PureDP(ε)``: the five ε's sum to ε.
+``ApproxDP(ε, δ)``: ε_R = 0.3ε (pure), ε_H = 0.2ε for the histogram, and each of the three
+noise releases is pure (its ε share, Laplace) or Gaussian, whichever assignment of the 8 gives
+the least total noise (public: depends on d, ε, δ only); the Gaussian ones share the remaining ε
+and δ/2 as zCDP (largest ρ whose tight conversion fits, split by weight), the histogram the other
+δ/2 (all of δ if no part is Gaussian). Basic composition of the pieces gives exactly (ε, δ); last
+parts are remainders, so the ledger sums to the total. After a ⊥ the remaining parts are charged
+as "unused" ledger entries, so the spent budget never depends on the data.
+
+Cost: exact scoring in O(n²d) per call (row blocks, one pass for all radii). Above ``max_points``
+rows TerrificRadius runs on a uniformly random subset of ``max_points`` rows (public randomness)
+with t rescaled; **no privacy amplification is claimed** — the subset of neighbouring datasets
+differs in at most one row, so the mechanism simply sees less data at the same ε (spec §6.6,
+P14). GoodCenter and the check always use all rows (O(nd)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..accounting import Accountant, ApproxDP, PureDP
+from ..exceptions import PrivacyBudgetError
+from ..mechanisms import above_threshold, gaussian_mechanism, laplace_mechanism
+from ..noise import RandomState, as_noise
+from ..validation import check_data, check_positive_int, check_probability
+from .one_cluster import (
+    Ball,
+    _charge_unused,
+    _check_box,
+    _check_budget,
+    _check_radii,
+    _is_pure,
+    _pure_eps,
+    _subsample,
+    _subsample_t,
+    above_threshold_slack,
+    ball_counts,
+    good_center,
+    plan_budget,
+    top_t_mean,
+)
+
+__all__ = [
+    "Ball",
+    "ball_query",
+    "ball_query_sensitivity",
+    "capped_radius_score_sensitivity",
+    "point_scores",
+    "radius_scores",
+    "terrific_ball",
+    "terrific_radius",
+]
+
+DEFAULT_SPLIT = (0.3, 0.2, 0.15, 0.2, 0.15)
+
+
+def capped_radius_score_sensitivity() -> float:
+    """Replace-one (and add/remove) sensitivity of Q_r: 2 (KSSU19 Claim 5.4)."""
+    return 2.0
+
+
+def ball_query_sensitivity() -> float:
+    """Replace-one (and add/remove) sensitivity of the ball query f_{p,r}: 1 (KSSU19 eq. (4))."""
+    return 1.0
+
+
+def _check_c(c: float, minimum: float) -> float:
+    c = float(c)
+    if not (math.isfinite(c) and c > minimum):
+        raise ValueError(f"c must be a finite number > {minimum:g}")
+    return c
+
+
+def point_scores(X: Any, t: int, c: float, radii: Any) -> np.ndarray:
+    """q_r(x_i; X) for every data point (rows) and radius (columns, in the order given)."""
+    data = np.asarray(X, dtype=np.float64)
+    t = check_positive_int(t, "t", minimum=1)
+    c = _check_c(c, 1.0)
+    r = np.asarray(radii, dtype=np.float64).ravel()
+    T = r.size
+    counts = ball_counts(data, np.concatenate([r, c * r]))
+    inner, within_c = counts[:, :T], counts[:, T:]
+    outer = data.shape[0] - within_c
+    annulus = within_c - inner
+    capped = np.minimum(np.minimum(inner, t), np.minimum(outer, t))
+    return np.minimum(capped, t - np.minimum(annulus, t))
+
+
+def radius_scores(X: Any, t: int, c: float, radii: Any) -> np.ndarray:
+    """Q_r(X) for every radius: the mean of the t largest q_r values (zero-padded if n < t)."""
+    t = check_positive_int(t, "t", minimum=1)
+    return top_t_mean(point_scores(X, t, c, radii), t)
+
+
+def ball_query(X: Any, center: Any, radius: float, c: float, t: int) -> float:
+    """f_{p,r}(X) = min{|X ∩ B_r(p)|, |X \\ B_{cr}(p)|, t − |X ∩ (B_{cr}(p) \\ B_r(p))|}."""
+    data = np.asarray(X, dtype=np.float64)
+    p = np.asarray(center, dtype=np.float64).reshape(1, -1)
+    counts = ball_counts(data, [radius, c * radius], centers=p)[0]
+    inner, within_c = int(counts[0]), int(counts[1])
+    return float(min(inner, data.shape[0] - within_c, t - (within_c - inner)))
+
+
+def terrific_radius(
+    X: Any,
+    t: int,
+    c: float,
+    radii: Any,
+    budget: PureDP,
+    *,
+    largest: bool = False,
+    beta: float = 0.05,
+    constants: str = "practical",
+    max_points: int = 5000,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "terrific-radius",
+) -> float | None:
+    """TerrificRadius (KSSU19 Alg. 2): ε-DP (replace-one, n public) AboveThreshold over the public
+    ``radii`` (increasing, or decreasing if ``largest``) on Q_r (sensitivity 2) with threshold
+    t − Γ. Returns the first passing radius or None (⊥)."""
+    eps = _pure_eps(budget)
+    data = check_data(X, name="X")
+    t = check_positive_int(t, "t", minimum=1)
+    c = _check_c(c, 1.0)
+    grid = _check_radii(radii)
+    beta = check_probability(beta, "beta")
+    max_points = check_positive_int(max_points, "max_points", minimum=1)
+    src = as_noise(noise)
+    if largest:
+        grid = grid[::-1]
+    gamma = above_threshold_slack(
+        eps, grid.size, beta, sensitivity=capped_radius_score_sensitivity(), constants=constants
+    )
+    sub, t_sub = _subsample(data, t, max_points, src.rng)
+    scores = radius_scores(sub, t_sub, c, grid)
+    hit = above_threshold(
+        scores.tolist(),
+        t_sub - gamma,
+        capped_radius_score_sensitivity(),
+        budget,
+        accountant=accountant,
+        noise=src,
+        step=step,
+    )
+    return None if hit is None else float(grid[hit])
+
+
+def terrific_ball(
+    X: Any,
+    t: int,
+    c: float,
+    radii: Any,
+    budget: ApproxDP | PureDP,
+    *,
+    largest: bool = False,
+    beta: float = 0.05,
+    constants: str = "practical",
+    center_box: Any = None,
+    box_factor: float = 2.0,
+    split: Sequence[float] = DEFAULT_SPLIT,
+    max_points: int = 5000,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "terrific-ball",
+) -> Ball | None:
+    """PTerrificBall (KSSU19 §5.1, Lemma 5.7, simplified per spec §6.4–6.6): a released ball
+    B(p, 2r) that passed the noisy check of being ((c − 1)/2, ·)-terrific, or None (⊥).
+
+    (ε, δ)-DP for ``ApproxDP(ε, δ)``, ε-DP for ``PureDP(ε)`` (needs ``center_box``), replace-one
+    neighbours with n public; the whole budget is charged whatever the outcome. Search constant
+    ``c`` > 3; the output's annulus constant is (c − 1)/2. See the module docstring."""
+    if not isinstance(budget, PureDP | ApproxDP):
+        raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
+    data = check_data(X, name="X")
+    n, d = data.shape
+    parts = plan_budget(budget, ("pure", "hist", "noise", "noise", "noise"), split, (1, 1, d, d, 1))
+    _check_budget(budget, accountant, parts)
+    t = check_positive_int(t, "t", minimum=1)
+    c = _check_c(c, 3.0)
+    grid = _check_radii(radii)
+    beta = check_probability(beta, "beta")
+    max_points = check_positive_int(max_points, "max_points", minimum=1)
+    if _is_pure(budget) and center_box is None:
+        raise ValueError("a PureDP budget needs a public center_box (lo, hi)")
+    if center_box is not None:
+        _check_box(center_box, d)
+    src = as_noise(noise)
+    before = len(accountant.ledger)
+
+    def fail() -> None:
+        _charge_unused(accountant, parts[len(accountant.ledger) - before :], step)
+
+    r = terrific_radius(
+        data,
+        t,
+        c,
+        grid,
+        parts[0],
+        largest=largest,
+        beta=beta,
+        constants=constants,
+        max_points=max_points,
+        accountant=accountant,
+        noise=src,
+        step=f"{step}/radius",
+    )
+    if r is None:
+        fail()
+        return None
+    center = good_center(
+        data,
+        r,
+        parts[1],
+        parts[2],
+        parts[3],
+        box_factor=box_factor,
+        center_box=center_box,
+        accountant=accountant,
+        noise=src,
+        step=step,
+    )
+    if center is None:
+        fail()
+        return None
+
+    # the check, in full-data units (the radius search may have run on a subsample)
+    t_sub = _subsample_t(n, t, max_points)
+    gamma = above_threshold_slack(
+        parts[0].epsilon,
+        grid.size,
+        beta,
+        sensitivity=capped_radius_score_sensitivity(),
+        constants=constants,
+    ) * (t / t_sub)
+    c_out = (c - 1.0) / 2.0
+    f = ball_query(data, center, 2.0 * r, c_out, t)
+    release = laplace_mechanism if _is_pure(parts[4]) else gaussian_mechanism
+    noisy = float(
+        release(
+            f,
+            ball_query_sensitivity(),
+            parts[4],
+            accountant=accountant,
+            noise=src,
+            step=f"{step}/check",
+        )
+    )
+    if noisy < t - gamma:
+        return None
+    return Ball(center=center, radius=2.0 * r)
