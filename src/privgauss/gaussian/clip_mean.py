@@ -33,7 +33,12 @@ def clip_mean(
     mean = clipped.mean(axis=0)
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
         return laplace_mechanism(
-            mean, clipped_mean_l1(radius, n, d), budget, accountant=accountant, noise=noise, step=step
+            mean,
+            clipped_mean_l1(radius, n, d),
+            budget,
+            accountant=accountant,
+            noise=noise,
+            step=step,
         )
     return gaussian_mechanism(
         mean, clipped_mean_l2(radius, n), budget, accountant=accountant, noise=noise, step=step

@@ -1,0 +1,349 @@
+"""Gaussian estimation helped by public data (Bie, Kamath, Singhal, NeurIPS 2022).
+
+* :func:`public_mean` / :func:`public_mean_one_sample` — Thm 3.3: one public sample (or a few)
+  turns an unknown location into a public ball of radius ≈ √d; then a bounded private mean.
+* :func:`public_preconditioner` — Alg. 1 (Lemma 3.4; γ-shifted public data, Lemma 3.13).
+* :func:`public_gaussian` — Alg. 2: precondition with d+1 (or more) public rows, run the bounded
+  ρ-zCDP learner (:func:`~privgauss.gaussian.coinpress.coinpress_gaussian`) on the whitened
+  private rows with the public range parameters (R, K), and map back.
+
+Privacy is with respect to the private rows, for **every** public dataset (Def. 2.17): the
+public rows only choose a per-record affine map and the range parameters, so the guarantee is
+that of the inner learner — ρ-zCDP under replace-one neighbours, n public — however bad,
+duplicated or far away the public rows are. Only accuracy depends on them. Invalid public
+input (too few rows, wrong dimension, NaN, a singular covariance) is refused before any budget
+is spent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import chi2
+
+from ..accounting import ZCDP, Accountant
+from ..exceptions import InvalidDataError
+from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
+from ..noise import RandomState, as_noise
+from ..validation import check_data
+from .clip_mean import clip_mean
+from .coinpress import (
+    _check_accountant,
+    _check_beta,
+    _check_constants,
+    _check_rho,
+    _gaussian,
+    _reserve,
+    _run_mean,
+    _sanitize_rows,
+    chi_tail_bound,
+    mean_schedule,
+)
+
+__all__ = [
+    "Preconditioner",
+    "public_gaussian",
+    "public_mean",
+    "public_mean_one_sample",
+    "public_preconditioner",
+]
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+# ----------------------------------------------------------------------------------------------
+# Mean with known covariance
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_public_rows(X_pub: Any, d: int, min_rows: int) -> np.ndarray:
+    P = np.asarray(X_pub) if not hasattr(X_pub, "columns") else X_pub
+    if getattr(P, "ndim", 2) == 1:
+        P = np.asarray(P).reshape(1, -1)
+    return check_data(P, name="public data", min_rows=min_rows, n_features=d)
+
+
+def _known_cov_maps(cov: Any, d: int) -> tuple[np.ndarray, np.ndarray] | None:
+    if cov is None:
+        return None
+    S = np.asarray(cov, dtype=np.float64)
+    if S.shape != (d, d):
+        raise InvalidDataError(f"cov must have shape ({d}, {d}), got {S.shape}")
+    if not np.isfinite(S).all():
+        raise InvalidDataError("cov contains NaN or infinite values")
+    return inv_sqrtm_psd(S), sqrtm_psd(S)
+
+
+def public_mean(
+    X: Any,
+    X_pub: Any,
+    rho: float,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    cov: Any = None,
+    beta: float = 0.01,
+    constants: str = "practical",
+) -> np.ndarray:
+    """ρ-zCDP mean of private rows ~ N(μ, Σ) with Σ known (identity by default), using m ≥ 1
+    public rows from the same distribution and no prior bound (Bie–Kamath–Singhal Thm 3.3).
+
+    Whiten with Σ^{-1/2} (public), centre at the public mean x̄ (‖μ − x̄‖ ≤ R_pub/√m w.p.
+    1 − β/2), estimate the mean of the shifted private rows inside that ball, shift back and
+    un-whiten. ρ-zCDP for every public dataset under replace-one neighbours (n public): the
+    shift and R_pub are public, the inner estimator is ρ-zCDP.
+
+    ``constants``: ``"practical"`` — R_pub the exact χ_d quantile at β/2, then
+    :func:`coinpress_mean` (planned steps, failure β/2); ``"theory"`` — the paper's estimator:
+    R_pub = γ(d, β/2), one clip-and-noise step at λ = R_pub + γ(d, β/(2n)) (Lemma 3.2(1));
+    ``"paper-code"`` — the published experiment: CoinPress t = 2, [1/4, 3/4], with the code's
+    radius γ(**n**, 0.01) (its n-for-d bug, spec §6.1), for the Figure-1 reproduction.
+    """
+    _check_constants(constants, ("practical", "theory", "paper-code"))
+    X = check_data(X, name="X")
+    n, d = X.shape
+    P = _check_public_rows(X_pub, d, 1)
+    maps = _known_cov_maps(cov, d)
+    accountant = _check_accountant(accountant)
+    rho = _check_rho(rho)
+    beta = _check_beta(beta)
+    root = None
+    if maps is not None:
+        W, root = maps
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = X @ W
+        P = P @ W
+    m = P.shape[0]
+    x_bar = P.mean(axis=0)
+    src = as_noise(noise)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Y = _sanitize_rows(X - x_bar)
+    zero = np.zeros(d)
+    _reserve(accountant, rho)
+    if constants == "theory":
+        r_pub = chi_tail_bound(d, beta / 2) / math.sqrt(m)
+        lam = r_pub + chi_tail_bound(d, beta / (2 * n))
+        est = clip_mean(Y, zero, lam, ZCDP(rho), accountant=accountant, noise=src,
+                        step="public-mean")
+    else:
+        if constants == "practical":
+            r_pub = math.sqrt(float(chi2.isf(beta / 2, d)) / m)
+            plan = mean_schedule(n, d, r_pub, rho, beta=beta / 2)
+        else:
+            r_pub = chi_tail_bound(n, 0.01)
+            plan = mean_schedule(n, d, r_pub, rho, steps=2, fractions=(0.25, 0.75),
+                                 constants="theory", beta=0.01)
+        est = _run_mean(Y, zero, plan, accountant, src, "public-mean")
+    out = est + x_bar
+    return out if root is None else out @ root
+
+
+def public_mean_one_sample(
+    X: Any,
+    x_pub: Any,
+    rho: float,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    cov: Any = None,
+    beta: float = 0.01,
+    constants: str = "practical",
+) -> np.ndarray:
+    """ρ-zCDP mean with one public sample ``x_pub`` (shape (d,) or (1, d)); see
+    :func:`public_mean` (Bie–Kamath–Singhal Thm 3.3 / 2.3). Replace-one neighbours, n public."""
+    x = np.asarray(x_pub)
+    if not (x.ndim == 1 or (x.ndim == 2 and x.shape[0] == 1)):
+        raise InvalidDataError("x_pub must be one public sample of shape (d,) or (1, d)")
+    return public_mean(X, x.reshape(1, -1), rho, accountant=accountant, noise=noise, cov=cov,
+                       beta=beta, constants=constants)
+
+
+# ----------------------------------------------------------------------------------------------
+# Algorithm 1: the public preconditioner
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Preconditioner:
+    """Output of Alg. 1 (public only). With probability ≥ 1 − β over the public rows:
+    L·Σ̂ ⪯ Σ ⪯ U·Σ̂, so the private rows mapped by :meth:`forward` have covariance between I
+    and K·I (K = U/L) and mean of norm ≤ R, and lie within Mahalanobis distance
+    ``mahalanobis_radius`` (ω) of the origin. ``cov_sqrt`` is the one square root A (AAᵀ = Σ̂)
+    used in both directions (pitfall P9); it is affine-equivariant: public rows x ↦ Bx + b
+    give A ↦ BA.
+    """
+
+    mean: np.ndarray
+    cov: np.ndarray
+    cov_sqrt: np.ndarray
+    L: float
+    U: float
+    K: float
+    R: float
+    mahalanobis_radius: float
+    beta: float
+    gamma: float
+    n_public: int
+
+    @property
+    def dim(self) -> int:
+        return int(self.mean.shape[0])
+
+    def forward(self, X: Any) -> np.ndarray:
+        """Rows y = L^{-1/2} A^{-1}(x − μ̂) (a fixed bijection per record)."""
+        X = np.asarray(X, dtype=np.float64)
+        Y = np.linalg.solve(self.cov_sqrt, (X - self.mean).T).T
+        return Y / math.sqrt(self.L)
+
+    def backward(self, mean_Y: Any, cov_Y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Map an estimate in forward coordinates back: (√L·A μ_Y + μ̂, L·A Σ_Y Aᵀ)."""
+        A = self.cov_sqrt
+        mu = math.sqrt(self.L) * (A @ np.asarray(mean_Y, dtype=np.float64)) + self.mean
+        cov = sym(self.L * (A @ np.asarray(cov_Y, dtype=np.float64) @ A.T))
+        return mu, cov
+
+
+def _helmert(k: int) -> np.ndarray:
+    """(k+1) × k orthonormal basis of the complement of the all-ones vector."""
+    H = np.zeros((k + 1, k))
+    for j in range(1, k + 1):
+        H[:j, j - 1] = 1.0
+        H[j, j - 1] = -float(j)
+        H[:, j - 1] /= math.sqrt(j * (j + 1))
+    return H
+
+
+def _equivariant_sqrt(P: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """A with AAᵀ = cov and A(BP + b) = B·A(P): the frame of the first d+1 rows (via a
+    Helmert basis), corrected by the symmetric root of the (B-invariant) remaining factor."""
+    m, d = P.shape
+    S = P[: d + 1]
+    A0 = (S - S.mean(axis=0)).T @ _helmert(d) / math.sqrt(d)
+    if m == d + 1:
+        return A0
+    if np.linalg.cond(A0) > 1e12:  # first d+1 rows degenerate: any valid root will do
+        return np.linalg.cholesky(cov)
+    A0inv = np.linalg.inv(A0)
+    return A0 @ sqrtm_psd(sym(A0inv @ cov @ A0inv.T))
+
+
+def _lu_constants(d: int, m: int, b: float) -> tuple[float, float]:
+    """(L, U) for the sample covariance of m ≥ d+1 public rows (k = m − 1 d.o.f.), each side
+    failing w.p. ≤ b/3. With k = d these are Alg. 1's L = d/(2√d + √(2 ln 3/b))², U = 9d²/b².
+    For k > d: Davidson–Szarek σ_max(G) ≤ √k + √d + t and σ_min(G) ≥ √k − √d − t
+    (t = √(2 ln 3/b), G a d×k Gaussian matrix); the Edelman bound on a d×d block gives
+    U ≤ 9dk/b², used when the Davidson–Szarek lower bound is vacuous or weaker."""
+    k = m - 1
+    t = math.sqrt(2.0 * math.log(3.0 / b))
+    L = k / (math.sqrt(k) + math.sqrt(d) + t) ** 2
+    U = 9.0 * d * k / b**2
+    gap = math.sqrt(k) - math.sqrt(d) - t
+    if gap > 0:
+        U = min(U, k / gap**2)
+    return L, U
+
+
+def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Preconditioner:
+    """Alg. 1 (Bie–Kamath–Singhal Lemma 3.4, γ-version Lemma 3.13) — public data only, free.
+
+    Needs m ≥ d+1 public rows in general position. μ̂ is the mean of all m rows; Σ̂ is the
+    unbiased covariance of all m rows, or of the first d+1 when their (L, U) give the smaller
+    K = U/L (few extra rows); L, U (failure ``beta`` split in three) as in
+    :func:`_lu_constants`; with
+    TV shift γ: L_γ = (1−γ)⁴L/4, U_γ = 4U/(1−γ)⁴. K = U_γ/L_γ and, with the exact χ bound
+    c = d + 2√(d ln 3/b) + 2 ln 3/b instead of the paper's √5-erratum value,
+    R = √(U/L_γ)·(√(40γ/(1−γ)⁵) + √(c/m)) and ω = √(c/m) (γ = 0) or
+    (2/(1−γ)²)(√(40γ/(1−γ)⁵) + √(c/m)).
+
+    Raises InvalidDataError (no budget is involved) for fewer than d+1 rows, NaN/inf, or a
+    singular public covariance.
+    """
+    P = check_data(X_pub, name="public data", min_rows=1)
+    m, d = P.shape
+    if m < d + 1:
+        raise InvalidDataError(
+            f"the public preconditioner needs at least d+1 = {d + 1} public rows, got {m}"
+        )
+    b = _check_beta(beta)
+    g = float(gamma)
+    if not 0.0 <= g < 1.0:
+        raise ValueError(f"gamma must be in [0, 1), got {g}")
+    mean = P.mean(axis=0)
+    L, U = _lu_constants(d, m, b)
+    L1, U1 = _lu_constants(d, d + 1, b)
+    if U1 / L1 <= U / L:  # few extra rows: the first d+1 give the tighter range
+        L, U = L1, U1
+        S = P[: d + 1]
+    else:
+        S = P
+    C = S - S.mean(axis=0)
+    cov = sym(C.T @ C / (S.shape[0] - 1))
+    w = np.linalg.eigvalsh(cov)
+    if not w[0] > d * _EPS * max(w[-1], 0.0) * 10 or not w[-1] > 0:
+        raise InvalidDataError(
+            "the public rows are degenerate (their covariance is singular); give d+1 public "
+            "rows in general position"
+        )
+    A = _equivariant_sqrt(S, cov)
+    shrink = (1.0 - g) ** 4 / 4.0 if g > 0 else 1.0
+    L_g, U_g = L * shrink, U / shrink
+    c = d + 2.0 * math.sqrt(d * math.log(3.0 / b)) + 2.0 * math.log(3.0 / b)
+    shift = math.sqrt(40.0 * g / (1.0 - g) ** 5) if g > 0 else 0.0
+    base = math.sqrt(c / m)
+    R = math.sqrt(U / L_g) * (shift + base)
+    omega = base if g == 0 else (2.0 / (1.0 - g) ** 2) * (shift + base)
+    return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m)
+
+
+# ----------------------------------------------------------------------------------------------
+# Algorithm 2
+# ----------------------------------------------------------------------------------------------
+
+
+def public_gaussian(
+    X: Any,
+    X_pub: Any,
+    rho: float,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    beta: float = 0.1,
+    gamma: float = 0.0,
+    constants: str = "practical",
+) -> tuple[np.ndarray, np.ndarray]:
+    """ρ-zCDP (mean, covariance) of private rows ~ N(μ, Σ) with no range bounds, using m ≥ d+1
+    public rows (Bie–Kamath–Singhal Alg. 2, Thm 3.7; TV-shifted public data Thm 3.14).
+
+    Precondition with :func:`public_preconditioner` at failure β/2, map every private row by
+    the public bijection y = L^{-1/2}A^{-1}(x − μ̂), run :func:`coinpress_gaussian` (failure
+    β/2, the **whole** ρ) on the rows with prior ‖μ_Y‖ ≤ R and I ⪯ Σ_Y ⪯ K·I, and map back
+    with the same A. ρ-zCDP with respect to the private rows for every public dataset
+    (replace-one, n public); affine-equivariant.
+
+    ``"theory"``: the direct port (CoinPress on pairwise differences with the worst-case K).
+    ``"practical"``: additionally passes the public Mahalanobis bound ω on the public mean's
+    offset, so all n rows (centred at μ̂) serve the coarse covariance steps and the mean is
+    localised to radius ~1 for free; the schedules are planned from K, n, d, ρ.
+    """
+    _check_constants(constants)
+    X = check_data(X, name="X", min_rows=2)
+    n, d = X.shape
+    P = _check_public_rows(X_pub, d, d + 1)
+    accountant = _check_accountant(accountant)
+    rho = _check_rho(rho)
+    beta = _check_beta(beta)
+    pre = public_preconditioner(P, beta / 2, gamma)
+    _reserve(accountant, rho)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Y = _sanitize_rows(pre.forward(X))
+    omega = pre.R  # K ⪰ Σ_Y ⪰ I: R bounds the Mahalanobis offset too
+    if constants == "practical":
+        omega = min(omega, pre.mahalanobis_radius)
+    mean_Y, cov_Y = _gaussian(
+        Y, rho, np.zeros(d), pre.R, 1.0, pre.K, omega, accountant, as_noise(noise), constants,
+        beta / 2, "public-gaussian",
+    )
+    return pre.backward(mean_Y, cov_Y)

@@ -1,0 +1,468 @@
+"""Tests of the CoinPress-style estimators (privgauss.gaussian.coinpress)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import chi2, trim_mean
+
+import privgauss as pg
+from privgauss.accounting import zcdp_to_epsilon
+from privgauss.gaussian import coinpress as cp
+from privgauss.gaussian.coinpress import (
+    chi_tail_bound,
+    chi_tail_radius,
+    coinpress_covariance,
+    coinpress_gaussian,
+    coinpress_mean,
+    covariance_schedule,
+    mean_schedule,
+)
+from privgauss.linalg import clip_rows
+
+
+def acct(rho: float = 0.5) -> pg.Accountant:
+    return pg.Accountant(pg.ZCDP(rho))
+
+
+def ledger_rhos(a: pg.Accountant) -> list[float]:
+    return [e.cost.rho for e in a.ledger]
+
+
+def frozen(A: np.ndarray) -> np.ndarray:
+    A = np.array(A, dtype=float)
+    A.flags.writeable = False
+    return A
+
+
+# ----------------------------------------------------------------------------------------------
+# Public tail bounds and the Gaussian-model clipping formulas
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 5, 50])
+@pytest.mark.parametrize("beta", [0.1, 0.01])
+def test_chi_tail_radius_is_exact_quantile_and_below_laurent_massart(d: int, beta: float) -> None:
+    r = chi_tail_radius(d, beta)
+    assert chi2.sf(r * r, d) == pytest.approx(beta, rel=1e-9)
+    assert r < chi_tail_bound(d, beta)
+    assert chi2.sf(chi_tail_bound(d, beta) ** 2, d) <= beta
+
+
+def test_clip_slope_matches_monte_carlo() -> None:
+    """E[clip_τ(z + v)] = φ_τ(‖v‖) v (Stein's identity), checked by simulation."""
+    rng = np.random.default_rng(0)
+    d, tau, n = 5, 2.0, 400_000
+    v = np.array([1.0, 0.5, 0, 0, 0])
+    Z = rng.standard_normal((n, d)) + v
+    clipped, _ = clip_rows(Z, np.zeros(d), tau)
+    mc = clipped.mean(axis=0)
+    phi = cp._clip_slope(d, tau, float(np.linalg.norm(v)))
+    se = clipped.std(axis=0) / math.sqrt(n)
+    assert np.all(np.abs(mc - phi * v) < 5 * se)
+    # slope at 0 and the clipped second moment
+    Z0 = rng.standard_normal((n, d))
+    c0, _ = clip_rows(Z0, np.zeros(d), tau)
+    m2 = (c0**2).sum(axis=1).mean() / d
+    assert m2 == pytest.approx(cp._clip_second_moment(d, tau), rel=0.01)
+    assert 0 < cp._clip_slope(d, tau) < 1
+
+
+def test_undo_shrinkage_inverts_the_model_map() -> None:
+    d, tau = 20, 3.5
+    for a in [0.05, 0.7, 2.0]:
+        v = np.zeros(d)
+        v[3] = a
+        g = cp._clip_slope(d, tau, a) * v
+        assert np.allclose(cp._undo_shrinkage(g, d, tau, 10.0), v, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# Mean: public schedule, ledger, budget
+# ----------------------------------------------------------------------------------------------
+
+
+def test_theory_schedule_is_coinpress() -> None:
+    n, d, R, rho = 1000, 50, 10 * math.sqrt(50), 0.5
+    plan = mean_schedule(n, d, R, rho, constants="theory")
+    g = math.sqrt(d + 2 * math.sqrt(d * math.log(100)) + 2 * math.log(100))
+    assert [s.rho for s in plan] == [rho / 4, rho - rho / 4]
+    r = R
+    for s in plan:
+        tau = min(math.sqrt(r * r + 6 * r + g * g), r + g)
+        sigma = (2 * tau / n) / math.sqrt(2 * s.rho)
+        assert s.clip_radius == pytest.approx(tau, rel=1e-12)
+        assert s.sigma == pytest.approx(sigma, rel=1e-12)
+        r = math.sqrt(1 / n + sigma**2) * g
+    assert not any(s.debias for s in plan)
+
+
+@pytest.mark.parametrize("constants", ["practical", "theory"])
+def test_mean_ledger_sums_to_rho_with_exact_noise_scales(constants: str) -> None:
+    rng = np.random.default_rng(1)
+    n, d, R, rho = 700, 8, 40.0, 0.37
+    X = rng.standard_normal((n, d)) + 5
+    a = acct(rho)
+    coinpress_mean(X, np.zeros(d), R, rho, accountant=a, noise=2, constants=constants)
+    plan = mean_schedule(n, d, R, rho, constants=constants)
+    assert len(a.ledger) == len(plan) >= 2
+    assert math.fsum(ledger_rhos(a)) == pytest.approx(rho, rel=1e-12, abs=0)
+    assert a.remaining_zcdp() == pytest.approx(0.0, abs=1e-12)
+    for e, s in zip(a.ledger, plan, strict=True):
+        assert e.cost.rho == s.rho
+        assert e.sensitivity == pytest.approx(2 * s.clip_radius / n, rel=1e-12)
+        assert e.noise_scale == pytest.approx((2 * s.clip_radius / n) / math.sqrt(2 * s.rho))
+
+
+def test_user_fractions_are_used_and_the_last_is_the_remainder() -> None:
+    X = np.random.default_rng(0).standard_normal((300, 3))
+    a = acct(0.3)
+    coinpress_mean(X, np.zeros(3), 5.0, 0.3, accountant=a, noise=0, fractions=[0.2, 0.3, 0.5])
+    r = ledger_rhos(a)
+    assert r[:2] == [0.3 * 0.2, 0.3 * 0.3]
+    assert r[2] == 0.3 - (0.3 * 0.2 + 0.3 * 0.3)
+    with pytest.raises(ValueError):
+        coinpress_mean(X, np.zeros(3), 5.0, 0.3, accountant=acct(0.3), fractions=[0.5, 0.4])
+    with pytest.raises(ValueError):
+        coinpress_mean(X, np.zeros(3), 5.0, 0.3, accountant=acct(0.3), fractions=[0.5, 0.5],
+                       steps=3)
+
+
+def test_auto_schedule_adapts_to_prior_looseness() -> None:
+    """More localisation steps for a looser (public) prior; never more than the cap."""
+    n, d, rho = 2000, 20, 0.5
+    t_tight = len(mean_schedule(n, d, 1.0, rho))
+    t_loose = len(mean_schedule(n, d, 1e6 * math.sqrt(d), rho))
+    assert t_tight <= 2 < t_loose <= cp._MAX_MEAN_STEPS
+
+
+def test_schedule_and_ledger_do_not_depend_on_private_data() -> None:
+    rng = np.random.default_rng(3)
+    n, d = 400, 5
+    datasets = [
+        rng.standard_normal((n, d)),
+        rng.standard_normal((n, d)) * 100 + 1e4,  # far outside the prior
+        np.zeros((n, d)),
+    ]
+    scales = []
+    for X in datasets:
+        a = acct()
+        coinpress_mean(X, np.zeros(d), 20.0, 0.5, accountant=a, noise=1)
+        scales.append([(e.cost, e.sensitivity, e.noise_scale) for e in a.ledger])
+    assert scales[0] == scales[1] == scales[2]
+
+
+def test_budget_refused_before_anything_is_spent() -> None:
+    X = np.random.default_rng(0).standard_normal((100, 3))
+    a = acct(0.1)
+    with pytest.raises(pg.PrivacyBudgetError):
+        coinpress_mean(X, np.zeros(3), 5.0, 0.2, accountant=a, noise=0)
+    assert a.ledger == []
+    with pytest.raises(pg.PrivacyBudgetError):
+        coinpress_covariance(X, 0.2, cov_upper=10, accountant=a, noise=0)
+    with pytest.raises(pg.PrivacyBudgetError):
+        coinpress_gaussian(X, 0.2, center=np.zeros(3), radius=1, cov_bounds=(1, 2),
+                           accountant=a, noise=0)
+    assert a.ledger == []
+
+
+def test_invalid_inputs_refused_without_data_in_messages() -> None:
+    X = np.random.default_rng(0).standard_normal((50, 3)) + 123456.789
+    a = acct()
+    Xn = X.copy()
+    Xn[7, 1] = np.nan
+    with pytest.raises(pg.InvalidDataError) as err:
+        coinpress_mean(Xn, np.zeros(3), 1.0, 0.5, accountant=a)
+    assert "123456" not in str(err.value)
+    with pytest.raises(pg.InvalidDataError):
+        coinpress_mean(X, np.zeros(4), 1.0, 0.5, accountant=a)
+    with pytest.raises(ValueError):
+        coinpress_mean(X, np.zeros(3), -1.0, 0.5, accountant=a)
+    with pytest.raises(ValueError):
+        coinpress_mean(X, np.zeros(3), 1.0, 0.5, accountant=a, constants="paper")
+    with pytest.raises(ValueError):
+        coinpress_covariance(X, 0.5, cov_upper=0.5, accountant=a)
+    with pytest.raises(ValueError):
+        coinpress_gaussian(X, 0.5, center=np.zeros(3), radius=1, cov_bounds=(2, 1), accountant=a)
+    with pytest.raises(pg.PrivacyBudgetError):
+        coinpress_mean(X, np.zeros(3), 1.0, -0.5, accountant=a)
+    for constants in ("practical", "theory"):  # every plan is checked before any spending
+        with pytest.raises(ValueError):
+            coinpress_gaussian(X, 0.5, center=np.zeros(3), radius=1e200, cov_bounds=(1e-3, 2),
+                               accountant=a, constants=constants)
+    with pytest.raises(ValueError):
+        coinpress_mean(X, np.zeros(3), 1e151, 0.5, accountant=a)
+    assert a.ledger == []
+
+
+def test_inputs_never_mutated() -> None:
+    rng = np.random.default_rng(0)
+    X = frozen(rng.standard_normal((400, 4)) * 3 + 2)
+    c = frozen(np.zeros(4))
+    X0 = X.copy()
+    coinpress_mean(X, c, 3.0, 0.5, accountant=acct(), noise=0)
+    coinpress_covariance(X, 0.5, cov_upper=30, accountant=acct(), noise=0)
+    coinpress_gaussian(X, 0.5, center=c, radius=10, cov_bounds=(1, 20), accountant=acct(),
+                       noise=0)
+    assert np.array_equal(X, X0) and np.array_equal(c, np.zeros(4))
+
+
+# ----------------------------------------------------------------------------------------------
+# rho = inf: the non-private estimators
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("constants", ["practical", "theory"])
+def test_rho_inf_mean_is_the_clipped_sample_mean(constants: str) -> None:
+    rng = np.random.default_rng(4)
+    n, d = 500, 6
+    X = 0.5 * rng.standard_normal((n, d)) + 2.0  # inside every clipping ball
+    c0 = np.full(d, 2.5)
+    est = coinpress_mean(X, c0, 3.0, math.inf, accountant=acct(math.inf), noise=0,
+                         constants=constants)
+    assert np.allclose(est, X.mean(axis=0), rtol=0, atol=1e-12)
+    # with rows outside the balls: each step is the clipped mean at the public radius
+    Xo = X.copy()
+    Xo[:20] += 40.0
+    plan = mean_schedule(n, d, 3.0, math.inf, constants=constants)
+    c = c0
+    for s in plan:
+        assert not s.debias
+        c = clip_rows(Xo, c, s.clip_radius)[0].mean(axis=0)
+    est = coinpress_mean(Xo, c0, 3.0, math.inf, accountant=acct(math.inf), noise=0,
+                         constants=constants)
+    assert np.allclose(est, c, rtol=0, atol=1e-12)
+    assert not np.allclose(est, Xo.mean(axis=0), atol=1e-3)
+
+
+@pytest.mark.parametrize("constants", ["practical", "theory"])
+def test_rho_inf_covariance_is_the_sample_second_moment(constants: str) -> None:
+    rng = np.random.default_rng(5)
+    n, d = 300, 4
+    X = 0.2 * rng.standard_normal((n, d)) @ np.diag([1, 2, 3, 4])
+    S = coinpress_covariance(X, math.inf, cov_upper=50, accountant=acct(math.inf), noise=0,
+                             constants=constants)
+    assert np.allclose(S, X.T @ X / n, rtol=1e-10, atol=1e-13)
+
+
+def test_transform_bookkeeping_for_many_steps_with_nonsymmetric_start() -> None:
+    """Σ̂ = A⁻¹ Z A⁻ᵀ must hold for a non-symmetric accumulated transform (t ≥ 3)."""
+    rng = np.random.default_rng(6)
+    n, d = 200, 4
+    X = 0.1 * rng.standard_normal((n, d)) @ rng.standard_normal((d, d))
+    A0 = 0.5 * (np.eye(d) + 0.4 * rng.standard_normal((d, d)))
+    assert not np.allclose(A0, A0.T)
+    plan = covariance_schedule(n, d, 10.0, math.inf, steps=5, constants="practical")
+    a = acct(math.inf)
+    A, S = cp._run_cov(X, A0, plan, a, pg.NoiseSource(0), "t")
+    assert not np.allclose(A, A.T)
+    assert np.allclose(S, X.T @ X / n, rtol=1e-9, atol=1e-14)
+    assert len(a.ledger) == 5
+
+
+@pytest.mark.parametrize(
+    ("constants", "center", "radius"),
+    [("practical", 0.0, 4.0), ("practical", 0.9, 0.5), ("theory", 0.0, 4.0)],
+)
+def test_rho_inf_gaussian(constants: str, center: float, radius: float) -> None:
+    """Far prior (pairs for the coarse steps) and near prior (rows centred at the prior)."""
+    rng = np.random.default_rng(7)
+    n, d = 1000, 3
+    # uniform rows: Mahalanobis norms ≤ 3, inside every (whitened) clipping ball
+    X = rng.uniform(-1, 1, size=(n, d)) + 1.0
+    m, S = coinpress_gaussian(X, math.inf, center=np.full(d, center), radius=radius,
+                              cov_bounds=(0.1, 2), accountant=acct(math.inf), noise=0,
+                              constants=constants)
+    assert np.allclose(m, X.mean(axis=0), atol=1e-10)
+    if constants == "practical":
+        assert np.allclose(S, np.cov(X.T, bias=True), atol=1e-10)
+    else:  # pairwise differences: the non-private pair estimator
+        P = (X[1::2] - X[0::2]) / math.sqrt(2)
+        assert np.allclose(S, P.T @ P / len(P), atol=1e-10)
+
+
+# ----------------------------------------------------------------------------------------------
+# Covariance: ledger
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("constants", ["practical", "theory"])
+def test_covariance_ledger(constants: str) -> None:
+    rng = np.random.default_rng(8)
+    n, d, rho, u = 2000, 5, 0.4, 1e3
+    X = rng.standard_normal((n, d)) * 3
+    a = acct(rho)
+    coinpress_covariance(X, rho, cov_upper=u, accountant=a, noise=1, constants=constants)
+    plan = covariance_schedule(n, d, u, rho, constants=constants)
+    assert len(a.ledger) == len(plan)
+    assert math.fsum(ledger_rhos(a)) == pytest.approx(rho, rel=1e-12, abs=0)
+    for e, s in zip(a.ledger, plan, strict=True):
+        assert e.mechanism == "symmetric-gaussian"
+        assert e.sensitivity == pytest.approx(math.sqrt(2) * s.clip_radius**2 / n, rel=1e-12)
+        assert e.noise_scale == pytest.approx(s.clip_radius**2 / (n * math.sqrt(s.rho)))
+    if constants == "theory":
+        assert s.clip_radius == pytest.approx(chi_tail_bound(d, 0.1))
+        assert len(plan) == 1 + math.ceil(math.log10(u))
+        assert [s.rho for s in plan][-1] == pytest.approx(0.75 * rho)
+    # more steps for a looser bound (public)
+    assert len(covariance_schedule(n, d, 1e8, rho, constants=constants)) > len(plan)
+
+
+def test_gaussian_ledger_split_sums_to_rho() -> None:
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((3000, 4)) * 2 + 7
+    for constants in ["practical", "theory"]:
+        a = acct(0.5)
+        coinpress_gaussian(X, 0.5, center=np.zeros(4), radius=20, cov_bounds=(1, 10),
+                           accountant=a, noise=0, constants=constants)
+        assert math.fsum(ledger_rhos(a)) == pytest.approx(0.5, rel=1e-12, abs=0)
+        mean_rho = math.fsum(e.cost.rho for e in a.ledger if e.mechanism == "gaussian")
+        share = cp._ROUGH_MEAN_SHARE + cp._FINAL_MEAN_SHARE if constants == "practical" else 0.5
+        assert mean_rho == pytest.approx(0.5 * share, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# Accuracy at fixed seeds (small versions of the benchmark targets)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_mean_accuracy_beats_coinpress_t2_and_stays_near_nonprivate() -> None:
+    """W1 in small: d = 50, ρ = 0.5, R = 10√d, n = 1000 — CoinPress t=2 publishes 0.281."""
+    rng = np.random.default_rng(10)
+    n, d, rho, R = 1000, 50, 0.5, 10 * math.sqrt(50)
+    ours, theory, nonpriv = [], [], []
+    for _ in range(40):
+        X = rng.standard_normal((n, d))
+        nonpriv.append(np.linalg.norm(X.mean(axis=0)))
+        ours.append(np.linalg.norm(coinpress_mean(X, np.zeros(d), R, rho, accountant=acct(),
+                                                  noise=rng)))
+        theory.append(np.linalg.norm(coinpress_mean(X, np.zeros(d), R, rho, accountant=acct(),
+                                                    noise=rng, constants="theory")))
+    o, t, p = (trim_mean(e, 0.1) for e in (ours, theory, nonpriv))
+    assert o < t
+    assert 0.25 < t < 0.31  # the published CoinPress t=2 value is 0.281
+    assert o < 1.2 * p
+
+
+def test_debiased_last_step_is_unbiased_off_centre() -> None:
+    """The de-shrunk last step must not pull the estimate towards the centre."""
+    rng = np.random.default_rng(11)
+    n, d, rho = 2000, 20, 0.5
+    mu = np.zeros(d)
+    mu[0] = 0.8
+    plan = mean_schedule(n, d, 1.0, rho, steps=1)
+    tau = plan[-1].clip_radius
+    slope = cp._clip_slope(d, tau)
+    assert plan[-1].debias and slope < 0.97  # a real share of the rows is clipped
+    est = np.array([
+        coinpress_mean(rng.standard_normal((n, d)) + mu, np.zeros(d), 1.0, rho, accountant=acct(),
+                       noise=rng, steps=1)
+        for _ in range(200)
+    ])
+    bias = est.mean(axis=0) - mu
+    se = est.std(axis=0) / math.sqrt(len(est))
+    assert abs(bias[0]) < 4 * se[0] < 0.1 * (1 - slope) * mu[0] * 4
+    # the same clip without de-shrinking is biased towards the centre by the factor φ_τ
+    raw = clip_rows(rng.standard_normal((20 * n, d)) + mu, np.zeros(d), tau)[0].mean(axis=0)
+    assert raw[0] < (1 - (1 - slope) / 2) * mu[0]
+
+
+def test_covariance_accuracy_and_ill_conditioning() -> None:
+    """Σ = I, d = 10, n = 6000: the auto schedule at cov_upper = 1e4 is not worse than at 10."""
+    rng = np.random.default_rng(12)
+    n, d, rho = 6000, 10, 0.5
+    e10, e1e4, enp = [], [], []
+    for _ in range(16):
+        X = rng.standard_normal((n, d))
+        enp.append(np.linalg.norm(X.T @ X / n - np.eye(d)))
+        e10.append(np.linalg.norm(
+            coinpress_covariance(X, rho, cov_upper=10, accountant=acct(), noise=rng) - np.eye(d)))
+        e1e4.append(np.linalg.norm(
+            coinpress_covariance(X, rho, cov_upper=1e4, accountant=acct(), noise=rng) - np.eye(d)))
+    a, b, p = (trim_mean(e, 0.1) for e in (e10, e1e4, enp))
+    assert b <= 1.2 * a
+    assert a < 1.25 * p and b < 1.25 * p
+
+
+def test_gaussian_accuracy_unknown_mean_anisotropic() -> None:
+    """Unknown, off-centre mean and anisotropic Σ: the practical estimator is close to np.cov
+    and better than the classic pairwise-difference reduction on the same draws."""
+    rng = np.random.default_rng(13)
+    n, d = 5000, 5
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    Sigma = Q @ np.diag(np.geomspace(1, 30, d)) @ Q.T
+    mu = np.full(d, 25.0)
+    C = np.linalg.cholesky(Sigma)
+    W = np.linalg.inv(C)
+    err: dict[str, list[float]] = {"practical": [], "theory": [], "np": [], "mean": []}
+    for _ in range(16):
+        X = mu + rng.standard_normal((n, d)) @ C.T
+        err["np"].append(np.linalg.norm(W @ np.cov(X.T) @ W.T - np.eye(d)))
+        for constants in ("practical", "theory"):
+            m, S = coinpress_gaussian(X, 0.5, center=np.zeros(d), radius=100.0,
+                                      cov_bounds=(1, 50), accountant=acct(), noise=rng,
+                                      constants=constants)
+            err[constants].append(np.linalg.norm(W @ S @ W.T - np.eye(d)))
+            if constants == "practical":
+                err["mean"].append(np.linalg.norm(W @ (m - mu)))
+    tm = {k: trim_mean(v, 0.1) for k, v in err.items()}
+    assert tm["practical"] < 1.6 * tm["np"]
+    assert tm["practical"] < tm["theory"]
+    assert tm["mean"] < 1.5 * math.sqrt(d / n)
+
+
+# ----------------------------------------------------------------------------------------------
+# Secure noise path and empirical audits
+# ----------------------------------------------------------------------------------------------
+
+
+def test_secure_noise_path_runs() -> None:
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((200, 2)) + 1
+    a = acct(1.0)
+    est = coinpress_mean(X, np.zeros(2), 3.0, 1.0, accountant=a, noise=None, steps=2)
+    assert np.all(np.isfinite(est)) and np.linalg.norm(est - 1) < 1.0
+    assert math.fsum(ledger_rhos(a)) == pytest.approx(1.0)
+
+
+def _audit_pair(n: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """All rows at the centre but one, which sits far outside every clipping ball on
+    opposite sides in the two neighbours (the replace-one worst case)."""
+    D = np.zeros((n, 1))
+    D2 = D.copy()
+    D[0, 0], D2[0, 0] = 1e4, -1e4
+    return D, D2
+
+
+def _mean_mech(**kw):  # noqa: ANN202
+    def mech(data: np.ndarray, rng: np.random.Generator) -> float:
+        a = pg.Accountant(pg.ZCDP(0.1))
+        return float(coinpress_mean(data, np.zeros(1), 2.0, 0.1, accountant=a, noise=rng, **kw)[0])
+
+    return mech
+
+
+@pytest.mark.parametrize("kw", [{"constants": "theory"}, {"steps": 1}])
+def test_audit_passes(kw: dict) -> None:
+    audit = pytest.importorskip("privgauss.audit")
+    D, D2 = _audit_pair()
+    eps = zcdp_to_epsilon(0.1, 1e-2)
+    res = audit.audit_mechanism(_mean_mech(**kw), D, D2, epsilon=eps, delta=1e-2, n_runs=20_000,
+                                random_state=1)
+    assert res.passed, str(res)
+
+
+def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
+    audit = pytest.importorskip("privgauss.audit")
+    monkeypatch.setattr(cp, "clipped_mean_l2", lambda radius, n: radius / n)
+    cp.mean_schedule.cache_clear()
+    try:
+        D, D2 = _audit_pair()
+        eps = zcdp_to_epsilon(0.1, 1e-2)
+        res = audit.audit_mechanism(_mean_mech(steps=1), D, D2, epsilon=eps, delta=1e-2,
+                                    n_runs=20_000, random_state=1)
+        assert not res.passed, str(res)
+    finally:
+        cp.mean_schedule.cache_clear()
