@@ -27,139 +27,17 @@ Writes ``benchmarks/results/gaussian_accuracy.csv`` and ``.md``.
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import os
 import platform
 import sys
 import time
-from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-from scipy.stats import trim_mean
-from scipy.stats.mstats import trimmed_std
-
-import privgauss as pg
-from privgauss.gaussian.coinpress import coinpress_mean
-from privgauss.gaussian.public import public_gaussian, public_mean_one_sample
+from privgauss.experiments import PUBLISHED_W1, Row, run_cov, run_w1, run_w3, write_csv
 
 RESULTS = Path(__file__).resolve().parent / "results"
-RHO = 0.5
-# CoinPress results/synthetic_mean/*-1.txt, t = 2 (anchors.md §2.1)
-PUBLISHED_W1 = {1000: 0.281, 1818: 0.187, 2636: 0.149, 5090: 0.102, 10000: 0.0732}
-
-
-def _acct() -> pg.Accountant:
-    return pg.Accountant(pg.ZCDP(RHO))
-
-
-def _stats(errors: list[float]) -> tuple[float, float]:
-    e = np.asarray(errors)
-    return float(trim_mean(e, 0.1)), float(trimmed_std(e, limits=(0.1, 0.1), ddof=1))
-
-
-def _grid(quick: bool, lo: int, hi: int, num: int) -> list[int]:
-    ns = np.linspace(lo, hi, num).astype(int)
-    return [int(x) for x in (ns[[0, 1, 2, len(ns) // 2, -1]] if quick else ns)]
-
-
-Row = dict[str, object]
-
-
-def _record(rows: list[Row], exp: str, n: int, k: float | str, method: str,
-            errors: list[float], seconds: float) -> None:
-    tm, ts = _stats(errors)
-    rows.append({"experiment": exp, "n": n, "k": k, "method": method, "trials": len(errors),
-                 "trimmed_mean": tm, "trimmed_std": ts, "seconds": round(seconds, 3)})
-
-
-def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - t0
-
-
-def run_w1(trials: int, quick: bool, seed: int) -> list[Row]:
-    d = 50
-    R = 10 * np.sqrt(d)
-    rows: list[Row] = []
-    for n in _grid(quick, 1000, 10000, 12):
-        rng = np.random.default_rng([seed, n])
-        err: dict[str, list[float]] = {"non-private": [], "CoinPress t=2 (theory)": [], "ours": []}
-        secs = dict.fromkeys(err, 0.0)
-        for _ in range(trials):
-            X = rng.standard_normal((n, d))
-            err["non-private"].append(float(np.linalg.norm(X.mean(axis=0))))
-            for name, kw in (("CoinPress t=2 (theory)", {"constants": "theory"}), ("ours", {})):
-                est, s = _timed(coinpress_mean, X, np.zeros(d), R, RHO, accountant=_acct(),
-                                noise=rng, **kw)
-                err[name].append(float(np.linalg.norm(est)))
-                secs[name] += s
-        for name, e in err.items():
-            _record(rows, "w1", n, "R=10sqrt(d)", name, e, secs[name])
-    return rows
-
-
-def run_w3(trials: int, quick: bool, seed: int) -> list[Row]:
-    d = 50
-    rows: list[Row] = []
-    for k in (10, 100, 1000):
-        mu = np.full(d, float(k))
-        for n in _grid(quick, 1000, 10000, 12):
-            rng = np.random.default_rng([seed, k, n])
-            names = ("non-private", f"CoinPress t=2, R={k}sqrt(d)", "paper-code (1 public)",
-                     "ours (1 public)")
-            err: dict[str, list[float]] = {m: [] for m in names}
-            secs = dict.fromkeys(names, 0.0)
-            for _ in range(trials):
-                X = mu + rng.standard_normal((n, d))
-                x_pub = mu + rng.standard_normal(d)
-                err[names[0]].append(float(np.linalg.norm(X.mean(axis=0) - mu)))
-                runs = (
-                    (names[1], coinpress_mean, (X, np.zeros(d), k * np.sqrt(d), RHO),
-                     {"constants": "theory"}),
-                    (names[2], public_mean_one_sample, (X, x_pub, RHO),
-                     {"constants": "paper-code"}),
-                    (names[3], public_mean_one_sample, (X, x_pub, RHO), {}),
-                )
-                for name, fn, a, kw in runs:
-                    est, s = _timed(fn, *a, accountant=_acct(), noise=rng, **kw)
-                    err[name].append(float(np.linalg.norm(est - mu)))
-                    secs[name] += s
-            for name, e in err.items():
-                _record(rows, "w3", n, k, name, e, secs[name])
-    return rows
-
-
-def run_cov(trials: int, quick: bool, seed: int) -> list[Row]:
-    d = 10
-    rows: list[Row] = []
-    ns = [3000, 5000, 8000] if quick else [3000, 4000, 5000, 6000, 7000, 8000]
-    for n in ns:
-        rng = np.random.default_rng([seed, 10, n])
-        names = ("np.cov", "direct port (theory)", "ours")
-        err: dict[str, list[float]] = {m: [] for m in names}
-        secs = dict.fromkeys(names, 0.0)
-        for _ in range(trials):
-            Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
-            Sigma = Q @ np.diag(np.geomspace(1, 1e3, d)) @ Q.T
-            C = np.linalg.cholesky(Sigma)
-            W = np.linalg.inv(C)
-            mu = 100 * rng.standard_normal(d)
-            X = mu + rng.standard_normal((n, d)) @ C.T
-            X_pub = mu + rng.standard_normal((d + 1, d)) @ C.T
-            err["np.cov"].append(float(np.linalg.norm(W @ np.cov(X.T) @ W.T - np.eye(d))))
-            for name, c in (("direct port (theory)", "theory"), ("ours", "practical")):
-                (m, S), s = _timed(public_gaussian, X, X_pub, RHO, accountant=_acct(),
-                                   noise=rng, constants=c)
-                err[name].append(float(np.linalg.norm(W @ S @ W.T - np.eye(d))))
-                secs[name] += s
-        for name, e in err.items():
-            _record(rows, "cov", n, "d+1 public", name, e, secs[name])
-    return rows
 
 
 def _value(rows: list[Row], exp: str, n: int, method: str, k: object = None) -> float:
@@ -284,10 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += run_cov(cov_trials, args.quick, args.seed)
     seconds = time.perf_counter() - t0
     args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "gaussian_accuracy.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(rows, args.out / "gaussian_accuracy.csv")
     md = _markdown(rows, args, seconds)
     (args.out / "gaussian_accuracy.md").write_text(md + "\n")
     sys.stdout.write(md + "\n")

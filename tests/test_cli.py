@@ -92,3 +92,17 @@ def test_bad_input_gives_one_line_and_no_output_file(files, content, extra, mess
     assert message in res.output.lower()
     assert not out_path.exists()
     assert not list(files.glob(".out.json*"))
+
+
+def test_experiment_writes_csv_and_plot(tmp_path):
+    res = CliRunner().invoke(
+        main, ["experiment", "public-covariance", "--quick", "--trials", "2", "--out",
+               str(tmp_path)]
+    )
+    assert res.exit_code == 0, res.output
+    csv_text = (tmp_path / "public-covariance.csv").read_text()
+    assert "ours" in csv_text and "np.cov" in csv_text
+    assert (tmp_path / "public-covariance.png").stat().st_size > 1000
+    rows = [ln.split(",") for ln in csv_text.splitlines()[1:]]
+    # every error is a positive finite number
+    assert all(0 < float(r[5]) < 1e3 for r in rows)

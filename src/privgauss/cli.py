@@ -229,5 +229,44 @@ def fit_gaussian(
         click.echo(text)
 
 
+@main.command()
+@click.argument("name", type=click.Choice(["coinpress-mean", "one-public", "public-covariance"]))
+@click.option("--trials", type=int, default=None, help="runs per point (default 100; 50 for cov)")
+@click.option("--quick", is_flag=True, help="20 trials and 5 sample sizes")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=".",
+              show_default=True, help="folder for NAME.csv and NAME.png")
+def experiment(name: str, trials: int | None, quick: bool, seed: int, out_dir: str) -> None:
+    """Reproduce a paper experiment on synthetic data: CSV of errors and a plot against n.
+
+    \b
+    coinpress-mean     CoinPress mean protocol (d=50, rho=0.5, R=10 sqrt(d))
+    one-public         one public sample, mean k*1, k in {10, 100, 1000}, no bound
+    public-covariance  covariance with d+1 public rows (d=10), no bounds
+    \b
+    Example:
+      privgauss experiment one-public --quick --out results/
+    """
+    from . import experiments
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = experiments.run(name, trials=trials, quick=quick, seed=seed, progress=True)
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        experiments.write_csv(rows, Path(tmp) / "rows.csv")
+        os.replace(Path(tmp) / "rows.csv", out / f"{name}.csv")
+        try:
+            experiments.plot(rows, Path(tmp) / "plot.png", title=name)
+            os.replace(Path(tmp) / "plot.png", out / f"{name}.png")
+            plotted = f" and {out / (name + '.png')}"
+        except ImportError:
+            plotted = " (install matplotlib for the plot: pip install 'privgauss[plot]')"
+    click.echo(f"{'n':>7} {'k':>12} {'method':<28} {'trimmed mean':>13}")
+    for r in rows:
+        click.echo(f"{r['n']:>7} {str(r['k']):>12} {str(r['method']):<28} "
+                   f"{float(r['trimmed_mean']):>13.4f}")
+    click.echo(f"wrote {out / (name + '.csv')}{plotted}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
