@@ -119,7 +119,7 @@ def demo(n: int, d: int, rho: float, seed: int) -> None:
     )
     rows = [("non-private (sample mean / covariance)", X.mean(0), np.cov(X.T), "-", 0.0)]
     runs: list[tuple[str, dict[str, Any], Any]] = [
-        ("public, 1 public row, mean only", {"covariance": cov}, pub[:1]),
+        ("public, 1 public row, mean only (Sigma known)", {"covariance": cov}, pub[:1]),
         ("public, d+1 public rows, no bounds", {}, pub),
         (
             "coinpress, prior ball R=1e4, covariance in [0.1, 100]",
