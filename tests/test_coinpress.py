@@ -466,3 +466,56 @@ def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None
         assert not res.passed, str(res)
     finally:
         cp.mean_schedule.cache_clear()
+
+
+# ----------------------------------------------------------------------------------------------
+# Fast exact evaluation of the clipped statistics
+# ----------------------------------------------------------------------------------------------
+
+
+def _straight_cov(X, A, s, tau):  # noqa: ANN001, ANN202
+    W, _ = clip_rows(cp._rows_map(X, A, s), np.zeros(X.shape[1]), tau)
+    return W.T @ W / X.shape[0]
+
+
+@pytest.mark.parametrize("far", [0, 30])
+def test_fast_clipped_statistics_match_straightforward(far: int) -> None:
+    rng = np.random.default_rng(3)
+    n, d = 6000, 6
+    X = rng.standard_normal((n, d)) @ np.diag(np.geomspace(1, 20, d))
+    X[:far] *= 50.0  # far-away rows, always clipped
+    p = rng.standard_normal(d) * 0.1
+    rows = cp._Rows(X, p)
+    for k, (scale, tau) in enumerate([(0.02, 3.0), (0.2, 3.5), (1.0, 4.0), (1.3, 2.5)]):
+        A = scale * np.diag(1.0 / np.geomspace(1, 20, d)) + 0.01 * rng.standard_normal((d, d))
+        s = p + 0.05 * rng.standard_normal(d) * k
+        fast = cp._fast_second_moment(rows, A, s, tau)
+        ref = _straight_cov(X, A, s, tau)
+        if fast is not None:
+            np.testing.assert_allclose(fast, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
+        c = 0.1 * rng.standard_normal(d)
+        fm = cp._fast_clipped_mean(rows, A, s, c, tau)
+        cl, _ = clip_rows(cp._rows_map(X, A, s), c, tau)
+        if fm is not None:
+            np.testing.assert_allclose(fm, cl.mean(axis=0), rtol=1e-9, atol=1e-12 * tau)
+
+
+def test_fast_gaussian_path_same_release_and_ledger() -> None:
+    rng = np.random.default_rng(4)
+    n, d = 9000, 4
+    X = rng.standard_normal((n, d)) * [1, 2, 3, 4] + 5.0
+    X[:20] += 1e3
+    outs = []
+    for fast_min in (cp._FAST_MIN_ROWS, 10**12):
+        old = cp._FAST_MIN_ROWS
+        cp._FAST_MIN_ROWS = fast_min
+        try:
+            a = acct(1.0)
+            m, C = coinpress_gaussian(X, 1.0, center=np.zeros(d), radius=10.0,
+                                      cov_bounds=(0.5, 30.0), accountant=a, noise=7)
+        finally:
+            cp._FAST_MIN_ROWS = old
+        outs.append((m, C, [(e.step, e.cost.rho) for e in a.ledger]))
+    np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-8, atol=1e-9)
+    assert outs[0][2] == outs[1][2]

@@ -372,14 +372,31 @@ def _run_mean(
     accountant: Accountant,
     noise: Any,
     step: str,
+    *,
+    rows: _Rows | None = None,
+    A: np.ndarray | None = None,
+    shift: np.ndarray | None = None,
 ) -> np.ndarray:
+    """Run a mean plan on the rows X, or — with ``rows`` and ``A`` — on the mapped rows
+    ``_rows_map(rows.X, A, shift)`` without materialising them (same released values)."""
+    if rows is not None:
+        X = rows.X
     n, d = X.shape
     c = center
     t = len(plan)
+    if rows is None and A is None and n >= _FAST_MIN_ROWS:
+        rows = _Rows(X, np.zeros(d), gram=False)
+    if A is None:
+        A = np.eye(d)
+    sh = np.zeros(d) if shift is None else shift
     for i, s in enumerate(plan):
-        clipped, _ = clip_rows(X, c, s.clip_radius)
+        stat = None if rows is None else _fast_clipped_mean(rows, A, sh, c, s.clip_radius)
+        if stat is None:
+            mapped = X if rows is None else _rows_map(rows.X, A, sh)
+            clipped, _ = clip_rows(mapped, c, s.clip_radius)
+            stat = clipped.mean(axis=0)
         released = gaussian_mechanism(
-            clipped.mean(axis=0),
+            stat,
             clipped_mean_l2(s.clip_radius, n),
             ZCDP(s.rho),
             accountant=accountant,
@@ -580,6 +597,155 @@ def _rows_map(X: np.ndarray, A: np.ndarray, shift: np.ndarray | None = None) -> 
     return W
 
 
+# ----------------------------------------------------------------------------------------------
+# Fast exact evaluation of the clipped statistics (computation only: same released values)
+# ----------------------------------------------------------------------------------------------
+
+_FAST_MIN_ROWS = 4096  # below this the straightforward computation is as fast
+_REREF_FRACTION = 0.125  # re-materialise the reference rows when more candidates than this
+_BOUND_SLACK = 1e-9
+_CANCEL_LIMIT = 1e4
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+def _block(d: int) -> int:
+    return max(1024, (1 << 21) // max(d, 1))
+
+
+class _Rows:
+    """The rows x_i of X (never modified) with cached public-free *computational* summaries
+    that let a step evaluate Σ clip(A(x_i − s)) (…)ᵀ or Σ clip(A(x_i − s) − c) exactly without
+    mapping all n rows: a reference frame u_i = A_ref(x_i − s_ref) (initially x_i − p, not
+    materialised), its Gram Σ u uᵀ, sum Σ u and norms ‖u_i‖. A step bounds ‖A(x_i − s)‖ by
+    ‖C‖‖u_i‖ + ‖v‖ (C = A A_ref⁻¹, v = A(s_ref − s)), maps exactly only the rows whose bound
+    exceeds the clip radius, and corrects the closed-form total for them. Which path is taken
+    never changes the released value beyond floating-point rounding (the fallback is the
+    straightforward computation); nothing here is released."""
+
+    def __init__(self, X: np.ndarray, p: np.ndarray, gram: bool = True) -> None:
+        self.X = X
+        self.gram = gram
+        n, d = X.shape
+        self.n, self.d = n, d
+        self.A_ref: np.ndarray | None = None  # None: identity
+        self.s_ref = p
+        self.U: np.ndarray | None = None
+        G = np.zeros((d, d))
+        m = np.zeros(d)
+        nrm = np.empty(n)
+        step = _block(d)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for a in range(0, n, step):
+                D = X[a : a + step] - p
+                if gram:
+                    G += D.T @ D
+                m += D.sum(axis=0)
+                nrm[a : a + step] = np.einsum("ij,ij->i", D, D)
+        self.G, self.m, self.unorm = sym(G), m, np.sqrt(nrm)
+        self.ok = bool(np.isfinite(G).all() and np.isfinite(self.unorm).all())
+
+    # exact rows W = (X_idx − s) Aᵀ, with the _rows_map convention for overflow
+    def mapped(self, idx: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.ndarray:
+        return _rows_map(self.X[idx], A, s)
+
+    def _rereference(self, A: np.ndarray, s: np.ndarray) -> bool:
+        n, d = self.n, self.d
+        if self.U is None:
+            self.U = np.empty((n, d))
+        U = self.U
+        G = np.zeros((d, d))
+        m = np.zeros(d)
+        step = _block(d)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for a in range(0, n, step):
+                W = np.matmul(self.X[a : a + step] - s, A.T, out=U[a : a + step])
+                if self.gram:
+                    G += W.T @ W
+                m += W.sum(axis=0)
+            self.unorm = np.sqrt(np.einsum("ij,ij->i", U, U))
+        self.A_ref, self.s_ref, self.G, self.m = A.copy(), s.copy(), sym(G), m
+        self.ok = bool(np.isfinite(G).all() and np.isfinite(self.unorm).all())
+        return self.ok
+
+    def _frame(self, A: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+        C = A if self.A_ref is None else A @ np.linalg.inv(self.A_ref)
+        v = A @ (self.s_ref - s)
+        return C, v, float(np.linalg.norm(C, 2)), float(np.linalg.norm(v))
+
+    def candidates(
+        self, A: np.ndarray, s: np.ndarray, center: np.ndarray | None, tau: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(C, v, idx): rows that may lie outside the ball (all others provably inside)."""
+        if not self.ok:
+            return None
+        for attempt in range(2):
+            with np.errstate(over="ignore", invalid="ignore"):
+                C, v, cn, vn = self._frame(A, s)
+                off = vn if center is None else float(np.linalg.norm(v - center))
+                bound = (cn * self.unorm + off) * (1.0 + _BOUND_SLACK)
+            if not (math.isfinite(cn) and math.isfinite(off)):
+                return None
+            idx = np.flatnonzero(~(bound <= tau * (1.0 - _BOUND_SLACK)))
+            if idx.size <= _REREF_FRACTION * self.n or attempt == 1:
+                return C, v, idx
+            s_eff = s if center is None else s + np.linalg.solve(A, center)
+            if not (np.isfinite(s_eff).all() and self._rereference(A, s_eff)):
+                return None
+        return None  # pragma: no cover
+
+
+def _fast_second_moment(rows: _Rows, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray | None:
+    """Σ_i clip_τ(W_i) clip_τ(W_i)ᵀ / n for W_i = A(x_i − s) (the _rows_map/clip_rows
+    convention), or None when the fast evaluation is not accurate enough."""
+    got = rows.candidates(A, s, None, tau)
+    if got is None:
+        return None
+    C, v, idx = got
+    n, d = rows.n, rows.d
+    with np.errstate(over="ignore", invalid="ignore"):
+        Cm = C @ rows.m
+        total = C @ rows.G @ C.T + np.outer(Cm, v) + np.outer(v, Cm) + n * np.outer(v, v)
+        if idx.size:
+            W = rows.mapped(idx, A, s)
+            Wc, _ = clip_rows(W, np.zeros(d), tau)
+            total = total - W.T @ W + Wc.T @ Wc
+            big = float(np.einsum("ij,ij->", W, W))
+        else:
+            big = 0.0
+    out = sym(total) / n
+    tr = float(np.trace(out)) * n
+    scale = float(np.trace(C @ rows.G @ C.T)) + n * float(v @ v) + big
+    if not (np.isfinite(out).all() and tr > 0 and scale <= _CANCEL_LIMIT * tr):
+        return None
+    return out
+
+
+def _fast_clipped_mean(
+    rows: _Rows, A: np.ndarray, s: np.ndarray, center: np.ndarray, tau: float
+) -> np.ndarray | None:
+    """mean_i clip_{B(center, τ)}(W_i) for W_i = A(x_i − s), or None (use the fallback)."""
+    got = rows.candidates(A, s, center, tau)
+    if got is None:
+        return None
+    C, v, idx = got
+    n = rows.n
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = C @ rows.m + n * v
+        big = 0.0
+        if idx.size:
+            W = rows.mapped(idx, A, s)
+            Wc, _ = clip_rows(W, center, tau)
+            total = total - W.sum(axis=0) + Wc.sum(axis=0)
+            big = float(np.linalg.norm(W, axis=1).sum())
+    out = total / n
+    scale = float(np.linalg.norm(C, 2)) * float(rows.unorm.sum()) + n * float(
+        np.linalg.norm(v)) + big
+    if not (np.isfinite(out).all() and scale <= _CANCEL_LIMIT * n * (tau + float(
+            np.linalg.norm(center)))):
+        return None
+    return out
+
+
 def _run_cov(
     X: np.ndarray,
     A: np.ndarray,
@@ -590,6 +756,7 @@ def _run_cov(
     *,
     final: bool = True,
     shift: np.ndarray | None = None,
+    rows: _Rows | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Run the plan on rows X − shift (second moment S) starting from the transform A
     (A S Aᵀ ⪯ I). Each step whitens W = X Aᵀ, clips rows to the planned radius, releases
@@ -601,10 +768,16 @@ def _run_cov(
     n, d = X.shape
     t = len(plan)
     zero = np.zeros(d)
+    sh = zero if shift is None else np.asarray(shift, dtype=np.float64)
+    if rows is None and n >= _FAST_MIN_ROWS:
+        rows = _Rows(X, sh)
     for i, s in enumerate(plan):
-        W, _ = clip_rows(_rows_map(X, A, shift), zero, s.clip_radius)
+        stat = None if rows is None else _fast_second_moment(rows, A, sh, s.clip_radius)
+        if stat is None:
+            W, _ = clip_rows(_rows_map(X, A, shift), zero, s.clip_radius)
+            stat = (W.T @ W) / n
         Z = symmetric_matrix_mechanism(
-            (W.T @ W) / n,
+            stat,
             clipped_second_moment_frobenius(s.clip_radius, n),
             ZCDP(s.rho),
             accountant=accountant,
@@ -783,21 +956,32 @@ def _gaussian(
 
     # Stage 1: coarse whitening steps → T (= A).
     A = np.eye(d) / math.sqrt(s_hi)
+    rows1 = _Rows(X, c) if (not pairs and n >= _FAST_MIN_ROWS) else None
     if coarse:
         A, _ = _run_cov(
-            src1, A, coarse, accountant, src, f"{step} cov-coarse", final=False, shift=shift1
+            src1, A, coarse, accountant, src, f"{step} cov-coarse", final=False, shift=shift1,
+            rows=rows1,
         )
     # Stage 2: rough mean in T-coordinates (cov(TX) ⪯ I).
-    m_t = _run_mean(_rows_map(X, A, c), np.zeros(d), rough, accountant, src,
-                    f"{step} mean-rough")
+    rows = rows1 if rows1 is not None else (_Rows(X, c) if n >= _FAST_MIN_ROWS else None)
+    if rows is None:
+        m_t = _run_mean(_rows_map(X, A, c), np.zeros(d), rough, accountant, src,
+                        f"{step} mean-rough")
+    else:
+        m_t = _run_mean(X, np.zeros(d), rough, accountant, src, f"{step} mean-rough",
+                        rows=rows, A=A, shift=c)
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
-    _, cov = _run_cov(X, A, plan3, accountant, src, f"{step} cov", shift=mu_rough)
+    _, cov = _run_cov(X, A, plan3, accountant, src, f"{step} cov", shift=mu_rough, rows=rows)
     assert cov is not None
     # Stage 4: mean of the rows whitened by the released covariance.
     B = _whitener(cov, lo, step)
-    m_w = _run_mean(_rows_map(X, B, mu_rough), np.zeros(d), plan4, accountant, src,
-                    f"{step} mean")
+    if rows is None:
+        m_w = _run_mean(_rows_map(X, B, mu_rough), np.zeros(d), plan4, accountant, src,
+                        f"{step} mean")
+    else:
+        m_w = _run_mean(X, np.zeros(d), plan4, accountant, src, f"{step} mean", rows=rows,
+                        A=B, shift=mu_rough)
     return mu_rough + np.linalg.solve(B, m_w), cov
 
 

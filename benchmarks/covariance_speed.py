@@ -1,0 +1,136 @@
+"""Speed of the private covariance fit relative to bare Gram products.
+
+Measures, in one run on the same array X (n × d, rows ~ N(0, Σ) with I ⪯ Σ ⪯ 10·I):
+
+* ``3× X.T @ X`` (the reference: three bare Gram products),
+* ``PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub)`` with d+1 public rows
+  (public preconditioner → CoinPress mean and covariance),
+* ``coinpress_covariance(X, 0.5, cov_upper=10)``,
+
+and reports the time ratios together with the accuracy of each covariance,
+‖Σ^{-1/2} Σ̂ Σ^{-1/2} − I‖_F, as a ratio to that of ``np.cov`` on the same X.
+
+    python benchmarks/covariance_speed.py              # n = 1e6, d = 100
+    python benchmarks/covariance_speed.py --n 200000 --d 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy
+
+import privgauss as pg
+from privgauss.gaussian.coinpress import coinpress_covariance
+
+HERE = Path(__file__).resolve().parent
+
+
+def _timed(fn):  # noqa: ANN001, ANN202
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def _err(S_inv_half: np.ndarray, C: np.ndarray) -> float:
+    d = C.shape[0]
+    return float(np.linalg.norm(S_inv_half @ C @ S_inv_half - np.eye(d)))
+
+
+def _uptime() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=float, default=1e6, help="private rows (default 1e6)")
+    ap.add_argument("--d", type=int, default=100, help="dimension (default 100)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "covariance_speed.md")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args(argv)
+    n, d = int(args.n), int(args.d)
+
+    rng = np.random.default_rng(args.seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    eig = np.geomspace(1.0, 10.0, d)
+    root = (Q * np.sqrt(eig)) @ Q.T
+    S_inv_half = (Q / np.sqrt(eig)) @ Q.T
+    X = rng.standard_normal((n, d)) @ root
+    pub = rng.standard_normal((d + 1, d)) @ root
+
+    load_before = _uptime()
+    X.T @ X  # warm-up (BLAS threads, page faults)
+    t_gram, _ = _timed(lambda: [X.T @ X for _ in range(3)])
+    t_fit, est = _timed(lambda: pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub))
+    acct = pg.Accountant(pg.ZCDP(0.5))
+    t_cp, C_cp = _timed(
+        lambda: coinpress_covariance(X, 0.5, cov_upper=10.0, accountant=acct, noise=0)
+    )
+    load_after = _uptime()
+
+    e_np = _err(S_inv_half, np.cov(X, rowvar=False))
+    e_fit = _err(S_inv_half, est.covariance_)
+    e_cp = _err(S_inv_half, C_cp)
+    rows = [
+        ("3× X.T @ X", t_gram, 1.0, "", ""),
+        ("PrivateGaussian.fit (d+1 public rows)", t_fit, t_fit / t_gram, f"{e_fit:.4g}",
+         f"{e_fit / e_np:.3f}"),
+        ("coinpress_covariance (cov_upper=10)", t_cp, t_cp / t_gram, f"{e_cp:.4g}",
+         f"{e_cp / e_np:.3f}"),
+        ("np.cov", float("nan"), float("nan"), f"{e_np:.4g}", "1.000"),
+    ]
+    cmd = "python " + " ".join(
+        [os.path.relpath(__file__, Path.cwd()) if Path.cwd() in Path(__file__).parents
+         else __file__] + (argv if argv is not None else sys.argv[1:])
+    )
+    lines = [
+        "# Private covariance: speed relative to X.T @ X",
+        "",
+        f"Command: `{cmd}`",
+        "",
+        f"n = {n}, d = {d}, ρ = 0.5 (zCDP), Σ eigenvalues geometric in [1, 10], seed {args.seed}.",
+        "Target: PrivateGaussian.fit ≤ 1.5 × (3 × X.T @ X).",
+        "",
+        "| computation | time (s) | ratio to 3× XᵀX | ‖Σ^-1/2 Σ̂ Σ^-1/2 − I‖_F | error / np.cov |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, t, r, e, er in rows:
+        ts = "" if t != t else f"{t:.3f}"
+        rs = "" if r != r else f"{r:.2f}"
+        lines.append(f"| {name} | {ts} | {rs} | {e} | {er} |")
+    lines += [
+        "",
+        "Machine and libraries:",
+        "",
+        f"- {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs",
+        f"- load average (1/5/15 min) before: {load_before}; after: {load_after}",
+        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"privgauss {getattr(pg, '__version__', 'n/a')}",
+    ]
+    try:
+        cfg = np.show_config(mode="dicts")  # type: ignore[call-arg]
+        blas = cfg["Build Dependencies"]["blas"]
+        lines.append(f"- BLAS: {blas.get('name')} {blas.get('version')}")
+    except Exception:  # pragma: no cover - older numpy
+        pass
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_write:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
