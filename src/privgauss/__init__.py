@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 from . import audit, datasets, metrics, theory
 from .accounting import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
-from .estimators import PrivateGaussian
+from .estimators import PrivateGaussian, PrivateGaussianMixture
 from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from .noise import NoiseSource
 
@@ -23,6 +23,7 @@ __all__ = [
     "NoiseSource",
     "PrivacyBudgetError",
     "PrivateGaussian",
+    "PrivateGaussianMixture",
     "PureDP",
     "__version__",
     "audit",

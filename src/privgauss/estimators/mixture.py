@@ -1,0 +1,423 @@
+"""``PrivateGaussianMixture``: a scikit-learn-style private estimator of a Gaussian mixture."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..accounting import Accountant, ApproxDP
+from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..metrics import gaussian_logpdf
+from ..noise import NoiseSource, as_noise
+from ..validation import check_data, check_positive_int
+from ._base import BudgetMixin, privacy_report
+
+__all__ = ["METHODS", "MethodSpec", "PrivateGaussianMixture"]
+
+Runner = Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One way to fit the mixture: ``runner(est, X, public_X, budget, accountant, noise, info)``
+    returns (weights, means, covariances); ``uses_public`` says whether it needs ``public_X``;
+    ``requirements`` is the method name understood by
+    :func:`privgauss.mixture.requirements.requirements` (None: no sample-size check)."""
+
+    runner: Runner
+    uses_public: bool = False
+    requirements: str | None = None
+    knobs: tuple[str, ...] = ()
+    min_separation: float = 0.0  # smallest separation ratio it was validated at (benchmarks)
+
+
+def _run_sample_aggregate(
+    est: PrivateGaussianMixture,
+    X: np.ndarray,
+    public_X: np.ndarray | None,
+    budget: ApproxDP,
+    acct: Accountant,
+    noise: NoiseSource,
+    info: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from ..mixture.sample_aggregate import sample_aggregate_gmm
+
+    return sample_aggregate_gmm(
+        X,
+        est.n_components,
+        budget,
+        min_weight=est.min_weight,
+        beta=est.beta,
+        constants=est.constants,
+        accountant=acct,
+        noise=noise,
+        info=info,
+        **est._method_kwargs("sample-aggregate"),
+    )
+
+
+def _run_kssu(
+    est: PrivateGaussianMixture,
+    X: np.ndarray,
+    public_X: np.ndarray | None,
+    budget: ApproxDP,
+    acct: Accountant,
+    noise: NoiseSource,
+    info: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from ..mixture.kssu import kssu_gmm
+
+    return kssu_gmm(
+        X,
+        est.n_components,
+        budget,
+        min_weight=est.min_weight,
+        beta=est.beta,
+        constants=est.constants,
+        accountant=acct,
+        noise=noise,
+        info=info,
+        **est._method_kwargs("kssu"),
+    )
+
+
+#: The registry of methods, name → :class:`MethodSpec`. Methods using public data (issue 5:
+#: "public-light", "public-heavy", …) are added here with ``uses_public=True``; ``method="auto"``
+#: considers them when ``public_X`` is given.
+METHODS: dict[str, MethodSpec] = {
+    "kssu": MethodSpec(
+        _run_kssu,
+        requirements="kssu",
+        knobs=("terrific_c", "radii", "n_radii_max", "max_points"),
+        min_separation=5.0,
+    ),
+    "sample-aggregate": MethodSpec(
+        _run_sample_aggregate,
+        requirements="sample-aggregate",
+        knobs=(
+            "n_chunks",
+            "learner",
+            "radii",
+            "peel_factor",
+            "t_fraction",
+            "box_factor",
+            "max_points",
+        ),
+        min_separation=3.0,
+    ),
+}
+
+
+class PrivateGaussianMixture(BudgetMixin):
+    """Differentially private estimate of a k-component Gaussian mixture (weights, means,
+    covariances).
+
+    Guarantee: ``weights_``, ``means_`` and ``covariances_`` are (ε, δ)-DP with respect to the
+    rows of ``X`` for ``epsilon=``, ``delta=`` (δ > 0: both methods need approximate DP), under
+    **replace-one** neighbours (datasets of the same public size n differing in one row). A
+    failure raises :class:`~privgauss.exceptions.EstimationFailed` with the budget spent.
+
+    Methods without public data (``method_`` says which ran and ``method_reason_`` why):
+
+    * ``"kssu"`` — Kamath–Sheffet–Singhal–Ullman 2019, Alg. 3–4: private recursive partitioning
+      by terrific balls (raw, then after private PCA), then per-part CoinPress estimation.
+    * ``"sample-aggregate"`` — KSSU19 §6: a non-private learner on disjoint chunks, private
+      1-cluster aggregation of the chunk means, then per-part CoinPress estimation.
+
+    ``method="auto"`` picks, from public facts only (n, d, k, the budget, ``min_weight`` and the
+    optional assumed ``separation`` ratio), among the methods whose
+    :func:`~privgauss.mixture.requirements.requirements` n meets: with ``separation`` given,
+    those validated at that separation (KSSU at ≥ 5, sample-and-aggregate at ≥ 3), then the one
+    with the most room in n; with ``separation=None`` the one validated at the smallest
+    separation. Bad input (k < 1 or k > n, ``min_weight`` outside (0, 1/k], knobs out of
+    range, too few samples for the method) is refused up front with a message that says what is
+    needed, before any budget is spent. ``method_params`` passes method knobs
+    (e.g. ``{"n_chunks": 2000}``); ``enforce_requirements=False`` runs below the practical
+    threshold (for experiments; the run will then likely fail, spending the budget).
+    ``constants="theory"``/``"practical"`` only change accuracy, never privacy.
+    ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
+    for experiments (not for production releases).
+    """
+
+    def __init__(
+        self,
+        n_components: int,
+        *,
+        rho: float | None = None,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        method: str = "auto",
+        min_weight: float | None = None,
+        separation: float | None = None,
+        constants: str = "practical",
+        beta: float = 0.05,
+        method_params: dict[str, Any] | None = None,
+        enforce_requirements: bool = True,
+        random_state: Any = None,
+        accountant: Accountant | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.rho = rho
+        self.epsilon = epsilon
+        self.delta = delta
+        self.method = method
+        self.min_weight = min_weight
+        self.separation = separation
+        self.constants = constants
+        self.beta = beta
+        self.method_params = method_params
+        self.enforce_requirements = enforce_requirements
+        self.random_state = random_state
+        self.accountant = accountant
+
+    # ------------------------------------------------------------------------------------
+    def _method_kwargs(self, method: str) -> dict[str, Any]:
+        params = dict(self.method_params or {})
+        allowed = METHODS[method].knobs
+        return {key: value for key, value in params.items() if key in allowed}
+
+    def _check_params(self, n: int, d: int) -> ApproxDP:
+        """Refuse bad parameters before anything is spent (messages: public facts only)."""
+        k = check_positive_int(self.n_components, "n_components", minimum=1)
+        if k > n:
+            raise InvalidDataError(
+                f"n_components = {k} exceeds the number of rows n = {n}; give at least {k} rows"
+            )
+        if self.method != "auto" and self.method not in METHODS:
+            raise ValueError(
+                f"method must be 'auto' or one of {tuple(METHODS)}, got {self.method!r}"
+            )
+        if self.constants not in ("practical", "theory"):
+            raise ValueError("constants must be 'practical' or 'theory'")
+        if not (0 < float(self.beta) < 1):
+            raise ValueError("beta (failure probability) must be in (0, 1)")
+        if self.min_weight is not None:
+            w = float(self.min_weight)
+            if not (0 < w <= 1.0 / k):
+                raise ValueError(
+                    f"min_weight must be in (0, 1/n_components] = (0, {1.0 / k:.4g}], got {w!r}"
+                )
+        if self.separation is not None:
+            sep = float(self.separation)
+            if not (math.isfinite(sep) and sep > 0):
+                raise ValueError(
+                    "separation (the assumed separation ratio of the components, as in "
+                    f"privgauss.datasets.separation_ratio) must be finite and > 0, got {sep!r}"
+                )
+        if self.method_params is not None:
+            if not isinstance(self.method_params, dict):
+                raise TypeError("method_params must be a dict of method knobs")
+            known = {knob for spec in METHODS.values() for knob in spec.knobs}
+            unknown = sorted(set(self.method_params) - known)
+            if unknown:
+                raise ValueError(f"unknown method_params {unknown}; known knobs: {sorted(known)}")
+            self._check_knobs(d)
+        budget = self._budget()
+        if not (isinstance(budget, ApproxDP) and budget.delta > 0):
+            raise PrivacyBudgetError(
+                "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
+                "epsilon= and delta= (its private 1-cluster and terrific-ball steps use "
+                f"stability histograms); got {budget}"
+            )
+        return budget
+
+    def _check_knobs(self, d: int) -> None:
+        p = self.method_params or {}
+        if "terrific_c" in p and not (3.0 < float(p["terrific_c"]) <= 1e3):
+            raise ValueError(
+                "terrific_c (annulus constant of the terrific-ball search) must be in (3, 1000]"
+            )
+        if "max_points" in p:
+            check_positive_int(p["max_points"], "max_points", minimum=100)
+        if "n_radii_max" in p:
+            check_positive_int(p["n_radii_max"], "n_radii_max", minimum=2)
+        if "peel_factor" in p and not (1.0 <= float(p["peel_factor"]) <= 100.0):
+            raise ValueError(
+                "peel_factor (released ball = peel_factor x found radius) must be in [1, 100]"
+            )
+        if "t_fraction" in p and not (0.0 < float(p["t_fraction"]) <= 1.0):
+            raise ValueError("t_fraction must be in (0, 1]")
+        if "box_factor" in p and not (0.5 <= float(p["box_factor"]) <= 100.0):
+            raise ValueError("box_factor must be in [0.5, 100]")
+        if "n_chunks" in p:
+            check_positive_int(p["n_chunks"], "n_chunks", minimum=2)
+        if "radii" in p:
+            r = np.asarray(p["radii"], dtype=np.float64)
+            if r.ndim != 1 or r.size == 0 or not (np.isfinite(r).all() and (r > 0).all()):
+                raise ValueError("radii must be a non-empty 1-D grid of finite positive radii")
+        if "learner" in p and not callable(p["learner"]):
+            raise TypeError("learner must be a callable (rows, k, seed) -> (weights, means)")
+
+    def _requirement(self, method: str, n: int, d: int, budget: ApproxDP) -> Any:
+        name = METHODS[method].requirements
+        if name is None:
+            return None
+        from ..mixture.requirements import requirements
+
+        extra = {}
+        if name == "kssu" and "max_points" in (self.method_params or {}):
+            extra["max_points"] = int(self.method_params["max_points"])  # type: ignore[index]
+        return requirements(
+            name,
+            n=n,
+            d=d,
+            k=int(self.n_components),
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            min_weight=self.min_weight,
+            beta=float(self.beta),
+            **extra,
+        )
+
+    def _choose(self, n: int, d: int, budget: ApproxDP, has_public: bool) -> tuple[str, str]:
+        """The method to run and why, from public facts only."""
+        if self.method != "auto":
+            spec = METHODS[self.method]
+            if spec.uses_public and not has_public:
+                raise InvalidDataError(f"method={self.method!r} needs public_X")
+            req = self._requirement(self.method, n, d, budget)
+            if req is not None and not req.ok and self.enforce_requirements:
+                raise InvalidDataError(req.message())
+            return self.method, "requested"
+        candidates = [m for m, spec in METHODS.items() if has_public or not spec.uses_public]
+        sep = None if self.separation is None else float(self.separation)
+        if sep is not None:
+            separated = [m for m in candidates if METHODS[m].min_separation <= sep]
+            if separated:
+                candidates = separated
+        reqs = {m: self._requirement(m, n, d, budget) for m in candidates}
+        ok = [m for m in candidates if reqs[m] is None or reqs[m].ok]
+        if not ok:
+            best = min(candidates, key=lambda m: reqs[m].n_needed)
+            if self.enforce_requirements:
+                raise InvalidDataError(
+                    "no mixture method can work with this n: the least demanding, "
+                    + reqs[best].message()
+                )
+            return best, f"no method meets its requirements; {best!r} needs the fewest samples"
+
+        def room(m: str) -> float:
+            return math.inf if reqs[m] is None else n / max(reqs[m].n_needed, 1.0)
+
+        def key(m: str) -> tuple:
+            spec = METHODS[m]
+            # public-data methods first when public_X is given; with an unknown separation the
+            # method validated at the smallest separation; then the most room in n
+            robust = -spec.min_separation if sep is None else 0.0
+            return (spec.uses_public and has_public, robust, room(m))
+
+        best = max(ok, key=key)
+        need = "" if reqs[best] is None else f" (needs n >~ {reqs[best].n_needed:.3g})"
+        reason = f"meets its sample-size requirement{need}"
+        if sep is None:
+            reason += (
+                "; separation unknown: preferring the method validated at the smallest "
+                f"separation ratio ({METHODS[best].min_separation:g})"
+            )
+        elif METHODS[best].min_separation > sep:
+            reason += (
+                f"; no method was validated at separation {sep:g} (this one at "
+                f"{METHODS[best].min_separation:g})"
+            )
+        else:
+            reason += f"; validated at separation >= {METHODS[best].min_separation:g}"
+        if has_public and not METHODS[best].uses_public:
+            reason += "; no public-data mixture method is available, public_X is not used"
+        return best, reason
+
+    # ------------------------------------------------------------------------------------
+    def fit(self, X: Any, public_X: Any = None) -> PrivateGaussianMixture:
+        """Estimate the mixture from the private rows ``X`` (n, d)."""
+        X = check_data(X, name="X", min_rows=2)
+        n, d = X.shape
+        Xp = None
+        if public_X is not None:
+            Xp = check_data(public_X, name="public_X", min_rows=1, n_features=d)
+        budget = self._check_params(n, d)
+        method, reason = self._choose(n, d, budget, Xp is not None)
+        acct = self._fit_accountant(budget)
+        noise = as_noise(self.random_state)
+        info: dict[str, Any] = {}
+        weights, means, covs = METHODS[method].runner(self, X, Xp, budget, acct, noise, info)
+        self.weights_ = np.asarray(weights, dtype=np.float64)
+        self.means_ = np.asarray(means, dtype=np.float64)
+        self.covariances_ = np.asarray(covs, dtype=np.float64)
+        self.method_ = method
+        self.method_reason_ = reason
+        self.n_features_in_ = d
+        self.accountant_ = acct
+        self.privacy_spent_ = acct.spent
+        self.ledger_ = list(acct.ledger)
+        self.budget_ = budget
+        self.fit_info_ = info
+        return self
+
+    # ------------------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "means_"):
+            raise RuntimeError("this PrivateGaussianMixture is not fitted yet: call fit(X) first")
+
+    def _component_logpdf(self, X: Any) -> np.ndarray:
+        self._check_fitted()
+        X = check_data(X, name="X", n_features=self.n_features_in_)
+        d = self.n_features_in_
+        cols = []
+        for w, m, c in zip(self.weights_, self.means_, self.covariances_, strict=True):
+            ridge = 1e-12 * max(np.trace(c) / d, 1e-300)
+            lw = math.log(w) if w > 0 else -math.inf
+            cols.append(gaussian_logpdf(X, m, c + ridge * np.eye(d)) + lw)
+        return np.stack(cols, axis=1)
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """Log density of the fitted mixture at each row (log-sum-exp; no privacy cost)."""
+        return logsumexp(self._component_logpdf(X), axis=1)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Posterior component probabilities of each row under the fitted (private) mixture."""
+        logp = self._component_logpdf(X)
+        return np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable component of each row (argmax posterior)."""
+        return np.argmax(self._component_logpdf(X), axis=1)
+
+    def sample(self, n_samples: int = 1, random_state: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Draw synthetic rows from the fitted (already private) mixture: (X, labels)."""
+        self._check_fitted()
+        n_samples = check_positive_int(n_samples, "n_samples", minimum=1)
+        rng = np.random.default_rng(random_state)
+        counts = rng.multinomial(n_samples, self.weights_ / self.weights_.sum())
+        labels = np.repeat(np.arange(len(counts)), counts)
+        X = np.concatenate(
+            [
+                rng.multivariate_normal(self.means_[j], self.covariances_[j], size=c)
+                for j, c in enumerate(counts)
+            ]
+        )
+        order = rng.permutation(n_samples)
+        return X[order], labels[order]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Parameters and privacy report (only DP outputs and public metadata)."""
+        self._check_fitted()
+        from .. import __version__
+
+        return {
+            "model": "gaussian-mixture",
+            "library": "privgauss",
+            "version": __version__,
+            "method": self.method_,
+            "method_reason": self.method_reason_,
+            "n_features": self.n_features_in_,
+            "n_components": int(self.n_components),
+            "weights": self.weights_.tolist(),
+            "means": self.means_.tolist(),
+            "covariances": self.covariances_.tolist(),
+            "privacy": privacy_report(self.budget_, self.accountant_),
+            "pure_dp": False,
+        }

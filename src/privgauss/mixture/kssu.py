@@ -1,0 +1,877 @@
+"""The KSSU19 mixture learners: RPGMP + PGME (Alg. 3–4, spec §7) and the warm-up PEGME (Alg. 1,
+spec §5). Kamath, Sheffet, Singhal, Ullman, "Differentially Private Algorithms for Learning
+Mixtures of Separated Gaussians" (NeurIPS 2019).
+
+**Neighbours:** replace one row of ``X``; n is public. **Guarantee:** :func:`kssu_gmm` and
+:func:`pegme` are (ε, δ)-DP for ``ApproxDP(ε, δ)`` (δ > 0) on any data; the whole budget is
+charged whatever happens, and a failure (⊥) raises :class:`~privgauss.exceptions.EstimationFailed`.
+
+RPGMP (recursive partitioning), breadth first, level ℓ = 0..k−1 (node at level ℓ: k − ℓ
+components). A node holds the rows S it received (original d-dim rows) and a released prior ball.
+
+1. *Size* (ℓ ≥ 1; the root's n is public): ñ = |S| + discrete Gaussian (count sensitivity 1),
+   m = ⌊ñ − z·σ⌋. All node mechanisms run on T(S) = :func:`~.sample_aggregate.fixed_size_subset`
+   (S, m): the m rows of S with the smallest public keys, padded with the prior centre, in a
+   public random order — adding or removing a row of S changes T(S) by one replacement, so the
+   replace-one building blocks (n = m public) are DP for S under add/remove.
+2. *Enclosing ball* (:func:`~.one_cluster.one_cluster`, t₂ = m − ⌊t/2⌋, c = 2): B(c_X, r_X),
+   or the prior if ⊥ (at the root ⊥ is a failure).
+3. *Terrific ball in the raw space* (:func:`~.terrific_ball.terrific_ball`, largest = False,
+   t = ⌊n·w_min/4⌋, search constant c, radii r_X·2^{−j}): if found, B(p, R) splits S into
+   A = S ∩ B(p, R) and B = S \\ B(p, c_out·R), c_out = (c − 1)/2; annulus rows are dropped; both
+   children get k_node − 1 components.
+4. *Private PCA* (:func:`~.private_pca.private_pca`, centre c_X, clip radius r_X,
+   rank min(k_node, d)) and 5. *terrific ball in the projected space* (largest = True), splitting
+   S by the projections the same way.
+6. Otherwise, and at level k − 1, the node is a leaf.
+
+Big nodes: steps 2, 3 and 5 run on a uniform subsample of ``max_points`` of the m rows of T(S)
+(public randomness) with t scaled by the sampling rate γ, and with the budget **amplified by
+subsampling** (Balle, Barthe, Gaboardi 2018, sampling without replacement under substitution):
+a mechanism that is (ε′, δ′)-DP on the subsample is (ln(1 + γ(e^{ε′} − 1)), γδ′)-DP on T(S), so
+ε′ = ln(1 + (e^ε − 1)/γ), δ′ = δ/γ for the charged (ε, δ). (The building blocks' own
+subsampling claims no amplification; here it is what keeps t/Γ from shrinking by γ.) A search
+whose subsampled target t·γ is below its AboveThreshold slack Γ (a public condition,
+:func:`search_is_meaningful`) would pass at its first radius whatever the data, so it is skipped
+(⊥) — its budget is charged all the same.
+
+PGME (leaves): exactly k leaves are required (another number is a DP output: EstimationFailed);
+each leaf's rows are estimated by :func:`~.sample_aggregate.estimate_components` (joint noisy
+counts → weights, CoinPress on a fixed-size subset inside the leaf's ball, λ(Σ) ≤ r_X²).
+
+**Budget (per root-to-leaf path, worst-case depth).** Every node at level ℓ gets the same public
+budget b_ℓ (count ρ_c, enclosing (ε_e, δ_e), two terrific (ε_t, δ_t), PCA ρ_p; level k − 1: count
+and enclosing only), whatever the tree looks like. Siblings hold disjoint rows chosen by released
+balls, so a row's loss is the composition along its path. Under replace-one the old and the new
+value of the changed row can follow *different* paths: every node on either path sees one
+add/remove change (one replacement of its T(S)), the root (shared by both) one replacement. So
+the loss is b_0 + 2·Σ_{ℓ≥1} b_ℓ + (estimation: the k CoinPress runs cost 2ρ_E, the joint counts
+have L2 sensitivity √2) — the accountant is charged exactly that, level by level, **before** any
+node of the level draws noise (the nodes then draw on scratch accountants holding b_ℓ). A naive
+parallel composition would charge b_ℓ per level: half of what is honest. The unused budget of
+absent nodes is charged too, so the spend never depends on the data.
+
+Split of (ε, δ): the 1-cluster / terrific calls (approximate DP, amplified as above) take
+``partition_share``·ε and δ/2 (ε weights: enclosing 0.5, each terrific search 1.5, times the
+path multiplier 1 or 2; δ equal per call); the rest converts to zCDP, ρ_Z = the largest ρ with
+ρ-zCDP ⇒ (ε − ε_A, δ − δ_A) (tight CKS20), shared PCA 35%, node counts 5%, leaf counts 5%,
+estimation the rest. The ledger composes to exactly (ε, δ).
+
+PEGME (warm-up, spherical components, equal weights): a public random split into halves Y, Z.
+On Y: an enclosing ball and private PCA (rank ℓ = k). On Z, projected: k peeling rounds of
+one_cluster (t = |Z|/(2k)), each ball claiming the rows it holds (first match wins); then per
+part PSGE: noisy count, noisy clipped mean inside the lifted ball B(c′, R), and the recommended
+variance statistic (1/m)Σ‖x − μ̂_c‖² with μ̂_c the released mean projected into the ball (terms in
+[0, 4R²]). A row is in one half only (public split), so each half may use the whole budget:
+the accountant is charged (ε, δ) once, the halves draw on scratch accountants of (ε, δ) each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
+from ..exceptions import EstimationFailed, PrivacyBudgetError
+from ..linalg import clip_rows
+from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, private_count
+from ..noise import NoiseSource, RandomState, as_noise
+from ..sensitivity import clipped_mean_l2
+from ..sensitivity import count as count_sensitivity
+from ..validation import check_data, check_positive_int, check_probability
+from .one_cluster import Ball, doubling_radii, one_cluster
+from .private_pca import private_pca
+from .sample_aggregate import (
+    DEFAULT_RADIUS_RANGE,
+    ComponentPrior,
+    charge_unused,
+    estimate_components,
+    fixed_size_subset,
+    reserve,
+)
+from .terrific_ball import terrific_ball
+
+__all__ = [
+    "KSSUBudget",
+    "amplified_budget",
+    "kssu_gmm",
+    "pegme",
+    "plan_kssu_budget",
+    "search_is_meaningful",
+    "subsampled_call",
+]
+
+_ENC_WEIGHT = 0.5
+_TERRIFIC_WEIGHT = 1.5
+_ZCDP_SHARES = {"pca": 0.35, "count": 0.05, "weights": 0.05}  # estimation: the rest
+
+
+# ----------------------------------------------------------------------------------------------
+# Privacy amplification by subsampling (without replacement, substitution neighbours)
+# ----------------------------------------------------------------------------------------------
+
+
+def amplified_budget(budget: ApproxDP, rate: float) -> ApproxDP:
+    """The (ε′, δ′) a mechanism may use on a uniform subsample (without replacement) of a
+    fraction ``rate`` of a fixed-size dataset, so that the composite is ``budget``-DP under
+    substitution: ε′ = ln(1 + (e^ε − 1)/γ), δ′ = min(δ/γ, 0.5) (Balle–Barthe–Gaboardi 2018,
+    Thm 9: (ε′, δ′) on the sample ⇒ (ln(1 + γ(e^{ε′} − 1)), γδ′) on the whole)."""
+    if not (0 < rate <= 1):
+        raise ValueError("rate must be in (0, 1]")
+    if rate == 1 or math.isinf(budget.epsilon):
+        return budget
+    eps = math.log1p(math.expm1(budget.epsilon) / rate)
+    return ApproxDP(eps, min(budget.delta / rate, 0.5))
+
+
+def subsampled_call(
+    fn: Callable[..., Ball | None],
+    rows: np.ndarray,
+    t: int,
+    budget: ApproxDP,
+    *,
+    max_points: int,
+    rng: np.random.Generator,
+    **kwargs: Any,
+) -> Ball | None:
+    """Run ``fn(rows, t, budget, accountant=..., **kwargs)`` (one_cluster / terrific_ball, both
+    replace-one with n public) on at most ``max_points`` uniformly sampled rows with the
+    amplified budget and t scaled by the sampling rate; ``budget``-DP for ``rows`` (which the
+    caller has already charged). The inner call draws on a scratch accountant."""
+    m = rows.shape[0]
+    if m > max_points:
+        rate = max_points / m
+        inner = amplified_budget(budget, rate)
+        rows = rows[np.sort(rng.choice(m, size=max_points, replace=False))]
+        t = max(1, int(round(t * rate)))
+    else:
+        inner = budget
+    return fn(
+        rows, t, budget=inner, accountant=Accountant(inner), max_points=rows.shape[0] + 1, **kwargs
+    )
+
+
+def search_is_meaningful(
+    kind: str, budget: ApproxDP, m: int, t: int, n_radii: int, beta: float, max_points: int
+) -> bool:
+    """Whether a subsampled one_cluster / terrific_ball call can be meaningful: t·γ > Γ (else
+    its AboveThreshold threshold t·γ − Γ is negative and the first radius passes whatever the
+    data). A public function of (budget, m, t, T, β, max_points): skipping a call when it is
+    False is post-processing of public values (its budget is charged all the same)."""
+    from .one_cluster import DEFAULT_SPLIT as OC_SPLIT
+    from .one_cluster import above_threshold_slack, plan_budget
+    from .terrific_ball import DEFAULT_SPLIT as TB_SPLIT
+
+    rate = min(1.0, max_points / max(m, 1))
+    inner = amplified_budget(budget, rate)
+    if math.isinf(inner.epsilon):
+        return True
+    if kind == "terrific":
+        parts = plan_budget(
+            inner, ("pure", "hist", "noise", "noise", "noise"), TB_SPLIT, (1, 1, 1, 1, 1)
+        )
+    else:
+        parts = plan_budget(inner, ("pure", "hist", "noise", "noise"), OC_SPLIT, (1, 1, 1, 1))
+    gamma = above_threshold_slack(parts[0].epsilon, n_radii, beta)
+    return t * rate > gamma
+
+
+# ----------------------------------------------------------------------------------------------
+# Budget plan
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KSSUBudget:
+    """Per-node budgets of every level (before the path multiplier) and the final charges.
+
+    ``multipliers[ℓ]`` is 1 at the root and 2 below (a replaced row's old and new values can
+    follow two paths). ``count[0]`` is None (the root's n is public); ``terrific``/``pca`` are
+    None at level k − 1 (leaves only)."""
+
+    k: int
+    multipliers: tuple[int, ...]
+    enclose: tuple[ApproxDP, ...]
+    terrific: tuple[ApproxDP | None, ...]
+    count: tuple[ZCDP | None, ...]
+    pca: tuple[ZCDP | None, ...]
+    weights: ZCDP
+    estimation: ZCDP  # 2·ρ_E, charged once
+
+    @property
+    def node_enclose(self) -> ApproxDP:
+        return self.enclose[0]
+
+    @property
+    def node_terrific(self) -> ApproxDP:
+        return self.terrific[0] if self.terrific[0] is not None else self.enclose[0]
+
+    @property
+    def node_pca(self) -> ZCDP:
+        return self.pca[0] if self.pca[0] is not None else ZCDP(math.inf)
+
+    def level_charges(self, level: int) -> list[tuple[str, Budget]]:
+        """What the accountant is charged for level ``level`` (multiplier applied)."""
+        mult = self.multipliers[level]
+
+        def times(b: Budget) -> Budget:
+            if isinstance(b, ZCDP):
+                return ZCDP(mult * b.rho)
+            return ApproxDP(mult * b.epsilon, mult * b.delta)  # type: ignore[union-attr]
+
+        out: list[tuple[str, Budget]] = []
+        if self.count[level] is not None:
+            out.append(("count", times(self.count[level])))  # type: ignore[arg-type]
+        out.append(("enclosing-ball", times(self.enclose[level])))
+        if self.terrific[level] is not None:
+            out.append(("terrific-raw", times(self.terrific[level])))  # type: ignore[arg-type]
+            out.append(("private-pca", times(self.pca[level])))  # type: ignore[arg-type]
+            out.append(("terrific-projected", times(self.terrific[level])))  # type: ignore[arg-type]
+        return out
+
+    def all_charges(self, first_level: int = 0) -> list[Budget]:
+        out = [c for lv in range(first_level, self.k) for _, c in self.level_charges(lv)]
+        return [*out, self.weights, self.estimation]
+
+
+def plan_kssu_budget(
+    budget: ApproxDP, k: int, d: int | None = None, *, partition_share: float = 0.6
+) -> KSSUBudget:
+    """The public KSSU budget plan for ``ApproxDP(ε, δ)`` and k components (module docstring);
+    the level charges, the leaf counts and the estimation compose to exactly (ε, δ)."""
+    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+        raise PrivacyBudgetError(
+            "the KSSU learner needs an (epsilon, delta) budget with delta > 0 (its 1-cluster and "
+            "terrific-ball steps use stability histograms)"
+        )
+    k = check_positive_int(k, "k", minimum=1)
+    if not (0 < partition_share < 1):
+        raise ValueError("partition_share must be in (0, 1)")
+    eps, delta = budget.epsilon, budget.delta
+    levels = range(k)
+    mult = tuple(1 if lv == 0 else 2 for lv in levels)
+    split = tuple(lv <= k - 2 for lv in levels)
+    weight = [
+        mult[lv] * (_ENC_WEIGHT + (2 * _TERRIFIC_WEIGHT if split[lv] else 0.0)) for lv in levels
+    ]
+    n_calls = sum(mult[lv] * (3 if split[lv] else 1) for lv in levels)
+    if math.isinf(eps):
+        unit, d_call = math.inf, delta / (2 * n_calls)
+    else:
+        unit, d_call = partition_share * eps / sum(weight), delta / (2 * n_calls)
+    enclose = tuple(ApproxDP(unit * _ENC_WEIGHT, d_call) for _ in levels)
+    terrific = tuple(
+        ApproxDP(unit * _TERRIFIC_WEIGHT, d_call) if split[lv] else None for lv in levels
+    )
+    if math.isinf(eps):
+        rho_z = math.inf
+    else:
+        eps_a = math.fsum(
+            mult[lv] * (enclose[lv].epsilon + (2 * terrific[lv].epsilon if split[lv] else 0.0))
+            for lv in levels
+        )  # type: ignore[union-attr]
+        delta_a = math.fsum(mult[lv] * d_call * (3 if split[lv] else 1) for lv in levels)
+        rho_z = approx_to_zcdp(eps - eps_a, delta - delta_a)
+    pca_mult = sum(mult[lv] for lv in levels if split[lv])
+    cnt_mult = sum(mult[lv] for lv in levels if lv >= 1)
+    shares = dict(_ZCDP_SHARES)
+    if pca_mult == 0:
+        shares["pca"] = 0.0
+    if cnt_mult == 0:
+        shares["count"] = 0.0
+    rho_pca = rho_z * shares["pca"] / pca_mult if pca_mult else 0.0
+    rho_cnt = rho_z * shares["count"] / cnt_mult if cnt_mult else 0.0
+    pca = tuple(ZCDP(rho_pca) if split[lv] else None for lv in levels)
+    count = tuple(ZCDP(rho_cnt) if lv >= 1 else None for lv in levels)
+    rho_w = rho_z * shares["weights"]
+    if math.isinf(rho_z):
+        rho_e = math.inf
+    else:
+        used = rho_pca * pca_mult + rho_cnt * cnt_mult + rho_w
+        rho_e = rho_z - used
+    return KSSUBudget(k, mult, enclose, terrific, count, pca, ZCDP(rho_w), ZCDP(rho_e))
+
+
+# ----------------------------------------------------------------------------------------------
+# The recursion
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Node:
+    rows: np.ndarray  # global row indices (private membership)
+    k_node: int
+    level: int
+    prior: Ball | None
+    path: str = "root"
+
+
+@dataclass
+class _Leaf:
+    rows: np.ndarray
+    ball: Ball
+    path: str
+
+
+@dataclass
+class KSSUTree:
+    """Public/DP description of a run: one entry per node, in processing order."""
+
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _grid(center_radius: float, n_radii: int) -> np.ndarray:
+    top = 2.0 * center_radius
+    return doubling_radii(top * 2.0 ** (-n_radii), top)
+
+
+def _split_rows(
+    points: np.ndarray, rows: np.ndarray, ball: Ball, c_out: float
+) -> tuple[np.ndarray, np.ndarray]:
+    dist = np.sqrt(np.sum((points - ball.center) ** 2, axis=1))
+    return rows[dist <= ball.radius], rows[dist > c_out * ball.radius]
+
+
+def kssu_gmm(
+    X: Any,
+    k: int,
+    budget: ApproxDP,
+    *,
+    min_weight: float | None = None,
+    terrific_c: float | None = None,
+    radii: Any = None,
+    n_radii_max: int = 24,
+    max_points: int = 10_000,
+    cond_range: float = 1e4,
+    partition_share: float = 0.6,
+    beta: float = 0.05,
+    constants: str = "practical",
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "kssu",
+    info: dict[str, Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Private k-component Gaussian mixture by recursive partitioning (RPGMP) and per-part
+    estimation (PGME), KSSU19 Alg. 3–4 (spec §7): (weights (k,), means (k, d), covs (k, d, d)).
+
+    (ε, δ)-DP for ``budget = ApproxDP(ε, δ)`` under replace-one neighbours with n public, for any
+    data; see the module docstring for the budget derivation. Public knobs (accuracy only):
+    ``min_weight`` (default 1/k; sets t = ⌊n·min_weight/4⌋), ``terrific_c`` (> 3; default 4,
+    or the paper's c_search = 2·c_final + 1 = 9 with ``constants="theory"``; annulus
+    constant of the terrific search), ``radii`` (public grid for the root's enclosing ball,
+    default :data:`~.sample_aggregate.DEFAULT_RADIUS_RANGE`), ``n_radii_max`` (radii below a
+    released r_X), ``max_points`` (subsample size of the pairwise scores), ``cond_range``.
+    Raises :class:`EstimationFailed` (whole budget spent) when the root has no enclosing ball,
+    the number of leaves is not k, or a leaf is too small.
+    """
+    data = check_data(X, name="X", min_rows=2)
+    n, d = data.shape
+    k = check_positive_int(k, "k", minimum=1)
+    beta = check_probability(beta, "beta")
+    if constants not in ("practical", "theory"):
+        raise ValueError("constants must be 'practical' or 'theory'")
+    w_min = 1.0 / k if min_weight is None else float(min_weight)
+    if not (0 < w_min <= 1.0 / k):
+        raise ValueError(f"min_weight must be in (0, 1/k] = (0, {1.0 / k:.4g}]")
+    if terrific_c is None:
+        terrific_c = 9.0 if constants == "theory" else 4.0
+    terrific_c = float(terrific_c)
+    if not (3.0 < terrific_c <= 1e3):
+        raise ValueError("terrific_c must be in (3, 1000]")
+    n_radii_max = check_positive_int(n_radii_max, "n_radii_max", minimum=2)
+    max_points = check_positive_int(max_points, "max_points", minimum=100)
+    if not (cond_range >= 1 and math.isfinite(cond_range)):
+        raise ValueError("cond_range must be a finite number >= 1")
+    t = int(n * w_min / 4)
+    if t < 2:
+        raise ValueError(
+            f"n = {n} is far too small: the terrific-ball target t = n*min_weight/4 must be >= 2"
+        )
+    root_grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
+    if (
+        root_grid.ndim != 1
+        or root_grid.size == 0
+        or not (np.isfinite(root_grid).all() and (root_grid > 0).all())
+    ):
+        raise ValueError("radii must be a non-empty 1-D grid of finite positive radii")
+    plan = plan_kssu_budget(budget, k, d, partition_share=partition_share)
+    reserve(accountant, plan.all_charges(), "the KSSU learner")
+    src = as_noise(noise)
+    from .requirements import requirements
+
+    needed = int(
+        math.ceil(
+            requirements(
+                "kssu",
+                n=n,
+                d=d,
+                k=k,
+                epsilon=budget.epsilon,
+                delta=budget.delta,
+                min_weight=w_min,
+                beta=beta,
+                max_points=max_points,
+            ).n_needed
+        )
+    )
+    beta0 = beta / (10 * k)
+    c_out = (terrific_c - 1.0) / 2.0
+    keys = src.rng.random(n)  # public per-row keys of the fixed-size subsets
+    tree = KSSUTree()
+    if info is not None:
+        info.update(tree=tree.nodes, t=t, budget_plan=plan)
+
+    level_nodes = [_Node(np.arange(n), k, 0, None)]
+    leaves: list[_Leaf] = []
+    for level in range(k):
+        for name, cost in plan.level_charges(level):
+            accountant.spend(
+                cost,
+                step=f"{step}/level-{level}/{name}",
+                mechanism="parallel nodes",
+                note=(
+                    "every node of this level; a replaced row can change two branches, so "
+                    "twice the per-node budget"
+                    if plan.multipliers[level] == 2
+                    else "the root (shared by every path): once"
+                ),
+            )
+        next_nodes: list[_Node] = []
+        for node in level_nodes:
+            out = _process_node(
+                node,
+                data,
+                keys,
+                plan,
+                level,
+                k,
+                t,
+                c_out,
+                terrific_c,
+                root_grid,
+                n_radii_max,
+                max_points,
+                beta0,
+                src,
+                tree,
+            )
+            if out is None:  # the root found no enclosing ball
+                charge_unused(accountant, plan.all_charges(level + 1), step)
+                raise EstimationFailed(
+                    "the private enclosing ball of the data was not found",
+                    step=f"{step}/level-0/enclosing-ball",
+                    needed_n=needed,
+                )
+            if isinstance(out, _Leaf):
+                leaves.append(out)
+            else:
+                next_nodes.extend(out)
+        level_nodes = next_nodes
+        if not level_nodes:
+            # deeper levels hold no node: their budget is charged all the same
+            for lv in range(level + 1, k):
+                for name, cost in plan.level_charges(lv):
+                    accountant.spend(
+                        cost,
+                        step=f"{step}/level-{lv}/{name}",
+                        mechanism="unused",
+                        note="no node at this level (charged: data independent)",
+                    )
+            break
+
+    if info is not None:
+        info.update(n_leaves=len(leaves))
+    if len(leaves) != k:
+        charge_unused(accountant, [plan.weights, plan.estimation], step)
+        raise EstimationFailed(
+            "the recursive partitioning did not end with exactly n_components parts",
+            step=f"{step}/partition",
+            needed_n=needed,
+        )
+    labels = np.full(n, -1, dtype=np.int64)
+    for j, leaf in enumerate(leaves):
+        labels[leaf.rows] = j
+    priors = [
+        ComponentPrior(
+            lf.ball.center, lf.ball.radius, (lf.ball.radius**2 / cond_range, lf.ball.radius**2)
+        )
+        for lf in leaves
+    ]
+    weights, means, covs, noisy = estimate_components(
+        data,
+        labels,
+        priors,
+        plan.weights,
+        plan.estimation,
+        keys=keys,
+        beta=beta,
+        constants=constants,
+        accountant=accountant,
+        noise=src,
+        step=f"{step}/leaves",
+        needed_n=needed,
+    )
+    if info is not None:
+        info.update(noisy_counts=noisy, leaf_balls=[lf.ball for lf in leaves])
+    return weights, means, covs
+
+
+def _process_node(
+    node: _Node,
+    data: np.ndarray,
+    keys: np.ndarray,
+    plan: KSSUBudget,
+    level: int,
+    k: int,
+    t: int,
+    c_out: float,
+    terrific_c: float,
+    root_grid: np.ndarray,
+    n_radii_max: int,
+    max_points: int,
+    beta0: float,
+    src: NoiseSource,
+    tree: KSSUTree,
+) -> list[_Node] | _Leaf | None:
+    """One RPGMP node; returns its children, a leaf, or None (root without enclosing ball)."""
+    n, d = data.shape
+    record: dict[str, Any] = {"path": node.path, "level": level, "k_node": node.k_node}
+    tree.nodes.append(record)
+    if level == 0:
+        m = n
+    else:
+        cnt_budget = plan.count[level]
+        assert cnt_budget is not None
+        scratch = Accountant(cnt_budget)
+        noisy = float(
+            private_count(
+                node.rows.size,
+                cnt_budget,
+                accountant=scratch,
+                noise=src,
+                step="count",
+                sensitivity=count_sensitivity(),
+            )
+        )
+        sigma = gaussian_sigma_zcdp(count_sensitivity(), cnt_budget.rho)
+        m = int(math.floor(noisy - float(norm.isf(beta0)) * sigma))
+        record["noisy_size"] = noisy
+    if m < max(2, 4 * d):  # (level >= 1: a noisy size) too small for any step
+        record["outcome"] = "leaf (too small)"
+        assert node.prior is not None
+        return _Leaf(node.rows, node.prior, node.path)
+    pad = node.prior.center if node.prior is not None else np.zeros(d)
+    T = fixed_size_subset(data, node.rows, keys, m, pad, src.rng)
+
+    # step 2: enclosing ball
+    grid = root_grid if node.prior is None else _grid(node.prior.radius, n_radii_max)
+    t2 = max(2, m - t // 2)
+    ball = None
+    if search_is_meaningful(
+        "one-cluster", plan.enclose[level], m, t2, grid.size, beta0, max_points
+    ):
+        ball = subsampled_call(
+            one_cluster,
+            T,
+            t2,
+            plan.enclose[level],
+            max_points=max_points,
+            rng=src.rng,
+            radii=grid,
+            c=2.0,
+            beta=beta0,
+            step="enclosing-ball",
+            noise=src,
+        )
+    if ball is None:
+        if node.prior is None:
+            return None
+        ball = node.prior
+        record["enclosing"] = "inherited"
+    record["enclosing_ball"] = (ball.center.tolist(), ball.radius)
+    terr = plan.terrific[level]
+    if node.k_node == 1 or terr is None or m < 2 * t:
+        record["outcome"] = "leaf"
+        return _Leaf(node.rows, ball, node.path)
+
+    S = data[node.rows]
+    tgrid = _grid(ball.radius, n_radii_max)
+    if not search_is_meaningful("terrific", terr, m, t, tgrid.size, beta0, max_points):
+        record["outcome"] = "leaf (t below the search's slack)"
+        return _Leaf(node.rows, ball, node.path)
+    # step 3: terrific ball in the raw space
+    found = subsampled_call(
+        terrific_ball,
+        T,
+        t,
+        terr,
+        max_points=max_points,
+        rng=src.rng,
+        c=terrific_c,
+        radii=tgrid,
+        largest=False,
+        beta=beta0,
+        noise=src,
+        step="terrific-raw",
+    )
+    if found is not None:
+        a, b = _split_rows(S, node.rows, found, c_out)
+        record["outcome"] = "split (raw)"
+        record["ball"] = (found.center.tolist(), found.radius)
+        return [
+            _Node(a, node.k_node - 1, level + 1, found, node.path + "/A"),
+            _Node(b, node.k_node - 1, level + 1, ball, node.path + "/B"),
+        ]
+    # steps 4-5: private PCA, then a terrific ball in the projected space
+    pca_budget = plan.pca[level]
+    assert pca_budget is not None
+    pca = private_pca(
+        T,
+        ball.center,
+        ball.radius,
+        min(node.k_node, d),
+        pca_budget,
+        accountant=Accountant(pca_budget),
+        noise=src,
+        step="private-pca",
+    )
+    found = subsampled_call(
+        terrific_ball,
+        pca.project(T),
+        t,
+        terr,
+        max_points=max_points,
+        rng=src.rng,
+        c=terrific_c,
+        radii=tgrid,
+        largest=True,
+        beta=beta0,
+        noise=src,
+        step="terrific-projected",
+    )
+    if found is not None:
+        a, b = _split_rows(pca.project(S), node.rows, found, c_out)
+        record["outcome"] = "split (projected)"
+        record["ball"] = (found.center.tolist(), found.radius)
+        return [
+            _Node(a, node.k_node - 1, level + 1, ball, node.path + "/A"),
+            _Node(b, node.k_node - 1, level + 1, ball, node.path + "/B"),
+        ]
+    record["outcome"] = "leaf (no terrific ball)"
+    return _Leaf(node.rows, ball, node.path)
+
+
+# ----------------------------------------------------------------------------------------------
+# Warm-up: PEGME (Alg. 1) with PSGE (Alg. 6)
+# ----------------------------------------------------------------------------------------------
+
+
+def _psge(
+    rows: np.ndarray,
+    center: np.ndarray,
+    radius: float,
+    rho_mean: float,
+    rho_var: float,
+    accountant: Accountant,
+    noise: NoiseSource,
+    step: str,
+) -> tuple[np.ndarray, float]:
+    """PSGE on a fixed-size part (m public): clipped mean (sensitivity 2R/m) and the mean of
+    ‖x − μ̂_c‖² over rows clipped to the ball, μ̂_c the released mean projected into the ball,
+    each term in [0, 4R²] (sensitivity clipped_mean_l2(2R², m) = 4R²/m); ρ-zCDP each."""
+    m, d = rows.shape
+    clipped, _ = clip_rows(rows, center, radius)
+    mean = gaussian_mechanism(
+        clipped.mean(axis=0),
+        clipped_mean_l2(radius, m),
+        ZCDP(rho_mean),
+        accountant=accountant,
+        noise=noise,
+        step=f"{step}/mean",
+    )
+    mu_c = clip_rows(mean[None, :], center, radius)[0][0]
+    sq = np.sum((clipped - mu_c) ** 2, axis=1)
+    var = float(
+        gaussian_mechanism(
+            float(np.mean(sq)),
+            clipped_mean_l2(2 * radius**2, m),
+            ZCDP(rho_var),
+            accountant=accountant,
+            noise=noise,
+            step=f"{step}/variance",
+        )
+    )
+    return mean, max(var / d, 1e-12 * radius**2 / d)
+
+
+def pegme(
+    X: Any,
+    k: int,
+    budget: ApproxDP,
+    *,
+    rank: int | None = None,
+    peel_factor: float = 3.0,
+    radii: Any = None,
+    max_points: int = 10_000,
+    beta: float = 0.05,
+    constants: str = "practical",
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "pegme",
+    info: dict[str, Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """KSSU19 warm-up PEGME (Alg. 1, spec §5) for spherical components of equal weight:
+    (weights = 1/k, means (k, d), covariances σ̂²_j·I (k, d, d)).
+
+    (ε, δ)-DP for ``ApproxDP(ε, δ)`` under replace-one neighbours, n public (module docstring:
+    each public half uses the whole budget). Raises :class:`EstimationFailed` (budget spent)
+    when a step returns ⊥ or a part is too small.
+    """
+    data = check_data(X, name="X", min_rows=4)
+    n, d = data.shape
+    k = check_positive_int(k, "k", minimum=1)
+    beta = check_probability(beta, "beta")
+    if constants not in ("practical", "theory"):
+        raise ValueError("constants must be 'practical' or 'theory'")
+    ell = min(d, k if rank is None else check_positive_int(rank, "rank"))
+    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+        raise PrivacyBudgetError("PEGME needs an (epsilon, delta) budget with delta > 0")
+    grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
+    reserve(accountant, [budget], "PEGME")
+    src = as_noise(noise)
+    accountant.spend(
+        budget,
+        step=step,
+        mechanism="two public halves",
+        note="parallel composition: a row is in one half; each half uses the budget",
+    )
+    perm = src.rng.permutation(n)  # public split
+    Y, Z = data[perm[: n // 2]], data[perm[n // 2 :]]
+    beta0 = beta / (4 * k)
+
+    def fail(what: str) -> EstimationFailed:
+        return EstimationFailed(f"PEGME: {what}", step=f"{step}/{what}", needed_n=None)
+
+    # half Y: enclosing ball (40%) and PCA (the rest, as zCDP)
+    y_acct = Accountant(budget)
+    enc_budget = ApproxDP(0.4 * budget.epsilon, budget.delta / 2)
+    y_acct.spend(enc_budget, step=f"{step}/Y/enclosing-ball")
+    ball = subsampled_call(
+        one_cluster,
+        Y,
+        max(2, Y.shape[0] - Y.shape[0] // (8 * k)),
+        enc_budget,
+        max_points=max_points,
+        rng=src.rng,
+        radii=grid,
+        c=2.0,
+        beta=beta0,
+        noise=src,
+        step=f"{step}/Y/enclosing-ball",
+    )
+    if ball is None:
+        raise fail("enclosing-ball")
+    rho_pca = approx_to_zcdp(budget.epsilon - enc_budget.epsilon, budget.delta / 2)
+    pca = private_pca(
+        Y,
+        ball.center,
+        ball.radius,
+        ell,
+        ZCDP(rho_pca),
+        accountant=y_acct,
+        noise=src,
+        step=f"{step}/Y/private-pca",
+    )
+
+    # half Z: k peeling rounds in the projection, then PSGE per part
+    z_acct = Accountant(budget)
+    m = Z.shape[0]
+    P = pca.project(Z)
+    round_budget = ApproxDP(0.6 * budget.epsilon / k, budget.delta / (2 * k))
+    pgrid = _grid(ball.radius, 30)
+    # a claimed row is replaced by its own public far point (a per-row map: row i's dummy
+    # depends on i only), keeping the size m public and neighbours one row apart
+    from .sample_aggregate import dummy_points
+
+    dummies = dummy_points(m, ell, pgrid, peel_factor, src.rng)
+    owner = np.full(m, -1, dtype=np.int64)
+    balls: list[Ball] = []
+    for j in range(k):
+        free = owner < 0
+        pts = np.where(free[:, None], P, dummies)
+        z_acct.spend(round_budget, step=f"{step}/Z/round-{j + 1}")
+        b = subsampled_call(
+            one_cluster,
+            pts,
+            max(2, m // (2 * k)),
+            round_budget,
+            max_points=max_points,
+            rng=src.rng,
+            radii=pgrid,
+            c=peel_factor,
+            beta=beta0,
+            noise=src,
+            step=f"{step}/Z/round-{j + 1}",
+        )
+        if b is None:
+            raise fail(f"round-{j + 1}")
+        inside = free & (np.sqrt(np.sum((P - b.center) ** 2, axis=1)) <= b.radius)
+        owner[inside] = j
+        balls.append(b)
+    eps_left = budget.epsilon - k * round_budget.epsilon
+    rho_z = approx_to_zcdp(eps_left, budget.delta - k * round_budget.delta)
+    rho_cnt = 0.1 * rho_z
+    counts = private_count(
+        np.bincount(owner[owner >= 0], minlength=k),
+        ZCDP(rho_cnt),
+        accountant=z_acct,
+        noise=src,
+        step=f"{step}/Z/counts",
+        sensitivity=math.hypot(count_sensitivity(), count_sensitivity()),
+    )
+    sigma = gaussian_sigma_zcdp(math.hypot(1.0, 1.0), rho_cnt)
+    sizes = np.floor(counts - float(norm.isf(beta / (2 * k))) * sigma).astype(int)
+    # each part's estimation is ρ_E-zCDP; a moved row changes two parts: charged 2ρ_E
+    rho_e = (rho_z - rho_cnt) / 2
+    z_acct.spend(
+        ZCDP(2 * rho_e),
+        step=f"{step}/Z/psge",
+        mechanism="psge x parts",
+        note="a replaced row changes at most two parts: charged twice",
+    )
+    if (sizes < 2).any():
+        raise fail("psge")
+    keys = src.rng.random(m)
+    lift = (
+        (1.0 + 16.0 + 2.0 * math.sqrt(3 * d / ell))
+        if constants == "theory"
+        else (3.0 + 2.0 * math.sqrt(3 * d / ell))
+    )
+    means = np.empty((k, d))
+    covs = np.empty((k, d, d))
+    for j, b in enumerate(balls):
+        center = pca.center + b.center @ pca.components.T
+        radius = (b.radius / peel_factor) * lift
+        rows = fixed_size_subset(
+            Z, np.flatnonzero(owner == j), keys, int(sizes[j]), center, src.rng
+        )
+        mu, var = _psge(
+            rows,
+            center,
+            radius,
+            0.5 * rho_e,
+            0.5 * rho_e,
+            Accountant(ZCDP(rho_e)),
+            src,
+            f"{step}/Z/psge-{j + 1}",
+        )
+        means[j] = mu
+        covs[j] = var * np.eye(d)
+    if info is not None:
+        info.update(balls=balls, noisy_counts=counts, pca=pca)
+    return np.full(k, 1.0 / k), means, covs
