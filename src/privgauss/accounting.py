@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from scipy.optimize import brentq
 
 from .exceptions import PrivacyBudgetError
@@ -32,18 +33,10 @@ _MIN_EPS = sys.float_info.min  # stands for a converted epsilon of 0 (ApproxDP n
 
 
 def _check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        try:
-            import numpy as np
-
-            if isinstance(value, np.floating | np.integer):
-                value = float(value)
-            else:
-                raise TypeError
-        except TypeError:
-            raise PrivacyBudgetError(
-                f"{name} must be a positive number, got an object of type {type(value).__name__}"
-            ) from None
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise PrivacyBudgetError(
+            f"{name} must be a positive number, got an object of type {type(value).__name__}"
+        )
     value = float(value)
     if math.isnan(value):
         raise PrivacyBudgetError(f"{name} must be a positive number, got NaN")

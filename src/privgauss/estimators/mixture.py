@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,54 +37,39 @@ class MethodSpec:
     min_separation: float = 0.0  # smallest separation ratio it was validated at (benchmarks)
 
 
-def _run_sample_aggregate(
-    est: PrivateGaussianMixture,
-    X: np.ndarray,
-    public_X: np.ndarray | None,
-    budget: ApproxDP,
-    acct: Accountant,
-    noise: NoiseSource,
-    info: dict[str, Any],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from ..mixture.sample_aggregate import sample_aggregate_gmm
+def _learner_runner(method: str, module: str, function: str) -> Callable[..., Any]:
+    """A runner calling ``privgauss.mixture.<module>.<function>`` with the estimator's knobs."""
 
-    return sample_aggregate_gmm(
-        X,
-        est.n_components,
-        budget,
-        min_weight=est.min_weight,
-        beta=est.beta,
-        constants=est.constants,
-        accountant=acct,
-        noise=noise,
-        info=info,
-        **est._method_kwargs("sample-aggregate"),
-    )
+    def run(
+        est: PrivateGaussianMixture,
+        X: np.ndarray,
+        public_X: np.ndarray | None,
+        budget: ApproxDP,
+        acct: Accountant,
+        noise: NoiseSource,
+        info: dict[str, Any],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        learner = getattr(importlib.import_module(f"privgauss.mixture.{module}"), function)
+        return learner(
+            X,
+            est.n_components,
+            budget,
+            min_weight=est.min_weight,
+            beta=est.beta,
+            constants=est.constants,
+            accountant=acct,
+            noise=noise,
+            info=info,
+            **est._method_kwargs(method),
+        )
+
+    return run
 
 
-def _run_kssu(
-    est: PrivateGaussianMixture,
-    X: np.ndarray,
-    public_X: np.ndarray | None,
-    budget: ApproxDP,
-    acct: Accountant,
-    noise: NoiseSource,
-    info: dict[str, Any],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from ..mixture.kssu import kssu_gmm
-
-    return kssu_gmm(
-        X,
-        est.n_components,
-        budget,
-        min_weight=est.min_weight,
-        beta=est.beta,
-        constants=est.constants,
-        accountant=acct,
-        noise=noise,
-        info=info,
-        **est._method_kwargs("kssu"),
-    )
+_run_kssu = _learner_runner("kssu", "kssu", "kssu_gmm")
+_run_sample_aggregate = _learner_runner(
+    "sample-aggregate", "sample_aggregate", "sample_aggregate_gmm"
+)
 
 
 #: The registry of methods, name → :class:`MethodSpec`. Methods using public data (issue 5:
