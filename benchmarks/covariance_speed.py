@@ -7,11 +7,14 @@ Measures, in one run on the same array X (n × d, rows ~ N(0, Σ) with I ⪯ Σ 
   (public preconditioner → CoinPress mean and covariance),
 * ``coinpress_covariance(X, 0.5, cov_upper=10)``,
 
-and reports the time ratios together with the accuracy of each covariance,
-‖Σ^{-1/2} Σ̂ Σ^{-1/2} − I‖_F, as a ratio to that of ``np.cov`` on the same X.
+and reports the time ratios (wall clock, and CPU time of the process — the fairer figure on
+a shared, loaded machine; run with ``OPENBLAS_NUM_THREADS=1`` for single-core figures)
+together with the accuracy of each covariance, ‖Σ^{-1/2} Σ̂ Σ^{-1/2} − I‖_F, as a ratio to that
+of ``np.cov`` on the same X.
 
     python benchmarks/covariance_speed.py              # n = 1e6, d = 100
     python benchmarks/covariance_speed.py --n 200000 --d 50
+    OPENBLAS_NUM_THREADS=1 python benchmarks/covariance_speed.py
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def _timed(fn):  # noqa: ANN001, ANN202
-    t0 = time.perf_counter()
+    """(wall seconds, CPU seconds of this process, result)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
-    return time.perf_counter() - t0, out
+    return time.perf_counter() - t0, time.process_time() - c0, out
 
 
 def _err(S_inv_half: np.ndarray, C: np.ndarray) -> float:
@@ -71,10 +75,12 @@ def main(argv: list[str] | None = None) -> int:
 
     load_before = _uptime()
     X.T @ X  # warm-up (BLAS threads, page faults)
-    t_gram, _ = _timed(lambda: [X.T @ X for _ in range(3)])
-    t_fit, est = _timed(lambda: pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub))
+    t_gram, c_gram, _ = _timed(lambda: [X.T @ X for _ in range(3)])
+    t_fit, c_fit, est = _timed(
+        lambda: pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub)
+    )
     acct = pg.Accountant(pg.ZCDP(0.5))
-    t_cp, C_cp = _timed(
+    t_cp, c_cp, C_cp = _timed(
         lambda: coinpress_covariance(X, 0.5, cov_upper=10.0, accountant=acct, noise=0)
     )
     load_after = _uptime()
@@ -82,13 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     e_np = _err(S_inv_half, np.cov(X, rowvar=False))
     e_fit = _err(S_inv_half, est.covariance_)
     e_cp = _err(S_inv_half, C_cp)
+    nan = float("nan")
     rows = [
-        ("3× X.T @ X", t_gram, 1.0, "", ""),
-        ("PrivateGaussian.fit (d+1 public rows)", t_fit, t_fit / t_gram, f"{e_fit:.4g}",
-         f"{e_fit / e_np:.3f}"),
-        ("coinpress_covariance (cov_upper=10)", t_cp, t_cp / t_gram, f"{e_cp:.4g}",
-         f"{e_cp / e_np:.3f}"),
-        ("np.cov", float("nan"), float("nan"), f"{e_np:.4g}", "1.000"),
+        ("3× X.T @ X", t_gram, 1.0, c_gram, 1.0, "", ""),
+        ("PrivateGaussian.fit (d+1 public rows)", t_fit, t_fit / t_gram, c_fit, c_fit / c_gram,
+         f"{e_fit:.4g}", f"{e_fit / e_np:.3f}"),
+        ("coinpress_covariance (cov_upper=10)", t_cp, t_cp / t_gram, c_cp, c_cp / c_gram,
+         f"{e_cp:.4g}", f"{e_cp / e_np:.3f}"),
+        ("np.cov", nan, nan, nan, nan, f"{e_np:.4g}", "1.000"),
     ]
     cmd = "python " + " ".join(
         [os.path.relpath(__file__, Path.cwd()) if Path.cwd() in Path(__file__).parents
@@ -102,13 +109,19 @@ def main(argv: list[str] | None = None) -> int:
         f"n = {n}, d = {d}, ρ = 0.5 (zCDP), Σ eigenvalues geometric in [1, 10], seed {args.seed}.",
         "Target: PrivateGaussian.fit ≤ 1.5 × (3 × X.T @ X).",
         "",
-        "| computation | time (s) | ratio to 3× XᵀX | ‖Σ^-1/2 Σ̂ Σ^-1/2 − I‖_F | error / np.cov |",
-        "|---|---:|---:|---:|---:|",
+        f"BLAS threads: OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}.",
+        "",
+        "| computation | wall (s) | wall ratio to 3× XᵀX | CPU (s) | CPU ratio | "
+        "‖Σ^-1/2 Σ̂ Σ^-1/2 − I‖_F | error / np.cov |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, t, r, e, er in rows:
-        ts = "" if t != t else f"{t:.3f}"
-        rs = "" if r != r else f"{r:.2f}"
-        lines.append(f"| {name} | {ts} | {rs} | {e} | {er} |")
+
+    def fmt(x: float, spec: str) -> str:
+        return "" if x != x else format(x, spec)
+
+    for name, t, r, c, cr, e, er in rows:
+        lines.append(f"| {name} | {fmt(t, '.3f')} | {fmt(r, '.2f')} | {fmt(c, '.3f')} | "
+                     f"{fmt(cr, '.2f')} | {e} | {er} |")
     lines += [
         "",
         "Machine and libraries:",

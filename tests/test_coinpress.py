@@ -9,7 +9,9 @@ import pytest
 from scipy.stats import chi2, trim_mean
 
 import privgauss as pg
+from privgauss import backends as bk
 from privgauss.accounting import zcdp_to_epsilon
+from privgauss.backends import Rows, affine_rows, sanitize_rows
 from privgauss.gaussian import coinpress as cp
 from privgauss.gaussian.coinpress import (
     chi_tail_bound,
@@ -256,7 +258,7 @@ def test_transform_bookkeeping_for_many_steps_with_nonsymmetric_start() -> None:
     assert not np.allclose(A0, A0.T)
     plan = covariance_schedule(n, d, 10.0, math.inf, steps=5, constants="practical")
     a = acct(math.inf)
-    A, S = cp._run_cov(X, A0, plan, a, pg.NoiseSource(0), "t")
+    A, S = cp._run_cov(Rows(X), A0, plan, a, pg.NoiseSource(0), "t")
     assert not np.allclose(A, A.T)
     assert np.allclose(S, X.T @ X / n, rtol=1e-9, atol=1e-14)
     assert len(a.ledger) == 5
@@ -473,49 +475,131 @@ def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None
 # ----------------------------------------------------------------------------------------------
 
 
-def _straight_cov(X, A, s, tau):  # noqa: ANN001, ANN202
-    W, _ = clip_rows(cp._rows_map(X, A, s), np.zeros(X.shape[1]), tau)
-    return W.T @ W / X.shape[0]
+def _straight_cov(Y, A, s, tau):  # noqa: ANN001, ANN202
+    W, _ = clip_rows(affine_rows(Y, A, s), np.zeros(Y.shape[1]), tau)
+    return W.T @ W / Y.shape[0]
 
 
+def _straight_mean(Y, A, s, c, tau):  # noqa: ANN001, ANN202
+    W, _ = clip_rows(affine_rows(Y, A, s), c, tau)
+    return W.mean(axis=0)
+
+
+def _check_fast(rows: Rows, Y: np.ndarray, A, s, c, tau) -> int:  # noqa: ANN001
+    """Fast and straightforward clipped statistics agree; returns how many used the fast path."""
+    used = 0
+    fast = rows._fast_second_moment(A, s, tau)
+    ref = _straight_cov(Y, A, s, tau)
+    np.testing.assert_allclose(rows.second_moment(A, s, tau), ref, rtol=1e-9,
+                               atol=1e-12 * np.abs(ref).max())
+    if fast is not None:
+        used += 1
+        np.testing.assert_allclose(fast, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
+    fm = rows._fast_clipped_mean(A, s, c, tau)
+    ref_m = _straight_mean(Y, A, s, c, tau)
+    np.testing.assert_allclose(rows.clipped_mean(A, s, c, tau), ref_m, rtol=1e-9,
+                               atol=1e-12 * tau)
+    if fm is not None:
+        used += 1
+        np.testing.assert_allclose(fm, ref_m, rtol=1e-9, atol=1e-12 * tau)
+    return used
+
+
+@pytest.mark.parametrize("tier", ["bound", "norms"])
 @pytest.mark.parametrize("far", [0, 30])
-def test_fast_clipped_statistics_match_straightforward(far: int) -> None:
+def test_fast_clipped_statistics_match_straightforward(
+    far: int, tier: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if tier == "norms":  # select candidate rows by exact norms (the triangular pass)
+        monkeypatch.setattr(bk, "_MAX_BOUND_CANDIDATES", 0.0)
     rng = np.random.default_rng(3)
     n, d = 6000, 6
     X = rng.standard_normal((n, d)) @ np.diag(np.geomspace(1, 20, d))
     X[:far] *= 50.0  # far-away rows, always clipped
     p = rng.standard_normal(d) * 0.1
-    rows = cp._Rows(X, p)
+    rows = Rows(X, center=p, fast=True)
+    used = 0
     for k, (scale, tau) in enumerate([(0.02, 3.0), (0.2, 3.5), (1.0, 4.0), (1.3, 2.5)]):
         A = scale * np.diag(1.0 / np.geomspace(1, 20, d)) + 0.01 * rng.standard_normal((d, d))
         s = p + 0.05 * rng.standard_normal(d) * k
-        fast = cp._fast_second_moment(rows, A, s, tau)
-        ref = _straight_cov(X, A, s, tau)
-        if fast is not None:
-            np.testing.assert_allclose(fast, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
-        c = 0.1 * rng.standard_normal(d)
-        fm = cp._fast_clipped_mean(rows, A, s, c, tau)
-        cl, _ = clip_rows(cp._rows_map(X, A, s), c, tau)
-        if fm is not None:
-            np.testing.assert_allclose(fm, cl.mean(axis=0), rtol=1e-9, atol=1e-12 * tau)
+        used += _check_fast(rows, X, A, s, 0.1 * rng.standard_normal(d), tau)
+    assert used >= 6  # the fast path really ran (a wrong one would be caught above)
 
 
-def test_fast_gaussian_path_same_release_and_ledger() -> None:
+def test_fast_path_rows_exactly_on_the_clip_boundary() -> None:
+    rng = np.random.default_rng(11)
+    n, d, tau = 5000, 5, 3.0
+    A = np.diag(np.geomspace(0.5, 2.0, d)) + 0.05 * rng.standard_normal((d, d))
+    s = rng.standard_normal(d)
+    X = rng.standard_normal((n, d)) @ np.linalg.inv(A).T * 0.9 + s
+    U = rng.standard_normal((400, d))
+    W = tau * U / np.linalg.norm(U, axis=1, keepdims=True)  # ‖A(x − s)‖ = τ (to rounding)
+    X[:400] = np.linalg.solve(A, W.T).T + s
+    rows = Rows(X, center=s, fast=True)
+    assert _check_fast(rows, X, A, s, np.zeros(d), tau) == 2
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e12])
+def test_fast_path_with_public_input_map_and_translation(offset: float) -> None:
+    """Rows y = sanitize(F(x − p0)) (the public preconditioner's map), data translated by 1e12:
+    the fast statistics equal the clip-then-sum definition on the mapped rows."""
+    rng = np.random.default_rng(5)
+    n, d = 8000, 8
+    M = rng.standard_normal((d, d)) * np.geomspace(1, 30, d)
+    X = rng.standard_normal((n, d)) @ M.T + offset
+    F = np.linalg.inv(M + 0.3 * rng.standard_normal((d, d)))  # a rough public whitening
+    p0 = offset + 0.2 * rng.standard_normal(d)
+    Y = sanitize_rows((X - p0) @ F.T)
+    rows = Rows(X, input_map=(F, p0), fast=True)
+    used = 0
+    for scale, tau in [(0.1, 4.0), (0.9, 4.5), (1.0, 3.9)]:
+        A = scale * (np.eye(d) + 0.05 * rng.standard_normal((d, d)))
+        s = 0.1 * rng.standard_normal(d)
+        used += _check_fast(rows, Y, A, s, 0.05 * rng.standard_normal(d), tau)
+    assert used >= 5
+
+
+def test_projection_directions_handle_an_anisotropic_transform() -> None:
+    """A transform large on a few directions only: the stored directions are refreshed and the
+    fast path stays exact."""
+    rng = np.random.default_rng(8)
+    n, d = 20000, 30
+    X = rng.standard_normal((n, d))
+    rows = Rows(X, fast=True)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    gains = np.ones(d)
+    gains[:3] = [2.5, 2.0, 1.6]
+    A = (Q * gains) @ Q.T
+    tau = math.sqrt(chi2.isf(0.01, d)) * 1.3
+    assert _check_fast(rows, X, A, np.zeros(d), np.zeros(d), tau) == 2
+    assert rows.summary()["V"].shape[1] >= 3
+
+
+def test_fast_gaussian_path_same_release_and_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(4)
     n, d = 9000, 4
     X = rng.standard_normal((n, d)) * [1, 2, 3, 4] + 5.0
     X[:20] += 1e3
     outs = []
-    for fast_min in (cp._FAST_MIN_ROWS, 10**12):
-        old = cp._FAST_MIN_ROWS
-        cp._FAST_MIN_ROWS = fast_min
-        try:
-            a = acct(1.0)
-            m, C = coinpress_gaussian(X, 1.0, center=np.zeros(d), radius=10.0,
-                                      cov_bounds=(0.5, 30.0), accountant=a, noise=7)
-        finally:
-            cp._FAST_MIN_ROWS = old
+    for fast_min in (bk._FAST_MIN_ROWS, 10**12):
+        monkeypatch.setattr(bk, "_FAST_MIN_ROWS", fast_min)
+        a = acct(1.0)
+        m, C = coinpress_gaussian(X, 1.0, center=np.zeros(d), radius=10.0,
+                                  cov_bounds=(0.5, 30.0), accountant=a, noise=7)
         outs.append((m, C, [(e.step, e.cost.rho) for e in a.ledger]))
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-8, atol=1e-9)
     assert outs[0][2] == outs[1][2]
+
+
+def test_planner_prefers_fewer_steps_within_tolerance() -> None:
+    full = covariance_schedule(10**6, 100, 1e8, 0.375)
+    fewer = covariance_schedule(10**6, 100, 1e8, 0.375, prefer_fewer=0.01)
+    assert len(fewer) < len(full)
+    assert math.isclose(math.fsum(s.rho for s in fewer), 0.375, rel_tol=1e-12)
+
+    def err(plan):  # noqa: ANN001, ANN202 - the planner's predicted error
+        last = plan[-1]
+        return (100**2 + 100) * (1e-6 + last.sigma**2 / last.lower)
+
+    assert err(fewer) <= 1.01 * err(full) * (1 + 1e-9)

@@ -281,3 +281,22 @@ def test_probability():
             check_probability(bad, "delta")
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         check_probability(1.5, "p", open_left=False, open_right=False)
+
+
+def test_check_data_copy_false_reuses_contiguous_float64_only() -> None:
+    X = np.arange(12.0).reshape(4, 3)
+    assert check_data(X, copy=False) is X
+    F = np.asfortranarray(X)
+    assert check_data(F, copy=False) is F
+    strided = X[:, ::2]  # not contiguous: copied
+    out = check_data(strided, copy=False)
+    assert out is not strided and out.flags.c_contiguous
+    assert check_data(X.astype(np.float32), copy=False).dtype == np.float64
+    assert check_data(X) is not X  # the default still copies
+    bad = X.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(InvalidDataError, match="NaN or infinite"):
+        check_data(bad, copy=False)
+    bad[2, 1] = 1e200
+    with pytest.raises(InvalidDataError, match="magnitude"):
+        check_data(bad, copy=False)

@@ -16,7 +16,13 @@ import numpy as np
 
 from .exceptions import InvalidDataError
 
-__all__ = ["MAX_ABS_VALUE", "check_data", "check_positive_int", "check_probability"]
+__all__ = [
+    "MAX_ABS_VALUE",
+    "check_data",
+    "check_positive_int",
+    "check_probability",
+    "validated_rows",
+]
 
 #: Largest accepted magnitude of a float64 data value. Squares of values up to this bound (and
 #: sums of up to ~1e8 such squares) stay finite in float64.
@@ -123,11 +129,14 @@ def check_data(
     min_rows: int = 1,
     n_features: int | None = None,
     dtype: Any = np.float64,
+    copy: bool = True,
 ) -> Any:
     """Validate a data matrix and return a new C-contiguous 2-D float array.
 
     Accepts numpy arrays, nested lists and pandas DataFrames with numeric (or boolean)
-    columns. The result is always a fresh copy, never a view of the caller's memory.
+    columns. The result is always a fresh copy, never a view of the caller's memory —
+    except with ``copy=False`` (internal use by code that never writes to its input), where a
+    float64 array that is already C- or F-contiguous is checked and returned as it is.
 
     Dask arrays (anything with ``__dask_graph__``) are *not* computed: only ``ndim``,
     ``shape`` (where known) and ``dtype`` are checked and the input is returned unchanged;
@@ -181,31 +190,93 @@ def check_data(
     if arr.shape[0] < min_rows:
         raise _min_rows_error(name, arr.shape[0], min_rows)
 
+    reuse = (
+        not copy
+        and out_dtype == np.float64
+        and isinstance(arr, np.ndarray)
+        and type(arr) is np.ndarray
+        and arr.dtype == np.float64
+        and (arr.flags.c_contiguous or arr.flags.f_contiguous)
+    )
     try:
         # np.array(..., copy=True) always allocates: the result never aliases the input.
-        out = np.array(arr, dtype=np.float64, order="C", copy=True)
+        out = arr if reuse else np.array(arr, dtype=np.float64, order="C", copy=True)
     except (TypeError, ValueError):
         raise InvalidDataError(
             f"{name} (dtype {arr.dtype}) could not be converted to float64; make every entry "
             "a real number"
         ) from None
 
-    # max/min propagate NaN and expose +-inf without allocating a temporary of X's size.
-    hi = float(out.max())
-    lo = float(out.min())
+    _check_values(*_value_range(out), name, _MAX_ABS[out_dtype])
+    if out_dtype != np.float64:
+        out = out.astype(out_dtype, order="C")
+    return out
+
+
+def _value_range(arr: np.ndarray) -> tuple[float, float]:
+    """(max, min) of all entries in one pass over cache-sized row blocks (NaN propagates)."""
+    step = max(256, (1 << 17) // max(arr.shape[1], 1))
+    hi, lo = -math.inf, math.inf
+    for a in range(0, arr.shape[0], step):
+        b = arr[a : a + step]
+        bh, bl = float(b.max()), float(b.min())
+        if not (math.isfinite(bh) and math.isfinite(bl)):
+            return bh, bl
+        hi, lo = max(hi, bh), min(lo, bl)
+    return hi, lo
+
+
+def _check_values(hi: float, lo: float, name: str, limit: float) -> None:
+    # max/min propagate NaN and expose +-inf
     if not (math.isfinite(hi) and math.isfinite(lo)):
         raise InvalidDataError(
             f"{name} contains NaN or infinite values; remove or impute them before fitting"
         )
-    limit = _MAX_ABS[out_dtype]
     if max(hi, -lo) > limit:
         raise InvalidDataError(
             f"{name} has values of magnitude above {limit:.0e}, which overflow when squared; "
             "rescale the data"
         )
-    if out_dtype != np.float64:
-        out = out.astype(out_dtype, order="C")
+
+
+def validated_rows(
+    X: Any, *, name: str = "X", min_rows: int = 1, n_features: int | None = None
+) -> Any:
+    """Internal entry point of the streaming estimators: :func:`check_data` without a copy
+    (``copy=False``); a dask array is also checked for NaN/inf and magnitude, in one chunked
+    pass (the only way to check it without loading it), and returned lazily. A path to a
+    ``.npy`` file or ``.zarr`` directory is opened as a dask array
+    (:func:`privgauss.backends.open_array`)."""
+    import os
+
+    if isinstance(X, str | os.PathLike):
+        from .backends import open_array
+
+        X = open_array(X)
+    out = check_data(X, name=name, min_rows=min_rows, n_features=n_features, copy=False)
+    if hasattr(out, "__dask_graph__"):
+        if out.dtype != np.float64:
+            out = out.astype(np.float64)
+        rows, cols = out.shape
+        if rows != rows or cols != cols:  # NaN: unknown chunk sizes
+            raise InvalidDataError(
+                f"{name} is a dask array with unknown chunk sizes; call "
+                f"{name}.compute_chunk_sizes() first"
+            )
+        hi, lo = _dask_range(out)
+        _check_values(hi, lo, name, MAX_ABS_VALUE)
     return out
+
+
+def _dask_range(X: Any) -> tuple[float, float]:
+    """(max, min) of a dask array: one pair per row block (a chunked pass), combined here."""
+    from .backends import map_rows
+
+    def per_block(B: np.ndarray) -> tuple[np.ndarray]:
+        return (np.array([[float(B.max()), float(B.min())]]),)
+
+    ext = map_rows(X, per_block)[0]
+    return float(ext[:, 0].max()), float(ext[:, 1].min())
 
 
 def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:

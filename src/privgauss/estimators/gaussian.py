@@ -8,14 +8,15 @@ from typing import Any
 import numpy as np
 
 from ..accounting import Accountant, ApproxDP, Budget, PureDP
+from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
-from ..validation import check_data
+from ..validation import check_data, validated_rows
 from ._base import BudgetMixin, is_pure, privacy_report, zcdp_of
 
-METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection")
+METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection", "ppe")
 
 
 class PrivateGaussian(BudgetMixin):
@@ -37,6 +38,10 @@ class PrivateGaussian(BudgetMixin):
       then CoinPress-style refinement.
     * ``"hypothesis-selection"`` — pure ε-DP private hypothesis selection over a finite cover;
       small d only.
+    * ``"ppe"`` — bound-free (ε, δ)-DP Private Populous Estimator (Arbas–Ashtiani–Liaw):
+      stable averages of disjoint blocks' estimates localise, CoinPress refines
+      (``constants="theory"``: the thesis's Algorithm 1 with masking, which needs
+      astronomically many rows). Mean and covariance only.
 
     ``covariance="identity"`` or a known matrix estimates the mean only. ``constants="theory"``
     uses the papers' constants and ``"practical"`` tuned ones; privacy never depends on this.
@@ -60,6 +65,7 @@ class PrivateGaussian(BudgetMixin):
         constants: str = "practical",
         random_state: Any = None,
         accountant: Accountant | None = None,
+        max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
     ) -> None:
         self.rho = rho
         self.epsilon = epsilon
@@ -74,6 +80,7 @@ class PrivateGaussian(BudgetMixin):
         self.constants = constants
         self.random_state = random_state
         self.accountant = accountant
+        self.max_memory_bytes = max_memory_bytes
 
     # ------------------------------------------------------------------------------------
     def _check_params(self, d: int) -> tuple[Budget, np.ndarray | None]:
@@ -132,9 +139,16 @@ class PrivateGaussian(BudgetMixin):
 
     # ------------------------------------------------------------------------------------
     def fit(self, X: Any, public_X: Any = None) -> PrivateGaussian:
-        """Estimate the Gaussian from private rows ``X`` (n, d), helped by optional public rows."""
-        X = check_data(X, name="X", min_rows=2)
-        n, d = X.shape
+        """Estimate the Gaussian from private rows ``X`` (n, d), helped by optional public rows.
+
+        ``X``: a numpy array (not copied when float64 and contiguous; never modified), anything
+        array-like, a ``dask.array`` or a path to a ``.npy`` file / ``.zarr`` directory. The
+        ``"public"``, ``"coinpress"`` and ``"clip"`` methods stream dask data chunk by chunk (a
+        few passes per step); ``"histogram"``, ``"hypothesis-selection"`` and ``"ppe"`` load it
+        into memory, refused (before any budget is spent) when n·d·8 bytes exceed
+        ``max_memory_bytes``."""
+        X = validated_rows(X, name="X", min_rows=2)
+        n, d = int(X.shape[0]), int(X.shape[1])
         Xp = None
         if public_X is not None:
             Xp = check_data(public_X, name="public_X", min_rows=1, n_features=d)
@@ -143,6 +157,7 @@ class PrivateGaussian(BudgetMixin):
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
         if center.shape != (d,) or not np.all(np.isfinite(center)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
+        self._n_rows = n
         self._check_method_inputs(method, budget, d, Xp, known)
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
@@ -183,6 +198,22 @@ class PrivateGaussian(BudgetMixin):
             raise PrivacyBudgetError("method='histogram' needs an (epsilon, delta>0) budget")
         if method == "hypothesis-selection" and not is_pure(budget):
             raise PrivacyBudgetError("method='hypothesis-selection' needs a pure epsilon budget")
+        if method == "ppe":
+            self._check_ppe(budget, d, known)
+
+    def _check_ppe(self, budget: Budget, d: int, known: np.ndarray | None) -> None:
+        if not (isinstance(budget, ApproxDP) and budget.delta > 0):
+            raise PrivacyBudgetError("method='ppe' needs an (epsilon, delta>0) budget")
+        if known is not None:
+            raise InvalidDataError(
+                "method='ppe' estimates the mean and the covariance: drop covariance=, or use "
+                "method='histogram' for a known covariance"
+            )
+        from ..reductions.ppe_gaussian import ppe_requirements
+
+        req = ppe_requirements(self._n_rows, d, budget.epsilon, budget.delta, self.constants)
+        if not req.ok:
+            raise InvalidDataError(req.message())
 
     def _run(
         self,
@@ -208,9 +239,9 @@ class PrivateGaussian(BudgetMixin):
             mean_w = self._mean_identity(method, Xw, Xpw, budget, acct, noise, cw, bound)
             return mean_w @ root, known.copy()
         if method == "coinpress":
-            from ..gaussian.coinpress import coinpress_gaussian
+            from ..gaussian.coinpress import _coinpress_gaussian
 
-            return coinpress_gaussian(
+            return _coinpress_gaussian(
                 X,
                 zcdp_of(budget, "coinpress"),
                 center=center,
@@ -221,9 +252,9 @@ class PrivateGaussian(BudgetMixin):
                 constants=self.constants,
             )
         if method == "public":
-            from ..gaussian.public import public_gaussian
+            from ..gaussian.public import _public_gaussian
 
-            return public_gaussian(
+            return _public_gaussian(
                 X,
                 Xp,
                 zcdp_of(budget, "the public-data estimator"),
@@ -251,6 +282,7 @@ class PrivateGaussian(BudgetMixin):
             from ..gaussian import hypothesis_selection as hs
 
             eps = budget.epsilon  # type: ignore[union-attr]
+            X = in_memory(X, max_memory_bytes=self.max_memory_bytes)
             if Xp is not None and Xp.shape[0] >= X.shape[1] + 1:
                 return hs.hypothesis_selection_public(X, Xp, eps, accountant=acct, noise=noise)
             if self.mean_bound is None or (known is None and self.cov_bounds is None):
@@ -267,6 +299,18 @@ class PrivateGaussian(BudgetMixin):
                 cov=known,
                 accountant=acct,
                 noise=noise,
+            )
+        if method == "ppe":
+            from ..reductions.ppe_gaussian import ppe_gaussian
+
+            return ppe_gaussian(
+                in_memory(X, max_memory_bytes=self.max_memory_bytes),
+                budget.epsilon,  # type: ignore[union-attr]
+                budget.delta,  # type: ignore[union-attr]
+                accountant=acct,
+                noise=noise,
+                constants=self.constants,
+                beta=self.beta,
             )
         raise ValueError(f"method {method!r} cannot estimate a covariance")  # pragma: no cover
 

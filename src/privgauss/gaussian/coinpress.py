@@ -33,12 +33,13 @@ from scipy.special import gammaln
 from scipy.stats import chi2, norm, poisson
 
 from ..accounting import ZCDP, Accountant
+from ..backends import Rows
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
-from ..linalg import clip_rows, inv_sqrtm_psd, project_psd, sym
+from ..linalg import inv_sqrtm_psd, project_psd, sym
 from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, symmetric_matrix_mechanism
 from ..noise import RandomState, as_noise
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
-from ..validation import check_data
+from ..validation import validated_rows
 
 __all__ = [
     "CovStep",
@@ -366,35 +367,24 @@ def _check_radius(radius: Any, name: str = "radius") -> float:
 
 
 def _run_mean(
-    X: np.ndarray,
+    rows: Rows,
     center: np.ndarray,
     plan: tuple[MeanStep, ...],
     accountant: Accountant,
     noise: Any,
     step: str,
     *,
-    rows: _Rows | None = None,
     A: np.ndarray | None = None,
     shift: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Run a mean plan on the rows X, or — with ``rows`` and ``A`` — on the mapped rows
-    ``_rows_map(rows.X, A, shift)`` without materialising them (same released values)."""
-    if rows is not None:
-        X = rows.X
-    n, d = X.shape
+    """Run a mean plan on the rows W_i = A(y_i − shift) of ``rows`` (y_i − shift without A),
+    never materialised: each step releases mean_i clip_{B(c, τ)}(W_i) (one pass, or the
+    Gram-based fast evaluation of :class:`~privgauss.backends.Rows`)."""
+    n, d = rows.n, rows.d
     c = center
     t = len(plan)
-    if rows is None and A is None and n >= _FAST_MIN_ROWS:
-        rows = _Rows(X, np.zeros(d), gram=False)
-    if A is None:
-        A = np.eye(d)
-    sh = np.zeros(d) if shift is None else shift
     for i, s in enumerate(plan):
-        stat = None if rows is None else _fast_clipped_mean(rows, A, sh, c, s.clip_radius)
-        if stat is None:
-            mapped = X if rows is None else _rows_map(rows.X, A, sh)
-            clipped, _ = clip_rows(mapped, c, s.clip_radius)
-            stat = clipped.mean(axis=0)
+        stat = rows.clipped_mean(A, shift, c, s.clip_radius)
         released = gaussian_mechanism(
             stat,
             clipped_mean_l2(s.clip_radius, n),
@@ -436,8 +426,8 @@ def coinpress_mean(
     ``debias`` (practical only) lets the planner clip the last step inside the bulk and undo
     the shrinkage under the Gaussian model; turn it off for data that is not Gaussian.
     """
-    X = check_data(X, name="X")
-    n, d = X.shape
+    X = validated_rows(X, name="X")
+    n, d = int(X.shape[0]), int(X.shape[1])
     c = _check_center(center, d)
     radius = _check_radius(radius)
     accountant = _check_accountant(accountant)
@@ -449,21 +439,7 @@ def coinpress_mean(
     )
     _check_radii(plan)
     _reserve(accountant, rho)
-    return _run_mean(X, c, plan, accountant, as_noise(noise), step)
-
-
-def _sanitize_rows(Y: np.ndarray) -> np.ndarray:
-    """Map each row with a non-finite entry or an entry above 1e150 in magnitude to 0.
-
-    For rows produced by a public transform of validated data: a fixed per-record map, so it
-    keeps every sensitivity, and unlike validation it never raises on private values.
-    """
-    with np.errstate(invalid="ignore"):
-        bad = ~(np.abs(Y) <= 1e150).all(axis=1)
-    if bad.any():
-        Y = Y.copy()
-        Y[bad] = 0.0
-    return Y
+    return _run_mean(Rows(X), c, plan, accountant, as_noise(noise), step)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -532,6 +508,7 @@ def covariance_schedule(
     fractions: tuple[float, ...] | None = None,
     beta: float = 0.1,
     constants: str = "practical",
+    prefer_fewer: float = 0.0,
 ) -> tuple[CovStep, ...]:
     """The public plan of the iterative covariance estimator for a second moment M with
     I/cond ⪯ M ⪯ I in the starting coordinates (no data involved).
@@ -542,6 +519,9 @@ def covariance_schedule(
     step's share chosen to minimise the predicted error (d² + d)(1/n + σ_t²/ℓ_t), ℓ_t the
     typical smallest eigenvalue after t − 1 whitening steps (see ``_practical_cov_chain``).
     ``beta`` is the tail of the theory clip radius (practical plans do not use it).
+    ``prefer_fewer`` (practical, automatic plans): take the fewest steps whose predicted error
+    is within this relative tolerance of the best (e.g. 0.01; each step is a pass over the
+    data).
     """
     _check_constants(constants)
     if n < 1 or d < 1:
@@ -561,193 +541,59 @@ def covariance_schedule(
         fr = _coinpress_fractions(t) if fractions is None else fr
         return _theory_cov_plan(n, d, cond, _split(rho, fr), beta)
 
+    tau = math.sqrt(_chi2_isf(_COV_CLIP_TAIL, d))
     if fractions is not None:
-        candidates = [fr]
+        chosen = fr
     else:
         ts = range(1, _MAX_COV_STEPS + 1) if steps is None else [int(steps)]
-        candidates = []
+        chosen = _best_cov_fractions(n, d, cond, rho, tuple(ts), tau, float(prefer_fewer))
+    rhos = _split(rho, chosen)
+    chain, lower = _practical_cov_chain(n, d, cond, rhos[:-1])
+    return (*chain, CovStep(rhos[-1], tau, _sigma_cov(tau, n, rhos[-1]), 0.0, lower))
+
+
+_COV_LAST_SHARES = np.linspace(0.3, 0.99, 47)
+
+
+def _best_cov_fractions(
+    n: int, d: int, cond: float, rho: float, ts: tuple[int, ...], tau: float, prefer_fewer: float
+) -> tuple[float, ...]:
+    """The split minimising the predicted error (d² + d)(1/n + σ_t²/ℓ_t) over t ∈ ``ts`` and
+    the last share f ∈ [0.3, 0.99] (earlier steps share 1 − f equally), vectorised over f.
+    With ``prefer_fewer`` > 0 the fewest steps whose best error is within that relative
+    tolerance of the overall best win (fewer passes over the data, near-equal accuracy)."""
+    sens = clipped_second_moment_frobenius(tau, n)
+    eta = 0.5 * (2.0 * math.sqrt(d / n) + d / n)
+    per_t: list[tuple[int, np.ndarray, np.ndarray]] = []
+    with np.errstate(divide="ignore", invalid="ignore"):
         for t in ts:
+            f = np.array([1.0]) if t == 1 else _COV_LAST_SHARES
+            head = rho * (1.0 - f) / max(t - 1, 1)
+            last = rho - (t - 1) * head if math.isfinite(rho) else np.full_like(f, math.inf)
+            lower = np.full_like(f, 1.0 / cond)
+            if t > 1:
+                s_head = sens / np.sqrt(2.0 * head)
+                for _ in range(t - 1):
+                    lower = np.minimum(1.0, lower / (lower + eta + math.sqrt(d) * s_head))
+            s_last = sens / np.sqrt(2.0 * last)
+            per_t.append((t, f, (d * d + d) * (1.0 / n + s_last * s_last / lower)))
+    best_err = min(float(e.min()) for _, _, e in per_t)
+    limit = best_err * (1.0 + prefer_fewer)
+    for t, f, err in per_t:
+        if prefer_fewer > 0 and float(err.min()) > limit:
+            continue
+        # the first minimum in candidate order (t increasing, f increasing), as a scan would
+        j = int(np.argmin(err))
+        if prefer_fewer > 0 or float(err[j]) <= best_err * (1 + 1e-12):
             if t == 1:
-                candidates.append((1.0,))
-                continue
-            for f in np.linspace(0.3, 0.99, 47):
-                candidates.append(_fractions([(1.0 - f) / (t - 1)] * (t - 1) + [f], t))
-    tau = math.sqrt(_chi2_isf(_COV_CLIP_TAIL, d))
-    best: tuple[tuple[CovStep, ...], float] | None = None
-    for fr_c in candidates:
-        rhos = _split(rho, fr_c)
-        chain, lower = _practical_cov_chain(n, d, cond, rhos[:-1])
-        s = _sigma_cov(tau, n, rhos[-1])
-        err = (d * d + d) * (1.0 / n + s * s / lower)
-        if best is None or err < best[1] * (1 - 1e-12):
-            best = ((*chain, CovStep(rhos[-1], tau, s, 0.0, lower)), err)
-    assert best is not None
-    return best[0]
-
-
-def _rows_map(X: np.ndarray, A: np.ndarray, shift: np.ndarray | None = None) -> np.ndarray:
-    """(X − shift) Aᵀ row by row; a row that overflows is mapped to 0. This is a fixed
-    per-record map (given public or released A, shift), so it never raises on extreme data
-    and the clipped statistic keeps its sensitivity."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        W = (X if shift is None else X - shift) @ A.T
-    bad = ~np.isfinite(W).all(axis=1)
-    if bad.any():
-        W[bad] = 0.0
-    return W
-
-
-# ----------------------------------------------------------------------------------------------
-# Fast exact evaluation of the clipped statistics (computation only: same released values)
-# ----------------------------------------------------------------------------------------------
-
-_FAST_MIN_ROWS = 4096  # below this the straightforward computation is as fast
-_REREF_FRACTION = 0.125  # re-materialise the reference rows when more candidates than this
-_BOUND_SLACK = 1e-9
-_CANCEL_LIMIT = 1e4
-_EPS64 = float(np.finfo(np.float64).eps)
-
-
-def _block(d: int) -> int:
-    return max(1024, (1 << 21) // max(d, 1))
-
-
-class _Rows:
-    """The rows x_i of X (never modified) with cached public-free *computational* summaries
-    that let a step evaluate Σ clip(A(x_i − s)) (…)ᵀ or Σ clip(A(x_i − s) − c) exactly without
-    mapping all n rows: a reference frame u_i = A_ref(x_i − s_ref) (initially x_i − p, not
-    materialised), its Gram Σ u uᵀ, sum Σ u and norms ‖u_i‖. A step bounds ‖A(x_i − s)‖ by
-    ‖C‖‖u_i‖ + ‖v‖ (C = A A_ref⁻¹, v = A(s_ref − s)), maps exactly only the rows whose bound
-    exceeds the clip radius, and corrects the closed-form total for them. Which path is taken
-    never changes the released value beyond floating-point rounding (the fallback is the
-    straightforward computation); nothing here is released."""
-
-    def __init__(self, X: np.ndarray, p: np.ndarray, gram: bool = True) -> None:
-        self.X = X
-        self.gram = gram
-        n, d = X.shape
-        self.n, self.d = n, d
-        self.A_ref: np.ndarray | None = None  # None: identity
-        self.s_ref = p
-        self.U: np.ndarray | None = None
-        G = np.zeros((d, d))
-        m = np.zeros(d)
-        nrm = np.empty(n)
-        step = _block(d)
-        with np.errstate(over="ignore", invalid="ignore"):
-            for a in range(0, n, step):
-                D = X[a : a + step] - p
-                if gram:
-                    G += D.T @ D
-                m += D.sum(axis=0)
-                nrm[a : a + step] = np.einsum("ij,ij->i", D, D)
-        self.G, self.m, self.unorm = sym(G), m, np.sqrt(nrm)
-        self.ok = bool(np.isfinite(G).all() and np.isfinite(self.unorm).all())
-
-    # exact rows W = (X_idx − s) Aᵀ, with the _rows_map convention for overflow
-    def mapped(self, idx: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.ndarray:
-        return _rows_map(self.X[idx], A, s)
-
-    def _rereference(self, A: np.ndarray, s: np.ndarray) -> bool:
-        n, d = self.n, self.d
-        if self.U is None:
-            self.U = np.empty((n, d))
-        U = self.U
-        G = np.zeros((d, d))
-        m = np.zeros(d)
-        step = _block(d)
-        with np.errstate(over="ignore", invalid="ignore"):
-            for a in range(0, n, step):
-                W = np.matmul(self.X[a : a + step] - s, A.T, out=U[a : a + step])
-                if self.gram:
-                    G += W.T @ W
-                m += W.sum(axis=0)
-            self.unorm = np.sqrt(np.einsum("ij,ij->i", U, U))
-        self.A_ref, self.s_ref, self.G, self.m = A.copy(), s.copy(), sym(G), m
-        self.ok = bool(np.isfinite(G).all() and np.isfinite(self.unorm).all())
-        return self.ok
-
-    def _frame(self, A: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
-        C = A if self.A_ref is None else A @ np.linalg.inv(self.A_ref)
-        v = A @ (self.s_ref - s)
-        return C, v, float(np.linalg.norm(C, 2)), float(np.linalg.norm(v))
-
-    def candidates(
-        self, A: np.ndarray, s: np.ndarray, center: np.ndarray | None, tau: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(C, v, idx): rows that may lie outside the ball (all others provably inside)."""
-        if not self.ok:
-            return None
-        for attempt in range(2):
-            with np.errstate(over="ignore", invalid="ignore"):
-                C, v, cn, vn = self._frame(A, s)
-                off = vn if center is None else float(np.linalg.norm(v - center))
-                bound = (cn * self.unorm + off) * (1.0 + _BOUND_SLACK)
-            if not (math.isfinite(cn) and math.isfinite(off)):
-                return None
-            idx = np.flatnonzero(~(bound <= tau * (1.0 - _BOUND_SLACK)))
-            if idx.size <= _REREF_FRACTION * self.n or attempt == 1:
-                return C, v, idx
-            s_eff = s if center is None else s + np.linalg.solve(A, center)
-            if not (np.isfinite(s_eff).all() and self._rereference(A, s_eff)):
-                return None
-        return None  # pragma: no cover
-
-
-def _fast_second_moment(rows: _Rows, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray | None:
-    """Σ_i clip_τ(W_i) clip_τ(W_i)ᵀ / n for W_i = A(x_i − s) (the _rows_map/clip_rows
-    convention), or None when the fast evaluation is not accurate enough."""
-    got = rows.candidates(A, s, None, tau)
-    if got is None:
-        return None
-    C, v, idx = got
-    n, d = rows.n, rows.d
-    with np.errstate(over="ignore", invalid="ignore"):
-        Cm = C @ rows.m
-        total = C @ rows.G @ C.T + np.outer(Cm, v) + np.outer(v, Cm) + n * np.outer(v, v)
-        if idx.size:
-            W = rows.mapped(idx, A, s)
-            Wc, _ = clip_rows(W, np.zeros(d), tau)
-            total = total - W.T @ W + Wc.T @ Wc
-            big = float(np.einsum("ij,ij->", W, W))
-        else:
-            big = 0.0
-    out = sym(total) / n
-    tr = float(np.trace(out)) * n
-    scale = float(np.trace(C @ rows.G @ C.T)) + n * float(v @ v) + big
-    if not (np.isfinite(out).all() and tr > 0 and scale <= _CANCEL_LIMIT * tr):
-        return None
-    return out
-
-
-def _fast_clipped_mean(
-    rows: _Rows, A: np.ndarray, s: np.ndarray, center: np.ndarray, tau: float
-) -> np.ndarray | None:
-    """mean_i clip_{B(center, τ)}(W_i) for W_i = A(x_i − s), or None (use the fallback)."""
-    got = rows.candidates(A, s, center, tau)
-    if got is None:
-        return None
-    C, v, idx = got
-    n = rows.n
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = C @ rows.m + n * v
-        big = 0.0
-        if idx.size:
-            W = rows.mapped(idx, A, s)
-            Wc, _ = clip_rows(W, center, tau)
-            total = total - W.sum(axis=0) + Wc.sum(axis=0)
-            big = float(np.linalg.norm(W, axis=1).sum())
-    out = total / n
-    scale = float(np.linalg.norm(C, 2)) * float(rows.unorm.sum()) + n * float(
-        np.linalg.norm(v)) + big
-    if not (np.isfinite(out).all() and scale <= _CANCEL_LIMIT * n * (tau + float(
-            np.linalg.norm(center)))):
-        return None
-    return out
+                return (1.0,)
+            fj = float(f[j])
+            return _fractions([(1.0 - fj) / (t - 1)] * (t - 1) + [fj], t)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _run_cov(
-    X: np.ndarray,
+    rows: Rows,
     A: np.ndarray,
     plan: tuple[CovStep, ...],
     accountant: Accountant,
@@ -756,26 +602,20 @@ def _run_cov(
     *,
     final: bool = True,
     shift: np.ndarray | None = None,
-    rows: _Rows | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Run the plan on rows X − shift (second moment S) starting from the transform A
-    (A S Aᵀ ⪯ I). Each step whitens W = X Aᵀ, clips rows to the planned radius, releases
-    WᵀW/n with the symmetric Gaussian mechanism (Frobenius sensitivity √2 τ²/n), projects to
-    PSD and — except in a final step — updates A ← (Z + ηI)^{-1/2} A (A need not be
-    symmetric, so this bookkeeping is right for any number of steps).
+    """Run the plan on rows y_i − shift (second moment S) starting from the transform A
+    (A S Aᵀ ⪯ I). Each step whitens W_i = A(y_i − shift), clips rows to the planned radius,
+    releases WᵀW/n with the symmetric Gaussian mechanism (Frobenius sensitivity √2 τ²/n),
+    projects to PSD and — except in a final step — updates A ← (Z + ηI)^{-1/2} A (A need not
+    be symmetric, so this bookkeeping is right for any number of steps). The whitened rows
+    are never materialised (:meth:`~privgauss.backends.Rows.second_moment`).
 
     Returns (A, None) when ``final`` is False, else (A_used, Ŝ = A⁻¹ Z Aᵀ⁻¹)."""
-    n, d = X.shape
+    n, d = rows.n, rows.d
     t = len(plan)
-    zero = np.zeros(d)
-    sh = zero if shift is None else np.asarray(shift, dtype=np.float64)
-    if rows is None and n >= _FAST_MIN_ROWS:
-        rows = _Rows(X, sh)
+    sh = np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64)
     for i, s in enumerate(plan):
-        stat = None if rows is None else _fast_second_moment(rows, A, sh, s.clip_radius)
-        if stat is None:
-            W, _ = clip_rows(_rows_map(X, A, shift), zero, s.clip_radius)
-            stat = (W.T @ W) / n
+        stat = rows.second_moment(A, sh, s.clip_radius)
         Z = symmetric_matrix_mechanism(
             stat,
             clipped_second_moment_frobenius(s.clip_radius, n),
@@ -820,8 +660,8 @@ def coinpress_covariance(
     Plan (steps, split, radii, ridges): :func:`covariance_schedule` with cond = cov_upper —
     public. Callers rescale so that the lower bound is 1.
     """
-    X = check_data(X, name="X")
-    n, d = X.shape
+    X = validated_rows(X, name="X")
+    n, d = int(X.shape[0]), int(X.shape[1])
     u = float(cov_upper)
     if not (u >= 1 and math.isfinite(u)):
         raise ValueError("cov_upper must be finite and >= 1 (rescale X so that I ⪯ Σ)")
@@ -833,7 +673,7 @@ def coinpress_covariance(
     )
     _reserve(accountant, rho)
     A0 = np.eye(d) / math.sqrt(u)
-    _, cov = _run_cov(X, A0, plan, accountant, as_noise(noise), step)
+    _, cov = _run_cov(Rows(X), A0, plan, accountant, as_noise(noise), step)
     assert cov is not None
     return cov
 
@@ -890,9 +730,30 @@ def coinpress_gaussian(
     classic reduction — CoinPress covariance on the ⌊n/2⌋ pairwise differences
     (X_{2j} − X_{2j−1})/√2 with ρ/2, then CoinPress mean (t = 2) on rows whitened by it with ρ/2.
     """
+    X = validated_rows(X, name="X", min_rows=2)
+    return _coinpress_gaussian(X, rho, center=center, radius=radius, cov_bounds=cov_bounds,
+                               accountant=accountant, noise=noise, constants=constants,
+                               beta=beta, mahalanobis_radius=mahalanobis_radius, step=step)
+
+
+def _coinpress_gaussian(
+    X: Any,
+    rho: float,
+    *,
+    center: Any,
+    radius: float,
+    cov_bounds: tuple[float, float],
+    accountant: Accountant,
+    noise: RandomState = None,
+    constants: str = "practical",
+    beta: float = 0.1,
+    mahalanobis_radius: float | None = None,
+    step: str = "coinpress-gaussian",
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`coinpress_gaussian` on rows already validated by
+    :func:`~privgauss.validation.validated_rows` (numpy, not copied, or dask)."""
     _check_constants(constants)
-    X = check_data(X, name="X", min_rows=2)
-    n, d = X.shape
+    d = int(X.shape[1])
     c = _check_center(center, d)
     R = _check_radius(radius)
     lo, hi = _check_bounds(cov_bounds)
@@ -903,12 +764,12 @@ def coinpress_gaussian(
     if mahalanobis_radius is not None:
         omega = min(omega, _check_radius(mahalanobis_radius, "mahalanobis_radius"))
     _reserve(accountant, rho)
-    return _gaussian(X, rho, c, R, lo, hi, omega, accountant, as_noise(noise), constants, beta,
-                     step)
+    return _gaussian(Rows(X, center=c), rho, c, R, lo, hi, omega, accountant, as_noise(noise),
+                     constants, beta, step)
 
 
 def _gaussian(
-    X: np.ndarray,
+    rows: Rows,
     rho: float,
     c: np.ndarray,
     R: float,
@@ -920,27 +781,29 @@ def _gaussian(
     constants: str,
     beta: float,
     step: str,
+    prefer_fewer: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on validated rows (finite, |x| ≤ 1e150). Every plan is
-    computed (from public quantities) before anything is spent."""
-    n, d = X.shape
+    computed (from public quantities) before anything is spent. ``prefer_fewer``: see
+    :func:`covariance_schedule` (used when the range parameters are known, e.g. public data)."""
+    n, d = rows.n, rows.d
     if constants == "theory":
-        return _gaussian_theory(X, rho, c, R, lo, hi, accountant, src, beta, step)
+        return _gaussian_theory(rows, rho, c, R, lo, hi, accountant, src, beta, step)
     rho_rough = rho * _ROUGH_MEAN_SHARE
     rho_cov = rho * (1.0 - _ROUGH_MEAN_SHARE - _FINAL_MEAN_SHARE)
     rho_mean = rho - rho_cov - rho_rough if math.isfinite(rho) else math.inf
     beta_m = min(beta, 0.01)
     pairs = omega * omega > _PAIRS_OMEGA2
     if pairs:  # far prior: stage 1 whitens Σ itself from pairwise differences
-        m2 = n // 2
-        src1 = (X[1 : 2 * m2 : 2] - X[0 : 2 * m2 : 2]) / math.sqrt(2.0)
+        src1 = rows.pairs()
         s_hi, shift1, offset2 = hi, None, 1.0
     else:  # near prior: whiten S = Σ + (μ−c)(μ−c)ᵀ ⪯ (1 + ω²)Σ with all n rows
-        src1, shift1 = X, c
+        src1, shift1 = rows, c
         s_hi = min(hi + R * R, (1.0 + omega * omega) * hi)
         offset2 = 1.0 + omega * omega
     # --- public plans
-    plan1 = covariance_schedule(len(src1), d, _finite(s_hi / lo), rho_cov, beta=beta)
+    plan1 = covariance_schedule(src1.n, d, _finite(s_hi / lo), rho_cov, beta=beta,
+                                prefer_fewer=prefer_fewer)
     coarse = plan1[:-1]
     lower = plan1[-1].lower
     # stage 2 prior: ‖T(μ − c)‖ ≤ 1 (near: T S Tᵀ ⪯ I) or ≤ ‖T‖R ≤ R/√lo = ω (far: T Σ Tᵀ ⪯ I)
@@ -949,39 +812,27 @@ def _gaussian(
     r_t = _mean_error_bound(n, d, rough[-1], beta_m)
     rho3 = rho_cov - math.fsum(s.rho for s in coarse) if math.isfinite(rho) else math.inf
     cond3 = max(_finite(offset2 / lower if coarse else s_hi / lo), 1.0)  # T Σ Tᵀ ⪰ ℓ/offset2
-    plan3 = covariance_schedule(n, d, cond3, rho3, beta=beta)
+    plan3 = covariance_schedule(n, d, cond3, rho3, beta=beta, prefer_fewer=prefer_fewer)
     # stage 4 prior: ‖B(μ_rough − μ)‖ ≤ r_t ‖B A⁻¹‖ with ‖B A⁻¹‖² ≲ cond3 when the plan holds
     plan4 = mean_schedule(n, d, _finite(r_t * math.sqrt(cond3)), rho_mean, beta=beta_m)
     _check_radii(rough, plan4)
 
     # Stage 1: coarse whitening steps → T (= A).
     A = np.eye(d) / math.sqrt(s_hi)
-    rows1 = _Rows(X, c) if (not pairs and n >= _FAST_MIN_ROWS) else None
     if coarse:
-        A, _ = _run_cov(
-            src1, A, coarse, accountant, src, f"{step} cov-coarse", final=False, shift=shift1,
-            rows=rows1,
-        )
+        A, _ = _run_cov(src1, A, coarse, accountant, src, f"{step} cov-coarse", final=False,
+                        shift=shift1)
     # Stage 2: rough mean in T-coordinates (cov(TX) ⪯ I).
-    rows = rows1 if rows1 is not None else (_Rows(X, c) if n >= _FAST_MIN_ROWS else None)
-    if rows is None:
-        m_t = _run_mean(_rows_map(X, A, c), np.zeros(d), rough, accountant, src,
-                        f"{step} mean-rough")
-    else:
-        m_t = _run_mean(X, np.zeros(d), rough, accountant, src, f"{step} mean-rough",
-                        rows=rows, A=A, shift=c)
+    m_t = _run_mean(rows, np.zeros(d), rough, accountant, src, f"{step} mean-rough", A=A,
+                    shift=c)
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
-    _, cov = _run_cov(X, A, plan3, accountant, src, f"{step} cov", shift=mu_rough, rows=rows)
+    _, cov = _run_cov(rows, A, plan3, accountant, src, f"{step} cov", shift=mu_rough)
     assert cov is not None
     # Stage 4: mean of the rows whitened by the released covariance.
     B = _whitener(cov, lo, step)
-    if rows is None:
-        m_w = _run_mean(_rows_map(X, B, mu_rough), np.zeros(d), plan4, accountant, src,
-                        f"{step} mean")
-    else:
-        m_w = _run_mean(X, np.zeros(d), plan4, accountant, src, f"{step} mean", rows=rows,
-                        A=B, shift=mu_rough)
+    m_w = _run_mean(rows, np.zeros(d), plan4, accountant, src, f"{step} mean", A=B,
+                    shift=mu_rough)
     return mu_rough + np.linalg.solve(B, m_w), cov
 
 
@@ -1017,7 +868,7 @@ def _whitener(cov: np.ndarray, floor: float, step: str) -> np.ndarray:
 
 
 def _gaussian_theory(
-    X: np.ndarray,
+    rows: Rows,
     rho: float,
     c: np.ndarray,
     R: float,
@@ -1028,11 +879,11 @@ def _gaussian_theory(
     beta: float,
     step: str,
 ) -> tuple[np.ndarray, np.ndarray]:
-    n, d = X.shape
+    n, d = rows.n, rows.d
     half = rho / 2.0 if math.isfinite(rho) else math.inf
     rest = rho - half if math.isfinite(rho) else math.inf
     m = n // 2
-    P = (X[1 : 2 * m : 2] - X[0 : 2 * m : 2]) / math.sqrt(2.0)
+    P = rows.pairs()
     plan = covariance_schedule(m, d, _finite(hi / lo), half, beta=beta, constants="theory")
     # ‖B(μ − c)‖ ≤ R/√lo when B ≈ Σ^{-1/2} and Σ ⪰ lo·I: a public radius
     plan_m = mean_schedule(n, d, _finite(R / math.sqrt(lo)), rest, constants="theory",
@@ -1042,5 +893,5 @@ def _gaussian_theory(
     _, cov = _run_cov(P, np.eye(d) / math.sqrt(hi), plan, accountant, src, f"{step} cov")
     assert cov is not None
     B = _whitener(cov, lo, step)
-    m_w = _run_mean(_rows_map(X, B), B @ c, plan_m, accountant, src, f"{step} mean")
+    m_w = _run_mean(rows, B @ c, plan_m, accountant, src, f"{step} mean", A=B)
     return np.linalg.solve(B, m_w), cov

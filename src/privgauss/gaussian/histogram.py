@@ -75,12 +75,13 @@ from typing import Any, Literal
 import numpy as np
 
 from ..accounting import Accountant, ApproxDP, approx_to_zcdp
+from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..mechanisms import stability_histogram
 from ..noise import RandomState, as_noise
 from ..sensitivity import stability_histogram_threshold
-from ..validation import check_data, check_probability
+from ..validation import check_data, check_probability, validated_rows
 
 __all__ = [
     "Localisation",
@@ -306,9 +307,13 @@ def histogram_gaussian(
     beta: float = 0.05,
     constants: Literal["practical", "theory"] = "practical",
     corr_condition: float = 100.0,
+    max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ε, δ)-DP mean and covariance of Gaussian rows with no range parameters (replace-one
     neighbours, n public); see the module docstring for the algorithm, split and assumptions.
+
+    A ``dask.array`` ``X`` is loaded into memory (the localisation pairs rows in a random
+    public order), refused with InvalidDataError when n·d·8 bytes exceed ``max_memory_bytes``.
 
     ``cov`` given: the covariance is known (public), only the mean is estimated and ``cov`` is
     returned as the covariance. ``mean_only=True`` without ``cov`` means the covariance is the
@@ -328,7 +333,8 @@ def histogram_gaussian(
     beta = check_probability(beta, "beta")
     if not (isinstance(corr_condition, int | float) and corr_condition >= 1):
         raise ValueError("corr_condition must be a number >= 1")
-    Xc = check_data(X, min_rows=2)
+    # the localisation pairs rows at random: dask input is loaded (within max_memory_bytes)
+    Xc = in_memory(validated_rows(X, min_rows=2), max_memory_bytes=max_memory_bytes)
     n, d = Xc.shape
     if not accountant.can_spend(budget):
         raise PrivacyBudgetError(

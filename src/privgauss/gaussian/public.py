@@ -25,10 +25,11 @@ import numpy as np
 from scipy.stats import chi2
 
 from ..accounting import ZCDP, Accountant
+from ..backends import Rows
 from ..exceptions import InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..noise import RandomState, as_noise
-from ..validation import check_data
+from ..validation import check_data, validated_rows
 from .clip_mean import clip_mean
 from .coinpress import (
     _check_accountant,
@@ -38,7 +39,6 @@ from .coinpress import (
     _gaussian,
     _reserve,
     _run_mean,
-    _sanitize_rows,
     chi_tail_bound,
     mean_schedule,
 )
@@ -52,6 +52,12 @@ __all__ = [
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
+# Practical public-data Gaussian on large data (n·d ≥ 2^20 values): the covariance planner takes
+# the fewest steps whose predicted error is within 1 % of its best (each step is a pass over the
+# data; the worst-case K of the public preconditioner otherwise asks for many near-useless
+# coarse steps). Smaller data keep the most accurate plan: there a pass costs next to nothing.
+_FEWER_STEPS_TOLERANCE = 0.01
+_FEWER_STEPS_MIN_VALUES = 1 << 20
 
 
 # ----------------------------------------------------------------------------------------------
@@ -103,24 +109,23 @@ def public_mean(
     radius γ(**n**, 0.01) (its n-for-d bug, spec §6.1), for the Figure-1 reproduction.
     """
     _check_constants(constants, ("practical", "theory", "paper-code"))
-    X = check_data(X, name="X")
-    n, d = X.shape
+    X = validated_rows(X, name="X")
+    n, d = int(X.shape[0]), int(X.shape[1])
     P = _check_public_rows(X_pub, d, 1)
     maps = _known_cov_maps(cov, d)
     accountant = _check_accountant(accountant)
     rho = _check_rho(rho)
     beta = _check_beta(beta)
     root = None
+    W = np.eye(d)
     if maps is not None:
         W, root = maps
-        with np.errstate(over="ignore", invalid="ignore"):
-            X = X @ W
-        P = P @ W
     m = P.shape[0]
-    x_bar = P.mean(axis=0)
+    p_bar = P.mean(axis=0)
+    x_bar = p_bar @ W
     src = as_noise(noise)
-    with np.errstate(over="ignore", invalid="ignore"):
-        Y = _sanitize_rows(X - x_bar)
+    # private rows y = sanitize(Σ^{-1/2}(x − p̄)), mapped block by block (never materialised)
+    Y = Rows(X, input_map=(W.T, p_bar))
     zero = np.zeros(d)
     _reserve(accountant, rho)
     if constants == "theory":
@@ -192,11 +197,15 @@ class Preconditioner:
     def dim(self) -> int:
         return int(self.mean.shape[0])
 
+    @property
+    def forward_matrix(self) -> np.ndarray:
+        """The matrix F = L^{-1/2} A^{-1} of :meth:`forward`."""
+        return np.linalg.inv(self.cov_sqrt) / math.sqrt(self.L)
+
     def forward(self, X: Any) -> np.ndarray:
-        """Rows y = L^{-1/2} A^{-1}(x − μ̂) (a fixed bijection per record)."""
+        """Rows y = L^{-1/2} A^{-1}(x − μ̂) (a fixed bijection per record): (X − μ̂) Fᵀ."""
         X = np.asarray(X, dtype=np.float64)
-        Y = np.linalg.solve(self.cov_sqrt, (X - self.mean).T).T
-        return Y / math.sqrt(self.L)
+        return (X - self.mean) @ self.forward_matrix.T
 
     def backward(self, mean_Y: Any, cov_Y: Any) -> tuple[np.ndarray, np.ndarray]:
         """Map an estimate in forward coordinates back: (√L·A μ_Y + μ̂, L·A Σ_Y Aᵀ)."""
@@ -328,22 +337,42 @@ def public_gaussian(
     offset, so all n rows (centred at μ̂) serve the coarse covariance steps and the mean is
     localised to radius ~1 for free; the schedules are planned from K, n, d, ρ.
     """
+    X = validated_rows(X, name="X", min_rows=2)
+    return _public_gaussian(X, X_pub, rho, accountant=accountant, noise=noise, beta=beta,
+                            gamma=gamma, constants=constants)
+
+
+def _public_gaussian(
+    X: Any,
+    X_pub: Any,
+    rho: float,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    beta: float = 0.1,
+    gamma: float = 0.0,
+    constants: str = "practical",
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`public_gaussian` on rows already validated by
+    :func:`~privgauss.validation.validated_rows` (numpy, not copied, or dask)."""
     _check_constants(constants)
-    X = check_data(X, name="X", min_rows=2)
-    n, d = X.shape
+    d = int(X.shape[1])
     P = _check_public_rows(X_pub, d, d + 1)
     accountant = _check_accountant(accountant)
     rho = _check_rho(rho)
     beta = _check_beta(beta)
     pre = public_preconditioner(P, beta / 2, gamma)
     _reserve(accountant, rho)
-    with np.errstate(over="ignore", invalid="ignore"):
-        Y = _sanitize_rows(pre.forward(X))
+    # the private rows y = sanitize(F(x − μ̂)) of pre.forward, mapped block by block
+    Y = Rows(X, input_map=(pre.forward_matrix, pre.mean))
     omega = pre.R  # K ⪰ Σ_Y ⪰ I: R bounds the Mahalanobis offset too
+    prefer_fewer = 0.0
     if constants == "practical":
         omega = min(omega, pre.mahalanobis_radius)
+        if int(X.shape[0]) * d >= _FEWER_STEPS_MIN_VALUES:  # public sizes only
+            prefer_fewer = _FEWER_STEPS_TOLERANCE
     mean_Y, cov_Y = _gaussian(
         Y, rho, np.zeros(d), pre.R, 1.0, pre.K, omega, accountant, as_noise(noise), constants,
-        beta / 2, "public-gaussian",
+        beta / 2, "public-gaussian", prefer_fewer,
     )
     return pre.backward(mean_Y, cov_Y)

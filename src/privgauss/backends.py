@@ -1,0 +1,616 @@
+"""One pass over the rows of a data matrix: numpy in memory, or dask chunks.
+
+Every private statistic of the Gaussian estimators is a sum over rows of a per-row function
+(clipped row, clipped outer product, ...). :func:`reduce_rows` applies a per-block numpy kernel
+to cache-sized row blocks of a numpy array, or to every row chunk of a ``dask.array`` (each
+chunk again in row blocks) and adds the partial results, so data larger than memory streams
+through one chunk at a time. :func:`map_rows` does the same for per-row outputs (a few floats
+per row), :func:`take_rows` fetches a handful of rows. Nothing here is private or released:
+these are computations whose results the callers clip and noise.
+
+Data on disk: :func:`open_array` opens a ``.npy`` file (read in blocks, never loaded whole) or a
+``.zarr`` directory (if zarr is installed) as a dask array.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .exceptions import InvalidDataError
+
+__all__ = [
+    "DEFAULT_MAX_MEMORY_BYTES",
+    "block_rows",
+    "in_memory",
+    "is_dask",
+    "map_rows",
+    "open_array",
+    "reduce_rows",
+    "take_rows",
+]
+
+#: Default limit for estimators that must hold the data in memory (``max_memory_bytes``).
+DEFAULT_MAX_MEMORY_BYTES = 4 * 2**30
+
+Kernel = Callable[[np.ndarray], Sequence[np.ndarray]]
+
+
+def is_dask(X: Any) -> bool:
+    """True for dask collections (anything with a task graph)."""
+    return hasattr(X, "__dask_graph__")
+
+
+def block_rows(d: int) -> int:
+    """Rows per block: about 1 MB of float64, so a block stays in cache between operations."""
+    return max(256, (1 << 17) // max(int(d), 1))
+
+
+def _row_chunks(X: Any) -> Any:
+    """The dask array with each chunk spanning all columns (rows are the only split)."""
+    if len(X.chunks[1]) != 1:
+        X = X.rechunk({1: -1})
+    return X
+
+
+def _reduce_numpy(X: np.ndarray, kernel: Kernel, block: int | None) -> list[np.ndarray]:
+    step = block or block_rows(X.shape[1])
+    total: list[np.ndarray] | None = None
+    for a in range(0, X.shape[0], step):
+        part = kernel(X[a : a + step])
+        if total is None:
+            total = [np.array(p, dtype=np.float64, copy=True) for p in part]
+        else:
+            for t, p in zip(total, part, strict=True):
+                t += p
+    assert total is not None
+    return total
+
+
+def _as_block(chunk: Any) -> np.ndarray:
+    return np.asarray(chunk, dtype=np.float64)
+
+
+def reduce_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.ndarray]:
+    """Σ over row blocks B of ``kernel(B)`` (a sequence of arrays, added elementwise).
+
+    ``X`` is a 2-D numpy array (never copied: the kernel sees views of row blocks) or a
+    ``dask.array`` (each row chunk is computed, cut into blocks and reduced; the chunk results
+    are added in chunk order). The kernel gets float64 blocks of at most ``block`` rows."""
+    if not is_dask(X):
+        return _reduce_numpy(X, kernel, block)
+    import dask
+
+    parts = [
+        dask.delayed(lambda c: _reduce_numpy(_as_block(c), kernel, block))(chunk)
+        for chunk in _row_chunks(X).to_delayed().ravel()
+    ]
+    results = dask.compute(*parts)
+    total = [np.array(p, copy=True) for p in results[0]]
+    for r in results[1:]:
+        for t, p in zip(total, r, strict=True):
+            t += p
+    return total
+
+
+def _map_numpy(X: np.ndarray, kernel: Kernel, block: int | None) -> list[np.ndarray]:
+    step = block or block_rows(X.shape[1])
+    pieces = [kernel(X[a : a + step]) for a in range(0, X.shape[0], step)]
+    return [np.concatenate([p[k] for p in pieces]) for k in range(len(pieces[0]))]
+
+
+def map_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.ndarray]:
+    """Per-row outputs: ``kernel(B)`` returns arrays whose first axis runs over the rows of the
+    block B; the pieces are concatenated in row order (numpy or dask input, as
+    :func:`reduce_rows`). Meant for a few numbers per row."""
+    if not is_dask(X):
+        return _map_numpy(X, kernel, block)
+    import dask
+
+    parts = [
+        dask.delayed(lambda c: _map_numpy(_as_block(c), kernel, block))(chunk)
+        for chunk in _row_chunks(X).to_delayed().ravel()
+    ]
+    results = dask.compute(*parts)
+    return [np.concatenate([r[k] for r in results]) for k in range(len(results[0]))]
+
+
+def take_rows(X: Any, idx: np.ndarray) -> np.ndarray:
+    """The rows ``X[idx]`` (``idx`` sorted, increasing) as a float64 numpy array."""
+    if not is_dask(X):
+        return np.asarray(X[idx], dtype=np.float64)
+    if idx.size == 0:
+        return np.empty((0, int(X.shape[1])))
+    return _as_block(X[idx].compute())
+
+
+def in_memory(X: Any, *, name: str = "X", max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES) -> Any:
+    """``X`` itself when it is not a dask array, else its computed numpy array — refused with
+    :class:`InvalidDataError` (before reading anything) when n·d·8 bytes exceeds
+    ``max_memory_bytes``. For estimators that need random access to all rows."""
+    if not is_dask(X):
+        return X
+    n, d = X.shape
+    if n != n or d != d:  # NaN: unknown chunk sizes
+        raise InvalidDataError(
+            f"{name} is a dask array with unknown chunk sizes; call {name}.compute_chunk_sizes()"
+        )
+    need = int(n) * int(d) * 8
+    if need > int(max_memory_bytes):
+        raise InvalidDataError(
+            f"{name} ({int(n)} x {int(d)} float64, {need / 2**30:.1f} GiB) is larger than "
+            f"max_memory_bytes={int(max_memory_bytes)}; this method holds the data in memory: "
+            "raise max_memory_bytes or use a streaming Gaussian method"
+        )
+    return np.asarray(X.compute(), dtype=np.float64)
+
+
+class _NpyRows:
+    """Read-only array view of a 2-D ``.npy`` file that reads only the requested rows
+    (``os.pread``), so streaming it keeps no pages of the file mapped in the process."""
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            self._offset = f.tell()
+        if len(shape) != 2 or fortran or dtype.hasobject:
+            raise InvalidDataError(
+                f"{path.name} must hold a 2-D C-ordered numeric array to be streamed"
+            )
+        self.path = path
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.dtype = dtype
+        self.ndim = 2
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        rows, cols = key if isinstance(key, tuple) else (key, slice(None))
+        if not isinstance(rows, slice):
+            raise TypeError("only row slices are supported")
+        a, b, step = rows.indices(self.shape[0])
+        if step != 1:
+            raise TypeError("only contiguous row slices are supported")
+        width = self.shape[1] * self.dtype.itemsize
+        count = max(b - a, 0)
+        out = np.empty((count, self.shape[1]), dtype=self.dtype)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            view = memoryview(out).cast("B")
+            got = 0
+            while got < count * width:
+                k = os.preadv(fd, [view[got:]], self._offset + a * width + got)
+                if k <= 0:
+                    raise InvalidDataError(f"{self.path.name} is truncated")
+                got += k
+        finally:
+            os.close(fd)
+        return out[:, cols]
+
+
+def open_array(path: str | os.PathLike[str], *, chunk_bytes: int = 64 * 2**20) -> Any:
+    """A dask array over chunked on-disk data, read lazily: a ``.npy`` file (rows read in
+    chunks of about ``chunk_bytes``; the file is never loaded whole) or a ``.zarr`` directory
+    (needs the ``zarr`` package)."""
+    import dask.array as da
+
+    p = Path(path)
+    if p.suffix == ".zarr" or (p.is_dir() and (p / ".zarray").exists()):
+        try:
+            import zarr  # noqa: F401
+        except ImportError:
+            raise InvalidDataError("reading .zarr data needs the zarr package") from None
+        return da.from_zarr(str(p))
+    if p.suffix != ".npy":
+        raise InvalidDataError(f"{p.name}: streaming reads .npy files or .zarr directories")
+    if not p.is_file():
+        raise InvalidDataError(f"{p.name} does not exist")
+    src = _NpyRows(p)
+    rows = max(1, int(chunk_bytes) // (src.shape[1] * src.dtype.itemsize))
+    return da.from_array(src, chunks=(rows, src.shape[1]), asarray=True, fancy=False,
+                         name=f"npy-{p.resolve()}-{p.stat().st_mtime_ns}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Clipped statistics of affinely mapped rows
+# ----------------------------------------------------------------------------------------------
+
+_FAST_MIN_ROWS = 4096  # below this the exact pass is as fast as the summaries
+_MAX_CANDIDATES = 0.5  # above this fraction of rows to map exactly, the exact pass is cheaper
+_MAX_BOUND_CANDIDATES = 0.2  # above this, exact norms (a triangular pass) select the rows
+_BOUND_SLACK = 1e-9
+_CANCEL_LIMIT = 1e4
+_EPS64 = float(np.finfo(np.float64).eps)
+_MAX_VALUE = 1e150
+_MAX_DIRECTIONS = 24  # directions kept per row for the candidate bound
+_PROJECTION_BYTES = 1 << 28  # memory for the per-row coordinates in those directions
+_BOUND_BLOCK = 1 << 18  # rows per block of the candidate bound (bounded temporaries)
+
+
+def sanitize_rows(Y: np.ndarray) -> np.ndarray:
+    """Map each row with a non-finite entry or an entry above 1e150 in magnitude to 0.
+
+    For rows produced by a public transform of validated data: a fixed per-record map, so it
+    keeps every sensitivity, and unlike validation it never raises on private values."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(Y) <= _MAX_VALUE).all(axis=1)
+    if bad.any():
+        Y = Y.copy()
+        Y[bad] = 0.0
+    return Y
+
+
+def affine_rows(Y: np.ndarray, A: np.ndarray | None, shift: np.ndarray | None = None) -> np.ndarray:
+    """(Y − shift) Aᵀ row by row (A None: the identity); a row that overflows is mapped to 0.
+    A fixed per-record map (given public or released A, shift): it never raises on extreme
+    data and keeps the sensitivity of the clipped statistic computed from it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = Y if shift is None else Y - shift
+        if A is not None:
+            W = W @ A.T
+        elif shift is None:
+            return Y
+    bad = ~np.isfinite(W).all(axis=1)
+    if bad.any():
+        W[bad] = 0.0
+    return W
+
+
+def _trmm(T: np.ndarray, D: np.ndarray, *, lower: bool) -> np.ndarray:
+    """T·Dᵀ for a triangular T (Fortran order) and a fresh C-ordered block D, in D's memory
+    (BLAS dtrmm: half the flops of a general product)."""
+    from scipy.linalg.blas import dtrmm  # imported here: kernels are shipped to dask workers
+
+    return dtrmm(1.0, T, D.T, side=0, lower=int(lower), overwrite_b=1)
+
+
+class Rows:
+    """The private rows y_i of a computation: y_i = x_i, or with ``input_map=(P, p0)`` the
+    public per-record map y_i = sanitize(P(x_i − p0)) (:func:`sanitize_rows`), never
+    materialised. ``X`` is a validated numpy array or a dask array (rows streamed).
+
+    :meth:`second_moment` and :meth:`clipped_mean` return Σ_i clip_τ(A(y_i − s)) (…)ᵀ / n and
+    mean_i clip_{B(c, τ)}(A(y_i − s)) exactly as the clip-then-sum definition
+    (:meth:`exact_second_moment`, :meth:`exact_clipped_mean`: one pass each) gives them, up
+    to floating-point rounding. With ``fast`` (default for n ≥ 4096) they use summaries from
+    two passes over the data instead — the Gram matrix G of the rows about their mean, and
+    each row's norm ‖u_i‖ in the frame u_i = T(x_i − x̄) that whitens G (Cholesky; triangular
+    multiply), plus its coordinates in a few directions V — so that a step writes
+    A(y_i − s) − c = C(u_i − q) + r (C = A·P·T⁻¹), bounds every row's norm from ‖C V a_i‖ and
+    ‖C(I − VVᵀ)‖ (V refreshed in one pass when C is large off V), maps exactly only the rows
+    whose bound reaches τ — or, when too many do, finds them from exact norms in one
+    triangular pass — and corrects the closed form C G Cᵀ + … for them. Which rows are
+    re-mapped depends on the data, but only the rounding of the result does: nothing here
+    is released before the caller adds noise."""
+
+    def __init__(
+        self,
+        X: Any,
+        *,
+        input_map: tuple[np.ndarray, np.ndarray] | None = None,
+        center: np.ndarray | None = None,
+        fast: bool | None = None,
+    ) -> None:
+        self.X = X
+        self.n, self.d = int(X.shape[0]), int(X.shape[1])
+        self.P, self.p0 = (None, None) if input_map is None else input_map
+        self.center = np.zeros(self.d) if center is None else np.asarray(center, dtype=float)
+        self.fast = self.n >= _FAST_MIN_ROWS if fast is None else bool(fast)
+        self._summary: dict[str, Any] | None = None
+
+    # ---- the per-record map
+    def inputs(self, B: np.ndarray) -> np.ndarray:
+        """y = sanitize(P(x − p0)) for a block of rows (the rows themselves without a map)."""
+        if self.P is None:
+            return B
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = (B - self.p0) @ self.P.T
+        return sanitize_rows(Y)
+
+    def materialized(self) -> Any:
+        """All rows y_i: a numpy array, or a lazy dask array for dask input."""
+        if self.P is None:
+            return self.X
+        if is_dask(self.X):
+            return _row_chunks(self.X).map_blocks(
+                lambda c: self.inputs(_as_block(c)), dtype=np.float64
+            )
+        return self.inputs(self.X)
+
+    def pairs(self) -> Rows:
+        """Rows (y_{2j} − y_{2j−1})/√2, j = 1..⌊n/2⌋ (pairwise differences of the mapped rows)."""
+        Y = self.materialized()
+        m = self.n // 2
+        return Rows((Y[1 : 2 * m : 2] - Y[0 : 2 * m : 2]) / np.sqrt(2.0))
+
+    # ---- exact clip-then-sum (one pass)
+    def exact_second_moment(self, A: np.ndarray | None, s: np.ndarray | None, tau: float
+                            ) -> np.ndarray:
+        from .linalg import clip_rows
+
+        zero = np.zeros(self.d)
+
+        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
+            W, _ = clip_rows(affine_rows(self.inputs(B), A, s), zero, tau)
+            return (W.T @ W,)
+
+        return reduce_rows(self.X, kernel)[0] / self.n
+
+    def exact_clipped_mean(self, A: np.ndarray | None, s: np.ndarray | None,
+                           center: np.ndarray, tau: float) -> np.ndarray:
+        from .linalg import clip_rows
+
+        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
+            W, _ = clip_rows(affine_rows(self.inputs(B), A, s), center, tau)
+            return (W.sum(axis=0),)
+
+        return reduce_rows(self.X, kernel)[0] / self.n
+
+    # ---- fast evaluation
+    def second_moment(self, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray:
+        """Σ_i clip_τ(W_i) clip_τ(W_i)ᵀ / n for W_i = A(y_i − s)."""
+        out = self._fast_second_moment(A, s, tau) if self.fast else None
+        return self.exact_second_moment(A, s, tau) if out is None else out
+
+    def clipped_mean(self, A: np.ndarray | None, s: np.ndarray | None, center: np.ndarray,
+                     tau: float) -> np.ndarray:
+        """mean_i clip_{B(center, τ)}(W_i) for W_i = A(y_i − s) (A None: W_i = y_i − s)."""
+        out = None
+        if self.fast and A is not None:
+            out = self._fast_clipped_mean(A, np.zeros(self.d) if s is None else s, center, tau)
+        return self.exact_clipped_mean(A, s, center, tau) if out is None else out
+
+    def _x_point(self, y: np.ndarray) -> np.ndarray:
+        """The x with P(x − p0) = y (y itself without a map)."""
+        return y if self.P is None else self.p0 + np.linalg.solve(self.P, y)
+
+    def summary(self) -> dict[str, Any] | None:
+        """The two-pass summaries (computed once), or None when they are not usable."""
+        if self._summary is None:
+            self._summary = self._summarize()
+        return self._summary if self._summary.get("ok") else None
+
+    def _summarize(self) -> dict[str, Any]:
+        import scipy.linalg as sla
+
+        n, d = self.n, self.d
+        with np.errstate(over="ignore", invalid="ignore"):
+            q1 = self._x_point(self.center)
+            if not np.isfinite(q1).all():
+                return {"ok": False}
+
+            def pass1(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                D = B - q1
+                return D.T @ D, D.sum(axis=0)
+
+            G, m = reduce_rows(self.X, pass1)
+            if not (np.isfinite(G).all() and np.isfinite(m).all()):
+                return {"ok": False}
+            delta = m / n
+            Gc = G - n * np.outer(delta, delta)
+            Gc = (Gc + Gc.T) / 2
+            try:
+                L = np.linalg.cholesky(Gc / n)
+                T = sla.solve_triangular(L, np.eye(d), lower=True)
+                cond = float(np.linalg.cond(L))
+            except np.linalg.LinAlgError:
+                L = T = np.eye(d)
+                cond = 1.0
+            if not (np.isfinite(T).all() and cond < 1e10):
+                return {"ok": False}
+            off = T @ delta
+            offn = float(np.linalg.norm(off))
+            if offn <= 1e3:  # centre the frame at the mean (cancellation ≤ 1e6·eps)
+                q = q1 + delta
+                dr = q - q1  # the offset actually applied (q is rounded far from 0)
+                Gq = G - np.outer(m, dr) - np.outer(dr, m) + n * np.outer(dr, dr)
+                Gu, mu = T @ Gq @ T.T, T @ (m - n * dr)
+                V = (-off / offn)[:, None] if offn > 0 else np.zeros((d, 0))
+            else:
+                q, Gu, mu, V = q1, T @ G @ T.T, T @ m, np.zeros((d, 0))
+            Tf = np.asfortranarray(T)
+
+            def pass2(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                Ut = _trmm(Tf, B - q, lower=True)
+                return np.einsum("ij,ij->j", Ut, Ut), (V.T @ Ut).T
+
+            un2, Z = map_rows(self.X, pass2)
+        ref_inv = L if self.P is None else self.P @ L  # y − s_ref = ref_inv · u
+        s_ref = q if self.P is None else self.P @ (q - self.p0)
+        big = float(np.linalg.norm(ref_inv, 2)) * math.sqrt(float(un2.max()))
+        # every ‖y_i‖ ≤ ‖s_ref‖ + ‖P L‖‖u_i‖ stays far below 1e150: no row is sanitised, so the
+        # closed form over all rows is the definition's sum
+        ok = bool(np.isfinite(un2).all() and np.isfinite(Gu).all() and np.isfinite(s_ref).all()
+                  and big + float(np.linalg.norm(s_ref)) < 1e-3 * _MAX_VALUE)
+        slack = _BOUND_SLACK + 100.0 * d * _EPS64 * cond
+        S = {"ok": ok and slack < 1e-4, "G": (Gu + Gu.T) / 2, "m": mu,
+             "un2": un2, "T": T, "q": q, "ref_inv": ref_inv, "s_ref": s_ref, "slack": slack,
+             "unorm_sum": float(np.sqrt(un2).sum()),
+             "u_hi": float(np.quantile(np.sqrt(un2), 0.9)) if n else 0.0}
+        self._set_projections(S, V, Z)
+        return S
+
+    @staticmethod
+    def _set_projections(S: dict[str, Any], V: np.ndarray, Z: np.ndarray) -> None:
+        """Store per-row coordinates Z = U V in the orthonormal directions V and the residual
+        norms ‖u_i − V Z_i‖ (with a rounding margin)."""
+        rn2 = S["un2"] - np.einsum("ij,ij->i", Z, Z) if Z.shape[1] else S["un2"]
+        margin = 64.0 * (Z.shape[1] + 1) * _EPS64 * S["un2"]
+        S["V"], S["Z"] = V, Z
+        S["rn"] = np.sqrt(np.maximum(rn2, 0.0) + margin)
+
+    def _refresh_projections(self, S: dict[str, Any], C: np.ndarray, need: float) -> bool:
+        """One pass: new directions V (the current V's first column, if any, and the right
+        singular vectors of C with singular value above ``need``), so that ‖C‖ off V is at most
+        ``need``. False when that takes more than _MAX_DIRECTIONS directions."""
+        _, sv, Vt = np.linalg.svd(C)
+        k = int(np.count_nonzero(sv > need))
+        if k > min(_MAX_DIRECTIONS, _PROJECTION_BYTES // (8 * self.n) - 1):
+            return False
+        keep = S["V"][:, :1]  # the direction of the prior centre, if any
+        V, _ = np.linalg.qr(np.hstack([Vt[:k].T, keep]))
+        M = S["T"].T @ V  # Z = (x − q) Tᵀ V
+        q = S["q"]
+        Z = map_rows(self.X, lambda B: ((B - q) @ M,))[0]
+        self._set_projections(S, V, Z)
+        return True
+
+    def _candidates(self, A: np.ndarray, s: np.ndarray, center: np.ndarray | None, tau: float
+                    ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray] | None:
+        """(summary, C, v, idx): idx the rows that may lie outside B(center, τ) in the
+        coordinates W = C u + v; every other row provably lies inside (up to rounding).
+
+        With V the stored directions, u − q = V a + ρ (ρ ⊥ V): ‖C(u − q)‖ ≤ ‖C V a‖ +
+        ‖C(I − VVᵀ)‖·(‖ρ_u‖ + ‖(I − VVᵀ)q‖), a per-row bound that is tight when C is large
+        only on V (the directions are refreshed, one pass, when C is large elsewhere)."""
+        S = self.summary()
+        if S is None:
+            return None
+        d = self.d
+        sl = S["slack"]
+        with np.errstate(over="ignore", invalid="ignore"):
+            C = A @ S["ref_inv"]
+            v = A @ (S["s_ref"] - s)
+            b = v if center is None else v - center  # W − center = C u + b
+            try:
+                q = -np.linalg.solve(C, b)
+            except np.linalg.LinAlgError:
+                q = np.zeros(d)
+            if not np.isfinite(q).all():
+                q = np.zeros(d)
+            r = float(np.linalg.norm(b + C @ q))  # W − center = C(u − q) + (b + Cq)
+            lim = tau * (1.0 - sl) / (1.0 + sl) - r
+            if not (math.isfinite(r) and lim > 0):
+                return None
+            for attempt in range(2):
+                V = S["V"]
+                Cperp = C - (C @ V) @ V.T
+                cp = float(np.linalg.norm(Cperp, 2))
+                if not math.isfinite(cp):
+                    return None
+                # rows up to the 90 % quantile of ‖u‖ must pass the bound off V: else refresh
+                need = lim / max(S["u_hi"], 1e-300)
+                if cp <= need or attempt == 1:
+                    break
+                if not self._refresh_projections(S, C, 0.97 * need):
+                    break
+            qperp = float(np.linalg.norm(q - V @ (V.T @ q)))
+            Vq = V.T @ q
+            CV = C @ V
+            H = CV.T @ CV
+            xc = float(np.linalg.norm(CV.T @ Cperp, 2)) if V.shape[1] else 0.0  # 0: V invariant
+            lim2 = (lim / (1.0 + sl)) ** 2 * (1.0 - sl)
+            found = []
+            for a0 in range(0, self.n, _BOUND_BLOCK):
+                rho = S["rn"][a0 : a0 + _BOUND_BLOCK] + qperp  # ≥ ‖(I − VVᵀ)(u − q)‖
+                bound2 = (cp * cp) * rho * rho
+                if V.shape[1]:
+                    a = S["Z"][a0 : a0 + _BOUND_BLOCK] - Vq
+                    bound2 += np.einsum("ij,ij->i", a @ H, a)
+                    if xc > 0:
+                        bound2 += (2.0 * xc) * np.sqrt(np.einsum("ij,ij->i", a, a)) * rho
+                found.append(a0 + np.flatnonzero(~(bound2 <= lim2)))
+            idx = np.concatenate(found)
+        if idx.size > _MAX_BOUND_CANDIDATES * self.n:
+            idx = self._norm_candidates(S, C, q, r, tau)
+            if idx is None or idx.size > _MAX_CANDIDATES * self.n:
+                return None
+        return S, C, v, idx
+
+    def _norm_candidates(self, S: dict[str, Any], C: np.ndarray, q: np.ndarray, r: float,
+                         tau: float) -> np.ndarray | None:
+        """Rows with ‖C(u_i − q)‖ + r ≥ τ from exact norms, one pass: C(u_i − q) =
+        Bx(x_i − q_x) − Bx T⁻¹q with Bx = C·T, and ‖Bx z‖ = ‖R z‖ for the triangular QR factor
+        R of Bx (a triangular multiply per row block: half the flops of mapping). The frame
+        centre q_x is subtracted first, so data translated far from 0 keep their precision."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            R = np.linalg.qr(C @ S["T"], mode="r")
+            Rq = (R @ np.linalg.solve(S["T"], q))[:, None]  # subtracted after the map
+            cond = float(np.linalg.cond(R))
+        sl = S["slack"] + 100.0 * self.d * _EPS64 * cond
+        if not (np.isfinite(R).all() and np.isfinite(Rq).all() and sl < 1e-4):
+            return None
+        Rf = np.asfortranarray(R)
+        x0 = S["q"]
+
+        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
+            Ut = _trmm(Rf, B - x0, lower=False) - Rq
+            return (np.einsum("ij,ij->j", Ut, Ut),)
+
+        nrm2 = map_rows(self.X, kernel)[0]
+        lim = tau * (1.0 - sl) / (1.0 + sl) - r * (1.0 + sl)
+        if not lim > 0:
+            return None
+        return np.flatnonzero(~(nrm2 <= lim * lim))
+
+    def _mapped(self, idx: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.ndarray | None:
+        """Exact rows A(y_i − s) for idx (no row is sanitised when the summary is usable), or
+        None when one overflows (then the exact pass decides)."""
+        B = take_rows(self.X, idx)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.P is None:
+                W = (B - s) @ A.T
+            else:  # A(P(x − p0) − s) in one product; x − p0 first (precision far from 0)
+                W = (B - self.p0) @ (A @ self.P).T - A @ s
+        return W if np.isfinite(W).all() else None
+
+    def _fast_second_moment(self, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray | None:
+        from .linalg import clip_rows
+
+        got = self._candidates(A, s, None, tau)
+        if got is None:
+            return None
+        S, C, v, idx = got
+        n, d = self.n, self.d
+        with np.errstate(over="ignore", invalid="ignore"):
+            Cm = C @ S["m"]
+            CGC = C @ S["G"] @ C.T
+            total = CGC + np.outer(Cm, v) + np.outer(v, Cm) + n * np.outer(v, v)
+            big = 0.0
+            if idx.size:
+                W = self._mapped(idx, A, s)
+                if W is None:
+                    return None
+                Wc, _ = clip_rows(W, np.zeros(d), tau)
+                total = total - W.T @ W + Wc.T @ Wc
+                big = float(np.einsum("ij,ij->", W, W))
+        out = (total + total.T) / (2 * n)
+        tr = float(np.trace(out)) * n
+        scale = float(np.trace(CGC)) + n * float(v @ v) + big
+        if not (np.isfinite(out).all() and tr > 0 and scale <= _CANCEL_LIMIT * tr):
+            return None
+        return out
+
+    def _fast_clipped_mean(self, A: np.ndarray, s: np.ndarray, center: np.ndarray, tau: float
+                           ) -> np.ndarray | None:
+        from .linalg import clip_rows
+
+        got = self._candidates(A, s, center, tau)
+        if got is None:
+            return None
+        S, C, v, idx = got
+        n = self.n
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = C @ S["m"] + n * v
+            big = 0.0
+            if idx.size:
+                W = self._mapped(idx, A, s)
+                if W is None:
+                    return None
+                Wc, _ = clip_rows(W, center, tau)
+                total = total - W.sum(axis=0) + Wc.sum(axis=0)
+                big = float(np.linalg.norm(W, axis=1).sum())
+            cn = float(np.linalg.norm(C, 2))
+        out = total / n
+        scale = cn * S["unorm_sum"] + n * float(np.linalg.norm(v)) + big
+        if not (np.isfinite(out).all()
+                and scale <= _CANCEL_LIMIT * n * (tau + float(np.linalg.norm(center)))):
+            return None
+        return out
