@@ -141,3 +141,68 @@ def al21_n(d: int, alpha: float, beta: float, epsilon: float, delta: float) -> B
     return Bound(
         n, "Lemma 2.24(1)", "(d^2+log 1/b)/a^2 + (d^2 sqrt(log 1/d)+d log 1/d) polylog/(a eps)"
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# Private-to-non-private reductions (spec ppe-agnostic.md, Parts A and B)
+# ----------------------------------------------------------------------------------------------
+
+
+def ppe_n(
+    d: int, k: int, epsilon: float, delta: float, alpha: float = 0.1, beta: float = 0.1
+) -> Bound:
+    """Arbas thesis Thm 7.1.3 with explicit constants: n = t · m_NP(γ/9, β/(2t)), where t and
+    the per-half (ε', δ') are PPE's, γ is the explicit masking radius of ``reductions.masking``
+    at accuracy α/3 (basic or advanced composition), and the learner is the empirical one,
+    m_NP(a, b) = k(d(d + 1) + 2 ln(1/b))/a² (dist_COV error ≈ √(d(d+1)/s); ×k for k components,
+    our explicit stand-in for MV10's unspecified polynomial)."""
+    _check(d=d, k=k, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta)
+    from .accounting import ApproxDP
+    from .reductions.masking import MixtureMask
+    from .reductions.ppe import ppe_blocks, ppe_halves
+
+    eps, dl = ppe_halves(ApproxDP(epsilon, delta))
+    t = ppe_blocks(eps, dl)
+    gamma = MixtureMask(k, d, eps, dl, alpha / 3, beta / (2 * t)).radius
+    a = gamma / 9
+    m_np = k * (d * (d + 1) + 2 * math.log(2 * t / beta)) / a**2
+    return Bound(
+        t * m_np,
+        "Arbas Thm 7.1.3",
+        f"t m_NP(gamma/9, beta/2t), t = {t}, gamma = {gamma:.3g}",
+        "explicit masking radius; empirical learner m_NP = k(d(d+1) + 2 ln(2t/b))/a^2",
+    )
+
+
+def agnostic_n(
+    epsilon: float,
+    delta: float,
+    alpha: float,
+    beta: float,
+    list_size: int,
+    m: int,
+    C: float = 3.0,
+) -> Bound:
+    """Afzali–Ashtiani–Liaw 2025, Thm 4 with the explicit parameters of Alg. 2 (spec B.3, fixes
+    9–10): α' = α/(9 + 4C), R = ⌈log2(1/α')⌉ binary-search rounds, ε' = ε/(1 + R),
+    δ' = δ/(1 + R), β' = βε'/(7680 ln(9830400 L/(ε'³βδ')) R), m1 = m + ln(L/β')/α'²,
+    T = max{(640/ε') ln(1280 L/(β'δ'ε'²)), (20/ε') ln(1 + (e^ε' − 1)/(2δ')), 5000 ln(1/β')}
+    blocks; n = T·m1."""
+    _check(epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, list_size=list_size, m=m)
+    a1 = alpha / (9 + 4 * C)
+    rounds = math.ceil(math.log2(1 / a1))
+    e1, d1 = epsilon / (1 + rounds), delta / (1 + rounds)
+    L = float(list_size)
+    b1 = beta * e1 / (7680 * math.log(9830400 * L / (e1**3 * beta * d1)) * rounds)
+    m1 = m + math.log(L / b1) / a1**2
+    T = max(
+        (640 / e1) * math.log(1280 * L / (b1 * d1 * e1**2)),
+        (20 / e1) * math.log1p(math.expm1(e1) / (2 * d1)),
+        5000 * math.log(1 / b1) / 0.91**2,
+    )
+    return Bound(
+        math.ceil(T) * m1,
+        "Afzali-Ashtiani-Liaw Thm 4",
+        f"T m1, T = {math.ceil(T)}, m1 = {m1:.3g}",
+        "explicit constants of Alg. 2 (with the spec's fixes)",
+    )

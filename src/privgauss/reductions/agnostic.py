@@ -1,0 +1,434 @@
+"""Agnostic private density estimation for Gaussian mixtures (spec ``ppe-agnostic.md`` Part B).
+
+**Neighbours:** replace one row (n public). Two routes:
+
+1. :func:`list_stable_reduction` — Afzali, Ashtiani and Liaw (ALT 2025), Algorithms 2–4 with the
+   Choosing Mechanism (BNS13/BNSV15): the rows are split into T disjoint blocks by a public
+   permutation; each block produces, *alone*, a list of at most L hashable candidates (truncated
+   deterministically) and each candidate's TV distance to the block's own minimum-distance
+   estimate; a binary search over the radius guess g runs ⌈log2(1/α')⌉ Filter-and-Test rounds
+   (truncated Laplace on MAX = the largest number of filtered lists holding one candidate,
+   sensitivity 1, threshold 0.8T + R), and the Choosing Mechanism picks a candidate from the
+   lists filtered at the smallest accepted radius (spec pitfall B.6). **Guarantee:** (ε, δ)-DP
+   for *any* list learner: each round is (ε', δ')-DP, and the Choosing Mechanism is run at
+   (ε'/2, δ'/2) internally and charged (ε', δ') (a replaced list is a removal plus an addition:
+   group privacy 2, spec B.3), so the total is (1 + R)(ε', δ') = (ε, δ). Utility is [B]'s
+   7C-agnostic bound when T and the block size meet :func:`privgauss.theory.agnostic_n` — an
+   astronomically large n; the default list learner (quantised EM fits on a public randomly
+   shifted grid, spec P1) is a heuristic.
+2. :func:`private_selection` — the practical route P2 (not in [B]): candidates produced
+   **privately** on one part of the rows (ε₁, δ₁), one of them chosen on the other part by the
+   exponential mechanism with the minimum-distance (Yatracos) score, sensitivity 1 (ε₂).
+   **Guarantee:** (ε₁ + ε₂, δ₁)-DP. Accuracy *relative to the candidate set*: with probability
+   ≥ 1 − β, d_TV(f̂, g) ≤ 3 min_j d_TV(f_j, g) + 4(Δ_n + Δ_MC) + 4 ln(2M/β)/(n_sel ε₂), where
+   Δ_n = √(ln(4M²/β)/(2 n_sel)) bounds the empirical deviation on the M² Yatracos sets and
+   Δ_MC the same with the Monte Carlo sample size (Devroye–Lugosi Thm 6.4 + the exponential
+   mechanism's utility bound). Never fed candidates fitted non-privately on the same rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..accounting import Accountant, ApproxDP, PureDP
+from ..exceptions import EstimationFailed
+from ..mechanisms import exponential_mechanism, truncated_laplace_bound, truncated_laplace_mechanism
+from ..metrics import gaussian_logpdf
+from ..noise import RandomState, as_noise
+from .ppe import run_blocks
+
+__all__ = [
+    "Mixture",
+    "choosing_mechanism",
+    "list_stable_reduction",
+    "private_selection",
+    "quantised_em_lists",
+    "reduction_requirements",
+    "yatracos_scores",
+]
+
+Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]  # (weights (k,), means (k, d), covs (k, d, d))
+_MC = 4000  # Monte Carlo samples per candidate (Yatracos masses, TV)
+
+
+# ------------------------------------------------------------------------------ densities
+
+
+def _logpdf(f: Mixture, X: np.ndarray) -> np.ndarray:
+    w, M, C = f
+    cols = [
+        gaussian_logpdf(X, M[j], C[j]) + (math.log(w[j]) if w[j] > 0 else -math.inf)
+        for j in range(len(w))
+    ]
+    return logsumexp(np.stack(cols, axis=1), axis=1)
+
+
+def _sample(f: Mixture, m: int, rng: np.random.Generator) -> np.ndarray:
+    w, M, C = f
+    counts = rng.multinomial(m, np.asarray(w) / np.sum(w))
+    return np.concatenate(
+        [rng.multivariate_normal(M[j], C[j], size=c) for j, c in enumerate(counts) if c]
+    )
+
+
+def yatracos_scores(
+    candidates: Sequence[Mixture], X: np.ndarray, rng: np.random.Generator, n_mc: int = _MC
+) -> np.ndarray:
+    """Minimum-distance scores S_i = −n max_{j≠l} |P_i(W_jl) − P̂_n(W_jl)| over the Yatracos
+    sets W_jl = {f_j > f_l}; P_i by Monte Carlo from f_i (public: candidates are DP outputs).
+    Replacing one row moves every count n P̂_n(W) by at most 1: sensitivity 1."""
+    M = len(candidates)
+    n = X.shape[0]
+    LX = np.stack([_logpdf(f, X) for f in candidates], axis=1)  # (n, M)
+    counts = np.array([[np.count_nonzero(LX[:, j] > LX[:, l]) for l in range(M)]
+                       for j in range(M)])
+    scores = np.empty(M)
+    for i, f in enumerate(candidates):
+        S = _sample(f, n_mc, rng)
+        LS = np.stack([_logpdf(g, S) for g in candidates], axis=1)
+        mass = np.array([[np.mean(LS[:, j] > LS[:, l]) for l in range(M)] for j in range(M)])
+        scores[i] = -float(np.max(np.abs(n * mass - counts))) if M > 1 else 0.0
+    return scores
+
+
+# ------------------------------------------------------------------------------ route P2
+
+
+def private_selection(
+    X: np.ndarray,
+    producers: Sequence[Callable[..., Mixture]],
+    epsilon: float,
+    delta: float,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    select_share: float = 0.2,
+    select_fraction: float = 0.3,
+) -> tuple[Mixture, dict[str, Any]]:
+    """Route P2: rows split by a public permutation into D_gen (1 − ``select_fraction``) and
+    D_sel. Each producer ``(X_gen, budget, accountant, noise) -> Mixture`` is run on D_gen with
+    an equal share of (ε(1 − select_share), δ) and charges what it spends; a producer that fails
+    (:class:`EstimationFailed`, a DP output) yields no candidate. The exponential mechanism
+    with the Yatracos score picks one candidate on D_sel with ε·select_share."""
+    src = as_noise(noise)
+    n = X.shape[0]
+    perm = src.rng.permutation(n)
+    n_sel = int(round(select_fraction * n))
+    X_sel, X_gen = X[perm[:n_sel]], X[perm[n_sel:]]
+    acct = Accountant(ApproxDP(epsilon, delta), parent=accountant)
+    e1 = epsilon * (1 - select_share) / len(producers)
+    cands: list[Mixture] = []
+    failed = 0
+    share = ApproxDP(e1, delta / len(producers))
+    for make in producers:
+        try:
+            cands.append(make(X_gen, share, Accountant(share, parent=acct), src))
+        except EstimationFailed:
+            failed += 1
+    e2 = PureDP(epsilon * select_share)
+    # top up what the producers left unused (a failed producer may stop early; zCDP parts
+    # convert more tightly here), so the total spend never depends on the data
+    left = acct.remaining
+    if left is not None and left.epsilon > e2.epsilon * (1 + 1e-9):
+        acct.spend(PureDP((left.epsilon - e2.epsilon) * (1 - 1e-9)), step="producers-unused")
+    if not cands:  # every producer returned ⊥ (DP outputs): the selection budget is still spent
+        acct.spend(e2, step="private-selection", mechanism="exponential", note="no candidate")
+        raise EstimationFailed("every candidate producer failed", step="private-selection")
+    scores = yatracos_scores(cands, X_sel, src.rng)
+    i = exponential_mechanism(
+        scores, 1.0, e2, accountant=acct, noise=src, step="private-selection"
+    )
+    return cands[i], {"n_candidates": len(cands), "n_failed": failed, "n_select": n_sel}
+
+
+# ------------------------------------------------------------------------------ Choosing
+
+
+def choosing_mechanism(
+    scores: dict[Hashable, int],
+    growth: int,
+    budget: ApproxDP,
+    beta: float,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "choosing",
+) -> Hashable:
+    """BNSV15 Lemma 3.8 / [B] Thm 13 for a growth-``growth`` score, run at (ε/2, δ/2) so that a
+    *replaced* list (removal + addition) is covered: charged ``budget`` = (ε, δ). MAX + Lap(4/ε')
+    must exceed (8/ε') ln(4L/(β ε' δ')); then a candidate of positive score is drawn with
+    probability ∝ exp(ε' score/4). Raises :class:`EstimationFailed` (⊥) otherwise."""
+    src = as_noise(noise)
+    e, d = budget.epsilon / 2, budget.delta / 2
+    accountant.spend(budget, step=step, mechanism="choosing", sensitivity=1.0,
+                     noise_scale=4 / e, note="run at (eps/2, delta/2): replace-one")
+    top = max(scores.values(), default=0)
+    noisy = float(src.laplace(float(top), 4 / e))
+    if noisy <= (8 / e) * math.log(4 * growth / (beta * e * d)):
+        raise EstimationFailed("no candidate is held by enough lists", step=step)
+    keys = [c for c, s in scores.items() if s >= 1]
+    i = src.noisy_argmax(np.array([scores[c] for c in keys], dtype=float), 4 / e)
+    return keys[i]
+
+
+# ------------------------------------------------------------------------------ Algorithms 2–4
+
+
+@dataclass(frozen=True)
+class _Round:
+    accepted: bool
+    radius: float
+
+
+def _filtered_scores(lists: Sequence[Sequence[tuple[Hashable, float]]], radius: float) -> Counter:
+    score: Counter = Counter()
+    for lst in lists:
+        score.update({c for c, tv in lst if tv <= radius})  # a list counts a candidate once
+    return score
+
+
+def list_stable_reduction(
+    X: np.ndarray,
+    list_learner: Any,
+    epsilon: float,
+    delta: float,
+    *,
+    n_blocks: int,
+    list_size: int,
+    alpha: float,
+    C: float = 3.0,
+    beta: float = 0.1,
+    accountant: Accountant,
+    noise: RandomState = None,
+) -> tuple[Hashable, dict[str, Any]]:
+    """[B] Algorithms 2–4 (see the module docstring). ``list_learner(block, seed)`` returns
+    [(candidate, d_TV(candidate, block's MDE winner)), ...]; anything past ``list_size`` items
+    is dropped deterministically, as are duplicates. Returns the chosen candidate."""
+    src = as_noise(noise)
+    T = int(n_blocks)
+    a1 = alpha / (9 + 4 * C)  # spec fix 9
+    rounds = math.ceil(math.log2(1 / a1))
+    e1, d1 = epsilon / (1 + rounds), delta / (1 + rounds)
+    acct = Accountant(ApproxDP(epsilon, delta), parent=accountant)
+    raw, ok = run_blocks(X, list_learner, T, src)
+    lists = []
+    for lst, good in zip(raw, ok, strict=True):
+        seen: dict[Hashable, float] = {}
+        for c, tv in (lst if good else [])[: list_size]:
+            if c not in seen:
+                seen[c] = float(tv)
+        lists.append(list(seen.items()))
+    lo, hi = 0.0, 1.0
+    bound = truncated_laplace_bound(1.0, e1, d1)
+    accepted_radius: float | None = None
+    for r in range(rounds):
+        g = (lo + hi) / 2
+        radius = 4 * C * g + 5 * a1
+        top = max(_filtered_scores(lists, radius).values(), default=0)
+        noisy = float(truncated_laplace_mechanism(
+            float(top), 1.0, ApproxDP(e1, d1), accountant=acct, noise=src,
+            step=f"filter-and-test-{r}",
+        ))
+        if noisy < 0.8 * T + bound:
+            lo = g
+        else:
+            hi = g
+            accepted_radius = radius
+    final = accepted_radius if accepted_radius is not None else 4 * C * hi + 5 * a1
+    chosen = choosing_mechanism(
+        dict(_filtered_scores(lists, final)), list_size, ApproxDP(e1, d1), beta / 3,
+        accountant=acct, noise=src,
+    )
+    return chosen, {"T": T, "rounds": rounds, "radius_guess": hi}
+
+
+# ------------------------------------------------------------------------------ P1 list learner
+
+
+def _quantise(f: Mixture, step: float, offset: float, w_step: float) -> tuple:
+    """Canonical key: components sorted, matrix log of Σ quantised, then the mean whitened by
+    the *quantised* Σ, then the weight, on a grid shifted by the public ``offset``."""
+    w, M, C = f
+    comps = []
+    for j in range(len(w)):
+        lam, V = np.linalg.eigh(C[j])
+        logS = (V * np.log(np.maximum(lam, 1e-300))) @ V.T
+        iu = np.triu_indices(len(lam))
+        qS = tuple(np.floor(logS[iu] / step + offset).astype(int).tolist())
+        Sq = _decode_cov(qS, len(lam), step, offset)
+        lam_q, V_q = np.linalg.eigh(Sq)
+        z = (V_q / np.sqrt(lam_q)) @ V_q.T @ M[j]  # Σ_q^{-1/2} μ
+        qm = tuple(np.floor(z / step + offset).astype(int).tolist())
+        comps.append((int(np.floor(w[j] / w_step + offset)), qm, qS))
+    return tuple(sorted(comps, key=lambda c: (c[1], c[2])))
+
+
+def _decode_cov(qS: tuple, d: int, step: float, offset: float) -> np.ndarray:
+    iu = np.triu_indices(d)
+    L = np.zeros((d, d))
+    L[iu] = (np.asarray(qS) - offset + 0.5) * step
+    L = L + np.triu(L, 1).T
+    lam, V = np.linalg.eigh(L)
+    return (V * np.exp(lam)) @ V.T
+
+
+def decode(key: tuple, d: int, step: float, offset: float, w_step: float) -> Mixture:
+    """The mixture a quantised key stands for (cell centres); weights renormalised."""
+    ws, Ms, Cs = [], [], []
+    for qw, qm, qS in key:
+        S = _decode_cov(qS, d, step, offset)
+        lam, V = np.linalg.eigh(S)
+        z = (np.asarray(qm) - offset + 0.5) * step
+        Ms.append((V * np.sqrt(lam)) @ V.T @ z)
+        Cs.append(S)
+        ws.append(max((qw - offset + 0.5) * w_step, 1e-3))
+    w = np.asarray(ws)
+    return w / w.sum(), np.asarray(Ms), np.asarray(Cs)
+
+
+def quantised_em_lists(
+    block: np.ndarray,
+    seed: int,
+    *,
+    k: int,
+    step: float,
+    offset: float,
+    w_step: float,
+    restarts: int = 4,
+) -> list[tuple[tuple, float]]:
+    """P1 list learner for one block: EM restarts on the first half, each fit quantised
+    (:func:`_quantise`), plus the dummy g0 = "g0"; the Yatracos minimum-distance winner on
+    the second half, and every item's Monte Carlo TV distance to it. Block-local only."""
+    from sklearn.mixture import GaussianMixture
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(seed)
+    d = block.shape[1]
+    half = block.shape[0] // 2
+    keys: list[Any] = []
+    for r in range(restarts):
+        try:
+            with threadpool_limits(1):
+                gm = GaussianMixture(k, covariance_type="full", reg_covar=1e-6,
+                                     random_state=seed + r).fit(block[:half])
+        except ValueError:
+            continue
+        key = _quantise((gm.weights_, gm.means_, gm.covariances_), step, offset, w_step)
+        if key not in keys:
+            keys.append(key)
+    keys.append("g0")
+    dec = functools.partial(decode, d=d, step=step, offset=offset, w_step=w_step)
+    g0 = (np.full(k, 1.0 / k), np.zeros((k, d)), np.stack([np.eye(d)] * k))
+    mixtures = [g0 if key == "g0" else dec(key) for key in keys]
+    win = int(np.argmax(yatracos_scores(mixtures, block[half:], rng, n_mc=1000)))
+    S = _sample(mixtures[win], 1000, rng)
+    lw = _logpdf(mixtures[win], S)
+    tvs = [float(np.mean(np.clip(1 - np.exp(_logpdf(f, S) - lw), 0, None))) for f in mixtures]
+    return list(zip(keys, tvs, strict=True))
+
+
+# ------------------------------------------------------------------------------ requirements
+
+
+def reduction_requirements(
+    method: str,
+    *,
+    n: int,
+    d: int,
+    k: int,
+    epsilon: float,
+    delta: float,
+    alpha: float = 0.2,
+    beta: float = 0.05,
+    constants: str = "practical",
+) -> Any:
+    """The n ``method`` ("ppe" or "agnostic") needs, from public quantities only."""
+    from ..mixture.requirements import Requirements
+    from ..theory import agnostic_n
+    from .ppe_gaussian import ppe_requirements
+
+    if method == "ppe":
+        return ppe_requirements(n, d, epsilon, delta, constants, k)
+    # agnostic: the theory value of [B] Thm 4 (list size 16, per-block list-learner size
+    # m = 10 k d² as a stand-in); the practical route P2 needs what its producers need.
+    need = agnostic_n(epsilon, delta, alpha, beta, 16, 10 * k * d * d).n
+    if constants == "practical":
+        # P2: one producer must work on 70% of the rows with its share of the budget
+        # (producers get 0.8 ε in equal shares: 2 of them for k ≥ 2, 1 for k = 1)
+        if k == 1:
+            need = ppe_requirements(n, d, 0.8 * epsilon, delta).n_needed / 0.7
+        else:
+            from ..mixture.requirements import requirements
+
+            need = min(
+                requirements(m, n=n, d=d, k=k, epsilon=0.4 * epsilon, delta=delta / 2,
+                             beta=beta).n_needed
+                for m in ("sample-aggregate", "kssu")
+            ) / 0.7
+        note = "route P2: the n its best candidate producer needs (on 70% of the rows)"
+    else:
+        note = "[B] Thm 4 with explicit constants"
+    return Requirements("agnostic", int(n), need, bool(n >= need), constants,
+                        {"n": need}, "n", {}, note)
+
+
+# ------------------------------------------------------------------------------ estimator hooks
+
+
+def _producer(module: str, function: str, k: int, beta: float) -> Callable[..., Mixture]:
+    def make(X: np.ndarray, budget: ApproxDP, acct: Accountant, noise: Any) -> Mixture:
+        import importlib
+
+        learner = getattr(importlib.import_module(f"privgauss.mixture.{module}"), function)
+        w, M, C = learner(X, k, budget, beta=beta, accountant=acct, noise=noise, info={})
+        return np.asarray(w), np.asarray(M), np.asarray(C)
+
+    return make
+
+
+def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct: Accountant,
+                 noise: Any, info: dict[str, Any]) -> Mixture:
+    """``PrivateGaussianMixture(method="agnostic")``: route P2 with candidates from the
+    library's private mixture learners (sample-and-aggregate, KSSU) — for k = 1, the practical
+    PPE — selected by the private Yatracos tournament."""
+    k = int(est.n_components)
+    if k == 1:
+        from .ppe_gaussian import ppe_gaussian
+
+        def single(Xg: np.ndarray, b: ApproxDP, a: Accountant, nz: Any) -> Mixture:
+            m, C = ppe_gaussian(Xg, b.epsilon, b.delta, accountant=a, noise=nz)
+            return np.ones(1), m[None], C[None]
+
+        producers: list[Callable[..., Mixture]] = [single]
+    else:
+        producers = [
+            _producer("sample_aggregate", "sample_aggregate_gmm", k, float(est.beta)),
+            _producer("kssu", "kssu_gmm", k, float(est.beta)),
+        ]
+    f, extra = private_selection(X, producers, budget.epsilon, budget.delta,
+                                 accountant=acct, noise=noise)
+    info.update(extra)
+    return f
+
+
+def run_ppe(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct: Accountant,
+            noise: Any, info: dict[str, Any]) -> Mixture:
+    """``PrivateGaussianMixture(method="ppe")``: the practical stable-average PPE for k = 1 and
+    the faithful mixture PPE (EM per block, B_GMM masking) for k ≥ 2."""
+    k = int(est.n_components)
+    if k == 1 and est.constants == "practical":
+        from .ppe_gaussian import ppe_gaussian
+
+        m, C = ppe_gaussian(X, budget.epsilon, budget.delta, accountant=acct, noise=noise)
+        return np.ones(1), m[None], C[None]
+    from .ppe_gaussian import ppe_mixture
+
+    return ppe_mixture(X, k, budget.epsilon, budget.delta, accountant=acct, noise=noise)
