@@ -1,108 +1,317 @@
-"""The command line end to end on files, including bad files."""
+"""The command line end to end on files, including bad files (CliRunner)."""
 
+from __future__ import annotations
+
+import csv
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import privgauss as pg
 from privgauss.cli import main
+from privgauss.datasets import make_mixture
+from privgauss.estimators import mixture as mixture_module
+from privgauss.estimators.gaussian import METHODS as GAUSSIAN_METHODS
+
+MIX_N, MIX_EPS = 15_000, 8.0  # sample-aggregate needs ~1.3e4 rows at d = 2, k = 2, eps = 8
+
+
+def _write_csv(path: Path, X: np.ndarray, names: str) -> None:
+    np.savetxt(path, X, delimiter=",", header=names, comments="")
+
+
+def _invoke(*args: str) -> object:
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _leftovers(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if p.name.startswith(".") or p.suffix == ".tmp"]
 
 
 @pytest.fixture()
-def files(tmp_path):
+def files(tmp_path: Path) -> Path:
     rng = np.random.default_rng(0)
-    X = rng.normal(100.0, 2.0, size=(3000, 3))
-    pub = rng.normal(100.0, 2.0, size=(8, 3))
-    header = "a,b,c\n"
-    (tmp_path / "data.csv").write_text(header + "\n".join(",".join(map(str, r)) for r in X))
-    (tmp_path / "pub.csv").write_text(header + "\n".join(",".join(map(str, r)) for r in pub))
-    np.save(tmp_path / "data.npy", X)
+    _write_csv(tmp_path / "data.csv", rng.normal(100.0, 2.0, size=(3000, 3)), "a,b,c")
+    _write_csv(tmp_path / "pub.csv", rng.normal(100.0, 2.0, size=(8, 3)), "a,b,c")
+    np.save(tmp_path / "data.npy", rng.normal(100.0, 2.0, size=(3000, 3)))
     return tmp_path
 
 
-def test_help_lists_commands():
-    out = CliRunner().invoke(main, ["--help"])
+@pytest.fixture(scope="module")
+def mixture_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("mix")
+    mix = make_mixture(MIX_N + 30, 2, 2, separation=6.0, random_state=3)
+    _write_csv(folder / "mix.csv", mix.X[30:], "u,v")
+    _write_csv(folder / "mixpub.csv", mix.X[:30], "u,v")
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------
+# help, demo
+# ------------------------------------------------------------------------------------------------
+
+
+def test_help_lists_every_command_and_each_has_examples() -> None:
+    out = _invoke("--help")
     assert out.exit_code == 0
-    assert "demo" in out.output and "fit-gaussian" in out.output
+    for cmd in ("demo", "fit-gaussian", "fit-mixture", "requirements", "experiment", "audit"):
+        assert cmd in out.output
+        res = _invoke(cmd, "--help")
+        assert res.exit_code == 0 and "Example" in res.output, cmd
+    for kind in ("gaussian", "mixture"):
+        assert "Example" in _invoke("requirements", kind, "--help").output
 
 
-def test_demo_prints_real_numbers():
-    out = CliRunner().invoke(main, ["demo", "--n", "3000", "--d", "3"])
-    assert out.exit_code == 0, out.output
-    lines = [ln for ln in out.output.splitlines() if ln.startswith(("public", "non-private"))]
-    assert len(lines) >= 3
-    errors = [float(ln.split()[-3]) for ln in lines]
-    assert all(0 < e < 1 for e in errors)
+def test_method_choices_come_from_the_registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert all(m in _invoke("fit-gaussian", "--help").output for m in GAUSSIAN_METHODS)
+    spec = mixture_module.METHODS["sample-aggregate"]
+    monkeypatch.setitem(mixture_module.METHODS, "brand-new", spec)
+    assert "brand-new" in _invoke("fit-mixture", "--help").output
 
 
-def test_fit_gaussian_writes_a_model(files):
-    out_path = files / "model.json"
-    res = CliRunner().invoke(
-        main,
-        ["fit-gaussian", str(files / "data.csv"), "--rho", "0.5", "--public",
-         str(files / "pub.csv"), "--seed", "1", "--out", str(out_path)],
+def test_demo_prints_real_numbers_and_writes_a_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one mixture method keeps the test fast; the demo runs whatever the registry holds
+    monkeypatch.setattr(
+        mixture_module, "METHODS", {"sample-aggregate": mixture_module.METHODS["sample-aggregate"]}
     )
+    png = tmp_path / "demo.png"
+    res = _invoke("demo", "--n", 1000, "--d", 3, "--mixture-n", MIX_N, "--mixture-epsilon",
+                  MIX_EPS, "--plot", png)
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    gauss = [ln for ln in lines if ln.startswith(("public", "coinpress", "histogram"))]
+    assert len(gauss) == 4
+    mean_errors = [float(ln.split()[-3]) for ln in gauss]
+    assert all(0 < e < 0.5 for e in mean_errors)  # Mahalanobis error at n = 1000, d = 3
+    mix = next(ln for ln in lines if ln.startswith("sample-aggregate"))
+    tv, weight_err = float(mix.split()[-3]), float(mix.split()[-2])
+    assert tv < 0.1 and weight_err < 0.05
+    assert png.stat().st_size > 10_000 and not _leftovers(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------------
+# fit-gaussian / fit-mixture
+# ------------------------------------------------------------------------------------------------
+
+
+def test_fit_gaussian_writes_a_loadable_model_and_a_plot(files: Path) -> None:
+    out_path, png = files / "model.json", files / "fit.png"
+    res = _invoke("fit-gaussian", files / "data.csv", "--rho", 0.5, "--public", files / "pub.csv",
+                  "--seed", 1, "--out", out_path, "--plot", png, "--dims", "a,c")
     assert res.exit_code == 0, res.output
     model = json.loads(out_path.read_text())
     assert model["method"] == "public"
     assert np.allclose(model["mean"], 100.0, atol=0.5)
     assert model["privacy"]["spent"]["rho"] == pytest.approx(0.5)
+    assert model["privacy"]["neighbours"].startswith("replace-one")
+    g = pg.load(out_path)
+    assert np.allclose(g.mean_, model["mean"])
+    assert g.score_samples(np.full((1, 3), 100.0)).shape == (1,)
+    assert png.stat().st_size > 5000 and "private rows" not in res.output
+    assert not _leftovers(files)
 
 
-def test_fit_gaussian_npy_and_columns(files):
-    res = CliRunner().invoke(
-        main,
-        ["fit-gaussian", str(files / "data.csv"), "--columns", "a,c", "--epsilon", "2",
-         "--delta", "1e-6", "--seed", "0"],
-    )
+def test_fit_gaussian_columns_npy_and_stdout(files: Path) -> None:
+    res = _invoke("fit-gaussian", files / "data.csv", "--columns", "a,c", "--epsilon", 2,
+                  "--delta", 1e-6, "--seed", 0)
     assert res.exit_code == 0, res.output
     assert len(json.loads(res.output)["mean"]) == 2
-    res = CliRunner().invoke(
-        main, ["fit-gaussian", str(files / "data.npy"), "--epsilon", "2", "--delta", "1e-6",
-               "--seed", "0"]
-    )
+    res = _invoke("fit-gaussian", files / "data.npy", "--epsilon", 2, "--delta", 1e-6, "--seed", 0)
     assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["method"] == "histogram"
 
 
-@pytest.mark.parametrize(
-    "content, extra, message",
-    [
-        (None, ["--columns", "a,zz"], "no column"),
-        ("a,b\n1,x\n2,3\n", [], "non-numeric"),
-        ("", [], "empty"),
-        (None, ["--public", "WRONGD"], "features"),
-        (None, [], "budget"),
-    ],
-)
-def test_bad_input_gives_one_line_and_no_output_file(files, content, extra, message):
+def test_fit_gaussian_parquet(files: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    X = np.random.default_rng(5).normal(size=(2000, 2))
+    pd.DataFrame({"p": X[:, 0], "q": X[:, 1], "s": ["x"] * 2000}).to_parquet(files / "d.parquet")
+    res = _invoke("fit-gaussian", files / "d.parquet", "--columns", "p,q", "--rho", 0.5,
+                  "--mean-bound", 10, "--cov-bounds", 0.1, 10, "--seed", 0)
+    assert res.exit_code == 0, res.output
+    assert np.allclose(json.loads(res.output)["mean"], 0.0, atol=0.3)
+    res = _invoke("fit-gaussian", files / "d.parquet", "--rho", 0.5)
+    assert res.exit_code == 2 and "'s' is not numeric" in res.output
+
+
+def test_fit_mixture_end_to_end(mixture_csv: Path) -> None:
+    out_path, png = mixture_csv / "mix.json", mixture_csv / "mix.png"
+    res = _invoke("fit-mixture", mixture_csv / "mix.csv", "-k", 2, "--epsilon", MIX_EPS,
+                  "--delta", 1e-6, "--method", "sample-aggregate", "--seed", 0, "--out", out_path,
+                  "--plot", png, "--show-data")
+    assert res.exit_code == 0, res.output
+    assert "keep it local" in res.output  # --show-data warns that the picture is not private
+    m = pg.load(out_path)
+    assert m.method_ == "sample-aggregate" and np.allclose(sorted(m.weights_), 0.5, atol=0.05)
+    assert m.predict(m.means_).tolist() == [0, 1]
+    assert png.stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input: one line, non-zero exit, nothing written
+# ------------------------------------------------------------------------------------------------
+
+BAD_CASES = [
+    ("missing column", None, ["--columns", "a,zz"], "no column"),
+    ("non-numeric cell", "a,b,c\n1,x,3\n2,3,4\n", [], "non-numeric"),
+    ("empty cell", "a,b,c\n1,,3\n2,3,4\n", [], "non-numeric or empty"),
+    ("empty file", "", [], "empty"),
+    ("header only", "a,b,c\n", [], "empty"),
+    ("ragged rows", "a,b,c\n1,2,3\n2,3\n", [], "cells"),
+    ("public of wrong dimension", None, ["--public", "PUB2"], "features"),
+    ("no budget", None, ["NOBUDGET"], "budget"),
+    ("negative budget", None, ["--rho", "-1", "NOBUDGET"], "rho"),
+    ("missing file", "MISSING", [], "not found"),
+    ("unknown suffix", "XLSX", [], "unsupported file type"),
+]
+
+
+@pytest.mark.parametrize("command", ["fit-gaussian", "fit-mixture"])
+@pytest.mark.parametrize("case, content, extra, message", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+def test_bad_input_one_line_nonzero_exit_no_output(
+    files: Path, command: str, case: str, content: str | None, extra: list[str], message: str
+) -> None:
     data = files / "data.csv"
-    if content is not None:
+    if content == "MISSING":
+        data = files / "nope.csv"
+    elif content == "XLSX":
+        data = files / "data.xlsx"
+        data.write_text("a\n1\n")
+    elif content is not None:
         data = files / "bad.csv"
         data.write_text(content)
-    if "WRONGD" in extra:
+    args = list(extra)
+    if "PUB2" in args:
         (files / "pub2.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
-        extra = ["--public", str(files / "pub2.csv")]
-    budget = [] if message == "budget" else ["--rho", "0.5"]
-    out_path = files / "out.json"
-    res = CliRunner().invoke(
-        main, ["fit-gaussian", str(data), *budget, *extra, "--out", str(out_path)]
-    )
-    assert res.exit_code != 0
-    assert message in res.output.lower()
-    assert not out_path.exists()
-    assert not list(files.glob(".out.json*"))
+        args[args.index("PUB2")] = str(files / "pub2.csv")
+    budget = ["--epsilon", "1", "--delta", "1e-6"]
+    if "NOBUDGET" in args:
+        args.remove("NOBUDGET")
+        budget = []
+    k = ["-k", "2"] if command == "fit-mixture" else []
+    out_path, png = files / "out.json", files / "out.png"
+    res = _invoke(command, data, *k, *budget, *args, "--out", out_path, "--plot", png)
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.output
+    assert message in lines[0].lower()
+    assert not out_path.exists() and not png.exists() and not _leftovers(files)
 
 
-def test_experiment_writes_csv_and_plot(tmp_path):
-    res = CliRunner().invoke(
-        main, ["experiment", "public-covariance", "--quick", "--trials", "2", "--out",
-               str(tmp_path)]
-    )
+def test_failure_while_writing_leaves_nothing(files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import privgauss.plots
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(privgauss.plots, "plot_models", interrupted)
+    out_path, png = files / "m.json", files / "m.png"
+    res = _invoke("fit-gaussian", files / "data.csv", "--rho", 0.5, "--public", files / "pub.csv",
+                  "--seed", 0, "--out", out_path, "--plot", png)
+    assert res.exit_code == 2 and "interrupted" in res.output
+    assert not out_path.exists() and not png.exists() and not _leftovers(files)
+
+
+def test_unusable_outputs_are_refused_before_fitting(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_fit(*args: object, **kwargs: object) -> None:
+        raise AssertionError("fit ran: budget would be spent before the output was checked")
+
+    monkeypatch.setattr(pg.PrivateGaussian, "fit", no_fit)
+    base = ["fit-gaussian", files / "data.csv", "--rho", 0.5]
+    res = _invoke(*base, "--out", files / "nofolder" / "m.json")
+    assert res.exit_code == 2 and "folder does not exist" in res.output
+    res = _invoke(*base, "--plot", files / "p.png", "--dims", "a,a")
+    assert res.exit_code == 2 and "--dims" in res.output
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    res = _invoke(*base, "--plot", files / "p.png")
+    assert res.exit_code == 2 and "pip install" in res.output
+    assert not _leftovers(files) and not (files / "p.png").exists()
+
+
+def test_bad_dims_and_too_few_mixture_rows(files: Path) -> None:
+    res = _invoke("fit-gaussian", files / "data.csv", "--rho", 0.5, "--public", files / "pub.csv",
+                  "--plot", files / "p.png", "--dims", "a,a")
+    assert res.exit_code == 2 and "--dims" in res.output and not (files / "p.png").exists()
+    res = _invoke("fit-mixture", files / "data.csv", "-k", 2, "--epsilon", 1, "--delta", 1e-6,
+                  "--out", files / "m.json")
+    assert res.exit_code == 2 and "needs" in res.output and not (files / "m.json").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# requirements, experiment, audit
+# ------------------------------------------------------------------------------------------------
+
+
+def test_requirements_gaussian_verdicts() -> None:
+    big = _invoke("requirements", "gaussian", "public", "--d", 10, "--rho", 0.5, "--n", 1e9)
+    small = _invoke("requirements", "gaussian", "public", "--d", 10, "--rho", 0.5, "--n", 100)
+    assert big.exit_code == 0 and small.exit_code == 0
+    assert "Thm 3.7" in big.output and "is enough" in big.output and "too few" in small.output
+    bound = pg.theory.public_gaussian_n(10, 0.1, 0.05, rho=0.5).n
+    assert f"{bound:.3g}" in big.output
+    res = _invoke("requirements", "gaussian", "coinpress", "--d", 3, "--rho", 0.5)
+    assert res.exit_code == 2 and "--mean-bound" in res.output
+    res = _invoke("requirements", "gaussian", "histogram", "--d", 3, "--rho", 0.5)
+    assert res.exit_code == 2 and "--delta" in res.output
+
+
+def test_requirements_mixture_matches_library() -> None:
+    from privgauss.mixture.requirements import requirements
+
+    expected = requirements("kssu", n=50_000, d=2, k=3, epsilon=1.0, delta=1e-6)
+    res = _invoke("requirements", "mixture", "kssu", "--n", 5e4, "--d", 2, "--k", 3,
+                  "--epsilon", 1, "--delta", 1e-6)
     assert res.exit_code == 0, res.output
-    csv_text = (tmp_path / "public-covariance.csv").read_text()
-    assert "ours" in csv_text and "np.cov" in csv_text
-    assert (tmp_path / "public-covariance.png").stat().st_size > 1000
-    rows = [ln.split(",") for ln in csv_text.splitlines()[1:]]
-    # every error is a positive finite number
-    assert all(0 < float(r[5]) < 1e3 for r in rows)
+    assert f"{expected.n_needed:.3g}" in res.output
+    assert ("is enough" if expected.ok else "too few") in res.output
+    res = _invoke("requirements", "mixture", "kssu", "--n", 5e4, "--d", 2, "--k", 3, "--rho", 1)
+    assert res.exit_code == 2 and "--delta" in res.output
+
+
+def test_experiment_coinpress_covariance_writes_csv_and_plot(tmp_path: Path) -> None:
+    res = _invoke("experiment", "coinpress-covariance", "--quick", "--trials", 4, "--out", tmp_path)
+    assert res.exit_code == 0, res.output
+    assert "CoinPress t=3 (published): n=3000: 0.306" in res.output
+    with open(tmp_path / "coinpress-covariance.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert {r["n"] for r in table} == {"3000", "3909", "5273", "6636", "8000"}
+    for n in ("3000", "8000"):
+        err = {r["method"]: float(r["trimmed_mean"]) for r in table if r["n"] == n}
+        assert err["non-private (X'X/n)"] < err["ours"] < 1.6 * err["non-private (X'X/n)"]
+    assert (tmp_path / "coinpress-covariance.png").stat().st_size > 10_000
+    assert not _leftovers(tmp_path)
+
+
+def test_experiment_rejects_bad_trials(tmp_path: Path) -> None:
+    res = _invoke("experiment", "coinpress-covariance", "--trials", 1, "--out", tmp_path)
+    assert res.exit_code == 2 and "--trials" in res.output
+    assert _invoke("experiment", "no-such", "--out", tmp_path).exit_code == 2
+
+
+def test_audit_passes_a_correct_mechanism_and_flags_a_broken_one() -> None:
+    ok = _invoke("audit", "laplace-mechanism", "--epsilon", 1, "--runs", 20000)
+    assert ok.exit_code == 0 and "PASSED" in ok.output, ok.output
+    broken = _invoke("audit", "laplace-mechanism", "--epsilon", 1, "--runs", 20000,
+                     "--sensitivity-scale", 0.5)
+    assert broken.exit_code == 1 and "FAILED" in broken.output, broken.output
+
+
+@pytest.mark.parametrize("method, budget", [("coinpress", ["--rho", "0.1"]),
+                                            ("public", ["--rho", "0.1"])])
+def test_audit_estimators_on_worst_case_neighbours(method: str, budget: list[str]) -> None:
+    res = _invoke("audit", method, *budget, "--runs", 600, "--n", 20)
+    assert res.exit_code == 0 and "PASSED" in res.output, res.output
+    assert "claimed epsilon" in res.output
+
+
+def test_audit_refuses_mismatched_budget() -> None:
+    res = _invoke("audit", "laplace-mechanism", "--rho", 0.5)
+    assert res.exit_code == 2 and "pure" in res.output

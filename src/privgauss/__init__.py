@@ -11,6 +11,8 @@ from . import audit, datasets, metrics, theory
 from .accounting import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
 from .estimators import PrivateGaussian, PrivateGaussianMixture
 from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from .io import load
+from .mixture.requirements import requirements as mixture_requirements
 from .noise import NoiseSource
 
 __all__ = [
@@ -28,6 +30,8 @@ __all__ = [
     "__version__",
     "audit",
     "datasets",
+    "load",
     "metrics",
+    "mixture_requirements",
     "theory",
 ]

@@ -6,6 +6,10 @@
 * ``one-public`` (W3): one public sample, μ = k·1 (k = 10, 100, 1000), d = 50, ρ = 0.5, no bound:
   ours vs the paper's recipe (CoinPress t = 2 with the code's n-for-d radius) vs plain CoinPress
   t = 2 with R = k√d vs non-private (Bie–Kamath–Singhal 2022, App. A).
+* ``coinpress-covariance`` (W4): Σ = I, d = 10, ρ = 0.5, known zero mean, prior
+  I ⪯ Σ ⪯ u·I with u = 10√d, n ∈ linspace(3000, 8000, 12): ours (automatic schedule) vs
+  CoinPress t = 3 with its published constants vs the non-private XᵀX/n; published CoinPress
+  numbers (``results/synthetic_cov/*-1.txt``, anchors.md §2.1) are drawn on the plot.
 * ``public-covariance``: d = 10, ρ = 0.5, d+1 public samples, unknown mean and covariance, no
   bounds: covariance error ‖Σ^{-1/2} Σ̂ Σ^{-1/2} − I‖_F of ours vs the direct port of Alg. 2
   vs ``np.cov``.
@@ -17,6 +21,7 @@ same draws for every method. Noise is the fast seeded path: these are experiment
 from __future__ import annotations
 
 import csv
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,12 +33,16 @@ from scipy.stats.mstats import trimmed_std
 from tqdm.auto import tqdm
 
 from .accounting import ZCDP, Accountant
-from .gaussian.coinpress import coinpress_mean
+from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from .gaussian.coinpress import coinpress_covariance, coinpress_mean
 from .gaussian.public import public_gaussian, public_mean_one_sample
 
 RHO = 0.5
 # CoinPress results/synthetic_mean/*-1.txt, t = 2 (anchors.md §2.1)
 PUBLISHED_W1 = {1000: 0.281, 1818: 0.187, 2636: 0.149, 5090: 0.102, 10000: 0.0732}
+# CoinPress results/synthetic_cov/*-1.txt, Σ = I, d = 10, u = 10√d (anchors.md §2.1)
+PUBLISHED_W4 = {3000: 0.306, 3909: 0.235, 5273: 0.180, 6636: 0.149, 8000: 0.133}  # t = 3
+PUBLISHED_W4_NONPRIVATE = {3000: 0.191, 3909: 0.165, 5273: 0.143, 6636: 0.127, 8000: 0.117}
 
 
 def _acct() -> Accountant:
@@ -150,6 +159,31 @@ def run_w3(trials: int, quick: bool, seed: int, progress: bool = False) -> list[
     return rows
 
 
+def run_w4(trials: int, quick: bool, seed: int, progress: bool = False) -> list[Row]:
+    d = 10
+    u = 10 * np.sqrt(d)
+    ns = np.rint(np.linspace(3000, 8000, 12)).astype(int)
+    grid = [int(x) for x in (ns[[0, 2, 5, 8, 11]] if quick else ns)]  # quick: published n
+    rows: list[Row] = []
+    names = ("non-private (X'X/n)", "CoinPress t=3 (theory)", "ours")
+    for n in tqdm(grid, desc="coinpress-covariance", disable=not progress):
+        rng = np.random.default_rng([seed, 4, n])
+        err: dict[str, list[float]] = {m: [] for m in names}
+        secs = dict.fromkeys(names, 0.0)
+        for _ in range(trials):
+            X = rng.standard_normal((n, d))
+            err[names[0]].append(float(np.linalg.norm(X.T @ X / n - np.eye(d))))
+            for name, kw in ((names[1], {"constants": "theory", "steps": 3}), (names[2], {})):
+                S, s = _timed(
+                    coinpress_covariance, X, RHO, cov_upper=u, accountant=_acct(), noise=rng, **kw
+                )
+                err[name].append(float(np.linalg.norm(S - np.eye(d))))
+                secs[name] += s
+        for name, e in err.items():
+            _record(rows, "w4", n, "Sigma=I u=10sqrt(d)", name, e, secs[name])
+    return rows
+
+
 def run_cov(trials: int, quick: bool, seed: int, progress: bool = False) -> list[Row]:
     d = 10
     rows: list[Row] = []
@@ -179,8 +213,18 @@ def run_cov(trials: int, quick: bool, seed: int, progress: bool = False) -> list
     return rows
 
 
+#: Published numbers drawn next to each experiment's curves (label -> {n: error}).
+REFERENCES: dict[str, dict[str, dict[int, float]]] = {
+    "coinpress-mean": {"CoinPress t=2 (published)": PUBLISHED_W1},
+    "coinpress-covariance": {
+        "CoinPress t=3 (published)": PUBLISHED_W4,
+        "non-private (published)": PUBLISHED_W4_NONPRIVATE,
+    },
+}
+
 EXPERIMENTS: dict[str, Callable[..., list[Row]]] = {
     "coinpress-mean": run_w1,
+    "coinpress-covariance": run_w4,
     "one-public": run_w3,
     "public-covariance": run_cov,
 }
@@ -202,6 +246,113 @@ def run(
     return EXPERIMENTS[name](trials, quick, seed, progress)
 
 
+# ----------------------------------------------------------------------------------------------
+# The command line's demo (synthetic data, real errors)
+# ----------------------------------------------------------------------------------------------
+
+
+def _timed_fit(est: Any, X: np.ndarray, public: np.ndarray | None) -> tuple[Any, float, str]:
+    t0 = time.perf_counter()
+    try:
+        est.fit(X, public_X=public)
+        return est, time.perf_counter() - t0, ""
+    except EstimationFailed as exc:
+        return None, time.perf_counter() - t0, f"failed (a DP output): {exc}"
+    except (InvalidDataError, PrivacyBudgetError, ValueError) as exc:
+        return None, 0.0, f"not run: {exc}"
+
+
+def demo_gaussian(n: int, d: int, rho: float, seed: int) -> tuple[list[tuple], dict[str, Any]]:
+    """The ``privgauss demo`` Gaussian runs: table rows (label, mean error, covariance error,
+    seconds) against the true parameters, and the models to plot."""
+    from .accounting import zcdp_to_epsilon
+    from .datasets import make_gaussian
+    from .estimators import PrivateGaussian
+    from .metrics import covariance_error, mahalanobis_mean_error
+
+    rng = np.random.default_rng(seed)
+    X, mu, cov = make_gaussian(n, d, mean=np.full(d, 1000.0), condition_number=10.0,
+                               random_state=rng)
+    pub, _, _ = make_gaussian(d + 1, d, mean=mu, cov=cov, random_state=rng)
+    eps = zcdp_to_epsilon(rho, 1e-6)
+    runs: list[tuple[str, dict[str, Any], np.ndarray | None]] = [
+        ("public: 1 public row, mean only (Sigma known)", {"covariance": cov, "rho": rho},
+         pub[:1]),
+        (f"public: {d + 1} public rows, no bounds", {"rho": rho}, pub),
+        ("coinpress: no public data, prior R=1e4, cov in [0.1, 100]",
+         {"mean_bound": 1e4 * math.sqrt(d), "cov_bounds": (0.1, 100.0), "rho": rho}, None),
+        ("histogram: no public data, no bounds, (eps, 1e-6)-DP",
+         {"epsilon": eps, "delta": 1e-6}, None),
+    ]
+    rows: list[tuple] = [("non-private (sample mean / covariance)",
+             f"{mahalanobis_mean_error(X.mean(0), mu, cov):.4f}",
+             f"{covariance_error(np.cov(X.T), cov):.4f}", "-")]
+    models: dict[str, Any] = {"truth": (mu, cov), "non-private": (X.mean(0), np.cov(X.T))}
+    for label, kw, public in runs:
+        g, secs, why = _timed_fit(PrivateGaussian(random_state=seed, **kw), X, public)
+        if g is None:
+            rows.append((label, why, "", ""))
+            continue
+        cov_err = "known" if "covariance" in kw else f"{covariance_error(g.covariance_, cov):.4f}"
+        rows.append((label, f"{mahalanobis_mean_error(g.mean_, mu, cov):.4f}", cov_err,
+                     f"{secs:.2f}"))
+        if public is not None and "covariance" not in kw:
+            models[f"private ({g.method_}, {d + 1} public rows)"] = g
+    return rows, models
+
+
+def demo_mixture(
+    n: int, epsilon: float, seed: int, deadline: float
+) -> tuple[list[tuple], dict[str, Any]]:
+    """The ``privgauss demo`` mixture runs: every registered method that ``method="auto"`` may
+    pick (public-data methods get ``n_pub`` public rows of the same mixture) next to
+    scikit-learn's EM; methods due after ``deadline`` (a ``time.perf_counter()`` value) and
+    reductions that "auto" never picks are listed as not run."""
+    from sklearn.mixture import GaussianMixture
+
+    from .datasets import make_mixture
+    from .estimators import PrivateGaussianMixture
+    from .estimators.mixture import METHODS
+    from .metrics import mixture_error
+
+    k, d, n_pub = 2, 2, 40
+    mix = make_mixture(n + n_pub, k, d, separation=6.0, covariance="rotated",
+                       condition_number=4.0, random_state=seed)
+    X, pub = mix.X[n_pub:], mix.X[:n_pub]
+
+    def errors(w: Any, m: Any, c: Any) -> tuple[str, str]:
+        e = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
+        return f"{e.max_component_tv:.4f}", f"{e.weight_error:.4f}"
+
+    sk = GaussianMixture(k, covariance_type="full", random_state=seed).fit(X)
+    rows: list[tuple] = [
+        ("non-private (scikit-learn EM)", *errors(sk.weights_, sk.means_, sk.covariances_), "-")
+    ]
+    models: dict[str, Any] = {"truth": (mix.weights, mix.means, mix.covariances),
+                              "non-private (EM)": sk}
+    for method, spec in METHODS.items():
+        public = pub if spec.uses_public else None
+        label = f"{method}: " + (f"{n_pub} public rows" if spec.uses_public else "no public data")
+        why = ""
+        if not math.isfinite(spec.min_separation):
+            why = "not run in the demo: a reduction that method='auto' never picks"
+        elif time.perf_counter() > deadline:
+            why = "not run: the demo's time budget is used up"
+        if why:
+            rows.append((label, f"{why} (try fit-mixture --method {method})", "", ""))
+            continue
+        est = PrivateGaussianMixture(k, epsilon=epsilon, delta=1e-6, method=method,
+                                     random_state=seed)
+        m, secs, why = _timed_fit(est, X, public)
+        if m is None:
+            rows.append((label, why, "", ""))
+            continue
+        rows.append((label, *errors(m.weights_, m.means_, m.covariances_), f"{secs:.2f}"))
+        models[f"private ({method})"] = m
+    return rows, models
+
+
+
 def write_csv(rows: list[Row], path: str | Path) -> None:
     """Write experiment rows as CSV."""
     with open(path, "w", newline="") as fh:
@@ -211,36 +362,8 @@ def write_csv(rows: list[Row], path: str | Path) -> None:
 
 
 def plot(rows: list[Row], path: str | Path, title: str = "") -> None:
-    """Error against n, one line per method (and per k), with trimmed-std error bars."""
-    import matplotlib
+    """Error against n (see :func:`privgauss.plots.plot_experiment`), with the published
+    numbers of experiment ``title`` when there are any."""
+    from .plots import plot_experiment
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    groups: dict[tuple[Any, Any], list[Row]] = {}
-    for r in rows:
-        groups.setdefault((r["k"], r["method"]), []).append(r)
-    ks = sorted({r["k"] for r in rows}, key=str)
-    fig, axes = plt.subplots(1, len(ks), figsize=(5.5 * len(ks), 4.2), squeeze=False)
-    for ax, k in zip(axes[0], ks, strict=True):
-        for (kk, method), rs in groups.items():
-            if kk != k:
-                continue
-            rs = sorted(rs, key=lambda r: r["n"])
-            ax.errorbar(
-                [r["n"] for r in rs],
-                [r["trimmed_mean"] for r in rs],
-                yerr=[r["trimmed_std"] for r in rs],
-                marker="o",
-                ms=3,
-                capsize=2,
-                label=str(method),
-            )
-        ax.set_xlabel("n (private rows)")
-        ax.set_ylabel("error (10%-trimmed mean)")
-        ax.set_yscale("log")
-        ax.set_title(f"{title}, k = {k}" if isinstance(k, int) else f"{title} ({k})")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plot_experiment(rows, path, title=title, reference=REFERENCES.get(title))

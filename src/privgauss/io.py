@@ -1,0 +1,297 @@
+"""Files in and out: data tables (CSV, Parquet, .npy), model files (JSON), atomic writes.
+
+A **model file** is the JSON of an estimator's ``to_dict()``: the fitted (DP) parameters, the
+privacy guarantee (notion, budget, what was spent, the neighbour relation), the ledger of every
+release (public metadata only: step, mechanism, cost, sensitivity, noise scale), the library
+version and the method. Nothing else derived from the private data is stored. :func:`load`
+gives back a fitted :class:`~privgauss.PrivateGaussian` or
+:class:`~privgauss.PrivateGaussianMixture` whose ``score_samples``, ``sample`` (and ``predict``)
+work; the privacy report is rebuilt by replaying the ledger into a fresh accountant, which also
+checks that the file's ledger fits its budget.
+
+Messages about bad data name files, columns and shapes only, never cell values or row numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP, budget_from_dict
+from .exceptions import InvalidDataError, PrivacyBudgetError
+
+__all__ = ["atomic_path", "from_dict", "load", "read_table", "save", "write_atomic"]
+
+_CSV_SUFFIXES = {".csv": ",", ".txt": ",", ".tsv": "\t"}
+
+
+# ----------------------------------------------------------------------------------------------
+# Atomic output
+# ----------------------------------------------------------------------------------------------
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path next to ``path``; renamed onto ``path`` only if the block succeeds.
+
+    On any exception (including Ctrl-C) the temporary file is removed and ``path`` is left as
+    it was: never a half-written file.
+    """
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise InvalidDataError(f"cannot write {path}: folder {parent} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; give the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and a rename."""
+    with atomic_path(path) as tmp, open(tmp, "w") as fh:
+        fh.write(text)
+
+
+# ----------------------------------------------------------------------------------------------
+# Data tables
+# ----------------------------------------------------------------------------------------------
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _select(names: list[str], columns: list[str] | None, path: Path) -> list[int]:
+    if columns is None:
+        return list(range(len(names)))
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise InvalidDataError(f"{path.name} has no column(s) {missing}; it has {names}")
+    return [names.index(c) for c in columns]
+
+
+def _read_csv(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+    with open(path, newline="") as fh:
+        rows = [r for r in csv.reader(fh, delimiter=_CSV_SUFFIXES[path.suffix.lower()]) if r]
+    if not rows:
+        raise InvalidDataError(f"{path.name} is empty: it needs a header line and data rows")
+    has_header = not all(_is_number(c) for c in rows[0])
+    names = [c.strip() for c in rows[0]] if has_header else [str(i) for i in range(len(rows[0]))]
+    body = rows[1:] if has_header else rows
+    if not body:
+        raise InvalidDataError(f"{path.name} is empty: it has a header but no data rows")
+    width = len(names)
+    if any(len(r) != width for r in body):
+        raise InvalidDataError(
+            f"{path.name}: every row must have {width} cells, like the header; some do not"
+        )
+    idx = _select(names, columns, path)
+    out = np.empty((len(body), len(idx)))
+    for j, col in enumerate(idx):
+        try:
+            out[:, j] = [float(r[col]) for r in body]
+        except ValueError:
+            raise InvalidDataError(
+                f"{path.name}: column {names[col]!r} has non-numeric or empty cells; every "
+                "selected column must hold numbers only (choose columns with --columns)"
+            ) from None
+    return out, [names[i] for i in idx]
+
+
+def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InvalidDataError("reading Parquet needs pyarrow: pip install pyarrow") from None
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for unreadable files
+        raise InvalidDataError(f"{path.name} is not a readable Parquet file") from exc
+    names = [str(n) for n in table.column_names]
+    if table.num_rows == 0 or not names:
+        raise InvalidDataError(f"{path.name} is empty: it has no data rows")
+    idx = _select(names, columns, path)
+    cols = []
+    for i in idx:
+        col = table.column(i)
+        import pyarrow.types as pat
+
+        if not (pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_boolean(col.type)):
+            raise InvalidDataError(
+                f"{path.name}: column {names[i]!r} is not numeric (type {col.type}); choose "
+                "numeric columns with --columns"
+            )
+        cols.append(col.to_numpy(zero_copy_only=False).astype(np.float64))
+    return np.column_stack(cols), [names[i] for i in idx]
+
+
+def _read_npy(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+    if columns:
+        raise InvalidDataError("--columns needs a CSV or Parquet file with a header")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise InvalidDataError(f"{path.name} is not a readable .npy array") from exc
+    if arr.size == 0:
+        raise InvalidDataError(f"{path.name} is empty (shape {arr.shape})")
+    if arr.dtype.kind not in "biuf":
+        raise InvalidDataError(f"{path.name} has non-numeric dtype {arr.dtype}")
+    width = arr.shape[1] if arr.ndim == 2 else 1
+    return arr, [str(i) for i in range(width)]
+
+
+def read_table(
+    path: str | Path, columns: str | list[str] | None = None, *, with_names: bool = False
+) -> Any:
+    """Rows of a CSV/TSV, Parquet or .npy file as a float array (only ``columns``, if given).
+
+    A CSV's first line is a header unless every cell of it is a number (then columns are
+    named ``"0"``, ``"1"``, …). ``columns`` is a list or a comma-separated string of names.
+    ``with_names=True`` returns ``(array, column names)``.
+    Raises :class:`~privgauss.exceptions.InvalidDataError` with a one-line message for a
+    missing file or column, an empty file, ragged rows or non-numeric cells.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidDataError(f"file not found: {path}")
+    cols = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else columns
+    suffix = p.suffix.lower()
+    if suffix == ".npy":
+        out = _read_npy(p, cols)
+    elif suffix == ".parquet":
+        out = _read_parquet(p, cols)
+    elif suffix in _CSV_SUFFIXES:
+        out = _read_csv(p, cols)
+    else:
+            raise InvalidDataError(
+            f"unsupported file type {suffix!r}: use .csv, .tsv, .parquet or .npy"
+        )
+    return out if with_names else out[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Model files
+# ----------------------------------------------------------------------------------------------
+
+
+def save(model: Any, path: str | Path) -> None:
+    """Write a fitted estimator's model file (``model.to_dict()`` as JSON), atomically."""
+    write_atomic(path, json.dumps(model.to_dict(), indent=2) + "\n")
+
+
+def load(path: str | Path) -> Any:
+    """A fitted ``PrivateGaussian`` or ``PrivateGaussianMixture`` from a model file.
+
+    Loading spends no budget: the parameters are already DP outputs.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidDataError(f"model file not found: {path}")
+    try:
+        data = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidDataError(f"{p.name} is not a JSON model file") from exc
+    return from_dict(data)
+
+
+def _budget_kwargs(budget: Budget) -> dict[str, float]:
+    if isinstance(budget, ZCDP):
+        return {"rho": budget.rho}
+    if isinstance(budget, PureDP):
+        return {"epsilon": budget.epsilon}
+    assert isinstance(budget, ApproxDP)
+    return {"epsilon": budget.epsilon, "delta": budget.delta}
+
+
+def _replay(privacy: dict[str, Any]) -> tuple[Budget, Accountant]:
+    """The budget and an accountant holding the file's ledger (refusing an over-spent one)."""
+    budget = budget_from_dict(privacy["budget"])
+    acct = Accountant(budget)
+    try:
+        for e in privacy["ledger"]:
+            acct.spend(
+                budget_from_dict(e["cost"]),
+                step=str(e.get("step", "")),
+                mechanism=str(e.get("mechanism", "")),
+                sensitivity=e.get("sensitivity"),
+                noise_scale=e.get("noise_scale"),
+                note=str(e.get("note", "")),
+            )
+    except PrivacyBudgetError:
+        raise InvalidDataError("the model file's ledger exceeds its own budget") from None
+    return budget, acct
+
+
+def _matrix(value: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != shape or not np.all(np.isfinite(arr)):
+        raise InvalidDataError(f"model file: {what} must be a finite array of shape {shape}")
+    return arr
+
+
+def from_dict(data: dict[str, Any]) -> Any:
+    """A fitted estimator from a model dictionary (the output of ``to_dict()``)."""
+    from .estimators import PrivateGaussian, PrivateGaussianMixture
+
+    if not isinstance(data, dict) or data.get("library") != "privgauss":
+        raise InvalidDataError("not a privgauss model file (no \"library\": \"privgauss\")")
+    kind = data.get("model")
+    try:
+        d = int(data["n_features"])
+        budget, acct = _replay(data["privacy"])
+        if kind == "gaussian":
+            est: Any = PrivateGaussian(**_budget_kwargs(budget))
+            est.mean_ = _matrix(data["mean"], (d,), "mean")
+            cov = _matrix(data["covariance"], (d, d), "covariance")
+            est.covariance_ = (cov + cov.T) / 2
+        elif kind == "gaussian-mixture":
+            k = int(data["n_components"])
+            est = PrivateGaussianMixture(k, **_budget_kwargs(budget))
+            w = _matrix(data["weights"], (k,), "weights")
+            if np.any(w < 0) or not math.isclose(float(w.sum()), 1.0, abs_tol=1e-6):
+                raise InvalidDataError("model file: weights must be non-negative and sum to 1")
+            est.weights_ = w
+            est.means_ = _matrix(data["means"], (k, d), "means")
+            covs = _matrix(data["covariances"], (k, d, d), "covariances")
+            est.covariances_ = (covs + covs.transpose(0, 2, 1)) / 2
+        else:
+            raise InvalidDataError(f"unknown model type {kind!r}: expected a privgauss model")
+        est.method = str(data["method"])
+        est.method_ = str(data["method"])
+        est.method_reason_ = str(data.get("method_reason", ""))
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, InvalidDataError):
+            raise
+        raise InvalidDataError(f"model file is missing or has a malformed field ({exc})") from None
+    est.n_features_in_ = d
+    est.budget_ = budget
+    est.accountant_ = acct
+    est.privacy_spent_ = acct.spent
+    est.ledger_ = list(acct.ledger)
+    est.loaded_version_ = str(data.get("version", "unknown"))
+    return est

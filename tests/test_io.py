@@ -1,0 +1,151 @@
+"""Model files (save / pg.load round trips, refusing bad files), data tables, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import privgauss as pg
+from privgauss.datasets import make_gaussian, make_mixture
+from privgauss.io import atomic_path, read_table, save, write_atomic
+
+MODEL_KEYS = {"model", "library", "version", "method", "method_reason", "n_features",
+              "privacy", "pure_dp"}
+
+
+@pytest.fixture(scope="module")
+def gaussian() -> pg.PrivateGaussian:
+    X, mu, cov = make_gaussian(4000, 3, mean=np.full(3, 50.0), random_state=0)
+    pub, _, _ = make_gaussian(4, 3, mean=mu, cov=cov, random_state=1)
+    return pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub)
+
+
+@pytest.fixture(scope="module")
+def mixture() -> pg.PrivateGaussianMixture:
+    mix = make_mixture(15_000, 2, 2, separation=6.0, random_state=2)
+    return pg.PrivateGaussianMixture(
+        2, epsilon=8.0, delta=1e-6, method="sample-aggregate", random_state=0
+    ).fit(mix.X)
+
+
+def test_gaussian_round_trip(gaussian: pg.PrivateGaussian, tmp_path: Path) -> None:
+    path = tmp_path / "g.json"
+    save(gaussian, path)
+    stored = json.loads(path.read_text())
+    assert set(stored) == MODEL_KEYS | {"mean", "covariance"}
+    assert stored["privacy"]["budget"] == {"notion": "zCDP", "rho": 0.5}
+    g = pg.load(path)
+    assert isinstance(g, pg.PrivateGaussian)
+    assert g.to_dict() == gaussian.to_dict()
+    assert g.privacy_spent_ == gaussian.privacy_spent_ and len(g.ledger_) == len(gaussian.ledger_)
+    Y = np.random.default_rng(3).normal(50.0, 1.0, size=(20, 3))
+    assert np.allclose(g.score_samples(Y), gaussian.score_samples(Y))
+    assert np.array_equal(g.sample(5, random_state=4), gaussian.sample(5, random_state=4))
+
+
+def test_mixture_round_trip(mixture: pg.PrivateGaussianMixture, tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    save(mixture, path)
+    stored = json.loads(path.read_text())
+    assert set(stored) == MODEL_KEYS | {"n_components", "weights", "means", "covariances"}
+    assert stored["privacy"]["neighbours"].startswith("replace-one")
+    m = pg.load(path)
+    assert isinstance(m, pg.PrivateGaussianMixture) and m.method_ == "sample-aggregate"
+    assert m.to_dict() == mixture.to_dict()
+    Y = mixture.sample(200, random_state=5)[0]
+    assert np.array_equal(m.predict(Y), mixture.predict(Y))
+    assert np.allclose(m.score_samples(Y), mixture.score_samples(Y))
+    X1, labels1 = m.sample(50, random_state=6)
+    X2, labels2 = mixture.sample(50, random_state=6)
+    assert np.array_equal(X1, X2) and np.array_equal(labels1, labels2)
+
+
+def _corrupt(gaussian: pg.PrivateGaussian, tmp_path: Path, change) -> Path:  # noqa: ANN001
+    d = gaussian.to_dict()
+    change(d)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.update(library="other"), "not a privgauss model"),
+        (lambda d: d.update(model="tree"), "unknown model type"),
+        (lambda d: d.update(mean=[1.0, 2.0]), "shape (3,)"),
+        (lambda d: d.update(covariance=[[float("nan")] * 3] * 3), "finite"),
+        (lambda d: d.pop("privacy"), "missing"),
+        (lambda d: d["privacy"]["ledger"].append(d["privacy"]["ledger"][0]), "exceeds"),
+    ],
+)
+def test_bad_model_files_are_refused(
+    gaussian: pg.PrivateGaussian, tmp_path: Path, change, message: str  # noqa: ANN001
+) -> None:
+    with pytest.raises(pg.InvalidDataError) as info:
+        pg.load(_corrupt(gaussian, tmp_path, change))
+    assert message in str(info.value)
+
+
+def test_mixture_weights_must_sum_to_one(
+    mixture: pg.PrivateGaussianMixture, tmp_path: Path
+) -> None:
+    d = mixture.to_dict()
+    d["weights"] = [0.9, 0.9]
+    (tmp_path / "w.json").write_text(json.dumps(d))
+    with pytest.raises(pg.InvalidDataError, match="sum to 1"):
+        pg.load(tmp_path / "w.json")
+
+
+def test_missing_or_non_json_model_file(tmp_path: Path) -> None:
+    with pytest.raises(pg.InvalidDataError, match="not found"):
+        pg.load(tmp_path / "none.json")
+    (tmp_path / "x.json").write_text("{not json")
+    with pytest.raises(pg.InvalidDataError, match="not a JSON model"):
+        pg.load(tmp_path / "x.json")
+
+
+# ------------------------------------------------------------------------------------------------
+# data tables and atomic writes
+# ------------------------------------------------------------------------------------------------
+
+
+def test_read_table_formats(tmp_path: Path) -> None:
+    (tmp_path / "h.csv").write_text("x,y\n1,2\n3,4.5\n")
+    (tmp_path / "n.csv").write_text("1,2\n3,4.5\n")
+    (tmp_path / "t.tsv").write_text("x\ty\n1\t2\n3\t4.5\n")
+    np.save(tmp_path / "a.npy", np.array([[1.0, 2.0], [3.0, 4.5]]))
+    expected = np.array([[1.0, 2.0], [3.0, 4.5]])
+    for name in ("h.csv", "n.csv", "t.tsv", "a.npy"):
+        assert np.array_equal(read_table(tmp_path / name), expected), name
+    X, names = read_table(tmp_path / "h.csv", "y", with_names=True)
+    assert names == ["y"] and np.array_equal(X, expected[:, 1:])
+    assert read_table(tmp_path / "n.csv", ["1"]).shape == (2, 1)  # headerless: columns "0", "1"
+    with pytest.raises(pg.InvalidDataError, match="--columns needs"):
+        read_table(tmp_path / "a.npy", "x")
+
+
+def test_read_table_messages_hold_no_cell_values(tmp_path: Path) -> None:
+    (tmp_path / "s.csv").write_text("x,y\n1,secret-value\n")
+    with pytest.raises(pg.InvalidDataError) as info:
+        read_table(tmp_path / "s.csv")
+    assert "'y'" in str(info.value) and "secret" not in str(info.value)
+
+
+def test_atomic_write_keeps_the_old_file_on_failure(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    write_atomic(path, "old\n")
+    with pytest.raises(RuntimeError), atomic_path(path) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("boom")
+    assert path.read_text() == "old\n"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+    with pytest.raises(pg.InvalidDataError, match="does not exist"):
+        write_atomic(tmp_path / "no" / "x.txt", "x")
