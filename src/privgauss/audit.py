@@ -51,7 +51,7 @@ import numpy as np
 from scipy.stats import beta
 from tqdm import tqdm
 
-__all__ = ["AuditResult", "audit_mechanism"]
+__all__ = ["AuditResult", "audit_mechanism", "estimator_mechanism", "worst_case_pairs"]
 
 _MAX_THRESHOLDS = 2000  # thresholds scanned per candidate statistic on the selection half
 _MAX_FISHER_DIM = 500  # the Fisher direction is only tried up to this output dimension
@@ -409,3 +409,78 @@ def _short_repr(v: Any, limit: int = 40) -> str:
 
 def _ordering(d_first: bool) -> str:
     return "(D vs D')" if d_first else "(D' vs D)"
+
+
+# ------------------------------------------------------------------ neighbours and estimators
+
+
+def worst_case_pairs(
+    X: Any, *, radius: float, center: Any = None, far: float = 1e6
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Replace-one neighbours of ``X`` (n, d) built to stress a clipping estimator.
+
+    The last row is replaced in every pair (``center`` defaults to the origin; ``radius`` is the
+    clipping radius the estimator is believed to use, ``far`` a multiple of it):
+
+    * ``"boundary"`` — the record sits at ``center + radius·e₁`` in D and ``center − radius·e₁``
+      in D′: the largest move a radius-``radius`` clip allows.
+    * ``"outlier"`` — ``center + radius·e₁`` against a far outlier ``center + far·radius·e₁``
+      (identical after a correct clip; a clip radius read from the data tells them apart).
+    * ``"duplicate"`` — the record is a copy of row 0 in D and stays itself in D′.
+    * ``"partition"`` — the record in D′ is the row of X farthest from it, which in a separated
+      mixture lies in another cluster (a record moved across a partition).
+
+    Returns name → (D, D′), fresh arrays; ``X`` is not modified.
+    """
+    X = np.array(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] < 2:
+        raise ValueError("worst_case_pairs needs a 2-D array with at least 2 rows")
+    if not (math.isfinite(radius) and radius > 0 and math.isfinite(far) and far >= 1):
+        raise ValueError("radius must be finite and > 0, far finite and >= 1")
+    n, d = X.shape
+    c = np.zeros(d) if center is None else np.asarray(center, dtype=np.float64).reshape(d)
+    e1 = np.zeros(d)
+    e1[0] = 1.0
+
+    def with_last(row: np.ndarray) -> np.ndarray:
+        out = X.copy()
+        out[-1] = row
+        return out
+
+    farthest = X[int(np.argmax(np.linalg.norm(X - X[-1], axis=1)))]
+    return {
+        "boundary": (with_last(c + radius * e1), with_last(c - radius * e1)),
+        "outlier": (with_last(c + radius * e1), with_last(c + far * radius * e1)),
+        "duplicate": (with_last(X[0]), X.copy()),
+        "partition": (X.copy(), with_last(farthest)),
+    }
+
+
+def estimator_mechanism(
+    make_estimator: Callable[[np.random.Generator], Any],
+    statistic: Callable[[Any], Any],
+    size: int,
+    *,
+    public_X: Any = None,
+) -> Callable[[Any, np.random.Generator], np.ndarray]:
+    """A mechanism for :func:`audit_mechanism` that fits an estimator and summarises the fit.
+
+    ``make_estimator(rng)`` returns an unfitted estimator drawing its noise from ``rng``
+    (``random_state=rng``); ``statistic(fitted)`` maps the fit to ``size`` floats. The output is
+    ``[failed, *statistic]``, the statistic zeroed when the fit raised
+    :class:`~privgauss.exceptions.EstimationFailed`: a failure (⊥) is an output of the mechanism
+    too, so an event such as "the fit failed" is audited as well.
+    """
+    from .exceptions import EstimationFailed
+
+    def mechanism(data: Any, rng: np.random.Generator) -> np.ndarray:
+        try:
+            fitted = make_estimator(rng).fit(data, public_X=public_X)
+        except EstimationFailed:
+            return np.zeros(size + 1) + np.eye(1, size + 1)[0]
+        stat = np.asarray(statistic(fitted), dtype=np.float64).ravel()
+        if stat.size != size:
+            raise ValueError(f"statistic returned {stat.size} values, expected {size}")
+        return np.concatenate([[0.0], stat])
+
+    return mechanism

@@ -32,6 +32,26 @@ def _check_sensitivity(sensitivity: float) -> float:
     return s
 
 
+def _values(value: Any, what: str = "released value") -> np.ndarray:
+    """``value`` as a float array, refused before any charge when it is not numeric (the message
+    never quotes the data)."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"the {what} must be a real number or an array of real numbers") from None
+
+
+def _counts(count: Any) -> np.ndarray:
+    """Integer counts as an int64 array, refused before any charge when they are not finite
+    integers."""
+    if isinstance(count, np.ndarray | np.integer | int) and np.asarray(count).dtype.kind in "iub":
+        return np.asarray(count, dtype=np.int64)
+    c = _values(count, "count")
+    if not (np.all(np.isfinite(c)) and np.all(c == np.round(c)) and np.all(np.abs(c) < 2**62)):
+        raise ValueError("counts must be finite integers")
+    return c.astype(np.int64)
+
+
 def _pure_epsilon(budget: Budget, what: str) -> float:
     if isinstance(budget, PureDP):
         return budget.epsilon
@@ -138,6 +158,7 @@ def gaussian_mechanism(
 
     ρ-zCDP with σ = Δ₂/√(2ρ), or (ε, δ)-DP with the analytic calibration.
     """
+    value = _values(value)
     sigma = gaussian_sigma(sensitivity, budget)
     _charge(accountant, budget, step, "gaussian", float(sensitivity), sigma)
     return as_noise(noise).gaussian(value, sigma)
@@ -154,6 +175,7 @@ def laplace_mechanism(
 ) -> np.ndarray:
     """Release ``value`` plus Laplace(Δ₁/ε) noise per entry; ε-DP when ``sensitivity`` bounds the
     L1 norm of the change between neighbours."""
+    value = _values(value)
     eps = _pure_epsilon(budget, "Laplace mechanism")
     scale = 0.0 if math.isinf(eps) else _check_sensitivity(sensitivity) / eps
     _charge(accountant, budget, step, "laplace", float(sensitivity), scale)
@@ -175,7 +197,7 @@ def symmetric_matrix_mechanism(
     Pure ε: Laplace noise, ``sensitivity`` bounds the L1 norm of the change of the upper triangle.
     The output is symmetric but not necessarily PSD (project with :func:`linalg.project_psd`).
     """
-    m = np.asarray(matrix, dtype=np.float64)
+    m = _values(matrix, "matrix")
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
         raise ValueError("symmetric_matrix_mechanism needs a square matrix")
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
@@ -205,6 +227,7 @@ def truncated_laplace_mechanism(
         raise PrivacyBudgetError(
             "the truncated Laplace mechanism needs an (epsilon, delta>0) budget"
         )
+    value = _values(value)
     sensitivity = _check_sensitivity(sensitivity)
     scale = sensitivity / budget.epsilon
     bound = truncated_laplace_bound(sensitivity, budget.epsilon, budget.delta)
@@ -228,6 +251,7 @@ def private_count(
     (post-processing). The exact discrete Gaussian is not used there: its δ at the analytic σ
     can exceed the continuous one (e.g. about 2δ for ε = 5, δ = 1e-3, Δ = 1).
     """
+    count = _counts(count)
     src = as_noise(noise)
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
         eps = _pure_epsilon(budget, "private count")
@@ -258,6 +282,9 @@ def exponential_mechanism(
     Implemented as report-noisy-max with Gumbel noise, which has exactly that distribution;
     ε-DP when ``sensitivity`` bounds the change of each utility.
     """
+    utilities = _values(utilities, "utilities").ravel()
+    if utilities.size == 0:
+        raise ValueError("the exponential mechanism needs at least one candidate utility")
     eps = _pure_epsilon(budget, "exponential mechanism")
     sensitivity = _check_sensitivity(sensitivity)
     factor = 1.0 if monotone else 2.0
