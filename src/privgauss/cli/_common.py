@@ -1,0 +1,193 @@
+"""Shared pieces of the ``privgauss`` command line: error exits, registry-backed choices, budget
+and fit options, input reading and atomic outputs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from ..io import atomic_path, read_table
+
+_USER_ERRORS = (InvalidDataError, PrivacyBudgetError, EstimationFailed, ValueError, OSError)
+_DEMO_PLOT = "privgauss-demo.png"
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {' '.join(str(message).split())}", err=True)
+    sys.exit(2)
+
+
+class _RegistryChoice(click.Choice):
+    """A ``click.Choice`` whose choices are read from a registry each time they are needed."""
+
+    def __init__(self, choices: Callable[[], Sequence[str]]) -> None:
+        self._get = choices
+        super().__init__([], case_sensitive=True)
+
+    @property  # type: ignore[override]
+    def choices(self) -> Sequence[str]:
+        return tuple(self._get())
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:  # set by click.Choice.__init__
+        pass
+
+
+def _gaussian_methods() -> list[str]:
+    from ..estimators.gaussian import METHODS
+
+    return list(METHODS)
+
+
+def _mixture_methods() -> list[str]:
+    from ..estimators.mixture import METHODS
+
+    return ["auto", *METHODS]
+
+
+def _experiment_names() -> list[str]:
+    from ..experiments import EXPERIMENTS
+
+    return list(EXPERIMENTS)
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared options and plumbing
+# ----------------------------------------------------------------------------------------------
+
+
+def _budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(
+        [
+            click.option("--rho", type=float, default=None, help="rho-zCDP budget"),
+            click.option("--epsilon", type=float, default=None, help="epsilon (alone: pure DP)"),
+            click.option("--delta", type=float, default=None, help="delta of (eps, delta)-DP"),
+        ]
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.argument("data", type=click.Path(dir_okay=False)),
+        click.option("--columns", default=None, help="comma-separated columns (CSV/Parquet)"),
+        click.option("--public", "public", default=None, type=click.Path(dir_okay=False),
+                     help="file of public rows (same columns); never charged to the budget"),
+        _budget_options,
+        click.option("--seed", type=int, default=None,
+                     help="seed for reproducible (NOT secure) noise; omit for secure noise"),
+        click.option("--out", type=click.Path(dir_okay=False), default=None,
+                     help="write the model JSON here (default: print it)"),
+        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+                     help="write a PNG of the fitted ellipses (needs matplotlib)"),
+        click.option("--dims", default="0,1", show_default=True,
+                     help="two coordinates (indices or column names) for --plot"),
+        click.option("--show-data", is_flag=True,
+                     help="draw the private rows on --plot (the picture is NOT private)"),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _budget(rho: float | None, epsilon: float | None, delta: float | None) -> dict[str, Any]:
+    if rho is None and epsilon is None:
+        raise PrivacyBudgetError("give a privacy budget: --rho, or --epsilon (with --delta)")
+    from ..accounting import make_budget
+
+    make_budget(rho=rho, epsilon=epsilon, delta=delta)  # validates before anything is read
+    return {"rho": rho, "epsilon": epsilon, "delta": delta}
+
+
+def _read_inputs(
+    data: str, public: str | None, columns: str | None
+) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+    X, names = read_table(data, columns, with_names=True)
+    if X.ndim == 1:
+        X = X.reshape(-1, 1)
+    Xp = None
+    if public is not None:
+        Xp = read_table(public, columns)
+        Xp = Xp.reshape(-1, 1) if Xp.ndim == 1 else Xp
+        if Xp.ndim != 2 or Xp.shape[1] != X.shape[1]:
+            raise InvalidDataError(
+                f"the public file has {Xp.shape[-1]} features (columns) but the data has "
+                f"{X.shape[1]}; give public rows with the same columns"
+            )
+    return X, Xp, names
+
+
+def _parse_dims(dims: str, names: list[str]) -> tuple[int, int]:
+    parts = [p.strip() for p in dims.split(",")]
+    out = [names.index(p) if p in names else int(p) if p.lstrip("-").isdigit() else -1
+           for p in parts]
+    if len(out) != 2 or len(set(out)) != 2 or not all(0 <= i < len(names) for i in out):
+        raise InvalidDataError(
+            f"--dims must name two different columns (indices 0..{len(names) - 1} or names "
+            f"{names})"
+        )
+    return out[0], out[1]
+
+
+@contextlib.contextmanager
+def _atomic_outputs(*paths: str | None) -> Iterator[list[Path | None]]:
+    """Temporary paths for each given output, all renamed into place only if the block succeeds."""
+    with contextlib.ExitStack() as stack:
+        yield [None if p is None else stack.enter_context(atomic_path(p)) for p in paths]
+
+
+def _check_outputs(out: str | None, plot_path: str | None, dims: str,
+                   names: list[str]) -> tuple[int, int] | None:
+    """Refuse unusable outputs before the fit spends any budget; the --plot coordinates."""
+    for path in (out, plot_path):
+        if path is not None and not Path(path).resolve().parent.is_dir():
+            raise InvalidDataError(f"cannot write {path}: its folder does not exist")
+    if plot_path is None:
+        return None
+    if len(names) < 2:
+        raise InvalidDataError("--plot needs data with at least 2 columns")
+    from ..plots import new_figure
+
+    new_figure()  # raises a one-line ImportError now if matplotlib is missing
+    return _parse_dims(dims, names)
+
+
+def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
+                plot_path: str | None, ij: tuple[int, int] | None, show_data: bool) -> None:
+    """Write the model (or print it) and the plot, atomically together."""
+    text = json.dumps(model.to_dict(), indent=2) + "\n"
+    with _atomic_outputs(out, plot_path) as (tmp_out, tmp_plot):
+        if tmp_plot is not None:
+            from ..plots import plot_models
+
+            plot_models({f"private ({model.method_})": model}, tmp_plot, dims=ij,
+                        data=X if show_data else None, feature_names=names)
+        if tmp_out is not None:
+            tmp_out.write_text(text)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        click.echo(f"wrote {out} (method {model.method_}, spent {model.privacy_spent_})")
+    if plot_path:
+        note = " (it shows private rows: keep it local)" if show_data else ""
+        click.echo(f"wrote {plot_path}{note}")
+
+
+def _run_user(fn: Callable[[], None]) -> None:
+    """Run ``fn``, turning user errors (and a missing matplotlib) into one-line exits."""
+    try:
+        fn()
+    except (*_USER_ERRORS, ImportError) as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted; no output written")
+

@@ -1,0 +1,94 @@
+"""``privgauss fit-gaussian`` and ``privgauss fit-mixture``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ._common import (
+    _budget,
+    _check_outputs,
+    _finish_fit,
+    _fit_options,
+    _gaussian_methods,
+    _mixture_methods,
+    _read_inputs,
+    _RegistryChoice,
+    _run_user,
+)
+
+
+@click.command("fit-gaussian")
+@_fit_options
+@click.option("--method", default="auto", show_default=True,
+              type=_RegistryChoice(_gaussian_methods), help="estimation method")
+@click.option("--mean-bound", type=float, default=None, help="prior radius R around the origin")
+@click.option("--cov-bounds", type=(float, float), default=None, help="eigenvalue bounds LO HI")
+@click.option("--identity-covariance", is_flag=True, help="estimate the mean only (Sigma = I)")
+def fit_gaussian(data: str, columns: str | None, public: str | None, rho: float | None,
+                 epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
+                 plot_path: str | None, dims: str, show_data: bool, method: str,
+                 mean_bound: float | None, cov_bounds: tuple[float, float] | None,
+                 identity_covariance: bool) -> None:
+    """Fit a private Gaussian to the rows of DATA (CSV, Parquet or .npy).
+
+    \b
+    Examples:
+      privgauss fit-gaussian data.csv --rho 0.5 --public public.csv --out model.json
+      privgauss fit-gaussian data.csv --epsilon 1 --delta 1e-6 --columns age,income
+      privgauss fit-gaussian data.npy --rho 0.5 --mean-bound 100 --cov-bounds 0.1 10
+    """
+    from ..estimators import PrivateGaussian
+
+    def run() -> None:
+        budget = _budget(rho, epsilon, delta)
+        X, Xp, names = _read_inputs(data, public, columns)
+        ij = _check_outputs(out, plot_path, dims, names)
+        g = PrivateGaussian(**budget, method=method, mean_bound=mean_bound, cov_bounds=cov_bounds,
+                            covariance="identity" if identity_covariance else None,
+                            random_state=seed).fit(X, public_X=Xp)
+        _finish_fit(g, X, names, out, plot_path, ij, show_data)
+
+    _run_user(run)
+
+
+@click.command("fit-mixture")
+@_fit_options
+@click.option("--n-components", "-k", type=int, required=True, help="number of components k")
+@click.option("--method", default="auto", show_default=True,
+              type=_RegistryChoice(_mixture_methods), help="mixture method")
+@click.option("--min-weight", type=float, default=None, help="smallest component weight (1/k)")
+@click.option("--separation", type=float, default=None,
+              help="assumed separation ratio of the components (helps method='auto')")
+def fit_mixture(data: str, columns: str | None, public: str | None, rho: float | None,
+                epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
+                plot_path: str | None, dims: str, show_data: bool, n_components: int,
+                method: str, min_weight: float | None, separation: float | None) -> None:
+    """Fit a private Gaussian mixture to the rows of DATA (CSV, Parquet or .npy).
+
+    Needs an (epsilon, delta) budget and enough rows: see `privgauss requirements mixture`.
+    A failed fit is itself a DP output: the budget is spent and the message says what n the
+    failing step needs.
+
+    \b
+    Examples:
+      privgauss fit-mixture data.csv -k 3 --epsilon 2 --delta 1e-6 --out mix.json
+      privgauss fit-mixture data.csv -k 3 --epsilon 2 --delta 1e-6 --public pub.csv --plot mix.png
+    """
+    from ..estimators import PrivateGaussianMixture
+
+    def run() -> None:
+        budget = _budget(rho, epsilon, delta)
+        X, Xp, names = _read_inputs(data, public, columns)
+        ij = _check_outputs(out, plot_path, dims, names)
+        m = PrivateGaussianMixture(n_components, **budget, method=method, min_weight=min_weight,
+                                   separation=separation, random_state=seed)
+        if sys.stderr.isatty():
+            click.echo(f"fitting a {n_components}-component mixture (method {method}) ...",
+                       err=True)
+        m.fit(X, public_X=Xp)
+        _finish_fit(m, X, names, out, plot_path, ij, show_data)
+
+    _run_user(run)
+
