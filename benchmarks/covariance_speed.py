@@ -6,6 +6,9 @@ Measures, in one run on the same array X (n × d, rows ~ N(0, Σ) with I ⪯ Σ 
 * ``PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub)`` with d+1 public rows
   (public preconditioner → CoinPress mean and covariance),
 * ``coinpress_covariance(X, 0.5, cov_upper=10)``,
+* with ``--sequential``: the same fit with the split mode disabled,
+* with ``--split-tolerance T`` (repeatable): the same fit with the split-mode planner's accuracy
+  tolerance set to T instead of the default 1 % (shows the speed/accuracy trade-off),
 
 and reports the time ratios (wall clock, and CPU time of the process — the fairer figure on
 a shared, loaded machine; run with ``OPENBLAS_NUM_THREADS=1`` for single-core figures)
@@ -15,6 +18,7 @@ of ``np.cov`` on the same X.
     python benchmarks/covariance_speed.py              # n = 1e6, d = 100
     python benchmarks/covariance_speed.py --n 200000 --d 50
     OPENBLAS_NUM_THREADS=1 python benchmarks/covariance_speed.py
+    OPENBLAS_NUM_THREADS=1 python benchmarks/covariance_speed.py --sequential --split-tolerance 0.05
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import numpy as np
 import scipy
 
 import privgauss as pg
+from privgauss.gaussian import coinpress as cp
 from privgauss.gaussian.coinpress import coinpress_covariance
 
 HERE = Path(__file__).resolve().parent
@@ -47,6 +52,16 @@ def _err(S_inv_half: np.ndarray, C: np.ndarray) -> float:
     return float(np.linalg.norm(S_inv_half @ C @ S_inv_half - np.eye(d)))
 
 
+def _mode(est) -> str:  # noqa: ANN001
+    """Which mode the fit ran in, from its (public) ledger."""
+    ledger = est.ledger_
+    if ledger and ledger[0].mechanism == "parallel composition":
+        return "split, parallel mode"
+    if any(e.step.endswith("final second moment") for e in ledger):
+        return "split, subsample mode"
+    return "sequential"
+
+
 def _uptime() -> str:
     try:
         with open("/proc/loadavg") as f:
@@ -62,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "covariance_speed.md")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--sequential", action="store_true",
+                    help="also fit with the split mode disabled (the sequential plan)")
+    ap.add_argument("--split-tolerance", type=float, action="append", default=[],
+                    help="also fit with this split-mode accuracy tolerance (repeatable)")
     args = ap.parse_args(argv)
     n, d = int(args.n), int(args.d)
 
@@ -83,6 +102,23 @@ def main(argv: list[str] | None = None) -> int:
     t_cp, c_cp, C_cp = _timed(
         lambda: coinpress_covariance(X, 0.5, cov_upper=10.0, accountant=acct, noise=0)
     )
+    extra = []
+    if args.sequential:
+        default_min = cp._SPLIT_MIN_VALUES
+        cp._SPLIT_MIN_VALUES = 1 << 62
+        try:
+            extra.append(("off", *_timed(
+                lambda: pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub))))
+        finally:
+            cp._SPLIT_MIN_VALUES = default_min
+    default_tol = cp._SPLIT_TOLERANCE
+    for tol in args.split_tolerance:
+        cp._SPLIT_TOLERANCE = tol
+        try:
+            extra.append((tol, *_timed(
+                lambda: pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub))))
+        finally:
+            cp._SPLIT_TOLERANCE = default_tol
     load_after = _uptime()
 
     e_np = _err(S_inv_half, np.cov(X, rowvar=False))
@@ -97,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
          f"{e_cp:.4g}", f"{e_cp / e_np:.3f}"),
         ("np.cov", nan, nan, nan, nan, f"{e_np:.4g}", "1.000"),
     ]
+    for tol, t, c, g in extra:
+        e = _err(S_inv_half, g.covariance_)
+        label = "split disabled" if tol == "off" else f"split tolerance {tol:g}"
+        rows.insert(-2, (f"PrivateGaussian.fit, {label} ({_mode(g)})", t,
+                         t / t_gram, c, c / c_gram, f"{e:.4g}", f"{e / e_np:.3f}"))
+    rows[1] = (f"{rows[1][0]} ({_mode(est)})", *rows[1][1:])
     cmd = "python " + " ".join(
         [os.path.relpath(__file__, Path.cwd()) if Path.cwd() in Path(__file__).parents
          else __file__] + (argv if argv is not None else sys.argv[1:])
@@ -122,6 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     for name, t, r, c, cr, e, er in rows:
         lines.append(f"| {name} | {fmt(t, '.3f')} | {fmt(r, '.2f')} | {fmt(c, '.3f')} | "
                      f"{fmt(cr, '.2f')} | {e} | {er} |")
+    def mean_err(mu: np.ndarray) -> str:  # the true mean is 0
+        return f"{float(np.linalg.norm(S_inv_half @ mu)):.4g}"
+
+    lines += ["", f"Mean error ‖Σ^-1/2(μ̂ − μ)‖: np.mean {mean_err(X.mean(axis=0))}; default "
+              f"fit {mean_err(est.mean_)}"
+              + "".join(f"; {'split disabled' if tol == 'off' else f'split tolerance {tol:g}'} "
+                        f"{mean_err(g.mean_)}" for tol, _, _, g in extra)
+              + "."]
     lines += [
         "",
         "Machine and libraries:",

@@ -11,6 +11,7 @@ import pytest
 import privgauss as pg
 from privgauss import backends as bk
 from privgauss.exceptions import InvalidDataError
+from privgauss.linalg import clip_rows
 from privgauss.validation import validated_rows
 
 da = pytest.importorskip("dask.array")
@@ -121,3 +122,111 @@ def test_numpy_input_is_not_copied_and_never_modified() -> None:
     Xf = np.asfortranarray(X)
     assert validated_rows(Xf) is Xf
     _fit(X, P, "public")
+
+
+# ---- one-pass clipped first and second moments (split-mode final pass)
+
+
+def _moment_case(offset: float, seed: int = 2) -> tuple:
+    rng = np.random.default_rng(seed)
+    n, d = 6000, 5
+    M = rng.standard_normal((d, d)) + 2 * np.eye(d)
+    X = rng.standard_normal((n, d)) @ M.T + offset
+    P = np.linalg.inv(M) * 1.3
+    rows = bk.Rows(X, input_map=(P, X[:40].mean(axis=0)))
+    A = np.eye(d) + 0.3 * rng.standard_normal((d, d))
+    s = 0.1 * rng.standard_normal(d)
+    return X, rows, A, s
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e12])
+def test_clipped_moments_equal_the_clip_then_sum_definition(offset: float) -> None:
+    X, rows, A, s = _moment_case(offset)
+    n, d = X.shape
+    ex = np.sort(np.random.default_rng(0).choice(n, 700, replace=False))
+    keep = np.setdiff1d(np.arange(n), ex)
+    for tau in (0.5, 2.0, 3.0, 1e3):
+        # the definition, written out: y = P(x − p0), W = clip_τ(A(y − s)) over the kept rows
+        W = ((X[keep] - rows.p0) @ rows.P.T - s) @ A.T
+        Wc, k = clip_rows(W, np.zeros(d), tau)
+        ref = (Wc.mean(axis=0), Wc.T @ Wc / keep.size)
+        for got in (bk.clipped_moments(rows, A, s, tau, ex),
+                    bk.exact_clipped_moments(rows, A, s, tau, ex)):
+            np.testing.assert_allclose(got[0], ref[0], rtol=1e-9, atol=1e-12 * tau)
+            np.testing.assert_allclose(got[1], ref[1], rtol=1e-9, atol=1e-12 * tau**2)
+    assert 0 < k < keep.size or tau > 10  # some rows clipped at the small radii
+
+
+def test_clipped_moments_rows_on_the_boundary_and_extreme_rows() -> None:
+    X, rows, A, s = _moment_case(0.0, seed=3)
+    d = X.shape[1]
+    tau = 2.0
+    # rows mapped exactly onto the sphere (and a hair either side), and rows so large that the
+    # per-record map sanitises them to 0 or the clipped Gram must be formed directly
+    B = np.linalg.inv(A @ rows.P)
+    u = np.random.default_rng(1).standard_normal((30, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    on = (u * tau * np.array([1.0, 1 - 1e-15, 1 + 1e-15] * 10)[:, None]) @ B.T
+    X2 = X.copy()
+    X2[:30] = rows.p0 + np.linalg.solve(rows.P, s) + on
+    X2[30] = 1e150
+    X2[31] = -3e149
+    X2[32] = rows.p0 + 1e4
+    r2 = bk.Rows(X2, input_map=(rows.P, rows.p0))
+    a = bk.clipped_moments(r2, A, s, tau)
+    b = bk.exact_clipped_moments(r2, A, s, tau)
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-9, atol=1e-12)
+
+
+def test_clipped_moments_sensitivity_worst_case_pair() -> None:
+    # replacing one kept row moves the mean by ≤ 2τ/n₂ (L2) and the second moment by
+    # ≤ √2τ²/n₂ (Frobenius): rows at opposite / orthogonal points of the sphere
+    from privgauss.sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
+
+    rng = np.random.default_rng(5)
+    n, d, tau = 500, 3, 1.5
+    X = rng.standard_normal((n, d))
+    ex = np.arange(0, n, 5)
+    rows = bk.Rows(X)
+    base = bk.clipped_moments(rows, np.eye(d), np.zeros(d), tau, ex)
+    n2 = n - ex.size
+    worst = [0.0, 0.0]
+    far = 1e3 * np.eye(d)
+    for r1, r2 in [(far[0], -far[0]), (far[0], far[1])]:  # opposite, orthogonal
+        X1, X2 = X.copy(), X.copy()
+        X1[1], X2[1] = r1, r2
+        m1, S1 = bk.clipped_moments(bk.Rows(X1), np.eye(d), np.zeros(d), tau, ex)
+        m2, S2 = bk.clipped_moments(bk.Rows(X2), np.eye(d), np.zeros(d), tau, ex)
+        worst[0] = max(worst[0], float(np.linalg.norm(m1 - m2)))
+        worst[1] = max(worst[1], float(np.linalg.norm(S1 - S2)))
+    assert math.isclose(worst[0], clipped_mean_l2(tau, n2), rel_tol=1e-9)
+    assert math.isclose(worst[1], clipped_second_moment_frobenius(tau, n2), rel_tol=1e-9)
+    # a row of the excluded set changes nothing
+    X3 = X.copy()
+    X3[0] = 1e3
+    got = bk.clipped_moments(bk.Rows(X3), np.eye(d), np.zeros(d), tau, ex)
+    np.testing.assert_allclose(got[1], base[1], rtol=1e-12, atol=1e-15)
+
+
+def test_split_mode_dask_and_npy_equal_numpy(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path) -> None:  # noqa: ANN001
+    from privgauss.gaussian import coinpress as cp
+
+    monkeypatch.setattr(cp, "_SPLIT_MIN_VALUES", 0)
+    monkeypatch.setattr(cp, "_SPLIT_MIN_ROWS", 100)
+    monkeypatch.setattr(cp, "_SPLIT_FRACTIONS", (0.25,))
+    monkeypatch.setattr(cp, "_SPLIT_TOLERANCE", 10.0)
+    monkeypatch.setattr(cp, "_SPLIT_MAX_FRAME_ERROR", 10.0)
+    monkeypatch.setattr(cp, "_SPLIT_SHARES", (1.0,))
+    X, _ = _data()
+    kw = {"mean_bound": 100.0, "cov_bounds": (0.5, 50.0)}
+    a = _fit(X, None, "coinpress", **kw)
+    assert [e.mechanism for e in a.ledger_] == ["parallel composition"]
+    path = tmp_path / "x.npy"
+    np.save(path, X)
+    for Xs in (da.from_array(X, chunks=(1000, 2)), str(path)):
+        b = _fit(Xs, None, "coinpress", **kw)
+        np.testing.assert_allclose(b.mean_, a.mean_, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(b.covariance_, a.covariance_, rtol=1e-10, atol=1e-12)
+    assert math.isclose(a.privacy_spent_.rho, 0.5)

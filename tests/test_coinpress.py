@@ -603,3 +603,115 @@ def test_planner_prefers_fewer_steps_within_tolerance() -> None:
         return (100**2 + 100) * (1e-6 + last.sigma**2 / last.lower)
 
     assert err(fewer) <= 1.01 * err(full) * (1 + 1e-9)
+
+
+# ---- split mode (parallel composition / subsample over a public random split)
+
+
+def _split_setup(monkeypatch: pytest.MonkeyPatch, share: float | None) -> tuple:
+    """Force the split mode on small data: coarse fit on n/4 rows (``share`` None: parallel
+    mode, else the subsample mode with that share of ρ)."""
+    monkeypatch.setattr(cp, "_SPLIT_MIN_VALUES", 0)
+    monkeypatch.setattr(cp, "_SPLIT_MIN_ROWS", 100)
+    monkeypatch.setattr(cp, "_SPLIT_FRACTIONS", (0.25,))
+    monkeypatch.setattr(cp, "_SPLIT_TOLERANCE", 10.0)
+    monkeypatch.setattr(cp, "_SPLIT_MAX_FRAME_ERROR", 10.0)
+    monkeypatch.setattr(cp, "_SPLIT_SHARES", (1.0,) if share is None else (share,))
+    rng = np.random.default_rng(11)
+    n, d = 4000, 3
+    X = rng.standard_normal((n, d)) * [1.0, 2.0, 0.5] + 3.0
+    return X, n, d
+
+
+def _run_split(X: np.ndarray, rho: float = 1.0, seed: int = 5) -> tuple:
+    d = X.shape[1]
+    a = acct(rho)
+    info: dict = {}
+    m, C = cp._gaussian(Rows(X), rho, np.zeros(d), 10.0, 0.1, 10.0, 10.0 / math.sqrt(0.1),
+                        a, pg.noise.as_noise(seed), "practical", 0.1, "g", 0.0, info)
+    return m, C, a, info
+
+
+def test_split_mode_parallel_charges_and_sensitivities(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, n, d = _split_setup(monkeypatch, None)
+    m, C, a, info = _run_split(X)
+    assert info["parallel"]
+    idx = info["split_rows"]
+    assert idx.size == n // 4 and np.all(np.diff(idx) > 0)
+    # the accountant: one charge of the whole ρ, before any noise (parallel composition)
+    assert [(e.mechanism, e.cost.rho) for e in a.ledger] == [("parallel composition", 1.0)]
+    coarse, final = info["ledgers"]
+    assert math.isclose(math.fsum(e.cost.rho for e in coarse), 1.0, rel_tol=1e-12)
+    assert math.isclose(math.fsum(e.cost.rho for e in final), 1.0, rel_tol=1e-12)
+    assert [e.step for e in final] == ["g final mean", "g final second moment"]
+    tau = math.sqrt(chi2.isf(cp._COV_CLIP_TAIL, d))
+    n2 = n - idx.size
+    assert math.isclose(final[0].sensitivity, 2 * tau / n2)
+    assert math.isclose(final[1].sensitivity, math.sqrt(2) * tau**2 / n2)
+    # accuracy sanity: a sensible Gaussian estimate
+    np.testing.assert_allclose(m, [3.0] * 3, atol=0.3)
+    np.testing.assert_allclose(np.diag(C), [1.0, 4.0, 0.25], rtol=0.3)
+
+
+def test_split_mode_subsample_ledger_sums_to_rho(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, n, d = _split_setup(monkeypatch, 0.2)
+    m, C, a, info = _run_split(X, rho=0.8)
+    assert not info["parallel"]
+    assert math.isclose(math.fsum(e.cost.rho for e in a.ledger), 0.8, rel_tol=1e-12)
+    coarse, final = info["ledgers"]
+    assert math.isclose(math.fsum(e.cost.rho for e in coarse), 0.16, rel_tol=1e-12)
+    assert len(a.ledger) == len(coarse) + len(final)
+    tau = math.sqrt(chi2.isf(cp._COV_CLIP_TAIL, d))
+    assert math.isclose(final[1].sensitivity, math.sqrt(2) * tau**2 / n)  # all n rows
+    np.testing.assert_allclose(np.diag(C), [1.0, 4.0, 0.25], rtol=0.3)
+
+
+def test_split_mode_coarse_fit_reads_only_its_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, n, d = _split_setup(monkeypatch, None)
+    *_, info = _run_split(X)
+    idx = info["split_rows"]
+    j = int(np.setdiff1d(np.arange(n), idx)[7])
+    X2 = X.copy()
+    X2[j] = 1e4
+    *_, info2 = _run_split(X2)
+    np.testing.assert_array_equal(info2["split_rows"], idx)  # the split is data-independent
+    for u, v in zip(info["coarse"], info2["coarse"], strict=True):
+        np.testing.assert_array_equal(u, v)
+
+
+def _final_ignores_coarse_rows(X: np.ndarray, n: int, d: int,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the coarse fit replaced by a data-independent stand-in, replacing a row of S₁
+    leaves the parallel-mode release unchanged (up to rounding)."""
+    monkeypatch.setattr(cp, "_run_practical",
+                        lambda *a, **k: (np.full(d, 3.0), np.diag([1.0, 4.0, 0.25])))
+    m1, C1, _, info = _run_split(X)
+    i = int(info["split_rows"][3])
+    X2 = X.copy()
+    X2[i] = -50.0
+    m2, C2, _, _ = _run_split(X2)
+    np.testing.assert_allclose(m2, m1, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(C2, C1, rtol=1e-9, atol=1e-12)
+
+
+def test_split_mode_final_pass_reads_only_the_other_rows(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    X, n, d = _split_setup(monkeypatch, None)
+    _final_ignores_coarse_rows(X, n, d, monkeypatch)
+    # broken variant: the final pass also reads the coarse rows (overlap) — caught
+    real = cp.clipped_moments
+    monkeypatch.setattr(cp, "clipped_moments",
+                        lambda rows, A, s, tau, exclude=None: real(rows, A, s, tau))
+    with pytest.raises(AssertionError):
+        _final_ignores_coarse_rows(X, n, d, monkeypatch)
+
+
+def test_split_gate_keeps_small_data_sequential() -> None:
+    # the published covariance protocol (d = 10, n = 8000) and the planner's gate
+    from privgauss.gaussian.public import public_preconditioner
+
+    pre = public_preconditioner(np.random.default_rng(0).standard_normal((11, 10)), 0.05)
+    args = (10, 0.5, pre.R, 1.0, pre.K, min(pre.R, pre.mahalanobis_radius), 0.05, 0.0)
+    seq = cp._practical_plan(8000, *args)
+    assert 8000 * 10 < cp._SPLIT_MIN_VALUES
+    assert cp._split_plan(8000, args, seq) is None

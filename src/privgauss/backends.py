@@ -27,6 +27,8 @@ from .exceptions import InvalidDataError
 __all__ = [
     "DEFAULT_MAX_MEMORY_BYTES",
     "block_rows",
+    "clipped_moments",
+    "exact_clipped_moments",
     "in_memory",
     "is_dask",
     "map_rows",
@@ -614,3 +616,109 @@ class Rows:
                 and scale <= _CANCEL_LIMIT * n * (tau + float(np.linalg.norm(center)))):
             return None
         return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Clipped first and second moments in one pass (a fixed, public frame)
+# ----------------------------------------------------------------------------------------------
+
+_MOMENT_BLOCK = 4096  # rows per block of the one-pass moments (BLAS-efficient, cache-sized)
+_CORRECT_LIMIT = 1e6  # clipped rows up to this squared norm / τ² are corrected after the Gram
+
+
+def _exclusion(n: int, exclude: np.ndarray | None) -> np.ndarray:
+    idx = np.zeros(0, dtype=np.intp) if exclude is None else np.asarray(exclude, dtype=np.intp)
+    if idx.size and not (np.all(np.diff(idx) > 0) and idx[0] >= 0 and idx[-1] < n):
+        raise ValueError("exclude must hold sorted, distinct row indices")
+    return idx
+
+
+def _moments_of(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return W.sum(axis=0), W.T @ W
+
+
+def _rows_moments(rows: Rows, kernel: Kernel, idx: np.ndarray, count: int,
+                  block: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(Σ, Σ outer) of ``kernel`` over all rows minus the rows ``idx``, divided by ``count``."""
+    s, G = reduce_rows(rows.X, kernel, block=block)
+    if idx.size:
+        s1, G1 = kernel(take_rows(rows.X, idx))
+        s, G = s - s1, G - G1
+    return s / count, ((G + G.T) / 2) / count
+
+
+def exact_clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
+                          exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Reference definition: with W_i = clip_τ(A(y_i − s)) (ball about 0, per-record map and
+    overflow handling of :func:`affine_rows`), (mean_i W_i, mean_i W_i W_iᵀ) over the rows
+    not in ``exclude`` (sorted indices)."""
+    from .linalg import clip_rows
+
+    idx = _exclusion(rows.n, exclude)
+    zero = np.zeros(rows.d)
+
+    def kernel(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _moments_of(clip_rows(affine_rows(rows.inputs(B), A, s), zero, tau)[0])
+
+    return _rows_moments(rows, kernel, idx, rows.n - idx.size)
+
+
+def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
+                    exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`exact_clipped_moments` in one fast pass: equal to the definition up to rounding.
+
+    With B = A·P = Q·R (QR, R upper triangular) and g = P⁻¹s, A(y_i − s) = Q·R((x_i − p0) − g)
+    for every row that the per-record map does not sanitise; clipping commutes with Q, so per
+    row block: subtract p0 (first: data far from 0 keep their precision) and g, one triangular
+    multiply, row norms, then the Gram of the unclipped rows (syrk) and its correction for the
+    rows beyond τ (or, when a row is very large, the Gram of the clipped rows). Rows that the
+    map may sanitise or overflow (a public bound on ‖y_i‖ from ‖R⁻¹‖, ‖P‖) are mapped by the
+    definition itself. The moments are then rotated back by Q."""
+    idx = _exclusion(rows.n, exclude)
+    d = rows.d
+    A = np.asarray(A, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if rows.P is None:
+            B, p0, g, pn = A, s, np.zeros(d), 0.0
+        else:
+            B, p0 = A @ rows.P, rows.p0
+            g = np.linalg.solve(rows.P, s)
+            pn = float(np.linalg.norm(rows.P, 2))
+        Q, R = np.linalg.qr(B)
+        rinv = float(np.linalg.norm(np.linalg.inv(R), 2)) if np.isfinite(R).all() else math.inf
+    gn = float(np.linalg.norm(g))
+    if not (np.isfinite(Q).all() and math.isfinite(rinv) and np.isfinite(g).all()):
+        return exact_clipped_moments(rows, A, s, tau, exclude)
+    Rf = np.asfortranarray(R)
+    t2 = float(tau) * float(tau)
+    # ‖y_i‖∞ ≤ ‖P‖(‖x_i − p0 − g‖ + ‖g‖) ≤ ‖P‖(‖R⁻¹‖‖z_i‖ + ‖g‖): below 1e149, no sanitising
+    z_lim = (1e149 / pn - gn) / rinv if pn > 0 else math.inf
+    z_lim2 = min(z_lim * abs(z_lim), 1e200) if z_lim > 0 else -1.0
+
+    def kernel(Bk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from .linalg import clip_rows
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            D = Bk - p0
+            if gn > 0:
+                D -= g
+            Z = _trmm(Rf, D, lower=False).T  # rows R(x − p0 − g), in D's memory
+            nrm2 = np.einsum("ij,ij->i", Z, Z)
+        odd = np.flatnonzero(~(nrm2 <= z_lim2))
+        if odd.size:  # the definition's map, rotated into the R frame
+            Z[odd] = affine_rows(rows.inputs(Bk[odd]), A, s) @ Q
+            nrm2[odd] = np.einsum("ij,ij->i", Z[odd], Z[odd])
+        out = np.flatnonzero(nrm2 > t2)
+        if out.size == 0:
+            return _moments_of(Z)
+        if float(nrm2[out].max()) > _CORRECT_LIMIT * t2:
+            Z[out] = clip_rows(Z[out], np.zeros(d), tau)[0]
+            return _moments_of(Z)
+        sm, G = _moments_of(Z)
+        Zo = Z[out]
+        Zc = clip_rows(Zo, np.zeros(d), tau)[0]
+        return sm - Zo.sum(axis=0) + Zc.sum(axis=0), G - Zo.T @ Zo + Zc.T @ Zc
+
+    m1, M2 = _rows_moments(rows, kernel, idx, rows.n - idx.size, _MOMENT_BLOCK)
+    return Q @ m1, Q @ M2 @ Q.T
