@@ -13,11 +13,20 @@ At the n found it reports the ratio of our largest component TV to that of sciki
 non-private ``GaussianMixture`` (k-means init, 3 restarts) fitted on the same draws, and the
 wall-time ratio (ours / sklearn), both medians over the runs.
 
+**Resumable.** Every finished probe (one n, all its runs) is appended to ``<out>/<name>.json``
+at once; a rerun with the same settings skips finished cells and reuses finished probes of
+unfinished ones. ``--seed-from`` takes earlier result files (e.g. the 3-run quick results): the
+search of a cell starts one grid step below the smallest n found there; probes of files made with
+the same ``runs``/``need``/separation (``--reuse-probes-from`` for older files) are reused.
+Cells not finished within ``--time-budget`` seconds are marked "unfinished" (never extrapolated).
+
 Usage::
 
     python benchmarks/mixture_recovery.py --quick            # the target cell + a few, ~10 min
     python benchmarks/mixture_recovery.py                    # all cells, 10 runs, 9/10 needed
-    python benchmarks/mixture_recovery.py --budget-seconds 600 --out benchmarks/results
+    python benchmarks/mixture_recovery.py --time-budget 4000 \
+        --seed-from benchmarks/results/mixture_recovery_quick.json \
+        --reuse-probes-from benchmarks/results/mixture_recovery_target.json
 
     python benchmarks/mixture_recovery.py --cells '10,3,1' --methods kssu --name target
 
@@ -29,8 +38,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -70,6 +81,7 @@ class Cell:
     n_required: float
     smallest_n: int | None = None
     note: str = ""
+    status: str = "done"
     probes: list[Probe] = field(default_factory=list)
 
 
@@ -139,27 +151,56 @@ def _probe(
     return probe
 
 
-def search(cell: Cell, runs: int, need: int, sep: float, deadline: float) -> None:
-    """Walk the grid from the requirement's hint: down while recovering, up while not."""
-    start = min(range(len(GRID)), key=lambda i: abs(math.log(GRID[i] / cell.n_required)))
+def _grid_index(n: float) -> int:
+    return min(range(len(GRID)), key=lambda i: abs(math.log(GRID[i] / n)))
+
+
+def search(
+    cell: Cell,
+    runs: int,
+    need: int,
+    sep: float,
+    deadline: float,
+    start_n: float,
+    cached: dict[int, Probe],
+    save: Callable[[], None],
+) -> None:
+    """Walk the grid from ``start_n``: down while recovering, up while not. Probes in
+    ``cached`` are reused; each new probe is recorded in ``cell`` and saved at once."""
     tried: dict[int, bool] = {}
-    i = start
+    i = _grid_index(start_n)
     while 0 <= i < len(GRID) and GRID[i] not in tried:
-        p = _probe(cell.method, GRID[i], cell.d, cell.k, cell.epsilon, runs, need, sep, deadline)
+        p = cached.get(GRID[i])
         if p is None:
-            cell.note = "stopped: time budget"
-            break
-        cell.probes.append(p)
+            t0 = time.perf_counter()
+            p = _probe(
+                cell.method, GRID[i], cell.d, cell.k, cell.epsilon, runs, need, sep, deadline
+            )
+            if p is None:
+                cell.status = "unfinished"
+                cell.note = "unfinished: time budget reached"
+                save()
+                return
+            print(
+                f"  {cell.method} d={cell.d} k={cell.k} eps={cell.epsilon:g} n={p.n:,}: "
+                f"{p.successes}/{p.runs} in {time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
+        if all(q.n != p.n for q in cell.probes):
+            cell.probes.append(p)
+        save()
         tried[GRID[i]] = p.successes >= need
         i = i - 1 if tried[GRID[i]] else i + 1
     ok = sorted(n for n, good in tried.items() if good)
     bad = [n for n, good in tried.items() if not good]
+    cell.status = "done"
     if ok:
         cell.smallest_n = ok[0]
-        if not any(b < ok[0] for b in bad) and ok[0] != GRID[0] and cell.note == "":
+        if not any(b < ok[0] for b in bad) and ok[0] != GRID[0]:
             cell.note = "not probed below"
-    elif not cell.note:
+    else:
         cell.note = f"not recovered up to n = {max(tried) if tried else 0:,}"
+    save()
 
 
 def _fmt_cell(c: Cell) -> str:
@@ -175,10 +216,61 @@ def _fmt_cell(c: Cell) -> str:
         for p in sorted(c.probes, key=lambda p: p.n)
     )
     n = f"{c.smallest_n:,}" if c.smallest_n else "–"
+    note = c.note or ("" if c.status == "done" else c.status)
     return (
         f"| {c.method} | {c.d} | {c.k} | {c.epsilon:g} | {c.n_required:.3g} | {n} | {ratio} "
-        f"| {time_ratio} | {probes} {c.note} |"
+        f"| {time_ratio} | {probes} {note} |"
     )
+
+
+def _key(method: str, d: int, k: int, eps: float) -> str:
+    return f"{method}|{d}|{k}|{eps:g}"
+
+
+def _cell_from(raw: dict) -> Cell:
+    probes = [Probe(**p) for p in raw.get("probes", [])]
+    fields = {k: v for k, v in raw.items() if k != "probes"}
+    return Cell(**fields, probes=probes)
+
+
+def _load_seeds(
+    seed_paths: list[str], reuse_paths: list[str], settings: dict
+) -> tuple[dict[str, int], dict[str, dict[int, Probe]]]:
+    """Smallest n found per cell in earlier result files, and their reusable probes: those of
+    files saved with the same settings, and of ``reuse_paths`` (older list-format files that the
+    caller vouches were run with the same runs/need/separation)."""
+    smallest: dict[str, int] = {}
+    probes: dict[str, dict[int, Probe]] = {}
+    for path in seed_paths + reuse_paths:
+        raw = json.loads(Path(path).read_text())
+        same = path in reuse_paths or (isinstance(raw, dict) and raw.get("settings") == settings)
+        for c in map(_cell_from, raw["cells"] if isinstance(raw, dict) else raw):
+            key = _key(c.method, c.d, c.k, c.epsilon)
+            if c.smallest_n:
+                smallest[key] = min(smallest.get(key, c.smallest_n), c.smallest_n)
+            if same:
+                probes.setdefault(key, {}).update({p.n: p for p in c.probes})
+    return smallest, probes
+
+
+def _write_md(path: Path, cells: list[Cell], settings: dict, elapsed: float, cmd: str) -> None:
+    done = sum(c.status == "done" for c in cells)
+    header = (
+        "# Mixture recovery: smallest n on the grid with >= "
+        f"{settings['need']}/{settings['runs']} runs recovered\n\n"
+        f"Command: `{cmd}`\n\n"
+        f"Criterion: every component matched with TV bound <= {TV_MAX}, weight error <= "
+        f"{WEIGHT_MAX}. Data: equal weights, spherical, separation ratio "
+        f"{settings['separation']:g}; δ = {DELTA:g}; fast seeded noise. "
+        f"Grid: {', '.join(f'{g:,}' for g in GRID)}. "
+        f"`n_req` = `requirements(...).n_needed` (practical). Error ratio = median max-component "
+        f"TV, ours / sklearn GaussianMixture on the same draws; time ratio = ours / sklearn. "
+        f"{done}/{len(cells)} cells finished; time in this invocation {elapsed:.0f} s. "
+        "Cells marked unfinished / not started have no result (nothing extrapolated).\n\n"
+        "| method | d | k | ε | n_req | smallest n | TV ratio | time ratio | probes |\n"
+        "|---|---|---|---|---|---|---|---|---|\n"
+    )
+    path.write_text(header + "\n".join(_fmt_cell(c) for c in cells) + "\n")
 
 
 def main() -> None:
@@ -187,10 +279,30 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--need", type=int, default=9)
     ap.add_argument("--separation", type=float, default=6.0)
-    ap.add_argument("--budget-seconds", type=float, default=math.inf)
+    ap.add_argument(
+        "--time-budget",
+        "--budget-seconds",
+        dest="time_budget",
+        type=float,
+        default=math.inf,
+        help="wall-clock cap in seconds; cells still running then are marked unfinished",
+    )
     ap.add_argument("--methods", default="kssu,sample-aggregate")
     ap.add_argument(
         "--cells", default="", help="semicolon-separated d,k,epsilon triples, e.g. '10,3,1'"
+    )
+    ap.add_argument(
+        "--seed-from",
+        action="append",
+        default=[],
+        help="earlier result JSON: start one grid step below its smallest n (repeatable)",
+    )
+    ap.add_argument(
+        "--reuse-probes-from",
+        action="append",
+        default=[],
+        help="earlier list-format result JSON run with the same runs/need/separation whose "
+        "probes may be reused as they are (repeatable)",
     )
     ap.add_argument("--name", default="mixture_recovery", help="output file stem")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
@@ -205,38 +317,60 @@ def main() -> None:
             (int(a), int(b), float(c))
             for a, b, c in (cell.split(",") for cell in args.cells.split(";"))
         ]
-    methods = args.methods.split(",")
-    deadline = time.perf_counter() + args.budget_seconds
-    results: list[Cell] = []
-    t_start = time.perf_counter()
-    for d, k, eps in cells:
-        for method in methods:
-            req = requirements(method, n=10**6, d=d, k=k, epsilon=eps, delta=DELTA).n_needed
-            cell = Cell(method, d, k, eps, req)
-            search(cell, args.runs, args.need, args.separation, deadline)
-            results.append(cell)
-            print(_fmt_cell(cell), flush=True)
-            if time.perf_counter() > deadline:
-                break
-        if time.perf_counter() > deadline:
-            break
-    elapsed = time.perf_counter() - t_start
+    settings = {"runs": args.runs, "need": args.need, "separation": args.separation}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    header = (
-        "# Mixture recovery: smallest n on the grid with >= "
-        f"{args.need}/{args.runs} runs recovered\n\n"
-        f"Criterion: every component matched with TV bound <= {TV_MAX}, weight error <= "
-        f"{WEIGHT_MAX}. Data: equal weights, spherical, separation ratio {args.separation:g}; "
-        f"δ = {DELTA:g}; fast seeded noise. Grid: {', '.join(f'{g:,}' for g in GRID)}. "
-        f"`n_req` = `requirements(...).n_needed` (practical). Error ratio = median max-component "
-        f"TV, ours / sklearn GaussianMixture on the same draws; time ratio = ours / sklearn. "
-        f"Total time {elapsed:.0f} s.\n\n"
-        "| method | d | k | ε | n_req | smallest n | TV ratio | time ratio | probes |\n"
-        "|---|---|---|---|---|---|---|---|---|\n"
-    )
-    (out / f"{args.name}.md").write_text(header + "\n".join(_fmt_cell(c) for c in results) + "\n")
-    (out / f"{args.name}.json").write_text(json.dumps([asdict(c) for c in results], indent=1))
+    state_path, md_path = out / f"{args.name}.json", out / f"{args.name}.md"
+    cmd = "python benchmarks/mixture_recovery.py " + " ".join(sys.argv[1:])
+
+    previous: dict[str, Cell] = {}
+    if state_path.exists():
+        raw = json.loads(state_path.read_text())
+        if not isinstance(raw, dict) or raw.get("settings") != settings:
+            raise SystemExit(f"{state_path} was made with other settings; use another --name")
+        previous = {_key(c.method, c.d, c.k, c.epsilon): c for c in map(_cell_from, raw["cells"])}
+    smallest, seeded = _load_seeds(args.seed_from, args.reuse_probes_from, settings)
+
+    plan: list[tuple[float, Cell]] = []
+    for d, k, eps in cells:
+        for method in args.methods.split(","):
+            key = _key(method, d, k, eps)
+            req = requirements(method, n=10**6, d=d, k=k, epsilon=eps, delta=DELTA).n_needed
+            cell = previous.get(key) or Cell(method, d, k, eps, req, status="not started")
+            if key in smallest:  # one grid step below an earlier (fewer-run) smallest n
+                start = GRID[max(_grid_index(smallest[key]) - 1, 0)]
+            else:
+                start = GRID[_grid_index(req)]
+            plan.append((start, cell))
+    plan.sort(key=lambda sc: sc[0])  # cheapest first, so that most cells finish in the budget
+    ordered = [c for _, c in plan]
+
+    t_start = time.perf_counter()
+    deadline = t_start + args.time_budget
+
+    def save() -> None:
+        doc = {"settings": settings, "command": cmd, "cells": [asdict(c) for c in ordered]}
+        tmp = state_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(doc, indent=1))
+        tmp.replace(state_path)
+        _write_md(md_path, ordered, settings, time.perf_counter() - t_start, cmd)
+
+    save()
+    for start, cell in plan:
+        if cell.status == "done":
+            continue
+        if time.perf_counter() > deadline:
+            break
+        key = _key(cell.method, cell.d, cell.k, cell.epsilon)
+        cached = {**seeded.get(key, {}), **{p.n: p for p in cell.probes}}
+        cell.status, cell.note = "running", ""
+        print(
+            f"{cell.method} d={cell.d} k={cell.k} eps={cell.epsilon:g}: from n={start:,}",
+            flush=True,
+        )
+        search(cell, args.runs, args.need, args.separation, deadline, start, cached, save)
+        print(_fmt_cell(cell), flush=True)
+    save()
 
 
 if __name__ == "__main__":

@@ -287,3 +287,91 @@ def test_public_x_is_validated_and_reported_unused(mix) -> None:
 def test_unfitted_estimator_says_so() -> None:
     with pytest.raises(RuntimeError, match="not fitted"):
         PrivateGaussianMixture(2, epsilon=1.0, delta=DELTA).predict(np.zeros((2, 2)))
+
+
+# --------------------------------------------------------------------------- public data (issue 5)
+
+
+@pytest.fixture(scope="module")
+def public_mix():
+    return make_mixture(60_500, 3, 10, min_weight=0.2, separation=6.0, random_state=21)
+
+
+def test_auto_picks_public_heavy_with_enough_public_rows_and_exposes_the_clustering(
+    public_mix,
+) -> None:
+    P, X = public_mix.X[:500], public_mix.X[500:]
+    m = PrivateGaussianMixture(3, epsilon=1.0, delta=DELTA, min_weight=0.2, random_state=0)
+    m.fit(X, public_X=P)
+    assert m.method_ == "public-heavy" and "500 public rows" in m.method_reason_
+    assert m.public_clusters_.n_clusters == 3
+    assert m.public_clusters_.labels.shape == (500,)
+    assert math.isclose(m.privacy_spent_.epsilon, 1.0, rel_tol=1e-9)
+    err = mixture_error(m.weights_, m.means_, m.covariances_, public_mix.weights,
+                        public_mix.means, public_mix.covariances)
+    assert err.max_component_tv <= 0.2 and err.weight_error <= 0.05
+
+
+def test_auto_falls_back_to_public_light_with_few_public_rows(public_mix) -> None:
+    est = PrivateGaussianMixture(3, rho=0.5, min_weight=0.2)
+    method, reason = est._choose(60_000, 10, est._budget(), 60)
+    assert method == "public-light" and "too few for 'public-heavy'" in reason
+    method, _ = est._choose(60_000, 10, est._budget(), 500)
+    assert method == "public-heavy"
+
+
+def test_rho_budget_is_accepted_by_the_public_methods_only(public_mix) -> None:
+    P, X = public_mix.X[:60], public_mix.X[500:]
+    m = PrivateGaussianMixture(3, rho=0.5, method="public-light", min_weight=0.2, random_state=1)
+    m.fit(X, public_X=P)
+    assert math.isclose(m.privacy_spent_.rho, 0.5, rel_tol=1e-12)
+    assert len(m.public_clusters_) == 3 and m.to_dict()["privacy"]["budget"]
+    with pytest.raises(PrivacyBudgetError, match="rho= with a zCDP method"):
+        PrivateGaussianMixture(3, rho=0.5, method="kssu").fit(X)
+    with pytest.raises(PrivacyBudgetError, match="public_X"):
+        PrivateGaussianMixture(3, rho=0.5).fit(X)
+
+
+@pytest.mark.parametrize(
+    ("method", "k", "public", "match"),
+    [
+        ("public-heavy", 3, lambda P: P[:, :4], "features"),  # wrong dimension
+        ("public-heavy", 3, lambda P: P[:100], "needs at least 110 public rows"),
+        ("public-light", 3, lambda P: P[:10], "needs at least 20 public rows"),
+        ("public-heavy", 3, None, "needs public_X"),
+        ("public-heavy", 3, lambda P: np.vstack([P, P + 1e4]), "more than n_components"),
+    ],
+)
+def test_bad_public_input_is_refused_before_spending(public_mix, method, k, public, match) -> None:
+    shared = Accountant(ApproxDP(1.0, DELTA))
+    P = None if public is None else public(public_mix.X[:500])
+    with pytest.raises(InvalidDataError, match=match):
+        PrivateGaussianMixture(
+            k, method=method, min_weight=0.2, accountant=shared, enforce_requirements=False,
+            random_state=0,
+        ).fit(public_mix.X[500:], public_X=P)
+    assert shared.ledger == []
+
+
+def test_dask_and_npy_inputs_give_the_in_memory_fit_and_large_ones_are_refused(tmp_path) -> None:
+    import dask.array as da
+
+    import privgauss as pg
+    from privgauss.datasets import make_mixture
+
+    mix = make_mixture(30_000, 2, 2, separation=6.0, random_state=3)
+    kwargs = dict(epsilon=5.0, delta=1e-6, method="sample-aggregate")
+    ref = pg.PrivateGaussianMixture(2, random_state=11, **kwargs).fit(mix.X)
+    lazy = pg.PrivateGaussianMixture(2, random_state=11, **kwargs).fit(
+        da.from_array(mix.X, chunks=(3000, 2))
+    )
+    np.save(tmp_path / "x.npy", mix.X)
+    path = pg.PrivateGaussianMixture(2, random_state=11, **kwargs).fit(str(tmp_path / "x.npy"))
+    for other in (lazy, path):
+        np.testing.assert_array_equal(other.means_, ref.means_)
+        np.testing.assert_array_equal(other.weights_, ref.weights_)
+    acct = pg.Accountant(pg.ApproxDP(5.0, 1e-6))
+    small = pg.PrivateGaussianMixture(2, accountant=acct, max_memory_bytes=1000, **kwargs)
+    with pytest.raises(pg.InvalidDataError, match="max_memory_bytes"):
+        small.fit(da.from_array(mix.X, chunks=(3000, 2)))
+    assert acct.spent is None and not acct.ledger

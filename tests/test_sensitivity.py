@@ -3,11 +3,15 @@
 For each statistic: random and adversarial neighbouring datasets (one row replaced), clipped to
 the ball with ``linalg.clip_rows``, never move the statistic by more than the formula; a known
 worst-case pair attains it; and a numerical search for the worst pair, which does not know the
-answer, comes within 1% of it (the one loose formula is flagged below).
+answer, comes within 1% of it (the one loose formula is flagged below). The mixture statistics
+(capped scores, ball query, joint sum-count, part sizes, bounded means) are computed with the
+library's own functions on random integer data (many exact ties on sphere boundaries) and on
+adversarial neighbours.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -16,14 +20,21 @@ import pytest
 from scipy import stats
 from scipy.optimize import minimize
 
+from privgauss import sensitivity
 from privgauss.linalg import clip_rows
+from privgauss.mixture.one_cluster import capped_count_score
+from privgauss.mixture.terrific_ball import ball_query, radius_scores
 from privgauss.sensitivity import (
+    bounded_mean,
+    capped_radius_score,
     clipped_mean_l1,
     clipped_mean_l2,
     clipped_second_moment_frobenius,
     clipped_second_moment_upper_l1,
     count,
     histogram_l1,
+    histogram_l2,
+    joint_sum_count,
     stability_histogram_threshold,
 )
 
@@ -225,3 +236,176 @@ def test_formulas_and_validation() -> None:
         for r, n in [(-1.0, 5), (math.inf, 5), (math.nan, 5), (1.0, 0), (1.0, -3)]:
             with pytest.raises(ValueError):
                 f(r, n)
+
+
+# --------------------------------------------------------------------------- mixture statistics
+
+
+def _integer_points(rng: np.random.Generator, n: int, d: int, high: int = 6) -> np.ndarray:
+    """Integer coordinates: many exact ties on the sphere boundaries (3-4-5 triangles etc.)."""
+    return rng.integers(0, high, size=(n, d)).astype(float)
+
+
+TIE_RADII = [1.0, 2.0, 2.5, 3.0, 5.0]
+
+
+def _random_neighbours(rng: np.random.Generator):
+    n, d = int(rng.integers(2, 30)), int(rng.integers(1, 4))
+    X = _integer_points(rng, n, d)
+    Xp = X.copy()
+    Xp[rng.integers(n)] = rng.integers(0, 6, size=d)
+    return X, Xp, int(rng.integers(1, n + 3))
+
+
+def _terrific_changes(X, Xp, t, c, radii, centers) -> tuple[float, float]:
+    dQ = np.max(np.abs(radius_scores(X, t, c, radii) - radius_scores(Xp, t, c, radii)))
+    df = max(
+        abs(ball_query(X, p, r, c, t) - ball_query(Xp, p, r, c, t)) for p in centers for r in radii
+    )
+    return float(dQ), float(df)
+
+
+def _duplicates_and_isolated(t: int, moved_to: float) -> tuple[np.ndarray, np.ndarray]:
+    """t − 1 duplicates at 0 and t isolated far points; the t-th record sits at 0 (D) or at
+    ``moved_to`` (D′): both capped scores drop by 2 − 2/t."""
+    base = np.vstack([np.zeros((t - 1, 1)), [[0.0]], 1000.0 * np.arange(1, t + 1)[:, None]])
+    moved = base.copy()
+    moved[t - 1] = moved_to
+    return base, moved
+
+
+def test_capped_count_score_on_random_and_worst_case_neighbours() -> None:
+    rng = np.random.default_rng(2)
+    worst = 0.0
+    for _ in range(150):
+        X, Xp, t = _random_neighbours(rng)
+        change = capped_count_score(X, t, TIE_RADII) - capped_count_score(Xp, t, TIE_RADII)
+        worst = max(worst, float(np.max(np.abs(change))))
+    assert 1.0 <= worst <= sensitivity.capped_count_score() == 2.0
+    t = 10  # nearly attained: 2 − 2/t
+    D, Dp = _duplicates_and_isolated(t, 50.0)
+    change = capped_count_score(D, t, [1.0]) - capped_count_score(Dp, t, [1.0])
+    assert change[0] == pytest.approx(2.0 - 2.0 / t)
+
+
+def test_terrific_scores_on_random_neighbours() -> None:
+    rng = np.random.default_rng(0)
+    worst_Q = worst_f = 0.0
+    for _ in range(150):
+        X, Xp, t = _random_neighbours(rng)
+        c = float(rng.choice([1.5, 2.0, 3.0]))
+        centers = _integer_points(rng, 3, X.shape[1])
+        dQ, df = _terrific_changes(X, Xp, t, c, TIE_RADII, centers)
+        worst_Q, worst_f = max(worst_Q, dQ), max(worst_f, df)
+    assert 1.0 <= worst_Q <= capped_radius_score() + 1e-12
+    assert worst_f == sensitivity.ball_query() == 1.0  # attained
+
+
+def test_terrific_scores_on_adversarial_neighbours() -> None:
+    """Duplicates, points exactly on the r and c·r spheres, a point moved from inside a ball to
+    its annulus and to far away — and a pair that attains ΔQ = 2 − 2/t."""
+    t, c, r = 10, 2.0, 1.0
+    moves = [0.0, 1.0, 1.5, 2.0, 2.0000001, 100.0, 1000.0]  # inside, on r, annulus, on cr, ...
+    worst = 0.0
+    for a, b in itertools.product(moves, repeat=2):
+        X, _ = _duplicates_and_isolated(t, 0.0)
+        Xp = X.copy()
+        X[t - 1, 0], Xp[t - 1, 0] = a, b
+        dQ, df = _terrific_changes(X, Xp, t, c, [r, 0.5, 2.0], [np.zeros(1), np.array([1.0])])
+        assert dQ <= capped_radius_score() + 1e-12 and df <= sensitivity.ball_query()
+        worst = max(worst, dQ)
+    assert worst == pytest.approx(2.0 - 2.0 / t)
+    # the same in 2-d with boundary points on both spheres (3-4-5 distances)
+    X = np.array([[0, 0], [3, 4], [6, 8], [0, 5], [5, 0], [-3, -4]], float)
+    for i in range(len(X)):
+        for y in ([0.0, 0.0], [3.0, 4.0], [0.0, 10.0], [50.0, 50.0]):
+            Xp = X.copy()
+            Xp[i] = y
+            centers = [np.zeros(2), np.array([3.0, 4.0])]
+            dQ, df = _terrific_changes(X, Xp, 3, 2.0, [2.5, 5.0], centers)
+            assert dQ <= capped_radius_score() + 1e-12 and df <= sensitivity.ball_query()
+
+
+@pytest.mark.parametrize("norm", ["l2", "l1"])
+def test_joint_sum_count(norm: str) -> None:
+    """Replace-one changes of (Σ_{x∈S}(clip(x) − a), κ·|S|) stay within the stated bound and
+    nearly attain it; the set S is a fixed ball around the anchor, membership decided per row."""
+    rng = np.random.default_rng(3)
+    d, rho = 4, 2.0
+    a = rng.standard_normal(d)
+    sens, kappa = joint_sum_count(rho, d, norm)
+    order = 2 if norm == "l2" else 1
+
+    def stat(rows: np.ndarray) -> np.ndarray:
+        member = np.linalg.norm(rows - a, axis=1) <= rho
+        clipped, _ = clip_rows(rows[member], a, rho)
+        return np.append((clipped - a).sum(axis=0), kappa * member.sum())
+
+    worst = 0.0
+    for _ in range(300):
+        X = a + rng.standard_normal((15, d)) * rng.choice([0.5, 1.5, 5.0])
+        Xp = X.copy()
+        i = rng.integers(15)
+        # adversarial replacements: on the sphere, opposite points, far away, the anchor itself
+        u = rng.standard_normal(d)
+        u /= np.linalg.norm(u)
+        Xp[i] = (
+            rng.choice([a + rho * u, a - rho * u, a + 100 * u, a])
+            if rng.random() < 0.7
+            else a + rng.standard_normal(d)
+        )
+        if rng.random() < 0.3:
+            X[i] = a - rho * u * (1 - 1e-12)
+        worst = max(worst, np.linalg.norm(stat(X) - stat(Xp), ord=order))
+    assert worst <= sens * SLACK
+    assert worst >= 0.9 * sens
+    for bad in (-1.0, math.inf, math.nan):
+        with pytest.raises(ValueError):
+            joint_sum_count(bad, d)
+    with pytest.raises(ValueError):
+        joint_sum_count(1.0, d, "linf")
+
+
+def test_part_sizes_histogram_l2() -> None:
+    """The joint release of the K part sizes: a replaced row leaves one part and joins another
+    (or no part: label −1, dropped rows): L2 change ≤ √2, attained."""
+    rng = np.random.default_rng(4)
+    worst = 0.0
+    for _ in range(300):
+        n, K = int(rng.integers(1, 30)), int(rng.integers(1, 6))
+        labels = rng.integers(-1, K, size=n)
+        labels2 = labels.copy()
+        labels2[rng.integers(n)] = rng.integers(-1, K)
+        sizes = [np.bincount(lab[lab >= 0], minlength=K) for lab in (labels, labels2)]
+        worst = max(worst, float(np.linalg.norm(sizes[0] - sizes[1])))
+    assert worst == pytest.approx(histogram_l2()) and histogram_l2() == pytest.approx(math.sqrt(2))
+
+
+def test_bounded_mean_of_squared_distances() -> None:
+    """PSGE's variance statistic: mean of ‖x − μ‖² over rows clipped to B(c, R), μ in the ball:
+    each term lies in [0, 4R²], so replace-one moves the mean by ≤ 4R²/m, attained at x = μ vs
+    x = the antipode of μ on the sphere."""
+    rng = np.random.default_rng(5)
+    d, R, m = 3, 1.5, 9
+    c = rng.standard_normal(d)
+    bound = bounded_mean(4 * R**2, m)
+
+    def stat(rows: np.ndarray, mu: np.ndarray) -> float:
+        clipped, _ = clip_rows(rows, c, R)
+        return float(np.mean(np.sum((clipped - mu) ** 2, axis=1)))
+
+    worst = 0.0
+    for _ in range(200):
+        X = c + rng.standard_normal((m, d)) * rng.choice([0.3, 1.0, 10.0])
+        mu = clip_rows((c + rng.standard_normal(d) * 3)[None, :], c, R)[0][0]
+        Xp = X.copy()
+        Xp[rng.integers(m)] = c + rng.standard_normal(d) * rng.choice([0.3, 1.0, 10.0])
+        worst = max(worst, abs(stat(X, mu) - stat(Xp, mu)))
+    assert worst <= bound * SLACK
+    u = np.eye(d)[0]
+    X = np.tile(c, (m, 1))
+    X[0] = c + R * u
+    Xp = X.copy()
+    Xp[0] = c - 10 * R * u  # clipped to the antipode of mu = c + R u
+    assert abs(stat(X, c + R * u) - stat(Xp, c + R * u)) == pytest.approx(bound)
+    assert bounded_mean(2.0, 4) == 0.5

@@ -1,29 +1,28 @@
 """Tests of privgauss.mixture.terrific_ball (KSSU19 §5.1: terrific balls, TerrificRadius,
 PTerrificBall).
 
-The scores against a brute-force oracle, their sensitivities on random and adversarial
-neighbours, AboveThreshold usage (one ⊤, scan stops), utility on separated clusters and a single
-Gaussian, the `largest` flag, the ledger, an empirical audit of TerrificRadius (which also flags a
-deliberately under-noised version), input handling and the secure path.
+The scores against a brute-force oracle (their sensitivities are checked by brute force in
+``test_sensitivity.py``), AboveThreshold usage (one ⊤, scan stops), utility on separated
+clusters and a single Gaussian, the `largest` flag, the ledger, an empirical audit of
+TerrificRadius (which also flags a deliberately under-noised version), input handling and the
+secure path.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 import pytest
 
+import privgauss.mixture.one_cluster as oc
 import privgauss.mixture.terrific_ball as tb
-from privgauss import InvalidDataError, PrivacyBudgetError
+from privgauss import InvalidDataError, PrivacyBudgetError, sensitivity
 from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
 from privgauss.mixture.one_cluster import above_threshold_slack, doubling_radii
 from privgauss.mixture.terrific_ball import (
     ball_query,
-    ball_query_sensitivity,
-    capped_radius_score_sensitivity,
     point_scores,
     radius_scores,
     terrific_ball,
@@ -79,60 +78,6 @@ def test_scores_match_the_brute_force_oracle(seed: int) -> None:
         assert ball_query(X, p, r, c, t) == f_oracle(X, p, r, c, t)
 
 
-# --------------------------------------------------------------------------- sensitivities
-
-
-def _max_changes(X, Xp, t, c, radii, centers):
-    dQ = np.max(np.abs(radius_scores(X, t, c, radii) - radius_scores(Xp, t, c, radii)))
-    df = max(
-        abs(ball_query(X, p, r, c, t) - ball_query(Xp, p, r, c, t)) for p in centers for r in radii
-    )
-    return dQ, df
-
-
-def test_sensitivities_on_random_neighbours() -> None:
-    rng = np.random.default_rng(0)
-    worst_Q = worst_f = 0.0
-    for _ in range(150):
-        n, d = int(rng.integers(3, 30)), int(rng.integers(1, 4))
-        X = integer_points(rng, n, d)
-        Xp = X.copy()
-        Xp[rng.integers(n)] = rng.integers(0, 6, size=d)
-        t, c = int(rng.integers(1, n + 3)), float(rng.choice([1.5, 2.0, 3.0]))
-        centers = integer_points(rng, 3, d)
-        dQ, df = _max_changes(X, Xp, t, c, TIE_RADII, centers)
-        worst_Q, worst_f = max(worst_Q, dQ), max(worst_f, df)
-    assert worst_Q <= capped_radius_score_sensitivity() + 1e-12
-    assert worst_f <= ball_query_sensitivity()
-    assert worst_Q >= 1.0 and worst_f == 1.0  # the bounds are not vacuous
-
-
-def test_sensitivities_on_adversarial_neighbours() -> None:
-    """Duplicates, points exactly on the r and c·r spheres, a point moved from inside a ball to
-    its annulus and to far away — and a pair that attains ΔQ = 2 − 2/t."""
-    t, c, r = 10, 2.0, 1.0
-    cluster = np.zeros((t - 1, 1))  # duplicates (distinct records, same value)
-    far = 1000.0 * np.arange(1, t + 1)[:, None]  # isolated points, each q = 1
-    base = np.vstack([cluster, [[0.0]], far])
-    moves = [0.0, 1.0, 1.5, 2.0, 2.0000001, 100.0, 1000.0]  # inside, on r, annulus, on cr, ...
-    worst = 0.0
-    for a, b in itertools.product(moves, repeat=2):
-        X, Xp = base.copy(), base.copy()
-        X[t - 1, 0], Xp[t - 1, 0] = a, b
-        dQ, df = _max_changes(X, Xp, t, c, [r, 0.5, 2.0], [np.zeros(1), np.array([1.0])])
-        assert dQ <= 2.0 + 1e-12 and df <= 1.0
-        worst = max(worst, dQ)
-    assert worst == pytest.approx(2.0 - 2.0 / t)
-    # the same in 2-d with boundary points on both spheres (3-4-5 distances)
-    X = np.array([[0, 0], [3, 4], [6, 8], [0, 5], [5, 0], [-3, -4]], float)
-    for i in range(len(X)):
-        for y in ([0.0, 0.0], [3.0, 4.0], [0.0, 10.0], [50.0, 50.0]):
-            Xp = X.copy()
-            Xp[i] = y
-            dQ, df = _max_changes(X, Xp, 3, 2.0, [2.5, 5.0], [np.zeros(2), np.array([3.0, 4.0])])
-            assert dQ <= 2.0 + 1e-12 and df <= 1.0
-
-
 # --------------------------------------------------------------------------- AboveThreshold
 
 
@@ -140,7 +85,7 @@ def test_terrific_radius_uses_one_above_threshold_and_stops_at_the_first_top(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[tuple[int | None, int, int]] = []
-    real = tb.above_threshold
+    real = oc.above_threshold  # the shared radius search of one_cluster / terrific_ball
 
     def spy(queries, *args, **kwargs):
         queries = list(queries)
@@ -156,7 +101,7 @@ def test_terrific_radius_uses_one_above_threshold_and_stops_at_the_first_top(
         calls.append((hit, consumed, len(queries)))
         return hit
 
-    monkeypatch.setattr(tb, "above_threshold", spy)
+    monkeypatch.setattr(oc, "above_threshold", spy)
     X = two_clusters(300, 2, seed=0)[0]
     for seed in range(20):
         acct = Accountant(PureDP(0.5))
@@ -255,14 +200,14 @@ def test_the_check_rejects_a_ball_that_is_not_terrific(monkeypatch: pytest.Monke
     X, _, means = two_clusters(500, 2, seed=9)
 
     def fake_center(center):
-        def good_center(X, r, *budgets, accountant, **kwargs):
-            for b in budgets:  # charged as the real GoodCenter would
+        def center_with(X, r, parts, *, accountant, **kwargs):
+            for b in parts[1:4]:  # charged as the real GoodCenter would
                 accountant.spend(b, step="fake-center")
             return center
 
-        return good_center
+        return center_with
 
-    monkeypatch.setattr(tb, "good_center", fake_center(means.mean(axis=0)))
+    monkeypatch.setattr(tb, "center_with", fake_center(means.mean(axis=0)))
     rejected = 0
     for seed in range(5):
         acct = Accountant(ApproxDP(EPS, DELTA))
@@ -270,7 +215,7 @@ def test_the_check_rejects_a_ball_that_is_not_terrific(monkeypatch: pytest.Monke
         rejected += ball is None
         _total_spent_ok(acct, ApproxDP(EPS, DELTA))
     assert rejected == 5
-    monkeypatch.setattr(tb, "good_center", fake_center(means[0]))  # a good centre passes
+    monkeypatch.setattr(tb, "center_with", fake_center(means[0]))  # a good centre passes
     acct = Accountant(ApproxDP(EPS, DELTA))
     ball = terrific_ball(X, 500, 5.0, RADII, ApproxDP(EPS, DELTA), accountant=acct, noise=0)
     assert ball is not None and np.array_equal(ball.center, means[0])
@@ -394,7 +339,7 @@ def test_terrific_radius_passes_an_empirical_audit() -> None:
 
 
 def test_audit_flags_an_underestimated_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tb, "capped_radius_score_sensitivity", lambda: 0.5)
+    monkeypatch.setattr(sensitivity, "capped_radius_score", lambda: 0.5)
     result = audit_mechanism(
         _terrific_radius_mechanism, AUDIT_D, AUDIT_D_PRIME, epsilon=AUDIT_EPS, n_runs=10_000
     )

@@ -71,3 +71,135 @@ def stability_histogram_threshold(epsilon: float, delta: float) -> float:
     τ = 1 + (2/ε) ln(1/δ).
     """
     return 1.0 + (2.0 / epsilon) * math.log(1.0 / delta)
+
+
+def histogram_l2() -> float:
+    """A histogram's L2 sensitivity under replace-one: √2 (one bin −1, another +1). Used for the
+    joint release of the part sizes of a released partition (a replaced row leaves one part and
+    joins another)."""
+    return math.sqrt(2.0)
+
+
+def bounded_mean(width: float, n: int) -> float:
+    """Sensitivity of the mean of n values that each lie in an interval of length ``width``:
+    width/n (replace-one changes one term by at most the width). E.g. the mean of ‖x − μ‖² over
+    rows clipped to a ball of radius R around a point, μ in that ball: width 4R²."""
+    _check(width, n)
+    return float(width) / n
+
+
+# ----------------------------------------------------------------------------------------------
+# Private location, terrific balls, and their aggregation (KSSU19; privgauss.mixture)
+# ----------------------------------------------------------------------------------------------
+
+
+def capped_count_score() -> float:
+    """Replace-one sensitivity of the capped GoodRadius score (NSV16; KSSU19 App. B)
+    L(r) = (1/t)·(sum of the t largest values of min(|X ∩ B_r(x_i)|, t) over the rows x_i): 2.
+
+    For a fixed other row each capped count moves by ≤ 1 (the replaced row leaves or enters its
+    ball), so the sum over the t best unchanged rows moves by ≤ t; the replaced row's own value
+    lies in [0, t] and can enter or leave the top t, another ≤ t. Divided by t: 2. Without the
+    cap the change would be Θ(n/t) (spec pitfall P4).
+    """
+    return 2.0
+
+
+def capped_radius_score() -> float:
+    """Replace-one sensitivity of the terrific-ball radius score Q_r (KSSU19 Claim 5.4): 2.
+
+    Q_r is (1/t)·(sum of the t largest of q_r(x) = min{#_t(in B_r(x)), #_t(outside B_cr(x)),
+    t − #_t(annulus)}, #_t = min(·, t)); for a fixed row every term is a capped count moving by
+    ≤ 1, and the replaced row's own value lies in [0, t]: the same argument as
+    :func:`capped_count_score`.
+    """
+    return 2.0
+
+
+def ball_query() -> float:
+    """Replace-one sensitivity of the terrific-ball check f_{p,r}(X) = min{|X ∩ B_r(p)|,
+    |X \\ B_cr(p)|, t − |annulus|} for a released centre p (KSSU19 eq. (4)): 1 — each term is a
+    count of one fixed region, and the minimum of 1-Lipschitz functions is 1-Lipschitz."""
+    return 1.0
+
+
+def joint_sum_count(radius: float, d: int, norm: str = "l2") -> tuple[float, float]:
+    """(sensitivity, κ) of the joint release (Σ_{x∈S}(x − a), κ·|S|) over the rows of a region S
+    fixed by public or released values, each row clipped to B(a, radius), under replace-one.
+
+    A replacement either moves one member (sum change ≤ 2r, count unchanged), or one row enters
+    or leaves S (sum change ≤ r, count change 1). ``norm="l2"``: κ = √3·r makes both cases
+    ≤ 2r (√(r² + 3r²) = 2r). ``norm="l1"``: κ = r√d, bound 2r√d (‖v‖₁ ≤ √d‖v‖₂; r√d + κ = 2r√d).
+    """
+    r = float(radius)
+    if not (math.isfinite(r) and r >= 0):
+        raise ValueError("radius must be finite and >= 0")
+    if norm == "l2":
+        return 2.0 * r, math.sqrt(3.0) * r
+    if norm == "l1":
+        return 2.0 * r * math.sqrt(d), r * math.sqrt(d)
+    raise ValueError("norm must be 'l2' or 'l1'")
+
+
+def ppe_score_mean(t: int) -> float:
+    """L1 sensitivity of PPE's Q = (1/t) Σ_i q_i, q_i = (1/t)#{j: dist(Y_i, Y_j) ≤ r} (Arbas
+    thesis Remark 4.3.3): replace-one changes one block output Y_ℓ; q_i (i ≠ ℓ) moves by ≤ 1/t
+    and q_ℓ ∈ [1/t, 1] by ≤ (t − 1)/t, so Q moves by ≤ 2(t − 1)/t² < 2/t."""
+    if t < 1:
+        raise ValueError("t must be >= 1")
+    return 2.0 / t
+
+
+def stable_average_l2(radius: float, t: int, low: float, high: float, floor: float) -> float:
+    """L2 sensitivity of the weighted average ū = Σ w_i u_i / Σ w_i of t block outputs, with
+    w_i = clip((q_i/t − low)/(high − low), 0, 1) and q_i = #{j: ‖u_i − u_j‖ ≤ radius}, between
+    replace-one neighbours whose Q = Σ q_i / t² are both ≥ ``floor`` (> low > 1/2 + 1/(2t)).
+
+    Proof (``reductions/ppe.py``, stable average): any two positive-weight blocks, in the same
+    or in neighbouring datasets, have more than 2·low·t − t ≥ 1 common close blocks, hence one
+    that is unchanged, so every positive-weight output lies within 2r of every other one and of
+    ū; W = Σ w_i ≥ t(floor − low)/(1 − low) (w_i ≥ (q_i/t − low)/(1 − low)); the weights of the
+    unchanged blocks move by Σ|Δw_i| < 1/(high − low) and the changed block contributes ≤ 4r, so
+    ‖ū − ū'‖ ≤ (2r/(high − low) + 4r) / W_min.
+    """
+    if not (0.5 < low < high <= 1.0 and low < floor <= 1.0):
+        raise ValueError("need 1/2 < low < high <= 1 and low < floor <= 1")
+    if t * (2 * low - 1) < 1:
+        raise ValueError("stable averaging needs t(2 low - 1) >= 1")
+    if not radius >= 0 or math.isinf(radius):
+        raise ValueError("radius must be finite and >= 0")
+    w_min = t * (floor - low) / (1 - low)
+    return (2 * radius / (high - low) + 4 * radius) / w_min
+
+
+# ----------------------------------------------------------------------------------------------
+# Joint per-cluster sums (privgauss.mixture.cluster_estimation)
+# ----------------------------------------------------------------------------------------------
+
+
+def joint_cluster_sum_l2(radius: float) -> float:
+    """L2 sensitivity of the k per-cluster sums (V_1, …, V_k), V_j = Σ_{i∈C_j} z_i, of rows
+    mapped to z_i = clip_r(W_j(x_i − c_j)) (‖z_i‖ ≤ r), under replace-one, released **jointly**:
+    2r.
+
+    The clusters C_j are disjoint and each row's cluster and frame (c_j, W_j) are a function of
+    that row and of public or released values only, so a replacement changes one row. Either
+    it stays in its cluster (one V_j moves by z' − z, norm ≤ 2r) or it moves from cluster j to
+    j' (V_j by −z, V_j' by +z': √(‖z‖² + ‖z'‖²) ≤ √2·r), or it enters/leaves the clusters
+    (≤ r). The maximum is 2r — not the 2·2r of charging each cluster's release separately.
+    """
+    _check(radius, 1)
+    return 2.0 * float(radius)
+
+
+def joint_cluster_outer_sum_frobenius(radius: float) -> float:
+    """Frobenius (L2 of the stacked matrices) sensitivity of the k per-cluster sums of outer
+    products (M_1, …, M_k), M_j = Σ_{i∈C_j} z_i z_iᵀ, rows as in :func:`joint_cluster_sum_l2`,
+    under replace-one, released jointly: √2·r².
+
+    Within a cluster: ‖zzᵀ − z'z'ᵀ‖_F² = ‖z‖⁴ + ‖z'‖⁴ − 2(zᵀz')² ≤ 2r⁴. Across clusters j → j':
+    ‖zzᵀ‖_F² + ‖z'z'ᵀ‖_F² = ‖z‖⁴ + ‖z'‖⁴ ≤ 2r⁴. Entering/leaving: ≤ r². Noise on the upper
+    triangles (diagonal included) is at least as private (their L2 change is ≤ the Frobenius one).
+    """
+    _check(radius, 1)
+    return math.sqrt(2.0) * float(radius) ** 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,11 +12,12 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from ..accounting import Accountant, ApproxDP
+from ..accounting import ZCDP, Accountant, ApproxDP
+from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory, is_dask
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
-from ..validation import check_data, check_positive_int
+from ..validation import check_data, check_positive_int, validated_rows
 from ._base import BudgetMixin, privacy_report
 
 __all__ = ["METHODS", "MethodSpec", "PrivateGaussianMixture"]
@@ -34,11 +36,16 @@ class MethodSpec:
     uses_public: bool = False
     requirements: str | None = None
     knobs: tuple[str, ...] = ()
-    min_separation: float = 0.0  # smallest separation ratio it was validated at (benchmarks)
+    min_separation: float = 0.0  # smallest separation ratio validated at; inf: never "auto"
+    zcdp: bool = False  # accepts a rho-zCDP budget (rho=)
+    min_public: Callable[[int, float], int] | None = None  # fewest public rows for (d, w_min)
 
 
-def _learner_runner(method: str, module: str, function: str) -> Callable[..., Any]:
-    """A runner calling ``privgauss.mixture.<module>.<function>`` with the estimator's knobs."""
+def _learner_runner(
+    method: str, module: str, function: str, public: bool = False
+) -> Callable[..., Any]:
+    """A runner calling ``privgauss.mixture.<module>.<function>`` with the estimator's knobs
+    (and ``public_X=`` when ``public``)."""
 
     def run(
         est: PrivateGaussianMixture,
@@ -60,6 +67,7 @@ def _learner_runner(method: str, module: str, function: str) -> Callable[..., An
             accountant=acct,
             noise=noise,
             info=info,
+            **({"public_X": public_X} if public else {}),
             **est._method_kwargs(method),
         )
 
@@ -70,6 +78,27 @@ _run_kssu = _learner_runner("kssu", "kssu", "kssu_gmm")
 _run_sample_aggregate = _learner_runner(
     "sample-aggregate", "sample_aggregate", "sample_aggregate_gmm"
 )
+_run_public_light = _learner_runner("public-light", "public_light", "public_light_gmm", True)
+
+
+def _reduction_runner(name: str) -> Runner:
+    def run(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        from ..reductions import agnostic
+
+        return getattr(agnostic, name)(*args)
+
+    return run
+
+_run_public_heavy = _learner_runner("public-heavy", "public_heavy", "public_heavy_gmm", True)
+
+
+def _min_public(method: str) -> Callable[[int, float], int]:
+    def fewest(d: int, w: float) -> int:
+        from ..mixture.public_heavy import min_public_rows
+
+        return min_public_rows(d, w, method)
+
+    return fewest
 
 
 #: The registry of methods, name → :class:`MethodSpec`. Methods using public data (issue 5:
@@ -96,6 +125,35 @@ METHODS: dict[str, MethodSpec] = {
         ),
         min_separation=3.0,
     ),
+    "public-light": MethodSpec(
+        _run_public_light,
+        uses_public=True,
+        requirements="public-light",
+        knobs=("cond_range", "clustering_share"),
+        min_separation=6.0,
+        zcdp=True,
+        min_public=_min_public("public-light"),
+    ),
+    "public-heavy": MethodSpec(
+        _run_public_heavy,
+        uses_public=True,
+        requirements="public-heavy",
+        knobs=("count_share",),
+        min_separation=6.0,
+        zcdp=True,
+        min_public=_min_public("public-heavy"),
+    ),
+    # the KSSU19 warm-up: equal weights, spherical components; only when asked for by name
+    "pegme": MethodSpec(
+        _learner_runner("pegme", "pegme", "pegme"),
+        knobs=("rank", "peel_factor", "radii", "max_points"),
+        min_separation=math.inf,
+    ),
+    # issue 6 (reductions/): never preferred by "auto" (min_separation = inf)
+    "ppe": MethodSpec(_reduction_runner("run_ppe"), requirements="ppe", min_separation=math.inf),
+    "agnostic": MethodSpec(
+        _reduction_runner("run_agnostic"), requirements="agnostic", min_separation=math.inf
+    ),
 }
 
 
@@ -115,6 +173,18 @@ class PrivateGaussianMixture(BudgetMixin):
     * ``"sample-aggregate"`` — KSSU19 §6: a non-private learner on disjoint chunks, private
       1-cluster aggregation of the chunk means, then per-part CoinPress estimation.
 
+    Methods with public data ``public_X`` (Bie–Kamath–Singhal 2022; also under ``rho=``, ρ-zCDP;
+    privacy holds for any public rows, only accuracy depends on them):
+
+    * ``"public-heavy"`` — Alg. 9–10, ≥ 2(d+1)/w_min public rows: clustering on the public rows
+      alone (free), then per cluster d+1-sample public preconditioning + CoinPress.
+    * ``"public-light"`` — Alg. 3–7, ≥ 4/w_min public rows: public superclustering, private PCA
+      and a privately confirmed public split, then per-cluster CoinPress.
+
+    ``public_clusters_`` shows the public clustering (public-heavy: the public rows' clusters;
+    public-light: the public balls); ``method="auto"`` prefers public-heavy, then public-light,
+    when ``public_X`` has enough rows for them.
+
     ``method="auto"`` picks, from public facts only (n, d, k, the budget, ``min_weight`` and the
     optional assumed ``separation`` ratio), among the methods whose
     :func:`~privgauss.mixture.requirements.requirements` n meets: with ``separation`` given,
@@ -127,7 +197,9 @@ class PrivateGaussianMixture(BudgetMixin):
     threshold (for experiments; the run will then likely fail, spending the budget).
     ``constants="theory"``/``"practical"`` only change accuracy, never privacy.
     ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
-    for experiments (not for production releases).
+    for experiments (not for production releases). ``X`` may be a dask array or a path to a
+    ``.npy`` file / ``.zarr`` directory: the mixture learners need random access to every row, so
+    it is loaded into memory, refused up front when n·d·8 bytes exceed ``max_memory_bytes``.
     """
 
     def __init__(
@@ -146,6 +218,7 @@ class PrivateGaussianMixture(BudgetMixin):
         enforce_requirements: bool = True,
         random_state: Any = None,
         accountant: Accountant | None = None,
+        max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
     ) -> None:
         self.n_components = n_components
         self.rho = rho
@@ -160,6 +233,7 @@ class PrivateGaussianMixture(BudgetMixin):
         self.enforce_requirements = enforce_requirements
         self.random_state = random_state
         self.accountant = accountant
+        self.max_memory_bytes = max_memory_bytes
 
     # ------------------------------------------------------------------------------------
     def _method_kwargs(self, method: str) -> dict[str, Any]:
@@ -204,11 +278,13 @@ class PrivateGaussianMixture(BudgetMixin):
                 raise ValueError(f"unknown method_params {unknown}; known knobs: {sorted(known)}")
             self._check_knobs(d)
         budget = self._budget()
-        if not (isinstance(budget, ApproxDP) and budget.delta > 0):
+        zcdp_ok = isinstance(budget, ZCDP) and (self.method == "auto" or METHODS[self.method].zcdp)
+        if not (zcdp_ok or (isinstance(budget, ApproxDP) and budget.delta > 0)):
             raise PrivacyBudgetError(
                 "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
                 "epsilon= and delta= (its private 1-cluster and terrific-ball steps use "
-                f"stability histograms); got {budget}"
+                "stability histograms), or rho= with a zCDP method "
+                f"{tuple(m for m, spec in METHODS.items() if spec.zcdp)}; got {budget}"
             )
         return budget
 
@@ -239,11 +315,19 @@ class PrivateGaussianMixture(BudgetMixin):
         if "learner" in p and not callable(p["learner"]):
             raise TypeError("learner must be a callable (rows, k, seed) -> (weights, means)")
 
-    def _requirement(self, method: str, n: int, d: int, budget: ApproxDP) -> Any:
+    def _requirement(self, method: str, n: int, d: int, budget: Any, n_public: int = 0) -> Any:
         name = METHODS[method].requirements
         if name is None:
             return None
         from ..mixture.requirements import requirements
+
+        if METHODS[method].uses_public:
+            from ..mixture.public_heavy import public_requirements
+
+            return public_requirements(
+                name, n=n, d=d, k=int(self.n_components), budget=budget,
+                min_weight=self.min_weight, beta=float(self.beta), n_public=n_public,
+            )
 
         extra = {}
         if name == "kssu" and "max_points" in (self.method_params or {}):
@@ -260,23 +344,53 @@ class PrivateGaussianMixture(BudgetMixin):
             **extra,
         )
 
-    def _choose(self, n: int, d: int, budget: ApproxDP, has_public: bool) -> tuple[str, str]:
-        """The method to run and why, from public facts only."""
+    def _public_ok(self, method: str, d: int, n_public: int) -> bool:
+        spec = METHODS[method]
+        if not spec.uses_public:
+            return True
+        w = 1.0 / int(self.n_components) if self.min_weight is None else float(self.min_weight)
+        return spec.min_public is None or n_public >= spec.min_public(d, w)
+
+    def _choose(self, n: int, d: int, budget: Any, has_public: int) -> tuple[str, str]:
+        """The method to run and why, from public facts only (``has_public``: the number of
+        public rows; a bool reads as 0 or 1)."""
+        n_public = int(has_public)
+        has_public = n_public > 0
         if self.method != "auto":
             spec = METHODS[self.method]
             if spec.uses_public and not has_public:
                 raise InvalidDataError(f"method={self.method!r} needs public_X")
-            req = self._requirement(self.method, n, d, budget)
+            if spec.min_public is not None and not self._public_ok(self.method, d, n_public):
+                w = 1 / int(self.n_components) if self.min_weight is None else self.min_weight
+                raise InvalidDataError(
+                    f"method={self.method!r} needs at least {spec.min_public(d, float(w))} "
+                    f"public rows here (d = {d}, min_weight = {float(w):g}), got {n_public}: "
+                    "give more public rows, or use method='public-light' (fewer public rows) "
+                    "or 'auto'"
+                )
+            req = self._requirement(self.method, n, d, budget, n_public)
             if req is not None and not req.ok and self.enforce_requirements:
                 raise InvalidDataError(req.message())
             return self.method, "requested"
-        candidates = [m for m, spec in METHODS.items() if has_public or not spec.uses_public]
+        candidates = [
+            m
+            for m, spec in METHODS.items()
+            if math.isfinite(spec.min_separation)  # inf: only when asked for by name
+            and (not spec.uses_public or self._public_ok(m, d, n_public))
+            and (spec.zcdp or not isinstance(budget, ZCDP))
+        ]
+        if not candidates:
+            raise PrivacyBudgetError(
+                "a rho (zCDP) budget needs a zCDP method "
+                f"{tuple(m for m, spec in METHODS.items() if spec.zcdp)}, and those need enough "
+                "public rows: give public_X, or pass epsilon= and delta="
+            )
         sep = None if self.separation is None else float(self.separation)
         if sep is not None:
             separated = [m for m in candidates if METHODS[m].min_separation <= sep]
             if separated:
                 candidates = separated
-        reqs = {m: self._requirement(m, n, d, budget) for m in candidates}
+        reqs = {m: self._requirement(m, n, d, budget, n_public) for m in candidates}
         ok = [m for m in candidates if reqs[m] is None or reqs[m].ok]
         if not ok:
             best = min(candidates, key=lambda m: reqs[m].n_needed)
@@ -295,7 +409,10 @@ class PrivateGaussianMixture(BudgetMixin):
             # public-data methods first when public_X is given; with an unknown separation the
             # method validated at the smallest separation; then the most room in n
             robust = -spec.min_separation if sep is None else 0.0
-            return (spec.uses_public and has_public, robust, room(m))
+            # ... and among those, the one using more public data (public-heavy: clustering for
+            # free and range-free per-component estimation) when there are enough public rows
+            uses = spec.min_public(d, 1.0) if spec.uses_public and spec.min_public else 0
+            return (spec.uses_public and has_public, uses, robust, room(m))
 
         best = max(ok, key=key)
         need = "" if reqs[best] is None else f" (needs n >~ {reqs[best].n_needed:.3g})"
@@ -313,19 +430,33 @@ class PrivateGaussianMixture(BudgetMixin):
         else:
             reason += f"; validated at separation >= {METHODS[best].min_separation:g}"
         if has_public and not METHODS[best].uses_public:
-            reason += "; no public-data mixture method is available, public_X is not used"
+            reason += (
+                "; no public-data mixture method can work with "
+                f"{n_public} public rows and this n, public_X is not used"
+            )
+        elif METHODS[best].uses_public:
+            reason += f"; uses the {n_public} public rows"
+            if best == "public-light":
+                reason += " (too few for 'public-heavy' or its n requirement not met)"
+        if isinstance(budget, ZCDP):
+            reason += "; rho budget: zCDP methods only"
         return best, reason
 
     # ------------------------------------------------------------------------------------
     def fit(self, X: Any, public_X: Any = None) -> PrivateGaussianMixture:
         """Estimate the mixture from the private rows ``X`` (n, d)."""
+        if is_dask(X) or isinstance(X, str | os.PathLike):
+            # the mixture learners need random access to all rows: load a dask array or an
+            # on-disk .npy/.zarr into memory, refused up front when larger than max_memory_bytes
+            X = in_memory(validated_rows(X, name="X", min_rows=2),
+                          max_memory_bytes=self.max_memory_bytes)
         X = check_data(X, name="X", min_rows=2)
         n, d = X.shape
         Xp = None
         if public_X is not None:
             Xp = check_data(public_X, name="public_X", min_rows=1, n_features=d)
         budget = self._check_params(n, d)
-        method, reason = self._choose(n, d, budget, Xp is not None)
+        method, reason = self._choose(n, d, budget, 0 if Xp is None else Xp.shape[0])
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
         info: dict[str, Any] = {}
@@ -341,6 +472,9 @@ class PrivateGaussianMixture(BudgetMixin):
         self.ledger_ = list(acct.ledger)
         self.budget_ = budget
         self.fit_info_ = info
+        # the public clustering (public-heavy: PublicClusters of the public rows; public-light:
+        # the public/DP balls (centre, radius) of the clusters); None for the other methods
+        self.public_clusters_ = info.get("public_clusters", info.get("public_balls"))
         return self
 
     # ------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
-"""The KSSU19 mixture learners: RPGMP + PGME (Alg. 3–4, spec §7) and the warm-up PEGME (Alg. 1,
-spec §5). Kamath, Sheffet, Singhal, Ullman, "Differentially Private Algorithms for Learning
+"""The KSSU19 mixture learner: RPGMP + PGME (Alg. 3–4, spec §7; the warm-up PEGME is in
+:mod:`.pegme`). Kamath, Sheffet, Singhal, Ullman, "Differentially Private Algorithms for Learning
 Mixtures of Separated Gaussians" (NeurIPS 2019).
 
-**Neighbours:** replace one row of ``X``; n is public. **Guarantee:** :func:`kssu_gmm` and
-:func:`pegme` are (ε, δ)-DP for ``ApproxDP(ε, δ)`` (δ > 0) on any data; the whole budget is
+**Neighbours:** replace one row of ``X``; n is public. **Guarantee:** :func:`kssu_gmm` is
+(ε, δ)-DP for ``ApproxDP(ε, δ)`` (δ > 0) on any data; the whole budget is
 charged whatever happens, and a failure (⊥) raises :class:`~privgauss.exceptions.EstimationFailed`.
 
 RPGMP (recursive partitioning), breadth first, level ℓ = 0..k−1 (node at level ℓ: k − ℓ
@@ -56,14 +56,6 @@ Split of (ε, δ): the 1-cluster / terrific calls (approximate DP, amplified as 
 path multiplier 1 or 2; δ equal per call); the rest converts to zCDP, ρ_Z = the largest ρ with
 ρ-zCDP ⇒ (ε − ε_A, δ − δ_A) (tight CKS20), shared PCA 35%, node counts 5%, leaf counts 5%,
 estimation the rest. The ledger composes to exactly (ε, δ).
-
-PEGME (warm-up, spherical components, equal weights): a public random split into halves Y, Z.
-On Y: an enclosing ball and private PCA (rank ℓ = k). On Z, projected: k peeling rounds of
-one_cluster (t = |Z|/(2k)), each ball claiming the rows it holds (first match wins); then per
-part PSGE: noisy count, noisy clipped mean inside the lifted ball B(c′, R), and the recommended
-variance statistic (1/m)Σ‖x − μ̂_c‖² with μ̂_c the released mean projected into the ball (terms in
-[0, 4R²]). A row is in one half only (public split), so each half may use the whole budget:
-the accountant is charged (ε, δ) once, the halves draw on scratch accountants of (ε, δ) each.
 """
 
 from __future__ import annotations
@@ -76,23 +68,30 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from .. import sensitivity
 from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..exceptions import EstimationFailed, PrivacyBudgetError
-from ..linalg import clip_rows
-from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, private_count
+from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
-from ..sensitivity import clipped_mean_l2
-from ..sensitivity import count as count_sensitivity
-from ..validation import check_data, check_positive_int, check_probability
-from .one_cluster import Ball, doubling_radii, one_cluster
+from ..validation import check_positive_int
+from . import one_cluster as one_cluster_module
+from . import terrific_ball as terrific_ball_module
+from .one_cluster import (
+    Ball,
+    charge_unused,
+    doubling_radii,
+    one_cluster,
+    reserve,
+    search_floor,
+)
 from .private_pca import private_pca
 from .sample_aggregate import (
-    DEFAULT_RADIUS_RANGE,
     ComponentPrior,
-    charge_unused,
+    check_mixture_inputs,
     estimate_components,
     fixed_size_subset,
-    reserve,
+    needed_n,
+    root_radius_grid,
 )
 from .terrific_ball import terrific_ball
 
@@ -100,8 +99,8 @@ __all__ = [
     "KSSUBudget",
     "amplified_budget",
     "kssu_gmm",
-    "pegme",
     "plan_kssu_budget",
+    "radius_grid_below",
     "search_is_meaningful",
     "subsampled_call",
 ]
@@ -163,21 +162,13 @@ def search_is_meaningful(
     its AboveThreshold threshold t·γ − Γ is negative and the first radius passes whatever the
     data). A public function of (budget, m, t, T, β, max_points): skipping a call when it is
     False is post-processing of public values (its budget is charged all the same)."""
-    from .one_cluster import DEFAULT_SPLIT as OC_SPLIT
-    from .one_cluster import above_threshold_slack, plan_budget
-    from .terrific_ball import DEFAULT_SPLIT as TB_SPLIT
-
     rate = min(1.0, max_points / max(m, 1))
     inner = amplified_budget(budget, rate)
     if math.isinf(inner.epsilon):
         return True
-    if kind == "terrific":
-        parts = plan_budget(
-            inner, ("pure", "hist", "noise", "noise", "noise"), TB_SPLIT, (1, 1, 1, 1, 1)
-        )
-    else:
-        parts = plan_budget(inner, ("pure", "hist", "noise", "noise"), OC_SPLIT, (1, 1, 1, 1))
-    gamma = above_threshold_slack(parts[0].epsilon, n_radii, beta)
+    search = terrific_ball_module if kind == "terrific" else one_cluster_module
+    dims = (1,) * len(search.KINDS)
+    gamma, _ = search_floor(inner, search.KINDS, search.DEFAULT_SPLIT, dims, n_radii, beta)
     return t * rate > gamma
 
 
@@ -325,7 +316,9 @@ class KSSUTree:
     nodes: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _grid(center_radius: float, n_radii: int) -> np.ndarray:
+def radius_grid_below(center_radius: float, n_radii: int) -> np.ndarray:
+    """The public doubling grid of about ``n_radii`` radii below 2·``center_radius`` (a
+    released radius): the search grid inside a released ball."""
     top = 2.0 * center_radius
     return doubling_radii(top * 2.0 ** (-n_radii), top)
 
@@ -369,15 +362,10 @@ def kssu_gmm(
     Raises :class:`EstimationFailed` (whole budget spent) when the root has no enclosing ball,
     the number of leaves is not k, or a leaf is too small.
     """
-    data = check_data(X, name="X", min_rows=2)
+    data, k, beta, w_min = check_mixture_inputs(
+        X, k, beta=beta, constants=constants, min_weight=min_weight, cond_range=cond_range
+    )
     n, d = data.shape
-    k = check_positive_int(k, "k", minimum=1)
-    beta = check_probability(beta, "beta")
-    if constants not in ("practical", "theory"):
-        raise ValueError("constants must be 'practical' or 'theory'")
-    w_min = 1.0 / k if min_weight is None else float(min_weight)
-    if not (0 < w_min <= 1.0 / k):
-        raise ValueError(f"min_weight must be in (0, 1/k] = (0, {1.0 / k:.4g}]")
     if terrific_c is None:
         terrific_c = 9.0 if constants == "theory" else 4.0
     terrific_c = float(terrific_c)
@@ -385,40 +373,18 @@ def kssu_gmm(
         raise ValueError("terrific_c must be in (3, 1000]")
     n_radii_max = check_positive_int(n_radii_max, "n_radii_max", minimum=2)
     max_points = check_positive_int(max_points, "max_points", minimum=100)
-    if not (cond_range >= 1 and math.isfinite(cond_range)):
-        raise ValueError("cond_range must be a finite number >= 1")
     t = int(n * w_min / 4)
     if t < 2:
         raise ValueError(
-            f"n = {n} is far too small: the terrific-ball target t = n*min_weight/4 must be >= 2"
+            f"n = {n} is far too small: the terrific-ball target t = n*min_weight/4 must be "
+            f">= 2, i.e. n >= {math.ceil(8 / w_min)}; see privgauss.mixture_requirements for "
+            "the n the learner needs to succeed"
         )
-    root_grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
-    if (
-        root_grid.ndim != 1
-        or root_grid.size == 0
-        or not (np.isfinite(root_grid).all() and (root_grid > 0).all())
-    ):
-        raise ValueError("radii must be a non-empty 1-D grid of finite positive radii")
+    root_grid = root_radius_grid(radii)
     plan = plan_kssu_budget(budget, k, d, partition_share=partition_share)
     reserve(accountant, plan.all_charges(), "the KSSU learner")
     src = as_noise(noise)
-    from .requirements import requirements
-
-    needed = int(
-        math.ceil(
-            requirements(
-                "kssu",
-                n=n,
-                d=d,
-                k=k,
-                epsilon=budget.epsilon,
-                delta=budget.delta,
-                min_weight=w_min,
-                beta=beta,
-                max_points=max_points,
-            ).n_needed
-        )
-    )
+    needed = needed_n("kssu", data.shape, k, budget, w_min, beta, max_points=max_points)
     beta0 = beta / (10 * k)
     c_out = (terrific_c - 1.0) / 2.0
     keys = src.rng.random(n)  # public per-row keys of the fixed-size subsets
@@ -555,10 +521,10 @@ def _process_node(
                 accountant=scratch,
                 noise=src,
                 step="count",
-                sensitivity=count_sensitivity(),
+                sensitivity=sensitivity.count(),
             )
         )
-        sigma = gaussian_sigma_zcdp(count_sensitivity(), cnt_budget.rho)
+        sigma = gaussian_sigma_zcdp(sensitivity.count(), cnt_budget.rho)
         m = int(math.floor(noisy - float(norm.isf(beta0)) * sigma))
         record["noisy_size"] = noisy
     if m < max(2, 4 * d):  # (level >= 1: a noisy size) too small for any step
@@ -569,7 +535,7 @@ def _process_node(
     T = fixed_size_subset(data, node.rows, keys, m, pad, src.rng)
 
     # step 2: enclosing ball
-    grid = root_grid if node.prior is None else _grid(node.prior.radius, n_radii_max)
+    grid = root_grid if node.prior is None else radius_grid_below(node.prior.radius, n_radii_max)
     t2 = max(2, m - t // 2)
     ball = None
     if search_is_meaningful(
@@ -600,33 +566,40 @@ def _process_node(
         return _Leaf(node.rows, ball, node.path)
 
     S = data[node.rows]
-    tgrid = _grid(ball.radius, n_radii_max)
+    tgrid = radius_grid_below(ball.radius, n_radii_max)
     if not search_is_meaningful("terrific", terr, m, t, tgrid.size, beta0, max_points):
         record["outcome"] = "leaf (t below the search's slack)"
         return _Leaf(node.rows, ball, node.path)
-    # step 3: terrific ball in the raw space
-    found = subsampled_call(
-        terrific_ball,
-        T,
-        t,
-        terr,
-        max_points=max_points,
-        rng=src.rng,
-        c=terrific_c,
-        radii=tgrid,
-        largest=False,
-        beta=beta0,
-        noise=src,
-        step="terrific-raw",
-    )
-    if found is not None:
-        a, b = _split_rows(S, node.rows, found, c_out)
-        record["outcome"] = "split (raw)"
+
+    def search(points: np.ndarray, largest: bool, name: str) -> Ball | None:
+        return subsampled_call(
+            terrific_ball,
+            points,
+            t,
+            terr,
+            max_points=max_points,
+            rng=src.rng,
+            c=terrific_c,
+            radii=tgrid,
+            largest=largest,
+            beta=beta0,
+            noise=src,
+            step=name,
+        )
+
+    def split(points: np.ndarray, found: Ball, prior_a: Ball, how: str) -> list[_Node]:
+        a, b = _split_rows(points, node.rows, found, c_out)
+        record["outcome"] = f"split ({how})"
         record["ball"] = (found.center.tolist(), found.radius)
         return [
-            _Node(a, node.k_node - 1, level + 1, found, node.path + "/A"),
+            _Node(a, node.k_node - 1, level + 1, prior_a, node.path + "/A"),
             _Node(b, node.k_node - 1, level + 1, ball, node.path + "/B"),
         ]
+
+    # step 3: terrific ball in the raw space
+    found = search(T, False, "terrific-raw")
+    if found is not None:
+        return split(S, found, found, "raw")
     # steps 4-5: private PCA, then a terrific ball in the projected space
     pca_budget = plan.pca[level]
     assert pca_budget is not None
@@ -640,238 +613,8 @@ def _process_node(
         noise=src,
         step="private-pca",
     )
-    found = subsampled_call(
-        terrific_ball,
-        pca.project(T),
-        t,
-        terr,
-        max_points=max_points,
-        rng=src.rng,
-        c=terrific_c,
-        radii=tgrid,
-        largest=True,
-        beta=beta0,
-        noise=src,
-        step="terrific-projected",
-    )
+    found = search(pca.project(T), True, "terrific-projected")
     if found is not None:
-        a, b = _split_rows(pca.project(S), node.rows, found, c_out)
-        record["outcome"] = "split (projected)"
-        record["ball"] = (found.center.tolist(), found.radius)
-        return [
-            _Node(a, node.k_node - 1, level + 1, ball, node.path + "/A"),
-            _Node(b, node.k_node - 1, level + 1, ball, node.path + "/B"),
-        ]
+        return split(pca.project(S), found, ball, "projected")
     record["outcome"] = "leaf (no terrific ball)"
     return _Leaf(node.rows, ball, node.path)
-
-
-# ----------------------------------------------------------------------------------------------
-# Warm-up: PEGME (Alg. 1) with PSGE (Alg. 6)
-# ----------------------------------------------------------------------------------------------
-
-
-def _psge(
-    rows: np.ndarray,
-    center: np.ndarray,
-    radius: float,
-    rho_mean: float,
-    rho_var: float,
-    accountant: Accountant,
-    noise: NoiseSource,
-    step: str,
-) -> tuple[np.ndarray, float]:
-    """PSGE on a fixed-size part (m public): clipped mean (sensitivity 2R/m) and the mean of
-    ‖x − μ̂_c‖² over rows clipped to the ball, μ̂_c the released mean projected into the ball,
-    each term in [0, 4R²] (sensitivity clipped_mean_l2(2R², m) = 4R²/m); ρ-zCDP each."""
-    m, d = rows.shape
-    clipped, _ = clip_rows(rows, center, radius)
-    mean = gaussian_mechanism(
-        clipped.mean(axis=0),
-        clipped_mean_l2(radius, m),
-        ZCDP(rho_mean),
-        accountant=accountant,
-        noise=noise,
-        step=f"{step}/mean",
-    )
-    mu_c = clip_rows(mean[None, :], center, radius)[0][0]
-    sq = np.sum((clipped - mu_c) ** 2, axis=1)
-    var = float(
-        gaussian_mechanism(
-            float(np.mean(sq)),
-            clipped_mean_l2(2 * radius**2, m),
-            ZCDP(rho_var),
-            accountant=accountant,
-            noise=noise,
-            step=f"{step}/variance",
-        )
-    )
-    return mean, max(var / d, 1e-12 * radius**2 / d)
-
-
-def pegme(
-    X: Any,
-    k: int,
-    budget: ApproxDP,
-    *,
-    rank: int | None = None,
-    peel_factor: float = 3.0,
-    radii: Any = None,
-    max_points: int = 10_000,
-    beta: float = 0.05,
-    constants: str = "practical",
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "pegme",
-    info: dict[str, Any] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """KSSU19 warm-up PEGME (Alg. 1, spec §5) for spherical components of equal weight:
-    (weights = 1/k, means (k, d), covariances σ̂²_j·I (k, d, d)).
-
-    (ε, δ)-DP for ``ApproxDP(ε, δ)`` under replace-one neighbours, n public (module docstring:
-    each public half uses the whole budget). Raises :class:`EstimationFailed` (budget spent)
-    when a step returns ⊥ or a part is too small.
-    """
-    data = check_data(X, name="X", min_rows=4)
-    n, d = data.shape
-    k = check_positive_int(k, "k", minimum=1)
-    beta = check_probability(beta, "beta")
-    if constants not in ("practical", "theory"):
-        raise ValueError("constants must be 'practical' or 'theory'")
-    ell = min(d, k if rank is None else check_positive_int(rank, "rank"))
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
-        raise PrivacyBudgetError("PEGME needs an (epsilon, delta) budget with delta > 0")
-    grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
-    reserve(accountant, [budget], "PEGME")
-    src = as_noise(noise)
-    accountant.spend(
-        budget,
-        step=step,
-        mechanism="two public halves",
-        note="parallel composition: a row is in one half; each half uses the budget",
-    )
-    perm = src.rng.permutation(n)  # public split
-    Y, Z = data[perm[: n // 2]], data[perm[n // 2 :]]
-    beta0 = beta / (4 * k)
-
-    def fail(what: str) -> EstimationFailed:
-        return EstimationFailed(f"PEGME: {what}", step=f"{step}/{what}", needed_n=None)
-
-    # half Y: enclosing ball (40%) and PCA (the rest, as zCDP)
-    y_acct = Accountant(budget)
-    enc_budget = ApproxDP(0.4 * budget.epsilon, budget.delta / 2)
-    y_acct.spend(enc_budget, step=f"{step}/Y/enclosing-ball")
-    ball = subsampled_call(
-        one_cluster,
-        Y,
-        max(2, Y.shape[0] - Y.shape[0] // (8 * k)),
-        enc_budget,
-        max_points=max_points,
-        rng=src.rng,
-        radii=grid,
-        c=2.0,
-        beta=beta0,
-        noise=src,
-        step=f"{step}/Y/enclosing-ball",
-    )
-    if ball is None:
-        raise fail("enclosing-ball")
-    rho_pca = approx_to_zcdp(budget.epsilon - enc_budget.epsilon, budget.delta / 2)
-    pca = private_pca(
-        Y,
-        ball.center,
-        ball.radius,
-        ell,
-        ZCDP(rho_pca),
-        accountant=y_acct,
-        noise=src,
-        step=f"{step}/Y/private-pca",
-    )
-
-    # half Z: k peeling rounds in the projection, then PSGE per part
-    z_acct = Accountant(budget)
-    m = Z.shape[0]
-    P = pca.project(Z)
-    round_budget = ApproxDP(0.6 * budget.epsilon / k, budget.delta / (2 * k))
-    pgrid = _grid(ball.radius, 30)
-    # a claimed row is replaced by its own public far point (a per-row map: row i's dummy
-    # depends on i only), keeping the size m public and neighbours one row apart
-    from .sample_aggregate import dummy_points
-
-    dummies = dummy_points(m, ell, pgrid, peel_factor, src.rng)
-    owner = np.full(m, -1, dtype=np.int64)
-    balls: list[Ball] = []
-    for j in range(k):
-        free = owner < 0
-        pts = np.where(free[:, None], P, dummies)
-        z_acct.spend(round_budget, step=f"{step}/Z/round-{j + 1}")
-        b = subsampled_call(
-            one_cluster,
-            pts,
-            max(2, m // (2 * k)),
-            round_budget,
-            max_points=max_points,
-            rng=src.rng,
-            radii=pgrid,
-            c=peel_factor,
-            beta=beta0,
-            noise=src,
-            step=f"{step}/Z/round-{j + 1}",
-        )
-        if b is None:
-            raise fail(f"round-{j + 1}")
-        inside = free & (np.sqrt(np.sum((P - b.center) ** 2, axis=1)) <= b.radius)
-        owner[inside] = j
-        balls.append(b)
-    eps_left = budget.epsilon - k * round_budget.epsilon
-    rho_z = approx_to_zcdp(eps_left, budget.delta - k * round_budget.delta)
-    rho_cnt = 0.1 * rho_z
-    counts = private_count(
-        np.bincount(owner[owner >= 0], minlength=k),
-        ZCDP(rho_cnt),
-        accountant=z_acct,
-        noise=src,
-        step=f"{step}/Z/counts",
-        sensitivity=math.hypot(count_sensitivity(), count_sensitivity()),
-    )
-    sigma = gaussian_sigma_zcdp(math.hypot(1.0, 1.0), rho_cnt)
-    sizes = np.floor(counts - float(norm.isf(beta / (2 * k))) * sigma).astype(int)
-    # each part's estimation is ρ_E-zCDP; a moved row changes two parts: charged 2ρ_E
-    rho_e = (rho_z - rho_cnt) / 2
-    z_acct.spend(
-        ZCDP(2 * rho_e),
-        step=f"{step}/Z/psge",
-        mechanism="psge x parts",
-        note="a replaced row changes at most two parts: charged twice",
-    )
-    if (sizes < 2).any():
-        raise fail("psge")
-    keys = src.rng.random(m)
-    lift = (
-        (1.0 + 16.0 + 2.0 * math.sqrt(3 * d / ell))
-        if constants == "theory"
-        else (3.0 + 2.0 * math.sqrt(3 * d / ell))
-    )
-    means = np.empty((k, d))
-    covs = np.empty((k, d, d))
-    for j, b in enumerate(balls):
-        center = pca.center + b.center @ pca.components.T
-        radius = (b.radius / peel_factor) * lift
-        rows = fixed_size_subset(
-            Z, np.flatnonzero(owner == j), keys, int(sizes[j]), center, src.rng
-        )
-        mu, var = _psge(
-            rows,
-            center,
-            radius,
-            0.5 * rho_e,
-            0.5 * rho_e,
-            Accountant(ZCDP(rho_e)),
-            src,
-            f"{step}/Z/psge-{j + 1}",
-        )
-        means[j] = mu
-        covs[j] = var * np.eye(d)
-    if info is not None:
-        info.update(balls=balls, noisy_counts=counts, pca=pca)
-    return np.full(k, 1.0 / k), means, covs

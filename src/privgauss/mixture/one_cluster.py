@@ -18,7 +18,8 @@ four releases compose adaptively):
 1. *GoodRadius* (ε_R, pure). L(r) = (1/t)·(sum of the t largest values of min(|X ∩ B_r(x_i)|, t)
    over the data points x_i; zeros pad when n < t). For a fixed point each capped count moves by
    ≤ 1 when one row is replaced, and the replaced row's own value lies in [0, t], so the sum of the
-   t largest values moves by ≤ 2t: **sensitivity 2** (:func:`capped_count_score_sensitivity`).
+   t largest values moves by ≤ 2t: **sensitivity 2**
+   (:func:`privgauss.sensitivity.capped_count_score`).
    AboveThreshold (standard, non-monotone version) over the radii in increasing order with
    threshold t − Γ returns the first radius whose noisy score passes, or ⊥.
 2. *Box choice* (ε_H, δ_H). Public randomness (independent of the data) draws a rotation Q and an
@@ -32,9 +33,9 @@ four releases compose adaptively):
    to the box's circumscribed ball (radius ρ₁ = w√d/2, centre b), contribute v(x) = (x − b, κ)
    to one joint release of (sum, κ·count), Gaussian (Laplace for a pure part). With κ = √3·ρ the
    L2 sensitivity is 2ρ (both rows in: ‖x − y‖ ≤ 2ρ; one in: √(ρ² + κ²) = 2ρ); with κ = ρ√d the
-   L1 sensitivity is 2ρ√d (:func:`sum_count_sensitivity`). The noisy count is the released joint
-   coordinate / κ, so no private size is ever used as a divisor; a noisy count below
-   max(2, 3·its noise sd) = ⊥.
+   L1 sensitivity is 2ρ√d (:func:`privgauss.sensitivity.joint_sum_count`). The noisy count is
+   the released joint coordinate / κ, so no private size is ever used as a divisor; a noisy
+   count below max(2, 3·its noise sd) = ⊥.
 4. *Refinement* (ρ_F, or ε_F pure). The same joint release over the rows within
    ρ₂ = 2r + 2√d·(noise sd of step 3's mean) of the step-3 centre (a DP output), clipped there.
 
@@ -70,11 +71,12 @@ import copy
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import sensitivity
 from ..accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP, approx_to_zcdp
 from ..exceptions import PrivacyBudgetError
 from ..linalg import clip_rows
@@ -87,27 +89,33 @@ from ..mechanisms import (
     stability_histogram,
 )
 from ..noise import NoiseSource, RandomState, as_noise
-from ..sensitivity import count as count_sensitivity
+from ..sensitivity import stability_histogram_threshold
 from ..validation import check_data, check_positive_int, check_probability
 
 __all__ = [
     "Ball",
     "above_threshold_slack",
     "ball_counts",
+    "center_with",
+    "charge_unused",
     "capped_count_score",
-    "capped_count_score_sensitivity",
     "doubling_radii",
     "good_center",
     "good_radius",
+    "search_floor",
     "one_cluster",
     "plan_budget",
-    "sum_count_sensitivity",
+    "prepare_search",
+    "radius_search",
+    "reserve",
     "top_t_mean",
 ]
 
 _BLOCK_ELEMENTS = 1 << 20  # pairwise distances per block
 _KEY_LIMIT = float(2**62)  # box keys saturate here (only reached for absurd scales)
 DEFAULT_SPLIT = (0.3, 0.25, 0.18, 0.27)
+#: the kinds of one_cluster's four releases, for :func:`plan_budget`
+KINDS = ("pure", "hist", "noise", "noise")
 
 
 class Ball(NamedTuple):
@@ -115,32 +123,6 @@ class Ball(NamedTuple):
 
     center: np.ndarray
     radius: float
-
-
-# ----------------------------------------------------------------------------------------------
-# Sensitivities (to move into privgauss.sensitivity)
-# ----------------------------------------------------------------------------------------------
-
-
-def capped_count_score_sensitivity() -> float:
-    """Replace-one sensitivity of the capped score L(r) (NSV16): 2."""
-    return 2.0
-
-
-def sum_count_sensitivity(radius: float, d: int, norm: str = "l2") -> tuple[float, float]:
-    """(sensitivity, κ) of the joint release (Σ_{x∈S}(x − a), κ·|S|) for rows of a public or
-    released set S, each clipped to B(a, radius), under replace-one.
-
-    ``norm="l2"``: κ = √3·r, L2 sensitivity 2r. ``norm="l1"``: κ = r√d, L1 sensitivity 2r√d.
-    """
-    r = float(radius)
-    if not (math.isfinite(r) and r >= 0):
-        raise ValueError("radius must be finite and >= 0")
-    if norm == "l2":
-        return 2.0 * r, math.sqrt(3.0) * r
-    if norm == "l1":
-        return 2.0 * r * math.sqrt(d), r * math.sqrt(d)
-    raise ValueError("norm must be 'l2' or 'l1'")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -293,21 +275,60 @@ def good_radius(
     AboveThreshold on L(r) (sensitivity 2) over the public ``radii`` in increasing order with
     threshold t − Γ. Returns the first passing radius, or None (⊥). NSV16 GoodRadius in the
     AboveThreshold form of KSSU19 §5.2 (spec §3.8)."""
+    return radius_search(
+        capped_count_score,
+        X,
+        t,
+        radii,
+        budget,
+        sensitivity.capped_count_score(),
+        beta=beta,
+        constants=constants,
+        max_points=max_points,
+        accountant=accountant,
+        noise=noise,
+        step=step,
+    )
+
+
+def radius_search(
+    score: Callable[[np.ndarray, int, np.ndarray], np.ndarray],
+    X: Any,
+    t: int,
+    radii: Any,
+    budget: PureDP,
+    score_sensitivity: float,
+    *,
+    beta: float,
+    constants: str,
+    max_points: int,
+    accountant: Accountant,
+    noise: RandomState,
+    step: str,
+    descending: bool = False,
+) -> float | None:
+    """ε-DP AboveThreshold (replace-one, n public) over the public ``radii`` (increasing, or
+    decreasing if ``descending``) on ``score(rows, t, radii)`` (a capped score of the given
+    sensitivity, at most t) with threshold t − Γ; on a public random subsample of
+    ``max_points`` rows (t rescaled) above that. The first passing radius, or None (⊥).
+    Shared by GoodRadius and TerrificRadius."""
     eps = _pure_eps(budget)
     data = check_data(X, name="X")
     t = check_positive_int(t, "t", minimum=1)
     grid = _check_radii(radii)
+    beta = check_probability(beta, "beta")
     max_points = check_positive_int(max_points, "max_points", minimum=1)
     src = as_noise(noise)
+    if descending:
+        grid = grid[::-1]
     gamma = above_threshold_slack(
-        eps, grid.size, beta, sensitivity=capped_count_score_sensitivity(), constants=constants
+        eps, grid.size, beta, sensitivity=score_sensitivity, constants=constants
     )
     sub, t_sub = _subsample(data, t, max_points, src.rng)
-    scores = capped_count_score(sub, t_sub, grid)
     hit = above_threshold(
-        scores.tolist(),
+        score(sub, t_sub, grid).tolist(),
         t_sub - gamma,
-        capped_count_score_sensitivity(),
+        score_sensitivity,
         budget,
         accountant=accountant,
         noise=src,
@@ -365,7 +386,7 @@ def _noisy_set_mean(
     else:
         total = np.zeros(d)
     if _is_pure(budget):
-        sens, kappa = sum_count_sensitivity(rho, d, "l1")
+        sens, kappa = sensitivity.joint_sum_count(rho, d, "l1")
         value = np.append(total, kappa * rows.shape[0])
         eps = _pure_eps(budget)
         sd = 0.0 if math.isinf(eps) else math.sqrt(2.0) * sens / eps
@@ -373,7 +394,7 @@ def _noisy_set_mean(
             value, sens, budget, accountant=accountant, noise=noise, step=step
         )
     else:
-        sens, kappa = sum_count_sensitivity(rho, d, "l2")
+        sens, kappa = sensitivity.joint_sum_count(rho, d, "l2")
         value = np.append(total, kappa * rows.shape[0])
         sd = gaussian_sigma(sens, budget)
         released = gaussian_mechanism(
@@ -430,10 +451,10 @@ def _exponential_box(
         log_empty = log_total + math.log1p(-math.exp(math.log(boxes.shape[0]) - log_total))
     utilities = counts.astype(np.float64)
     if log_empty is not None:
-        scale = 0.0 if math.isinf(eps) else 2.0 * count_sensitivity() / eps
+        scale = 0.0 if math.isinf(eps) else 2.0 * sensitivity.count() / eps
         utilities = np.append(utilities, scale * log_empty)
     choice = exponential_mechanism(
-        utilities, count_sensitivity(), budget, accountant=accountant, noise=noise, step=step
+        utilities, sensitivity.count(), budget, accountant=accountant, noise=noise, step=step
     )
     if choice < boxes.shape[0]:
         return boxes[choice]
@@ -630,33 +651,115 @@ def _plan(
     return best[1]
 
 
-def _check_budget(budget: Budget, accountant: Accountant, parts: Sequence[Budget]) -> None:
-    """Refuse up front (nothing drawn) when the accountant cannot take every part."""
-    if not isinstance(budget, PureDP | ApproxDP):
-        raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
-    if not _is_pure(budget) and not isinstance(accountant.total, ApproxDP):
+def search_floor(
+    budget: Budget,
+    kinds: Sequence[str],
+    split: Sequence[float],
+    dims: Sequence[int],
+    n_radii: int,
+    beta: float,
+) -> tuple[float, float]:
+    """(Γ, τ) of a ball search (one_cluster, terrific_ball) split by
+    ``plan_budget(budget, kinds, split, dims)``: the AboveThreshold slack of its radius step
+    (part 0, T = ``n_radii``) and the stability-histogram threshold of its box step (part 1;
+    inf for a pure part). Public: what the searched cluster must exceed."""
+    parts = plan_budget(budget, kinds, split, dims)
+    gamma = above_threshold_slack(parts[0].epsilon, n_radii, beta)  # type: ignore[union-attr]
+    box = parts[1]
+    if not isinstance(box, ApproxDP) or box.delta == 0:
+        return gamma, math.inf
+    return gamma, stability_histogram_threshold(box.epsilon, box.delta)
+
+
+def reserve(
+    accountant: Accountant, parts: Sequence[Budget], what: str, *, approx_total: bool = True
+) -> None:
+    """Refuse up front (nothing spent, nothing drawn) when the accountant — or any parent it
+    charges — cannot pay every part. ``approx_total``: the accountant must hold an
+    ApproxDP(ε, δ) total (needed by any part with δ > 0)."""
+    if not isinstance(accountant, Accountant):
+        raise TypeError("accountant must be a privgauss.Accountant")
+    if approx_total and not isinstance(accountant.total, ApproxDP):
         raise PrivacyBudgetError(
-            "an (epsilon, delta) budget with delta > 0 needs an accountant with an ApproxDP total"
+            f"{what} needs an accountant with an ApproxDP(epsilon, delta) total"
         )
     trial = copy.deepcopy(accountant)
+    trial.parent = None
     try:
-        for part in parts:
-            trial.spend(part)
+        for p in parts:
+            trial.spend(p)
     except PrivacyBudgetError:
         raise PrivacyBudgetError(
-            f"the accountant cannot afford {budget}; increase its total or use a fresh Accountant"
+            f"the accountant cannot afford {what}'s budget; increase its total or use a fresh one"
         ) from None
+    if accountant.parent is not None:
+        reserve(accountant.parent, parts, what, approx_total=approx_total)
 
 
-def _charge_unused(accountant: Accountant, parts: Sequence[Budget], step: str) -> None:
-    for part in parts:
+def charge_unused(accountant: Accountant, parts: Sequence[Budget], step: str) -> None:
+    """Charge the parts an earlier ⊥ left unused, so the spent budget is data independent."""
+    for p in parts:
         accountant.spend(
-            part, step=step, mechanism="unused", note="reserved; an earlier step returned ⊥"
+            p, step=step, mechanism="unused", note="reserved; an earlier step returned ⊥"
         )
 
 
-def _spent_parts(accountant: Accountant, before: int) -> int:
-    return len(accountant.ledger) - before
+def prepare_search(
+    X: Any,
+    t: int,
+    radii: Any,
+    budget: Budget,
+    kinds: Sequence[str],
+    split: Sequence[float],
+    noise_dims: Callable[[int], tuple[int, ...]],
+    *,
+    center_box: Any,
+    accountant: Accountant,
+) -> tuple[np.ndarray, list[Budget], int, np.ndarray]:
+    """Validate a ball search (one_cluster, terrific_ball) before anything is spent: the data,
+    the budget split (``plan_budget(budget, kinds, split, noise_dims(d))``, which the accountant
+    must be able to pay), t, the public radius grid and ``center_box`` (required for a pure
+    budget). Returns (data, parts, t, grid)."""
+    if not isinstance(budget, PureDP | ApproxDP):
+        raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
+    data = check_data(X, name="X")
+    d = data.shape[1]
+    parts = plan_budget(budget, kinds, split, noise_dims(d))
+    reserve(accountant, parts, "this ball search", approx_total=not _is_pure(budget))
+    t = check_positive_int(t, "t", minimum=1)
+    grid = _check_radii(radii)
+    if _is_pure(budget) and center_box is None:
+        raise ValueError("a PureDP budget needs a public center_box (lo, hi)")
+    if center_box is not None:
+        _check_box(center_box, d)
+    return data, parts, t, grid
+
+
+def center_with(
+    data: np.ndarray,
+    radius: float,
+    parts: Sequence[Budget],
+    *,
+    box_factor: float,
+    center_box: Any,
+    accountant: Accountant,
+    noise: NoiseSource,
+    step: str,
+) -> np.ndarray | None:
+    """:func:`good_center` with the (box, mean, refinement) budgets ``parts[1:4]`` of a ball
+    search's split."""
+    return good_center(
+        data,
+        radius,
+        parts[1],
+        parts[2],
+        parts[3],
+        box_factor=box_factor,
+        center_box=center_box,
+        accountant=accountant,
+        noise=noise,
+        step=step,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -688,21 +791,20 @@ def one_cluster(
     (see the module docstring for the derivation and the split). ``radii`` is a public grid
     (e.g. :func:`doubling_radii`). Simplified NS18 / KSSU19 Alg. 5 (spec §5.2, §6.6).
     """
-    if not isinstance(budget, PureDP | ApproxDP):
-        raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
-    data = check_data(X, name="X")
-    d = data.shape[1]
-    parts = plan_budget(budget, ("pure", "hist", "noise", "noise"), split, (1, 1, d, d))
-    _check_budget(budget, accountant, parts)
-    t = check_positive_int(t, "t", minimum=1)
-    grid = _check_radii(radii)
+    data, parts, t, grid = prepare_search(
+        X,
+        t,
+        radii,
+        budget,
+        KINDS,
+        split,
+        lambda d: (1, 1, d, d),
+        center_box=center_box,
+        accountant=accountant,
+    )
     c = float(c)
     if not (math.isfinite(c) and c > 0):
         raise ValueError("c must be finite and > 0")
-    if _is_pure(budget) and center_box is None:
-        raise ValueError("a PureDP budget needs a public center_box (lo, hi)")
-    if center_box is not None:
-        _check_box(center_box, d)
     src = as_noise(noise)
 
     before = len(accountant.ledger)
@@ -720,20 +822,17 @@ def one_cluster(
     )
     center = None
     if r is not None:
-        center = good_center(
+        center = center_with(
             data,
             r,
-            parts[1],
-            parts[2],
-            parts[3],
+            parts,
             box_factor=box_factor,
             center_box=center_box,
             accountant=accountant,
             noise=src,
             step=step,
         )
-    used = _spent_parts(accountant, before)
     if center is None or r is None:
-        _charge_unused(accountant, parts[used:], step)
+        charge_unused(accountant, parts[len(accountant.ledger) - before :], step)
         return None
     return Ball(center=center, radius=c * r)

@@ -25,10 +25,10 @@ from typing import Any
 
 from ..accounting import ApproxDP
 from ..mechanisms import gaussian_sigma_zcdp
-from ..sensitivity import stability_histogram_threshold
 from ..theory import Bound
 from .one_cluster import DEFAULT_SPLIT as ONE_CLUSTER_SPLIT
-from .one_cluster import above_threshold_slack, doubling_radii, plan_budget
+from .one_cluster import KINDS as ONE_CLUSTER_KINDS
+from .one_cluster import doubling_radii, search_floor
 
 __all__ = [
     "METHODS",
@@ -111,13 +111,7 @@ def _one_cluster_floor(
     eps: float, delta: float, d: int, beta: float, n_radii: int, split: tuple = ONE_CLUSTER_SPLIT
 ) -> tuple[float, float]:
     """(Γ of the radius search, τ of the box histogram) of one :func:`one_cluster` call."""
-    parts = plan_budget(
-        ApproxDP(eps, delta), ("pure", "hist", "noise", "noise"), split, (1, 1, d, d)
-    )
-    gamma = above_threshold_slack(parts[0].epsilon, n_radii, beta)
-    hist = parts[1]
-    tau = stability_histogram_threshold(hist.epsilon, hist.delta)
-    return gamma, tau
+    return search_floor(ApproxDP(eps, delta), ONE_CLUSTER_KINDS, split, (1, 1, d, d), n_radii, beta)
 
 
 def _sa_practical(n: int, d: int, k: int, eps: float, delta: float, w: float, beta: float) -> dict:
@@ -153,14 +147,11 @@ def _terrific_floor(
     """(sampling rate γ, Γ, τ) of one subsampled terrific-ball call on m rows (kssu.py)."""
     from .kssu import amplified_budget
     from .terrific_ball import DEFAULT_SPLIT as TERRIFIC_SPLIT
+    from .terrific_ball import KINDS as TERRIFIC_KINDS
 
     rate = min(1.0, max_points / max(m, 1))
     inner = amplified_budget(budget, rate)
-    parts = plan_budget(
-        inner, ("pure", "hist", "noise", "noise", "noise"), TERRIFIC_SPLIT, (1, 1, 2, 2, 1)
-    )
-    gamma = above_threshold_slack(parts[0].epsilon, n_radii, beta)
-    tau = stability_histogram_threshold(parts[1].epsilon, parts[1].delta)
+    gamma, tau = search_floor(inner, TERRIFIC_KINDS, TERRIFIC_SPLIT, (1, 1, 2, 2, 1), n_radii, beta)
     return rate, gamma, tau
 
 
@@ -433,6 +424,17 @@ def requirements(
     ``constants="practical"``: this implementation's thresholds (see the module docstring);
     ``"theory"``: the paper's theorem terms with constants 1 (indicative only). ``max_points``
     is the KSSU learner's subsample size of the pairwise scores (its default)."""
+    if method in ("public-heavy", "public-light"):  # issue 5: formulas in their own module
+        from .public_heavy import public_requirements
+
+        return public_requirements(method, n=n, d=d, k=k, budget=ApproxDP(epsilon, delta),
+                                   min_weight=min_weight, alpha=alpha, beta=beta,
+                                   constants=constants)
+    if method in ("ppe", "agnostic"):  # issue 6: formulas in privgauss.reductions
+        from ..reductions.agnostic import reduction_requirements
+
+        return reduction_requirements(method, n=n, d=d, k=k, epsilon=epsilon, delta=delta,
+                                      alpha=alpha, beta=beta, constants=constants)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if constants not in ("practical", "theory"):

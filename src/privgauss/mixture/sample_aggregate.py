@@ -49,7 +49,6 @@ and k CoinPress runs on the parts.
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -59,20 +58,28 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from .. import sensitivity
 from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..gaussian.coinpress import coinpress_gaussian
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
-from ..sensitivity import count as count_sensitivity
 from ..validation import check_data, check_positive_int, check_probability
-from .one_cluster import Ball, doubling_radii, one_cluster, plan_budget
+from .one_cluster import (
+    Ball,
+    charge_unused,
+    doubling_radii,
+    one_cluster,
+    plan_budget,
+    reserve,
+)
 
 __all__ = [
     "DEFAULT_RADIUS_RANGE",
     "ROUND_SPLIT",
     "ComponentPrior",
     "Learner",
+    "check_mixture_inputs",
     "default_chunk_size",
     "dummy_points",
     "estimate_components",
@@ -80,7 +87,9 @@ __all__ = [
     "gmm_learner",
     "kmeans_learner",
     "nearest_center",
+    "needed_n",
     "plan_sa_budget",
+    "root_radius_grid",
     "round_points",
     "sample_aggregate_gmm",
 ]
@@ -248,6 +257,10 @@ def fixed_size_subset(
     return rows[rng.permutation(m)]
 
 
+#: ``(part index, fixed-size rows, rho, accountant) -> (mean, covariance)``
+PartLearner = Callable[[int, np.ndarray, float, Accountant], tuple[np.ndarray, np.ndarray]]
+
+
 def _min_part_rows(d: int) -> int:
     return d + 2
 
@@ -267,6 +280,7 @@ def estimate_components(
     step: str,
     cov_bounds_of: Callable[[int, float], tuple[float, float]] | None = None,
     needed_n: int | None = None,
+    part_learner: PartLearner | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Weights, means and covariances of the parts ``labels`` = 0..K−1 of a released partition
     (K = len(priors); rows with another label, e.g. −1 for dropped rows, belong to no part), and
@@ -277,11 +291,13 @@ def estimate_components(
     (:func:`fixed_size_subset`, size m_j = ⌊ñ_j − z·σ⌋ with z the (1 − β/2K) normal quantile),
     charged once as ``estimation_budget`` = 2ρ_E, each run getting ρ_E (a replaced row changes at
     most two parts). ``cov_bounds_of(j, weight_j)`` may replace a prior's covariance bounds from
-    the released weight. Raises EstimationFailed (budget spent) when a part is too small.
+    the released weight. ``part_learner(j, rows, rho_j, accountant)`` (a ρ_j-zCDP learner under
+    replace-one with the rows' number public) replaces CoinPress when given. Raises
+    EstimationFailed (budget spent) when a part is too small.
     """
     K = len(priors)
     n, d = data.shape
-    l2 = math.hypot(count_sensitivity(), count_sensitivity())  # one row leaves a part, joins one
+    l2 = sensitivity.histogram_l2()  # one row leaves a part and joins another
     labels = np.asarray(labels, dtype=np.int64)
     counts = np.bincount(labels[(labels >= 0) & (labels < K)], minlength=K).astype(np.int64)
     noisy = private_count(
@@ -324,6 +340,9 @@ def estimate_components(
         rows = fixed_size_subset(data, members, keys, int(sizes[j]), prior.center, noise.rng)
         bounds = prior.cov_bounds if cov_bounds_of is None else cov_bounds_of(j, weights[j])
         scratch = Accountant(ZCDP(rho_e))
+        if part_learner is not None:
+            means[j], covs[j] = part_learner(j, rows, rho_e, scratch)
+            continue
         means[j], covs[j] = coinpress_gaussian(
             rows,
             rho_e,
@@ -425,31 +444,70 @@ def plan_sa_budget(
     return SABudget(rounds, parts, ZCDP(rho_w), ZCDP(rho_z - rho_w))
 
 
-def reserve(accountant: Accountant, parts: Sequence[Budget], what: str) -> None:
-    """Refuse up front (nothing spent, nothing drawn) when the accountant cannot pay every part."""
-    if not isinstance(accountant, Accountant):
-        raise TypeError("accountant must be a privgauss.Accountant")
-    if not isinstance(accountant.total, ApproxDP):
-        raise PrivacyBudgetError(
-            f"{what} needs an accountant with an ApproxDP(epsilon, delta) total"
+# ----------------------------------------------------------------------------------------------
+# Up-front checks shared by the no-public-data learners (nothing is spent before them)
+# ----------------------------------------------------------------------------------------------
+
+
+def check_mixture_inputs(
+    X: Any, k: int, *, beta: float, constants: str, min_weight: float | None, cond_range: float
+) -> tuple[np.ndarray, int, float, float]:
+    """(data, k, beta, w_min) after the checks every learner needs, with messages that say what
+    to supply: finite 2-D data, 1 ≤ k ≤ n, β ∈ (0, 1), ``constants``, ``min_weight`` in
+    (0, 1/k] (default 1/k) and a finite ``cond_range`` ≥ 1."""
+    data = check_data(X, name="X", min_rows=2)
+    k = check_positive_int(k, "k", minimum=1)
+    if k > data.shape[0]:
+        raise ValueError(
+            f"k = {k} components need at least k rows, and in practice far more (n = "
+            f"{data.shape[0]}); see privgauss.mixture_requirements for the n each method needs"
         )
-    trial = copy.deepcopy(accountant)
-    trial.parent = None
-    try:
-        for p in parts:
-            trial.spend(p)
-    except PrivacyBudgetError:
-        raise PrivacyBudgetError(
-            f"the accountant cannot afford {what}'s budget; increase its total or use a fresh one"
-        ) from None
-    if accountant.parent is not None:
-        reserve(accountant.parent, parts, what)
+    beta = check_probability(beta, "beta")
+    if constants not in ("practical", "theory"):
+        raise ValueError("constants must be 'practical' or 'theory'")
+    w_min = 1.0 / k if min_weight is None else float(min_weight)
+    if not (0 < w_min <= 1.0 / k):
+        raise ValueError(f"min_weight must be in (0, 1/k] = (0, {1.0 / k:.4g}]")
+    if not (cond_range >= 1 and math.isfinite(cond_range)):
+        raise ValueError("cond_range must be a finite number >= 1")
+    return data, k, beta, w_min
 
 
-def charge_unused(accountant: Accountant, parts: Sequence[Budget], step: str) -> None:
-    """Charge the parts an earlier ⊥ left unused, so the spent budget is data independent."""
-    for p in parts:
-        accountant.spend(p, step=step, mechanism="unused", note="reserved; an earlier step failed")
+def root_radius_grid(radii: Any) -> np.ndarray:
+    """The public radius grid of a root search: ``radii`` (a non-empty 1-D grid of finite
+    positive radii) or, if None, the doubling grid over :data:`DEFAULT_RADIUS_RANGE`."""
+    grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
+    if grid.ndim != 1 or grid.size == 0 or not (np.isfinite(grid).all() and (grid > 0).all()):
+        raise ValueError("radii must be a non-empty 1-D grid of finite positive radii")
+    return grid
+
+
+def needed_n(
+    method: str,
+    shape: tuple[int, int],
+    k: int,
+    budget: ApproxDP,
+    min_weight: float,
+    beta: float,
+    **knobs: Any,
+) -> int:
+    """The practical n ``method`` needs (:func:`~.requirements.requirements`, public
+    quantities only), for the ``needed_n`` of an :class:`EstimationFailed`."""
+    from .requirements import requirements
+
+    n, d = shape
+    req = requirements(
+        method,
+        n=n,
+        d=d,
+        k=k,
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        min_weight=min_weight,
+        beta=beta,
+        **knobs,
+    )
+    return int(math.ceil(req.n_needed))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -495,18 +553,12 @@ def sample_aggregate_gmm(
     part is too small. ``info``, if given, receives public/DP facts (chunks, balls, counts).
     See the module docstring for the derivation.
     """
-    data = check_data(X, name="X", min_rows=2)
+    data, k, beta, w_min = check_mixture_inputs(
+        X, k, beta=beta, constants=constants, min_weight=min_weight, cond_range=cond_range
+    )
     n, d = data.shape
-    k = check_positive_int(k, "k", minimum=1)
-    if constants not in ("practical", "theory"):
-        raise ValueError("constants must be 'practical' or 'theory'")
-    beta = check_probability(beta, "beta")
     if not (0 < t_fraction <= 1) or not (peel_factor >= 1) or not (cov_margin > 0):
         raise ValueError("need 0 < t_fraction <= 1, peel_factor >= 1 and cov_margin > 0")
-    if not (cond_range >= 1 and math.isfinite(cond_range)):
-        raise ValueError("cond_range must be a finite number >= 1")
-    if min_weight is not None and not (0 < min_weight <= 1.0 / k):
-        raise ValueError(f"min_weight must be in (0, 1/k] = (0, {1.0 / k:.4g}]")
     chunk = default_chunk_size(k, d, min_weight)
     s = n // chunk if n_chunks is None else check_positive_int(n_chunks, "n_chunks")
     if s < 2 * k or n // max(s, 1) < k + 1:
@@ -519,9 +571,7 @@ def sample_aggregate_gmm(
             f"sample-and-aggregate needs at least {2 * k} chunks of at least {k + 1} rows "
             f"(n = {n}, n_chunks = {s}); it is meant for n of the order of {need:.2g} or more"
         )
-    grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
-    if grid.ndim != 1 or grid.size == 0 or not (np.isfinite(grid).all() and (grid > 0).all()):
-        raise ValueError("radii must be a non-empty 1-D grid of finite positive radii")
+    grid = root_radius_grid(radii)
     plan = plan_sa_budget(
         budget, k, d, means_share=means_share, counts_share=counts_share, round_split=round_split
     )
@@ -529,22 +579,7 @@ def sample_aggregate_gmm(
     src = as_noise(noise)
     learner = gmm_learner if learner is None else learner
     beta_r = beta / (4 * k)
-    from .requirements import requirements
-
-    needed = int(
-        math.ceil(
-            requirements(
-                "sample-aggregate",
-                n=n,
-                d=d,
-                k=k,
-                epsilon=budget.epsilon,
-                delta=budget.delta,
-                min_weight=min_weight,
-                beta=beta,
-            ).n_needed
-        )
-    )
+    needed = needed_n("sample-aggregate", data.shape, k, budget, w_min, beta)
 
     W, M, ok, m_min = _fit_chunks(data, k, s, learner, src.rng)
     dummies = dummy_points(s, d, grid, peel_factor, src.rng)

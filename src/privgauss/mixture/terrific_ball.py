@@ -11,16 +11,14 @@ Definitions (closed balls B_r(p) = {x : ‖x − p‖ ≤ r}). A ball B_r(p) is 
 
 * **Ball query** f_{p,r}(X) = min{|X ∩ B_r(p)|, |X \\ B_{cr}(p)|, t − |annulus|} (not capped; the
   last term may be negative). Each term is a count, so replace-one moves it by ≤ 1:
-  **sensitivity 1** (:func:`ball_query_sensitivity`).
+  **sensitivity 1** (:func:`privgauss.sensitivity.ball_query`).
 * **Capped radius score** Q_r(X) = (1/t)·(sum of the t largest values over data points x of
   q_r(x; X) = min{#_t(X ∩ B_r(x)), #_t(X \\ B_{cr}(x)), t − #_t(annulus)}, #_t(S) = min(|S|, t)),
   zero-padded if n < t. For a fixed x every term moves by ≤ 1, and the replaced row's own value
   lies in [0, t], so the top-t sum moves by ≤ 2t: **sensitivity 2**
-  (:func:`capped_radius_score_sensitivity`; uncapped counts would give Θ(n/t), pitfall P4).
+  (:func:`privgauss.sensitivity.capped_radius_score`; uncapped counts would give Θ(n/t),
+  pitfall P4).
   Centres are data points, but only a radius index is released (no data point leaks, P8).
-
-These two sensitivities (and ``one_cluster``'s) belong in :mod:`privgauss.sensitivity`; they are
-defined here until the lead moves them.
 
 TerrificRadius (ε_R, pure): AboveThreshold (standard, non-monotone version: Q_r is not monotone
 in r) over the public radii, increasing (``largest=False``) or decreasing (``largest=True``),
@@ -70,33 +68,27 @@ from typing import Any
 
 import numpy as np
 
+from .. import sensitivity
 from ..accounting import Accountant, ApproxDP, PureDP
-from ..exceptions import PrivacyBudgetError
-from ..mechanisms import above_threshold, gaussian_mechanism, laplace_mechanism
+from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import RandomState, as_noise
-from ..validation import check_data, check_positive_int, check_probability
+from ..validation import check_positive_int, check_probability
 from .one_cluster import (
     Ball,
-    _charge_unused,
-    _check_box,
-    _check_budget,
-    _check_radii,
     _is_pure,
-    _pure_eps,
-    _subsample,
     _subsample_t,
     above_threshold_slack,
     ball_counts,
-    good_center,
-    plan_budget,
+    center_with,
+    charge_unused,
+    prepare_search,
+    radius_search,
     top_t_mean,
 )
 
 __all__ = [
     "Ball",
     "ball_query",
-    "ball_query_sensitivity",
-    "capped_radius_score_sensitivity",
     "point_scores",
     "radius_scores",
     "terrific_ball",
@@ -104,16 +96,8 @@ __all__ = [
 ]
 
 DEFAULT_SPLIT = (0.3, 0.2, 0.15, 0.2, 0.15)
-
-
-def capped_radius_score_sensitivity() -> float:
-    """Replace-one (and add/remove) sensitivity of Q_r: 2 (KSSU19 Claim 5.4)."""
-    return 2.0
-
-
-def ball_query_sensitivity() -> float:
-    """Replace-one (and add/remove) sensitivity of the ball query f_{p,r}: 1 (KSSU19 eq. (4))."""
-    return 1.0
+#: the kinds of terrific_ball's five releases, for :func:`~.one_cluster.plan_budget`
+KINDS = ("pure", "hist", "noise", "noise", "noise")
 
 
 def _check_c(c: float, minimum: float) -> float:
@@ -171,31 +155,22 @@ def terrific_radius(
     """TerrificRadius (KSSU19 Alg. 2): ε-DP (replace-one, n public) AboveThreshold over the public
     ``radii`` (increasing, or decreasing if ``largest``) on Q_r (sensitivity 2) with threshold
     t − Γ. Returns the first passing radius or None (⊥)."""
-    eps = _pure_eps(budget)
-    data = check_data(X, name="X")
-    t = check_positive_int(t, "t", minimum=1)
     c = _check_c(c, 1.0)
-    grid = _check_radii(radii)
-    beta = check_probability(beta, "beta")
-    max_points = check_positive_int(max_points, "max_points", minimum=1)
-    src = as_noise(noise)
-    if largest:
-        grid = grid[::-1]
-    gamma = above_threshold_slack(
-        eps, grid.size, beta, sensitivity=capped_radius_score_sensitivity(), constants=constants
-    )
-    sub, t_sub = _subsample(data, t, max_points, src.rng)
-    scores = radius_scores(sub, t_sub, c, grid)
-    hit = above_threshold(
-        scores.tolist(),
-        t_sub - gamma,
-        capped_radius_score_sensitivity(),
+    return radius_search(
+        lambda rows, t_rows, grid: radius_scores(rows, t_rows, c, grid),
+        X,
+        t,
+        radii,
         budget,
+        sensitivity.capped_radius_score(),
+        beta=beta,
+        constants=constants,
+        max_points=max_points,
         accountant=accountant,
-        noise=src,
+        noise=noise,
         step=step,
+        descending=largest,
     )
-    return None if hit is None else float(grid[hit])
 
 
 def terrific_ball(
@@ -222,26 +197,26 @@ def terrific_ball(
     (ε, δ)-DP for ``ApproxDP(ε, δ)``, ε-DP for ``PureDP(ε)`` (needs ``center_box``), replace-one
     neighbours with n public; the whole budget is charged whatever the outcome. Search constant
     ``c`` > 3; the output's annulus constant is (c − 1)/2. See the module docstring."""
-    if not isinstance(budget, PureDP | ApproxDP):
-        raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
-    data = check_data(X, name="X")
-    n, d = data.shape
-    parts = plan_budget(budget, ("pure", "hist", "noise", "noise", "noise"), split, (1, 1, d, d, 1))
-    _check_budget(budget, accountant, parts)
-    t = check_positive_int(t, "t", minimum=1)
+    data, parts, t, grid = prepare_search(
+        X,
+        t,
+        radii,
+        budget,
+        KINDS,
+        split,
+        lambda d: (1, 1, d, d, 1),
+        center_box=center_box,
+        accountant=accountant,
+    )
+    n = data.shape[0]
     c = _check_c(c, 3.0)
-    grid = _check_radii(radii)
     beta = check_probability(beta, "beta")
     max_points = check_positive_int(max_points, "max_points", minimum=1)
-    if _is_pure(budget) and center_box is None:
-        raise ValueError("a PureDP budget needs a public center_box (lo, hi)")
-    if center_box is not None:
-        _check_box(center_box, d)
     src = as_noise(noise)
     before = len(accountant.ledger)
 
     def fail() -> None:
-        _charge_unused(accountant, parts[len(accountant.ledger) - before :], step)
+        charge_unused(accountant, parts[len(accountant.ledger) - before :], step)
 
     r = terrific_radius(
         data,
@@ -260,12 +235,10 @@ def terrific_ball(
     if r is None:
         fail()
         return None
-    center = good_center(
+    center = center_with(
         data,
         r,
-        parts[1],
-        parts[2],
-        parts[3],
+        parts,
         box_factor=box_factor,
         center_box=center_box,
         accountant=accountant,
@@ -282,7 +255,7 @@ def terrific_ball(
         parts[0].epsilon,
         grid.size,
         beta,
-        sensitivity=capped_radius_score_sensitivity(),
+        sensitivity=sensitivity.capped_radius_score(),
         constants=constants,
     ) * (t / t_sub)
     c_out = (c - 1.0) / 2.0
@@ -291,7 +264,7 @@ def terrific_ball(
     noisy = float(
         release(
             f,
-            ball_query_sensitivity(),
+            sensitivity.ball_query(),
             parts[4],
             accountant=accountant,
             noise=src,

@@ -1,0 +1,316 @@
+"""Per-cluster Gaussian estimation from joint noisy clipped sums (replaces the per-cluster
+black-box learner of Alg. 7 / Alg. 10 of Bie, Kamath, Singhal, NeurIPS 2022, whose replace-one
+accounting charges 2ρ_E because a replaced row can change two clusters; spec ``public-data.md``
+§4, pitfall P3).
+
+**Neighbours:** replace one row of ``X``; n is public. **Guarantee:** ρ-zCDP (ρ = the budget
+given) with respect to the private rows, for every public dataset, provided each row's cluster
+label is a function of that row and of public or released values only (true for Alg. 9's public
+balls and Alg. 6's released balls).
+
+Releases, all charged to the accountant before their noise is drawn:
+
+1. The k cluster sizes, jointly, discrete Gaussian with L2 sensitivity √2
+   (:func:`~privgauss.sensitivity.histogram_l2`: a row leaves one cluster and joins another).
+2. ``len(fractions)`` refinement steps. Step t has one *frame* per cluster: a centre c_j and a
+   whitening matrix W_j, public (from the cluster's public rows or ball) at t = 1 and afterwards
+   a function of the step-(t−1) releases only. Every row of cluster j is mapped to
+   z = clip_τ(W_j(x − c_j)) (τ public), and the step releases, jointly over the clusters,
+
+   * V = (V_1, …, V_k), V_j = Σ_{x∈C_j} z, Gaussian noise with L2 sensitivity 2τ, and
+   * M = (M_1, …, M_k), M_j = Σ_{x∈C_j} zzᵀ (upper triangles), L2 sensitivity √2·τ².
+
+   *Proof of the joint sensitivities* (:func:`~privgauss.sensitivity.joint_cluster_sum_l2`,
+   :func:`~privgauss.sensitivity.joint_cluster_outer_sum_frobenius`). The frames and τ are
+   fixed by public/released values, and a replacement changes one row x → x'. (a) x and x'
+   fall in the same cluster j: only V_j, M_j change, by z' − z (norm ≤ 2τ) and z'z'ᵀ − zzᵀ
+   (Frobenius² = ‖z‖⁴ + ‖z'‖⁴ − 2(zᵀz')² ≤ 2τ⁴). (b) x in cluster j, x' in j' ≠ j: V changes
+   by (−z in block j, +z' in block j'), norm √(‖z‖² + ‖z'‖²) ≤ √2·τ; M by (−zzᵀ, +z'z'ᵀ),
+   norm √(‖z‖⁴ + ‖z'‖⁴) ≤ √2·τ². (c) one of them in no cluster: ≤ τ and τ². The maximum over the
+   cases is 2τ and √2·τ²: the k clusters cost what one does, no factor 2 on the budget.
+   Each release is a Gaussian mechanism at its share of ρ; adaptive zCDP composition over the
+   counts and the steps gives ρ in total.
+
+Estimation (post-processing): with ñ_j the noisy size, v = V_j/ñ_j and S = M_j/ñ_j are the
+moments of the clipped rows. Clipping shrinks them by a known amount for a Gaussian cluster,
+so :func:`undo_clipping` solves E[clip_τ(δ + A u)] = v, E[clip_τ(·)clip_τ(·)ᵀ] = S for the
+mean δ and covariance AAᵀ in the frame (u ~ N(0, I) by a fixed, exactly whitened public Monte
+Carlo sample) — the matrix version of CoinPress's isotropic ``_undo_shrinkage``; this lets τ be
+about √d, where the noise is small. The estimate after step t is the precision-weighted average
+of the steps' estimates so far (weights from the public noise scales: ρ_V·(slope/τ)² for the
+mean, ρ_M·(a/τ²)² for the covariance, see :func:`_clip_slopes`), and it is the next step's frame
+(centre μ̂, whitening Σ̂^{-1/2}), so later steps clip almost isotropic rows.
+
+A noisy size below d + 2 is a failure (⊥): the remaining steps are charged and
+:class:`~privgauss.exceptions.EstimationFailed` is raised (public message).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammainc, gammaincc
+
+from .. import sensitivity
+from ..accounting import ZCDP, Accountant
+from ..exceptions import EstimationFailed, PrivacyBudgetError
+from ..linalg import inv_sqrtm_psd, project_psd, sqrtm_psd, sym, symmetric_from_upper
+from ..mechanisms import gaussian_mechanism, private_count
+from ..noise import RandomState, as_noise
+
+__all__ = [
+    "CLIP_SCALE",
+    "FRACTIONS",
+    "MEAN_SHARE",
+    "ClusterFrame",
+    "clipped_rows",
+    "cluster_sums",
+    "estimate_clusters",
+    "frame_from_public",
+    "release_cluster_sums",
+    "undo_clipping",
+]
+
+#: Budget fractions of the refinement steps (issue-5 setting: equal thirds, combined by
+#: precision, beat (0.2, 0.8) and a single step; public-light passes its own).
+FRACTIONS = (1 / 3, 1 / 3, 1 / 3)
+#: Share of each step's ρ for the vector sums (the rest: outer products).
+MEAN_SHARE = 0.2
+#: Clip radius τ_t² = CLIP_SCALE[t]·d (first step: public whitening only; then refined).
+CLIP_SCALE = (1.2, 1.0, 1.0)
+_MC_PAIRS = 5_000  # antithetic pairs of the public Monte Carlo sample of undo_clipping
+_MC_SEED = 20_221  # fixed: the sample is public and the same for every fit
+_ITERATIONS = 60
+_TOLERANCE = 1e-7  # stop once the model moments match the released ones this closely
+_MIN_EIG = 1e-4  # eigenvalue floor (relative to the frame) of the de-clipped covariance
+_MAX_EIG = 1e4  # and its cap: noise can ask for an unattainable clipped moment
+
+
+@dataclass(frozen=True)
+class ClusterFrame:
+    """A cluster's coordinates z = W(x − c); public, or a function of released values."""
+
+    centre: np.ndarray
+    whitener: np.ndarray
+
+    def forward(self, X: np.ndarray) -> np.ndarray:
+        return (np.asarray(X, dtype=np.float64) - self.centre) @ self.whitener.T
+
+    def backward(self, mean_z: np.ndarray, cov_z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Map a (mean, covariance) in z back: (c + W⁻¹δ, W⁻¹ Σ W⁻ᵀ)."""
+        B = np.linalg.inv(self.whitener)
+        return self.centre + B @ mean_z, sym(B @ cov_z @ B.T)
+
+    @classmethod
+    def from_estimate(cls, mean: np.ndarray, cov: np.ndarray) -> ClusterFrame:
+        """Centre μ̂, whitening Σ̂^{-1/2} (floored relative to its largest eigenvalue)."""
+        top = max(float(np.linalg.eigvalsh(sym(cov))[-1]), 1e-300)
+        return cls(np.asarray(mean, dtype=np.float64),
+                   inv_sqrtm_psd(project_psd(cov, min_eig=_MIN_EIG * top)))
+
+
+def frame_from_public(P: np.ndarray, shrink: bool = False) -> ClusterFrame:
+    """A frame from a cluster's public rows alone: their mean and the inverse square root of
+    their covariance (floored, so duplicated or degenerate public rows still give a valid —
+    if useless — frame); one row, or rows with no spread, give the identity. ``shrink``: for
+    few public rows (m ≲ d), the covariance is pulled towards (tr/d)·I with weight d/(m + d)."""
+    P = np.asarray(P, dtype=np.float64)
+    m, d = P.shape
+    if m < 2:
+        return ClusterFrame(P.mean(axis=0), np.eye(d))
+    cov = sym(np.cov(P, rowvar=False).reshape(d, d))
+    top = float(np.linalg.eigvalsh(cov)[-1])
+    if not top > 0:
+        return ClusterFrame(P.mean(axis=0), np.eye(d))
+    if shrink:
+        lam = m / (m + d)
+        cov = lam * cov + (1.0 - lam) * float(np.trace(cov)) / d * np.eye(d)
+    return ClusterFrame.from_estimate(P.mean(axis=0), cov)
+
+
+def clipped_rows(X: np.ndarray, frame: ClusterFrame, tau: float) -> np.ndarray:
+    """z = clip_τ(W(x − c)) for each row: a per-row map; non-finite images (overflow on
+    adversarial frames) map to 0, norms re-checked after rescaling."""
+    with np.errstate(over="ignore", invalid="ignore"):  # no data-dependent warnings
+        Z = frame.forward(X)
+        Z[~np.isfinite(Z).all(axis=1)] = 0.0
+        norms = np.linalg.norm(Z, axis=1)
+        Z[~np.isfinite(norms)] = 0.0  # finite rows whose norm overflows
+    norms = np.linalg.norm(Z, axis=1)
+    over = norms > tau
+    Z[over] *= (tau / norms[over])[:, None]
+    for _ in range(4):  # float rounding can leave a norm a hair above τ
+        norms = np.linalg.norm(Z, axis=1)
+        over = norms > tau
+        if not over.any():
+            break
+        Z[over] *= (1.0 - 1e-12) * (tau / norms[over])[:, None]
+    return Z
+
+
+def cluster_sums(
+    X: np.ndarray, labels: np.ndarray, frames: Sequence[ClusterFrame], tau: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The exact (non-private) sums: V (k × d) and M (k × d × d) of the clipped rows."""
+    k, d = len(frames), X.shape[1]
+    V = np.zeros((k, d))
+    M = np.zeros((k, d, d))
+    for j, frame in enumerate(frames):
+        Z = clipped_rows(X[labels == j], frame, tau)
+        V[j] = Z.sum(axis=0)
+        M[j] = Z.T @ Z
+    return V, M
+
+
+def release_cluster_sums(
+    X: np.ndarray,
+    labels: np.ndarray,
+    frames: Sequence[ClusterFrame],
+    tau: float,
+    vector_budget: ZCDP,
+    matrix_budget: ZCDP,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "cluster-sums",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Noisy (V, M) of :func:`cluster_sums`, released jointly over the clusters: Gaussian noise
+    with L2 sensitivity 2τ on V and √2·τ² on the upper triangles of M (module docstring).
+    ``vector_budget`` + ``matrix_budget`` zCDP under replace-one, for any frames and τ fixed by
+    public or released values."""
+    k, d = len(frames), X.shape[1]
+    V, M = cluster_sums(X, labels, frames, tau)
+    src = as_noise(noise)
+    iu = np.triu_indices(d)
+    noisy_v = gaussian_mechanism(V, sensitivity.joint_cluster_sum_l2(tau), vector_budget,
+                                 accountant=accountant, noise=src, step=f"{step}/vector-sums")
+    upper = gaussian_mechanism(M[:, iu[0], iu[1]],
+                               sensitivity.joint_cluster_outer_sum_frobenius(tau), matrix_budget,
+                               accountant=accountant, noise=src, step=f"{step}/outer-sums")
+    noisy_m = np.stack([symmetric_from_upper(upper[j], d) for j in range(k)])
+    return np.asarray(noisy_v).reshape(k, d), noisy_m
+
+
+def _mc_sample(d: int) -> np.ndarray:
+    """A fixed public N(0, I_d) sample, antithetic and exactly whitened (mean 0, second
+    moment I), so that without clipping the moment model is exact."""
+    U = np.random.default_rng(_MC_SEED + d).standard_normal((_MC_PAIRS, d))
+    U = U @ inv_sqrtm_psd(U.T @ U / _MC_PAIRS)
+    return np.vstack([U, -U])
+
+
+def _clip_slopes(d: int, t2: float) -> tuple[float, float, float]:
+    """Derivatives of the clipped moments of N(δ, λI) at δ = 0, radius² = t²·λ (public): the
+    mean moves by slope_m·dδ and the covariance by a·dΣ + b·tr(dΣ)·I. With r² ~ χ²_d:
+    slope_m = P(r² ≤ t²) + (1 − 2/d)·t²·E[r⁻²; r² > t²], a = s + 2c/(d(d+2)),
+    b = c/(d(d+2)), s = E[min(r², t²)]/d, c = −t²·P(r² > t²). Used as the Newton step of
+    :func:`undo_clipping` (exact near isotropy, a safe damped step elsewhere)."""
+    tail = float(gammaincc(d / 2, t2 / 2))  # P(χ²_d > t²)
+    s = (d * float(gammainc(d / 2 + 1, t2 / 2)) + t2 * tail) / d
+    c = -t2 * tail
+    slope_m = 1.0 - tail
+    if d > 2:
+        slope_m += (1.0 - 2.0 / d) * t2 * float(gammaincc(d / 2 - 1, t2 / 2)) / (d - 2)
+    return max(slope_m, 1e-3), max(s + 2 * c / (d * (d + 2)), 1e-3), c / (d * (d + 2))
+
+
+def undo_clipping(
+    v: np.ndarray, S: np.ndarray, tau: float, U: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(δ, Σ) of the Gaussian N(δ, Σ) whose clipped rows clip_τ(z) have mean ``v`` and second
+    moment ``S`` (fixed-point iteration on the public Monte Carlo sample ``U``; eigenvalues of Σ
+    kept in [1e-4, 1e4]·τ²/d). Post-processing of released values only."""
+    d = v.shape[0]
+    U = _mc_sample(d) if U is None else U
+    lo, hi = _MIN_EIG * tau * tau / d, _MAX_EIG * tau * tau / d
+    S_obs = sym(S) - np.outer(v, v)
+    delta = v.copy()
+    cov = project_psd(S_obs, min_eig=lo)
+    for _ in range(_ITERATIONS):
+        Z = delta + U @ sqrtm_psd(cov)
+        norms = np.linalg.norm(Z, axis=1)
+        Z *= np.minimum(1.0, tau / np.maximum(norms, 1e-300))[:, None]
+        g1 = Z.mean(axis=0)
+        S_model = sym(Z.T @ Z / Z.shape[0]) - np.outer(g1, g1)
+        step_mean, step_cov = v - g1, S_obs - S_model
+        if max(float(np.abs(step_mean).max()), float(np.abs(step_cov).max())) < _TOLERANCE:
+            break
+        slope_m, a, b = _clip_slopes(d, tau * tau * d / max(float(np.trace(cov)), 1e-300))
+        delta = delta + step_mean / slope_m
+        tr = float(np.trace(step_cov)) / max(a + b * d, 1e-3)
+        w, Q = np.linalg.eigh(sym(cov + (step_cov - b * tr * np.eye(d)) / a))
+        cov = sym((Q * np.clip(w, lo, hi)) @ Q.T)
+    return delta, cov
+
+
+def estimate_clusters(
+    X: np.ndarray,
+    labels: np.ndarray,
+    frames: Sequence[ClusterFrame],
+    budget: ZCDP,
+    *,
+    count_share: float,
+    accountant: Accountant,
+    noise: RandomState = None,
+    fractions: Sequence[float] = FRACTIONS,
+    clip_scale: Sequence[float] = CLIP_SCALE,
+    mean_share: float = MEAN_SHARE,
+    step: str = "clusters",
+    needed_n: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights, means, covariances) of the clusters ``labels`` = 0..k−1 (other labels: in no
+    cluster) from their public ``frames``; ρ-zCDP (ρ = ``budget.rho``) under replace-one, n
+    public, for any frames (module docstring). ``count_share`` of ρ goes to the sizes; step t
+    gets ``fractions[t]`` of the rest (split ``mean_share`` / 1 − ``mean_share`` between the
+    vector and outer-product sums) with τ_t² = ``clip_scale[t]``·d."""
+    X = np.asarray(X, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    k, d = len(frames), X.shape[1]
+    fr = np.asarray(fractions, dtype=np.float64)
+    if fr.ndim != 1 or fr.size < 1 or (fr <= 0).any() or len(clip_scale) != fr.size:
+        raise ValueError("fractions must be positive, one per step, with one clip_scale each")
+    if not (0 < count_share < 1 and 0 < mean_share < 1):
+        raise ValueError("count_share and mean_share must be in (0, 1)")
+    fr = fr / fr.sum()
+    rho = float(budget.rho)
+    rho_steps = rho * (1.0 - count_share) * fr
+    plan = [(ZCDP(r * mean_share), ZCDP(r * (1.0 - mean_share))) for r in rho_steps]
+    if not accountant.can_spend(budget):
+        raise PrivacyBudgetError(f"the accountant cannot pay {budget} for the cluster estimation")
+    src = as_noise(noise)
+    counts = np.bincount(labels[(labels >= 0) & (labels < k)], minlength=k)
+    noisy = private_count(counts, ZCDP(rho * count_share), accountant=accountant, noise=src,
+                          step=f"{step}/counts",
+                          sensitivity=sensitivity.histogram_l2()).astype(np.float64)
+    if (noisy < d + 2).any():
+        for t, (bv, bm) in enumerate(plan):
+            accountant.spend(ZCDP(bv.rho + bm.rho), step=f"{step}/step-{t + 1}",
+                             note="unused: failed")
+        raise EstimationFailed(f"a cluster's noisy size is below the d + 2 = {d + 2} rows its "
+                               "estimation needs", step=f"{step}/counts", needed_n=needed_n)
+    weights = noisy / noisy.sum()
+    U = _mc_sample(d)
+    frames = list(frames)
+    means, covs = np.zeros((k, d)), np.zeros((k, d, d))
+    total_m, total_c = np.zeros(k), np.zeros(k)
+    for t, ((bv, bm), scale) in enumerate(zip(plan, clip_scale, strict=True)):
+        tau = math.sqrt(float(scale) * d)
+        V, M = release_cluster_sums(X, labels, frames, tau, bv, bm, accountant=accountant,
+                                    noise=src, step=f"{step}/step-{t + 1}")
+        for j, frame in enumerate(frames):
+            delta, cov = undo_clipping(V[j] / noisy[j], M[j] / noisy[j], tau, U)
+            mean_t, cov_t = frame.backward(delta, cov)
+            # precision weights of this step's noise: σ ∝ τ/(√ρ_V·slope), τ²/(√ρ_M·a)
+            slope_m, a, _ = _clip_slopes(d, tau * tau * d / max(float(np.trace(cov)), 1e-300))
+            w_m, w_c = bv.rho * (slope_m / tau) ** 2, bm.rho * (a / tau**2) ** 2
+            total_m[j] += w_m
+            total_c[j] += w_c
+            means[j] += (w_m / total_m[j]) * (mean_t - means[j])
+            covs[j] += (w_c / total_c[j]) * (cov_t - covs[j])
+            if t + 1 < len(plan):
+                frames[j] = ClusterFrame.from_estimate(means[j], covs[j])
+    return weights, means, covs
+

@@ -1,0 +1,322 @@
+"""Gaussian mixtures with O(d log(k/β)/w_min) public rows: DPEasyEstimator (Bie, Kamath,
+Singhal, NeurIPS 2022, Alg. 10 with Alg. 9; Thm 4.27–4.29; spec ``public-data.md`` §4.9–4.10).
+
+**Neighbours:** replace one row of ``X``; n is public. **Guarantee:** ρ-zCDP for ``ZCDP(ρ)``, and
+(ε, δ)-DP for ``ApproxDP(ε, δ)`` (δ > 0: run at the largest ρ whose zCDP implies it), with
+respect to the private rows, for **every** public dataset (Def. 2.17) — duplicated, far away or
+too few public rows change accuracy only.
+
+1. :func:`~.public_clustering.easy_clustering` (Alg. 9) on the public rows: zero privacy cost;
+   the private rows are only routed by public balls.
+2. Joint noisy cluster sizes (discrete Gaussian, L2 sensitivity √2: a replaced row leaves one
+   cluster and joins another) → the weights.
+3. Per-component estimation, ``estimator=``:
+
+   * ``"joint"`` (default for ``constants="practical"``):
+     :func:`~.cluster_estimation.estimate_clusters` — each cluster's private rows whitened by
+     **that cluster's public rows** (the spec's erratum: Alg. 9/10 must return aligned
+     public/private pairs), clipped, and their sums and outer-product sums released **jointly
+     over the k clusters** (L2 sensitivities 2τ and √2·τ², whether the replaced row stays in
+     its cluster or moves between two), with three refinement steps and the clipping shrinkage
+     undone. No factor 2: the whole ρ − ρ_counts serves the estimation.
+   * ``"learner"`` (default for ``constants="theory"``, the faithful Alg. 10): per cluster,
+     :func:`~privgauss.gaussian.public.public_gaussian` (Alg. 2: d+1-sample public
+     preconditioning + bounded CoinPress, no range parameters) with that cluster's public rows,
+     on a fixed-size subset of the cluster's private rows (size from the released count, padded
+     with the public cluster mean: :func:`~.sample_aggregate.fixed_size_subset`), so each
+     learner is DP for its cluster under add/remove. A replaced row can change **two** clusters
+     (pitfall P3): the k learners, each at ρ_E, are charged 2ρ_E
+     (:func:`~.sample_aggregate.estimate_components`). The paper charges the learners once
+     (parallel composition) — half of what is honest under replace-one.
+
+Budget: ρ = ρ_counts (``count_share``) + ρ_estimation ("joint") or + 2ρ_E ("learner").
+Failure probability: β/3 clustering, β/(3k) per learner (the fixed-size subsets use the rest).
+
+Refused with :class:`~privgauss.exceptions.InvalidDataError` before any budget is spent (public
+facts only): public rows of the wrong dimension or fewer than :func:`min_public_rows`, and a
+public clustering that does not find k clusters of at least d+1 public rows each (k mismatch).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
+from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..gaussian.public import public_gaussian, public_preconditioner
+from ..linalg import project_psd
+from ..noise import RandomState, as_noise
+from ..theory import Bound
+from ..validation import check_data, check_positive_int
+from .cluster_estimation import estimate_clusters, frame_from_public
+from .public_clustering import PublicClusters, easy_clustering
+from .sample_aggregate import ComponentPrior, estimate_components
+
+__all__ = [
+    "joint_component_rows",
+    "min_public_rows",
+    "positive_definite",
+    "public_heavy_gmm",
+    "public_requirements",
+    "public_heavy_requirements",
+    "zcdp_budget",
+]
+
+#: Share of ρ for the joint cluster-size counts (the rest, halved, is each learner's ρ_E).
+COUNT_SHARE = 0.04
+
+
+def zcdp_budget(budget: Budget, what: str) -> float:
+    """The ρ a zCDP pipeline may use inside ``budget`` (ZCDP, or ApproxDP with δ > 0)."""
+    if isinstance(budget, ZCDP):
+        return float(budget.rho)
+    if isinstance(budget, ApproxDP) and budget.delta > 0:
+        return approx_to_zcdp(budget.epsilon, budget.delta)
+    raise PrivacyBudgetError(
+        f"{what} needs a zCDP budget (rho=) or (epsilon, delta) with delta > 0; got {budget}"
+    )
+
+
+def min_public_rows(d: int, min_weight: float, method: str = "public-heavy") -> int:
+    """The fewest public rows the method accepts. public-heavy: every cluster needs ≥ d+1
+    public rows for Alg. 2 and holds about m·w_min/2 of them, so m ≥ 2(d+1)/w_min.
+    public-light: Alg. 3/5 need t = m·w_min/2 ≥ 2 public rows per ball, so m ≥ 4/w_min."""
+    if method == "public-heavy":
+        return math.ceil(2 * (d + 1) / min_weight)
+    return math.ceil(4 / min_weight)
+
+
+def joint_component_rows(d: int, rho_estimation: float, min_weight: float) -> float:
+    """Practical n for :func:`~.cluster_estimation.estimate_clusters` with ρ_estimation (the
+    budget after the counts): the smallest cluster (≈ n·w_min rows) needs n·w_min ≳ 11d²
+    (sampling) + 3d²/√ρ (the outer-product noise, ∝ d·τ²/√ρ with τ² ≈ d) — constants measured
+    with ``benchmarks/public_mixtures.py`` (public-heavy, d = 10, k = 3, w_min = 0.2, ε = 1:
+    2/10 recovered at n = 10,000, 10/10 at 14,000 and 20,000; this gives 15,300)."""
+    return (11.0 * d * d + 3.0 * d * d / math.sqrt(rho_estimation)) / min_weight
+
+
+def public_heavy_requirements(
+    *, n: int, d: int, k: int, rho: float, min_weight: float, beta: float = 0.05
+) -> dict[str, float]:
+    """Practical n for public-heavy with the default joint estimator
+    (:func:`joint_component_rows`), plus count regularity (Lemma 4.7) and the counts' noise."""
+    rho_c = rho * COUNT_SHARE
+    sigma_c = math.sqrt(2.0) / math.sqrt(2 * rho_c)
+    z = math.sqrt(2 * math.log(3 * k / beta))
+    return {
+        "per-component estimation": joint_component_rows(d, rho - rho_c, min_weight),
+        "count regularity": 12.0 * math.log(2 * k / beta) / min_weight,
+        "weight noise": 20.0 * z * sigma_c,
+    }
+
+
+def theory_terms(*, d: int, k: int, rho: float, min_weight: float, alpha: float = 0.2,
+                 beta: float = 0.05) -> dict[str, Bound]:
+    """Thm 4.29 (zCDP, constants 1, polylog → log): n and m terms, indicative only."""
+    a, w = alpha, min_weight
+    lk = math.log(k / beta)
+    return {
+        "sampling": Bound(d * d * lk / (w * a * a), "Thm 4.29", "d^2 ln(k/b)/(w a^2)"),
+        "privacy": Bound(
+            d * d * math.log(d * k / (a * beta * rho)) / (w * a * math.sqrt(rho)),
+            "Thm 4.29", "d^2 polylog(dk/(a b rho))/(w a sqrt(rho))",
+        ),
+        "public rows m": Bound(d * lk / w, "Thm 4.26", "d ln(k/b)/w_min"),
+    }
+
+
+def check_public(public_X: Any, d: int, k: int, min_weight: float, method: str) -> np.ndarray:
+    """Validate the public rows for ``method`` (before any budget is spent)."""
+    if public_X is None:
+        raise InvalidDataError(f"method={method!r} needs public rows: pass public_X")
+    P = check_data(public_X, name="public_X", min_rows=1)
+    if P.shape[1] != d:
+        raise InvalidDataError(
+            f"public_X has {P.shape[1]} columns but X has {d}: give public rows of the same "
+            "dimension"
+        )
+    need = min_public_rows(d, min_weight, method)
+    if P.shape[0] < need:
+        raise InvalidDataError(
+            f"method={method!r} needs at least {need} public rows here (d = {d}, k = {k}, "
+            f"min_weight = {min_weight:g}), got {P.shape[0]}; give more public rows or use a "
+            "method needing fewer"
+        )
+    return P
+
+
+def prepare(
+    X: Any,
+    k: int,
+    budget: Budget,
+    public_X: Any,
+    min_weight: float | None,
+    beta: float,
+    accountant: Accountant,
+    method: str,
+) -> tuple[np.ndarray, np.ndarray, int, float, float]:
+    """Validate everything a public-data mixture learner needs, before anything is spent:
+    (X, public rows, k, w_min, ρ)."""
+    X = check_data(X, name="X", min_rows=2)
+    k = check_positive_int(k, "k", minimum=1)
+    w_min = 1.0 / k if min_weight is None else float(min_weight)
+    if not (0 < w_min <= 1.0 / k + 1e-12):
+        raise ValueError(f"min_weight must be in (0, 1/k] = (0, {1.0 / k:.4g}]")
+    if not (0 < beta < 1):
+        raise ValueError("beta must be in (0, 1)")
+    P = check_public(public_X, X.shape[1], k, w_min, method)
+    rho = zcdp_budget(budget, method)
+    if not accountant.can_spend(ZCDP(rho)):
+        raise PrivacyBudgetError(
+            f"{method} needs {rho:g}-zCDP but the accountant cannot pay it "
+            f"(total {accountant.total}, spent {accountant.spent_str()})"
+        )
+    return X, P, k, w_min, rho
+
+
+def public_heavy_gmm(
+    X: Any,
+    k: int,
+    budget: Budget,
+    *,
+    public_X: Any,
+    min_weight: float | None = None,
+    beta: float = 0.05,
+    constants: str = "practical",
+    accountant: Accountant,
+    noise: RandomState = None,
+    info: dict[str, Any] | None = None,
+    count_share: float = COUNT_SHARE,
+    estimator: str | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights, means, covariances) of a k-component mixture, ρ-zCDP (or (ε, δ)-DP) w.r.t.
+    the rows of ``X`` for any ``public_X``; replace-one, n public. See the module docstring.
+
+    ``estimator``: ``"joint"`` or ``"learner"`` (default: ``"joint"`` for practical constants,
+    ``"learner"`` for ``constants="theory"``). ``info`` (if given) receives
+    ``"public_clusters"`` (:class:`PublicClusters`, public only).
+    """
+    if not (0 < count_share < 1):
+        raise ValueError("count_share must be in (0, 1)")
+    estimator = pick_estimator(estimator, constants)
+    X, P, k, w_min, rho = prepare(X, k, budget, public_X, min_weight, beta, accountant,
+                                  "public-heavy")
+    n, d = X.shape
+    clusters, labels = easy_clustering(P, X, k, w_min, beta=beta / 3, constants=constants)
+    if info is not None:
+        info["public_clusters"] = clusters
+    _check_clusters(clusters, k, d, P.shape[0] * w_min / 2)
+    src = as_noise(noise)
+    publics = [P[clusters.labels == j] for j in range(k)]
+    for Pj in publics:  # degenerate public clusters are refused here, before anything is spent
+        public_preconditioner(Pj, beta / (6 * k))
+    if estimator == "joint":
+        weights, means, covs = estimate_clusters(
+            X, labels, [frame_from_public(Pj) for Pj in publics], ZCDP(rho),
+            count_share=count_share, accountant=accountant, noise=src, step="public-heavy",
+        )
+        return weights, means, positive_definite(covs)
+    rho_c = rho * count_share
+    keys = src.rng.random(n)  # public per-row keys for the fixed-size subsets
+
+    def learner(j: int, rows: np.ndarray, rho_j: float, acct: Accountant):
+        return public_gaussian(rows, publics[j], rho_j, accountant=acct, noise=src,
+                               beta=beta / (3 * k), constants=constants)
+
+    priors = [
+        ComponentPrior(clusters.means[j], 0.0, (1.0, 1.0)) for j in range(k)  # pad = centre
+    ]
+    weights, means, covs, _ = estimate_components(
+        X, labels, priors, ZCDP(rho_c), ZCDP(rho - rho_c), keys=keys, beta=beta / 3,
+        constants=constants, accountant=accountant, noise=src, step="public-heavy",
+        part_learner=learner,
+    )
+    return weights, means, positive_definite(covs)
+
+
+def pick_estimator(estimator: str | None, constants: str) -> str:
+    """``"joint"`` or ``"learner"``; default ``"learner"`` (the paper's) for theory constants."""
+    if estimator is None:
+        return "learner" if constants == "theory" else "joint"
+    if estimator not in ("joint", "learner"):
+        raise ValueError(f"estimator must be 'joint' or 'learner', got {estimator!r}")
+    return estimator
+
+
+def positive_definite(covs: np.ndarray, floor: float = 1e-6) -> np.ndarray:
+    """Each covariance with its eigenvalues raised to ≥ floor·(its trace/d) (post-processing:
+    a learner's PSD projection can return a singular matrix, which has no density)."""
+    out = np.empty_like(covs)
+    for j, C in enumerate(covs):
+        scale = max(float(np.trace(C)) / C.shape[0], 1e-300)
+        out[j] = project_psd(C, min_eig=floor * scale)
+    return out
+
+
+def _check_clusters(clusters: PublicClusters, k: int, d: int, t: float) -> None:
+    """Alg. 10 needs exactly k public clusters of ≥ d+1 rows, and no leftover public group of
+    ≥ t = m·w_min/2 rows (the public rows then form more than k clusters): decided on public data
+    only, so it is refused (InvalidDataError) before anything is spent."""
+    if int(np.count_nonzero(clusters.labels < 0)) >= max(t, 1):
+        raise InvalidDataError(
+            f"the public rows form more than n_components = {k} clusters (nothing was "
+            "spent): check n_components"
+        )
+    if clusters.n_clusters != k:
+        raise InvalidDataError(
+            f"the public rows form {clusters.n_clusters} clusters, not n_components = {k} "
+            "(nothing was spent): check n_components, or give more public rows from the same "
+            "mixture"
+        )
+    small = int(np.count_nonzero(clusters.sizes < d + 1))
+    if small:
+        raise InvalidDataError(
+            f"{small} of the public clusters have fewer than d+1 = {d + 1} public rows "
+            "(nothing was spent): give more public rows, or use method='public-light'"
+        )
+
+
+def public_requirements(
+    method: str,
+    *,
+    n: int,
+    d: int,
+    k: int,
+    budget: Budget,
+    min_weight: float | None = None,
+    beta: float = 0.05,
+    alpha: float = 0.2,
+    constants: str = "practical",
+    n_public: int | None = None,
+) -> Any:
+    """:class:`~.requirements.Requirements` of ``"public-heavy"`` or ``"public-light"`` from
+    public quantities only (``budget`` ZCDP or (ε, δ) with δ > 0). ``"practical"``: this
+    implementation's measured thresholds; ``"theory"``: Thm 4.29 / 4.24 terms with constants 1
+    (indicative only). ``n_public`` (if given) is checked against :func:`min_public_rows`."""
+    from .public_light import public_light_requirements
+    from .requirements import Requirements
+
+    if method not in ("public-heavy", "public-light"):
+        raise ValueError(f"method must be 'public-heavy' or 'public-light', got {method!r}")
+    w = 1.0 / k if min_weight is None else float(min_weight)
+    rho = zcdp_budget(budget, method)
+    knobs: dict[str, Any] = {"public rows": f">= {min_public_rows(d, w, method)}"}
+    if constants == "theory":
+        bounds = theory_terms(d=d, k=k, rho=rho, min_weight=w, alpha=alpha, beta=beta)
+        terms = {name: b.n for name, b in bounds.items() if name != "public rows m"}
+        if method == "public-light":
+            terms["clustering d^1.5 k^2.5"] = d**1.5 * k**2.5 / math.sqrt(rho)
+        note = "theorem terms with constants 1 and polylog -> log: indicative only"
+    else:
+        fn = public_heavy_requirements if method == "public-heavy" else public_light_requirements
+        terms = fn(n=n, d=d, k=k, rho=rho, min_weight=w, beta=beta)
+        note = "practical thresholds of this implementation (measured safety factors)"
+    if n_public is not None and n_public < min_public_rows(d, w, method):
+        terms["too few public rows"] = math.inf
+    dominant = max(terms, key=lambda key: terms[key])
+    need = float(terms[dominant])
+    return Requirements(method, int(n), need, bool(n >= need), constants, dict(terms), dominant,
+                        knobs, note)

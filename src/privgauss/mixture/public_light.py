@@ -1,0 +1,321 @@
+"""Gaussian mixtures with O(log(k/β)/w_min) public rows: DPHardEstimator (Bie, Kamath, Singhal,
+NeurIPS 2022, Alg. 4–7 with Alg. 3; Thm 4.20–4.24; spec ``public-data.md`` §4.2–4.7).
+
+**Neighbours:** replace one row of ``X``; n is public. **Guarantee:** ρ-zCDP for ``ZCDP(ρ)``, and
+(ε, δ)-DP for ``ApproxDP(ε, δ)`` (δ > 0: run at the largest ρ whose zCDP implies it), with
+respect to the private rows, for **every** public dataset: the public rows only choose centres,
+radii, candidate balls and thresholds.
+
+Hard clustering (Alg. 6), aligned queues of (public subset, private subset), exactly 2k
+iterations charged whatever happens (unused iterations are charged too, so the spend never
+depends on the data):
+
+1. :func:`~.public_clustering.supercluster` (Alg. 3) on the public subset: a public ball
+   B_{R_i}(c_i); the rows outside it go back to the queue.
+2. Private PCA (Alg. 4, :func:`~.private_pca.private_pca`, rank k) of the private rows inside the
+   ball, centred at the public c_i and clipped to the public R_i, **padded to the public total n
+   with copies of c_i** (zero contribution), so the normaliser is public and a row entering or
+   leaving the subset is one replacement of the padded data.
+3. The DP low-dimensional partitioner (Alg. 5): a public split proposal
+   (:func:`~.public_clustering.public_split`, t = m·w_min/2) confirmed by Q_Priv — three noisy
+   counts of the projected private rows (inside B_{2r}, the annulus, outside), t = n·w_min/4 with
+   the **total** n. One row moves between two regions under replace-one: the count vector has
+   L2 sensitivity √2 (the spec's P2 erratum: the paper's single-count accounting is half of it).
+4. ⊥ (no public proposal or Q_Priv rejects) makes the private subset a cluster.
+
+Estimation (Alg. 7), ``estimator=``:
+
+* ``"joint"`` (default for ``constants="practical"``):
+  :func:`~.cluster_estimation.estimate_clusters` — joint noisy cluster sizes, then three steps of
+  noisy clipped sums and outer-product sums released jointly over the clusters (L2 sensitivities
+  2τ and √2·τ² whether a replaced row stays in its cluster or moves between two: no factor 2),
+  starting from each cluster's public frame (its public rows' mean and shrunk covariance, or its
+  ball when it has fewer than two distinct public rows).
+* ``"learner"`` (default for ``constants="theory"``): joint noisy cluster sizes (L2 sensitivity
+  √2) and CoinPress per cluster with the public prior (centre c_i, radius R_i,
+  R_i²/``cond_range`` ⪯ Σ ⪯ R_i²) on a fixed-size subset, charged 2ρ_E because a replaced row can
+  change two clusters (:func:`~.sample_aggregate.estimate_components`, pitfall P3).
+
+Budget ρ = ρ_clustering (``clustering_share``, default 30% "joint" / 15% "learner": 2k
+iterations × (PCA 40% + Q_Priv 60% "joint", PCA 70% + Q_Priv 30% "learner")) + ρ_counts (5%)
++ the estimation (the rest; "learner": 2ρ_E). Failure to find exactly k clusters is a DP
+output: :class:`~privgauss.exceptions.EstimationFailed` after the whole budget is charged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import pdist
+
+from ..accounting import ZCDP, Accountant, Budget
+from ..exceptions import EstimationFailed
+from ..mechanisms import private_count
+from ..noise import NoiseSource, RandomState, as_noise
+from ..sensitivity import histogram_l2
+from .cluster_estimation import ClusterFrame, estimate_clusters, frame_from_public
+from .private_pca import private_pca
+from .public_clustering import public_split, radius_grid, split_constants, supercluster
+from .public_heavy import joint_component_rows, pick_estimator, positive_definite, prepare
+from .sample_aggregate import ComponentPrior, estimate_components
+
+__all__ = ["public_light_gmm", "public_light_requirements", "q_priv_counts", "q_priv_sensitivity"]
+
+CLUSTERING_SHARE = 0.15
+COUNT_SHARE = 0.05
+PCA_SHARE = 0.7  # of each clustering iteration; Q_Priv gets the rest
+#: The joint estimator needs less of ρ, so the clustering gets more (and Q_Priv, whose noisy
+#: counts limited n, more of each iteration): measured 10/10 at n = 20,000 (issue-5 setting)
+#: against 4/6 with the learner's shares.
+JOINT_CLUSTERING_SHARE = 0.3
+JOINT_PCA_SHARE = 0.4
+#: The joint estimator's steps: the public frames here come from few public rows.
+JOINT_FRACTIONS = (0.15, 0.25, 0.6)
+JOINT_CLIP_SCALE = (2.0, 1.5, 1.0)
+
+
+def q_priv_sensitivity() -> float:
+    """L2 sensitivity of Q_Priv's three counts over disjoint regions under replace-one: one row
+    leaves a region and enters another, √2 (a histogram's,
+    :func:`privgauss.sensitivity.histogram_l2`)."""
+    return histogram_l2()
+
+
+def public_light_requirements(
+    *, n: int, d: int, k: int, rho: float, min_weight: float, beta: float = 0.05
+) -> dict[str, float]:
+    """Practical n for public-light (default joint estimator and its shares): Q_Priv's counts
+    (noise σ_q) must resolve t = n·w_min/4 and the annulus threshold 0.1·t; the private PCA's
+    spectral noise (∝ √d/√ρ_PCA) must stay below the between-component signal; the per-cluster
+    estimation as for public-heavy (:func:`~.public_heavy.joint_component_rows`). Constants
+    measured with ``benchmarks/public_mixtures.py`` and the joint estimator (d = 10, k = 3,
+    w_min = 0.2, ε = 1, 60 public rows: 0/10 recovered at n = 12,000, 10/10 at 20,000; this
+    gives 18,000)."""
+    rho_it = rho * JOINT_CLUSTERING_SHARE / (2 * k)
+    sigma_q = q_priv_sensitivity() / math.sqrt(2 * rho_it * (1 - JOINT_PCA_SHARE))
+    z = math.sqrt(2 * math.log(6 * k / beta))
+    rho_e = rho * (1 - JOINT_CLUSTERING_SHARE - COUNT_SHARE)
+    return {
+        "Q_Priv counts": 4 * 7 * z * sigma_q / min_weight,
+        "private PCA noise": 25 * math.sqrt(d) / (min_weight
+                                                 * math.sqrt(rho_it * JOINT_PCA_SHARE)),
+        "per-component estimation": joint_component_rows(d, rho_e, min_weight),
+    }
+
+
+@dataclass
+class _Plan:
+    pca: ZCDP
+    qpriv: ZCDP
+    counts: ZCDP
+    estimation: ZCDP  # charged once: 2ρ_E
+
+
+def _plan(rho: float, k: int, clustering_share: float, pca_share: float) -> _Plan:
+    it = rho * clustering_share / (2 * k)
+    counts = rho * COUNT_SHARE
+    est = rho - 2 * k * it - counts
+    return _Plan(ZCDP(it * pca_share), ZCDP(it * (1 - pca_share)), ZCDP(counts), ZCDP(est))
+
+
+def public_light_gmm(
+    X: Any,
+    k: int,
+    budget: Budget,
+    *,
+    public_X: Any,
+    min_weight: float | None = None,
+    beta: float = 0.05,
+    constants: str = "practical",
+    accountant: Accountant,
+    noise: RandomState = None,
+    info: dict[str, Any] | None = None,
+    cond_range: float = 1e4,
+    clustering_share: float | None = None,
+    count_sensitivity: float | None = None,
+    estimator: str | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights, means, covariances) of a k-component mixture, ρ-zCDP (or (ε, δ)-DP) w.r.t.
+    the rows of ``X`` for any ``public_X``; replace-one, n public. See the module docstring.
+
+    ``info`` (if given) receives ``"public_balls"``: the released/public balls (c_i, R_i) of the
+    clusters. ``count_sensitivity`` overrides Q_Priv's √2 (for audits of a broken variant only).
+    ``estimator``: ``"joint"`` or ``"learner"`` (default: ``"joint"``, or ``"learner"`` for
+    ``constants="theory"``).
+    """
+    joint = pick_estimator(estimator, constants) == "joint"
+    if clustering_share is None:
+        clustering_share = JOINT_CLUSTERING_SHARE if joint else CLUSTERING_SHARE
+    if not (1.0 <= cond_range and math.isfinite(cond_range)):
+        raise ValueError("cond_range must be finite and >= 1")
+    if not (0 < clustering_share < 1 - COUNT_SHARE):
+        raise ValueError(f"clustering_share must be in (0, {1 - COUNT_SHARE:g})")
+    X, P, k, w_min, rho = prepare(X, k, budget, public_X, min_weight, beta, accountant,
+                                  "public-light")
+    n = X.shape[0]
+    plan = _plan(rho, k, clustering_share, JOINT_PCA_SHARE if joint else PCA_SHARE)
+    src = as_noise(noise)
+    sens = q_priv_sensitivity() if count_sensitivity is None else float(count_sensitivity)
+    clusters = _hard_clustering(P, X, k, w_min, plan, sens, constants, accountant, src)
+    if info is not None:
+        info["public_balls"] = [(c.copy(), R) for _, _, c, R in clusters]
+    if len(clusters) != k:
+        accountant.spend(plan.counts, step="public-light/counts", note="unused: failed")
+        accountant.spend(plan.estimation, step="public-light/estimate", note="unused: failed")
+        raise EstimationFailed(
+            f"the private hard clustering found {len(clusters)} clusters, not {k}",
+            step="public-light/clustering",
+            needed_n=None,
+        )
+    labels = np.full(n, -1, dtype=np.int64)
+    for j, (rows, _, _, _) in enumerate(clusters):
+        labels[rows] = j
+    if joint:
+        frames = [_frame(P[pub], c, R) for _, pub, c, R in clusters]
+        weights, means, covs = estimate_clusters(
+            X, labels, frames, ZCDP(plan.counts.rho + plan.estimation.rho),
+            count_share=plan.counts.rho / (plan.counts.rho + plan.estimation.rho),
+            accountant=accountant, noise=src, step="public-light", fractions=JOINT_FRACTIONS,
+            clip_scale=JOINT_CLIP_SCALE,
+        )
+        return weights, means, positive_definite(covs)
+    priors = [_prior(P[pub], c, R, cond_range, constants) for _, pub, c, R in clusters]
+    keys = src.rng.random(n)
+    weights, means, covs, _ = estimate_components(
+        X, labels, priors, plan.counts, plan.estimation, keys=keys, beta=beta / 3,
+        constants=constants, accountant=accountant, noise=src, step="public-light",
+    )
+    return weights, means, positive_definite(covs)
+
+
+def _hard_clustering(
+    P: np.ndarray,
+    X: np.ndarray,
+    k: int,
+    w_min: float,
+    plan: _Plan,
+    sensitivity: float,
+    constants: str,
+    accountant: Accountant,
+    src: NoiseSource,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
+    """Alg. 6: the clusters as (private row indices, public row indices, public centre c_i,
+    public radius R_i).
+    The private index sets are **not** DP outputs; the balls are public or DP outputs."""
+    m, d = P.shape
+    n = X.shape[0]
+    const = split_constants(constants)
+    t_pub, t_priv = m * w_min / 2.0, n * w_min / 4.0
+    rank = min(k, d)
+    queue: list[tuple[np.ndarray, np.ndarray]] = [(np.arange(m), np.arange(n))]
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = []
+    for it in range(2 * k):
+        step = f"public-light/iteration-{it + 1}"
+        pub = priv = None
+        while queue and len(out) < k:  # empty public subsets: dropped (a public decision)
+            pub, priv = queue.pop(0)
+            if pub.size:
+                break
+            pub = None
+        if pub is None or priv is None:
+            _unused(accountant, plan, step)
+            continue
+        c, R = supercluster(P[pub], k, const.sc_multiplier)
+        in_pub = np.linalg.norm(P[pub] - c, axis=1) <= R
+        in_priv = np.linalg.norm(X[priv] - c, axis=1) <= R
+        queue.append((pub[~in_pub], priv[~in_priv]))
+        pub, priv = pub[in_pub], priv[in_priv]
+        if not R > 0:  # one public row (or duplicates): nothing to split on
+            out.append((priv, pub, c, R))
+            _unused(accountant, plan, step)
+            continue
+        padded = np.repeat(c[None, :], n, axis=0)
+        padded[: priv.size] = X[priv]
+        pca = private_pca(padded, c, R, rank, plan.pca, accountant=accountant, noise=src,
+                          step=f"{step}/pca")
+        Yp, Zp = pca.project(P[pub]), pca.project(X[priv])
+        r_min = R / math.sqrt(d) if constants == "theory" else R / (8.0 * math.sqrt(d))
+        found = public_split(Yp, t_pub, radius_grid(R, r_min, const.grid_ratio), const)
+        if found is None:
+            accountant.spend(plan.qpriv, step=f"{step}/q-priv", note="unused: no public split")
+            out.append((priv, pub, c, R))
+            continue
+        j, r = found
+        centre, radius = Yp[j], 2.0 * r
+        noisy = q_priv_counts(Zp, centre, radius, const.private_outer, plan.qpriv,
+                              accountant=accountant, noise=src, step=f"{step}/q-priv",
+                              sensitivity=sensitivity)
+        ok = (
+            noisy[0] >= t_priv
+            and noisy[1] < const.private_annulus_fraction * t_priv
+            and noisy[2] >= t_priv
+        )
+        if not ok:
+            out.append((priv, pub, c, R))
+            continue
+        in_p = np.linalg.norm(Yp - centre, axis=1) <= radius
+        inside = np.linalg.norm(Zp - centre, axis=1) <= radius
+        queue.append((pub[in_p], priv[inside]))
+        queue.append((pub[~in_p], priv[~inside]))
+    return out
+
+
+def q_priv_counts(
+    Z: np.ndarray,
+    centre: np.ndarray,
+    radius: float,
+    outer: float,
+    budget: ZCDP,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "q-priv",
+    sensitivity: float | None = None,
+) -> np.ndarray:
+    """Q_Priv's three noisy counts (eq. (4)) of the rows of ``Z``: inside B_radius(centre), in
+    the annulus up to outer·radius, outside; ``centre``, ``radius``, ``outer`` public. ρ-zCDP
+    under replace-one (discrete Gaussian, L2 sensitivity :func:`q_priv_sensitivity` = √2: the
+    regions are disjoint and one row can leave one and enter another)."""
+    dist = np.linalg.norm(np.asarray(Z, dtype=np.float64) - centre, axis=1)
+    inside = dist <= radius
+    within = dist <= outer * radius
+    counts = np.array([inside.sum(), (within & ~inside).sum(), (~within).sum()])
+    sens = q_priv_sensitivity() if sensitivity is None else float(sensitivity)
+    return private_count(counts, budget, accountant=accountant, noise=noise, step=step,
+                         sensitivity=sens)
+
+
+def _frame(Y: np.ndarray, c: np.ndarray, R: float) -> ClusterFrame:
+    """A cluster's public frame: its public rows' (shrunk) covariance when they have spread,
+    else the isotropic frame of its ball (variance R²/d per direction). Public data only."""
+    d = c.shape[0]
+    if Y.shape[0] >= 2 and float(np.ptp(Y, axis=0).max()) > 0:
+        return frame_from_public(Y, shrink=True)
+    R = R if R > 0 else 1.0
+    return ClusterFrame(np.asarray(c, dtype=np.float64), np.eye(d) * math.sqrt(d) / R)
+
+
+def _prior(
+    Y: np.ndarray, c: np.ndarray, R: float, cond_range: float, constants: str
+) -> ComponentPrior:
+    """The public prior of a cluster. ``"theory"``: its ball, ‖μ − c‖ ≤ R, Σ ⪯ R²·I (Alg. 7
+    with the KLSU19 range parameters). ``"practical"``: from the cluster's own public rows
+    (≥ 2): their mean, tr Σ ≈ half the mean squared pairwise distance τ, ‖μ − ȳ‖ ≤ 2√τ,
+    Σ ⪯ 2τ·I — public data only. Lower bound: upper/``cond_range``. A degenerate ball
+    (duplicated public rows, R = 0) gets radius 1: accuracy is then whatever it is, privacy is
+    unaffected."""
+    R = R if R > 0 else 1.0
+    if constants == "practical" and Y.shape[0] >= 2:
+        tau = float(np.mean(pdist(Y, "sqeuclidean"))) / 2.0
+        if tau > 0:
+            hi = 2.0 * tau
+            return ComponentPrior(Y.mean(axis=0), 2.0 * math.sqrt(tau), (hi / cond_range, hi))
+    return ComponentPrior(c, R, (R * R / cond_range, R * R))
+
+
+def _unused(accountant: Accountant, plan: _Plan, step: str) -> None:
+    accountant.spend(plan.pca, step=f"{step}/pca", note="unused iteration")
+    accountant.spend(plan.qpriv, step=f"{step}/q-priv", note="unused iteration")

@@ -1,0 +1,187 @@
+"""Tests of privgauss.mixture.public_light (Bie–Kamath–Singhal Alg. 3–7).
+
+Accuracy at a fixed seed; the ledger composes to exactly the budget (success and failure, (ε, δ)
+and ρ), with every one of the 2k clustering iterations charged; bad public input refused before
+anything is spent; adversarial public rows never change the spend; Q_Priv's three counts pass an
+empirical audit against their exact Gaussian privacy curve on neighbours where one row moves
+between two regions, and the broken variant with the single-count sensitivity (the paper's P2
+double count dropped) is flagged; an end-to-end audit with a row moving between clusters.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from privgauss import EstimationFailed, InvalidDataError
+from privgauss.accounting import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
+from privgauss.audit import audit_mechanism
+from privgauss.datasets import make_mixture
+from privgauss.metrics import mixture_error
+from privgauss.mixture.public_heavy import public_requirements
+from privgauss.mixture.public_light import public_light_gmm, q_priv_counts, q_priv_sensitivity
+from privgauss.noise import NoiseSource
+
+
+@pytest.fixture(scope="module")
+def mix():
+    return make_mixture(60_060, 3, 10, min_weight=0.2, separation=6.0, random_state=8)
+
+
+def test_recovers_every_component_at_a_fixed_seed(mix) -> None:
+    budget = ZCDP(0.5)
+    acct = Accountant(budget)
+    info: dict = {}
+    w, m, c = public_light_gmm(mix.X[60:], 3, budget, public_X=mix.X[:60], min_weight=0.2,
+                               accountant=acct, noise=0, info=info)
+    err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
+    assert (err.permutation >= 0).all()
+    assert err.max_component_tv <= 0.2 and err.weight_error <= 0.05
+    assert math.isclose(acct.spent.rho, 0.5, rel_tol=1e-12)
+    assert len(info["public_balls"]) == 3
+
+
+def test_every_iteration_is_charged_and_the_ledger_sums_to_the_budget(mix) -> None:
+    budget = ApproxDP(1.0, 1e-6)
+    acct = Accountant(budget)
+    public_light_gmm(mix.X[60:], 3, budget, public_X=mix.X[:60], min_weight=0.2,
+                     accountant=acct, noise=1)
+    assert math.isclose(acct.spent.epsilon, 1.0, rel_tol=1e-9)
+    assert math.isclose(acct.spent.delta, 1e-6, rel_tol=1e-9)
+    steps = [e.step for e in acct.ledger]
+    for it in range(1, 7):  # 2k iterations, each a PCA and a Q_Priv charge (used or not)
+        assert f"public-light/iteration-{it}/pca" in steps
+        assert f"public-light/iteration-{it}/q-priv" in steps
+    # the joint estimator (default): counts and three steps of joint sums, charged once
+    assert steps[-7:] == ["public-light/counts"] + [
+        f"public-light/step-{t}/{kind}-sums" for t in (1, 2, 3) for kind in ("vector", "outer")
+    ]
+    assert not any(s.endswith("/estimate") for s in steps)
+
+
+def test_a_failure_spends_the_whole_budget() -> None:
+    """One Gaussian with k = 3: the clustering cannot find 3 clusters (a DP output)."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((3_000, 4))
+    acct = Accountant(ZCDP(0.2))
+    with pytest.raises(EstimationFailed):
+        public_light_gmm(X, 3, ZCDP(0.2), public_X=rng.standard_normal((40, 4)),
+                         min_weight=0.2, accountant=acct, noise=3)
+    assert math.isclose(acct.spent.rho, 0.2, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("public", "match"),
+    [(lambda P: P[:10], "needs at least"), (lambda P: P[:, :5], "columns")],
+)
+def test_bad_public_input_is_refused_before_spending(mix, public, match) -> None:
+    shared = Accountant(ZCDP(1.0))
+    with pytest.raises(InvalidDataError, match=match):
+        public_light_gmm(mix.X[60:], 3, ZCDP(1.0), public_X=public(mix.X[:60]), min_weight=0.2,
+                         accountant=Accountant(ZCDP(1.0), parent=shared), noise=0)
+    assert shared.ledger == []
+
+
+@pytest.mark.parametrize(
+    "make_public",
+    [
+        lambda P: np.repeat(P[:1], 60, axis=0),  # duplicates: superclustering radius 0
+        lambda P: P + 1e4,  # far away
+        lambda P: np.vstack([P[:30], np.repeat(P[:1], 30, axis=0)]),
+    ],
+)
+def test_adversarial_public_rows_spend_exactly_the_budget(mix, make_public) -> None:
+    acct = Accountant(ZCDP(0.3))
+    try:
+        public_light_gmm(mix.X[60:20_060], 3, ZCDP(0.3), public_X=make_public(mix.X[:60]),
+                         min_weight=0.2, accountant=acct, noise=4)
+    except EstimationFailed:
+        pass
+    assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
+
+
+def test_requirements_for_public_light_are_public_facts() -> None:
+    r = public_requirements("public-light", n=50_000, d=10, k=3, budget=ApproxDP(1.0, 1e-6),
+                            min_weight=0.2)
+    assert set(r.terms) >= {"Q_Priv counts", "private PCA noise", "per-component estimation"}
+    few = public_requirements("public-light", n=10**9, d=10, k=3, budget=ZCDP(1.0),
+                              min_weight=0.2, n_public=5)
+    assert not few.ok
+
+
+# --------------------------------------------------------------------------- privacy audits
+
+Q_RHO, Q_DELTA = 0.25, 1e-2
+Q_Z = np.concatenate([np.zeros(50), np.full(50, 10.0)])[:, None]
+Q_Z_PRIME = Q_Z.copy()
+Q_Z_PRIME[0, 0] = 1.5  # one row moves from B_1(0) into the annulus (1, 2]: two counts change
+
+
+def _gaussian_epsilon(mu: float, delta: float) -> float:
+    """Exact ε(δ) of a Gaussian mechanism with sensitivity/σ = μ (Balle–Wang 2018)."""
+    def gap(e: float) -> float:
+        return norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2) - delta
+
+    return brentq(gap, 0.0, 50.0)
+
+
+def _q_priv(sensitivity: float | None):
+    def mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        b = ZCDP(Q_RHO)
+        return q_priv_counts(data, np.zeros(1), 1.0, 2.0, b, accountant=Accountant(b),
+                             noise=NoiseSource(rng), sensitivity=sensitivity).astype(float)
+
+    return mechanism
+
+
+def test_q_priv_counts_pass_the_audit_and_the_single_count_variant_is_flagged() -> None:
+    # correct noise: σ = √2/√(2ρ), so μ = √2/σ = √(2ρ)
+    claimed = _gaussian_epsilon(math.sqrt(2 * Q_RHO), Q_DELTA)
+    good = audit_mechanism(_q_priv(None), Q_Z, Q_Z_PRIME, epsilon=claimed, delta=Q_DELTA,
+                           n_runs=20_000, random_state=0)
+    assert good.passed, str(good)
+    broken = audit_mechanism(_q_priv(1.0), Q_Z, Q_Z_PRIME, epsilon=claimed, delta=Q_DELTA,
+                             n_runs=20_000, random_state=0)
+    assert not broken.passed, str(broken)
+    assert q_priv_sensitivity() == pytest.approx(math.sqrt(2))
+
+
+E_RHO, E_DELTA = 0.5, 1e-3
+_LINE = np.linspace(-1.0, 1.0, 150)[:, None]
+E_X = np.vstack([_LINE, 20.0 + _LINE])
+E_X_PRIME = E_X.copy()
+E_X_PRIME[0, 0] = 20.5  # one private row moves between the two clusters
+E_P = np.vstack([np.linspace(-1, 1, 12)[:, None], 20.0 + np.linspace(-1, 1, 12)[:, None]])
+
+
+def _light_mechanism(estimator: str):
+    def mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        b = ZCDP(E_RHO)
+        try:
+            w, m, c = public_light_gmm(data, 2, b, public_X=E_P, accountant=Accountant(b),
+                                       noise=NoiseSource(rng), constants="theory",
+                                       estimator=estimator)
+        except EstimationFailed:
+            return np.array([-1.0, -1.0, -1.0, -1.0])
+        order = np.argsort(m[:, 0])
+        return np.r_[w[order][0], m[order, 0], c[order, 0, 0][:1]]
+
+    return mechanism
+
+
+@pytest.mark.parametrize("estimator", ["learner", "joint"])
+def test_row_moving_between_clusters_passes_an_end_to_end_audit(estimator: str) -> None:
+    result = audit_mechanism(
+        _light_mechanism(estimator),
+        E_X,
+        E_X_PRIME,
+        epsilon=zcdp_to_epsilon(E_RHO, E_DELTA),
+        delta=E_DELTA,
+        n_runs=500 if estimator == "learner" else 300,
+        random_state=0,
+    )
+    assert result.passed, str(result)
