@@ -15,6 +15,7 @@ import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..io import atomic_path, read_table
+from ..progress import progress_bars
 
 _USER_ERRORS = (InvalidDataError, PrivacyBudgetError, EstimationFailed, ValueError, OSError)
 _DEMO_PLOT = "privgauss-demo.png"
@@ -185,7 +186,9 @@ def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
 def _run_user(fn: Callable[[], None]) -> None:
     """Run ``fn``, turning user errors (and a missing matplotlib) into one-line exits."""
     try:
-        fn()
+        # progress bars (chunk fits, PPE blocks, KSSU levels) when a person is watching
+        with progress_bars(sys.stderr.isatty()):
+            fn()
     except (*_USER_ERRORS, ImportError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:

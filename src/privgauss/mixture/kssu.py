@@ -73,6 +73,7 @@ from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
+from ..progress import bar
 from ..validation import check_positive_int
 from . import one_cluster as one_cluster_module
 from . import terrific_ball as terrific_ball_module
@@ -408,7 +409,8 @@ def kssu_gmm(
                 ),
             )
         next_nodes: list[_Node] = []
-        for node in level_nodes:
+        # the number of nodes at a level is fixed by the released outputs of the level above
+        for node in bar(level_nodes, f"KSSU level {level + 1}/{k}"):
             out = _process_node(
                 node,
                 data,

@@ -64,6 +64,7 @@ from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..gaussian.coinpress import coinpress_gaussian
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
+from ..progress import bar
 from ..validation import check_data, check_positive_int, check_probability
 from .one_cluster import (
     Ball,
@@ -155,7 +156,7 @@ def _fit_chunks(
     W = np.zeros((s, k))
     M = np.zeros((s, k, d))
     ok = np.zeros((s, k), dtype=bool)
-    for c, idx in enumerate(chunks):
+    for c, idx in enumerate(bar(chunks, "chunk fits")):
         try:
             with warnings.catch_warnings():  # a chunk's convergence warning is data dependent
                 warnings.simplefilter("ignore")

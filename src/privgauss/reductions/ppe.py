@@ -50,6 +50,7 @@ from ..accounting import Accountant, ApproxDP
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..mechanisms import gaussian_sigma, truncated_laplace_bound, truncated_laplace_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
+from ..progress import bar
 from ..sensitivity import ppe_score_mean, stable_average_l2
 
 __all__ = [
@@ -140,11 +141,9 @@ def run_blocks(
         with ctx.Pool(processes=1, maxtasksperchild=1) as pool:
             results = pool.map(_call_learner, tasks, chunksize=1)
     else:
-        from tqdm import tqdm
-
         results = [
             _call_learner((copy.deepcopy(lrn), blk, sd))
-            for lrn, blk, sd in tqdm(tasks, desc="PPE blocks", disable=not progress)
+            for lrn, blk, sd in bar(tasks, "PPE blocks", force=progress)
         ]
     return [r[1] for r in results], [r[0] for r in results]
 
