@@ -34,7 +34,7 @@ import numpy as np
 import scipy
 
 import privgauss as pg
-from privgauss.gaussian import coinpress as cp
+from privgauss.gaussian import coinpress_split as cps
 from privgauss.gaussian.coinpress import coinpress_covariance
 
 HERE = Path(__file__).resolve().parent
@@ -104,21 +104,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     extra = []
     if args.sequential:
-        default_min = cp._SPLIT_MIN_VALUES
-        cp._SPLIT_MIN_VALUES = 1 << 62
+        default_min = cps._SPLIT_MIN_VALUES
+        cps._SPLIT_MIN_VALUES = 1 << 62
         try:
             extra.append(("off", *_timed(
                 lambda: pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub))))
         finally:
-            cp._SPLIT_MIN_VALUES = default_min
-    default_tol = cp._SPLIT_TOLERANCE
+            cps._SPLIT_MIN_VALUES = default_min
+    default_tol = cps._SPLIT_TOLERANCE
     for tol in args.split_tolerance:
-        cp._SPLIT_TOLERANCE = tol
+        cps._SPLIT_TOLERANCE = tol
         try:
             extra.append((tol, *_timed(
                 lambda: pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub))))
         finally:
-            cp._SPLIT_TOLERANCE = default_tol
+            cps._SPLIT_TOLERANCE = default_tol
     load_after = _uptime()
 
     e_np = _err(S_inv_half, np.cov(X, rowvar=False))

@@ -211,14 +211,14 @@ def test_clipped_moments_sensitivity_worst_case_pair() -> None:
 
 def test_split_mode_dask_and_npy_equal_numpy(monkeypatch: pytest.MonkeyPatch,
                                              tmp_path) -> None:  # noqa: ANN001
-    from privgauss.gaussian import coinpress as cp
+    from privgauss.gaussian import coinpress_split as cps
 
-    monkeypatch.setattr(cp, "_SPLIT_MIN_VALUES", 0)
-    monkeypatch.setattr(cp, "_SPLIT_MIN_ROWS", 100)
-    monkeypatch.setattr(cp, "_SPLIT_FRACTIONS", (0.25,))
-    monkeypatch.setattr(cp, "_SPLIT_TOLERANCE", 10.0)
-    monkeypatch.setattr(cp, "_SPLIT_MAX_FRAME_ERROR", 10.0)
-    monkeypatch.setattr(cp, "_SPLIT_SHARES", (1.0,))
+    monkeypatch.setattr(cps, "_SPLIT_MIN_VALUES", 0)
+    monkeypatch.setattr(cps, "_SPLIT_MIN_ROWS", 100)
+    monkeypatch.setattr(cps, "_SPLIT_FRACTIONS", (0.25,))
+    monkeypatch.setattr(cps, "_SPLIT_TOLERANCE", 10.0)
+    monkeypatch.setattr(cps, "_SPLIT_MAX_FRAME_ERROR", 10.0)
+    monkeypatch.setattr(cps, "_SPLIT_SHARES", (1.0,))
     X, _ = _data()
     kw = {"mean_bound": 100.0, "cov_bounds": (0.5, 50.0)}
     a = _fit(X, None, "coinpress", **kw)

@@ -13,6 +13,7 @@ from privgauss import backends as bk
 from privgauss.accounting import zcdp_to_epsilon
 from privgauss.backends import Rows, affine_rows, sanitize_rows
 from privgauss.gaussian import coinpress as cp
+from privgauss.gaussian import coinpress_split as cps
 from privgauss.gaussian.coinpress import (
     chi_tail_bound,
     chi_tail_radius,
@@ -611,12 +612,12 @@ def test_planner_prefers_fewer_steps_within_tolerance() -> None:
 def _split_setup(monkeypatch: pytest.MonkeyPatch, share: float | None) -> tuple:
     """Force the split mode on small data: coarse fit on n/4 rows (``share`` None: parallel
     mode, else the subsample mode with that share of ρ)."""
-    monkeypatch.setattr(cp, "_SPLIT_MIN_VALUES", 0)
-    monkeypatch.setattr(cp, "_SPLIT_MIN_ROWS", 100)
-    monkeypatch.setattr(cp, "_SPLIT_FRACTIONS", (0.25,))
-    monkeypatch.setattr(cp, "_SPLIT_TOLERANCE", 10.0)
-    monkeypatch.setattr(cp, "_SPLIT_MAX_FRAME_ERROR", 10.0)
-    monkeypatch.setattr(cp, "_SPLIT_SHARES", (1.0,) if share is None else (share,))
+    monkeypatch.setattr(cps, "_SPLIT_MIN_VALUES", 0)
+    monkeypatch.setattr(cps, "_SPLIT_MIN_ROWS", 100)
+    monkeypatch.setattr(cps, "_SPLIT_FRACTIONS", (0.25,))
+    monkeypatch.setattr(cps, "_SPLIT_TOLERANCE", 10.0)
+    monkeypatch.setattr(cps, "_SPLIT_MAX_FRAME_ERROR", 10.0)
+    monkeypatch.setattr(cps, "_SPLIT_SHARES", (1.0,) if share is None else (share,))
     rng = np.random.default_rng(11)
     n, d = 4000, 3
     X = rng.standard_normal((n, d)) * [1.0, 2.0, 0.5] + 3.0
@@ -683,7 +684,7 @@ def _final_ignores_coarse_rows(X: np.ndarray, n: int, d: int,
                                monkeypatch: pytest.MonkeyPatch) -> None:
     """With the coarse fit replaced by a data-independent stand-in, replacing a row of S₁
     leaves the parallel-mode release unchanged (up to rounding)."""
-    monkeypatch.setattr(cp, "_run_practical",
+    monkeypatch.setattr(cps, "_run_practical",
                         lambda *a, **k: (np.full(d, 3.0), np.diag([1.0, 4.0, 0.25])))
     m1, C1, _, info = _run_split(X)
     i = int(info["split_rows"][3])
@@ -699,8 +700,8 @@ def test_split_mode_final_pass_reads_only_the_other_rows(monkeypatch: pytest.Mon
     X, n, d = _split_setup(monkeypatch, None)
     _final_ignores_coarse_rows(X, n, d, monkeypatch)
     # broken variant: the final pass also reads the coarse rows (overlap) — caught
-    real = cp.clipped_moments
-    monkeypatch.setattr(cp, "clipped_moments",
+    real = cps.clipped_moments
+    monkeypatch.setattr(cps, "clipped_moments",
                         lambda rows, A, s, tau, exclude=None: real(rows, A, s, tau))
     with pytest.raises(AssertionError):
         _final_ignores_coarse_rows(X, n, d, monkeypatch)
@@ -713,5 +714,5 @@ def test_split_gate_keeps_small_data_sequential() -> None:
     pre = public_preconditioner(np.random.default_rng(0).standard_normal((11, 10)), 0.05)
     args = (10, 0.5, pre.R, 1.0, pre.K, min(pre.R, pre.mahalanobis_radius), 0.05, 0.0)
     seq = cp._practical_plan(8000, *args)
-    assert 8000 * 10 < cp._SPLIT_MIN_VALUES
-    assert cp._split_plan(8000, args, seq) is None
+    assert 8000 * 10 < cps._SPLIT_MIN_VALUES
+    assert cps._split_plan(8000, args, seq) is None

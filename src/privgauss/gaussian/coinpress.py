@@ -21,7 +21,7 @@ model. **Privacy never depends on the choice**; only accuracy does.
 
 Large data (n·d ≥ 2^20): the practical Gaussian estimator may run in a *split mode* — a public
 random subset of m rows fits a coarse frame, one pass over the final rows releases clipped first
-and second moments in that frame (:func:`_split_gaussian`: parallel composition with the whole ρ
+and second moments in that frame (:mod:`.coinpress_split`: parallel composition with the whole ρ
 on each part, or a ρ split with the final pass on all rows). The planner uses it only when its
 predicted covariance error is within 1 % of the sequential plan's.
 """
@@ -39,7 +39,7 @@ from scipy.special import gammaln
 from scipy.stats import chi2, norm, poisson
 
 from ..accounting import ZCDP, Accountant
-from ..backends import Rows, clipped_moments, take_rows
+from ..backends import Rows
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, project_psd, sym
 from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, symmetric_matrix_mechanism
@@ -793,16 +793,18 @@ def _gaussian(
     """:func:`coinpress_gaussian` on validated rows (finite, |x| ≤ 1e150). Every plan is
     computed (from public quantities) before anything is spent. ``prefer_fewer``: see
     :func:`covariance_schedule` (used when the range parameters are known, e.g. public data).
-    Large data (n·d ≥ 2^20) may run in split mode (:func:`_split_gaussian`) when the planner
+    Large data (n·d ≥ 2^20) may run in split mode (:mod:`.coinpress_split`) when the planner
     predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers."""
     n, d = rows.n, rows.d
     if constants == "theory":
         return _gaussian_theory(rows, rho, c, R, lo, hi, accountant, src, beta, step)
     args = (d, rho, R, lo, hi, omega, beta, prefer_fewer)
     plan = _practical_plan(n, *args)
-    split = _split_plan(n, args, plan) if n * d >= _SPLIT_MIN_VALUES else None
+    from . import coinpress_split as sm  # (imports this module: loaded on first use)
+
+    split = sm._split_plan(n, args, plan) if n * d >= sm._SPLIT_MIN_VALUES else None
     if split is not None:
-        return _split_gaussian(rows, split, args, c, accountant, src, step, info)
+        return sm._split_gaussian(rows, split, args, c, accountant, src, step, info)
     return _run_practical(rows, plan, c, lo, accountant, src, step)
 
 
@@ -882,169 +884,6 @@ def _run_practical(rows: Rows, plan: _Plan, c: np.ndarray, lo: float, accountant
     m_w = _run_mean(rows, np.zeros(d), plan.mean, accountant, src, f"{step} mean", A=B,
                     shift=mu_rough)
     return mu_rough + np.linalg.solve(B, m_w), cov
-
-
-# ----------------------------------------------------------------------------------------------
-# Split mode: parallel composition over a public random split of the rows
-# ----------------------------------------------------------------------------------------------
-
-_SPLIT_MIN_VALUES = 1 << 20  # n·d below this: passes are cheap, always the sequential mode
-_SPLIT_MIN_ROWS = 4096  # fewest rows for the coarse fit
-_SPLIT_FRACTIONS = (1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8)
-# coarse fit's share of ρ: 1 is the parallel mode, below 1 the subsample mode
-_SPLIT_SHARES = (1.0, 0.1, 0.2, 0.3)
-_SPLIT_TOLERANCE = 0.01  # predicted covariance error within 1 % of the sequential mode
-_SPLIT_MAX_FRAME_ERROR = 0.9
-_FINAL_PASSES = 3.0  # cost of the final pass, in passes of a sequential step
-_STEP_OVERHEAD = 2e7  # fixed cost of a step, in flops (about a millisecond)
-_COARSE_PREFER_FEWER = 0.25  # the coarse fit only sets a frame: fewest steps within 25 %
-
-
-@dataclass(frozen=True)
-class _Split:
-    """Public plan of a split mode: m rows for the coarse fit (its plan, budget ``rho_coarse``);
-    ``parallel``: the final pass reads the other n − m rows with the whole ρ, else all n rows
-    with ρ − rho_coarse. The final frame's scale u (second moment about the coarse mean ⪯ u·I
-    in the coarse whitened frame), clip radius and the final mean and second-moment budgets."""
-
-    m: int
-    parallel: bool
-    rho_coarse: float
-    coarse: _Plan
-    u: float
-    tau: float
-    rho_mean: float
-    rho_cov: float
-    cov_err: float
-
-
-def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
-    """The split (coarse rows m = n·2^-k, coarse budget) of least predicted cost
-    (:func:`_plan_cost`, below the sequential plan's) whose predicted covariance error is
-    within :data:`_SPLIT_TOLERANCE` of the sequential plan's ``seq.cov_err``; None when there
-    is none (public: n, d, ρ, the prior, β). The
-    coarse fit's relative spectral error is modelled as e = 2√(d/m) + 2√d·σ₁/ℓ₁ (sampling,
-    noise of its last covariance step), its mean error r₁ by its last mean step. The final
-    clip radius must cover rows whose squared norm is about tr(second moment), which the
-    coarse error moves by about 2e/√d relative (spectral errors average over d directions):
-    the final frame is the coarse whitening scaled by 1/√u, u = 1 + 2e/√d + r₁², and its
-    smallest eigenvalue is about ℓ = 1/((1 + e)u)."""
-    d, rho = args[0], args[1]
-    tau = math.sqrt(_chi2_isf(_COV_CLIP_TAIL, d))
-    limit = ((1.0 + _SPLIT_TOLERANCE) ** 2) * seq.cov_err
-    seq_cost = _plan_cost(seq, n, d)
-    best: tuple[float, _Split] | None = None
-    for f in _SPLIT_FRACTIONS:
-        m = int(n * f)
-        if m < max(_SPLIT_MIN_ROWS, 20 * d):
-            continue
-        for share in _SPLIT_SHARES if math.isfinite(rho) else (1.0,):
-            parallel = share == 1.0
-            rho1 = rho * share
-            rho2 = rho if parallel else rho - rho1
-            coarse_args = (m, d, rho1, *args[2:-1], max(args[-1], _COARSE_PREFER_FEWER))
-            try:
-                last = _cov_plans(*coarse_args)[3][-1]
-            except ValueError:
-                continue
-            e = 2.0 * math.sqrt(d / m) + 2.0 * math.sqrt(d) * last.sigma / last.lower
-            rho_m = rho2 * _FINAL_MEAN_SHARE
-            rho_c = rho2 - rho_m if math.isfinite(rho2) else math.inf
-            n2 = n - m if parallel else n
-            sig = _sigma_cov(tau, n2, rho_c)
-
-            def error(u: float) -> float:
-                return (d * d + d) * (1.0 / n2 + sig * sig * (1.0 + e) * u)  # noqa: B023
-
-            u0 = 1.0 + 2.0 * e / math.sqrt(d)
-            if not (e < min(_SPLIT_MAX_FRAME_ERROR, 0.99) and error(u0) <= limit):
-                continue  # (before planning the means: their error only adds to u)
-            p1 = _practical_plan(*coarse_args)
-            cost = _plan_cost(p1, m, d) + _FINAL_PASSES * n * d * d
-            if not cost < seq_cost:
-                continue
-            r1 = _mean_error_bound(m, d, p1.mean[-1], 0.01)
-            if p1.mean[-1].debias:
-                r1 /= _clip_slope(d, p1.mean[-1].clip_radius)
-            u = u0 + r1 * r1
-            err = error(u)
-            if err <= limit and (best is None or cost < best[0]):
-                best = (cost, _Split(m, parallel, rho1, p1, u, tau, rho_m, rho_c, err))
-    return None if best is None else best[1]
-
-
-def _plan_cost(plan: _Plan, n: int, d: int) -> float:
-    """Rough cost of running a plan, in flops: per step a pass over the rows (n·d²) and a
-    fixed part (eigendecompositions, bookkeeping)."""
-    steps = len(plan.coarse) + len(plan.cov) + len(plan.rough) + len(plan.mean)
-    return steps * (n * d * d + _STEP_OVERHEAD + 30.0 * d**3)
-
-
-def _split_rows(n: int, m: int, src: Any) -> np.ndarray:
-    """A uniformly random m-subset of range(n), sorted — drawn independently of the data."""
-    return np.sort(src.rng.choice(n, size=m, replace=False))
-
-
-def _split_gaussian(rows: Rows, sp: _Split, args: tuple[Any, ...], c: np.ndarray,
-                    accountant: Accountant, src: Any, step: str,
-                    info: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Split modes of the practical estimator: ρ-zCDP, replace-one neighbours, n public.
-
-    A public random subset S₁ of m rows (:func:`_split_rows`, independent of the data) runs
-    the sequential estimator (:func:`_run_practical`, budget ρ₁) and gives a centre ĉ
-    and a covariance Σ̂₁. The final rows S₂ then release, in the frame A = Σ̂₁^{-1/2}/√u
-    centred at ĉ with W_i = clip_τ(A(y_i − ĉ)), the noisy mean m̂ = mean W_i + N (L2
-    sensitivity 2τ/|S₂|, budget ρ_m) and second moment M̂ = mean W_i W_iᵀ + N (Frobenius
-    sensitivity √2τ²/|S₂|, budget ρ₂ − ρ_m), in one pass (:func:`~privgauss.backends.
-    clipped_moments`); |S₂| is public. Output: μ̂ = ĉ + A⁻¹m̂, Σ̂ = A⁻¹ proj_PSD(M̂ − m̂m̂ᵀ) A⁻ᵀ.
-
-    Privacy. *Subsample mode* (S₂ = all rows, ρ₁ + ρ₂ = ρ): adaptive sequential composition
-    (A, ĉ, τ are functions of the released coarse output). *Parallel mode* (S₂ = the other
-    n − m rows, ρ₁ = ρ₂ = ρ): let X, X' differ in row j and fix the split (it does not depend
-    on the data). If j ∈ S₂, the coarse output O₁ has the same distribution under X and X';
-    given O₁ = o the final release composes two Gaussian mechanisms on S₂ with parameters
-    fixed by o: ρ-zCDP. If j ∈ S₁, O₁ is ρ-zCDP and, given O₁ = o, the final release has the
-    same distribution (S₂ unchanged). By the chain rule of Rényi divergence D_α(O(X) ‖ O(X'))
-    ≤ sup_o D_α(O₂(X|o) ‖ O₂(X'|o)) + D_α(O₁(X) ‖ O₁(X')) ≤ αρ in both cases: ρ-zCDP. The
-    accountant is charged ρ once (``parallel composition``) before any noise and each part
-    runs under its own accountant of total ρ; in the subsample mode the two parts charge the
-    accountant directly. ``info`` (tests) receives the split, the coarse output and the two
-    parts' ledgers."""
-    n = rows.n
-    rho, lo = args[1], args[3]
-    if sp.parallel:
-        accountant.spend(ZCDP(rho), step=f"{step} split", mechanism="parallel composition",
-                         note=f"public random split: {sp.m} rows for the coarse fit, "
-                              f"{n - sp.m} for the final pass; each part uses the whole budget")
-        part1, part2 = Accountant(ZCDP(rho)), Accountant(ZCDP(rho))
-    else:
-        rho2 = rho - sp.rho_coarse
-        part1 = Accountant(ZCDP(sp.rho_coarse), parent=accountant)
-        part2 = Accountant(ZCDP(rho2), parent=accountant)
-    idx = _split_rows(n, sp.m, src)
-    input_map = None if rows.P is None else (rows.P, rows.p0)
-    rows1 = Rows(take_rows(rows.X, idx), input_map=input_map, center=rows.center)
-    mu1, cov1 = _run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse")
-    A = _whitener(cov1, lo, step) / math.sqrt(sp.u)
-    m1, M2 = clipped_moments(rows, A, mu1, sp.tau, exclude=idx if sp.parallel else None)
-    n2 = n - sp.m if sp.parallel else n
-    m_w = gaussian_mechanism(m1, clipped_mean_l2(sp.tau, n2), ZCDP(sp.rho_mean),
-                             accountant=part2, noise=src, step=f"{step} final mean")
-    M = symmetric_matrix_mechanism(M2, clipped_second_moment_frobenius(sp.tau, n2),
-                                   ZCDP(sp.rho_cov), accountant=part2, noise=src,
-                                   step=f"{step} final second moment")
-    if info is not None:
-        info.update(split_rows=idx, parallel=sp.parallel, coarse=(mu1, cov1),
-                    ledgers=(part1.ledger, part2.ledger))
-    Ainv = np.linalg.inv(A)
-    with np.errstate(over="ignore", invalid="ignore"):
-        cov = sym(Ainv @ project_psd(M - np.outer(m_w, m_w)) @ Ainv.T)
-        mean = mu1 + Ainv @ m_w
-    if not (np.isfinite(cov).all() and np.isfinite(mean).all()):
-        raise EstimationFailed(
-            "the private covariance overflowed; rescale the data or tighten the bounds", step=step
-        )
-    return mean, cov
 
 
 def _finite(x: float) -> float:
