@@ -149,3 +149,57 @@ def test_same_seed_same_answer_and_secure_by_default(data):
     s1 = pg.PrivateGaussian(rho=0.5, covariance="identity").fit(X[:500, :2], public_X=pub[:1, :2])
     s2 = pg.PrivateGaussian(rho=0.5, covariance="identity").fit(X[:500, :2], public_X=pub[:1, :2])
     assert not np.array_equal(s1.mean_, s2.mean_)  # fresh OS entropy each time
+
+
+def test_public_method_refuses_a_hopeless_plan_before_spending_and_says_what_works():
+    # regression (T9): with d+1 public rows the worst-case range K (≈ 1e8 here) cannot be
+    # whitened at this n; the fit used to return garbage (d = 100, n = 5000: mean error 8.4e6)
+    import re
+
+    rng = np.random.default_rng(0)
+    d, n = 20, 1000
+    X, P = rng.normal(size=(n, d)), rng.normal(size=(4 * d, d))
+    acct = pg.Accountant(pg.ZCDP(2.0))
+    messages = {}
+    for constants in ("theory", "practical"):
+        est = pg.PrivateGaussian(rho=1.0, method="public", constants=constants, accountant=acct,
+                                 random_state=0)
+        with pytest.raises(pg.InvalidDataError, match="private rows") as info:
+            est.fit(X, public_X=P[: d + 1])
+        assert acct.spent is None or acct.spent.rho == 0  # refused before any release
+        messages[constants] = str(info.value)
+    # following either practical suggestion gives a fit that works
+    msg = messages["practical"]
+    m_ok = int(re.search(r"or (\d+) public rows", msg).group(1))
+    n_ok = int(re.search(r"n >= (\d+) private rows", msg).group(1))
+    assert m_ok > d + 1 and n_ok > n
+    for n_, m_ in ((n, m_ok), (n_ok, d + 1)):
+        g = pg.PrivateGaussian(rho=1.0, method="public", random_state=0)
+        g.fit(rng.normal(size=(n_, d)), public_X=rng.normal(size=(m_, d)))
+        assert covariance_error(g.covariance_, np.eye(d)) < 0.75 * math.sqrt(d)  # relative 0.75
+
+
+def test_public_method_reports_a_collapsed_chain_as_estimation_failed(monkeypatch):
+    # regression (T9): at d = 100, n = 20000 with 101 public rows the whitening chain collapsed
+    # (released covariance ~1e-4·Σ) and was returned as an estimate. The released covariance in
+    # the preconditioner's frame must respect Σ_Y ⪰ I; a collapsed release is a DP failure.
+    import privgauss.gaussian.public as pub
+
+    rng = np.random.default_rng(1)
+    d = 4
+    X, P = rng.normal(size=(4000, d)), rng.normal(size=(d + 1, d))
+    real = pub._public_gaussian
+    ok = pg.PrivateGaussian(rho=1.0, method="public", random_state=0).fit(X, public_X=P)
+    assert covariance_error(ok.covariance_, np.eye(d)) < 0.3  # a good fit passes the check
+
+    def collapsed(*args, **kwargs):
+        mean, cov = real(*args, **kwargs)
+        return mean, 1e-4 * cov
+
+    monkeypatch.setattr(pub, "_public_gaussian", collapsed)
+    est = pg.PrivateGaussian(rho=1.0, method="public", random_state=0)
+    acct = pg.Accountant(pg.ZCDP(1.0))
+    est.accountant = acct
+    with pytest.raises(pg.EstimationFailed, match="did not converge"):
+        est.fit(X, public_X=P)
+    assert acct.spent.rho == pytest.approx(1.0)  # the budget stays spent

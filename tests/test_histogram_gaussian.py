@@ -244,3 +244,27 @@ def test_audit_flags_threshold_without_log_term(
         n_runs=10_000,
     )
     assert not res.passed and res.epsilon_lower_bound > 2 * _AUDIT_EPS, str(res)
+
+
+def _conditioned(cond: float, d: int = D, seed: int = 1) -> np.ndarray:
+    q, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(d, d)))
+    return q @ np.diag(np.logspace(0, np.log10(cond) / 2, d)) @ q.T
+
+
+def test_condition_1e8_fails_cleanly() -> None:
+    # regression (T9): at covariance condition 1e8 (beyond the corr_condition=100 assumption)
+    # the estimate was off by orders of magnitude (mean error 6.6e3, covariance error 2e2) with
+    # no failure; now the released covariance shows the violated prior: EstimationFailed
+    Z = np.random.default_rng(0).normal(size=(N, D))
+    for cond, seed in ((1e8, 1), (1e8, 7), (1e10, 2)):
+        X = Z @ _conditioned(cond, seed=seed).T
+        acct = Accountant(ApproxDP(EPS, DELTA))
+        with pytest.raises(EstimationFailed, match="corr_condition") as info:
+            histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=seed)
+        assert info.value.step == "histogram-refinement"
+        assert acct.spent is not None and acct.spent.epsilon == pytest.approx(EPS)
+    # a condition the assumption covers still passes the check
+    A = _conditioned(1e4)
+    m, c = histogram_gaussian(Z @ A.T, EPS, DELTA, accountant=Accountant(ApproxDP(EPS, DELTA)),
+                              noise=1)
+    assert covariance_error(c, A @ A.T) < 0.2

@@ -300,3 +300,24 @@ def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(hs, "exponential_mechanism", halved)
     res = audit_mechanism(_selection, _DATA, _NEIGHBOUR, epsilon=EPS, n_runs=10_000)
     assert not res.passed, str(res)
+
+
+def test_refusal_is_instant_and_size_estimate_matches_the_built_cover() -> None:
+    # regression: sizing a d = 2 full-covariance cover used to build every rotated covariance
+    # (minutes for the worst-case K of 3 public rows); the count is now from spectra only
+    import time
+
+    import privgauss as pg
+
+    rng = np.random.default_rng(0)
+    X, P = rng.normal(size=(500, 2)), rng.normal(size=(3, 2))
+    for kw, fit in [({}, {"public_X": P}), ({"mean_bound": 1e6, "cov_bounds": (1e-3, 1e3)}, {})]:
+        est = pg.PrivateGaussian(epsilon=EPS, method="hypothesis-selection", random_state=0, **kw)
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError, match="impractical"):
+            est.fit(X, **fit)
+        assert time.perf_counter() - t0 < 0.5
+    for kw in [{"cov_bounds": (0.5, 4.0)}, {"cov_bounds": (1.0, 1.0)}, {}]:
+        built = hs.build_cover(np.zeros(2), 1.0, alpha=0.3, **kw).size
+        approx = hs.cover_size(2, 1.0, alpha=0.3, **kw)
+        assert 0.5 * built <= approx <= 2.0 * built

@@ -94,8 +94,14 @@ def test_public_method_in_dimension_100_stays_finite_and_psd() -> None:
     rng = np.random.default_rng(2)
     X = rng.normal(size=(3000, d)) * 1e-3 + 1e6
     P = rng.normal(size=(d + 1, d)) * 1e-3 + 1e6
+    acct = pg.Accountant(pg.ZCDP(1.0))
     try:
-        g = pg.PrivateGaussian(rho=1.0, method="public", random_state=0).fit(X, public_X=P)
+        g = pg.PrivateGaussian(rho=1.0, method="public", random_state=0, accountant=acct).fit(
+            X, public_X=P
+        )
+    except pg.InvalidDataError as exc:  # a hopeless plan is refused before spending
+        assert "public rows" in str(exc) and acct.spent is None
+        return
     except pg.EstimationFailed:
         return
     assert_valid(g.mean_, g.covariance_)
@@ -112,3 +118,30 @@ def test_known_covariance_mean_is_affine_invariant(cond: float) -> None:
         ref = err if ref is None else ref
         assert np.all(np.isfinite(g.mean_))
         assert err == pytest.approx(ref, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", ["condition 1e8", "translate 1e12, condition 1e8"])
+def test_histogram_method_at_condition_1e8_fails_cleanly_or_is_accurate(name: str) -> None:
+    # T9: beyond its corr_condition assumption the histogram method used to return mean error
+    # 6.6e3 and covariance error 2e2 silently; now such a release is an EstimationFailed
+    A, b = TRANSFORMS[name]
+    try:
+        mean_err, cov_err = fit_errors("histogram", A, b, epsilon=1.0, delta=1e-6)
+    except pg.EstimationFailed as e:
+        assert e.step == "histogram-refinement"
+        return
+    assert mean_err < 0.1 and cov_err < 0.3
+
+
+def test_public_preconditioner_accepts_ill_conditioned_public_rows_in_dimension_100() -> None:
+    # T9: 101 public rows in general position with condition number 1e8-1e10 were refused as
+    # "degenerate"; the preconditioner's frame must whiten them (covariance between I and K·I)
+    from privgauss.gaussian.public import public_preconditioner
+
+    d = 100
+    rng = np.random.default_rng(3)
+    A = conditioned(1e10, d=d, seed=3)  # the old absolute-style test refused this
+    pre = public_preconditioner(rng.normal(size=(d + 1, d)) @ A.T + 1e12, 0.05)
+    F = pre.forward_matrix
+    eig = np.linalg.eigvalsh(F @ (A @ A.T) @ F.T)
+    assert np.all(np.isfinite(eig)) and 0.5 <= eig[0] and eig[-1] <= pre.K

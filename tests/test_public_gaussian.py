@@ -381,3 +381,27 @@ def test_fast_data_path_gives_the_reference_release(
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-9, atol=1e-9 * max(offset, 1))
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-8, atol=1e-10)
     assert outs[0][2] == outs[1][2]
+
+
+def test_degeneracy_check_is_scale_invariant() -> None:
+    # regression (T9): d+1 public rows in general position with covariance condition number
+    # 1e8 were refused as "degenerate" (the test read the squared spectrum of CᵀC)
+    from privgauss.exceptions import InvalidDataError as _Invalid
+    from privgauss.gaussian.public import public_preconditioner as _pre
+
+    rng = np.random.default_rng(0)
+    d = 40
+    Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    root = Q * np.sqrt(np.logspace(0, 10, d))  # the old test refused this
+    P = rng.normal(size=(d + 1, d)) @ root.T
+    base = _pre(P, 0.05)
+    scaled = _pre(1e-6 * P + 1e12, 0.05)  # scale and translate: same constants, same verdict
+    assert scaled.K == base.K and np.isfinite(scaled.cov_sqrt).all()
+    _pre(P * np.logspace(-100, 100, d), 0.05)  # per-coordinate scaling too
+    for bad in (P[:, :1] @ rng.normal(size=(1, d)), np.c_[P[:, 1:], np.zeros(d + 1)]):
+        with pytest.raises(_Invalid, match="degenerate"):
+            _pre(bad, 0.05)
+    flat = P.copy()
+    flat[-1] = 2 * flat[0] - flat[1]  # an affine combination: the rows span only d - 1 dims
+    with pytest.raises(_Invalid, match="degenerate"):
+        _pre(flat, 0.05)

@@ -89,13 +89,14 @@ def _audit_pair(target: str, n: int) -> tuple[Any, Any, np.ndarray | None]:
 
     Mechanisms: the statistic moves by exactly the sensitivity. Estimators: n fixed 1-D rows,
     the first of which is replaced by a far outlier on the opposite side (+1e4 vs -1e4), so
-    every clipping step binds; public rows (for "public") are two fixed points."""
+    every clipping step binds; public rows (for "public") are 64 fixed points, enough for the
+    public method to accept n = 20 private rows."""
     if target in _AUDIT_MECHANISMS:
         return 0.0, _AUDIT_SENSITIVITY, None
     base = np.random.default_rng(12345).standard_normal((n, 1))
     D, D2 = base.copy(), base.copy()
     D[0, 0], D2[0, 0] = 1e4, -1e4
-    return D, D2, np.array([[-1.0], [1.0]])
+    return D, D2, np.linspace(-2.0, 2.0, 64)[:, None]
 
 
 def _audit_mechanism_fn(target: str, budget: dict[str, float], scale: float, mean_bound: float,

@@ -138,38 +138,60 @@ def _sigma_grid(lo: float, hi: float, tv: float) -> np.ndarray:
     return s_lo * r ** (2 * np.arange(count) + 1)
 
 
+def _check_cov_dim(d: int) -> None:
+    if d > 2:
+        raise ValueError(
+            f"full-covariance covers are only built for d <= 2 (got d={d}): the cover grows like "
+            f"(1/alpha)^(d^2); {_REFUSAL}"
+        )
+
+
+def _rotation_count(s_a: float, s_b: float, alpha: float) -> int:
+    """Number of rotation angles for the axes (s_a ≥ s_b) of a d = 2 covariance candidate."""
+    root_k = s_a / s_b  # √κ; rotation TV ≤ ½|sin δ| (√κ − 1/√κ) by Pinsker
+    bound = (2 * alpha / 3) / (root_k - 1 / root_k)
+    phi = 2 * math.asin(min(1.0, bound))
+    return max(1, math.ceil(math.pi / phi - 1e-12))
+
+
+def _cov_spectra(
+    d: int, cov: np.ndarray | None, cov_bounds: tuple[float, float] | None, alpha: float
+) -> tuple[list[tuple[np.ndarray, int]], float]:
+    """The covariance candidates as (eigenvalues, number of rotations), and the TV left for the
+    mean lattice. Cheap (no matrices): sizes the cover before anything is built."""
+    if cov is not None:
+        return [(np.linalg.eigvalsh(cov), 1)], alpha
+    if cov_bounds is None:
+        return [(np.ones(d), 1)], alpha
+    lo, hi = cov_bounds
+    if d == 1:
+        return [(np.array([s * s]), 1) for s in _sigma_grid(lo, hi, alpha / 2)], alpha / 2
+    _check_cov_dim(d)
+    s = _sigma_grid(lo, hi, alpha / 6)
+    spectra = []
+    for a in range(len(s)):
+        for b in range(a + 1):
+            n_ang = 1 if a == b else _rotation_count(s[a], s[b], alpha)
+            spectra.append((np.array([s[b] ** 2, s[a] ** 2]), n_ang))
+    return spectra, alpha / 3
+
+
 def _cov_grid(
     d: int, cov: np.ndarray | None, cov_bounds: tuple[float, float] | None, alpha: float
 ) -> tuple[list[np.ndarray], float]:
     """Covariance candidates and the TV left for the mean lattice."""
     if cov is not None:
         return [cov], alpha
-    if cov_bounds is None:
-        return [np.eye(d)], alpha
-    lo, hi = cov_bounds
-    if d == 1:
-        return [np.array([[s * s]]) for s in _sigma_grid(lo, hi, alpha / 2)], alpha / 2
-    if d != 2:
-        raise ValueError(
-            f"full-covariance covers are only built for d <= 2 (got d={d}): the cover grows like "
-            f"(1/alpha)^(d^2); {_REFUSAL}"
-        )
-    s = _sigma_grid(lo, hi, alpha / 6)
+    spectra, tv = _cov_spectra(d, cov, cov_bounds, alpha)
+    if d == 1 or cov_bounds is None:
+        return [np.diag(w) for w, _ in spectra], tv
     covs = []
-    for a in range(len(s)):
-        for b in range(a + 1):
-            if a == b:
-                covs.append(np.eye(2) * s[a] ** 2)
-                continue
-            root_k = s[a] / s[b]  # √κ; rotation TV ≤ ½|sin δ| (√κ − 1/√κ) by Pinsker
-            bound = (2 * alpha / 3) / (root_k - 1 / root_k)
-            phi = 2 * math.asin(min(1.0, bound))
-            n_ang = max(1, math.ceil(math.pi / phi - 1e-12))
-            for k in range(n_ang):
-                t = math.pi * k / n_ang
-                R = np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
-                covs.append(sym((R * np.array([s[a] ** 2, s[b] ** 2])) @ R.T))
-    return covs, alpha / 3
+    for w, n_ang in spectra:
+        for k in range(n_ang):
+            t = math.pi * k / n_ang
+            R = np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
+            covs.append(sym((R * w[::-1]) @ R.T))
+    return covs, tv
 
 
 def _ball_volume(d: int, r: float) -> float:
@@ -180,9 +202,11 @@ def _lattice_params(C: np.ndarray, radius: float, tv: float) -> tuple[np.ndarray
     d = C.shape[0]
     A = sqrtm_psd(C)
     h = _mean_step(tv, d)
-    norm_a = float(np.linalg.eigvalsh(C)[-1]) ** 0.5
-    r_pad = radius + norm_a * h * math.sqrt(d) / 2
-    return A, h, r_pad
+    return A, h, _padded_radius(float(np.linalg.eigvalsh(C)[-1]), radius, h, d)
+
+
+def _padded_radius(top_eig: float, radius: float, h: float, d: int) -> float:
+    return radius + top_eig**0.5 * h * math.sqrt(d) / 2
 
 
 def cover_size(
@@ -193,13 +217,16 @@ def cover_size(
     cov_bounds: tuple[float, float] | None = None,
     alpha: float = 0.1,
 ) -> float:
-    """Approximate number of candidates of the cover (volume count; public, cheap)."""
-    covs, tv = _cov_grid(d, None if cov is None else np.asarray(cov, float), cov_bounds, alpha)
+    """Approximate number of candidates of the cover (volume count; public, cheap: no
+    covariance matrix is built, the lattice size depends on the spectrum only)."""
+    C = None if cov is None else np.asarray(cov, float)
+    spectra, tv = _cov_spectra(d, C, cov_bounds, alpha)
+    h = _mean_step(tv, d)
     total = 0.0
-    for C in covs:
-        _, h, r_pad = _lattice_params(C, radius, tv)
-        det_a = math.sqrt(max(float(np.linalg.det(C)), 1e-300))
-        total += max(1.0, _ball_volume(d, r_pad) / (h**d * det_a))
+    for w, n_ang in spectra:
+        r_pad = _padded_radius(float(w[-1]), radius, h, d)
+        det_a = math.sqrt(max(float(np.prod(w)), 1e-300))
+        total += n_ang * max(1.0, _ball_volume(d, r_pad) / (h**d * det_a))
     return total
 
 

@@ -239,6 +239,27 @@ def _equivariant_sqrt(P: np.ndarray, cov: np.ndarray) -> np.ndarray:
     return A0 @ sqrtm_psd(sym(A0inv @ cov @ A0inv.T))
 
 
+def _check_general_position(C: np.ndarray) -> None:
+    """Refuse centred public rows C (m × d) whose affine span is not all of R^d.
+
+    Scale-invariant: columns are equilibrated (any per-coordinate scaling gives the same
+    verdict) and the numerical rank is read off the singular values of C itself — not of CᵀC,
+    whose squared spread would flag well-posed but ill-conditioned data (condition number 1e8
+    at d = 100) — with numpy's relative tolerance max(m, d)·eps·σ_max.
+    """
+    m, d = C.shape
+    norms = np.linalg.norm(C, axis=0)
+    if not (np.isfinite(norms).all() and norms.min() > 0):
+        s = np.zeros(1)
+    else:
+        s = np.linalg.svd(C / norms, compute_uv=False)
+    if s.shape[0] < d or not s[-1] > max(m, d) * _EPS * s[0]:
+        raise InvalidDataError(
+            "the public rows are degenerate (they do not span all d dimensions: their "
+            "covariance is singular); give d+1 public rows in general position"
+        )
+
+
 def _lu_constants(d: int, m: int, b: float) -> tuple[float, float]:
     """(L, U) for the sample covariance of m ≥ d+1 public rows (k = m − 1 d.o.f.), each side
     failing w.p. ≤ b/3. With k = d these are Alg. 1's L = d/(2√d + √(2 ln 3/b))², U = 9d²/b².
@@ -281,22 +302,24 @@ def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Precon
     if not 0.0 <= g < 1.0:
         raise ValueError(f"gamma must be in [0, 1), got {g}")
     mean = P.mean(axis=0)
+    L_g, U_g, R, omega, rows_used = _range_constants(d, m, b, g)
+    S = P[:rows_used]
+    C = S - S.mean(axis=0)
+    _check_general_position(C)
+    cov = sym(C.T @ C / (S.shape[0] - 1))
+    A = _equivariant_sqrt(S, cov)
+    return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m)
+
+
+def _range_constants(d: int, m: int, b: float, g: float) -> tuple[float, float, float, float, int]:
+    """(L_γ, U_γ, R, ω, rows) of :func:`public_preconditioner` for m public rows in d
+    dimensions — public sizes only, no data: ``rows`` is how many leading rows give Σ̂ (all
+    m, or d+1 when their range is tighter)."""
     L, U = _lu_constants(d, m, b)
     L1, U1 = _lu_constants(d, d + 1, b)
+    rows = m
     if U1 / L1 <= U / L:  # few extra rows: the first d+1 give the tighter range
-        L, U = L1, U1
-        S = P[: d + 1]
-    else:
-        S = P
-    C = S - S.mean(axis=0)
-    cov = sym(C.T @ C / (S.shape[0] - 1))
-    w = np.linalg.eigvalsh(cov)
-    if not w[0] > d * _EPS * max(w[-1], 0.0) * 10 or not w[-1] > 0:
-        raise InvalidDataError(
-            "the public rows are degenerate (their covariance is singular); give d+1 public "
-            "rows in general position"
-        )
-    A = _equivariant_sqrt(S, cov)
+        L, U, rows = L1, U1, d + 1
     shrink = (1.0 - g) ** 4 / 4.0 if g > 0 else 1.0
     L_g, U_g = L * shrink, U / shrink
     c = d + 2.0 * math.sqrt(d * math.log(3.0 / b)) + 2.0 * math.log(3.0 / b)
@@ -304,7 +327,7 @@ def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Precon
     base = math.sqrt(c / m)
     R = math.sqrt(U / L_g) * (shift + base)
     omega = base if g == 0 else (2.0 / (1.0 - g) ** 2) * (shift + base)
-    return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m)
+    return L_g, U_g, R, omega, rows
 
 
 # ----------------------------------------------------------------------------------------------
