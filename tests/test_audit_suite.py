@@ -85,8 +85,10 @@ def private_data(n: int = N, d: int = D, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=(n, d))
 
 
-def public_data(d: int = D, seed: int = 1) -> np.ndarray:
-    return np.random.default_rng(seed).normal(size=(d + 1, d))
+def public_data(d: int = D, seed: int = 1, rows: int = 64) -> np.ndarray:
+    # more than d+1 rows: with d+1 the worst-case range is so wide that the public method
+    # (rightly) refuses a few dozen private rows as hopeless
+    return np.random.default_rng(seed).normal(size=(max(rows, d + 1), d))
 
 
 @functools.cache

@@ -289,8 +289,6 @@ def test_bad_input_is_refused_up_front_with_no_budget_spent(
 ) -> None:
     """Bad k, out-of-range weights/knobs are refused before anything is spent, saying which knob
     (or what n) is needed, and never showing the data."""
-    if learner is pegme and "min_weight" in kwargs:
-        pytest.skip("PEGME has no min_weight knob (equal weights)")
     X = np.full((n, 2), 987.654321)
     budget = ApproxDP(1.0, DELTA)
     acct = Accountant(budget)
