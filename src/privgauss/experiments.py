@@ -335,7 +335,7 @@ def demo_mixture(
         label = f"{method}: " + (f"{n_pub} public rows" if spec.uses_public else "no public data")
         why = ""
         if not math.isfinite(spec.min_separation):
-            why = "not run in the demo: a reduction that method='auto' never picks"
+            why = "not run in the demo: method='auto' never picks it"
         elif time.perf_counter() > deadline:
             why = "not run: the demo's time budget is used up"
         if why:
