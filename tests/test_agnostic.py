@@ -155,3 +155,15 @@ def test_private_selection_picks_the_closest_candidate() -> None:
                                 accountant=acct, noise=0)
     assert float(f[1][0, 0]) == 3.0 and info["n_candidates"] == 3 and info["n_failed"] == 1
     assert acct.spent.epsilon <= 1.0 + 1e-9
+
+
+def test_a_singular_candidate_is_scored_not_a_crash() -> None:
+    # a privately produced candidate may have a singular covariance (found at d=10, k=2)
+    from privgauss.reductions.agnostic import yatracos_scores
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    good = (np.array([1.0]), np.zeros((1, 3)), np.eye(3)[None])
+    singular = (np.array([1.0]), np.zeros((1, 3)), np.diag([1.0, 1.0, 0.0])[None])
+    scores = yatracos_scores([good, singular], X, rng)
+    assert np.isfinite(scores).all() and scores[0] > scores[1]

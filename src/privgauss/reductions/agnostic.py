@@ -40,6 +40,7 @@ from scipy.special import logsumexp
 
 from ..accounting import Accountant, ApproxDP, PureDP
 from ..exceptions import EstimationFailed
+from ..linalg import project_psd
 from ..mechanisms import exponential_mechanism, truncated_laplace_bound, truncated_laplace_mechanism
 from ..metrics import gaussian_logpdf
 from ..noise import RandomState, as_noise
@@ -60,6 +61,19 @@ _MC = 4000  # Monte Carlo samples per candidate (Yatracos masses, TV)
 
 
 # ------------------------------------------------------------------------------ densities
+
+
+def _regular(f: Mixture) -> Mixture:
+    """A candidate with every covariance floored to a tiny multiple of its mean eigenvalue, so
+    its density exists (a privately produced candidate may be singular; this is post-processing
+    of a DP output)."""
+    w, M, C = f
+    C = np.asarray(C, dtype=np.float64)
+    d = C.shape[-1]
+    floored = [
+        project_psd(c, min_eig=max(1e-9 * float(np.trace(c)) / d, 1e-300)) for c in C
+    ]
+    return w, M, np.stack(floored) if floored else C
 
 
 def _logpdf(f: Mixture, X: np.ndarray) -> np.ndarray:
@@ -85,6 +99,7 @@ def yatracos_scores(
     """Minimum-distance scores S_i = −n max_{j≠l} |P_i(W_jl) − P̂_n(W_jl)| over the Yatracos
     sets W_jl = {f_j > f_l}; P_i by Monte Carlo from f_i (public: candidates are DP outputs).
     Replacing one row moves every count n P̂_n(W) by at most 1: sensitivity 1."""
+    candidates = [_regular(f) for f in candidates]
     M = len(candidates)
     n = X.shape[0]
     LX = np.stack([_logpdf(f, X) for f in candidates], axis=1)  # (n, M)
@@ -146,7 +161,7 @@ def private_selection(
     i = exponential_mechanism(
         scores, 1.0, e2, accountant=acct, noise=src, step="private-selection"
     )
-    return cands[i], {"n_candidates": len(cands), "n_failed": failed, "n_select": n_sel}
+    return _regular(cands[i]), {"n_candidates": len(cands), "n_failed": failed, "n_select": n_sel}
 
 
 # ------------------------------------------------------------------------------ Choosing
