@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import spent_equals as _spent_equals
 
 from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from privgauss.accounting import ZCDP, Accountant, ApproxDP
@@ -44,15 +45,6 @@ from privgauss.mixture.requirements import (
 )
 
 EPS, DELTA = 5.0, 1e-6
-
-
-def _spent_equals(acct: Accountant, eps: float, delta: float) -> bool:
-    spent = acct.spent
-    return (
-        isinstance(spent, ApproxDP)
-        and math.isclose(spent.epsilon, eps, rel_tol=1e-7)
-        and math.isclose(spent.delta, delta, rel_tol=1e-12)
-    )
 
 
 # --------------------------------------------------------------------------- accuracy

@@ -15,6 +15,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from _helpers import spent_equals as _spent_equals
 
 from privgauss import EstimationFailed, PrivacyBudgetError
 from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
@@ -36,15 +37,6 @@ from privgauss.mixture.sample_aggregate import (
 from privgauss.noise import NoiseSource
 
 EPS, DELTA = 5.0, 1e-6
-
-
-def _spent_equals(acct: Accountant, eps: float, delta: float) -> bool:
-    spent = acct.spent
-    return (
-        isinstance(spent, ApproxDP)
-        and math.isclose(spent.epsilon, eps, rel_tol=1e-7)
-        and math.isclose(spent.delta, delta, rel_tol=1e-12)
-    )
 
 
 # --------------------------------------------------------------------------- accuracy

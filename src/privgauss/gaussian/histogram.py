@@ -72,6 +72,7 @@ same after translating by 1e12 or rescaling by 1e-6.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -185,6 +186,36 @@ def _top_bin(hist: dict[Any, int]) -> Any:
     return min(k for k, c in hist.items() if c == best)
 
 
+def _axis_top_bins(
+    keys: np.ndarray,
+    budget: ApproxDP,
+    what: str,
+    needed_n: int,
+    released: list[dict[Any, int]],
+    *,
+    accountant: Accountant,
+    noise: Any,
+    step: str,
+    axis_step: str | None = None,
+) -> Iterator[Any]:
+    """Per axis k, release the stability histogram of ``keys[:, k]`` (appended to ``released``)
+    and yield its top bin; EstimationFailed (a DP output) when an axis releases no bin. The
+    histograms' ledger steps are ``{axis_step or step}-axis-{k}``."""
+    for k in range(keys.shape[1]):
+        hist = stability_histogram(
+            keys[:, k], budget, accountant=accountant, noise=noise,
+            step=f"{axis_step or step}-axis-{k}",
+        )
+        released.append(hist)
+        if not hist:
+            raise EstimationFailed(
+                f"no {what} bin was released for axis {k}: too few rows for this budget",
+                step=step,
+                needed_n=needed_n,
+            )
+        yield _top_bin(hist)
+
+
 def localise(
     X: np.ndarray,
     scale_budget: ApproxDP | None,
@@ -227,22 +258,10 @@ def localise(
             L = np.log2(Y)
         keys = np.where(Y > 0, np.floor(L + u), _ZERO_KEY).astype(np.int64)
         b = np.empty(d)
-        for k in range(d):
-            hist = stability_histogram(
-                keys[:, k],
-                scale_budget,
-                accountant=accountant,
-                noise=src,
-                step=f"{step}-scale-axis-{k}",
-            )
-            scale_h.append(hist)
-            if not hist:
-                raise EstimationFailed(
-                    f"no scale bin was released for axis {k}: too few rows for this budget",
-                    step=f"{step}-scale",
-                    needed_n=_needed_n_scale(tau),
-                )
-            top = _top_bin(hist)
+        for k, top in enumerate(
+            _axis_top_bins(keys, scale_budget, "scale", _needed_n_scale(tau), scale_h,
+                           accountant=accountant, noise=src, step=f"{step}-scale")
+        ):
             if top == _ZERO_KEY:
                 raise EstimationFailed(
                     f"the released scale histogram of axis {k} is dominated by identical "
@@ -267,22 +286,11 @@ def localise(
     lkeys = np.floor(np.clip(q, -_KEY_LIMIT, _KEY_LIMIT)).astype(np.int64)
     loc_h: list[dict[Any, int]] = []
     center = np.empty(d)
-    for k in range(d):
-        hist = stability_histogram(
-            lkeys[:, k],
-            location_budget,
-            accountant=accountant,
-            noise=src,
-            step=f"{step}-axis-{k}",
-        )
-        loc_h.append(hist)
-        if not hist:
-            raise EstimationFailed(
-                f"no location bin was released for axis {k}: too few rows for this budget",
-                step=f"{step}-location",
-                needed_n=_needed_n_location(tau_l),
-            )
-        top = _top_bin(hist)
+    for k, top in enumerate(
+        _axis_top_bins(lkeys, location_budget, "location", _needed_n_location(tau_l), loc_h,
+                       accountant=accountant, noise=src, step=f"{step}-location",
+                       axis_step=step)
+    ):
         if abs(top) >= _KEY_LIMIT - 1:
             raise EstimationFailed(
                 f"the released location bin of axis {k} is saturated (values far beyond the "
