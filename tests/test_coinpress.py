@@ -506,13 +506,15 @@ def _check_fast(rows: Rows, Y: np.ndarray, A, s, c, tau) -> int:  # noqa: ANN001
     return used
 
 
-@pytest.mark.parametrize("tier", ["bound", "norms"])
+@pytest.mark.parametrize("tier", ["bound", "norms32", "norms64"])
 @pytest.mark.parametrize("far", [0, 30])
 def test_fast_clipped_statistics_match_straightforward(
     far: int, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if tier == "norms":  # select candidate rows by exact norms (the triangular pass)
+    if tier != "bound":  # select candidate rows by norms (float32 rows, or the float64 pass)
         monkeypatch.setattr(bk, "_MAX_BOUND_CANDIDATES", 0.0)
+    if tier == "norms64":
+        monkeypatch.setattr(bk, "_U32_BYTES", 0)
     rng = np.random.default_rng(3)
     n, d = 6000, 6
     X = rng.standard_normal((n, d)) @ np.diag(np.geomspace(1, 20, d))
@@ -560,9 +562,12 @@ def test_fast_path_with_public_input_map_and_translation(offset: float) -> None:
     assert used >= 5
 
 
-def test_projection_directions_handle_an_anisotropic_transform() -> None:
-    """A transform large on a few directions only: the stored directions are refreshed and the
-    fast path stays exact."""
+def test_projection_directions_handle_an_anisotropic_transform(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A transform large on a few directions only: without float32 rows (large data) the
+    stored directions are refreshed and the fast path stays exact."""
+    monkeypatch.setattr(bk, "_U32_BYTES", 0)
     rng = np.random.default_rng(8)
     n, d = 20000, 30
     X = rng.standard_normal((n, d))

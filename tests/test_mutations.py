@@ -157,7 +157,13 @@ def fresh_schedules() -> Any:
 
 
 @pytest.mark.usefixtures("fresh_schedules")
+def _clear_plan_caches() -> None:
+    for planner in ("covariance_schedule", "mean_schedule", "_practical_plan"):
+        getattr(coinpress_module, planner).cache_clear()
+
+
 def test_coinpress_split_over_total_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_plan_caches()  # plans cached by earlier tests were made with the correct split
     original = coinpress_module._split
     monkeypatch.setattr(
         coinpress_module, "_split", lambda rho, fr: tuple(1.5 * r for r in original(rho, fr))
@@ -169,6 +175,7 @@ def test_coinpress_split_over_total_is_refused(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(pg.PrivacyBudgetError):
         g.fit(np.random.default_rng(0).normal(size=(300, 2)))
     assert acct.spent is None or acct.spent.rho <= 0.5 * (1 + 1e-9)
+    _clear_plan_caches()  # drop the mutated plans
 
 
 def _mixture_X() -> np.ndarray:

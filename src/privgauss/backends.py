@@ -226,6 +226,7 @@ def open_array(path: str | os.PathLike[str], *, chunk_bytes: int = 64 * 2**20) -
 
 _FAST_MIN_ROWS = 4096  # below this the exact pass is as fast as the summaries
 _MAX_CANDIDATES = 0.5  # above this fraction of rows to map exactly, the exact pass is cheaper
+_MAX_CANDIDATES_U32 = 0.9  # the same for data small enough for float32 rows (gathered at once)
 _MAX_BOUND_CANDIDATES = 0.2  # above this, exact norms (a triangular pass) select the rows
 _BOUND_SLACK = 1e-9
 _CANCEL_LIMIT = 1e4
@@ -234,6 +235,9 @@ _MAX_VALUE = 1e150
 _MAX_DIRECTIONS = 24  # directions kept per row for the candidate bound
 _PROJECTION_BYTES = 1 << 28  # memory for the per-row coordinates in those directions
 _BOUND_BLOCK = 1 << 18  # rows per block of the candidate bound (bounded temporaries)
+_U32_BYTES = 1 << 28  # memory for a float32 copy of the whitened rows (in-memory data only)
+_U32_BLOCK = 8192  # rows per block of the float32 norm pass
+_EPS32 = float(np.finfo(np.float32).eps) / 2  # unit roundoff of float32
 
 
 def sanitize_rows(Y: np.ndarray) -> np.ndarray:
@@ -418,12 +422,14 @@ class Rows:
             else:
                 q, Gu, mu, V = q1, T @ G @ T.T, T @ m, np.zeros((d, 0))
             Tf = np.asfortranarray(T)
+            keep32 = not is_dask(self.X) and 4 * n * d <= _U32_BYTES
 
-            def pass2(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            def pass2(B: np.ndarray) -> tuple[np.ndarray, ...]:
                 Ut = _trmm(Tf, B - q, lower=True)
-                return np.einsum("ij,ij->j", Ut, Ut), (V.T @ Ut).T
+                out = (np.einsum("ij,ij->j", Ut, Ut), (V.T @ Ut).T)
+                return out + (Ut.T.astype(np.float32),) if keep32 else out
 
-            un2, Z = map_rows(self.X, pass2)
+            un2, Z, *U32 = map_rows(self.X, pass2)
         ref_inv = L if self.P is None else self.P @ L  # y − s_ref = ref_inv · u
         s_ref = q if self.P is None else self.P @ (q - self.p0)
         big = float(np.linalg.norm(ref_inv, 2)) * math.sqrt(float(un2.max()))
@@ -435,7 +441,8 @@ class Rows:
         S = {"ok": ok and slack < 1e-4, "G": (Gu + Gu.T) / 2, "m": mu,
              "un2": un2, "T": T, "q": q, "ref_inv": ref_inv, "s_ref": s_ref, "slack": slack,
              "unorm_sum": float(np.sqrt(un2).sum()),
-             "u_hi": float(np.quantile(np.sqrt(un2), 0.9)) if n else 0.0}
+             "u_hi": float(np.quantile(np.sqrt(un2), 0.9)) if n else 0.0,
+             "U32": U32[0] if U32 else None}
         self._set_projections(S, V, Z)
         return S
 
@@ -499,7 +506,7 @@ class Rows:
                     return None
                 # rows up to the 90 % quantile of ‖u‖ must pass the bound off V: else refresh
                 need = lim / max(S["u_hi"], 1e-300)
-                if cp <= need or attempt == 1:
+                if cp <= need or attempt == 1 or S["U32"] is not None:
                     break
                 if not self._refresh_projections(S, C, 0.97 * need):
                     break
@@ -522,12 +529,56 @@ class Rows:
             idx = np.concatenate(found)
         if idx.size > _MAX_BOUND_CANDIDATES * self.n:
             idx = self._norm_candidates(S, C, q, r, tau)
-            if idx is None or idx.size > _MAX_CANDIDATES * self.n:
+            cap = _MAX_CANDIDATES if S["U32"] is None else _MAX_CANDIDATES_U32
+            if idx is None or idx.size > cap * self.n:
                 return None
         return S, C, v, idx
 
     def _norm_candidates(self, S: dict[str, Any], C: np.ndarray, q: np.ndarray, r: float,
                          tau: float) -> np.ndarray | None:
+        if S["U32"] is not None:
+            return self._norm32_candidates(S, C, q, r, tau)
+        return self._norm64_candidates(S, C, q, r, tau)
+
+    def _norm32_candidates(self, S: dict[str, Any], C: np.ndarray, q: np.ndarray, r: float,
+                           tau: float) -> np.ndarray | None:
+        """A superset of the rows with ‖C(u_i − q)‖ + r ≥ τ from float32 norms of the stored
+        float32 rows u_i (a triangular multiply per block: a quarter of the float64 pass's
+        memory traffic), each widened by a rigorous bound on its rounding error.
+
+        With R the triangular QR factor of C (‖C y‖ = ‖R y‖) and κ = γ_{d+4} (float32), the
+        computed norm of fl(R̃ũ_i) − fl(Rq) differs from ‖R(u_i − q)‖ by at most
+        κ(‖R‖_F‖u_i‖ + ‖Rq‖ + computed norm), doubled for safety: rounding of u_i, of R and
+        of Rq to float32 (≤ u each, relative), the product (≤ γ_d|R||u| per entry), the
+        subtraction and the sum of squares (≤ γ_d). Rows within that of the limit are kept."""
+        from scipy.linalg.blas import strmm
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            R = np.linalg.qr(C, mode="r")
+            Rq = R @ q
+            rf = float(np.linalg.norm(R))
+            rqn = float(np.linalg.norm(Rq))
+        sl = S["slack"]
+        lim = tau * (1.0 - sl) / (1.0 + sl) - r * (1.0 + sl)
+        if not (np.isfinite(R).all() and math.isfinite(rqn) and lim > 0
+                and rf * math.sqrt(float(S["un2"].max())) + rqn < 1e30):  # float32 range
+            return self._norm64_candidates(S, C, q, r, tau)
+        kappa = 2.0 * (self.d + 4) * _EPS32 / (1.0 - (self.d + 4) * _EPS32)
+        R32 = np.asfortranarray(R, dtype=np.float32)
+        Rq32 = Rq.astype(np.float32)[:, None]
+        U32 = S["U32"]
+        found = []
+        for a0 in range(0, self.n, _U32_BLOCK):
+            Zt = strmm(1.0, R32, U32[a0 : a0 + _U32_BLOCK].T, side=0, lower=0)
+            Zt -= Rq32
+            nrm = np.sqrt(np.einsum("ij,ij->j", Zt, Zt).astype(np.float64))
+            un = np.sqrt(S["un2"][a0 : a0 + _U32_BLOCK])
+            err = 2.0 * kappa * (rf * un + rqn + nrm)
+            found.append(a0 + np.flatnonzero(~(nrm + err < lim)))
+        return np.concatenate(found)
+
+    def _norm64_candidates(self, S: dict[str, Any], C: np.ndarray, q: np.ndarray, r: float,
+                           tau: float) -> np.ndarray | None:
         """Rows with ‖C(u_i − q)‖ + r ≥ τ from exact norms, one pass: C(u_i − q) =
         Bx(x_i − q_x) − Bx T⁻¹q with Bx = C·T, and ‖Bx z‖ = ‖R z‖ for the triangular QR factor
         R of Bx (a triangular multiply per row block: half the flops of mapping). The frame
@@ -552,37 +603,58 @@ class Rows:
             return None
         return np.flatnonzero(~(nrm2 <= lim * lim))
 
-    def _mapped(self, idx: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.ndarray | None:
-        """Exact rows A(y_i − s) for idx (no row is sanitised when the summary is usable), or
-        None when one overflows (then the exact pass decides)."""
-        B = take_rows(self.X, idx)
+    def _mapped_sum(self, idx: np.ndarray, A: np.ndarray, s: np.ndarray,
+                    kernel: Callable[[np.ndarray], tuple[np.ndarray, ...]]
+                    ) -> list[np.ndarray] | None:
+        """Σ ``kernel(W)`` over blocks W of the exact rows A(y_i − s), i ∈ idx (no row is
+        sanitised when the summary is usable; blocks keep temporaries cache-sized), or None
+        when a row overflows (then the exact pass decides)."""
         with np.errstate(over="ignore", invalid="ignore"):
             if self.P is None:
-                W = (B - s) @ A.T
+                M, p0, off = A.T, s, np.zeros(self.d)
             else:  # A(P(x − p0) − s) in one product; x − p0 first (precision far from 0)
-                W = (B - self.p0) @ (A @ self.P).T - A @ s
-        return W if np.isfinite(W).all() else None
+                M, p0, off = (A @ self.P).T, self.p0, A @ s
+        total: list[np.ndarray] | None = None
+        for a0 in range(0, idx.size, _MOMENT_BLOCK):
+            B = take_rows(self.X, idx[a0 : a0 + _MOMENT_BLOCK])
+            with np.errstate(over="ignore", invalid="ignore"):
+                B -= p0
+                W = B @ M
+                W -= off
+            if not np.isfinite(W).all():
+                return None
+            part = kernel(W)
+            total = list(part) if total is None else [t + p for t, p in zip(total, part,
+                                                                            strict=True)]
+        return total
 
     def _fast_second_moment(self, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray | None:
-        from .linalg import clip_rows
+        from .linalg import clip_weights
 
         got = self._candidates(A, s, None, tau)
         if got is None:
             return None
         S, C, v, idx = got
-        n, d = self.n, self.d
+        n = self.n
+
+        def correction(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # clip(W_i) clip(W_i)ᵀ − W_i W_iᵀ = −(1 − w_i²) W_i W_iᵀ (0 for rows inside)
+            w = clip_weights(W, tau)
+            out = np.flatnonzero(w < 1.0)
+            Wd = W[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
+            return Wd.T @ Wd, np.array(np.einsum("ij,ij->", W, W))
+
         with np.errstate(over="ignore", invalid="ignore"):
             Cm = C @ S["m"]
             CGC = C @ S["G"] @ C.T
             total = CGC + np.outer(Cm, v) + np.outer(v, Cm) + n * np.outer(v, v)
             big = 0.0
             if idx.size:
-                W = self._mapped(idx, A, s)
-                if W is None:
+                got_c = self._mapped_sum(idx, A, s, correction)
+                if got_c is None:
                     return None
-                Wc, _ = clip_rows(W, np.zeros(d), tau)
-                total = total - W.T @ W + Wc.T @ Wc
-                big = float(np.einsum("ij,ij->", W, W))
+                total = total - got_c[0]
+                big = float(got_c[1])
         out = (total + total.T) / (2 * n)
         tr = float(np.trace(out)) * n
         scale = float(np.trace(CGC)) + n * float(v @ v) + big
@@ -592,23 +664,28 @@ class Rows:
 
     def _fast_clipped_mean(self, A: np.ndarray, s: np.ndarray, center: np.ndarray, tau: float
                            ) -> np.ndarray | None:
-        from .linalg import clip_rows
+        from .linalg import clip_weights
 
         got = self._candidates(A, s, center, tau)
         if got is None:
             return None
         S, C, v, idx = got
         n = self.n
+
+        def correction(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # clip(W_i) − W_i = (w_i − 1)(W_i − center)
+            D = W - center
+            return (clip_weights(D, tau) - 1.0) @ D, np.array(np.linalg.norm(W, axis=1).sum())
+
         with np.errstate(over="ignore", invalid="ignore"):
             total = C @ S["m"] + n * v
             big = 0.0
             if idx.size:
-                W = self._mapped(idx, A, s)
-                if W is None:
+                got_c = self._mapped_sum(idx, A, s, correction)
+                if got_c is None:
                     return None
-                Wc, _ = clip_rows(W, center, tau)
-                total = total - W.sum(axis=0) + Wc.sum(axis=0)
-                big = float(np.linalg.norm(W, axis=1).sum())
+                total = total + got_c[0]
+                big = float(got_c[1])
             cn = float(np.linalg.norm(C, 2))
         out = total / n
         scale = cn * S["unorm_sum"] + n * float(np.linalg.norm(v)) + big
@@ -624,6 +701,7 @@ class Rows:
 
 _MOMENT_BLOCK = 4096  # rows per block of the one-pass moments (BLAS-efficient, cache-sized)
 _CORRECT_LIMIT = 1e6  # clipped rows up to this squared norm / τ² are corrected after the Gram
+_FAST32_COND = 1e3  # frames up to this condition number use the float32 tier of the moments
 
 
 def _exclusion(n: int, exclude: np.ndarray | None) -> np.ndarray:
@@ -668,12 +746,23 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     """:func:`exact_clipped_moments` in one fast pass: equal to the definition up to rounding.
 
     With B = A·P = Q·R (QR, R upper triangular) and g = P⁻¹s, A(y_i − s) = Q·R((x_i − p0) − g)
-    for every row that the per-record map does not sanitise; clipping commutes with Q, so per
-    row block: subtract p0 (first: data far from 0 keep their precision) and g, one triangular
-    multiply, row norms, then the Gram of the unclipped rows (syrk) and its correction for the
-    rows beyond τ (or, when a row is very large, the Gram of the clipped rows). Rows that the
-    map may sanitise or overflow (a public bound on ‖y_i‖ from ‖R⁻¹‖, ‖P‖) are mapped by the
-    definition itself. The moments are then rotated back by Q."""
+    for every row that the per-record map does not sanitise; clipping commutes with Q. Per
+    row block, D = x − p0 − g (p0 first: data far from 0 keep their precision):
+
+    * *float32 tier* (R well conditioned): the Gram DᵀD (syrk) and Σ D, whose image under R
+      is the unclipped moments, and float32 norms of R·D widened by a rigorous rounding bound
+      (as :meth:`Rows._norm32_candidates`) to find every row that may reach τ; those rows are
+      mapped exactly and corrected in the R frame (−(1 − w²) z zᵀ and (w − 1) z,
+      :func:`~privgauss.linalg.clip_weights`). Costs one Gram plus a float32 triangular
+      multiply instead of a float64 one;
+    * *float64 tier* (otherwise, and for blocks with very large or float32-overflowing rows):
+      one triangular multiply, row norms, then the Gram of the unclipped rows and its
+      correction for the rows beyond τ (or, when a row is very large, the Gram of the clipped
+      rows). Rows that the map may sanitise or overflow (a public bound on ‖y_i‖ from ‖R⁻¹‖,
+      ‖P‖) are mapped by the definition itself.
+
+    The moments are then rotated back by Q. Excluded rows are skipped (numpy input) or
+    subtracted (dask input)."""
     idx = _exclusion(rows.n, exclude)
     d = rows.d
     A = np.asarray(A, dtype=np.float64)
@@ -695,8 +784,9 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     # ‖y_i‖∞ ≤ ‖P‖(‖x_i − p0 − g‖ + ‖g‖) ≤ ‖P‖(‖R⁻¹‖‖z_i‖ + ‖g‖): below 1e149, no sanitising
     z_lim = (1e149 / pn - gn) / rinv if pn > 0 else math.inf
     z_lim2 = min(z_lim * abs(z_lim), 1e200) if z_lim > 0 else -1.0
+    zero_d, zero_dd = np.zeros(d), np.zeros((d, d))
 
-    def kernel(Bk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def exact_kernel(Bk: np.ndarray) -> tuple[np.ndarray, ...]:
         from .linalg import clip_rows
 
         with np.errstate(over="ignore", invalid="ignore"):
@@ -711,14 +801,72 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
             nrm2[odd] = np.einsum("ij,ij->i", Z[odd], Z[odd])
         out = np.flatnonzero(nrm2 > t2)
         if out.size == 0:
-            return _moments_of(Z)
+            return (zero_d, zero_dd, *_moments_of(Z))
         if float(nrm2[out].max()) > _CORRECT_LIMIT * t2:
             Z[out] = clip_rows(Z[out], np.zeros(d), tau)[0]
-            return _moments_of(Z)
+            return (zero_d, zero_dd, *_moments_of(Z))
         sm, G = _moments_of(Z)
         Zo = Z[out]
         Zc = clip_rows(Zo, np.zeros(d), tau)[0]
-        return sm - Zo.sum(axis=0) + Zc.sum(axis=0), G - Zo.T @ Zo + Zc.T @ Zc
+        return zero_d, zero_dd, sm - Zo.sum(axis=0) + Zc.sum(axis=0), G - Zo.T @ Zo + Zc.T @ Zc
 
-    m1, M2 = _rows_moments(rows, kernel, idx, rows.n - idx.size, _MOMENT_BLOCK)
-    return Q @ m1, Q @ M2 @ Q.T
+    kernel = exact_kernel
+    cond = float(np.linalg.cond(R))
+    if cond <= _FAST32_COND and tau < 0.5 * z_lim:
+        from scipy.linalg.blas import strmm
+
+        from .linalg import clip_weights
+
+        R32 = np.asfortranarray(R, dtype=np.float32)
+        kappa = 2.0 * (d + 4) * _EPS32 / (1.0 - (d + 4) * _EPS32)
+        # ‖R‖_F‖D_i‖ ≤ c‖R D_i‖, c = ‖R‖_F‖R⁻¹‖: the bound of _norm32_candidates solved for
+        # the exact norm, e ≤ 2κ(c + 1)·computed/(1 − 2κc)
+        c = float(np.linalg.norm(R)) * rinv
+        rel = 2.0 * kappa * (c + 1.0) / (1.0 - 2.0 * kappa * c)
+        tau_in = tau * (1.0 - 1e-12)  # rows certainly below this are inside the ball
+        big = min(math.sqrt(_CORRECT_LIMIT) * tau, 0.5 * z_lim)
+
+        def kernel(Bk: np.ndarray, drop: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+            with np.errstate(over="ignore", invalid="ignore"):
+                D = Bk - p0
+                if gn > 0:
+                    D -= g
+                if drop is not None:
+                    D[drop] = 0.0  # excluded rows add nothing
+                D32 = D.astype(np.float32)
+                Zt = strmm(1.0, R32, D32.T, side=0, lower=0, overwrite_b=1)
+                nrm = np.sqrt(np.einsum("ij,ij->j", Zt, Zt).astype(np.float64))
+                cand = np.flatnonzero(~(nrm * (1.0 + rel) < tau_in))  # NaN/inf: selected
+                if cand.size and not float(nrm[cand].max()) < big:
+                    if drop is None:
+                        return exact_kernel(Bk)
+                    keep = np.ones(Bk.shape[0], dtype=bool)
+                    keep[drop] = False
+                    return exact_kernel(Bk[keep])
+                sD, GD = np.ones(D.shape[0]) @ D, D.T @ D
+                if cand.size == 0:
+                    return sD, GD, zero_d, zero_dd
+                Zc = D[cand] @ R.T  # the candidate rows exactly
+                w = clip_weights(Zc, tau)
+                out = np.flatnonzero(w < 1.0)
+                Wd = Zc[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
+                return sD, GD, (w - 1.0) @ Zc, -(Wd.T @ Wd)
+
+    count = rows.n - idx.size
+    if idx.size and not is_dask(rows.X) and kernel is not exact_kernel:
+        bounds = np.searchsorted(idx, np.arange(0, rows.n + _MOMENT_BLOCK, _MOMENT_BLOCK))
+        sD, GD, sZ, GZ = zero_d, zero_dd, zero_d, zero_dd
+        for j, a0 in enumerate(range(0, rows.n, _MOMENT_BLOCK)):
+            drop = idx[bounds[j] : bounds[j + 1]] - a0
+            part = kernel(rows.X[a0 : a0 + _MOMENT_BLOCK], drop if drop.size else None)
+            sD, GD, sZ, GZ = (t + p for t, p in zip((sD, GD, sZ, GZ), part, strict=True))
+    else:
+        sD, GD, sZ, GZ = reduce_rows(rows.X, kernel, block=_MOMENT_BLOCK)
+        for a0 in range(0, idx.size, _MOMENT_BLOCK):
+            part = kernel(take_rows(rows.X, idx[a0 : a0 + _MOMENT_BLOCK]))
+            sD, GD, sZ, GZ = (t - p for t, p in zip((sD, GD, sZ, GZ), part, strict=True))
+    with np.errstate(over="ignore", invalid="ignore"):
+        m1 = R @ sD + sZ
+        M2 = R @ ((GD + GD.T) / 2) @ R.T + GZ
+        M2 = (M2 + M2.T) / 2
+    return Q @ (m1 / count), Q @ (M2 / count) @ Q.T

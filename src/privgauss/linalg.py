@@ -195,6 +195,18 @@ def clip_rows(X: Any, center: Any, radius: float) -> tuple[np.ndarray, int]:
     return out, int(idx.size)
 
 
+def clip_weights(D: np.ndarray, radius: float) -> np.ndarray:
+    """Per-row factors w_i = min(1, r/‖D_i‖) with r = radius·(1 − 4(d + 2)ε): w_i·D_i is the
+    projection of a finite row onto the ball of that radius about 0, of norm below ``radius``
+    whatever the rounding of the computed norm (relative error ≤ (d + 2)ε). For weighted sums
+    of clipped rows without materialising them (:func:`clip_rows` copies every row); a
+    per-record map, so sums of w_i·D_i keep the clipped rows' sensitivity."""
+    d = D.shape[1]
+    r = radius * (1.0 - 4.0 * (d + 2) * float(np.finfo(np.float64).eps))
+    with np.errstate(divide="ignore"):
+        return np.minimum(1.0, r / _row_norms(D))  # a zero row: r/0 = inf → 1
+
+
 def _project_rows(rows: np.ndarray, nr: np.ndarray, c: np.ndarray, radius: float) -> np.ndarray:
     """Project rows lying outside B(c, radius) (computed norms ``nr``) into the ball."""
     if not np.isfinite(rows).all():

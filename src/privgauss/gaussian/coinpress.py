@@ -571,18 +571,28 @@ def _best_cov_fractions(
     sens = clipped_second_moment_frobenius(tau, n)
     eta = 0.5 * (2.0 * math.sqrt(d / n) + d / n)
     per_t: list[tuple[int, np.ndarray, np.ndarray]] = []
+    many = [t for t in ts if t > 1]
     with np.errstate(divide="ignore", invalid="ignore"):
+        # all t > 1 at once: row j runs t_j − 1 head steps (the same arithmetic per entry)
+        tt = np.asarray(many, dtype=float)[:, None]
+        f = np.broadcast_to(_COV_LAST_SHARES, (len(many), _COV_LAST_SHARES.size))
+        head = rho * (1.0 - f) / (tt - 1.0)
+        last = rho - (tt - 1.0) * head if math.isfinite(rho) else np.full_like(f, math.inf)
+        step = eta + math.sqrt(d) * (sens / np.sqrt(2.0 * head))
+        lower = np.full_like(f, 1.0 / cond)
+        for k in range(int(max(many, default=1)) - 1):
+            go = (tt - 1.0) > k
+            lower = np.where(go, np.minimum(1.0, lower / (lower + step)), lower)
+        errs = (d * d + d) * (1.0 / n + (sens / np.sqrt(2.0 * last)) ** 2 / lower)
+        rows_of = {t: j for j, t in enumerate(many)}
         for t in ts:
-            f = np.array([1.0]) if t == 1 else _COV_LAST_SHARES
-            head = rho * (1.0 - f) / max(t - 1, 1)
-            last = rho - (t - 1) * head if math.isfinite(rho) else np.full_like(f, math.inf)
-            lower = np.full_like(f, 1.0 / cond)
-            if t > 1:
-                s_head = sens / np.sqrt(2.0 * head)
-                for _ in range(t - 1):
-                    lower = np.minimum(1.0, lower / (lower + eta + math.sqrt(d) * s_head))
-            s_last = sens / np.sqrt(2.0 * last)
-            per_t.append((t, f, (d * d + d) * (1.0 / n + s_last * s_last / lower)))
+            if t == 1:
+                s1 = sens / math.sqrt(2.0 * rho) if math.isfinite(rho) else 0.0
+                per_t.append((1, np.array([1.0]),
+                              np.array([(d * d + d) * (1.0 / n + s1 * s1 * cond)])))
+            else:
+                j = rows_of[t]
+                per_t.append((t, _COV_LAST_SHARES, errs[j]))
     best_err = min(float(e.min()) for _, _, e in per_t)
     limit = best_err * (1.0 + prefer_fewer)
     for t, f, err in per_t:
@@ -822,11 +832,16 @@ class _Plan:
     cov_err: float
 
 
+def _cov_share(final_mean: bool) -> float:
+    """Share of ρ for the covariance stages (1 and 3): all but the mean stages'."""
+    return 1.0 - _ROUGH_MEAN_SHARE - (_FINAL_MEAN_SHARE if final_mean else 0.0)
+
+
 def _cov_plans(n: int, d: int, rho: float, R: float, lo: float, hi: float, omega: float,
-               beta: float, prefer_fewer: float
+               beta: float, prefer_fewer: float, final_mean: bool = True
                ) -> tuple[bool, float, tuple[CovStep, ...], tuple[CovStep, ...], float]:
     """(pairs, s_hi, coarse steps, stage-3 plan, cond3) of the practical estimator."""
-    rho_cov = rho * (1.0 - _ROUGH_MEAN_SHARE - _FINAL_MEAN_SHARE)
+    rho_cov = rho * _cov_share(final_mean)
     pairs = omega * omega > _PAIRS_OMEGA2
     if pairs:  # far prior: stage 1 whitens Σ itself from pairwise differences
         s_hi, offset2, n1 = hi, 1.0, n // 2
@@ -842,12 +857,16 @@ def _cov_plans(n: int, d: int, rho: float, R: float, lo: float, hi: float, omega
     return pairs, s_hi, coarse, plan3, cond3
 
 
+@lru_cache(maxsize=256)
 def _practical_plan(n: int, d: int, rho: float, R: float, lo: float, hi: float, omega: float,
-                    beta: float, prefer_fewer: float) -> _Plan:
+                    beta: float, prefer_fewer: float, final_mean: bool = True) -> _Plan:
+    """Stages 1–4 of the practical estimator; without ``final_mean`` (a *frame* plan, used by
+    the split mode) stage 4 is left out and its budget goes to the covariance stages: the
+    output is the rough mean and the second moment about it."""
     pairs, s_hi, coarse, plan3, cond3 = _cov_plans(n, d, rho, R, lo, hi, omega, beta,
-                                                   prefer_fewer)
+                                                   prefer_fewer, final_mean)
     rho_rough = rho * _ROUGH_MEAN_SHARE
-    rho_cov = rho * (1.0 - _ROUGH_MEAN_SHARE - _FINAL_MEAN_SHARE)
+    rho_cov = rho * _cov_share(final_mean)
     rho_mean = rho - rho_cov - rho_rough if math.isfinite(rho) else math.inf
     beta_m = min(beta, 0.01)
     # stage 2 prior: ‖T(μ − c)‖ ≤ 1 (near: T S Tᵀ ⪯ I) or ≤ ‖T‖R ≤ R/√lo = ω (far: T Σ Tᵀ ⪯ I)
@@ -855,7 +874,8 @@ def _practical_plan(n: int, d: int, rho: float, R: float, lo: float, hi: float, 
                           debias=False)
     r_t = _mean_error_bound(n, d, rough[-1], beta_m)
     # stage 4 prior: ‖B(μ_rough − μ)‖ ≤ r_t ‖B A⁻¹‖ with ‖B A⁻¹‖² ≲ cond3 when the plan holds
-    plan4 = mean_schedule(n, d, _finite(r_t * math.sqrt(cond3)), rho_mean, beta=beta_m)
+    plan4 = (mean_schedule(n, d, _finite(r_t * math.sqrt(cond3)), rho_mean, beta=beta_m)
+             if final_mean else ())
     _check_radii(rough, plan4)
     last = plan3[-1]
     err = (d * d + d) * (1.0 / n + last.sigma**2 / last.lower)
@@ -879,6 +899,8 @@ def _run_practical(rows: Rows, plan: _Plan, c: np.ndarray, lo: float, accountant
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
     _, cov = _run_cov(rows, A, plan.cov, accountant, src, f"{step} cov", shift=mu_rough)
     assert cov is not None
+    if not plan.mean:  # a frame plan: the rough mean and the second moment about it
+        return mu_rough, cov
     # Stage 4: mean of the rows whitened by the released covariance.
     B = _whitener(cov, lo, step)
     m_w = _run_mean(rows, np.zeros(d), plan.mean, accountant, src, f"{step} mean", A=B,

@@ -28,9 +28,7 @@ from .coinpress import (
     _COV_CLIP_TAIL,
     _FINAL_MEAN_SHARE,
     _chi2_isf,
-    _clip_slope,
     _cov_plans,
-    _mean_error_bound,
     _Plan,
     _practical_plan,
     _run_practical,
@@ -73,11 +71,13 @@ def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
     (:func:`_plan_cost`, below the sequential plan's) whose predicted covariance error is
     within :data:`_SPLIT_TOLERANCE` of the sequential plan's ``seq.cov_err``; None when there
     is none (public: n, d, ρ, the prior, β). The
-    coarse fit's relative spectral error is modelled as e = 2√(d/m) + 2√d·σ₁/ℓ₁ (sampling,
-    noise of its last covariance step), its mean error r₁ by its last mean step. The final
-    clip radius must cover rows whose squared norm is about tr(second moment), which the
-    coarse error moves by about 2e/√d relative (spectral errors average over d directions):
-    the final frame is the coarse whitening scaled by 1/√u, u = 1 + 2e/√d + r₁², and its
+    coarse fit is a *frame plan* (stages 1–3: its output is the rough mean ĉ and the second
+    moment about ĉ, so the frame needs no allowance for the centre's error); its relative
+    spectral error is modelled as e = 2√(d/m) + 2√d·σ₁/ℓ₁ (sampling, noise of its last
+    covariance step). The final clip radius must cover rows whose squared norm is about
+    tr(second moment), which the coarse error moves by about 2e/√d relative (spectral errors
+    average over d directions): the final frame is the coarse whitening scaled by 1/√u,
+    u = 1 + 2e/√d, and its
     smallest eigenvalue is about ℓ = 1/((1 + e)u)."""
     d, rho = args[0], args[1]
     tau = math.sqrt(_chi2_isf(_COV_CLIP_TAIL, d))
@@ -94,7 +94,7 @@ def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
             rho2 = rho if parallel else rho - rho1
             coarse_args = (m, d, rho1, *args[2:-1], max(args[-1], _COARSE_PREFER_FEWER))
             try:
-                last = _cov_plans(*coarse_args)[3][-1]
+                last = _cov_plans(*coarse_args, False)[3][-1]
             except ValueError:
                 continue
             e = 2.0 * math.sqrt(d / m) + 2.0 * math.sqrt(d) * last.sigma / last.lower
@@ -109,17 +109,13 @@ def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
             u0 = 1.0 + 2.0 * e / math.sqrt(d)
             if not (e < min(_SPLIT_MAX_FRAME_ERROR, 0.99) and error(u0) <= limit):
                 continue  # (before planning the means: their error only adds to u)
-            p1 = _practical_plan(*coarse_args)
+            p1 = _practical_plan(*coarse_args, False)
             cost = _plan_cost(p1, m, d) + _FINAL_PASSES * n * d * d
             if not cost < seq_cost:
                 continue
-            r1 = _mean_error_bound(m, d, p1.mean[-1], 0.01)
-            if p1.mean[-1].debias:
-                r1 /= _clip_slope(d, p1.mean[-1].clip_radius)
-            u = u0 + r1 * r1
-            err = error(u)
+            err = error(u0)
             if err <= limit and (best is None or cost < best[0]):
-                best = (cost, _Split(m, parallel, rho1, p1, u, tau, rho_m, rho_c, err))
+                best = (cost, _Split(m, parallel, rho1, p1, u0, tau, rho_m, rho_c, err))
     return None if best is None else best[1]
 
 
@@ -141,12 +137,13 @@ def _split_gaussian(rows: Rows, sp: _Split, args: tuple[Any, ...], c: np.ndarray
     """Split modes of the practical estimator: ρ-zCDP, replace-one neighbours, n public.
 
     A public random subset S₁ of m rows (:func:`_split_rows`, independent of the data) runs
-    the sequential estimator (:func:`_run_practical`, budget ρ₁) and gives a centre ĉ
-    and a covariance Σ̂₁. The final rows S₂ then release, in the frame A = Σ̂₁^{-1/2}/√u
-    centred at ĉ with W_i = clip_τ(A(y_i − ĉ)), the noisy mean m̂ = mean W_i + N (L2
-    sensitivity 2τ/|S₂|, budget ρ_m) and second moment M̂ = mean W_i W_iᵀ + N (Frobenius
-    sensitivity √2τ²/|S₂|, budget ρ₂ − ρ_m), in one pass (:func:`~privgauss.backends.
-    clipped_moments`); |S₂| is public. Output: μ̂ = ĉ + A⁻¹m̂, Σ̂ = A⁻¹ proj_PSD(M̂ − m̂m̂ᵀ) A⁻ᵀ.
+    stages 1–3 of the sequential estimator (:func:`_run_practical` on a frame plan, budget
+    ρ₁) and gives a centre ĉ (the rough mean) and the second moment Σ̂₁ about it. The final
+    rows S₂ then release, in the frame A = Σ̂₁^{-1/2}/√u centred at ĉ with
+    W_i = clip_τ(A(y_i − ĉ)), the noisy mean m̂ = mean W_i + N (L2 sensitivity 2τ/|S₂|,
+    budget ρ_m) and second moment M̂ = mean W_i W_iᵀ + N (Frobenius sensitivity √2τ²/|S₂|,
+    budget ρ₂ − ρ_m), in one pass (:func:`~privgauss.backends.clipped_moments`); |S₂| is
+    public. Output: μ̂ = ĉ + A⁻¹m̂, Σ̂ = A⁻¹ proj_PSD(M̂ − m̂m̂ᵀ) A⁻ᵀ.
 
     Privacy. *Subsample mode* (S₂ = all rows, ρ₁ + ρ₂ = ρ): adaptive sequential composition
     (A, ĉ, τ are functions of the released coarse output). *Parallel mode* (S₂ = the other
