@@ -4,24 +4,31 @@ reduction (Algorithms 2–4) and the practical private-selection route P2."""
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pytest
 
 from privgauss.accounting import Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
-from privgauss.exceptions import EstimationFailed
+from privgauss.datasets import make_mixture
+from privgauss.estimators import PrivateGaussianMixture
+from privgauss.exceptions import EstimationFailed, InvalidDataError
 from privgauss.mechanisms import exponential_mechanism
 from privgauss.noise import NoiseSource
+from privgauss.reductions import agnostic
 from privgauss.reductions.agnostic import (
     _filtered_scores,
     choosing_mechanism,
     decode,
+    faithful_agnostic,
+    faithful_plan,
     list_stable_reduction,
     private_selection,
     quantised_em_lists,
     yatracos_scores,
 )
+from privgauss.reductions.ppe import run_blocks
 
 EPS, DELTA = 1.0, 1e-3
 
@@ -72,17 +79,18 @@ def _rounded(block: np.ndarray, seed: int, extra: int = 0) -> list[tuple[object,
 
 
 def test_list_reduction_returns_the_stable_candidate_with_exact_budget() -> None:
-    X = np.full((600, 1), 3.2) + np.random.default_rng(0).normal(0, 0.01, size=(600, 1))
+    # T = 500: the Choosing threshold at [B]'s beta' is ~407 lists here (choosing_threshold)
+    X = np.full((1000, 1), 3.2) + np.random.default_rng(0).normal(0, 0.01, size=(1000, 1))
     acct = Accountant(ApproxDP(8.0, 1e-3))
     out, info = list_stable_reduction(
-        X, _rounded, 8.0, 1e-3, n_blocks=300, list_size=4, alpha=0.5, accountant=acct, noise=0,
+        X, _rounded, 8.0, 1e-3, n_blocks=500, list_size=4, alpha=0.5, accountant=acct, noise=0,
     )
     assert out == 3
     assert acct.spent.epsilon == pytest.approx(8.0) and acct.spent.delta == pytest.approx(1e-3)
     assert len(acct.ledger) == info["rounds"] + 1
     # a list learner returning more than L items is truncated: the junk never counts
     out, _ = list_stable_reduction(
-        X, functools.partial(_rounded, extra=50), 8.0, 1e-3, n_blocks=300, list_size=4,
+        X, functools.partial(_rounded, extra=50), 8.0, 1e-3, n_blocks=500, list_size=4,
         alpha=0.5, accountant=Accountant(ApproxDP(8.0, 1e-3)), noise=1,
     )
     assert out == 3
@@ -167,3 +175,141 @@ def test_a_singular_candidate_is_scored_not_a_crash() -> None:
     singular = (np.array([1.0]), np.zeros((1, 3)), np.diag([1.0, 1.0, 0.0])[None])
     scores = yatracos_scores([good, singular], X, rng)
     assert np.isfinite(scores).all() and scores[0] > scores[1]
+
+
+# ------------------------------------------------------------------------------ faithful route
+
+
+def _cell(block: np.ndarray, seed: int) -> list[tuple[object, float]]:
+    """A toy list learner: the grid cell of the block's first row (blocks of one row)."""
+    return [(int(np.floor(block[0, 0])), 0.0)]
+
+
+class _NoMaxNoise(NoiseSource):
+    """Broken: the Choosing Mechanism's MAX is compared with its threshold without noise."""
+
+    def laplace(self, values, scale):
+        return np.asarray(values, dtype=np.float64).copy()
+
+
+AUD_EPS, AUD_ALPHA = 2.0, 0.9  # 5 Filter-and-Test rounds + Choosing
+
+
+def _reduction(broken: bool):
+    def run(X: np.ndarray, rng: np.random.Generator) -> object:
+        src = NoiseSource(rng)
+        with pytest.MonkeyPatch.context() as mp:
+            if broken:
+                honest = agnostic.choosing_mechanism
+
+                def choosing(*args, noise, **kwargs):
+                    return honest(*args, noise=_NoMaxNoise(noise.rng), **kwargs)
+
+                mp.setattr(agnostic, "choosing_mechanism", choosing)
+            try:
+                out, _ = list_stable_reduction(
+                    X, _cell, AUD_EPS, DELTA, n_blocks=len(X), list_size=1, alpha=AUD_ALPHA,
+                    accountant=Accountant(ApproxDP(AUD_EPS, DELTA)), noise=src,
+                )
+            except EstimationFailed:
+                return "⊥"
+        return out
+
+    return run
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_reduction_audit_row_moved_across_a_grid_cell(broken: bool) -> None:
+    """End to end on rows (blocks of one row): one row moves from cell 3 to cell 4, so one
+    block's list changes and MAX drops by one right at the Choosing threshold (~1450 lists at
+    ε = 2). The reduction passes the audit; without the noise on MAX the candidate appears or
+    vanishes with certainty, which is flagged (a ratio this test's 250 runs can see: ε ≳ 2.5)."""
+    p = agnostic._parameters(AUD_EPS, DELTA, AUD_ALPHA, 0.1, 1, 3.0)
+    c = math.floor(agnostic.choosing_threshold(p.e1, p.d1, 1, p.b1)) + 1
+    X = np.concatenate([np.full((c, 1), 3.5), 100.0 + np.arange(20.0)[:, None]])
+    Xn = X.copy()
+    Xn[0] = 4.5
+    res = audit_mechanism(_reduction(broken), X, Xn, epsilon=AUD_EPS, delta=DELTA, n_runs=250)
+    assert res.passed != broken, str(res)
+
+
+def test_a_block_list_depends_on_its_block_only() -> None:
+    """Replacing one row changes at most one block's list (the faithful route's learner runs
+    on its block and a public seed only; a closure would be refused by run_blocks)."""
+    plan = faithful_plan(1, 2, 50.0, 1e-3)
+    learner = functools.partial(quantised_em_lists, k=2, step=plan.step, offset=0.37,
+                                w_step=plan.w_step, restarts=1, n_mc=100)
+    X = make_mixture(12 * 60, 2, 1, separation=6.0, random_state=3).X
+    base, _ = run_blocks(X, learner, 12, NoiseSource(5))
+    changed = 0
+    for row in (0, 500):
+        Y = X.copy()
+        Y[row] = 1e3
+        other, _ = run_blocks(Y, learner, 12, NoiseSource(5))
+        diff = [a != b for a, b in zip(base, other, strict=True)]
+        assert sum(diff) <= 1
+        changed += sum(diff)
+    assert changed >= 1  # an outlier does change its own block's list
+
+    def closure(block, seed):
+        return learner(block, seed)
+
+    with pytest.raises(TypeError, match="closure"):
+        run_blocks(X, closure, 12, NoiseSource(5))
+
+
+def test_faithful_route_returns_a_stable_fit_and_spends_the_budget() -> None:
+    # identical rows: every block's EM fit lands in the same grid cell, so the reduction
+    # returns that cell's mixture (the variance is sklearn's reg_covar floor)
+    X = np.tile([2.0, -1.0], (faithful_plan(2, 1, 50.0, 1e-3).n_needed, 1))
+    acct = Accountant(ApproxDP(50.0, 1e-3))
+    w, M, C = faithful_agnostic(X, 1, 50.0, 1e-3, accountant=acct, noise=0)
+    assert w == pytest.approx([1.0]) and M[0] == pytest.approx([2.0, -1.0], abs=0.01)
+    assert acct.spent.epsilon == pytest.approx(50.0) and acct.spent.delta == pytest.approx(1e-3)
+
+
+def test_estimator_faithful_route_end_to_end() -> None:
+    """PrivateGaussianMixture(method="agnostic", constants="theory"): refused below the plan's
+    n before anything is spent (the same n as requirements), else returns or fails with a
+    public reason and the whole budget spent."""
+    from privgauss.mixture.requirements import requirements
+
+    eps, delta = 50.0, 1e-3
+    need = requirements("agnostic", n=10, d=1, k=2, epsilon=eps, delta=delta,
+                        constants="theory").n_needed
+    assert need == faithful_plan(1, 2, eps, delta).n_needed
+    X = make_mixture(int(need), 2, 1, separation=6.0, random_state=0).X
+    shared = Accountant(ApproxDP(eps, delta))
+    est = PrivateGaussianMixture(2, epsilon=eps, delta=delta, method="agnostic",
+                                 constants="theory", random_state=0, accountant=shared)
+    with pytest.raises(InvalidDataError, match="needs about n >="):
+        est.fit(X[: int(need) - 1])
+    assert shared.spent is None
+    try:
+        est.fit(X)
+        assert est.weights_.shape == (2,) and est.ledger_[-1].step == "choosing"
+    except EstimationFailed as e:
+        assert e.step in ("choosing", "agnostic-choosing")
+    assert shared.spent.epsilon == pytest.approx(eps) and shared.spent.delta == pytest.approx(delta)
+    assert len(shared.ledger) == agnostic._parameters(eps, delta, 0.2, 0.05, 5, 3.0).rounds + 1
+
+
+def test_cli_fit_mixture_reaches_the_faithful_route(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from privgauss.cli import main
+
+    path = tmp_path / "rows.npy"
+    np.save(path, np.tile([2.0, -1.0], (faithful_plan(2, 1, 50.0, 1e-3).n_needed, 1)))
+    args = ["fit-mixture", str(path), "-k", "1", "--epsilon", "50", "--delta", "1e-3",
+            "--method", "agnostic", "--seed", "0", "--out", str(tmp_path / "m.json")]
+    res = CliRunner().invoke(main, [*args, "--constants", "theory"])
+    assert res.exit_code == 0, res.output
+    model = json.loads((tmp_path / "m.json").read_text())
+    assert model["means"][0] == pytest.approx([2.0, -1.0], abs=0.01)
+    # the faithful route's own plan n is enforced: too few rows are refused, nothing spent
+    np.save(path, np.tile([2.0, -1.0], (100, 1)))
+    res = CliRunner().invoke(main, [*args, "--constants", "theory"])
+    assert res.exit_code == 2 and "needs about n >=" in res.output

@@ -61,10 +61,14 @@ def fit_gaussian(data: str, columns: str | None, public: str | None, rho: float 
 @click.option("--min-weight", type=float, default=None, help="smallest component weight (1/k)")
 @click.option("--separation", type=float, default=None,
               help="assumed separation ratio of the components (helps method='auto')")
+@click.option("--constants", type=click.Choice(["practical", "theory"]), default="practical",
+              show_default=True, help="tuned constants, or the paper's (agnostic: the faithful "
+              "list-stability route); privacy is the same")
 def fit_mixture(data: str, columns: str | None, public: str | None, rho: float | None,
                 epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
                 plot_path: str | None, dims: str, show_data: bool, n_components: int,
-                method: str, min_weight: float | None, separation: float | None) -> None:
+                method: str, min_weight: float | None, separation: float | None,
+                constants: str) -> None:
     """Fit a private Gaussian mixture to the rows of DATA (CSV, Parquet or .npy).
 
     Needs an (epsilon, delta) budget and enough rows: see `privgauss requirements mixture`.
@@ -83,7 +87,8 @@ def fit_mixture(data: str, columns: str | None, public: str | None, rho: float |
         X, Xp, names = _read_inputs(data, public, columns)
         ij = _check_outputs(out, plot_path, dims, names)
         m = PrivateGaussianMixture(n_components, **budget, method=method, min_weight=min_weight,
-                                   separation=separation, random_state=seed)
+                                   separation=separation, constants=constants,
+                                   random_state=seed)
         if sys.stderr.isatty():
             click.echo(f"fitting a {n_components}-component mixture (method {method}) ...",
                        err=True)

@@ -332,6 +332,8 @@ class PrivateGaussianMixture(BudgetMixin):
         extra = {}
         if name == "kssu" and "max_points" in (self.method_params or {}):
             extra["max_points"] = int(self.method_params["max_points"])  # type: ignore[index]
+        if name == "agnostic":  # constants="theory" is a different route (the faithful one)
+            extra["constants"] = self.constants
         return requirements(
             name,
             n=n,

@@ -33,13 +33,13 @@ import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.special import logsumexp
 
 from ..accounting import Accountant, ApproxDP, PureDP
-from ..exceptions import EstimationFailed
+from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import project_psd
 from ..mechanisms import exponential_mechanism, truncated_laplace_bound, truncated_laplace_mechanism
 from ..metrics import gaussian_logpdf
@@ -47,8 +47,13 @@ from ..noise import RandomState, as_noise
 from .ppe import run_blocks
 
 __all__ = [
+    "FaithfulPlan",
     "Mixture",
     "choosing_mechanism",
+    "choosing_threshold",
+    "decode",
+    "faithful_agnostic",
+    "faithful_plan",
     "list_stable_reduction",
     "private_selection",
     "quantised_em_lists",
@@ -182,12 +187,12 @@ def choosing_mechanism(
     must exceed (8/ε') ln(4L/(β ε' δ')); then a candidate of positive score is drawn with
     probability ∝ exp(ε' score/4). Raises :class:`EstimationFailed` (⊥) otherwise."""
     src = as_noise(noise)
-    e, d = budget.epsilon / 2, budget.delta / 2
+    e = budget.epsilon / 2
     accountant.spend(budget, step=step, mechanism="choosing", sensitivity=1.0,
                      noise_scale=4 / e, note="run at (eps/2, delta/2): replace-one")
     top = max(scores.values(), default=0)
     noisy = float(src.laplace(float(top), 4 / e))
-    if noisy <= (8 / e) * math.log(4 * growth / (beta * e * d)):
+    if noisy <= choosing_threshold(budget.epsilon, budget.delta, growth, beta):
         raise EstimationFailed("no candidate is held by enough lists", step=step)
     keys = [c for c, s in scores.items() if s >= 1]
     i = src.noisy_argmax(np.array([scores[c] for c in keys], dtype=float), 4 / e)
@@ -197,17 +202,36 @@ def choosing_mechanism(
 # ------------------------------------------------------------------------------ Algorithms 2–4
 
 
-@dataclass(frozen=True)
-class _Round:
-    accepted: bool
-    radius: float
-
-
 def _filtered_scores(lists: Sequence[Sequence[tuple[Hashable, float]]], radius: float) -> Counter:
     score: Counter = Counter()
     for lst in lists:
         score.update({c for c, tv in lst if tv <= radius})  # a list counts a candidate once
     return score
+
+
+class _Params(NamedTuple):
+    a1: float  # α' = α/(9 + 4C) (spec fix 9)
+    rounds: int  # ⌈log2(1/α')⌉ Filter-and-Test rounds
+    e1: float  # ε' = ε/(1 + rounds)
+    d1: float  # δ' = δ/(1 + rounds)
+    b1: float  # β' of [B] Alg. 2, the Choosing Mechanism's failure probability
+
+
+def _parameters(epsilon: float, delta: float, alpha: float, beta: float, list_size: int,
+                C: float) -> _Params:
+    """[B] Alg. 2's public parameters (α', rounds, ε', δ', β')."""
+    a1 = alpha / (9 + 4 * C)
+    rounds = math.ceil(math.log2(1 / a1))
+    e1, d1 = epsilon / (1 + rounds), delta / (1 + rounds)
+    b1 = beta * e1 / (7680 * math.log(9830400 * list_size / (e1**3 * beta * d1)) * rounds)
+    return _Params(a1, rounds, e1, d1, b1)
+
+
+def choosing_threshold(epsilon: float, delta: float, growth: int, beta: float) -> float:
+    """The Choosing Mechanism's threshold (8/ε̃) ln(4L/(β ε̃ δ̃)) at the (ε̃, δ̃) = (ε/2, δ/2)
+    it runs at for a charged (ε, δ) (replace-one)."""
+    e, d = epsilon / 2, delta / 2
+    return (8 / e) * math.log(4 * growth / (beta * e * d))
 
 
 def list_stable_reduction(
@@ -223,17 +247,17 @@ def list_stable_reduction(
     beta: float = 0.1,
     accountant: Accountant,
     noise: RandomState = None,
+    progress: bool = False,
 ) -> tuple[Hashable, dict[str, Any]]:
     """[B] Algorithms 2–4 (see the module docstring). ``list_learner(block, seed)`` returns
     [(candidate, d_TV(candidate, block's MDE winner)), ...]; anything past ``list_size`` items
-    is dropped deterministically, as are duplicates. Returns the chosen candidate."""
+    is dropped deterministically, as are duplicates. The Choosing Mechanism gets [B]'s β'.
+    Returns the chosen candidate and the public facts (T, rounds, the final radius guess)."""
     src = as_noise(noise)
     T = int(n_blocks)
-    a1 = alpha / (9 + 4 * C)  # spec fix 9
-    rounds = math.ceil(math.log2(1 / a1))
-    e1, d1 = epsilon / (1 + rounds), delta / (1 + rounds)
+    p = _parameters(epsilon, delta, alpha, beta, list_size, C)
     acct = Accountant(ApproxDP(epsilon, delta), parent=accountant)
-    raw, ok = run_blocks(X, list_learner, T, src)
+    raw, ok = run_blocks(X, list_learner, T, src, progress=progress)
     lists = []
     for lst, good in zip(raw, ok, strict=True):
         seen: dict[Hashable, float] = {}
@@ -242,14 +266,14 @@ def list_stable_reduction(
                 seen[c] = float(tv)
         lists.append(list(seen.items()))
     lo, hi = 0.0, 1.0
-    bound = truncated_laplace_bound(1.0, e1, d1)
+    bound = truncated_laplace_bound(1.0, p.e1, p.d1)
     accepted_radius: float | None = None
-    for r in range(rounds):
+    for r in range(p.rounds):
         g = (lo + hi) / 2
-        radius = 4 * C * g + 5 * a1
+        radius = 4 * C * g + 5 * p.a1
         top = max(_filtered_scores(lists, radius).values(), default=0)
         noisy = float(truncated_laplace_mechanism(
-            float(top), 1.0, ApproxDP(e1, d1), accountant=acct, noise=src,
+            float(top), 1.0, ApproxDP(p.e1, p.d1), accountant=acct, noise=src,
             step=f"filter-and-test-{r}",
         ))
         if noisy < 0.8 * T + bound:
@@ -257,56 +281,72 @@ def list_stable_reduction(
         else:
             hi = g
             accepted_radius = radius
-    final = accepted_radius if accepted_radius is not None else 4 * C * hi + 5 * a1
+    final = accepted_radius if accepted_radius is not None else 4 * C * hi + 5 * p.a1
     chosen = choosing_mechanism(
-        dict(_filtered_scores(lists, final)), list_size, ApproxDP(e1, d1), beta / 3,
+        dict(_filtered_scores(lists, final)), list_size, ApproxDP(p.e1, p.d1), p.b1,
         accountant=acct, noise=src,
     )
-    return chosen, {"T": T, "rounds": rounds, "radius_guess": hi}
+    return chosen, {"T": T, "rounds": p.rounds, "radius_guess": hi}
 
 
 # ------------------------------------------------------------------------------ P1 list learner
 
 
-def _quantise(f: Mixture, step: float, offset: float, w_step: float) -> tuple:
+def _offsets(offset: Any, d: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """The public grid shift, one per coordinate (weight, d mean, d(d+1)/2 log-covariance
+    entries); a scalar shifts every coordinate alike."""
+    o = np.asarray(offset, dtype=np.float64)
+    if o.ndim == 0:
+        o = np.full(1 + d + d * (d + 1) // 2, float(o))
+    return float(o[0]), o[1 : 1 + d], o[1 + d :]
+
+
+def _quantise(f: Mixture, step: float, offset: Any, w_step: float) -> tuple:
     """Canonical key: components sorted, matrix log of Σ quantised, then the mean whitened by
     the *quantised* Σ, then the weight, on a grid shifted by the public ``offset``."""
     w, M, C = f
+    ow, om, oS = _offsets(offset, M.shape[1])
     comps = []
     for j in range(len(w)):
         lam, V = np.linalg.eigh(C[j])
         logS = (V * np.log(np.maximum(lam, 1e-300))) @ V.T
         iu = np.triu_indices(len(lam))
-        qS = tuple(np.floor(logS[iu] / step + offset).astype(int).tolist())
-        Sq = _decode_cov(qS, len(lam), step, offset)
+        qS = tuple(np.floor(logS[iu] / step + oS).astype(int).tolist())
+        Sq = _decode_cov(qS, len(lam), step, oS)
         lam_q, V_q = np.linalg.eigh(Sq)
         z = (V_q / np.sqrt(lam_q)) @ V_q.T @ M[j]  # Σ_q^{-1/2} μ
-        qm = tuple(np.floor(z / step + offset).astype(int).tolist())
-        comps.append((int(np.floor(w[j] / w_step + offset)), qm, qS))
+        qm = tuple(np.floor(z / step + om).astype(int).tolist())
+        comps.append((int(np.floor(w[j] / w_step + ow)), qm, qS))
     return tuple(sorted(comps, key=lambda c: (c[1], c[2])))
 
 
-def _decode_cov(qS: tuple, d: int, step: float, offset: float) -> np.ndarray:
+def _decode_cov(qS: tuple, d: int, step: float, oS: Any) -> np.ndarray:
     iu = np.triu_indices(d)
     L = np.zeros((d, d))
-    L[iu] = (np.asarray(qS) - offset + 0.5) * step
+    L[iu] = (np.asarray(qS) - oS + 0.5) * step
     L = L + np.triu(L, 1).T
     lam, V = np.linalg.eigh(L)
     return (V * np.exp(lam)) @ V.T
 
 
-def decode(key: tuple, d: int, step: float, offset: float, w_step: float) -> Mixture:
+def decode(key: tuple, d: int, step: float, offset: Any, w_step: float) -> Mixture:
     """The mixture a quantised key stands for (cell centres); weights renormalised."""
+    ow, om, oS = _offsets(offset, d)
     ws, Ms, Cs = [], [], []
     for qw, qm, qS in key:
-        S = _decode_cov(qS, d, step, offset)
+        S = _decode_cov(qS, d, step, oS)
         lam, V = np.linalg.eigh(S)
-        z = (np.asarray(qm) - offset + 0.5) * step
+        z = (np.asarray(qm) - om + 0.5) * step
         Ms.append((V * np.sqrt(lam)) @ V.T @ z)
         Cs.append(S)
-        ws.append(max((qw - offset + 0.5) * w_step, 1e-3))
+        ws.append(max((qw - ow + 0.5) * w_step, 1e-3))
     w = np.asarray(ws)
     return w / w.sum(), np.asarray(Ms), np.asarray(Cs)
+
+
+def dummy_mixture(k: int, d: int) -> Mixture:
+    """[B]'s dummy g0: a fixed, data-independent mixture (equal weights, N(0, I) components)."""
+    return np.full(k, 1.0 / k), np.zeros((k, d)), np.stack([np.eye(d)] * k)
 
 
 def quantised_em_lists(
@@ -315,15 +355,16 @@ def quantised_em_lists(
     *,
     k: int,
     step: float,
-    offset: float,
+    offset: Any,
     w_step: float,
     restarts: int = 4,
-) -> list[tuple[tuple, float]]:
+    n_mc: int = 1000,
+) -> list[tuple[tuple | str, float]]:
     """P1 list learner for one block: EM restarts on the first half, each fit quantised
-    (:func:`_quantise`), plus the dummy g0 = "g0"; the Yatracos minimum-distance winner on
-    the second half, and every item's Monte Carlo TV distance to it. Block-local only."""
+    (:func:`_quantise`), plus the dummy g0 = "g0" (at most ``restarts`` + 1 items); the
+    Yatracos minimum-distance winner on the second half, and every item's Monte Carlo TV
+    distance to it. Uses its block and ``seed`` only (grid and seed are public)."""
     from sklearn.mixture import GaussianMixture
-    from threadpoolctl import threadpool_limits
 
     rng = np.random.default_rng(seed)
     d = block.shape[1]
@@ -331,9 +372,9 @@ def quantised_em_lists(
     keys: list[Any] = []
     for r in range(restarts):
         try:
-            with threadpool_limits(1):
-                gm = GaussianMixture(k, covariance_type="full", reg_covar=1e-6,
-                                     random_state=seed + r).fit(block[:half])
+            gm = GaussianMixture(k, covariance_type="full", reg_covar=1e-6,
+                                 init_params="k-means++", random_state=seed + r,
+                                 ).fit(block[:half])
         except ValueError:
             continue
         key = _quantise((gm.weights_, gm.means_, gm.covariances_), step, offset, w_step)
@@ -341,13 +382,114 @@ def quantised_em_lists(
             keys.append(key)
     keys.append("g0")
     dec = functools.partial(decode, d=d, step=step, offset=offset, w_step=w_step)
-    g0 = (np.full(k, 1.0 / k), np.zeros((k, d)), np.stack([np.eye(d)] * k))
-    mixtures = [g0 if key == "g0" else dec(key) for key in keys]
-    win = int(np.argmax(yatracos_scores(mixtures, block[half:], rng, n_mc=1000)))
-    S = _sample(mixtures[win], 1000, rng)
+    mixtures = [dummy_mixture(k, d) if key == "g0" else dec(key) for key in keys]
+    win = int(np.argmax(yatracos_scores(mixtures, block[half:], rng, n_mc=n_mc)))
+    S = _sample(mixtures[win], n_mc, rng)
     lw = _logpdf(mixtures[win], S)
     tvs = [float(np.mean(np.clip(1 - np.exp(_logpdf(f, S) - lw), 0, None))) for f in mixtures]
     return list(zip(keys, tvs, strict=True))
+
+
+# ------------------------------------------------------------------------------ faithful route
+
+
+@dataclass(frozen=True)
+class FaithfulPlan:
+    """The faithful route's public parameters, from (d, k, ε, δ, α, β) only.
+
+    ``n_blocks`` T is the fewest blocks at which a candidate held by *every* list passes both
+    private tests (spec B.5 P1.4): T ≥ 20R (Filter-and-Test, [B] Thm 4's condition; R the
+    truncated-Laplace bound at (ε', δ')) and T ≥ threshold + (4/ε̃) ln(1/(2β)) (the Choosing
+    Mechanism, at [B]'s β', passes with probability ≥ 1 − β). The grid makes one cell's
+    mixtures ≤ α apart in TV: weights on step α/k (spec P1), whitened means and log-covariance
+    entries on step α/(√d + 3d) (TV ≤ ½‖Δz‖ + (3/2)‖Δ log Σ‖_F per component).
+    ``min_block`` = 4 k(1 + d + d(d+1)/2) rows (each half twice the free parameters);
+    ``n_needed`` = T·min_block; ``theory_n`` = [B] Thm 4's n for this L
+    (:func:`privgauss.theory.agnostic_n`, m = min_block/2)."""
+
+    n_blocks: int
+    list_size: int
+    restarts: int
+    step: float
+    w_step: float
+    alpha: float
+    beta: float
+    min_block: int
+    n_needed: int
+    theory_n: float
+
+
+def faithful_plan(
+    d: int, k: int, epsilon: float, delta: float, *, alpha: float = 0.2, beta: float = 0.05,
+    C: float = 3.0, restarts: int = 4,
+) -> FaithfulPlan:
+    """:class:`FaithfulPlan` for these public quantities."""
+    from ..theory import agnostic_n
+
+    L = restarts + 1
+    p = _parameters(epsilon, delta, alpha, beta, L, C)
+    e = p.e1 / 2  # the Choosing Mechanism's own ε (replace-one)
+    T = math.ceil(max(
+        20 * truncated_laplace_bound(1.0, p.e1, p.d1),
+        choosing_threshold(p.e1, p.d1, L, p.b1) + (4 / e) * math.log(1 / (2 * beta)),
+    ))
+    min_block = 4 * k * (1 + d + d * (d + 1) // 2)
+    return FaithfulPlan(
+        n_blocks=T, list_size=L, restarts=restarts, step=alpha / (math.sqrt(d) + 3 * d),
+        w_step=alpha / k, alpha=alpha, beta=beta, min_block=min_block,
+        n_needed=T * min_block,
+        theory_n=agnostic_n(epsilon, delta, alpha, beta, L, min_block // 2, C).n,
+    )
+
+
+def faithful_agnostic(
+    X: np.ndarray,
+    k: int,
+    epsilon: float,
+    delta: float,
+    *,
+    alpha: float = 0.2,
+    beta: float = 0.05,
+    accountant: Accountant,
+    noise: RandomState = None,
+    progress: bool = False,
+    info: dict[str, Any] | None = None,
+) -> Mixture:
+    """The faithful route: [B] Alg. 2–4 + Choosing (:func:`list_stable_reduction`) with the
+    P1 list learner (:func:`quantised_em_lists`) on a grid shifted by a public uniform offset,
+    parameters from :func:`faithful_plan`. **Guarantee:** (ε, δ)-DP, replace-one, for any data
+    (the list learner only sees its own block). A chosen dummy g0 is reported as
+    :class:`EstimationFailed` (post-processing of the DP choice). Refuses n < ``n_needed``
+    before anything is spent."""
+    from threadpoolctl import threadpool_limits
+
+    n, d = X.shape
+    plan = faithful_plan(d, k, epsilon, delta, alpha=alpha, beta=beta)
+    if n < plan.n_needed:
+        raise InvalidDataError(
+            f"the faithful agnostic route needs n >= {plan.n_needed} rows here ({plan.n_blocks} "
+            f"blocks of >= {plan.min_block} rows; d = {d}, k = {k}, epsilon = {epsilon:g}, "
+            f"delta = {delta:g}), got n = {n}: give more rows, or use constants='practical'"
+        )
+    src = as_noise(noise)
+    offset = src.rng.uniform(size=1 + d + d * (d + 1) // 2)  # public randomness
+    learner = functools.partial(quantised_em_lists, k=k, step=plan.step, offset=offset,
+                                w_step=plan.w_step, restarts=plan.restarts)
+    with threadpool_limits(1):  # thousands of tiny fits: BLAS threads only add overhead
+        key, extra = list_stable_reduction(
+            X, learner, epsilon, delta, n_blocks=plan.n_blocks, list_size=plan.list_size,
+            alpha=alpha, beta=beta, accountant=accountant, noise=src, progress=progress,
+        )
+    if info is not None:
+        info.update(extra, block_rows=n // plan.n_blocks, list_size=plan.list_size)
+    if key == "g0":
+        raise EstimationFailed(
+            f"the Choosing Mechanism picked the dummy g0: no quantised EM fit was held by "
+            f"enough of the {plan.n_blocks} blocks ({n // plan.n_blocks} rows each); "
+            f"[B] Thm 4 guarantees accuracy from n ~ {plan.theory_n:.2g}",
+            step="agnostic-choosing", needed_n=int(plan.theory_n),
+        )
+    return decode(key, d, plan.step, offset, plan.w_step)
 
 
 # ------------------------------------------------------------------------------ requirements
@@ -367,32 +509,34 @@ def reduction_requirements(
 ) -> Any:
     """The n ``method`` ("ppe" or "agnostic") needs, from public quantities only."""
     from ..mixture.requirements import Requirements
-    from ..theory import agnostic_n
     from .ppe_gaussian import ppe_requirements
 
     if method == "ppe":
         return ppe_requirements(n, d, epsilon, delta, constants, k)
-    # agnostic: the theory value of [B] Thm 4 (list size 16, per-block list-learner size
-    # m = 10 k d² as a stand-in); the practical route P2 needs what its producers need.
-    need = agnostic_n(epsilon, delta, alpha, beta, 16, 10 * k * d * d).n
-    if constants == "practical":
-        # P2: one producer must work on 70% of the rows with its share of the budget
-        # (producers get 0.8 ε in equal shares: 2 of them for k ≥ 2, 1 for k = 1)
-        if k == 1:
-            need = ppe_requirements(n, d, 0.8 * epsilon, delta).n_needed / 0.7
-        else:
-            from ..mixture.requirements import requirements
-
-            need = min(
-                requirements(m, n=n, d=d, k=k, epsilon=0.4 * epsilon, delta=delta / 2,
-                             beta=beta).n_needed
-                for m in ("sample-aggregate", "kssu")
-            ) / 0.7
-        note = "route P2: the n its best candidate producer needs (on 70% of the rows)"
+    if constants == "theory":  # the faithful route: what its plan needs to run
+        plan = faithful_plan(d, k, epsilon, delta, alpha=alpha, beta=beta)
+        term = f"{plan.n_blocks} blocks x {plan.min_block} rows"
+        return Requirements(
+            "agnostic", int(n), float(plan.n_needed), bool(n >= plan.n_needed), constants,
+            {term: float(plan.n_needed)}, term, {},
+            "faithful route ([B] Alg. 2-4, quantised EM lists); [B] Thm 4's accuracy "
+            f"guarantee needs n ~ {plan.theory_n:.2g}",
+        )
+    # route P2: one producer must work on 70% of the rows with its share of the budget
+    # (producers get 0.8 ε in equal shares: 2 of them for k ≥ 2, 1 for k = 1)
+    if k == 1:
+        need = ppe_requirements(n, d, 0.8 * epsilon, delta).n_needed / 0.7
     else:
-        note = "[B] Thm 4 with explicit constants"
+        from ..mixture.requirements import requirements
+
+        need = min(
+            requirements(m, n=n, d=d, k=k, epsilon=0.4 * epsilon, delta=delta / 2,
+                         beta=beta).n_needed
+            for m in ("sample-aggregate", "kssu")
+        ) / 0.7
     return Requirements("agnostic", int(n), need, bool(n >= need), constants,
-                        {"n": need}, "n", {}, note)
+                        {"n": need}, "n", {},
+                        "route P2: the n its best candidate producer needs (on 70% of the rows)")
 
 
 # ------------------------------------------------------------------------------ estimator hooks
@@ -411,10 +555,14 @@ def _producer(module: str, function: str, k: int, beta: float) -> Callable[..., 
 
 def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct: Accountant,
                  noise: Any, info: dict[str, Any]) -> Mixture:
-    """``PrivateGaussianMixture(method="agnostic")``: route P2 with candidates from the
-    library's private mixture learners (sample-and-aggregate, KSSU) — for k = 1, the practical
-    PPE — selected by the private Yatracos tournament."""
+    """``PrivateGaussianMixture(method="agnostic")``: with ``constants="theory"`` the faithful
+    route (:func:`faithful_agnostic`); otherwise route P2 with candidates from the library's
+    private mixture learners (sample-and-aggregate, KSSU) — for k = 1, the practical PPE —
+    selected by the private Yatracos tournament."""
     k = int(est.n_components)
+    if est.constants == "theory":
+        return faithful_agnostic(X, k, budget.epsilon, budget.delta, beta=float(est.beta),
+                                 accountant=acct, noise=noise, info=info)
     if k == 1:
         from .ppe_gaussian import ppe_gaussian
 
