@@ -304,6 +304,13 @@ def main() -> None:
         help="earlier list-format result JSON run with the same runs/need/separation whose "
         "probes may be reused as they are (repeatable)",
     )
+    ap.add_argument(
+        "--start",
+        action="append",
+        default=[],
+        help="first n to probe for one cell, as method:d,k,epsilon=n (repeatable); overrides "
+        "seeds and n_req, e.g. to start a costly cell from an educated guess",
+    )
     ap.add_argument("--name", default="mixture_recovery", help="output file stem")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args()
@@ -330,6 +337,12 @@ def main() -> None:
             raise SystemExit(f"{state_path} was made with other settings; use another --name")
         previous = {_key(c.method, c.d, c.k, c.epsilon): c for c in map(_cell_from, raw["cells"])}
     smallest, seeded = _load_seeds(args.seed_from, args.reuse_probes_from, settings)
+    chosen: dict[str, int] = {}
+    for item in args.start:
+        where, n_start = item.split("=")
+        method, triple = where.split(":")
+        d_s, k_s, e_s = triple.split(",")
+        chosen[_key(method, int(d_s), int(k_s), float(e_s))] = int(float(n_start))
 
     plan: list[tuple[float, Cell]] = []
     for d, k, eps in cells:
@@ -337,7 +350,9 @@ def main() -> None:
             key = _key(method, d, k, eps)
             req = requirements(method, n=10**6, d=d, k=k, epsilon=eps, delta=DELTA).n_needed
             cell = previous.get(key) or Cell(method, d, k, eps, req, status="not started")
-            if key in smallest:  # one grid step below an earlier (fewer-run) smallest n
+            if key in chosen:
+                start = GRID[_grid_index(chosen[key])]
+            elif key in smallest:  # one grid step below an earlier (fewer-run) smallest n
                 start = GRID[max(_grid_index(smallest[key]) - 1, 0)]
             else:
                 start = GRID[_grid_index(req)]
