@@ -43,7 +43,12 @@ _SPLIT_FRACTIONS = (1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8)
 _SPLIT_SHARES = (1.0, 0.1, 0.2, 0.3)
 _SPLIT_TOLERANCE = 0.01  # predicted covariance error within 1 % of the sequential mode
 _SPLIT_MAX_FRAME_ERROR = 0.9
-_FINAL_PASSES = 3.0  # cost of the final pass, in passes of a sequential step
+# measured costs (n = 1e6, d = 100, one core), in units of rows·d² flops: the final one-pass
+# moments (Gram + float32 norms); a step's norm pass over the float32 copy of the rows, or
+# over the float64 rows when the copy would not fit its memory cap
+_FINAL_PASS = 1.0
+_STEP_PASS_U32 = 0.3
+_STEP_PASS = 0.6
 _STEP_OVERHEAD = 2e7  # fixed cost of a step, in flops (about a millisecond)
 _COARSE_PREFER_FEWER = 0.25  # the coarse fit only sets a frame: fewest steps within 25 %
 
@@ -110,7 +115,7 @@ def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
             if not (e < min(_SPLIT_MAX_FRAME_ERROR, 0.99) and error(u0) <= limit):
                 continue  # (before planning the means: their error only adds to u)
             p1 = _practical_plan(*coarse_args, False)
-            cost = _plan_cost(p1, m, d) + _FINAL_PASSES * n * d * d
+            cost = _plan_cost(p1, m, d) + _FINAL_PASS * (n - m if parallel else n) * d * d
             if not cost < seq_cost:
                 continue
             err = error(u0)
@@ -120,10 +125,13 @@ def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
 
 
 def _plan_cost(plan: _Plan, n: int, d: int) -> float:
-    """Rough cost of running a plan, in flops: per step a pass over the rows (n·d²) and a
-    fixed part (eigendecompositions, bookkeeping)."""
+    """Rough cost of running a plan on n rows, in flops: per step a norm pass over the rows
+    and a fixed part (eigendecompositions, bookkeeping)."""
+    from ..backends import _U32_BYTES
+
     steps = len(plan.coarse) + len(plan.cov) + len(plan.rough) + len(plan.mean)
-    return steps * (n * d * d + _STEP_OVERHEAD + 30.0 * d**3)
+    per_row = _STEP_PASS_U32 if 4 * n * d <= _U32_BYTES else _STEP_PASS
+    return steps * (per_row * n * d * d + _STEP_OVERHEAD + 30.0 * d**3)
 
 
 def _split_rows(n: int, m: int, src: Any) -> np.ndarray:
