@@ -139,8 +139,9 @@ def first_n_gaussian(method: str, d: int, runs: int) -> tuple[int | None, float,
     return None, math.nan, math.nan, "not reached"
 
 
-def first_n_mixture(d: int, k: int, runs: int) -> tuple[int | None, float, float, str]:
-    for n in (100_000, 200_000):
+def first_n_mixture(d: int, k: int, runs: int, ns: list[int]
+                    ) -> tuple[int | None, float, float, str]:
+    for n in ns:
         errs = []
         for seed in range(runs):
             mix = make_mixture(n, k, d, separation=6.0, random_state=2000 + seed)
@@ -156,11 +157,15 @@ def first_n_mixture(d: int, k: int, runs: int) -> tuple[int | None, float, float
             errs.append((e.max_component_tv, e.weight_error))
             if seed + 1 - len(errs) > runs - math.ceil(0.9 * runs):
                 break
-        print(f"  agnostic d={d} k={k} n={n}: {len(errs)}/{runs}", file=sys.stderr, flush=True)
+        from privgauss.reductions.agnostic import _p2_producers
+
+        used = "+".join(_p2_producers(n, d, k, EPS, DELTA, 0.05))
+        print(f"  agnostic d={d} k={k} n={n} ({used}): {len(errs)}/{runs}", file=sys.stderr,
+              flush=True)
         if len(errs) >= math.ceil(0.9 * runs):
             med = np.median(errs, axis=0)
-            return n, float(med[0]), float(med[1]), f"{len(errs)}/{runs}"
-    return None, math.nan, math.nan, "not reached"
+            return n, float(med[0]), float(med[1]), f"{len(errs)}/{runs} ({used})"
+    return None, math.nan, math.nan, f"not by {ns[-1]:,}"
 
 
 def part_table(runs: int, rows: list[dict]) -> list[str]:
@@ -186,22 +191,23 @@ def part_table(runs: int, rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def part_mixture(mixture_runs: int, dims: list[int], rows: list[dict]) -> list[str]:
+def part_mixture(mixture_runs: int, dims: list[int], ks: list[int], ns: list[int],
+                 rows: list[dict]) -> list[str]:
     lines = [
-        f"## k >= 2: route P2 (agnostic) with {mixture_runs} runs per n (n in 1e5, 2e5); "
-        "faithful PPE formula n",
+        f"## k >= 2: route P2 (agnostic) with {mixture_runs} runs per n (n in "
+        f"{', '.join(f'{n:g}' for n in ns)}); faithful PPE formula n",
         "",
         "| d | k | method | first n | runs returned | error there | theory formula n |",
         "|---|---|---|---|---|---|---|",
     ]
     for d in (1, 2, 5, 10):
-        for k in (2, 3):
+        for k in ks:
             if d in dims:
-                n, e1, e2, frac = first_n_mixture(d, k, mixture_runs)
+                n, e1, e2, frac = first_n_mixture(d, k, mixture_runs, ns)
             else:
                 n, e1, e2, frac = None, math.nan, math.nan, "not run (time)"
             form = theory.agnostic_n(EPS, DELTA, 0.1, 0.1, 16, 10 * k * d * d).n
-            lines.append(f"| {d} | {k} | agnostic (P2) | {n or f'> {CAP}'} | {frac} | "
+            lines.append(f"| {d} | {k} | agnostic (P2) | {n or f'> {ns[-1]}'} | {frac} | "
                          f"{e1:.4f} / {e2:.4f} | {form:.2g} ([B] Thm 4, L = 16) |")
             lines.append(f"| {d} | {k} | ppe (faithful) | > {CAP} | see faithful part | - | "
                          f"{theory.ppe_n(d, k, EPS, DELTA).n:.2g} |")
@@ -391,6 +397,9 @@ def main() -> None:
     p.add_argument("--time-limit", type=float, default=1500.0,
                    help="agnostic-faithful: stop starting runs after this many seconds")
     p.add_argument("--mixture-dims", type=int, nargs="+", default=[1, 2, 5, 10])
+    p.add_argument("--mixture-ks", type=int, nargs="+", default=[2, 3])
+    p.add_argument("--mixture-ns", type=float, nargs="+", default=[1e5, 2e5, 5e5],
+                   help="route P2: the grid of n probed in order")
     p.add_argument("--faithful-dims", type=int, nargs="+", default=[1, 2, 5, 10])
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--mixture-runs", type=int, default=10)
@@ -405,7 +414,8 @@ def main() -> None:
     if a.part in ("table", "all"):
         lines += part_table(a.runs, rows)
     if a.part in ("mixture", "all"):
-        lines += part_mixture(a.mixture_runs, a.mixture_dims, rows)
+        lines += part_mixture(a.mixture_runs, a.mixture_dims, a.mixture_ks,
+                              [int(x) for x in a.mixture_ns], rows)
     if a.part in ("faithful", "all"):
         lines += part_faithful(a.faithful_dims, rows)
     if a.part == "agnostic-faithful":

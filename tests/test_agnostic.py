@@ -313,3 +313,19 @@ def test_cli_fit_mixture_reaches_the_faithful_route(tmp_path) -> None:
     np.save(path, np.tile([2.0, -1.0], (100, 1)))
     res = CliRunner().invoke(main, [*args, "--constants", "theory"])
     assert res.exit_code == 2 and "needs about n >=" in res.output
+
+
+def test_p2_producers_share_the_budget_only_when_both_can_work() -> None:
+    from privgauss.mixture.requirements import requirements
+    from privgauss.reductions.agnostic import _p2_producers
+
+    # d = 2, k = 3: at n = 1e5 neither producer works on 70 % of the rows with half of 0.8 ε,
+    # so the one needing the fewest rows with all of it runs alone; at 1e8 both share it
+    alone = _p2_producers(100_000, 2, 3, 1.0, 1e-6, 0.05)
+    assert len(alone) == 1
+    need = {m: requirements(m, n=100_000, d=2, k=3, epsilon=0.8, delta=1e-6,
+                            beta=0.05).n_needed for m in ("sample-aggregate", "kssu")}
+    assert alone[0] == min(need, key=need.__getitem__)
+    assert _p2_producers(10**8, 2, 3, 1.0, 1e-6, 0.05) == ["sample-aggregate", "kssu"]
+    # the rule reads public quantities only: the same answer every time
+    assert _p2_producers(100_000, 2, 3, 1.0, 1e-6, 0.05) == alone

@@ -523,23 +523,44 @@ def reduction_requirements(
             f"guarantee needs n ~ {plan.theory_n:.2g}",
         )
     # route P2: one producer must work on 70% of the rows with its share of the budget
-    # (producers get 0.8 ε in equal shares: 2 of them for k ≥ 2, 1 for k = 1)
+    # (the producers share 0.8 ε; below the n where two can share it, the best runs alone:
+    # :func:`_p2_producers`)
     if k == 1:
         need = ppe_requirements(n, d, 0.8 * epsilon, delta).n_needed / 0.7
     else:
-        from ..mixture.requirements import requirements
-
-        need = min(
-            requirements(m, n=n, d=d, k=k, epsilon=0.4 * epsilon, delta=delta / 2,
-                         beta=beta).n_needed
-            for m in ("sample-aggregate", "kssu")
-        ) / 0.7
+        need = min(_producer_needs(n, d, k, 0.8 * epsilon, delta, beta).values()) / 0.7
     return Requirements("agnostic", int(n), need, bool(n >= need), constants,
                         {"n": need}, "n", {},
                         "route P2: the n its best candidate producer needs (on 70% of the rows)")
 
 
 # ------------------------------------------------------------------------------ estimator hooks
+
+
+_P2_PRODUCERS = {"sample-aggregate": ("sample_aggregate", "sample_aggregate_gmm"),
+                 "kssu": ("kssu", "kssu_gmm")}
+
+
+def _producer_needs(n: int, d: int, k: int, epsilon: float, delta: float, beta: float
+                    ) -> dict[str, float]:
+    """The n each P2 producer needs with the budget (ε, δ) (public: ``requirements``)."""
+    from ..mixture.requirements import requirements
+
+    return {m: requirements(m, n=n, d=d, k=k, epsilon=epsilon, delta=delta,
+                            beta=beta).n_needed for m in _P2_PRODUCERS}
+
+
+def _p2_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: float
+                  ) -> list[str]:
+    """Route P2's candidate producers for k ≥ 2, from public quantities: both when each can
+    work on the generating rows (70 %) with half the producers' 0.8 ε, else the one that needs
+    the fewest rows with all of it (a split that starves both producers returns nothing)."""
+    n_gen = n - int(round(0.3 * n))
+    half = _producer_needs(n, d, k, 0.4 * epsilon, delta / 2, beta)
+    if all(need <= n_gen for need in half.values()):
+        return list(_P2_PRODUCERS)
+    full = _producer_needs(n, d, k, 0.8 * epsilon, delta, beta)
+    return [min(full, key=full.__getitem__)]
 
 
 def _producer(module: str, function: str, k: int, beta: float) -> Callable[..., Mixture]:
@@ -557,8 +578,9 @@ def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct:
                  noise: Any, info: dict[str, Any]) -> Mixture:
     """``PrivateGaussianMixture(method="agnostic")``: with ``constants="theory"`` the faithful
     route (:func:`faithful_agnostic`); otherwise route P2 with candidates from the library's
-    private mixture learners (sample-and-aggregate, KSSU) — for k = 1, the practical PPE —
-    selected by the private Yatracos tournament."""
+    private mixture learners (sample-and-aggregate and/or KSSU, chosen from public quantities
+    by :func:`_p2_producers`) — for k = 1, the practical PPE — selected by the private
+    Yatracos tournament."""
     k = int(est.n_components)
     if est.constants == "theory":
         return faithful_agnostic(X, k, budget.epsilon, budget.delta, beta=float(est.beta),
@@ -572,10 +594,10 @@ def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct:
 
         producers: list[Callable[..., Mixture]] = [single]
     else:
-        producers = [
-            _producer("sample_aggregate", "sample_aggregate_gmm", k, float(est.beta)),
-            _producer("kssu", "kssu_gmm", k, float(est.beta)),
-        ]
+        chosen = _p2_producers(X.shape[0], X.shape[1], k, budget.epsilon, budget.delta,
+                               float(est.beta))
+        producers = [_producer(*_P2_PRODUCERS[m], k, float(est.beta)) for m in chosen]
+        info["producers"] = chosen
     f, extra = private_selection(X, producers, budget.epsilon, budget.delta,
                                  accountant=acct, noise=noise)
     info.update(extra)
