@@ -151,12 +151,13 @@ def first_n_mixture(d: int, k: int, runs: int, ns: list[int]
                     enforce_requirements=False,
                 ).fit(mix.X)
             except EstimationFailed:
-                continue
-            e = metrics.mixture_error(m.weights_, m.means_, m.covariances_, mix.weights,
-                                      mix.means, mix.covariances)
-            errs.append((e.max_component_tv, e.weight_error))
+                pass
+            else:
+                e = metrics.mixture_error(m.weights_, m.means_, m.covariances_, mix.weights,
+                                          mix.means, mix.covariances)
+                errs.append((e.max_component_tv, e.weight_error))
             if seed + 1 - len(errs) > runs - math.ceil(0.9 * runs):
-                break
+                break  # cannot reach 9/10 any more
         from privgauss.reductions.agnostic import _p2_producers
 
         used = "+".join(_p2_producers(n, d, k, EPS, DELTA, 0.05))

@@ -230,3 +230,33 @@ def test_split_mode_dask_and_npy_equal_numpy(monkeypatch: pytest.MonkeyPatch,
         np.testing.assert_allclose(b.mean_, a.mean_, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(b.covariance_, a.covariance_, rtol=1e-10, atol=1e-12)
     assert math.isclose(a.privacy_spent_.rho, 0.5)
+
+
+@pytest.mark.parametrize("excess", [1e-6, 1e-8, -1e-6])
+def test_clipped_moments_float32_tier_classifies_rows_a_hair_from_the_sphere(
+    excess: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row lies at (1 ± 1e-6)·τ in the frame: rows just outside must be clipped (the
+    Gram shrinks by ≈ 2e-6, far above the tolerance) and rows just inside must not; a float32
+    norm that missed its rounding margin would be caught here."""
+    import privgauss.linalg as la
+
+    calls = []
+    real = la.clip_weights
+    monkeypatch.setattr(la, "clip_weights", lambda D, r: calls.append(1) or real(D, r))
+    rng = np.random.default_rng(5)
+    n, d, tau = 6000, 30, 3.0
+    A = np.eye(d) + 0.2 * rng.standard_normal((d, d))
+    s = rng.standard_normal(d)
+    u = rng.standard_normal((n, d))
+    u *= (tau * (1 + excess)) / np.linalg.norm(u, axis=1, keepdims=True)
+    X = s + np.linalg.solve(A, u.T).T
+    rows = bk.Rows(X)
+    a = bk.clipped_moments(rows, A, s, tau)
+    b = bk.exact_clipped_moments(rows, A, s, tau)
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-10, atol=1e-13)
+    unclipped = (u.T @ u) / n
+    shrink = float(np.trace(b[1]) / np.trace(unclipped))
+    assert shrink == pytest.approx(1.0 if excess < 0 else (1 + excess) ** -2, rel=1e-9)
+    assert calls  # the float32 tier ran (it corrects candidate rows with clip weights)

@@ -721,3 +721,29 @@ def test_split_gate_keeps_small_data_sequential() -> None:
     seq = cp._practical_plan(8000, *args)
     assert 8000 * 10 < cps._SPLIT_MIN_VALUES
     assert cps._split_plan(8000, args, seq) is None
+
+
+@pytest.mark.parametrize("excess", [1e-6, 1e-8, -1e-6])
+def test_float32_norm_tier_rows_a_hair_from_the_sphere(
+    excess: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows at (1 ± 1e-6)·τ in the step's frame, candidates chosen by float32 norms: rows just
+    outside must be clipped (their Gram shrinks by ≈ 2e-6) and rows just inside must not."""
+    monkeypatch.setattr(bk, "_MAX_BOUND_CANDIDATES", 0.0)
+    rng = np.random.default_rng(12)
+    n, d, tau = 6000, 20, 3.0
+    A = np.eye(d) + 0.2 * rng.standard_normal((d, d))
+    s = rng.standard_normal(d)
+    u = rng.standard_normal((n, d))
+    u *= 0.5 * tau / np.linalg.norm(u, axis=1, keepdims=True)
+    u[:1000] *= 2.0 * (1 + excess)  # a sixth of the rows a hair from the sphere
+    X = s + np.linalg.solve(A, u.T).T
+    rows = Rows(X, fast=True)
+    fast = rows._fast_second_moment(A, s, tau)
+    assert fast is not None and rows.summary()["U32"] is not None
+    ref = _straight_cov(X, A, s, tau)
+    np.testing.assert_allclose(fast, ref, rtol=1e-9, atol=1e-11)
+    hair = u[:1000].T @ u[:1000] / n  # the part that clipping shrinks when excess > 0
+    lost = np.trace(u.T @ u / n) - np.trace(ref)
+    expected = 0.0 if excess < 0 else (1 - (1 + excess) ** -2) * np.trace(hair)
+    assert lost == pytest.approx(expected, rel=1e-6, abs=1e-12)

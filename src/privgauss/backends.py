@@ -811,17 +811,17 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
         return zero_d, zero_dd, sm - Zo.sum(axis=0) + Zc.sum(axis=0), G - Zo.T @ Zo + Zc.T @ Zc
 
     kernel = exact_kernel
-    cond = float(np.linalg.cond(R))
-    if cond <= _FAST32_COND and tau < 0.5 * z_lim:
+    # float32 rounding bound (as in Rows._norm32_candidates): ‖R‖_F‖D_i‖ ≤ c‖R D_i‖ with
+    # c = ‖R‖_F‖R⁻¹‖, so the computed norm is within rel·(computed) of the exact one,
+    # rel = 2κ(c + 1)/(1 − 2κc); the tier is used only while that is small (a few %)
+    kappa = 2.0 * (d + 4) * _EPS32 / (1.0 - (d + 4) * _EPS32)
+    c = float(np.linalg.norm(R)) * rinv
+    if float(np.linalg.cond(R)) <= _FAST32_COND and 2.0 * kappa * c < 0.05 and tau < 0.5 * z_lim:
         from scipy.linalg.blas import strmm
 
         from .linalg import clip_weights
 
         R32 = np.asfortranarray(R, dtype=np.float32)
-        kappa = 2.0 * (d + 4) * _EPS32 / (1.0 - (d + 4) * _EPS32)
-        # ‖R‖_F‖D_i‖ ≤ c‖R D_i‖, c = ‖R‖_F‖R⁻¹‖: the bound of _norm32_candidates solved for
-        # the exact norm, e ≤ 2κ(c + 1)·computed/(1 − 2κc)
-        c = float(np.linalg.norm(R)) * rinv
         rel = 2.0 * kappa * (c + 1.0) / (1.0 - 2.0 * kappa * c)
         tau_in = tau * (1.0 - 1e-12)  # rows certainly below this are inside the ball
         big = min(math.sqrt(_CORRECT_LIMIT) * tau, 0.5 * z_lim)
