@@ -1,5 +1,6 @@
-"""Tests of privgauss.backends: chunked passes over numpy or dask data, and the streaming
-Gaussian estimators giving the in-memory results."""
+"""Tests of privgauss.backends (chunked passes over numpy or dask data), the one-pass clipped
+moments of privgauss.clipped_stats, and the streaming Gaussian estimators giving the in-memory
+results."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 import privgauss as pg
 from privgauss import backends as bk
+from privgauss import clipped_stats as cs
 from privgauss.exceptions import InvalidDataError
 from privgauss.linalg import clip_rows
 from privgauss.validation import validated_rows
@@ -133,7 +135,7 @@ def _moment_case(offset: float, seed: int = 2) -> tuple:
     M = rng.standard_normal((d, d)) + 2 * np.eye(d)
     X = rng.standard_normal((n, d)) @ M.T + offset
     P = np.linalg.inv(M) * 1.3
-    rows = bk.Rows(X, input_map=(P, X[:40].mean(axis=0)))
+    rows = cs.Rows(X, input_map=(P, X[:40].mean(axis=0)))
     A = np.eye(d) + 0.3 * rng.standard_normal((d, d))
     s = 0.1 * rng.standard_normal(d)
     return X, rows, A, s
@@ -150,8 +152,8 @@ def test_clipped_moments_equal_the_clip_then_sum_definition(offset: float) -> No
         W = ((X[keep] - rows.p0) @ rows.P.T - s) @ A.T
         Wc, k = clip_rows(W, np.zeros(d), tau)
         ref = (Wc.mean(axis=0), Wc.T @ Wc / keep.size)
-        for got in (bk.clipped_moments(rows, A, s, tau, ex),
-                    bk.exact_clipped_moments(rows, A, s, tau, ex)):
+        for got in (cs.clipped_moments(rows, A, s, tau, ex),
+                    cs.exact_clipped_moments(rows, A, s, tau, ex)):
             np.testing.assert_allclose(got[0], ref[0], rtol=1e-9, atol=1e-12 * tau)
             np.testing.assert_allclose(got[1], ref[1], rtol=1e-9, atol=1e-12 * tau**2)
     assert 0 < k < keep.size or tau > 10  # some rows clipped at the small radii
@@ -172,9 +174,9 @@ def test_clipped_moments_rows_on_the_boundary_and_extreme_rows() -> None:
     X2[30] = 1e150
     X2[31] = -3e149
     X2[32] = rows.p0 + 1e4
-    r2 = bk.Rows(X2, input_map=(rows.P, rows.p0))
-    a = bk.clipped_moments(r2, A, s, tau)
-    b = bk.exact_clipped_moments(r2, A, s, tau)
+    r2 = cs.Rows(X2, input_map=(rows.P, rows.p0))
+    a = cs.clipped_moments(r2, A, s, tau)
+    b = cs.exact_clipped_moments(r2, A, s, tau)
     np.testing.assert_allclose(a[0], b[0], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(a[1], b[1], rtol=1e-9, atol=1e-12)
 
@@ -188,16 +190,16 @@ def test_clipped_moments_sensitivity_worst_case_pair() -> None:
     n, d, tau = 500, 3, 1.5
     X = rng.standard_normal((n, d))
     ex = np.arange(0, n, 5)
-    rows = bk.Rows(X)
-    base = bk.clipped_moments(rows, np.eye(d), np.zeros(d), tau, ex)
+    rows = cs.Rows(X)
+    base = cs.clipped_moments(rows, np.eye(d), np.zeros(d), tau, ex)
     n2 = n - ex.size
     worst = [0.0, 0.0]
     far = 1e3 * np.eye(d)
     for r1, r2 in [(far[0], -far[0]), (far[0], far[1])]:  # opposite, orthogonal
         X1, X2 = X.copy(), X.copy()
         X1[1], X2[1] = r1, r2
-        m1, S1 = bk.clipped_moments(bk.Rows(X1), np.eye(d), np.zeros(d), tau, ex)
-        m2, S2 = bk.clipped_moments(bk.Rows(X2), np.eye(d), np.zeros(d), tau, ex)
+        m1, S1 = cs.clipped_moments(cs.Rows(X1), np.eye(d), np.zeros(d), tau, ex)
+        m2, S2 = cs.clipped_moments(cs.Rows(X2), np.eye(d), np.zeros(d), tau, ex)
         worst[0] = max(worst[0], float(np.linalg.norm(m1 - m2)))
         worst[1] = max(worst[1], float(np.linalg.norm(S1 - S2)))
     assert math.isclose(worst[0], clipped_mean_l2(tau, n2), rel_tol=1e-9)
@@ -205,7 +207,7 @@ def test_clipped_moments_sensitivity_worst_case_pair() -> None:
     # a row of the excluded set changes nothing
     X3 = X.copy()
     X3[0] = 1e3
-    got = bk.clipped_moments(bk.Rows(X3), np.eye(d), np.zeros(d), tau, ex)
+    got = cs.clipped_moments(cs.Rows(X3), np.eye(d), np.zeros(d), tau, ex)
     np.testing.assert_allclose(got[1], base[1], rtol=1e-12, atol=1e-15)
 
 
@@ -251,9 +253,9 @@ def test_clipped_moments_float32_tier_classifies_rows_a_hair_from_the_sphere(
     u = rng.standard_normal((n, d))
     u *= (tau * (1 + excess)) / np.linalg.norm(u, axis=1, keepdims=True)
     X = s + np.linalg.solve(A, u.T).T
-    rows = bk.Rows(X)
-    a = bk.clipped_moments(rows, A, s, tau)
-    b = bk.exact_clipped_moments(rows, A, s, tau)
+    rows = cs.Rows(X)
+    a = cs.clipped_moments(rows, A, s, tau)
+    b = cs.exact_clipped_moments(rows, A, s, tau)
     np.testing.assert_allclose(a[1], b[1], rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(a[0], b[0], rtol=1e-10, atol=1e-13)
     unclipped = (u.T @ u) / n

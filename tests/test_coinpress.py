@@ -9,17 +9,16 @@ import pytest
 from scipy.stats import chi2, trim_mean
 
 import privgauss as pg
-from privgauss import backends as bk
+from privgauss import clipped_stats as cs
 from privgauss.accounting import zcdp_to_epsilon
-from privgauss.backends import Rows, affine_rows, sanitize_rows
+from privgauss.clipped_stats import Rows, affine_rows, sanitize_rows
 from privgauss.gaussian import coinpress as cp
+from privgauss.gaussian import coinpress_plan as cpp
 from privgauss.gaussian import coinpress_split as cps
-from privgauss.gaussian.coinpress import (
+from privgauss.gaussian.coinpress import coinpress_covariance, coinpress_gaussian, coinpress_mean
+from privgauss.gaussian.coinpress_plan import (
     chi_tail_bound,
     chi_tail_radius,
-    coinpress_covariance,
-    coinpress_gaussian,
-    coinpress_mean,
     covariance_schedule,
     mean_schedule,
 )
@@ -62,15 +61,15 @@ def test_clip_slope_matches_monte_carlo() -> None:
     Z = rng.standard_normal((n, d)) + v
     clipped, _ = clip_rows(Z, np.zeros(d), tau)
     mc = clipped.mean(axis=0)
-    phi = cp._clip_slope(d, tau, float(np.linalg.norm(v)))
+    phi = cpp._clip_slope(d, tau, float(np.linalg.norm(v)))
     se = clipped.std(axis=0) / math.sqrt(n)
     assert np.all(np.abs(mc - phi * v) < 5 * se)
     # slope at 0 and the clipped second moment
     Z0 = rng.standard_normal((n, d))
     c0, _ = clip_rows(Z0, np.zeros(d), tau)
     m2 = (c0**2).sum(axis=1).mean() / d
-    assert m2 == pytest.approx(cp._clip_second_moment(d, tau), rel=0.01)
-    assert 0 < cp._clip_slope(d, tau) < 1
+    assert m2 == pytest.approx(cpp._clip_second_moment(d, tau), rel=0.01)
+    assert 0 < cpp._clip_slope(d, tau) < 1
 
 
 def test_undo_shrinkage_inverts_the_model_map() -> None:
@@ -78,8 +77,8 @@ def test_undo_shrinkage_inverts_the_model_map() -> None:
     for a in [0.05, 0.7, 2.0]:
         v = np.zeros(d)
         v[3] = a
-        g = cp._clip_slope(d, tau, a) * v
-        assert np.allclose(cp._undo_shrinkage(g, d, tau, 10.0), v, atol=1e-9)
+        g = cpp._clip_slope(d, tau, a) * v
+        assert np.allclose(cpp._undo_shrinkage(g, d, tau, 10.0), v, atol=1e-9)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -138,7 +137,7 @@ def test_auto_schedule_adapts_to_prior_looseness() -> None:
     n, d, rho = 2000, 20, 0.5
     t_tight = len(mean_schedule(n, d, 1.0, rho))
     t_loose = len(mean_schedule(n, d, 1e6 * math.sqrt(d), rho))
-    assert t_tight <= 2 < t_loose <= cp._MAX_MEAN_STEPS
+    assert t_tight <= 2 < t_loose <= cpp._MAX_MEAN_STEPS
 
 
 def test_schedule_and_ledger_do_not_depend_on_private_data() -> None:
@@ -322,7 +321,7 @@ def test_gaussian_ledger_split_sums_to_rho() -> None:
                            accountant=a, noise=0, constants=constants)
         assert math.fsum(ledger_rhos(a)) == pytest.approx(0.5, rel=1e-12, abs=0)
         mean_rho = math.fsum(e.cost.rho for e in a.ledger if e.mechanism == "gaussian")
-        share = cp._ROUGH_MEAN_SHARE + cp._FINAL_MEAN_SHARE if constants == "practical" else 0.5
+        share = cpp._ROUGH_MEAN_SHARE + cpp._FINAL_MEAN_SHARE if constants == "practical" else 0.5
         assert mean_rho == pytest.approx(0.5 * share, rel=1e-12)
 
 
@@ -357,7 +356,7 @@ def test_debiased_last_step_is_unbiased_off_centre() -> None:
     mu[0] = 0.8
     plan = mean_schedule(n, d, 1.0, rho, steps=1)
     tau = plan[-1].clip_radius
-    slope = cp._clip_slope(d, tau)
+    slope = cpp._clip_slope(d, tau)
     assert plan[-1].debias and slope < 0.97  # a real share of the rows is clipped
     est = np.array([
         coinpress_mean(rng.standard_normal((n, d)) + mu, np.zeros(d), 1.0, rho, accountant=acct(),
@@ -460,7 +459,7 @@ def test_audit_passes(kw: dict) -> None:
 def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     from privgauss import audit
     monkeypatch.setattr(cp, "clipped_mean_l2", lambda radius, n: radius / n)
-    cp.mean_schedule.cache_clear()
+    cpp.mean_schedule.cache_clear()
     try:
         D, D2 = _audit_pair()
         eps = zcdp_to_epsilon(0.1, 1e-2)
@@ -468,7 +467,7 @@ def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None
                                     n_runs=20_000, random_state=1)
         assert not res.passed, str(res)
     finally:
-        cp.mean_schedule.cache_clear()
+        cpp.mean_schedule.cache_clear()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -512,9 +511,9 @@ def test_fast_clipped_statistics_match_straightforward(
     far: int, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if tier != "bound":  # select candidate rows by norms (float32 rows, or the float64 pass)
-        monkeypatch.setattr(bk, "_MAX_BOUND_CANDIDATES", 0.0)
+        monkeypatch.setattr(cs, "_MAX_BOUND_CANDIDATES", 0.0)
     if tier == "norms64":
-        monkeypatch.setattr(bk, "_U32_BYTES", 0)
+        monkeypatch.setattr(cs, "_U32_BYTES", 0)
     rng = np.random.default_rng(3)
     n, d = 6000, 6
     X = rng.standard_normal((n, d)) @ np.diag(np.geomspace(1, 20, d))
@@ -567,7 +566,7 @@ def test_projection_directions_handle_an_anisotropic_transform(
 ) -> None:
     """A transform large on a few directions only: without float32 rows (large data) the
     stored directions are refreshed and the fast path stays exact."""
-    monkeypatch.setattr(bk, "_U32_BYTES", 0)
+    monkeypatch.setattr(cs, "_U32_BYTES", 0)
     rng = np.random.default_rng(8)
     n, d = 20000, 30
     X = rng.standard_normal((n, d))
@@ -587,8 +586,8 @@ def test_fast_gaussian_path_same_release_and_ledger(monkeypatch: pytest.MonkeyPa
     X = rng.standard_normal((n, d)) * [1, 2, 3, 4] + 5.0
     X[:20] += 1e3
     outs = []
-    for fast_min in (bk._FAST_MIN_ROWS, 10**12):
-        monkeypatch.setattr(bk, "_FAST_MIN_ROWS", fast_min)
+    for fast_min in (cs._FAST_MIN_ROWS, 10**12):
+        monkeypatch.setattr(cs, "_FAST_MIN_ROWS", fast_min)
         a = acct(1.0)
         m, C = coinpress_gaussian(X, 1.0, center=np.zeros(d), radius=10.0,
                                   cov_bounds=(0.5, 30.0), accountant=a, noise=7)
@@ -650,7 +649,7 @@ def test_split_mode_parallel_charges_and_sensitivities(monkeypatch: pytest.Monke
     assert math.isclose(math.fsum(e.cost.rho for e in coarse), 1.0, rel_tol=1e-12)
     assert math.isclose(math.fsum(e.cost.rho for e in final), 1.0, rel_tol=1e-12)
     assert [e.step for e in final] == ["g final mean", "g final second moment"]
-    tau = math.sqrt(chi2.isf(cp._COV_CLIP_TAIL, d))
+    tau = math.sqrt(chi2.isf(cpp._COV_CLIP_TAIL, d))
     n2 = n - idx.size
     assert math.isclose(final[0].sensitivity, 2 * tau / n2)
     assert math.isclose(final[1].sensitivity, math.sqrt(2) * tau**2 / n2)
@@ -667,7 +666,7 @@ def test_split_mode_subsample_ledger_sums_to_rho(monkeypatch: pytest.MonkeyPatch
     coarse, final = info["ledgers"]
     assert math.isclose(math.fsum(e.cost.rho for e in coarse), 0.16, rel_tol=1e-12)
     assert len(a.ledger) == len(coarse) + len(final)
-    tau = math.sqrt(chi2.isf(cp._COV_CLIP_TAIL, d))
+    tau = math.sqrt(chi2.isf(cpp._COV_CLIP_TAIL, d))
     assert math.isclose(final[1].sensitivity, math.sqrt(2) * tau**2 / n)  # all n rows
     np.testing.assert_allclose(np.diag(C), [1.0, 4.0, 0.25], rtol=0.3)
 
@@ -718,7 +717,7 @@ def test_split_gate_keeps_small_data_sequential() -> None:
 
     pre = public_preconditioner(np.random.default_rng(0).standard_normal((11, 10)), 0.05)
     args = (10, 0.5, pre.R, 1.0, pre.K, min(pre.R, pre.mahalanobis_radius), 0.05, 0.0)
-    seq = cp._practical_plan(8000, *args)
+    seq = cpp._practical_plan(8000, *args)
     assert 8000 * 10 < cps._SPLIT_MIN_VALUES
     assert cps._split_plan(8000, args, seq) is None
 
@@ -729,7 +728,7 @@ def test_float32_norm_tier_rows_a_hair_from_the_sphere(
 ) -> None:
     """Rows at (1 ± 1e-6)·τ in the step's frame, candidates chosen by float32 norms: rows just
     outside must be clipped (their Gram shrinks by ≈ 2e-6) and rows just inside must not."""
-    monkeypatch.setattr(bk, "_MAX_BOUND_CANDIDATES", 0.0)
+    monkeypatch.setattr(cs, "_MAX_BOUND_CANDIDATES", 0.0)
     rng = np.random.default_rng(12)
     n, d, tau = 6000, 20, 3.0
     A = np.eye(d) + 0.2 * rng.standard_normal((d, d))

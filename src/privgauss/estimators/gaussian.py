@@ -48,7 +48,7 @@ def public_predicted_error(
     only: the preconditioner's range (R, K, ω) depends on d, m, β, γ, not on the rows);
     inf when the range overflows the planner. ``ideal``: the same with K = 1 (a perfect
     preconditioner), the error the privacy noise and sampling alone would leave."""
-    from ..gaussian import coinpress as cp
+    from ..gaussian import coinpress_plan as cp
     from ..gaussian import public as pub
 
     b = beta / 2
@@ -429,7 +429,7 @@ class PrivateGaussian(BudgetMixin):
         """Mean of N(μ, I) rows by the chosen method."""
         if method == "clip":
             from ..gaussian.clip_mean import clip_mean
-            from ..gaussian.coinpress import chi_tail_radius
+            from ..gaussian.coinpress_plan import chi_tail_radius
 
             # the mean lies within `bound` of center, and a row within the chi tail of the mean
             n, d = X.shape

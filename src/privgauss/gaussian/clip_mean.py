@@ -4,7 +4,7 @@ Rows are projected onto the ball B(center, radius), averaged, and released with 
 mechanism (ρ-zCDP or (ε, δ)-DP, L2 sensitivity 2r/n) or the Laplace mechanism (ε-DP, L1
 sensitivity 2r√d/n). Neighbours: replace one row, n public. ``center`` and ``radius`` must be
 public (or DP outputs) — never computed from X. ``X`` may be a validated array (numpy or dask)
-or a :class:`~privgauss.backends.Rows` (rows under a public per-record map), read in one pass.
+or a :class:`~privgauss.clipped_stats.Rows` (rows under a public per-record map), read in one pass.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import Accountant, ApproxDP, Budget, PureDP
-from ..backends import Rows
+from ..clipped_stats import Rows
 from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import RandomState
 from ..sensitivity import clipped_mean_l1, clipped_mean_l2

@@ -19,21 +19,21 @@ from typing import Any
 import numpy as np
 
 from ..accounting import ZCDP, Accountant
-from ..backends import Rows, clipped_moments, take_rows
+from ..backends import take_rows
+from ..clipped_stats import Rows, clipped_moments
 from ..exceptions import EstimationFailed
 from ..linalg import project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
-from .coinpress import (
+from .coinpress import _run_practical, _whitener
+from .coinpress_plan import (
     _COV_CLIP_TAIL,
     _FINAL_MEAN_SHARE,
     _chi2_isf,
     _cov_plans,
     _Plan,
     _practical_plan,
-    _run_practical,
     _sigma_cov,
-    _whitener,
 )
 
 _SPLIT_MIN_VALUES = 1 << 20  # n·d below this: passes are cheap, always the sequential mode
@@ -127,7 +127,7 @@ def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
 def _plan_cost(plan: _Plan, n: int, d: int) -> float:
     """Rough cost of running a plan on n rows, in flops: per step a norm pass over the rows
     and a fixed part (eigendecompositions, bookkeeping)."""
-    from ..backends import _U32_BYTES
+    from ..clipped_stats import _U32_BYTES
 
     steps = len(plan.coarse) + len(plan.cov) + len(plan.rough) + len(plan.mean)
     per_row = _STEP_PASS_U32 if 4 * n * d <= _U32_BYTES else _STEP_PASS
@@ -150,7 +150,7 @@ def _split_gaussian(rows: Rows, sp: _Split, args: tuple[Any, ...], c: np.ndarray
     rows S₂ then release, in the frame A = Σ̂₁^{-1/2}/√u centred at ĉ with
     W_i = clip_τ(A(y_i − ĉ)), the noisy mean m̂ = mean W_i + N (L2 sensitivity 2τ/|S₂|,
     budget ρ_m) and second moment M̂ = mean W_i W_iᵀ + N (Frobenius sensitivity √2τ²/|S₂|,
-    budget ρ₂ − ρ_m), in one pass (:func:`~privgauss.backends.clipped_moments`); |S₂| is
+    budget ρ₂ − ρ_m), in one pass (:func:`~privgauss.clipped_stats.clipped_moments`); |S₂| is
     public. Output: μ̂ = ĉ + A⁻¹m̂, Σ̂ = A⁻¹ proj_PSD(M̂ − m̂m̂ᵀ) A⁻ᵀ.
 
     Privacy. *Subsample mode* (S₂ = all rows, ρ₁ + ρ₂ = ρ): adaptive sequential composition

@@ -25,20 +25,17 @@ import numpy as np
 from scipy.stats import chi2
 
 from ..accounting import ZCDP, Accountant
-from ..backends import Rows
+from ..clipped_stats import Rows
 from ..exceptions import InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..noise import RandomState, as_noise
 from ..validation import check_data, validated_rows
 from .clip_mean import clip_mean
-from .coinpress import (
-    _check_accountant,
+from .coinpress import _check_accountant, _gaussian, _reserve, _run_mean
+from .coinpress_plan import (
     _check_beta,
     _check_constants,
     _check_rho,
-    _gaussian,
-    _reserve,
-    _run_mean,
     chi_tail_bound,
     mean_schedule,
 )

@@ -1,0 +1,680 @@
+"""Clipped statistics of affinely mapped rows, over the block passes of :mod:`privgauss.backends`
+(numpy in memory or dask chunks).
+
+:class:`Rows` holds the private rows y_i of a computation (optionally under a public per-record
+map, :func:`sanitize_rows`, :func:`affine_rows`) and evaluates mean_i clip_{B(c, τ)}(A(y_i − s))
+and Σ_i clip_τ(A(y_i − s)) (…)ᵀ / n: by the clip-then-sum definition in one pass, or faster
+from two-pass summaries plus an exact correction for the rows that may reach τ.
+:func:`clipped_moments` gives both clipped moments in a fixed, public frame in one pass
+(:func:`exact_clipped_moments` is its reference definition). Nothing here is released: each
+result equals its clip-then-sum definition up to floating-point rounding, so its sensitivity
+under replace-one neighbours is the definition's (:mod:`privgauss.sensitivity`); the callers
+add the noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .backends import Kernel, _as_block, _row_chunks, is_dask, map_rows, reduce_rows, take_rows
+
+__all__ = [
+    "Rows",
+    "affine_rows",
+    "clipped_moments",
+    "exact_clipped_moments",
+    "sanitize_rows",
+]
+
+_FAST_MIN_ROWS = 4096  # below this the exact pass is as fast as the summaries
+_MAX_CANDIDATES = 0.5  # above this fraction of rows to map exactly, the exact pass is cheaper
+_MAX_CANDIDATES_U32 = 0.9  # the same for data small enough for float32 rows (gathered at once)
+_MAX_BOUND_CANDIDATES = 0.2  # above this, exact norms (a triangular pass) select the rows
+_BOUND_SLACK = 1e-9
+_CANCEL_LIMIT = 1e4
+_EPS64 = float(np.finfo(np.float64).eps)
+_MAX_VALUE = 1e150
+_MAX_DIRECTIONS = 24  # directions kept per row for the candidate bound
+_PROJECTION_BYTES = 1 << 28  # memory for the per-row coordinates in those directions
+_BOUND_BLOCK = 1 << 18  # rows per block of the candidate bound (bounded temporaries)
+_U32_BYTES = 1 << 28  # memory for a float32 copy of the whitened rows (in-memory data only)
+_U32_BLOCK = 8192  # rows per block of the float32 norm pass
+_EPS32 = float(np.finfo(np.float32).eps) / 2  # unit roundoff of float32
+
+
+def sanitize_rows(Y: np.ndarray) -> np.ndarray:
+    """Map each row with a non-finite entry or an entry above 1e150 in magnitude to 0.
+
+    For rows produced by a public transform of validated data: a fixed per-record map, so it
+    keeps every sensitivity, and unlike validation it never raises on private values."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(Y) <= _MAX_VALUE).all(axis=1)
+    if bad.any():
+        Y = Y.copy()
+        Y[bad] = 0.0
+    return Y
+
+
+def affine_rows(Y: np.ndarray, A: np.ndarray | None, shift: np.ndarray | None = None) -> np.ndarray:
+    """(Y − shift) Aᵀ row by row (A None: the identity); a row that overflows is mapped to 0.
+    A fixed per-record map (given public or released A, shift): it never raises on extreme
+    data and keeps the sensitivity of the clipped statistic computed from it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = Y if shift is None else Y - shift
+        if A is not None:
+            W = W @ A.T
+        elif shift is None:
+            return Y
+    bad = ~np.isfinite(W).all(axis=1)
+    if bad.any():
+        W[bad] = 0.0
+    return W
+
+
+def _trmm(T: np.ndarray, D: np.ndarray, *, lower: bool) -> np.ndarray:
+    """T·Dᵀ for a triangular T (Fortran order) and a fresh C-ordered block D, in D's memory
+    (BLAS dtrmm: half the flops of a general product)."""
+    from scipy.linalg.blas import dtrmm  # imported here: kernels are shipped to dask workers
+
+    return dtrmm(1.0, T, D.T, side=0, lower=int(lower), overwrite_b=1)
+
+
+class Rows:
+    """The private rows y_i of a computation: y_i = x_i, or with ``input_map=(P, p0)`` the
+    public per-record map y_i = sanitize(P(x_i − p0)) (:func:`sanitize_rows`), never
+    materialised. ``X`` is a validated numpy array or a dask array (rows streamed).
+
+    :meth:`second_moment` and :meth:`clipped_mean` return Σ_i clip_τ(A(y_i − s)) (…)ᵀ / n and
+    mean_i clip_{B(c, τ)}(A(y_i − s)) exactly as the clip-then-sum definition
+    (:meth:`exact_second_moment`, :meth:`exact_clipped_mean`: one pass each) gives them, up
+    to floating-point rounding. With ``fast`` (default for n ≥ 4096) they use summaries from
+    two passes over the data instead — the Gram matrix G of the rows about their mean, and
+    each row's norm ‖u_i‖ in the frame u_i = T(x_i − x̄) that whitens G (Cholesky; triangular
+    multiply), plus its coordinates in a few directions V — so that a step writes
+    A(y_i − s) − c = C(u_i − q) + r (C = A·P·T⁻¹), bounds every row's norm from ‖C V a_i‖ and
+    ‖C(I − VVᵀ)‖ (V refreshed in one pass when C is large off V), maps exactly only the rows
+    whose bound reaches τ — or, when too many do, finds them from exact norms in one
+    triangular pass — and corrects the closed form C G Cᵀ + … for them. Which rows are
+    re-mapped depends on the data, but only the rounding of the result does: nothing here
+    is released before the caller adds noise."""
+
+    def __init__(
+        self,
+        X: Any,
+        *,
+        input_map: tuple[np.ndarray, np.ndarray] | None = None,
+        center: np.ndarray | None = None,
+        fast: bool | None = None,
+    ) -> None:
+        self.X = X
+        self.n, self.d = int(X.shape[0]), int(X.shape[1])
+        self.P, self.p0 = (None, None) if input_map is None else input_map
+        self.center = np.zeros(self.d) if center is None else np.asarray(center, dtype=float)
+        self.fast = self.n >= _FAST_MIN_ROWS if fast is None else bool(fast)
+        self._summary: dict[str, Any] | None = None
+
+    # ---- the per-record map
+    def inputs(self, B: np.ndarray) -> np.ndarray:
+        """y = sanitize(P(x − p0)) for a block of rows (the rows themselves without a map)."""
+        if self.P is None:
+            return B
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = (B - self.p0) @ self.P.T
+        return sanitize_rows(Y)
+
+    def materialized(self) -> Any:
+        """All rows y_i: a numpy array, or a lazy dask array for dask input."""
+        if self.P is None:
+            return self.X
+        if is_dask(self.X):
+            return _row_chunks(self.X).map_blocks(
+                lambda c: self.inputs(_as_block(c)), dtype=np.float64
+            )
+        return self.inputs(self.X)
+
+    def pairs(self) -> Rows:
+        """Rows (y_{2j} − y_{2j−1})/√2, j = 1..⌊n/2⌋ (pairwise differences of the mapped rows)."""
+        Y = self.materialized()
+        m = self.n // 2
+        return Rows((Y[1 : 2 * m : 2] - Y[0 : 2 * m : 2]) / np.sqrt(2.0))
+
+    # ---- exact clip-then-sum (one pass)
+    def exact_second_moment(self, A: np.ndarray | None, s: np.ndarray | None, tau: float
+                            ) -> np.ndarray:
+        """Σ_i clip_τ(W_i) clip_τ(W_i)ᵀ / n for W_i = A(y_i − s), by the definition (one pass)."""
+        from .linalg import clip_rows
+
+        zero = np.zeros(self.d)
+
+        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
+            W, _ = clip_rows(affine_rows(self.inputs(B), A, s), zero, tau)
+            return (W.T @ W,)
+
+        return reduce_rows(self.X, kernel)[0] / self.n
+
+    def exact_clipped_mean(self, A: np.ndarray | None, s: np.ndarray | None,
+                           center: np.ndarray, tau: float) -> np.ndarray:
+        """mean_i clip_{B(center, τ)}(W_i) for W_i = A(y_i − s), by the definition (one pass)."""
+        from .linalg import clip_rows
+
+        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
+            W, _ = clip_rows(affine_rows(self.inputs(B), A, s), center, tau)
+            return (W.sum(axis=0),)
+
+        return reduce_rows(self.X, kernel)[0] / self.n
+
+    # ---- fast evaluation
+    def second_moment(self, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray:
+        """Σ_i clip_τ(W_i) clip_τ(W_i)ᵀ / n for W_i = A(y_i − s)."""
+        out = self._fast_second_moment(A, s, tau) if self.fast else None
+        return self.exact_second_moment(A, s, tau) if out is None else out
+
+    def clipped_mean(self, A: np.ndarray | None, s: np.ndarray | None, center: np.ndarray,
+                     tau: float) -> np.ndarray:
+        """mean_i clip_{B(center, τ)}(W_i) for W_i = A(y_i − s) (A None: W_i = y_i − s)."""
+        out = None
+        if self.fast and A is not None:
+            out = self._fast_clipped_mean(A, np.zeros(self.d) if s is None else s, center, tau)
+        return self.exact_clipped_mean(A, s, center, tau) if out is None else out
+
+    def _x_point(self, y: np.ndarray) -> np.ndarray:
+        """The x with P(x − p0) = y (y itself without a map)."""
+        return y if self.P is None else self.p0 + np.linalg.solve(self.P, y)
+
+    def summary(self) -> dict[str, Any] | None:
+        """The two-pass summaries (computed once), or None when they are not usable."""
+        if self._summary is None:
+            self._summary = self._summarize()
+        return self._summary if self._summary.get("ok") else None
+
+    def _summarize(self) -> dict[str, Any]:
+        import scipy.linalg as sla
+
+        n, d = self.n, self.d
+        with np.errstate(over="ignore", invalid="ignore"):
+            q1 = self._x_point(self.center)
+            if not np.isfinite(q1).all():
+                return {"ok": False}
+
+            def pass1(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                D = B - q1
+                return D.T @ D, D.sum(axis=0)
+
+            G, m = reduce_rows(self.X, pass1)
+            if not (np.isfinite(G).all() and np.isfinite(m).all()):
+                return {"ok": False}
+            delta = m / n
+            Gc = G - n * np.outer(delta, delta)
+            Gc = (Gc + Gc.T) / 2
+            try:
+                L = np.linalg.cholesky(Gc / n)
+                T = sla.solve_triangular(L, np.eye(d), lower=True)
+                cond = float(np.linalg.cond(L))
+            except np.linalg.LinAlgError:
+                L = T = np.eye(d)
+                cond = 1.0
+            if not (np.isfinite(T).all() and cond < 1e10):
+                return {"ok": False}
+            off = T @ delta
+            offn = float(np.linalg.norm(off))
+            if offn <= 1e3:  # centre the frame at the mean (cancellation ≤ 1e6·eps)
+                q = q1 + delta
+                dr = q - q1  # the offset actually applied (q is rounded far from 0)
+                Gq = G - np.outer(m, dr) - np.outer(dr, m) + n * np.outer(dr, dr)
+                Gu, mu = T @ Gq @ T.T, T @ (m - n * dr)
+                V = (-off / offn)[:, None] if offn > 0 else np.zeros((d, 0))
+            else:
+                q, Gu, mu, V = q1, T @ G @ T.T, T @ m, np.zeros((d, 0))
+            Tf = np.asfortranarray(T)
+            keep32 = not is_dask(self.X) and 4 * n * d <= _U32_BYTES
+
+            def pass2(B: np.ndarray) -> tuple[np.ndarray, ...]:
+                Ut = _trmm(Tf, B - q, lower=True)
+                out = (np.einsum("ij,ij->j", Ut, Ut), (V.T @ Ut).T)
+                return out + (Ut.T.astype(np.float32),) if keep32 else out
+
+            un2, Z, *U32 = map_rows(self.X, pass2)
+        ref_inv = L if self.P is None else self.P @ L  # y − s_ref = ref_inv · u
+        s_ref = q if self.P is None else self.P @ (q - self.p0)
+        big = float(np.linalg.norm(ref_inv, 2)) * math.sqrt(float(un2.max()))
+        # every ‖y_i‖ ≤ ‖s_ref‖ + ‖P L‖‖u_i‖ stays far below 1e150: no row is sanitised, so the
+        # closed form over all rows is the definition's sum
+        ok = bool(np.isfinite(un2).all() and np.isfinite(Gu).all() and np.isfinite(s_ref).all()
+                  and big + float(np.linalg.norm(s_ref)) < 1e-3 * _MAX_VALUE)
+        slack = _BOUND_SLACK + 100.0 * d * _EPS64 * cond
+        S = {"ok": ok and slack < 1e-4, "G": (Gu + Gu.T) / 2, "m": mu,
+             "un2": un2, "T": T, "q": q, "ref_inv": ref_inv, "s_ref": s_ref, "slack": slack,
+             "unorm_sum": float(np.sqrt(un2).sum()),
+             "u_hi": float(np.quantile(np.sqrt(un2), 0.9)) if n else 0.0,
+             "U32": U32[0] if U32 else None}
+        self._set_projections(S, V, Z)
+        return S
+
+    @staticmethod
+    def _set_projections(S: dict[str, Any], V: np.ndarray, Z: np.ndarray) -> None:
+        """Store per-row coordinates Z = U V in the orthonormal directions V and the residual
+        norms ‖u_i − V Z_i‖ (with a rounding margin)."""
+        rn2 = S["un2"] - np.einsum("ij,ij->i", Z, Z) if Z.shape[1] else S["un2"]
+        margin = 64.0 * (Z.shape[1] + 1) * _EPS64 * S["un2"]
+        S["V"], S["Z"] = V, Z
+        S["rn"] = np.sqrt(np.maximum(rn2, 0.0) + margin)
+
+    def _refresh_projections(self, S: dict[str, Any], C: np.ndarray, need: float) -> bool:
+        """One pass: new directions V (the current V's first column, if any, and the right
+        singular vectors of C with singular value above ``need``), so that ‖C‖ off V is at most
+        ``need``. False when that takes more than _MAX_DIRECTIONS directions."""
+        _, sv, Vt = np.linalg.svd(C)
+        k = int(np.count_nonzero(sv > need))
+        if k > min(_MAX_DIRECTIONS, _PROJECTION_BYTES // (8 * self.n) - 1):
+            return False
+        keep = S["V"][:, :1]  # the direction of the prior centre, if any
+        V, _ = np.linalg.qr(np.hstack([Vt[:k].T, keep]))
+        M = S["T"].T @ V  # Z = (x − q) Tᵀ V
+        q = S["q"]
+        Z = map_rows(self.X, lambda B: ((B - q) @ M,))[0]
+        self._set_projections(S, V, Z)
+        return True
+
+    def _candidates(self, A: np.ndarray, s: np.ndarray, center: np.ndarray | None, tau: float
+                    ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray] | None:
+        """(summary, C, v, idx): idx the rows that may lie outside B(center, τ) in the
+        coordinates W = C u + v; every other row provably lies inside (up to rounding).
+
+        With V the stored directions, u − q = V a + ρ (ρ ⊥ V): ‖C(u − q)‖ ≤ ‖C V a‖ +
+        ‖C(I − VVᵀ)‖·(‖ρ_u‖ + ‖(I − VVᵀ)q‖), a per-row bound that is tight when C is large
+        only on V (the directions are refreshed, one pass, when C is large elsewhere)."""
+        S = self.summary()
+        if S is None:
+            return None
+        d = self.d
+        sl = S["slack"]
+        with np.errstate(over="ignore", invalid="ignore"):
+            C = A @ S["ref_inv"]
+            v = A @ (S["s_ref"] - s)
+            b = v if center is None else v - center  # W − center = C u + b
+            try:
+                q = -np.linalg.solve(C, b)
+            except np.linalg.LinAlgError:
+                q = np.zeros(d)
+            if not np.isfinite(q).all():
+                q = np.zeros(d)
+            r = float(np.linalg.norm(b + C @ q))  # W − center = C(u − q) + (b + Cq)
+            lim = tau * (1.0 - sl) / (1.0 + sl) - r
+            if not (math.isfinite(r) and lim > 0):
+                return None
+            for attempt in range(2):
+                V = S["V"]
+                Cperp = C - (C @ V) @ V.T
+                cp = float(np.linalg.norm(Cperp, 2))
+                if not math.isfinite(cp):
+                    return None
+                # rows up to the 90 % quantile of ‖u‖ must pass the bound off V: else refresh
+                need = lim / max(S["u_hi"], 1e-300)
+                if cp <= need or attempt == 1 or S["U32"] is not None:
+                    break
+                if not self._refresh_projections(S, C, 0.97 * need):
+                    break
+            qperp = float(np.linalg.norm(q - V @ (V.T @ q)))
+            Vq = V.T @ q
+            CV = C @ V
+            H = CV.T @ CV
+            xc = float(np.linalg.norm(CV.T @ Cperp, 2)) if V.shape[1] else 0.0  # 0: V invariant
+            lim2 = (lim / (1.0 + sl)) ** 2 * (1.0 - sl)
+            found = []
+            for a0 in range(0, self.n, _BOUND_BLOCK):
+                rho = S["rn"][a0 : a0 + _BOUND_BLOCK] + qperp  # ≥ ‖(I − VVᵀ)(u − q)‖
+                bound2 = (cp * cp) * rho * rho
+                if V.shape[1]:
+                    a = S["Z"][a0 : a0 + _BOUND_BLOCK] - Vq
+                    bound2 += np.einsum("ij,ij->i", a @ H, a)
+                    if xc > 0:
+                        bound2 += (2.0 * xc) * np.sqrt(np.einsum("ij,ij->i", a, a)) * rho
+                found.append(a0 + np.flatnonzero(~(bound2 <= lim2)))
+            idx = np.concatenate(found)
+        if idx.size > _MAX_BOUND_CANDIDATES * self.n:
+            idx = self._norm_candidates(S, C, q, r, tau)
+            cap = _MAX_CANDIDATES if S["U32"] is None else _MAX_CANDIDATES_U32
+            if idx is None or idx.size > cap * self.n:
+                return None
+        return S, C, v, idx
+
+    def _norm_candidates(self, S: dict[str, Any], C: np.ndarray, q: np.ndarray, r: float,
+                         tau: float) -> np.ndarray | None:
+        if S["U32"] is not None:
+            return self._norm32_candidates(S, C, q, r, tau)
+        return self._norm64_candidates(S, C, q, r, tau)
+
+    def _norm32_candidates(self, S: dict[str, Any], C: np.ndarray, q: np.ndarray, r: float,
+                           tau: float) -> np.ndarray | None:
+        """A superset of the rows with ‖C(u_i − q)‖ + r ≥ τ from float32 norms of the stored
+        float32 rows u_i (a triangular multiply per block: a quarter of the float64 pass's
+        memory traffic), each widened by a rigorous bound on its rounding error.
+
+        With R the triangular QR factor of C (‖C y‖ = ‖R y‖) and κ = γ_{d+4} (float32), the
+        computed norm of fl(R̃ũ_i) − fl(Rq) differs from ‖R(u_i − q)‖ by at most
+        κ(‖R‖_F‖u_i‖ + ‖Rq‖ + computed norm), doubled for safety: rounding of u_i, of R and
+        of Rq to float32 (≤ u each, relative), the product (≤ γ_d|R||u| per entry), the
+        subtraction and the sum of squares (≤ γ_d). Rows within that of the limit are kept."""
+        from scipy.linalg.blas import strmm
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            R = np.linalg.qr(C, mode="r")
+            Rq = R @ q
+            rf = float(np.linalg.norm(R))
+            rqn = float(np.linalg.norm(Rq))
+        sl = S["slack"]
+        lim = tau * (1.0 - sl) / (1.0 + sl) - r * (1.0 + sl)
+        if not (np.isfinite(R).all() and math.isfinite(rqn) and lim > 0
+                and rf * math.sqrt(float(S["un2"].max())) + rqn < 1e30):  # float32 range
+            return self._norm64_candidates(S, C, q, r, tau)
+        kappa = 2.0 * (self.d + 4) * _EPS32 / (1.0 - (self.d + 4) * _EPS32)
+        R32 = np.asfortranarray(R, dtype=np.float32)
+        Rq32 = Rq.astype(np.float32)[:, None]
+        U32 = S["U32"]
+        found = []
+        for a0 in range(0, self.n, _U32_BLOCK):
+            Zt = strmm(1.0, R32, U32[a0 : a0 + _U32_BLOCK].T, side=0, lower=0)
+            Zt -= Rq32
+            nrm = np.sqrt(np.einsum("ij,ij->j", Zt, Zt).astype(np.float64))
+            un = np.sqrt(S["un2"][a0 : a0 + _U32_BLOCK])
+            err = 2.0 * kappa * (rf * un + rqn + nrm)
+            found.append(a0 + np.flatnonzero(~(nrm + err < lim)))
+        return np.concatenate(found)
+
+    def _norm64_candidates(self, S: dict[str, Any], C: np.ndarray, q: np.ndarray, r: float,
+                           tau: float) -> np.ndarray | None:
+        """Rows with ‖C(u_i − q)‖ + r ≥ τ from exact norms, one pass: C(u_i − q) =
+        Bx(x_i − q_x) − Bx T⁻¹q with Bx = C·T, and ‖Bx z‖ = ‖R z‖ for the triangular QR factor
+        R of Bx (a triangular multiply per row block: half the flops of mapping). The frame
+        centre q_x is subtracted first, so data translated far from 0 keep their precision."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            R = np.linalg.qr(C @ S["T"], mode="r")
+            Rq = (R @ np.linalg.solve(S["T"], q))[:, None]  # subtracted after the map
+            cond = float(np.linalg.cond(R))
+        sl = S["slack"] + 100.0 * self.d * _EPS64 * cond
+        if not (np.isfinite(R).all() and np.isfinite(Rq).all() and sl < 1e-4):
+            return None
+        Rf = np.asfortranarray(R)
+        x0 = S["q"]
+
+        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
+            Ut = _trmm(Rf, B - x0, lower=False) - Rq
+            return (np.einsum("ij,ij->j", Ut, Ut),)
+
+        nrm2 = map_rows(self.X, kernel)[0]
+        lim = tau * (1.0 - sl) / (1.0 + sl) - r * (1.0 + sl)
+        if not lim > 0:
+            return None
+        return np.flatnonzero(~(nrm2 <= lim * lim))
+
+    def _mapped_sum(self, idx: np.ndarray, A: np.ndarray, s: np.ndarray,
+                    kernel: Callable[[np.ndarray], tuple[np.ndarray, ...]]
+                    ) -> list[np.ndarray] | None:
+        """Σ ``kernel(W)`` over blocks W of the exact rows A(y_i − s), i ∈ idx (no row is
+        sanitised when the summary is usable; blocks keep temporaries cache-sized), or None
+        when a row overflows (then the exact pass decides)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.P is None:
+                M, p0, off = A.T, s, np.zeros(self.d)
+            else:  # A(P(x − p0) − s) in one product; x − p0 first (precision far from 0)
+                M, p0, off = (A @ self.P).T, self.p0, A @ s
+        total: list[np.ndarray] | None = None
+        for a0 in range(0, idx.size, _MOMENT_BLOCK):
+            B = take_rows(self.X, idx[a0 : a0 + _MOMENT_BLOCK])
+            with np.errstate(over="ignore", invalid="ignore"):
+                B -= p0
+                W = B @ M
+                W -= off
+            if not np.isfinite(W).all():
+                return None
+            part = kernel(W)
+            total = list(part) if total is None else [t + p for t, p in zip(total, part,
+                                                                            strict=True)]
+        return total
+
+    def _fast_second_moment(self, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray | None:
+        from .linalg import clip_weights
+
+        got = self._candidates(A, s, None, tau)
+        if got is None:
+            return None
+        S, C, v, idx = got
+        n = self.n
+
+        def correction(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # clip(W_i) clip(W_i)ᵀ − W_i W_iᵀ = −(1 − w_i²) W_i W_iᵀ (0 for rows inside)
+            w = clip_weights(W, tau)
+            out = np.flatnonzero(w < 1.0)
+            Wd = W[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
+            return Wd.T @ Wd, np.array(np.einsum("ij,ij->", W, W))
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            Cm = C @ S["m"]
+            CGC = C @ S["G"] @ C.T
+            total = CGC + np.outer(Cm, v) + np.outer(v, Cm) + n * np.outer(v, v)
+            big = 0.0
+            if idx.size:
+                got_c = self._mapped_sum(idx, A, s, correction)
+                if got_c is None:
+                    return None
+                total = total - got_c[0]
+                big = float(got_c[1])
+        out = (total + total.T) / (2 * n)
+        tr = float(np.trace(out)) * n
+        scale = float(np.trace(CGC)) + n * float(v @ v) + big
+        if not (np.isfinite(out).all() and tr > 0 and scale <= _CANCEL_LIMIT * tr):
+            return None
+        return out
+
+    def _fast_clipped_mean(self, A: np.ndarray, s: np.ndarray, center: np.ndarray, tau: float
+                           ) -> np.ndarray | None:
+        from .linalg import clip_weights
+
+        got = self._candidates(A, s, center, tau)
+        if got is None:
+            return None
+        S, C, v, idx = got
+        n = self.n
+
+        def correction(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # clip(W_i) − W_i = (w_i − 1)(W_i − center)
+            D = W - center
+            return (clip_weights(D, tau) - 1.0) @ D, np.array(np.linalg.norm(W, axis=1).sum())
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = C @ S["m"] + n * v
+            big = 0.0
+            if idx.size:
+                got_c = self._mapped_sum(idx, A, s, correction)
+                if got_c is None:
+                    return None
+                total = total + got_c[0]
+                big = float(got_c[1])
+            cn = float(np.linalg.norm(C, 2))
+        out = total / n
+        scale = cn * S["unorm_sum"] + n * float(np.linalg.norm(v)) + big
+        if not (np.isfinite(out).all()
+                and scale <= _CANCEL_LIMIT * n * (tau + float(np.linalg.norm(center)))):
+            return None
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Clipped first and second moments in one pass (a fixed, public frame)
+# ----------------------------------------------------------------------------------------------
+
+_MOMENT_BLOCK = 4096  # rows per block of the one-pass moments (BLAS-efficient, cache-sized)
+_CORRECT_LIMIT = 1e6  # clipped rows up to this squared norm / τ² are corrected after the Gram
+_FAST32_COND = 1e3  # frames up to this condition number use the float32 tier of the moments
+
+
+def _exclusion(n: int, exclude: np.ndarray | None) -> np.ndarray:
+    idx = np.zeros(0, dtype=np.intp) if exclude is None else np.asarray(exclude, dtype=np.intp)
+    if idx.size and not (np.all(np.diff(idx) > 0) and idx[0] >= 0 and idx[-1] < n):
+        raise ValueError("exclude must hold sorted, distinct row indices")
+    return idx
+
+
+def _moments_of(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return W.sum(axis=0), W.T @ W
+
+
+def _rows_moments(rows: Rows, kernel: Kernel, idx: np.ndarray, count: int,
+                  block: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(Σ, Σ outer) of ``kernel`` over all rows minus the rows ``idx``, divided by ``count``."""
+    s, G = reduce_rows(rows.X, kernel, block=block)
+    if idx.size:
+        s1, G1 = kernel(take_rows(rows.X, idx))
+        s, G = s - s1, G - G1
+    return s / count, ((G + G.T) / 2) / count
+
+
+def exact_clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
+                          exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Reference definition: with W_i = clip_τ(A(y_i − s)) (ball about 0, per-record map and
+    overflow handling of :func:`affine_rows`), (mean_i W_i, mean_i W_i W_iᵀ) over the rows
+    not in ``exclude`` (sorted indices)."""
+    from .linalg import clip_rows
+
+    idx = _exclusion(rows.n, exclude)
+    zero = np.zeros(rows.d)
+
+    def kernel(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _moments_of(clip_rows(affine_rows(rows.inputs(B), A, s), zero, tau)[0])
+
+    return _rows_moments(rows, kernel, idx, rows.n - idx.size)
+
+
+def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
+                    exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`exact_clipped_moments` in one fast pass: equal to the definition up to rounding.
+
+    With B = A·P = Q·R (QR, R upper triangular) and g = P⁻¹s, A(y_i − s) = Q·R((x_i − p0) − g)
+    for every row that the per-record map does not sanitise; clipping commutes with Q. Per
+    row block, D = x − p0 − g (p0 first: data far from 0 keep their precision):
+
+    * *float32 tier* (R well conditioned): the Gram DᵀD (syrk) and Σ D, whose image under R
+      is the unclipped moments, and float32 norms of R·D widened by a rigorous rounding bound
+      (as :meth:`Rows._norm32_candidates`) to find every row that may reach τ; those rows are
+      mapped exactly and corrected in the R frame (−(1 − w²) z zᵀ and (w − 1) z,
+      :func:`~privgauss.linalg.clip_weights`). Costs one Gram plus a float32 triangular
+      multiply instead of a float64 one;
+    * *float64 tier* (otherwise, and for blocks with very large or float32-overflowing rows):
+      one triangular multiply, row norms, then the Gram of the unclipped rows and its
+      correction for the rows beyond τ (or, when a row is very large, the Gram of the clipped
+      rows). Rows that the map may sanitise or overflow (a public bound on ‖y_i‖ from ‖R⁻¹‖,
+      ‖P‖) are mapped by the definition itself.
+
+    The moments are then rotated back by Q. Excluded rows are skipped (numpy input) or
+    subtracted (dask input)."""
+    idx = _exclusion(rows.n, exclude)
+    d = rows.d
+    A = np.asarray(A, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if rows.P is None:
+            B, p0, g, pn = A, s, np.zeros(d), 0.0
+        else:
+            B, p0 = A @ rows.P, rows.p0
+            g = np.linalg.solve(rows.P, s)
+            pn = float(np.linalg.norm(rows.P, 2))
+        Q, R = np.linalg.qr(B)
+        rinv = float(np.linalg.norm(np.linalg.inv(R), 2)) if np.isfinite(R).all() else math.inf
+    gn = float(np.linalg.norm(g))
+    if not (np.isfinite(Q).all() and math.isfinite(rinv) and np.isfinite(g).all()):
+        return exact_clipped_moments(rows, A, s, tau, exclude)
+    Rf = np.asfortranarray(R)
+    t2 = float(tau) * float(tau)
+    # ‖y_i‖∞ ≤ ‖P‖(‖x_i − p0 − g‖ + ‖g‖) ≤ ‖P‖(‖R⁻¹‖‖z_i‖ + ‖g‖): below 1e149, no sanitising
+    z_lim = (1e149 / pn - gn) / rinv if pn > 0 else math.inf
+    z_lim2 = min(z_lim * abs(z_lim), 1e200) if z_lim > 0 else -1.0
+    zero_d, zero_dd = np.zeros(d), np.zeros((d, d))
+
+    def exact_kernel(Bk: np.ndarray) -> tuple[np.ndarray, ...]:
+        from .linalg import clip_rows
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            D = Bk - p0
+            if gn > 0:
+                D -= g
+            Z = _trmm(Rf, D, lower=False).T  # rows R(x − p0 − g), in D's memory
+            nrm2 = np.einsum("ij,ij->i", Z, Z)
+        odd = np.flatnonzero(~(nrm2 <= z_lim2))
+        if odd.size:  # the definition's map, rotated into the R frame
+            Z[odd] = affine_rows(rows.inputs(Bk[odd]), A, s) @ Q
+            nrm2[odd] = np.einsum("ij,ij->i", Z[odd], Z[odd])
+        out = np.flatnonzero(nrm2 > t2)
+        if out.size == 0:
+            return (zero_d, zero_dd, *_moments_of(Z))
+        if float(nrm2[out].max()) > _CORRECT_LIMIT * t2:
+            Z[out] = clip_rows(Z[out], np.zeros(d), tau)[0]
+            return (zero_d, zero_dd, *_moments_of(Z))
+        sm, G = _moments_of(Z)
+        Zo = Z[out]
+        Zc = clip_rows(Zo, np.zeros(d), tau)[0]
+        return zero_d, zero_dd, sm - Zo.sum(axis=0) + Zc.sum(axis=0), G - Zo.T @ Zo + Zc.T @ Zc
+
+    kernel = exact_kernel
+    # float32 rounding bound (as in Rows._norm32_candidates): ‖R‖_F‖D_i‖ ≤ c‖R D_i‖ with
+    # c = ‖R‖_F‖R⁻¹‖, so the computed norm is within rel·(computed) of the exact one,
+    # rel = 2κ(c + 1)/(1 − 2κc); the tier is used only while that is small (a few %)
+    kappa = 2.0 * (d + 4) * _EPS32 / (1.0 - (d + 4) * _EPS32)
+    c = float(np.linalg.norm(R)) * rinv
+    if float(np.linalg.cond(R)) <= _FAST32_COND and 2.0 * kappa * c < 0.05 and tau < 0.5 * z_lim:
+        from scipy.linalg.blas import strmm
+
+        from .linalg import clip_weights
+
+        R32 = np.asfortranarray(R, dtype=np.float32)
+        rel = 2.0 * kappa * (c + 1.0) / (1.0 - 2.0 * kappa * c)
+        tau_in = tau * (1.0 - 1e-12)  # rows certainly below this are inside the ball
+        big = min(math.sqrt(_CORRECT_LIMIT) * tau, 0.5 * z_lim)
+
+        def kernel(Bk: np.ndarray, drop: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+            with np.errstate(over="ignore", invalid="ignore"):
+                D = Bk - p0
+                if gn > 0:
+                    D -= g
+                if drop is not None:
+                    D[drop] = 0.0  # excluded rows add nothing
+                D32 = D.astype(np.float32)
+                Zt = strmm(1.0, R32, D32.T, side=0, lower=0, overwrite_b=1)
+                nrm = np.sqrt(np.einsum("ij,ij->j", Zt, Zt).astype(np.float64))
+                cand = np.flatnonzero(~(nrm * (1.0 + rel) < tau_in))  # NaN/inf: selected
+                if cand.size and not float(nrm[cand].max()) < big:
+                    if drop is None:
+                        return exact_kernel(Bk)
+                    keep = np.ones(Bk.shape[0], dtype=bool)
+                    keep[drop] = False
+                    return exact_kernel(Bk[keep])
+                sD, GD = np.ones(D.shape[0]) @ D, D.T @ D
+                if cand.size == 0:
+                    return sD, GD, zero_d, zero_dd
+                Zc = D[cand] @ R.T  # the candidate rows exactly
+                w = clip_weights(Zc, tau)
+                out = np.flatnonzero(w < 1.0)
+                Wd = Zc[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
+                return sD, GD, (w - 1.0) @ Zc, -(Wd.T @ Wd)
+
+    count = rows.n - idx.size
+    if idx.size and not is_dask(rows.X) and kernel is not exact_kernel:
+        bounds = np.searchsorted(idx, np.arange(0, rows.n + _MOMENT_BLOCK, _MOMENT_BLOCK))
+        sD, GD, sZ, GZ = zero_d, zero_dd, zero_d, zero_dd
+        for j, a0 in enumerate(range(0, rows.n, _MOMENT_BLOCK)):
+            drop = idx[bounds[j] : bounds[j + 1]] - a0
+            part = kernel(rows.X[a0 : a0 + _MOMENT_BLOCK], drop if drop.size else None)
+            sD, GD, sZ, GZ = (t + p for t, p in zip((sD, GD, sZ, GZ), part, strict=True))
+    else:
+        sD, GD, sZ, GZ = reduce_rows(rows.X, kernel, block=_MOMENT_BLOCK)
+        for a0 in range(0, idx.size, _MOMENT_BLOCK):
+            part = kernel(take_rows(rows.X, idx[a0 : a0 + _MOMENT_BLOCK]))
+            sD, GD, sZ, GZ = (t - p for t, p in zip((sD, GD, sZ, GZ), part, strict=True))
+    with np.errstate(over="ignore", invalid="ignore"):
+        m1 = R @ sD + sZ
+        M2 = R @ ((GD + GD.T) / 2) @ R.T + GZ
+        M2 = (M2 + M2.T) / 2
+    return Q @ (m1 / count), Q @ (M2 / count) @ Q.T

@@ -1,0 +1,566 @@
+"""The public plans of the CoinPress estimators (:mod:`.coinpress`): no data involved.
+
+Biswas, Dong, Kamath and Ullman, *CoinPress: Practical Private Mean and Covariance Estimation*
+(NeurIPS 2020), Alg. 1–2. Everything here is a function of public quantities only (n, d, ρ,
+the prior, β, the step index): the step counts, the split ρ_i = ρ·f_i (the last share is
+``1 − sum(others)``, so the parts sum to ρ), clip radii, noise scales and ridges of
+:func:`mean_schedule`, :func:`covariance_schedule` and the practical Gaussian planner, the
+χ tail bounds they use, and the closed forms of clipping under the Gaussian model
+(post-processing only). The runners in :mod:`.coinpress` charge ``ZCDP(ρ_i)`` per step before
+drawing noise, so the estimators are ρ-zCDP under **replace-one** neighbours (n public) for
+any plan; the plan only decides accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import gammaln
+from scipy.stats import chi2, norm, poisson
+
+from ..accounting import ZCDP
+from ..mechanisms import gaussian_sigma_zcdp
+from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
+
+__all__ = [
+    "CovStep",
+    "MeanStep",
+    "chi_tail_bound",
+    "chi_tail_radius",
+    "covariance_schedule",
+    "mean_schedule",
+]
+
+CONSTANTS = ("practical", "theory")
+_MAX_MEAN_STEPS = 10
+_MAX_COV_STEPS = 40
+# Practical covariance: per-row clipping tail of the chi-square radius.
+_COV_CLIP_TAIL = 0.01
+# Practical Gaussian estimator: shares of ρ for the rough mean, the final mean and the rest
+# (the covariance steps).
+_ROUGH_MEAN_SHARE = 0.05
+_FINAL_MEAN_SHARE = 0.20
+# Above this ω² (public Mahalanobis bound on the prior centre's offset) the coarse covariance
+# steps use pairwise differences instead of rows centred at the prior centre.
+_PAIRS_OMEGA2 = 4.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Public tail bounds
+# ----------------------------------------------------------------------------------------------
+
+
+def chi_tail_bound(d: int, beta: float) -> float:
+    """γ(d, β) = sqrt(d + 2√(d ln 1/β) + 2 ln 1/β): ‖z‖ ≤ γ w.p. ≥ 1 − β for z ~ N(0, I_d)
+    (Laurent–Massart 2000). The bound CoinPress uses."""
+    lb = math.log(1.0 / beta)
+    return math.sqrt(d + 2.0 * math.sqrt(d * lb) + 2.0 * lb)
+
+
+@lru_cache(maxsize=4096)
+def _chi2_isf(p: float, d: int) -> float:
+    return float(chi2.isf(p, d))
+
+
+@lru_cache(maxsize=1024)
+def _norm_isf(p: float) -> float:
+    return float(norm.isf(p))
+
+
+def chi_tail_radius(d: int, beta: float) -> float:
+    """The exact (1 − β) quantile of ‖z‖ for z ~ N(0, I_d); never above :func:`chi_tail_bound`."""
+    return math.sqrt(_chi2_isf(beta, d))
+
+
+# ----------------------------------------------------------------------------------------------
+# Argument checks (public quantities only in messages)
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_constants(constants: str, allowed: tuple[str, ...] = CONSTANTS) -> str:
+    if constants not in allowed:
+        raise ValueError(f"constants must be one of {allowed}, got {constants!r}")
+    return constants
+
+
+def _check_rho(rho: Any) -> float:
+    return ZCDP(rho).rho  # raises PrivacyBudgetError for <= 0, NaN, non-numbers
+
+
+def _check_beta(beta: Any, name: str = "beta") -> float:
+    b = float(beta)
+    if not 0.0 < b < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {b}")
+    return b
+
+
+
+def _fractions(fractions: Any, steps: int) -> tuple[float, ...]:
+    """Validate a user split: positive, ``steps`` long, summing to 1; the last is recomputed
+    as 1 − sum(others) so the parts sum to exactly 1."""
+    f = [float(x) for x in fractions]
+    if len(f) != steps:
+        raise ValueError(f"fractions must have one entry per step ({steps}), got {len(f)}")
+    if any(not (x > 0) or math.isinf(x) for x in f):
+        raise ValueError("fractions must be positive and finite")
+    if abs(math.fsum(f) - 1.0) > 1e-9:
+        raise ValueError("fractions must sum to 1")
+    last = 1.0 - math.fsum(f[:-1])
+    if not last > 0:
+        raise ValueError("fractions must sum to 1 with a positive last entry")
+    return (*f[:-1], last)
+
+
+def _split(rho: float, fractions: tuple[float, ...]) -> tuple[float, ...]:
+    """ρ·f_i for all but the last step; the last gets ρ − sum(others) (all ∞ when ρ = ∞)."""
+    if math.isinf(rho):
+        return tuple(math.inf for _ in fractions)
+    head = [rho * f for f in fractions[:-1]]
+    return (*head, rho - math.fsum(head))
+
+
+def _coinpress_fractions(t: int) -> tuple[float, ...]:
+    """CoinPress's scripts: the last step gets 3/4, the others share 1/4 equally."""
+    if t == 1:
+        return (1.0,)
+    return _fractions([0.25 / (t - 1)] * (t - 1) + [0.75], t)
+
+
+# ----------------------------------------------------------------------------------------------
+# Clipping under the Gaussian model (public, closed forms)
+# ----------------------------------------------------------------------------------------------
+
+
+def _chi2_trunc_terms(k: np.ndarray, tau: float) -> np.ndarray:
+    """h_k(τ) = P(χ²_{k+2} ≤ τ²) + τ E[χ²_{k+2}^{-1/2}; χ²_{k+2} > τ²] for an array of k."""
+    t2 = tau * tau
+    ratio = np.exp(gammaln((k + 1) / 2.0) - gammaln(k / 2.0 + 1.0)) / math.sqrt(2.0)
+    return chi2.cdf(t2, k + 2) + tau * ratio * chi2.sf(t2, k + 1)
+
+
+@lru_cache(maxsize=8192)
+def _clip_slope(d: int, tau: float, a: float = 0.0) -> float:
+    """φ_τ(a): E[clip_τ(z + v)] = φ_τ(‖v‖)·v for z ~ N(0, I_d), clip_τ the projection onto the
+    ball of radius τ. By Stein's identity E[y g(‖y‖²)] = v E[g(χ'²_{d+2}(‖v‖²))], a Poisson
+    mixture of central χ² terms."""
+    if a == 0.0:
+        return float(_chi2_trunc_terms(np.array([float(d)]), tau)[0])
+    lam = a * a / 2.0
+    jmax = int(lam + 12.0 * math.sqrt(lam) + 30.0)
+    j = np.arange(jmax + 1)
+    w = poisson.pmf(j, lam)
+    return float(np.dot(w, _chi2_trunc_terms(d + 2.0 * j, tau)))
+
+
+@lru_cache(maxsize=8192)
+def _clip_second_moment(d: int, tau: float) -> float:
+    """E[min(‖z‖², τ²)]/d for z ~ N(0, I_d): the per-coordinate variance of clip_τ(z)."""
+    t2 = tau * tau
+    return float(chi2.cdf(t2, d + 2) + (t2 / d) * chi2.sf(t2, d))
+
+
+def _undo_shrinkage(g: np.ndarray, d: int, tau: float, a_cap: float) -> np.ndarray:
+    """Invert v ↦ φ_τ(‖v‖) v radially (post-processing of a DP output): the v with
+    ‖v‖ φ_τ(‖v‖) = ‖g‖, its norm capped at ``a_cap``."""
+    a0 = float(np.linalg.norm(g))
+    if a0 == 0.0:
+        return g / _clip_slope(d, tau)
+
+    def psi(a: float) -> float:
+        return a * _clip_slope(d, tau, a) - a0
+
+    if psi(a_cap) <= 0:
+        a = a_cap
+    else:
+        a = brentq(psi, 0.0, a_cap, xtol=1e-12 * max(a_cap, 1.0), rtol=1e-10)
+    return g * (a / a0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Mean
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeanStep:
+    """One step of the iterative mean, all public: its zCDP cost, the public bound on
+    ‖center − μ‖ entering it, the clip radius, the per-coordinate noise std, and whether the
+    output is de-shrunk under the Gaussian model (last practical step only)."""
+
+    rho: float
+    prior_radius: float
+    clip_radius: float
+    sigma: float
+    debias: bool = False
+
+
+def _sigma_mean(tau: float, n: int, rho: float) -> float:
+    return gaussian_sigma_zcdp(clipped_mean_l2(tau, n), rho)
+
+
+def _theory_mean_plan(
+    n: int, d: int, radius: float, rhos: tuple[float, ...], beta: float
+) -> tuple[MeanStep, ...]:
+    gamma = chi_tail_bound(d, beta)
+    r = radius
+    out = []
+    for rho_i in rhos:
+        tau = min(math.sqrt(r * r + 6.0 * r + gamma * gamma), r + gamma)
+        s = _sigma_mean(tau, n, rho_i)
+        out.append(MeanStep(rho_i, r, tau, s))
+        r = math.sqrt(1.0 / n + s * s) * gamma
+    return tuple(out)
+
+
+def _practical_chain(
+    n: int, d: int, radius: float, rhos: tuple[float, ...], beta: float
+) -> tuple[list[MeanStep], float]:
+    """Localisation steps (all but the last): clip so that a row is cut w.p. ≤ β, then bound
+    the new centre's distance by the exact χ quantile."""
+    g2 = q = _chi2_isf(beta, d)
+    z = _norm_isf(beta)
+    r = radius
+    out = []
+    for rho_i in rhos:
+        tau = math.sqrt(g2 + 2.0 * z * r + r * r)
+        s = _sigma_mean(tau, n, rho_i)
+        out.append(MeanStep(rho_i, r, tau, s))
+        r = math.sqrt((1.0 / n + s * s) * q)
+    return out, r
+
+
+_FINAL_QUANTILES = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
+
+
+def _practical_final(
+    n: int, d: int, r: float, rho_f: float, beta: float, debias: bool
+) -> tuple[MeanStep, float]:
+    """The last step: either a covering clip (no de-shrinking) or a clip at a χ quantile whose
+    shrinkage is undone under the model; the one with the smallest predicted error."""
+    tau_c = math.sqrt(_chi2_isf(beta, d) + 2.0 * _norm_isf(beta) * r + r * r)
+    s_c = _sigma_mean(tau_c, n, rho_f)
+    best = (MeanStep(rho_f, r, tau_c, s_c, False), d * (1.0 / n + s_c * s_c))
+    if not debias:
+        return best
+    for p in _FINAL_QUANTILES:
+        tau = math.sqrt(_chi2_isf(1.0 - p, d))
+        if tau >= tau_c or r > 0.5 * tau:
+            continue
+        s = _sigma_mean(tau, n, rho_f)
+        slope = _clip_slope(d, tau)
+        err = d * (_clip_second_moment(d, tau) / n + s * s) / slope**2
+        if err < best[1]:
+            best = (MeanStep(rho_f, r, tau, s, True), err)
+    return best
+
+
+@lru_cache(maxsize=1024)
+def mean_schedule(
+    n: int,
+    d: int,
+    radius: float,
+    rho: float,
+    *,
+    steps: int | None = None,
+    fractions: tuple[float, ...] | None = None,
+    beta: float = 0.01,
+    constants: str = "practical",
+    debias: bool = True,
+) -> tuple[MeanStep, ...]:
+    """The public plan of :func:`coinpress_mean` (no data involved).
+
+    ``theory``: CoinPress exactly (t = ``steps`` or 2, CoinPress's split unless ``fractions``).
+    ``practical``: when ``steps``/``fractions`` are None, t ∈ 1..10 and the last step's share
+    f ∈ [0.5, 0.99] (earlier steps share 1 − f equally) are chosen to minimise the predicted
+    final error d(v/n + σ²)/slope² given the prior looseness ``radius``/√d, n, d and ρ.
+    """
+    _check_constants(constants)
+    if n < 1 or d < 1:
+        raise ValueError("n and d must be >= 1")
+    if not (radius >= 0 and math.isfinite(radius)):
+        raise ValueError("radius must be finite and >= 0")
+    rho = _check_rho(rho)
+    beta = _check_beta(beta)
+    if steps is not None and (int(steps) != steps or steps < 1):
+        raise ValueError("steps must be a positive integer")
+    if fractions is not None:
+        fr = _fractions(fractions, len(fractions) if steps is None else int(steps))
+        steps = len(fr)
+    if constants == "theory":
+        t = 2 if steps is None else int(steps)
+        fr = _coinpress_fractions(t) if fractions is None else fr
+        return _theory_mean_plan(n, d, float(radius), _split(rho, fr), beta)
+
+    candidates: list[tuple[float, ...]]
+    if fractions is not None:
+        candidates = [fr]
+    else:
+        ts = range(1, _MAX_MEAN_STEPS + 1) if steps is None else [int(steps)]
+        candidates = []
+        for t in ts:
+            if t == 1:
+                candidates.append((1.0,))
+                continue
+            for f in np.linspace(0.5, 0.99, 36):
+                candidates.append(_fractions([(1.0 - f) / (t - 1)] * (t - 1) + [f], t))
+    best: tuple[tuple[MeanStep, ...], float] | None = None
+    for fr_c in candidates:
+        rhos = _split(rho, fr_c)
+        chain, r = _practical_chain(n, d, float(radius), rhos[:-1], beta)
+        last, err = _practical_final(n, d, r, rhos[-1], beta, debias)
+        if best is None or err < best[1] * (1 - 1e-12):
+            best = ((*chain, last), err)
+    assert best is not None
+    return best[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Covariance
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CovStep:
+    """One covariance step, all public: zCDP cost, row clip radius (in the current whitened
+    coordinates, where the second moment M ⪯ I), noise std of each upper-triangle entry, the
+    ridge η added before the next whitening (0 for the last step), and the public lower
+    bound on λ_min(M) entering the step."""
+
+    rho: float
+    clip_radius: float
+    sigma: float
+    eta: float
+    lower: float
+
+
+def _sigma_cov(tau: float, n: int, rho: float) -> float:
+    return gaussian_sigma_zcdp(clipped_second_moment_frobenius(tau, n), rho)
+
+
+def _theory_cov_plan(
+    n: int, d: int, cond: float, rhos: tuple[float, ...], beta: float
+) -> tuple[CovStep, ...]:
+    tau = chi_tail_bound(d, beta)
+    eta = 0.5 * (2.0 * math.sqrt(d / n) + d / n)
+    lower = 1.0 / cond
+    out = []
+    for i, rho_i in enumerate(rhos):
+        s = _sigma_cov(tau, n, rho_i)
+        last = i == len(rhos) - 1
+        out.append(CovStep(rho_i, tau, s, 0.0 if last else eta, lower))
+        lower = min(1.0, lower / (lower + eta + math.sqrt(d) * s))  # as in the practical model
+    return tuple(out)
+
+
+def _practical_cov_chain(
+    n: int, d: int, cond: float, rhos: tuple[float, ...]
+) -> tuple[list[CovStep], float]:
+    """Whitening steps with CoinPress's ridge η = (2√(d/n) + d/n)/2, and the planner's
+    typical-case model of the smallest eigenvalue: ℓ ← ℓ/(ℓ + η + √d·σ) (the noise matrix
+    lifts a direction by about √d·σ; its worst case is 2√d·σ)."""
+    tau = math.sqrt(_chi2_isf(_COV_CLIP_TAIL, d))
+    eta = 0.5 * (2.0 * math.sqrt(d / n) + d / n)
+    lower = 1.0 / cond
+    out = []
+    for rho_i in rhos:
+        s = _sigma_cov(tau, n, rho_i)
+        out.append(CovStep(rho_i, tau, s, eta, lower))
+        lower = min(1.0, lower / (lower + eta + math.sqrt(d) * s))
+    return out, lower
+
+
+@lru_cache(maxsize=1024)
+def covariance_schedule(
+    n: int,
+    d: int,
+    cond: float,
+    rho: float,
+    *,
+    steps: int | None = None,
+    fractions: tuple[float, ...] | None = None,
+    beta: float = 0.1,
+    constants: str = "practical",
+    prefer_fewer: float = 0.0,
+) -> tuple[CovStep, ...]:
+    """The public plan of the iterative covariance estimator for a second moment M with
+    I/cond ⪯ M ⪯ I in the starting coordinates (no data involved).
+
+    ``theory``: CoinPress (γ_c = γ(d, β), η = (2√(d/n) + d/n)/2, CoinPress's split); steps=None
+    gives t = 1 + ⌈log10 cond⌉ (at least 2). ``practical``: clip at the exact χ_d quantile
+    0.99, CoinPress's ridge, and — when steps/fractions are None — t ∈ 1..40 and the last
+    step's share chosen to minimise the predicted error (d² + d)(1/n + σ_t²/ℓ_t), ℓ_t the
+    typical smallest eigenvalue after t − 1 whitening steps (see ``_practical_cov_chain``).
+    ``beta`` is the tail of the theory clip radius (practical plans do not use it).
+    ``prefer_fewer`` (practical, automatic plans): take the fewest steps whose predicted error
+    is within this relative tolerance of the best (e.g. 0.01; each step is a pass over the
+    data).
+    """
+    _check_constants(constants)
+    if n < 1 or d < 1:
+        raise ValueError("n and d must be >= 1")
+    cond = float(cond)
+    if not (cond >= 1 and math.isfinite(cond)):
+        raise ValueError("the condition bound must be finite and >= 1")
+    rho = _check_rho(rho)
+    beta = _check_beta(beta)
+    if steps is not None and (int(steps) != steps or steps < 1):
+        raise ValueError("steps must be a positive integer")
+    if fractions is not None:
+        fr = _fractions(fractions, len(fractions) if steps is None else int(steps))
+        steps = len(fr)
+    if constants == "theory":
+        t = max(2, 1 + math.ceil(math.log10(cond))) if steps is None else int(steps)
+        fr = _coinpress_fractions(t) if fractions is None else fr
+        return _theory_cov_plan(n, d, cond, _split(rho, fr), beta)
+
+    tau = math.sqrt(_chi2_isf(_COV_CLIP_TAIL, d))
+    if fractions is not None:
+        chosen = fr
+    else:
+        ts = range(1, _MAX_COV_STEPS + 1) if steps is None else [int(steps)]
+        chosen = _best_cov_fractions(n, d, cond, rho, tuple(ts), tau, float(prefer_fewer))
+    rhos = _split(rho, chosen)
+    chain, lower = _practical_cov_chain(n, d, cond, rhos[:-1])
+    return (*chain, CovStep(rhos[-1], tau, _sigma_cov(tau, n, rhos[-1]), 0.0, lower))
+
+
+_COV_LAST_SHARES = np.linspace(0.3, 0.99, 47)
+
+
+def _best_cov_fractions(
+    n: int, d: int, cond: float, rho: float, ts: tuple[int, ...], tau: float, prefer_fewer: float
+) -> tuple[float, ...]:
+    """The split minimising the predicted error (d² + d)(1/n + σ_t²/ℓ_t) over t ∈ ``ts`` and
+    the last share f ∈ [0.3, 0.99] (earlier steps share 1 − f equally), vectorised over f.
+    With ``prefer_fewer`` > 0 the fewest steps whose best error is within that relative
+    tolerance of the overall best win (fewer passes over the data, near-equal accuracy)."""
+    sens = clipped_second_moment_frobenius(tau, n)
+    eta = 0.5 * (2.0 * math.sqrt(d / n) + d / n)
+    per_t: list[tuple[int, np.ndarray, np.ndarray]] = []
+    many = [t for t in ts if t > 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # all t > 1 at once: row j runs t_j − 1 head steps (the same arithmetic per entry)
+        tt = np.asarray(many, dtype=float)[:, None]
+        f = np.broadcast_to(_COV_LAST_SHARES, (len(many), _COV_LAST_SHARES.size))
+        head = rho * (1.0 - f) / (tt - 1.0)
+        last = rho - (tt - 1.0) * head if math.isfinite(rho) else np.full_like(f, math.inf)
+        step = eta + math.sqrt(d) * (sens / np.sqrt(2.0 * head))
+        lower = np.full_like(f, 1.0 / cond)
+        for k in range(int(max(many, default=1)) - 1):
+            go = (tt - 1.0) > k
+            lower = np.where(go, np.minimum(1.0, lower / (lower + step)), lower)
+        errs = (d * d + d) * (1.0 / n + (sens / np.sqrt(2.0 * last)) ** 2 / lower)
+        rows_of = {t: j for j, t in enumerate(many)}
+        for t in ts:
+            if t == 1:
+                s1 = sens / math.sqrt(2.0 * rho) if math.isfinite(rho) else 0.0
+                per_t.append((1, np.array([1.0]),
+                              np.array([(d * d + d) * (1.0 / n + s1 * s1 * cond)])))
+            else:
+                j = rows_of[t]
+                per_t.append((t, _COV_LAST_SHARES, errs[j]))
+    best_err = min(float(e.min()) for _, _, e in per_t)
+    limit = best_err * (1.0 + prefer_fewer)
+    for t, f, err in per_t:
+        if prefer_fewer > 0 and float(err.min()) > limit:
+            continue
+        # the first minimum in candidate order (t increasing, f increasing), as a scan would
+        j = int(np.argmin(err))
+        if prefer_fewer > 0 or float(err[j]) <= best_err * (1 + 1e-12):
+            if t == 1:
+                return (1.0,)
+            fj = float(f[j])
+            return _fractions([(1.0 - fj) / (t - 1)] * (t - 1) + [fj], t)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+
+# ----------------------------------------------------------------------------------------------
+# The practical Gaussian estimator (coinpress_gaussian)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The public plans of the practical estimator (stages 1–4 of :func:`coinpress_gaussian`)
+    and the planner's predicted squared covariance error (d² + d)(1/n + σ_t²/ℓ_t)."""
+
+    pairs: bool
+    s_hi: float
+    coarse: tuple[CovStep, ...]
+    rough: tuple[MeanStep, ...]
+    cov: tuple[CovStep, ...]
+    mean: tuple[MeanStep, ...]
+    cov_err: float
+
+
+def _cov_share(final_mean: bool) -> float:
+    """Share of ρ for the covariance stages (1 and 3): all but the mean stages'."""
+    return 1.0 - _ROUGH_MEAN_SHARE - (_FINAL_MEAN_SHARE if final_mean else 0.0)
+
+
+def _cov_plans(n: int, d: int, rho: float, R: float, lo: float, hi: float, omega: float,
+               beta: float, prefer_fewer: float, final_mean: bool = True
+               ) -> tuple[bool, float, tuple[CovStep, ...], tuple[CovStep, ...], float]:
+    """(pairs, s_hi, coarse steps, stage-3 plan, cond3) of the practical estimator."""
+    rho_cov = rho * _cov_share(final_mean)
+    pairs = omega * omega > _PAIRS_OMEGA2
+    if pairs:  # far prior: stage 1 whitens Σ itself from pairwise differences
+        s_hi, offset2, n1 = hi, 1.0, n // 2
+    else:  # near prior: whiten S = Σ + (μ−c)(μ−c)ᵀ ⪯ (1 + ω²)Σ with all n rows
+        s_hi, offset2, n1 = min(hi + R * R, (1.0 + omega * omega) * hi), 1.0 + omega * omega, n
+    plan1 = covariance_schedule(n1, d, _finite(s_hi / lo), rho_cov, beta=beta,
+                                prefer_fewer=prefer_fewer)
+    coarse = plan1[:-1]
+    lower = plan1[-1].lower
+    rho3 = rho_cov - math.fsum(s.rho for s in coarse) if math.isfinite(rho) else math.inf
+    cond3 = max(_finite(offset2 / lower if coarse else s_hi / lo), 1.0)  # T Σ Tᵀ ⪰ ℓ/offset2
+    plan3 = covariance_schedule(n, d, cond3, rho3, beta=beta, prefer_fewer=prefer_fewer)
+    return pairs, s_hi, coarse, plan3, cond3
+
+
+@lru_cache(maxsize=256)
+def _practical_plan(n: int, d: int, rho: float, R: float, lo: float, hi: float, omega: float,
+                    beta: float, prefer_fewer: float, final_mean: bool = True) -> _Plan:
+    """Stages 1–4 of the practical estimator; without ``final_mean`` (a *frame* plan, used by
+    the split mode) stage 4 is left out and its budget goes to the covariance stages: the
+    output is the rough mean and the second moment about it."""
+    pairs, s_hi, coarse, plan3, cond3 = _cov_plans(n, d, rho, R, lo, hi, omega, beta,
+                                                   prefer_fewer, final_mean)
+    rho_rough = rho * _ROUGH_MEAN_SHARE
+    rho_cov = rho * _cov_share(final_mean)
+    rho_mean = rho - rho_cov - rho_rough if math.isfinite(rho) else math.inf
+    beta_m = min(beta, 0.01)
+    # stage 2 prior: ‖T(μ − c)‖ ≤ 1 (near: T S Tᵀ ⪯ I) or ≤ ‖T‖R ≤ R/√lo = ω (far: T Σ Tᵀ ⪯ I)
+    rough = mean_schedule(n, d, 1.5 if not pairs else omega, rho_rough, beta=beta_m,
+                          debias=False)
+    r_t = _mean_error_bound(n, d, rough[-1], beta_m)
+    # stage 4 prior: ‖B(μ_rough − μ)‖ ≤ r_t ‖B A⁻¹‖ with ‖B A⁻¹‖² ≲ cond3 when the plan holds
+    plan4 = (mean_schedule(n, d, _finite(r_t * math.sqrt(cond3)), rho_mean, beta=beta_m)
+             if final_mean else ())
+    _check_radii(rough, plan4)
+    last = plan3[-1]
+    err = (d * d + d) * (1.0 / n + last.sigma**2 / last.lower)
+    return _Plan(pairs, s_hi, coarse, rough, plan3, plan4, err)
+
+
+def _finite(x: float) -> float:
+    if not math.isfinite(x):
+        raise ValueError("the prior (radius, cov_bounds) is too wide for float arithmetic")
+    return x
+
+
+def _check_radii(*plans: tuple[MeanStep, ...]) -> None:
+    """Public check, before any spending, that every planned clip radius is usable."""
+    if any(not s.clip_radius <= 1e150 for p in plans for s in p):
+        raise ValueError("the prior radius is too large (clip radii must stay below 1e150)")
+
+
+def _mean_error_bound(n: int, d: int, s: MeanStep, beta: float) -> float:
+    """Public (1 − β) bound on the error of a covering mean step's output."""
+    return math.sqrt((1.0 / n + s.sigma**2) * _chi2_isf(beta, d))
