@@ -177,7 +177,10 @@ def test_public_gaussian_ledger_is_the_same_for_any_data(constants: str) -> None
     keys = []
     for X, P in [(X1, good), (X2, good), (X1, far), (X2, near_dup)]:
         a = acct(rho)
-        public_gaussian(X, P, rho, accountant=a, noise=1, constants=constants)
+        try:  # far public rows may collapse the chain: a DP failure, the budget stays spent
+            public_gaussian(X, P, rho, accountant=a, noise=1, constants=constants)
+        except pg.EstimationFailed:
+            pass
         assert math.fsum(e.cost.rho for e in a.ledger) == pytest.approx(rho, rel=1e-12, abs=0)
         keys.append(ledger_key(a))
     assert keys[0] == keys[1] == keys[2] == keys[3]
@@ -247,7 +250,7 @@ def test_rho_inf_gives_the_nonprivate_estimators() -> None:
 @pytest.mark.parametrize("extra", [0, 10])
 def test_public_gaussian_is_affine_equivariant(constants: str, extra: int) -> None:
     rng = np.random.default_rng(10)
-    n, d = 1500, 5
+    n, d = 6000, 5  # theory constants refuse n = 1500 as hopeless (predicted error 35)
     mu, Sigma, C = gaussian_data(rng, n, d)
     X = mu + rng.standard_normal((n, d)) @ C.T
     P = mu + rng.standard_normal((d + 1 + extra, d)) @ C.T
@@ -405,3 +408,103 @@ def test_degeneracy_check_is_scale_invariant() -> None:
     flat[-1] = 2 * flat[0] - flat[1]  # an affine combination: the rows span only d - 1 dims
     with pytest.raises(_Invalid, match="degenerate"):
         _pre(flat, 0.05)
+
+
+# ----------------------------------------------------------------------------------------------
+# Hopeless plans refused before spending; collapsed releases reported (as in PrivateGaussian)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_function_refuses_a_hopeless_plan_before_spending_and_says_what_works() -> None:
+    # regression (T14): d = 100, n = 5000, d+1 public rows returned a covariance off by ~1e6
+    import re
+
+    from privgauss.gaussian.public import check_public_plan
+
+    rng = np.random.default_rng(30)
+    n, d, rho, beta = 5000, 100, 1.0, 0.1
+    X, P = rng.normal(size=(n, d)), rng.normal(size=(d + 1, d))
+    messages = []
+    for rows in (X, 1e9 * X[::-1] + 7):  # the verdict reads public sizes only, not the rows
+        a = acct(rho)
+        with pytest.raises(pg.InvalidDataError, match="private rows") as info:
+            public_gaussian(rows, P, rho, accountant=a, noise=0, beta=beta)
+        assert a.spent is None and a.ledger == []
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    n_ok = int(re.search(r"n >= (\d+) private rows", messages[0]).group(1))
+    m_ok = int(re.search(r"or (\d+) public rows", messages[0]).group(1))
+    assert n_ok > n and m_ok > d + 1
+    for n_, m_ in ((n_ok, d + 1), (n, m_ok)):  # both suggestions pass the plan check
+        check_public_plan(n_, d, m_, rho, beta, 0.0, "practical")
+    # the estimator refuses with the same message (one implementation), also before spending
+    shared = acct(rho)
+    est = pg.PrivateGaussian(rho=rho, method="public", beta=beta, accountant=shared,
+                             random_state=0)
+    with pytest.raises(pg.InvalidDataError) as info:
+        est.fit(X, public_X=P)
+    assert str(info.value) == messages[0] and shared.spent is None
+
+
+@pytest.mark.parametrize("constants", ["practical", "theory"])
+def test_function_runs_a_feasible_plan_once_and_spends_exactly_rho(
+    constants: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import privgauss.gaussian.public as pub
+
+    calls: list[tuple] = []
+    real = pub.check_public_plan
+
+    def counting(*args):  # noqa: ANN002, ANN202
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(pub, "check_public_plan", counting)
+    rng = np.random.default_rng(31)
+    n, d, rho = 8000, 6, 0.7
+    mu, Sigma, C = gaussian_data(rng, n, d)
+    X = mu + rng.standard_normal((n, d)) @ C.T
+    P = mu + rng.standard_normal((d + 1, d)) @ C.T
+    a = acct(rho)
+    m, S = public_gaussian(X, P, rho, accountant=a, noise=4, constants=constants)
+    assert math.fsum(e.cost.rho for e in a.ledger) == pytest.approx(rho, rel=1e-12, abs=0)
+    W = np.linalg.inv(C)
+    assert np.linalg.norm(W @ S @ W.T - np.eye(d)) < 1.0
+    assert calls == [(n, d, d + 1, rho, 0.1, 0.0, constants)]
+    # the estimator checks the plan once per fit too (before spending), not again in the run
+    g = pg.PrivateGaussian(rho=rho, method="public", constants=constants, random_state=4)
+    g.fit(X, public_X=P)
+    assert len(calls) == 2 and g.privacy_spent_.rho == pytest.approx(rho)
+
+
+def test_collapse_check_flags_a_collapsed_release_and_passes_a_good_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import privgauss.gaussian.public as pub
+    from privgauss.gaussian.public import check_public_collapse
+
+    rng = np.random.default_rng(32)
+    n, d, beta = 4000, 5, 0.1
+    mu, Sigma, C = gaussian_data(rng, n, d)
+    X = mu + rng.standard_normal((n, d)) @ C.T
+    P = mu + rng.standard_normal((d + 1, d)) @ C.T
+    check_public_collapse(P, Sigma, beta)  # the truth satisfies Σ_Y ⪰ I in the public frame
+    for bad in (1e-4 * Sigma, np.zeros((d, d)), np.full((d, d), np.nan), Sigma - 2 * np.eye(d)
+                * np.linalg.eigvalsh(Sigma)[-1]):
+        with pytest.raises(pg.EstimationFailed, match="did not converge") as info:
+            check_public_collapse(P, bad, beta)
+        assert info.value.step == "public-gaussian"
+    # through the function: a collapsed chain is a DP failure and the budget stays spent
+    real = pub._public_gaussian
+
+    def collapsed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        mean, cov = real(*args, **kwargs)
+        return mean, 1e-4 * cov
+
+    monkeypatch.setattr(pub, "_public_gaussian", collapsed)
+    a = acct(0.5)
+    with pytest.raises(pg.EstimationFailed, match="did not converge"):
+        public_gaussian(X, P, 0.5, accountant=a, noise=0, beta=beta)
+    assert a.spent.rho == pytest.approx(0.5)
+    m, S = public_gaussian(X, P, 0.5, accountant=acct(0.5), noise=0, beta=beta, checks=False)
+    assert np.all(np.isfinite(S))  # checks=False returns the release as is

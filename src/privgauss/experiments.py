@@ -203,8 +203,9 @@ def run_cov(trials: int, quick: bool, seed: int, progress: bool = False) -> list
             X_pub = mu + rng.standard_normal((d + 1, d)) @ C.T
             err["np.cov"].append(float(np.linalg.norm(W @ np.cov(X.T) @ W.T - np.eye(d))))
             for name, c in (("direct port (theory)", "theory"), ("ours", "practical")):
-                (m, S), s = _timed(
-                    public_gaussian, X, X_pub, RHO, accountant=_acct(), noise=rng, constants=c
+                (m, S), s = _timed(  # the direct port is measured even where it is hopeless
+                    public_gaussian, X, X_pub, RHO, accountant=_acct(), noise=rng, constants=c,
+                    checks=c == "practical",
                 )
                 err[name].append(float(np.linalg.norm(W @ S @ W.T - np.eye(d))))
                 secs[name] += s

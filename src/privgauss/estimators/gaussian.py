@@ -9,7 +9,7 @@ import numpy as np
 
 from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
-from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
@@ -17,53 +17,6 @@ from ..validation import check_data, validated_rows
 from ._base import BudgetMixin, is_pure, privacy_report, zcdp_of
 
 METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection", "ppe")
-
-
-# Predicted relative covariance error ‖Σ̂ − Σ‖_F/‖Σ‖_F (whitened frame) of a public-data fit
-# past which the plan itself says the chain cannot whiten the public range K at this n (and
-# past twice what a perfect preconditioner would leave): refused before spending. The model is
-# pessimistic for small ℓ (d = 20, n = 2000, 21 public rows: predicted 14.7, measured 0.33), so
-# only hopeless plans are refused (ρ = 1, d+1 public rows: d = 100, n = 5000 predicts 1.4e4 and
-# erred by 9e8; d = 50 with constants="theory" predicts 125 at n = 20000 and erred by 195).
-_PUBLIC_MAX_ERROR = 20.0
-_PUBLIC_RANGE_FACTOR = 2.0
-_PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
-# The whitened covariance Σ_Y of Alg. 2 satisfies Σ_Y ⪰ I (w.p. 1 − β/2 over the public rows); a
-# released Σ̂_Y with an eigenvalue below this is a collapsed chain (d = 100, n = 20000: the
-# estimate shrank to ~1e-4·Σ), reported as EstimationFailed.
-_PUBLIC_COLLAPSE = 0.1
-_GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
-
-
-def _growth(k: int) -> list[int]:
-    return [k << j for j in range(1, _GROWTH_STEPS + 1)]
-
-
-def public_predicted_error(
-    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
-    ideal: bool = False,
-) -> float:
-    """The planner's predicted relative Frobenius error of the covariance from
-    :func:`~privgauss.gaussian.public.public_gaussian` with m ≥ d+1 public rows (public sizes
-    only: the preconditioner's range (R, K, ω) depends on d, m, β, γ, not on the rows);
-    inf when the range overflows the planner. ``ideal``: the same with K = 1 (a perfect
-    preconditioner), the error the privacy noise and sampling alone would leave."""
-    from ..gaussian import coinpress_plan as cp
-    from ..gaussian import public as pub
-
-    b = beta / 2
-    L, U, R, omega, _ = pub._range_constants(d, m, b, gamma)
-    K = 1.0 if ideal else U / L
-    try:
-        if constants == "theory":
-            last = cp.covariance_schedule(n // 2, d, K, rho / 2, beta=b, constants="theory")[-1]
-            err2 = (d * d + d) * (2.0 / n + last.sigma**2 / last.lower)
-        else:
-            fewer = pub._FEWER_STEPS_TOLERANCE if n * d >= pub._FEWER_STEPS_MIN_VALUES else 0.0
-            err2 = cp._practical_plan(n, d, rho, R, 1.0, K, min(R, omega), b, fewer).cov_err
-    except ValueError:
-        return math.inf
-    return math.sqrt(err2 / d)
 
 
 class PrivateGaussian(BudgetMixin):
@@ -232,7 +185,11 @@ class PrivateGaussian(BudgetMixin):
                     + ("" if known is not None else " to precondition an unknown covariance")
                 )
             if known is None and not is_pure(budget):
-                self._check_public_plan(d, Xp.shape[0], zcdp_of(budget, "method='public'"))
+                from ..gaussian.public import check_public_plan
+
+                rho = zcdp_of(budget, "method='public'")
+                check_public_plan(self._n_rows, d, Xp.shape[0], rho, float(self.beta),
+                                  float(self.gamma), self.constants)
         if method in ("clip", "coinpress") and self.mean_bound is None:
             raise InvalidDataError(f"method={method!r} needs mean_bound= (a radius around center)")
         if method == "coinpress" and known is None and self.cov_bounds is None:
@@ -249,56 +206,6 @@ class PrivateGaussian(BudgetMixin):
             raise PrivacyBudgetError("method='hypothesis-selection' needs a pure epsilon budget")
         if method == "ppe":
             self._check_ppe(budget, d, known)
-
-    def _check_public_plan(self, d: int, m: int, rho: float) -> None:
-        """Refuse (before spending) a public-data fit whose planned chain cannot whiten the
-        worst-case range of m public rows at this n, d, ρ: the planner's predicted relative
-        covariance error is past :data:`_PUBLIC_MAX_ERROR` and more than
-        :data:`_PUBLIC_RANGE_FACTOR` times what a perfect preconditioner would leave (an error
-        due to the noise itself is the price of privacy, not a failure). Public sizes only."""
-        n, beta, gamma = self._n_rows, float(self.beta), float(self.gamma)
-        args = (d, rho, beta, gamma, self.constants)
-
-        def fails(n_: int, m_: int, limit: float) -> bool:
-            err_ = public_predicted_error(n_, m_, *args)
-            if err_ <= limit:
-                return False
-            return err_ > _PUBLIC_RANGE_FACTOR * public_predicted_error(n_, m_, *args, ideal=True)
-
-        if not fails(n, m, _PUBLIC_MAX_ERROR):
-            return
-        err = public_predicted_error(n, m, *args)
-        more_n = next((k for k in _growth(n) if not fails(k, m, _PUBLIC_TARGET_ERROR)), None)
-        more_m = next((k for k in _growth(m) if not fails(n, k, _PUBLIC_TARGET_ERROR)), None)
-        fixes = [f"n >= {more_n} private rows" if more_n else None,
-                 f"{more_m} public rows (they shrink the worst-case range K)" if more_m else None,
-                 "a larger rho"]
-        raise InvalidDataError(
-            f"method='public' cannot estimate this covariance: with n={n} private rows, d={d}, "
-            f"{m} public rows and rho={rho:.3g}, the worst-case range of the public "
-            f"preconditioner leaves a predicted relative covariance error of {err:.3g} "
-            "(the chain cannot whiten that range at this n); for a predicted error of "
-            f"{_PUBLIC_TARGET_ERROR} supply "
-            + " or ".join(f for f in fixes if f)
-        )
-
-    def _check_public_collapse(self, Xp: Any, cov: np.ndarray) -> None:
-        """EstimationFailed (after spending; a function of the release and the public rows)
-        when the released covariance, in the preconditioner's frame, is far below the Σ_Y ⪰ I
-        that frame guarantees: the whitening chain collapsed (see :data:`_PUBLIC_COLLAPSE`)."""
-        from ..gaussian.public import public_preconditioner
-
-        F = public_preconditioner(Xp, float(self.beta) / 2, float(self.gamma)).forward_matrix
-        with np.errstate(over="ignore", invalid="ignore"):
-            cov_y = F @ cov @ F.T
-        low = np.linalg.eigvalsh((cov_y + cov_y.T) / 2)[0] if np.isfinite(cov_y).all() else 0.0
-        if not low >= _PUBLIC_COLLAPSE:
-            raise EstimationFailed(
-                "the private whitening chain did not converge (the released covariance is far "
-                "below the public preconditioner's lower bound); supply more private rows, more "
-                "public rows or a larger budget",
-                step="public-gaussian",
-            )
 
     def _check_ppe(self, budget: Budget, d: int, known: np.ndarray | None) -> None:
         if not (isinstance(budget, ApproxDP) and budget.delta > 0):
@@ -351,8 +258,9 @@ class PrivateGaussian(BudgetMixin):
                 constants=self.constants,
             )
         if method == "public":
-            from ..gaussian.public import _public_gaussian
+            from ..gaussian.public import _public_gaussian, check_public_collapse
 
+            # the plan was checked by _check_method_inputs: the unchecked runner, then collapse
             mean, cov = _public_gaussian(
                 X,
                 Xp,
@@ -363,7 +271,7 @@ class PrivateGaussian(BudgetMixin):
                 gamma=self.gamma,
                 constants=self.constants,
             )
-            self._check_public_collapse(Xp, cov)
+            check_public_collapse(Xp, cov, float(self.beta), float(self.gamma))
             return mean, cov
         if method == "histogram":
             from ..gaussian.histogram import histogram_gaussian

@@ -5,7 +5,10 @@
 * :func:`public_preconditioner` — Alg. 1 (Lemma 3.4; γ-shifted public data, Lemma 3.13).
 * :func:`public_gaussian` — Alg. 2: precondition with d+1 (or more) public rows, run the bounded
   ρ-zCDP learner (:func:`~privgauss.gaussian.coinpress.coinpress_gaussian`) on the whitened
-  private rows with the public range parameters (R, K), and map back.
+  private rows with the public range parameters (R, K), and map back. It refuses, before
+  spending, a plan that cannot whiten the worst-case public range at this n
+  (:func:`check_public_plan`) and reports a collapsed release as a failure
+  (:func:`check_public_collapse`); :class:`~privgauss.estimators.PrivateGaussian` uses both.
 
 Privacy is with respect to the private rows, for **every** public dataset (Def. 2.17): the
 public rows only choose a per-record affine map and the range parameters, so the guarantee is
@@ -26,7 +29,7 @@ from scipy.stats import chi2
 
 from ..accounting import ZCDP, Accountant
 from ..clipped_stats import Rows
-from ..exceptions import InvalidDataError
+from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..noise import RandomState, as_noise
 from ..validation import check_data, validated_rows
@@ -36,16 +39,21 @@ from .coinpress_plan import (
     _check_beta,
     _check_constants,
     _check_rho,
+    _practical_plan,
     chi_tail_bound,
+    covariance_schedule,
     mean_schedule,
 )
 
 __all__ = [
     "Preconditioner",
+    "check_public_collapse",
+    "check_public_plan",
     "public_gaussian",
     "public_mean",
     "public_mean_one_sample",
     "public_preconditioner",
+    "public_predicted_error",
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -55,6 +63,20 @@ _EPS = float(np.finfo(np.float64).eps)
 # coarse steps). Smaller data keep the most accurate plan: there a pass costs next to nothing.
 _FEWER_STEPS_TOLERANCE = 0.01
 _FEWER_STEPS_MIN_VALUES = 1 << 20
+# Predicted relative covariance error ‖Σ̂ − Σ‖_F/‖Σ‖_F (whitened frame) of a public-data fit
+# past which the plan itself says the chain cannot whiten the public range K at this n (and
+# past twice what a perfect preconditioner would leave): refused before spending. The model is
+# pessimistic for small ℓ (d = 20, n = 2000, 21 public rows: predicted 14.7, measured 0.33), so
+# only hopeless plans are refused (ρ = 1, d+1 public rows: d = 100, n = 5000 predicts 1.4e4 and
+# erred by 9e8; d = 50 with constants="theory" predicts 125 at n = 20000 and erred by 195).
+_PUBLIC_MAX_ERROR = 20.0
+_PUBLIC_RANGE_FACTOR = 2.0
+_PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
+# The whitened covariance Σ_Y of Alg. 2 satisfies Σ_Y ⪰ I (w.p. 1 − β/2 over the public rows); a
+# released Σ̂_Y with an eigenvalue below this is a collapsed chain (d = 100, n = 20000: the
+# estimate shrank to ~1e-4·Σ), reported as EstimationFailed.
+_PUBLIC_COLLAPSE = 0.1
+_GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
 
 
 # ----------------------------------------------------------------------------------------------
@@ -295,9 +317,7 @@ def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Precon
             f"the public preconditioner needs at least d+1 = {d + 1} public rows, got {m}"
         )
     b = _check_beta(beta)
-    g = float(gamma)
-    if not 0.0 <= g < 1.0:
-        raise ValueError(f"gamma must be in [0, 1), got {g}")
+    g = _check_gamma(gamma)
     mean = P.mean(axis=0)
     L_g, U_g, R, omega, rows_used = _range_constants(d, m, b, g)
     S = P[:rows_used]
@@ -306,6 +326,13 @@ def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Precon
     cov = sym(C.T @ C / (S.shape[0] - 1))
     A = _equivariant_sqrt(S, cov)
     return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m)
+
+
+def _check_gamma(gamma: Any) -> float:
+    g = float(gamma)
+    if not 0.0 <= g < 1.0:
+        raise ValueError(f"gamma must be in [0, 1), got {g}")
+    return g
 
 
 def _range_constants(d: int, m: int, b: float, g: float) -> tuple[float, float, float, float, int]:
@@ -342,6 +369,7 @@ def public_gaussian(
     beta: float = 0.1,
     gamma: float = 0.0,
     constants: str = "practical",
+    checks: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ρ-zCDP (mean, covariance) of private rows ~ N(μ, Σ) with no range bounds, using m ≥ d+1
     public rows (Bie–Kamath–Singhal Alg. 2, Thm 3.7; TV-shifted public data Thm 3.14).
@@ -356,10 +384,26 @@ def public_gaussian(
     ``"practical"``: additionally passes the public Mahalanobis bound ω on the public mean's
     offset, so all n rows (centred at μ̂) serve the coarse covariance steps and the mean is
     localised to radius ~1 for free; the schedules are planned from K, n, d, ρ.
+
+    ``checks`` (default): raise InvalidDataError before any budget is spent when the plan is
+    hopeless at these public sizes (:func:`check_public_plan`, which names the n or public rows
+    that would do), and EstimationFailed (budget spent) when the release collapsed in the
+    preconditioner's frame (:func:`check_public_collapse`). ``checks=False`` runs Alg. 2 as
+    written and returns whatever it releases (for experiments on the algorithm itself).
     """
     X = validated_rows(X, name="X", min_rows=2)
-    return _public_gaussian(X, X_pub, rho, accountant=accountant, noise=noise, beta=beta,
-                            gamma=gamma, constants=constants)
+    if not checks:
+        return _public_gaussian(X, X_pub, rho, accountant=accountant, noise=noise, beta=beta,
+                                gamma=gamma, constants=constants)
+    _check_constants(constants)
+    d = int(X.shape[1])
+    P = _check_public_rows(X_pub, d, d + 1)
+    _check_accountant(accountant)
+    check_public_plan(int(X.shape[0]), d, P.shape[0], rho, beta, gamma, constants)
+    mean, cov = _public_gaussian(X, P, rho, accountant=accountant, noise=noise, beta=beta,
+                                 gamma=gamma, constants=constants)
+    check_public_collapse(P, cov, beta, gamma)
+    return mean, cov
 
 
 def _public_gaussian(
@@ -374,7 +418,8 @@ def _public_gaussian(
     constants: str = "practical",
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`public_gaussian` on rows already validated by
-    :func:`~privgauss.validation.validated_rows` (numpy, not copied, or dask)."""
+    :func:`~privgauss.validation.validated_rows` (numpy, not copied, or dask), without the plan
+    and collapse checks (the caller runs them)."""
     _check_constants(constants)
     d = int(X.shape[1])
     P = _check_public_rows(X_pub, d, d + 1)
@@ -396,3 +441,93 @@ def _public_gaussian(
         beta / 2, "public-gaussian", prefer_fewer,
     )
     return pre.backward(mean_Y, cov_Y)
+
+
+# ----------------------------------------------------------------------------------------------
+# Hopeless plans and collapsed releases of Alg. 2
+# ----------------------------------------------------------------------------------------------
+
+
+def public_predicted_error(
+    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
+    ideal: bool = False,
+) -> float:
+    """The planner's predicted relative Frobenius error of the covariance from
+    :func:`public_gaussian` (failure ``beta``) with m ≥ d+1 public rows (public sizes only: the
+    preconditioner's range (R, K, ω) depends on d, m, β, γ, not on the rows); inf when the
+    range overflows the planner. ``ideal``: the same with K = 1 (a perfect preconditioner),
+    the error the privacy noise and sampling alone would leave."""
+    b = beta / 2
+    L, U, R, omega, _ = _range_constants(d, m, b, gamma)
+    K = 1.0 if ideal else U / L
+    try:
+        if constants == "theory":
+            last = covariance_schedule(n // 2, d, K, rho / 2, beta=b, constants="theory")[-1]
+            err2 = (d * d + d) * (2.0 / n + last.sigma**2 / last.lower)
+        else:
+            fewer = _FEWER_STEPS_TOLERANCE if n * d >= _FEWER_STEPS_MIN_VALUES else 0.0
+            err2 = _practical_plan(n, d, rho, R, 1.0, K, min(R, omega), b, fewer).cov_err
+    except ValueError:
+        return math.inf
+    return math.sqrt(err2 / d)
+
+
+def check_public_plan(
+    n: int, d: int, m: int, rho: float, beta: float, gamma: float, constants: str
+) -> None:
+    """Refuse a :func:`public_gaussian` fit (n private rows, m public rows, dimension d, ρ-zCDP,
+    failure β, TV shift γ) whose planned chain cannot whiten the worst-case range of m public
+    rows: the predicted relative covariance error (:func:`public_predicted_error`) is past
+    :data:`_PUBLIC_MAX_ERROR` and more than :data:`_PUBLIC_RANGE_FACTOR` times what a perfect
+    preconditioner would leave (an error due to the noise itself is the price of privacy, not a
+    failure). Raises InvalidDataError naming the n or public rows that would predict an error
+    of :data:`_PUBLIC_TARGET_ERROR`. Public sizes only: call it before spending anything."""
+    _check_constants(constants)
+    rho, beta, gamma = _check_rho(rho), _check_beta(beta), _check_gamma(gamma)
+    if m < d + 1:
+        raise InvalidDataError(f"the public preconditioner needs at least d+1 = {d + 1} public "
+                               f"rows, got {m}")
+    args = (d, rho, beta, gamma, constants)
+
+    def fails(n_: int, m_: int, limit: float) -> bool:
+        err_ = public_predicted_error(n_, m_, *args)
+        if err_ <= limit:
+            return False
+        return err_ > _PUBLIC_RANGE_FACTOR * public_predicted_error(n_, m_, *args, ideal=True)
+
+    if not fails(n, m, _PUBLIC_MAX_ERROR):
+        return
+    err = public_predicted_error(n, m, *args)
+    growth = [1 << j for j in range(1, _GROWTH_STEPS + 1)]
+    more_n = next((n * g for g in growth if not fails(n * g, m, _PUBLIC_TARGET_ERROR)), None)
+    more_m = next((m * g for g in growth if not fails(n, m * g, _PUBLIC_TARGET_ERROR)), None)
+    fixes = [f"n >= {more_n} private rows" if more_n else None,
+             f"{more_m} public rows (they shrink the worst-case range K)" if more_m else None,
+             "a larger rho"]
+    raise InvalidDataError(
+        f"method='public' cannot estimate this covariance: with n={n} private rows, d={d}, "
+        f"{m} public rows and rho={rho:.3g}, the worst-case range of the public "
+        f"preconditioner leaves a predicted relative covariance error of {err:.3g} "
+        "(the chain cannot whiten that range at this n); for a predicted error of "
+        f"{_PUBLIC_TARGET_ERROR} supply "
+        + " or ".join(f for f in fixes if f)
+    )
+
+
+def check_public_collapse(X_pub: Any, cov: Any, beta: float, gamma: float = 0.0) -> None:
+    """Raise EstimationFailed when the covariance ``cov`` released by :func:`public_gaussian`
+    (failure ``beta``, TV shift ``gamma``, public rows ``X_pub``) is, in the preconditioner's
+    frame, far below the Σ_Y ⪰ I that frame guarantees: the whitening chain collapsed (smallest
+    eigenvalue under :data:`_PUBLIC_COLLAPSE`, or not finite). Reads only the release and the
+    public rows (post-processing); the budget stays spent."""
+    F = public_preconditioner(X_pub, float(beta) / 2, gamma).forward_matrix
+    with np.errstate(over="ignore", invalid="ignore"):
+        cov_y = F @ np.asarray(cov, dtype=np.float64) @ F.T
+    low = np.linalg.eigvalsh(sym(cov_y))[0] if np.isfinite(cov_y).all() else 0.0
+    if not low >= _PUBLIC_COLLAPSE:
+        raise EstimationFailed(
+            "the private whitening chain did not converge (the released covariance is far "
+            "below the public preconditioner's lower bound); supply more private rows, more "
+            "public rows or a larger budget",
+            step="public-gaussian",
+        )

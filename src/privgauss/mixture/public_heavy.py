@@ -223,8 +223,9 @@ def public_heavy_gmm(
     keys = src.rng.random(n)  # public per-row keys for the fixed-size subsets
 
     def learner(j: int, rows: np.ndarray, rho_j: float, acct: Accountant):
+        # checks=False: Alg. 2 as written; its plan check would refuse after the spending
         return public_gaussian(rows, publics[j], rho_j, accountant=acct, noise=src,
-                               beta=beta / (3 * k), constants=constants)
+                               beta=beta / (3 * k), constants=constants, checks=False)
 
     priors = [
         ComponentPrior(clusters.means[j], 0.0, (1.0, 1.0)) for j in range(k)  # pad = centre
