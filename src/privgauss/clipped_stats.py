@@ -634,11 +634,20 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
         tau_in = tau * (1.0 - 1e-12)  # rows certainly below this are inside the ball
         big = min(math.sqrt(_CORRECT_LIMIT) * tau, 0.5 * z_lim)
 
+        # one subtraction of p0 + g when that offset is small in the frame (its rounding,
+        # ≤ ε‖p0 + g‖ per row, stays ≤ 1e3·ε in whitened units); else p0 first, then g, so
+        # data far from 0 keep their precision
+        off = p0 + g
+        one_pass = float(np.linalg.norm(R, 2)) * (float(np.linalg.norm(p0)) + gn) <= 1e3
+
         def kernel(Bk: np.ndarray, drop: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
             with np.errstate(over="ignore", invalid="ignore"):
-                D = Bk - p0
-                if gn > 0:
-                    D -= g
+                if one_pass:
+                    D = Bk - off
+                else:
+                    D = Bk - p0
+                    if gn > 0:
+                        D -= g
                 if drop is not None:
                     D[drop] = 0.0  # excluded rows add nothing
                 D32 = D.astype(np.float32)

@@ -50,7 +50,7 @@ _FINAL_PASS = 1.0
 _STEP_PASS_U32 = 0.3
 _STEP_PASS = 0.6
 _STEP_OVERHEAD = 2e7  # fixed cost of a step, in flops (about a millisecond)
-_COARSE_PREFER_FEWER = 0.25  # the coarse fit only sets a frame: fewest steps within 25 %
+_COARSE_PREFER_FEWER = 1.0  # the coarse fit only sets a frame: fewest steps within 2x of its best
 
 
 @dataclass(frozen=True)
