@@ -259,6 +259,23 @@ def _practical_final(
     return best
 
 
+def _check_schedule(n: int, d: int, rho: Any, beta: Any, constants: str, steps: int | None,
+                    fractions: Any) -> tuple[float, float, int | None, tuple[float, ...] | None]:
+    """The arguments a schedule shares, checked: (ρ, β, steps, validated fractions or None)."""
+    _check_constants(constants)
+    if n < 1 or d < 1:
+        raise ValueError("n and d must be >= 1")
+    rho = _check_rho(rho)
+    beta = _check_beta(beta)
+    if steps is not None and (int(steps) != steps or steps < 1):
+        raise ValueError("steps must be a positive integer")
+    fr = None
+    if fractions is not None:
+        fr = _fractions(fractions, len(fractions) if steps is None else int(steps))
+        steps = len(fr)
+    return rho, beta, steps, fr
+
+
 @lru_cache(maxsize=1024)
 def mean_schedule(
     n: int,
@@ -279,18 +296,9 @@ def mean_schedule(
     f ∈ [0.5, 0.99] (earlier steps share 1 − f equally) are chosen to minimise the predicted
     final error d(v/n + σ²)/slope² given the prior looseness ``radius``/√d, n, d and ρ.
     """
-    _check_constants(constants)
-    if n < 1 or d < 1:
-        raise ValueError("n and d must be >= 1")
     if not (radius >= 0 and math.isfinite(radius)):
         raise ValueError("radius must be finite and >= 0")
-    rho = _check_rho(rho)
-    beta = _check_beta(beta)
-    if steps is not None and (int(steps) != steps or steps < 1):
-        raise ValueError("steps must be a positive integer")
-    if fractions is not None:
-        fr = _fractions(fractions, len(fractions) if steps is None else int(steps))
-        steps = len(fr)
+    rho, beta, steps, fr = _check_schedule(n, d, rho, beta, constants, steps, fractions)
     if constants == "theory":
         t = 2 if steps is None else int(steps)
         fr = _coinpress_fractions(t) if fractions is None else fr
@@ -400,19 +408,10 @@ def covariance_schedule(
     is within this relative tolerance of the best (e.g. 0.01; each step is a pass over the
     data).
     """
-    _check_constants(constants)
-    if n < 1 or d < 1:
-        raise ValueError("n and d must be >= 1")
     cond = float(cond)
     if not (cond >= 1 and math.isfinite(cond)):
         raise ValueError("the condition bound must be finite and >= 1")
-    rho = _check_rho(rho)
-    beta = _check_beta(beta)
-    if steps is not None and (int(steps) != steps or steps < 1):
-        raise ValueError("steps must be a positive integer")
-    if fractions is not None:
-        fr = _fractions(fractions, len(fractions) if steps is None else int(steps))
-        steps = len(fr)
+    rho, beta, steps, fr = _check_schedule(n, d, rho, beta, constants, steps, fractions)
     if constants == "theory":
         t = max(2, 1 + math.ceil(math.log10(cond))) if steps is None else int(steps)
         fr = _coinpress_fractions(t) if fractions is None else fr
