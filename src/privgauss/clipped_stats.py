@@ -20,7 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from .backends import Kernel, _as_block, _row_chunks, is_dask, map_rows, reduce_rows, take_rows
+from .backends import (
+    Kernel,
+    _as_block,
+    _row_chunks,
+    block_rows,
+    is_dask,
+    map_rows,
+    reduce_rows,
+    take_rows,
+)
 
 __all__ = [
     "Rows",
@@ -230,14 +239,23 @@ class Rows:
             else:
                 q, Gu, mu, V = q1, T @ G @ T.T, T @ m, np.zeros((d, 0))
             Tf = np.asfortranarray(T)
-            keep32 = not is_dask(self.X) and 4 * n * d <= _U32_BYTES
+            # float32 rows for in-memory data, written in place block by block (one allocation)
+            U32 = (np.empty((n, d), dtype=np.float32)
+                   if not is_dask(self.X) and 4 * n * d <= _U32_BYTES else None)
 
-            def pass2(B: np.ndarray) -> tuple[np.ndarray, ...]:
+            def pass2(B: np.ndarray, a0: int = 0) -> tuple[np.ndarray, ...]:
                 Ut = _trmm(Tf, B - q, lower=True)
-                out = (np.einsum("ij,ij->j", Ut, Ut), (V.T @ Ut).T)
-                return out + (Ut.T.astype(np.float32),) if keep32 else out
+                if U32 is not None:
+                    U32[a0 : a0 + B.shape[0]] = Ut.T
+                return np.einsum("ij,ij->j", Ut, Ut), (V.T @ Ut).T
 
-            un2, Z, *U32 = map_rows(self.X, pass2)
+            if U32 is None:
+                un2, Z = map_rows(self.X, pass2)
+            else:
+                step = block_rows(d)
+                parts = [pass2(self.X[a : a + step], a) for a in range(0, n, step)]
+                un2 = np.concatenate([p[0] for p in parts])
+                Z = np.concatenate([p[1] for p in parts])
         ref_inv = L if self.P is None else self.P @ L  # y − s_ref = ref_inv · u
         s_ref = q if self.P is None else self.P @ (q - self.p0)
         big = float(np.linalg.norm(ref_inv, 2)) * math.sqrt(float(un2.max()))
@@ -250,7 +268,7 @@ class Rows:
              "un2": un2, "T": T, "q": q, "ref_inv": ref_inv, "s_ref": s_ref, "slack": slack,
              "unorm_sum": float(np.sqrt(un2).sum()),
              "u_hi": float(np.quantile(np.sqrt(un2), 0.9)) if n else 0.0,
-             "U32": U32[0] if U32 else None}
+             "U32": U32}
         self._set_projections(S, V, Z)
         return S
 
@@ -376,8 +394,11 @@ class Rows:
         Rq32 = Rq.astype(np.float32)[:, None]
         U32 = S["U32"]
         found = []
+        buf = np.empty((min(_U32_BLOCK, self.n), self.d), dtype=np.float32)
         for a0 in range(0, self.n, _U32_BLOCK):
-            Zt = strmm(1.0, R32, U32[a0 : a0 + _U32_BLOCK].T, side=0, lower=0)
+            blk = buf[: min(_U32_BLOCK, self.n - a0)]
+            np.copyto(blk, U32[a0 : a0 + _U32_BLOCK])  # the multiply overwrites its input
+            Zt = strmm(1.0, R32, blk.T, side=0, lower=0, overwrite_b=1)
             Zt -= Rq32
             nrm = np.sqrt(np.einsum("ij,ij->j", Zt, Zt).astype(np.float64))
             un = np.sqrt(S["un2"][a0 : a0 + _U32_BLOCK])

@@ -40,7 +40,7 @@ _SPLIT_MIN_VALUES = 1 << 20  # n·d below this: passes are cheap, always the seq
 _SPLIT_MIN_ROWS = 4096  # fewest rows for the coarse fit
 _SPLIT_FRACTIONS = (1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8)
 # coarse fit's share of ρ: 1 is the parallel mode, below 1 the subsample mode
-_SPLIT_SHARES = (1.0, 0.1, 0.2, 0.3)
+_SPLIT_SHARES = (1.0, 0.1, 0.15, 0.2, 0.25, 0.3)
 _SPLIT_TOLERANCE = 0.01  # predicted covariance error within 1 % of the sequential mode
 _SPLIT_MAX_FRAME_ERROR = 0.9
 # measured costs (n = 1e6, d = 100, one core), in units of rows·d² flops: the final one-pass
