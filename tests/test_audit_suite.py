@@ -207,18 +207,18 @@ def test_histogram_near_its_sample_threshold() -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def _spent_matches(acct: pg.Accountant, budget: Any, exact: bool = True) -> None:
-    """Spent within the budget (privacy) and, with ``exact``, equal to it (the ledger sums to
-    the total: a fit's spend never depends on the data)."""
+def _spent_matches(acct: pg.Accountant, budget: Any) -> None:
+    """Spent within the budget (privacy) and equal to it (the ledger sums to the total: a fit's
+    spend never depends on the data)."""
     spent = acct.spent
     assert spent is not None
     if isinstance(budget, pg.ZCDP):
         assert spent.rho <= budget.rho * (1 + 1e-9)
-        assert not exact or spent.rho == pytest.approx(budget.rho, rel=1e-6)
+        assert spent.rho == pytest.approx(budget.rho, rel=1e-6)
     else:
         assert spent.epsilon <= budget.epsilon * (1 + 1e-9)
         assert getattr(spent, "delta", 0.0) <= getattr(budget, "delta", 0.0) * (1 + 1e-9)
-        assert not exact or spent.epsilon == pytest.approx(budget.epsilon, rel=1e-6)
+        assert spent.epsilon == pytest.approx(budget.epsilon, rel=1e-6)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -242,10 +242,6 @@ def mixture_data(n: int = 300, seed: int = 0) -> np.ndarray:
     return pg.datasets.make_mixture(n, 2, 1, separation=20.0, random_state=seed).X
 
 
-#: mixture methods whose failed fits may spend less than the budget (still private: the spend
-#: stays within it and a failure is a DP output); none since route P2 tops up δ as well
-UNDERSPEND_ON_FAILURE: set[str] = set()
-
 
 @pytest.mark.parametrize("method", list(MIXTURE_METHODS))
 def test_mixture_method_spends_its_budget_or_nothing(method: str) -> None:
@@ -264,7 +260,7 @@ def test_mixture_method_spends_its_budget_or_nothing(method: str) -> None:
     try:
         m.fit(X, public_X=X[:50] if MIXTURE_METHODS[method].uses_public else None)
     except pg.EstimationFailed:
-        _spent_matches(shared, budget, exact=method not in UNDERSPEND_ON_FAILURE)
+        _spent_matches(shared, budget)
         return
     except ValueError:
         assert shared.spent is None  # refused before anything was spent

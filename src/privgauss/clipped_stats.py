@@ -55,6 +55,11 @@ _U32_BLOCK = 8192  # rows per block of the float32 norm pass
 _EPS32 = float(np.finfo(np.float32).eps) / 2  # unit roundoff of float32
 
 
+def _kappa32(d: int) -> float:
+    """2·γ_{d+4} in float32: twice the relative rounding bound of a length-d dot product (plus
+    the rounding of its inputs and output) — the margin of the float32 norm tiers."""
+    return 2.0 * (d + 4) * _EPS32 / (1.0 - (d + 4) * _EPS32)
+
 def sanitize_rows(Y: np.ndarray) -> np.ndarray:
     """Map each row with a non-finite entry or an entry above 1e150 in magnitude to 0.
 
@@ -389,7 +394,7 @@ class Rows:
         if not (np.isfinite(R).all() and math.isfinite(rqn) and lim > 0
                 and rf * math.sqrt(float(S["un2"].max())) + rqn < 1e30):  # float32 range
             return self._norm64_candidates(S, C, q, r, tau)
-        kappa = 2.0 * (self.d + 4) * _EPS32 / (1.0 - (self.d + 4) * _EPS32)
+        kappa = _kappa32(self.d)
         R32 = np.asfortranarray(R, dtype=np.float32)
         Rq32 = Rq.astype(np.float32)[:, None]
         U32 = S["U32"]
@@ -643,7 +648,7 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     # float32 rounding bound (as in Rows._norm32_candidates): ‖R‖_F‖D_i‖ ≤ c‖R D_i‖ with
     # c = ‖R‖_F‖R⁻¹‖, so the computed norm is within rel·(computed) of the exact one,
     # rel = 2κ(c + 1)/(1 − 2κc); the tier is used only while that is small (a few %)
-    kappa = 2.0 * (d + 4) * _EPS32 / (1.0 - (d + 4) * _EPS32)
+    kappa = _kappa32(d)
     c = float(np.linalg.norm(R)) * rinv
     if float(np.linalg.cond(R)) <= _FAST32_COND and 2.0 * kappa * c < 0.05 and tau < 0.5 * z_lim:
         from scipy.linalg.blas import strmm

@@ -107,20 +107,14 @@ def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
             rho_c = rho2 - rho_m if math.isfinite(rho2) else math.inf
             n2 = n - m if parallel else n
             sig = _sigma_cov(tau, n2, rho_c)
-
-            def error(u: float) -> float:
-                return (d * d + d) * (1.0 / n2 + sig * sig * (1.0 + e) * u)  # noqa: B023
-
-            u0 = 1.0 + 2.0 * e / math.sqrt(d)
-            if not (e < min(_SPLIT_MAX_FRAME_ERROR, 0.99) and error(u0) <= limit):
-                continue  # (before planning the means: their error only adds to u)
-            p1 = _practical_plan(*coarse_args, False)
-            cost = _plan_cost(p1, m, d) + _FINAL_PASS * (n - m if parallel else n) * d * d
-            if not cost < seq_cost:
+            u = 1.0 + 2.0 * e / math.sqrt(d)
+            err = (d * d + d) * (1.0 / n2 + sig * sig * (1.0 + e) * u)
+            if not (e < min(_SPLIT_MAX_FRAME_ERROR, 0.99) and err <= limit):
                 continue
-            err = error(u0)
-            if err <= limit and (best is None or cost < best[0]):
-                best = (cost, _Split(m, parallel, rho1, p1, u0, tau, rho_m, rho_c, err))
+            p1 = _practical_plan(*coarse_args, False)
+            cost = _plan_cost(p1, m, d) + _FINAL_PASS * n2 * d * d
+            if cost < seq_cost and (best is None or cost < best[0]):
+                best = (cost, _Split(m, parallel, rho1, p1, u, tau, rho_m, rho_c, err))
     return None if best is None else best[1]
 
 
