@@ -27,6 +27,8 @@ from .exceptions import InvalidDataError
 
 __all__ = [
     "DEFAULT_MAX_MEMORY_BYTES",
+    "as_rows",
+    "public_rows",
     "block_rows",
     "in_memory",
     "is_dask",
@@ -50,6 +52,53 @@ def is_dask(X: Any) -> bool:
 def block_rows(d: int) -> int:
     """Rows per block: about 1 MB of float64, so a block stays in cache between operations."""
     return max(256, (1 << 17) // max(int(d), 1))
+
+
+def as_rows(
+    X: Any, *, name: str = "X", min_rows: int = 1, n_features: int | None = None
+) -> Any:
+    """Rows that the trust boundary (:mod:`privgauss.validation`, called by the estimators, the
+    command line and :mod:`privgauss.io`) has validated, as a 2-D float64 array: a numpy array
+    (not copied when it is float64 already) or a dask array (left lazy).
+
+    Only public facts are checked here — the number of dimensions, rows and columns — so an
+    error can never depend on a record. Values are not inspected: the algorithms treat every
+    value per record (a non-finite or overflowing transformed row is mapped as if clipped, see
+    :func:`privgauss.clipped_stats.sanitize_rows`), which is what keeps a direct call with raw
+    rows private as well."""
+    if not is_dask(X):
+        X = np.asarray(X, dtype=np.float64)
+    elif X.dtype != np.float64:
+        X = X.astype(np.float64)
+    if X.ndim != 2:
+        raise InvalidDataError(f"{name} must be a 2-D array of shape (n_samples, n_features)")
+    n, d = X.shape
+    if d != d or n != n:  # NaN: a dask array with unknown chunk sizes
+        raise InvalidDataError(
+            f"{name} is a dask array with unknown chunk sizes; call {name}.compute_chunk_sizes()"
+        )
+    if int(n) < min_rows:
+        raise InvalidDataError(
+            f"{name} has {int(n)} rows but this method needs at least {min_rows}"
+        )
+    if n_features is not None and int(d) != n_features:
+        raise InvalidDataError(f"{name} has {int(d)} features but {n_features} were expected")
+    return X
+
+
+def public_rows(
+    X: Any, *, name: str = "public data", min_rows: int = 1, n_features: int | None = None
+) -> np.ndarray:
+    """Public rows as a 2-D float64 numpy array (a single row of shape (d,) is accepted).
+    Public data are public: unlike private rows they may be refused for their values (NaN or
+    infinite entries), here as at the trust boundary."""
+    P = np.asarray(X, dtype=np.float64)
+    if P.ndim == 1:
+        P = P.reshape(1, -1)
+    P = as_rows(P, name=name, min_rows=min_rows, n_features=n_features)
+    if not np.isfinite(P).all():
+        raise InvalidDataError(f"{name} contains NaN or infinite values; remove them")
+    return P
 
 
 def _row_chunks(X: Any) -> Any:

@@ -37,6 +37,7 @@ __all__ = [
     "clipped_moments",
     "exact_clipped_moments",
     "sanitize_rows",
+    "transform_rows",
 ]
 
 _FAST_MIN_ROWS = 4096  # below this the exact pass is as fast as the summaries
@@ -71,6 +72,41 @@ def sanitize_rows(Y: np.ndarray) -> np.ndarray:
         Y = Y.copy()
         Y[bad] = 0.0
     return Y
+
+
+def _transform_block(
+    B: np.ndarray, A: np.ndarray | None, shift: np.ndarray | None
+) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = B if shift is None else B - shift
+        if A is not None:
+            W = W * A if A.ndim == 1 else W @ A.T
+    return sanitize_rows(W)
+
+
+def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None = None) -> Any:
+    """The rows (x_i − shift)·Aᵀ (``A`` a matrix, a vector for a diagonal map, or None for the
+    identity) with :func:`sanitize_rows` applied: a row that overflows, or reaches a magnitude
+    above 1e150, in the new frame is mapped to 0 — as if clipped to the frame's centre.
+
+    The map the algorithms use whenever they move validated rows into a public or released
+    frame (whitening by a known covariance, public preconditioning, rescaling by a released
+    scale, projection): a fixed function of each record given public quantities, so every
+    sensitivity computed downstream holds, and unlike validation it never raises or warns on a
+    private value. numpy rows are transformed at once; dask rows lazily, chunk by chunk, with a
+    picklable kernel."""
+    A = None if A is None else np.asarray(A, dtype=np.float64)
+    shift = None if shift is None else np.asarray(shift, dtype=np.float64)
+    if not is_dask(X):
+        return _transform_block(np.asarray(X, dtype=np.float64), A, shift)
+    from functools import partial
+
+    d_out = int(X.shape[1]) if A is None or A.ndim == 1 else int(A.shape[0])
+    Xr = _row_chunks(X)
+    return Xr.map_blocks(
+        partial(_transform_block, A=A, shift=shift), dtype=np.float64,
+        chunks=(Xr.chunks[0], (d_out,)),
+    )
 
 
 def affine_rows(Y: np.ndarray, A: np.ndarray | None, shift: np.ndarray | None = None) -> np.ndarray:

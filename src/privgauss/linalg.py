@@ -208,11 +208,16 @@ def clip_weights(D: np.ndarray, radius: float) -> np.ndarray:
 
 
 def _project_rows(rows: np.ndarray, nr: np.ndarray, c: np.ndarray, radius: float) -> np.ndarray:
-    """Project rows lying outside B(c, radius) (computed norms ``nr``) into the ball."""
-    if not np.isfinite(rows).all():
-        raise InvalidDataError(
-            "X contains NaN or infinite values; remove or impute them before clipping"
-        )
+    """Project rows lying outside B(c, radius) (computed norms ``nr``) into the ball. A row with
+    a non-finite entry has no direction: it is mapped to the centre (a fixed per-record map,
+    so the clipped statistic keeps its sensitivity; never an error on a private value)."""
+    bad = ~np.isfinite(rows).all(axis=1)
+    if bad.any():
+        out = np.empty_like(rows)
+        out[bad] = c
+        if not bad.all():
+            out[~bad] = _project_rows(rows[~bad], nr[~bad], c, radius)
+        return out
     finite = np.isfinite(nr)
     if finite.all():
         U = rows - c

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
+from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from ..accounting import (
     ZCDP,
@@ -41,6 +46,19 @@ class BudgetMixin:
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise TypeError("accountant must be a privgauss.Accountant")
         return Accountant(budget, parent=self.accountant)
+
+
+@contextlib.contextmanager
+def private_section() -> Iterator[None]:
+    """The algorithm part of a fit, after the trust boundary: floating-point exceptions are
+    ignored (``np.errstate``: the algorithms sanitise non-finite values per record) and every
+    warning raised inside — numpy's, or a non-private learner's such as scikit-learn's
+    ``ConvergenceWarning`` — is captured and dropped, never re-emitted, since whether it fires
+    can depend on one record (DESIGN.md, privacy rule 10). The estimators warn only outside
+    this section, from public quantities and DP outputs."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def zcdp_of(budget: Budget, what: str) -> float:

@@ -9,12 +9,13 @@ import numpy as np
 
 from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
+from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
 from ..validation import check_data, validated_rows
-from ._base import BudgetMixin, is_pure, privacy_report, zcdp_of
+from ._base import BudgetMixin, is_pure, privacy_report, private_section, zcdp_of
 
 METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection", "ppe")
 
@@ -161,7 +162,8 @@ class PrivateGaussian(BudgetMixin):
         self._check_method_inputs(method, budget, d, Xp, known)
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
-        mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
+        with private_section():
+            mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
         self.mean_ = mean
         self.covariance_ = cov
         self.method_ = method
@@ -236,7 +238,7 @@ class PrivateGaussian(BudgetMixin):
         if known is not None and method in ("clip", "coinpress", "public"):
             root = sqrtm_psd(known)
             w = inv_sqrtm_psd(known)
-            Xw = X @ w
+            Xw = transform_rows(X, w)  # an overflowing row is mapped to 0, never an error
             Xpw = None if Xp is None else Xp @ w
             cw = center @ w
             bound = None

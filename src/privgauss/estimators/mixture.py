@@ -18,7 +18,7 @@ from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
 from ..validation import check_data, check_positive_int, validated_rows
-from ._base import BudgetMixin, privacy_report
+from ._base import BudgetMixin, privacy_report, private_section
 
 __all__ = ["METHODS", "MethodSpec", "PrivateGaussianMixture"]
 
@@ -462,7 +462,8 @@ class PrivateGaussianMixture(BudgetMixin):
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
         info: dict[str, Any] = {}
-        weights, means, covs = METHODS[method].runner(self, X, Xp, budget, acct, noise, info)
+        with private_section():
+            weights, means, covs = METHODS[method].runner(self, X, Xp, budget, acct, noise, info)
         self.weights_ = np.asarray(weights, dtype=np.float64)
         self.means_ = np.asarray(means, dtype=np.float64)
         self.covariances_ = np.asarray(covs, dtype=np.float64)

@@ -35,13 +35,13 @@ from typing import Any
 import numpy as np
 
 from ..accounting import ZCDP, Accountant
+from ..backends import as_rows
 from ..clipped_stats import Rows
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..noise import RandomState, as_noise
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
-from ..validation import validated_rows
 from .coinpress_plan import (
     CovStep,
     MeanStep,
@@ -173,7 +173,7 @@ def coinpress_mean(
     ``debias`` (practical only) lets the planner clip the last step inside the bulk and undo
     the shrinkage under the Gaussian model; turn it off for data that is not Gaussian.
     """
-    X = validated_rows(X, name="X")
+    X = as_rows(X)
     n, d = int(X.shape[0]), int(X.shape[1])
     c = _check_center(center, d)
     radius = _check_radius(radius)
@@ -262,7 +262,7 @@ def coinpress_covariance(
     Plan (steps, split, radii, ridges): :func:`covariance_schedule` with cond = cov_upper —
     public. Callers rescale so that the lower bound is 1.
     """
-    X = validated_rows(X, name="X")
+    X = as_rows(X)
     n, d = int(X.shape[0]), int(X.shape[1])
     u = float(cov_upper)
     if not (u >= 1 and math.isfinite(u)):
@@ -332,7 +332,7 @@ def coinpress_gaussian(
     classic reduction — CoinPress covariance on the ⌊n/2⌋ pairwise differences
     (X_{2j} − X_{2j−1})/√2 with ρ/2, then CoinPress mean (t = 2) on rows whitened by it with ρ/2.
     """
-    X = validated_rows(X, name="X", min_rows=2)
+    X = as_rows(X, min_rows=2)
     return _coinpress_gaussian(X, rho, center=center, radius=radius, cov_bounds=cov_bounds,
                                accountant=accountant, noise=noise, constants=constants,
                                beta=beta, mahalanobis_radius=mahalanobis_radius, step=step)
@@ -353,7 +353,7 @@ def _coinpress_gaussian(
     step: str = "coinpress-gaussian",
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on rows already validated by
-    :func:`~privgauss.validation.validated_rows` (numpy, not copied, or dask)."""
+    :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask)."""
     _check_constants(constants)
     d = int(X.shape[1])
     c = _check_center(center, d)

@@ -79,13 +79,14 @@ from typing import Any, Literal
 import numpy as np
 
 from ..accounting import Accountant, ApproxDP, approx_to_zcdp
-from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
+from ..backends import DEFAULT_MAX_MEMORY_BYTES, as_rows, in_memory
+from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..mechanisms import stability_histogram
 from ..noise import RandomState, as_noise
 from ..sensitivity import stability_histogram_threshold
-from ..validation import check_data, check_probability, validated_rows
+from ..validation import check_probability
 
 __all__ = [
     "Localisation",
@@ -233,7 +234,7 @@ def localise(
     histogram releases nothing usable.
     """
     src = as_noise(noise)
-    Xc = check_data(X)
+    Xc = as_rows(X)
     n, d = Xc.shape
     # All public randomness first, so it cannot depend on how much noise was drawn.
     perm = src.rng.permutation(n)
@@ -348,7 +349,7 @@ def histogram_gaussian(
     if not (isinstance(corr_condition, int | float) and corr_condition >= 1):
         raise ValueError("corr_condition must be a number >= 1")
     # the localisation pairs rows at random: dask input is loaded (within max_memory_bytes)
-    Xc = in_memory(validated_rows(X, min_rows=2), max_memory_bytes=max_memory_bytes)
+    Xc = in_memory(as_rows(X, min_rows=2), max_memory_bytes=max_memory_bytes)
     n, d = Xc.shape
     if not accountant.can_spend(budget):
         raise PrivacyBudgetError(
@@ -369,7 +370,7 @@ def histogram_gaussian(
     )
     if known is not None:
         w = inv_sqrtm_psd(known)
-        Xw = Xc @ w
+        Xw = transform_rows(Xc, w)  # w symmetric: rows x ↦ w x, an overflow mapped to 0
         loc = localise(Xw, None, l_budget, accountant=accountant, noise=src)
         rho = _refinement_rho(accountant, budget, spent)
         radius = float(np.linalg.norm(loc.radius))
@@ -381,7 +382,7 @@ def histogram_gaussian(
     loc = localise(Xc, s_budget, l_budget, accountant=accountant, noise=src)
     rho = _refinement_rho(accountant, budget, spent)
     s = loc.scale
-    Z = (Xc - loc.center) / s
+    Z = transform_rows(Xc, 1.0 / s, loc.center)  # a row that overflows is mapped to 0
     radius = float(np.linalg.norm(loc.radius / s))
     lo = float(np.min(loc.scale_lo / s) ** 2) / float(corr_condition)
     hi = float(np.sum((loc.scale_hi / s) ** 2))  # λ_max <= trace

@@ -66,12 +66,13 @@ from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
 from ..accounting import Accountant, PureDP
+from ..backends import as_rows, public_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import cholesky_pd, sqrtm_psd, sym
 from ..mechanisms import exponential_mechanism
 from ..metrics import tv_distance_1d
 from ..noise import RandomState, as_noise
-from ..validation import check_data, check_positive_int
+from ..validation import check_positive_int
 from .public import public_preconditioner
 
 __all__ = [
@@ -478,7 +479,7 @@ def hypothesis_selection_gaussian(
     ``max_candidates``, and :class:`PrivacyBudgetError` when the accountant cannot pay ε.
     """
     budget = PureDP(epsilon)
-    Xc = check_data(X, min_rows=1)
+    Xc = as_rows(X)
     n, d = Xc.shape
     max_candidates = check_positive_int(max_candidates, "max_candidates")
     if not (isinstance(alpha, int | float) and 0 < alpha <= 0.5):
@@ -539,8 +540,8 @@ def hypothesis_selection_public(
     satisfy ‖μ‖ ≤ R and I ⪯ Σ ⪯ K·I w.h.p.; selection runs in those coordinates over the
     (0, R, (1, K)) cover and the result is mapped back. Replace-one neighbours on X, n public.
     """
-    Xc = check_data(X, min_rows=1)
-    Xp = check_data(X_pub, name="X_pub", min_rows=1, n_features=Xc.shape[1])
+    Xc = as_rows(X)
+    Xp = public_rows(X_pub, name="X_pub", n_features=Xc.shape[1])
     pre = public_preconditioner(Xp, beta, gamma=gamma)
     Z = pre.forward(Xc)
     d = Xc.shape[1]

@@ -28,11 +28,11 @@ import numpy as np
 from scipy.stats import chi2
 
 from ..accounting import ZCDP, Accountant
-from ..clipped_stats import Rows
+from ..backends import as_rows, public_rows
+from ..clipped_stats import Rows, transform_rows
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..noise import RandomState, as_noise
-from ..validation import check_data, validated_rows
 from .clip_mean import clip_mean
 from .coinpress import _check_accountant, _gaussian, _reserve, _run_mean
 from .coinpress_plan import (
@@ -85,10 +85,7 @@ _GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
 
 
 def _check_public_rows(X_pub: Any, d: int, min_rows: int) -> np.ndarray:
-    P = np.asarray(X_pub) if not hasattr(X_pub, "columns") else X_pub
-    if getattr(P, "ndim", 2) == 1:
-        P = np.asarray(P).reshape(1, -1)
-    return check_data(P, name="public data", min_rows=min_rows, n_features=d)
+    return public_rows(X_pub, min_rows=min_rows, n_features=d)
 
 
 def _known_cov_maps(cov: Any, d: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -128,7 +125,7 @@ def public_mean(
     radius γ(**n**, 0.01) (its n-for-d bug, spec §6.1), for the Figure-1 reproduction.
     """
     _check_constants(constants, ("practical", "theory", "paper-code"))
-    X = validated_rows(X, name="X")
+    X = as_rows(X)
     n, d = int(X.shape[0]), int(X.shape[1])
     P = _check_public_rows(X_pub, d, 1)
     maps = _known_cov_maps(cov, d)
@@ -222,9 +219,9 @@ class Preconditioner:
         return np.linalg.inv(self.cov_sqrt) / math.sqrt(self.L)
 
     def forward(self, X: Any) -> np.ndarray:
-        """Rows y = L^{-1/2} A^{-1}(x − μ̂) (a fixed bijection per record): (X − μ̂) Fᵀ."""
-        X = np.asarray(X, dtype=np.float64)
-        return (X - self.mean) @ self.forward_matrix.T
+        """Rows y = L^{-1/2} A^{-1}(x − μ̂) (a fixed map per record): (X − μ̂) Fᵀ, a row that
+        overflows in that frame mapped to 0 (:func:`~privgauss.clipped_stats.transform_rows`)."""
+        return transform_rows(X, self.forward_matrix, self.mean)
 
     def backward(self, mean_Y: Any, cov_Y: Any) -> tuple[np.ndarray, np.ndarray]:
         """Map an estimate in forward coordinates back: (√L·A μ_Y + μ̂, L·A Σ_Y Aᵀ)."""
@@ -310,7 +307,7 @@ def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Precon
     Raises InvalidDataError (no budget is involved) for fewer than d+1 rows, NaN/inf, or a
     singular public covariance.
     """
-    P = check_data(X_pub, name="public data", min_rows=1)
+    P = public_rows(X_pub)
     m, d = P.shape
     if m < d + 1:
         raise InvalidDataError(
@@ -391,7 +388,7 @@ def public_gaussian(
     preconditioner's frame (:func:`check_public_collapse`). ``checks=False`` runs Alg. 2 as
     written and returns whatever it releases (for experiments on the algorithm itself).
     """
-    X = validated_rows(X, name="X", min_rows=2)
+    X = as_rows(X, min_rows=2)
     if not checks:
         return _public_gaussian(X, X_pub, rho, accountant=accountant, noise=noise, beta=beta,
                                 gamma=gamma, constants=constants)
@@ -418,7 +415,7 @@ def _public_gaussian(
     constants: str = "practical",
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`public_gaussian` on rows already validated by
-    :func:`~privgauss.validation.validated_rows` (numpy, not copied, or dask), without the plan
+    :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask), without the plan
     and collapse checks (the caller runs them)."""
     _check_constants(constants)
     d = int(X.shape[1])

@@ -78,6 +78,7 @@ import numpy as np
 
 from .. import sensitivity
 from ..accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP, approx_to_zcdp
+from ..backends import as_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import clip_rows
 from ..mechanisms import (
@@ -90,7 +91,7 @@ from ..mechanisms import (
 )
 from ..noise import NoiseSource, RandomState, as_noise
 from ..sensitivity import stability_histogram_threshold
-from ..validation import check_data, check_positive_int, check_probability
+from ..validation import check_positive_int, check_probability
 
 __all__ = [
     "Ball",
@@ -313,7 +314,7 @@ def radius_search(
     ``max_points`` rows (t rescaled) above that. The first passing radius, or None (⊥).
     Shared by GoodRadius and TerrificRadius."""
     eps = _pure_eps(budget)
-    data = check_data(X, name="X")
+    data = as_rows(X)
     t = check_positive_int(t, "t", minimum=1)
     grid = _check_radii(radii)
     beta = check_probability(beta, "beta")
@@ -483,7 +484,7 @@ def good_center(
     ``center_box``); the mean budgets are ZCDP / (ε, δ>0) (Gaussian) or pure ε (Laplace).
     Returns None (⊥) when no box is released or a noisy count is too small; the caller charges
     any unused budget."""
-    data = check_data(X, name="X")
+    data = as_rows(X)
     n, d = data.shape
     radius = float(radius)
     if not (math.isfinite(radius) and radius > 0):
@@ -722,7 +723,7 @@ def prepare_search(
     budget). Returns (data, parts, t, grid)."""
     if not isinstance(budget, PureDP | ApproxDP):
         raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
-    data = check_data(X, name="X")
+    data = as_rows(X)
     d = data.shape[1]
     parts = plan_budget(budget, kinds, split, noise_dims(d))
     reserve(accountant, parts, "this ball search", approx_total=not _is_pure(budget))

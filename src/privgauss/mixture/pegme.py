@@ -25,11 +25,12 @@ from scipy.stats import norm
 
 from .. import sensitivity
 from ..accounting import ZCDP, Accountant, ApproxDP, approx_to_zcdp
+from ..backends import as_rows
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_rows
 from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
-from ..validation import check_data, check_positive_int
+from ..validation import check_positive_int
 from .kssu import radius_grid_below, subsampled_call
 from .one_cluster import Ball, doubling_radii, one_cluster, reserve
 from .private_pca import private_pca
@@ -114,7 +115,7 @@ def pegme(
             f"PEGME assumes equal weights 1/k = {1.0 / k:.4g}; leave min_weight unset or use "
             "method='kssu' for unequal weights"
         )
-    data = check_data(data, name="X", min_rows=4)  # two halves of at least 2 rows
+    data = as_rows(data, min_rows=4)  # two halves of at least 2 rows
     n, d = data.shape
     ell = min(d, k if rank is None else check_positive_int(rank, "rank"))
     if not isinstance(budget, ApproxDP) or budget.delta <= 0:

@@ -40,12 +40,13 @@ from typing import Any
 import numpy as np
 
 from ..accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP
+from ..backends import as_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import clip_rows
 from ..mechanisms import gaussian_sigma, symmetric_matrix_mechanism
 from ..noise import RandomState
 from ..sensitivity import clipped_second_moment_frobenius, clipped_second_moment_upper_l1
-from ..validation import check_data, check_positive_int, check_probability
+from ..validation import check_positive_int, check_probability
 
 __all__ = [
     "PrivatePCA",
@@ -112,7 +113,7 @@ def private_pca(
     """
     if not isinstance(budget, ZCDP | ApproxDP | PureDP):
         raise PrivacyBudgetError("budget must be a ZCDP, ApproxDP or PureDP instance")
-    data = check_data(X, name="X")
+    data = as_rows(X)
     n, d = data.shape
     rank = check_positive_int(rank, "rank", minimum=1)
     if rank > d:

@@ -45,12 +45,13 @@ from typing import Any
 import numpy as np
 
 from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
+from ..backends import as_rows, public_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..gaussian.public import public_gaussian, public_preconditioner
 from ..linalg import project_psd
 from ..noise import RandomState, as_noise
 from ..theory import Bound
-from ..validation import check_data, check_positive_int
+from ..validation import check_positive_int
 from .cluster_estimation import estimate_clusters, frame_from_public
 from .public_clustering import PublicClusters, easy_clustering
 from .sample_aggregate import ComponentPrior, estimate_components
@@ -132,7 +133,7 @@ def check_public(public_X: Any, d: int, k: int, min_weight: float, method: str) 
     """Validate the public rows for ``method`` (before any budget is spent)."""
     if public_X is None:
         raise InvalidDataError(f"method={method!r} needs public rows: pass public_X")
-    P = check_data(public_X, name="public_X", min_rows=1)
+    P = public_rows(public_X, name="public_X")
     if P.shape[1] != d:
         raise InvalidDataError(
             f"public_X has {P.shape[1]} columns but X has {d}: give public rows of the same "
@@ -160,7 +161,7 @@ def prepare(
 ) -> tuple[np.ndarray, np.ndarray, int, float, float]:
     """Validate everything a public-data mixture learner needs, before anything is spent:
     (X, public rows, k, w_min, ρ)."""
-    X = check_data(X, name="X", min_rows=2)
+    X = as_rows(X, min_rows=2)
     k = check_positive_int(k, "k", minimum=1)
     w_min = 1.0 / k if min_weight is None else float(min_weight)
     if not (0 < w_min <= 1.0 / k + 1e-12):

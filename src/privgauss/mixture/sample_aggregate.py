@@ -60,12 +60,13 @@ from scipy.stats import norm
 
 from .. import sensitivity
 from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
+from ..backends import as_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..gaussian.coinpress import coinpress_gaussian
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
 from ..progress import bar
-from ..validation import check_data, check_positive_int, check_probability
+from ..validation import check_positive_int, check_probability
 from .one_cluster import (
     Ball,
     charge_unused,
@@ -456,7 +457,7 @@ def check_mixture_inputs(
     """(data, k, beta, w_min) after the checks every learner needs, with messages that say what
     to supply: finite 2-D data, 1 ≤ k ≤ n, β ∈ (0, 1), ``constants``, ``min_weight`` in
     (0, 1/k] (default 1/k) and a finite ``cond_range`` ≥ 1."""
-    data = check_data(X, name="X", min_rows=2)
+    data = as_rows(X, min_rows=2)
     k = check_positive_int(k, "k", minimum=1)
     if k > data.shape[0]:
         raise ValueError(

@@ -51,11 +51,12 @@ import numpy as np
 from scipy.special import polygamma
 
 from ..accounting import Accountant, ApproxDP
+from ..backends import as_rows
+from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed
 from ..linalg import project_psd, sym, upper_indices
 from ..mechanisms import truncated_laplace_bound
 from ..noise import RandomState, as_noise
-from ..validation import check_data
 from .masking import ComponentMask, dist_comp, theory_etas
 from .ppe import (
     SA_FLOOR,
@@ -181,7 +182,7 @@ def ppe_gaussian(
     """(ε, δ)-DP (mean, covariance) of Gaussian rows with no range parameters; see the module
     docstring. Raises :class:`EstimationFailed` (budget spent) when a stability test fails, and
     ``ValueError`` before spending anything when n is below the plan's minimum."""
-    X = check_data(X, name="X", min_rows=2)
+    X = as_rows(X, min_rows=2)
     n, d = X.shape
     src = as_noise(noise)
     total = ApproxDP(epsilon, delta)
@@ -211,7 +212,8 @@ def ppe_gaussian(
     with_cov = not refine
     rB = plan.radius_location(scale_err, with_cov)
     learner = _mean_cov_rows if with_cov else _mean_rows
-    U = np.stack([learner(b / scale, 0) for b in blocks])
+    # each block in the frame x / ŝ; a row that overflows there is mapped to 0 (per record)
+    U = np.stack([learner(transform_rows(b, 1.0 / scale), 0) for b in blocks])
     sb = stable_average(U, rB, b_test, b_noise, accountant=acct, noise=src, step="ppe-location")
     center = sb.value[:d]
     if not refine:
@@ -228,7 +230,7 @@ def ppe_gaussian(
     infl = math.exp(scale_err)
     cov_bounds = (1.0 / (infl * corr_condition), d * infl)
     mu_z, cov_z = coinpress_gaussian(
-        X / scale,
+        transform_rows(X, 1.0 / scale),
         acct.remaining_zcdp(),
         center=center,
         radius=radius,
