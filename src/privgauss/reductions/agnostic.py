@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -372,10 +373,13 @@ def quantised_em_lists(
     keys: list[Any] = []
     for r in range(restarts):
         try:
-            gm = GaussianMixture(k, covariance_type="full", reg_covar=1e-6,
-                                 init_params="k-means++", random_state=seed + r,
-                                 ).fit(block[:half])
-        except ValueError:
+            # a restart's warnings and errors depend on the block's rows: captured, dropped
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                gm = GaussianMixture(k, covariance_type="full", reg_covar=1e-6,
+                                     init_params="k-means++", random_state=seed + r,
+                                     ).fit(block[:half])
+        except Exception:  # noqa: BLE001 - a failed restart is a per-block outcome: skip it
             continue
         key = _quantise((gm.weights_, gm.means_, gm.covariances_), step, offset, w_step)
         if key not in keys:

@@ -40,6 +40,7 @@ import copy
 import inspect
 import math
 import multiprocessing
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,7 +115,11 @@ def check_learner(learner: Any, isolation: str) -> None:
 def _call_learner(args: tuple[Any, np.ndarray, int]) -> tuple[bool, Any]:
     learner, block, seed = args
     try:
-        return True, learner(block, seed)
+        # a block's warnings (e.g. scikit-learn's ConvergenceWarning) depend on its rows:
+        # captured here and dropped, never re-emitted (DESIGN.md, privacy rule 10)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return True, learner(block, seed)
     except Exception:  # a failing learner is replaced by the default output (never dropped)
         return False, None
 
