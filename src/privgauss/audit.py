@@ -18,8 +18,9 @@ high-confidence *lower bound* on the true ε of ``M`` (at the given δ) by sampl
    discrete: events are ``output == v`` for each observed ``v`` and unions of the values with the
    largest estimated likelihood ratio.
 3. **Selection half.** The first ``⌊n_runs/2⌋`` runs of each dataset choose the event: the scan
-   covers ``{stat > t}`` and ``{stat < t}`` for thresholds ``t`` on a grid of quantiles of the
-   pooled statistics (every distinct value when there are few), in both orderings (``p`` measured
+   covers ``{stat > t}`` and ``{stat < t}`` for thresholds ``t`` midway between consecutive
+   distinct pooled statistics (all of them when there are few, else after a grid of quantiles),
+   in both orderings (``p`` measured
    on ``D`` and ``q`` on ``D'``, or the reverse). Each candidate is scored by the bound of step 4
    computed on the selection half with the error level divided by the number of candidates (a
    simultaneous bound): the plug-in estimate of ``ln((p − δ)/q)`` shrunk by its sampling error, so
@@ -309,12 +310,24 @@ def _directions(sel_d: np.ndarray, sel_n: np.ndarray) -> list[tuple[str, np.ndar
 
 
 def _threshold_grid(pooled: np.ndarray) -> np.ndarray:
-    """Candidate thresholds: every distinct value if few, else a grid of pooled quantiles."""
-    thresholds = np.unique(pooled)
-    if thresholds.size > _MAX_THRESHOLDS:
+    """Candidate thresholds: midway between consecutive distinct pooled values (all of them if
+    few, else after a grid of pooled quantiles).
+
+    ``{stat > mid}`` selects the same runs of the selection half as ``{stat > lower value}``,
+    but on the estimation half a threshold in the middle of a gap is not crossed by runs that
+    merely land a little beyond the selection half's extreme (a cluster against a cluster, as
+    in an outcome that differs between D and D′ and some noise in the statistic)."""
+    values = np.unique(pooled)
+    if values.size < 2:
+        return values
+    lower = np.arange(values.size - 1)
+    if lower.size > _MAX_THRESHOLDS:
         levels = np.linspace(0.0, 1.0, _MAX_THRESHOLDS)
-        thresholds = np.unique(np.quantile(pooled, levels, method="inverted_cdf"))
-    return thresholds
+        grid = np.quantile(pooled, levels, method="inverted_cdf")
+        lower = np.unique(np.minimum(np.searchsorted(values, grid), values.size - 2))
+    a, b = values[lower], values[lower + 1]
+    mid = a / 2 + b / 2
+    return np.where((a < mid) & (mid < b), mid, a)  # adjacent floats: the lower value
 
 
 def _threshold_choice(
