@@ -541,8 +541,8 @@ def fit_outcome(estimator: Any, X: Any, public_X: Any = None) -> FitOutcome:
     """Fit ``estimator`` on ``X`` (``estimator.fit(X, public_X=public_X)``) and return the outcome.
 
     Any :class:`Exception` raised by ``fit`` is caught and recorded (its message is not);
-    warnings are recorded under ``simplefilter("always")`` and not re-emitted. The fitted
-    estimator itself is not returned: refit, or use :func:`estimator_mechanism`.
+    warnings are recorded under ``simplefilter("always")`` and not re-emitted. On success
+    ``estimator`` is fitted in place, as by ``fit`` itself.
 
     **How the ledger is observed**, also when the fit raises (the estimators set ``ledger_``
     only on success, and build a per-fit ``Accountant(budget, parent=accountant)``):
