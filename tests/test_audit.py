@@ -289,3 +289,20 @@ def test_inconsistent_or_non_finite_outputs_raise() -> None:
         audit_mechanism(ragged, D_SCALAR, D_SCALAR_NEIGHBOUR, epsilon=EPS, n_runs=200)
     with pytest.raises(ValueError):
         audit_mechanism(nan, D_SCALAR, D_SCALAR_NEIGHBOUR, epsilon=EPS, n_runs=200)
+
+
+def test_two_separated_clusters_get_the_largest_bound_the_runs_allow() -> None:
+    # D and D' give outputs in two clusters with a gap between them (e.g. an outcome that
+    # differs, plus noise): a threshold in the gap separates every estimation run, so the bound
+    # is the one of k_p = n, k_q = 0 — not a threshold at the selection half's extreme value,
+    # which fresh runs of the same cluster cross
+    from privgauss.audit import _log_ratio_bound
+
+    def mechanism(data: float, rng: np.random.Generator) -> float:
+        return data + rng.normal(0.0, 0.01)
+
+    m, alpha = 200, (1 - 0.999) / 2
+    best = float(_log_ratio_bound(np.array([m]), m, np.array([0]), m, 0.0, alpha)[0])
+    for seed in range(20):  # a threshold at an extreme is crossed with probability ~1/2
+        res = audit_mechanism(mechanism, 0.0, 1.0, epsilon=EPS, n_runs=400, random_state=seed)
+        assert res.epsilon_lower_bound == pytest.approx(best), str(res)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,8 +101,10 @@ def _audit_pair(target: str, n: int) -> tuple[Any, Any, np.ndarray | None]:
 
 
 def _audit_mechanism_fn(target: str, budget: dict[str, float], scale: float, mean_bound: float,
-                        public: np.ndarray | None) -> Callable[[Any, np.random.Generator], Any]:
-    """``mechanism(data, rng)`` for the audit; ``budget`` holds rho= or epsilon= (delta=)."""
+                        public: np.ndarray | None, on_outcome: Callable[[Any, Any], None] | None
+                        = None) -> Callable[[Any, np.random.Generator], Any]:
+    """``mechanism(data, rng)`` for the audit; ``budget`` holds rho= or epsilon= (delta=).
+    Estimators: ``on_outcome(data, FitOutcome)`` is called after every fit."""
     from ..accounting import Accountant, make_budget
     from ..audit import estimator_mechanism
     from ..estimators import PrivateGaussian
@@ -124,7 +127,13 @@ def _audit_mechanism_fn(target: str, budget: dict[str, float], scale: float, mea
         lambda g: [g.mean_[0], g.covariance_[0, 0]],
         2,
         public_X=public,
+        on_outcome=on_outcome,
     )
+
+
+def _outcome_counts(counts: Counter[str]) -> str:
+    """``"3990 success, 1 ledger entry; 10 failed ..."``, most frequent first."""
+    return "; ".join(f"{k} {label}" for label, k in counts.most_common())
 
 
 @click.command()
@@ -184,10 +193,18 @@ def audit(target: str, rho: float | None, epsilon: float | None, delta: float | 
             claim = budget.epsilon
             at_delta = budget.delta if isinstance(budget, ApproxDP) else 0.0
         D, D2, public = _audit_pair(target, rows)
-        mech = _audit_mechanism_fn(target, kw, sensitivity_scale, mean_bound, public)
+        outcomes: dict[str, Counter[str]] = {"D": Counter(), "D'": Counter()}
+
+        def count(data: Any, outcome: Any) -> None:
+            outcomes["D" if data is D else "D'"][outcome.label] += 1
+
+        mech = _audit_mechanism_fn(target, kw, sensitivity_scale, mean_bound, public, count)
         res = audit_mechanism(mech, D, D2, epsilon=claim, delta=at_delta, n_runs=runs,
                               random_state=seed, progress=True)
         click.echo(f"{target} at {budget}: claimed epsilon {claim:.4g} at delta {at_delta:g}")
+        for name, counts in outcomes.items():
+            if counts:  # estimators only: how every fit ended (a difference is audited too)
+                click.echo(f"fits on {name}: {_outcome_counts(counts)}")
         click.echo(str(res))
         if not res.passed:
             sys.exit(1)
