@@ -1,4 +1,7 @@
-"""Shared plumbing of the estimators: budgets, accountants, privacy reports."""
+"""The protocol shared by the private estimators (as scikit-learn's ``mixture/_base.py``: the base
+class owns the protocol — parameter validation, the trust boundary, the per-fit accountant,
+fitted-state checks, ``score`` — and each subclass owns its math in ``_fit``), plus budgets,
+accountants and privacy reports."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from ..accounting import (
     make_budget,
 )
 from ..exceptions import PrivacyBudgetError
+from ..validation import check_data, validated_rows
 
 NEIGHBOURS = "replace-one (n public)"
 
@@ -46,6 +50,107 @@ class BudgetMixin:
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise TypeError("accountant must be a privgauss.Accountant")
         return Accountant(budget, parent=self.accountant)
+
+
+class PrivateEstimatorBase(BudgetMixin):
+    """Base of :class:`~privgauss.PrivateGaussian` and :class:`~privgauss.PrivateGaussianMixture`
+    (combined with scikit-learn's ``DensityMixin`` and ``BaseEstimator`` by the subclasses).
+
+    ``fit(X, y=None, *, public_X=None)`` validates the parameters (``_parameter_constraints``),
+    then the raw input — private and public rows — **once** (the trust boundary; DESIGN.md rule
+    10), builds the fit's accountant, runs the subclass's ``_fit`` inside
+    :func:`private_section` and records the privacy report. ``y`` is ignored (scikit-learn's
+    convention for density estimators); public rows go in ``public_X=``.
+    """
+
+    _parameter_constraints: dict[str, Any] = {}
+    #: fewest private rows any method of the estimator can use (a public fact)
+    _min_rows = 2
+    #: whether the rows may stay a lazy dask array (streaming methods) rather than numpy
+    _streams = True
+
+    def fit(self, X: Any, y: Any = None, *, public_X: Any = None) -> Any:
+        """Fit the private model to the rows of ``X`` (n, d), helped by optional public rows.
+
+        Parameters
+        ----------
+        X : array-like, pandas DataFrame, dask array, or path to a ``.npy`` / ``.zarr`` file
+            The private rows. Never modified.
+        y : None
+            Ignored (present for scikit-learn's API).
+        public_X : array-like of shape (m, d), optional
+            Public rows from (about) the same distribution: free, and untrusted — the
+            guarantee holds for every public dataset.
+
+        Returns
+        -------
+        self
+            The fitted estimator. Every release is in ``ledger_``; ``privacy_spent_`` is the
+            total charged.
+
+        Raises
+        ------
+        InvalidDataError, ValueError
+            Bad input or parameters, before anything is spent.
+        PrivacyBudgetError
+            An invalid budget, or one the accountant cannot pay, before anything is spent.
+        EstimationFailed
+            A failure of the private algorithm (a DP output); the budget stays spent.
+        """
+        del y
+        self._validate_params()  # type: ignore[attr-defined]
+        from sklearn.utils.validation import _check_feature_names
+
+        _check_feature_names(self, X, reset=True)
+        rows = validated_rows(X, name="X", min_rows=self._min_rows)
+        d = int(rows.shape[1])
+        public = None
+        if public_X is not None:
+            public = check_data(public_X, name="public_X", min_rows=1, n_features=d)
+        self._fit(rows, public)
+        self.n_features_in_ = d
+        return self
+
+    def __sklearn_is_fitted__(self) -> bool:
+        # only a successful fit records a ledger (a failed one may leave feature names behind)
+        return hasattr(self, "ledger_")
+
+    def _fit(self, X: Any, public_X: np.ndarray | None) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _record(self, budget: Budget, acct: Accountant, method: str, reason: str) -> None:
+        """The privacy report of a successful fit."""
+        self.method_ = method
+        self.method_reason_ = reason
+        self.accountant_ = acct
+        self.privacy_spent_ = acct.spent
+        self.ledger_ = list(acct.ledger)
+        self.budget_ = budget
+
+    def _rows_for_scoring(self, X: Any) -> np.ndarray:
+        """Rows to evaluate the fitted (already private) model at: checked, no privacy cost."""
+        from sklearn.utils.validation import _check_feature_names, check_is_fitted
+
+        check_is_fitted(self)
+        _check_feature_names(self, X, reset=False)
+        return check_data(X, name="X", n_features=self.n_features_in_)
+
+    def score_samples(self, X: Any) -> np.ndarray:  # pragma: no cover - subclasses
+        raise NotImplementedError
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Mean log-likelihood of the rows of ``X`` under the fitted model (no privacy cost:
+        the model is already private). Higher is better, so ``cross_val_score`` and
+        ``GridSearchCV`` can rank fits by it — every fit they run spends budget."""
+        del y
+        return float(np.mean(self.score_samples(X)))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        # secure noise (random_state=None) differs on every fit; a seed makes fits reproducible
+        tags.non_deterministic = getattr(self, "random_state", None) is None
+        tags.input_tags.allow_nan = False
+        return tags
 
 
 @contextlib.contextmanager

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, DensityMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
@@ -14,13 +18,12 @@ from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
-from ..validation import check_data, validated_rows
-from ._base import BudgetMixin, is_pure, privacy_report, private_section, zcdp_of
+from ._base import PrivateEstimatorBase, is_pure, privacy_report, private_section, zcdp_of
 
 METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection", "ppe")
 
 
-class PrivateGaussian(BudgetMixin):
+class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     """Differentially private estimate of the mean and covariance of a Gaussian.
 
     Guarantee: the released ``mean_`` and ``covariance_`` are DP with respect to the private
@@ -49,6 +52,24 @@ class PrivateGaussian(BudgetMixin):
     ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
     for experiments (not for production releases).
     """
+
+    _parameter_constraints: dict[str, Any] = {
+        # budgets are checked by the budget classes (PrivacyBudgetError, DESIGN.md's contract)
+        "rho": "no_validation",
+        "epsilon": "no_validation",
+        "delta": "no_validation",
+        "method": [StrOptions(set(METHODS))],
+        "covariance": [StrOptions({"identity"}), "array-like", None],
+        "mean_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "center": ["array-like", None],
+        "cov_bounds": ["array-like", None],
+        "gamma": [Interval(Real, 0, 1, closed="left")],
+        "beta": [Interval(Real, 0, 1, closed="neither")],
+        "constants": [StrOptions({"practical", "theory"})],
+        "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator, None],
+        "accountant": [Accountant, None],
+        "max_memory_bytes": [Interval(Integral, 1, None, closed="left")],
+    }
 
     def __init__(
         self,
@@ -139,20 +160,13 @@ class PrivateGaussian(BudgetMixin):
         )
 
     # ------------------------------------------------------------------------------------
-    def fit(self, X: Any, public_X: Any = None) -> PrivateGaussian:
-        """Estimate the Gaussian from private rows ``X`` (n, d), helped by optional public rows.
-
-        ``X``: a numpy array (not copied when float64 and contiguous; never modified), anything
-        array-like, a ``dask.array`` or a path to a ``.npy`` file / ``.zarr`` directory. The
-        ``"public"``, ``"coinpress"`` and ``"clip"`` methods stream dask data chunk by chunk (a
-        few passes per step); ``"histogram"``, ``"hypothesis-selection"`` and ``"ppe"`` load it
-        into memory, refused (before any budget is spent) when n·d·8 bytes exceed
-        ``max_memory_bytes``."""
-        X = validated_rows(X, name="X", min_rows=2)
+    def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
+        """The math of :meth:`fit` on validated rows: ``X`` a numpy array (not copied when
+        float64 and contiguous; never modified) or a lazy dask array. The ``"public"``,
+        ``"coinpress"`` and ``"clip"`` methods stream dask data chunk by chunk (a few passes per
+        step); ``"histogram"``, ``"hypothesis-selection"`` and ``"ppe"`` load it into memory,
+        refused (before any budget is spent) when n·d·8 bytes exceed ``max_memory_bytes``."""
         n, d = int(X.shape[0]), int(X.shape[1])
-        Xp = None
-        if public_X is not None:
-            Xp = check_data(public_X, name="public_X", min_rows=1, n_features=d)
         budget, known = self._check_params(d)
         method, reason = self._choose(budget, d, 0 if Xp is None else Xp.shape[0], known)
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
@@ -166,14 +180,7 @@ class PrivateGaussian(BudgetMixin):
             mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
         self.mean_ = mean
         self.covariance_ = cov
-        self.method_ = method
-        self.method_reason_ = reason
-        self.n_features_in_ = d
-        self.accountant_ = acct
-        self.privacy_spent_ = acct.spent
-        self.ledger_ = list(acct.ledger)
-        self.budget_ = budget
-        return self
+        self._record(budget, acct, method, reason)
 
     def _check_method_inputs(
         self, method: str, budget: Budget, d: int, Xp: np.ndarray | None, known: np.ndarray | None
@@ -364,28 +371,24 @@ class PrivateGaussian(BudgetMixin):
         )
 
     # ------------------------------------------------------------------------------------
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "mean_"):
-            raise RuntimeError("this PrivateGaussian is not fitted yet: call fit(X) first")
-
     def score_samples(self, X: Any) -> np.ndarray:
         """Log density of the fitted Gaussian at each row of X (no privacy cost)."""
-        self._check_fitted()
-        X = check_data(X, name="X", n_features=self.n_features_in_)
+        X = self._rows_for_scoring(X)
         cov = self.covariance_ + 1e-12 * np.trace(self.covariance_) / len(self.mean_) * np.eye(
             len(self.mean_)
         )
         return gaussian_logpdf(X, self.mean_, cov)
 
     def sample(self, n_samples: int = 1, random_state: Any = None) -> np.ndarray:
-        """Draw synthetic rows from the fitted (already private) Gaussian."""
-        self._check_fitted()
+        """Draw synthetic rows from the fitted (already private) Gaussian: post-processing,
+        no privacy cost."""
+        check_is_fitted(self)
         rng = np.random.default_rng(random_state)
         return rng.multivariate_normal(self.mean_, self.covariance_, size=int(n_samples))
 
     def to_dict(self) -> dict[str, Any]:
         """Parameters and privacy report (only DP outputs and public metadata)."""
-        self._check_fitted()
+        check_is_fitted(self)
         from .. import __version__
 
         return {

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, DensityMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from ..accounting import ZCDP, Accountant, ApproxDP
-from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory, is_dask
+from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
-from ..validation import check_data, check_positive_int, validated_rows
-from ._base import BudgetMixin, privacy_report, private_section
+from ..validation import check_positive_int
+from ._base import PrivateEstimatorBase, privacy_report, private_section
 
 __all__ = ["METHODS", "MethodSpec", "PrivateGaussianMixture"]
 
@@ -157,7 +160,7 @@ METHODS: dict[str, MethodSpec] = {
 }
 
 
-class PrivateGaussianMixture(BudgetMixin):
+class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     """Differentially private estimate of a k-component Gaussian mixture (weights, means,
     covariances).
 
@@ -202,9 +205,27 @@ class PrivateGaussianMixture(BudgetMixin):
     it is loaded into memory, refused up front when n·d·8 bytes exceed ``max_memory_bytes``.
     """
 
+    _parameter_constraints: dict[str, Any] = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        # budgets are checked by the budget classes (PrivacyBudgetError, DESIGN.md's contract)
+        "rho": "no_validation",
+        "epsilon": "no_validation",
+        "delta": "no_validation",
+        "method": [StrOptions({"auto", *METHODS})],
+        "min_weight": [Interval(Real, 0, 1, closed="right"), None],
+        "separation": [Interval(Real, 0, None, closed="neither"), None],
+        "constants": [StrOptions({"practical", "theory"})],
+        "beta": [Interval(Real, 0, 1, closed="neither")],
+        "method_params": [dict, None],
+        "enforce_requirements": ["boolean"],
+        "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator, None],
+        "accountant": [Accountant, None],
+        "max_memory_bytes": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(
         self,
-        n_components: int,
+        n_components: int = 1,
         *,
         rho: float | None = None,
         epsilon: float | None = None,
@@ -445,18 +466,12 @@ class PrivateGaussianMixture(BudgetMixin):
         return best, reason
 
     # ------------------------------------------------------------------------------------
-    def fit(self, X: Any, public_X: Any = None) -> PrivateGaussianMixture:
-        """Estimate the mixture from the private rows ``X`` (n, d)."""
-        if is_dask(X) or isinstance(X, str | os.PathLike):
-            # the mixture learners need random access to all rows: load a dask array or an
-            # on-disk .npy/.zarr into memory, refused up front when larger than max_memory_bytes
-            X = in_memory(validated_rows(X, name="X", min_rows=2),
-                          max_memory_bytes=self.max_memory_bytes)
-        X = check_data(X, name="X", min_rows=2)
+    def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
+        """The math of :meth:`fit` on validated rows (a dask array or an on-disk file is loaded
+        into memory: the mixture learners need random access to all rows; refused up front
+        when larger than ``max_memory_bytes``)."""
+        X = in_memory(X, max_memory_bytes=self.max_memory_bytes)
         n, d = X.shape
-        Xp = None
-        if public_X is not None:
-            Xp = check_data(public_X, name="public_X", min_rows=1, n_features=d)
         budget = self._check_params(n, d)
         method, reason = self._choose(n, d, budget, 0 if Xp is None else Xp.shape[0])
         acct = self._fit_accountant(budget)
@@ -467,27 +482,15 @@ class PrivateGaussianMixture(BudgetMixin):
         self.weights_ = np.asarray(weights, dtype=np.float64)
         self.means_ = np.asarray(means, dtype=np.float64)
         self.covariances_ = np.asarray(covs, dtype=np.float64)
-        self.method_ = method
-        self.method_reason_ = reason
-        self.n_features_in_ = d
-        self.accountant_ = acct
-        self.privacy_spent_ = acct.spent
-        self.ledger_ = list(acct.ledger)
-        self.budget_ = budget
         self.fit_info_ = info
         # the public clustering (public-heavy: PublicClusters of the public rows; public-light:
         # the public/DP balls (centre, radius) of the clusters); None for the other methods
         self.public_clusters_ = info.get("public_clusters", info.get("public_balls"))
-        return self
+        self._record(budget, acct, method, reason)
 
     # ------------------------------------------------------------------------------------
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "means_"):
-            raise RuntimeError("this PrivateGaussianMixture is not fitted yet: call fit(X) first")
-
     def _component_logpdf(self, X: Any) -> np.ndarray:
-        self._check_fitted()
-        X = check_data(X, name="X", n_features=self.n_features_in_)
+        X = self._rows_for_scoring(X)
         d = self.n_features_in_
         cols = []
         for w, m, c in zip(self.weights_, self.means_, self.covariances_, strict=True):
@@ -510,8 +513,9 @@ class PrivateGaussianMixture(BudgetMixin):
         return np.argmax(self._component_logpdf(X), axis=1)
 
     def sample(self, n_samples: int = 1, random_state: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """Draw synthetic rows from the fitted (already private) mixture: (X, labels)."""
-        self._check_fitted()
+        """Draw synthetic rows from the fitted (already private) mixture: (X, labels);
+        post-processing, no privacy cost."""
+        check_is_fitted(self)
         n_samples = check_positive_int(n_samples, "n_samples", minimum=1)
         rng = np.random.default_rng(random_state)
         counts = rng.multinomial(n_samples, self.weights_ / self.weights_.sum())
@@ -527,7 +531,7 @@ class PrivateGaussianMixture(BudgetMixin):
 
     def to_dict(self) -> dict[str, Any]:
         """Parameters and privacy report (only DP outputs and public metadata)."""
-        self._check_fitted()
+        check_is_fitted(self)
         from .. import __version__
 
         return {
