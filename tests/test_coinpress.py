@@ -175,9 +175,12 @@ def test_invalid_inputs_refused_without_data_in_messages() -> None:
     a = acct()
     Xn = X.copy()
     Xn[7, 1] = np.nan
+    # NaN is refused at the trust boundary (the estimator), before anything is spent
     with pytest.raises(pg.InvalidDataError) as err:
-        coinpress_mean(Xn, np.zeros(3), 1.0, 0.5, accountant=a)
+        pg.PrivateGaussian(rho=0.5, method="coinpress", covariance="identity", mean_bound=1.0,
+                           accountant=a).fit(Xn)
     assert "123456" not in str(err.value)
+    assert a.ledger == []
     with pytest.raises(pg.InvalidDataError):
         coinpress_mean(X, np.zeros(4), 1.0, 0.5, accountant=a)
     with pytest.raises(ValueError):

@@ -15,7 +15,7 @@ import pytest
 from scipy import linalg, stats
 
 import privgauss.mixture.private_pca as pca_module
-from privgauss import InvalidDataError, PrivacyBudgetError
+from privgauss import PrivacyBudgetError
 from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
@@ -262,9 +262,9 @@ def test_inputs_are_not_mutated() -> None:
 def test_errors_do_not_leak_data_and_budget_is_checked_before_noise() -> None:
     X = np.full((20, 3), 123.456789)
     X[3, 1] = np.nan
-    with pytest.raises(InvalidDataError) as err:
-        run(X, np.zeros(3), 1.0, 1, ZCDP(1.0), 0)
-    assert "123.45" not in str(err.value)
+    # a non-finite row is clipped to the centre per record, never an error (rule 10): the
+    # estimators refuse NaN at their entry, before anything is spent
+    run(X, np.zeros(3), 1.0, 1, ZCDP(1.0), 0)
     X = np.full((20, 3), 123.456789)
     for kwargs, exc in [
         (dict(rank=4), ValueError),
