@@ -32,7 +32,11 @@ _REL_TOL = 1e-9  # slack for float rounding when the last charge exactly exhaust
 _MIN_EPS = sys.float_info.min  # stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
 
 
-def _check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
+def _check_positive(name: str, value: Any) -> float:
+    """``value`` as a float, refused with :class:`PrivacyBudgetError` unless it is a real number
+    in (0, ∞). Budgets are finite: an infinite ε or ρ is not a "non-private limit" (DESIGN
+    rule 12) — a non-private reference is the separately named
+    :func:`privgauss.metrics.nonprivate_gaussian`, never a budget value."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise PrivacyBudgetError(
             f"{name} must be a positive number, got an object of type {type(value).__name__}"
@@ -40,13 +44,21 @@ def _check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
     value = float(value)
     if math.isnan(value):
         raise PrivacyBudgetError(f"{name} must be a positive number, got NaN")
-    if math.isinf(value) and not allow_inf:
+    if math.isinf(value):
         raise PrivacyBudgetError(
-            f"{name} must be finite; pass a finite budget (infinite budgets are only for "
-            "non-private limit checks via allow_inf)"
+            f"{name} must be finite, got {value}; privacy budgets are finite (for a non-private "
+            "reference use privgauss.metrics.nonprivate_gaussian, not an infinite budget)"
         )
     if value <= 0:
         raise PrivacyBudgetError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def _check_nonnegative(name: str, value: Any) -> float:
+    """A finite ε or ρ >= 0 for the conversions (0 is a valid point of their curves)."""
+    value = float(value)
+    if not math.isfinite(value) or value < 0:
+        raise PrivacyBudgetError(f"{name} must be a finite number >= 0, got {value}")
     return value
 
 
@@ -57,9 +69,7 @@ class PureDP:
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", _check_positive("epsilon", self.epsilon, allow_inf=True)
-        )
+        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon))
 
     def to_zcdp(self) -> ZCDP:
         """ε-DP implies (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4)."""
@@ -79,7 +89,7 @@ class ZCDP:
     rho: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _check_positive("rho", self.rho, allow_inf=True))
+        object.__setattr__(self, "rho", _check_positive("rho", self.rho))
 
     def to_approx(self, delta: float, *, method: str = "tight") -> ApproxDP:
         """The (ε, δ)-DP guarantee implied by ρ-zCDP.
@@ -103,9 +113,7 @@ class ApproxDP:
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", _check_positive("epsilon", self.epsilon, allow_inf=True)
-        )
+        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon))
         delta = self.delta
         # real numbers only (numpy scalars included); no bools, no strings
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
@@ -150,13 +158,12 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
 
     δ = inf_{α>1} exp((α−1)(αρ−ε)) / (α−1) · (1−1/α)^α. The log of the objective has
     derivative (2α−1)ρ − ε + ln(1−1/α), increasing in α, so the infimum is at its unique root.
+    ρ and ε must be finite and >= 0 (:class:`PrivacyBudgetError` otherwise).
     """
-    rho = float(rho)
-    epsilon = float(epsilon)
-    if rho <= 0:
+    rho = _check_nonnegative("rho", rho)
+    epsilon = _check_nonnegative("epsilon", epsilon)
+    if rho == 0:
         return 0.0
-    if epsilon < 0:
-        raise PrivacyBudgetError("epsilon must be >= 0")
 
     def dlog(a: float) -> float:
         return (2 * a - 1) * rho - epsilon + math.log1p(-1 / a)
@@ -182,11 +189,10 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
     """Smallest ε such that ρ-zCDP implies (ε, δ)-DP.
 
     ``method="tight"`` solves CKS20's bound for ε; ``"simple"`` returns ρ + 2√(ρ ln(1/δ)).
+    ρ must be finite and >= 0 (:class:`PrivacyBudgetError` otherwise).
     """
-    rho = float(rho)
+    rho = _check_nonnegative("rho", rho)
     delta = _check_delta(delta)
-    if math.isinf(rho):
-        return math.inf
     simple = rho + 2 * math.sqrt(rho * math.log(1 / delta))
     if method == "simple":
         return simple
@@ -210,10 +216,8 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
 
 def approx_to_zcdp(epsilon: float, delta: float, *, method: str = "tight") -> float:
     """Largest ρ such that ρ-zCDP implies (ε, δ)-DP (the inverse of :func:`zcdp_to_epsilon`)."""
-    epsilon = _check_positive("epsilon", epsilon, allow_inf=True)
+    epsilon = _check_positive("epsilon", epsilon)
     delta = _check_delta(delta)
-    if math.isinf(epsilon):
-        return math.inf
     if method == "simple":
         # rho + 2 sqrt(rho L) = eps  =>  sqrt(rho) = sqrt(L + eps) - sqrt(L)
         log_term = math.log(1 / delta)
@@ -366,8 +370,8 @@ class Accountant:
         eps_z = 0.0
         if t.rho > 0:
             delta_left = tot.delta - t.delta
-            if delta_left <= 0:
-                return math.isinf(tot.epsilon)
+            if delta_left <= 0:  # a zCDP charge needs some delta to convert with
+                return False
             eps_z = zcdp_to_epsilon(t.rho, min(delta_left, 1 - 1e-16))
         return t.eps + eps_z <= tot.epsilon * (1 + _REL_TOL)
 
@@ -457,10 +461,9 @@ class Accountant:
             return ZCDP(t.rho)
         if t.rho == 0:
             return ApproxDP(t.eps, t.delta)
-        # the zCDP part is converted with all the delta that approximate charges left (none
-        # left only fits an infinite-epsilon total); a converted epsilon can be 0 for large delta
-        delta_left = tot.delta - t.delta
-        eps_z = zcdp_to_epsilon(t.rho, delta_left) if delta_left > 0 else math.inf
+        # the zCDP part is converted with all the delta that approximate charges left (_fits
+        # keeps some left once a zCDP charge is made); a converted epsilon can be 0 for large delta
+        eps_z = zcdp_to_epsilon(t.rho, tot.delta - t.delta)
         return ApproxDP(max(t.eps + eps_z, _MIN_EPS), tot.delta)
 
     def spent_str(self) -> str:
@@ -477,9 +480,6 @@ class Accountant:
         tot, t = self.total, self._t
 
         def left(total: float, used: float) -> float | None:
-            # an infinite total never runs out
-            if math.isinf(total):
-                return math.inf
             return total - used if total - used > 1e-12 * total else None
 
         if isinstance(tot, PureDP):
@@ -496,17 +496,15 @@ class Accountant:
         return ApproxDP(eps_left, max(delta_left, 0.0))
 
     def remaining_zcdp(self) -> float:
-        """The largest ρ that can still be charged as zCDP (0 if none; inf if unbounded)."""
+        """The largest ρ that can still be charged as zCDP (0 if none)."""
         tot, t = self.total, self._t
         if isinstance(tot, PureDP):
             return 0.0
         if isinstance(tot, ZCDP):
-            return math.inf if math.isinf(tot.rho) else max(tot.rho - t.rho, 0.0)
+            return max(tot.rho - t.rho, 0.0)
         delta_left = tot.delta - t.delta
         if delta_left <= 0:
             return 0.0
-        if math.isinf(tot.epsilon):
-            return math.inf
         eps_left = tot.epsilon - t.eps
         if eps_left <= 0:
             return 0.0
@@ -542,8 +540,6 @@ class Accountant:
                 events.append(dp_accounting.ZCDpEvent(c.rho))
             elif isinstance(c, ApproxDP) and c.delta > 0:
                 events.append(dp_accounting.UnsupportedDpEvent())
-            elif math.isinf(c.epsilon):
-                events.append(dp_accounting.NonPrivateDpEvent())
             else:
                 # P(keep) / P(flip) = (1 - p/2) / (p/2) = e^eps; written not to overflow
                 p_noise = 2.0 * math.exp(-c.epsilon) / (1.0 + math.exp(-c.epsilon))
