@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import secrets
 import sys
+import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -330,7 +333,19 @@ class _Totals:
     delta: float = 0.0
 
 
-@dataclass
+# Accountants that have been pickled, by their random key: the live one in its own process, or
+# the read-only record an unpickling made here (see Accountant.__reduce__).
+_BY_KEY: weakref.WeakValueDictionary[str, Accountant] = weakref.WeakValueDictionary()
+
+_READ_ONLY = (
+    "this Accountant is a read-only record: it was unpickled where its live original does not "
+    "exist (another process, or after the original was garbage-collected) or inherited by a "
+    "forked process, so spending through it could spend the same budget twice; spend through "
+    "the original Accountant, in the process that created it"
+)
+
+
+@dataclass(eq=False)
 class Accountant:
     """Charges releases against a total budget and refuses any charge that would exceed it.
 
@@ -344,12 +359,30 @@ class Accountant:
     The same accountant can be passed to several estimators (``accountant=``) so their releases
     compose under one total. An accountant with a ``parent`` forwards every charge to it: a charge
     is made only if it fits both (this is how one fit's budget sits inside a shared total).
+
+    **Identity.** An accountant is a resource, like a lock or an open file, not a value: its
+    budget can be spent once. So ``copy.copy`` and ``copy.deepcopy`` return the accountant
+    itself — copies of an estimator holding ``accountant=`` (and ``sklearn.base.clone``, which
+    deep-copies parameters) share it and can never spend its budget twice — and two
+    accountants are equal only if they are the same object. Pickling keeps that:
+
+    * unpickled in the same process while the original is alive, it *is* the original;
+    * otherwise (another process, or the original was garbage-collected) it is a **read-only
+      record**: ``total``, ``ledger``, ``spent`` and ``to_dict()`` are kept (so a pickled
+      fitted estimator still reports its privacy), but ``spend`` raises
+      :class:`PrivacyBudgetError`, ``can_spend`` is False, ``remaining`` None and
+      ``remaining_zcdp()`` 0. A forked child process's inherited copy is read-only too.
+
+    Only the process that created an accountant spends through it (:attr:`spendable`).
     """
 
     total: Budget
     ledger: list[LedgerEntry] = field(default_factory=list)
     parent: Accountant | None = field(default=None, repr=False)
     _t: _Totals = field(default_factory=_Totals, repr=False)
+    # the process that may spend through this accountant (None: a read-only record)
+    _owner_pid: int | None = field(default=None, init=False, repr=False)
+    _key: str | None = field(default=None, init=False, repr=False)  # set when first pickled
 
     def __post_init__(self) -> None:
         if not isinstance(self.total, PureDP | ZCDP | ApproxDP):
@@ -357,6 +390,29 @@ class Accountant:
                 "Accountant needs a budget: pg.ZCDP(rho), pg.PureDP(epsilon) or "
                 "pg.ApproxDP(epsilon, delta)"
             )
+        self._owner_pid = os.getpid()
+
+    # -- identity: copies are the accountant itself ----------------------------------------
+    def __copy__(self) -> Accountant:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Accountant:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._key is None:
+            self._key = secrets.token_hex(16)
+            _BY_KEY[self._key] = self
+        state = (self.total, list(self.ledger), self.parent, replace(self._t))
+        return (_unpickle_accountant, (self._key, *state))
+
+    @property
+    def spendable(self) -> bool:
+        """Whether charges can be made through this accountant here: False for a read-only
+        record (see the class docstring) or when its parent is one."""
+        return self._owner_pid == os.getpid() and (
+            self.parent is None or self.parent.spendable
+        )
 
     # -- queries ---------------------------------------------------------------------------
     def _fits(self, t: _Totals) -> bool:
@@ -375,8 +431,9 @@ class Accountant:
             eps_z = zcdp_to_epsilon(t.rho, min(delta_left, 1 - 1e-16))
         return t.eps + eps_z <= tot.epsilon * (1 + _REL_TOL)
 
-    def _add(self, cost: Budget) -> _Totals:
-        t = _Totals(self._t.rho, self._t.eps, self._t.delta)
+    def _add(self, cost: Budget, base: _Totals | None = None) -> _Totals:
+        b = self._t if base is None else base
+        t = _Totals(b.rho, b.eps, b.delta)
         tot = self.total
         if isinstance(tot, PureDP):
             if not isinstance(cost, PureDP) and not (
@@ -407,7 +464,28 @@ class Accountant:
                 t.delta += cost.delta
         return t
 
+    def can_spend_all(self, costs: Iterable[Budget], *, parents: bool = True) -> bool:
+        """Whether charging every cost in ``costs``, in order, would succeed (here and, with
+        ``parents``, in every parent): a reservation check that changes nothing. (An
+        accountant cannot be copied for a trial run — its copies are itself.)"""
+        costs = list(costs)
+        if self._owner_pid != os.getpid():
+            return False
+        t = self._t
+        for cost in costs:
+            if not isinstance(cost, PureDP | ZCDP | ApproxDP):
+                return False
+            try:
+                t = self._add(cost, t)
+            except PrivacyBudgetError:
+                return False
+            if not self._fits(t):
+                return False
+        return not parents or self.parent is None or self.parent.can_spend_all(costs)
+
     def can_spend(self, cost: Budget) -> bool:
+        if not self.spendable:
+            return False
         try:
             ok = self._fits(self._add(cost))
         except PrivacyBudgetError:
@@ -428,6 +506,8 @@ class Accountant:
         exceed the total. Call this *before* drawing any noise."""
         if not isinstance(cost, PureDP | ZCDP | ApproxDP):
             raise PrivacyBudgetError("spend() needs a PureDP, ZCDP or ApproxDP cost")
+        if not self.spendable:
+            raise PrivacyBudgetError(_READ_ONLY)
         new = self._add(cost)
         if not self._fits(new):
             raise PrivacyBudgetError(
@@ -476,7 +556,10 @@ class Accountant:
 
         For an ApproxDP total this is the (ε, δ) left when the zCDP spent so far is converted
         with all unused δ; :meth:`remaining_zcdp` gives the largest further zCDP charge.
+        None for a read-only record (nothing can be spent through it).
         """
+        if not self.spendable:
+            return None
         tot, t = self.total, self._t
 
         def left(total: float, used: float) -> float | None:
@@ -496,7 +579,9 @@ class Accountant:
         return ApproxDP(eps_left, max(delta_left, 0.0))
 
     def remaining_zcdp(self) -> float:
-        """The largest ρ that can still be charged as zCDP (0 if none)."""
+        """The largest ρ that can still be charged as zCDP (0 if none, or read-only)."""
+        if not self.spendable:
+            return 0.0
         tot, t = self.total, self._t
         if isinstance(tot, PureDP):
             return 0.0
@@ -545,6 +630,21 @@ class Accountant:
                 p_noise = 2.0 * math.exp(-c.epsilon) / (1.0 + math.exp(-c.epsilon))
                 events.append(dp_accounting.RandomizedResponseDpEvent(p_noise, 2))
         return dp_accounting.ComposedDpEvent(events)
+
+
+def _unpickle_accountant(
+    key: str, total: Budget, ledger: list[LedgerEntry], parent: Accountant | None, t: _Totals
+) -> Accountant:
+    """The live accountant pickled under ``key`` if it exists in this process, else a
+    read-only record of it (registered, so unpickling it again gives the same object)."""
+    live = _BY_KEY.get(key)
+    if live is not None:
+        return live
+    acct = Accountant(total, ledger, parent, t)
+    acct._owner_pid = None  # read-only: the budget is spent only through the original
+    acct._key = key
+    _BY_KEY[key] = acct
+    return acct
 
 
 def make_budget(

@@ -42,7 +42,15 @@ class BudgetMixin:
 
     def _refuse_invalid_budget(self) -> None:
         """Raise :class:`PrivacyBudgetError` for an invalid budget (<= 0, NaN, inf, delta >= 1,
-        missing or ambiguous) — the first thing ``fit`` does, before any data is read."""
+        missing or ambiguous) or a shared ``accountant=`` that cannot spend here (a read-only
+        record: unpickled without its live original, or inherited by a forked process) — the
+        first thing ``fit`` does, before any data is read."""
+        if isinstance(self.accountant, Accountant) and not self.accountant.spendable:
+            raise PrivacyBudgetError(
+                "accountant= is a read-only record (unpickled in another process or after its "
+                "original was garbage-collected, or inherited by a forked process): it cannot "
+                "spend; pass the original Accountant, in the process that created it"
+            )
         self._budget()
 
     def _fit_accountant(self, budget: Budget) -> Accountant:
