@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -100,12 +101,26 @@ def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _check_budget_flags(**flags: float | None) -> None:
+    """Refuse a given budget flag that is not a finite number in range (--rho, --epsilon > 0;
+    --delta in [0, 1)) with a :class:`PrivacyBudgetError` naming the flag; None = not given."""
+    for name, value in flags.items():
+        if value is None:
+            continue
+        ok = math.isfinite(value) and (0 <= value < 1 if name == "delta" else value > 0)
+        if not ok:
+            what = "a number in [0, 1)" if name == "delta" else "a finite number > 0"
+            raise PrivacyBudgetError(f"--{name.replace('_', '-')} must be {what}, got {value}")
+
+
 def _budget(rho: float | None, epsilon: float | None, delta: float | None) -> dict[str, Any]:
+    # validates before anything is read: each flag (inf and NaN refused), then the combination
+    _check_budget_flags(rho=rho, epsilon=epsilon, delta=delta)
     if rho is None and epsilon is None:
         raise PrivacyBudgetError("give a privacy budget: --rho, or --epsilon (with --delta)")
     from ..accounting import make_budget
 
-    make_budget(rho=rho, epsilon=epsilon, delta=delta)  # validates before anything is read
+    make_budget(rho=rho, epsilon=epsilon, delta=delta)
     return {"rho": rho, "epsilon": epsilon, "delta": delta}
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +39,19 @@ class BudgetMixin:
                 raise PrivacyBudgetError("the shared accountant has no budget left")
             return remaining
         return make_budget(rho=self.rho, epsilon=self.epsilon, delta=self.delta)
+
+    def _refuse_invalid_budget(self) -> None:
+        """Raise :class:`PrivacyBudgetError` for an invalid budget (<= 0, NaN, inf, delta >= 1,
+        missing or ambiguous) or a shared ``accountant=`` that cannot spend here (a read-only
+        record: unpickled without its live original, or inherited by a forked process) — the
+        first thing ``fit`` does, before any data is read."""
+        if isinstance(self.accountant, Accountant) and not self.accountant.spendable:
+            raise PrivacyBudgetError(
+                "accountant= is a read-only record (unpickled in another process or after its "
+                "original was garbage-collected, or inherited by a forked process): it cannot "
+                "spend; pass the original Accountant, in the process that created it"
+            )
+        self._budget()
 
     def _fit_accountant(self, budget: Budget) -> Accountant:
         """An accountant for this fit's budget, forwarding to the shared one if given."""
@@ -81,7 +93,7 @@ def privacy_report(budget: Budget, acct: Accountant) -> dict[str, Any]:
         "neighbours": NEIGHBOURS,
         "ledger": [e.to_dict() for e in acct.ledger],
     }
-    if isinstance(budget, ZCDP) and not math.isinf(budget.rho):
+    if isinstance(budget, ZCDP):
         report["approx_dp_at_delta_1e-6"] = budget_to_dict(budget.to_approx(1e-6))
     return report
 

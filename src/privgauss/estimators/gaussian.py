@@ -148,6 +148,7 @@ class PrivateGaussian(BudgetMixin):
         few passes per step); ``"histogram"``, ``"hypothesis-selection"`` and ``"ppe"`` load it
         into memory, refused (before any budget is spent) when n·d·8 bytes exceed
         ``max_memory_bytes``."""
+        self._refuse_invalid_budget()  # before the data is touched
         X = validated_rows(X, name="X", min_rows=2)
         n, d = int(X.shape[0]), int(X.shape[1])
         Xp = None

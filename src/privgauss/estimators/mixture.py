@@ -447,6 +447,7 @@ class PrivateGaussianMixture(BudgetMixin):
     # ------------------------------------------------------------------------------------
     def fit(self, X: Any, public_X: Any = None) -> PrivateGaussianMixture:
         """Estimate the mixture from the private rows ``X`` (n, d)."""
+        self._refuse_invalid_budget()  # before the data is touched
         if is_dask(X) or isinstance(X, str | os.PathLike):
             # the mixture learners need random access to all rows: load a dask array or an
             # on-disk .npy/.zarr into memory, refused up front when larger than max_memory_bytes

@@ -67,7 +67,6 @@ row, so the mechanism run on it keeps exactly its ε.
 
 from __future__ import annotations
 
-import copy
 import functools
 import itertools
 import math
@@ -685,15 +684,10 @@ def reserve(
         raise PrivacyBudgetError(
             f"{what} needs an accountant with an ApproxDP(epsilon, delta) total"
         )
-    trial = copy.deepcopy(accountant)
-    trial.parent = None
-    try:
-        for p in parts:
-            trial.spend(p)
-    except PrivacyBudgetError:
+    if not accountant.can_spend_all(parts, parents=False):  # (a copy would be itself)
         raise PrivacyBudgetError(
             f"the accountant cannot afford {what}'s budget; increase its total or use a fresh one"
-        ) from None
+        )
     if accountant.parent is not None:
         reserve(accountant.parent, parts, what, approx_total=approx_total)
 
