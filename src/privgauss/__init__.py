@@ -13,7 +13,9 @@ import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any
 
+from . import warnings as warnings  # privgauss.warnings; `warnings` is not in __all__
 from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from .warnings import PrivacyWarning
 
 __version__ = "0.1.0"
 
@@ -80,6 +82,7 @@ __all__ = [
     "LedgerEntry",
     "NoiseSource",
     "PrivacyBudgetError",
+    "PrivacyWarning",
     "PrivateGaussian",
     "PrivateGaussianMixture",
     "PureDP",
