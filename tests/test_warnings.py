@@ -1,6 +1,6 @@
 """The named privacy warnings (``privgauss.warnings``): each fires when it should and not
 otherwise, is decided from public quantities or DP outputs only (the same on neighbouring
-datasets) and points at the caller of ``fit``.
+datasets), points at the caller of ``fit``, and reads as one line on the command line.
 
 pyproject.toml ignores SeededNoiseWarning for the whole suite (it seeds everywhere); the tests
 here record warnings with ``pytest.warns`` or ``simplefilter("always")``, which override it.
@@ -16,9 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import privgauss as pg
 from privgauss.audit import fit_outcome
+from privgauss.cli import main
 from privgauss.estimators._base import warn_before_fit
 from privgauss.noise import NoiseSource
 from privgauss.warnings import (
@@ -250,3 +252,48 @@ def test_warning_messages_hold_no_private_value() -> None:
             pass
     texts = [str(w.message) for w in rec if issubclass(w.category, PrivacyWarning)]
     assert len(texts) >= 2 and not any("987" in t for t in texts)
+
+
+# ------------------------------------------------------------------------------------------------
+# the command line: one readable line on stderr
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def npy(tmp_path: Path) -> Path:
+    path = tmp_path / "data.npy"
+    np.save(path, X)
+    return path
+
+
+@pytest.mark.filterwarnings("default::privgauss.warnings.SeededNoiseWarning")
+def test_cli_seeded_run_warns_once_in_one_line(npy: Path) -> None:
+    import json
+
+    res = CliRunner().invoke(main, ["fit-gaussian", str(npy), "--epsilon", "1", "--delta",
+                                    "0.01", "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["method"] == "histogram"  # stdout stays pure JSON
+    lines = res.stderr.splitlines()
+    assert len(lines) == 2, res.stderr
+    assert lines[0].startswith("warning: --seed ") and "NOT secure" in lines[0]
+    assert lines[1].startswith("warning: delta = 0.01 is at least 1/n = 1/2000")
+    assert "SeededNoiseWarning" not in res.stderr and ".py:" not in res.stderr
+
+
+def test_cli_secure_run_does_not_warn(npy: Path) -> None:
+    res = CliRunner().invoke(main, ["fit-gaussian", str(npy), "--rho", "0.5", "--mean-bound", "10",
+                                    "--identity-covariance", "--method", "clip"])
+    assert res.exit_code == 0, res.output
+    assert res.stderr == ""
+
+
+def test_cli_failure_warns_then_errors(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.npy"
+    np.save(path, TINY)
+    res = CliRunner().invoke(main, ["fit-gaussian", str(path), "--epsilon", "1", "--delta",
+                                    "1e-6", "--method", "histogram"])
+    assert res.exit_code == 2
+    lines = res.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("warning: the fit failed")
+    assert lines[1].startswith("error: ")
