@@ -27,9 +27,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from .exceptions import PrivacyBudgetError
+
+
+def _brentq(*args: Any, **kwargs: Any) -> float:
+    """``scipy.optimize.brentq``, imported on first use (scipy.optimize is slow to import)."""
+    from scipy.optimize import brentq
+
+    return float(brentq(*args, **kwargs))
+
 
 _REL_TOL = 1e-9  # slack for float rounding when the last charge exactly exhausts the total
 _MIN_EPS = sys.float_info.min  # stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
@@ -181,7 +188,7 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
     elif dlog(hi) <= 0:
         alpha = hi
     else:
-        alpha = brentq(dlog, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
+        alpha = _brentq(dlog, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
     log_delta = (
         (alpha - 1) * (alpha * rho - epsilon) - math.log(alpha - 1) + alpha * math.log1p(-1 / alpha)
     )
@@ -207,7 +214,7 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
         return 0.0
     # delta(rho, eps) is decreasing in eps; the simple bound is a valid upper end.
     hi = simple
-    return brentq(
+    return _brentq(
         lambda e: math.log(zcdp_to_delta(rho, e)) - math.log(delta),
         0.0,
         hi,
@@ -235,7 +242,7 @@ def approx_to_zcdp(epsilon: float, delta: float, *, method: str = "tight") -> fl
 
     while f(hi) <= 0:
         lo, hi = hi, 2 * hi
-    root = lo if f(lo) >= 0 else brentq(f, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500)
+    root = lo if f(lo) >= 0 else _brentq(f, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500)
     # Make sure the returned rho is on the safe side of the root.
     while zcdp_to_epsilon(root, delta) > epsilon:
         root *= 1 - 1e-12

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import sys
 import warnings
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -19,7 +22,9 @@ from ..accounting import (
     budget_to_dict,
     make_budget,
 )
-from ..exceptions import PrivacyBudgetError
+from ..exceptions import EstimationFailed, PrivacyBudgetError
+from ..noise import NoiseSource
+from ..warnings import BudgetSpentWarning, LargeDeltaWarning, SeededNoiseWarning
 
 NEIGHBOURS = "replace-one (n public)"
 
@@ -59,6 +64,10 @@ class BudgetMixin:
             raise TypeError("accountant must be a privgauss.Accountant")
         return Accountant(budget, parent=self.accountant)
 
+    def _warn_before_fit(self, budget: Budget, n_rows: int, noise: NoiseSource) -> None:
+        """The fit's privacy warnings, from public quantities (see :func:`warn_before_fit`)."""
+        warn_before_fit(budget, n_rows, noise)
+
 
 @contextlib.contextmanager
 def private_section() -> Iterator[None]:
@@ -67,10 +76,67 @@ def private_section() -> Iterator[None]:
     warning raised inside — numpy's, or a non-private learner's such as scikit-learn's
     ``ConvergenceWarning`` — is captured and dropped, never re-emitted, since whether it fires
     can depend on one record (DESIGN.md, privacy rule 10). The estimators warn only outside
-    this section, from public quantities and DP outputs."""
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+    this section, from public quantities and DP outputs: when the section ends in
+    :class:`~privgauss.exceptions.EstimationFailed` (⊥, a DP output), a
+    :class:`~privgauss.warnings.BudgetSpentWarning` is emitted after the capture has ended,
+    just before the exception propagates."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    except EstimationFailed:
+        _warn(
+            BudgetSpentWarning,
+            "the fit failed (EstimationFailed, a DP output): the privacy budget it charged "
+            "stays spent and nothing was released; count it before retrying on the same rows",
+        )
+        raise
+
+
+# frames of these modules are skipped so that a warning points at the code that called fit
+_INTERNAL_MODULES = ("privgauss", "sklearn", "contextlib")
+
+
+def _warn(category: type[Warning], message: str) -> None:
+    """Emit ``message`` attributed to the first caller outside privgauss (and outside
+    scikit-learn's or contextlib's wrappers), so the default filter shows it once per call
+    site of ``fit``."""
+    level = 1
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if not any(name == m or name.startswith(m + ".") for m in _INTERNAL_MODULES):
+            break
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level + 1)
+
+
+def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
+    """Emit the privacy warnings a fit is due before its algorithm runs, decided from public
+    quantities only (DESIGN.md, rules 5 and 10) — the same on any two neighbouring datasets:
+
+    * :class:`~privgauss.warnings.SeededNoiseWarning` when the noise source is seeded
+      (``random_state`` an int or a Generator), not secure;
+    * :class:`~privgauss.warnings.LargeDeltaWarning` when the budget is (ε, δ) with
+      ``δ ≥ 1/n_rows`` (``n_rows`` is public under replace-one neighbours).
+
+    Called by each estimator's ``fit`` once the budget is known and every refusal is done,
+    before anything is charged."""
+    if not noise.secure:
+        _warn(
+            SeededNoiseWarning,
+            "random_state is set: the privacy noise comes from numpy's seeded generator, which "
+            "is reproducible but predictable and not hardened against floating-point attacks; "
+            "fine for experiments and tests, but fit with random_state=None (secure noise) to "
+            "release results from real private data",
+        )
+    if isinstance(budget, ApproxDP) and budget.delta > 0 and budget.delta >= 1.0 / n_rows:
+        _warn(
+            LargeDeltaWarning,
+            f"delta = {budget.delta:g} is at least 1/n = 1/{n_rows}: an (epsilon, delta) "
+            "guarantee this weak allows publishing a record outright; choose delta well below "
+            "1/n (e.g. 1/n^2 or 1e-6 .. 1e-10), or a rho-zCDP budget",
+        )
 
 
 def zcdp_of(budget: Budget, what: str) -> float:
