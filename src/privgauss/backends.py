@@ -219,7 +219,9 @@ def in_memory(X: Any, *, name: str = "X", max_memory_bytes: int = DEFAULT_MAX_ME
 
 class _NpyRows:
     """Read-only array view of a 2-D ``.npy`` file that reads only the requested rows
-    (``os.pread``), so streaming it keeps no pages of the file mapped in the process."""
+    (``os.pread``), so streaming it keeps no pages of the file mapped in the process. It
+    holds the file's absolute path (each read opens and closes the file), so it pickles into
+    a dask graph and reads on the workers of a cluster that share the file system."""
 
     def __init__(self, path: Path) -> None:
         with open(path, "rb") as f:
@@ -233,7 +235,7 @@ class _NpyRows:
             raise InvalidDataError(
                 f"{path.name} must hold a 2-D C-ordered numeric array to be streamed"
             )
-        self.path = path
+        self.path = path.resolve()  # workers may run in another directory
         self.shape = (int(shape[0]), int(shape[1]))
         self.dtype = dtype
         self.ndim = 2
