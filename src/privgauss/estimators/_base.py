@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 import warnings
 from collections.abc import Iterator
