@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -71,6 +72,61 @@ def test_choosing_mechanism_picks_the_popular_candidate_and_charges() -> None:
     with pytest.raises(EstimationFailed):
         choosing_mechanism({"a": 3}, 4, ApproxDP(EPS, DELTA), 0.1,
                            accountant=Accountant(ApproxDP(EPS, DELTA)), noise=0)
+
+
+def _group_of_two(eps: float, delta: float) -> tuple[float, float]:
+    """Exact group privacy for 2 (add/remove → replace-one), derived here independently of the
+    library: P[M(D)∈S] ≤ e^ε P[M(D')∈S] + δ ≤ e^ε (e^ε P[M(D'')∈S] + δ) + δ."""
+    return 2 * eps, delta + math.exp(eps) * delta
+
+
+@pytest.mark.parametrize(("eps", "delta"), [(1.0, 1e-3), (0.1, 1e-6), (8.0 / 5, 1e-3 / 5),
+                                            (5.0, 1e-9), (1e-4, 0.2)])
+def test_choosing_charge_is_the_exact_group_cost(eps: float, delta: float) -> None:
+    """The Choosing Mechanism is run at an add/remove (ε̃, δ̃) and charged the step's (ε, δ);
+    exact group privacy 2 of (ε̃, δ̃) must be within — and use all of — the charge. The old
+    (ε/2, δ/2) cost (δ/2)(1 + e^{ε/2}) > δ: more δ than charged."""
+    step = ApproxDP(eps, delta)
+    acct = Accountant(step)
+    choosing_mechanism({"a": 10**12}, 4, step, 0.1, accountant=acct, noise=0)
+    entry = acct.ledger[-1]
+    assert entry.cost == step  # the ledger charges exactly the step's allotted budget
+    e_run, d_run = (float(v) for v in
+                    re.search(r"run at \(([^,]+), ([^)]+)\)", entry.note).groups())
+    assert e_run == eps / 2 and entry.noise_scale == pytest.approx(4 / e_run, rel=1e-15)
+    g_eps, g_delta = _group_of_two(e_run, d_run)
+    assert g_eps == pytest.approx(eps, rel=1e-15)
+    # within the charge up to the float rounding of this independent sum (the library rounds
+    # δ̃ down so that its own δ̃(1 + e^ε̃) <= δ exactly in floats)
+    assert g_delta <= delta * (1 + 1e-15) and g_delta == pytest.approx(delta, rel=1e-12)
+    assert d_run * (1 + math.exp(e_run)) <= delta
+    assert _group_of_two(eps / 2, delta / 2)[1] > delta * (1 + eps / 5)  # the old, short charge
+    # the threshold is computed at that δ̃ = δ / (1 + e^{ε/2}), not at δ/2
+    e, d = eps / 2, delta / (1 + math.exp(eps / 2))
+    for L, beta in ((4, 0.1), (1, 1e-3)):
+        expected = (8 / e) * math.log(4 * L / (beta * e * d))
+        assert agnostic.choosing_threshold(eps, delta, L, beta) == pytest.approx(expected,
+                                                                                  rel=1e-12)
+        old = (8 / e) * math.log(4 * L / (beta * e * (delta / 2)))
+        assert expected > old * (1 + 1e-6)
+
+
+def test_list_reduction_ledger_is_exact_with_group_privacy() -> None:
+    """Every Filter-and-Test round and the Choosing step are charged (ε', δ'); the total is
+    exactly (ε, δ), and the Choosing step's group cost at the δ̃ it ran at equals its charge."""
+    X = np.full((1000, 1), 3.2) + np.random.default_rng(0).normal(0, 0.01, size=(1000, 1))
+    acct = Accountant(ApproxDP(8.0, 1e-3))
+    list_stable_reduction(X, _rounded, 8.0, 1e-3, n_blocks=500, list_size=4, alpha=0.5,
+                          accountant=acct, noise=0)
+    rounds = len(acct.ledger) - 1
+    e1, d1 = 8.0 / (1 + rounds), 1e-3 / (1 + rounds)
+    assert all(x.cost == ApproxDP(e1, d1) for x in acct.ledger)
+    assert math.fsum(x.cost.delta for x in acct.ledger) == pytest.approx(1e-3, rel=1e-12)
+    choosing = acct.ledger[-1]
+    assert choosing.mechanism == "choosing"
+    e_run, d_run = (float(v) for v in
+                    re.search(r"run at \(([^,]+), ([^)]+)\)", choosing.note).groups())
+    assert _group_of_two(e_run, d_run) == pytest.approx((e1, d1), rel=1e-12)
 
 
 def _rounded(block: np.ndarray, seed: int, extra: int = 0) -> list[tuple[object, float]]:

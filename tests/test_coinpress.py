@@ -29,6 +29,9 @@ def acct(rho: float = 0.5) -> pg.Accountant:
     return pg.Accountant(pg.ZCDP(rho))
 
 
+HUGE_RHO = 1e16  # budgets are finite: the non-private limit is approached, not reached
+
+
 def ledger_rhos(a: pg.Accountant) -> list[float]:
     return [e.cost.rho for e in a.ledger]
 
@@ -175,9 +178,12 @@ def test_invalid_inputs_refused_without_data_in_messages() -> None:
     a = acct()
     Xn = X.copy()
     Xn[7, 1] = np.nan
+    # NaN is refused at the trust boundary (the estimator), before anything is spent
     with pytest.raises(pg.InvalidDataError) as err:
-        coinpress_mean(Xn, np.zeros(3), 1.0, 0.5, accountant=a)
+        pg.PrivateGaussian(rho=0.5, method="coinpress", covariance="identity", mean_bound=1.0,
+                           accountant=a).fit(Xn)
     assert "123456" not in str(err.value)
+    assert a.ledger == []
     with pytest.raises(pg.InvalidDataError):
         coinpress_mean(X, np.zeros(4), 1.0, 0.5, accountant=a)
     with pytest.raises(ValueError):
@@ -212,41 +218,41 @@ def test_inputs_never_mutated() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# rho = inf: the non-private estimators
+# a huge-but-finite rho: the estimators approach the non-private ones (noise ~1e-9 here)
 # ----------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("constants", ["practical", "theory"])
-def test_rho_inf_mean_is_the_clipped_sample_mean(constants: str) -> None:
+def test_huge_rho_mean_is_the_clipped_sample_mean(constants: str) -> None:
     rng = np.random.default_rng(4)
     n, d = 500, 6
     X = 0.5 * rng.standard_normal((n, d)) + 2.0  # inside every clipping ball
     c0 = np.full(d, 2.5)
-    est = coinpress_mean(X, c0, 3.0, math.inf, accountant=acct(math.inf), noise=0,
+    est = coinpress_mean(X, c0, 3.0, HUGE_RHO, accountant=acct(HUGE_RHO), noise=0,
                          constants=constants)
-    assert np.allclose(est, X.mean(axis=0), rtol=0, atol=1e-12)
+    assert np.allclose(est, X.mean(axis=0), rtol=0, atol=1e-8)
     # with rows outside the balls: each step is the clipped mean at the public radius
     Xo = X.copy()
     Xo[:20] += 40.0
-    plan = mean_schedule(n, d, 3.0, math.inf, constants=constants)
+    plan = mean_schedule(n, d, 3.0, HUGE_RHO, constants=constants)
     c = c0
     for s in plan:
         assert not s.debias
         c = clip_rows(Xo, c, s.clip_radius)[0].mean(axis=0)
-    est = coinpress_mean(Xo, c0, 3.0, math.inf, accountant=acct(math.inf), noise=0,
+    est = coinpress_mean(Xo, c0, 3.0, HUGE_RHO, accountant=acct(HUGE_RHO), noise=0,
                          constants=constants)
-    assert np.allclose(est, c, rtol=0, atol=1e-12)
+    assert np.allclose(est, c, rtol=0, atol=1e-8)
     assert not np.allclose(est, Xo.mean(axis=0), atol=1e-3)
 
 
 @pytest.mark.parametrize("constants", ["practical", "theory"])
-def test_rho_inf_covariance_is_the_sample_second_moment(constants: str) -> None:
+def test_huge_rho_covariance_is_the_sample_second_moment(constants: str) -> None:
     rng = np.random.default_rng(5)
     n, d = 300, 4
     X = 0.2 * rng.standard_normal((n, d)) @ np.diag([1, 2, 3, 4])
-    S = coinpress_covariance(X, math.inf, cov_upper=50, accountant=acct(math.inf), noise=0,
+    S = coinpress_covariance(X, HUGE_RHO, cov_upper=50, accountant=acct(HUGE_RHO), noise=0,
                              constants=constants)
-    assert np.allclose(S, X.T @ X / n, rtol=1e-10, atol=1e-13)
+    assert np.allclose(S, X.T @ X / n, rtol=1e-6, atol=1e-7)
 
 
 def test_transform_bookkeeping_for_many_steps_with_nonsymmetric_start() -> None:
@@ -256,11 +262,11 @@ def test_transform_bookkeeping_for_many_steps_with_nonsymmetric_start() -> None:
     X = 0.1 * rng.standard_normal((n, d)) @ rng.standard_normal((d, d))
     A0 = 0.5 * (np.eye(d) + 0.4 * rng.standard_normal((d, d)))
     assert not np.allclose(A0, A0.T)
-    plan = covariance_schedule(n, d, 10.0, math.inf, steps=5, constants="practical")
-    a = acct(math.inf)
+    plan = covariance_schedule(n, d, 10.0, HUGE_RHO, steps=5, constants="practical")
+    a = acct(HUGE_RHO)
     A, S = cp._run_cov(Rows(X), A0, plan, a, pg.NoiseSource(0), "t")
     assert not np.allclose(A, A.T)
-    assert np.allclose(S, X.T @ X / n, rtol=1e-9, atol=1e-14)
+    assert np.allclose(S, X.T @ X / n, rtol=1e-6, atol=1e-9)
     assert len(a.ledger) == 5
 
 
@@ -268,21 +274,21 @@ def test_transform_bookkeeping_for_many_steps_with_nonsymmetric_start() -> None:
     ("constants", "center", "radius"),
     [("practical", 0.0, 4.0), ("practical", 0.9, 0.5), ("theory", 0.0, 4.0)],
 )
-def test_rho_inf_gaussian(constants: str, center: float, radius: float) -> None:
+def test_huge_rho_gaussian(constants: str, center: float, radius: float) -> None:
     """Far prior (pairs for the coarse steps) and near prior (rows centred at the prior)."""
     rng = np.random.default_rng(7)
     n, d = 1000, 3
     # uniform rows: Mahalanobis norms ≤ 3, inside every (whitened) clipping ball
     X = rng.uniform(-1, 1, size=(n, d)) + 1.0
-    m, S = coinpress_gaussian(X, math.inf, center=np.full(d, center), radius=radius,
-                              cov_bounds=(0.1, 2), accountant=acct(math.inf), noise=0,
+    m, S = coinpress_gaussian(X, HUGE_RHO, center=np.full(d, center), radius=radius,
+                              cov_bounds=(0.1, 2), accountant=acct(HUGE_RHO), noise=0,
                               constants=constants)
-    assert np.allclose(m, X.mean(axis=0), atol=1e-10)
+    assert np.allclose(m, X.mean(axis=0), atol=1e-8)
     if constants == "practical":
-        assert np.allclose(S, np.cov(X.T, bias=True), atol=1e-10)
+        assert np.allclose(S, np.cov(X.T, bias=True), atol=1e-8)
     else:  # pairwise differences: the non-private pair estimator
         P = (X[1::2] - X[0::2]) / math.sqrt(2)
-        assert np.allclose(S, P.T @ P / len(P), atol=1e-10)
+        assert np.allclose(S, P.T @ P / len(P), atol=1e-8)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -120,11 +120,15 @@ def test_input_not_mutated_and_read_only_input() -> None:
 
 
 def test_nan_rows_rejected_before_spending() -> None:
+    """NaN is refused at the trust boundary (the estimator), before anything is spent; the
+    algorithm itself never validates (rule 10)."""
+    import privgauss as pg
+
     X, _, _ = make_gaussian(3000, 2, random_state=3)
     X[17, 1] = np.nan
     acct = Accountant(ApproxDP(EPS, DELTA))
     with pytest.raises(InvalidDataError, match="NaN"):
-        histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=1)
+        pg.PrivateGaussian(method="histogram", accountant=acct, random_state=1).fit(X)
     assert acct.ledger == []
 
 

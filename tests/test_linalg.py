@@ -252,14 +252,16 @@ def test_clip_rows_bad_radius(radius):
         clip_rows(np.ones((2, 2)), np.zeros(2), radius)
 
 
-def test_clip_rows_rejects_nonfinite_and_bad_shapes():
-    X = np.ones((3, 2))
-    X[1, 0] = np.nan
-    with pytest.raises(InvalidDataError, match="NaN or infinite"):
-        clip_rows(X, np.zeros(2), 1.0)
-    X[1, 0] = np.inf
-    with pytest.raises(InvalidDataError):
-        clip_rows(X, np.zeros(2), 1.0)
+def test_clip_rows_maps_nonfinite_rows_to_the_centre_and_rejects_bad_shapes():
+    # a non-finite row has no direction: mapped to the centre per record, never an error on a
+    # (private) value (rule 10); the other rows are clipped as usual
+    c = np.array([0.5, -0.5])
+    for bad in (np.nan, np.inf, -np.inf):
+        X = np.ones((3, 2))
+        X[1, 0] = bad
+        Y, k = clip_rows(X, c, 1.0)
+        np.testing.assert_array_equal(Y[1], c)
+        assert np.all(np.linalg.norm(Y - c, axis=1) <= 1.0) and k == 3
     with pytest.raises(ValueError, match="center"):
         clip_rows(np.ones((3, 2)), np.zeros(3), 1.0)
     with pytest.raises(ValueError, match="2-D"):

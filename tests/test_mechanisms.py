@@ -37,7 +37,7 @@ from privgauss.noise import NoiseSource
 from privgauss.sensitivity import stability_histogram_threshold
 
 ALPHA = 1e-6
-INF_ZCDP = ZCDP(math.inf)
+HUGE = 1e12  # a huge-but-finite budget: the mechanisms approach their exact values
 
 
 def _acct(budget: Any = None) -> Accountant:
@@ -74,7 +74,10 @@ def _bw_delta(sigma: float, sens: float, eps: float) -> float:
 def test_zcdp_sigma_formula(sens: float, rho: float) -> None:
     assert gaussian_sigma_zcdp(sens, rho) == pytest.approx(sens / math.sqrt(2 * rho), rel=1e-15)
     assert gaussian_sigma(sens, ZCDP(rho)) == gaussian_sigma_zcdp(sens, rho)
-    assert gaussian_sigma_zcdp(sens, math.inf) == 0.0
+    assert gaussian_sigma_zcdp(sens, HUGE) == pytest.approx(sens / math.sqrt(2 * HUGE))
+    for bad in (math.inf, math.nan, 0.0, -1.0):  # budgets are finite and positive
+        with pytest.raises(PrivacyBudgetError):
+            gaussian_sigma_zcdp(sens, bad)
 
 
 @pytest.mark.parametrize("sens", [0.01, 1.0, 250.0])
@@ -95,7 +98,10 @@ def test_analytic_sigma_meets_balle_wang_with_equality(sens: float, eps: float, 
 
 def test_analytic_sigma_edge_cases() -> None:
     assert gaussian_sigma_analytic(0.0, 1.0, 1e-6) == 0.0
-    assert gaussian_sigma_analytic(1.0, math.inf, 1e-6) == 0.0
+    assert gaussian_sigma_analytic(1.0, HUGE, 1e-6) < 1e-6  # -> 0 as epsilon grows
+    for bad in (math.inf, math.nan, 0.0):
+        with pytest.raises(PrivacyBudgetError):
+            gaussian_sigma_analytic(1.0, bad, 1e-6)
     for bad_delta in (0.0, 1.0):
         with pytest.raises(PrivacyBudgetError):
             gaussian_sigma_analytic(1.0, 1.0, bad_delta)
@@ -288,7 +294,7 @@ def test_exponential_mechanism_frequencies() -> None:
     utilities = np.array([0.0, 1.0, 3.0, 2.5])
     sens, eps, n = 1.5, 2.0, 40_000
     src = NoiseSource(6)
-    acct = _acct(PureDP(math.inf))
+    acct = _acct(PureDP(1e12))
     for monotone in (False, True):
         picks = [
             exponential_mechanism(
@@ -322,7 +328,7 @@ def test_stability_histogram_release_probability() -> None:
 
 
 def test_stability_histogram_bins_and_validation() -> None:
-    acct = _acct(ApproxDP(math.inf, 0.5))
+    acct = _acct(ApproxDP(1e12, 0.5))
     keys2d = np.array([[0, 1]] * 30 + [[2, -3]] * 50)
     out = stability_histogram(keys2d, ApproxDP(1.0, 1e-6), accountant=acct, noise=0)
     assert set(out) == {(0, 1), (2, -3)}
@@ -334,7 +340,7 @@ def test_stability_histogram_bins_and_validation() -> None:
 
 
 def test_above_threshold_behaviour() -> None:
-    acct = _acct(PureDP(math.inf))
+    acct = _acct(PureDP(1e12))
     calls: list[int] = []
 
     def query(i: int, v: float) -> Callable[[], float]:
@@ -351,38 +357,48 @@ def test_above_threshold_behaviour() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# infinite budgets: the exact value (non-private limit)
+# huge-but-finite budgets: the exact value is approached (the non-private limit)
 # ------------------------------------------------------------------------------------------
 
 
-def test_infinite_budget_gives_the_exact_value() -> None:
+def test_huge_budget_approaches_the_exact_value() -> None:
     x = np.array([1.25, -3.5, 7.0])
     m = np.array([[2.0, 0.5], [0.5, 1.0]])
-    for budget in (INF_ZCDP, ApproxDP(math.inf, 1e-6)):
-        acct = Accountant(budget if budget is INF_ZCDP else ApproxDP(math.inf, 0.5))
+    tol = 1e-4  # the noise scales are ~1e-6 here
+    for budget, total in ((ZCDP(HUGE), ZCDP(1e3 * HUGE)),
+                          (ApproxDP(HUGE, 1e-6), ApproxDP(1e3 * HUGE, 0.5))):
+        acct = Accountant(total)
         out = gaussian_mechanism(x, 1.0, budget, accountant=acct, noise=0)
-        np.testing.assert_array_equal(out, x)
+        np.testing.assert_allclose(out, x, rtol=0, atol=tol)
         assert out is not x
-        np.testing.assert_array_equal(
-            symmetric_matrix_mechanism(m, 1.0, budget, accountant=acct, noise=0), m
+        np.testing.assert_allclose(
+            symmetric_matrix_mechanism(m, 1.0, budget, accountant=acct, noise=0), m, atol=tol
         )
         assert private_count(17, budget, accountant=acct, noise=0) == 17
-    acct = Accountant(PureDP(math.inf))
-    pure = PureDP(math.inf)
-    np.testing.assert_array_equal(laplace_mechanism(x, 1.0, pure, accountant=acct, noise=0), x)
-    np.testing.assert_array_equal(
-        symmetric_matrix_mechanism(m, 1.0, pure, accountant=acct, noise=0), m
+    acct = Accountant(PureDP(1e3 * HUGE))
+    pure = PureDP(HUGE)
+    np.testing.assert_allclose(laplace_mechanism(x, 1.0, pure, accountant=acct, noise=0), x,
+                               rtol=0, atol=tol)
+    np.testing.assert_allclose(
+        symmetric_matrix_mechanism(m, 1.0, pure, accountant=acct, noise=0), m, atol=tol
     )
     np.testing.assert_array_equal(private_count([3, 4], pure, accountant=acct, noise=0), [3, 4])
     assert exponential_mechanism([0.1, 0.3, 0.2], 1.0, pure, accountant=acct, noise=0) == 1
-    assert above_threshold([0.1, 0.5, 0.9], 0.5, 1.0, pure, accountant=acct, noise=0) == 1
-    acct = Accountant(ApproxDP(math.inf, 0.5))
-    inf_approx = ApproxDP(math.inf, 1e-6)
-    out = truncated_laplace_mechanism(x, 1.0, inf_approx, accountant=acct, noise=0)
-    np.testing.assert_array_equal(out, x)
+    assert above_threshold([0.1, 0.5, 0.9], 0.45, 1.0, pure, accountant=acct, noise=0) == 1
+    acct = Accountant(ApproxDP(1e3 * HUGE, 0.5))
+    huge_approx = ApproxDP(HUGE, 1e-6)
+    out = truncated_laplace_mechanism(x, 1.0, huge_approx, accountant=acct, noise=0)
+    np.testing.assert_allclose(out, x, rtol=0, atol=tol)
     # the stability histogram's threshold tends to 1: exact counts of the bins seen twice or more
     keys = np.array([5] * 3 + [8] * 2 + [9])
-    assert stability_histogram(keys, inf_approx, accountant=acct, noise=0) == {5: 3, 8: 2}
+    assert stability_histogram(keys, huge_approx, accountant=acct, noise=0) == {5: 3, 8: 2}
+
+
+def test_infinite_budgets_are_refused_before_any_charge() -> None:
+    for make in (lambda: ZCDP(math.inf), lambda: PureDP(math.inf),
+                 lambda: ApproxDP(math.inf, 1e-6)):
+        with pytest.raises(PrivacyBudgetError, match="finite"):
+            make()
 
 
 # ------------------------------------------------------------------------------------------
@@ -476,7 +492,7 @@ def test_refused_release_draws_no_noise(kind: str, total: Any, as_generator: boo
     ],
 )
 def test_wrong_budget_or_sensitivity_is_refused_before_charging(call: Callable) -> None:
-    acct = Accountant(ApproxDP(math.inf, 0.5))
+    acct = Accountant(ApproxDP(1e12, 0.5))
     gen = np.random.default_rng(5)
     with pytest.raises(ValueError):  # PrivacyBudgetError is a ValueError too
         call(acct, gen)
@@ -490,11 +506,11 @@ def test_inputs_are_not_mutated() -> None:
     c = np.array([4, 5])
     keys = np.array([1, 1, 2])
     keep = [a.copy() for a in (x, m, c, keys)]
-    acct = _acct(ApproxDP(math.inf, 0.5))
+    acct = _acct(ApproxDP(1e12, 0.5))
     gaussian_mechanism(x, 1.0, ApproxDP(1.0, 1e-6), accountant=acct, noise=0)
     laplace_mechanism(x, 1.0, PureDP(1.0), accountant=acct, noise=0)
-    out = symmetric_matrix_mechanism(m, 1.0, ApproxDP(math.inf, 1e-6), accountant=acct, noise=0)
-    np.testing.assert_array_equal(out, [[1.0, 1.0], [1.0, 1.0]])
+    out = symmetric_matrix_mechanism(m, 1.0, ApproxDP(HUGE, 1e-6), accountant=acct, noise=0)
+    np.testing.assert_allclose(out, [[1.0, 1.0], [1.0, 1.0]], rtol=0, atol=1e-4)
     private_count(c, PureDP(1.0), accountant=acct, noise=0)
     truncated_laplace_mechanism(x, 1.0, ApproxDP(1.0, 1e-6), accountant=acct, noise=0)
     stability_histogram(keys, ApproxDP(1.0, 1e-6), accountant=acct, noise=0)
@@ -531,7 +547,7 @@ def test_approx_dp_count_is_a_rounded_gaussian_within_delta(eps: float, delta: f
     if eps >= 2:  # the exact discrete Gaussian at the same sigma would not be
         assert _hockey_stick(discrete, 1, eps, width) > 1.1 * delta
     # and that is what the mechanism releases, in both modes
-    acct = Accountant(ApproxDP(math.inf, 0.5))
+    acct = Accountant(ApproxDP(1e12, 0.5))
     for noise, n in ((0, 100_000), (None, 5_000)):
         out = private_count(np.full(n, 4), ApproxDP(eps, delta), accountant=acct, noise=noise) - 4
         assert acct.ledger[-1].mechanism == "count-rounded-gaussian"

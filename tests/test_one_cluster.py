@@ -109,19 +109,19 @@ def test_capped_score_matches_oracle() -> None:
 
 
 def test_mean_release_is_computed_on_the_clipped_rows() -> None:
-    """With an infinite budget the joint release is exact: the mean must be that of the rows
-    projected onto B(anchor, rho), and the count exact."""
+    """With a huge (finite) budget the joint release is nearly exact: the mean must be that of
+    the rows projected onto B(anchor, rho), and the count exact."""
     rng = np.random.default_rng(4)
     a, rho = np.array([1.0, -2.0, 0.5]), 1.5
     rows = a + rng.standard_normal((20, 3)) * 3.0  # many rows outside the ball
     rows[0] = [1e9, 0.0, 0.0]
-    acct = Accountant(ZCDP(math.inf))
+    acct = Accountant(ZCDP(1e16))
     mean, sd = _noisy_set_mean(
-        rows, a, rho, ZCDP(math.inf), accountant=acct, noise=NoiseSource(0), step="m"
+        rows, a, rho, ZCDP(1e16), accountant=acct, noise=NoiseSource(0), step="m"
     )
     clipped, _ = clip_rows(rows, a, rho)
-    np.testing.assert_allclose(mean, clipped.mean(axis=0), rtol=1e-12)
-    assert np.linalg.norm(mean - a) <= rho and sd == 0.0
+    np.testing.assert_allclose(mean, clipped.mean(axis=0), rtol=1e-7)
+    assert np.linalg.norm(mean - a) <= rho * (1 + 1e-7) and sd < 1e-7
     sens, _ = joint_sum_count(rho, 3, "l2")
     assert acct.ledger[0].sensitivity == sens == 2 * rho
 
@@ -133,7 +133,7 @@ def test_mean_release_is_computed_on_the_clipped_rows() -> None:
 def test_pure_box_choice_is_exactly_the_exponential_mechanism(key_hi: int) -> None:
     keys = np.array([[0, 0]] * 3 + [[1, 1]] * 2 + [[0, 1]])  # 3 non-empty boxes
     lo, hi = np.zeros(2, np.int64), np.full(2, key_hi, np.int64)
-    acct = Accountant(PureDP(math.inf))
+    acct = Accountant(PureDP(1e12))
     src = NoiseSource(0)
     n = 6000
     picks = Counter(
@@ -367,8 +367,9 @@ def test_error_messages_contain_no_data() -> None:
     bad = X.copy()
     bad[4, 1] = np.nan
     budget = ApproxDP(EPS, DELTA)
+    # a non-finite row is handled per record, never an error on a private value (rule 10)
+    one_cluster(bad, 10, budget, radii=RADII, accountant=Accountant(budget), noise=0)
     cases = [
-        lambda: one_cluster(bad, 10, budget, radii=RADII, accountant=Accountant(budget)),
         lambda: one_cluster(X, 0, budget, radii=RADII, accountant=Accountant(budget)),
         lambda: one_cluster(X, 10, budget, radii=[], accountant=Accountant(budget)),
         lambda: one_cluster(X, 10, budget, radii=RADII, c=-1.0, accountant=Accountant(budget)),

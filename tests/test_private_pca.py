@@ -15,7 +15,7 @@ import pytest
 from scipy import linalg, stats
 
 import privgauss.mixture.private_pca as pca_module
-from privgauss import InvalidDataError, PrivacyBudgetError
+from privgauss import PrivacyBudgetError
 from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
@@ -197,14 +197,14 @@ def test_rows_are_always_clipped_before_the_release() -> None:
     assert a.eigenvalues[0] <= 4.0 + noise_spectral_norm_bound(a.noise_scale, 3, 1e-6)
 
 
-def test_infinite_budget_is_exact_pca() -> None:
+def test_huge_budget_approaches_exact_pca() -> None:
     X = np.random.default_rng(9).standard_normal((300, 5)) @ np.diag([3, 2, 1, 0.5, 0.1])
     c = np.full(5, 0.2)
-    res, _ = run(X, c, 100.0, 2, ZCDP(math.inf), seed=0)
+    res, _ = run(X, c, 100.0, 2, ZCDP(1e20), seed=0)
     w, V = np.linalg.eigh(second_moment(X, c, 100.0))
-    np.testing.assert_allclose(res.eigenvalues, w[::-1][:2], rtol=1e-12)
-    np.testing.assert_allclose(np.abs(res.components.T @ V[:, ::-1][:, :2]), np.eye(2), atol=1e-9)
-    assert res.noise_scale == 0.0
+    np.testing.assert_allclose(res.eigenvalues, w[::-1][:2], rtol=1e-7)
+    np.testing.assert_allclose(np.abs(res.components.T @ V[:, ::-1][:, :2]), np.eye(2), atol=1e-7)
+    assert res.noise_scale < 1e-7
 
 
 # --------------------------------------------------------------------------- privacy audit
@@ -262,9 +262,9 @@ def test_inputs_are_not_mutated() -> None:
 def test_errors_do_not_leak_data_and_budget_is_checked_before_noise() -> None:
     X = np.full((20, 3), 123.456789)
     X[3, 1] = np.nan
-    with pytest.raises(InvalidDataError) as err:
-        run(X, np.zeros(3), 1.0, 1, ZCDP(1.0), 0)
-    assert "123.45" not in str(err.value)
+    # a non-finite row is clipped to the centre per record, never an error (rule 10): the
+    # estimators refuse NaN at their entry, before anything is spent
+    run(X, np.zeros(3), 1.0, 1, ZCDP(1.0), 0)
     X = np.full((20, 3), 123.456789)
     for kwargs, exc in [
         (dict(rank=4), ValueError),

@@ -22,6 +22,9 @@ def acct(rho: float = 0.5) -> pg.Accountant:
     return pg.Accountant(pg.ZCDP(rho))
 
 
+HUGE_RHO = 1e16  # budgets are finite: the non-private limit is approached, not reached
+
+
 def frozen(A: np.ndarray) -> np.ndarray:
     A = np.array(A, dtype=float)
     A.flags.writeable = False
@@ -223,22 +226,22 @@ def test_inputs_never_mutated() -> None:
     assert np.array_equal(X, X0) and np.array_equal(P, P0) and np.array_equal(cov, c0)
 
 
-def test_rho_inf_gives_the_nonprivate_estimators() -> None:
+def test_huge_rho_approaches_the_nonprivate_estimators() -> None:
     rng = np.random.default_rng(9)
     n, d = 1000, 4
     X = rng.uniform(-1, 1, size=(n, d)) @ np.diag([1, 2, 3, 4]) + 7  # bounded Mahalanobis norms
     P = rng.uniform(-1, 1, size=(d + 1, d)) @ np.diag([1, 2, 3, 4]) + 7
-    m, S = public_gaussian(X, P, math.inf, accountant=acct(math.inf), noise=0)
-    assert np.allclose(m, X.mean(axis=0), atol=1e-9)
-    assert np.allclose(S, np.cov(X.T, bias=True), atol=1e-9)
+    m, S = public_gaussian(X, P, HUGE_RHO, accountant=acct(HUGE_RHO), noise=0)
+    assert np.allclose(m, X.mean(axis=0), atol=1e-8)
+    assert np.allclose(S, np.cov(X.T, bias=True), atol=1e-6)
     Xs = 0.3 * rng.standard_normal((n, d)) + 7
-    m1 = public_mean_one_sample(Xs, Xs[0], math.inf, accountant=acct(math.inf), noise=0)
-    assert np.allclose(m1, Xs.mean(axis=0), atol=1e-12)
+    m1 = public_mean_one_sample(Xs, Xs[0], HUGE_RHO, accountant=acct(HUGE_RHO), noise=0)
+    assert np.allclose(m1, Xs.mean(axis=0), atol=1e-8)
     cov = np.diag([4.0, 1.0, 9.0, 0.25])
     Xc = Xs @ np.sqrt(cov)
-    m2 = public_mean_one_sample(Xc, Xc[0], math.inf, accountant=acct(math.inf), noise=0,
+    m2 = public_mean_one_sample(Xc, Xc[0], HUGE_RHO, accountant=acct(HUGE_RHO), noise=0,
                                 cov=cov)
-    assert np.allclose(m2, Xc.mean(axis=0), atol=1e-12)
+    assert np.allclose(m2, Xc.mean(axis=0), atol=1e-8)
 
 
 # ----------------------------------------------------------------------------------------------

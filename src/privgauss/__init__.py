@@ -1,19 +1,77 @@
 """privgauss: differentially private estimation of Gaussians and Gaussian mixtures.
 
 See ``README.md`` for a quick start.
+
+``import privgauss`` is fast: the public names below (and every submodule, e.g. ``pg.audit``,
+``pg.io``) are loaded on first use (PEP 562), so scipy.stats, scikit-learn, OpenDP, dask and
+matplotlib are imported only by the code that needs them.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from typing import TYPE_CHECKING, Any
+
+from . import warnings as warnings  # privgauss.warnings; `warnings` is not in __all__
+from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from .warnings import PrivacyWarning
+
 __version__ = "0.1.0"
 
-from . import audit, datasets, metrics, theory
-from .accounting import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
-from .estimators import PrivateGaussian, PrivateGaussianMixture
-from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
-from .io import load
-from .mixture.requirements import requirements as mixture_requirements
-from .noise import NoiseSource
+# public name -> (submodule, attribute); attribute None: the submodule itself
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "ZCDP": ("accounting", "ZCDP"),
+    "Accountant": ("accounting", "Accountant"),
+    "ApproxDP": ("accounting", "ApproxDP"),
+    "LedgerEntry": ("accounting", "LedgerEntry"),
+    "PureDP": ("accounting", "PureDP"),
+    "PrivateGaussian": ("estimators", "PrivateGaussian"),
+    "PrivateGaussianMixture": ("estimators", "PrivateGaussianMixture"),
+    "load": ("io", "load"),
+    "mixture_requirements": ("mixture.requirements", "requirements"),
+    "NoiseSource": ("noise", "NoiseSource"),
+    "audit": ("audit", None),
+    "datasets": ("datasets", None),
+    "metrics": ("metrics", None),
+    "theory": ("theory", None),
+}
+
+if TYPE_CHECKING:  # what static tools see: the names the lazy loader gives
+    from . import audit, datasets, metrics, theory
+    from .accounting import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
+    from .estimators import PrivateGaussian, PrivateGaussianMixture
+    from .io import load
+    from .mixture.requirements import requirements as mixture_requirements
+    from .noise import NoiseSource
+
+
+def _load(module: str) -> Any:
+    # the import statement's machinery (not importlib.import_module), so that
+    # `python -X importtime` reports what a lazy name costs
+    full = f"{__name__}.{module}"
+    __import__(full)
+    return sys.modules[full]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name, or any submodule (``pg.io``, ``pg.sensitivity`` …), on first use."""
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = _load(module)
+        if attr is not None:
+            value = getattr(value, attr)
+    elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        value = _load(name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ZCDP",
@@ -24,6 +82,7 @@ __all__ = [
     "LedgerEntry",
     "NoiseSource",
     "PrivacyBudgetError",
+    "PrivacyWarning",
     "PrivateGaussian",
     "PrivateGaussianMixture",
     "PureDP",

@@ -18,21 +18,35 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import secrets
 import sys
+import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from .exceptions import PrivacyBudgetError
+
+
+def _brentq(*args: Any, **kwargs: Any) -> float:
+    """``scipy.optimize.brentq``, imported on first use (scipy.optimize is slow to import)."""
+    from scipy.optimize import brentq
+
+    return float(brentq(*args, **kwargs))
+
 
 _REL_TOL = 1e-9  # slack for float rounding when the last charge exactly exhausts the total
 _MIN_EPS = sys.float_info.min  # stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
 
 
-def _check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
+def _check_positive(name: str, value: Any) -> float:
+    """``value`` as a float, refused with :class:`PrivacyBudgetError` unless it is a real number
+    in (0, ∞). Budgets are finite: an infinite ε or ρ is not a "non-private limit" (DESIGN
+    rule 12) — a non-private reference is the separately named
+    :func:`privgauss.metrics.nonprivate_gaussian`, never a budget value."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise PrivacyBudgetError(
             f"{name} must be a positive number, got an object of type {type(value).__name__}"
@@ -40,13 +54,21 @@ def _check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
     value = float(value)
     if math.isnan(value):
         raise PrivacyBudgetError(f"{name} must be a positive number, got NaN")
-    if math.isinf(value) and not allow_inf:
+    if math.isinf(value):
         raise PrivacyBudgetError(
-            f"{name} must be finite; pass a finite budget (infinite budgets are only for "
-            "non-private limit checks via allow_inf)"
+            f"{name} must be finite, got {value}; privacy budgets are finite (for a non-private "
+            "reference use privgauss.metrics.nonprivate_gaussian, not an infinite budget)"
         )
     if value <= 0:
         raise PrivacyBudgetError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def _check_nonnegative(name: str, value: Any) -> float:
+    """A finite ε or ρ >= 0 for the conversions (0 is a valid point of their curves)."""
+    value = float(value)
+    if not math.isfinite(value) or value < 0:
+        raise PrivacyBudgetError(f"{name} must be a finite number >= 0, got {value}")
     return value
 
 
@@ -57,9 +79,7 @@ class PureDP:
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", _check_positive("epsilon", self.epsilon, allow_inf=True)
-        )
+        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon))
 
     def to_zcdp(self) -> ZCDP:
         """ε-DP implies (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4)."""
@@ -79,7 +99,7 @@ class ZCDP:
     rho: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _check_positive("rho", self.rho, allow_inf=True))
+        object.__setattr__(self, "rho", _check_positive("rho", self.rho))
 
     def to_approx(self, delta: float, *, method: str = "tight") -> ApproxDP:
         """The (ε, δ)-DP guarantee implied by ρ-zCDP.
@@ -103,9 +123,7 @@ class ApproxDP:
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", _check_positive("epsilon", self.epsilon, allow_inf=True)
-        )
+        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon))
         delta = self.delta
         # real numbers only (numpy scalars included); no bools, no strings
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
@@ -150,13 +168,12 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
 
     δ = inf_{α>1} exp((α−1)(αρ−ε)) / (α−1) · (1−1/α)^α. The log of the objective has
     derivative (2α−1)ρ − ε + ln(1−1/α), increasing in α, so the infimum is at its unique root.
+    ρ and ε must be finite and >= 0 (:class:`PrivacyBudgetError` otherwise).
     """
-    rho = float(rho)
-    epsilon = float(epsilon)
-    if rho <= 0:
+    rho = _check_nonnegative("rho", rho)
+    epsilon = _check_nonnegative("epsilon", epsilon)
+    if rho == 0:
         return 0.0
-    if epsilon < 0:
-        raise PrivacyBudgetError("epsilon must be >= 0")
 
     def dlog(a: float) -> float:
         return (2 * a - 1) * rho - epsilon + math.log1p(-1 / a)
@@ -171,7 +188,7 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
     elif dlog(hi) <= 0:
         alpha = hi
     else:
-        alpha = brentq(dlog, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
+        alpha = _brentq(dlog, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
     log_delta = (
         (alpha - 1) * (alpha * rho - epsilon) - math.log(alpha - 1) + alpha * math.log1p(-1 / alpha)
     )
@@ -182,11 +199,10 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
     """Smallest ε such that ρ-zCDP implies (ε, δ)-DP.
 
     ``method="tight"`` solves CKS20's bound for ε; ``"simple"`` returns ρ + 2√(ρ ln(1/δ)).
+    ρ must be finite and >= 0 (:class:`PrivacyBudgetError` otherwise).
     """
-    rho = float(rho)
+    rho = _check_nonnegative("rho", rho)
     delta = _check_delta(delta)
-    if math.isinf(rho):
-        return math.inf
     simple = rho + 2 * math.sqrt(rho * math.log(1 / delta))
     if method == "simple":
         return simple
@@ -198,7 +214,7 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
         return 0.0
     # delta(rho, eps) is decreasing in eps; the simple bound is a valid upper end.
     hi = simple
-    return brentq(
+    return _brentq(
         lambda e: math.log(zcdp_to_delta(rho, e)) - math.log(delta),
         0.0,
         hi,
@@ -210,10 +226,8 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
 
 def approx_to_zcdp(epsilon: float, delta: float, *, method: str = "tight") -> float:
     """Largest ρ such that ρ-zCDP implies (ε, δ)-DP (the inverse of :func:`zcdp_to_epsilon`)."""
-    epsilon = _check_positive("epsilon", epsilon, allow_inf=True)
+    epsilon = _check_positive("epsilon", epsilon)
     delta = _check_delta(delta)
-    if math.isinf(epsilon):
-        return math.inf
     if method == "simple":
         # rho + 2 sqrt(rho L) = eps  =>  sqrt(rho) = sqrt(L + eps) - sqrt(L)
         log_term = math.log(1 / delta)
@@ -228,7 +242,7 @@ def approx_to_zcdp(epsilon: float, delta: float, *, method: str = "tight") -> fl
 
     while f(hi) <= 0:
         lo, hi = hi, 2 * hi
-    root = lo if f(lo) >= 0 else brentq(f, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500)
+    root = lo if f(lo) >= 0 else _brentq(f, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500)
     # Make sure the returned rho is on the safe side of the root.
     while zcdp_to_epsilon(root, delta) > epsilon:
         root *= 1 - 1e-12
@@ -326,7 +340,19 @@ class _Totals:
     delta: float = 0.0
 
 
-@dataclass
+# Accountants that have been pickled, by their random key: the live one in its own process, or
+# the read-only record an unpickling made here (see Accountant.__reduce__).
+_BY_KEY: weakref.WeakValueDictionary[str, Accountant] = weakref.WeakValueDictionary()
+
+_READ_ONLY = (
+    "this Accountant is a read-only record: it was unpickled where its live original does not "
+    "exist (another process, or after the original was garbage-collected) or inherited by a "
+    "forked process, so spending through it could spend the same budget twice; spend through "
+    "the original Accountant, in the process that created it"
+)
+
+
+@dataclass(eq=False)
 class Accountant:
     """Charges releases against a total budget and refuses any charge that would exceed it.
 
@@ -340,12 +366,30 @@ class Accountant:
     The same accountant can be passed to several estimators (``accountant=``) so their releases
     compose under one total. An accountant with a ``parent`` forwards every charge to it: a charge
     is made only if it fits both (this is how one fit's budget sits inside a shared total).
+
+    **Identity.** An accountant is a resource, like a lock or an open file, not a value: its
+    budget can be spent once. So ``copy.copy`` and ``copy.deepcopy`` return the accountant
+    itself — copies of an estimator holding ``accountant=`` (and ``sklearn.base.clone``, which
+    deep-copies parameters) share it and can never spend its budget twice — and two
+    accountants are equal only if they are the same object. Pickling keeps that:
+
+    * unpickled in the same process while the original is alive, it *is* the original;
+    * otherwise (another process, or the original was garbage-collected) it is a **read-only
+      record**: ``total``, ``ledger``, ``spent`` and ``to_dict()`` are kept (so a pickled
+      fitted estimator still reports its privacy), but ``spend`` raises
+      :class:`PrivacyBudgetError`, ``can_spend`` is False, ``remaining`` None and
+      ``remaining_zcdp()`` 0. A forked child process's inherited copy is read-only too.
+
+    Only the process that created an accountant spends through it (:attr:`spendable`).
     """
 
     total: Budget
     ledger: list[LedgerEntry] = field(default_factory=list)
     parent: Accountant | None = field(default=None, repr=False)
     _t: _Totals = field(default_factory=_Totals, repr=False)
+    # the process that may spend through this accountant (None: a read-only record)
+    _owner_pid: int | None = field(default=None, init=False, repr=False)
+    _key: str | None = field(default=None, init=False, repr=False)  # set when first pickled
 
     def __post_init__(self) -> None:
         if not isinstance(self.total, PureDP | ZCDP | ApproxDP):
@@ -353,6 +397,29 @@ class Accountant:
                 "Accountant needs a budget: pg.ZCDP(rho), pg.PureDP(epsilon) or "
                 "pg.ApproxDP(epsilon, delta)"
             )
+        self._owner_pid = os.getpid()
+
+    # -- identity: copies are the accountant itself ----------------------------------------
+    def __copy__(self) -> Accountant:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Accountant:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._key is None:
+            self._key = secrets.token_hex(16)
+            _BY_KEY[self._key] = self
+        state = (self.total, list(self.ledger), self.parent, replace(self._t))
+        return (_unpickle_accountant, (self._key, *state))
+
+    @property
+    def spendable(self) -> bool:
+        """Whether charges can be made through this accountant here: False for a read-only
+        record (see the class docstring) or when its parent is one."""
+        return self._owner_pid == os.getpid() and (
+            self.parent is None or self.parent.spendable
+        )
 
     # -- queries ---------------------------------------------------------------------------
     def _fits(self, t: _Totals) -> bool:
@@ -366,13 +433,14 @@ class Accountant:
         eps_z = 0.0
         if t.rho > 0:
             delta_left = tot.delta - t.delta
-            if delta_left <= 0:
-                return math.isinf(tot.epsilon)
+            if delta_left <= 0:  # a zCDP charge needs some delta to convert with
+                return False
             eps_z = zcdp_to_epsilon(t.rho, min(delta_left, 1 - 1e-16))
         return t.eps + eps_z <= tot.epsilon * (1 + _REL_TOL)
 
-    def _add(self, cost: Budget) -> _Totals:
-        t = _Totals(self._t.rho, self._t.eps, self._t.delta)
+    def _add(self, cost: Budget, base: _Totals | None = None) -> _Totals:
+        b = self._t if base is None else base
+        t = _Totals(b.rho, b.eps, b.delta)
         tot = self.total
         if isinstance(tot, PureDP):
             if not isinstance(cost, PureDP) and not (
@@ -403,7 +471,28 @@ class Accountant:
                 t.delta += cost.delta
         return t
 
+    def can_spend_all(self, costs: Iterable[Budget], *, parents: bool = True) -> bool:
+        """Whether charging every cost in ``costs``, in order, would succeed (here and, with
+        ``parents``, in every parent): a reservation check that changes nothing. (An
+        accountant cannot be copied for a trial run — its copies are itself.)"""
+        costs = list(costs)
+        if self._owner_pid != os.getpid():
+            return False
+        t = self._t
+        for cost in costs:
+            if not isinstance(cost, PureDP | ZCDP | ApproxDP):
+                return False
+            try:
+                t = self._add(cost, t)
+            except PrivacyBudgetError:
+                return False
+            if not self._fits(t):
+                return False
+        return not parents or self.parent is None or self.parent.can_spend_all(costs)
+
     def can_spend(self, cost: Budget) -> bool:
+        if not self.spendable:
+            return False
         try:
             ok = self._fits(self._add(cost))
         except PrivacyBudgetError:
@@ -424,6 +513,8 @@ class Accountant:
         exceed the total. Call this *before* drawing any noise."""
         if not isinstance(cost, PureDP | ZCDP | ApproxDP):
             raise PrivacyBudgetError("spend() needs a PureDP, ZCDP or ApproxDP cost")
+        if not self.spendable:
+            raise PrivacyBudgetError(_READ_ONLY)
         new = self._add(cost)
         if not self._fits(new):
             raise PrivacyBudgetError(
@@ -457,10 +548,9 @@ class Accountant:
             return ZCDP(t.rho)
         if t.rho == 0:
             return ApproxDP(t.eps, t.delta)
-        # the zCDP part is converted with all the delta that approximate charges left (none
-        # left only fits an infinite-epsilon total); a converted epsilon can be 0 for large delta
-        delta_left = tot.delta - t.delta
-        eps_z = zcdp_to_epsilon(t.rho, delta_left) if delta_left > 0 else math.inf
+        # the zCDP part is converted with all the delta that approximate charges left (_fits
+        # keeps some left once a zCDP charge is made); a converted epsilon can be 0 for large delta
+        eps_z = zcdp_to_epsilon(t.rho, tot.delta - t.delta)
         return ApproxDP(max(t.eps + eps_z, _MIN_EPS), tot.delta)
 
     def spent_str(self) -> str:
@@ -473,13 +563,13 @@ class Accountant:
 
         For an ApproxDP total this is the (ε, δ) left when the zCDP spent so far is converted
         with all unused δ; :meth:`remaining_zcdp` gives the largest further zCDP charge.
+        None for a read-only record (nothing can be spent through it).
         """
+        if not self.spendable:
+            return None
         tot, t = self.total, self._t
 
         def left(total: float, used: float) -> float | None:
-            # an infinite total never runs out
-            if math.isinf(total):
-                return math.inf
             return total - used if total - used > 1e-12 * total else None
 
         if isinstance(tot, PureDP):
@@ -496,17 +586,17 @@ class Accountant:
         return ApproxDP(eps_left, max(delta_left, 0.0))
 
     def remaining_zcdp(self) -> float:
-        """The largest ρ that can still be charged as zCDP (0 if none; inf if unbounded)."""
+        """The largest ρ that can still be charged as zCDP (0 if none, or read-only)."""
+        if not self.spendable:
+            return 0.0
         tot, t = self.total, self._t
         if isinstance(tot, PureDP):
             return 0.0
         if isinstance(tot, ZCDP):
-            return math.inf if math.isinf(tot.rho) else max(tot.rho - t.rho, 0.0)
+            return max(tot.rho - t.rho, 0.0)
         delta_left = tot.delta - t.delta
         if delta_left <= 0:
             return 0.0
-        if math.isinf(tot.epsilon):
-            return math.inf
         eps_left = tot.epsilon - t.eps
         if eps_left <= 0:
             return 0.0
@@ -542,13 +632,26 @@ class Accountant:
                 events.append(dp_accounting.ZCDpEvent(c.rho))
             elif isinstance(c, ApproxDP) and c.delta > 0:
                 events.append(dp_accounting.UnsupportedDpEvent())
-            elif math.isinf(c.epsilon):
-                events.append(dp_accounting.NonPrivateDpEvent())
             else:
                 # P(keep) / P(flip) = (1 - p/2) / (p/2) = e^eps; written not to overflow
                 p_noise = 2.0 * math.exp(-c.epsilon) / (1.0 + math.exp(-c.epsilon))
                 events.append(dp_accounting.RandomizedResponseDpEvent(p_noise, 2))
         return dp_accounting.ComposedDpEvent(events)
+
+
+def _unpickle_accountant(
+    key: str, total: Budget, ledger: list[LedgerEntry], parent: Accountant | None, t: _Totals
+) -> Accountant:
+    """The live accountant pickled under ``key`` if it exists in this process, else a
+    read-only record of it (registered, so unpickling it again gives the same object)."""
+    live = _BY_KEY.get(key)
+    if live is not None:
+        return live
+    acct = Accountant(total, ledger, parent, t)
+    acct._owner_pid = None  # read-only: the budget is spent only through the original
+    acct._key = key
+    _BY_KEY[key] = acct
+    return acct
 
 
 def make_budget(

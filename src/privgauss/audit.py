@@ -57,8 +57,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import beta
-from tqdm import tqdm
 
 if TYPE_CHECKING:
     from .accounting import Budget
@@ -149,6 +147,8 @@ def audit_mechanism(
 
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(random_state).spawn(4)]
     plan = [(data, m_sel), (neighbour, m_sel), (data, m_est), (neighbour, m_est)]
+    from tqdm import tqdm  # imported here: scipy.stats and tqdm are slow to import
+
     bar = tqdm(total=2 * n_runs, desc="privacy audit", disable=not progress)
     groups: list[list[Any]] = []
     try:
@@ -209,6 +209,8 @@ def _validate(*, epsilon: float, delta: float, n_runs: int, confidence: float) -
 
 def _cp_lower(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
     """One-sided Clopper–Pearson lower bounds (level ``1 - alpha``) for ``k`` successes of ``n``."""
+    from scipy.stats import beta
+
     k = np.asarray(k, dtype=float)
     out = np.zeros_like(k)
     pos = k > 0
@@ -218,6 +220,8 @@ def _cp_lower(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
 
 def _cp_upper(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
     """One-sided Clopper–Pearson upper bounds (level ``1 - alpha``) for ``k`` successes of ``n``."""
+    from scipy.stats import beta
+
     k = np.asarray(k, dtype=float)
     out = np.ones_like(k)
     below = k < n

@@ -126,18 +126,29 @@ def _as_block(chunk: Any) -> np.ndarray:
     return np.asarray(chunk, dtype=np.float64)
 
 
+def _reduce_chunk(chunk: Any, kernel: Kernel, block: int | None) -> list[np.ndarray]:
+    """Task of :func:`reduce_rows` on one dask chunk (module level: picklable to workers)."""
+    return _reduce_numpy(_as_block(chunk), kernel, block)
+
+
 def reduce_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.ndarray]:
     """Σ over row blocks B of ``kernel(B)`` (a sequence of arrays, added elementwise).
 
     ``X`` is a 2-D numpy array (never copied: the kernel sees views of row blocks) or a
     ``dask.array`` (each row chunk is computed, cut into blocks and reduced; the chunk results
-    are added in chunk order). The kernel gets float64 blocks of at most ``block`` rows."""
+    are added in chunk order). The kernel gets float64 blocks of at most ``block`` rows.
+
+    For dask input the kernel is shipped to the workers: it must pickle with the standard
+    :mod:`pickle` — a module-level function, a :func:`functools.partial` of one, or an
+    instance of a module-level class; never a lambda or a closure (they do not reach process
+    workers of a ``dask.distributed`` cluster reliably, and a closure over an object drags
+    that object along)."""
     if not is_dask(X):
         return _reduce_numpy(X, kernel, block)
     import dask
 
     parts = [
-        dask.delayed(lambda c: _reduce_numpy(_as_block(c), kernel, block))(chunk)
+        dask.delayed(_reduce_chunk)(chunk, kernel, block)
         for chunk in _row_chunks(X).to_delayed().ravel()
     ]
     results = dask.compute(*parts)
@@ -154,16 +165,22 @@ def _map_numpy(X: np.ndarray, kernel: Kernel, block: int | None) -> list[np.ndar
     return [np.concatenate([p[k] for p in pieces]) for k in range(len(pieces[0]))]
 
 
+def _map_chunk(chunk: Any, kernel: Kernel, block: int | None) -> list[np.ndarray]:
+    """Task of :func:`map_rows` on one dask chunk (module level: picklable to workers)."""
+    return _map_numpy(_as_block(chunk), kernel, block)
+
+
 def map_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.ndarray]:
     """Per-row outputs: ``kernel(B)`` returns arrays whose first axis runs over the rows of the
     block B; the pieces are concatenated in row order (numpy or dask input, as
-    :func:`reduce_rows`). Meant for a few numbers per row."""
+    :func:`reduce_rows`, with the same picklable-kernel rule for dask input). Meant for a few
+    numbers per row."""
     if not is_dask(X):
         return _map_numpy(X, kernel, block)
     import dask
 
     parts = [
-        dask.delayed(lambda c: _map_numpy(_as_block(c), kernel, block))(chunk)
+        dask.delayed(_map_chunk)(chunk, kernel, block)
         for chunk in _row_chunks(X).to_delayed().ravel()
     ]
     results = dask.compute(*parts)
@@ -202,7 +219,9 @@ def in_memory(X: Any, *, name: str = "X", max_memory_bytes: int = DEFAULT_MAX_ME
 
 class _NpyRows:
     """Read-only array view of a 2-D ``.npy`` file that reads only the requested rows
-    (``os.pread``), so streaming it keeps no pages of the file mapped in the process."""
+    (``os.pread``), so streaming it keeps no pages of the file mapped in the process. It
+    holds the file's absolute path (each read opens and closes the file), so it pickles into
+    a dask graph and reads on the workers of a cluster that share the file system."""
 
     def __init__(self, path: Path) -> None:
         with open(path, "rb") as f:
@@ -216,7 +235,7 @@ class _NpyRows:
             raise InvalidDataError(
                 f"{path.name} must hold a 2-D C-ordered numeric array to be streamed"
             )
-        self.path = path
+        self.path = path.resolve()  # workers may run in another directory
         self.shape = (int(shape[0]), int(shape[1]))
         self.dtype = dtype
         self.ndim = 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -99,8 +100,6 @@ def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None
     shift = None if shift is None else np.asarray(shift, dtype=np.float64)
     if not is_dask(X):
         return _transform_block(np.asarray(X, dtype=np.float64), A, shift)
-    from functools import partial
-
     d_out = int(X.shape[1]) if A is None or A.ndim == 1 else int(A.shape[0])
     Xr = _row_chunks(X)
     return Xr.map_blocks(
@@ -131,6 +130,84 @@ def _trmm(T: np.ndarray, D: np.ndarray, *, lower: bool) -> np.ndarray:
     from scipy.linalg.blas import dtrmm  # imported here: kernels are shipped to dask workers
 
     return dtrmm(1.0, T, D.T, side=0, lower=int(lower), overwrite_b=1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-block kernels of the passes over the rows. Module level, parameters bound with
+# functools.partial (or held by a module-level class), never closures: for dask input they are
+# pickled into the task graph and run on the workers of a dask.distributed cluster, so they
+# must not capture a Rows (whose rows, a dask array, would travel along) or a BLAS routine
+# (scipy's Fortran objects do not pickle: _trmm and the float32 tier import them on the worker).
+# In memory the passes call the same functions directly.
+# ----------------------------------------------------------------------------------------------
+
+
+def _mapped_inputs(B: np.ndarray, P: np.ndarray | None, p0: np.ndarray | None) -> np.ndarray:
+    """y = sanitize(P(x − p0)) for a block of rows (the rows themselves when P is None)."""
+    if P is None:
+        return B
+    with np.errstate(over="ignore", invalid="ignore"):
+        Y = (B - p0) @ P.T
+    return sanitize_rows(Y)
+
+
+def _mapped_chunk(chunk: Any, P: np.ndarray | None, p0: np.ndarray | None) -> np.ndarray:
+    """:func:`_mapped_inputs` of one dask chunk (``map_blocks``)."""
+    return _mapped_inputs(_as_block(chunk), P, p0)
+
+
+def _clipped_block(B: np.ndarray, P: np.ndarray | None, p0: np.ndarray | None,
+                   A: np.ndarray | None, s: np.ndarray | None, center: np.ndarray,
+                   tau: float) -> np.ndarray:
+    """clip_{B(center, τ)}(A(y_i − s)) for the rows y_i = sanitize(P(x_i − p0)) of a block."""
+    from .linalg import clip_rows
+
+    return clip_rows(affine_rows(_mapped_inputs(B, P, p0), A, s), center, tau)[0]
+
+
+def _clipped_gram_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray]:
+    """(Σ W_i W_iᵀ,) of the clipped rows W of :func:`_clipped_block`."""
+    W = _clipped_block(B, **kw)
+    return (W.T @ W,)
+
+
+def _clipped_sum_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray]:
+    """(Σ W_i,) of the clipped rows W of :func:`_clipped_block`."""
+    W = _clipped_block(B, **kw)
+    return (W.sum(axis=0),)
+
+
+def _clipped_moments_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(Σ W_i, Σ W_i W_iᵀ) of the clipped rows W of :func:`_clipped_block`."""
+    return _moments_of(_clipped_block(B, **kw))
+
+
+def _centred_gram_kernel(B: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(DᵀD, Σ D) for D = B − q (the first summary pass)."""
+    D = B - q
+    return D.T @ D, D.sum(axis=0)
+
+
+def _whitened_kernel(B: np.ndarray, Tf: np.ndarray, q: np.ndarray, V: np.ndarray,
+                     U32: np.ndarray | None = None, a0: int = 0) -> tuple[np.ndarray, ...]:
+    """(‖u_i‖², Vᵀu_i) for u_i = T(x_i − q) (the second summary pass); in memory, the rows u_i
+    are also written to ``U32[a0:]`` (float32)."""
+    Ut = _trmm(Tf, B - q, lower=True)
+    if U32 is not None:
+        U32[a0 : a0 + B.shape[0]] = Ut.T
+    return np.einsum("ij,ij->j", Ut, Ut), (V.T @ Ut).T
+
+
+def _projection_kernel(B: np.ndarray, q: np.ndarray, M: np.ndarray) -> tuple[np.ndarray]:
+    """((B − q) M,): each row's coordinates in new directions."""
+    return ((B - q) @ M,)
+
+
+def _triangular_norms_kernel(B: np.ndarray, Rf: np.ndarray, x0: np.ndarray, Rq: np.ndarray
+                             ) -> tuple[np.ndarray]:
+    """(‖R(x_i − x0) − Rq‖²,) for an upper triangular R (Fortran order)."""
+    Ut = _trmm(Rf, B - x0, lower=False) - Rq
+    return (np.einsum("ij,ij->j", Ut, Ut),)
 
 
 class Rows:
@@ -170,11 +247,7 @@ class Rows:
     # ---- the per-record map
     def inputs(self, B: np.ndarray) -> np.ndarray:
         """y = sanitize(P(x − p0)) for a block of rows (the rows themselves without a map)."""
-        if self.P is None:
-            return B
-        with np.errstate(over="ignore", invalid="ignore"):
-            Y = (B - self.p0) @ self.P.T
-        return sanitize_rows(Y)
+        return _mapped_inputs(B, self.P, self.p0)
 
     def materialized(self) -> Any:
         """All rows y_i: a numpy array, or a lazy dask array for dask input."""
@@ -182,7 +255,7 @@ class Rows:
             return self.X
         if is_dask(self.X):
             return _row_chunks(self.X).map_blocks(
-                lambda c: self.inputs(_as_block(c)), dtype=np.float64
+                partial(_mapped_chunk, P=self.P, p0=self.p0), dtype=np.float64
             )
         return self.inputs(self.X)
 
@@ -196,25 +269,15 @@ class Rows:
     def exact_second_moment(self, A: np.ndarray | None, s: np.ndarray | None, tau: float
                             ) -> np.ndarray:
         """Σ_i clip_τ(W_i) clip_τ(W_i)ᵀ / n for W_i = A(y_i − s), by the definition (one pass)."""
-        from .linalg import clip_rows
-
-        zero = np.zeros(self.d)
-
-        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
-            W, _ = clip_rows(affine_rows(self.inputs(B), A, s), zero, tau)
-            return (W.T @ W,)
-
+        kernel = partial(_clipped_gram_kernel, P=self.P, p0=self.p0, A=A, s=s,
+                         center=np.zeros(self.d), tau=tau)
         return reduce_rows(self.X, kernel)[0] / self.n
 
     def exact_clipped_mean(self, A: np.ndarray | None, s: np.ndarray | None,
                            center: np.ndarray, tau: float) -> np.ndarray:
         """mean_i clip_{B(center, τ)}(W_i) for W_i = A(y_i − s), by the definition (one pass)."""
-        from .linalg import clip_rows
-
-        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
-            W, _ = clip_rows(affine_rows(self.inputs(B), A, s), center, tau)
-            return (W.sum(axis=0),)
-
+        kernel = partial(_clipped_sum_kernel, P=self.P, p0=self.p0, A=A, s=s, center=center,
+                         tau=tau)
         return reduce_rows(self.X, kernel)[0] / self.n
 
     # ---- fast evaluation
@@ -249,12 +312,7 @@ class Rows:
             q1 = self._x_point(self.center)
             if not np.isfinite(q1).all():
                 return {"ok": False}
-
-            def pass1(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                D = B - q1
-                return D.T @ D, D.sum(axis=0)
-
-            G, m = reduce_rows(self.X, pass1)
+            G, m = reduce_rows(self.X, partial(_centred_gram_kernel, q=q1))
             if not (np.isfinite(G).all() and np.isfinite(m).all()):
                 return {"ok": False}
             delta = m / n
@@ -283,18 +341,12 @@ class Rows:
             # float32 rows for in-memory data, written in place block by block (one allocation)
             U32 = (np.empty((n, d), dtype=np.float32)
                    if not is_dask(self.X) and 4 * n * d <= _U32_BYTES else None)
-
-            def pass2(B: np.ndarray, a0: int = 0) -> tuple[np.ndarray, ...]:
-                Ut = _trmm(Tf, B - q, lower=True)
-                if U32 is not None:
-                    U32[a0 : a0 + B.shape[0]] = Ut.T
-                return np.einsum("ij,ij->j", Ut, Ut), (V.T @ Ut).T
-
             if U32 is None:
-                un2, Z = map_rows(self.X, pass2)
+                un2, Z = map_rows(self.X, partial(_whitened_kernel, Tf=Tf, q=q, V=V))
             else:
                 step = block_rows(d)
-                parts = [pass2(self.X[a : a + step], a) for a in range(0, n, step)]
+                parts = [_whitened_kernel(self.X[a : a + step], Tf, q, V, U32, a)
+                         for a in range(0, n, step)]
                 un2 = np.concatenate([p[0] for p in parts])
                 Z = np.concatenate([p[1] for p in parts])
         ref_inv = L if self.P is None else self.P @ L  # y − s_ref = ref_inv · u
@@ -334,7 +386,7 @@ class Rows:
         V, _ = np.linalg.qr(np.hstack([Vt[:k].T, keep]))
         M = S["T"].T @ V  # Z = (x − q) Tᵀ V
         q = S["q"]
-        Z = map_rows(self.X, lambda B: ((B - q) @ M,))[0]
+        Z = map_rows(self.X, partial(_projection_kernel, q=q, M=M))[0]
         self._set_projections(S, V, Z)
         return True
 
@@ -460,13 +512,7 @@ class Rows:
         sl = S["slack"] + 100.0 * self.d * _EPS64 * cond
         if not (np.isfinite(R).all() and np.isfinite(Rq).all() and sl < 1e-4):
             return None
-        Rf = np.asfortranarray(R)
-        x0 = S["q"]
-
-        def kernel(B: np.ndarray) -> tuple[np.ndarray]:
-            Ut = _trmm(Rf, B - x0, lower=False) - Rq
-            return (np.einsum("ij,ij->j", Ut, Ut),)
-
+        kernel = partial(_triangular_norms_kernel, Rf=np.asfortranarray(R), x0=S["q"], Rq=Rq)
         nrm2 = map_rows(self.X, kernel)[0]
         lim = tau * (1.0 - sl) / (1.0 + sl) - r * (1.0 + sl)
         if not lim > 0:
@@ -585,6 +631,100 @@ def _moments_of(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return W.sum(axis=0), W.T @ W
 
 
+class _ExactMomentKernel:
+    """Per-block kernel of :func:`clipped_moments`, float64 tier: (0, 0, Σ z_i, Σ z_i z_iᵀ) of the
+    clipped rows z_i = clip_τ(R(x_i − p0 − g)) in the R frame (rows the per-record map
+    y = sanitize(P(x − p_map)) may sanitise: the definition's map, rotated by Q). A
+    module-level class holding the public frame: picklable to dask workers."""
+
+    def __init__(self, P: np.ndarray | None, p_map: np.ndarray | None, A: np.ndarray,
+                 s: np.ndarray, Q: np.ndarray, Rf: np.ndarray, p0: np.ndarray, g: np.ndarray,
+                 gn: float, z_lim2: float, tau: float) -> None:
+        self.P, self.p_map, self.A, self.s, self.Q = P, p_map, A, s, Q
+        self.Rf, self.p0, self.g, self.gn, self.z_lim2 = Rf, p0, g, gn, z_lim2
+        self.tau = tau
+        self.t2 = float(tau) * float(tau)
+        self.correct2 = _CORRECT_LIMIT * self.t2
+        d = int(Rf.shape[1])
+        self.d, self.zero_d, self.zero_dd = d, np.zeros(d), np.zeros((d, d))
+
+    def __call__(self, Bk: np.ndarray) -> tuple[np.ndarray, ...]:
+        from .linalg import clip_rows
+
+        d, tau, t2, zero_d, zero_dd = self.d, self.tau, self.t2, self.zero_d, self.zero_dd
+        with np.errstate(over="ignore", invalid="ignore"):
+            D = Bk - self.p0
+            if self.gn > 0:
+                D -= self.g
+            Z = _trmm(self.Rf, D, lower=False).T  # rows R(x − p0 − g), in D's memory
+            nrm2 = np.einsum("ij,ij->i", Z, Z)
+        odd = np.flatnonzero(~(nrm2 <= self.z_lim2))
+        if odd.size:  # the definition's map, rotated into the R frame
+            Z[odd] = affine_rows(_mapped_inputs(Bk[odd], self.P, self.p_map), self.A,
+                                 self.s) @ self.Q
+            nrm2[odd] = np.einsum("ij,ij->i", Z[odd], Z[odd])
+        out = np.flatnonzero(nrm2 > t2)
+        if out.size == 0:
+            return (zero_d, zero_dd, *_moments_of(Z))
+        if float(nrm2[out].max()) > self.correct2:
+            Z[out] = clip_rows(Z[out], np.zeros(d), tau)[0]
+            return (zero_d, zero_dd, *_moments_of(Z))
+        sm, G = _moments_of(Z)
+        Zo = Z[out]
+        Zc = clip_rows(Zo, np.zeros(d), tau)[0]
+        return zero_d, zero_dd, sm - Zo.sum(axis=0) + Zc.sum(axis=0), G - Zo.T @ Zo + Zc.T @ Zc
+
+
+class _Float32MomentKernel:
+    """Per-block kernel of :func:`clipped_moments`, float32 tier: (Σ D_i, DᵀD, Σ (w_i − 1) z_i,
+    −Σ (1 − w_i²) z_i z_iᵀ) for D = x − p0 − g and the candidate rows z_i = R D_i (float32
+    norms widened by ``rel`` select them); a block with a row at or beyond ``big`` goes to the
+    float64 kernel. ``drop`` (in memory only) zeroes excluded rows. BLAS routines are looked
+    up on call (they do not pickle): picklable to dask workers."""
+
+    def __init__(self, exact: _ExactMomentKernel, R: np.ndarray, rel: float, big: float,
+                 one_pass: bool) -> None:
+        self.exact, self.R, self.rel, self.big, self.one_pass = exact, R, rel, big, one_pass
+        self.R32 = np.asfortranarray(R, dtype=np.float32)
+        self.off = exact.p0 + exact.g
+        self.tau_in = exact.tau * (1.0 - 1e-12)  # rows certainly below this are inside the ball
+
+    def __call__(self, Bk: np.ndarray, drop: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, ...]:
+        from scipy.linalg.blas import strmm
+
+        from .linalg import clip_weights
+
+        ex = self.exact
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.one_pass:
+                D = Bk - self.off
+            else:
+                D = Bk - ex.p0
+                if ex.gn > 0:
+                    D -= ex.g
+            if drop is not None:
+                D[drop] = 0.0  # excluded rows add nothing
+            D32 = D.astype(np.float32)
+            Zt = strmm(1.0, self.R32, D32.T, side=0, lower=0, overwrite_b=1)
+            nrm = np.sqrt(np.einsum("ij,ij->j", Zt, Zt).astype(np.float64))
+            cand = np.flatnonzero(~(nrm * (1.0 + self.rel) < self.tau_in))  # NaN/inf: selected
+            if cand.size and not float(nrm[cand].max()) < self.big:
+                if drop is None:
+                    return ex(Bk)
+                keep = np.ones(Bk.shape[0], dtype=bool)
+                keep[drop] = False
+                return ex(Bk[keep])
+            sD, GD = np.ones(D.shape[0]) @ D, D.T @ D
+            if cand.size == 0:
+                return sD, GD, ex.zero_d, ex.zero_dd
+            Zc = D[cand] @ self.R.T  # the candidate rows exactly
+            w = clip_weights(Zc, ex.tau)
+            out = np.flatnonzero(w < 1.0)
+            Wd = Zc[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
+            return sD, GD, (w - 1.0) @ Zc, -(Wd.T @ Wd)
+
+
 def _rows_moments(rows: Rows, kernel: Kernel, idx: np.ndarray, count: int,
                   block: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(Σ, Σ outer) of ``kernel`` over all rows minus the rows ``idx``, divided by ``count``."""
@@ -600,14 +740,9 @@ def exact_clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     """Reference definition: with W_i = clip_τ(A(y_i − s)) (ball about 0, per-record map and
     overflow handling of :func:`affine_rows`), (mean_i W_i, mean_i W_i W_iᵀ) over the rows
     not in ``exclude`` (sorted indices)."""
-    from .linalg import clip_rows
-
     idx = _exclusion(rows.n, exclude)
-    zero = np.zeros(rows.d)
-
-    def kernel(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _moments_of(clip_rows(affine_rows(rows.inputs(B), A, s), zero, tau)[0])
-
+    kernel = partial(_clipped_moments_kernel, P=rows.P, p0=rows.p0, A=A, s=s,
+                     center=np.zeros(rows.d), tau=tau)
     return _rows_moments(rows, kernel, idx, rows.n - idx.size)
 
 
@@ -650,91 +785,30 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     if not (np.isfinite(Q).all() and math.isfinite(rinv) and np.isfinite(g).all()):
         return exact_clipped_moments(rows, A, s, tau, exclude)
     Rf = np.asfortranarray(R)
-    t2 = float(tau) * float(tau)
     # ‖y_i‖∞ ≤ ‖P‖(‖x_i − p0 − g‖ + ‖g‖) ≤ ‖P‖(‖R⁻¹‖‖z_i‖ + ‖g‖): below 1e149, no sanitising
     z_lim = (1e149 / pn - gn) / rinv if pn > 0 else math.inf
     z_lim2 = min(z_lim * abs(z_lim), 1e200) if z_lim > 0 else -1.0
-    zero_d, zero_dd = np.zeros(d), np.zeros((d, d))
 
-    def exact_kernel(Bk: np.ndarray) -> tuple[np.ndarray, ...]:
-        from .linalg import clip_rows
-
-        with np.errstate(over="ignore", invalid="ignore"):
-            D = Bk - p0
-            if gn > 0:
-                D -= g
-            Z = _trmm(Rf, D, lower=False).T  # rows R(x − p0 − g), in D's memory
-            nrm2 = np.einsum("ij,ij->i", Z, Z)
-        odd = np.flatnonzero(~(nrm2 <= z_lim2))
-        if odd.size:  # the definition's map, rotated into the R frame
-            Z[odd] = affine_rows(rows.inputs(Bk[odd]), A, s) @ Q
-            nrm2[odd] = np.einsum("ij,ij->i", Z[odd], Z[odd])
-        out = np.flatnonzero(nrm2 > t2)
-        if out.size == 0:
-            return (zero_d, zero_dd, *_moments_of(Z))
-        if float(nrm2[out].max()) > _CORRECT_LIMIT * t2:
-            Z[out] = clip_rows(Z[out], np.zeros(d), tau)[0]
-            return (zero_d, zero_dd, *_moments_of(Z))
-        sm, G = _moments_of(Z)
-        Zo = Z[out]
-        Zc = clip_rows(Zo, np.zeros(d), tau)[0]
-        return zero_d, zero_dd, sm - Zo.sum(axis=0) + Zc.sum(axis=0), G - Zo.T @ Zo + Zc.T @ Zc
-
-    kernel = exact_kernel
+    exact_kernel = _ExactMomentKernel(rows.P, rows.p0, A, s, Q, Rf, p0, g, gn, z_lim2, tau)
+    kernel: _ExactMomentKernel | _Float32MomentKernel = exact_kernel
     # float32 rounding bound (as in Rows._norm32_candidates): ‖R‖_F‖D_i‖ ≤ c‖R D_i‖ with
     # c = ‖R‖_F‖R⁻¹‖, so the computed norm is within rel·(computed) of the exact one,
     # rel = 2κ(c + 1)/(1 − 2κc); the tier is used only while that is small (a few %)
     kappa = _kappa32(d)
     c = float(np.linalg.norm(R)) * rinv
     if float(np.linalg.cond(R)) <= _FAST32_COND and 2.0 * kappa * c < 0.05 and tau < 0.5 * z_lim:
-        from scipy.linalg.blas import strmm
-
-        from .linalg import clip_weights
-
-        R32 = np.asfortranarray(R, dtype=np.float32)
         rel = 2.0 * kappa * (c + 1.0) / (1.0 - 2.0 * kappa * c)
-        tau_in = tau * (1.0 - 1e-12)  # rows certainly below this are inside the ball
         big = min(math.sqrt(_CORRECT_LIMIT) * tau, 0.5 * z_lim)
-
         # one subtraction of p0 + g when that offset is small in the frame (its rounding,
         # ≤ ε‖p0 + g‖ per row, stays ≤ 1e3·ε in whitened units); else p0 first, then g, so
         # data far from 0 keep their precision
-        off = p0 + g
         one_pass = float(np.linalg.norm(R, 2)) * (float(np.linalg.norm(p0)) + gn) <= 1e3
-
-        def kernel(Bk: np.ndarray, drop: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-            with np.errstate(over="ignore", invalid="ignore"):
-                if one_pass:
-                    D = Bk - off
-                else:
-                    D = Bk - p0
-                    if gn > 0:
-                        D -= g
-                if drop is not None:
-                    D[drop] = 0.0  # excluded rows add nothing
-                D32 = D.astype(np.float32)
-                Zt = strmm(1.0, R32, D32.T, side=0, lower=0, overwrite_b=1)
-                nrm = np.sqrt(np.einsum("ij,ij->j", Zt, Zt).astype(np.float64))
-                cand = np.flatnonzero(~(nrm * (1.0 + rel) < tau_in))  # NaN/inf: selected
-                if cand.size and not float(nrm[cand].max()) < big:
-                    if drop is None:
-                        return exact_kernel(Bk)
-                    keep = np.ones(Bk.shape[0], dtype=bool)
-                    keep[drop] = False
-                    return exact_kernel(Bk[keep])
-                sD, GD = np.ones(D.shape[0]) @ D, D.T @ D
-                if cand.size == 0:
-                    return sD, GD, zero_d, zero_dd
-                Zc = D[cand] @ R.T  # the candidate rows exactly
-                w = clip_weights(Zc, tau)
-                out = np.flatnonzero(w < 1.0)
-                Wd = Zc[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
-                return sD, GD, (w - 1.0) @ Zc, -(Wd.T @ Wd)
+        kernel = _Float32MomentKernel(exact_kernel, R, rel, big, one_pass)
 
     count = rows.n - idx.size
-    if idx.size and not is_dask(rows.X) and kernel is not exact_kernel:
+    if idx.size and not is_dask(rows.X) and isinstance(kernel, _Float32MomentKernel):
         bounds = np.searchsorted(idx, np.arange(0, rows.n + _MOMENT_BLOCK, _MOMENT_BLOCK))
-        sD, GD, sZ, GZ = zero_d, zero_dd, zero_d, zero_dd
+        sD, GD, sZ, GZ = np.zeros(d), np.zeros((d, d)), np.zeros(d), np.zeros((d, d))
         for j, a0 in enumerate(range(0, rows.n, _MOMENT_BLOCK)):
             drop = idx[bounds[j] : bounds[j + 1]] - a0
             part = kernel(rows.X[a0 : a0 + _MOMENT_BLOCK], drop if drop.size else None)

@@ -65,9 +65,18 @@ def _pure_epsilon(budget: Budget, what: str) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
+def _check_budget_value(name: str, value: float) -> float:
+    """A calibration's ε or ρ: a finite number > 0 (budgets are finite, DESIGN rule 12)."""
+    v = float(value)
+    if not (math.isfinite(v) and v > 0):
+        raise PrivacyBudgetError(f"{name} must be a finite number > 0, got {v}")
+    return v
+
+
 def gaussian_sigma_zcdp(sensitivity: float, rho: float) -> float:
     """σ = Δ₂ / √(2ρ) gives ρ-zCDP (Bun–Steinke 2016, Prop. 1.6)."""
-    return 0.0 if math.isinf(rho) else _check_sensitivity(sensitivity) / math.sqrt(2.0 * rho)
+    rho = _check_budget_value("rho", rho)
+    return _check_sensitivity(sensitivity) / math.sqrt(2.0 * rho)
 
 
 def _analytic_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
@@ -89,7 +98,8 @@ def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) ->
     """Smallest σ for which the Gaussian mechanism is (ε, δ)-DP (Balle–Wang 2018, Thm. 8):
     Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) ≤ δ, found by bisection and rounded up."""
     sensitivity = _check_sensitivity(sensitivity)
-    if sensitivity == 0 or math.isinf(epsilon):
+    epsilon = _check_budget_value("epsilon", epsilon)
+    if sensitivity == 0:
         return 0.0
     if not 0 < delta < 1:
         raise PrivacyBudgetError("the analytic Gaussian mechanism needs 0 < delta < 1")
@@ -121,8 +131,16 @@ def gaussian_sigma(sensitivity: float, budget: Budget) -> float:
 
 def truncated_laplace_bound(sensitivity: float, epsilon: float, delta: float) -> float:
     """Truncation A = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)) of the truncated Laplace mechanism with scale
-    Δ/ε, which makes it (ε, δ)-DP (Geng, Ding, Guo, Kumar 2020)."""
-    return (sensitivity / epsilon) * math.log1p(math.expm1(epsilon) / (2 * delta))
+    Δ/ε, which makes it (ε, δ)-DP (Geng, Ding, Guo, Kumar 2020). Computed in log space where
+    (e^ε − 1)/(2δ) overflows, so a huge (finite) ε does not."""
+    epsilon = _check_budget_value("epsilon", epsilon)
+    if epsilon < 700:
+        a = (sensitivity / epsilon) * math.log1p(math.expm1(epsilon) / (2 * delta))
+        if math.isfinite(a):
+            return a
+    # ln(1 + (e^ε − 1)/(2δ)) = logaddexp(0, ln(e^ε − 1) − ln 2δ), ln(e^ε − 1) = ε + ln(1 − e^−ε)
+    log_em1 = epsilon + math.log1p(-math.exp(-epsilon))
+    return (sensitivity / epsilon) * float(np.logaddexp(0.0, log_em1 - math.log(2 * delta)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -177,7 +195,7 @@ def laplace_mechanism(
     L1 norm of the change between neighbours."""
     value = _values(value)
     eps = _pure_epsilon(budget, "Laplace mechanism")
-    scale = 0.0 if math.isinf(eps) else _check_sensitivity(sensitivity) / eps
+    scale = _check_sensitivity(sensitivity) / eps
     _charge(accountant, budget, step, "laplace", float(sensitivity), scale)
     return as_noise(noise).laplace(value, scale)
 
@@ -202,7 +220,7 @@ def symmetric_matrix_mechanism(
         raise ValueError("symmetric_matrix_mechanism needs a square matrix")
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
         eps = _pure_epsilon(budget, "symmetric Laplace mechanism")
-        scale = 0.0 if math.isinf(eps) else _check_sensitivity(sensitivity) / eps
+        scale = _check_sensitivity(sensitivity) / eps
         kind = "laplace"
     else:
         scale = gaussian_sigma(sensitivity, budget)
@@ -255,7 +273,7 @@ def private_count(
     src = as_noise(noise)
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
         eps = _pure_epsilon(budget, "private count")
-        scale = 0.0 if math.isinf(eps) else _check_sensitivity(sensitivity) / eps
+        scale = _check_sensitivity(sensitivity) / eps
         _charge(accountant, budget, step, "count-discrete-laplace", sensitivity, scale)
         return src.integer_laplace(count, scale)
     sigma = gaussian_sigma(sensitivity, budget)
@@ -288,7 +306,7 @@ def exponential_mechanism(
     eps = _pure_epsilon(budget, "exponential mechanism")
     sensitivity = _check_sensitivity(sensitivity)
     factor = 1.0 if monotone else 2.0
-    scale = 0.0 if math.isinf(eps) else factor * sensitivity / eps
+    scale = factor * sensitivity / eps
     _charge(accountant, budget, step, "exponential", sensitivity, scale)
     return as_noise(noise).noisy_argmax(utilities, scale)
 
@@ -316,7 +334,7 @@ def above_threshold(
     """
     eps = _pure_epsilon(budget, "AboveThreshold")
     sensitivity = _check_sensitivity(sensitivity)
-    t_scale = 0.0 if math.isinf(eps) else 2 * sensitivity / eps
+    t_scale = 2 * sensitivity / eps
     q_scale = t_scale if monotone else 2 * t_scale
     _charge(accountant, budget, step, "above-threshold", sensitivity, q_scale)
     src = as_noise(noise)

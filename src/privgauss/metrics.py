@@ -6,7 +6,8 @@
 * closed-form Hellinger distance and the TV upper bound it implies (:func:`hellinger_distance`,
   :func:`component_distance`);
 * matching of estimated to true mixture components (:func:`match_components`) and a summary
-  of per-component errors (:func:`mixture_error`).
+  of per-component errors (:func:`mixture_error`);
+* the non-private reference estimate :func:`nonprivate_gaussian` (sample mean and covariance).
 
 These functions evaluate estimates against known ground truth (simulations); their outputs are
 not differentially private.
@@ -38,6 +39,7 @@ __all__ = [
     "mean_error",
     "mixture_error",
     "mixture_tv_distance",
+    "nonprivate_gaussian",
     "tv_distance",
     "tv_distance_1d",
 ]
@@ -116,6 +118,21 @@ def covariance_error(cov_hat: Any, cov: Any) -> float:
     A = solve_triangular(L, H, lower=True, check_finite=False)
     M = solve_triangular(L, A.T, lower=True, check_finite=False)  # (L^{-1} H L^{-T})^T
     return float(np.linalg.norm(M - np.eye(d)))
+
+
+def nonprivate_gaussian(X: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The **non-private** reference estimate of a Gaussian: the sample mean and the unbiased
+    sample covariance (``np.mean``, ``np.cov``) of the rows of ``X`` (shape ``(n, d)``, n >= 2).
+
+    This is what a private estimator approaches as its budget grows, for comparisons in
+    experiments and tests. It spends no budget and carries no privacy guarantee: it is not a
+    budget value (budgets are finite, DESIGN rule 12) and returns plain arrays, never a model
+    that could be saved as if it were private.
+    """
+    A = np.asarray(X, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] < 2 or not np.all(np.isfinite(A)):
+        raise ValueError("X must be a finite (n, d) array with n >= 2")
+    return A.mean(axis=0), np.atleast_2d(np.cov(A, rowvar=False))
 
 
 # --------------------------------------------------------------------------- densities

@@ -11,9 +11,10 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 T = TypeVar("T")
 
@@ -37,7 +38,9 @@ def enabled() -> bool:
 
 def bar(iterable: Iterable[T], desc: str, *, total: int | None = None, force: bool = False) -> tqdm:
     """``iterable`` wrapped in a progress bar, shown when switched on (or ``force``)."""
-    return tqdm(
+    from tqdm import tqdm as _tqdm  # imported on first use: tqdm is slow to import
+
+    return _tqdm(
         iterable,
         desc=desc,
         total=total,

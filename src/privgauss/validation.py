@@ -268,14 +268,17 @@ def validated_rows(
     return out
 
 
+def _block_range(B: np.ndarray) -> tuple[np.ndarray]:
+    """([[max, min]],) of a row block (NaN propagates): the kernel of :func:`_dask_range`,
+    module level so that it pickles to the workers of a dask.distributed cluster."""
+    return (np.array([[float(B.max()), float(B.min())]]),)
+
+
 def _dask_range(X: Any) -> tuple[float, float]:
     """(max, min) of a dask array: one pair per row block (a chunked pass), combined here."""
     from .backends import map_rows
 
-    def per_block(B: np.ndarray) -> tuple[np.ndarray]:
-        return (np.array([[float(B.max()), float(B.min())]]),)
-
-    ext = map_rows(X, per_block)[0]
+    ext = map_rows(X, _block_range)[0]
     return float(ext[:, 0].max()), float(ext[:, 1].min())
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,8 +18,16 @@ import numpy as np
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..io import atomic_path, read_table
 from ..progress import progress_bars
+from ..warnings import PrivacyWarning, SeededNoiseWarning
 
-_USER_ERRORS = (InvalidDataError, PrivacyBudgetError, EstimationFailed, ValueError, OSError)
+# PrivacyWarning: raised only when the user turned it into an error (-W error::...PrivacyWarning)
+_USER_ERRORS = (InvalidDataError, PrivacyBudgetError, EstimationFailed, ValueError, OSError,
+                PrivacyWarning)
+# the command line's wording of a warning whose library text speaks of Python arguments
+_CLI_WARNING_TEXT: dict[type[BaseException], str] = {
+    SeededNoiseWarning: "--seed gives reproducible but NOT secure noise (numpy's seeded "
+    "generator): fine for experiments, but omit --seed to release results from real private data",
+}
 _DEMO_PLOT = "privgauss-demo.png"
 
 
@@ -100,12 +110,26 @@ def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _check_budget_flags(**flags: float | None) -> None:
+    """Refuse a given budget flag that is not a finite number in range (--rho, --epsilon > 0;
+    --delta in [0, 1)) with a :class:`PrivacyBudgetError` naming the flag; None = not given."""
+    for name, value in flags.items():
+        if value is None:
+            continue
+        ok = math.isfinite(value) and (0 <= value < 1 if name == "delta" else value > 0)
+        if not ok:
+            what = "a number in [0, 1)" if name == "delta" else "a finite number > 0"
+            raise PrivacyBudgetError(f"--{name.replace('_', '-')} must be {what}, got {value}")
+
+
 def _budget(rho: float | None, epsilon: float | None, delta: float | None) -> dict[str, Any]:
+    # validates before anything is read: each flag (inf and NaN refused), then the combination
+    _check_budget_flags(rho=rho, epsilon=epsilon, delta=delta)
     if rho is None and epsilon is None:
         raise PrivacyBudgetError("give a privacy budget: --rho, or --epsilon (with --delta)")
     from ..accounting import make_budget
 
-    make_budget(rho=rho, epsilon=epsilon, delta=delta)  # validates before anything is read
+    make_budget(rho=rho, epsilon=epsilon, delta=delta)
     return {"rho": rho, "epsilon": epsilon, "delta": delta}
 
 
@@ -183,14 +207,38 @@ def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
         click.echo(f"wrote {plot_path}{note}")
 
 
+@contextlib.contextmanager
+def _privacy_warnings_as_lines() -> Iterator[None]:
+    """Show each privgauss privacy warning (:class:`~privgauss.warnings.PrivacyWarning`) once,
+    as one ``warning: ...`` line on stderr instead of Python's two-line ``file:line: Category``
+    form; other warnings and the warning filters (``-W``, ``PYTHONWARNINGS``) are untouched."""
+    shown: set[tuple[type[Warning], str]] = set()
+    with warnings.catch_warnings():  # restores warnings.showwarning afterwards
+        python_show = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+            if not issubclass(category, PrivacyWarning):
+                python_show(message, category, filename, lineno, file, line)
+                return
+            text = " ".join(_CLI_WARNING_TEXT.get(category, str(message)).split())
+            if (category, text) not in shown:
+                shown.add((category, text))
+                click.echo(f"warning: {text}", err=True)
+
+        warnings.showwarning = show
+        yield
+
+
 def _run_user(fn: Callable[[], None]) -> None:
-    """Run ``fn``, turning user errors (and a missing matplotlib) into one-line exits."""
+    """Run ``fn``, turning user errors (and a missing matplotlib) into one-line exits, and
+    privacy warnings into one-line ``warning: ...`` messages."""
     try:
         # progress bars (chunk fits, PPE blocks, KSSU levels) when a person is watching
-        with progress_bars(sys.stderr.isatty()):
+        with progress_bars(sys.stderr.isatty()), _privacy_warnings_as_lines():
             fn()
     except (*_USER_ERRORS, ImportError) as exc:
-        _fail(str(exc))
+        _fail(_CLI_WARNING_TEXT.get(type(exc), str(exc)))
     except KeyboardInterrupt:
         _fail("interrupted; no output written")
 

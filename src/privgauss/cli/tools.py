@@ -17,7 +17,9 @@ from ..io import atomic_path
 from ._common import (
     _DEMO_PLOT,
     _atomic_outputs,
+    _budget,
     _budget_options,
+    _check_budget_flags,
     _experiment_names,
     _gaussian_methods,
     _RegistryChoice,
@@ -177,8 +179,7 @@ def audit(target: str, rho: float | None, epsilon: float | None, delta: float | 
                         {"epsilon": 1.0}, "histogram": {"epsilon": 1.0, "delta": 1e-3}}
             kw = defaults.get(target, {"rho": 0.5})
         else:
-            kw = {k: v for k, v in (("rho", rho), ("epsilon", epsilon), ("delta", delta))
-                  if v is not None}
+            kw = {k: v for k, v in _budget(rho, epsilon, delta).items() if v is not None}
         budget = make_budget(**kw)
         rows = n if n is not None else (2000 if target == "histogram" else 20)
         if runs < 100 or rows < 2 or not (0 < sensitivity_scale <= 1e6):
@@ -252,8 +253,9 @@ def demo(n: int, d: int, rho: float, mixture_n: int, mixture_epsilon: float, see
     from .. import experiments
 
     def run() -> None:
-        if n < 2 * (d + 1) or d < 2 or not (rho > 0) or mixture_n < 0:
-            raise InvalidDataError("need d >= 2, n >= 2(d+1), rho > 0 and --mixture-n >= 0")
+        _check_budget_flags(rho=rho, mixture_epsilon=mixture_epsilon)
+        if n < 2 * (d + 1) or d < 2 or mixture_n < 0:
+            raise InvalidDataError("need d >= 2, n >= 2(d+1) and --mixture-n >= 0")
         start = time.perf_counter()
         from .. import __version__
 

@@ -176,6 +176,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self._check_method_inputs(method, budget, d, Xp, known)
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
+        self._warn_before_fit(budget, n, noise)
         with private_section():
             mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
         self.mean_ = mean

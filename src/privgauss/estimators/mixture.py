@@ -476,6 +476,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         method, reason = self._choose(n, d, budget, 0 if Xp is None else Xp.shape[0])
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
+        self._warn_before_fit(budget, n, noise)
         info: dict[str, Any] = {}
         with private_section():
             weights, means, covs = METHODS[method].runner(self, X, Xp, budget, acct, noise, info)

@@ -204,8 +204,9 @@ class KSSUBudget:
         return self.terrific[0] if self.terrific[0] is not None else self.enclose[0]
 
     @property
-    def node_pca(self) -> ZCDP:
-        return self.pca[0] if self.pca[0] is not None else ZCDP(math.inf)
+    def node_pca(self) -> ZCDP | None:
+        """The root's private-PCA budget; None when the root runs no PCA (k = 1)."""
+        return self.pca[0]
 
     def level_charges(self, level: int) -> list[tuple[str, Budget]]:
         """What the accountant is charged for level ``level`` (multiplier applied)."""

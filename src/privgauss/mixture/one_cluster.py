@@ -67,7 +67,6 @@ row, so the mechanism run on it keeps exactly its ε.
 
 from __future__ import annotations
 
-import copy
 import functools
 import itertools
 import math
@@ -211,9 +210,10 @@ def ball_counts(points: Any, thresholds: Any, centers: Any = None) -> np.ndarray
         rows = C[a : a + step]
         m = rows.shape[0]
         D2 = np.zeros((m, n))
-        for k in range(d):
-            diff = rows[:, k, None] - P[k][None, :]
-            D2 += diff * diff
+        with np.errstate(over="ignore", invalid="ignore"):
+            for k in range(d):
+                diff = rows[:, k, None] - P[k][None, :]
+                D2 += diff * diff
         # idx = number of thresholds strictly below D2; D2 <= thr2[j]  <=>  idx <= j
         idx = np.searchsorted(thr2, D2, side="left")
         flat = (idx + (K + 1) * np.arange(m)[:, None]).ravel()
@@ -352,7 +352,7 @@ def _random_rotation(d: int, rng: np.random.Generator) -> np.ndarray:
 def _keys(Y: np.ndarray, offset: np.ndarray, width: float) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         z = np.floor((Y - offset) / width)
-    return np.clip(z, -_KEY_LIMIT, _KEY_LIMIT).astype(np.int64)
+        return np.clip(z, -_KEY_LIMIT, _KEY_LIMIT).astype(np.int64)
 
 
 def _check_box(center_box: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -684,15 +684,10 @@ def reserve(
         raise PrivacyBudgetError(
             f"{what} needs an accountant with an ApproxDP(epsilon, delta) total"
         )
-    trial = copy.deepcopy(accountant)
-    trial.parent = None
-    try:
-        for p in parts:
-            trial.spend(p)
-    except PrivacyBudgetError:
+    if not accountant.can_spend_all(parts, parents=False):  # (a copy would be itself)
         raise PrivacyBudgetError(
             f"the accountant cannot afford {what}'s budget; increase its total or use a fresh one"
-        ) from None
+        )
     if accountant.parent is not None:
         reserve(accountant.parent, parts, what, approx_total=approx_total)
 

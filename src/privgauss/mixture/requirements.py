@@ -199,7 +199,7 @@ def _kssu_practical(
         # ‖E‖ ≈ 2√d·σ_E, σ_E = √2·r_X²/(n√(2ρ)), must stay below a tenth of the between-component
         # eigenvalue w·Δ²; an enclosing ball of separated clusters has r_X² ≈ 6Δ², so
         # n >= 120·√d·(√2/√(2ρ))/w
-        if d > k:
+        if d > k and plan.node_pca is not None:  # k = 1: no split, no PCA
             sigma_unit = gaussian_sigma_zcdp(math.sqrt(2.0), plan.node_pca.rho)
             terms["private PCA noise"] = 120.0 * math.sqrt(d) * sigma_unit / w
     # CoinPress per leaf, measured (d = 10): whitened covariance error ≈ d/√n_j (sampling)

@@ -11,8 +11,10 @@
    sensitivity 1, threshold 0.8T + R), and the Choosing Mechanism picks a candidate from the
    lists filtered at the smallest accepted radius (spec pitfall B.6). **Guarantee:** (ε, δ)-DP
    for *any* list learner: each round is (ε', δ')-DP, and the Choosing Mechanism is run at
-   (ε'/2, δ'/2) internally and charged (ε', δ') (a replaced list is a removal plus an addition:
-   group privacy 2, spec B.3), so the total is (1 + R)(ε', δ') = (ε, δ). Utility is [B]'s
+   (ε'/2, δ'/(1 + e^{ε'/2})) internally and charged (ε', δ'): a replaced list is a removal plus
+   an addition, and group privacy for a group of 2 turns (ε̃, δ̃) into exactly
+   (2ε̃, δ̃(1 + e^ε̃)) (spec B.3; :func:`choosing_run_budget`), so the total is
+   (1 + R)(ε', δ') = (ε, δ). Utility is [B]'s
    7C-agnostic bound when T and the block size meet :func:`privgauss.theory.agnostic_n` — an
    astronomically large n; the default list learner (quantised EM fits on a public randomly
    shifted grid, spec P1) is a heuristic.
@@ -51,6 +53,7 @@ __all__ = [
     "FaithfulPlan",
     "Mixture",
     "choosing_mechanism",
+    "choosing_run_budget",
     "choosing_threshold",
     "decode",
     "faithful_agnostic",
@@ -173,6 +176,20 @@ def private_selection(
 # ------------------------------------------------------------------------------ Choosing
 
 
+def choosing_run_budget(budget: ApproxDP) -> tuple[float, float]:
+    """The add/remove (ε̃, δ̃) the Choosing Mechanism runs at so that, under replace-one, it is
+    exactly (ε, δ) = ``budget``-DP. A replaced list is a removal plus an addition: group
+    privacy for a group of 2 turns (ε̃, δ̃)-DP into (2ε̃, δ̃ + e^ε̃ δ̃) = (2ε̃, δ̃(1 + e^ε̃))-DP
+    (the δ of the first step is carried through the second with factor e^ε̃). So
+    ε̃ = ε/2 and δ̃ = δ/(1 + e^{ε/2}) — slightly less than δ/2, which would cost
+    (δ/2)(1 + e^{ε/2}) > δ. δ̃ is rounded down so the group cost never exceeds δ in floats."""
+    e = budget.epsilon / 2
+    d = budget.delta / (1 + math.exp(e))
+    while d * (1 + math.exp(e)) > budget.delta:
+        d = math.nextafter(d, 0.0)
+    return e, d
+
+
 def choosing_mechanism(
     scores: dict[Hashable, int],
     growth: int,
@@ -183,14 +200,16 @@ def choosing_mechanism(
     noise: RandomState = None,
     step: str = "choosing",
 ) -> Hashable:
-    """BNSV15 Lemma 3.8 / [B] Thm 13 for a growth-``growth`` score, run at (ε/2, δ/2) so that a
-    *replaced* list (removal + addition) is covered: charged ``budget`` = (ε, δ). MAX + Lap(4/ε')
-    must exceed (8/ε') ln(4L/(β ε' δ')); then a candidate of positive score is drawn with
-    probability ∝ exp(ε' score/4). Raises :class:`EstimationFailed` (⊥) otherwise."""
+    """BNSV15 Lemma 3.8 / [B] Thm 13 for a growth-``growth`` score, run at the add/remove
+    (ε', δ') = :func:`choosing_run_budget` (``budget``) so that a *replaced* list (removal +
+    addition, group privacy 2) costs exactly ``budget`` = (ε, δ), which is charged.
+    MAX + Lap(4/ε') must exceed (8/ε') ln(4L/(β ε' δ')); then a candidate of positive score is
+    drawn with probability ∝ exp(ε' score/4). Raises :class:`EstimationFailed` (⊥) otherwise."""
     src = as_noise(noise)
-    e = budget.epsilon / 2
+    e, d = choosing_run_budget(budget)
     accountant.spend(budget, step=step, mechanism="choosing", sensitivity=1.0,
-                     noise_scale=4 / e, note="run at (eps/2, delta/2): replace-one")
+                     noise_scale=4 / e,
+                     note=f"run at ({e:.17g}, {d:.17g}) add/remove: replace-one = group of 2")
     top = max(scores.values(), default=0)
     noisy = float(src.laplace(float(top), 4 / e))
     if noisy <= choosing_threshold(budget.epsilon, budget.delta, growth, beta):
@@ -229,9 +248,9 @@ def _parameters(epsilon: float, delta: float, alpha: float, beta: float, list_si
 
 
 def choosing_threshold(epsilon: float, delta: float, growth: int, beta: float) -> float:
-    """The Choosing Mechanism's threshold (8/ε̃) ln(4L/(β ε̃ δ̃)) at the (ε̃, δ̃) = (ε/2, δ/2)
-    it runs at for a charged (ε, δ) (replace-one)."""
-    e, d = epsilon / 2, delta / 2
+    """The Choosing Mechanism's threshold (8/ε̃) ln(4L/(β ε̃ δ̃)) at the (ε̃, δ̃) =
+    :func:`choosing_run_budget` it runs at for a charged (ε, δ) (replace-one)."""
+    e, d = choosing_run_budget(ApproxDP(epsilon, delta))
     return (8 / e) * math.log(4 * growth / (beta * e * d))
 
 

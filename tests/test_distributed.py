@@ -1,0 +1,180 @@
+"""The streaming Gaussian methods run on a dask.distributed cluster with process workers and
+give the in-memory releases: every kernel they ship to dask pickles (module-level functions,
+partials of them or module-level classes — never lambdas, closures or BLAS objects).
+
+One cluster (2 process workers, 1 thread each) serves the module and is shut down even when a
+test fails. A second check needs no cluster: every graph a fit computes must pickle with the
+standard :mod:`pickle`, which refuses the closures that distributed would otherwise ship by
+value through cloudpickle."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import privgauss as pg
+from privgauss import backends as bk
+from privgauss.exceptions import InvalidDataError
+from privgauss.validation import validated_rows
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+
+N, D, CHUNK = 20_000, 4, 3000
+
+# (method, options, uses public rows): every Gaussian method that streams dask data
+CASES = [
+    ("public", {}, True),
+    ("coinpress", {"mean_bound": 100.0, "cov_bounds": (0.5, 50.0)}, False),
+    ("clip", {"mean_bound": 100.0, "covariance": np.diag([1.0, 2.0, 3.0, 4.0])}, False),
+    ("coinpress", {"mean_bound": 100.0, "covariance": np.diag([1.0, 2.0, 3.0, 4.0])}, False),
+]
+IDS = ["public", "coinpress", "clip-known-cov", "coinpress-known-cov"]
+
+# thresholds that put n = 20000, d = 4 into the split mode of coinpress_split (client-side
+# planning only: the workers never read them)
+SPLIT = {"_SPLIT_MIN_VALUES": 0, "_SPLIT_MIN_ROWS": 100, "_SPLIT_FRACTIONS": (0.25,),
+         "_SPLIT_TOLERANCE": 10.0, "_SPLIT_MAX_FRAME_ERROR": 10.0, "_SPLIT_SHARES": (1.0,)}
+
+
+def _data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((D, D)) + 2 * np.eye(D)
+    X = rng.standard_normal((N, D)) @ M.T + 40.0
+    P = rng.standard_normal((D + 1, D)) @ M.T + 40.0  # d+1 public rows
+    return X, P
+
+
+def _fit(X: Any, P: np.ndarray | None, method: str, kw: dict) -> pg.PrivateGaussian:
+    g = pg.PrivateGaussian(rho=0.5, random_state=0, method=method, **kw)
+    return g.fit(X, public_X=P)
+
+
+def _assert_same_release(got: pg.PrivateGaussian, ref: pg.PrivateGaussian) -> None:
+    np.testing.assert_allclose(got.mean_, ref.mean_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got.covariance_, ref.covariance_, rtol=1e-10, atol=1e-12)
+    assert [(e.step, e.cost) for e in got.ledger_] == [(e.step, e.cost) for e in ref.ledger_]
+
+
+def _privgauss_file() -> str:
+    return pg.__file__
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=logging.ERROR)
+    try:
+        with distributed.Client(cluster) as c:
+            # the workers run this checkout, not another install of privgauss
+            assert set(c.run(_privgauss_file).values()) == {pg.__file__}
+            yield c
+    finally:
+        cluster.close()
+        left = multiprocessing.active_children()  # cluster.close() joins its workers
+        for p in left:
+            p.terminate()
+            p.join(10)
+        assert not left, "the cluster left worker processes running"
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    return _data()
+
+
+@pytest.mark.parametrize(("method", "kw", "public"), CASES, ids=IDS)
+def test_cluster_gives_the_in_memory_release(client: Any, data: tuple, method: str, kw: dict,
+                                             public: bool) -> None:
+    X, P = data
+    P = P if public else None
+    ref = _fit(X, P, method, kw)
+    got = _fit(da.from_array(X, chunks=(CHUNK, D)), P, method, kw)
+    _assert_same_release(got, ref)
+
+
+@pytest.mark.parametrize(("method", "kw", "public"), CASES[:2], ids=IDS[:2])
+def test_cluster_split_mode_gives_the_in_memory_release(
+    client: Any, data: tuple, method: str, kw: dict, public: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The one-pass clipped moments (float32 tier: a BLAS routine the kernel must look up on
+    the worker) on the cluster."""
+    from privgauss.gaussian import coinpress_split as cps
+
+    for name, value in SPLIT.items():
+        monkeypatch.setattr(cps, name, value)
+    X, P = data
+    P = P if public else None
+    ref = _fit(X, P, method, kw)
+    assert [e.mechanism for e in ref.ledger_][:1] == ["parallel composition"]
+    _assert_same_release(_fit(da.from_array(X, chunks=(CHUNK, D)), P, method, kw), ref)
+
+
+def test_cluster_npy_file_streams_and_gives_the_in_memory_release(
+    client: Any, data: tuple, tmp_path: Any
+) -> None:
+    X, P = data
+    path = tmp_path / "x.npy"
+    np.save(path, X)
+    Xd = bk.open_array(path, chunk_bytes=CHUNK * D * 8)
+    assert Xd.numblocks[0] == -(-N // CHUNK)
+    # the graph carries the file's (absolute) path, never an open handle
+    src = pickle.loads(pickle.dumps(bk._NpyRows(path)))
+    assert src.path.is_absolute() and src.path.samefile(path)
+    np.testing.assert_array_equal(src[10:12], X[10:12])
+    _assert_same_release(_fit(str(path), P, "public", {}), _fit(X, P, "public", {}))
+
+
+def test_cluster_entry_validation(client: Any, data: tuple) -> None:
+    """validated_rows' chunked NaN/magnitude pass runs on the workers."""
+    X, P = data
+    assert validated_rows(da.from_array(X, chunks=(CHUNK, D))).shape == X.shape
+    for bad in (np.nan, np.inf, 1e200):
+        Y = X.copy()
+        Y[12345, 2] = bad
+        with pytest.raises(InvalidDataError):
+            validated_rows(da.from_array(Y, chunks=(CHUNK, D)))
+        acct = pg.Accountant(pg.ZCDP(0.5))
+        with pytest.raises(InvalidDataError):
+            pg.PrivateGaussian(rho=0.5, accountant=acct, random_state=0).fit(
+                da.from_array(Y, chunks=(CHUNK, D)), public_X=P)
+        assert acct.ledger == []
+
+
+# ---- no cluster: every graph pickles with the standard pickle
+
+
+def _strict_get(expr: Any, keys: Any, **kwargs: Any) -> Any:
+    """A synchronous scheduler that first pickles the whole graph with the standard pickle
+    (no cloudpickle fallback): a lambda or closure anywhere in it fails here."""
+    pickle.dumps(dict(expr.__dask_graph__()), protocol=pickle.HIGHEST_PROTOCOL)
+    _strict_get.calls += 1  # type: ignore[attr-defined]
+    return dask.get(expr, keys, **kwargs)
+
+
+def test_every_graph_of_a_fit_pickles_without_cloudpickle(
+    data: tuple, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from privgauss.gaussian import coinpress_split as cps
+
+    X, P = data
+    path = tmp_path / "x.npy"
+    np.save(path, X)
+    _strict_get.calls = 0  # type: ignore[attr-defined]
+    with dask.config.set(scheduler=_strict_get):
+        for method, kw, public in CASES:
+            _fit(da.from_array(X, chunks=(CHUNK, D)), P if public else None, method, kw)
+        _fit(str(path), P, "public", {})
+        for name, value in SPLIT.items():
+            monkeypatch.setattr(cps, name, value)
+        for method, kw, public in CASES[:2]:
+            _fit(da.from_array(X, chunks=(CHUNK, D)), P if public else None, method, kw)
+    assert _strict_get.calls > 20  # type: ignore[attr-defined]

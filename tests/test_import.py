@@ -1,0 +1,64 @@
+"""``import privgauss`` stays light: the heavy libraries are imported only by the code that uses
+them (checked by module, not by a timing), and every public name still works."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import privgauss as pg
+
+HEAVY = ("scipy.stats", "scipy.optimize", "sklearn", "dask", "matplotlib", "opendp", "tqdm",
+         "pandas")
+
+
+def _imported_by(code: str) -> set[str]:
+    """The modules a fresh interpreter has imported after running ``code``: those ``-X
+    importtime`` reports, and those in ``sys.modules`` (which also holds modules loaded by
+    ``importlib.import_module``, which importtime does not report)."""
+    src = str(Path(pg.__file__).resolve().parent.parent)  # this checkout, not an installed copy
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    code += "\nimport sys\nprint('\\n'.join(sys.modules))"
+    res = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    timed = {line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines()
+             if line.startswith("import time:")}
+    return timed | set(res.stdout.split())
+
+
+def test_import_privgauss_imports_no_heavy_library() -> None:
+    modules = _imported_by("import privgauss")
+    assert {"privgauss", "privgauss.warnings", "sys"} <= modules  # the parse works
+    loaded = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert loaded == [], f"import privgauss imports {loaded}: defer them into the functions"
+
+
+def test_lazy_names_load_on_first_use() -> None:
+    modules = _imported_by("import privgauss as pg; pg.ZCDP(0.5); pg.audit")
+    assert {"privgauss.accounting", "privgauss.audit"} <= modules
+    assert "scipy.stats" not in modules  # the audit imports it when it computes bounds
+
+
+@pytest.mark.parametrize("name", pg.__all__)
+def test_every_public_name_resolves(name: str) -> None:
+    assert getattr(pg, name) is not None
+    assert name in dir(pg)
+
+
+def test_submodules_and_unknown_names() -> None:
+    import privgauss.io
+    import privgauss.sensitivity
+
+    assert pg.io is privgauss.io and pg.sensitivity is privgauss.sensitivity
+    assert pg.load is privgauss.io.load
+    from privgauss import PrivateGaussian, mixture_requirements  # `from` imports work too
+
+    assert PrivateGaussian is pg.estimators.PrivateGaussian
+    assert mixture_requirements is pg.mixture.requirements.requirements
+    with pytest.raises(AttributeError):
+        pg.no_such_name  # noqa: B018
+    assert not hasattr(pg, "_private")
