@@ -15,6 +15,11 @@ class InvalidDataError(ValueError):
     """Input data that cannot be used: wrong shape, non-numeric, NaN/inf, too few rows."""
 
 
+class NonNumericDataError(InvalidDataError, TypeError):
+    """Input with entries that are not numbers (e.g. objects in an object-dtype array); also a
+    ``TypeError``, as scikit-learn raises for such input."""
+
+
 class EstimationFailed(RuntimeError):
     """A differentially private failure output (the paper's ⊥).
 

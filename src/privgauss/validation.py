@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .exceptions import InvalidDataError
+from .exceptions import InvalidDataError, NonNumericDataError
 
 __all__ = [
     "MAX_ABS_VALUE",
@@ -102,8 +102,8 @@ def _check_ndim(ndim: int, name: str) -> None:
 def _check_dtype(dtype: np.dtype, name: str) -> None:
     if dtype.kind == "c":
         raise InvalidDataError(
-            f"{name} has complex dtype {dtype}; pass real-valued data (e.g. stack real and "
-            "imaginary parts as separate features)"
+            f"Complex data not supported: {name} has dtype {dtype}; pass real-valued data (e.g. "
+            "stack real and imaginary parts as separate features)"
         )
     if dtype.kind in "USMmV":
         raise InvalidDataError(
@@ -119,7 +119,9 @@ def _n_features_error(name: str, got: int, expected: int) -> InvalidDataError:
 
 
 def _min_rows_error(name: str, got: int, needed: int) -> InvalidDataError:
-    return InvalidDataError(f"{name} has {got} rows but this method needs at least {needed}")
+    return InvalidDataError(
+        f"{name} has n_samples={got} rows but this method needs at least {needed}"
+    )
 
 
 def check_data(
@@ -182,8 +184,10 @@ def check_data(
     _check_ndim(arr.ndim, name)
     _check_dtype(arr.dtype, name)
     if arr.shape[0] == 0 or arr.shape[1] == 0:
+        what = (f"0 feature(s) (shape={arr.shape}) while a minimum of 1 is required"
+                if arr.shape[1] == 0 else f"0 sample(s) (shape={arr.shape})")
         raise InvalidDataError(
-            f"{name} is empty (shape {arr.shape}); it needs at least one row and one column"
+            f"{name} is empty: {what}; it needs at least one row and one column"
         )
     if n_features is not None and arr.shape[1] != n_features:
         raise _n_features_error(name, arr.shape[1], n_features)
@@ -201,7 +205,13 @@ def check_data(
     try:
         # np.array(..., copy=True) always allocates: the result never aliases the input.
         out = arr if reuse else np.array(arr, dtype=np.float64, order="C", copy=True)
-    except (TypeError, ValueError):
+    except TypeError:
+        raise NonNumericDataError(
+            f"{name} (dtype {arr.dtype}) has entries that are not numbers (each argument must "
+            "be a string or a real number convertible to float64); make every entry a real "
+            "number"
+        ) from None
+    except ValueError:
         raise InvalidDataError(
             f"{name} (dtype {arr.dtype}) could not be converted to float64; make every entry "
             "a real number"

@@ -24,7 +24,7 @@ from ..accounting import (
     budget_to_dict,
     make_budget,
 )
-from ..exceptions import EstimationFailed, PrivacyBudgetError
+from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..noise import NoiseSource
 from ..validation import check_data, validated_rows
 from ..warnings import BudgetSpentWarning, LargeDeltaWarning, SeededNoiseWarning
@@ -154,7 +154,13 @@ class PrivateEstimatorBase(BudgetMixin):
 
         check_is_fitted(self)
         _check_feature_names(self, X, reset=False)
-        return check_data(X, name="X", n_features=self.n_features_in_)
+        rows = check_data(X, name="X")
+        if rows.shape[1] != self.n_features_in_:
+            raise InvalidDataError(
+                f"X has {rows.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        return rows
 
     def score_samples(self, X: Any) -> np.ndarray:  # pragma: no cover - subclasses
         raise NotImplementedError
