@@ -285,7 +285,9 @@ def test_public_x_is_validated_and_reported_unused(mix) -> None:
 
 
 def test_unfitted_estimator_says_so() -> None:
-    with pytest.raises(RuntimeError, match="not fitted"):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError, match="not fitted"):
         PrivateGaussianMixture(2, epsilon=1.0, delta=DELTA).predict(np.zeros((2, 2)))
 
 

@@ -178,7 +178,14 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _raised_in_privgauss(exc: BaseException) -> bool:
-    """True when the innermost frame of the traceback is privgauss code (a deliberate raise)."""
+    """True when the innermost frame of the traceback is privgauss code (a deliberate raise),
+    or the exception is scikit-learn's estimator protocol (its parameter validation and
+    fitted-state check, which the estimators use as scikit-learn estimators do)."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    if isinstance(exc, InvalidParameterError | NotFittedError):
+        return True
     frames = traceback.extract_tb(exc.__traceback__)
     return bool(frames) and "privgauss" in frames[-1].filename.replace("\\", "/")
 

@@ -191,7 +191,7 @@ def test_min_rows_message():
     with pytest.raises(InvalidDataError) as e:
         check_data(np.full((5, 2), SECRET), min_rows=20)
     msg = _assert_no_secret(e)
-    assert msg == "X has 5 rows but this method needs at least 20"
+    assert msg == "X has n_samples=5 rows but this method needs at least 20"
 
 
 def test_n_features_message_and_name():

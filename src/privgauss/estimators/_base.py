@@ -133,8 +133,9 @@ class PrivateEstimatorBase(BudgetMixin):
         return self
 
     def __sklearn_is_fitted__(self) -> bool:
-        # only a successful fit records a ledger (a failed one may leave feature names behind)
-        return hasattr(self, "ledger_")
+        # n_features_in_ is set only once a fit succeeded (or a model file was loaded); a failed
+        # fit may leave feature names behind
+        return hasattr(self, "n_features_in_")
 
     def _fit(self, X: Any, public_X: np.ndarray | None) -> None:  # pragma: no cover
         raise NotImplementedError
