@@ -259,11 +259,18 @@ class Rows:
             )
         return self.inputs(self.X)
 
-    def pairs(self) -> Rows:
-        """Rows (y_{2j} − y_{2j−1})/√2, j = 1..⌊n/2⌋ (pairwise differences of the mapped rows)."""
+    def pairs(self, rng: np.random.Generator) -> Rows:
+        """Rows (y_{π(2j)} − y_{π(2j−1)})/√2, j = 1..⌊n/2⌋: differences of the mapped rows over
+        a uniformly random pairing π drawn from ``rng`` (the fit's noise source: public
+        randomness, independent of the data). Random pairs make the statistic order-free
+        (DESIGN.md rule 11): consecutive rows of a sorted file are near-equal, and their
+        differences would describe almost no spread. Replace-one neighbours still differ in
+        one pair, whatever π."""
         Y = self.materialized()
         m = self.n // 2
-        return Rows((Y[1 : 2 * m : 2] - Y[0 : 2 * m : 2]) / np.sqrt(2.0))
+        perm = rng.permutation(self.n)[: 2 * m].reshape(m, 2)
+        perm = perm[np.argsort(perm[:, 0], kind="stable")]  # pairs in row order of one side
+        return Rows((Y[perm[:, 1]] - Y[perm[:, 0]]) / np.sqrt(2.0))
 
     # ---- exact clip-then-sum (one pass)
     def exact_second_moment(self, A: np.ndarray | None, s: np.ndarray | None, tau: float

@@ -411,7 +411,7 @@ def _run_practical(rows: Rows, plan: _Plan, c: np.ndarray, lo: float, accountant
     # Stage 1: coarse whitening steps → T (= A).
     A = np.eye(d) / math.sqrt(plan.s_hi)
     if plan.coarse:
-        src1, shift1 = (rows.pairs(), None) if plan.pairs else (rows, c)
+        src1, shift1 = (rows.pairs(src.rng), None) if plan.pairs else (rows, c)
         A, _ = _run_cov(src1, A, plan.coarse, accountant, src, f"{step} cov-coarse",
                         final=False, shift=shift1)
     # Stage 2: rough mean in T-coordinates (cov(TX) ⪯ I).
@@ -460,7 +460,7 @@ def _gaussian_theory(
     half = rho / 2.0 if math.isfinite(rho) else math.inf
     rest = rho - half if math.isfinite(rho) else math.inf
     m = n // 2
-    P = rows.pairs()
+    P = rows.pairs(src.rng)
     plan = covariance_schedule(m, d, _finite(hi / lo), half, beta=beta, constants="theory")
     # ‖B(μ − c)‖ ≤ R/√lo when B ≈ Σ^{-1/2} and Σ ⪰ lo·I: a public radius
     plan_m = mean_schedule(n, d, _finite(R / math.sqrt(lo)), rest, constants="theory",
