@@ -286,8 +286,9 @@ def test_huge_rho_gaussian(constants: str, center: float, radius: float) -> None
     assert np.allclose(m, X.mean(axis=0), atol=1e-8)
     if constants == "practical":
         assert np.allclose(S, np.cov(X.T, bias=True), atol=1e-8)
-    else:  # pairwise differences: the non-private pair estimator
-        P = (X[1::2] - X[0::2]) / math.sqrt(2)
+    else:  # pairwise differences over the fit's random pairing: the non-private pair estimator
+        perm = pg.NoiseSource(0).rng.permutation(n).reshape(-1, 2)  # its first public draw
+        P = (X[perm[:, 1]] - X[perm[:, 0]]) / math.sqrt(2)
         assert np.allclose(S, P.T @ P / len(P), atol=1e-8)
 
 

@@ -68,6 +68,8 @@ def sanitize_rows(Y: np.ndarray) -> np.ndarray:
     For rows produced by a public transform of validated data: a fixed per-record map, so it
     keeps every sensitivity, and unlike validation it never raises on private values."""
     with np.errstate(invalid="ignore"):
+        if Y.size == 0 or (Y.max() <= _MAX_VALUE and Y.min() >= -_MAX_VALUE):  # NaN: False
+            return Y  # the common case, without a temporary the size of Y
         bad = ~(np.abs(Y) <= _MAX_VALUE).all(axis=1)
     if bad.any():
         Y = Y.copy()
@@ -80,8 +82,10 @@ def _transform_block(
 ) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         W = B if shift is None else B - shift
-        if A is not None:
-            W = W * A if A.ndim == 1 else W @ A.T
+        if A is not None and A.ndim == 1:
+            W = W * A if W is B else np.multiply(W, A, out=W)  # W is a fresh temporary
+        elif A is not None:
+            W = W @ A.T
     return sanitize_rows(W)
 
 
