@@ -14,10 +14,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from . import warnings as warnings  # privgauss.warnings; `warnings` is not in __all__
+from ._version import __version__
 from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from .warnings import PrivacyWarning
-
-__version__ = "0.1.0"
 
 # public name -> (submodule, attribute); attribute None: the submodule itself
 _LAZY: dict[str, tuple[str, str | None]] = {

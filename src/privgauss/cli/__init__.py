@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import click
 
-from .. import __version__
+from .._version import __version__
 from .fit import fit_gaussian, fit_mixture
 from .requirements import requirements_cmd
 from .tools import audit, demo, experiment

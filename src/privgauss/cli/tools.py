@@ -257,7 +257,7 @@ def demo(n: int, d: int, rho: float, mixture_n: int, mixture_epsilon: float, see
         if n < 2 * (d + 1) or d < 2 or mixture_n < 0:
             raise InvalidDataError("need d >= 2, n >= 2(d+1) and --mixture-n >= 0")
         start = time.perf_counter()
-        from .. import __version__
+        from .._version import __version__
 
         click.echo(f"privgauss {__version__} demo (seed {seed}; seeded noise is for experiments)")
         g_rows, g_models = experiments.demo_gaussian(n, d, rho, seed)

@@ -390,7 +390,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     def to_dict(self) -> dict[str, Any]:
         """Parameters and privacy report (only DP outputs and public metadata)."""
         check_is_fitted(self)
-        from .. import __version__
+        from .._version import __version__
 
         return {
             "model": "gaussian",

@@ -533,7 +533,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     def to_dict(self) -> dict[str, Any]:
         """Parameters and privacy report (only DP outputs and public metadata)."""
         check_is_fitted(self)
-        from .. import __version__
+        from .._version import __version__
 
         return {
             "model": "gaussian-mixture",

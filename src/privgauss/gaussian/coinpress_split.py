@@ -25,7 +25,6 @@ from ..exceptions import EstimationFailed
 from ..linalg import project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
-from .coinpress import _run_practical, _whitener
 from .coinpress_plan import (
     _COV_CLIP_TAIL,
     _FINAL_MEAN_SHARE,
@@ -35,6 +34,7 @@ from .coinpress_plan import (
     _practical_plan,
     _sigma_cov,
 )
+from .coinpress_steps import _run_practical, _whitener
 
 _SPLIT_MIN_VALUES = 1 << 20  # n·d below this: passes are cheap, always the sequential mode
 _SPLIT_MIN_ROWS = 4096  # fewest rows for the coarse fit
