@@ -21,7 +21,8 @@ from privgauss.datasets import make_mixture
 from privgauss.gaussian.public import public_gaussian
 from privgauss.metrics import mixture_error
 from privgauss.mixture import public_heavy as ph
-from privgauss.mixture.public_heavy import min_public_rows, public_heavy_gmm, public_requirements
+from privgauss.mixture.public_heavy import min_public_rows, public_heavy_gmm
+from privgauss.mixture.requirements import public_requirements
 from privgauss.noise import NoiseSource
 
 

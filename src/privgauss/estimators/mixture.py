@@ -343,7 +343,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         from ..mixture.requirements import requirements
 
         if METHODS[method].uses_public:
-            from ..mixture.public_heavy import public_requirements
+            from ..mixture.requirements import public_requirements
 
             return public_requirements(
                 name, n=n, d=d, k=int(self.n_components), budget=budget,

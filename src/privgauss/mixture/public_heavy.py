@@ -61,7 +61,6 @@ __all__ = [
     "min_public_rows",
     "positive_definite",
     "public_heavy_gmm",
-    "public_requirements",
     "public_heavy_requirements",
     "zcdp_budget",
 ]
@@ -279,46 +278,3 @@ def _check_clusters(clusters: PublicClusters, k: int, d: int, t: float) -> None:
             f"{small} of the public clusters have fewer than d+1 = {d + 1} public rows "
             "(nothing was spent): give more public rows, or use method='public-light'"
         )
-
-
-def public_requirements(
-    method: str,
-    *,
-    n: int,
-    d: int,
-    k: int,
-    budget: Budget,
-    min_weight: float | None = None,
-    beta: float = 0.05,
-    alpha: float = 0.2,
-    constants: str = "practical",
-    n_public: int | None = None,
-) -> Any:
-    """:class:`~.requirements.Requirements` of ``"public-heavy"`` or ``"public-light"`` from
-    public quantities only (``budget`` ZCDP or (ε, δ) with δ > 0). ``"practical"``: this
-    implementation's measured thresholds; ``"theory"``: Thm 4.29 / 4.24 terms with constants 1
-    (indicative only). ``n_public`` (if given) is checked against :func:`min_public_rows`."""
-    from .public_light import public_light_requirements
-    from .requirements import Requirements
-
-    if method not in ("public-heavy", "public-light"):
-        raise ValueError(f"method must be 'public-heavy' or 'public-light', got {method!r}")
-    w = 1.0 / k if min_weight is None else float(min_weight)
-    rho = zcdp_budget(budget, method)
-    knobs: dict[str, Any] = {"public rows": f">= {min_public_rows(d, w, method)}"}
-    if constants == "theory":
-        bounds = theory_terms(d=d, k=k, rho=rho, min_weight=w, alpha=alpha, beta=beta)
-        terms = {name: b.n for name, b in bounds.items() if name != "public rows m"}
-        if method == "public-light":
-            terms["clustering d^1.5 k^2.5"] = d**1.5 * k**2.5 / math.sqrt(rho)
-        note = "theorem terms with constants 1 and polylog -> log: indicative only"
-    else:
-        fn = public_heavy_requirements if method == "public-heavy" else public_light_requirements
-        terms = fn(n=n, d=d, k=k, rho=rho, min_weight=w, beta=beta)
-        note = "practical thresholds of this implementation (measured safety factors)"
-    if n_public is not None and n_public < min_public_rows(d, w, method):
-        terms["too few public rows"] = math.inf
-    dominant = max(terms, key=lambda key: terms[key])
-    need = float(terms[dominant])
-    return Requirements(method, int(n), need, bool(n >= need), constants, dict(terms), dominant,
-                        knobs, note)

@@ -20,20 +20,22 @@ Nothing here looks at data; every function is safe to call before spending any b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..accounting import ApproxDP
-from ..mechanisms import gaussian_sigma_zcdp
+from ..accounting import ApproxDP, Budget
 from ..theory import Bound
-from .one_cluster import DEFAULT_SPLIT as ONE_CLUSTER_SPLIT
-from .one_cluster import KINDS as ONE_CLUSTER_KINDS
-from .one_cluster import doubling_radii, search_floor
+from .kssu import practical_terms as _kssu_practical
+from .public_heavy import min_public_rows, public_heavy_requirements, theory_terms, zcdp_budget
+from .public_light import public_light_requirements
+from .sample_aggregate import practical_terms as _sa_practical
+from .sample_size import Requirements, check_sizes, report
+from .sample_size import lg as _lg
 
 __all__ = [
     "METHODS",
     "Requirements",
     "kssu_theory_terms",
+    "public_requirements",
     "requirements",
     "sample_aggregate_theory",
     "separation_main",
@@ -44,173 +46,11 @@ __all__ = [
 
 METHODS = ("kssu", "sample-aggregate", "pegme")
 
-# Measured safety factors (benchmarks/mixture_recovery.py): the practical thresholds are the
-# smallest n at which the named step's signal (points in a cluster) exceeds its noise floor
-# (Γ, τ) by these factors.
-_SA_T_OVER_GAMMA = 2.2
-_SA_BOX_OVER_TAU = 2.0
-_KSSU_T_OVER_GAMMA = 2.5
-_KSSU_BOX_OVER_TAU = 2.0
-
-
-@dataclass(frozen=True)
-class Requirements:
-    """Whether n samples can work for ``method`` (from public quantities only).
-
-    ``n_needed`` is the practical threshold (``constants="practical"``) or the theorem value
-    (``"theory"``); ``ok`` is ``n >= n_needed``; ``terms`` maps each named requirement to the n
-    it needs, ``dominant`` names the largest; ``knobs`` says what else must hold.
-    """
-
-    method: str
-    n: int
-    n_needed: float
-    ok: bool
-    constants: str
-    terms: dict[str, float]
-    dominant: str
-    knobs: dict[str, Any] = field(default_factory=dict)
-    note: str = ""
-
-    def __str__(self) -> str:
-        verdict = "enough" if self.ok else "too few"
-        return (
-            f"{self.method}: n = {self.n} is {verdict}; needs n >~ {self.n_needed:.3g} "
-            f"({self.constants} constants; dominated by {self.dominant}). {self.note}"
-        )
-
-    def message(self) -> str:
-        """A refusal message naming the n (and knobs) needed."""
-        extra = "".join(f"; {k} {v}" for k, v in self.knobs.items())
-        return (
-            f"method={self.method!r} needs about n >= {self.n_needed:.3g} samples here "
-            f"(got n = {self.n}; dominated by {self.dominant}{extra}). Give more data, a larger "
-            "budget, fewer components or a larger min_weight"
-        )
-
-
-def _check(n: int, d: int, k: int, epsilon: float, delta: float, min_weight: float) -> None:
-    if n < 1 or d < 1 or k < 1:
-        raise ValueError("n, d and k must be positive integers")
-    if not (epsilon > 0) or not (0 < delta < 1):
-        raise ValueError("need epsilon > 0 and 0 < delta < 1")
-    if not (0 < min_weight <= 1.0 / k + 1e-12):
-        raise ValueError(f"min_weight must be in (0, 1/k] = (0, {1.0 / k:.4g}]")
-
-
-def _lg(x: float) -> float:
-    return math.log(max(x, math.e))
 
 
 # ----------------------------------------------------------------------------------------------
 # Practical thresholds, from the implementation's own budget split
 # ----------------------------------------------------------------------------------------------
-
-
-def _one_cluster_floor(
-    eps: float, delta: float, d: int, beta: float, n_radii: int, split: tuple = ONE_CLUSTER_SPLIT
-) -> tuple[float, float]:
-    """(Γ of the radius search, τ of the box histogram) of one :func:`one_cluster` call."""
-    return search_floor(ApproxDP(eps, delta), ONE_CLUSTER_KINDS, split, (1, 1, d, d), n_radii, beta)
-
-
-def _sa_practical(n: int, d: int, k: int, eps: float, delta: float, w: float, beta: float) -> dict:
-    from .sample_aggregate import (
-        DEFAULT_RADIUS_RANGE,
-        ROUND_SPLIT,
-        default_chunk_size,
-        plan_sa_budget,
-    )
-
-    plan = plan_sa_budget(ApproxDP(eps, delta), k, d)
-    T = doubling_radii(*DEFAULT_RADIUS_RANGE).size
-    r0 = plan.rounds[0]
-    gamma, tau = _one_cluster_floor(r0.epsilon, r0.delta, d, beta / (4 * k), T, ROUND_SPLIT)
-    m = default_chunk_size(k, d, w)
-    # round 1: t = 0.8·s/k must exceed 2Γ (else a too-small radius passes AboveThreshold); the
-    # heaviest box must hold > τ of the ~s/k estimates
-    s_radius = k * _SA_T_OVER_GAMMA * gamma / 0.8
-    s_box = k * _SA_BOX_OVER_TAU * tau
-    return {
-        "terms": {
-            "1-cluster radius search (t vs Gamma)": s_radius * m,
-            "1-cluster box histogram (threshold tau)": s_box * m,
-            "one chunk per 2k": 2.0 * k * m,
-        },
-        "knobs": {"chunk size": m},
-    }
-
-
-def _terrific_floor(
-    budget: ApproxDP, m: int, max_points: int, n_radii: int, beta: float
-) -> tuple[float, float, float]:
-    """(sampling rate γ, Γ, τ) of one subsampled terrific-ball call on m rows (kssu.py)."""
-    from .kssu import amplified_budget
-    from .terrific_ball import DEFAULT_SPLIT as TERRIFIC_SPLIT
-    from .terrific_ball import KINDS as TERRIFIC_KINDS
-
-    rate = min(1.0, max_points / max(m, 1))
-    inner = amplified_budget(budget, rate)
-    gamma, tau = search_floor(inner, TERRIFIC_KINDS, TERRIFIC_SPLIT, (1, 1, 2, 2, 1), n_radii, beta)
-    return rate, gamma, tau
-
-
-def _kssu_practical(
-    n: int,
-    d: int,
-    k: int,
-    eps: float,
-    delta: float,
-    w: float,
-    beta: float,
-    max_points: int = 10_000,
-    n_radii_max: int = 24,
-) -> dict:
-    from .kssu import plan_kssu_budget
-
-    plan = plan_kssu_budget(ApproxDP(eps, delta), k)
-    beta0 = beta / (10 * k)
-    terms: dict[str, float] = {}
-    if k > 1:
-        # t = n·w/4; the root (largest node, smallest sampling rate) is the hardest: find the
-        # smallest n with t·γ >= c·Γ(γ) and the heaviest box (about a third of a component in
-        # the sample) above c·τ, by doubling then bisection on this public function
-        terr = plan.node_terrific
-
-        def ok(nn: float, which: str) -> bool:
-            rate, gamma, tau = _terrific_floor(terr, int(nn), max_points, n_radii_max + 1, beta0)
-            t_in = nn * w / 4 * rate
-            if which == "radius":
-                return t_in >= _KSSU_T_OVER_GAMMA * gamma
-            return nn * w * rate / 3 >= _KSSU_BOX_OVER_TAU * tau
-
-        for which, name in (
-            ("radius", "terrific radius search (t vs Gamma)"),
-            ("box", "terrific box histogram (threshold tau)"),
-        ):
-            lo, hi = 1.0, 2.0
-            while not ok(hi, which) and hi < 1e15:
-                lo, hi = hi, hi * 2
-            for _ in range(40):
-                mid = math.sqrt(lo * hi)
-                lo, hi = (lo, mid) if ok(mid, which) else (mid, hi)
-            terms[name] = hi
-        # private PCA (only when it drops directions, d > k): the spectral noise
-        # ‖E‖ ≈ 2√d·σ_E, σ_E = √2·r_X²/(n√(2ρ)), must stay below a tenth of the between-component
-        # eigenvalue w·Δ²; an enclosing ball of separated clusters has r_X² ≈ 6Δ², so
-        # n >= 120·√d·(√2/√(2ρ))/w
-        if d > k and plan.node_pca is not None:  # k = 1: no split, no PCA
-            sigma_unit = gaussian_sigma_zcdp(math.sqrt(2.0), plan.node_pca.rho)
-            terms["private PCA noise"] = 120.0 * math.sqrt(d) * sigma_unit / w
-    # CoinPress per leaf, measured (d = 10): whitened covariance error ≈ d/√n_j (sampling)
-    # + 20·d^1.5/(n_j·√ρ_E) (privacy); both below ~0.25 needs the n_j below
-    rho_e = plan.estimation.rho / 2.0
-    terms["per-component CoinPress"] = (16.0 * d * d + 80.0 * d**1.5 / math.sqrt(rho_e)) / w
-    terms["count regularity"] = 12.0 * math.log(2 * k / beta) / w
-    return {
-        "terms": terms,
-        "knobs": {"max_points": max_points, "separation ratio (measured)": ">= 5"},
-    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -275,7 +115,7 @@ def kssu_theory_terms(
 
     ε₀, δ₀ are the per-mechanism budgets of the recursion, ε/√(k ln(1/δ)) and δ/(5k); the NS18
     exponent a, the 9^{log*} factor and the n^a factor are set to 1."""
-    _check(n, d, k, epsilon, delta, min_weight)
+    check_sizes(n, d, k, epsilon, delta, min_weight)
     w, a, b = min_weight, alpha, beta
     eps0 = epsilon / math.sqrt(k * _lg(1 / delta))
     delta0 = delta / (5 * k)
@@ -335,7 +175,7 @@ def warmup_theory_terms(
     kappa: float = 1.0,
 ) -> dict[str, Bound]:
     """Thm 4.4 (PEGME, spherical, equal weights) term by term (W1–W4, spec §2.6), constants 1."""
-    _check(n, d, k, epsilon, delta, 1.0 / k)
+    check_sizes(n, d, k, epsilon, delta, 1.0 / k)
     a, b = alpha, beta
     ell = max(512.0 * math.log(max(n, 2) * k / b), k)
     lam = R0 + math.sqrt(kappa) * (math.sqrt(d) + math.sqrt(2 * math.log(2 * max(n, 2) / b)))
@@ -383,7 +223,7 @@ def sample_aggregate_theory(
 ) -> dict[str, Bound]:
     """Thm 6.1 / 6.4 with VW02 (spec §2.7), constants 1: n = m·s, where m is what the black box
     needs and s the number of chunks the 1-cluster aggregation needs."""
-    _check(n, d, k, epsilon, delta, min_weight)
+    check_sizes(n, d, k, epsilon, delta, min_weight)
     w, a, b = min_weight, alpha, beta
     m = d**3 * _lg(d) / w**2 + d * _lg(k / b) / (w * a * a) + k * k * _lg(k / b) / (a * a)
     s = (
@@ -425,8 +265,6 @@ def requirements(
     ``"theory"``: the paper's theorem terms with constants 1 (indicative only). ``max_points``
     is the KSSU learner's subsample size of the pairwise scores (its default)."""
     if method in ("public-heavy", "public-light"):  # issue 5: formulas in their own module
-        from .public_heavy import public_requirements
-
         return public_requirements(method, n=n, d=d, k=k, budget=ApproxDP(epsilon, delta),
                                    min_weight=min_weight, alpha=alpha, beta=beta,
                                    constants=constants)
@@ -440,7 +278,7 @@ def requirements(
     if constants not in ("practical", "theory"):
         raise ValueError("constants must be 'practical' or 'theory'")
     w = 1.0 / k if min_weight is None else float(min_weight)
-    _check(n, d, k, epsilon, delta, w)
+    check_sizes(n, d, k, epsilon, delta, w)
     if constants == "theory":
         if method == "kssu":
             bounds = kssu_theory_terms(
@@ -465,8 +303,41 @@ def requirements(
             out = _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=max_points)
         terms, knobs = out["terms"], out["knobs"]
         note = "practical thresholds of this implementation (measured safety factors)"
-    dominant = max(terms, key=lambda key: terms[key])
-    need = float(terms[dominant])
-    return Requirements(
-        method, int(n), need, bool(n >= need), constants, dict(terms), dominant, knobs, note
-    )
+    return report(method, n, terms, constants, knobs, note)
+
+
+def public_requirements(
+    method: str,
+    *,
+    n: int,
+    d: int,
+    k: int,
+    budget: Budget,
+    min_weight: float | None = None,
+    beta: float = 0.05,
+    alpha: float = 0.2,
+    constants: str = "practical",
+    n_public: int | None = None,
+) -> Any:
+    """:class:`~.requirements.Requirements` of ``"public-heavy"`` or ``"public-light"`` from
+    public quantities only (``budget`` ZCDP or (ε, δ) with δ > 0). ``"practical"``: this
+    implementation's measured thresholds; ``"theory"``: Thm 4.29 / 4.24 terms with constants 1
+    (indicative only). ``n_public`` (if given) is checked against :func:`min_public_rows`."""
+    if method not in ("public-heavy", "public-light"):
+        raise ValueError(f"method must be 'public-heavy' or 'public-light', got {method!r}")
+    w = 1.0 / k if min_weight is None else float(min_weight)
+    rho = zcdp_budget(budget, method)
+    knobs: dict[str, Any] = {"public rows": f">= {min_public_rows(d, w, method)}"}
+    if constants == "theory":
+        bounds = theory_terms(d=d, k=k, rho=rho, min_weight=w, alpha=alpha, beta=beta)
+        terms = {name: b.n for name, b in bounds.items() if name != "public rows m"}
+        if method == "public-light":
+            terms["clustering d^1.5 k^2.5"] = d**1.5 * k**2.5 / math.sqrt(rho)
+        note = "theorem terms with constants 1 and polylog -> log: indicative only"
+    else:
+        fn = public_heavy_requirements if method == "public-heavy" else public_light_requirements
+        terms = fn(n=n, d=d, k=k, rho=rho, min_weight=w, beta=beta)
+        note = "practical thresholds of this implementation (measured safety factors)"
+    if n_public is not None and n_public < min_public_rows(d, w, method):
+        terms["too few public rows"] = math.inf
+    return report(method, n, terms, constants, knobs, note)

@@ -75,6 +75,7 @@ from .one_cluster import (
     plan_budget,
     reserve,
 )
+from .sample_size import one_cluster_floor
 
 __all__ = [
     "DEFAULT_RADIUS_RANGE",
@@ -484,32 +485,44 @@ def root_radius_grid(radii: Any) -> np.ndarray:
     return grid
 
 
-def needed_n(
-    method: str,
-    shape: tuple[int, int],
-    k: int,
-    budget: ApproxDP,
-    min_weight: float,
-    beta: float,
-    **knobs: Any,
-) -> int:
-    """The practical n ``method`` needs (:func:`~.requirements.requirements`, public
-    quantities only), for the ``needed_n`` of an :class:`EstimationFailed`."""
-    from .requirements import requirements
+# Measured safety factors (benchmarks/mixture_recovery.py): the practical n is the smallest at
+# which the 1-cluster rounds' signal (points in a cluster) exceeds their noise floor (Γ, τ) by
+# these factors.
+T_OVER_GAMMA = 2.2
+BOX_OVER_TAU = 2.0
 
+
+def practical_terms(
+    n: int, d: int, k: int, eps: float, delta: float, w: float, beta: float
+) -> dict:
+    """This implementation's sample-size terms (public quantities only; measured safety
+    factors, :data:`T_OVER_GAMMA` and :data:`BOX_OVER_TAU`) and knobs."""
+    plan = plan_sa_budget(ApproxDP(eps, delta), k, d)
+    T = doubling_radii(*DEFAULT_RADIUS_RANGE).size
+    r0 = plan.rounds[0]
+    gamma, tau = one_cluster_floor(r0.epsilon, r0.delta, d, beta / (4 * k), T, ROUND_SPLIT)
+    m = default_chunk_size(k, d, w)
+    # round 1: t = 0.8·s/k must exceed 2Γ (else a too-small radius passes AboveThreshold); the
+    # heaviest box must hold > τ of the ~s/k estimates
+    s_radius = k * T_OVER_GAMMA * gamma / 0.8
+    s_box = k * BOX_OVER_TAU * tau
+    return {
+        "terms": {
+            "1-cluster radius search (t vs Gamma)": s_radius * m,
+            "1-cluster box histogram (threshold tau)": s_box * m,
+            "one chunk per 2k": 2.0 * k * m,
+        },
+        "knobs": {"chunk size": m},
+    }
+
+
+def needed_n(shape: tuple[int, int], k: int, budget: ApproxDP, min_weight: float, beta: float
+             ) -> int:
+    """The practical n this learner needs (public quantities only), for the ``needed_n`` of an
+    :class:`EstimationFailed`."""
     n, d = shape
-    req = requirements(
-        method,
-        n=n,
-        d=d,
-        k=k,
-        epsilon=budget.epsilon,
-        delta=budget.delta,
-        min_weight=min_weight,
-        beta=beta,
-        **knobs,
-    )
-    return int(math.ceil(req.n_needed))
+    terms = practical_terms(n, d, k, budget.epsilon, budget.delta, min_weight, beta)["terms"]
+    return int(math.ceil(max(terms.values())))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -564,11 +577,7 @@ def sample_aggregate_gmm(
     chunk = default_chunk_size(k, d, min_weight)
     s = n // chunk if n_chunks is None else check_positive_int(n_chunks, "n_chunks")
     if s < 2 * k or n // max(s, 1) < k + 1:
-        from .requirements import requirements
-
-        need = requirements(
-            "sample-aggregate", n=n, d=d, k=k, epsilon=1.0, delta=1e-6, min_weight=min_weight
-        ).n_needed
+        need = needed_n((n, d), k, budget, w_min, beta)
         raise ValueError(
             f"sample-and-aggregate needs at least {2 * k} chunks of at least {k + 1} rows "
             f"(n = {n}, n_chunks = {s}); it is meant for n of the order of {need:.2g} or more"
@@ -581,7 +590,7 @@ def sample_aggregate_gmm(
     src = as_noise(noise)
     learner = gmm_learner if learner is None else learner
     beta_r = beta / (4 * k)
-    needed = needed_n("sample-aggregate", data.shape, k, budget, w_min, beta)
+    needed = needed_n(data.shape, k, budget, w_min, beta)
 
     W, M, ok, m_min = _fit_chunks(data, k, s, learner, src.rng)
     dummies = dummy_points(s, d, grid, peel_factor, src.rng)

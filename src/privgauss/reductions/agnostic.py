@@ -531,7 +531,7 @@ def reduction_requirements(
     constants: str = "practical",
 ) -> Any:
     """The n ``method`` ("ppe" or "agnostic") needs, from public quantities only."""
-    from ..mixture.requirements import Requirements
+    from ..mixture.sample_size import Requirements
     from .ppe_gaussian import ppe_requirements
 
     if method == "ppe":
@@ -566,11 +566,16 @@ _P2_PRODUCERS = {"sample-aggregate": ("sample_aggregate", "sample_aggregate_gmm"
 
 def _producer_needs(n: int, d: int, k: int, epsilon: float, delta: float, beta: float
                     ) -> dict[str, float]:
-    """The n each P2 producer needs with the budget (ε, δ) (public: ``requirements``)."""
-    from ..mixture.requirements import requirements
+    """The n each P2 producer needs with the budget (ε, δ) (public: each producer's own
+    practical terms, as ``requirements`` reports them)."""
+    import importlib
 
-    return {m: requirements(m, n=n, d=d, k=k, epsilon=epsilon, delta=delta,
-                            beta=beta).n_needed for m in _P2_PRODUCERS}
+    def need(method: str) -> float:
+        module = importlib.import_module(f"privgauss.mixture.{_P2_PRODUCERS[method][0]}")
+        terms = module.practical_terms(n, d, k, epsilon, delta, 1.0 / k, beta)["terms"]
+        return float(max(terms.values()))
+
+    return {m: need(m) for m in _P2_PRODUCERS}
 
 
 def _p2_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: float

@@ -291,7 +291,7 @@ def ppe_requirements(
     """Whether n rows can work for the PPE estimators (public quantities only): the practical
     plan's minimum (``"practical"``, k = 1) or the faithful Thm 7.1.3 formula
     (:func:`privgauss.theory.ppe_n`, ``"theory"``, any k)."""
-    from ..mixture.requirements import Requirements
+    from ..mixture.sample_size import Requirements
     from ..theory import ppe_n
 
     if constants == "theory" or k > 1:
