@@ -15,6 +15,7 @@ from privgauss.clipped_stats import Rows, affine_rows, sanitize_rows
 from privgauss.gaussian import coinpress as cp
 from privgauss.gaussian import coinpress_plan as cpp
 from privgauss.gaussian import coinpress_split as cps
+from privgauss.gaussian import coinpress_steps as cps_steps
 from privgauss.gaussian.coinpress import coinpress_covariance, coinpress_gaussian, coinpress_mean
 from privgauss.gaussian.coinpress_plan import (
     chi_tail_bound,
@@ -465,7 +466,7 @@ def test_audit_passes(kw: dict) -> None:
 
 def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     from privgauss import audit
-    monkeypatch.setattr(cp, "clipped_mean_l2", lambda radius, n: radius / n)
+    monkeypatch.setattr(cps_steps, "clipped_mean_l2", lambda radius, n: radius / n)
     cpp.mean_schedule.cache_clear()
     try:
         D, D2 = _audit_pair()
