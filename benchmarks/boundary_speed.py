@@ -61,9 +61,12 @@ def main() -> None:
     ap.add_argument("--old", required=True)
     ap.add_argument("--new", required=True)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", default="", help="run the cases whose name contains this text")
     args = ap.parse_args()
     rows = []
     for name, setup in CASES.items():
+        if args.only not in name:
+            continue
         old, new = [], []
         for _ in range(args.repeats):
             old.append(_time(args.old, setup))
