@@ -182,7 +182,7 @@ class PrivateEstimatorBase(BudgetMixin):
 
 
 @contextlib.contextmanager
-def private_section() -> Iterator[None]:
+def private_section(accountant: Accountant | None = None) -> Iterator[None]:
     """The algorithm part of a fit, after the trust boundary: floating-point exceptions are
     ignored (``np.errstate``: the algorithms sanitise non-finite values per record) and every
     warning raised inside — numpy's, or a non-private learner's such as scikit-learn's
@@ -191,18 +191,35 @@ def private_section() -> Iterator[None]:
     this section, from public quantities and DP outputs: when the section ends in
     :class:`~privgauss.exceptions.EstimationFailed` (⊥, a DP output), a
     :class:`~privgauss.warnings.BudgetSpentWarning` is emitted after the capture has ended,
-    just before the exception propagates."""
+    just before the exception propagates. With the fit's ``accountant``, the failure's message
+    is completed with the step that failed, the n it needs and what was spent (all public or
+    DP quantities), so that the text alone tells the user what happened."""
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
-    except EstimationFailed:
+    except EstimationFailed as exc:
+        if accountant is not None:
+            exc.args = (failure_text(exc, accountant), *exc.args[1:])
         _warn(
             BudgetSpentWarning,
             "the fit failed (EstimationFailed, a DP output): the privacy budget it charged "
             "stays spent and nothing was released; count it before retrying on the same rows",
         )
         raise
+
+
+def failure_text(exc: EstimationFailed, accountant: Accountant) -> str:
+    """The message of a failed fit: what the algorithm said, then the step, the n that step
+    needs (when known) and the budget spent (the failure is a DP output: so is what it cost)."""
+    text = str(exc.args[0]) if exc.args else "the private estimation failed"
+    facts = []
+    if exc.step and exc.step not in text:
+        facts.append(f"failed step: {exc.step}")
+    if exc.needed_n:
+        facts.append(f"that step needs about n >= {int(exc.needed_n):,} rows")
+    facts.append(f"spent {accountant.spent_str()} of {accountant.total}, which stays spent")
+    return f"{text.rstrip('.')} ({'; '.join(facts)})"
 
 
 # frames of these modules are skipped so that a warning points at the code that called fit

@@ -177,11 +177,29 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)
-        with private_section():
+        with private_section(acct):
             mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
-        self.mean_ = mean
-        self.covariance_ = cov
+        self.mean_, self.covariance_ = self._inside_prior(mean, cov, center, known)
         self._record(budget, acct, method, reason)
+
+    def _inside_prior(self, mean: np.ndarray, cov: np.ndarray, center: np.ndarray,
+                      known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The release projected into the prior the user gave (post-processing, no privacy
+        cost): the mean into the ball ‖μ − center‖ ≤ ``mean_bound``, an estimated covariance's
+        eigenvalues into ``cov_bounds``. When the truth satisfies the prior, neither projection
+        moves the estimate away from it."""
+        if self.mean_bound is not None:
+            offset = mean - center
+            norm = float(np.linalg.norm(offset))
+            if norm > float(self.mean_bound):  # a hair inside, whatever the rounding
+                mean = center + offset * (float(self.mean_bound) / norm * (1.0 - 1e-12))
+        if known is None and self.cov_bounds is not None:
+            lo, hi = (float(v) for v in self.cov_bounds)
+            w, V = np.linalg.eigh((cov + cov.T) / 2)
+            if w[0] < lo or w[-1] > hi:
+                cov = (V * np.clip(w, lo, hi)) @ V.T
+                cov = (cov + cov.T) / 2
+        return mean, cov
 
     def _check_method_inputs(
         self, method: str, budget: Budget, d: int, Xp: np.ndarray | None, known: np.ndarray | None

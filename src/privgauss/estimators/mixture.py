@@ -478,7 +478,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)
         info: dict[str, Any] = {}
-        with private_section():
+        with private_section(acct):
             weights, means, covs = METHODS[method].runner(self, X, Xp, budget, acct, noise, info)
         self.weights_ = np.asarray(weights, dtype=np.float64)
         self.means_ = np.asarray(means, dtype=np.float64)
