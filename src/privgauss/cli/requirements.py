@@ -24,6 +24,8 @@ from ._common import (
 def requirements_cmd() -> None:
     """What n a method needs (from public quantities only; nothing is read or spent).
 
+    Exit status: 0 when --n is enough (or not given), 1 when it is too few, 2 on bad input.
+
     \b
     Examples:
       privgauss requirements gaussian public --d 10 --rho 0.5 --n 8000
@@ -117,8 +119,12 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
             verdict = "enough" if n >= bound.n else "too few"
             click.echo(f"verdict: n = {int(n)} is {verdict} for TV error {alpha:g} by this "
                        "(indicative) bound")
+            enough.append(n >= bound.n)
 
+    enough: list[bool] = []
     _run_user(run)
+    if enough and not enough[0]:
+        raise SystemExit(1)  # too few rows: a script can test the verdict
 
 
 @requirements_cmd.command("mixture")
@@ -158,6 +164,10 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
         for term, value in req.terms.items():
             click.echo(f"  {term:<45} n >~ {value:.3g}")
         click.echo(f"verdict: n = {int(n)} is {'enough' if req.ok else 'too few'}")
+        enough.append(req.ok)
 
+    enough: list[bool] = []
     _run_user(run)
+    if enough and not enough[0]:
+        raise SystemExit(1)  # too few rows: a script can test the verdict
 
