@@ -47,7 +47,9 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
       (``constants="theory"``: the thesis's Algorithm 1 with masking, which needs
       astronomically many rows). Mean and covariance only.
 
-    ``covariance="identity"`` or a known matrix estimates the mean only. ``constants="theory"``
+    ``covariance="identity"`` or a known matrix estimates the mean only; ``mean=`` a known
+    mean vector estimates the covariance only, with the whole budget (methods ``"coinpress"``,
+    given ``cov_bounds``, and ``"public"``, given d+1 public rows). ``constants="theory"``
     uses the papers' constants and ``"practical"`` tuned ones; privacy never depends on this.
     ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
     for experiments (not for production releases).
@@ -60,6 +62,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         "delta": "no_validation",
         "method": [StrOptions(set(METHODS))],
         "covariance": [StrOptions({"identity"}), "array-like", None],
+        "mean": ["array-like", None],
         "mean_bound": [Interval(Real, 0, None, closed="neither"), None],
         "center": ["array-like", None],
         "cov_bounds": ["array-like", None],
@@ -79,6 +82,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         delta: float | None = None,
         method: str = "auto",
         covariance: str | np.ndarray | None = None,
+        mean: np.ndarray | None = None,
         mean_bound: float | None = None,
         center: np.ndarray | None = None,
         cov_bounds: tuple[float, float] | None = None,
@@ -94,6 +98,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.delta = delta
         self.method = method
         self.covariance = covariance
+        self.mean = mean
         self.mean_bound = mean_bound
         self.center = center
         self.cov_bounds = cov_bounds
@@ -139,6 +144,15 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         """The method to run and the reason, from public facts only."""
         if self.method != "auto":
             return self.method, "requested"
+        if self.mean is not None and not is_pure(budget):  # the covariance only
+            if m >= d + 1:
+                return "public", f"known mean; {m} public rows given ({d + 1} needed)"
+            if self.cov_bounds is not None:
+                return "coinpress", "known mean and cov_bounds given"
+            raise ValueError(
+                "with a known mean= the covariance is estimated by method 'public' (give "
+                f"public_X with at least {d + 1} rows) or 'coinpress' (give cov_bounds=(lo, hi))"
+            )
         has_prior = self.mean_bound is not None and (known is not None or self.cov_bounds)
         need_public = 1 if known is not None else d + 1
         if is_pure(budget):
@@ -173,12 +187,17 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if center.shape != (d,) or not np.all(np.isfinite(center)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
         self._n_rows = n
-        self._check_method_inputs(method, budget, d, Xp, known)
+        known_mean = self._known_mean(d, known, method)
+        self._check_method_inputs(method, budget, d, Xp, known, known_mean)
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)
         with private_section(acct):
-            mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
+            if known_mean is not None:
+                mean, cov = known_mean, self._covariance_known_mean(
+                    method, X, Xp, zcdp_of(budget, f"method={method!r}"), acct, noise, known_mean)
+            else:
+                mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
         self.mean_, self.covariance_ = self._inside_prior(mean, cov, center, known)
         self._record(budget, acct, method, reason)
 
@@ -188,7 +207,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         cost): the mean into the ball ‖μ − center‖ ≤ ``mean_bound``, an estimated covariance's
         eigenvalues into ``cov_bounds``. When the truth satisfies the prior, neither projection
         moves the estimate away from it."""
-        if self.mean_bound is not None:
+        if self.mean_bound is not None and self.mean is None:  # a known mean is the user's
             offset = mean - center
             norm = float(np.linalg.norm(offset))
             if norm > float(self.mean_bound):  # a hair inside, whatever the rounding
@@ -201,10 +220,59 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 cov = (cov + cov.T) / 2
         return mean, cov
 
+    def _known_mean(self, d: int, known: np.ndarray | None, method: str) -> np.ndarray | None:
+        """The user's known mean (a public vector), checked; None when not given."""
+        if self.mean is None:
+            return None
+        mu = np.array(self.mean, dtype=np.float64)
+        if mu.shape != (d,) or not np.all(np.isfinite(mu)):
+            raise InvalidDataError(f"mean must be a finite vector of length {d}")
+        if known is not None:
+            raise ValueError("both mean= and covariance= are known: there is nothing to estimate")
+        if method not in ("coinpress", "public"):
+            raise ValueError(
+                f"method={method!r} does not take a known mean: with mean= use method='public' "
+                "(d+1 public rows) or 'coinpress' (cov_bounds=)"
+            )
+        return mu
+
+    def _covariance_known_mean(self, method: str, X: Any, Xp: np.ndarray | None, rho: float,
+                               acct: Accountant, noise: NoiseSource, mu: np.ndarray) -> np.ndarray:
+        """The covariance of rows with a known mean μ: the whole ρ goes to the covariance
+        (CoinPress's known-mean Alg. 2 on the rows x − μ, in a frame where I ⪯ Σ ⪯ K·I:
+        ``cov_bounds`` rescaled, or the public preconditioner's frame)."""
+        from ..gaussian.coinpress import coinpress_covariance
+
+        if method == "coinpress":
+            lo, hi = (float(v) for v in self.cov_bounds)  # type: ignore[union-attr]
+            Y = transform_rows(X, np.full(X.shape[1], 1.0 / math.sqrt(lo)), mu)
+            cov = coinpress_covariance(Y, rho, cov_upper=hi / lo, accountant=acct, noise=noise,
+                                       beta=self.beta, constants=self.constants)
+            return cov * lo
+        from ..gaussian.public import public_preconditioner
+
+        pre = public_preconditioner(Xp, float(self.beta) / 2, float(self.gamma))
+        Y = transform_rows(X, pre.forward_matrix, mu)  # x ↦ F(x − μ): covariance in [I, K·I]
+        cov_y = coinpress_covariance(Y, rho, cov_upper=max(float(pre.K), 1.0), accountant=acct,
+                                     noise=noise, beta=float(self.beta) / 2,
+                                     constants=self.constants)
+        return pre.backward(np.zeros(len(mu)), cov_y)[1]
+
     def _check_method_inputs(
-        self, method: str, budget: Budget, d: int, Xp: np.ndarray | None, known: np.ndarray | None
+        self, method: str, budget: Budget, d: int, Xp: np.ndarray | None,
+        known: np.ndarray | None, known_mean: np.ndarray | None = None,
     ) -> None:
         """Refuse, before any budget is spent, inputs the chosen method cannot use."""
+        if known_mean is not None:
+            if method == "coinpress" and self.cov_bounds is None:
+                raise InvalidDataError("method='coinpress' with a known mean needs cov_bounds=")
+            if method == "public" and (Xp is None or Xp.shape[0] < d + 1):
+                raise InvalidDataError(
+                    f"method='public' needs at least {d + 1} public rows (public_X=) to "
+                    "precondition the covariance"
+                )
+            zcdp_of(budget, f"method={method!r}")
+            return
         if method == "public":
             need = 1 if known is not None else d + 1
             if Xp is None or Xp.shape[0] < need:
