@@ -86,8 +86,6 @@ class PrivateEstimatorBase(BudgetMixin):
     _parameter_constraints: dict[str, Any] = {}
     #: fewest private rows any method of the estimator can use (a public fact)
     _min_rows = 2
-    #: whether the rows may stay a lazy dask array (streaming methods) rather than numpy
-    _streams = True
 
     def fit(self, X: Any, y: Any = None, *, public_X: Any = None) -> Any:
         """Fit the private model to the rows of ``X`` (n, d), helped by optional public rows.
