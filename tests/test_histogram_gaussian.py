@@ -272,3 +272,23 @@ def test_condition_1e8_fails_cleanly() -> None:
     m, c = histogram_gaussian(Z @ A.T, EPS, DELTA, accountant=Accountant(ApproxDP(EPS, DELTA)),
                               noise=1)
     assert covariance_error(c, A @ A.T) < 0.2
+
+
+@pytest.mark.parametrize(
+    "column",
+    ["flag", "rounded"],
+)
+def test_tied_columns_localise(column: str) -> None:
+    """0/1 flags and values rounded to a few levels make many pair differences exactly 0; the
+    scale comes from the non-zero differences (it once failed after spending)."""
+    import privgauss as pg
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    other = rng.normal(size=n)
+    tied = (rng.integers(0, 2, n).astype(float) if column == "flag"
+            else np.round(rng.normal(50.0, 10.0, n), -1))
+    X = np.column_stack([other, tied])
+    g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="histogram", random_state=0).fit(X)
+    np.testing.assert_allclose(g.mean_, X.mean(axis=0), atol=0.05 * X.std(axis=0).max())
+    np.testing.assert_allclose(np.diag(g.covariance_), X.var(axis=0), rtol=0.1)

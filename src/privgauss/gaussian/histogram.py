@@ -264,11 +264,18 @@ def localise(
                            accountant=accountant, noise=src, step=f"{step}-scale")
         ):
             if top == _ZERO_KEY:
-                raise EstimationFailed(
-                    f"the released scale histogram of axis {k} is dominated by identical "
-                    "values; the data are degenerate (discrete or constant) on that axis",
-                    step=f"{step}-scale",
-                )
+                # ties (0/1 flags, counts with many zeros, rounded values) make many pair
+                # differences exactly 0: the scale is the top released bin among the non-zero
+                # differences (post-processing of the release)
+                nonzero = {key: c for key, c in scale_h[k].items() if key != _ZERO_KEY}
+                if not nonzero:
+                    raise EstimationFailed(
+                        f"axis {k} is constant (or nearly): the released scale histogram holds "
+                        "only identical values; drop that column, or fit it with a known "
+                        "covariance",
+                        step=f"{step}-scale",
+                    )
+                top = _top_bin(nonzero)
             b[k] = top
         base = b - u  # log2 |Y| lies in [base, base + 1) for the top bin
         s_mid = np.exp2(base - _LOG_MODE) / math.sqrt(2.0)
