@@ -161,6 +161,7 @@ def private_selection(
     # top up what the producers left unused (a failed producer may stop early; zCDP parts
     # convert more tightly here), so the total spend never depends on the data
     left = acct.remaining
+    assert left is None or isinstance(left, ApproxDP)  # the remainder of an ApproxDP total
     if left is not None and left.epsilon > e2.epsilon * (1 + 1e-9):
         acct.spend(PureDP((left.epsilon - e2.epsilon) * (1 - 1e-9)), step="producers-unused")
     if not cands:  # every producer returned ⊥ (DP outputs): the selection budget is still spent
