@@ -194,6 +194,7 @@ def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
         if tmp_plot is not None:
             from ..plots import plot_models
 
+            assert ij is not None  # _check_outputs gives the coordinates whenever --plot is set
             plot_models({f"private ({model.method_})": model}, tmp_plot, dims=ij,
                         data=X if show_data else None, feature_names=names)
         if tmp_out is not None:

@@ -171,7 +171,10 @@ def _split_gaussian(rows: Rows, sp: _Split, args: tuple[Any, ...], c: np.ndarray
         part1 = Accountant(ZCDP(sp.rho_coarse), parent=accountant)
         part2 = Accountant(ZCDP(rho2), parent=accountant)
     idx = _split_rows(n, sp.m, src)
-    input_map = None if rows.P is None else (rows.P, rows.p0)
+    input_map = None
+    if rows.P is not None:
+        assert rows.p0 is not None  # an input map sets P and p0 together
+        input_map = (rows.P, rows.p0)
     rows1 = Rows(take_rows(rows.X, idx), input_map=input_map, center=rows.center)
     mu1, cov1 = _run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse")
     A = _whitener(cov1, lo, step) / math.sqrt(sp.u)

@@ -513,6 +513,7 @@ def faithful_agnostic(
             f"[B] Thm 4 guarantees accuracy from n ~ {plan.theory_n:.2g}",
             step="agnostic-choosing", needed_n=int(plan.theory_n),
         )
+    assert isinstance(key, tuple)  # quantised_em_lists' keys are tuples; g0 was the only other
     return decode(key, d, plan.step, offset, plan.w_step)
 
 
