@@ -392,7 +392,7 @@ def kssu_gmm(
     needed = needed_n("kssu", data.shape, k, budget, w_min, beta, max_points=max_points)
     beta0 = beta / (10 * k)
     c_out = (terrific_c - 1.0) / 2.0
-    keys = src.rng.random(n)  # public per-row keys of the fixed-size subsets
+    keys = src.rng.random(int(n))  # public per-row keys of the fixed-size subsets
     tree = KSSUTree()
     if info is not None:
         info.update(tree=tree.nodes, t=t, budget_plan=plan)
