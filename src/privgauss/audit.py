@@ -169,7 +169,7 @@ def audit_mechanism(
     else:
         numeric = [[_as_numeric(o) for o in g] for g in groups]
         if all(x is not None for g in numeric for x in g):
-            choice = _numeric_choice(numeric, delta, alpha)  # type: ignore[arg-type]
+            choice = _numeric_choice(numeric, delta, alpha)  # type: ignore[arg-type]  # no None: checked above
         elif all(_is_hashable(o) for g in groups for o in g):
             choice = _discrete_choice(groups, delta, alpha)
         else:

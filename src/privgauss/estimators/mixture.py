@@ -351,7 +351,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 min_weight=self.min_weight, beta=float(self.beta), n_public=n_public,
             )
 
-        extra = {}
+        extra: dict[str, Any] = {}
         if name == "kssu" and "max_points" in (self.method_params or {}):
             extra["max_points"] = int(self.method_params["max_points"])  # type: ignore[index]
         if name == "agnostic":  # constants="theory" is a different route (the faithful one)
