@@ -579,6 +579,7 @@ class Accountant:
             rho_left = left(tot.rho, t.rho)
             return None if rho_left is None else ZCDP(rho_left)
         spent = self.spent
+        assert spent is None or isinstance(spent, ApproxDP)  # spent is in the total's notion
         eps_left = left(tot.epsilon, 0.0 if spent is None else spent.epsilon)
         delta_left = tot.delta - t.delta
         if eps_left is None:

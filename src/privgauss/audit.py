@@ -169,7 +169,7 @@ def audit_mechanism(
     else:
         numeric = [[_as_numeric(o) for o in g] for g in groups]
         if all(x is not None for g in numeric for x in g):
-            choice = _numeric_choice(numeric, delta, alpha)  # type: ignore[arg-type]
+            choice = _numeric_choice(numeric, delta, alpha)  # type: ignore[arg-type]  # no None: checked above
         elif all(_is_hashable(o) for g in groups for o in g):
             choice = _discrete_choice(groups, delta, alpha)
         else:
@@ -659,11 +659,10 @@ def _spent_features(spent: Budget | None) -> tuple[float, float]:
     if spent is None:
         return 0.0, 0.0
     main = getattr(spent, "rho", None)
-    main = spent.epsilon if main is None else main  # type: ignore[union-attr]
+    main = spent.epsilon if main is None else main  # type: ignore[union-attr]  # no rho: has epsilon
     values = (float(main), float(getattr(spent, "delta", 0.0)))
-    return tuple(  # type: ignore[return-value]
-        float(f"{v:.12g}") if math.isfinite(v) else -1.0 for v in values
-    )
+    main_f, delta_f = (float(f"{v:.12g}") if math.isfinite(v) else -1.0 for v in values)
+    return main_f, delta_f
 
 
 def outcome_features(outcome: FitOutcome) -> np.ndarray:

@@ -252,7 +252,7 @@ class _NpyRows:
         out = np.empty((count, self.shape[1]), dtype=self.dtype)
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            view = memoryview(out).cast("B")
+            view = out.data.cast("B")
             got = 0
             while got < count * width:
                 k = os.preadv(fd, [view[got:]], self._offset + a * width + got)

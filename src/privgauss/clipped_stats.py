@@ -243,6 +243,8 @@ class Rows:
     ) -> None:
         self.X = X
         self.n, self.d = int(X.shape[0]), int(X.shape[1])
+        self.P: np.ndarray | None
+        self.p0: np.ndarray | None
         self.P, self.p0 = (None, None) if input_map is None else input_map
         self.center = np.zeros(self.d) if center is None else np.asarray(center, dtype=float)
         self.fast = self.n >= _FAST_MIN_ROWS if fast is None else bool(fast)
@@ -360,8 +362,11 @@ class Rows:
                          for a in range(0, n, step)]
                 un2 = np.concatenate([p[0] for p in parts])
                 Z = np.concatenate([p[1] for p in parts])
-        ref_inv = L if self.P is None else self.P @ L  # y − s_ref = ref_inv · u
-        s_ref = q if self.P is None else self.P @ (q - self.p0)
+        if self.P is None:  # y − s_ref = ref_inv · u
+            ref_inv, s_ref = L, q
+        else:
+            assert self.p0 is not None  # an input map sets P and p0 together
+            ref_inv, s_ref = self.P @ L, self.P @ (q - self.p0)
         big = float(np.linalg.norm(ref_inv, 2)) * math.sqrt(float(un2.max()))
         # every ‖y_i‖ ≤ ‖s_ref‖ + ‖P L‖‖u_i‖ stays far below 1e150: no row is sanitised, so the
         # closed form over all rows is the definition's sum
@@ -456,6 +461,7 @@ class Rows:
                     if xc > 0:
                         bound2 += (2.0 * xc) * np.sqrt(np.einsum("ij,ij->i", a, a)) * rho
                 found.append(a0 + np.flatnonzero(~(bound2 <= lim2)))
+            idx: np.ndarray | None  # None: the norm fallback below found no usable candidates
             idx = np.concatenate(found)
         if idx.size > _MAX_BOUND_CANDIDATES * self.n:
             idx = self._norm_candidates(S, C, q, r, tau)
@@ -540,6 +546,7 @@ class Rows:
             if self.P is None:
                 M, p0, off = A.T, s, np.zeros(self.d)
             else:  # A(P(x − p0) − s) in one product; x − p0 first (precision far from 0)
+                assert self.p0 is not None  # an input map sets P and p0 together
                 M, p0, off = (A @ self.P).T, self.p0, A @ s
         total: list[np.ndarray] | None = None
         for a0 in range(0, idx.size, _MOMENT_BLOCK):
@@ -787,6 +794,7 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
         if rows.P is None:
             B, p0, g, pn = A, s, np.zeros(d), 0.0
         else:
+            assert rows.p0 is not None  # an input map sets P and p0 together
             B, p0 = A @ rows.P, rows.p0
             g = np.linalg.solve(rows.P, s)
             pn = float(np.linalg.norm(rows.P, 2))

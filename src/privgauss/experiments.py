@@ -25,7 +25,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy.stats import trim_mean
@@ -59,7 +59,17 @@ def _grid(quick: bool, lo: int, hi: int, num: int) -> list[int]:
     return [int(x) for x in (ns[[0, 1, 2, len(ns) // 2, -1]] if quick else ns)]
 
 
-Row = dict[str, object]
+class Row(TypedDict):
+    """One line of an experiment's table (and of its CSV)."""
+
+    experiment: str
+    n: int
+    k: float | str
+    method: str
+    trials: int
+    trimmed_mean: float
+    trimmed_std: float
+    seconds: float
 
 
 def _record(
@@ -135,7 +145,9 @@ def run_w3(trials: int, quick: bool, seed: int, progress: bool = False) -> list[
                 X = mu + rng.standard_normal((n, d))
                 x_pub = mu + rng.standard_normal(d)
                 err[names[0]].append(float(np.linalg.norm(X.mean(axis=0) - mu)))
-                runs = (
+                runs: tuple[
+                    tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]], ...
+                ] = (
                     (
                         names[1],
                         coinpress_mean,

@@ -22,7 +22,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -219,7 +219,15 @@ def load(path: str | Path) -> Any:
     return from_dict(data)
 
 
-def _budget_kwargs(budget: Budget) -> dict[str, float]:
+class _BudgetKwargs(TypedDict, total=False):
+    """The estimators' budget keywords for one budget."""
+
+    rho: float
+    epsilon: float
+    delta: float
+
+
+def _budget_kwargs(budget: Budget) -> _BudgetKwargs:
     if isinstance(budget, ZCDP):
         return {"rho": budget.rho}
     if isinstance(budget, PureDP):

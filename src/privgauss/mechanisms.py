@@ -165,7 +165,7 @@ def _charge(
 def gaussian_mechanism(
     value: Any,
     sensitivity: float,
-    budget: ZCDP | ApproxDP,
+    budget: Budget,
     *,
     accountant: Accountant,
     noise: RandomState = None,
@@ -185,7 +185,7 @@ def gaussian_mechanism(
 def laplace_mechanism(
     value: Any,
     sensitivity: float,
-    budget: PureDP,
+    budget: Budget,
     *,
     accountant: Accountant,
     noise: RandomState = None,
@@ -287,7 +287,7 @@ def private_count(
 def exponential_mechanism(
     utilities: Any,
     sensitivity: float,
-    budget: PureDP,
+    budget: Budget,
     *,
     accountant: Accountant,
     noise: RandomState = None,
@@ -318,7 +318,7 @@ def above_threshold(
     queries: Iterable[float] | Iterable[Callable[[], float]],
     threshold: float,
     sensitivity: float,
-    budget: PureDP,
+    budget: Budget,
     *,
     accountant: Accountant,
     noise: RandomState = None,
@@ -348,7 +348,7 @@ def above_threshold(
 
 def stability_histogram(
     keys: Any,
-    budget: ApproxDP,
+    budget: Budget,
     *,
     accountant: Accountant,
     noise: RandomState = None,

@@ -389,6 +389,7 @@ def _cost_matrix(
     if covs_hat is None:
         diff = means_true[:, None, :] - means_hat[None, :, :]
         return np.sqrt(np.einsum("jid,jid->ji", diff, diff))
+    assert covs_true is not None  # match_components requires both or neither
     cost = np.empty((means_true.shape[0], means_hat.shape[0]))
     for j in range(cost.shape[0]):
         for i in range(cost.shape[1]):

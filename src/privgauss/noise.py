@@ -41,6 +41,9 @@ def _finite_list(values: np.ndarray) -> list[float]:
 class NoiseSource:
     """Draws privacy noise, securely (``random_state=None``) or reproducibly (seeded)."""
 
+    secure: bool
+    rng: np.random.Generator
+
     def __init__(self, random_state: Any = None) -> None:
         if isinstance(random_state, NoiseSource):
             self.secure = random_state.secure

@@ -43,7 +43,7 @@ class _RegistryChoice(click.Choice):
         self._get = choices
         super().__init__([], case_sensitive=True)
 
-    @property  # type: ignore[override]
+    @property  # type: ignore[override]  # click.Choice's plain attribute, read from the registry
     def choices(self) -> Sequence[str]:
         return tuple(self._get())
 
@@ -88,7 +88,7 @@ def _budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    opts = [
+    opts: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.argument("data", type=click.Path(dir_okay=False)),
         click.option("--columns", default=None, help="comma-separated columns (CSV/Parquet)"),
         click.option("--public", "public", default=None, type=click.Path(dir_okay=False),
@@ -194,6 +194,7 @@ def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
         if tmp_plot is not None:
             from ..plots import plot_models
 
+            assert ij is not None  # _check_outputs gives the coordinates whenever --plot is set
             plot_models({f"private ({model.method_})": model}, tmp_plot, dims=ij,
                         data=X if show_data else None, feature_names=names)
         if tmp_out is not None:

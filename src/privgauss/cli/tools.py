@@ -56,13 +56,16 @@ def experiment(name: str, trials: int | None, quick: bool, seed: int, out_dir: s
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         rows = experiments.run(name, trials=trials, quick=quick, seed=seed, progress=True)
-        csv_path, png_path = out / f"{name}.csv", out / f"{name}.png"
+        csv_path = out / f"{name}.csv"
+        png_path: Path | None = out / f"{name}.png"
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            png_path = None  # type: ignore[assignment]
-        with _atomic_outputs(str(csv_path), png_path and str(png_path)) as (tmp_csv, tmp_png):
-            experiments.write_csv(rows, tmp_csv)  # type: ignore[arg-type]
+            png_path = None
+        png_out = None if png_path is None else str(png_path)
+        with _atomic_outputs(str(csv_path), png_out) as (tmp_csv, tmp_png):
+            assert tmp_csv is not None  # a path was given for it
+            experiments.write_csv(rows, tmp_csv)
             if tmp_png is not None:
                 experiments.plot(rows, tmp_png, title=name)
         click.echo(f"{'n':>7} {'setting':>22} {'method':<28} {'trimmed mean':>13}")

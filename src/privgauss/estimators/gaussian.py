@@ -400,7 +400,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 eps,
                 center=center,
                 radius=float(self.mean_bound),
-                cov_bounds=None if self.cov_bounds is None else tuple(self.cov_bounds),
+                cov_bounds=None if self.cov_bounds is None else tuple(self.cov_bounds),  # type: ignore[arg-type]  # (lo, hi): two entries, checked by _check_params
                 cov=known,
                 accountant=acct,
                 noise=noise,
@@ -442,6 +442,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if method == "coinpress":
             from ..gaussian.coinpress import coinpress_mean
 
+            assert bound is not None  # _check_method_inputs: coinpress needs mean_bound
             return coinpress_mean(
                 X, center, bound, zcdp_of(budget, "coinpress"), accountant=acct, noise=noise
             )

@@ -262,7 +262,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         allowed = METHODS[method].knobs
         return {key: value for key, value in params.items() if key in allowed}
 
-    def _check_params(self, n: int, d: int) -> ApproxDP:
+    def _check_params(self, n: int, d: int) -> ZCDP | ApproxDP:
         """Refuse bad parameters before anything is spent (messages: public facts only)."""
         k = check_positive_int(self.n_components, "n_components", minimum=1)
         if k > n:
@@ -307,6 +307,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 "stability histograms), or rho= with a zCDP method "
                 f"{tuple(m for m, spec in METHODS.items() if spec.zcdp)}; got {budget}"
             )
+        assert isinstance(budget, ZCDP | ApproxDP)  # refused above otherwise
         return budget
 
     def _check_knobs(self, d: int) -> None:
@@ -350,7 +351,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 min_weight=self.min_weight, beta=float(self.beta), n_public=n_public,
             )
 
-        extra = {}
+        extra: dict[str, Any] = {}
         if name == "kssu" and "max_points" in (self.method_params or {}):
             extra["max_points"] = int(self.method_params["max_points"])  # type: ignore[index]
         if name == "agnostic":  # constants="theory" is a different route (the faithful one)

@@ -301,11 +301,11 @@ def mean_schedule(
     rho, beta, steps, fr = _check_schedule(n, d, rho, beta, constants, steps, fractions)
     if constants == "theory":
         t = 2 if steps is None else int(steps)
-        fr = _coinpress_fractions(t) if fractions is None else fr
+        fr = _coinpress_fractions(t) if fr is None else fr
         return _theory_mean_plan(n, d, float(radius), _split(rho, fr), beta)
 
     candidates: list[tuple[float, ...]]
-    if fractions is not None:
+    if fr is not None:
         candidates = [fr]
     else:
         ts = range(1, _MAX_MEAN_STEPS + 1) if steps is None else [int(steps)]
@@ -414,11 +414,11 @@ def covariance_schedule(
     rho, beta, steps, fr = _check_schedule(n, d, rho, beta, constants, steps, fractions)
     if constants == "theory":
         t = max(2, 1 + math.ceil(math.log10(cond))) if steps is None else int(steps)
-        fr = _coinpress_fractions(t) if fractions is None else fr
+        fr = _coinpress_fractions(t) if fr is None else fr
         return _theory_cov_plan(n, d, cond, _split(rho, fr), beta)
 
     tau = math.sqrt(_chi2_isf(_COV_CLIP_TAIL, d))
-    if fractions is not None:
+    if fr is not None:
         chosen = fr
     else:
         ts = range(1, _MAX_COV_STEPS + 1) if steps is None else [int(steps)]

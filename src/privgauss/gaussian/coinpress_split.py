@@ -51,6 +51,8 @@ _STEP_PASS_U32 = 0.3
 _STEP_PASS = 0.6
 _STEP_OVERHEAD = 2e7  # fixed cost of a step, in flops (about a millisecond)
 _COARSE_PREFER_FEWER = 1.0  # the coarse fit only sets a frame: fewest steps within 2x of its best
+#: the practical plan's arguments after n: (d, ρ, R, lo, hi, ω, β, prefer_fewer)
+_PlanArgs = tuple[int, float, float, float, float, float, float, float]
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class _Split:
     cov_err: float
 
 
-def _split_plan(n: int, args: tuple[Any, ...], seq: _Plan) -> _Split | None:
+def _split_plan(n: int, args: _PlanArgs, seq: _Plan) -> _Split | None:
     """The split (coarse rows m = n·2^-k, coarse budget) of least predicted cost
     (:func:`_plan_cost`, below the sequential plan's) whose predicted covariance error is
     within :data:`_SPLIT_TOLERANCE` of the sequential plan's ``seq.cov_err``; None when there
@@ -133,7 +135,7 @@ def _split_rows(n: int, m: int, src: Any) -> np.ndarray:
     return np.sort(src.rng.choice(n, size=m, replace=False))
 
 
-def _split_gaussian(rows: Rows, sp: _Split, args: tuple[Any, ...], c: np.ndarray,
+def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
                     accountant: Accountant, src: Any, step: str,
                     info: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Split modes of the practical estimator: ρ-zCDP, replace-one neighbours, n public.
@@ -171,7 +173,10 @@ def _split_gaussian(rows: Rows, sp: _Split, args: tuple[Any, ...], c: np.ndarray
         part1 = Accountant(ZCDP(sp.rho_coarse), parent=accountant)
         part2 = Accountant(ZCDP(rho2), parent=accountant)
     idx = _split_rows(n, sp.m, src)
-    input_map = None if rows.P is None else (rows.P, rows.p0)
+    input_map = None
+    if rows.P is not None:
+        assert rows.p0 is not None  # an input map sets P and p0 together
+        input_map = (rows.P, rows.p0)
     rows1 = Rows(take_rows(rows.X, idx), input_map=input_map, center=rows.center)
     mu1, cov1 = _run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse")
     A = _whitener(cov1, lo, step) / math.sqrt(sp.u)

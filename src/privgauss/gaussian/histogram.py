@@ -74,7 +74,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -150,7 +150,7 @@ def localisation_budget(
     delta: float,
     *,
     known_scale: bool = False,
-    constants: Literal["practical", "theory"] = "practical",
+    constants: str = "practical",
 ) -> tuple[ApproxDP | None, ApproxDP, ApproxDP]:
     """Per-histogram budgets from public quantities only.
 
@@ -327,7 +327,7 @@ def histogram_gaussian(
     mean_only: bool = False,
     cov: Any = None,
     beta: float = 0.05,
-    constants: Literal["practical", "theory"] = "practical",
+    constants: str = "practical",
     corr_condition: float = 100.0,
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -213,19 +213,21 @@ class KSSUBudget:
         """What the accountant is charged for level ``level`` (multiplier applied)."""
         mult = self.multipliers[level]
 
-        def times(b: Budget) -> Budget:
+        def times(b: ZCDP | ApproxDP) -> Budget:
             if isinstance(b, ZCDP):
                 return ZCDP(mult * b.rho)
-            return ApproxDP(mult * b.epsilon, mult * b.delta)  # type: ignore[union-attr]
+            return ApproxDP(mult * b.epsilon, mult * b.delta)
 
         out: list[tuple[str, Budget]] = []
-        if self.count[level] is not None:
-            out.append(("count", times(self.count[level])))  # type: ignore[arg-type]
+        count, terrific, pca = self.count[level], self.terrific[level], self.pca[level]
+        if count is not None:
+            out.append(("count", times(count)))
         out.append(("enclosing-ball", times(self.enclose[level])))
-        if self.terrific[level] is not None:
-            out.append(("terrific-raw", times(self.terrific[level])))  # type: ignore[arg-type]
-            out.append(("private-pca", times(self.pca[level])))  # type: ignore[arg-type]
-            out.append(("terrific-projected", times(self.terrific[level])))  # type: ignore[arg-type]
+        if terrific is not None:
+            assert pca is not None  # a level that splits runs both terrific searches and the PCA
+            out.append(("terrific-raw", times(terrific)))
+            out.append(("private-pca", times(pca)))
+            out.append(("terrific-projected", times(terrific)))
         return out
 
     def all_charges(self, first_level: int = 0) -> list[Budget]:
@@ -265,10 +267,11 @@ def plan_kssu_budget(
     if math.isinf(eps):
         rho_z = math.inf
     else:
+        # terrific[lv] is set exactly when split[lv]
         eps_a = math.fsum(
-            mult[lv] * (enclose[lv].epsilon + (2 * terrific[lv].epsilon if split[lv] else 0.0))
+            mult[lv] * (enclose[lv].epsilon + (2 * t.epsilon if (t := terrific[lv]) else 0.0))
             for lv in levels
-        )  # type: ignore[union-attr]
+        )
         delta_a = math.fsum(mult[lv] * d_call * (3 if split[lv] else 1) for lv in levels)
         rho_z = approx_to_zcdp(eps - eps_a, delta - delta_a)
     pca_mult = sum(mult[lv] for lv in levels if split[lv])
@@ -390,7 +393,7 @@ def kssu_gmm(
     needed = needed_n(data.shape, k, budget, w_min, beta, max_points=max_points)
     beta0 = beta / (10 * k)
     c_out = (terrific_c - 1.0) / 2.0
-    keys = src.rng.random(n)  # public per-row keys of the fixed-size subsets
+    keys = src.rng.random(int(n))  # public per-row keys of the fixed-size subsets
     tree = KSSUTree()
     if info is not None:
         info.update(tree=tree.nodes, t=t, budget_plan=plan)

@@ -71,7 +71,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -175,14 +175,14 @@ def _check_radii(radii: Any) -> np.ndarray:
     return np.unique(r)
 
 
-def _is_pure(budget: Budget) -> bool:
+def _is_pure(budget: Budget) -> TypeGuard[PureDP | ApproxDP]:
     return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
 
 
 def _pure_eps(budget: Budget) -> float:
     if not _is_pure(budget):
         raise PrivacyBudgetError(f"this step needs a pure epsilon budget, got {budget}")
-    return float(budget.epsilon)  # type: ignore[union-attr]
+    return float(budget.epsilon)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def good_radius(
     X: Any,
     t: int,
     radii: Any,
-    budget: PureDP,
+    budget: Budget,
     *,
     beta: float = 0.05,
     constants: str = "practical",
@@ -297,7 +297,7 @@ def radius_search(
     X: Any,
     t: int,
     radii: Any,
-    budget: PureDP,
+    budget: Budget,
     score_sensitivity: float,
     *,
     beta: float,
@@ -433,7 +433,7 @@ def _exponential_box(
     keys: np.ndarray,
     key_lo: np.ndarray,
     key_hi: np.ndarray,
-    budget: PureDP,
+    budget: Budget,
     *,
     accountant: Accountant,
     noise: NoiseSource,
@@ -568,7 +568,7 @@ def good_center(
 
 
 def plan_budget(
-    budget: Budget,
+    budget: PureDP | ApproxDP,
     kinds: Sequence[str],
     weights: Sequence[float],
     dims: Sequence[int] | None = None,
@@ -607,15 +607,16 @@ def plan_budget(
 
 @functools.lru_cache(maxsize=256)
 def _plan(
-    budget: Budget, kinds: tuple[str, ...], w: tuple[float, ...], dim: tuple[int, ...]
+    budget: PureDP | ApproxDP, kinds: tuple[str, ...], w: tuple[float, ...], dim: tuple[int, ...]
 ) -> tuple[Budget, ...]:
     total_w = sum(w)
-    eps = float(budget.epsilon)  # type: ignore[union-attr]
+    eps = float(budget.epsilon)
     if _is_pure(budget):
         shares = [eps * x / total_w for x in w[:-1]]
         shares.append(eps - sum(shares) if math.isfinite(eps) else eps)
         return tuple(PureDP(e) for e in shares)
-    delta = float(budget.delta)  # type: ignore[union-attr]
+    assert isinstance(budget, ApproxDP)  # a PureDP budget is pure: returned above
+    delta = float(budget.delta)
     if math.isinf(eps):  # the non-private limit: every mechanism noiseless
         return tuple(ApproxDP(eps, delta) if k == "hist" else PureDP(eps) for k in kinds)
     noise_idx = [i for i, k in enumerate(kinds) if k == "noise"]
@@ -645,7 +646,8 @@ def _plan(
             if isinstance(part, ZCDP):
                 cost += math.sqrt(dim[i]) / math.sqrt(2.0 * part.rho)
             else:
-                cost += math.sqrt(2.0) * dim[i] / part.epsilon  # type: ignore[union-attr]
+                assert part is not None  # every part was assigned above
+                cost += math.sqrt(2.0) * dim[i] / part.epsilon
         if best is None or cost < best[0]:
             best = (cost, tuple(p for p in parts if p is not None))
     assert best is not None
@@ -653,7 +655,7 @@ def _plan(
 
 
 def search_floor(
-    budget: Budget,
+    budget: PureDP | ApproxDP,
     kinds: Sequence[str],
     split: Sequence[float],
     dims: Sequence[int],
@@ -665,7 +667,7 @@ def search_floor(
     (part 0, T = ``n_radii``) and the stability-histogram threshold of its box step (part 1;
     inf for a pure part). Public: what the searched cluster must exceed."""
     parts = plan_budget(budget, kinds, split, dims)
-    gamma = above_threshold_slack(parts[0].epsilon, n_radii, beta)  # type: ignore[union-attr]
+    gamma = above_threshold_slack(_pure_eps(parts[0]), n_radii, beta)
     box = parts[1]
     if not isinstance(box, ApproxDP) or box.delta == 0:
         return gamma, math.inf

@@ -137,6 +137,7 @@ def private_pca(
         second_moment, sensitivity, budget, accountant=accountant, noise=noise, step=step
     )
     if pure:
+        assert not isinstance(budget, ZCDP)  # pure: PureDP, or ApproxDP with delta 0
         eps = budget.epsilon
         scale = 0.0 if math.isinf(eps) else sensitivity / eps
     else:

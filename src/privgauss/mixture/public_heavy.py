@@ -222,7 +222,9 @@ def public_heavy_gmm(
     rho_c = rho * count_share
     keys = src.rng.random(n)  # public per-row keys for the fixed-size subsets
 
-    def learner(j: int, rows: np.ndarray, rho_j: float, acct: Accountant):
+    def learner(
+        j: int, rows: np.ndarray, rho_j: float, acct: Accountant
+    ) -> tuple[np.ndarray, np.ndarray]:
         # checks=False: Alg. 2 as written; its plan check would refuse after the spending
         return public_gaussian(rows, publics[j], rho_j, accountant=acct, noise=src,
                                beta=beta / (3 * k), constants=constants, checks=False)

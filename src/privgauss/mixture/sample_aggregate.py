@@ -628,7 +628,7 @@ def sample_aggregate_gmm(
 
     centers = np.stack([b.center for b in balls])
     labels = nearest_center(data, centers)
-    keys = src.rng.random(n)  # public per-row keys for the fixed-size subsets
+    keys = src.rng.random(int(n))  # public per-row keys for the fixed-size subsets
     priors = [ComponentPrior(b.center, b.radius, (1.0, 1.0)) for b in balls]
 
     def cov_bounds_of(j: int, w: float) -> tuple[float, float]:

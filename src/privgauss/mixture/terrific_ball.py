@@ -69,13 +69,14 @@ from typing import Any
 import numpy as np
 
 from .. import sensitivity
-from ..accounting import Accountant, ApproxDP, PureDP
+from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import RandomState, as_noise
 from ..validation import check_positive_int, check_probability
 from .one_cluster import (
     Ball,
     _is_pure,
+    _pure_eps,
     _subsample_t,
     above_threshold_slack,
     ball_counts,
@@ -142,7 +143,7 @@ def terrific_radius(
     t: int,
     c: float,
     radii: Any,
-    budget: PureDP,
+    budget: Budget,
     *,
     largest: bool = False,
     beta: float = 0.05,
@@ -252,7 +253,7 @@ def terrific_ball(
     # the check, in full-data units (the radius search may have run on a subsample)
     t_sub = _subsample_t(n, t, max_points)
     gamma = above_threshold_slack(
-        parts[0].epsilon,
+        _pure_eps(parts[0]),
         grid.size,
         beta,
         sensitivity=sensitivity.capped_radius_score(),

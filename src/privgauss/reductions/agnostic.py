@@ -161,6 +161,7 @@ def private_selection(
     # top up what the producers left unused (a failed producer may stop early; zCDP parts
     # convert more tightly here), so the total spend never depends on the data
     left = acct.remaining
+    assert left is None or isinstance(left, ApproxDP)  # the remainder of an ApproxDP total
     if left is not None and left.epsilon > e2.epsilon * (1 + 1e-9):
         acct.spend(PureDP((left.epsilon - e2.epsilon) * (1 - 1e-9)), step="producers-unused")
     if not cands:  # every producer returned ⊥ (DP outputs): the selection budget is still spent
@@ -512,6 +513,7 @@ def faithful_agnostic(
             f"[B] Thm 4 guarantees accuracy from n ~ {plan.theory_n:.2g}",
             step="agnostic-choosing", needed_n=int(plan.theory_n),
         )
+    assert isinstance(key, tuple)  # quantised_em_lists' keys are tuples; g0 was the only other
     return decode(key, d, plan.step, offset, plan.w_step)
 
 
