@@ -244,7 +244,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         from ..gaussian.coinpress import coinpress_covariance
 
         if method == "coinpress":
-            lo, hi = (float(v) for v in self.cov_bounds)  # type: ignore[union-attr]
+            lo, hi = (float(v) for v in self.cov_bounds)  # type: ignore[union-attr]  # set: checked by _check_method_inputs
             Y = transform_rows(X, np.full(X.shape[1], 1.0 / math.sqrt(lo)), mu)
             cov = coinpress_covariance(Y, rho, cov_upper=hi / lo, accountant=acct, noise=noise,
                                        beta=self.beta, constants=self.constants)
