@@ -49,8 +49,12 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     ``covariance="identity"`` or a known matrix estimates the mean only; ``mean=`` a known
     mean vector estimates the covariance only, with the whole budget (methods ``"coinpress"``,
-    given ``cov_bounds``, and ``"public"``, given d+1 public rows). ``constants="theory"``
-    uses the papers' constants and ``"practical"`` tuned ones; privacy never depends on this.
+    given ``cov_bounds``, and ``"public"``, given d+1 public rows). ``corr_condition`` (bound-free
+    methods ``"histogram"`` and ``"ppe"``) is the assumed bound on the condition number of the
+    correlation matrix (default 100; real tables with strongly correlated columns need more,
+    e.g. 1e4–1e6, at some cost in accuracy at small n); privacy never depends on it.
+    ``constants="theory"`` uses the papers' constants and ``"practical"`` tuned ones; privacy
+    never depends on this.
     ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
     for experiments (not for production releases).
     """
@@ -67,6 +71,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         "center": ["array-like", None],
         "cov_bounds": ["array-like", None],
         "gamma": [Interval(Real, 0, 1, closed="left")],
+        "corr_condition": [Interval(Real, 1, None, closed="left")],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "constants": [StrOptions({"practical", "theory"})],
         "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator, None],
@@ -87,6 +92,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         center: np.ndarray | None = None,
         cov_bounds: tuple[float, float] | None = None,
         gamma: float = 0.0,
+        corr_condition: float = 100.0,
         beta: float = 0.05,
         constants: str = "practical",
         random_state: Any = None,
@@ -103,6 +109,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.center = center
         self.cov_bounds = cov_bounds
         self.gamma = gamma
+        self.corr_condition = corr_condition
         self.beta = beta
         self.constants = constants
         self.random_state = random_state
@@ -382,6 +389,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 cov=known,
                 beta=self.beta,
                 constants=self.constants,
+                corr_condition=float(self.corr_condition),
             )
         if method == "hypothesis-selection":
             from ..gaussian import hypothesis_selection as hs
@@ -416,6 +424,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 noise=noise,
                 constants=self.constants,
                 beta=self.beta,
+                corr_condition=float(self.corr_condition),
             )
         raise ValueError(f"method {method!r} cannot estimate a covariance")  # pragma: no cover
 
