@@ -27,7 +27,8 @@ budget and public rows; every frame after the first a function of releases):
    centres (weights: the noisy counts above 2σ) gives k start centres; with public rows, a
    k-means on the public rows is the seed and the public rows join the noisy cells with a total
    weight of 10 % of n — they seed the start, they do not dictate it.
-3. *T EM steps*, one pass each (:func:`~privgauss.backends.reduce_rows`, a picklable kernel):
+3. *T EM steps* (T = 8 + 3k within [10, 20]), one pass each
+   (:func:`~privgauss.backends.reduce_rows`, a picklable kernel):
    responsibilities r_ij from the current released model; per component
    y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = √d + ¼√(2 ln n);
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
@@ -137,9 +138,11 @@ def clip_radius(n: int, d: int) -> float:
 
 
 def _n_steps(n: int, d: int, k: int) -> int:
-    """T: more steps for more components (EM needs them to separate), fewer when each step
-    would get too little budget (public quantities only)."""
-    return int(min(8, max(5, 3 + k)))
+    """T = 8 + 3k within [10, 20] (public): overlapping components need many EM steps from a
+    coarse start. Measured (k = 3, d = 5, n = 30000, ε = 1, δ = 1e-6; gap to sklearn's held-out
+    log-likelihood over 4 noise seeds): T = 6: 0.05–0.44, T = 10: 0.003–0.19, T = 15–20:
+    0.003–0.13; at ρ = 0.5: T = 6: 0.05–0.31, T = 12: ≤ 0.006."""
+    return int(min(20, max(10, 8 + 3 * k)))
 
 
 def _localisation_epsilon(n: int, d: int, epsilon: float, delta: float) -> float:
