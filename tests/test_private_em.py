@@ -56,7 +56,7 @@ def _worst_changes(radius: float, k: int, d: int, seed: int) -> np.ndarray:
             w = rng.normal(size=(k, d))
             Y2[0] = w * radius / np.linalg.norm(w, axis=1, keepdims=True)
         new = _stats(R2, Y2)
-        worst = np.maximum(worst, [np.linalg.norm(a - b) for a, b in zip(base, new)])
+        worst = np.maximum(worst, [np.linalg.norm(a - b) for a, b in zip(base, new, strict=True)])
     return worst
 
 
@@ -123,8 +123,9 @@ def _gaps(X: np.ndarray, H: np.ndarray, k: int, **kw) -> tuple[float, float]:
     return sk - m.score(H), sk - one
 
 
-# measured gaps (sklearn − private, held-out mean log-likelihood) at these seeds:
-# ε = 1, δ = 1e-6: 0.003–0.02; ρ = 0.5 (with 40 public rows): ≤ 0.002; one Gaussian: 0.87
+# measured gaps (sklearn − private, held-out mean log-likelihood), noise seeds 0–3:
+# ε = 1, δ = 1e-6: 0.002–0.095 (seed 1: 0.006); ρ = 0.5 (40 public rows): ≤ 0.001;
+# one Gaussian: 0.87
 @pytest.mark.parametrize(("kw", "public", "bound"), [
     (dict(epsilon=1.0, delta=1e-6), False, 0.15),
     (dict(rho=0.5), True, 0.05),
@@ -159,7 +160,10 @@ def test_pixels_of_a_sample_image_beat_a_single_gaussian():
         warnings.simplefilter("ignore")
         m = pg.PrivateGaussianMixture(4, epsilon=1.0, delta=1e-6, random_state=0).fit(X)
     assert m.method_ == "em"  # auto: no paper method can work on these overlapping clusters
-    assert m.score(H) > one + 0.3 * (sk - one), (m.score(H), one, sk)
+    # measured gap to sklearn, noise seeds 0–3: 0.07–0.27 (ρ = 0.5 with 40 public rows:
+    # 0.06–0.11); a single Gaussian's: 1.66
+    assert sk - one > 1.0
+    assert sk - m.score(H) < 0.5, (m.score(H), one, sk)
 
 
 def test_auto_falls_back_to_em_where_it_used_to_refuse():

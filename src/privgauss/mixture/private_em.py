@@ -70,7 +70,7 @@ from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..backends import as_rows, public_rows, reduce_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..linalg import clip_weights, inv_sqrtm_psd, sym, symmetric_from_upper
+from ..linalg import clip_weights, sym, symmetric_from_upper
 from ..mechanisms import gaussian_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
 from ..sensitivity import histogram_l2, soft_counts_l2, soft_outer_sums_frobenius, soft_sums_l2
