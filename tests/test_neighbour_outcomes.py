@@ -86,6 +86,9 @@ CASES = {
     "public-heavy-zcdp": (lambda u, s: M(2, rho=0.5, method="public-heavy", random_state=s,
                                          enforce_requirements=False),
                           _mixture_rows, 3000, 2, 60),
+    "em": (_mix("em"), _mixture_rows, 3000, 2, 0),
+    "em-zcdp-public": (lambda u, s: M(2, rho=0.5, method="em", random_state=s,
+                                      enforce_requirements=False), _mixture_rows, 3000, 2, 8),
     "mixture-auto-public": (lambda u, s: M(2, epsilon=1.0, delta=1e-6, random_state=s),
                             _mixture_rows, 3000, 2, 60),
 }

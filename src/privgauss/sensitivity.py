@@ -192,6 +192,37 @@ def joint_cluster_sum_l2(radius: float) -> float:
     return 2.0 * float(radius)
 
 
+def soft_counts_l2() -> float:
+    """L2 sensitivity of the soft counts (N_1, …, N_k), N_j = Σ_i r_ij, of responsibilities
+    r_i = (r_i1, …, r_ik) in the probability simplex (each a function of its own row and of
+    released values), under replace-one: √2. Replacing row i changes N by r_i − r'_i, and
+    ‖r − r'‖₂² ≤ ‖r − r'‖₁ · max_j |r_j − r'_j| ≤ 2 · 1; equality at two distinct vertices.
+    (privgauss.mixture.private_em)"""
+    return math.sqrt(2.0)
+
+
+def soft_sums_l2(radius: float) -> float:
+    """L2 sensitivity of the concatenated weighted sums (S_1, …, S_k), S_j = Σ_i r_ij y_ij, with
+    r_i in the simplex and ‖y_ij‖ ≤ ``radius`` (each y_ij a clipped function of row i and of
+    released values), under replace-one: 2r. Replacing row i changes S_j by
+    r_j y_j − r'_j y'_j, of norm ≤ r(r_j + r'_j); Σ_j r²(r_j + r'_j)² ≤ r²(Σ_j (r_j + r'_j))²
+    = 4r². Equality: r = r' a vertex j and y'_j = −y_j. (privgauss.mixture.private_em)"""
+    _check(radius, 1)
+    return 2.0 * float(radius)
+
+
+def soft_outer_sums_frobenius(radius: float) -> float:
+    """Frobenius (L2 of the stacked matrices) sensitivity of the weighted second moments
+    (M_1, …, M_k), M_j = Σ_i r_ij y_ij y_ijᵀ, rows as in :func:`soft_sums_l2`, under
+    replace-one: √2·r². With P = y_j y_jᵀ and P' = y'_j y'_jᵀ PSD of Frobenius norm ≤ r² and
+    ⟨P, P'⟩ ≥ 0: ‖r_j P − r'_j P'‖_F² ≤ r_j²‖P‖² + r'_j²‖P'‖² ≤ (r_j² + r'_j²) r⁴, and
+    Σ_j (r_j² + r'_j²) ≤ ‖r‖₁² + ‖r'‖₁² = 2. Equality: r = r' a vertex, y'_j ⟂ y_j, both of
+    norm r. Noise on the upper triangles is at least as private (their L2 change is ≤ the
+    Frobenius one). (privgauss.mixture.private_em)"""
+    _check(radius, 1)
+    return math.sqrt(2.0) * float(radius) ** 2
+
+
 def joint_cluster_outer_sum_frobenius(radius: float) -> float:
     """Frobenius (L2 of the stacked matrices) sensitivity of the k per-cluster sums of outer
     products (M_1, …, M_k), M_j = Σ_{i∈C_j} z_i z_iᵀ, rows as in :func:`joint_cluster_sum_l2`,

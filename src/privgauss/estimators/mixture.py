@@ -95,6 +95,24 @@ def _reduction_runner(name: str) -> Runner:
 _run_public_heavy = _learner_runner("public-heavy", "public_heavy", "public_heavy_gmm", True)
 
 
+def _run_em(
+    est: PrivateGaussianMixture,
+    X: np.ndarray,
+    public_X: np.ndarray | None,
+    budget: Any,
+    acct: Accountant,
+    noise: NoiseSource,
+    info: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from ..mixture.private_em import private_em_gmm
+
+    return private_em_gmm(
+        X, est.n_components, budget, public_X=public_X, min_weight=est.min_weight,
+        beta=est.beta, constants=est.constants, accountant=acct, noise=noise, info=info,
+        **est._method_kwargs("em"),
+    )
+
+
 def _min_public(method: str) -> Callable[[int, float], int]:
     def fewest(d: int, w: float) -> int:
         from ..mixture.public_heavy import min_public_rows
@@ -146,6 +164,11 @@ METHODS: dict[str, MethodSpec] = {
         zcdp=True,
         min_public=_min_public("public-heavy"),
     ),
+    # issue 18: private EM, no separation assumed; public rows optional (frame and seed).
+    # Not a regular "auto" candidate (min_separation = inf): auto falls back to it when no
+    # paper method's requirements hold, and when the public clustering refuses.
+    "em": MethodSpec(_run_em, requirements="em", knobs=("n_steps",), min_separation=math.inf,
+                     zcdp=True),
     # the KSSU19 warm-up: equal weights, spherical components; only when asked for by name
     "pegme": MethodSpec(
         _learner_runner("pegme", "pegme", "pegme"),
@@ -328,6 +351,10 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             raise ValueError("t_fraction must be in (0, 1]")
         if "box_factor" in p and not (0.5 <= float(p["box_factor"]) <= 100.0):
             raise ValueError("box_factor must be in [0.5, 100]")
+        if "n_steps" in p:
+            check_positive_int(p["n_steps"], "n_steps", minimum=1)
+            if int(p["n_steps"]) > 100:
+                raise ValueError("n_steps (EM steps of method='em') must be at most 100")
         if "n_chunks" in p:
             check_positive_int(p["n_chunks"], "n_chunks", minimum=2)
         if "radii" in p:
@@ -343,6 +370,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             return None
         from ..mixture.requirements import requirements
 
+        if name == "em":
+            from ..mixture.private_em import em_requirements
+
+            return em_requirements(n, d, int(self.n_components), budget,
+                                   min_weight=self.min_weight, n_public=n_public)
         if METHODS[method].uses_public:
             from ..mixture.requirements import public_requirements
 
@@ -392,6 +424,10 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                     "give more public rows, or use method='public-light' (fewer public rows) "
                     "or 'auto'"
                 )
+            if self.method == "em":
+                from ..mixture.private_em import check_em_inputs
+
+                check_em_inputs(d, int(self.n_components), budget, n_public)
             req = self._requirement(self.method, n, d, budget, n_public)
             if req is not None and not req.ok and self.enforce_requirements:
                 raise InvalidDataError(req.message())
@@ -404,6 +440,10 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             and (spec.zcdp or not isinstance(budget, ZCDP))
         ]
         if not candidates:
+            fallback = self._em_fallback(n, d, budget, n_public, "no paper method takes a rho "
+                                         "budget with these public rows")
+            if fallback is not None:
+                return fallback
             raise PrivacyBudgetError(
                 "a rho (zCDP) budget needs a zCDP method "
                 f"{tuple(m for m, spec in METHODS.items() if spec.zcdp)}, and those need enough "
@@ -417,6 +457,10 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         reqs = {m: self._requirement(m, n, d, budget, n_public) for m in candidates}
         ok = [m for m in candidates if reqs[m] is None or reqs[m].ok]
         if not ok:
+            fallback = self._em_fallback(n, d, budget, n_public,
+                                         "no paper method meets its sample-size requirement")
+            if fallback is not None:
+                return fallback
             best = min(candidates, key=lambda m: reqs[m].n_needed)
             if self.enforce_requirements:
                 raise InvalidDataError(
@@ -466,6 +510,18 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             reason += "; rho budget: zCDP methods only"
         return best, reason
 
+    def _em_fallback(self, n: int, d: int, budget: Any, n_public: int,
+                     why: str) -> tuple[str, str] | None:
+        """("em", reason) when ``auto`` can fall back to private EM here (public facts only):
+        its inputs are usable and its requirement holds (or is not enforced); else None."""
+        if isinstance(budget, ZCDP) and n_public < d + 1:
+            return None
+        req = self._requirement("em", n, d, budget, n_public)
+        if not req.ok and self.enforce_requirements:
+            return None
+        seeded = "; public rows set the frame and seed the start" if n_public >= d + 1 else ""
+        return "em", f"{why}: private EM (needs n >~ {req.n_needed:.3g}){seeded}"
+
     # ------------------------------------------------------------------------------------
     def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
         """The math of :meth:`fit` on validated rows (a dask array or an on-disk file is loaded
@@ -480,7 +536,24 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self._warn_before_fit(budget, n, noise)
         info: dict[str, Any] = {}
         with private_section(acct):
-            weights, means, covs = METHODS[method].runner(self, X, Xp, budget, acct, noise, info)
+            try:
+                weights, means, covs = METHODS[method].runner(
+                    self, X, Xp, budget, acct, noise, info)
+            except InvalidDataError:
+                # a public-data method refused from the public rows alone (e.g. the public
+                # clustering found fewer clusters than n_components) before spending anything:
+                # auto falls back to private EM seeded by the public rows
+                fallback = None
+                if self.method == "auto" and METHODS[method].uses_public and not acct.ledger:
+                    fallback = self._em_fallback(
+                        n, d, budget, 0 if Xp is None else Xp.shape[0],
+                        f"{method!r} refused these public rows (nothing was spent)")
+                if fallback is None:
+                    raise
+                method, reason = fallback
+                info = {}
+                weights, means, covs = METHODS[method].runner(
+                    self, X, Xp, budget, acct, noise, info)
         self.weights_ = np.asarray(weights, dtype=np.float64)
         self.means_ = np.asarray(means, dtype=np.float64)
         self.covariances_ = np.asarray(covs, dtype=np.float64)

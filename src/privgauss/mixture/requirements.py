@@ -268,6 +268,10 @@ def requirements(
         return public_requirements(method, n=n, d=d, k=k, budget=ApproxDP(epsilon, delta),
                                    min_weight=min_weight, alpha=alpha, beta=beta,
                                    constants=constants)
+    if method == "em":  # issue 18: the private-EM learner owns its formula
+        from .private_em import em_requirements
+
+        return em_requirements(n, d, k, ApproxDP(epsilon, delta), min_weight=min_weight)
     if method in ("ppe", "agnostic"):  # issue 6: formulas in privgauss.reductions
         from ..reductions.agnostic import reduction_requirements
 
