@@ -311,7 +311,7 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
 
     loc = plan.localisation
     mean, cov = histogram_gaussian(X, loc.epsilon, loc.delta, accountant=acct, noise=src,
-                                   beta=beta, constants=constants)  # type: ignore[arg-type]
+                                   beta=beta, constants=constants)
     with np.errstate(all="ignore"):
         cov = sym(cov)
         w, V = np.linalg.eigh(cov)
@@ -329,12 +329,12 @@ def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Gene
     if w.sum() <= 0 or points.shape[0] == 0:
         points, w = np.zeros((1, points.shape[1])), np.ones(1)
     if init is None:
-        C = [points[rng.choice(len(w), p=w / w.sum())]]
+        seeds = [points[rng.choice(len(w), p=w / w.sum())]]
         for _ in range(1, k):
-            d2 = np.min(((points[:, None, :] - np.array(C)[None]) ** 2).sum(-1), axis=1)
+            d2 = np.min(((points[:, None, :] - np.array(seeds)[None]) ** 2).sum(-1), axis=1)
             q = w * d2
-            C.append(points[rng.choice(len(w), p=q / q.sum())] if q.sum() > 0 else C[-1])
-        C = np.array(C)
+            seeds.append(points[rng.choice(len(w), p=q / q.sum())] if q.sum() > 0 else seeds[-1])
+        C = np.array(seeds)
     else:
         C = np.array(init, dtype=np.float64)
     for _ in range(iters):
