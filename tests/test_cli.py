@@ -315,3 +315,59 @@ def test_audit_estimators_on_worst_case_neighbours(method: str, budget: list[str
 def test_audit_refuses_mismatched_budget() -> None:
     res = _invoke("audit", "laplace-mechanism", "--rho", 0.5)
     assert res.exit_code == 2 and "pure" in res.output
+
+
+# ------------------------------------------------------------------------------------------------
+# synthesize
+# ------------------------------------------------------------------------------------------------
+
+
+def test_synthesize_writes_rows_with_the_model_s_column_names(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 3)) * [1.0, 10.0, 100.0] + [0.0, 50.0, 1000.0]
+    data = tmp_path / "data.csv"
+    data.write_text("age,income,score\n" + "\n".join(",".join(map(repr, r)) for r in X) + "\n")
+    model = tmp_path / "model.json"
+    res = _invoke("fit-gaussian", data, "--epsilon", 1, "--delta", 1e-6, "--out", model,
+                  "--seed", 1)
+    assert res.exit_code == 0, res.output
+    assert json.loads(model.read_text())["feature_names"] == ["age", "income", "score"]
+    out = tmp_path / "synthetic.csv"
+    res = _invoke("synthesize", model, "-n", 2000, "-o", out, "--seed", 3)
+    assert res.exit_code == 0, res.output
+    lines = out.read_text().splitlines()
+    assert lines[0] == "age,income,score" and len(lines) == 2001
+    S = np.array([[float(v) for v in line.split(",")] for line in lines[1:]])
+    # drawn from the private model: its mean and spread, which are close to the data's
+    fitted = pg.load(model)
+    np.testing.assert_allclose(S.mean(axis=0), fitted.mean_, atol=4 * np.sqrt(
+        np.diag(fitted.covariance_) / 2000))
+    np.testing.assert_allclose(S.std(axis=0), X.std(axis=0), rtol=0.15)
+    # the same seed draws the same rows; .npy and .parquet keep the shape (parquet the names)
+    again = tmp_path / "again.csv"
+    _invoke("synthesize", model, "-n", 2000, "-o", again, "--seed", 3)
+    assert again.read_text() == out.read_text()
+    npy = tmp_path / "s.npy"
+    assert _invoke("synthesize", model, "-n", 10, "-o", npy).exit_code == 0
+    assert np.load(npy).shape == (10, 3)
+    pq = pytest.importorskip("pyarrow.parquet")
+    par = tmp_path / "s.parquet"
+    assert _invoke("synthesize", model, "-n", 10, "-o", par).exit_code == 0
+    assert pq.read_table(par).column_names == ["age", "income", "score"]
+
+
+def test_synthesize_from_a_mixture_and_bad_requests(tmp_path: Path) -> None:
+    mix = pg.datasets.make_mixture(6000, 2, 2, separation=8.0, random_state=0)
+    m = pg.PrivateGaussianMixture(2, rho=0.5, method="public-heavy", random_state=0).fit(
+        mix.X[:5000], public_X=mix.X[5000:5060])
+    model = tmp_path / "mix.json"
+    pg.io.save(m, model)
+    out = tmp_path / "rows.csv"
+    res = _invoke("synthesize", model, "-n", 100, "-o", out)
+    assert res.exit_code == 0, res.output
+    assert out.read_text().splitlines()[0] == "x0,x1"  # no names in the model: x0, x1, ...
+    for args in (("-n", 0, "-o", out), ("-n", 5, "-o", tmp_path / "rows.txt")):
+        res = _invoke("synthesize", model, *args)
+        assert res.exit_code == 2 and res.output.startswith("error:")
+    res = _invoke("synthesize", tmp_path / "missing.json", "-n", 5, "-o", out)
+    assert res.exit_code == 2

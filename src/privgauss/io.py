@@ -29,7 +29,15 @@ import numpy as np
 from .accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP, budget_from_dict
 from .exceptions import InvalidDataError, PrivacyBudgetError
 
-__all__ = ["atomic_path", "from_dict", "load", "read_table", "save", "write_atomic"]
+__all__ = [
+    "atomic_path",
+    "from_dict",
+    "load",
+    "read_table",
+    "save",
+    "write_atomic",
+    "write_table",
+]
 
 _CSV_SUFFIXES = {".csv": ",", ".txt": ",", ".tsv": "\t"}
 
@@ -199,6 +207,36 @@ def read_table(
 # ----------------------------------------------------------------------------------------------
 
 
+def write_table(path: str | Path, X: np.ndarray, names: list[str]) -> None:
+    """Write rows ``X`` with column ``names`` atomically, by the file's ending: ``.csv`` (a header
+    row, full float precision), ``.parquet`` (needs pyarrow) or ``.npy`` (no names)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".npy"):
+        raise InvalidDataError(f"{p.name}: write .csv, .parquet or .npy")
+    if len(names) != X.shape[1]:
+        raise InvalidDataError(f"{len(names)} column names for {X.shape[1]} columns")
+    with atomic_path(p) as tmp:
+        if suffix == ".npy":
+            with open(tmp, "wb") as fh:
+                np.save(fh, X)
+        elif suffix == ".csv":
+            with open(tmp, "w", newline="") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(names)
+                writer.writerows([repr(float(v)) for v in row] for row in X)
+        else:
+            try:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+            except ImportError:
+                raise InvalidDataError(
+                    "writing .parquet needs pyarrow: pip install pyarrow"
+                ) from None
+            table = pa.table({name: X[:, j] for j, name in enumerate(names)})
+            pq.write_table(table, str(tmp))
+
+
 def save(model: Any, path: str | Path) -> None:
     """Write a fitted estimator's model file (``model.to_dict()`` as JSON), atomically."""
     write_atomic(path, json.dumps(model.to_dict(), indent=2) + "\n")
@@ -297,6 +335,11 @@ def from_dict(data: dict[str, Any]) -> Any:
             raise
         raise InvalidDataError(f"model file is missing or has a malformed field ({exc})") from None
     est.n_features_in_ = d
+    names = data.get("feature_names")
+    if names is not None:
+        if not (isinstance(names, list) and len(names) == d):
+            raise InvalidDataError(f"model file: feature_names must be a list of {d} names")
+        est.feature_names_in_ = np.array([str(c) for c in names], dtype=object)
     est.budget_ = budget
     est.accountant_ = acct
     est.privacy_spent_ = acct.spent

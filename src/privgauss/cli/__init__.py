@@ -15,6 +15,7 @@ import click
 from .._version import __version__
 from .fit import fit_gaussian, fit_mixture
 from .requirements import requirements_cmd
+from .synthesize import synthesize
 from .tools import audit, demo, experiment
 
 __all__ = ["main"]
@@ -34,11 +35,13 @@ def main() -> None:
       privgauss requirements mixture kssu --n 50000 --d 2 --k 3 --epsilon 1 --delta 1e-6
       privgauss experiment coinpress-covariance --quick --out results/
       privgauss audit coinpress --rho 0.1
+      privgauss synthesize model.json -n 10000 -o synthetic.csv
     """
 
 
 
-for _command in (demo, fit_gaussian, fit_mixture, requirements_cmd, experiment, audit):
+for _command in (demo, fit_gaussian, fit_mixture, requirements_cmd, experiment, audit,
+                 synthesize):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -189,6 +189,8 @@ def _check_outputs(out: str | None, plot_path: str | None, dims: str,
 def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
                 plot_path: str | None, ij: tuple[int, int] | None, show_data: bool) -> None:
     """Write the model (or print it) and the plot, atomically together."""
+    if names and len(names) == model.n_features_in_:  # the table's header: public metadata
+        model.feature_names_in_ = np.array(names, dtype=object)
     text = json.dumps(model.to_dict(), indent=2) + "\n"
     with _atomic_outputs(out, plot_path) as (tmp_out, tmp_plot):
         if tmp_plot is not None:

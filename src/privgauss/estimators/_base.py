@@ -147,6 +147,11 @@ class PrivateEstimatorBase(BudgetMixin):
         self.ledger_ = list(acct.ledger)
         self.budget_ = budget
 
+    def _feature_names(self) -> list[str] | None:
+        """The column names seen at fit (public metadata of the table), for the model file."""
+        names = getattr(self, "feature_names_in_", None)
+        return None if names is None else [str(c) for c in names]
+
     def _rows_for_scoring(self, X: Any) -> np.ndarray:
         """Rows to evaluate the fitted (already private) model at: checked, no privacy cost."""
         from sklearn.utils.validation import _check_feature_names, check_is_fitted

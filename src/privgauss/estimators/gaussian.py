@@ -495,6 +495,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             "method": self.method_,
             "method_reason": self.method_reason_,
             "n_features": self.n_features_in_,
+            "feature_names": self._feature_names(),
             "mean": self.mean_.tolist(),
             "covariance": self.covariance_.tolist(),
             "privacy": privacy_report(self.budget_, self.accountant_),

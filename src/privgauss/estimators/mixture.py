@@ -616,6 +616,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             "method": self.method_,
             "method_reason": self.method_reason_,
             "n_features": self.n_features_in_,
+            "feature_names": self._feature_names(),
             "n_components": int(self.n_components),
             "weights": self.weights_.tolist(),
             "means": self.means_.tolist(),
