@@ -371,3 +371,15 @@ def test_synthesize_from_a_mixture_and_bad_requests(tmp_path: Path) -> None:
         assert res.exit_code == 2 and res.output.startswith("error:")
     res = _invoke("synthesize", tmp_path / "missing.json", "-n", 5, "-o", out)
     assert res.exit_code == 2
+
+
+def test_errors_name_the_command_line_flags(tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    rng = np.random.default_rng(0)
+    data.write_text("a,b\n" + "\n".join(f"{x!r},{y!r}" for x, y in rng.normal(size=(200, 2))))
+    for args, flag in ((("--method", "coinpress"), "--mean-bound"), ((), "--public"),
+                       (("--method", "public"), "--public")):
+        res = _invoke("fit-gaussian", data, "--rho", 0.5, *args)
+        assert res.exit_code == 2 and flag in res.output, res.output
+        for python_name in ("mean_bound=", "public_X", "cov_bounds="):
+            assert python_name not in res.output, res.output

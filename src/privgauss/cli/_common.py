@@ -233,6 +233,25 @@ def _privacy_warnings_as_lines() -> Iterator[None]:
         yield
 
 
+# the library's parameter names as the command line spells them (messages are written for the
+# Python API; on the command line they name the flags)
+_FLAGS = (
+    ("public_X=", "--public"), ("public_X", "--public"), ("mean_bound=", "--mean-bound"),
+    ("cov_bounds=(lo, hi)", "--cov-bounds LO HI"), ("cov_bounds=", "--cov-bounds"),
+    ("covariance='identity'", "--identity-covariance"), ("min_weight=", "--min-weight"),
+    ("n_components", "--n-components"), ("separation=", "--separation"),
+    ("constants='theory'", "--constants theory"), ("rho=", "--rho"), ("epsilon=", "--epsilon"),
+    ("delta=", "--delta"), ("method=", "--method "), ("random_state", "--seed"),
+)
+
+
+def in_cli_words(message: str) -> str:
+    """``message`` with the Python parameter names it mentions replaced by the CLI's flags."""
+    for name, flag in _FLAGS:
+        message = message.replace(name, flag)
+    return message
+
+
 def _run_user(fn: Callable[[], None]) -> None:
     """Run ``fn``, turning user errors (and a missing matplotlib) into one-line exits, and
     privacy warnings into one-line ``warning: ...`` messages."""
@@ -241,7 +260,7 @@ def _run_user(fn: Callable[[], None]) -> None:
         with progress_bars(sys.stderr.isatty()), _privacy_warnings_as_lines():
             fn()
     except (*_USER_ERRORS, ImportError) as exc:
-        _fail(_CLI_WARNING_TEXT.get(type(exc), str(exc)))
+        _fail(in_cli_words(_CLI_WARNING_TEXT.get(type(exc), str(exc))))
     except KeyboardInterrupt:
         _fail("interrupted; no output written")
 
