@@ -376,7 +376,7 @@ def test_synthesize_from_a_mixture_and_bad_requests(tmp_path: Path) -> None:
 def test_errors_name_the_command_line_flags(tmp_path: Path) -> None:
     data = tmp_path / "d.csv"
     rng = np.random.default_rng(0)
-    data.write_text("a,b\n" + "\n".join(f"{x!r},{y!r}" for x, y in rng.normal(size=(200, 2))))
+    data.write_text("a,b\n" + "\n".join(f"{x:.6f},{y:.6f}" for x, y in rng.normal(size=(200, 2))))
     for args, flag in ((("--method", "coinpress"), "--mean-bound"), ((), "--public"),
                        (("--method", "public"), "--public")):
         res = _invoke("fit-gaussian", data, "--rho", 0.5, *args)
