@@ -326,7 +326,8 @@ def test_synthesize_writes_rows_with_the_model_s_column_names(tmp_path: Path) ->
     rng = np.random.default_rng(0)
     X = rng.normal(size=(5000, 3)) * [1.0, 10.0, 100.0] + [0.0, 50.0, 1000.0]
     data = tmp_path / "data.csv"
-    data.write_text("age,income,score\n" + "\n".join(",".join(map(repr, r)) for r in X) + "\n")
+    data.write_text("age,income,score\n"
+                    + "\n".join(",".join(f"{v:.17g}" for v in r) for r in X) + "\n")
     model = tmp_path / "model.json"
     res = _invoke("fit-gaussian", data, "--epsilon", 1, "--delta", 1e-6, "--out", model,
                   "--seed", 1)
@@ -376,7 +377,8 @@ def test_synthesize_from_a_mixture_and_bad_requests(tmp_path: Path) -> None:
 def test_errors_name_the_command_line_flags(tmp_path: Path) -> None:
     data = tmp_path / "d.csv"
     rng = np.random.default_rng(0)
-    data.write_text("a,b\n" + "\n".join(f"{x:.6f},{y:.6f}" for x, y in rng.normal(size=(200, 2))))
+    rows = rng.normal(size=(200, 2))
+    data.write_text("a,b\n" + "\n".join(f"{x:.6f},{y:.6f}" for x, y in rows))
     for args, flag in ((("--method", "coinpress"), "--mean-bound"), ((), "--public"),
                        (("--method", "public"), "--public")):
         res = _invoke("fit-gaussian", data, "--rho", 0.5, *args)
