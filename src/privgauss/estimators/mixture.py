@@ -95,22 +95,8 @@ def _reduction_runner(name: str) -> Runner:
 _run_public_heavy = _learner_runner("public-heavy", "public_heavy", "public_heavy_gmm", True)
 
 
-def _run_em(
-    est: PrivateGaussianMixture,
-    X: np.ndarray,
-    public_X: np.ndarray | None,
-    budget: Any,
-    acct: Accountant,
-    noise: NoiseSource,
-    info: dict[str, Any],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from ..mixture.private_em import private_em_gmm
-
-    return private_em_gmm(
-        X, est.n_components, budget, public_X=public_X, min_weight=est.min_weight,
-        beta=est.beta, constants=est.constants, accountant=acct, noise=noise, info=info,
-        **est._method_kwargs("em"),
-    )
+# public rows optional: passed through (None without them)
+_run_em = _learner_runner("em", "private_em", "private_em_gmm", True)
 
 
 def _min_public(method: str) -> Callable[[int, float], int]:
