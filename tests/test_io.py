@@ -14,7 +14,7 @@ from privgauss.datasets import make_gaussian, make_mixture
 from privgauss.io import atomic_path, read_table, save, write_atomic
 
 MODEL_KEYS = {"model", "library", "version", "method", "method_reason", "n_features",
-              "privacy", "pure_dp"}
+              "feature_names", "privacy", "pure_dp"}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,17 @@ def test_gaussian_round_trip(gaussian: pg.PrivateGaussian, tmp_path: Path) -> No
     Y = np.random.default_rng(3).normal(50.0, 1.0, size=(20, 3))
     assert np.allclose(g.score_samples(Y), gaussian.score_samples(Y))
     assert np.array_equal(g.sample(5, random_state=4), gaussian.sample(5, random_state=4))
+
+
+def test_feature_names_round_trip(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(np.random.default_rng(0).normal(size=(3000, 2)), columns=["age", "bmi"])
+    g = pg.PrivateGaussian(rho=0.5, mean_bound=10.0, cov_bounds=(0.1, 10.0), random_state=0)
+    g.fit(df)
+    path = tmp_path / "g.json"
+    save(g, path)
+    assert json.loads(path.read_text())["feature_names"] == ["age", "bmi"]
+    assert list(pg.load(path).feature_names_in_) == ["age", "bmi"]
 
 
 def test_mixture_round_trip(mixture: pg.PrivateGaussianMixture, tmp_path: Path) -> None:
