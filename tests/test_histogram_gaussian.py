@@ -194,6 +194,9 @@ def test_secure_noise_path() -> None:
 # ---------------------------------------------------------------------------- privacy audit
 
 _AUDIT_EPS, _AUDIT_DELTA = 1.0, 1e-4
+# 2,000 runs per dataset keep the broken variant far beyond its bar: its bound was 4.39-4.46 over
+# audit seeds 0-9 (> 2ε asserted, ε = 1 claimed), and the correct release stayed at 0.0
+_AUDIT_RUNS = 2_000
 
 
 def _localisation_release(data: np.ndarray, rng: np.random.Generator) -> float:
@@ -228,7 +231,7 @@ def test_audit_localisation(audit_pair: tuple[np.ndarray, np.ndarray]) -> None:
         neighbour,
         epsilon=_AUDIT_EPS,
         delta=_AUDIT_DELTA,
-        n_runs=10_000,
+        n_runs=_AUDIT_RUNS,
     )
     assert res.passed, str(res)
 
@@ -245,7 +248,7 @@ def test_audit_flags_threshold_without_log_term(
         neighbour,
         epsilon=_AUDIT_EPS,
         delta=_AUDIT_DELTA,
-        n_runs=10_000,
+        n_runs=_AUDIT_RUNS,
     )
     assert not res.passed and res.epsilon_lower_bound > 2 * _AUDIT_EPS, str(res)
 

@@ -1,9 +1,10 @@
 """Empirical privacy audits of every mechanism on a worst-case pair of neighbours.
 
-Each mechanism is run 20,000 times per dataset (fast seeded noise, fixed audit seed) on two
+Each mechanism is run 10,000 times per dataset (fast seeded noise, fixed audit seed) on two
 inputs whose statistic differs by exactly the sensitivity; the audit's 99.9%-confidence lower
-bound on ε must stay below the claimed ε. The audit is shown to have teeth: the Laplace and
-Gaussian mechanisms calibrated to half the true sensitivity are flagged.
+bound on ε must stay below the claimed ε. The audit is shown to have teeth at that many runs: the
+Laplace and Gaussian mechanisms calibrated to half the true sensitivity are flagged (over audit
+seeds 0-9 their bounds were 1.73-1.84 against ε = 1 and 3.15-3.86 against ε = 2.75).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from privgauss.mechanisms import (
     truncated_laplace_mechanism,
 )
 
-RUNS = 20_000
+RUNS = 10_000
 SENS = 1.5
 RHO, RHO_DELTA = 0.5, 1e-2  # zCDP budget, and the delta its claimed epsilon is taken at
 EPS, DELTA = 1.0, 1e-3
@@ -39,10 +40,11 @@ def _audit(
     neighbour: Any,
     epsilon: float,
     delta: float = 0.0,
+    n_runs: int = RUNS,
     **kwargs: Any,
 ) -> AuditResult:
     return audit_mechanism(
-        mechanism, data, neighbour, epsilon=epsilon, delta=delta, n_runs=RUNS, **kwargs
+        mechanism, data, neighbour, epsilon=epsilon, delta=delta, n_runs=n_runs, **kwargs
     )
 
 
@@ -78,7 +80,8 @@ def test_gaussian_analytic_passes() -> None:
     def mech(v: float, rng: np.random.Generator) -> float:
         return float(gaussian_mechanism(v, SENS, budget, accountant=Accountant(budget), noise=rng))
 
-    res = _audit(mech, 0.0, SENS, EPS, DELTA)
+    # 20,000 runs: at 10,000 the bound fell to 0.28 at one audit seed of 0-9
+    res = _audit(mech, 0.0, SENS, EPS, DELTA, n_runs=20_000)
     assert res.passed, str(res)
     assert res.epsilon_lower_bound > 0.3  # the audit sees a real, but allowed, difference
 
