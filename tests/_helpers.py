@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from privgauss.accounting import Accountant, ApproxDP
 
@@ -15,3 +16,29 @@ def spent_equals(acct: Accountant, eps: float, delta: float) -> bool:
         and math.isclose(spent.epsilon, eps, rel_tol=1e-7)
         and math.isclose(spent.delta, delta, rel_tol=1e-12)
     )
+
+
+def assert_readable_panels(fig: Any) -> None:
+    """Every visible panel of ``fig`` has equal axes, and no legend overlaps a panel: the
+    legends sit outside every axes' area (checked on the drawn figure, in display units)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in all_axes(fig) if ax.get_visible()]
+    assert axes
+    for ax in axes:
+        assert ax.get_aspect() == 1.0, ax.get_title()
+        assert ax.get_legend() is None, ax.get_title()  # no legend inside a panel
+    legends = list(fig.legends)
+    assert legends
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for ax in axes:
+            assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
+
+
+def all_axes(fig: Any) -> list[Any]:
+    """Axes of a figure and of all its subfigures."""
+    out = list(fig.axes)
+    for sub in getattr(fig, "subfigs", []):
+        out += [ax for ax in all_axes(sub) if ax not in out]
+    return out

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import all_axes, assert_readable_panels
 from click.testing import CliRunner
 
 import privgauss as pg
@@ -80,10 +81,31 @@ def test_demo_prints_real_numbers_and_writes_a_plot(
     monkeypatch.setattr(
         mixture_module, "METHODS", {"sample-aggregate": mixture_module.METHODS["sample-aggregate"]}
     )
+    import privgauss.plots
+
+    figures = []  # the demo's figure, to check its layout
+    real_plot_fits = privgauss.plots.plot_fits
+
+    def spy(*args: object, **kwargs: object) -> object:
+        figures.append(real_plot_fits(*args, **kwargs))
+        return figures[-1]
+
+    monkeypatch.setattr(privgauss.plots, "plot_fits", spy)
     png = tmp_path / "demo.png"
     res = _invoke("demo", "--n", 1000, "--d", 3, "--mixture-n", MIX_N, "--mixture-epsilon",
                   MIX_EPS, "--plot", png)
     assert res.exit_code == 0, res.output
+    # one panel per method with equal axes, titled with the method and its error; the legend
+    # outside every panel
+    (fig,) = figures
+    assert_readable_panels(fig)
+    gauss, mixture = fig.subfigs
+    titles = [ax.get_title() for ax in all_axes(gauss)]
+    assert [t.split("\n")[0] for t in titles] == ["public", "public", "coinpress", "histogram"]
+    assert all("mean err 0." in t for t in titles)
+    (panel,) = [p for p in mixture.subfigs if p.get_visible()]
+    assert panel.get_suptitle().startswith("sample-aggregate\n")
+    assert "max comp. TV 0.0" in panel.get_suptitle() and len(panel.axes) == 2
     lines = res.output.splitlines()
     gauss = [ln for ln in lines if ln.startswith(("public", "coinpress", "histogram"))]
     assert len(gauss) == 4

@@ -10,8 +10,17 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from _helpers import all_axes, assert_readable_panels  # noqa: E402
+
 from privgauss import experiments  # noqa: E402
-from privgauss.plots import ellipse, model_components, plot_experiment, plot_models  # noqa: E402
+from privgauss.plots import (  # noqa: E402
+    FitGroup,
+    ellipse,
+    model_components,
+    plot_experiment,
+    plot_fits,
+    plot_models,
+)
 
 MEAN = np.array([1.0, -2.0, 3.0])
 COV = np.array([[4.0, 0.5, 1.0], [0.5, 1.0, 0.0], [1.0, 0.0, 9.0]])
@@ -57,6 +66,47 @@ def test_plot_models_rejects_bad_dims() -> None:
         plot_models((MEAN, COV), dims=(1, 1))
     with pytest.raises(ValueError, match="two different coordinates"):
         plot_models((MEAN, COV), dims=(0, 3))
+
+
+def _mixture(shift: float) -> tuple[list[float], np.ndarray, np.ndarray]:
+    # two small components far apart (as in the demo): one view of both would show dots
+    rot = np.array([[2.0, 0.8], [0.8, 1.0]])
+    return [0.4, 0.6], np.array([[0.0, 0.0], [40.0, -30.0]]) + shift, np.stack([rot, rot.T])
+
+
+def test_plot_fits_one_panel_per_fit_equal_axes_and_one_legend_outside(tmp_path: Path) -> None:
+    gauss = FitGroup(
+        "Gaussian",
+        {f"method {m}\nmean err 0.{m}": (MEAN + 0.1 * m, COV * (1 + 0.1 * m)) for m in range(3)},
+        truth=(MEAN, COV),
+        reference=(MEAN - 0.05, COV),
+        dims=(0, 2),
+    )
+    mix = FitGroup("Mixture", {"a": _mixture(0.3), "b": _mixture(-0.2)}, truth=_mixture(0.0),
+                   reference=_mixture(0.1), zoom=True)
+    fig = plot_fits([gauss, mix], tmp_path / "fits.png")
+    assert_readable_panels(fig)
+    gauss_sub, mix_sub = fig.subfigs
+    titles = [ax.get_title() for ax in all_axes(gauss_sub)]
+    assert titles == list(gauss.fits)  # one panel per method, titled with it and its error
+    panels = mix_sub.subfigs  # one panel per method, one zoomed view per true component
+    assert [p.get_suptitle() for p in panels[:2]] == ["a", "b"]
+    assert [len(p.axes) for p in panels[:2]] == [2, 2]
+    view = panels[0].axes[1]  # centred on the second true component, not on the whole mixture
+    assert view.get_xlim()[0] < 40.0 < view.get_xlim()[1] and np.ptp(view.get_xlim()) < 20
+    # truth black and dashed, the fit coloured and solid, the non-private fit grey and dotted
+    styles = {(str(ln.get_color()), ln.get_linestyle()) for ln in all_axes(gauss_sub)[0].lines}
+    assert {("black", "--"), ("C0", "-"), ("0.55", ":")} <= styles
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "private fit", "truth", "non-private fit"]
+    assert (tmp_path / "fits.png").stat().st_size > 10_000
+
+
+def test_plot_fits_needs_a_fit_and_zoom_needs_the_truth() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        plot_fits([FitGroup("empty", {})])
+    with pytest.raises(ValueError, match="truth"):
+        plot_fits(FitGroup("m", {"a": _mixture(0.0)}, zoom=True))
 
 
 def test_plot_experiment_draws_published_references(tmp_path: Path) -> None:

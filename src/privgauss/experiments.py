@@ -277,7 +277,8 @@ def _timed_fit(est: Any, X: np.ndarray, public: np.ndarray | None) -> tuple[Any,
 
 def demo_gaussian(n: int, d: int, rho: float, seed: int) -> tuple[list[tuple], dict[str, Any]]:
     """The ``privgauss demo`` Gaussian runs: table rows (label, mean error, covariance error,
-    seconds) against the true parameters, and the models to plot."""
+    seconds) against the true parameters, and the models to plot: ``"truth"``,
+    ``"non-private"`` and every private fit under the label of its row."""
     from .accounting import zcdp_to_epsilon
     from .datasets import make_gaussian
     from .estimators import PrivateGaussian
@@ -310,8 +311,7 @@ def demo_gaussian(n: int, d: int, rho: float, seed: int) -> tuple[list[tuple], d
         cov_err = "known" if "covariance" in kw else f"{covariance_error(g.covariance_, cov):.4f}"
         rows.append((label, f"{mahalanobis_mean_error(g.mean_, mu, cov):.4f}", cov_err,
                      f"{secs:.2f}"))
-        if public is not None and "covariance" not in kw:
-            models[f"private ({g.method_}, {d + 1} public rows)"] = g
+        models[label] = g
     return rows, models
 
 
@@ -321,7 +321,8 @@ def demo_mixture(
     """The ``privgauss demo`` mixture runs: every registered method that ``method="auto"`` may
     pick (public-data methods get ``n_pub`` public rows of the same mixture) next to
     scikit-learn's EM; methods due after ``deadline`` (a ``time.perf_counter()`` value) and
-    reductions that "auto" never picks are listed as not run."""
+    reductions that "auto" never picks are listed as not run. The models to plot are
+    ``"truth"``, ``"non-private"`` (EM) and every private fit under the label of its row."""
     from sklearn.mixture import GaussianMixture
 
     from .datasets import make_mixture
@@ -343,7 +344,7 @@ def demo_mixture(
         ("non-private (scikit-learn EM)", *errors(sk.weights_, sk.means_, sk.covariances_), "-")
     ]
     models: dict[str, Any] = {"truth": (mix.weights, mix.means, mix.covariances),
-                              "non-private (EM)": sk}
+                              "non-private": sk}
     for method, spec in METHODS.items():
         public = pub if spec.uses_public else None
         label = f"{method}: " + (f"{n_pub} public rows" if spec.uses_public else "no public data")
@@ -362,7 +363,7 @@ def demo_mixture(
             rows.append((label, why, "", ""))
             continue
         rows.append((label, *errors(m.weights_, m.means_, m.covariances_), f"{secs:.2f}"))
-        models[f"private ({method})"] = m
+        models[label] = m
     return rows, models
 
 

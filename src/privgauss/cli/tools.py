@@ -228,6 +228,23 @@ def _table(title: str, header: tuple[str, str], rows: list[tuple]) -> None:
             click.echo(f"{label:<60}{a:>16}{b:>16}{secs:>8}")
 
 
+def _demo_panels(rows: list[tuple], models: dict[str, Any], header: tuple[str, str]
+                 ) -> dict[str, Any]:
+    """Panel title → private fit, one per row of the demo's table that has a fit: the method,
+    what it was given, and its errors."""
+    import textwrap
+
+    panels = {}
+    for label, a, b, _ in rows:
+        if label not in models or label in ("truth", "non-private"):
+            continue
+        method, _, given = label.partition(": ")
+        errors = f"{header[0]} {a}, " + ("covariance known" if b == "known" else f"{header[1]} {b}")
+        wrapped = textwrap.wrap(given, 46, break_on_hyphens=False)
+        panels["\n".join([method, *wrapped, errors])] = models[label]
+    return panels
+
+
 @click.command()
 @click.option("--n", "n", default=5000, show_default=True, help="rows of the Gaussian")
 @click.option("--d", "d", default=10, show_default=True, help="dimension of the Gaussian")
@@ -278,18 +295,29 @@ def demo(n: int, d: int, rho: float, mixture_n: int, mixture_epsilon: float, see
                    m_rows)
             click.echo("max comp. TV = largest TV distance between matched components")
         if plot_path:
-            from ..plots import new_figure, plot_models
+            from ..plots import FitGroup, plot_fits
 
+            groups = [
+                FitGroup(f"Gaussian: n={n}, d={d}, rho={rho} per fit "
+                         "(marginal on coordinates 0 and 1)",
+                         _demo_panels(g_rows, g_models, ("mean err", "cov err")),
+                         truth=g_models["truth"], reference=g_models["non-private"]),
+            ]
+            if m_models:
+                groups.append(FitGroup(
+                    f"Mixture: n={mixture_n}, d=2, k=2, ({mixture_epsilon:g}, 1e-6)-DP per fit",
+                    _demo_panels(m_rows, m_models, ("max comp. TV", "weight err")),
+                    truth=m_models["truth"], reference=m_models["non-private"], zoom=True))
+            if not any(g.fits for g in groups):
+                click.echo("no plot: no method produced a fit")
+                return
             try:
-                fig = new_figure((12.0 if m_models else 6.0, 5.0))
+                mixture_note = "; EM for the mixture" if m_models else ""
+                fig = plot_fits(groups, reference_label="non-private fit (sample mean and "
+                                f"covariance{mixture_note})")
             except ImportError as exc:
                 click.echo(f"no plot: {exc}")
                 return
-            axes = fig.subplots(1, 2 if m_models else 1, squeeze=False)[0]
-            plot_models(g_models, ax=axes[0], title=f"Gaussian (d={d}): coordinates 0 and 1")
-            if m_models:
-                plot_models(m_models, ax=axes[1], title="2-D mixture")
-            fig.tight_layout()
             with atomic_path(plot_path) as tmp:
                 fig.savefig(tmp, dpi=110, format="png")
             click.echo(f"\nwrote {plot_path}")
