@@ -403,6 +403,7 @@ def histogram_gaussian(
         noise=src,
         constants=constants,
         beta=beta,
+        prior_floor=False,  # lo is an assumption, judged from the release by _check_prior
     )
     _check_prior(np.asarray(cov_z), lo)
     mean = loc.center + s * np.asarray(mean_z)

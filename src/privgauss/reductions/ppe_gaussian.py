@@ -239,6 +239,7 @@ def ppe_gaussian(
         noise=src,
         beta=beta,
         step="ppe-refine",
+        prior_floor=False,  # the lower bound is the corr_condition assumption, not a prior
     )
     return mu_z * scale, cov_z * np.outer(scale, scale)
 
