@@ -132,6 +132,8 @@ class Localisation:
     ``center`` (d,) approximates μ with |μ_k − c_k| ≤ ``radius[k]`` w.h.p.; ``scale`` (d,) is the
     middle of the per-axis bracket [``scale_lo``, ``scale_hi``] of √Σ_kk (all ones when the data
     were whitened by a known covariance). The released histograms are kept for inspection.
+    ``degenerate`` (d,) marks the axes read as constant (one released value; scale 0, radius 0,
+    ``center`` that value); None when the covariance was known.
     """
 
     center: np.ndarray
@@ -316,12 +318,11 @@ def localise(
                 needed_n=_needed_n_scale(tau),
             )
         b = np.zeros(d)
-        for k, hist_top in enumerate(
+        for k, _ in enumerate(
             _axis_top_bins(_scale_keys(Xc, perm, u), scale_budget, "scale",
                            _needed_n_scale(tau), scale_h, accountant=accountant, noise=src,
                            step=f"{step}-scale")
         ):
-            del hist_top
             top = _scale_bin(scale_h[k])
             tied[k] = top is None
             b[k] = 0.0 if top is None else top
