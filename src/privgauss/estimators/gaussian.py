@@ -25,7 +25,7 @@ METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selec
 
 # a public column whose spread is at most this fraction of its magnitude is constant for the
 # public preconditioner (exactly constant, or constant up to float rounding)
-_FLAT_PUBLIC_REL = 1e-12
+_FLAT_PUBLIC_REL = 64 * float(np.finfo(np.float64).eps)
 
 
 def _flat_public_columns(Xp: np.ndarray | None) -> tuple[int, ...]:
