@@ -175,7 +175,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     covariances).
 
     Guarantee: ``weights_``, ``means_`` and ``covariances_`` are (ε, δ)-DP with respect to the
-    rows of ``X`` for ``epsilon=``, ``delta=`` (δ > 0: both methods need approximate DP), under
+    rows of ``X`` for ``epsilon=``, ``delta=`` (δ > 0), or ρ-zCDP for ``rho=`` (methods
+    ``"em"``, ``"public-heavy"``, ``"public-light"``), under
     **replace-one** neighbours (datasets of the same public size n differing in one row). A
     failure raises :class:`~privgauss.exceptions.EstimationFailed` with the budget spent.
 
@@ -193,6 +194,17 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
       alone (free), then per cluster d+1-sample public preconditioning + CoinPress.
     * ``"public-light"`` — Alg. 3–7, ≥ 4/w_min public rows: public superclustering, private PCA
       and a privately confirmed public split, then per-cluster CoinPress.
+
+    Method without a separation assumption: ``"em"`` — private EM (noisy per-component
+    sufficient statistics, DP-EM-style); ``auto`` falls back to it whenever no paper method's
+    requirement holds.
+
+    **A prior** (optional, public): ``mean_bound=R`` with ``center=`` (default 0) and
+    ``cov_bounds=(lo, hi)``, given together, say that every component's mean lies within R of
+    the centre and every component covariance's eigenvalues in [lo, hi]. Private EM then
+    localises by CoinPress inside the prior instead of the bound-free route, so it needs far
+    fewer rows and a ``rho=`` budget works without public rows; every release, of any method, is
+    projected into the prior (post-processing). A wrong prior costs accuracy, never privacy.
 
     ``public_clusters_`` shows the public clustering (public-heavy: the public rows' clusters;
     public-light: the public balls); ``method="auto"`` prefers public-heavy, then public-light,

@@ -8,33 +8,38 @@ public-seeded) start, per-component whitening and clipping in every step, one jo
 statistic, and a budget that grows towards the last step.
 
 **Neighbours:** replace one row of ``X``; n is public. **Guarantee:** ρ-zCDP for ``ZCDP(ρ)``
-(needs ≥ d+1 public rows: an unbounded domain cannot be localised under zCDP alone), and
-(ε, δ)-DP for ``ApproxDP(ε, δ)``, δ > 0, with respect to the private rows, for **every** public
-dataset (public rows only set the frame and seed the start; they are free and untrusted).
+(needs ≥ d+1 public rows or a prior: an unbounded domain cannot be localised under zCDP alone),
+and (ε, δ)-DP for ``ApproxDP(ε, δ)``, δ > 0, with respect to the private rows, for **every**
+public dataset and prior (public rows only set the frame and seed the start; they are free and
+untrusted; a prior only sets CoinPress's box).
 
 **Algorithm** (every radius, grid, iteration count and share is a function of n, d, k, the
 budget and public rows; every frame after the first a function of releases):
 
 1. *Localise and whiten.* With ≥ d+1 public rows: the public preconditioner's mean μ̂ and root
-   A (free). Otherwise :func:`~privgauss.gaussian.histogram.histogram_gaussian` at (ε_L, δ/2)
-   releases a mean m₀ and covariance C₀ of the whole data (stability histograms, then
-   CoinPress). The rows are mapped to z = W(x − m₀) (W = C₀^{-1/2} or A^{-1}) by
+   A (free). Else, with a user's prior (:class:`EMPrior`: component means within R of c,
+   component eigenvalues in [lo, hi]), CoinPress inside the ball (c, R) and the eigenvalue box
+   [lo, hi + R²] releases a mean m₀ and covariance C₀ of the whole data with 10 % of the
+   budget as ρ. Otherwise :func:`~privgauss.gaussian.histogram.histogram_gaussian` at
+   (ε_L, δ/2) releases m₀ and C₀ (stability histograms, then CoinPress). The rows are mapped
+   to z = W(x − m₀) (W = C₀^{-1/2} or A^{-1}) by
    :func:`~privgauss.clipped_stats.transform_rows` (a row that overflows goes to the centre).
 2. *Start.* A noisy histogram of the z-rows on a coarse grid (m cells per axis on p ≤ d
    public random orthonormal directions, m and p from the public plan, coordinates clamped
    into the box [−3, 3]^p): all cells' counts released jointly, Gaussian noise, L2
    sensitivity √2 (one row leaves one cell and joins another). Weighted k-means on the cell
-   centres (weights: the noisy counts above 2σ) gives k start centres; with public rows, a
-   k-means on the public rows is the seed and the public rows join the noisy cells with a total
-   weight of 10 % of n — they seed the start, they do not dictate it.
+   centres (weights: the noisy counts above σ·√(2 ln C), C = m^p cells) gives k start centres,
+   the least-inertia run of 10 k-means++ seedings (and of the public seed); with public rows,
+   a k-means on the public rows is that seed and the public rows join the noisy cells with a
+   total weight of 10 % of n — they seed the start, they do not dictate it.
 3. *T EM steps* (T = 8 + 3k within [10, 20]), one pass each
    (:func:`~privgauss.backends.reduce_rows`, a picklable kernel):
    responsibilities r_ij from the current released model; per component
    y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = √d + ¼√(2 ln n);
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
-   Update (post-processing): μ_j += L_j S_j/N_j, Σ_j = L_j (M_j/N_j − ȳȳᵀ) L_jᵀ with its
-   eigenvalues floored, π_j ∝ N_j.
+   Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
+   Σ_j = L_j (M_j/N_j − ȳȳᵀ) L_jᵀ with its eigenvalues floored, π_j ∝ N_j.
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
@@ -44,9 +49,10 @@ r_j P − r'_j P' with P, P' PSD of norm ≤ r² (Σ_j (r_j² + r'_j²) r⁴ ≤
 :func:`~privgauss.sensitivity.soft_outer_sums_frobenius`). The k components cost what one does.
 
 **Budget plan** (:func:`em_plan`, data; its parts compose to exactly the total). (ε, δ) without
-public rows: localisation (ε_L, δ/2), ε_L = 2·(what the histograms need at this n), within
-[0.2ε, 0.5ε]; the rest is the largest ρ_EM that fits the accountant (zCDP charges compose, then
-convert with the δ left). ρ budgets and public rows: ρ_EM = everything. ρ_EM: 10 % start
+public rows or prior: localisation (ε_L, δ/2), ε_L = 2·(what the histograms need at this n),
+within [0.2ε, 0.5ε]; the rest is the largest ρ_EM that fits the accountant (zCDP charges
+compose, then convert with the δ left). With public rows: ρ_EM = everything (an (ε, δ) budget
+as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 % start
 histogram; of the other 90 %, half on the last EM step, the other half evenly on the T − 1
 earlier ones; within a step 10 % counts, 30 % sums, 60 % second moments.
 
