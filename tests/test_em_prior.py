@@ -14,7 +14,7 @@ import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
 import privgauss as pg
-from privgauss.accounting import ZCDP, Accountant, ApproxDP
+from privgauss.privacy import ZCDP, Accountant, ApproxDP
 from privgauss.mixture import private_em as pe
 
 M = pg.PrivateGaussianMixture
