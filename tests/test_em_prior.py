@@ -14,8 +14,8 @@ import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
 import privgauss as pg
-from privgauss.privacy import ZCDP, Accountant, ApproxDP
 from privgauss.mixture import private_em as pe
+from privgauss.privacy import ZCDP, Accountant, ApproxDP
 
 M = pg.PrivateGaussianMixture
 PRIOR = dict(mean_bound=20.0, cov_bounds=(0.1, 10.0))
