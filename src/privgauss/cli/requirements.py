@@ -34,52 +34,20 @@ def requirements_cmd() -> None:
     """
 
 
-def _as_rho(b: Any) -> float:
-    from ..privacy import ZCDP, PureDP, approx_to_zcdp
-
-    if isinstance(b, ZCDP):
-        return b.rho
-    if isinstance(b, PureDP):
-        return b.epsilon**2 / 2
-    return approx_to_zcdp(b.epsilon, b.delta)
-
-
 def gaussian_bound(method: str, d: int, budget: Any, *, alpha: float, beta: float,
                    mean_bound: float | None, cond: float, mean_only: bool,
                    gamma: float) -> tuple[Any, str]:
-    """The theory :class:`~privgauss.theory.Bound` for a Gaussian method, and what else it needs."""
-    from .. import theory
-    from ..privacy import ApproxDP, PureDP
+    """The theory :class:`~privgauss.theory.Bound` for a Gaussian method, and what else it needs
+    (the method's own ``theory_bound`` in :mod:`privgauss.methods`)."""
+    from .. import methods
 
-    def need_r() -> float:
-        if mean_bound is None:
-            raise InvalidDataError(f"method {method!r} needs --mean-bound (the prior radius R)")
-        return mean_bound
-
-    rho = _as_rho(budget)
-    if method == "clip":
-        return theory.clip_mean_n(d, alpha, beta, rho, need_r()), "a known covariance and R"
-    if method == "coinpress":
-        return (theory.klsu_n(d, alpha, beta, rho, need_r(), cond),
-                "R and covariance bounds (condition number <= --cond)")
-    if method == "public":
-        if mean_only:
-            return theory.public_mean_n(d, alpha, beta, rho), "1 public row (known covariance)"
-        kw = {"epsilon": budget.epsilon} if isinstance(budget, PureDP) else {"rho": rho}
-        return theory.public_gaussian_n(d, alpha, beta, gamma=gamma, **kw), f"{d + 1} public rows"
-    if method == "histogram":
-        if not isinstance(budget, ApproxDP):
-            raise PrivacyBudgetError("method 'histogram' needs --epsilon and --delta")
-        return theory.al21_n(d, alpha, beta, budget.epsilon, budget.delta), "no bounds"
-    if method == "hypothesis-selection":
-        if not isinstance(budget, PureDP):
-            raise PrivacyBudgetError("method 'hypothesis-selection' needs --epsilon alone (pure)")
-        if mean_bound is None:
-            return (theory.public_gaussian_n(d, alpha, beta, epsilon=budget.epsilon, gamma=gamma),
-                    f"{d + 1} public rows (or --mean-bound and covariance bounds)")
-        return (theory.bksw_n(d, alpha, beta, budget.epsilon, mean_bound,
-                              None if mean_only else cond), "R (and covariance bounds)")
-    raise InvalidDataError(f"no sample-size formula is registered for Gaussian method {method!r}")
+    spec = methods.get("gaussian", method)
+    if spec.theory_bound is None:
+        raise InvalidDataError(
+            f"no sample-size formula is registered for Gaussian method {method!r}")
+    facts = methods.Facts("gaussian", budget, 0, d, mean_bound=mean_bound,
+                          known_covariance=mean_only, beta=beta, gamma=gamma)
+    return spec.theory_bound(facts, alpha, cond)
 
 
 @requirements_cmd.command("gaussian")
@@ -145,8 +113,8 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
     Example:
       privgauss requirements mixture sample-aggregate --n 1e5 --d 2 --k 2 --epsilon 2 --delta 1e-6
     """
-    from ..estimators.mixture import METHODS
-    from ..mixture.requirements import requirements
+    from .. import methods
+    from ..privacy import ApproxDP
 
     def run() -> None:
         _budget(rho, epsilon, delta)
@@ -154,12 +122,14 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
             raise PrivacyBudgetError("mixture methods need --epsilon and --delta (delta > 0)")
         if not (math.isfinite(n) and n >= 1) or d < 1 or k < 1:
             raise InvalidDataError("--n must be a finite number >= 1, --d and --k at least 1")
-        name = METHODS[method].requirements
-        if name is None:
+        spec = methods.get("mixture", method)
+        if spec.requirements is None:
             click.echo(f"{method}: no sample-size check is registered for this method")
             return
-        req = requirements(name, n=int(n), d=d, k=k, epsilon=epsilon, delta=delta,
-                           min_weight=min_weight, constants=constants)
+        # the formula the command's --constants names; public rows are not stated here
+        facts = methods.Facts("mixture", ApproxDP(epsilon, delta), int(n), d, k=k,
+                              n_public=None, min_weight=min_weight, formula=constants)
+        req = spec.requirements(facts)
         click.echo(str(req).strip())
         for term, value in req.terms.items():
             click.echo(f"  {term:<45} n >~ {value:.3g}")
