@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError
+from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, Budget, PureDP, approx_to_zcdp
 from ._record import Facts
@@ -47,9 +49,6 @@ def whitened_mean(job: GaussianJob, mean_identity: MeanFn) -> tuple[np.ndarray, 
     whitened by Σ (a public matrix): ``mean_identity(Xw, Xpw, cw, bound)`` estimates the mean
     of N(μ, I) rows ``Xw`` (public rows ``Xpw``, prior centre ``cw`` and radius ``bound``, None
     without ``mean_bound``). Returns (mean, Σ)."""
-    from ..clipped_stats import transform_rows
-    from ..linalg import inv_sqrtm_psd, sqrtm_psd
-
     known = job.known
     assert known is not None
     root = sqrtm_psd(known)
@@ -78,3 +77,20 @@ def prior_radius(facts: Facts, name: str) -> float:
     if facts.mean_bound is None:
         raise InvalidDataError(f"method {name!r} needs --mean-bound (the prior radius R)")
     return float(facts.mean_bound)
+
+
+def smallest_n(ok: Callable[[int], bool], *, start: int = 2, limit: float = 2.0**40,
+               rel: float = 0.01) -> float:
+    """The smallest n ≥ ``start`` (to within a factor 1 + ``rel``, rounded up) for which
+    ``ok(n)`` holds, ``ok`` being monotone in n; ``inf`` when it fails up to ``limit``."""
+    lo, hi = start, start
+    while not ok(hi):
+        if hi > limit:
+            return math.inf
+        lo, hi = hi, hi * 2
+    if hi == start:
+        return float(start)
+    while hi > lo * (1.0 + rel) and hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return float(hi)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..exceptions import PrivacyBudgetError
 from ..privacy import ApproxDP
-from ._gaussian import GaussianJob
+from ._gaussian import GaussianJob, smallest_n
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -45,6 +45,27 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+def _requirements(facts: Facts) -> Any:
+    """The n this implementation needs: the smallest n at which the localisation's budget
+    (:func:`~privgauss.gaussian.histogram.localisation_budget`, its own plan) sets every
+    histogram threshold at most half the expected count of the bin it needs, within its cap
+    of ε/2 (below that n the capped thresholds make a failure likely)."""
+    if not isinstance(facts.budget, ApproxDP) or facts.budget.delta <= 0:
+        return None
+    from ..gaussian.histogram import localisation_budget
+    from ..mixture.sample_size import report
+
+    eps, delta = facts.budget.epsilon, facts.budget.delta
+
+    def ok(n: int) -> bool:
+        spent = localisation_budget(n, facts.d, eps, delta, known_scale=facts.known_covariance)
+        return spent[2].epsilon < 0.5 * eps * (1.0 - 1e-9)  # below the cap: not clamped
+
+    need = smallest_n(ok, start=4)
+    return report("histogram", facts.n, {"localisation histograms": need}, "practical", {},
+                  "practical: this implementation's own budget plan (localisation_budget)")
+
+
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     from .. import theory
 
@@ -64,6 +85,7 @@ METHOD = Method(
     run=_run,
     known_covariance="optional",
     check=_check,
+    requirements=_requirements,
     theory_bound=_theory,
     auto=_auto,
     auto_rank=4,

@@ -4,12 +4,13 @@ No bounds needed; ρ-zCDP (:mod:`privgauss.gaussian.public`)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ._gaussian import GaussianJob, as_rho, whitened_mean
+from ._gaussian import GaussianJob, as_rho, smallest_n, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []
@@ -102,6 +103,39 @@ def _run_known_mean(job: GaussianJob) -> np.ndarray:
     return pre.backward(np.zeros(len(mu)), cov_y)[1]
 
 
+def _requirements(facts: Facts) -> Any:
+    """The n this implementation needs (unknown covariance, ρ or (ε, δ) budget): the smallest
+    n at which the planned whitening chain predicts a relative covariance error of at most
+    the target :func:`~privgauss.gaussian.public.check_public_plan` names (0.5), with
+    ``facts.n_public`` public rows (d+1 when not stated). None for the mean alone."""
+    if facts.known_covariance or is_pure(facts.budget):
+        return None
+    from ..gaussian.public import (
+        _PUBLIC_RANGE_FACTOR,
+        _PUBLIC_TARGET_ERROR,
+        public_predicted_error,
+    )
+    from ..mixture.sample_size import report
+
+    d = facts.d
+    m = d + 1 if facts.n_public is None else facts.m
+    if m < d + 1:
+        return report("public", facts.n, {f"public rows (>= {d + 1})": math.inf}, "practical")
+    args = (d, zcdp_of(facts.budget, "method='public'"), float(facts.beta),
+            float(facts.gamma), facts.constants)
+
+    def ok(n: int) -> bool:  # check_public_plan's criterion at its target error
+        err = public_predicted_error(n, m, *args)
+        return err <= _PUBLIC_TARGET_ERROR or (
+            err <= _PUBLIC_RANGE_FACTOR * public_predicted_error(n, m, *args, ideal=True))
+
+    need = smallest_n(ok, start=2)
+    term = (f"whitening chain with {m} public rows (predicted covariance error <= "
+            f"{_PUBLIC_TARGET_ERROR:g})")
+    return report("public", facts.n, {term: need}, "practical", {},
+                  "practical: this implementation's own plan (check_public_plan)")
+
+
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     from .. import theory
     from ..privacy import PureDP
@@ -127,6 +161,7 @@ METHOD = Method(
     known_covariance="optional",
     known_mean="give public_X with at least {d1} rows",
     check=_check,
+    requirements=_requirements,
     theory_bound=_theory,
     auto=_auto,
     auto_rank=0,
