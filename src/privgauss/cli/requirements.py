@@ -50,6 +50,45 @@ def gaussian_bound(method: str, d: int, budget: Any, *, alpha: float, beta: floa
     return spec.theory_bound(facts, alpha, cond)
 
 
+def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha: float,
+                     beta: float, mean_bound: float | None, cond: float, mean_only: bool,
+                     gamma: float, n_public: int | None) -> bool | None:
+    """Print the theorem's bound and, when the method has one, the n this implementation's
+    own plan needs (:mod:`privgauss.methods`); the verdict (None without ``n``) follows the
+    practical requirement when there is one, else the theorem."""
+    from .. import methods
+
+    spec = methods.get("gaussian", method)
+    if spec.theory_bound is None and spec.requirements is None:
+        raise InvalidDataError(
+            f"no sample-size formula is registered for Gaussian method {method!r}")
+    bound = None
+    if spec.theory_bound is not None:
+        bound, needs = gaussian_bound(method, d, budget, alpha=alpha, beta=beta,
+                                      mean_bound=mean_bound, cond=cond, mean_only=mean_only,
+                                      gamma=gamma)
+        click.echo(f"{method}: {bound}")
+        click.echo(f"also needs: {needs}")
+    facts = methods.Facts("gaussian", budget, 0 if n is None else int(n), d,
+                          n_public=n_public, mean_bound=mean_bound, known_covariance=mean_only,
+                          beta=beta, gamma=gamma)
+    req = None if spec.requirements is None else spec.requirements(facts)
+    if req is not None:
+        click.echo(f"practical: this implementation needs n >~ {req.n_needed:.3g} "
+                   f"({req.dominant}; {req.note or 'its own plan'})")
+    if n is None:
+        return None
+    if req is not None:
+        click.echo(f"verdict: n = {int(n)} is {'enough' if req.ok else 'too few'} for a fit "
+                   "by this implementation")
+        return bool(req.ok)
+    assert bound is not None
+    verdict = "enough" if n >= bound.n else "too few"
+    click.echo(f"verdict: n = {int(n)} is {verdict} for TV error {alpha:g} by this "
+               "(indicative) bound")
+    return bool(n >= bound.n)
+
+
 @requirements_cmd.command("gaussian")
 @click.argument("method", type=_RegistryChoice(lambda: [m for m in _gaussian_methods()
                                                         if m != "auto"]))
@@ -64,11 +103,15 @@ def gaussian_bound(method: str, d: int, budget: Any, *, alpha: float, beta: floa
 @click.option("--mean-only", is_flag=True, help="known covariance: estimate the mean only")
 @click.option("--gamma", type=float, default=0.0, show_default=True,
               help="TV distance between public and private distributions")
+@click.option("--n-public", type=int, default=None,
+              help="your number of public rows (default: the fewest the method takes)")
 def requirements_gaussian(method: str, d: int, n: float | None, rho: float | None,
                           epsilon: float | None, delta: float | None, alpha: float, beta: float,
                           mean_bound: float | None, cond: float, mean_only: bool,
-                          gamma: float) -> None:
-    """Sample size of a Gaussian METHOD from the paper's theorem (indicative: constants 1).
+                          gamma: float, n_public: int | None) -> None:
+    """Sample size of a Gaussian METHOD: the paper's theorem (indicative: constants 1) and,
+    for methods whose fit can fail or refuse at small n (public, histogram, ppe), the n this
+    implementation's own budget plan needs — the verdict then follows it.
 
     \b
     Example:
@@ -78,16 +121,15 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
 
     def run() -> None:
         budget = make_budget(**_budget(rho, epsilon, delta))
-        bound, needs = gaussian_bound(method, d, budget, alpha=alpha, beta=beta,
-                                      mean_bound=mean_bound, cond=cond, mean_only=mean_only,
-                                      gamma=gamma)
-        click.echo(f"{method}: {bound}")
-        click.echo(f"also needs: {needs}")
-        if n is not None:
-            verdict = "enough" if n >= bound.n else "too few"
-            click.echo(f"verdict: n = {int(n)} is {verdict} for TV error {alpha:g} by this "
-                       "(indicative) bound")
-            enough.append(n >= bound.n)
+        if d < 1 or (n is not None and not (math.isfinite(n) and n >= 1)) or (
+                n_public is not None and n_public < 0):
+            raise InvalidDataError("--d must be at least 1, --n a finite number >= 1 and "
+                                   "--n-public at least 0")
+        ok = _gaussian_report(method, d, n, budget, alpha=alpha, beta=beta,
+                              mean_bound=mean_bound, cond=cond, mean_only=mean_only,
+                              gamma=gamma, n_public=n_public)
+        if ok is not None:
+            enough.append(ok)
 
     enough: list[bool] = []
     _run_user(run)

@@ -63,7 +63,7 @@ def _requirements(facts: Facts) -> Any:
 
     need = smallest_n(ok, start=4)
     return report("histogram", facts.n, {"localisation histograms": need}, "practical", {},
-                  "practical: this implementation's own budget plan (localisation_budget)")
+                  "its own budget plan: localisation_budget below its cap")
 
 
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:

@@ -133,7 +133,7 @@ def _requirements(facts: Facts) -> Any:
     term = (f"whitening chain with {m} public rows (predicted covariance error <= "
             f"{_PUBLIC_TARGET_ERROR:g})")
     return report("public", facts.n, {term: need}, "practical", {},
-                  "practical: this implementation's own plan (check_public_plan)")
+                  "its own plan: check_public_plan's target error")
 
 
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
