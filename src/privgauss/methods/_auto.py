@@ -71,17 +71,26 @@ def check_requested(methods: Table, name: str, facts: Facts) -> None:
         raise InvalidDataError(req.message())
 
 
-def fallback(methods: Table, facts: Facts, why: str) -> tuple[str, str] | None:
-    """(name, reason) of the method ``auto`` falls back to when no other can work here (its
-    inputs are usable and its requirement holds, or is not enforced); else None."""
+def _usable_fallbacks(methods: Table, facts: Facts) -> list[Method]:
+    """The fallback methods whose inputs are usable here (their ``check`` passes)."""
+    out = []
     for spec in methods.values():
-        if spec.fallback is None:
+        if spec.fallback is None or spec.requirements is None:
             continue
         try:
             if spec.check is not None:
                 spec.check(facts)
         except (InvalidDataError, PrivacyBudgetError):
             continue
+        out.append(spec)
+    return out
+
+
+def fallback(methods: Table, facts: Facts, why: str) -> tuple[str, str] | None:
+    """(name, reason) of the method ``auto`` falls back to when no other can work here (its
+    inputs are usable and its requirement holds, or is not enforced); else None."""
+    for spec in _usable_fallbacks(methods, facts):
+        assert spec.fallback is not None
         req = requirement(spec, facts)
         if req is not None and not req.ok and facts.enforce_requirements:
             continue
@@ -108,10 +117,15 @@ def choose_mixture(methods: Table, facts: Facts) -> tuple[str, str]:
         fb = fallback(methods, facts, "no paper method takes a rho budget with these public rows")
         if fb is not None:
             return fb
+        usable = _usable_fallbacks(methods, facts)
+        if usable:  # it can run here, but not at this n
+            raise InvalidDataError("no mixture method can work with this n: the least "
+                                   "demanding, " + requirement(usable[0], facts).message())
         raise PrivacyBudgetError(
             "a rho (zCDP) budget needs a zCDP method "
             f"{tuple(m for m, spec in methods.items() if spec.zcdp)}, and those need enough "
-            "public rows: give public_X, or pass epsilon= and delta="
+            "public rows or a prior: give public_X, or mean_bound= and cov_bounds= (a "
+            "range for the components), or pass epsilon= and delta="
         )
     sep = None if facts.separation is None else float(facts.separation)
     if sep is not None:
@@ -124,7 +138,9 @@ def choose_mixture(methods: Table, facts: Facts) -> tuple[str, str]:
         fb = fallback(methods, facts, "no paper method meets its sample-size requirement")
         if fb is not None:
             return fb
-        best = min(candidates, key=lambda m: reqs[m].n_needed)
+        for spec in _usable_fallbacks(methods, facts):  # the fallback is a candidate too
+            reqs[spec.name] = requirement(spec, facts)
+        best = min(reqs, key=lambda m: reqs[m].n_needed)
         if facts.enforce_requirements:
             raise InvalidDataError(
                 "no mixture method can work with this n: the least demanding, "

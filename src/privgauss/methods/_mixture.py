@@ -29,7 +29,8 @@ def learner_run(module: str, function: str, knobs: tuple[str, ...],
     parameters and knobs (and ``public_X=`` when ``public``)."""
 
     def run(est: Any, X: np.ndarray, public_X: np.ndarray | None, budget: Budget,
-            acct: Accountant, noise: NoiseSource, info: dict[str, Any]) -> Mixture:
+            acct: Accountant, noise: NoiseSource, info: dict[str, Any],
+            **extra: Any) -> Mixture:
         learner = getattr(importlib.import_module(f"privgauss.mixture.{module}"), function)
         return learner(
             X,
@@ -43,6 +44,7 @@ def learner_run(module: str, function: str, knobs: tuple[str, ...],
             info=info,
             **({"public_X": public_X} if public else {}),
             **method_knobs(est, knobs),
+            **extra,
         )
 
     return run
