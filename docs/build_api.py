@@ -1,7 +1,9 @@
 """Generate ``docs/api.md`` from the docstrings of the public privgauss modules.
 
-Usage: ``python docs/build_api.py`` (writes docs/api.md), or ``python docs/build_api.py --check``
-(exit status 1 if docs/api.md is not current). ``tests/test_docs.py`` runs the check.
+Usage: ``python docs/build_api.py`` (writes docs/api.md and the method tables of
+docs/guide/index.md, which are generated from the method registry ``privgauss.methods``), or
+``python docs/build_api.py --check`` (exit status 1 if either is not current).
+``tests/test_docs.py`` runs the check.
 
 Every module of the package is included except private ones (a name starting with ``_``) and the
 command line; a module's public objects are its ``__all__`` or, without one, the functions and
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 OUT = Path(__file__).resolve().parent / "api.md"
+GUIDE = OUT.parent / "guide" / "index.md"
 SKIP = {"privgauss.cli"}
 HEADER = (
     "# privgauss API reference\n\n"
@@ -111,16 +114,33 @@ def build() -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
+def guide_index(text: str) -> str:
+    """``text`` (docs/guide/index.md) with each method table — between the markers
+    ``<!-- methods:KIND: ... -->`` and ``<!-- /methods -->`` — generated from the registry."""
+    from privgauss import methods
+
+    for kind in methods.KINDS:
+        pattern = re.compile(rf"(<!-- methods:{kind}:[^\n]*-->\n).*?(<!-- /methods -->)", re.S)
+        if not pattern.search(text):
+            raise ValueError(f"docs/guide/index.md has no <!-- methods:{kind}: ... --> marker")
+        table = methods.method_table(kind)
+        text = pattern.sub(lambda m, t=table: m.group(1) + t + "\n" + m.group(2), text)
+    return text
+
+
 def main(argv: list[str]) -> int:
     text = build()
+    guide = guide_index(GUIDE.read_text())
     if "--check" in argv:
         current = OUT.read_text() if OUT.exists() else ""
-        if current != text:
-            print("docs/api.md is out of date: run python docs/build_api.py", file=sys.stderr)
+        if current != text or guide != GUIDE.read_text():
+            print("docs/api.md or docs/guide/index.md is out of date: run python "
+                  "docs/build_api.py", file=sys.stderr)
             return 1
         return 0
     OUT.write_text(text)
-    print(f"wrote {OUT}")
+    GUIDE.write_text(guide)
+    print(f"wrote {OUT} and the method tables of {GUIDE}")
     return 0
 
 

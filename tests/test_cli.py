@@ -79,7 +79,7 @@ def test_demo_prints_real_numbers_and_writes_a_plot(
 ) -> None:
     # one mixture method keeps the test fast; the demo runs whatever the registry holds
     monkeypatch.setattr(
-        mixture_module, "METHODS", {"sample-aggregate": mixture_module.METHODS["sample-aggregate"]}
+        pg.methods, "MIXTURE", {"sample-aggregate": mixture_module.METHODS["sample-aggregate"]}
     )
     import privgauss.plots
 

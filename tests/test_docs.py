@@ -22,6 +22,19 @@ def test_api_reference_is_current() -> None:
     )
 
 
+def test_method_tables_are_generated_from_the_registry() -> None:
+    """docs/guide/index.md's method tables are the registry's (python docs/build_api.py)."""
+    from privgauss import methods
+
+    text = (DOCS / "guide" / "index.md").read_text()
+    assert _builder().guide_index(text) == text, (
+        "docs/guide/index.md's method tables are out of date: run python docs/build_api.py"
+    )
+    for kind in methods.KINDS:
+        for name in methods.names(kind):
+            assert f"| `{name}` | {methods.get(kind, name).summary} |" in text
+
+
 def test_every_registered_method_has_a_guide() -> None:
     from privgauss.estimators.gaussian import METHODS as GAUSSIAN
     from privgauss.estimators.mixture import METHODS as MIXTURE

@@ -24,6 +24,8 @@ LAYERS = [
     # the theorems' sample-size formulas read the algorithms' own radii and plans
     ("algorithms", ["privgauss.gaussian", "privgauss.mixture", "privgauss.reductions",
                     "privgauss.theory"]),
+    # the method registry: one module per method, reading the algorithms
+    ("methods", ["privgauss.methods"]),
     ("estimators", ["privgauss.estimators"]),
     ("entry", ["privgauss.io", "privgauss.audit", "privgauss.experiments", "privgauss.plots",
                "privgauss.cli", "privgauss"]),

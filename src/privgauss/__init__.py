@@ -34,11 +34,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "privacy": ("privacy", None),
     "datasets": ("datasets", None),
     "metrics": ("metrics", None),
+    "methods": ("methods", None),
     "theory": ("theory", None),
 }
 
 if TYPE_CHECKING:  # what static tools see: the names the lazy loader gives
-    from . import audit, datasets, metrics, privacy, theory
+    from . import audit, datasets, methods, metrics, privacy, theory
     from .estimators import PrivateGaussian, PrivateGaussianMixture
     from .io import load
     from .mixture.requirements import requirements as mixture_requirements
@@ -90,6 +91,7 @@ __all__ = [
     "audit",
     "datasets",
     "load",
+    "methods",
     "metrics",
     "mixture_requirements",
     "privacy",

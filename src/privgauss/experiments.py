@@ -325,9 +325,9 @@ def demo_mixture(
     ``"truth"``, ``"non-private"`` (EM) and every private fit under the label of its row."""
     from sklearn.mixture import GaussianMixture
 
+    from . import methods
     from .datasets import make_mixture
     from .estimators import PrivateGaussianMixture
-    from .estimators.mixture import METHODS
     from .metrics import mixture_error
 
     k, d, n_pub = 2, 2, 40
@@ -345,7 +345,7 @@ def demo_mixture(
     ]
     models: dict[str, Any] = {"truth": (mix.weights, mix.means, mix.covariances),
                               "non-private": sk}
-    for method, spec in METHODS.items():
+    for method, spec in methods.table("mixture").items():
         public = pub if spec.uses_public else None
         label = f"{method}: " + (f"{n_pub} public rows" if spec.uses_public else "no public data")
         why = ""

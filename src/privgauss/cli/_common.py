@@ -53,15 +53,15 @@ class _RegistryChoice(click.Choice):
 
 
 def _gaussian_methods() -> list[str]:
-    from ..estimators.gaussian import METHODS
+    from .. import methods
 
-    return list(METHODS)
+    return ["auto", *methods.names("gaussian")]
 
 
 def _mixture_methods() -> list[str]:
-    from ..estimators.mixture import METHODS
+    from .. import methods
 
-    return ["auto", *METHODS]
+    return ["auto", *methods.names("mixture")]
 
 
 def _experiment_names() -> list[str]:
@@ -91,7 +91,7 @@ def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     opts: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.argument("data", type=click.Path(dir_okay=False)),
         click.option("--columns", default=None, help="comma-separated columns (CSV/Parquet)"),
-        click.option("--public", "public", default=None, type=click.Path(dir_okay=False),
+        click.option("--public", default=None, type=click.Path(dir_okay=False),
                      help="file of public rows (same columns); never charged to the budget"),
         _budget_options,
         click.option("--seed", type=int, default=None,

@@ -34,52 +34,59 @@ def requirements_cmd() -> None:
     """
 
 
-def _as_rho(b: Any) -> float:
-    from ..privacy import ZCDP, PureDP, approx_to_zcdp
-
-    if isinstance(b, ZCDP):
-        return b.rho
-    if isinstance(b, PureDP):
-        return b.epsilon**2 / 2
-    return approx_to_zcdp(b.epsilon, b.delta)
-
-
 def gaussian_bound(method: str, d: int, budget: Any, *, alpha: float, beta: float,
                    mean_bound: float | None, cond: float, mean_only: bool,
                    gamma: float) -> tuple[Any, str]:
-    """The theory :class:`~privgauss.theory.Bound` for a Gaussian method, and what else it needs."""
-    from .. import theory
-    from ..privacy import ApproxDP, PureDP
+    """The theory :class:`~privgauss.theory.Bound` for a Gaussian method, and what else it needs
+    (the method's own ``theory_bound`` in :mod:`privgauss.methods`)."""
+    from .. import methods
 
-    def need_r() -> float:
-        if mean_bound is None:
-            raise InvalidDataError(f"method {method!r} needs --mean-bound (the prior radius R)")
-        return mean_bound
+    spec = methods.get("gaussian", method)
+    if spec.theory_bound is None:
+        raise InvalidDataError(
+            f"no sample-size formula is registered for Gaussian method {method!r}")
+    facts = methods.Facts("gaussian", budget, 0, d, mean_bound=mean_bound,
+                          known_covariance=mean_only, beta=beta, gamma=gamma)
+    return spec.theory_bound(facts, alpha, cond)
 
-    rho = _as_rho(budget)
-    if method == "clip":
-        return theory.clip_mean_n(d, alpha, beta, rho, need_r()), "a known covariance and R"
-    if method == "coinpress":
-        return (theory.klsu_n(d, alpha, beta, rho, need_r(), cond),
-                "R and covariance bounds (condition number <= --cond)")
-    if method == "public":
-        if mean_only:
-            return theory.public_mean_n(d, alpha, beta, rho), "1 public row (known covariance)"
-        kw = {"epsilon": budget.epsilon} if isinstance(budget, PureDP) else {"rho": rho}
-        return theory.public_gaussian_n(d, alpha, beta, gamma=gamma, **kw), f"{d + 1} public rows"
-    if method == "histogram":
-        if not isinstance(budget, ApproxDP):
-            raise PrivacyBudgetError("method 'histogram' needs --epsilon and --delta")
-        return theory.al21_n(d, alpha, beta, budget.epsilon, budget.delta), "no bounds"
-    if method == "hypothesis-selection":
-        if not isinstance(budget, PureDP):
-            raise PrivacyBudgetError("method 'hypothesis-selection' needs --epsilon alone (pure)")
-        if mean_bound is None:
-            return (theory.public_gaussian_n(d, alpha, beta, epsilon=budget.epsilon, gamma=gamma),
-                    f"{d + 1} public rows (or --mean-bound and covariance bounds)")
-        return (theory.bksw_n(d, alpha, beta, budget.epsilon, mean_bound,
-                              None if mean_only else cond), "R (and covariance bounds)")
-    raise InvalidDataError(f"no sample-size formula is registered for Gaussian method {method!r}")
+
+def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha: float,
+                     beta: float, mean_bound: float | None, cond: float, mean_only: bool,
+                     gamma: float, n_public: int | None) -> bool | None:
+    """Print the theorem's bound and, when the method has one, the n this implementation's
+    own plan needs (:mod:`privgauss.methods`); the verdict (None without ``n``) follows the
+    practical requirement when there is one, else the theorem."""
+    from .. import methods
+
+    spec = methods.get("gaussian", method)
+    if spec.theory_bound is None and spec.requirements is None:
+        raise InvalidDataError(
+            f"no sample-size formula is registered for Gaussian method {method!r}")
+    bound = None
+    if spec.theory_bound is not None:
+        bound, needs = gaussian_bound(method, d, budget, alpha=alpha, beta=beta,
+                                      mean_bound=mean_bound, cond=cond, mean_only=mean_only,
+                                      gamma=gamma)
+        click.echo(f"{method}: {bound}")
+        click.echo(f"also needs: {needs}")
+    facts = methods.Facts("gaussian", budget, 0 if n is None else int(n), d,
+                          n_public=n_public, mean_bound=mean_bound, known_covariance=mean_only,
+                          beta=beta, gamma=gamma)
+    req = None if spec.requirements is None else spec.requirements(facts)
+    if req is not None:
+        click.echo(f"practical: this implementation needs n >~ {req.n_needed:.3g} "
+                   f"({req.dominant}; {req.note or 'its own plan'})")
+    if n is None:
+        return None
+    if req is not None:
+        click.echo(f"verdict: n = {int(n)} is {'enough' if req.ok else 'too few'} for a fit "
+                   "by this implementation")
+        return bool(req.ok)
+    assert bound is not None
+    verdict = "enough" if n >= bound.n else "too few"
+    click.echo(f"verdict: n = {int(n)} is {verdict} for TV error {alpha:g} by this "
+               "(indicative) bound")
+    return bool(n >= bound.n)
 
 
 @requirements_cmd.command("gaussian")
@@ -96,11 +103,15 @@ def gaussian_bound(method: str, d: int, budget: Any, *, alpha: float, beta: floa
 @click.option("--mean-only", is_flag=True, help="known covariance: estimate the mean only")
 @click.option("--gamma", type=float, default=0.0, show_default=True,
               help="TV distance between public and private distributions")
+@click.option("--n-public", type=int, default=None,
+              help="your number of public rows (default: the fewest the method takes)")
 def requirements_gaussian(method: str, d: int, n: float | None, rho: float | None,
                           epsilon: float | None, delta: float | None, alpha: float, beta: float,
                           mean_bound: float | None, cond: float, mean_only: bool,
-                          gamma: float) -> None:
-    """Sample size of a Gaussian METHOD from the paper's theorem (indicative: constants 1).
+                          gamma: float, n_public: int | None) -> None:
+    """Sample size of a Gaussian METHOD: the paper's theorem (indicative: constants 1) and,
+    for methods whose fit can fail or refuse at small n (public, histogram, ppe), the n this
+    implementation's own budget plan needs — the verdict then follows it.
 
     \b
     Example:
@@ -110,16 +121,15 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
 
     def run() -> None:
         budget = make_budget(**_budget(rho, epsilon, delta))
-        bound, needs = gaussian_bound(method, d, budget, alpha=alpha, beta=beta,
-                                      mean_bound=mean_bound, cond=cond, mean_only=mean_only,
-                                      gamma=gamma)
-        click.echo(f"{method}: {bound}")
-        click.echo(f"also needs: {needs}")
-        if n is not None:
-            verdict = "enough" if n >= bound.n else "too few"
-            click.echo(f"verdict: n = {int(n)} is {verdict} for TV error {alpha:g} by this "
-                       "(indicative) bound")
-            enough.append(n >= bound.n)
+        if d < 1 or (n is not None and not (math.isfinite(n) and n >= 1)) or (
+                n_public is not None and n_public < 0):
+            raise InvalidDataError("--d must be at least 1, --n a finite number >= 1 and "
+                                   "--n-public at least 0")
+        ok = _gaussian_report(method, d, n, budget, alpha=alpha, beta=beta,
+                              mean_bound=mean_bound, cond=cond, mean_only=mean_only,
+                              gamma=gamma, n_public=n_public)
+        if ok is not None:
+            enough.append(ok)
 
     enough: list[bool] = []
     _run_user(run)
@@ -145,8 +155,8 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
     Example:
       privgauss requirements mixture sample-aggregate --n 1e5 --d 2 --k 2 --epsilon 2 --delta 1e-6
     """
-    from ..estimators.mixture import METHODS
-    from ..mixture.requirements import requirements
+    from .. import methods
+    from ..privacy import ApproxDP
 
     def run() -> None:
         _budget(rho, epsilon, delta)
@@ -154,12 +164,14 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
             raise PrivacyBudgetError("mixture methods need --epsilon and --delta (delta > 0)")
         if not (math.isfinite(n) and n >= 1) or d < 1 or k < 1:
             raise InvalidDataError("--n must be a finite number >= 1, --d and --k at least 1")
-        name = METHODS[method].requirements
-        if name is None:
+        spec = methods.get("mixture", method)
+        if spec.requirements is None:
             click.echo(f"{method}: no sample-size check is registered for this method")
             return
-        req = requirements(name, n=int(n), d=d, k=k, epsilon=epsilon, delta=delta,
-                           min_weight=min_weight, constants=constants)
+        # the formula the command's --constants names; public rows are not stated here
+        facts = methods.Facts("mixture", ApproxDP(epsilon, delta), int(n), d, k=k,
+                              n_public=None, min_weight=min_weight, formula=constants)
+        req = spec.requirements(facts)
         click.echo(str(req).strip())
         for term, value in req.terms.items():
             click.echo(f"  {term:<45} n >~ {value:.3g}")

@@ -124,8 +124,10 @@ def _audit_mechanism_fn(target: str, budget: dict[str, float], scale: float, mea
             return float(mech(v, sens, b, accountant=Accountant(b), noise=rng))
 
         return run_mech
+    from .. import methods
+
     kw: dict[str, Any] = dict(budget, method=target)
-    if target in ("clip", "coinpress", "hypothesis-selection"):
+    if methods.get("gaussian", target).prior != "unused":  # a method using a prior gets one
         kw.update(covariance="identity", mean_bound=mean_bound)
     return estimator_mechanism(
         lambda rng: PrivateGaussian(**kw, random_state=rng),
@@ -134,6 +136,27 @@ def _audit_mechanism_fn(target: str, budget: dict[str, float], scale: float, mea
         public_X=public,
         on_outcome=on_outcome,
     )
+
+
+def _audit_default_budget(target: str) -> dict[str, float]:
+    """The audit's budget when none is given: ρ = 0.5 for a method taking a zCDP budget (and
+    the Gaussian mechanism), ε = 1 for a pure-DP one (and the Laplace mechanism), else
+    ε = 1, δ = 1e-3 (as read from the method's registry record)."""
+    from .. import methods
+
+    if target in _AUDIT_MECHANISMS:
+        return {"epsilon": 1.0} if target == "laplace-mechanism" else {"rho": 0.5}
+    budgets = methods.get("gaussian", target).budgets
+    if "zcdp" in budgets:
+        return {"rho": 0.5}
+    return {"epsilon": 1.0} if "pure" in budgets else {"epsilon": 1.0, "delta": 1e-3}
+
+
+def _audit_rows(target: str) -> int:
+    """Rows of each neighbouring dataset when --n is not given (the method's record)."""
+    from .. import methods
+
+    return 20 if target in _AUDIT_MECHANISMS else methods.get("gaussian", target).audit_rows
 
 
 def _outcome_counts(counts: Counter[str]) -> str:
@@ -178,13 +201,11 @@ def audit(target: str, rho: float | None, epsilon: float | None, delta: float | 
 
     def run() -> None:
         if rho is None and epsilon is None:
-            defaults = {"laplace-mechanism": {"epsilon": 1.0}, "hypothesis-selection":
-                        {"epsilon": 1.0}, "histogram": {"epsilon": 1.0, "delta": 1e-3}}
-            kw = defaults.get(target, {"rho": 0.5})
+            kw = _audit_default_budget(target)
         else:
             kw = {k: v for k, v in _budget(rho, epsilon, delta).items() if v is not None}
         budget = make_budget(**kw)
-        rows = n if n is not None else (2000 if target == "histogram" else 20)
+        rows = n if n is not None else _audit_rows(target)
         if runs < 100 or rows < 2 or not (0 < sensitivity_scale <= 1e6):
             raise InvalidDataError("need --runs >= 100, --n >= 2 and --sensitivity-scale > 0")
         if target == "laplace-mechanism" and not isinstance(budget, PureDP):

@@ -15,14 +15,13 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from ..methods import is_pure, zcdp_of  # noqa: F401  # re-exported: their home is the registry
 from ..noise import NoiseSource
 from ..privacy import (
     ZCDP,
     Accountant,
     ApproxDP,
     Budget,
-    PureDP,
-    approx_to_zcdp,
     budget_to_dict,
     make_budget,
 )
@@ -271,18 +270,6 @@ def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
         )
 
 
-def zcdp_of(budget: Budget, what: str) -> float:
-    """The ρ a zCDP algorithm may use within ``budget`` (ApproxDP: the largest ρ implying it)."""
-    if isinstance(budget, ZCDP):
-        return budget.rho
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
-        return approx_to_zcdp(budget.epsilon, budget.delta)
-    raise PrivacyBudgetError(
-        f"{what} is a zCDP algorithm and cannot give a pure epsilon-DP guarantee; pass rho= or "
-        "epsilon= with delta=, or choose a pure-DP method"
-    )
-
-
 def privacy_report(budget: Budget, acct: Accountant) -> dict[str, Any]:
     spent = acct.spent
     report: dict[str, Any] = {
@@ -294,7 +281,3 @@ def privacy_report(budget: Budget, acct: Accountant) -> dict[str, Any]:
     if isinstance(budget, ZCDP):
         report["approx_dp_at_delta_1e-6"] = budget_to_dict(budget.to_approx(1e-6))
     return report
-
-
-def is_pure(budget: Budget) -> bool:
-    return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)

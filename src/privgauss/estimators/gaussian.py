@@ -11,45 +11,17 @@ from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
-from ..clipped_stats import transform_rows
-from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..linalg import inv_sqrtm_psd, sqrtm_psd
+from .. import methods
+from ..backends import DEFAULT_MAX_MEMORY_BYTES
+from ..exceptions import InvalidDataError
+from ..methods import Facts, GaussianJob, Method, flat_public_columns
 from ..metrics import gaussian_logpdf
-from ..noise import NoiseSource, as_noise
-from ..privacy import Accountant, ApproxDP, Budget, PureDP
-from ._base import PrivateEstimatorBase, is_pure, privacy_report, private_section, zcdp_of
+from ..noise import as_noise
+from ..privacy import Accountant, Budget, PureDP
+from ._base import PrivateEstimatorBase, privacy_report, private_section
 
-METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection", "ppe")
-
-
-# a public column whose spread is at most this fraction of its magnitude is constant for the
-# public preconditioner (exactly constant, or constant up to float rounding)
-_FLAT_PUBLIC_REL = 64 * float(np.finfo(np.float64).eps)
-
-
-def _flat_public_columns(Xp: np.ndarray | None) -> tuple[int, ...]:
-    """Columns on which the public rows are constant (up to float rounding): public facts."""
-    if Xp is None or Xp.shape[0] == 0:
-        return ()
-    P = np.asarray(Xp, dtype=np.float64)
-    spread = P.max(axis=0) - P.min(axis=0)
-    return tuple(int(k) for k in np.flatnonzero(spread <= _FLAT_PUBLIC_REL * np.abs(P).max(axis=0)))
-
-
-def _refuse_flat_frame(Xp: np.ndarray | None) -> None:
-    """Refuse, before spending, a public frame from public rows constant in some column: the
-    preconditioner would scale that column by the inverse of a zero (or rounding-level) spread,
-    and the fit would fail after spending."""
-    flat = _flat_public_columns(Xp)
-    if flat:
-        raise InvalidDataError(
-            f"the public rows are constant in column(s) {list(flat)}, so they cannot "
-            "precondition the covariance (method='public' scales each direction by the public "
-            "rows' spread); use method='histogram' (an (epsilon, delta) budget, no bounds; it "
-            "estimates a constant column as one) or method='coinpress' (mean_bound= and "
-            "cov_bounds=), or drop the column"
-        )
+#: ``"auto"`` and the registered Gaussian methods (:mod:`privgauss.methods`)
+METHODS = ("auto", *methods.names("gaussian"))
 
 
 class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
@@ -176,50 +148,25 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 raise ValueError("cov_bounds must be (lo, hi) with 0 < lo <= hi < inf")
         return budget, known
 
-    def _choose(self, budget: Budget, d: int, m: int, known: np.ndarray | None,
-                flat: tuple[int, ...] = ()) -> tuple[str, str]:
-        """The method to run and the reason, from public facts only. ``flat``: the columns on
-        which the public rows are constant, which they cannot precondition; auto then takes
-        the route it would take without public rows (a public frame is never tried)."""
-        if self.method != "auto":
-            return self.method, "requested"
-        frame_rows = 0 if flat else m  # public rows usable for a d+1-row frame
-        if self.mean is not None and not is_pure(budget):  # the covariance only
-            if frame_rows >= d + 1:
-                return "public", f"known mean; {m} public rows given ({d + 1} needed)"
-            if self.cov_bounds is not None:
-                return "coinpress", "known mean and cov_bounds given"
-            raise ValueError(
-                "with a known mean= the covariance is estimated by method 'public' (give "
-                f"public_X with at least {d + 1} rows) or 'coinpress' (give cov_bounds=(lo, hi))"
-            )
-        has_prior = self.mean_bound is not None and (known is not None or self.cov_bounds)
-        need_public = 1 if known is not None else d + 1
-        if known is None:
-            m = frame_rows
-        if is_pure(budget):
-            if known is not None and has_prior:
-                return "clip", "pure epsilon budget and a mean bound"
-            if has_prior or frame_rows >= d + 1:
-                return "hypothesis-selection", "pure epsilon budget: private hypothesis selection"
-        elif m >= need_public:
-            return "public", f"{m} public rows given ({need_public} needed, no bounds used)"
-        elif has_prior:
-            return "coinpress", "mean_bound (and covariance bounds) given"
-        elif isinstance(budget, ApproxDP):
-            why = "(epsilon, delta) budget and no bounds: private localisation"
-            if flat:
-                why += f"; the public rows are constant in column(s) {list(flat)}"
-            return "histogram", why
-        need = "1 public row" if known is not None else f"{d + 1} public rows"
-        flat_note = (f" (the public rows given are constant in column(s) {list(flat)}, so "
-                     "they cannot precondition the covariance)" if flat and m == 0 else "")
-        raise ValueError(
-            "no method can run with what was given: supply public_X (at least "
-            f"{need} that vary in every column){flat_note}, or mean_bound= (and cov_bounds= "
-            "when the covariance is unknown), or an (epsilon, delta) budget for the bound-free "
-            "histogram method"
+    def _facts(self, budget: Budget, n: int, d: int, m: int,
+               known: np.ndarray | None, flat_public: tuple[int, ...] = ()) -> Facts:
+        """The public quantities of this fit, as the method registry reads them."""
+        return Facts(
+            "gaussian", budget, n, d, n_public=m,
+            mean_bound=None if self.mean_bound is None else float(self.mean_bound),
+            cov_bounds=(None if self.cov_bounds is None
+                        else tuple(float(v) for v in self.cov_bounds)),  # type: ignore[arg-type]  # (lo, hi): two entries, checked by _check_params
+            known_covariance=known is not None, known_mean=self.mean is not None,
+            beta=float(self.beta), gamma=float(self.gamma), constants=self.constants,
+            corr_condition=float(self.corr_condition),
+            max_memory_bytes=int(self.max_memory_bytes),
+            flat_public=flat_public,
         )
+
+    def _choose(self, facts: Facts) -> tuple[str, str]:
+        """The method to run and the reason, from public facts only (the registry's
+        :func:`~privgauss.methods.choose`)."""
+        return methods.choose("gaussian", self.method, facts)
 
     # ------------------------------------------------------------------------------------
     def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
@@ -230,23 +177,27 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         refused (before any budget is spent) when n·d·8 bytes exceed ``max_memory_bytes``."""
         n, d = int(X.shape[0]), int(X.shape[1])
         budget, known = self._check_params(d)
-        flat = _flat_public_columns(Xp)
-        method, reason = self._choose(budget, d, 0 if Xp is None else Xp.shape[0], known, flat)
+        facts = self._facts(budget, n, d, 0 if Xp is None else Xp.shape[0], known,
+                            flat_public_columns(Xp))
+        method, reason = self._choose(facts)
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
         if center.shape != (d,) or not np.all(np.isfinite(center)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
         self._n_rows = n
-        known_mean = self._known_mean(d, known, method)
-        self._check_method_inputs(method, budget, d, Xp, known, known_mean)
+        spec = methods.get("gaussian", method)
+        known_mean = self._known_mean(facts, known, spec)
+        if spec.check is not None:  # refuse, before any budget is spent, what it cannot use
+            spec.check(facts)
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)
+        job = GaussianJob(X, Xp, facts, acct, noise, center, known, known_mean)
         with private_section(acct):
             if known_mean is not None:
-                mean, cov = known_mean, self._covariance_known_mean(
-                    method, X, Xp, zcdp_of(budget, f"method={method!r}"), acct, noise, known_mean)
+                assert spec.run_known_mean is not None  # _known_mean refused it otherwise
+                mean, cov = known_mean, spec.run_known_mean(job)
             else:
-                mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
+                mean, cov = spec.run(job)
         self.mean_, self.covariance_ = self._inside_prior(mean, cov, center, known)
         self._record(budget, acct, method, reason)
 
@@ -269,247 +220,20 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 cov = (cov + cov.T) / 2
         return mean, cov
 
-    def _known_mean(self, d: int, known: np.ndarray | None, method: str) -> np.ndarray | None:
+    def _known_mean(self, facts: Facts, known: np.ndarray | None,
+                    spec: Method) -> np.ndarray | None:
         """The user's known mean (a public vector), checked; None when not given."""
         if self.mean is None:
             return None
+        d = facts.d
         mu = np.array(self.mean, dtype=np.float64)
         if mu.shape != (d,) or not np.all(np.isfinite(mu)):
             raise InvalidDataError(f"mean must be a finite vector of length {d}")
         if known is not None:
             raise ValueError("both mean= and covariance= are known: there is nothing to estimate")
-        if method not in ("coinpress", "public"):
-            raise ValueError(
-                f"method={method!r} does not take a known mean: with mean= use method='public' "
-                "(d+1 public rows) or 'coinpress' (cov_bounds=)"
-            )
+        if spec.run_known_mean is None:
+            raise ValueError(methods.known_mean_refusal(facts, spec.name))
         return mu
-
-    def _covariance_known_mean(self, method: str, X: Any, Xp: np.ndarray | None, rho: float,
-                               acct: Accountant, noise: NoiseSource, mu: np.ndarray) -> np.ndarray:
-        """The covariance of rows with a known mean μ: the whole ρ goes to the covariance
-        (CoinPress's known-mean Alg. 2 on the rows x − μ, in a frame where I ⪯ Σ ⪯ K·I:
-        ``cov_bounds`` rescaled, or the public preconditioner's frame)."""
-        from ..gaussian.coinpress import coinpress_covariance
-
-        if method == "coinpress":
-            lo, hi = (float(v) for v in self.cov_bounds)  # type: ignore[union-attr]  # set: checked by _check_method_inputs
-            Y = transform_rows(X, np.full(X.shape[1], 1.0 / math.sqrt(lo)), mu)
-            cov = coinpress_covariance(Y, rho, cov_upper=hi / lo, accountant=acct, noise=noise,
-                                       beta=self.beta, constants=self.constants)
-            return cov * lo
-        from ..gaussian.public import public_preconditioner
-
-        pre = public_preconditioner(Xp, float(self.beta) / 2, float(self.gamma))
-        Y = transform_rows(X, pre.forward_matrix, mu)  # x ↦ F(x − μ): covariance in [I, K·I]
-        cov_y = coinpress_covariance(Y, rho, cov_upper=max(float(pre.K), 1.0), accountant=acct,
-                                     noise=noise, beta=float(self.beta) / 2,
-                                     constants=self.constants)
-        return pre.backward(np.zeros(len(mu)), cov_y)[1]
-
-    def _check_method_inputs(
-        self, method: str, budget: Budget, d: int, Xp: np.ndarray | None,
-        known: np.ndarray | None, known_mean: np.ndarray | None = None,
-    ) -> None:
-        """Refuse, before any budget is spent, inputs the chosen method cannot use."""
-        if method == "public" and known is None:
-            _refuse_flat_frame(Xp)
-        if known_mean is not None:
-            if method == "coinpress" and self.cov_bounds is None:
-                raise InvalidDataError("method='coinpress' with a known mean needs cov_bounds=")
-            if method == "public" and (Xp is None or Xp.shape[0] < d + 1):
-                raise InvalidDataError(
-                    f"method='public' needs at least {d + 1} public rows (public_X=) to "
-                    "precondition the covariance"
-                )
-            zcdp_of(budget, f"method={method!r}")
-            return
-        if method == "public":
-            need = 1 if known is not None else d + 1
-            if Xp is None or Xp.shape[0] < need:
-                raise InvalidDataError(
-                    f"method='public' needs at least {need} public rows (public_X=)"
-                    + ("" if known is not None else " to precondition an unknown covariance")
-                )
-            if known is None and not is_pure(budget):
-                from ..gaussian.public import check_public_plan
-
-                rho = zcdp_of(budget, "method='public'")
-                check_public_plan(self._n_rows, d, Xp.shape[0], rho, float(self.beta),
-                                  float(self.gamma), self.constants)
-        if method in ("clip", "coinpress") and self.mean_bound is None:
-            raise InvalidDataError(f"method={method!r} needs mean_bound= (a radius around center)")
-        if method == "coinpress" and known is None and self.cov_bounds is None:
-            raise InvalidDataError(
-                "method='coinpress' with an unknown covariance needs cov_bounds=(lo, hi)"
-            )
-        if method == "clip" and known is None:
-            raise InvalidDataError(
-                "method='clip' estimates a mean only: pass covariance='identity' or a known matrix"
-            )
-        if method == "histogram" and not (isinstance(budget, ApproxDP) and budget.delta > 0):
-            raise PrivacyBudgetError("method='histogram' needs an (epsilon, delta>0) budget")
-        if method == "hypothesis-selection" and not is_pure(budget):
-            raise PrivacyBudgetError("method='hypothesis-selection' needs a pure epsilon budget")
-        if method == "ppe":
-            self._check_ppe(budget, d, known)
-
-    def _check_ppe(self, budget: Budget, d: int, known: np.ndarray | None) -> None:
-        if not (isinstance(budget, ApproxDP) and budget.delta > 0):
-            raise PrivacyBudgetError("method='ppe' needs an (epsilon, delta>0) budget")
-        if known is not None:
-            raise InvalidDataError(
-                "method='ppe' estimates the mean and the covariance: drop covariance=, or use "
-                "method='histogram' for a known covariance"
-            )
-        from ..reductions.ppe_gaussian import ppe_requirements
-
-        req = ppe_requirements(self._n_rows, d, budget.epsilon, budget.delta, self.constants)
-        if not req.ok:
-            raise InvalidDataError(req.message())
-
-    def _run(
-        self,
-        method: str,
-        X: np.ndarray,
-        Xp: np.ndarray | None,
-        budget: Budget,
-        acct: Accountant,
-        noise: NoiseSource,
-        center: np.ndarray,
-        known: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        # Mean-only problems are solved in coordinates whitened by the known (public) covariance.
-        if known is not None and method in ("clip", "coinpress", "public"):
-            root = sqrtm_psd(known)
-            w = inv_sqrtm_psd(known)
-            Xw = transform_rows(X, w)  # an overflowing row is mapped to 0, never an error
-            Xpw = None if Xp is None else Xp @ w
-            cw = center @ w
-            bound = None
-            if self.mean_bound is not None:
-                bound = float(self.mean_bound) / math.sqrt(np.linalg.eigvalsh(known)[0])
-            mean_w = self._mean_identity(method, Xw, Xpw, budget, acct, noise, cw, bound)
-            return mean_w @ root, known.copy()
-        if method == "coinpress":
-            from ..gaussian.coinpress import _coinpress_gaussian
-
-            return _coinpress_gaussian(
-                X,
-                zcdp_of(budget, "coinpress"),
-                center=center,
-                radius=float(self.mean_bound),  # type: ignore[arg-type]
-                cov_bounds=tuple(self.cov_bounds),  # type: ignore[arg-type]
-                accountant=acct,
-                noise=noise,
-                constants=self.constants,
-            )
-        if method == "public":
-            from ..gaussian.public import _public_gaussian, check_public_collapse
-
-            # the plan was checked by _check_method_inputs: the unchecked runner, then collapse
-            mean, cov = _public_gaussian(
-                X,
-                Xp,
-                zcdp_of(budget, "the public-data estimator"),
-                accountant=acct,
-                noise=noise,
-                beta=self.beta,
-                gamma=self.gamma,
-                constants=self.constants,
-            )
-            check_public_collapse(Xp, cov, float(self.beta), float(self.gamma))
-            return mean, cov
-        if method == "histogram":
-            from ..gaussian.histogram import histogram_gaussian
-
-            return histogram_gaussian(
-                X,
-                budget.epsilon,  # type: ignore[union-attr]
-                budget.delta,  # type: ignore[union-attr]
-                accountant=acct,
-                noise=noise,
-                mean_only=known is not None,
-                cov=known,
-                beta=self.beta,
-                constants=self.constants,
-                corr_condition=float(self.corr_condition),
-            )
-        if method == "hypothesis-selection":
-            from ..gaussian import hypothesis_selection as hs
-
-            eps = budget.epsilon  # type: ignore[union-attr]
-            X = in_memory(X, max_memory_bytes=self.max_memory_bytes)
-            if Xp is not None and Xp.shape[0] >= X.shape[1] + 1:
-                return hs.hypothesis_selection_public(X, Xp, eps, accountant=acct, noise=noise)
-            if self.mean_bound is None or (known is None and self.cov_bounds is None):
-                raise InvalidDataError(
-                    "method='hypothesis-selection' needs mean_bound= and cov_bounds= "
-                    "(or d+1 public rows)"
-                )
-            return hs.hypothesis_selection_gaussian(
-                X,
-                eps,
-                center=center,
-                radius=float(self.mean_bound),
-                cov_bounds=None if self.cov_bounds is None else tuple(self.cov_bounds),  # type: ignore[arg-type]  # (lo, hi): two entries, checked by _check_params
-                cov=known,
-                accountant=acct,
-                noise=noise,
-            )
-        if method == "ppe":
-            from ..reductions.ppe_gaussian import ppe_gaussian
-
-            return ppe_gaussian(
-                in_memory(X, max_memory_bytes=self.max_memory_bytes),
-                budget.epsilon,  # type: ignore[union-attr]
-                budget.delta,  # type: ignore[union-attr]
-                accountant=acct,
-                noise=noise,
-                constants=self.constants,
-                beta=self.beta,
-                corr_condition=float(self.corr_condition),
-            )
-        raise ValueError(f"method {method!r} cannot estimate a covariance")  # pragma: no cover
-
-    def _mean_identity(
-        self,
-        method: str,
-        X: np.ndarray,
-        Xp: np.ndarray | None,
-        budget: Budget,
-        acct: Accountant,
-        noise: NoiseSource,
-        center: np.ndarray,
-        bound: float | None,
-    ) -> np.ndarray:
-        """Mean of N(μ, I) rows by the chosen method."""
-        if method == "clip":
-            from ..gaussian.clip_mean import clip_mean
-            from ..gaussian.coinpress_plan import chi_tail_radius
-
-            # the mean lies within `bound` of center, and a row within the chi tail of the mean
-            n, d = X.shape
-            radius = bound + chi_tail_radius(d, self.beta / n)  # type: ignore[operator]
-            return clip_mean(X, center, radius, budget, accountant=acct, noise=noise)
-        if method == "coinpress":
-            from ..gaussian.coinpress import coinpress_mean
-
-            assert bound is not None  # _check_method_inputs: coinpress needs mean_bound
-            return coinpress_mean(
-                X, center, bound, zcdp_of(budget, "coinpress"), accountant=acct, noise=noise
-            )
-        from ..gaussian.public import public_mean
-
-        return public_mean(
-            X,
-            Xp,
-            zcdp_of(budget, "the public-data mean estimator"),
-            accountant=acct,
-            noise=noise,
-            beta=self.beta,
-            constants=self.constants,
-        )
 
     # ------------------------------------------------------------------------------------
     def score_samples(self, X: Any) -> np.ndarray:

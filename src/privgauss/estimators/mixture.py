@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -15,159 +12,22 @@ from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..methods import Facts
 from ..metrics import gaussian_logpdf
-from ..noise import NoiseSource, as_noise
+from ..noise import as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP
 from ..validation import check_positive_int
 from ._base import PrivateEstimatorBase, privacy_report, private_section
 
-__all__ = ["METHODS", "MethodSpec", "PrivateGaussianMixture"]
+__all__ = ["METHODS", "PrivateGaussianMixture"]
 
-Runner = Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """One way to fit the mixture: ``runner(est, X, public_X, budget, accountant, noise, info)``
-    returns (weights, means, covariances); ``uses_public`` says whether it needs ``public_X``;
-    ``requirements`` is the method name understood by
-    :func:`privgauss.mixture.requirements.requirements` (None: no sample-size check)."""
-
-    runner: Runner
-    uses_public: bool = False
-    requirements: str | None = None
-    knobs: tuple[str, ...] = ()
-    min_separation: float = 0.0  # smallest separation ratio validated at; inf: never "auto"
-    zcdp: bool = False  # accepts a rho-zCDP budget (rho=)
-    min_public: Callable[[int, float], int] | None = None  # fewest public rows for (d, w_min)
-
-
-def _learner_runner(
-    method: str, module: str, function: str, public: bool = False
-) -> Callable[..., Any]:
-    """A runner calling ``privgauss.mixture.<module>.<function>`` with the estimator's knobs
-    (and ``public_X=`` when ``public``)."""
-
-    def run(
-        est: PrivateGaussianMixture,
-        X: np.ndarray,
-        public_X: np.ndarray | None,
-        budget: ApproxDP,
-        acct: Accountant,
-        noise: NoiseSource,
-        info: dict[str, Any],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        learner = getattr(importlib.import_module(f"privgauss.mixture.{module}"), function)
-        return learner(
-            X,
-            est.n_components,
-            budget,
-            min_weight=est.min_weight,
-            beta=est.beta,
-            constants=est.constants,
-            accountant=acct,
-            noise=noise,
-            info=info,
-            **({"public_X": public_X} if public else {}),
-            **est._method_kwargs(method, int(X.shape[1])),
-        )
-
-    return run
-
-
-_run_kssu = _learner_runner("kssu", "kssu", "kssu_gmm")
-_run_sample_aggregate = _learner_runner(
-    "sample-aggregate", "sample_aggregate", "sample_aggregate_gmm"
-)
-_run_public_light = _learner_runner("public-light", "public_light", "public_light_gmm", True)
-
-
-def _reduction_runner(name: str) -> Runner:
-    def run(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        from ..reductions import agnostic
-
-        return getattr(agnostic, name)(*args)
-
-    return run
-
-_run_public_heavy = _learner_runner("public-heavy", "public_heavy", "public_heavy_gmm", True)
-
-
-# public rows optional: passed through (None without them); the user's prior, when given,
-# goes through est._method_kwargs as an EMPrior
-_run_em = _learner_runner("em", "private_em", "private_em_gmm", True)
-
-
-def _min_public(method: str) -> Callable[[int, float], int]:
-    def fewest(d: int, w: float) -> int:
-        from ..mixture.public_heavy import min_public_rows
-
-        return min_public_rows(d, w, method)
-
-    return fewest
-
-
-#: The registry of methods, name → :class:`MethodSpec`. Methods using public data (issue 5:
-#: "public-light", "public-heavy", …) are added here with ``uses_public=True``; ``method="auto"``
-#: considers them when ``public_X`` is given.
-METHODS: dict[str, MethodSpec] = {
-    "kssu": MethodSpec(
-        _run_kssu,
-        requirements="kssu",
-        knobs=("terrific_c", "radii", "n_radii_max", "max_points"),
-        min_separation=5.0,
-    ),
-    "sample-aggregate": MethodSpec(
-        _run_sample_aggregate,
-        requirements="sample-aggregate",
-        knobs=(
-            "n_chunks",
-            "learner",
-            "radii",
-            "peel_factor",
-            "t_fraction",
-            "box_factor",
-            "max_points",
-        ),
-        min_separation=3.0,
-    ),
-    "public-light": MethodSpec(
-        _run_public_light,
-        uses_public=True,
-        requirements="public-light",
-        knobs=("cond_range", "clustering_share"),
-        min_separation=6.0,
-        zcdp=True,
-        min_public=_min_public("public-light"),
-    ),
-    "public-heavy": MethodSpec(
-        _run_public_heavy,
-        uses_public=True,
-        requirements="public-heavy",
-        knobs=("count_share",),
-        min_separation=6.0,
-        zcdp=True,
-        min_public=_min_public("public-heavy"),
-    ),
-    # issue 18: private EM, no separation assumed; public rows optional (frame and seed).
-    # Not a regular "auto" candidate (min_separation = inf): auto falls back to it when no
-    # paper method's requirements hold, and when the public clustering refuses.
-    "em": MethodSpec(_run_em, requirements="em", knobs=("n_steps",), min_separation=math.inf,
-                     zcdp=True),
-    # the KSSU19 warm-up: equal weights, spherical components; only when asked for by name
-    "pegme": MethodSpec(
-        _learner_runner("pegme", "pegme", "pegme"),
-        knobs=("rank", "peel_factor", "radii", "max_points"),
-        min_separation=math.inf,
-    ),
-    # issue 6 (reductions/): never preferred by "auto" (min_separation = inf)
-    "ppe": MethodSpec(_reduction_runner("run_ppe"), requirements="ppe", min_separation=math.inf),
-    "agnostic": MethodSpec(
-        _reduction_runner("run_agnostic"), requirements="agnostic", min_separation=math.inf
-    ),
-}
+#: The registry of mixture methods, name → :class:`~privgauss.methods.Method` (the registry's
+#: own dict, :data:`privgauss.methods.MIXTURE`: one module per method in
+#: :mod:`privgauss.methods` owns what it accepts, needs, requires and runs).
+METHODS = methods.MIXTURE
 
 
 class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
@@ -233,7 +93,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         "rho": "no_validation",
         "epsilon": "no_validation",
         "delta": "no_validation",
-        "method": [StrOptions({"auto", *METHODS})],
+        "method": [StrOptions({"auto", *methods.names("mixture")})],
         "min_weight": [Interval(Real, 0, 1, closed="right"), None],
         "separation": [Interval(Real, 0, None, closed="neither"), None],
         "mean_bound": [Interval(Real, 0, None, closed="neither"), None],
@@ -288,13 +148,9 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.max_memory_bytes = max_memory_bytes
 
     # ------------------------------------------------------------------------------------
-    def _method_kwargs(self, method: str, d: int) -> dict[str, Any]:
-        params = dict(self.method_params or {})
-        allowed = METHODS[method].knobs
-        kwargs = {key: value for key, value in params.items() if key in allowed}
-        if method == "em":
-            kwargs["prior"] = self._em_prior(d)
-        return kwargs
+    def _method_kwargs(self, method: str) -> dict[str, Any]:
+        allowed = methods.get("mixture", method).knobs
+        return {key: value for key, value in (self.method_params or {}).items() if key in allowed}
 
     def _em_prior(self, d: int) -> Any:
         """The user's prior as a :class:`~privgauss.mixture.private_em.EMPrior` (public; None
@@ -366,10 +222,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             raise InvalidDataError(
                 f"n_components = {k} exceeds the number of rows n = {n}; give at least {k} rows"
             )
-        if self.method != "auto" and self.method not in METHODS:
-            raise ValueError(
-                f"method must be 'auto' or one of {tuple(METHODS)}, got {self.method!r}"
-            )
+        if self.method != "auto":
+            methods.get("mixture", self.method)  # refuses an unknown name
         if self.constants not in ("practical", "theory"):
             raise ValueError("constants must be 'practical' or 'theory'")
         if not (0 < float(self.beta) < 1):
@@ -390,20 +244,22 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if self.method_params is not None:
             if not isinstance(self.method_params, dict):
                 raise TypeError("method_params must be a dict of method knobs")
-            known = {knob for spec in METHODS.values() for knob in spec.knobs}
+            known = {knob for spec in methods.table("mixture").values() for knob in spec.knobs}
             unknown = sorted(set(self.method_params) - known)
             if unknown:
                 raise ValueError(f"unknown method_params {unknown}; known knobs: {sorted(known)}")
             self._check_knobs(d)
         self._check_prior(d)
         budget = self._budget()
-        zcdp_ok = isinstance(budget, ZCDP) and (self.method == "auto" or METHODS[self.method].zcdp)
+        zcdp_ok = isinstance(budget, ZCDP) and (self.method == "auto"
+                                                 or methods.get("mixture", self.method).zcdp)
         if not (zcdp_ok or (isinstance(budget, ApproxDP) and budget.delta > 0)):
             raise PrivacyBudgetError(
                 "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
                 "epsilon= and delta= (its private 1-cluster and terrific-ball steps use "
                 "stability histograms), or rho= with a zCDP method "
-                f"{tuple(m for m, spec in METHODS.items() if spec.zcdp)}; got {budget}"
+                f"{tuple(m for m, spec in methods.table('mixture').items() if spec.zcdp)}; "
+                f"got {budget}"
             )
         assert isinstance(budget, ZCDP | ApproxDP)  # refused above otherwise
         return budget
@@ -439,174 +295,30 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if "learner" in p and not callable(p["learner"]):
             raise TypeError("learner must be a callable (rows, k, seed) -> (weights, means)")
 
-    def _requirement(self, method: str, n: int, d: int, budget: Any, n_public: int = 0) -> Any:
-        name = METHODS[method].requirements
-        if name is None:
-            return None
-        from ..mixture.requirements import requirements
-
-        if name == "em":
-            from ..mixture.private_em import em_requirements
-
-            return em_requirements(n, d, int(self.n_components), budget,
-                                   min_weight=self.min_weight, n_public=n_public,
-                                   prior=self._has_prior())
-        if METHODS[method].uses_public:
-            from ..mixture.requirements import public_requirements
-
-            return public_requirements(
-                name, n=n, d=d, k=int(self.n_components), budget=budget,
-                min_weight=self.min_weight, beta=float(self.beta), n_public=n_public,
-            )
-
-        extra: dict[str, Any] = {}
-        if name == "kssu" and "max_points" in (self.method_params or {}):
-            extra["max_points"] = int(self.method_params["max_points"])  # type: ignore[index]
-        if name == "agnostic":  # constants="theory" is a different route (the faithful one)
-            extra["constants"] = self.constants
-        return requirements(
-            name,
-            n=n,
-            d=d,
-            k=int(self.n_components),
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            min_weight=self.min_weight,
-            beta=float(self.beta),
-            **extra,
+    def _facts(self, n: int, d: int, budget: Any, n_public: int = 0) -> Facts:
+        """The public quantities of this fit, as the method registry reads them."""
+        return Facts(
+            "mixture", budget, int(n), int(d), k=int(self.n_components), n_public=int(n_public),
+            min_weight=None if self.min_weight is None else float(self.min_weight),
+            separation=None if self.separation is None else float(self.separation),
+            mean_bound=None if self.mean_bound is None else float(self.mean_bound),
+            cov_bounds=(None if self.cov_bounds is None
+                        else tuple(float(v) for v in self.cov_bounds)),  # type: ignore[arg-type]  # (lo, hi): checked by _check_prior
+            beta=float(self.beta), constants=self.constants,
+            max_memory_bytes=int(self.max_memory_bytes),
+            enforce_requirements=bool(self.enforce_requirements),
+            knobs=dict(self.method_params or {}),
         )
 
-    def _public_ok(self, method: str, d: int, n_public: int) -> bool:
-        spec = METHODS[method]
-        if not spec.uses_public:
-            return True
-        w = 1.0 / int(self.n_components) if self.min_weight is None else float(self.min_weight)
-        return spec.min_public is None or n_public >= spec.min_public(d, w)
+    def _requirement(self, method: str, n: int, d: int, budget: Any, n_public: int = 0) -> Any:
+        """The sample-size requirement of ``method`` here (the registry's), or None."""
+        return methods.requirements("mixture", method, self._facts(n, d, budget, n_public))
 
     def _choose(self, n: int, d: int, budget: Any, has_public: int) -> tuple[str, str]:
         """The method to run and why, from public facts only (``has_public``: the number of
-        public rows; a bool reads as 0 or 1)."""
-        n_public = int(has_public)
-        has_public = n_public > 0
-        if self.method != "auto":
-            spec = METHODS[self.method]
-            if spec.uses_public and not has_public:
-                raise InvalidDataError(f"method={self.method!r} needs public_X")
-            if spec.min_public is not None and not self._public_ok(self.method, d, n_public):
-                w = 1 / int(self.n_components) if self.min_weight is None else self.min_weight
-                raise InvalidDataError(
-                    f"method={self.method!r} needs at least {spec.min_public(d, float(w))} "
-                    f"public rows here (d = {d}, min_weight = {float(w):g}), got {n_public}: "
-                    "give more public rows, or use method='public-light' (fewer public rows) "
-                    "or 'auto'"
-                )
-            if self.method == "em":
-                from ..mixture.private_em import check_em_inputs
-
-                check_em_inputs(d, int(self.n_components), budget, n_public, self._has_prior())
-            req = self._requirement(self.method, n, d, budget, n_public)
-            if req is not None and not req.ok and self.enforce_requirements:
-                raise InvalidDataError(req.message())
-            return self.method, "requested"
-        candidates = [
-            m
-            for m, spec in METHODS.items()
-            if math.isfinite(spec.min_separation)  # inf: only when asked for by name
-            and (not spec.uses_public or self._public_ok(m, d, n_public))
-            and (spec.zcdp or not isinstance(budget, ZCDP))
-        ]
-        if not candidates:
-            fallback = self._em_fallback(n, d, budget, n_public, "no paper method takes a rho "
-                                         "budget with these public rows")
-            if fallback is not None:
-                return fallback
-            if isinstance(budget, ZCDP) and (n_public >= d + 1 or self._has_prior()):
-                req = self._requirement("em", n, d, budget, n_public)
-                raise InvalidDataError(
-                    "no mixture method can work with this n: the least demanding, "
-                    + req.message())
-            raise PrivacyBudgetError(
-                "a rho (zCDP) budget needs a zCDP method "
-                f"{tuple(m for m, spec in METHODS.items() if spec.zcdp)}, and those need enough "
-                "public rows or a prior: give public_X, or mean_bound= and cov_bounds= (a "
-                "range for the components), or pass epsilon= and delta="
-            )
-        sep = None if self.separation is None else float(self.separation)
-        if sep is not None:
-            separated = [m for m in candidates if METHODS[m].min_separation <= sep]
-            if separated:
-                candidates = separated
-        reqs = {m: self._requirement(m, n, d, budget, n_public) for m in candidates}
-        ok = [m for m in candidates if reqs[m] is None or reqs[m].ok]
-        if not ok:
-            fallback = self._em_fallback(n, d, budget, n_public,
-                                         "no paper method meets its sample-size requirement")
-            if fallback is not None:
-                return fallback
-            if not (isinstance(budget, ZCDP) and n_public < d + 1 and not self._has_prior()):
-                reqs["em"] = self._requirement("em", n, d, budget, n_public)  # private EM too
-            best = min(reqs, key=lambda m: reqs[m].n_needed)
-            if self.enforce_requirements:
-                raise InvalidDataError(
-                    "no mixture method can work with this n: the least demanding, "
-                    + reqs[best].message()
-                )
-            return best, f"no method meets its requirements; {best!r} needs the fewest samples"
-
-        def room(m: str) -> float:
-            return math.inf if reqs[m] is None else n / max(reqs[m].n_needed, 1.0)
-
-        def key(m: str) -> tuple:
-            spec = METHODS[m]
-            # public-data methods first when public_X is given; with an unknown separation the
-            # method validated at the smallest separation; then the most room in n
-            robust = -spec.min_separation if sep is None else 0.0
-            # ... and among those, the one using more public data (public-heavy: clustering for
-            # free and range-free per-component estimation) when there are enough public rows
-            uses = spec.min_public(d, 1.0) if spec.uses_public and spec.min_public else 0
-            return (spec.uses_public and has_public, uses, robust, room(m))
-
-        best = max(ok, key=key)
-        need = "" if reqs[best] is None else f" (needs n >~ {reqs[best].n_needed:.3g})"
-        reason = f"meets its sample-size requirement{need}"
-        if sep is None:
-            reason += (
-                "; separation unknown: preferring the method validated at the smallest "
-                f"separation ratio ({METHODS[best].min_separation:g})"
-            )
-        elif METHODS[best].min_separation > sep:
-            reason += (
-                f"; no method was validated at separation {sep:g} (this one at "
-                f"{METHODS[best].min_separation:g})"
-            )
-        else:
-            reason += f"; validated at separation >= {METHODS[best].min_separation:g}"
-        if has_public and not METHODS[best].uses_public:
-            reason += (
-                "; no public-data mixture method can work with "
-                f"{n_public} public rows and this n, public_X is not used"
-            )
-        elif METHODS[best].uses_public:
-            reason += f"; uses the {n_public} public rows"
-            if best == "public-light":
-                reason += " (too few for 'public-heavy' or its n requirement not met)"
-        if isinstance(budget, ZCDP):
-            reason += "; rho budget: zCDP methods only"
-        return best, reason
-
-    def _em_fallback(self, n: int, d: int, budget: Any, n_public: int,
-                     why: str) -> tuple[str, str] | None:
-        """("em", reason) when ``auto`` can fall back to private EM here (public facts only):
-        its inputs are usable and its requirement holds (or is not enforced); else None."""
-        if isinstance(budget, ZCDP) and n_public < d + 1 and not self._has_prior():
-            return None
-        req = self._requirement("em", n, d, budget, n_public)
-        if not req.ok and self.enforce_requirements:
-            return None
-        seeded = ("; public rows set the frame and seed the start" if n_public >= d + 1 else
-                  "; localised inside the prior (mean_bound=, cov_bounds=)"
-                  if self._has_prior() else "")
-        return "em", f"{why}: private EM (needs n >~ {req.n_needed:.3g}){seeded}"
+        public rows; a bool reads as 0 or 1): the registry's :func:`~privgauss.methods.choose`,
+        which refuses a requested method that cannot work here before anything is spent."""
+        return methods.choose("mixture", self.method, self._facts(n, d, budget, int(has_public)))
 
     # ------------------------------------------------------------------------------------
     def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
@@ -623,22 +335,23 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         info: dict[str, Any] = {}
         with private_section(acct):
             try:
-                weights, means, covs = METHODS[method].runner(
+                weights, means, covs = methods.get("mixture", method).run(
                     self, X, Xp, budget, acct, noise, info)
             except InvalidDataError:
                 # a public-data method refused from the public rows alone (e.g. the public
                 # clustering found fewer clusters than n_components) before spending anything:
                 # auto falls back to private EM seeded by the public rows
                 fallback = None
-                if self.method == "auto" and METHODS[method].uses_public and not acct.ledger:
-                    fallback = self._em_fallback(
-                        n, d, budget, 0 if Xp is None else Xp.shape[0],
+                if (self.method == "auto" and methods.get("mixture", method).uses_public
+                        and not acct.ledger):
+                    fallback = methods.fallback(
+                        "mixture", self._facts(n, d, budget, 0 if Xp is None else Xp.shape[0]),
                         f"{method!r} refused these public rows (nothing was spent)")
                 if fallback is None:
                     raise
                 method, reason = fallback
                 info = {}
-                weights, means, covs = METHODS[method].runner(
+                weights, means, covs = methods.get("mixture", method).run(
                     self, X, Xp, budget, acct, noise, info)
         self.weights_ = np.asarray(weights, dtype=np.float64)
         self.means_, self.covariances_ = self._inside_prior(

@@ -1,0 +1,96 @@
+"""Shared pieces of the Gaussian methods: the :class:`GaussianJob` a run function receives, the
+whitening that turns a known-covariance problem into an identity-covariance one, and the
+budget helpers of the theorem bounds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..clipped_stats import transform_rows
+from ..exceptions import InvalidDataError
+from ..linalg import inv_sqrtm_psd, sqrtm_psd
+from ..noise import NoiseSource
+from ..privacy import ZCDP, Accountant, Budget, PureDP, approx_to_zcdp
+from ._record import Facts
+
+
+@dataclass(frozen=True)
+class GaussianJob:
+    """What a Gaussian run function receives: the validated rows, the public facts, the fit's
+    accountant and noise, and the prior's public vectors.
+
+    ``known`` is the known covariance (None: estimated), ``known_mean`` the known mean
+    (None: estimated), ``center`` the centre of the prior ball (zeros when not given)."""
+
+    X: Any
+    public_X: np.ndarray | None
+    facts: Facts
+    accountant: Accountant
+    noise: NoiseSource
+    center: np.ndarray
+    known: np.ndarray | None = None
+    known_mean: np.ndarray | None = None
+
+    @property
+    def budget(self) -> Budget:
+        return self.facts.budget
+
+
+MeanFn = Callable[[Any, np.ndarray | None, np.ndarray, float | None], np.ndarray]
+
+
+def whitened_mean(job: GaussianJob, mean_identity: MeanFn) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of rows with the known covariance Σ = ``job.known``, solved in coordinates
+    whitened by Σ (a public matrix): ``mean_identity(Xw, Xpw, cw, bound)`` estimates the mean
+    of N(μ, I) rows ``Xw`` (public rows ``Xpw``, prior centre ``cw`` and radius ``bound``, None
+    without ``mean_bound``). Returns (mean, Σ)."""
+    known = job.known
+    assert known is not None
+    root = sqrtm_psd(known)
+    w = inv_sqrtm_psd(known)
+    Xw = transform_rows(job.X, w)  # an overflowing row is mapped to 0, never an error
+    Xpw = None if job.public_X is None else job.public_X @ w
+    cw = job.center @ w
+    bound = None
+    if job.facts.mean_bound is not None:
+        bound = float(job.facts.mean_bound) / math.sqrt(np.linalg.eigvalsh(known)[0])
+    mean_w = mean_identity(Xw, Xpw, cw, bound)
+    return mean_w @ root, known.copy()
+
+
+def as_rho(budget: Budget) -> float:
+    """The ρ of a theorem bound: ρ itself, ε²/2 for pure ε, the largest ρ implying (ε, δ)."""
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    if isinstance(budget, PureDP):
+        return budget.epsilon**2 / 2
+    return approx_to_zcdp(budget.epsilon, budget.delta)
+
+
+def prior_radius(facts: Facts, name: str) -> float:
+    """The prior radius R a theorem bound needs (refused when not given)."""
+    if facts.mean_bound is None:
+        raise InvalidDataError(f"method {name!r} needs --mean-bound (the prior radius R)")
+    return float(facts.mean_bound)
+
+
+def smallest_n(ok: Callable[[int], bool], *, start: int = 2, limit: float = 2.0**40,
+               rel: float = 0.01) -> float:
+    """The smallest n ≥ ``start`` (to within a factor 1 + ``rel``, rounded up) for which
+    ``ok(n)`` holds, ``ok`` being monotone in n; ``inf`` when it fails up to ``limit``."""
+    lo, hi = start, start
+    while not ok(hi):
+        if hi > limit:
+            return math.inf
+        lo, hi = hi, hi * 2
+    if hi == start:
+        return float(start)
+    while hi > lo * (1.0 + rel) and hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return float(hi)

@@ -1,0 +1,72 @@
+"""Shared pieces of the mixture methods: the run function calling one of the library's mixture
+learners with the estimator's parameters, and the requirement of the learners whose formula
+lives in :func:`privgauss.mixture.requirements.requirements`."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..noise import NoiseSource
+from ..privacy import Accountant, ApproxDP, Budget
+from ._record import Facts
+
+Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def method_knobs(est: Any, knobs: tuple[str, ...]) -> dict[str, Any]:
+    """The estimator's ``method_params`` that are knobs of the method (``knobs``)."""
+    params = dict(est.method_params or {})
+    return {key: value for key, value in params.items() if key in knobs}
+
+
+def learner_run(module: str, function: str, knobs: tuple[str, ...],
+                public: bool = False) -> Callable[..., Mixture]:
+    """A run function calling ``privgauss.mixture.<module>.<function>`` with the estimator's
+    parameters and knobs (and ``public_X=`` when ``public``)."""
+
+    def run(est: Any, X: np.ndarray, public_X: np.ndarray | None, budget: Budget,
+            acct: Accountant, noise: NoiseSource, info: dict[str, Any],
+            **extra: Any) -> Mixture:
+        learner = getattr(importlib.import_module(f"privgauss.mixture.{module}"), function)
+        return learner(
+            X,
+            est.n_components,
+            budget,
+            min_weight=est.min_weight,
+            beta=est.beta,
+            constants=est.constants,
+            accountant=acct,
+            noise=noise,
+            info=info,
+            **({"public_X": public_X} if public else {}),
+            **method_knobs(est, knobs),
+            **extra,
+        )
+
+    return run
+
+
+def reduction_run(function: str) -> Callable[..., Mixture]:
+    """A run function calling ``privgauss.reductions.agnostic.<function>``."""
+
+    def run(*args: Any) -> Mixture:
+        from ..reductions import agnostic
+
+        return getattr(agnostic, function)(*args)
+
+    return run
+
+
+def paper_requirements(name: str, facts: Facts, **extra: Any) -> Any:
+    """:func:`privgauss.mixture.requirements.requirements` of ``name`` for an (ε, δ) budget."""
+    from ..mixture.requirements import requirements
+
+    budget = facts.budget
+    assert isinstance(budget, ApproxDP)
+    return requirements(name, n=facts.n, d=facts.d, k=facts.k, epsilon=budget.epsilon,
+                        delta=budget.delta, min_weight=facts.min_weight, beta=float(facts.beta),
+                        **extra)

@@ -1,0 +1,90 @@
+"""``hypothesis-selection`` (Gaussian): pure ε-DP private hypothesis selection over a finite
+cover of the prior, or of d+1 public rows' neighbourhood; small d only
+(:mod:`privgauss.gaussian.hypothesis_selection`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..privacy import ApproxDP, PureDP
+from ._gaussian import GaussianJob
+from ._record import Facts, Method, is_pure
+
+__all__: list[str] = []
+
+
+def _auto(facts: Facts) -> str | None:
+    if is_pure(facts.budget) and (facts.has_prior or facts.m >= facts.d + 1):
+        return "pure epsilon budget: private hypothesis selection"
+    return None
+
+
+def _check(facts: Facts) -> None:
+    if not is_pure(facts.budget):
+        raise PrivacyBudgetError("method='hypothesis-selection' needs a pure epsilon budget")
+
+
+def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
+    from ..backends import in_memory
+    from ..gaussian import hypothesis_selection as hs
+
+    facts = job.facts
+    budget = job.budget
+    assert isinstance(budget, PureDP | ApproxDP)  # _check: a pure epsilon budget
+    eps = budget.epsilon
+    X = in_memory(job.X, max_memory_bytes=facts.max_memory_bytes)
+    Xp = job.public_X
+    if Xp is not None and Xp.shape[0] >= X.shape[1] + 1:
+        return hs.hypothesis_selection_public(X, Xp, eps, accountant=job.accountant,
+                                              noise=job.noise)
+    if facts.mean_bound is None or (job.known is None and facts.cov_bounds is None):
+        raise InvalidDataError(
+            "method='hypothesis-selection' needs mean_bound= and cov_bounds= "
+            "(or d+1 public rows)"
+        )
+    return hs.hypothesis_selection_gaussian(
+        X,
+        eps,
+        center=job.center,
+        radius=float(facts.mean_bound),
+        cov_bounds=facts.cov_bounds,
+        cov=job.known,
+        accountant=job.accountant,
+        noise=job.noise,
+    )
+
+
+def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
+    from .. import theory
+
+    budget, d = facts.budget, facts.d
+    if not isinstance(budget, PureDP):
+        raise PrivacyBudgetError("method 'hypothesis-selection' needs --epsilon alone (pure)")
+    if facts.mean_bound is None:
+        return (theory.public_gaussian_n(d, alpha, facts.beta, epsilon=budget.epsilon,
+                                         gamma=facts.gamma),
+                f"{d + 1} public rows (or --mean-bound and covariance bounds)")
+    return (theory.bksw_n(d, alpha, facts.beta, budget.epsilon, facts.mean_bound,
+                          None if facts.known_covariance else cond),
+            "R (and covariance bounds)")
+
+
+METHOD = Method(
+    name="hypothesis-selection",
+    kind="gaussian",
+    summary="pure ε-DP private hypothesis selection over a finite cover; small d only",
+    needs="small d; a prior or d+1 public rows",
+    privacy="pure ε-DP",
+    budgets=frozenset({"pure"}),
+    run=_run,
+    public="optional",
+    prior="optional",
+    known_covariance="optional",
+    check=_check,
+    theory_bound=_theory,
+    auto=_auto,
+    auto_rank=3,
+)

@@ -1,0 +1,47 @@
+"""``kssu`` (mixture): Kamath–Sheffet–Singhal–Ullman 2019, Alg. 3–4 — private recursive
+partitioning by terrific balls (raw, then after private PCA), then per-part CoinPress
+estimation; (ε, δ)-DP (:mod:`privgauss.mixture.kssu`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..privacy import ApproxDP, Budget
+from ._mixture import learner_run, paper_requirements
+from ._record import Facts, Method
+
+__all__: list[str] = []
+
+KNOBS = ("terrific_c", "radii", "n_radii_max", "max_points")
+
+
+def _requirements(facts: Facts) -> Any:
+    extra: dict[str, Any] = {"constants": facts.formula or "practical"}
+    if "max_points" in facts.knobs:
+        extra["max_points"] = int(facts.knobs["max_points"])
+    return paper_requirements("kssu", facts, **extra)
+
+
+def _plan(facts: Facts) -> tuple[tuple[str, Budget], ...]:
+    from ..mixture.kssu import plan_kssu_budget
+
+    assert isinstance(facts.budget, ApproxDP)
+    plan = plan_kssu_budget(facts.budget, facts.k, facts.d)
+    out = [(f"level {lv} {name}", c) for lv in range(facts.k)
+           for name, c in plan.level_charges(lv)]
+    return (*out, ("weights", plan.weights), ("estimation", plan.estimation))
+
+
+METHOD = Method(
+    name="kssu",
+    kind="mixture",
+    summary="KSSU19 recursive partitioning by terrific balls, then per-part CoinPress",
+    needs="separated components (ratio ≳ 5); large n",
+    privacy="(ε, δ)-DP",
+    budgets=frozenset({"approx"}),
+    run=learner_run("kssu", "kssu_gmm", KNOBS),
+    requirements=_requirements,
+    plan=_plan,
+    knobs=KNOBS,
+    min_separation=5.0,
+)

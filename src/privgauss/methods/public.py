@@ -1,0 +1,185 @@
+"""``public`` (Gaussian): Bie–Kamath–Singhal public-data estimation — 1 public row suffices for
+the mean with a known covariance; d+1 public rows precondition the general case (Alg. 1–2).
+No bounds needed; ρ-zCDP (:mod:`privgauss.gaussian.public`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import InvalidDataError
+from ._gaussian import GaussianJob, as_rho, smallest_n, whitened_mean
+from ._record import Facts, Method, is_pure, zcdp_of
+
+__all__: list[str] = []
+
+
+def _need(facts: Facts) -> int:
+    """Public rows needed: 1 for the mean with a known covariance, else d+1."""
+    return 1 if facts.known_covariance and not facts.known_mean else facts.d + 1
+
+
+def _flat_frame(facts: Facts) -> bool:
+    """Public rows constant in a column cannot give a covariance frame (the preconditioner
+    would scale that column by the inverse of a zero spread and the fit fail after
+    spending); the mean with a known covariance needs no frame."""
+    return bool(facts.flat_public) and not (facts.known_covariance and not facts.known_mean)
+
+
+def _auto(facts: Facts) -> str | None:
+    m, d = facts.m, facts.d
+    if is_pure(facts.budget) or _flat_frame(facts):
+        return None
+    if facts.known_mean:
+        return f"known mean; {m} public rows given ({d + 1} needed)" if m >= d + 1 else None
+    need = _need(facts)
+    return f"{m} public rows given ({need} needed, no bounds used)" if m >= need else None
+
+
+def _check(facts: Facts) -> None:
+    d, m = facts.d, facts.m
+    if _flat_frame(facts):
+        raise InvalidDataError(
+            f"the public rows are constant in column(s) {list(facts.flat_public)}, so they "
+            "cannot precondition the covariance (method='public' scales each direction by the "
+            "public rows' spread); use method='histogram' (an (epsilon, delta) budget, no "
+            "bounds; it estimates a constant column as one) or method='coinpress' "
+            "(mean_bound= and cov_bounds=), or drop the column"
+        )
+    if facts.known_mean:
+        if m < d + 1:
+            raise InvalidDataError(
+                f"method='public' needs at least {d + 1} public rows (public_X=) to "
+                "precondition the covariance"
+            )
+        zcdp_of(facts.budget, "method='public'")
+        return
+    need = _need(facts)
+    if m < need:
+        raise InvalidDataError(
+            f"method='public' needs at least {need} public rows (public_X=)"
+            + ("" if facts.known_covariance else " to precondition an unknown covariance")
+        )
+    if not facts.known_covariance and not is_pure(facts.budget):
+        from ..gaussian.public import check_public_plan
+
+        rho = zcdp_of(facts.budget, "method='public'")
+        check_public_plan(facts.n, d, m, rho, float(facts.beta), float(facts.gamma),
+                          facts.constants)
+
+
+def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
+    facts = job.facts
+    if job.known is not None:
+        from ..gaussian.public import public_mean
+
+        def mean_identity(X: Any, Xp: np.ndarray | None, center: np.ndarray,
+                 bound: float | None) -> np.ndarray:
+            return public_mean(X, Xp, zcdp_of(job.budget, "the public-data mean estimator"),
+                               accountant=job.accountant, noise=job.noise, beta=facts.beta,
+                               constants=facts.constants)
+
+        return whitened_mean(job, mean_identity)
+    from ..gaussian.public import _public_gaussian, check_public_collapse
+
+    # the plan was checked by _check: the unchecked runner, then collapse
+    mean, cov = _public_gaussian(
+        job.X,
+        job.public_X,
+        zcdp_of(job.budget, "the public-data estimator"),
+        accountant=job.accountant,
+        noise=job.noise,
+        beta=facts.beta,
+        gamma=facts.gamma,
+        constants=facts.constants,
+    )
+    check_public_collapse(job.public_X, cov, float(facts.beta), float(facts.gamma))
+    return mean, cov
+
+
+def _run_known_mean(job: GaussianJob) -> np.ndarray:
+    """The covariance of rows with a known mean μ: the whole ρ goes to CoinPress's known-mean
+    covariance step in the public preconditioner's frame (covariance in [I, K·I])."""
+    from ..clipped_stats import transform_rows
+    from ..gaussian.coinpress import coinpress_covariance
+    from ..gaussian.public import public_preconditioner
+
+    facts = job.facts
+    mu = job.known_mean
+    assert mu is not None
+    rho = zcdp_of(job.budget, "method='public'")
+    pre = public_preconditioner(job.public_X, float(facts.beta) / 2, float(facts.gamma))
+    Y = transform_rows(job.X, pre.forward_matrix, mu)  # x ↦ F(x − μ)
+    cov_y = coinpress_covariance(Y, rho, cov_upper=max(float(pre.K), 1.0),
+                                 accountant=job.accountant, noise=job.noise,
+                                 beta=float(facts.beta) / 2, constants=facts.constants)
+    return pre.backward(np.zeros(len(mu)), cov_y)[1]
+
+
+def _requirements(facts: Facts) -> Any:
+    """The n this implementation needs (unknown covariance, ρ or (ε, δ) budget): the smallest
+    n at which the planned whitening chain predicts a relative covariance error of at most
+    the target :func:`~privgauss.gaussian.public.check_public_plan` names (0.5), with
+    ``facts.n_public`` public rows (d+1 when not stated). None for the mean alone."""
+    if facts.known_covariance or is_pure(facts.budget):
+        return None
+    from ..gaussian.public import (
+        _PUBLIC_RANGE_FACTOR,
+        _PUBLIC_TARGET_ERROR,
+        public_predicted_error,
+    )
+    from ..mixture.sample_size import report
+
+    d = facts.d
+    m = d + 1 if facts.n_public is None else facts.m
+    if m < d + 1:
+        return report("public", facts.n, {f"public rows (>= {d + 1})": math.inf}, "practical")
+    args = (d, zcdp_of(facts.budget, "method='public'"), float(facts.beta),
+            float(facts.gamma), facts.constants)
+
+    def ok(n: int) -> bool:  # check_public_plan's criterion at its target error
+        err = public_predicted_error(n, m, *args)
+        return err <= _PUBLIC_TARGET_ERROR or (
+            err <= _PUBLIC_RANGE_FACTOR * public_predicted_error(n, m, *args, ideal=True))
+
+    need = smallest_n(ok, start=2)
+    term = (f"whitening chain with {m} public rows (predicted covariance error <= "
+            f"{_PUBLIC_TARGET_ERROR:g})")
+    return report("public", facts.n, {term: need}, "practical", {},
+                  "its own plan: check_public_plan's target error")
+
+
+def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
+    from .. import theory
+    from ..privacy import PureDP
+
+    d, budget = facts.d, facts.budget
+    rho = as_rho(budget)
+    if facts.known_covariance:
+        return theory.public_mean_n(d, alpha, facts.beta, rho), "1 public row (known covariance)"
+    kw = {"epsilon": budget.epsilon} if isinstance(budget, PureDP) else {"rho": rho}
+    return (theory.public_gaussian_n(d, alpha, facts.beta, gamma=facts.gamma, **kw),
+            f"{d + 1} public rows")
+
+
+METHOD = Method(
+    name="public",
+    kind="gaussian",
+    summary="Bie–Kamath–Singhal: public rows give the frame, no bounds needed",
+    needs="1 public row (known covariance) or d+1 public rows; no bounds",
+    privacy="ρ-zCDP",
+    budgets=frozenset({"zcdp", "approx"}),
+    run=_run,
+    public="required",
+    known_covariance="optional",
+    known_mean="give public_X with at least {d1} rows",
+    check=_check,
+    requirements=_requirements,
+    theory_bound=_theory,
+    auto=_auto,
+    auto_rank=0,
+    auto_hint="supply public_X (at least {need})",
+    run_known_mean=_run_known_mean,
+)

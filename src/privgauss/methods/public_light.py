@@ -1,0 +1,29 @@
+"""``public-light`` (mixture): Bie–Kamath–Singhal Alg. 3–7 with ≥ 4/w_min public rows — public
+superclustering, private PCA and a privately confirmed public split, then per-cluster
+CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.public_light`)."""
+
+from __future__ import annotations
+
+from ._mixture import learner_run
+from ._public_mixture import fewest_public_rows, public_mixture_requirements
+from ._record import Method
+
+__all__: list[str] = []
+
+KNOBS = ("cond_range", "clustering_share")
+
+METHOD = Method(
+    name="public-light",
+    kind="mixture",
+    summary="BKS22 Alg. 3–7: public superclustering, private PCA and split, then CoinPress",
+    needs="O(log(k/β)/w_min) public rows",
+    privacy="ρ-zCDP or (ε, δ)-DP",
+    budgets=frozenset({"zcdp", "approx"}),
+    run=learner_run("public_light", "public_light_gmm", KNOBS, public=True),
+    public="required",
+    min_public=fewest_public_rows("public-light"),
+    requirements=public_mixture_requirements("public-light"),
+    knobs=KNOBS,
+    min_separation=6.0,
+    auto_note=" (too few for 'public-heavy' or its n requirement not met)",
+)
