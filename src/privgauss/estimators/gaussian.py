@@ -15,10 +15,23 @@ from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..gaussian.clip_diagnostics import (
+    alarm_fraction,
+    recording_clips,
+    release_clipped_count,
+    split_for_count,
+)
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
-from ._base import PrivateEstimatorBase, is_pure, privacy_report, private_section, zcdp_of
+from ._base import (
+    PrivateEstimatorBase,
+    is_pure,
+    privacy_report,
+    private_section,
+    warn_clipped,
+    zcdp_of,
+)
 
 METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection", "ppe")
 
@@ -195,18 +208,54 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
         self._n_rows = n
         known_mean = self._known_mean(d, known, method)
-        self._check_method_inputs(method, budget, d, Xp, known, known_mean)
+        main, count_budget = self._count_plan(budget, method)
+        self._check_method_inputs(method, main, d, Xp, known, known_mean)
         acct = self._fit_accountant(budget)
+        if count_budget is not None and not acct.can_spend_all([main, count_budget]):
+            raise PrivacyBudgetError(
+                f"this fit needs {budget} but the shared accountant cannot pay it "
+                f"(spent {acct.parent.spent_str() if acct.parent else 'nothing'})"
+            )
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)
-        with private_section(acct):
+        with private_section(acct), recording_clips() as clips:
             if known_mean is not None:
                 mean, cov = known_mean, self._covariance_known_mean(
-                    method, X, Xp, zcdp_of(budget, f"method={method!r}"), acct, noise, known_mean)
+                    method, X, Xp, zcdp_of(main, f"method={method!r}"), acct, noise, known_mean)
             else:
-                mean, cov = self._run(method, X, Xp, budget, acct, noise, center, known)
+                mean, cov = self._run(method, X, Xp, main, acct, noise, center, known)
+            ball = clips.final()
+            noisy = None
+            if count_budget is not None and ball is not None:
+                noisy = release_clipped_count(ball, count_budget, accountant=acct, noise=noise)
         self.mean_, self.covariance_ = self._inside_prior(mean, cov, center, known)
         self._record(budget, acct, method, reason)
+        self._record_clipped(ball, noisy, acct)
+
+    @staticmethod
+    def _count_plan(budget: Budget, method: str) -> tuple[Budget, Budget | None]:
+        """(the algorithm's budget, the clipped count's budget or None), from public facts:
+        every method that clips gives :data:`~privgauss.gaussian.clip_diagnostics.COUNT_SHARE`
+        of its budget to the count of rows outside its final clipping ball."""
+        if method == "hypothesis-selection":  # scores hypotheses: clips nothing
+            return budget, None
+        return split_for_count(budget, method in ("coinpress", "public"))
+
+    def _record_clipped(self, ball: Any, noisy: float | None, acct: Accountant) -> None:
+        """``clipped_fraction_`` (post-processing of the DP count) and, when it exceeds the
+        public threshold ``clipped_fraction_alarm_``, a
+        :class:`~privgauss.warnings.ClippedDataWarning`."""
+        if ball is None or noisy is None:
+            self.clipped_fraction_ = None
+            self.clipped_fraction_alarm_ = None
+            return
+        entry = acct.ledger[-1]
+        n = ball.rows.n
+        self.clipped_fraction_ = float(min(max(noisy / n, 0.0), 1.0))
+        self.clipped_fraction_alarm_ = alarm_fraction(
+            n, ball.model_fraction, entry.mechanism, float(entry.noise_scale))
+        if self.clipped_fraction_ > self.clipped_fraction_alarm_:
+            warn_clipped(self.clipped_fraction_, self.clipped_fraction_alarm_)
 
     def _inside_prior(self, mean: np.ndarray, cov: np.ndarray, center: np.ndarray,
                       known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -498,6 +547,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             "feature_names": self._feature_names(),
             "mean": self.mean_.tolist(),
             "covariance": self.covariance_.tolist(),
+            "clipped_fraction": getattr(self, "clipped_fraction_", None),
             "privacy": privacy_report(self.budget_, self.accountant_),
             "pure_dp": isinstance(self.budget_, PureDP),
         }

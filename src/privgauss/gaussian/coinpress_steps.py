@@ -19,6 +19,7 @@ from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
+from .clip_diagnostics import MEAN_COUNT_TAIL, chi_tail, mean_ball_radius, note_clip
 from .coinpress_plan import CovStep, MeanStep, _Plan, _undo_shrinkage
 
 
@@ -56,6 +57,8 @@ def _run_mean(
     t = len(plan)
     for i, s in enumerate(plan):
         stat = rows.clipped_mean(A, shift, c, s.clip_radius)
+        note_clip(rows, A, shift, c, mean_ball_radius(d, s.clip_radius, s.prior_radius), "mean",
+                  MEAN_COUNT_TAIL)
         released = gaussian_mechanism(
             stat,
             clipped_mean_l2(s.clip_radius, n),
@@ -95,6 +98,7 @@ def _run_cov(
     sh = np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64)
     for i, s in enumerate(plan):
         stat = rows.second_moment(A, sh, s.clip_radius)
+        note_clip(rows, A, sh, np.zeros(d), s.clip_radius, "cov", chi_tail(d, s.clip_radius))
         Z = symmetric_matrix_mechanism(
             stat,
             clipped_second_moment_frobenius(s.clip_radius, n),
