@@ -34,6 +34,9 @@ from ._base import (
 )
 
 METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection", "ppe")
+# bound-free (ε, δ) methods: the clipped count's share comes out of their CoinPress refinement's
+# ρ (clip_diagnostics.take_count_share), not out of ε before the fit
+_SHARE_FROM_REFINEMENT = ("histogram", "ppe")
 
 
 class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
@@ -68,6 +71,16 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     e.g. 1e4–1e6, at some cost in accuracy at small n); privacy never depends on it.
     ``constants="theory"`` uses the papers' constants and ``"practical"`` tuned ones; privacy
     never depends on this.
+
+    Diagnostics: every method that clips (all but ``"hypothesis-selection"``) spends 2 % of
+    the budget on the DP count of rows outside its final clipping ball (one ledger entry,
+    "clipped count"); ``clipped_fraction_`` is that count / n (clamped to [0, 1]; None for
+    ``"hypothesis-selection"``) and ``clipped_fraction_alarm_`` the public threshold above
+    which ``fit`` emits :class:`~privgauss.warnings.ClippedDataWarning`: the fit then
+    describes the central part of the data (heavy tails, gross errors), not all of it.
+    ``clip_scale`` (default 1) multiplies the planned clip radius of every covariance step:
+    above 1 the covariance describes more of a heavy-tailed sample, with noise std growing as
+    ``clip_scale**2``; privacy never depends on it.
     ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
     for experiments (not for production releases).
     """
@@ -85,6 +98,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         "cov_bounds": ["array-like", None],
         "gamma": [Interval(Real, 0, 1, closed="left")],
         "corr_condition": [Interval(Real, 1, None, closed="left")],
+        "clip_scale": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "constants": [StrOptions({"practical", "theory"})],
         "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator, None],
@@ -106,6 +120,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         cov_bounds: tuple[float, float] | None = None,
         gamma: float = 0.0,
         corr_condition: float = 100.0,
+        clip_scale: float = 1.0,
         beta: float = 0.05,
         constants: str = "practical",
         random_state: Any = None,
@@ -123,6 +138,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.cov_bounds = cov_bounds
         self.gamma = gamma
         self.corr_condition = corr_condition
+        self.clip_scale = clip_scale
         self.beta = beta
         self.constants = constants
         self.random_state = random_state
@@ -209,6 +225,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self._n_rows = n
         known_mean = self._known_mean(d, known, method)
         main, count_budget = self._count_plan(budget, method)
+        from_refinement = method in _SHARE_FROM_REFINEMENT
         self._check_method_inputs(method, main, d, Xp, known, known_mean)
         acct = self._fit_accountant(budget)
         if count_budget is not None and not acct.can_spend_all([main, count_budget]):
@@ -218,7 +235,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             )
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)
-        with private_section(acct), recording_clips() as clips:
+        with private_section(acct), recording_clips(float(self.clip_scale),
+                                                    from_refinement) as clips:
             if known_mean is not None:
                 mean, cov = known_mean, self._covariance_known_mean(
                     method, X, Xp, zcdp_of(main, f"method={method!r}"), acct, noise, known_mean)
@@ -226,6 +244,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 mean, cov = self._run(method, X, Xp, main, acct, noise, center, known)
             ball = clips.final()
             noisy = None
+            if from_refinement:
+                count_budget = clips.reserved
             if count_budget is not None and ball is not None:
                 noisy = release_clipped_count(ball, count_budget, accountant=acct, noise=noise)
         self.mean_, self.covariance_ = self._inside_prior(mean, cov, center, known)
@@ -238,6 +258,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         every method that clips gives :data:`~privgauss.gaussian.clip_diagnostics.COUNT_SHARE`
         of its budget to the count of rows outside its final clipping ball."""
         if method == "hypothesis-selection":  # scores hypotheses: clips nothing
+            return budget, None
+        if method in _SHARE_FROM_REFINEMENT:  # the refinement sets it aside (take_count_share)
             return budget, None
         return split_for_count(budget, method in ("coinpress", "public"))
 

@@ -44,18 +44,24 @@ from ..sensitivity import count as count_sensitivity
 
 __all__ = [
     "COUNT_SHARE",
+    "REFINEMENT_COUNT_SHARE",
     "ClipBall",
     "ClipRecord",
     "alarm_fraction",
+    "cov_clip_scale",
     "mean_ball_radius",
     "note_clip",
     "recording_clips",
     "release_clipped_count",
     "split_for_count",
+    "take_count_share",
 ]
 
 #: share of a fit's budget planned for the clipped-count release
 COUNT_SHARE = 0.02
+#: share of the CoinPress refinement's ρ set aside for the count by the bound-free (ε, δ)
+#: methods (:func:`take_count_share`): their covariance error there is steep in ρ
+REFINEMENT_COUNT_SHARE = 0.005
 #: Gaussian tail of the ball counted for a mean step (see :func:`mean_ball_radius`)
 MEAN_COUNT_TAIL = 0.01
 # false-alarm level of each part of the threshold (the count's noise, the sampling of rows)
@@ -81,9 +87,15 @@ class ClipBall:
 
 @dataclass
 class ClipRecord:
-    """The balls noted during one fit, in order."""
+    """The balls noted during one fit, in order, and the fit's covariance clip multiplier
+    ``cov_scale`` (public: the estimator's ``clip_scale``)."""
 
     balls: list[ClipBall] = field(default_factory=list)
+    cov_scale: float = 1.0
+    #: take the count's share from the zCDP refinement (:func:`take_count_share`)
+    share_from_refinement: bool = False
+    #: the budget set aside for the count by :func:`take_count_share`
+    reserved: ZCDP | None = None
 
     def final(self) -> ClipBall | None:
         """The ball that decides what the fit describes: the last covariance step's, else the
@@ -101,14 +113,43 @@ _ACTIVE: contextvars.ContextVar[ClipRecord | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def recording_clips() -> Iterator[ClipRecord]:
-    """Record the clipping balls noted by the algorithms run inside (one fit)."""
-    record = ClipRecord()
+def recording_clips(cov_scale: float = 1.0, share_from_refinement: bool = False
+                    ) -> Iterator[ClipRecord]:
+    """Record the clipping balls noted by the algorithms run inside (one fit); covariance
+    steps run inside clip at ``cov_scale`` times their planned radius (:func:`cov_clip_scale`);
+    with ``share_from_refinement`` the count's budget is set aside by the zCDP refinement
+    (:func:`take_count_share`) instead of being split off before the fit."""
+    record = ClipRecord(cov_scale=float(cov_scale), share_from_refinement=share_from_refinement)
     token = _ACTIVE.set(record)
     try:
         yield record
     finally:
         _ACTIVE.reset(token)
+
+
+def cov_clip_scale() -> float:
+    """The multiplier of the planned clip radius of covariance steps in the open record (1
+    without one): a public choice of the fit (the estimators' ``clip_scale``). A step that
+    clips at radius k·τ computes its sensitivity from k·τ, so privacy holds for every k; a
+    larger k covers more of a heavy-tailed sample at the price of k² times the noise std."""
+    record = _ACTIVE.get()
+    return 1.0 if record is None else record.cov_scale
+
+
+def take_count_share(rho: float) -> float:
+    """The ρ a CoinPress refinement may spend when a record asks for the count's share to come
+    from it: ρ(1 − s), setting ρ·s aside in the record for the count (s =
+    :data:`REFINEMENT_COUNT_SHARE`); ρ unchanged otherwise. For the bound-free (ε, δ)
+    methods, whose localisation spends a fixed ε first: taking 2 % of ε would cut the
+    refinement's ρ by about 5 % (n = 2e4, d = 10, ε = 1), and their covariance error there is
+    steep in ρ (measured: 2 % of ε cost 17 %, 2 % of the refinement's ρ 13 %,
+    ``benchmarks/clip_count_cost.py``). Public: the record's flag and ρ only."""
+    record = _ACTIVE.get()
+    if record is None or not record.share_from_refinement or not math.isfinite(rho):
+        return rho
+    main = rho * (1.0 - REFINEMENT_COUNT_SHARE)
+    record.reserved = ZCDP(rho - main)
+    return main
 
 
 def note_clip(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None, center: np.ndarray,
