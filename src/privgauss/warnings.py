@@ -37,7 +37,8 @@ class PrivacyWarning(UserWarning):
 
     Filter on it to treat all of them alike: ``warnings.simplefilter("error", PrivacyWarning)``
     turns every one into an exception raised from ``fit`` (before any budget is spent, except
-    :class:`BudgetSpentWarning`, which reports a spent budget)."""
+    :class:`BudgetSpentWarning`, which reports a spent budget, and :class:`ClippedDataWarning`,
+    which reports on a successful fit: its budget too is spent)."""
 
 
 class SeededNoiseWarning(PrivacyWarning):

@@ -204,11 +204,9 @@ def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
     if out is None:
         click.echo(text, nl=False)
     else:
-        click.echo(f"wrote {out} (method {model.method_}, spent {model.privacy_spent_})")
-    frac = getattr(model, "clipped_fraction_", None)
-    if frac is not None:  # a DP output: the rows outside the final clipping ball
-        click.echo(f"clipped fraction (DP): {frac:.2%} of the rows lie outside the final "
-                   "clipping ball", err=True)
+        frac = getattr(model, "clipped_fraction_", None)  # in the JSON too (stdout without --out)
+        clipped = "" if frac is None else f", clipped fraction {frac:.2%} (DP)"
+        click.echo(f"wrote {out} (method {model.method_}, spent {model.privacy_spent_}{clipped})")
     if plot_path:
         note = " (it shows private rows: keep it local)" if show_data else ""
         click.echo(f"wrote {plot_path}{note}")

@@ -272,6 +272,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             self.clipped_fraction_alarm_ = None
             return
         entry = acct.ledger[-1]
+        assert entry.noise_scale is not None  # private_count records its scale
         n = ball.rows.n
         self.clipped_fraction_ = float(min(max(noisy / n, 0.0), 1.0))
         self.clipped_fraction_alarm_ = alarm_fraction(

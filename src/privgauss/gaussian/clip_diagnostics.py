@@ -12,7 +12,11 @@ the fit then describes the central part only. This module lets a fit say so, pri
   outside it. Noting records public or released quantities only and does nothing unless an
   estimator opened a record (:func:`recording_clips`);
 * after the algorithm, the estimator releases the number of rows outside the record's final
-  ball (:meth:`ClipRecord.final`: the last covariance step, else the last mean step) with
+  ball (:meth:`ClipRecord.final`: the last clipping step's — for the practical CoinPress
+  chain, the final mean step's covering ball in the frame of the *released* covariance, so
+  the count says how many rows the fitted Gaussian's 99 % ellipsoid, widened by the centre's
+  public error bound, leaves out; for the split mode and a known mean, the last covariance
+  step's ball) with
   :func:`release_clipped_count` — a count, sensitivity 1 under replace-one neighbours
   (:func:`privgauss.sensitivity.count`), charged to the accountant before its noise
   (:func:`privgauss.mechanisms.private_count`: discrete Gaussian for a zCDP share, discrete
@@ -98,13 +102,8 @@ class ClipRecord:
     reserved: ZCDP | None = None
 
     def final(self) -> ClipBall | None:
-        """The ball that decides what the fit describes: the last covariance step's, else the
-        last mean step's (None when nothing was clipped)."""
-        for kind in ("cov", "mean"):
-            for ball in reversed(self.balls):
-                if ball.kind == kind:
-                    return ball
-        return None
+        """The ball of the fit's last clipping step (None when nothing was clipped)."""
+        return self.balls[-1] if self.balls else None
 
 
 _ACTIVE: contextvars.ContextVar[ClipRecord | None] = contextvars.ContextVar(
