@@ -11,7 +11,6 @@ from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
@@ -24,6 +23,7 @@ from ..gaussian.clip_diagnostics import (
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
+from ..privacy import Accountant, ApproxDP, Budget, PureDP
 from ._base import (
     PrivateEstimatorBase,
     is_pure,

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP
 from ..clipped_stats import Rows
 from ..mechanisms import private_count
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, approx_to_zcdp
 from ..sensitivity import count as count_sensitivity
 
 __all__ = [
@@ -187,8 +187,6 @@ def split_for_count(budget: Budget, zcdp_method: bool) -> tuple[Budget, Budget]:
     and a pure ε·s for the count, s = :data:`COUNT_SHARE`. The two compose to the budget."""
     if isinstance(budget, ZCDP) or (zcdp_method and isinstance(budget, ApproxDP)
                                     and budget.delta > 0):
-        from ..accounting import approx_to_zcdp
-
         rho = budget.rho if isinstance(budget, ZCDP) else approx_to_zcdp(budget.epsilon,
                                                                        budget.delta)
         main = rho * (1.0 - COUNT_SHARE)
