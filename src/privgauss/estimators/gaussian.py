@@ -226,7 +226,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         known_mean = self._known_mean(d, known, method)
         main, count_budget = self._count_plan(budget, method)
         from_refinement = method in _SHARE_FROM_REFINEMENT
-        self._check_method_inputs(method, main, d, Xp, known, known_mean)
+        # refusals speak of the budget the user gave (the count's share changes no verdict)
+        self._check_method_inputs(method, budget, d, Xp, known, known_mean)
         acct = self._fit_accountant(budget)
         if count_budget is not None and not acct.can_spend_all([main, count_budget]):
             raise PrivacyBudgetError(
