@@ -224,7 +224,9 @@ def test_split_mode_dask_and_npy_equal_numpy(monkeypatch: pytest.MonkeyPatch,
     X, _ = _data()
     kw = {"mean_bound": 100.0, "cov_bounds": (0.5, 50.0)}
     a = _fit(X, None, "coinpress", **kw)
-    assert [e.mechanism for e in a.ledger_] == ["parallel composition"]
+    # the split's one charge, then the fit's clipped count (clip_diagnostics)
+    assert [e.mechanism for e in a.ledger_] == ["parallel composition",
+                                                "count-discrete-gaussian"]
     path = tmp_path / "x.npy"
     np.save(path, X)
     for Xs in (da.from_array(X, chunks=(1000, 2)), str(path)):

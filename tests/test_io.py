@@ -36,7 +36,7 @@ def test_gaussian_round_trip(gaussian: pg.PrivateGaussian, tmp_path: Path) -> No
     path = tmp_path / "g.json"
     save(gaussian, path)
     stored = json.loads(path.read_text())
-    assert set(stored) == MODEL_KEYS | {"mean", "covariance"}
+    assert set(stored) == MODEL_KEYS | {"mean", "covariance", "clipped_fraction"}
     assert stored["privacy"]["budget"] == {"notion": "zCDP", "rho": 0.5}
     g = pg.load(path)
     assert isinstance(g, pg.PrivateGaussian)

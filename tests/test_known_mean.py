@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import privgauss as pg
+from privgauss.gaussian.clip_diagnostics import COUNT_SHARE
 from privgauss.gaussian.coinpress import coinpress_covariance
 from privgauss.metrics import covariance_error
 
@@ -26,11 +27,14 @@ def test_coinpress_with_a_known_mean_is_the_known_mean_estimator():
     g = pg.PrivateGaussian(rho=rho, method="coinpress", mean=MU, cov_bounds=(lo, hi),
                            random_state=4).fit(X)
     np.testing.assert_array_equal(g.mean_, MU)
-    # the same release as CoinPress's known-mean covariance on (x - mu)/sqrt(lo), rescaled
-    ref = coinpress_covariance((X - MU) / math.sqrt(lo), rho, cov_upper=hi / lo,
-                               accountant=pg.Accountant(pg.ZCDP(rho)), noise=4, beta=0.05)
+    # the same release as CoinPress's known-mean covariance on (x - mu)/sqrt(lo), rescaled,
+    # with all of the budget but the clipped count's share
+    rho_cov = rho * (1.0 - COUNT_SHARE)
+    ref = coinpress_covariance((X - MU) / math.sqrt(lo), rho_cov, cov_upper=hi / lo,
+                               accountant=pg.Accountant(pg.ZCDP(rho_cov)), noise=4, beta=0.05)
     np.testing.assert_allclose(g.covariance_, ref * lo, rtol=1e-9, atol=1e-12)
-    assert abs(g.privacy_spent_.rho - rho) < 1e-12  # the whole budget, on the covariance
+    assert abs(g.privacy_spent_.rho - rho) < 1e-12  # the whole budget: covariance and count
+    assert g.ledger_[-1].step == "clipped count"
 
 
 def test_a_known_mean_beats_estimating_it_at_a_small_budget():

@@ -25,6 +25,7 @@ from privgauss.estimators._base import warn_before_fit
 from privgauss.noise import NoiseSource
 from privgauss.warnings import (
     BudgetSpentWarning,
+    ClippedDataWarning,
     LargeDeltaWarning,
     PrivacyWarning,
     SeededNoiseWarning,
@@ -35,7 +36,7 @@ X = np.random.default_rng(0).normal(size=(N, 2))
 NEIGHBOUR = X.copy()
 NEIGHBOUR[-1] = [1e6, -1e6]  # replace-one: a gross error in one record
 TINY = X[:5]  # the histogram method releases no scale bin from 5 rows: EstimationFailed
-ALL = (SeededNoiseWarning, LargeDeltaWarning, BudgetSpentWarning)
+ALL = (SeededNoiseWarning, LargeDeltaWarning, BudgetSpentWarning, ClippedDataWarning)
 
 
 def _clip(**kw: object) -> pg.PrivateGaussian:  # mean only, a few draws: fast even when secure

@@ -186,6 +186,16 @@ def _clipped_moments_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray, np.nd
     return _moments_of(_clipped_block(B, **kw))
 
 
+def _outside_count_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray]:
+    """(number of rows W_i = A(y_i − s) outside B(center, τ),) for the rows of a block: the
+    rows that :func:`_clipped_block` moves (the same clip weights, so the same rows)."""
+    from .linalg import clip_weights
+
+    W = affine_rows(_mapped_inputs(B, kw["P"], kw["p0"]), kw["A"], kw["s"])
+    w = clip_weights(W - kw["center"], kw["tau"])
+    return (np.array(float(np.count_nonzero(w < 1.0))),)
+
+
 def _centred_gram_kernel(B: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(DᵀD, Σ D) for D = B − q (the first summary pass)."""
     D = B - q
@@ -292,6 +302,15 @@ class Rows:
         kernel = partial(_clipped_sum_kernel, P=self.P, p0=self.p0, A=A, s=s, center=center,
                          tau=tau)
         return reduce_rows(self.X, kernel)[0] / self.n
+
+    def clipped_count(self, A: np.ndarray | None, s: np.ndarray | None, center: np.ndarray,
+                      tau: float) -> int:
+        """The number of rows with W_i = A(y_i − s) outside B(center, τ) — the rows a clip to
+        that ball moves (one pass; A None: W_i = y_i − s). Sensitivity 1 under replace-one
+        neighbours (:func:`privgauss.sensitivity.count`); nothing is released here."""
+        kernel = partial(_outside_count_kernel, P=self.P, p0=self.p0, A=A, s=s,
+                         center=np.asarray(center, dtype=np.float64), tau=float(tau))
+        return int(round(float(reduce_rows(self.X, kernel)[0])))
 
     # ---- fast evaluation
     def second_moment(self, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray:

@@ -315,6 +315,8 @@ def from_dict(data: dict[str, Any]) -> Any:
             est.mean_ = _matrix(data["mean"], (d,), "mean")
             cov = _matrix(data["covariance"], (d, d), "covariance")
             est.covariance_ = (cov + cov.T) / 2
+            frac = data.get("clipped_fraction")  # a DP output (older files: absent)
+            est.clipped_fraction_ = None if frac is None else float(frac)
         elif kind == "gaussian-mixture":
             k = int(data["n_components"])
             est = PrivateGaussianMixture(k, **_budget_kwargs(budget))

@@ -8,8 +8,9 @@ in an experiment script that seeds on purpose.
 They are emitted only by the estimators' ``fit`` (``PrivateGaussian``,
 ``PrivateGaussianMixture``), outside the algorithm, and decided from **public quantities or DP
 outputs only**: the budget, the number of rows ``n`` (public under replace-one neighbours), the
-kind of ``random_state``, and whether the fit ended in
-:class:`~privgauss.exceptions.EstimationFailed` (a DP output, ⊥). Two neighbouring datasets
+kind of ``random_state``, whether the fit ended in
+:class:`~privgauss.exceptions.EstimationFailed` (a DP output, ⊥), and the DP fraction of rows
+outside the fit's final clipping ball (``clipped_fraction_``). Two neighbouring datasets
 therefore get the same warnings unless a DP output differs (DESIGN.md, privacy rules 5 and 10).
 Warnings raised *inside* an algorithm (numpy's, a non-private learner's) depend on the data and
 are captured and dropped, never re-emitted.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetSpentWarning",
+    "ClippedDataWarning",
     "LargeDeltaWarning",
     "PrivacyWarning",
     "SeededNoiseWarning",
@@ -35,7 +37,8 @@ class PrivacyWarning(UserWarning):
 
     Filter on it to treat all of them alike: ``warnings.simplefilter("error", PrivacyWarning)``
     turns every one into an exception raised from ``fit`` (before any budget is spent, except
-    :class:`BudgetSpentWarning`, which reports a spent budget)."""
+    :class:`BudgetSpentWarning`, which reports a spent budget, and :class:`ClippedDataWarning`,
+    which reports on a successful fit: its budget too is spent)."""
 
 
 class SeededNoiseWarning(PrivacyWarning):
@@ -87,3 +90,30 @@ class BudgetSpentWarning(PrivacyWarning):
     for you) before retrying. The exception's message names the step that failed and, when
     known, the number of rows it needs; ``privgauss requirements`` computes the needs of a
     method in advance, from public quantities."""
+
+
+class ClippedDataWarning(PrivacyWarning):
+    """More rows lie outside the fit's final clipping ball than a Gaussian sample would leave
+    out: the fit describes the central part of the data only.
+
+    **When**: after a successful ``PrivateGaussian.fit`` whose ``clipped_fraction_`` — the DP
+    count of rows outside the final clipping ball (released from 2 % of the budget, one
+    ledger entry "clipped count"), divided by n — exceeds ``clipped_fraction_alarm_``, a
+    threshold computed from public quantities (n, the plan's Gaussian tail, the count's noise
+    scale) so that Gaussian data trigger it in about 2 fits in 1000. Both are DP outputs or
+    public, so neighbouring datasets differ in this warning only through the released count.
+    Like :class:`BudgetSpentWarning` it comes after the budget is spent.
+
+    **Why**: every estimator clips rows to balls planned for Gaussian data (a covariance step
+    cuts about 1 % of Gaussian rows). On heavy-tailed data (excess kurtosis in the hundreds or
+    thousands) or with gross recording errors many more rows are pulled onto the ball, and the
+    released mean and covariance are those of the clipped rows: the central part of the data,
+    with a covariance far smaller than ``np.cov``'s in the heavy directions, and an error that
+    more budget does not remove.
+
+    **What to do**: decide whether the central part is what you want to describe (often it is:
+    gross errors are not the population). If the tails matter, raise ``clip_scale`` (the
+    clipping radius multiplier; command line ``--clip-scale``): the balls cover more rows at
+    the price of more noise (sensitivity grows with the radius squared); or transform or clean
+    the heavy columns (log, winsorize at known bounds) before fitting. The README's section
+    "Heavy-tailed data" explains what a fit means there."""

@@ -18,7 +18,7 @@ import numpy as np
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..io import atomic_path, read_table
 from ..progress import progress_bars
-from ..warnings import PrivacyWarning, SeededNoiseWarning
+from ..warnings import ClippedDataWarning, PrivacyWarning, SeededNoiseWarning
 
 # PrivacyWarning: raised only when the user turned it into an error (-W error::...PrivacyWarning)
 _USER_ERRORS = (InvalidDataError, PrivacyBudgetError, EstimationFailed, ValueError, OSError,
@@ -204,7 +204,9 @@ def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
     if out is None:
         click.echo(text, nl=False)
     else:
-        click.echo(f"wrote {out} (method {model.method_}, spent {model.privacy_spent_})")
+        frac = getattr(model, "clipped_fraction_", None)  # in the JSON too (stdout without --out)
+        clipped = "" if frac is None else f", clipped fraction {frac:.2%} (DP)"
+        click.echo(f"wrote {out} (method {model.method_}, spent {model.privacy_spent_}{clipped})")
     if plot_path:
         note = " (it shows private rows: keep it local)" if show_data else ""
         click.echo(f"wrote {plot_path}{note}")
@@ -225,6 +227,8 @@ def _privacy_warnings_as_lines() -> Iterator[None]:
                 python_show(message, category, filename, lineno, file, line)
                 return
             text = " ".join(_CLI_WARNING_TEXT.get(category, str(message)).split())
+            if issubclass(category, ClippedDataWarning):  # names a parameter: the flag
+                text = in_cli_words(text)
             if (category, text) not in shown:
                 shown.add((category, text))
                 click.echo(f"warning: {text}", err=True)
@@ -242,6 +246,7 @@ _FLAGS = (
     ("n_components", "--n-components"), ("separation=", "--separation"),
     ("constants='theory'", "--constants theory"), ("rho=", "--rho"), ("epsilon=", "--epsilon"),
     ("delta=", "--delta"), ("method=", "--method "), ("random_state", "--seed"),
+    ("clip_scale", "--clip-scale"),
 )
 
 

@@ -26,11 +26,14 @@ from ._common import (
 @click.option("--mean-bound", type=float, default=None, help="prior radius R around the origin")
 @click.option("--cov-bounds", type=(float, float), default=None, help="eigenvalue bounds LO HI")
 @click.option("--identity-covariance", is_flag=True, help="estimate the mean only (Sigma = I)")
+@click.option("--clip-scale", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="multiplier of the covariance clipping radii: above 1 the "
+              "fit covers more of heavy-tailed data, with more noise")
 def fit_gaussian(data: str, columns: str | None, public: str | None, rho: float | None,
                  epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
                  plot_path: str | None, dims: str, show_data: bool, method: str,
                  mean_bound: float | None, cov_bounds: tuple[float, float] | None,
-                 identity_covariance: bool) -> None:
+                 identity_covariance: bool, clip_scale: float) -> None:
     """Fit a private Gaussian to the rows of DATA (CSV, Parquet or .npy).
 
     \b
@@ -47,7 +50,7 @@ def fit_gaussian(data: str, columns: str | None, public: str | None, rho: float 
         ij = _check_outputs(out, plot_path, dims, names)
         g = PrivateGaussian(**budget, method=method, mean_bound=mean_bound, cov_bounds=cov_bounds,
                             covariance="identity" if identity_covariance else None,
-                            random_state=seed).fit(X, public_X=Xp)
+                            clip_scale=clip_scale, random_state=seed).fit(X, public_X=Xp)
         _finish_fit(g, X, names, out, plot_path, ij, show_data)
 
     _run_user(run)

@@ -26,7 +26,12 @@ from ..privacy import (
     make_budget,
 )
 from ..validation import check_data, validated_rows
-from ..warnings import BudgetSpentWarning, LargeDeltaWarning, SeededNoiseWarning
+from ..warnings import (
+    BudgetSpentWarning,
+    ClippedDataWarning,
+    LargeDeltaWarning,
+    SeededNoiseWarning,
+)
 
 NEIGHBOURS = "replace-one (n public)"
 
@@ -268,6 +273,20 @@ def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
             "guarantee this weak allows publishing a record outright; choose delta well below "
             "1/n (e.g. 1/n^2 or 1e-6 .. 1e-10), or a rho-zCDP budget",
         )
+
+
+def warn_clipped(fraction: float, alarm: float) -> None:
+    """:class:`~privgauss.warnings.ClippedDataWarning`: the DP ``clipped_fraction_`` of a fit
+    exceeds its public threshold (both are DP outputs or public, DESIGN.md rule 5)."""
+    _warn(
+        ClippedDataWarning,
+        f"about {fraction:.1%} of the rows (a DP estimate) lie outside the fit's final clipping "
+        f"ball, more than a Gaussian sample leaves out (alarm above {alarm:.1%}): the fit "
+        "describes the central part of the data, not its tails or gross errors (heavy-tailed "
+        "columns, recording errors). If the tails matter, raise clip_scale (the clipping "
+        "radius multiplier: covers more rows, adds more noise), or transform or clean the "
+        "columns (log, winsorize) before fitting; see the README, 'Heavy-tailed data'",
+    )
 
 
 def privacy_report(budget: Budget, acct: Accountant) -> dict[str, Any]:

@@ -13,12 +13,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES
-from ..exceptions import InvalidDataError
+from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..gaussian.clip_diagnostics import (
+    alarm_fraction,
+    recording_clips,
+    release_clipped_count,
+    split_for_count,
+)
 from ..methods import Facts, GaussianJob, Method, flat_public_columns
 from ..metrics import gaussian_logpdf
 from ..noise import as_noise
 from ..privacy import Accountant, Budget, PureDP
-from ._base import PrivateEstimatorBase, privacy_report, private_section
+from ._base import PrivateEstimatorBase, privacy_report, private_section, warn_clipped
 
 #: ``"auto"`` and the registered Gaussian methods (:mod:`privgauss.methods`)
 METHODS = ("auto", *methods.names("gaussian"))
@@ -56,6 +62,16 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     e.g. 1e4–1e6, at some cost in accuracy at small n); privacy never depends on it.
     ``constants="theory"`` uses the papers' constants and ``"practical"`` tuned ones; privacy
     never depends on this.
+
+    Diagnostics: every method that clips (all but ``"hypothesis-selection"``) spends 2 % of
+    the budget on the DP count of rows outside its final clipping ball (one ledger entry,
+    "clipped count"); ``clipped_fraction_`` is that count / n (clamped to [0, 1]; None for
+    ``"hypothesis-selection"``) and ``clipped_fraction_alarm_`` the public threshold above
+    which ``fit`` emits :class:`~privgauss.warnings.ClippedDataWarning`: the fit then
+    describes the central part of the data (heavy tails, gross errors), not all of it.
+    ``clip_scale`` (default 1) multiplies the planned clip radius of every covariance step:
+    above 1 the covariance describes more of a heavy-tailed sample, with noise std growing as
+    ``clip_scale**2``; privacy never depends on it.
     ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
     for experiments (not for production releases).
     """
@@ -73,6 +89,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         "cov_bounds": ["array-like", None],
         "gamma": [Interval(Real, 0, 1, closed="left")],
         "corr_condition": [Interval(Real, 1, None, closed="left")],
+        "clip_scale": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "constants": [StrOptions({"practical", "theory"})],
         "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator, None],
@@ -94,6 +111,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         cov_bounds: tuple[float, float] | None = None,
         gamma: float = 0.0,
         corr_condition: float = 100.0,
+        clip_scale: float = 1.0,
         beta: float = 0.05,
         constants: str = "practical",
         random_state: Any = None,
@@ -111,6 +129,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.cov_bounds = cov_bounds
         self.gamma = gamma
         self.corr_condition = corr_condition
+        self.clip_scale = clip_scale
         self.beta = beta
         self.constants = constants
         self.random_state = random_state
@@ -187,19 +206,61 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         spec = methods.get("gaussian", method)
         known_mean = self._known_mean(facts, known, spec)
         if spec.check is not None:  # refuse, before any budget is spent, what it cannot use
-            spec.check(facts)
+            spec.check(facts)  # (it speaks of the budget the user gave)
+        main, count_budget = self._count_plan(budget, spec)
+        from_refinement = spec.clipped_count == "refinement"
         acct = self._fit_accountant(budget)
+        if count_budget is not None and not acct.can_spend_all([main, count_budget]):
+            raise PrivacyBudgetError(
+                f"this fit needs {budget} but the shared accountant cannot pay it "
+                f"(spent {acct.parent.spent_str() if acct.parent else 'nothing'})"
+            )
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)
-        job = GaussianJob(X, Xp, facts, acct, noise, center, known, known_mean)
-        with private_section(acct):
+        job = GaussianJob(X, Xp, facts, acct, noise, center, known, known_mean, run_budget=main)
+        with private_section(acct), recording_clips(float(self.clip_scale),
+                                                    from_refinement) as clips:
             if known_mean is not None:
                 assert spec.run_known_mean is not None  # _known_mean refused it otherwise
                 mean, cov = known_mean, spec.run_known_mean(job)
             else:
                 mean, cov = spec.run(job)
+            ball = clips.final()
+            noisy = None
+            if from_refinement:
+                count_budget = clips.reserved
+            if count_budget is not None and ball is not None:
+                noisy = release_clipped_count(ball, count_budget, accountant=acct, noise=noise)
         self.mean_, self.covariance_ = self._inside_prior(mean, cov, center, known)
         self._record(budget, acct, method, reason)
+        self._record_clipped(ball, noisy, acct)
+
+    @staticmethod
+    def _count_plan(budget: Budget, spec: Method) -> tuple[Budget, Budget | None]:
+        """(the algorithm's budget, the clipped count's budget or None), from public facts:
+        every method that clips gives :data:`~privgauss.gaussian.clip_diagnostics.COUNT_SHARE`
+        of its budget to the count of rows outside its final clipping ball (the registry's
+        ``Method.clipped_count`` says how)."""
+        if spec.clipped_count in (None, "refinement"):  # none, or the refinement sets it aside
+            return budget, None
+        return split_for_count(budget, spec.clipped_count == "zcdp")
+
+    def _record_clipped(self, ball: Any, noisy: float | None, acct: Accountant) -> None:
+        """``clipped_fraction_`` (post-processing of the DP count) and, when it exceeds the
+        public threshold ``clipped_fraction_alarm_``, a
+        :class:`~privgauss.warnings.ClippedDataWarning`."""
+        if ball is None or noisy is None:
+            self.clipped_fraction_ = None
+            self.clipped_fraction_alarm_ = None
+            return
+        entry = acct.ledger[-1]
+        assert entry.noise_scale is not None  # private_count records its scale
+        n = ball.rows.n
+        self.clipped_fraction_ = float(min(max(noisy / n, 0.0), 1.0))
+        self.clipped_fraction_alarm_ = alarm_fraction(
+            n, ball.model_fraction, entry.mechanism, float(entry.noise_scale))
+        if self.clipped_fraction_ > self.clipped_fraction_alarm_:
+            warn_clipped(self.clipped_fraction_, self.clipped_fraction_alarm_)
 
     def _inside_prior(self, mean: np.ndarray, cov: np.ndarray, center: np.ndarray,
                       known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -266,6 +327,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             "feature_names": self._feature_names(),
             "mean": self.mean_.tolist(),
             "covariance": self.covariance_.tolist(),
+            "clipped_fraction": getattr(self, "clipped_fraction_", None),
             "privacy": privacy_report(self.budget_, self.accountant_),
             "pure_dp": isinstance(self.budget_, PureDP),
         }

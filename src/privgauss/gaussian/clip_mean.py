@@ -18,6 +18,7 @@ from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import RandomState
 from ..privacy import Accountant, ApproxDP, Budget, PureDP
 from ..sensitivity import clipped_mean_l1, clipped_mean_l2
+from .clip_diagnostics import MEAN_COUNT_TAIL, note_clip
 
 
 def clip_mean(
@@ -34,6 +35,8 @@ def clip_mean(
     rows = X if isinstance(X, Rows) else Rows(X, fast=False)
     n, d = rows.n, rows.d
     mean = rows.clipped_mean(None, None, np.asarray(center, dtype=np.float64), radius)
+    # callers' radii cover all but a small tail of Gaussian rows (≤ 1 %, see clip_diagnostics)
+    note_clip(rows, None, None, center, radius, "mean", MEAN_COUNT_TAIL)
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
         return laplace_mechanism(
             mean,

@@ -40,6 +40,7 @@ from ..exceptions import InvalidDataError
 from ..noise import RandomState, as_noise
 from ..privacy import Accountant
 from . import coinpress_split as sm
+from .clip_diagnostics import take_count_share
 from .coinpress_plan import (
     CovStep,
     MeanStep,
@@ -135,12 +136,13 @@ def coinpress_mean(
     accountant = _check_accountant(accountant)
     rho = _check_rho(rho)
     fr = None if fractions is None else tuple(float(f) for f in fractions)
+    _reserve(accountant, rho)
+    rho = take_count_share(rho)  # a fit's diagnostics may set 2 % aside (clip_diagnostics)
     plan = mean_schedule(
         n, d, radius, rho, steps=steps, fractions=fr, beta=beta, constants=constants,
         debias=bool(debias),
     )
     _check_radii(plan)
-    _reserve(accountant, rho)
     return _run_mean(Rows(X), c, plan, accountant, as_noise(noise), step)
 
 
@@ -310,6 +312,7 @@ def _gaussian(
     predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers.
     ``prior_floor``: see :func:`coinpress_gaussian`."""
     n, d = rows.n, rows.d
+    rho = take_count_share(rho)  # a fit's diagnostics may set 2 % aside (clip_diagnostics)
     if constants == "theory":
         return _gaussian_theory(rows, rho, c, R, lo, hi, accountant, src, beta, step)
     args = (d, rho, R, lo, hi, omega, beta, prefer_fewer)

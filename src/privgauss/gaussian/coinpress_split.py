@@ -25,6 +25,7 @@ from ..linalg import project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..privacy import ZCDP, Accountant
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
+from .clip_diagnostics import chi_tail, cov_clip_scale, note_clip
 from .coinpress_plan import (
     _COV_CLIP_TAIL,
     _FINAL_MEAN_SHARE,
@@ -182,11 +183,13 @@ def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
     mu1, cov1 = _run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse",
                                prior_floor)
     A = _whitener(cov1, lo, step, rel=1.0 if prior_floor else _WHITEN_REL) / math.sqrt(sp.u)
-    m1, M2 = clipped_moments(rows, A, mu1, sp.tau, exclude=idx if sp.parallel else None)
+    tau = sp.tau * cov_clip_scale()  # the fit's public multiplier (1 by default)
+    m1, M2 = clipped_moments(rows, A, mu1, tau, exclude=idx if sp.parallel else None)
+    note_clip(rows, A, mu1, np.zeros(rows.d), tau, "cov", chi_tail(rows.d, tau))
     n2 = n - sp.m if sp.parallel else n
-    m_w = gaussian_mechanism(m1, clipped_mean_l2(sp.tau, n2), ZCDP(sp.rho_mean),
+    m_w = gaussian_mechanism(m1, clipped_mean_l2(tau, n2), ZCDP(sp.rho_mean),
                              accountant=part2, noise=src, step=f"{step} final mean")
-    M = symmetric_matrix_mechanism(M2, clipped_second_moment_frobenius(sp.tau, n2),
+    M = symmetric_matrix_mechanism(M2, clipped_second_moment_frobenius(tau, n2),
                                    ZCDP(sp.rho_cov), accountant=part2, noise=src,
                                    step=f"{step} final second moment")
     if info is not None:

@@ -19,6 +19,13 @@ from ..linalg import inv_sqrtm_psd, project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..privacy import ZCDP, Accountant
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
+from .clip_diagnostics import (
+    MEAN_COUNT_TAIL,
+    chi_tail,
+    cov_clip_scale,
+    mean_ball_radius,
+    note_clip,
+)
 from .coinpress_plan import CovStep, MeanStep, _Plan, _undo_shrinkage
 
 _WHITEN_REL = 1e-6  # the whitener's eigenvalue floor, as a fraction of an assumed lower bound
@@ -58,6 +65,8 @@ def _run_mean(
     t = len(plan)
     for i, s in enumerate(plan):
         stat = rows.clipped_mean(A, shift, c, s.clip_radius)
+        note_clip(rows, A, shift, c, mean_ball_radius(d, s.clip_radius, s.prior_radius), "mean",
+                  MEAN_COUNT_TAIL)
         released = gaussian_mechanism(
             stat,
             clipped_mean_l2(s.clip_radius, n),
@@ -87,7 +96,8 @@ def _run_cov(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Run the plan on rows y_i − shift (second moment S) starting from the transform A
     (A S Aᵀ ⪯ I). Each step whitens W_i = A(y_i − shift), clips rows to the planned radius,
-    releases WᵀW/n with the symmetric Gaussian mechanism (Frobenius sensitivity √2 τ²/n),
+    releases WᵀW/n with the symmetric Gaussian mechanism (Frobenius sensitivity √2 τ²/n; τ is
+    the planned radius times the fit's public ``clip_scale``, :func:`.cov_clip_scale`),
     projects to PSD and — except in a final step — updates A ← (Z + ηI)^{-1/2} A (A need not
     be symmetric, so this bookkeeping is right for any number of steps). The whitened rows
     are never materialised (:meth:`~privgauss.clipped_stats.Rows.second_moment`).
@@ -105,11 +115,14 @@ def _run_cov(
     n, d = rows.n, rows.d
     t = len(plan)
     sh = np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64)
+    k = cov_clip_scale()  # the fit's public multiplier of the planned radii (1 by default)
     for i, s in enumerate(plan):
-        stat = rows.second_moment(A, sh, s.clip_radius)
+        tau = s.clip_radius * k
+        stat = rows.second_moment(A, sh, tau)
+        note_clip(rows, A, sh, np.zeros(d), tau, "cov", chi_tail(d, tau))
         Z = symmetric_matrix_mechanism(
             stat,
-            clipped_second_moment_frobenius(s.clip_radius, n),
+            clipped_second_moment_frobenius(tau, n),
             ZCDP(s.rho),
             accountant=accountant,
             noise=noise,

@@ -25,7 +25,8 @@ class GaussianJob:
     accountant and noise, and the prior's public vectors.
 
     ``known`` is the known covariance (None: estimated), ``known_mean`` the known mean
-    (None: estimated), ``center`` the centre of the prior ball (zeros when not given)."""
+    (None: estimated), ``center`` the centre of the prior ball (zeros when not given),
+    ``run_budget`` what the run may spend (None: the whole budget of ``facts``)."""
 
     X: Any
     public_X: np.ndarray | None
@@ -35,10 +36,13 @@ class GaussianJob:
     center: np.ndarray
     known: np.ndarray | None = None
     known_mean: np.ndarray | None = None
+    run_budget: Budget | None = None
 
     @property
     def budget(self) -> Budget:
-        return self.facts.budget
+        """The budget the run may spend: the fit's, less what the estimator set aside (the
+        clipped count's share), when ``run_budget`` is given."""
+        return self.facts.budget if self.run_budget is None else self.run_budget
 
 
 MeanFn = Callable[[Any, np.ndarray | None, np.ndarray, float | None], np.ndarray]

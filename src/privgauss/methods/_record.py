@@ -192,6 +192,11 @@ class Method:
         fields ``{need}``: public rows it needs, ``{d1}``: d + 1).
     auto_note : str
         Appended to ``auto``'s reason when it picks this method with public rows.
+    clipped_count : {None, "budget", "zcdp", "refinement"}
+        Gaussian: where the DP count of rows outside the final clipping ball
+        (``clipped_fraction_``) takes its budget: a share of the fit's budget in its notion
+        (``"budget"``) or as zCDP (``"zcdp"``), a share of the CoinPress refinement's ρ
+        (``"refinement"``), or no count (None: the method clips nothing).
     audit_rows : int
         Rows of each neighbouring dataset in ``privgauss audit`` (the n it needs to run).
     """
@@ -221,6 +226,7 @@ class Method:
     auto_hint: str = ""
     auto_note: str = ""
     audit_rows: int = 20
+    clipped_count: str | None = None
 
     def __post_init__(self) -> None:
         assert self.kind in ("gaussian", "mixture"), self.kind

@@ -52,6 +52,7 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
+    clipped_count="budget",
     name="clip",
     kind="gaussian",
     summary="one-shot clip-and-noise mean inside the prior (also pure ε-DP)",

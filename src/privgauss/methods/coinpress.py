@@ -90,6 +90,7 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
+    clipped_count="zcdp",
     name="coinpress",
     kind="gaussian",
     summary="CoinPress-style iterative estimation inside a prior",

@@ -79,6 +79,7 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
+    clipped_count="refinement",
     name="histogram",
     kind="gaussian",
     summary="bound-free: private localisation by stability histograms, then refinement",

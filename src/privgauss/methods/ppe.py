@@ -56,6 +56,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
 
 
 METHOD = Method(
+    clipped_count="refinement",
     name="ppe",
     kind="gaussian",
     summary="bound-free Private Populous Estimator: stable block averages, then CoinPress",

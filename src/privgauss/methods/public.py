@@ -165,6 +165,7 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
+    clipped_count="zcdp",
     name="public",
     kind="gaussian",
     summary="Bie–Kamath–Singhal: public rows give the frame, no bounds needed",

@@ -1,0 +1,231 @@
+"""Private diagnostics of clipping: how many rows fell outside the final clipping ball.
+
+Every clip-and-noise estimator describes the rows *inside* its clipping balls; a row outside
+is pulled onto the ball's surface. On Gaussian data the planned radii cut a known, small
+fraction of the rows (the plan's tail probability), so the fit describes the whole sample; on
+heavy-tailed data or data with gross recording errors the final ball may cut many more, and
+the fit then describes the central part only. This module lets a fit say so, privately:
+
+* the steps of the Gaussian algorithms (:mod:`.coinpress_steps`, :mod:`.coinpress_split`,
+  :mod:`.clip_mean`) *note* each ball they clip to — :func:`note_clip`: the rows, the public
+  frame (A, shift), centre, radius τ, and the fraction of Gaussian rows the plan expects
+  outside it. Noting records public or released quantities only and does nothing unless an
+  estimator opened a record (:func:`recording_clips`);
+* after the algorithm, the estimator releases the number of rows outside the record's final
+  ball (:meth:`ClipRecord.final`: the last clipping step's — for the practical CoinPress
+  chain, the final mean step's covering ball in the frame of the *released* covariance, so
+  the count says how many rows the fitted Gaussian's 99 % ellipsoid, widened by the centre's
+  public error bound, leaves out; for the split mode and a known mean, the last covariance
+  step's ball) with
+  :func:`release_clipped_count` — a count, sensitivity 1 under replace-one neighbours
+  (:func:`privgauss.sensitivity.count`), charged to the accountant before its noise
+  (:func:`privgauss.mechanisms.private_count`: discrete Gaussian for a zCDP share, discrete
+  Laplace for a pure-ε share), one ledger entry, from a share of the budget planned before the
+  fit (:func:`split_for_count`);
+* :func:`alarm_fraction` is the public threshold above which the released fraction says that
+  the fit describes only part of the data.
+
+Which ball is final depends on the method's public plan only, never on the data, so the
+ledger's length is the same for all datasets of a given size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from ..clipped_stats import Rows
+from ..mechanisms import private_count
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, approx_to_zcdp
+from ..sensitivity import count as count_sensitivity
+
+__all__ = [
+    "COUNT_SHARE",
+    "REFINEMENT_COUNT_SHARE",
+    "ClipBall",
+    "ClipRecord",
+    "alarm_fraction",
+    "cov_clip_scale",
+    "mean_ball_radius",
+    "note_clip",
+    "recording_clips",
+    "release_clipped_count",
+    "split_for_count",
+    "take_count_share",
+]
+
+#: share of a fit's budget planned for the clipped-count release
+COUNT_SHARE = 0.02
+#: share of the CoinPress refinement's ρ set aside for the count by the bound-free (ε, δ)
+#: methods (:func:`take_count_share`): their covariance error there is steep in ρ
+REFINEMENT_COUNT_SHARE = 0.005
+#: Gaussian tail of the ball counted for a mean step (see :func:`mean_ball_radius`)
+MEAN_COUNT_TAIL = 0.01
+# false-alarm level of each part of the threshold (the count's noise, the sampling of rows)
+_ALARM_LEVEL = 1e-3
+# slack for an inexact frame: the expected fraction may be up to twice the plan's, plus this
+_FRAME_SLACK = 0.005
+
+
+@dataclass(frozen=True)
+class ClipBall:
+    """One clipping ball of a step, all public or released except ``rows``: rows y_i are moved
+    when W_i = A(y_i − shift) lies outside B(center, tau). ``kind`` is ``"cov"`` or ``"mean"``;
+    ``model_fraction`` bounds the fraction of rows outside under the Gaussian model."""
+
+    rows: Rows
+    A: np.ndarray | None
+    shift: np.ndarray | None
+    center: np.ndarray
+    tau: float
+    kind: str
+    model_fraction: float
+
+
+@dataclass
+class ClipRecord:
+    """The balls noted during one fit, in order, and the fit's covariance clip multiplier
+    ``cov_scale`` (public: the estimator's ``clip_scale``)."""
+
+    balls: list[ClipBall] = field(default_factory=list)
+    cov_scale: float = 1.0
+    #: take the count's share from the zCDP refinement (:func:`take_count_share`)
+    share_from_refinement: bool = False
+    #: the budget set aside for the count by :func:`take_count_share`
+    reserved: ZCDP | None = None
+
+    def final(self) -> ClipBall | None:
+        """The ball of the fit's last clipping step (None when nothing was clipped)."""
+        return self.balls[-1] if self.balls else None
+
+
+_ACTIVE: contextvars.ContextVar[ClipRecord | None] = contextvars.ContextVar(
+    "privgauss_clip_record", default=None
+)
+
+
+@contextlib.contextmanager
+def recording_clips(cov_scale: float = 1.0, share_from_refinement: bool = False
+                    ) -> Iterator[ClipRecord]:
+    """Record the clipping balls noted by the algorithms run inside (one fit); covariance
+    steps run inside clip at ``cov_scale`` times their planned radius (:func:`cov_clip_scale`);
+    with ``share_from_refinement`` the count's budget is set aside by the zCDP refinement
+    (:func:`take_count_share`) instead of being split off before the fit."""
+    record = ClipRecord(cov_scale=float(cov_scale), share_from_refinement=share_from_refinement)
+    token = _ACTIVE.set(record)
+    try:
+        yield record
+    finally:
+        _ACTIVE.reset(token)
+
+
+def cov_clip_scale() -> float:
+    """The multiplier of the planned clip radius of covariance steps in the open record (1
+    without one): a public choice of the fit (the estimators' ``clip_scale``). A step that
+    clips at radius k·τ computes its sensitivity from k·τ, so privacy holds for every k; a
+    larger k covers more of a heavy-tailed sample at the price of k² times the noise std."""
+    record = _ACTIVE.get()
+    return 1.0 if record is None else record.cov_scale
+
+
+def take_count_share(rho: float) -> float:
+    """The ρ a CoinPress refinement may spend when a record asks for the count's share to come
+    from it: ρ(1 − s), setting ρ·s aside in the record for the count (s =
+    :data:`REFINEMENT_COUNT_SHARE`); ρ unchanged otherwise. For the bound-free (ε, δ)
+    methods, whose localisation spends a fixed ε first: taking 2 % of ε would cut the
+    refinement's ρ by about 5 % (n = 2e4, d = 10, ε = 1), and their covariance error there is
+    steep in ρ (measured: 2 % of ε cost 17 %, 2 % of the refinement's ρ 13 %,
+    ``benchmarks/clip_count_cost.py``). Public: the record's flag and ρ only."""
+    record = _ACTIVE.get()
+    if record is None or not record.share_from_refinement or not math.isfinite(rho):
+        return rho
+    main = rho * (1.0 - REFINEMENT_COUNT_SHARE)
+    record.reserved = ZCDP(rho - main)
+    return main
+
+
+def note_clip(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None, center: np.ndarray,
+              tau: float, kind: str, model_fraction: float) -> None:
+    """Note a step's clipping ball in the open record, if any (else nothing happens)."""
+    record = _ACTIVE.get()
+    if record is None:
+        return
+    record.balls.append(ClipBall(
+        rows, None if A is None else np.array(A, dtype=np.float64),
+        None if shift is None else np.array(shift, dtype=np.float64),
+        np.array(center, dtype=np.float64), float(tau), kind, float(model_fraction)))
+
+
+def chi_tail(d: int, tau: float) -> float:
+    """P(‖z‖ > τ) for z ~ N(0, I_d): the fraction of whitened Gaussian rows a ball about their
+    mean cuts."""
+    return float(stats.chi2.sf(float(tau) ** 2, d))
+
+
+def mean_ball_radius(d: int, tau: float, prior_radius: float) -> float:
+    """The radius of the ball counted for a mean step of radius τ whose centre is within
+    ``prior_radius`` of the mean (whitened rows): at least the covering radius
+    q + prior_radius, q the (1 − 1 %) quantile of ‖z‖ — a practical last step that clips
+    inside the bulk on purpose (and undoes the shrinkage under the model) is counted against
+    the ball the model says covers all but 1 % of Gaussian rows. By the triangle inequality at
+    most 1 % of Gaussian rows fall outside it."""
+    q = math.sqrt(float(stats.chi2.isf(MEAN_COUNT_TAIL, d)))
+    return max(float(tau), q + float(prior_radius))
+
+
+def split_for_count(budget: Budget, zcdp_method: bool) -> tuple[Budget, Budget]:
+    """(budget for the algorithm, budget for the clipped count), planned before the fit from
+    the budget alone: a ρ-zCDP budget — or an (ε, δ) budget spent by a zCDP method, through
+    its ρ (``zcdp_method``) — gives ρ(1 − s) and the rest; otherwise ε(1 − s) (δ unchanged)
+    and a pure ε·s for the count, s = :data:`COUNT_SHARE`. The two compose to the budget."""
+    if isinstance(budget, ZCDP) or (zcdp_method and isinstance(budget, ApproxDP)
+                                    and budget.delta > 0):
+        rho = budget.rho if isinstance(budget, ZCDP) else approx_to_zcdp(budget.epsilon,
+                                                                       budget.delta)
+        main = rho * (1.0 - COUNT_SHARE)
+        return ZCDP(main), ZCDP(rho - main)
+    eps = budget.epsilon
+    main_eps = eps * (1.0 - COUNT_SHARE)
+    if isinstance(budget, ApproxDP) and budget.delta > 0:
+        return ApproxDP(main_eps, budget.delta), PureDP(eps - main_eps)
+    return PureDP(main_eps), PureDP(eps - main_eps)
+
+
+def release_clipped_count(ball: ClipBall, budget: Budget, *, accountant: Accountant,
+                          noise: Any, step: str = "clipped count") -> float:
+    """The DP number of rows outside ``ball``: charged to ``accountant`` before the noise
+    (one ledger entry, sensitivity 1). Returns the noisy count (may be negative or exceed n:
+    clamp its fraction as post-processing)."""
+    b = ball
+    exact = b.rows.clipped_count(b.A, b.shift, b.center, b.tau)
+    noisy = private_count(exact, budget, accountant=accountant, noise=noise, step=step,
+                          sensitivity=count_sensitivity())
+    return float(np.asarray(noisy).reshape(-1)[0])
+
+
+def alarm_fraction(n: int, model_fraction: float, mechanism: str, noise_scale: float) -> float:
+    """The public threshold on the released clipped fraction above which a fit describes only
+    part of the data. With p the plan's Gaussian fraction outside the ball:
+
+        p + max(p + 0.5 %, 4·√(p(1 − p)/n)) + z/n,
+
+    z the one-sided 1 − 10⁻³ quantile of the count's noise (3.09σ for the discrete Gaussian,
+    b·ln(500) for the discrete Laplace of scale b). On Gaussian data the true fraction has mean
+    at most p when the frame whitens exactly; the term p + 0.5 % absorbs an inexact frame (up to
+    twice the planned fraction), 4 standard deviations the sampling of rows (a binomial
+    exceeds its mean by 4 sd with probability below 10⁻³ for these n·p, Bernstein), and z the
+    noise: a false alarm has probability about 2·10⁻³ (tested: ≤ 1 in 40 fits)."""
+    p = float(model_fraction)
+    sampling = 4.0 * math.sqrt(max(p * (1.0 - p), 0.0) / n)
+    if "laplace" in mechanism:
+        z = float(noise_scale) * math.log(1.0 / (2.0 * _ALARM_LEVEL))
+    else:
+        z = float(stats.norm.isf(_ALARM_LEVEL)) * float(noise_scale)
+    return p + max(p + _FRAME_SLACK, sampling) + z / n
