@@ -135,6 +135,11 @@ def _gib(b: float) -> str:
     return f"{b / 2**30:.2f} GiB"
 
 
+def _write(path: str, lines: list[str]) -> None:
+    """The results so far (rewritten after every fit: a long run leaves what it measured)."""
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1e5,1e6", help="n for the sklearn comparison")
@@ -180,6 +185,7 @@ def main() -> None:
                     f"**{r['cpu'] / sk['cpu']:.2f}** | {sk['score'] - r['score']:.3f} | "
                     f"{_gib(r['peak_rss'])} | {r['releases']} releases |")
                 print(lines[-1], flush=True)
+                _write(a.out, lines)
             path.unlink()
         if a.big > 0:
             n = int(a.big)
@@ -205,6 +211,7 @@ def main() -> None:
                              f"{'yes' if r['peak_rss'] <= 2 * 2**30 else 'NO'} | "
                              f"{r['score']:.3f} |")
                 print(lines[-1], flush=True)
+                _write(a.out, lines)
             if not a.no_cli:
                 c = _cli(path, tmp / "model.json", REGIMES["eps1"])
                 lines.append(f"| CLI em eps1 | {c['seconds']:.0f} | {c['cpu']:.0f} | "
@@ -213,12 +220,13 @@ def main() -> None:
                              f"{'yes' if c['peak_rss'] <= 2 * 2**30 else 'NO'} | |")
                 lines += ["", f"CLI command: `{c['command']}`"]
                 print(lines[-1], flush=True)
+                _write(a.out, lines)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     lines += ["", f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, load average "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared machine), "
               f"Python {platform.python_version()}, numpy {np.__version__}."]
-    Path(a.out).write_text("\n".join(lines) + "\n")
+    _write(a.out, lines)
     print(f"wrote {a.out}")
 
 
