@@ -32,6 +32,14 @@ def _gaussian_rows(n: int, d: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=(n, d))
 
 
+def _constant_rows(n: int, d: int, seed: int) -> np.ndarray:
+    """Gaussian rows whose last column is constant (3.7): the "big-all" neighbour makes it
+    constant in all rows but one, which must end as the constant column does (issue 17)."""
+    X = _gaussian_rows(n, d, seed)
+    X[:, -1] = 3.7
+    return X
+
+
 def _mixture_rows(n: int, d: int, seed: int) -> np.ndarray:
     return pg.datasets.make_mixture(n, d, 2, separation=8.0, random_state=seed).X
 
@@ -77,6 +85,15 @@ CASES = {
             _gaussian_rows, 40000, 3, 0),
     "gaussian-auto": (lambda u, s: G(epsilon=1.0, delta=1e-6, random_state=s),
                       _gaussian_rows, 4000, 3, 0),
+    "histogram-constant": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="histogram",
+                                         random_state=s), _constant_rows, 4000, 3, 0),
+    "gaussian-auto-constant": (lambda u, s: G(epsilon=1.0, delta=1e-6, random_state=s),
+                               _constant_rows, 4000, 3, 0),
+    "coinpress-constant": (lambda u, s: G(rho=0.5, method="coinpress", mean_bound=10 * u,
+                                         cov_bounds=(0.1 * u**2, 10 * u**2), random_state=s),
+                           _constant_rows, 600, 3, 0),
+    "ppe-constant": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="ppe", random_state=s),
+                     _constant_rows, 40000, 3, 0),
     "kssu": (_mix("kssu"), _mixture_rows, 3000, 2, 0),
     "sample-aggregate": (_mix("sample-aggregate"), _mixture_rows, 3000, 2, 0),
     "pegme": (_mix("pegme"), _mixture_rows, 3000, 2, 0),
@@ -91,6 +108,18 @@ CASES = {
                                       enforce_requirements=False), _mixture_rows, 3000, 2, 8),
     "mixture-auto-public": (lambda u, s: M(2, epsilon=1.0, delta=1e-6, random_state=s),
                             _mixture_rows, 3000, 2, 60),
+    # private EM localised inside the user's prior (no public rows), under rho and (eps, delta),
+    # and auto choosing it on a small table
+    "em-prior": (lambda u, s: M(2, rho=0.5, method="em", mean_bound=50 * u,
+                                cov_bounds=(0.01 * u**2, 100 * u**2), random_state=s),
+                 _mixture_rows, 3000, 2, 0),
+    "em-prior-approx": (lambda u, s: M(2, epsilon=1.0, delta=1e-6, method="em",
+                                       mean_bound=50 * u, center=np.full(2, u),
+                                       cov_bounds=(0.01 * u**2, 100 * u**2), random_state=s),
+                        _mixture_rows, 3000, 2, 0),
+    "mixture-auto-prior": (lambda u, s: M(2, rho=1e4, mean_bound=50 * u,
+                                          cov_bounds=(0.01 * u**2, 100 * u**2), random_state=s),
+                           _mixture_rows, 60, 2, 0),
 }
 
 
@@ -122,6 +151,8 @@ def _assert_same(a, b):
 def test_neighbours_end_in_the_same_outcome(case, extreme, unit):
     a, b = _outcome_pair(case, extreme, unit)
     _assert_same(a, b)
+    if case.endswith("-constant"):  # a constant column is estimated, never a failure (⊥)
+        assert a.kind == b.kind == "success", (a, b)
 
 
 @pytest.mark.parametrize(

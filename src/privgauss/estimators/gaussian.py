@@ -23,6 +23,35 @@ from ._base import PrivateEstimatorBase, is_pure, privacy_report, private_sectio
 METHODS = ("auto", "clip", "coinpress", "public", "histogram", "hypothesis-selection", "ppe")
 
 
+# a public column whose spread is at most this fraction of its magnitude is constant for the
+# public preconditioner (exactly constant, or constant up to float rounding)
+_FLAT_PUBLIC_REL = 64 * float(np.finfo(np.float64).eps)
+
+
+def _flat_public_columns(Xp: np.ndarray | None) -> tuple[int, ...]:
+    """Columns on which the public rows are constant (up to float rounding): public facts."""
+    if Xp is None or Xp.shape[0] == 0:
+        return ()
+    P = np.asarray(Xp, dtype=np.float64)
+    spread = P.max(axis=0) - P.min(axis=0)
+    return tuple(int(k) for k in np.flatnonzero(spread <= _FLAT_PUBLIC_REL * np.abs(P).max(axis=0)))
+
+
+def _refuse_flat_frame(Xp: np.ndarray | None) -> None:
+    """Refuse, before spending, a public frame from public rows constant in some column: the
+    preconditioner would scale that column by the inverse of a zero (or rounding-level) spread,
+    and the fit would fail after spending."""
+    flat = _flat_public_columns(Xp)
+    if flat:
+        raise InvalidDataError(
+            f"the public rows are constant in column(s) {list(flat)}, so they cannot "
+            "precondition the covariance (method='public' scales each direction by the public "
+            "rows' spread); use method='histogram' (an (epsilon, delta) budget, no bounds; it "
+            "estimates a constant column as one) or method='coinpress' (mean_bound= and "
+            "cov_bounds=), or drop the column"
+        )
+
+
 class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     """Differentially private estimate of the mean and covariance of a Gaussian.
 
@@ -147,12 +176,16 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 raise ValueError("cov_bounds must be (lo, hi) with 0 < lo <= hi < inf")
         return budget, known
 
-    def _choose(self, budget: Budget, d: int, m: int, known: np.ndarray | None) -> tuple[str, str]:
-        """The method to run and the reason, from public facts only."""
+    def _choose(self, budget: Budget, d: int, m: int, known: np.ndarray | None,
+                flat: tuple[int, ...] = ()) -> tuple[str, str]:
+        """The method to run and the reason, from public facts only. ``flat``: the columns on
+        which the public rows are constant, which they cannot precondition; auto then takes
+        the route it would take without public rows (a public frame is never tried)."""
         if self.method != "auto":
             return self.method, "requested"
+        frame_rows = 0 if flat else m  # public rows usable for a d+1-row frame
         if self.mean is not None and not is_pure(budget):  # the covariance only
-            if m >= d + 1:
+            if frame_rows >= d + 1:
                 return "public", f"known mean; {m} public rows given ({d + 1} needed)"
             if self.cov_bounds is not None:
                 return "coinpress", "known mean and cov_bounds given"
@@ -162,22 +195,30 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             )
         has_prior = self.mean_bound is not None and (known is not None or self.cov_bounds)
         need_public = 1 if known is not None else d + 1
+        if known is None:
+            m = frame_rows
         if is_pure(budget):
             if known is not None and has_prior:
                 return "clip", "pure epsilon budget and a mean bound"
-            if has_prior or m >= d + 1:
+            if has_prior or frame_rows >= d + 1:
                 return "hypothesis-selection", "pure epsilon budget: private hypothesis selection"
         elif m >= need_public:
             return "public", f"{m} public rows given ({need_public} needed, no bounds used)"
         elif has_prior:
             return "coinpress", "mean_bound (and covariance bounds) given"
         elif isinstance(budget, ApproxDP):
-            return "histogram", "(epsilon, delta) budget and no bounds: private localisation"
+            why = "(epsilon, delta) budget and no bounds: private localisation"
+            if flat:
+                why += f"; the public rows are constant in column(s) {list(flat)}"
+            return "histogram", why
         need = "1 public row" if known is not None else f"{d + 1} public rows"
+        flat_note = (f" (the public rows given are constant in column(s) {list(flat)}, so "
+                     "they cannot precondition the covariance)" if flat and m == 0 else "")
         raise ValueError(
             "no method can run with what was given: supply public_X (at least "
-            f"{need}), or mean_bound= (and cov_bounds= when the covariance is unknown), or an "
-            "(epsilon, delta) budget for the bound-free histogram method"
+            f"{need} that vary in every column){flat_note}, or mean_bound= (and cov_bounds= "
+            "when the covariance is unknown), or an (epsilon, delta) budget for the bound-free "
+            "histogram method"
         )
 
     # ------------------------------------------------------------------------------------
@@ -190,7 +231,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         any budget is spent) when n·d·8 bytes exceed ``max_memory_bytes``."""
         n, d = int(X.shape[0]), int(X.shape[1])
         budget, known = self._check_params(d)
-        method, reason = self._choose(budget, d, 0 if Xp is None else Xp.shape[0], known)
+        flat = _flat_public_columns(Xp)
+        method, reason = self._choose(budget, d, 0 if Xp is None else Xp.shape[0], known, flat)
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
         if center.shape != (d,) or not np.all(np.isfinite(center)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
@@ -271,6 +313,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         known: np.ndarray | None, known_mean: np.ndarray | None = None,
     ) -> None:
         """Refuse, before any budget is spent, inputs the chosen method cannot use."""
+        if method == "public" and known is None:
+            _refuse_flat_frame(Xp)
         if known_mean is not None:
             if method == "coinpress" and self.cov_bounds is None:
                 raise InvalidDataError("method='coinpress' with a known mean needs cov_bounds=")

@@ -216,6 +216,7 @@ def coinpress_gaussian(
     beta: float = 0.1,
     mahalanobis_radius: float | None = None,
     step: str = "coinpress-gaussian",
+    prior_floor: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ρ-zCDP estimate (mean, covariance) of rows ~ N(μ, Σ) with the public prior
     ‖μ − center‖ ≤ ``radius`` and lo·I ⪯ Σ ⪯ hi·I (``cov_bounds``). Replace-one, n public.
@@ -236,14 +237,20 @@ def coinpress_gaussian(
        public error bound.
 
     Stages 1 and 3 share ρ_cov by :func:`covariance_schedule`'s planner; all plans are
-    functions of (n, d, ρ, R, lo, hi, ω, β) only. ``theory``: the
+    functions of (n, d, ρ, R, lo, hi, ω, β) only. ``prior_floor`` (default): lo is a prior
+    the data satisfy, so no whitening frame magnifies a direction past 1/√lo (each frame's
+    release is projected onto {Σ ⪰ lo·I}, post-processing): a constant or near-constant
+    column — a direction of variance far below lo — keeps an accurate mean and leaves the
+    other coordinates' estimates as they were; its variance comes out near lo. Callers whose
+    lo is an assumption they check afterwards (the bound-free methods) turn it off. ``theory``: the
     classic reduction — CoinPress covariance on the ⌊n/2⌋ pairwise differences
     (X_{2j} − X_{2j−1})/√2 with ρ/2, then CoinPress mean (t = 2) on rows whitened by it with ρ/2.
     """
     X = as_rows(X, min_rows=2)
     return _coinpress_gaussian(X, rho, center=center, radius=radius, cov_bounds=cov_bounds,
                                accountant=accountant, noise=noise, constants=constants,
-                               beta=beta, mahalanobis_radius=mahalanobis_radius, step=step)
+                               beta=beta, mahalanobis_radius=mahalanobis_radius, step=step,
+                               prior_floor=prior_floor)
 
 
 def _coinpress_gaussian(
@@ -259,6 +266,7 @@ def _coinpress_gaussian(
     beta: float = 0.1,
     mahalanobis_radius: float | None = None,
     step: str = "coinpress-gaussian",
+    prior_floor: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on rows already validated by
     :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask)."""
@@ -275,7 +283,7 @@ def _coinpress_gaussian(
         omega = min(omega, _check_radius(mahalanobis_radius, "mahalanobis_radius"))
     _reserve(accountant, rho)
     return _gaussian(Rows(X, center=c), rho, c, R, lo, hi, omega, accountant, as_noise(noise),
-                     constants, beta, step)
+                     constants, beta, step, prior_floor=prior_floor)
 
 
 def _gaussian(
@@ -293,12 +301,14 @@ def _gaussian(
     step: str,
     prefer_fewer: float = 0.0,
     info: dict[str, Any] | None = None,
+    prior_floor: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on validated rows (finite, |x| ≤ 1e150). Every plan is
     computed (from public quantities) before anything is spent. ``prefer_fewer``: see
     :func:`covariance_schedule` (used when the range parameters are known, e.g. public data).
     Large data (n·d ≥ 2^20) may run in split mode (:mod:`.coinpress_split`) when the planner
-    predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers."""
+    predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers.
+    ``prior_floor``: see :func:`coinpress_gaussian`."""
     n, d = rows.n, rows.d
     if constants == "theory":
         return _gaussian_theory(rows, rho, c, R, lo, hi, accountant, src, beta, step)
@@ -307,8 +317,9 @@ def _gaussian(
 
     split = sm._split_plan(n, args, plan) if n * d >= sm._SPLIT_MIN_VALUES else None
     if split is not None:
-        return sm._split_gaussian(rows, split, args, c, accountant, src, step, info)
-    return _run_practical(rows, plan, c, lo, accountant, src, step)
+        return sm._split_gaussian(rows, split, args, c, accountant, src, step, info,
+                                  prior_floor)
+    return _run_practical(rows, plan, c, lo, accountant, src, step, prior_floor)
 
 
 def _gaussian_theory(

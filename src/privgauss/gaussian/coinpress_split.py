@@ -34,7 +34,7 @@ from .coinpress_plan import (
     _practical_plan,
     _sigma_cov,
 )
-from .coinpress_steps import _run_practical, _whitener
+from .coinpress_steps import _WHITEN_REL, _run_practical, _whitener
 
 _SPLIT_MIN_VALUES = 1 << 20  # n·d below this: passes are cheap, always the sequential mode
 _SPLIT_MIN_ROWS = 4096  # fewest rows for the coarse fit
@@ -137,7 +137,8 @@ def _split_rows(n: int, m: int, src: Any) -> np.ndarray:
 
 def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
                     accountant: Accountant, src: Any, step: str,
-                    info: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    info: dict[str, Any] | None = None, prior_floor: bool = False,
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Split modes of the practical estimator: ρ-zCDP, replace-one neighbours, n public.
 
     A public random subset S₁ of m rows (:func:`_split_rows`, independent of the data) runs
@@ -160,7 +161,7 @@ def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
     accountant is charged ρ once (``parallel composition``) before any noise and each part
     runs under its own accountant of total ρ; in the subsample mode the two parts charge the
     accountant directly. ``info`` (tests) receives the split, the coarse output and the two
-    parts' ledgers."""
+    parts' ledgers; ``prior_floor`` as in :func:`~.coinpress_steps._run_practical`."""
     n = rows.n
     rho, lo = args[1], args[3]
     if sp.parallel:
@@ -178,8 +179,9 @@ def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
         assert rows.p0 is not None  # an input map sets P and p0 together
         input_map = (rows.P, rows.p0)
     rows1 = Rows(take_rows(rows.X, idx), input_map=input_map, center=rows.center)
-    mu1, cov1 = _run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse")
-    A = _whitener(cov1, lo, step) / math.sqrt(sp.u)
+    mu1, cov1 = _run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse",
+                               prior_floor)
+    A = _whitener(cov1, lo, step, rel=1.0 if prior_floor else _WHITEN_REL) / math.sqrt(sp.u)
     m1, M2 = clipped_moments(rows, A, mu1, sp.tau, exclude=idx if sp.parallel else None)
     n2 = n - sp.m if sp.parallel else n
     m_w = gaussian_mechanism(m1, clipped_mean_l2(sp.tau, n2), ZCDP(sp.rho_mean),

@@ -21,6 +21,8 @@ from ..privacy import ZCDP, Accountant
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
 from .coinpress_plan import CovStep, MeanStep, _Plan, _undo_shrinkage
 
+_WHITEN_REL = 1e-6  # the whitener's eigenvalue floor, as a fraction of an assumed lower bound
+
 
 def _check_accountant(accountant: Any) -> Accountant:
     if not isinstance(accountant, Accountant):
@@ -81,6 +83,7 @@ def _run_cov(
     *,
     final: bool = True,
     shift: np.ndarray | None = None,
+    floor: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Run the plan on rows y_i − shift (second moment S) starting from the transform A
     (A S Aᵀ ⪯ I). Each step whitens W_i = A(y_i − shift), clips rows to the planned radius,
@@ -88,6 +91,15 @@ def _run_cov(
     projects to PSD and — except in a final step — updates A ← (Z + ηI)^{-1/2} A (A need not
     be symmetric, so this bookkeeping is right for any number of steps). The whitened rows
     are never materialised (:meth:`~privgauss.clipped_stats.Rows.second_moment`).
+
+    ``floor`` is the prior's public lower bound S ⪰ floor·I (0: none). Each release that
+    updates the frame is projected (post-processing) onto {Z : A⁻¹ Z A⁻ᵀ ⪰ floor·I}, the set
+    the true whitened moment lies in, so the projection never moves it away from the truth (a
+    Frobenius projection in the rows' units) and the next frame never whitens a direction past
+    what the prior allows: a direction of (near-)zero variance — a constant column — is then
+    treated as one of variance ``floor`` instead of being magnified by the inverse noise level
+    until the clipped means collapse. The final release is returned as released (PSD-repaired):
+    callers judge it against their prior.
 
     Returns (A, None) when ``final`` is False, else (A_used, Ŝ = A⁻¹ Z Aᵀ⁻¹)."""
     n, d = rows.n, rows.d
@@ -103,8 +115,8 @@ def _run_cov(
             noise=noise,
             step=f"{step} {i + 1}/{t}",
         )
-        Zp = project_psd(Z)
         if final and i == t - 1:
+            Zp = project_psd(Z)
             Ainv = np.linalg.inv(A)
             with np.errstate(over="ignore", invalid="ignore"):
                 cov = sym(Ainv @ Zp @ Ainv.T)
@@ -114,39 +126,61 @@ def _run_cov(
                     step=step,
                 )
             return A, cov
+        Zp = project_psd(Z) if floor <= 0 else _prior_floor(Z, A, floor)
         A = inv_sqrtm_psd(Zp + s.eta * np.eye(d)) @ A
     return A, None
 
 
+def _prior_floor(Z: np.ndarray, A: np.ndarray, floor: float) -> np.ndarray:
+    """The release Z of the frame A projected so that A⁻¹ Z A⁻ᵀ ⪰ floor·I (post-processing);
+    Z unchanged (up to PSD repair) when that already holds or the frame cannot be inverted."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        Ainv = np.linalg.inv(A)
+        S = sym(Ainv @ Z @ Ainv.T)
+    if not np.isfinite(S).all():
+        return project_psd(Z)
+    w, V = np.linalg.eigh(S)
+    if w[0] >= floor:
+        return project_psd(Z)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = sym(A @ ((V * np.maximum(w, floor)) @ V.T) @ A.T)
+    return out if np.isfinite(out).all() else project_psd(Z)
+
+
 def _run_practical(rows: Rows, plan: _Plan, c: np.ndarray, lo: float, accountant: Accountant,
-                   src: Any, step: str) -> tuple[np.ndarray, np.ndarray]:
-    """Stages 1–4 of :func:`coinpress_gaussian` (``practical``) on ``rows``."""
+                   src: Any, step: str, prior_floor: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Stages 1–4 of :func:`coinpress_gaussian` (``practical``) on ``rows``. ``prior_floor``:
+    the lower bound ``lo`` is a prior the data are known to satisfy (the user's ``cov_bounds``),
+    so no frame whitens a direction past it (see :func:`_run_cov`'s ``floor``) — a constant
+    column then keeps its mean instead of dragging every coordinate's mean off."""
     d = rows.d
+    floor = lo if prior_floor else 0.0
     # Stage 1: coarse whitening steps → T (= A).
     A = np.eye(d) / math.sqrt(plan.s_hi)
     if plan.coarse:
         src1, shift1 = (rows.pairs(src.rng), None) if plan.pairs else (rows, c)
         A, _ = _run_cov(src1, A, plan.coarse, accountant, src, f"{step} cov-coarse",
-                        final=False, shift=shift1)
+                        final=False, shift=shift1, floor=floor)
     # Stage 2: rough mean in T-coordinates (cov(TX) ⪯ I).
     m_t = _run_mean(rows, np.zeros(d), plan.rough, accountant, src, f"{step} mean-rough", A=A,
                     shift=c)
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
-    _, cov = _run_cov(rows, A, plan.cov, accountant, src, f"{step} cov", shift=mu_rough)
+    _, cov = _run_cov(rows, A, plan.cov, accountant, src, f"{step} cov", shift=mu_rough,
+                      floor=floor)
     assert cov is not None
     if not plan.mean:  # a frame plan: the rough mean and the second moment about it
         return mu_rough, cov
     # Stage 4: mean of the rows whitened by the released covariance.
-    B = _whitener(cov, lo, step)
+    B = _whitener(cov, lo, step, rel=1.0 if prior_floor else _WHITEN_REL)
     m_w = _run_mean(rows, np.zeros(d), plan.mean, accountant, src, f"{step} mean", A=B,
                     shift=mu_rough)
     return mu_rough + np.linalg.solve(B, m_w), cov
 
 
-def _whitener(cov: np.ndarray, floor: float, step: str) -> np.ndarray:
+def _whitener(cov: np.ndarray, floor: float, step: str, rel: float = 1e-6) -> np.ndarray:
     """Symmetric inverse square root of a released covariance (post-processing), eigenvalues
-    floored at max(floor·1e-6, 1e-12·λ_max). A non-finite release (overflow on absurd inputs)
+    floored at max(floor·rel, 1e-12·λ_max). A non-finite release (overflow on absurd inputs)
     is a DP failure output."""
     if not np.isfinite(cov).all():
         raise EstimationFailed(
@@ -154,5 +188,5 @@ def _whitener(cov: np.ndarray, floor: float, step: str) -> np.ndarray:
             step=step,
         )
     w, V = np.linalg.eigh(sym(cov))
-    w = np.maximum(w, max(floor * 1e-6, 1e-12 * float(w[-1]), np.finfo(float).tiny))
+    w = np.maximum(w, max(floor * rel, 1e-12 * float(w[-1]), np.finfo(float).tiny))
     return sym((V / np.sqrt(w)) @ V.T)

@@ -18,6 +18,14 @@ Pipeline (all grids, widths and offsets are public or derived from earlier DP ou
     The most populated released bin b_k brackets the axis scale σ_k = √Σ_kk: if the bin holds at
     least 12 % of the pairs (the modal bin holds ≈ 32 %), then log2(√2 σ_k) ∈ [b_k − u_k − 0.65,
     b_k − u_k + 2.7], a factor-10 bracket, whatever σ_k is (1e-300 to 1e150).
+    *Ties.* Pair differences that are exactly 0 (0/1 flags, counts with many zeros, rounded
+    values, duplicated rows) share one key; when it tops the release, the top released non-zero
+    bin gives the scale. When it is the *only* bin released, the axis is *tied* (almost all
+    rows share a value): its location histogram (b) counts exact values instead of bins; the
+    released values give the centre and spread (their noisy-count-weighted mean and standard
+    deviation), and a single released value makes the axis *degenerate* — a constant column,
+    located exactly at that value, with variance 0. These are post-processing decisions on
+    released histograms; the histograms run, and are charged, the same whatever they decide.
 (b) *Location.* For every axis k a stability histogram of ⌊(x_k − o_k) / w_k⌋ is released, with bin
     width w_k = 2 σ_hi,k (the upper end of the bracket; 2 when the covariance is known and the data
     whitened) and a public uniform offset o_k ∈ [0, w_k). The bin containing μ_k holds at least
@@ -28,7 +36,10 @@ Pipeline (all grids, widths and offsets are public or derived from earlier DP ou
     lies within ‖r / s‖ of 0 and the diagonal of the covariance within the squared bracket, so
     CoinPress (:func:`~privgauss.gaussian.coinpress.coinpress_gaussian`) runs with the zCDP budget
     left over; with a known covariance the data are whitened first and
-    :func:`~privgauss.gaussian.coinpress.coinpress_mean` is used.
+    :func:`~privgauss.gaussian.coinpress.coinpress_mean` is used. A degenerate axis enters the
+    refinement as a column of public N(0, 1) noise (so the refinement's plan, prior and ledger
+    are those of d ordinary axes, whatever was degenerate) and leaves it with its released
+    value as mean and zero variance and covariances.
 
 **Composition of the histograms.** One row changes one pair difference, hence one key in each of
 the d scale histograms, and one key in each of the d location histograms. Each histogram is the
@@ -47,10 +58,10 @@ count of the bin we need (``constants="practical"``, clamped to [ε/20, ε/2]) o
 zCDP→(ε, δ) conversion fits (``accountant.remaining_zcdp()``) and spent on the refinement, so the
 ledger sums to exactly (ε, δ).
 
-**Failure (⊥).** If a histogram releases no bin, or the top bin is a degenerate one (all pair
-differences zero on an axis, or a key saturated by overflow), :class:`EstimationFailed` is raised
-after the budget spent so far; it names the step and an approximate n the step needs, computed
-from τ and the bin masses only.
+**Failure (⊥).** If a histogram releases no bin, or the top location bin is saturated by
+overflow, :class:`EstimationFailed` is raised after the budget spent so far; it names the step
+and an approximate n the step needs, computed from τ and the bin masses only. A constant column
+is not a failure (see *Ties* above).
 
 **Assumptions (utility only; privacy never depends on them).** Rows i.i.d. N(μ, Σ). CoinPress
 needs eigenvalue bounds lo·I ⪯ Σ_z ⪯ hi·I for the standardised covariance: the upper one follows
@@ -105,6 +116,9 @@ _P_LOCATION = 0.47  # worst-case mass of the bin holding μ when the width is >=
 _SAFETY = 0.5  # thresholds are set to at most this fraction of the expected top count
 _WIDTH_FACTOR = 2.0  # location bin width in units of the upper scale bound
 _RADIUS_FACTOR = 2.0  # |μ_k - c_k| <= _RADIUS_FACTOR * w_k (1.5 w_k suffices w.h.p.)
+# the bracket relative to its middle (the same for every axis, so the refinement's prior is public)
+_LO_RATIO, _HI_RATIO = 2.0 ** (_LOG_MODE - _LOG_HI), 2.0 ** (_LOG_MODE - _LOG_LO)
+_PAD_SEED = 20_171_117  # public seed of the padding that replaces degenerate axes
 _ZERO_KEY = -(2**40)  # scale key of an exactly zero pair difference
 _KEY_LIMIT = float(2**62)  # location keys are clipped to +-this (saturated keys fail)
 # released smallest eigenvalue below this fraction of the prior's lower bound: a failure (good
@@ -119,6 +133,8 @@ class Localisation:
     ``center`` (d,) approximates μ with |μ_k − c_k| ≤ ``radius[k]`` w.h.p.; ``scale`` (d,) is the
     middle of the per-axis bracket [``scale_lo``, ``scale_hi``] of √Σ_kk (all ones when the data
     were whitened by a known covariance). The released histograms are kept for inspection.
+    ``degenerate`` (d,) marks the axes read as constant (one released value; scale 0, radius 0,
+    ``center`` that value); None when the covariance was known.
     """
 
     center: np.ndarray
@@ -128,6 +144,7 @@ class Localisation:
     scale_hi: np.ndarray
     scale_histograms: list[dict[Any, int]] = field(default_factory=list)
     location_histograms: list[dict[Any, int]] = field(default_factory=list)
+    degenerate: np.ndarray | None = None
 
 
 def _needed_n_scale(tau: float) -> int:
@@ -233,22 +250,27 @@ def _scale_keys(Y: np.ndarray, u: np.ndarray, k: int) -> tuple[np.ndarray, None]
     return np.where(y > 0, np.floor(L + u[k]), _ZERO_KEY).astype(np.int64), None
 
 
-def _location_keys(B: np.ndarray, offset: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The location keys ⌊(x_k − o_k) / w_k⌋ of a block of rows, clipped to ±_KEY_LIMIT."""
-    with np.errstate(over="ignore"):
+def _location_keys(B: np.ndarray, offset: np.ndarray, w: np.ndarray,
+                   tied: np.ndarray) -> np.ndarray:
+    """The location keys ⌊(x_k − o_k) / w_k⌋ of a block of rows, clipped to ±_KEY_LIMIT; on
+    the tied axes the exact-value keys (a choice made from releases)."""
+    with np.errstate(over="ignore", invalid="ignore"):
         q = (B - offset) / w
-    return np.floor(np.clip(q, -_KEY_LIMIT, _KEY_LIMIT)).astype(np.int64)
+    keys = np.floor(np.clip(q, -_KEY_LIMIT, _KEY_LIMIT)).astype(np.int64)
+    for j in np.flatnonzero(tied):
+        keys[:, j] = _value_keys(B[:, j])
+    return keys
 
 
 def _column(keys: np.ndarray, k: int) -> tuple[np.ndarray, None]:
     return keys[:, k], None
 
 
-def _location_count_kernel(B: np.ndarray, offset: np.ndarray, w: np.ndarray
-                           ) -> tuple[np.ndarray, np.ndarray]:
+def _location_count_kernel(B: np.ndarray, offset: np.ndarray, w: np.ndarray,
+                           tied: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """((axis, key) pairs, counts) of the location keys of a block: the kernel of the chunked
     location pass (module level: picklable to dask workers)."""
-    keys = _location_keys(B, offset, w)
+    keys = _location_keys(B, offset, w, tied)
     pairs, counts = [], []
     for k in range(keys.shape[1]):
         u, c = np.unique(keys[:, k], return_counts=True)
@@ -267,6 +289,37 @@ def _merged_counts(pairs: np.ndarray, counts: np.ndarray, k: int
     return keys, total
 
 
+def _scale_bin(hist: dict[Any, int]) -> Any:
+    """The bin of an axis's released scale histogram that brackets its scale, or None for a
+    *tied* axis (post-processing of the release only). Ties (0/1 flags, counts with many
+    zeros, rounded values, duplicated rows) make many pair differences exactly 0: the scale is
+    then the top released bin among the non-zero differences; when the zero bin is the only one
+    released (a constant or nearly constant column), the axis has no usable scale: None."""
+    top = _top_bin(hist)
+    if top != _ZERO_KEY:
+        return top
+    nonzero = {key: c for key, c in hist.items() if key != _ZERO_KEY}
+    return _top_bin(nonzero) if nonzero else None
+
+
+def _value_keys(col: np.ndarray) -> np.ndarray:
+    """Exact-value keys of a column: the bits of each float64 value (−0.0 folded into 0.0), so
+    that the stability histogram releases the values many rows share."""
+    return (np.asarray(col, dtype=np.float64) + 0.0).view(np.int64)
+
+
+def _tied_axis(hist: dict[Any, int]) -> tuple[float, float]:
+    """(centre, scale) of a tied axis from its released exact-value histogram (post-processing):
+    the noisy-count-weighted mean and standard deviation of the released values. The scale is 0
+    when one value was released: a degenerate (constant) axis located at that value."""
+    vals = np.array([np.int64(k).view(np.float64) for k in hist], dtype=np.float64)
+    wts = np.array(list(hist.values()), dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        centre = float(np.sum(wts * vals) / np.sum(wts)) if len(vals) > 1 else float(vals[0])
+        spread = float(np.sqrt(np.sum(wts * (vals - centre) ** 2) / np.sum(wts)))
+    return centre, (spread if len(vals) > 1 else 0.0)
+
+
 def localise(
     X: np.ndarray,
     scale_budget: ApproxDP | None,
@@ -280,8 +333,13 @@ def localise(
     docstring: (d·ε_s + d·ε_l, d·δ_s + d·δ_l)-DP under replace-one (n public).
 
     ``scale_budget=None`` means the rows are already whitened (covariance I): only the location
-    histograms run, with bin width 2. Raises :class:`EstimationFailed` (a DP output) when a
-    histogram releases nothing usable.
+    histograms run, with bin width 2. An axis whose released scale histogram holds only the
+    zero bin (most pair differences exactly 0) is *tied*: its location histogram counts exact
+    values instead of bins, and the released values give its centre and spread; when a single
+    value is released the axis is ``degenerate`` (a constant column: scale 0, located at that
+    value). These decisions read released histograms only, and the ledger is the same for every
+    dataset of this size. Raises :class:`EstimationFailed` (a DP output) when a histogram
+    releases nothing usable.
     """
     src = as_noise(noise)
     Xc = as_rows(X)
@@ -292,44 +350,32 @@ def localise(
     v = src.rng.random(d)
 
     scale_h: list[dict[Any, int]] = []
+    tied = np.zeros(d, dtype=bool)
     if scale_budget is None:
         s_mid = s_lo = s_hi = np.ones(d)
     else:
         tau = stability_histogram_threshold(scale_budget.epsilon, scale_budget.delta)
-        m = n // 2
-        if m < 1:
+        if n // 2 < 1:
             raise EstimationFailed(
                 "scale localisation needs at least two rows",
                 step=f"{step}-scale",
                 needed_n=_needed_n_scale(tau),
             )
+        m = n // 2
         # |x_{π(2j)} − x_{π(2j+1)}|; dask rows stream once into the differences
         Y = pair_differences(Xc, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2])
         np.abs(Y, out=Y)
-        b = np.empty(d)
-        for k, top in enumerate(
+        b = np.zeros(d)
+        for k, _ in enumerate(
             _axis_top_bins(partial(_scale_keys, Y, u), d, scale_budget, "scale",
                            _needed_n_scale(tau), scale_h, accountant=accountant, noise=src,
                            step=f"{step}-scale")
         ):
-            if top == _ZERO_KEY:
-                # ties (0/1 flags, counts with many zeros, rounded values) make many pair
-                # differences exactly 0: the scale is the top released bin among the non-zero
-                # differences (post-processing of the release)
-                nonzero = {key: c for key, c in scale_h[k].items() if key != _ZERO_KEY}
-                if not nonzero:
-                    raise EstimationFailed(
-                        f"axis {k} is constant (or nearly): the released scale histogram holds "
-                        "only identical values; drop that column, or fit it with a known "
-                        "covariance",
-                        step=f"{step}-scale",
-                    )
-                top = _top_bin(nonzero)
-            b[k] = top
-        base = b - u  # log2 |Y| lies in [base, base + 1) for the top bin
-        s_mid = np.exp2(base - _LOG_MODE) / math.sqrt(2.0)
-        s_lo = np.exp2(base - _LOG_HI) / math.sqrt(2.0)
-        s_hi = np.exp2(base - _LOG_LO) / math.sqrt(2.0)
+            top = _scale_bin(scale_h[k])
+            tied[k] = top is None
+            b[k] = 0.0 if top is None else top
+        s_mid, s_lo, s_hi = _bracket(b - u)  # log2 |Y| lies in [b − u, b − u + 1)
+        s_mid[tied], s_lo[tied], s_hi[tied] = 1.0, 1.0, 1.0  # set from the location release
 
     w = _WIDTH_FACTOR * s_hi
     if not np.all(np.isfinite(w) & (w > 0)):  # a function of released bins only
@@ -340,10 +386,10 @@ def localise(
     tau_l = stability_histogram_threshold(location_budget.epsilon, location_budget.delta)
     loc_keys: AxisKeys
     if is_dask(Xc):  # one chunked pass: per-axis key counts, combined here
-        kc = map_rows(Xc, partial(_location_count_kernel, offset=offset, w=w))
+        kc = map_rows(Xc, partial(_location_count_kernel, offset=offset, w=w, tied=tied))
         loc_keys = partial(_merged_counts, kc[0], kc[1])
     else:
-        lkeys = _location_keys(Xc, offset, w)
+        lkeys = _location_keys(Xc, offset, w, tied)
         loc_keys = partial(_column, lkeys)
     loc_h: list[dict[Any, int]] = []
     center = np.empty(d)
@@ -352,6 +398,10 @@ def localise(
                        loc_h, accountant=accountant, noise=src, step=f"{step}-location",
                        axis_step=step)
     ):
+        if tied[k]:
+            center[k], spread = _tied_axis(loc_h[k])
+            s_mid[k], s_lo[k], s_hi[k] = spread, spread * _LO_RATIO, spread * _HI_RATIO
+            continue
         if abs(top) >= _KEY_LIMIT - 1:
             raise EstimationFailed(
                 f"the released location bin of axis {k} is saturated (values far beyond the "
@@ -361,13 +411,22 @@ def localise(
         center[k] = offset[k] + (top + 0.5) * w[k]
     return Localisation(
         center=center,
-        radius=_RADIUS_FACTOR * w,
+        radius=_RADIUS_FACTOR * _WIDTH_FACTOR * s_hi,
         scale=s_mid,
         scale_lo=s_lo,
         scale_hi=s_hi,
         scale_histograms=scale_h,
         location_histograms=loc_h,
+        degenerate=tied & (s_mid == 0),
     )
+
+
+def _bracket(base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(middle, lower, upper) of the per-axis scale bracket when log2 |Y| ∈ [base, base + 1)."""
+    base = np.asarray(base, dtype=np.float64)
+    r2 = math.sqrt(2.0)
+    return (np.exp2(base - _LOG_MODE) / r2, np.exp2(base - _LOG_HI) / r2,
+            np.exp2(base - _LOG_LO) / r2)
 
 
 def histogram_gaussian(
@@ -442,11 +501,21 @@ def histogram_gaussian(
 
     loc = localise(Xc, s_budget, l_budget, accountant=accountant, noise=src)
     rho = _refinement_rho(accountant, budget, spent)
-    s = loc.scale
-    Z = transform_rows(Xc, 1.0 / s, loc.center)  # a row that overflows is mapped to 0
-    radius = float(np.linalg.norm(loc.radius / s))
-    lo = float(np.min(loc.scale_lo / s) ** 2) / float(corr_condition)
-    hi = float(np.sum((loc.scale_hi / s) ** 2))  # λ_max <= trace
+    deg = np.zeros(d, dtype=bool) if loc.degenerate is None else loc.degenerate
+    # a degenerate axis (a constant column: one released value, scale 0) is known exactly; in the
+    # refinement it becomes a public N(0, 1) column, so the plan, and the ledger, stay those of
+    # d ordinary axes (a zero-variance column would break the refinement's eigenvalue prior)
+    s = np.where(deg, 1.0, loc.scale)
+    c = np.where(deg, 0.0, loc.center)
+    s_lo = np.where(deg, _LO_RATIO, loc.scale_lo)
+    s_hi = np.where(deg, _HI_RATIO, loc.scale_hi)
+    Z = transform_rows(Xc, 1.0 / s, c)  # a row that overflows is mapped to 0
+    if deg.any():
+        Z = np.array(Z, dtype=np.float64, copy=True)  # never write into the caller's rows
+        Z[:, deg] = public_padding(n, int(deg.sum()))
+    radius = float(np.linalg.norm(_RADIUS_FACTOR * _WIDTH_FACTOR * s_hi / s))
+    lo = float(np.min(s_lo / s) ** 2) / float(corr_condition)
+    hi = float(np.sum((s_hi / s) ** 2))  # λ_max <= trace
     mean_z, cov_z = coinpress_gaussian(
         Z,
         rho,
@@ -457,11 +526,22 @@ def histogram_gaussian(
         noise=src,
         constants=constants,
         beta=beta,
+        prior_floor=False,  # lo is an assumption, judged from the release by _check_prior
     )
     _check_prior(np.asarray(cov_z), lo)
-    mean = loc.center + s * np.asarray(mean_z)
+    mean = np.where(deg, loc.center, c + s * np.asarray(mean_z))
     cov_hat = sym(np.asarray(cov_z) * s[:, None] * s[None, :])
+    cov_hat[deg, :] = 0.0
+    cov_hat[:, deg] = 0.0
     return mean, cov_hat
+
+
+def public_padding(n: int, k: int) -> np.ndarray:
+    """n × k standard normal values from a fixed public seed: the stand-in for k degenerate
+    (constant) axes in a CoinPress refinement, data-independent, so the refinement's plan,
+    prior and ledger stay those of ordinary axes (its estimates for these columns are
+    discarded)."""
+    return np.random.default_rng(_PAD_SEED).standard_normal((n, k))
 
 
 def _check_prior(cov_z: np.ndarray, lo: float) -> None:

@@ -355,6 +355,7 @@ def estimate_components(
             constants=constants,
             beta=beta,
             step=f"{step}/part-{j + 1}",
+            prior_floor=False,  # derived bounds: behaviour as before the prior floor
         )
     return weights, means, covs, noisy
 

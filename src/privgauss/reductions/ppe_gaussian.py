@@ -53,6 +53,7 @@ from scipy.special import polygamma
 from ..backends import as_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed
+from ..gaussian.histogram import public_padding
 from ..linalg import project_psd, sym, upper_indices
 from ..mechanisms import truncated_laplace_bound
 from ..noise import RandomState, as_noise
@@ -84,6 +85,12 @@ _MAX_BLOCKS = 3000  # the t × t closeness matrix stays ~9 MB
 _PASS_MARGIN = 0.97  # t is large enough when the test threshold is at most this
 _Z_SCALE = 4.0  # public error bounds: this many noise standard deviations
 _CORR_CONDITION = 100.0
+# A released axis scale below _DEGENERATE_REL·|released centre| (or below _DEGENERATE_ABS) is at
+# the float floor of _scale_rows: the axis is constant (degenerate); the floor sits 100x lower.
+_FLOAT_REL = 1e-14
+_TINY = float(np.finfo(np.float64).tiny)
+_DEGENERATE_REL = 1e-12
+_DEGENERATE_ABS = 1e-140
 
 
 def empirical_gaussian(block: np.ndarray, seed: int) -> tuple[float, np.ndarray, np.ndarray]:
@@ -146,9 +153,14 @@ def plan_practical(n: int, d: int, epsilon: float, delta: float) -> PracticalPla
 
 
 def _scale_rows(block: np.ndarray, seed: int) -> np.ndarray:
+    """Per-axis log sample variances of a block, each floored at the float64 resolution of
+    the block's values ((_FLOAT_REL·max|x|)², at least the smallest normal float): a block
+    constant on an axis (a constant column, or a 0/1 flag that happens to be all 0 there) gives
+    that floor instead of −inf, so constant columns agree across blocks."""
     del seed
-    with np.errstate(divide="ignore"):
-        return np.log(block.var(axis=0, ddof=1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        floor = (_FLOAT_REL * np.abs(block).max(axis=0)) ** 2 + _TINY
+        return np.log(np.maximum(block.var(axis=0, ddof=1), floor))
 
 
 def _mean_rows(block: np.ndarray, seed: int) -> np.ndarray:
@@ -223,24 +235,46 @@ def ppe_gaussian(
         C[iu] = sb.value[d:] * w
         C = project_psd(sym(C + np.triu(C, 1).T), min_eig=1e-6 * max(np.trace(C) / d, 1e-300))
         return center * scale, C * np.outer(scale, scale)
-    # (C) CoinPress with the rest of the budget, prior from the public error bounds
+    return _refine(X, scale, center, sb.sigma * (math.sqrt(d) + _Z_SCALE) + rB / 2,
+                   math.exp(scale_err), acct, src, beta, corr_condition)
+
+
+def _refine(X: Any, scale: np.ndarray, center: np.ndarray, radius: float, infl: float,
+            acct: Accountant, src: Any, beta: float,
+            corr_condition: float) -> tuple[np.ndarray, np.ndarray]:
+    """Stage (C): CoinPress with the rest of the budget in the frame x / ŝ, prior from the
+    public error bounds. An axis whose released scale is at the float floor of
+    :func:`_scale_rows` (post-processing of stages A–B) is constant: it keeps its released
+    centre, variance 0, and enters CoinPress as a column of public N(0, 1) noise, so the plan
+    and the ledger are those of d ordinary axes whatever was degenerate."""
     from ..gaussian.coinpress import coinpress_gaussian
 
-    radius = sb.sigma * (math.sqrt(d) + _Z_SCALE) + rB / 2
-    infl = math.exp(scale_err)
+    n, d = X.shape
+    deg = (scale <= _DEGENERATE_REL * np.abs(center * scale)) | (scale <= _DEGENERATE_ABS)
+    s = np.where(deg, 1.0, scale)
+    c = np.where(deg, 0.0, center)
+    Z = transform_rows(X, 1.0 / s)
+    if deg.any():
+        Z = np.array(Z, dtype=np.float64, copy=True)
+        Z[:, deg] = public_padding(n, int(deg.sum()))
     cov_bounds = (1.0 / (infl * corr_condition), d * infl)
     mu_z, cov_z = coinpress_gaussian(
-        transform_rows(X, 1.0 / scale),
+        Z,
         acct.remaining_zcdp(),
-        center=center,
+        center=c,
         radius=radius,
         cov_bounds=cov_bounds,
         accountant=acct,
         noise=src,
         beta=beta,
         step="ppe-refine",
+        prior_floor=False,  # the lower bound is the corr_condition assumption, not a prior
     )
-    return mu_z * scale, cov_z * np.outer(scale, scale)
+    mean = np.where(deg, center * scale, np.asarray(mu_z) * s)
+    cov = np.asarray(cov_z) * np.outer(s, s)
+    cov[deg, :] = 0.0
+    cov[:, deg] = 0.0
+    return mean, cov
 
 
 def _identity(block: np.ndarray, seed: int) -> np.ndarray:
