@@ -407,3 +407,28 @@ def test_errors_name_the_command_line_flags(tmp_path: Path) -> None:
         assert res.exit_code == 2 and flag in res.output, res.output
         for python_name in ("mean_bound=", "public_X", "cov_bounds="):
             assert python_name not in res.output, res.output
+
+
+def test_fit_mixture_streams_a_npy_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2-D .npy file is read in chunks by method em (never read whole: neither the table
+    reader nor the estimator's in-memory loader runs) and gives the fit of its rows."""
+    from privgauss.cli import _common
+
+    mix = make_mixture(12_000, 2, 2, separation=4.0, random_state=2)
+    X = mix.X * 3.0 + 50.0
+    np.save(tmp_path / "big.npy", X)
+    ref = pg.PrivateGaussianMixture(2, epsilon=1.0, delta=1e-6, method="em",
+                                    random_state=0).fit(X)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the rows were loaded whole")
+
+    monkeypatch.setattr(_common, "read_table", refuse)
+    monkeypatch.setattr(mixture_module, "in_memory", refuse)
+    out = tmp_path / "m.json"
+    res = _invoke("fit-mixture", tmp_path / "big.npy", "-k", 2, "--epsilon", 1, "--delta",
+                  1e-6, "--method", "em", "--seed", 0, "--out", out)
+    assert res.exit_code == 0, res.output
+    m = pg.load(out)
+    np.testing.assert_allclose(m.means_, ref.means_, rtol=1e-9)
+    np.testing.assert_allclose(m.covariances_, ref.covariances_, rtol=1e-9, atol=1e-9)

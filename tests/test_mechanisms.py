@@ -573,3 +573,21 @@ def test_secure_path_end_to_end() -> None:
     idx = exponential_mechanism([0.0, 100.0], 1.0, PureDP(1.0), accountant=acct)
     assert idx == 1  # wrong with probability e^-50
     assert acct.spent.rho == pytest.approx(1.0)
+
+
+def test_stability_histogram_from_counts_is_the_release_of_the_records() -> None:
+    """A histogram counted elsewhere (streamed) gives the release of the records themselves
+    at the same noise seed; malformed counts are refused before anything is charged."""
+    keys = np.array([5, -3, 5, 5, 12, -3, 5, 0] * 40)
+    bins, counts = np.unique(keys, return_counts=True)
+    budget = ApproxDP(1.0, 1e-6)
+    a, b = Accountant(ApproxDP(2.0, 1e-5)), Accountant(ApproxDP(2.0, 1e-5))
+    want = stability_histogram(keys, budget, accountant=a, noise=7)
+    assert want and stability_histogram(bins, budget, accountant=b, noise=7,
+                                        counts=counts) == want
+    c = Accountant(ApproxDP(2.0, 1e-5))
+    for bad_bins, bad_counts in ((bins[::-1], counts[::-1]), (bins, counts * 0),
+                                 (bins, counts[:-1])):
+        with pytest.raises(ValueError, match="counts"):
+            stability_histogram(bad_bins, budget, accountant=c, noise=7, counts=bad_counts)
+    assert c.ledger == []

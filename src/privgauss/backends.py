@@ -34,6 +34,7 @@ __all__ = [
     "is_dask",
     "map_rows",
     "open_array",
+    "pair_differences",
     "reduce_rows",
     "take_rows",
 ]
@@ -185,6 +186,42 @@ def map_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.nda
     ]
     results = dask.compute(*parts)
     return [np.concatenate([r[k] for r in results]) for k in range(len(results[0]))]
+
+
+def pair_differences(X: Any, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The rows ``X[second] − X[first]`` (pairs of row indices, any order) as a float64 numpy
+    array of shape (len(first), d).
+
+    A numpy ``X`` is indexed directly. A dask ``X`` is streamed once, chunk by chunk (one
+    chunk in memory at a time), and never gathered whole: each pair's row is added into the
+    output when the chunk holding ``second`` is read and subtracted when the chunk holding
+    ``first`` is, so only the output (the size of the pairs) is held. The result equals the
+    direct difference bit for bit (0 + a − b and 0 − b + a both round to fl(a − b)). Random
+    pairings need this: a random gather from a dask array would hold every row of it at
+    once."""
+    first = np.asarray(first, dtype=np.intp)
+    second = np.asarray(second, dtype=np.intp)
+    if not is_dask(X):
+        return np.asarray(X[second], dtype=np.float64) - np.asarray(X[first], dtype=np.float64)
+    Xr = _row_chunks(X)
+    out = np.zeros((first.size, int(X.shape[1])))
+    bounds = np.cumsum((0, *Xr.chunks[0]))
+    sides = []
+    for idx in (second, first):
+        order = np.argsort(idx, kind="stable")
+        sides.append((idx, order, np.searchsorted(idx[order], bounds)))
+    for c in range(len(bounds) - 1):
+        if all(cut[c] == cut[c + 1] for _, _, cut in sides):
+            continue
+        rows = _as_block(Xr.blocks[c].compute())
+        for add, (idx, order, cut) in zip((True, False), sides, strict=True):
+            j = order[cut[c] : cut[c + 1]]
+            part = rows[idx[j] - bounds[c]]
+            if add:
+                out[j] += part
+            else:
+                out[j] -= part
+    return out
 
 
 def take_rows(X: Any, idx: np.ndarray) -> np.ndarray:

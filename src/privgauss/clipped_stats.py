@@ -28,6 +28,7 @@ from .backends import (
     block_rows,
     is_dask,
     map_rows,
+    pair_differences,
     reduce_rows,
     take_rows,
 )
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 _FAST_MIN_ROWS = 4096  # below this the exact pass is as fast as the summaries
+_SUMMARY_ROW_BYTES = 48  # memory per row of the summaries (norms, bounds, a direction, temps)
 _MAX_CANDIDATES = 0.5  # above this fraction of rows to map exactly, the exact pass is cheaper
 _MAX_CANDIDATES_U32 = 0.9  # the same for data small enough for float32 rows (gathered at once)
 _MAX_BOUND_CANDIDATES = 0.2  # above this, exact norms (a triangular pass) select the rows
@@ -241,7 +243,10 @@ class Rows:
     whose bound reaches τ — or, when too many do, finds them from exact norms in one
     triangular pass — and corrects the closed form C G Cᵀ + … for them. Which rows are
     re-mapped depends on the data, but only the rounding of the result does: nothing here
-    is released before the caller adds noise."""
+    is released before the caller adds noise. The summaries hold a few numbers per row: for
+    dask rows they are kept only up to ``_PROJECTION_BYTES`` (about 5.6 million rows), beyond
+    which every statistic is one exact pass and nothing per row is held.
+    """
 
     def __init__(
         self,
@@ -257,7 +262,10 @@ class Rows:
         self.p0: np.ndarray | None
         self.P, self.p0 = (None, None) if input_map is None else input_map
         self.center = np.zeros(self.d) if center is None else np.asarray(center, dtype=float)
-        self.fast = self.n >= _FAST_MIN_ROWS if fast is None else bool(fast)
+        if fast is None:  # streamed rows keep no per-row summaries beyond _PROJECTION_BYTES
+            fast = self.n >= _FAST_MIN_ROWS and (
+                not is_dask(X) or self.n * _SUMMARY_ROW_BYTES <= _PROJECTION_BYTES)
+        self.fast = bool(fast)
         self._summary: dict[str, Any] | None = None
 
     # ---- the per-record map
@@ -286,7 +294,10 @@ class Rows:
         m = self.n // 2
         perm = rng.permutation(self.n)[: 2 * m].reshape(m, 2)
         perm = perm[np.argsort(perm[:, 0], kind="stable")]  # pairs in row order of one side
-        return Rows((Y[perm[:, 1]] - Y[perm[:, 0]]) / np.sqrt(2.0))
+        # dask rows stream once into the ⌊n/2⌋ differences (a random gather would hold them all)
+        D = pair_differences(Y, perm[:, 0], perm[:, 1])
+        D /= np.sqrt(2.0)
+        return Rows(D, fast=self.fast if is_dask(self.X) else None)
 
     # ---- exact clip-then-sum (one pass)
     def exact_second_moment(self, A: np.ndarray | None, s: np.ndarray | None, tau: float

@@ -353,6 +353,7 @@ def stability_histogram(
     accountant: Accountant,
     noise: RandomState = None,
     step: str = "",
+    counts: Any = None,
 ) -> dict[Any, int]:
     """The stability-based histogram (approximate DP): noisy counts of the non-empty bins,
     released only where the noisy count exceeds τ = 1 + (2/ε) ln(1/δ).
@@ -361,6 +362,10 @@ def stability_histogram(
     tuple-bin per row (e.g. grid cells). Counts get discrete Laplace(2/ε) noise (replace-one
     moves one record between two bins: L1 sensitivity 2). (ε, δ)-DP for any number of bins,
     including unbounded domains. Returns {bin: noisy count}.
+
+    With ``counts`` (a histogram counted elsewhere, e.g. streamed over data chunks), ``keys``
+    is instead the 1-D array of distinct bins in increasing order and ``counts`` their
+    positive record counts: the release is then the one the records themselves would give.
     """
     if not isinstance(budget, ApproxDP) or budget.delta <= 0:
         raise PrivacyBudgetError("the stability histogram needs an (epsilon, delta>0) budget")
@@ -369,13 +374,20 @@ def stability_histogram(
         raise ValueError("keys must be a non-empty 1-D or 2-D array, one bin per record")
     if not np.issubdtype(k.dtype, np.integer):
         raise ValueError("histogram keys must be integers (bin indices)")
+    if counts is not None:
+        counts = np.asarray(counts)
+        if not (k.ndim == 1 and counts.shape == k.shape and np.all(np.diff(k) > 0)
+                and np.issubdtype(counts.dtype, np.integer) and np.all(counts > 0)):
+            raise ValueError("with counts, keys must be the distinct bins in increasing order "
+                             "and counts their positive integer counts")
     eps = budget.epsilon
     scale = histogram_l1() / eps
     tau = stability_histogram_threshold(eps, budget.delta)
     _charge(
         accountant, budget, step, "stability-histogram", histogram_l1(), scale, f"tau={tau:.6g}"
     )
-    bins, counts = np.unique(k, axis=0, return_counts=True)
+    bins, counts = (k, counts) if counts is not None else np.unique(k, axis=0,
+                                                                    return_counts=True)
     noisy = as_noise(noise).integer_laplace(counts, scale)
     keep = noisy > tau
     out: dict[Any, int] = {}

@@ -133,10 +133,34 @@ def _budget(rho: float | None, epsilon: float | None, delta: float | None) -> di
     return {"rho": rho, "epsilon": epsilon, "delta": delta}
 
 
+def _streamed_npy(data: str, columns: str | None) -> tuple[Any, list[str]] | None:
+    """A 2-D numeric C-ordered ``.npy`` file as a lazy dask array (read in chunks by the fit,
+    never loaded whole) with its column names "0", "1", …; None for any other input, which
+    :func:`~privgauss.io.read_table` reads (and refuses with its messages)."""
+    p = Path(data)
+    if columns or p.suffix.lower() != ".npy" or not p.is_file():
+        return None
+    try:
+        head = np.load(p, mmap_mode="r", allow_pickle=False)  # the header; no data is read
+    except (ValueError, OSError):
+        return None
+    if (head.ndim != 2 or head.size == 0 or head.dtype.kind not in "biuf"
+            or not head.flags.c_contiguous):
+        return None
+    from ..backends import open_array
+
+    return open_array(p), [str(i) for i in range(head.shape[1])]
+
+
 def _read_inputs(
     data: str, public: str | None, columns: str | None
-) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
-    X, names = read_table(data, columns, with_names=True)
+) -> tuple[Any, np.ndarray | None, list[str]]:
+    """(private rows, public rows, column names): a ``.npy`` file streams (a dask array)."""
+    streamed = _streamed_npy(data, columns)
+    if streamed is not None:
+        X, names = streamed
+    else:
+        X, names = read_table(data, columns, with_names=True)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
     Xp = None
@@ -186,7 +210,7 @@ def _check_outputs(out: str | None, plot_path: str | None, dims: str,
     return _parse_dims(dims, names)
 
 
-def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
+def _finish_fit(model: Any, X: Any, names: list[str], out: str | None,
                 plot_path: str | None, ij: tuple[int, int] | None, show_data: bool) -> None:
     """Write the model (or print it) and the plot, atomically together."""
     if names and len(names) == model.n_features_in_:  # the table's header: public metadata
@@ -198,7 +222,7 @@ def _finish_fit(model: Any, X: np.ndarray, names: list[str], out: str | None,
 
             assert ij is not None  # _check_outputs gives the coordinates whenever --plot is set
             plot_models({f"private ({model.method_})": model}, tmp_plot, dims=ij,
-                        data=X if show_data else None, feature_names=names)
+                        data=np.asarray(X) if show_data else None, feature_names=names)
         if tmp_out is not None:
             tmp_out.write_text(text)
     if out is None:

@@ -191,9 +191,10 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
         """The math of :meth:`fit` on validated rows: ``X`` a numpy array (not copied when
         float64 and contiguous; never modified) or a lazy dask array. The ``"public"``,
-        ``"coinpress"`` and ``"clip"`` methods stream dask data chunk by chunk (a few passes per
-        step); ``"histogram"``, ``"hypothesis-selection"`` and ``"ppe"`` load it into memory,
-        refused (before any budget is spent) when n·d·8 bytes exceed ``max_memory_bytes``."""
+        ``"coinpress"``, ``"clip"`` and ``"histogram"`` methods stream dask data chunk by chunk
+        (a few passes per step; a random pairing holds the ⌊n/2⌋ pair differences, not the
+        rows); ``"hypothesis-selection"`` and ``"ppe"`` load it into memory, refused (before
+        any budget is spent) when n·d·8 bytes exceed ``max_memory_bytes``."""
         n, d = int(X.shape[0]), int(X.shape[1])
         budget, known = self._check_params(d)
         facts = self._facts(budget, n, d, 0 if Xp is None else Xp.shape[0], known,

@@ -83,8 +83,10 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     ``constants="theory"``/``"practical"`` only change accuracy, never privacy.
     ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
     for experiments (not for production releases). ``X`` may be a dask array or a path to a
-    ``.npy`` file / ``.zarr`` directory: the mixture learners need random access to every row, so
-    it is loaded into memory, refused up front when n·d·8 bytes exceed ``max_memory_bytes``.
+    ``.npy`` file / ``.zarr`` directory: ``method="em"`` streams it (one pass per EM step, on a
+    ``dask.distributed`` cluster too); the other learners need random access to every row, so
+    for them it is loaded into memory, refused up front when n·d·8 bytes exceed
+    ``max_memory_bytes``.
     """
 
     _parameter_constraints: dict[str, Any] = {
@@ -322,13 +324,15 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------------------
     def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
-        """The math of :meth:`fit` on validated rows (a dask array or an on-disk file is loaded
-        into memory: the mixture learners need random access to all rows; refused up front
-        when larger than ``max_memory_bytes``)."""
-        X = in_memory(X, max_memory_bytes=self.max_memory_bytes)
-        n, d = X.shape
+        """The math of :meth:`fit` on validated rows. A dask array (or an on-disk file, opened
+        as one) streams through ``method="em"``; the other learners need random access to all
+        rows, so for them it is loaded into memory, refused up front when larger than
+        ``max_memory_bytes``."""
+        n, d = int(X.shape[0]), int(X.shape[1])
         budget = self._check_params(n, d)
         method, reason = self._choose(n, d, budget, 0 if Xp is None else Xp.shape[0])
+        if not METHODS[method].streams:
+            X = in_memory(X, max_memory_bytes=self.max_memory_bytes)
         acct = self._fit_accountant(budget)
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)

@@ -83,13 +83,14 @@ same after translating by 1e12 or rescaling by 1e-6.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ..backends import DEFAULT_MAX_MEMORY_BYTES, as_rows, in_memory
+from ..backends import as_rows, is_dask, map_rows, pair_differences
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
@@ -204,8 +205,14 @@ def _top_bin(hist: dict[Any, int]) -> Any:
     return min(k for k, c in hist.items() if c == best)
 
 
+# (keys, counts) of one axis: one key per record (counts None), or the distinct keys, sorted,
+# with their counts (a histogram streamed from dask chunks)
+AxisKeys = Callable[[int], tuple[np.ndarray, np.ndarray | None]]
+
+
 def _axis_top_bins(
-    keys: np.ndarray,
+    keys: AxisKeys,
+    d: int,
     budget: ApproxDP,
     what: str,
     needed_n: int,
@@ -216,13 +223,14 @@ def _axis_top_bins(
     step: str,
     axis_step: str | None = None,
 ) -> Iterator[Any]:
-    """Per axis k, release the stability histogram of ``keys[:, k]`` (appended to ``released``)
-    and yield its top bin; EstimationFailed (a DP output) when an axis releases no bin. The
-    histograms' ledger steps are ``{axis_step or step}-axis-{k}``."""
-    for k in range(keys.shape[1]):
+    """Per axis k < d, release the stability histogram of ``keys(k)`` (appended to
+    ``released``) and yield its top bin; EstimationFailed (a DP output) when an axis releases
+    no bin. The histograms' ledger steps are ``{axis_step or step}-axis-{k}``."""
+    for k in range(d):
+        axis_keys, counts = keys(k)
         hist = stability_histogram(
-            keys[:, k], budget, accountant=accountant, noise=noise,
-            step=f"{axis_step or step}-axis-{k}",
+            axis_keys, budget, accountant=accountant, noise=noise,
+            step=f"{axis_step or step}-axis-{k}", counts=counts,
         )
         released.append(hist)
         if not hist:
@@ -234,15 +242,51 @@ def _axis_top_bins(
         yield _top_bin(hist)
 
 
-def _scale_keys(Xc: np.ndarray, perm: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Keys ⌊log2 |Y_jk| + u_k⌋ of the pair differences Y_j = X_{2j} − X_{2j+1} in the public
-    order ``perm``; an exactly zero difference gets :data:`_ZERO_KEY`."""
-    m = Xc.shape[0] // 2
-    P = Xc[perm[: 2 * m]]
-    Y = np.abs(P[0::2] - P[1::2])
+def _scale_keys(Y: np.ndarray, u: np.ndarray, k: int) -> tuple[np.ndarray, None]:
+    """The scale keys ⌊log2 |Y_jk| + u_k⌋ of axis k (_ZERO_KEY for a zero difference)."""
+    y = Y[:, k]
     with np.errstate(divide="ignore"):
-        L = np.log2(Y)
-    return np.where(Y > 0, np.floor(L + u), _ZERO_KEY).astype(np.int64)
+        L = np.log2(y)
+    return np.where(y > 0, np.floor(L + u[k]), _ZERO_KEY).astype(np.int64), None
+
+
+def _location_keys(B: np.ndarray, offset: np.ndarray, w: np.ndarray,
+                   tied: np.ndarray) -> np.ndarray:
+    """The location keys ⌊(x_k − o_k) / w_k⌋ of a block of rows, clipped to ±_KEY_LIMIT; on
+    the tied axes the exact-value keys (a choice made from releases)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = (B - offset) / w
+    keys = np.floor(np.clip(q, -_KEY_LIMIT, _KEY_LIMIT)).astype(np.int64)
+    for j in np.flatnonzero(tied):
+        keys[:, j] = _value_keys(B[:, j])
+    return keys
+
+
+def _column(keys: np.ndarray, k: int) -> tuple[np.ndarray, None]:
+    return keys[:, k], None
+
+
+def _location_count_kernel(B: np.ndarray, offset: np.ndarray, w: np.ndarray,
+                           tied: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """((axis, key) pairs, counts) of the location keys of a block: the kernel of the chunked
+    location pass (module level: picklable to dask workers)."""
+    keys = _location_keys(B, offset, w, tied)
+    pairs, counts = [], []
+    for k in range(keys.shape[1]):
+        u, c = np.unique(keys[:, k], return_counts=True)
+        pairs.append(np.column_stack([np.full(u.size, k, dtype=np.int64), u]))
+        counts.append(c.astype(np.int64))
+    return np.concatenate(pairs), np.concatenate(counts)
+
+
+def _merged_counts(pairs: np.ndarray, counts: np.ndarray, k: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys of axis k, sorted, and their total counts over all blocks."""
+    sel = pairs[:, 0] == k
+    keys, inv = np.unique(pairs[sel, 1], return_inverse=True)
+    total = np.zeros(keys.size, dtype=np.int64)
+    np.add.at(total, inv, counts[sel])
+    return keys, total
 
 
 def _scale_bin(hist: dict[Any, int]) -> Any:
@@ -317,9 +361,13 @@ def localise(
                 step=f"{step}-scale",
                 needed_n=_needed_n_scale(tau),
             )
+        m = n // 2
+        # |x_{π(2j)} − x_{π(2j+1)}|; dask rows stream once into the differences
+        Y = pair_differences(Xc, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2])
+        np.abs(Y, out=Y)
         b = np.zeros(d)
         for k, _ in enumerate(
-            _axis_top_bins(_scale_keys(Xc, perm, u), scale_budget, "scale",
+            _axis_top_bins(partial(_scale_keys, Y, u), d, scale_budget, "scale",
                            _needed_n_scale(tau), scale_h, accountant=accountant, noise=src,
                            step=f"{step}-scale")
         ):
@@ -336,16 +384,18 @@ def localise(
         )
     offset = v * w
     tau_l = stability_histogram_threshold(location_budget.epsilon, location_budget.delta)
-    with np.errstate(over="ignore", invalid="ignore"):
-        q = (Xc - offset) / w
-    lkeys = np.floor(np.clip(q, -_KEY_LIMIT, _KEY_LIMIT)).astype(np.int64)
-    for j in np.flatnonzero(tied):  # tied axes: exact values (a choice made from releases)
-        lkeys[:, j] = _value_keys(Xc[:, j])
+    loc_keys: AxisKeys
+    if is_dask(Xc):  # one chunked pass: per-axis key counts, combined here
+        kc = map_rows(Xc, partial(_location_count_kernel, offset=offset, w=w, tied=tied))
+        loc_keys = partial(_merged_counts, kc[0], kc[1])
+    else:
+        lkeys = _location_keys(Xc, offset, w, tied)
+        loc_keys = partial(_column, lkeys)
     loc_h: list[dict[Any, int]] = []
     center = np.empty(d)
     for k, top in enumerate(
-        _axis_top_bins(lkeys, location_budget, "location", _needed_n_location(tau_l), loc_h,
-                       accountant=accountant, noise=src, step=f"{step}-location",
+        _axis_top_bins(loc_keys, d, location_budget, "location", _needed_n_location(tau_l),
+                       loc_h, accountant=accountant, noise=src, step=f"{step}-location",
                        axis_step=step)
     ):
         if tied[k]:
@@ -391,13 +441,15 @@ def histogram_gaussian(
     beta: float = 0.05,
     constants: str = "practical",
     corr_condition: float = 100.0,
-    max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ε, δ)-DP mean and covariance of Gaussian rows with no range parameters (replace-one
     neighbours, n public); see the module docstring for the algorithm, split and assumptions.
 
-    A ``dask.array`` ``X`` is loaded into memory (the localisation pairs rows in a random
-    public order), refused with InvalidDataError when n·d·8 bytes exceed ``max_memory_bytes``.
+    A ``dask.array`` ``X`` streams: the location histograms and the refinement's passes read
+    it chunk by chunk; the random pairings of the scale histograms and of the refinement
+    read it once each into the ⌊n/2⌋ pair differences
+    (:func:`~privgauss.backends.pair_differences`), held in memory (n·d·4 bytes); the rows
+    never are.
 
     ``cov`` given: the covariance is known (public), only the mean is estimated and ``cov`` is
     returned as the covariance. ``mean_only=True`` without ``cov`` means the covariance is the
@@ -417,8 +469,7 @@ def histogram_gaussian(
     beta = check_probability(beta, "beta")
     if not (isinstance(corr_condition, int | float) and corr_condition >= 1):
         raise ValueError("corr_condition must be a number >= 1")
-    # the localisation pairs rows at random: dask input is loaded (within max_memory_bytes)
-    Xc = in_memory(as_rows(X, min_rows=2), max_memory_bytes=max_memory_bytes)
+    Xc = as_rows(X, min_rows=2)
     n, d = Xc.shape
     if not accountant.can_spend(budget):
         raise PrivacyBudgetError(

@@ -192,6 +192,9 @@ class Method:
         fields ``{need}``: public rows it needs, ``{d1}``: d + 1).
     auto_note : str
         Appended to ``auto``'s reason when it picks this method with public rows.
+    streams : bool
+        Mixture: it streams dask rows or an on-disk file (one pass per step) instead of
+        loading them into memory.
     clipped_count : {None, "budget", "zcdp", "refinement"}
         Gaussian: where the DP count of rows outside the final clipping ball
         (``clipped_fraction_``) takes its budget: a share of the fit's budget in its notion
@@ -227,6 +230,7 @@ class Method:
     auto_note: str = ""
     audit_rows: int = 20
     clipped_count: str | None = None
+    streams: bool = False
 
     def __post_init__(self) -> None:
         assert self.kind in ("gaussian", "mixture"), self.kind

@@ -77,4 +77,5 @@ METHOD = Method(
     # requirements hold, and when the public clustering refuses
     min_separation=math.inf,
     fallback=_fallback,
+    streams=True,
 )
