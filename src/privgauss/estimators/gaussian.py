@@ -15,6 +15,7 @@ from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..gaussian.public import PublicVerdict, public_verdict, untrusted_message
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
@@ -147,15 +148,23 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 raise ValueError("cov_bounds must be (lo, hi) with 0 < lo <= hi < inf")
         return budget, known
 
-    def _choose(self, budget: Budget, d: int, m: int, known: np.ndarray | None) -> tuple[str, str]:
-        """The method to run and the reason, from public facts only."""
+    def _choose(self, budget: Budget, d: int, m: int, known: np.ndarray | None,
+                verdict: PublicVerdict | None = None) -> tuple[str, str]:
+        """The method to run and the reason, from public facts only. ``verdict``: whether the
+        public rows can precondition an unknown covariance (:func:`public_verdict`; None: not
+        judged, as for a known covariance) — when not, auto falls back to a route without them."""
         if self.method != "auto":
             return self.method, "requested"
+        bad = None if verdict is None or verdict.trusted else verdict  # public rows unusable
+        usable = bad is None
+        unused = "" if bad is None else f"public rows not used ({bad.reason}); "
         if self.mean is not None and not is_pure(budget):  # the covariance only
-            if m >= d + 1:
+            if m >= d + 1 and usable:
                 return "public", f"known mean; {m} public rows given ({d + 1} needed)"
             if self.cov_bounds is not None:
-                return "coinpress", "known mean and cov_bounds given"
+                return "coinpress", unused + "known mean and cov_bounds given"
+            if bad is not None:
+                raise InvalidDataError(untrusted_message(bad, "auto"))
             raise ValueError(
                 "with a known mean= the covariance is estimated by method 'public' (give "
                 f"public_X with at least {d + 1} rows) or 'coinpress' (give cov_bounds=(lo, hi))"
@@ -165,14 +174,17 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if is_pure(budget):
             if known is not None and has_prior:
                 return "clip", "pure epsilon budget and a mean bound"
-            if has_prior or m >= d + 1:
+            if has_prior or (m >= d + 1 and usable):
                 return "hypothesis-selection", "pure epsilon budget: private hypothesis selection"
-        elif m >= need_public:
+        elif m >= need_public and usable:
             return "public", f"{m} public rows given ({need_public} needed, no bounds used)"
         elif has_prior:
-            return "coinpress", "mean_bound (and covariance bounds) given"
+            return "coinpress", unused + "mean_bound (and covariance bounds) given"
         elif isinstance(budget, ApproxDP):
-            return "histogram", "(epsilon, delta) budget and no bounds: private localisation"
+            return "histogram", (unused + "(epsilon, delta) budget and no bounds: private "
+                                 "localisation")
+        if bad is not None:
+            raise InvalidDataError(untrusted_message(bad, "auto"))
         need = "1 public row" if known is not None else f"{d + 1} public rows"
         raise ValueError(
             "no method can run with what was given: supply public_X (at least "
@@ -189,7 +201,10 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         refused (before any budget is spent) when n·d·8 bytes exceed ``max_memory_bytes``."""
         n, d = int(X.shape[0]), int(X.shape[1])
         budget, known = self._check_params(d)
-        method, reason = self._choose(budget, d, 0 if Xp is None else Xp.shape[0], known)
+        # free: public rows only; judged before anything is spent
+        self._verdict = None if Xp is None or known is not None else public_verdict(Xp, d)
+        method, reason = self._choose(budget, d, 0 if Xp is None else Xp.shape[0], known,
+                                      self._verdict)
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
         if center.shape != (d,) or not np.all(np.isfinite(center)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
@@ -278,6 +293,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                     f"method='public' needs at least {d + 1} public rows (public_X=) to "
                     "precondition the covariance"
                 )
+            if method == "public" and self._verdict is not None and not self._verdict.trusted:
+                raise InvalidDataError(untrusted_message(self._verdict))
             zcdp_of(budget, f"method={method!r}")
             return
         if method == "public":
@@ -287,11 +304,14 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                     f"method='public' needs at least {need} public rows (public_X=)"
                     + ("" if known is not None else " to precondition an unknown covariance")
                 )
+            if known is None and self._verdict is not None and not self._verdict.trusted:
+                raise InvalidDataError(untrusted_message(self._verdict))
             if known is None and not is_pure(budget):
                 from ..gaussian.public import check_public_plan
 
                 rho = zcdp_of(budget, "method='public'")
-                check_public_plan(self._n_rows, d, Xp.shape[0], rho, float(self.beta),
+                m_in = Xp.shape[0] if self._verdict is None else self._verdict.n_inliers
+                check_public_plan(self._n_rows, d, m_in, rho, float(self.beta),
                                   float(self.gamma), self.constants)
         if method in ("clip", "coinpress") and self.mean_bound is None:
             raise InvalidDataError(f"method={method!r} needs mean_bound= (a radius around center)")
@@ -396,7 +416,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
             eps = budget.epsilon  # type: ignore[union-attr]
             X = in_memory(X, max_memory_bytes=self.max_memory_bytes)
-            if Xp is not None and Xp.shape[0] >= X.shape[1] + 1:
+            usable = self._verdict is None or self._verdict.trusted
+            if Xp is not None and Xp.shape[0] >= X.shape[1] + 1 and usable:
                 return hs.hypothesis_selection_public(X, Xp, eps, accountant=acct, noise=noise)
             if self.mean_bound is None or (known is None and self.cov_bounds is None):
                 raise InvalidDataError(

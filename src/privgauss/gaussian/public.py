@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from scipy.stats import beta as beta_dist
 from scipy.stats import chi2
+from scipy.stats import f as f_dist
 
 from ..accounting import ZCDP, Accountant
 from ..backends import as_rows, public_rows
@@ -47,6 +50,7 @@ from .coinpress_plan import (
 
 __all__ = [
     "Preconditioner",
+    "PublicVerdict",
     "check_public_collapse",
     "check_public_plan",
     "public_gaussian",
@@ -54,6 +58,8 @@ __all__ = [
     "public_mean_one_sample",
     "public_preconditioner",
     "public_predicted_error",
+    "public_verdict",
+    "untrusted_message",
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -74,8 +80,11 @@ _PUBLIC_RANGE_FACTOR = 2.0
 _PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
 # The whitened covariance Σ_Y of Alg. 2 satisfies Σ_Y ⪰ I (w.p. 1 − β/2 over the public rows); a
 # released Σ̂_Y with an eigenvalue below this is a collapsed chain (d = 100, n = 20000: the
-# estimate shrank to ~1e-4·Σ), reported as EstimationFailed.
-_PUBLIC_COLLAPSE = 0.1
+# estimate shrank to ~1e-4·Σ), reported as EstimationFailed. Not higher: public rows wider than
+# the private ones put the truth itself below I in the frame while the chain stays accurate
+# (d = 10, n = 20000, 50 public rows 5–10× too wide: relative error 0.02, smallest frame
+# eigenvalue under 0.1), and 0.1 reported those good fits as failures.
+_PUBLIC_COLLAPSE = 0.01
 _GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
 
 
@@ -183,6 +192,214 @@ def public_mean_one_sample(
 
 
 # ----------------------------------------------------------------------------------------------
+# The robust public frame (public rows only, free)
+# ----------------------------------------------------------------------------------------------
+
+# A public entry this many robust standard deviations (1.4826·MAD of its column, over the
+# distinct rows) from its column's median is a gross error (a data-entry error): the row is
+# dropped before the robust fit. Far beyond any Gaussian draw (or a t(3) one at these sizes),
+# so it flags only gross errors — and it works with d+1 rows, where no affine-equivariant
+# estimator can tell an outlier from an inlier.
+_SCREEN_SDS = 1000.0
+# Outlier test of the remaining rows (Wilks 1963): for m Gaussian rows the in-sample squared
+# Mahalanobis distance D² of each, scaled to m·D²/(m−1)², is Beta(d/2, (m−d−1)/2); a row whose
+# p-value is below _OUTLIER_LEVEL/m (Bonferroni: clean rows lose one row with probability
+# ≤ _OUTLIER_LEVEL per round) is dropped, and the test is repeated on the rest.
+_OUTLIER_LEVEL = 0.01
+
+
+@dataclass(frozen=True)
+class PublicVerdict:
+    """Whether m public rows can precondition an unknown covariance in d dimensions — a
+    function of the public rows only (:func:`public_verdict`). ``n_distinct``: rows left after
+    exact duplicates are merged; ``n_inliers``: those a robust fit keeps (gross errors and
+    Wilks-test outliers dropped); ``reason``: why the frame cannot be trusted ("" when it can)."""
+
+    n_rows: int
+    n_distinct: int
+    n_inliers: int
+    dim: int
+    reason: str
+
+    @property
+    def trusted(self) -> bool:
+        return not self.reason
+
+
+def _spans(C: np.ndarray) -> bool:
+    """Whether centred rows C (m × d) span all of R^d: scale-invariant (columns equilibrated)
+    and read off the singular values of C itself, with numpy's relative tolerance."""
+    m, d = C.shape
+    norms = np.linalg.norm(C, axis=0)
+    if m < d or not (np.isfinite(norms).all() and norms.min() > 0):
+        return False
+    s = np.linalg.svd(C / norms, compute_uv=False)
+    return bool(s.shape[0] >= d and s[-1] > max(m, d) * _EPS * s[0])
+
+
+def _screen(P: np.ndarray) -> np.ndarray:
+    """Mask of the rows with no entry :data:`_SCREEN_SDS` robust standard deviations from its
+    column's median (columns with MAD 0 are not screened: the span check judges them)."""
+    med = np.median(P, axis=0)
+    dev = np.abs(P - med)
+    scale = 1.4826 * np.median(dev, axis=0)
+    ok = scale > 0
+    if not ok.any():
+        return np.ones(P.shape[0], dtype=bool)
+    return np.all(dev[:, ok] <= _SCREEN_SDS * scale[ok], axis=1)
+
+
+def _whiten(P: np.ndarray) -> np.ndarray:
+    """P centred and whitened by its own mean and covariance (rows that span R^d), scaled so
+    that the columns are orthonormal (the Q of a QR factorisation): the same rows up to a
+    rotation for any affine image of P, so ‖z_i‖² (a leverage) is affine-invariant."""
+    C = P - P.mean(axis=0)
+    return np.linalg.qr(C / np.linalg.norm(C, axis=0), mode="reduced")[0]
+
+
+def _outliers(U: np.ndarray) -> np.ndarray:
+    """Mask of the rows of U (m ≥ d+2 rows spanning R^d) that Wilks's test keeps, and the
+    distances ‖z_i‖² of the rows whitened by their own mean and covariance (affine-invariant)."""
+    m, d = U.shape
+    Z = _whiten(U)
+    lev = np.einsum("ij,ij->i", Z, Z)  # D_i² / (m − 1)
+    p = beta_dist.sf(np.clip(m * lev / (m - 1), 0.0, 1.0), d / 2.0, (m - d - 1) / 2.0)
+    return np.asarray(p >= _OUTLIER_LEVEL / m)
+
+
+def _subset_distances(U: np.ndarray, idx: np.ndarray) -> np.ndarray | None:
+    """Squared Mahalanobis distances of all rows of U from the mean of U[idx] under its unbiased
+    covariance; None when U[idx] does not span R^d."""
+    S = U[idx]
+    mu = S.mean(axis=0)
+    C = S - mu
+    if not _spans(C):
+        return None
+    scale = np.linalg.norm(C, axis=0)
+    R = np.asarray(np.linalg.qr(C / scale, mode="r")) / math.sqrt(S.shape[0] - 1)
+    W = np.linalg.solve(R.T, ((U - mu) / scale).T)
+    return np.einsum("ij,ij->j", W, W)
+
+
+def _concentrated(U: np.ndarray) -> np.ndarray:
+    """Mask of the rows of U (m > d+2 rows spanning R^d) kept by one concentration run of the
+    Minimum Covariance Determinant (Rousseeuw–Van Driessen's C-steps, deterministic start:
+    the h = ⌊(m+d+2)/2⌋ rows nearest the coordinate-wise median in MAD units), reweighted:
+    with distances scaled to a χ²_d median, a row is kept unless, as a new draw from the
+    h-row fit (Hotelling: (h−d)h/(d(h−1)(h+1))·D² ~ F(d, h−d)), its p-value is below
+    :data:`_OUTLIER_LEVEL`/m. A cluster of outliers that masks itself from the classical
+    estimate stays outside the h rows; clean Gaussian rows are all kept w.p. ≥ 1 − 0.01."""
+    m, d = U.shape
+    h = (m + d + 2) // 2
+    med = np.median(U, axis=0)
+    mad = np.median(np.abs(U - med), axis=0)
+    mad[mad <= 0] = 1.0
+    idx = np.sort(np.argsort((((U - med) / mad) ** 2).sum(axis=1), kind="stable")[:h])
+    dist: np.ndarray | None = None
+    for _ in range(50):
+        dist = _subset_distances(U, idx)
+        if dist is None:
+            return np.ones(m, dtype=bool)
+        new = np.sort(np.argsort(dist, kind="stable")[:h])
+        if np.array_equal(new, idx):
+            break
+        idx = new
+    assert dist is not None
+    dist = dist * (float(chi2.ppf(0.5, d)) / max(float(np.median(dist)), 1e-300))
+    stat = dist * (h - d) * h / (d * (h - 1) * (h + 1))
+    return np.asarray(f_dist.sf(stat, d, h - d) >= _OUTLIER_LEVEL / m)
+
+
+def _robust_frame(P: np.ndarray) -> tuple[np.ndarray, str, int]:
+    """(inlier rows, reason, distinct rows) of public rows P (m × d).
+
+    Exact duplicates are merged (a repeated row is one observation of the population), gross
+    errors dropped (:func:`_screen`), then the outliers of a concentrated MCD fit
+    (:func:`_concentrated`, more than d+2 rows), then rows that Wilks's outlier test rejects,
+    repeatedly (each round on the rows left, until it rejects none or d+1 rows are left).
+    ``reason`` is "" when at least d+1 inliers span R^d, else why not. With more than d+1
+    inliers they are returned most central first (by Mahalanobis distance from their own
+    mean: an order that no permutation or affine map of P changes).
+
+    Neither order nor duplicates of P change the inliers; their order changes only when
+    exactly d+1 rows are kept, as given (no affine-invariant order of d+1 points exists: an
+    affine map permutes a simplex's vertices), and then only by a rotation of the frame's
+    basis — the same ellipsoid (μ̂, Σ̂) and range (L, U, R).
+    """
+    d = P.shape[1]
+    _, first = np.unique(P, axis=0, return_index=True)
+    U = P[np.sort(first)]  # distinct rows, in the order of their first occurrence
+    k = U.shape[0]
+    spans = (f"are degenerate: they do not span all {d} dimensions (a constant column, or "
+             "columns that are linear combinations of others)")
+    U = U[_screen(U)] if k >= d + 1 else U
+    if U.shape[0] < d + 1:
+        why = "distinct public rows" if U.shape[0] == k else (
+            f"of the {k} distinct public rows are free of gross errors")
+        return U, f"only {U.shape[0]} {why} (d+1 = {d + 1} are needed)", k
+    if not _spans(U - U.mean(axis=0)):
+        return U, f"the public rows {spans}", k
+    first_round = U.shape[0] > d + 2
+    while U.shape[0] > d + 1:
+        keep = _concentrated(U) if first_round else _outliers(U)
+        first_round = False
+        if keep.all():
+            break
+        if keep.sum() < d + 1 or not _spans(U[keep] - U[keep].mean(axis=0)):
+            return U[keep], (f"only {int(keep.sum())} of the {k} distinct public rows are "
+                             f"inliers that span all {d} dimensions (d+1 = {d + 1} are "
+                             "needed)"), k
+        U = U[keep]
+    if U.shape[0] > d + 1:
+        Z = _whiten(U)
+        U = U[np.lexsort((*U.T[::-1], np.einsum("ij,ij->i", Z, Z)))]
+    return U, "", k
+
+
+@lru_cache(maxsize=8)
+def _robust_frame_cached(data: bytes, shape: tuple[int, int]) -> tuple[np.ndarray, str, int]:
+    P = np.frombuffer(data, dtype=np.float64).reshape(shape)
+    inliers, reason, k = _robust_frame(P)
+    inliers.setflags(write=False)
+    return inliers, reason, k
+
+
+def _frame_of(P: np.ndarray) -> tuple[np.ndarray, str, int]:
+    """:func:`_robust_frame` of validated public rows, computed once per public dataset."""
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    return _robust_frame_cached(P.tobytes(), (int(P.shape[0]), int(P.shape[1])))
+
+
+def public_verdict(X_pub: Any, d: int | None = None) -> PublicVerdict:
+    """Whether the public rows ``X_pub`` can give :func:`public_preconditioner`'s frame, from the
+    public rows alone (free; decide it before spending anything). Untrusted: fewer than d+1
+    distinct rows, fewer than d+1 inliers of the robust fit, or inliers that do not span R^d
+    (a constant public column). Raises InvalidDataError only for rows that are not a table of
+    finite numbers with ``d`` columns."""
+    P = public_rows(X_pub, n_features=d)
+    inliers, reason, k = _frame_of(P)
+    return PublicVerdict(int(P.shape[0]), k, int(inliers.shape[0]), int(P.shape[1]), reason)
+
+
+def untrusted_message(verdict: PublicVerdict, method: str = "public") -> str:
+    """Why ``method`` ('public', or 'auto' with a budget that has no bound-free fallback) refuses
+    public rows with an untrusted frame, and what to do instead (public facts only)."""
+    if method == "auto":
+        fallback = ("pass an (epsilon, delta) budget (method='auto' then runs the bound-free "
+                    "'histogram' route, which needs no public rows)")
+    else:
+        fallback = ("use method='auto' (with an (epsilon, delta) budget it falls back to the "
+                    "bound-free 'histogram' route) or method='histogram'")
+    return (
+        f"method={method!r} cannot precondition the covariance with these public rows: "
+        f"{verdict.reason}. Nothing was spent. Instead {fallback}, or give mean_bound= and "
+        "cov_bounds= for method='coinpress'. More rows from the same source will not help when "
+        "they are the problem; clean rows from a population only close to the private one "
+        "are used with gamma= (a bound on their TV distance)"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
 # Algorithm 1: the public preconditioner
 # ----------------------------------------------------------------------------------------------
 
@@ -208,6 +425,7 @@ class Preconditioner:
     beta: float
     gamma: float
     n_public: int
+    n_inliers: int = 0
 
     @property
     def dim(self) -> int:
@@ -293,19 +511,24 @@ def _lu_constants(d: int, m: int, b: float) -> tuple[float, float]:
 
 
 def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Preconditioner:
-    """Alg. 1 (Bie–Kamath–Singhal Lemma 3.4, γ-version Lemma 3.13) — public data only, free.
+    """Alg. 1 (Bie–Kamath–Singhal Lemma 3.4, γ-version Lemma 3.13) — public data only, free,
+    on the m' inliers of a robust fit of the public rows (:func:`public_verdict`).
 
-    Needs m ≥ d+1 public rows in general position. μ̂ is the mean of all m rows; Σ̂ is the
-    unbiased covariance of all m rows, or of the first d+1 when their (L, U) give the smaller
-    K = U/L (few extra rows); L, U (failure ``beta`` split in three) as in
-    :func:`_lu_constants`; with
+    Exact duplicates are merged, gross errors and outliers of a reweighted MCD fit dropped, so
+    neither the order nor duplicates of the public rows change the frame, and one far row
+    (a data-entry error) does not move it. μ̂ is the mean of the m' inliers; Σ̂ is their
+    unbiased covariance, or that of the d+1 most central inliers when their (L, U) give the
+    smaller K = U/L (few extra rows); L, U (failure ``beta`` split in three) as in
+    :func:`_lu_constants` with m' rows; with
     TV shift γ: L_γ = (1−γ)⁴L/4, U_γ = 4U/(1−γ)⁴. K = U_γ/L_γ and, with the exact χ bound
     c = d + 2√(d ln 3/b) + 2 ln 3/b instead of the paper's √5-erratum value,
-    R = √(U/L_γ)·(√(40γ/(1−γ)⁵) + √(c/m)) and ω = √(c/m) (γ = 0) or
-    (2/(1−γ)²)(√(40γ/(1−γ)⁵) + √(c/m)).
+    R = √(U/L_γ)·(√(40γ/(1−γ)⁵) + √(c/m')) and ω = √(c/m') (γ = 0) or
+    (2/(1−γ)²)(√(40γ/(1−γ)⁵) + √(c/m')). Affine-equivariant: public rows x ↦ Bx + b give
+    the same inliers and A ↦ BA.
 
-    Raises InvalidDataError (no budget is involved) for fewer than d+1 rows, NaN/inf, or a
-    singular public covariance.
+    Raises InvalidDataError (no budget is involved) for fewer than d+1 rows, NaN/inf, or public
+    rows whose frame cannot be trusted (fewer than d+1 distinct or inlying rows, or inliers
+    that do not span R^d), with :func:`untrusted_message`'s advice.
     """
     P = public_rows(X_pub)
     m, d = P.shape
@@ -315,14 +538,18 @@ def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Precon
         )
     b = _check_beta(beta)
     g = _check_gamma(gamma)
-    mean = P.mean(axis=0)
-    L_g, U_g, R, omega, rows_used = _range_constants(d, m, b, g)
-    S = P[:rows_used]
+    inliers, reason, k = _frame_of(P)
+    if reason:
+        raise InvalidDataError(untrusted_message(PublicVerdict(m, k, inliers.shape[0], d, reason)))
+    m_in = int(inliers.shape[0])
+    mean = inliers.mean(axis=0)
+    L_g, U_g, R, omega, rows_used = _range_constants(d, m_in, b, g)
+    S = inliers[:rows_used]
     C = S - S.mean(axis=0)
     _check_general_position(C)
     cov = sym(C.T @ C / (S.shape[0] - 1))
     A = _equivariant_sqrt(S, cov)
-    return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m)
+    return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m, m_in)
 
 
 def _check_gamma(gamma: Any) -> float:
@@ -333,9 +560,9 @@ def _check_gamma(gamma: Any) -> float:
 
 
 def _range_constants(d: int, m: int, b: float, g: float) -> tuple[float, float, float, float, int]:
-    """(L_γ, U_γ, R, ω, rows) of :func:`public_preconditioner` for m public rows in d
-    dimensions — public sizes only, no data: ``rows`` is how many leading rows give Σ̂ (all
-    m, or d+1 when their range is tighter)."""
+    """(L_γ, U_γ, R, ω, rows) of :func:`public_preconditioner` for m (inlying) public rows in
+    d dimensions — public sizes only, no data: ``rows`` is how many leading (most central)
+    inliers give Σ̂ (all m, or d+1 when their range is tighter)."""
     L, U = _lu_constants(d, m, b)
     L1, U1 = _lu_constants(d, d + 1, b)
     rows = m
@@ -524,7 +751,11 @@ def check_public_collapse(X_pub: Any, cov: Any, beta: float, gamma: float = 0.0)
     if not low >= _PUBLIC_COLLAPSE:
         raise EstimationFailed(
             "the private whitening chain did not converge (the released covariance is far "
-            "below the public preconditioner's lower bound); supply more private rows, more "
-            "public rows or a larger budget",
+            "below the public preconditioner's lower bound): the public rows may come from a "
+            "wider or different population than the private ones — pass gamma= (a bound on "
+            "their TV distance) or use method='auto' with an (epsilon, delta) budget or "
+            "method='histogram' (no public rows needed); with representative public rows, "
+            "supply more private rows or a larger budget",
             step="public-gaussian",
         )
+
