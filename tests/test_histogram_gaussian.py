@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import privgauss.mechanisms as mech_module
-from privgauss.accounting import ZCDP, Accountant, ApproxDP
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_gaussian
 from privgauss.exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from privgauss.gaussian.histogram import histogram_gaussian, localisation_budget, localise
 from privgauss.metrics import covariance_error, mahalanobis_mean_error
+from privgauss.privacy import ZCDP, Accountant, ApproxDP
 
 EPS, DELTA = 1.0, 1e-6
 D, N = 5, 20_000

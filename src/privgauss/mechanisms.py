@@ -19,9 +19,9 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import erfcx, log_ndtr
 
-from .accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
+from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP
 from .sensitivity import histogram_l1, stability_histogram_threshold
 
 

@@ -30,12 +30,12 @@ from scipy.stats import beta as beta_dist
 from scipy.stats import chi2
 from scipy.stats import f as f_dist
 
-from ..accounting import ZCDP, Accountant
 from ..backends import as_rows, public_rows
 from ..clipped_stats import Rows, transform_rows
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..noise import RandomState, as_noise
+from ..privacy import ZCDP, Accountant
 from .clip_mean import clip_mean
 from .coinpress import _check_accountant, _gaussian, _reserve, _run_mean
 from .coinpress_plan import (
