@@ -91,15 +91,27 @@ CASES = {
                                       enforce_requirements=False), _mixture_rows, 3000, 2, 8),
     "mixture-auto-public": (lambda u, s: M(2, epsilon=1.0, delta=1e-6, random_state=s),
                             _mixture_rows, 3000, 2, 60),
+    # dirty public rows (issue 17): a far row dropped by the robust frame; public rows 8× too
+    # wide; a constant public column (auto falls back to histogram before spending)
+    "public-far-row": (lambda u, s: G(rho=0.5, method="public", random_state=s),
+                       _gaussian_rows, 4000, 3, 8, lambda P: np.vstack([P, 1e6 * P[:1]])),
+    "public-wide-approx": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="public",
+                                          random_state=s),
+                           _gaussian_rows, 4000, 3, 8, lambda P: 8.0 * P),
+    "auto-constant-public": (lambda u, s: G(epsilon=1.0, delta=1e-6, random_state=s),
+                             _gaussian_rows, 4000, 3, 8,
+                             lambda P: np.c_[P[:, :2], np.full(len(P), 2.0)]),
 }
 
 
 def _outcome_pair(case: str, extreme: str, unit: float, seed: int = 3):
-    factory, rows, n, d, m = CASES[case]
+    factory, rows, n, d, m, *dirty = CASES[case]
     X = rows(n, d, 0) * unit
     Xn = X.copy()
     Xn[-1] = _extreme(extreme, d)
     P = rows(m, d, 1) * unit if m else None
+    if dirty:  # a defect of the public rows
+        P = dirty[0](P)
     return (fit_outcome(factory(unit, seed), X, public_X=P),
             fit_outcome(factory(unit, seed), Xn, public_X=P))
 

@@ -56,6 +56,7 @@ __all__ = [
     "public_gaussian",
     "public_mean",
     "public_mean_one_sample",
+    "public_noise_ratio",
     "public_preconditioner",
     "public_predicted_error",
     "public_verdict",
@@ -76,6 +77,10 @@ _FEWER_STEPS_MIN_VALUES = 1 << 20
 # only hopeless plans are refused (ρ = 1, d+1 public rows: d = 100, n = 5000 predicts 1.4e4 and
 # erred by 9e8; d = 50 with constants="theory" predicts 125 at n = 20000 and erred by 195).
 _PUBLIC_MAX_ERROR = 20.0
+# ... and a plan whose last covariance step's noise (spectral norm ≈ 2σ√d) exceeds this share of
+# the smallest eigenvalue ℓ it must resolve (public_noise_ratio): the chain collapses there
+# (benchmarks/results/public_refusal_edge.md).
+_PUBLIC_MAX_NOISE_RATIO = 0.5
 _PUBLIC_RANGE_FACTOR = 2.0
 _PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
 # The whitened covariance Σ_Y of Alg. 2 satisfies Σ_Y ⪰ I (w.p. 1 − β/2 over the public rows); a
@@ -95,6 +100,15 @@ _GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
 
 def _check_public_rows(X_pub: Any, d: int, min_rows: int) -> np.ndarray:
     return public_rows(X_pub, min_rows=min_rows, n_features=d)
+
+
+def _clean_rows(P: np.ndarray) -> np.ndarray:
+    """The distinct public rows of P without gross errors (:func:`_screen`; all of them when
+    the screen would leave none): what the public mean of :func:`public_mean` averages."""
+    _, first = np.unique(P, axis=0, return_index=True)
+    U = P[np.sort(first)]
+    keep = _screen(U)
+    return U[keep] if keep.any() else U
 
 
 def _known_cov_maps(cov: Any, d: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -122,9 +136,10 @@ def public_mean(
     """ρ-zCDP mean of private rows ~ N(μ, Σ) with Σ known (identity by default), using m ≥ 1
     public rows from the same distribution and no prior bound (Bie–Kamath–Singhal Thm 3.3).
 
-    Whiten with Σ^{-1/2} (public), centre at the public mean x̄ (‖μ − x̄‖ ≤ R_pub/√m w.p.
-    1 − β/2), estimate the mean of the shifted private rows inside that ball, shift back and
-    un-whiten. ρ-zCDP for every public dataset under replace-one neighbours (n public): the
+    Whiten with Σ^{-1/2} (public), centre at the public mean x̄ of the m distinct public rows
+    free of gross errors (:func:`_clean_rows`; ‖μ − x̄‖ ≤ R_pub/√m w.p. 1 − β/2), estimate
+    the mean of the shifted private rows inside that ball, shift back and un-whiten. ρ-zCDP
+    for every public dataset under replace-one neighbours (n public): the
     shift and R_pub are public, the inner estimator is ρ-zCDP.
 
     ``constants``: ``"practical"`` — R_pub the exact χ_d quantile at β/2, then
@@ -145,6 +160,7 @@ def public_mean(
     W = np.eye(d)
     if maps is not None:
         W, root = maps
+    P = _clean_rows(P)  # duplicates merged, gross errors dropped (order-free)
     m = P.shape[0]
     p_bar = P.mean(axis=0)
     x_bar = p_bar @ W
@@ -672,15 +688,14 @@ def _public_gaussian(
 # ----------------------------------------------------------------------------------------------
 
 
-def public_predicted_error(
-    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
-    ideal: bool = False,
-) -> float:
-    """The planner's predicted relative Frobenius error of the covariance from
-    :func:`public_gaussian` (failure ``beta``) with m ≥ d+1 public rows (public sizes only: the
-    preconditioner's range (R, K, ω) depends on d, m, β, γ, not on the rows); inf when the
-    range overflows the planner. ``ideal``: the same with K = 1 (a perfect preconditioner),
-    the error the privacy noise and sampling alone would leave."""
+def _plan_figures(
+    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str, ideal: bool,
+) -> tuple[float, float]:
+    """(predicted relative covariance error, noise ratio of the last covariance step) of
+    :func:`public_gaussian`'s plan — public sizes only; (inf, inf) when the range overflows
+    the planner. The noise ratio is 2σ√d/ℓ: the spectral norm of the step's symmetric noise
+    (≈ 2σ√d for entries of std σ) over the public lower bound ℓ on the smallest eigenvalue it
+    must resolve."""
     b = beta / 2
     L, U, R, omega, _ = _range_constants(d, m, b, gamma)
     K = 1.0 if ideal else U / L
@@ -690,22 +705,63 @@ def public_predicted_error(
             err2 = (d * d + d) * (2.0 / n + last.sigma**2 / last.lower)
         else:
             fewer = _FEWER_STEPS_TOLERANCE if n * d >= _FEWER_STEPS_MIN_VALUES else 0.0
-            err2 = _practical_plan(n, d, rho, R, 1.0, K, min(R, omega), b, fewer).cov_err
+            plan = _practical_plan(n, d, rho, R, 1.0, K, min(R, omega), b, fewer)
+            err2, last = plan.cov_err, plan.cov[-1]
     except ValueError:
-        return math.inf
-    return math.sqrt(err2 / d)
+        return math.inf, math.inf
+    return math.sqrt(err2 / d), 2.0 * last.sigma * math.sqrt(d) / last.lower
+
+
+def public_predicted_error(
+    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
+    ideal: bool = False,
+) -> float:
+    """The planner's predicted relative Frobenius error of the covariance from
+    :func:`public_gaussian` (failure ``beta``) with m ≥ d+1 public rows (public sizes only: the
+    preconditioner's range (R, K, ω) depends on d, m, β, γ, not on the rows); inf when the
+    range overflows the planner. ``ideal``: the same with K = 1 (a perfect preconditioner),
+    the error the privacy noise and sampling alone would leave."""
+    return _plan_figures(n, m, d, rho, beta, gamma, constants, ideal)[0]
+
+
+def public_noise_ratio(
+    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
+    ideal: bool = False,
+) -> float:
+    """2σ√d/ℓ of the last covariance step of :func:`public_gaussian`'s plan (see
+    :func:`public_predicted_error` for the arguments): above :data:`_PUBLIC_MAX_NOISE_RATIO` the
+    noise can wipe out the smallest eigenvalue the step must resolve, and the whitening chain
+    collapses (d = 100, ρ = 1, d+1 public rows: ratio 2.99 and 0.62 at n = 20000 and 24000,
+    every run collapsed; 0.34 at n = 28000, every run accurate)."""
+    return _plan_figures(n, m, d, rho, beta, gamma, constants, ideal)[1]
+
+
+def _plan_fails(n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
+                limit: float) -> bool:
+    """Whether :func:`check_public_plan` refuses (with error ``limit``): the last step's noise
+    ratio is past :data:`_PUBLIC_MAX_NOISE_RATIO` while a perfect preconditioner's is not, or
+    the predicted error is past ``limit`` and :data:`_PUBLIC_RANGE_FACTOR` × the ideal one."""
+    args = (d, rho, beta, gamma, constants)
+    err, ratio = _plan_figures(n, m, *args, ideal=False)
+    err_ideal, ratio_ideal = _plan_figures(n, m, *args, ideal=True)
+    if constants != "theory" and ratio > _PUBLIC_MAX_NOISE_RATIO >= ratio_ideal:
+        return True  # (theory constants: CoinPress's own radii, the error rule alone)
+    return err > limit and err > _PUBLIC_RANGE_FACTOR * err_ideal
 
 
 def check_public_plan(
     n: int, d: int, m: int, rho: float, beta: float, gamma: float, constants: str
 ) -> None:
-    """Refuse a :func:`public_gaussian` fit (n private rows, m public rows, dimension d, ρ-zCDP,
-    failure β, TV shift γ) whose planned chain cannot whiten the worst-case range of m public
-    rows: the predicted relative covariance error (:func:`public_predicted_error`) is past
-    :data:`_PUBLIC_MAX_ERROR` and more than :data:`_PUBLIC_RANGE_FACTOR` times what a perfect
-    preconditioner would leave (an error due to the noise itself is the price of privacy, not a
-    failure). Raises InvalidDataError naming the n or public rows that would predict an error
-    of :data:`_PUBLIC_TARGET_ERROR`. Public sizes only: call it before spending anything."""
+    """Refuse a :func:`public_gaussian` fit (n private rows, m public rows — inliers, see
+    :func:`public_verdict` — dimension d, ρ-zCDP, failure β, TV shift γ) whose planned chain
+    cannot whiten the worst-case range of m public rows (:func:`_plan_fails`): the last
+    covariance step's noise would swamp the smallest eigenvalue it must resolve
+    (:func:`public_noise_ratio`), or the predicted relative covariance error
+    (:func:`public_predicted_error`) is past :data:`_PUBLIC_MAX_ERROR` and more than
+    :data:`_PUBLIC_RANGE_FACTOR` times what a perfect preconditioner would leave (an error due
+    to the noise itself is the price of privacy, not a failure). Raises InvalidDataError naming
+    the n or public rows that would pass with a predicted error of
+    :data:`_PUBLIC_TARGET_ERROR`. Public sizes only: call it before spending anything."""
     _check_constants(constants)
     rho, beta, gamma = _check_rho(rho), _check_beta(beta), _check_gamma(gamma)
     if m < d + 1:
@@ -714,27 +770,28 @@ def check_public_plan(
     args = (d, rho, beta, gamma, constants)
 
     def fails(n_: int, m_: int, limit: float) -> bool:
-        err_ = public_predicted_error(n_, m_, *args)
-        if err_ <= limit:
-            return False
-        return err_ > _PUBLIC_RANGE_FACTOR * public_predicted_error(n_, m_, *args, ideal=True)
+        return _plan_fails(n_, m_, *args, limit)
 
     if not fails(n, m, _PUBLIC_MAX_ERROR):
         return
     err = public_predicted_error(n, m, *args)
+    ratio = public_noise_ratio(n, m, *args)
     growth = [1 << j for j in range(1, _GROWTH_STEPS + 1)]
     more_n = next((n * g for g in growth if not fails(n * g, m, _PUBLIC_TARGET_ERROR)), None)
     more_m = next((m * g for g in growth if not fails(n, m * g, _PUBLIC_TARGET_ERROR)), None)
     fixes = [f"n >= {more_n} private rows" if more_n else None,
-             f"{more_m} public rows (they shrink the worst-case range K)" if more_m else None,
+             f"{more_m} public rows from the same population (they shrink the worst-case "
+             "range K)" if more_m else None,
              "a larger rho"]
     raise InvalidDataError(
         f"method='public' cannot estimate this covariance: with n={n} private rows, d={d}, "
-        f"{m} public rows and rho={rho:.3g}, the worst-case range of the public "
-        f"preconditioner leaves a predicted relative covariance error of {err:.3g} "
-        "(the chain cannot whiten that range at this n); for a predicted error of "
-        f"{_PUBLIC_TARGET_ERROR} supply "
+        f"{m} usable public rows and rho={rho:.3g}, the worst-case range of the public "
+        f"preconditioner leaves a predicted relative covariance error of {err:.3g} and noise "
+        f"{ratio:.3g}× the smallest eigenvalue the last step must resolve (the chain cannot "
+        "whiten that range at this n). Nothing was spent. Supply "
         + " or ".join(f for f in fixes if f)
+        + "; or use method='auto' with an (epsilon, delta) budget (the bound-free 'histogram' "
+        "route needs no public rows)"
     )
 
 
