@@ -99,13 +99,26 @@ def test_public_rows_from_another_population(kind: str, regime: str) -> None:
         P = pg.datasets.dirty_public(rows(200, 1), "shifted", random_state=0)[:40]
     elif kind == "shifted":
         P = rows(40, 1, scale=0.5, shift=3.0)
-    else:  # 8× wider: the truth lies below the frame's Σ_Y ⪰ I (before: EstimationFailed)
-        P = rows(40, 1, scale=8.0)
+    else:  # 3× wider: the frame's range still holds the private rows
+        P = rows(40, 1, scale=3.0)
     for gamma in (0.0, 0.2):
         est = fit(P, regime, gamma=gamma)
         assert est.method_ == "public"
         assert cov_error(est.covariance_) < 0.1
         assert np.linalg.norm(est.mean_ - MU) < 0.3
+
+
+@pytest.mark.parametrize("regime", list(REGIMES))
+def test_much_wider_public_rows_fail_suggesting_gamma(regime: str) -> None:
+    # 8× wider public rows: the private rows lie far inside the frame's lower bound, the chain
+    # is reported as collapsed (after spending) and the message points to gamma=, which fits
+    P = rows(40, 1, scale=8.0)
+    with pytest.warns(pg.warnings.BudgetSpentWarning), pytest.raises(pg.EstimationFailed) as info:
+        fit(P, regime)
+    msg = str(info.value)
+    assert "gamma=" in msg and "'histogram'" in msg
+    est = fit(P, regime, gamma=0.2)
+    assert est.method_ == "public" and cov_error(est.covariance_) < 0.1
 
 
 # ---------------------------------------------------------------------------------------------
