@@ -39,8 +39,8 @@ def main() -> None:
         "predicted / ideal: the planner's relative covariance error with the public "
         "preconditioner's worst-case range / with a perfect one (`public_predicted_error`); "
         "noise: 2σ√d/ℓ of the plan's last covariance step (`public_noise_ratio`). The plan "
-        "check refuses, before spending, when d ≥ 50 and noise > 0.5 (and a perfect preconditioner's "
-        "≤ 0.5), or predicted > 20 and > 2 × ideal. Errors: ‖Σ̂ − I‖_F/√d.",
+        "check refuses, before spending, when d ≥ 50 and noise > 0.5 (and a perfect "
+        "preconditioner's ≤ 0.5), or predicted > 20 and > 2 × ideal. Errors: ‖Σ̂ − I‖_F/√d.",
         "",
         "| d | n | predicted | ideal | noise | returned | failed | refused | errors | np.cov |",
         "|---|---|---|---|---|---|---|---|---|---|",
