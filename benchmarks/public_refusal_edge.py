@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import privgauss as pg
-from privgauss.gaussian.public import public_predicted_error
+from privgauss.gaussian.public import public_noise_ratio, public_predicted_error
 
 HERE = Path(__file__).resolve().parent
 CASES = {50: (7000, 8000, 10000), 100: (20000, 22000, 24000, 26000, 28000, 32000)}
@@ -37,10 +37,12 @@ def main() -> None:
         "",
         "Rows ~ N(0, I_d), d+1 public rows from the same law, `PrivateGaussian(rho)` defaults. "
         "predicted / ideal: the planner's relative covariance error with the public "
-        "preconditioner's worst-case range / with a perfect one (`public_predicted_error`); the "
-        "plan check refuses when predicted > 20 and > 2 × ideal. Errors: ‖Σ̂ − I‖_F/√d.",
+        "preconditioner's worst-case range / with a perfect one (`public_predicted_error`); "
+        "noise: 2σ√d/ℓ of the plan's last covariance step (`public_noise_ratio`). The plan "
+        "check refuses, before spending, when d ≥ 50 and noise > 0.5 (and a perfect "
+        "preconditioner's ≤ 0.5), or predicted > 20 and > 2 × ideal. Errors: ‖Σ̂ − I‖_F/√d.",
         "",
-        "| d | n | predicted | ideal | ratio | returned | failed | refused | errors | np.cov |",
+        "| d | n | predicted | ideal | noise | returned | failed | refused | errors | np.cov |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d, ns in CASES.items():
@@ -48,6 +50,7 @@ def main() -> None:
             pred = public_predicted_error(n, d + 1, d, args.rho, 0.05, 0.0, "practical")
             ideal = public_predicted_error(n, d + 1, d, args.rho, 0.05, 0.0, "practical",
                                            ideal=True)
+            noise = public_noise_ratio(n, d + 1, d, args.rho, 0.05, 0.0, "practical")
             ok, failed, refused, errs, base = 0, 0, 0, [], []
             for seed in range(args.seeds):
                 rng = np.random.default_rng(seed)
@@ -65,7 +68,7 @@ def main() -> None:
                 ok += 1
                 errs.append(np.linalg.norm(est.covariance_ - np.eye(d)) / np.sqrt(d))
             lines.append(
-                f"| {d} | {n} | {pred:.3g} | {ideal:.3g} | {pred / ideal:.2f} | {ok} | {failed} | "
+                f"| {d} | {n} | {pred:.3g} | {ideal:.3g} | {noise:.3g} | {ok} | {failed} | "
                 f"{refused} | {', '.join(f'{e:.3f}' for e in errs) or '-'} | "
                 f"{np.median(base):.3f} |"
             )

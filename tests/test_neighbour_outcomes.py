@@ -120,6 +120,16 @@ CASES = {
     "mixture-auto-prior": (lambda u, s: M(2, rho=1e4, mean_bound=50 * u,
                                           cov_bounds=(0.01 * u**2, 100 * u**2), random_state=s),
                            _mixture_rows, 60, 2, 0),
+    # dirty public rows (issue 17): a far row dropped by the robust frame; public rows 8× too
+    # wide; a constant public column (auto falls back to histogram before spending)
+    "public-far-row": (lambda u, s: G(rho=0.5, method="public", random_state=s),
+                       _gaussian_rows, 4000, 3, 8, lambda P: np.vstack([P, 1e6 * P[:1]])),
+    "public-wide-approx": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="public",
+                                          random_state=s),
+                           _gaussian_rows, 4000, 3, 8, lambda P: 8.0 * P),
+    "auto-constant-public": (lambda u, s: G(epsilon=1.0, delta=1e-6, random_state=s),
+                             _gaussian_rows, 4000, 3, 8,
+                             lambda P: np.c_[P[:, :2], np.full(len(P), 2.0)]),
 }
 
 
@@ -127,11 +137,13 @@ CLIPPED = "privgauss.warnings.ClippedDataWarning"
 
 
 def _outcome_pair(case: str, extreme: str, unit: float, seed: int = 3):
-    factory, rows, n, d, m = CASES[case]
+    factory, rows, n, d, m, *dirty = CASES[case]
     X = rows(n, d, 0) * unit
     Xn = X.copy()
     Xn[-1] = _extreme(extreme, d)
     P = rows(m, d, 1) * unit if m else None
+    if dirty:  # a defect of the public rows
+        P = dirty[0](P)
     ea, eb = factory(unit, seed), factory(unit, seed)
     a, b = fit_outcome(ea, X, public_X=P), fit_outcome(eb, Xn, public_X=P)
     _assert_clipped_warning_decided_by_release(a, ea)

@@ -113,8 +113,12 @@ def test_square_root_forward_backward_and_equivariance() -> None:
     for m, rows in ((d + 1, d + 1), (20, d + 1), (300, 300)):  # 20 rows: d+1 constants win
         P = rng.standard_normal((m, d)) * 3 + 1
         pre = public_preconditioner(P, 0.1)
+        assert pre.n_inliers == m  # clean Gaussian rows: none is flagged
         A = pre.cov_sqrt
-        assert np.allclose(pre.cov, np.cov(P[:rows].T), rtol=1e-12)
+        # Σ̂ of all rows, or of the d+1 most central ones (Mahalanobis distance from the mean)
+        C = P - P.mean(axis=0)
+        central = np.argsort(np.einsum("ij,ij->i", C @ np.linalg.inv(np.cov(P.T)), C))[:rows]
+        assert np.allclose(pre.cov, np.cov(P[central].T), rtol=1e-12)
         assert np.allclose(pre.mean, P.mean(axis=0), rtol=1e-12)
         assert np.allclose(A @ A.T, pre.cov, rtol=1e-10, atol=1e-12)
         X = rng.standard_normal((50, d))

@@ -20,6 +20,7 @@ from ..gaussian.clip_diagnostics import (
     release_clipped_count,
     split_for_count,
 )
+from ..gaussian.public import public_verdict
 from ..methods import Facts, GaussianJob, Method, flat_public_columns
 from ..metrics import gaussian_logpdf
 from ..noise import as_noise
@@ -168,7 +169,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         return budget, known
 
     def _facts(self, budget: Budget, n: int, d: int, m: int,
-               known: np.ndarray | None, flat_public: tuple[int, ...] = ()) -> Facts:
+               known: np.ndarray | None, flat_public: tuple[int, ...] = (),
+               verdict: Any = None) -> Facts:
         """The public quantities of this fit, as the method registry reads them."""
         return Facts(
             "gaussian", budget, n, d, n_public=m,
@@ -179,7 +181,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             beta=float(self.beta), gamma=float(self.gamma), constants=self.constants,
             corr_condition=float(self.corr_condition),
             max_memory_bytes=int(self.max_memory_bytes),
-            flat_public=flat_public,
+            flat_public=flat_public, verdict=verdict,
         )
 
     def _choose(self, facts: Facts) -> tuple[str, str]:
@@ -197,8 +199,10 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         any budget is spent) when n·d·8 bytes exceed ``max_memory_bytes``."""
         n, d = int(X.shape[0]), int(X.shape[1])
         budget, known = self._check_params(d)
+        # free: public rows only; judged before anything is spent
+        verdict = None if Xp is None or known is not None else public_verdict(Xp, d)
         facts = self._facts(budget, n, d, 0 if Xp is None else Xp.shape[0], known,
-                            flat_public_columns(Xp))
+                            flat_public_columns(Xp), verdict)
         method, reason = self._choose(facts)
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
         if center.shape != (d,) or not np.all(np.isfinite(center)):

@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from scipy.stats import beta as beta_dist
 from scipy.stats import chi2
+from scipy.stats import f as f_dist
 
 from ..backends import as_rows, public_rows
 from ..clipped_stats import Rows, transform_rows
@@ -47,13 +50,17 @@ from .coinpress_plan import (
 
 __all__ = [
     "Preconditioner",
+    "PublicVerdict",
     "check_public_collapse",
     "check_public_plan",
     "public_gaussian",
     "public_mean",
     "public_mean_one_sample",
+    "public_noise_ratio",
     "public_preconditioner",
     "public_predicted_error",
+    "public_verdict",
+    "untrusted_message",
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -70,11 +77,22 @@ _FEWER_STEPS_MIN_VALUES = 1 << 20
 # only hopeless plans are refused (ρ = 1, d+1 public rows: d = 100, n = 5000 predicts 1.4e4 and
 # erred by 9e8; d = 50 with constants="theory" predicts 125 at n = 20000 and erred by 195).
 _PUBLIC_MAX_ERROR = 20.0
+# ... and, from d = _NOISE_RULE_MIN_D on, a plan whose last covariance step's noise (spectral
+# norm ≈ 2σ√d) exceeds this share of the smallest eigenvalue ℓ it must resolve
+# (public_noise_ratio). Measured with d+1 public rows, ρ = 1: d = 100 collapsed at ratios 0.62–3
+# (n = 20000–24000), d = 60 returned error 0.98 at 3.1, d = 50 errors 3–8× np.cov's at 2.1–152;
+# but d = 30 and 40 gave fits 3.5× np.cov's at ratios 4 and 2, and d ≤ 20 no failure up to 120
+# (the 2σ√d edge of the noise spectrum is a large-d law) — so the rule stops below d = 50.
+_PUBLIC_MAX_NOISE_RATIO = 0.5
+_NOISE_RULE_MIN_D = 50
 _PUBLIC_RANGE_FACTOR = 2.0
 _PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
 # The whitened covariance Σ_Y of Alg. 2 satisfies Σ_Y ⪰ I (w.p. 1 − β/2 over the public rows); a
 # released Σ̂_Y with an eigenvalue below this is a collapsed chain (d = 100, n = 20000: the
-# estimate shrank to ~1e-4·Σ), reported as EstimationFailed.
+# estimate shrank to ~1e-4·Σ), reported as EstimationFailed. Public rows several times wider
+# than the private ones also land here (the truth itself is below I in their frame): the
+# message then suggests gamma=, which widens the frame. (0.01 let a collapsed d = 60 fit with
+# error 0.98 through silently.)
 _PUBLIC_COLLAPSE = 0.1
 _GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
 
@@ -86,6 +104,15 @@ _GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
 
 def _check_public_rows(X_pub: Any, d: int, min_rows: int) -> np.ndarray:
     return public_rows(X_pub, min_rows=min_rows, n_features=d)
+
+
+def _clean_rows(P: np.ndarray) -> np.ndarray:
+    """The distinct public rows of P without gross errors (:func:`_screen`; all of them when
+    the screen would leave none): what the public mean of :func:`public_mean` averages."""
+    _, first = np.unique(P, axis=0, return_index=True)
+    U = P[np.sort(first)]
+    keep = _screen(U)
+    return U[keep] if keep.any() else U
 
 
 def _known_cov_maps(cov: Any, d: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -113,9 +140,10 @@ def public_mean(
     """ρ-zCDP mean of private rows ~ N(μ, Σ) with Σ known (identity by default), using m ≥ 1
     public rows from the same distribution and no prior bound (Bie–Kamath–Singhal Thm 3.3).
 
-    Whiten with Σ^{-1/2} (public), centre at the public mean x̄ (‖μ − x̄‖ ≤ R_pub/√m w.p.
-    1 − β/2), estimate the mean of the shifted private rows inside that ball, shift back and
-    un-whiten. ρ-zCDP for every public dataset under replace-one neighbours (n public): the
+    Whiten with Σ^{-1/2} (public), centre at the public mean x̄ of the m distinct public rows
+    free of gross errors (:func:`_clean_rows`; ‖μ − x̄‖ ≤ R_pub/√m w.p. 1 − β/2), estimate
+    the mean of the shifted private rows inside that ball, shift back and un-whiten. ρ-zCDP
+    for every public dataset under replace-one neighbours (n public): the
     shift and R_pub are public, the inner estimator is ρ-zCDP.
 
     ``constants``: ``"practical"`` — R_pub the exact χ_d quantile at β/2, then
@@ -136,6 +164,7 @@ def public_mean(
     W = np.eye(d)
     if maps is not None:
         W, root = maps
+    P = _clean_rows(P)  # duplicates merged, gross errors dropped (order-free)
     m = P.shape[0]
     p_bar = P.mean(axis=0)
     x_bar = p_bar @ W
@@ -183,6 +212,214 @@ def public_mean_one_sample(
 
 
 # ----------------------------------------------------------------------------------------------
+# The robust public frame (public rows only, free)
+# ----------------------------------------------------------------------------------------------
+
+# A public entry this many robust standard deviations (1.4826·MAD of its column, over the
+# distinct rows) from its column's median is a gross error (a data-entry error): the row is
+# dropped before the robust fit. Far beyond any Gaussian draw (or a t(3) one at these sizes),
+# so it flags only gross errors — and it works with d+1 rows, where no affine-equivariant
+# estimator can tell an outlier from an inlier.
+_SCREEN_SDS = 1000.0
+# Outlier test of the remaining rows (Wilks 1963): for m Gaussian rows the in-sample squared
+# Mahalanobis distance D² of each, scaled to m·D²/(m−1)², is Beta(d/2, (m−d−1)/2); a row whose
+# p-value is below _OUTLIER_LEVEL/m (Bonferroni: clean rows lose one row with probability
+# ≤ _OUTLIER_LEVEL per round) is dropped, and the test is repeated on the rest.
+_OUTLIER_LEVEL = 0.01
+
+
+@dataclass(frozen=True)
+class PublicVerdict:
+    """Whether m public rows can precondition an unknown covariance in d dimensions — a
+    function of the public rows only (:func:`public_verdict`). ``n_distinct``: rows left after
+    exact duplicates are merged; ``n_inliers``: those a robust fit keeps (gross errors and
+    Wilks-test outliers dropped); ``reason``: why the frame cannot be trusted ("" when it can)."""
+
+    n_rows: int
+    n_distinct: int
+    n_inliers: int
+    dim: int
+    reason: str
+
+    @property
+    def trusted(self) -> bool:
+        return not self.reason
+
+
+def _spans(C: np.ndarray) -> bool:
+    """Whether centred rows C (m × d) span all of R^d: scale-invariant (columns equilibrated)
+    and read off the singular values of C itself, with numpy's relative tolerance."""
+    m, d = C.shape
+    norms = np.linalg.norm(C, axis=0)
+    if m < d or not (np.isfinite(norms).all() and norms.min() > 0):
+        return False
+    s = np.linalg.svd(C / norms, compute_uv=False)
+    return bool(s.shape[0] >= d and s[-1] > max(m, d) * _EPS * s[0])
+
+
+def _screen(P: np.ndarray) -> np.ndarray:
+    """Mask of the rows with no entry :data:`_SCREEN_SDS` robust standard deviations from its
+    column's median (columns with MAD 0 are not screened: the span check judges them)."""
+    med = np.median(P, axis=0)
+    dev = np.abs(P - med)
+    scale = 1.4826 * np.median(dev, axis=0)
+    ok = scale > 0
+    if not ok.any():
+        return np.ones(P.shape[0], dtype=bool)
+    return np.all(dev[:, ok] <= _SCREEN_SDS * scale[ok], axis=1)
+
+
+def _whiten(P: np.ndarray) -> np.ndarray:
+    """P centred and whitened by its own mean and covariance (rows that span R^d), scaled so
+    that the columns are orthonormal (the Q of a QR factorisation): the same rows up to a
+    rotation for any affine image of P, so ‖z_i‖² (a leverage) is affine-invariant."""
+    C = P - P.mean(axis=0)
+    return np.linalg.qr(C / np.linalg.norm(C, axis=0), mode="reduced")[0]
+
+
+def _outliers(U: np.ndarray) -> np.ndarray:
+    """Mask of the rows of U (m ≥ d+2 rows spanning R^d) that Wilks's test keeps, and the
+    distances ‖z_i‖² of the rows whitened by their own mean and covariance (affine-invariant)."""
+    m, d = U.shape
+    Z = _whiten(U)
+    lev = np.einsum("ij,ij->i", Z, Z)  # D_i² / (m − 1)
+    p = beta_dist.sf(np.clip(m * lev / (m - 1), 0.0, 1.0), d / 2.0, (m - d - 1) / 2.0)
+    return np.asarray(p >= _OUTLIER_LEVEL / m)
+
+
+def _subset_distances(U: np.ndarray, idx: np.ndarray) -> np.ndarray | None:
+    """Squared Mahalanobis distances of all rows of U from the mean of U[idx] under its unbiased
+    covariance; None when U[idx] does not span R^d."""
+    S = U[idx]
+    mu = S.mean(axis=0)
+    C = S - mu
+    if not _spans(C):
+        return None
+    scale = np.linalg.norm(C, axis=0)
+    R = np.asarray(np.linalg.qr(C / scale, mode="r")) / math.sqrt(S.shape[0] - 1)
+    W = np.linalg.solve(R.T, ((U - mu) / scale).T)
+    return np.einsum("ij,ij->j", W, W)
+
+
+def _concentrated(U: np.ndarray) -> np.ndarray:
+    """Mask of the rows of U (m > d+2 rows spanning R^d) kept by one concentration run of the
+    Minimum Covariance Determinant (Rousseeuw–Van Driessen's C-steps, deterministic start:
+    the h = ⌊(m+d+2)/2⌋ rows nearest the coordinate-wise median in MAD units), reweighted:
+    with distances scaled to a χ²_d median, a row is kept unless, as a new draw from the
+    h-row fit (Hotelling: (h−d)h/(d(h−1)(h+1))·D² ~ F(d, h−d)), its p-value is below
+    :data:`_OUTLIER_LEVEL`/m. A cluster of outliers that masks itself from the classical
+    estimate stays outside the h rows; clean Gaussian rows are all kept w.p. ≥ 1 − 0.01."""
+    m, d = U.shape
+    h = (m + d + 2) // 2
+    med = np.median(U, axis=0)
+    mad = np.median(np.abs(U - med), axis=0)
+    mad[mad <= 0] = 1.0
+    idx = np.sort(np.argsort((((U - med) / mad) ** 2).sum(axis=1), kind="stable")[:h])
+    dist: np.ndarray | None = None
+    for _ in range(50):
+        dist = _subset_distances(U, idx)
+        if dist is None:
+            return np.ones(m, dtype=bool)
+        new = np.sort(np.argsort(dist, kind="stable")[:h])
+        if np.array_equal(new, idx):
+            break
+        idx = new
+    assert dist is not None
+    dist = dist * (float(chi2.ppf(0.5, d)) / max(float(np.median(dist)), 1e-300))
+    stat = dist * (h - d) * h / (d * (h - 1) * (h + 1))
+    return np.asarray(f_dist.sf(stat, d, h - d) >= _OUTLIER_LEVEL / m)
+
+
+def _robust_frame(P: np.ndarray) -> tuple[np.ndarray, str, int]:
+    """(inlier rows, reason, distinct rows) of public rows P (m × d).
+
+    Exact duplicates are merged (a repeated row is one observation of the population), gross
+    errors dropped (:func:`_screen`), then the outliers of a concentrated MCD fit
+    (:func:`_concentrated`, more than d+2 rows), then rows that Wilks's outlier test rejects,
+    repeatedly (each round on the rows left, until it rejects none or d+1 rows are left).
+    ``reason`` is "" when at least d+1 inliers span R^d, else why not. With more than d+1
+    inliers they are returned most central first (by Mahalanobis distance from their own
+    mean: an order that no permutation or affine map of P changes).
+
+    Neither order nor duplicates of P change the inliers; their order changes only when
+    exactly d+1 rows are kept, as given (no affine-invariant order of d+1 points exists: an
+    affine map permutes a simplex's vertices), and then only by a rotation of the frame's
+    basis — the same ellipsoid (μ̂, Σ̂) and range (L, U, R).
+    """
+    d = P.shape[1]
+    _, first = np.unique(P, axis=0, return_index=True)
+    U = P[np.sort(first)]  # distinct rows, in the order of their first occurrence
+    k = U.shape[0]
+    spans = (f"are degenerate: they do not span all {d} dimensions (a constant column, or "
+             "columns that are linear combinations of others)")
+    U = U[_screen(U)] if k >= d + 1 else U
+    if U.shape[0] < d + 1:
+        why = "distinct public rows" if U.shape[0] == k else (
+            f"of the {k} distinct public rows are free of gross errors")
+        return U, f"only {U.shape[0]} {why} (d+1 = {d + 1} are needed)", k
+    if not _spans(U - U.mean(axis=0)):
+        return U, f"the public rows {spans}", k
+    first_round = U.shape[0] > d + 2
+    while U.shape[0] > d + 1:
+        keep = _concentrated(U) if first_round else _outliers(U)
+        first_round = False
+        if keep.all():
+            break
+        if keep.sum() < d + 1 or not _spans(U[keep] - U[keep].mean(axis=0)):
+            return U[keep], (f"only {int(keep.sum())} of the {k} distinct public rows are "
+                             f"inliers that span all {d} dimensions (d+1 = {d + 1} are "
+                             "needed)"), k
+        U = U[keep]
+    if U.shape[0] > d + 1:
+        Z = _whiten(U)
+        U = U[np.lexsort((*U.T[::-1], np.einsum("ij,ij->i", Z, Z)))]
+    return U, "", k
+
+
+@lru_cache(maxsize=8)
+def _robust_frame_cached(data: bytes, shape: tuple[int, int]) -> tuple[np.ndarray, str, int]:
+    P = np.frombuffer(data, dtype=np.float64).reshape(shape)
+    inliers, reason, k = _robust_frame(P)
+    inliers.setflags(write=False)
+    return inliers, reason, k
+
+
+def _frame_of(P: np.ndarray) -> tuple[np.ndarray, str, int]:
+    """:func:`_robust_frame` of validated public rows, computed once per public dataset."""
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    return _robust_frame_cached(P.tobytes(), (int(P.shape[0]), int(P.shape[1])))
+
+
+def public_verdict(X_pub: Any, d: int | None = None) -> PublicVerdict:
+    """Whether the public rows ``X_pub`` can give :func:`public_preconditioner`'s frame, from the
+    public rows alone (free; decide it before spending anything). Untrusted: fewer than d+1
+    distinct rows, fewer than d+1 inliers of the robust fit, or inliers that do not span R^d
+    (a constant public column). Raises InvalidDataError only for rows that are not a table of
+    finite numbers with ``d`` columns."""
+    P = public_rows(X_pub, n_features=d)
+    inliers, reason, k = _frame_of(P)
+    return PublicVerdict(int(P.shape[0]), k, int(inliers.shape[0]), int(P.shape[1]), reason)
+
+
+def untrusted_message(verdict: PublicVerdict, method: str = "public") -> str:
+    """Why ``method`` ('public', or 'auto' with a budget that has no bound-free fallback) refuses
+    public rows with an untrusted frame, and what to do instead (public facts only)."""
+    if method == "auto":
+        fallback = ("pass an (epsilon, delta) budget (method='auto' then runs the bound-free "
+                    "'histogram' route, which needs no public rows)")
+    else:
+        fallback = ("use method='auto' (with an (epsilon, delta) budget it falls back to the "
+                    "bound-free 'histogram' route) or method='histogram'")
+    return (
+        f"method={method!r} cannot precondition the covariance with these public rows: "
+        f"{verdict.reason}. Nothing was spent. Instead {fallback}, or give mean_bound= and "
+        "cov_bounds= for method='coinpress'. More rows from the same source will not help when "
+        "they are the problem; clean rows from a population only close to the private one "
+        "are used with gamma= (a bound on their TV distance)"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
 # Algorithm 1: the public preconditioner
 # ----------------------------------------------------------------------------------------------
 
@@ -208,6 +445,7 @@ class Preconditioner:
     beta: float
     gamma: float
     n_public: int
+    n_inliers: int = 0
 
     @property
     def dim(self) -> int:
@@ -293,19 +531,24 @@ def _lu_constants(d: int, m: int, b: float) -> tuple[float, float]:
 
 
 def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Preconditioner:
-    """Alg. 1 (Bie–Kamath–Singhal Lemma 3.4, γ-version Lemma 3.13) — public data only, free.
+    """Alg. 1 (Bie–Kamath–Singhal Lemma 3.4, γ-version Lemma 3.13) — public data only, free,
+    on the m' inliers of a robust fit of the public rows (:func:`public_verdict`).
 
-    Needs m ≥ d+1 public rows in general position. μ̂ is the mean of all m rows; Σ̂ is the
-    unbiased covariance of all m rows, or of the first d+1 when their (L, U) give the smaller
-    K = U/L (few extra rows); L, U (failure ``beta`` split in three) as in
-    :func:`_lu_constants`; with
+    Exact duplicates are merged, gross errors and outliers of a reweighted MCD fit dropped, so
+    neither the order nor duplicates of the public rows change the frame, and one far row
+    (a data-entry error) does not move it. μ̂ is the mean of the m' inliers; Σ̂ is their
+    unbiased covariance, or that of the d+1 most central inliers when their (L, U) give the
+    smaller K = U/L (few extra rows); L, U (failure ``beta`` split in three) as in
+    :func:`_lu_constants` with m' rows; with
     TV shift γ: L_γ = (1−γ)⁴L/4, U_γ = 4U/(1−γ)⁴. K = U_γ/L_γ and, with the exact χ bound
     c = d + 2√(d ln 3/b) + 2 ln 3/b instead of the paper's √5-erratum value,
-    R = √(U/L_γ)·(√(40γ/(1−γ)⁵) + √(c/m)) and ω = √(c/m) (γ = 0) or
-    (2/(1−γ)²)(√(40γ/(1−γ)⁵) + √(c/m)).
+    R = √(U/L_γ)·(√(40γ/(1−γ)⁵) + √(c/m')) and ω = √(c/m') (γ = 0) or
+    (2/(1−γ)²)(√(40γ/(1−γ)⁵) + √(c/m')). Affine-equivariant: public rows x ↦ Bx + b give
+    the same inliers and A ↦ BA.
 
-    Raises InvalidDataError (no budget is involved) for fewer than d+1 rows, NaN/inf, or a
-    singular public covariance.
+    Raises InvalidDataError (no budget is involved) for fewer than d+1 rows, NaN/inf, or public
+    rows whose frame cannot be trusted (fewer than d+1 distinct or inlying rows, or inliers
+    that do not span R^d), with :func:`untrusted_message`'s advice.
     """
     P = public_rows(X_pub)
     m, d = P.shape
@@ -315,14 +558,18 @@ def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Precon
         )
     b = _check_beta(beta)
     g = _check_gamma(gamma)
-    mean = P.mean(axis=0)
-    L_g, U_g, R, omega, rows_used = _range_constants(d, m, b, g)
-    S = P[:rows_used]
+    inliers, reason, k = _frame_of(P)
+    if reason:
+        raise InvalidDataError(untrusted_message(PublicVerdict(m, k, inliers.shape[0], d, reason)))
+    m_in = int(inliers.shape[0])
+    mean = inliers.mean(axis=0)
+    L_g, U_g, R, omega, rows_used = _range_constants(d, m_in, b, g)
+    S = inliers[:rows_used]
     C = S - S.mean(axis=0)
     _check_general_position(C)
     cov = sym(C.T @ C / (S.shape[0] - 1))
     A = _equivariant_sqrt(S, cov)
-    return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m)
+    return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m, m_in)
 
 
 def _check_gamma(gamma: Any) -> float:
@@ -333,9 +580,9 @@ def _check_gamma(gamma: Any) -> float:
 
 
 def _range_constants(d: int, m: int, b: float, g: float) -> tuple[float, float, float, float, int]:
-    """(L_γ, U_γ, R, ω, rows) of :func:`public_preconditioner` for m public rows in d
-    dimensions — public sizes only, no data: ``rows`` is how many leading rows give Σ̂ (all
-    m, or d+1 when their range is tighter)."""
+    """(L_γ, U_γ, R, ω, rows) of :func:`public_preconditioner` for m (inlying) public rows in
+    d dimensions — public sizes only, no data: ``rows`` is how many leading (most central)
+    inliers give Σ̂ (all m, or d+1 when their range is tighter)."""
     L, U = _lu_constants(d, m, b)
     L1, U1 = _lu_constants(d, d + 1, b)
     rows = m
@@ -445,15 +692,14 @@ def _public_gaussian(
 # ----------------------------------------------------------------------------------------------
 
 
-def public_predicted_error(
-    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
-    ideal: bool = False,
-) -> float:
-    """The planner's predicted relative Frobenius error of the covariance from
-    :func:`public_gaussian` (failure ``beta``) with m ≥ d+1 public rows (public sizes only: the
-    preconditioner's range (R, K, ω) depends on d, m, β, γ, not on the rows); inf when the
-    range overflows the planner. ``ideal``: the same with K = 1 (a perfect preconditioner),
-    the error the privacy noise and sampling alone would leave."""
+def _plan_figures(
+    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str, ideal: bool,
+) -> tuple[float, float]:
+    """(predicted relative covariance error, noise ratio of the last covariance step) of
+    :func:`public_gaussian`'s plan — public sizes only; (inf, inf) when the range overflows
+    the planner. The noise ratio is 2σ√d/ℓ: the spectral norm of the step's symmetric noise
+    (≈ 2σ√d for entries of std σ) over the public lower bound ℓ on the smallest eigenvalue it
+    must resolve."""
     b = beta / 2
     L, U, R, omega, _ = _range_constants(d, m, b, gamma)
     K = 1.0 if ideal else U / L
@@ -463,22 +709,67 @@ def public_predicted_error(
             err2 = (d * d + d) * (2.0 / n + last.sigma**2 / last.lower)
         else:
             fewer = _FEWER_STEPS_TOLERANCE if n * d >= _FEWER_STEPS_MIN_VALUES else 0.0
-            err2 = _practical_plan(n, d, rho, R, 1.0, K, min(R, omega), b, fewer).cov_err
+            plan = _practical_plan(n, d, rho, R, 1.0, K, min(R, omega), b, fewer)
+            err2, last = plan.cov_err, plan.cov[-1]
     except ValueError:
-        return math.inf
-    return math.sqrt(err2 / d)
+        return math.inf, math.inf
+    return math.sqrt(err2 / d), 2.0 * last.sigma * math.sqrt(d) / last.lower
+
+
+def public_predicted_error(
+    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
+    ideal: bool = False,
+) -> float:
+    """The planner's predicted relative Frobenius error of the covariance from
+    :func:`public_gaussian` (failure ``beta``) with m ≥ d+1 public rows (public sizes only: the
+    preconditioner's range (R, K, ω) depends on d, m, β, γ, not on the rows); inf when the
+    range overflows the planner. ``ideal``: the same with K = 1 (a perfect preconditioner),
+    the error the privacy noise and sampling alone would leave."""
+    return _plan_figures(n, m, d, rho, beta, gamma, constants, ideal)[0]
+
+
+def public_noise_ratio(
+    n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
+    ideal: bool = False,
+) -> float:
+    """2σ√d/ℓ of the last covariance step of :func:`public_gaussian`'s plan (see
+    :func:`public_predicted_error` for the arguments): above :data:`_PUBLIC_MAX_NOISE_RATIO` the
+    noise can wipe out the smallest eigenvalue the step must resolve, and the whitening chain
+    collapses (d = 100, ρ = 1, d+1 public rows: ratio 2.99 and 0.62 at n = 20000 and 24000,
+    every run collapsed; 0.34 at n = 28000, every run accurate); used by the plan check from
+    d = :data:`_NOISE_RULE_MIN_D` on."""
+    return _plan_figures(n, m, d, rho, beta, gamma, constants, ideal)[1]
+
+
+def _plan_fails(n: int, m: int, d: int, rho: float, beta: float, gamma: float, constants: str,
+                limit: float) -> bool:
+    """Whether :func:`check_public_plan` refuses (with error ``limit``): from d =
+    :data:`_NOISE_RULE_MIN_D` on, the last step's noise ratio is past
+    :data:`_PUBLIC_MAX_NOISE_RATIO` while a perfect preconditioner's is not; or
+    the predicted error is past ``limit`` and :data:`_PUBLIC_RANGE_FACTOR` × the ideal one."""
+    args = (d, rho, beta, gamma, constants)
+    err, ratio = _plan_figures(n, m, *args, ideal=False)
+    err_ideal, ratio_ideal = _plan_figures(n, m, *args, ideal=True)
+    noise_rule = constants != "theory" and d >= _NOISE_RULE_MIN_D  # (theory: own radii)
+    if noise_rule and ratio > _PUBLIC_MAX_NOISE_RATIO >= ratio_ideal:
+        return True
+    return err > limit and err > _PUBLIC_RANGE_FACTOR * err_ideal
 
 
 def check_public_plan(
     n: int, d: int, m: int, rho: float, beta: float, gamma: float, constants: str
 ) -> None:
-    """Refuse a :func:`public_gaussian` fit (n private rows, m public rows, dimension d, ρ-zCDP,
-    failure β, TV shift γ) whose planned chain cannot whiten the worst-case range of m public
-    rows: the predicted relative covariance error (:func:`public_predicted_error`) is past
+    """Refuse a :func:`public_gaussian` fit (n private rows, m public rows — inliers, see
+    :func:`public_verdict` — dimension d, ρ-zCDP, failure β, TV shift γ) whose planned chain
+    cannot whiten the worst-case range of m public rows (:func:`_plan_fails`): in high
+    dimension (d ≥ :data:`_NOISE_RULE_MIN_D`), the last covariance step's noise would swamp
+    the smallest eigenvalue it must resolve (:func:`public_noise_ratio`); or the predicted
+    relative covariance error (:func:`public_predicted_error`) is past
     :data:`_PUBLIC_MAX_ERROR` and more than :data:`_PUBLIC_RANGE_FACTOR` times what a perfect
-    preconditioner would leave (an error due to the noise itself is the price of privacy, not a
-    failure). Raises InvalidDataError naming the n or public rows that would predict an error
-    of :data:`_PUBLIC_TARGET_ERROR`. Public sizes only: call it before spending anything."""
+    preconditioner would leave (an error due to the noise itself is the price of privacy, not
+    a failure). Raises InvalidDataError naming the n or public rows that would pass with a
+    predicted error of :data:`_PUBLIC_TARGET_ERROR`. Public sizes only: call it before
+    spending anything."""
     _check_constants(constants)
     rho, beta, gamma = _check_rho(rho), _check_beta(beta), _check_gamma(gamma)
     if m < d + 1:
@@ -487,27 +778,28 @@ def check_public_plan(
     args = (d, rho, beta, gamma, constants)
 
     def fails(n_: int, m_: int, limit: float) -> bool:
-        err_ = public_predicted_error(n_, m_, *args)
-        if err_ <= limit:
-            return False
-        return err_ > _PUBLIC_RANGE_FACTOR * public_predicted_error(n_, m_, *args, ideal=True)
+        return _plan_fails(n_, m_, *args, limit)
 
     if not fails(n, m, _PUBLIC_MAX_ERROR):
         return
     err = public_predicted_error(n, m, *args)
+    ratio = public_noise_ratio(n, m, *args)
     growth = [1 << j for j in range(1, _GROWTH_STEPS + 1)]
     more_n = next((n * g for g in growth if not fails(n * g, m, _PUBLIC_TARGET_ERROR)), None)
     more_m = next((m * g for g in growth if not fails(n, m * g, _PUBLIC_TARGET_ERROR)), None)
     fixes = [f"n >= {more_n} private rows" if more_n else None,
-             f"{more_m} public rows (they shrink the worst-case range K)" if more_m else None,
+             f"{more_m} public rows from the same population (they shrink the worst-case "
+             "range K)" if more_m else None,
              "a larger rho"]
     raise InvalidDataError(
         f"method='public' cannot estimate this covariance: with n={n} private rows, d={d}, "
-        f"{m} public rows and rho={rho:.3g}, the worst-case range of the public "
-        f"preconditioner leaves a predicted relative covariance error of {err:.3g} "
-        "(the chain cannot whiten that range at this n); for a predicted error of "
-        f"{_PUBLIC_TARGET_ERROR} supply "
+        f"{m} usable public rows and rho={rho:.3g}, the worst-case range of the public "
+        f"preconditioner leaves a predicted relative covariance error of {err:.3g} and noise "
+        f"{ratio:.3g}× the smallest eigenvalue the last step must resolve (the chain cannot "
+        "whiten that range at this n). Nothing was spent. Supply "
         + " or ".join(f for f in fixes if f)
+        + "; or use method='auto' with an (epsilon, delta) budget (the bound-free 'histogram' "
+        "route needs no public rows)"
     )
 
 
@@ -524,7 +816,11 @@ def check_public_collapse(X_pub: Any, cov: Any, beta: float, gamma: float = 0.0)
     if not low >= _PUBLIC_COLLAPSE:
         raise EstimationFailed(
             "the private whitening chain did not converge (the released covariance is far "
-            "below the public preconditioner's lower bound); supply more private rows, more "
-            "public rows or a larger budget",
+            "below the public preconditioner's lower bound): the public rows may come from a "
+            "wider or different population than the private ones — pass gamma= (a bound on "
+            "their TV distance) or use method='auto' with an (epsilon, delta) budget or "
+            "method='histogram' (no public rows needed); with representative public rows, "
+            "supply more private rows or a larger budget",
             step="public-gaussian",
         )
+

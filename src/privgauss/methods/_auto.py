@@ -9,7 +9,7 @@ from typing import Any
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..privacy import ZCDP
-from ._record import Facts, Method, is_pure
+from ._record import Facts, Method, flat_prefix, is_pure
 
 Table = Mapping[str, Method]
 
@@ -41,6 +41,10 @@ def choose_gaussian(methods: Table, facts: Facts) -> tuple[str, str]:
         if reason:
             return method.name, reason
     d1 = facts.d + 1
+    if facts.public_unusable:  # the public rows were the problem: more of them will not help
+        from ..gaussian.public import untrusted_message
+
+        raise InvalidDataError(flat_prefix(facts) + untrusted_message(facts.verdict, "auto"))
     if facts.known_mean and not is_pure(facts.budget):
         ways = [f"{m.name!r} ({m.known_mean.format(d1=d1)})" for m in ranked if m.known_mean]
         raise ValueError("with a known mean= the covariance is estimated by method "

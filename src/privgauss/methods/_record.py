@@ -77,6 +77,10 @@ class Facts:
         one (the ``requirements`` command's ``--constants``).
     knobs : mapping
         The method knobs given (``method_params``).
+    verdict : PublicVerdict, optional
+        Whether the public rows can precondition an unknown covariance
+        (:func:`privgauss.gaussian.public.public_verdict`, a function of the public rows only;
+        None: not judged, e.g. for a known covariance).
     flat_public : tuple of int
         Columns on which the public rows are constant (up to float rounding): they cannot
         precondition a covariance (:func:`flat_public_columns`).
@@ -103,6 +107,7 @@ class Facts:
     formula: str | None = None
     knobs: Mapping[str, Any] = field(default_factory=dict)
     flat_public: tuple[int, ...] = ()
+    verdict: Any = None
 
     @property
     def notion(self) -> str:
@@ -114,6 +119,16 @@ class Facts:
         """A mean ball and, unless the covariance is known, covariance bounds."""
         return self.mean_bound is not None and (self.known_covariance
                                                 or self.cov_bounds is not None)
+
+    @property
+    def public_unusable(self) -> bool:
+        """The public rows were judged unable to precondition the covariance."""
+        return self.verdict is not None and not self.verdict.trusted
+
+    @property
+    def unused_note(self) -> str:
+        """The prefix of ``auto``'s reason when it falls back from unusable public rows."""
+        return f"public rows not used ({self.verdict.reason}); " if self.public_unusable else ""
 
     @property
     def m(self) -> int:
@@ -295,3 +310,10 @@ def flat_public_columns(public_X: Any) -> tuple[int, ...]:
     P = np.asarray(public_X, dtype=np.float64)
     spread = P.max(axis=0) - P.min(axis=0)
     return tuple(int(k) for k in np.flatnonzero(spread <= _FLAT_PUBLIC_REL * np.abs(P).max(axis=0)))
+
+
+def flat_prefix(facts: Facts) -> str:
+    """Names the public columns that are constant, in front of a refusal of the public rows."""
+    if not facts.flat_public:
+        return ""
+    return f"the public rows are constant in column(s) {list(facts.flat_public)}: "

@@ -19,9 +19,10 @@ __all__: list[str] = []
 def _auto(facts: Facts) -> str | None:
     if is_pure(facts.budget):
         return None
+    unused = facts.unused_note
     if facts.known_mean:
-        return "known mean and cov_bounds given" if facts.cov_bounds is not None else None
-    return "mean_bound (and covariance bounds) given" if facts.has_prior else None
+        return unused + "known mean and cov_bounds given" if facts.cov_bounds is not None else None
+    return unused + "mean_bound (and covariance bounds) given" if facts.has_prior else None
 
 
 def _check(facts: Facts) -> None:

@@ -17,7 +17,7 @@ __all__: list[str] = []
 
 def _auto(facts: Facts) -> str | None:
     if facts.notion == "approx" and not facts.known_mean:
-        why = "(epsilon, delta) budget and no bounds: private localisation"
+        why = facts.unused_note + "(epsilon, delta) budget and no bounds: private localisation"
         if facts.flat_public:
             why += f"; the public rows are constant in column(s) {list(facts.flat_public)}"
         return why

@@ -17,7 +17,8 @@ __all__: list[str] = []
 
 
 def _auto(facts: Facts) -> str | None:
-    if is_pure(facts.budget) and (facts.has_prior or facts.m >= facts.d + 1):
+    usable = facts.m >= facts.d + 1 and not facts.public_unusable
+    if is_pure(facts.budget) and (facts.has_prior or usable):
         return "pure epsilon budget: private hypothesis selection"
     return None
 
@@ -37,7 +38,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     eps = budget.epsilon
     X = in_memory(job.X, max_memory_bytes=facts.max_memory_bytes)
     Xp = job.public_X
-    if Xp is not None and Xp.shape[0] >= X.shape[1] + 1:
+    if Xp is not None and Xp.shape[0] >= X.shape[1] + 1 and not facts.public_unusable:
         return hs.hypothesis_selection_public(X, Xp, eps, accountant=job.accountant,
                                               noise=job.noise)
     if facts.mean_bound is None or (job.known is None and facts.cov_bounds is None):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..exceptions import InvalidDataError
 from ._gaussian import GaussianJob, as_rho, smallest_n, whitened_mean
-from ._record import Facts, Method, is_pure, zcdp_of
+from ._record import Facts, Method, flat_prefix, is_pure, zcdp_of
 
 __all__: list[str] = []
 
@@ -30,7 +30,7 @@ def _flat_frame(facts: Facts) -> bool:
 
 def _auto(facts: Facts) -> str | None:
     m, d = facts.m, facts.d
-    if is_pure(facts.budget) or _flat_frame(facts):
+    if is_pure(facts.budget) or _flat_frame(facts) or facts.public_unusable:
         return None
     if facts.known_mean:
         return f"known mean; {m} public rows given ({d + 1} needed)" if m >= d + 1 else None
@@ -40,6 +40,10 @@ def _auto(facts: Facts) -> str | None:
 
 def _check(facts: Facts) -> None:
     d, m = facts.d, facts.m
+    if facts.public_unusable:  # judged from the public rows alone, before spending
+        from ..gaussian.public import untrusted_message
+
+        raise InvalidDataError(flat_prefix(facts) + untrusted_message(facts.verdict))
     if _flat_frame(facts):
         raise InvalidDataError(
             f"the public rows are constant in column(s) {list(facts.flat_public)}, so they "
@@ -66,7 +70,8 @@ def _check(facts: Facts) -> None:
         from ..gaussian.public import check_public_plan
 
         rho = zcdp_of(facts.budget, "method='public'")
-        check_public_plan(facts.n, d, m, rho, float(facts.beta), float(facts.gamma),
+        m_in = m if facts.verdict is None else facts.verdict.n_inliers
+        check_public_plan(facts.n, d, m_in, rho, float(facts.beta), float(facts.gamma),
                           facts.constants)
 
 
