@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 
 import pytest
 
@@ -151,3 +152,216 @@ def test_parts_survive_pickling_of_a_read_only_record() -> None:
     gc.collect()
     record = pickle.loads(blob)
     assert [p.step for p in record.ledger[0].parts] == ["half/mean"]
+
+
+# ---------------------------------------------------------------------------- every method's plan
+
+
+def _method_plans() -> list[tuple[str, BudgetPlan]]:
+    """Every method's budget plan constructor, at a few public settings."""
+    from privgauss.gaussian.coinpress_plan import _coinpress_fractions, _split
+    from privgauss.mixture import one_cluster as oc
+    from privgauss.mixture import terrific_ball as tb
+    from privgauss.mixture.cluster_estimation import cluster_plan
+    from privgauss.mixture.kssu import plan_kssu_budget
+    from privgauss.mixture.pegme import pegme_plan
+    from privgauss.mixture.private_em import em_plan
+    from privgauss.mixture.public_heavy import heavy_plan
+    from privgauss.mixture.public_light import light_plan
+    from privgauss.mixture.sample_aggregate import plan_sa_budget
+    from privgauss.reductions.agnostic import selection_plan
+    from privgauss.reductions.ppe_gaussian import plan_practical
+
+    out: list[tuple[str, BudgetPlan]] = []
+    for eps, delta in ((0.5, 1e-6), (1.0, 1e-8), (5.0, 1e-6)):
+        ap = ApproxDP(eps, delta)
+        for k in (1, 2, 4):
+            out.append((f"kssu {ap} k={k}", plan_kssu_budget(ap, k, 3).budget_plan()))
+            out.append((f"sample-aggregate {ap} k={k}", plan_sa_budget(ap, k, 3).budget_plan()))
+            y, z = pegme_plan(ap, k)
+            out += [(f"pegme Y {ap} k={k}", y), (f"pegme Z {ap} k={k}", z)]
+            out.append((f"agnostic P2 {ap} P={k}", selection_plan(eps, delta, k)))
+        for b in (ap, PureDP(eps)):
+            for d in (1, 5, 50):
+                out.append((f"one-cluster {b} d={d}", oc.search_plan(
+                    b, oc.NAMES, oc.KINDS, oc.DEFAULT_SPLIT, (1, 1, d, d))))
+                out.append((f"terrific-ball {b} d={d}", oc.search_plan(
+                    b, tb.NAMES, tb.KINDS, tb.DEFAULT_SPLIT, (1, 1, d, d, 1))))
+        out.append((f"ppe-gaussian {ap}", plan_practical(10**6, 3, eps, delta).budget_plan(ap)))
+        em = em_plan(50_000, 3, 2, ap)
+        out.append((f"em {ap}", BudgetPlan.of(em.total, dict(em.parts()))))
+    for rho in (0.05, 0.5, 2.0):
+        for k in (1, 3):
+            out.append((f"public-light rho={rho} k={k}", light_plan(rho, k, 0.3, 0.4)))
+        out.append((f"public-heavy joint rho={rho}", heavy_plan(rho)))
+        out.append((f"public-heavy learner rho={rho}", heavy_plan(rho, 0.04, "learner")))
+        out.append((f"cluster-estimation rho={rho}",
+                    cluster_plan(ZCDP(rho), 0.1, (0.15, 0.25, 0.6), 0.2)))
+        for t in (2, 4):
+            rhos = _split(rho, _coinpress_fractions(t))
+            out.append((f"coinpress rho={rho} t={t}", BudgetPlan.of(
+                ZCDP(rho), {f"step-{i + 1}": ZCDP(r) for i, r in enumerate(rhos)})))
+        out.append((f"em rho={rho}", BudgetPlan.of(ZCDP(rho), dict(
+            em_plan(50_000, 3, 2, ZCDP(rho), n_public=10).parts()))))
+    return out
+
+
+_PLANS = _method_plans()
+
+
+@pytest.mark.parametrize(("name", "plan"), _PLANS, ids=[n for n, _ in _PLANS])
+def test_every_method_plan_sums_to_its_total(name: str, plan: BudgetPlan) -> None:
+    assert plan.sums_to_total(), f"{name}: {plan.composed()} != {plan.total}"
+    # charging every part to a fresh accountant of the total succeeds and spends it all
+    acct = Accountant(plan.total)
+    for step, cost in plan.parts:
+        acct.spend(cost, step=step)
+    assert acct.remaining is None or (
+        isinstance(plan.total, ApproxDP)
+        and acct.remaining.epsilon <= 1e-8 * plan.total.epsilon
+    )
+    assert composed(plan.total, plan.budgets()) == acct.spent
+
+
+# ---------------------------------------------------------------------------- fits' ledgers
+
+
+@pytest.fixture(scope="module")
+def two_clusters():
+    from privgauss.datasets import make_mixture
+
+    mix = make_mixture(20_000, 2, 2, separation=6.0, random_state=12)
+    return mix.X[:19_000], mix.X[19_000:19_200]
+
+
+def _fit_ledger(method: str, X, P, **kw):
+    from privgauss import EstimationFailed, PrivateGaussianMixture
+    from privgauss.warnings import BudgetSpentWarning
+
+    total = kw.pop("total")
+    acct = Accountant(total)
+    est = PrivateGaussianMixture(2, method=method, random_state=0, accountant=acct,
+                                 enforce_requirements=False, **kw)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BudgetSpentWarning)
+            est.fit(X, public_X=P)
+    except EstimationFailed:  # a DP outcome: the ledger is complete all the same
+        pass
+    # the top-level entries compose to what was spent: nothing is charged off the ledger
+    assert composed(total, [e.cost for e in acct.ledger]) == acct.spent
+    return acct.ledger
+
+
+def _steps(entries) -> list[str]:
+    return [e.step for e in entries]
+
+
+def test_kssu_ledger_lists_every_planned_charge_and_every_node_release(two_clusters) -> None:
+    from privgauss.mixture.kssu import plan_kssu_budget
+
+    total = ApproxDP(5.0, 1e-6)
+    ledger = _fit_ledger("kssu", two_clusters[0], None, epsilon=5.0, delta=1e-6, total=total,
+                         method_params={"max_points": 2000})
+    plan = plan_kssu_budget(total, 2, 2).budget_plan()
+    assert len(ledger) == len(plan)
+    assert [e.cost for e in ledger] == plan.budgets()
+    # the node releases (once dropped with scratch accountants) are kept under their level
+    root_enclosing = next(e for e in ledger if e.step == "kssu/level-0/enclosing-ball")
+    # one_cluster's four releases (its plan's four parts), under the node's path
+    assert len(root_enclosing.parts) == 4
+    assert all(p.startswith("root/enclosing-ball/") for p in _steps(root_enclosing.parts))
+    counts = next(e for e in ledger if e.step == "kssu/level-1/count")
+    assert _steps(counts.parts) == ["root/A/count", "root/B/count"]  # two nodes at level 1
+    estimate = next(e for e in ledger if e.step == "kssu/leaves/estimate")
+    assert len(estimate.parts) > 0 and all(p.step.startswith("kssu/leaves/part-")
+                                           for p in estimate.parts)
+
+
+def test_sample_aggregate_and_pegme_ledgers(two_clusters) -> None:
+    from privgauss.mixture.pegme import pegme_plan
+    from privgauss.mixture.sample_aggregate import plan_sa_budget
+
+    total = ApproxDP(5.0, 1e-6)
+    ledger = _fit_ledger("sample-aggregate", two_clusters[0], None, epsilon=5.0, delta=1e-6,
+                         total=total)
+    plan = plan_sa_budget(total, 2, 2).budget_plan()
+    assert len(ledger) == len(plan) and [e.cost for e in ledger] == plan.budgets()
+    estimate = ledger[-1]
+    assert estimate.step == "sample-aggregate/estimate"
+    # both parts' CoinPress runs, each within ρ_E = half the charge
+    def run_of(step: str) -> str:
+        return step.split("/")[1].split(" ")[0]
+
+    runs = {run_of(p.step) for p in estimate.parts}
+    assert runs == {"part-1", "part-2"}
+    half = estimate.cost.rho / 2
+    for run in runs:
+        spent = math.fsum(p.cost.rho for p in estimate.parts if run_of(p.step) == run)
+        assert spent == pytest.approx(half, rel=1e-9)
+
+    ledger = _fit_ledger("pegme", two_clusters[0], None, epsilon=5.0, delta=1e-6, total=total,
+                         method_params={"max_points": 2000})
+    assert len(ledger) == 1 and ledger[0].cost == total
+    half_y, half_z = pegme_plan(total, 2)
+    parts = ledger[0].parts
+    # each half's plan, in order (a ⊥ would end a half early; this seed succeeds)
+    assert _steps(parts) == [f"pegme/{n}" for n in half_y.names() + half_z.names()]
+    assert [p.cost for p in parts] == half_y.budgets() + half_z.budgets()
+    # the PSGE runs (mean and variance per part) are listed under the PSGE charge
+    assert len(parts[-1].parts) == 2 * 2
+    y_enc = parts[0]
+    assert len(y_enc.parts) == 4
+    assert all(p.startswith("pegme/Y/enclosing-ball/") for p in _steps(y_enc.parts))
+
+
+def test_public_method_ledgers_match_their_plans(two_clusters) -> None:
+    from privgauss.mixture.cluster_estimation import cluster_plan
+    from privgauss.mixture.public_heavy import heavy_plan
+    from privgauss.mixture.public_light import JOINT_FRACTIONS, light_plan
+
+    X, P = two_clusters
+    ledger = _fit_ledger("public-heavy", X, P, rho=0.5, total=ZCDP(0.5))
+    plan = heavy_plan(0.5)
+    assert len(ledger) == len(plan) and [e.cost.rho for e in ledger] == pytest.approx(
+        [b.rho for b in plan.budgets()], rel=1e-12)
+    ledger = _fit_ledger("public-light", X, P[:40], rho=0.5, total=ZCDP(0.5))
+    light = light_plan(0.5, 2, 0.3, 0.4)
+    est = light["counts"].rho + light["estimate"].rho
+    joint = cluster_plan(ZCDP(est), light["counts"].rho / est, JOINT_FRACTIONS, 0.2)
+    assert len(ledger) == len(light) - 2 + len(joint)
+
+
+def test_route_p2_lists_each_producer_under_its_name() -> None:
+    from privgauss.datasets import make_mixture
+
+    X = make_mixture(4000, 2, 1, separation=8.0, random_state=0).X
+    ledger = _fit_ledger("agnostic", X, None, epsilon=5.0, delta=1e-6,
+                         total=ApproxDP(5.0, 1e-6))
+    producers = {e.step.split("/")[0] for e in ledger if e.step.startswith("producer-")}
+    assert producers and producers <= {f"producer-{i}" for i in range(1, 10)}
+    assert ledger[-1].step == "private-selection"
+
+
+def test_no_algorithm_keeps_a_standalone_accountant() -> None:
+    """Every accountant an algorithm creates forwards to its caller's (``parent=``, ``child``)
+    or is prepaid by one of its entries: a bare ``Accountant(...)`` would drop its ledger.
+    The one exception is :func:`~privgauss.mixture.kssu.subsampled_call` called directly,
+    without a payer (tests)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "src" / "privgauss"
+    bare = []
+    for pkg in ("gaussian", "mixture", "reductions"):
+        for path in sorted((root / pkg).glob("*.py")):
+            tree = ast.parse(path.read_text())
+            for fn in ast.walk(tree):
+                if not isinstance(fn, ast.FunctionDef):
+                    continue
+                for node in ast.walk(fn):
+                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                            and node.func.id == "Accountant"
+                            and not any(kw.arg == "parent" for kw in node.keywords)):
+                        bare.append(f"{pkg}/{path.name}:{fn.name}")
+    assert bare == ["mixture/kssu.py:subsampled_call"]
