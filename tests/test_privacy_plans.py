@@ -365,3 +365,18 @@ def test_no_algorithm_keeps_a_standalone_accountant() -> None:
                             and not any(kw.arg == "parent" for kw in node.keywords)):
                         bare.append(f"{pkg}/{path.name}:{fn.name}")
     assert bare == ["mixture/kssu.py:subsampled_call"]
+
+
+def test_a_saved_model_keeps_the_sub_computations_ledger(two_clusters, tmp_path) -> None:
+    import privgauss as pg
+
+    est = pg.PrivateGaussianMixture(2, epsilon=5.0, delta=1e-6, method="sample-aggregate",
+                                    random_state=0, enforce_requirements=False,
+                                    ).fit(two_clusters[0])
+    parts = est.ledger_[-1].parts
+    assert parts  # the parts' CoinPress runs
+    path = tmp_path / "model.json"
+    pg.io.save(est, path)
+    back = pg.io.load(path)
+    assert [p.to_dict() for p in back.ledger_[-1].parts] == [p.to_dict() for p in parts]
+    assert back.privacy_spent_ == est.privacy_spent_

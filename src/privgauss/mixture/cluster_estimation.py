@@ -248,7 +248,7 @@ def undo_clipping(
 
 
 def cluster_plan(
-    budget: ZCDP, count_share: float, fractions: Sequence[float], mean_share: float
+    budget: ZCDP, count_share: float, fractions: Sequence[float] | np.ndarray, mean_share: float
 ) -> BudgetPlan:
     """The budget plan of :func:`estimate_clusters` (public): ``count_share`` of ρ to the
     sizes ("counts"), then step t gets ``fractions[t]`` (normalised) of the rest, split
@@ -295,7 +295,10 @@ def estimate_clusters(
         raise ValueError("count_share and mean_share must be in (0, 1)")
     budget_plan = cluster_plan(budget, count_share, fr, mean_share)
     plan = [
-        (budget_plan[f"step-{t + 1}/mean"], budget_plan[f"step-{t + 1}/second-moment"])
+        (
+            budget_plan.part(f"step-{t + 1}/mean", ZCDP),
+            budget_plan.part(f"step-{t + 1}/second-moment", ZCDP),
+        )
         for t in range(fr.size)
     ]
     if not accountant.can_spend(budget):

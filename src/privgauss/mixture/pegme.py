@@ -215,7 +215,7 @@ def _half_y(run: _PegmeRun, Y: np.ndarray) -> tuple[Ball, Any]:
         one_cluster,
         Y,
         max(2, Y.shape[0] - Y.shape[0] // (8 * k)),
-        run.plan_y["Y/enclosing-ball"],
+        run.plan_y.part("Y/enclosing-ball", ApproxDP),
         max_points=run.max_points,
         rng=run.src.rng,
         paid_by=(run.y_acct, enc),
@@ -227,8 +227,7 @@ def _half_y(run: _PegmeRun, Y: np.ndarray) -> tuple[Ball, Any]:
     )
     if ball is None:
         raise run.fail("enclosing-ball")
-    pca_budget = run.plan_y["Y/private-pca"]
-    assert isinstance(pca_budget, ZCDP)
+    pca_budget = run.plan_y.part("Y/private-pca", ZCDP)
     pca = private_pca(
         Y,
         ball.center,
@@ -261,7 +260,7 @@ def _peel(run: _PegmeRun, P: np.ndarray, ball: Ball) -> tuple[np.ndarray, list[B
             one_cluster,
             pts,
             max(2, m // (2 * k)),
-            run.plan_z[name],
+            run.plan_z.part(name, ApproxDP),
             max_points=run.max_points,
             rng=run.src.rng,
             paid_by=(run.z_acct, paid),
@@ -285,9 +284,9 @@ def _half_z_estimate(
     """Half Z: the parts' noisy counts, then PSGE per part (each ρ_E-zCDP; a moved row changes
     two parts: charged 2ρ_E once). Returns (noisy counts, means, covariances)."""
     k, step, src = run.k, run.step, run.src
-    m, d = Z.shape
-    cnt_budget, psge_budget = run.plan_z["Z/counts"], run.plan_z["Z/psge"]
-    assert isinstance(cnt_budget, ZCDP) and isinstance(psge_budget, ZCDP)
+    m: int = Z.shape[0]
+    d: int = Z.shape[1]
+    cnt_budget, psge_budget = run.plan_z.part("Z/counts", ZCDP), run.plan_z.part("Z/psge", ZCDP)
     counts = private_count(
         np.bincount(owner[owner >= 0], minlength=k),
         cnt_budget,

@@ -240,7 +240,8 @@ def public_heavy_gmm(
         ComponentPrior(clusters.means[j], 0.0, (1.0, 1.0)) for j in range(k)  # pad = centre
     ]
     weights, means, covs, _ = estimate_components(
-        X, labels, priors, plan["counts"], plan["estimate"], keys=keys, beta=beta / 3,
+        X, labels, priors, plan.part("counts", ZCDP), plan.part("estimate", ZCDP), keys=keys,
+        beta=beta / 3,
         constants=constants, accountant=accountant, noise=src, step="public-heavy",
         part_learner=learner,
     )

@@ -169,8 +169,7 @@ def public_light_gmm(
     clusters = _hard_clustering(P, X, k, w_min, plan, sens, constants, accountant, src)
     if info is not None:
         info["public_balls"] = [(c.copy(), R) for _, _, c, R in clusters]
-    counts, estimation = plan["counts"], plan["estimate"]
-    assert isinstance(counts, ZCDP) and isinstance(estimation, ZCDP)
+    counts, estimation = plan.part("counts", ZCDP), plan.part("estimate", ZCDP)
     if len(clusters) != k:
         accountant.spend(counts, step="public-light/counts", note="unused: failed")
         accountant.spend(estimation, step="public-light/estimate", note="unused: failed")
@@ -243,8 +242,7 @@ def _hard_clustering(
             continue
         padded = np.repeat(c[None, :], n, axis=0)
         padded[: priv.size] = X[priv]
-        pca_budget = plan[f"iteration-{it + 1}/pca"]
-        assert isinstance(pca_budget, ZCDP)
+        pca_budget = plan.part(f"iteration-{it + 1}/pca", ZCDP)
         pca = private_pca(padded, c, R, rank, pca_budget, accountant=accountant, noise=src,
                           step=f"{step}/pca")
         Yp, Zp = pca.project(P[pub]), pca.project(X[priv])
@@ -257,8 +255,7 @@ def _hard_clustering(
             continue
         j, r = found
         centre, radius = Yp[j], 2.0 * r
-        qpriv = plan[f"iteration-{it + 1}/q-priv"]
-        assert isinstance(qpriv, ZCDP)
+        qpriv = plan.part(f"iteration-{it + 1}/q-priv", ZCDP)
         noisy = q_priv_counts(Zp, centre, radius, const.private_outer, qpriv,
                               accountant=accountant, noise=src, step=f"{step}/q-priv",
                               sensitivity=sensitivity)

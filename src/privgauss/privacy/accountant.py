@@ -51,7 +51,7 @@ class LedgerEntry:
     parts: list[LedgerEntry] = field(default_factory=list, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "step": self.step,
             "mechanism": self.mechanism,
             "cost": budget_to_dict(self.cost),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from ..exceptions import PrivacyBudgetError
 from .accountant import Accountant, composed, reserve
@@ -30,6 +30,8 @@ from .budgets import ZCDP, ApproxDP, Budget, PureDP, budget_to_dict
 __all__ = ["BudgetPlan"]
 
 _REL = 1e-9  # float slack of "composes to exactly the total"
+
+_B = TypeVar("_B", PureDP, ZCDP, ApproxDP)
 
 
 def _weights(weights: Mapping[str, float]) -> tuple[list[str], list[float], float]:
@@ -205,6 +207,21 @@ class BudgetPlan:
             if n == key:
                 return b
         raise KeyError(f"no part {key!r} in this budget plan (parts: {self.names()})")
+
+    def part(self, name: str, kind: type[_B]) -> _B:
+        """The part named ``name``, which must be a ``kind`` budget (e.g. ``ZCDP``).
+
+        Raises
+        ------
+        KeyError
+            When there is no such part.
+        TypeError
+            When the part is of another notion.
+        """
+        b = self[name]
+        if not isinstance(b, kind):
+            raise TypeError(f"part {name!r} of this budget plan is {b}, not a {kind.__name__}")
+        return b
 
     def __contains__(self, name: object) -> bool:
         return any(n == name for n, _ in self.parts)

@@ -167,14 +167,12 @@ def private_selection(
     failed = 0
     for i, make in enumerate(producers):
         name = f"producer-{i + 1}"
-        share = plan[name]
-        assert isinstance(share, ApproxDP)
+        share = plan.part(name, ApproxDP)
         try:  # the producer's charges are listed in the ledger under its name
             cands.append(make(X_gen, share, acct.child(name, share), src))
         except EstimationFailed:
             failed += 1
-    e2 = plan["private-selection"]
-    assert isinstance(e2, PureDP)
+    e2 = plan.part("private-selection", PureDP)
     # top up what the producers left unused (a failed producer may stop early; zCDP parts
     # convert more tightly here), so the total spend never depends on the data
     left = acct.remaining
