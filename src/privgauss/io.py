@@ -27,7 +27,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from .exceptions import InvalidDataError, PrivacyBudgetError
-from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, budget_from_dict
+from .privacy import ZCDP, Accountant, ApproxDP, Budget, LedgerEntry, PureDP, budget_from_dict
 
 __all__ = [
     "atomic_path",
@@ -280,7 +280,7 @@ def _replay(privacy: dict[str, Any]) -> tuple[Budget, Accountant]:
     acct = Accountant(budget)
     try:
         for e in privacy["ledger"]:
-            acct.spend(
+            entry = acct.spend(
                 budget_from_dict(e["cost"]),
                 step=str(e.get("step", "")),
                 mechanism=str(e.get("mechanism", "")),
@@ -288,6 +288,8 @@ def _replay(privacy: dict[str, Any]) -> tuple[Budget, Accountant]:
                 noise_scale=e.get("noise_scale"),
                 note=str(e.get("note", "")),
             )
+            # the releases of sub-computations this entry paid for (Accountant.prepaid)
+            entry.parts.extend(LedgerEntry.from_dict(p) for p in e.get("parts", ()))
     except PrivacyBudgetError:
         raise InvalidDataError("the model file's ledger exceeds its own budget") from None
     return budget, acct

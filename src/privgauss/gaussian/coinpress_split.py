@@ -160,16 +160,19 @@ def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
     same distribution (S₂ unchanged). By the chain rule of Rényi divergence D_α(O(X) ‖ O(X'))
     ≤ sup_o D_α(O₂(X|o) ‖ O₂(X'|o)) + D_α(O₁(X) ‖ O₁(X')) ≤ αρ in both cases: ρ-zCDP. The
     accountant is charged ρ once (``parallel composition``) before any noise and each part
-    runs under its own accountant of total ρ; in the subsample mode the two parts charge the
+    runs under its own prepaid accountant of total ρ (its entries kept under that charge); in
+    the subsample mode the two parts charge the
     accountant directly. ``info`` (tests) receives the split, the coarse output and the two
     parts' ledgers; ``prior_floor`` as in :func:`~.coinpress_steps._run_practical`."""
     n = rows.n
     rho, lo = args[1], args[3]
     if sp.parallel:
-        accountant.spend(ZCDP(rho), step=f"{step} split", mechanism="parallel composition",
-                         note=f"public random split: {sp.m} rows for the coarse fit, "
-                              f"{n - sp.m} for the final pass; each part uses the whole budget")
-        part1, part2 = Accountant(ZCDP(rho)), Accountant(ZCDP(rho))
+        paid = accountant.spend(
+            ZCDP(rho), step=f"{step} split", mechanism="parallel composition",
+            note=f"public random split: {sp.m} rows for the coarse fit, "
+                 f"{n - sp.m} for the final pass; each part uses the whole budget")
+        # each part's releases are kept under the one charge that pays for both
+        part1, part2 = accountant.prepaid(paid, ZCDP(rho)), accountant.prepaid(paid, ZCDP(rho))
     else:
         rho2 = rho - sp.rho_coarse
         part1 = Accountant(ZCDP(sp.rho_coarse), parent=accountant)

@@ -59,9 +59,10 @@ from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, project_psd, sqrtm_psd, sym, symmetric_from_upper
 from ..mechanisms import gaussian_mechanism, private_count
 from ..noise import RandomState, as_noise
-from ..privacy import ZCDP, Accountant
+from ..privacy import ZCDP, Accountant, Budget, BudgetPlan
 
 __all__ = [
+    "cluster_plan",
     "CLIP_SCALE",
     "FRACTIONS",
     "MEAN_SHARE",
@@ -246,6 +247,24 @@ def undo_clipping(
     return delta, cov
 
 
+def cluster_plan(
+    budget: ZCDP, count_share: float, fractions: Sequence[float] | np.ndarray, mean_share: float
+) -> BudgetPlan:
+    """The budget plan of :func:`estimate_clusters` (public): ``count_share`` of ρ to the
+    sizes ("counts"), then step t gets ``fractions[t]`` (normalised) of the rest, split
+    ``mean_share`` / 1 − ``mean_share`` between its vector ("step-t/mean") and outer-product
+    ("step-t/second-moment") sums. The parts compose to exactly ``budget``."""
+    fr = np.asarray(fractions, dtype=np.float64)
+    fr = fr / fr.sum()
+    rho = float(budget.rho)
+    rho_steps = rho * (1.0 - count_share) * fr
+    parts: dict[str, Budget] = {"counts": ZCDP(rho * count_share)}
+    for t, r in enumerate(rho_steps):
+        parts[f"step-{t + 1}/mean"] = ZCDP(r * mean_share)
+        parts[f"step-{t + 1}/second-moment"] = ZCDP(r * (1.0 - mean_share))
+    return BudgetPlan.of(budget, parts)
+
+
 def estimate_clusters(
     X: np.ndarray,
     labels: np.ndarray,
@@ -274,15 +293,19 @@ def estimate_clusters(
         raise ValueError("fractions must be positive, one per step, with one clip_scale each")
     if not (0 < count_share < 1 and 0 < mean_share < 1):
         raise ValueError("count_share and mean_share must be in (0, 1)")
-    fr = fr / fr.sum()
-    rho = float(budget.rho)
-    rho_steps = rho * (1.0 - count_share) * fr
-    plan = [(ZCDP(r * mean_share), ZCDP(r * (1.0 - mean_share))) for r in rho_steps]
+    budget_plan = cluster_plan(budget, count_share, fr, mean_share)
+    plan = [
+        (
+            budget_plan.part(f"step-{t + 1}/mean", ZCDP),
+            budget_plan.part(f"step-{t + 1}/second-moment", ZCDP),
+        )
+        for t in range(fr.size)
+    ]
     if not accountant.can_spend(budget):
         raise PrivacyBudgetError(f"the accountant cannot pay {budget} for the cluster estimation")
     src = as_noise(noise)
     counts = np.bincount(labels[(labels >= 0) & (labels < k)], minlength=k)
-    noisy = private_count(counts, ZCDP(rho * count_share), accountant=accountant, noise=src,
+    noisy = private_count(counts, budget_plan["counts"], accountant=accountant, noise=src,
                           step=f"{step}/counts",
                           sensitivity=sensitivity.histogram_l2()).astype(np.float64)
     if (noisy < d + 2).any():

@@ -72,7 +72,16 @@ from .. import sensitivity
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp, charge_unused, reserve
+from ..privacy import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Budget,
+    BudgetPlan,
+    LedgerEntry,
+    approx_to_zcdp,
+    charge_unused,
+)
 from ..progress import bar
 from ..validation import check_positive_int
 from . import one_cluster as one_cluster_module
@@ -136,12 +145,17 @@ def subsampled_call(
     *,
     max_points: int,
     rng: np.random.Generator,
+    paid_by: tuple[Accountant, LedgerEntry] | None = None,
+    name: str = "",
     **kwargs: Any,
 ) -> Ball | None:
     """Run ``fn(rows, t, budget, accountant=..., **kwargs)`` (one_cluster / terrific_ball, both
     replace-one with n public) on at most ``max_points`` uniformly sampled rows with the
     amplified budget and t scaled by the sampling rate; ``budget``-DP for ``rows`` (which the
-    caller has already charged). The inner call draws on a scratch accountant."""
+    caller has already charged: the entry of ``paid_by = (accountant, entry)``). The inner call
+    charges an accountant of the amplified total whose entries are kept in ``entry.parts``
+    (:meth:`~privgauss.privacy.Accountant.prepaid`, steps prefixed with ``name``); without
+    ``paid_by`` (a direct call) it charges a fresh accountant of that total."""
     m = rows.shape[0]
     if m > max_points:
         rate = max_points / m
@@ -150,9 +164,8 @@ def subsampled_call(
         t = max(1, int(round(t * rate)))
     else:
         inner = budget
-    return fn(
-        rows, t, budget=inner, accountant=Accountant(inner), max_points=rows.shape[0] + 1, **kwargs
-    )
+    acct = Accountant(inner) if paid_by is None else paid_by[0].prepaid(paid_by[1], inner, name)
+    return fn(rows, t, budget=inner, accountant=acct, max_points=rows.shape[0] + 1, **kwargs)
 
 
 def search_is_meaningful(
@@ -193,6 +206,21 @@ class KSSUBudget:
     pca: tuple[ZCDP | None, ...]
     weights: ZCDP
     estimation: ZCDP  # 2·ρ_E, charged once
+    total: ApproxDP | None = None  # the budget the plan was made from
+
+    def budget_plan(self, *, exact: bool = True) -> BudgetPlan:
+        """Every charge of a run, named ``level-ℓ/<step>``, ``weights`` and ``estimation``, as
+        a :class:`~privgauss.privacy.BudgetPlan` of :attr:`total` (exact: the parts compose
+        to exactly the total; else within it)."""
+        if self.total is None:
+            raise ValueError("this KSSU plan was made without its total")
+        parts = {
+            f"level-{lv}/{name}": cost
+            for lv in range(self.k)
+            for name, cost in self.level_charges(lv)
+        }
+        parts.update(weights=self.weights, estimation=self.estimation)
+        return BudgetPlan.of(self.total, parts, exact=exact)
 
     @property
     def node_enclose(self) -> ApproxDP:
@@ -289,7 +317,9 @@ def plan_kssu_budget(
     else:
         used = rho_pca * pca_mult + rho_cnt * cnt_mult + rho_w
         rho_e = rho_z - used
-    return KSSUBudget(k, mult, enclose, terrific, count, pca, ZCDP(rho_w), ZCDP(rho_e))
+    return KSSUBudget(
+        k, mult, enclose, terrific, count, pca, ZCDP(rho_w), ZCDP(rho_e), total=budget
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -386,57 +416,115 @@ def kssu_gmm(
         )
     root_grid = root_radius_grid(radii)
     plan = plan_kssu_budget(budget, k, d, partition_share=partition_share)
-    reserve(accountant, plan.all_charges(), "the KSSU learner")
+    # the plan composes to exactly the budget (tests); refusing it needs only "within"
+    plan.budget_plan(exact=False).reserve(accountant, "the KSSU learner")
     src = as_noise(noise)
-    needed = needed_n(data.shape, k, budget, w_min, beta, max_points=max_points)
-    beta0 = beta / (10 * k)
-    c_out = (terrific_c - 1.0) / 2.0
-    keys = src.rng.random(int(n))  # public per-row keys of the fixed-size subsets
-    tree = KSSUTree()
+    run = _Run(
+        data=data,
+        keys=src.rng.random(int(n)),  # public per-row keys of the fixed-size subsets
+        plan=plan,
+        k=k,
+        t=t,
+        terrific_c=terrific_c,
+        root_grid=root_grid,
+        n_radii_max=n_radii_max,
+        max_points=max_points,
+        beta=beta,
+        constants=constants,
+        cond_range=cond_range,
+        src=src,
+        accountant=accountant,
+        step=step,
+        needed=needed_n(data.shape, k, budget, w_min, beta, max_points=max_points),
+    )
     if info is not None:
-        info.update(tree=tree.nodes, t=t, budget_plan=plan)
+        info.update(tree=run.tree.nodes, t=t, budget_plan=plan)
+    leaves = _partition(run)
+    if info is not None:
+        info.update(n_leaves=len(leaves))
+    weights, means, covs, noisy = _estimate_leaves(run, leaves)
+    if info is not None:
+        info.update(noisy_counts=noisy, leaf_balls=[lf.ball for lf in leaves])
+    return weights, means, covs
 
-    level_nodes = [_Node(np.arange(n), k, 0, None)]
+
+@dataclass
+class _Run:
+    """The public parameters of one KSSU run and its private rows, passed down the recursion."""
+
+    data: np.ndarray
+    keys: np.ndarray
+    plan: KSSUBudget
+    k: int
+    t: int
+    terrific_c: float
+    root_grid: np.ndarray
+    n_radii_max: int
+    max_points: int
+    beta: float
+    constants: str
+    cond_range: float
+    src: NoiseSource
+    accountant: Accountant
+    step: str
+    needed: int
+    tree: KSSUTree = field(default_factory=KSSUTree)
+    #: the current level's ledger entries, by step: each pays for that step at every node
+    paid: dict[str, LedgerEntry] = field(default_factory=dict)
+
+    @property
+    def beta0(self) -> float:
+        return self.beta / (10 * self.k)
+
+    @property
+    def c_out(self) -> float:
+        return (self.terrific_c - 1.0) / 2.0
+
+    def node_accountant(self, name: str, total: Budget, node: _Node) -> Accountant:
+        """An accountant for node ``node``'s step ``name``, paid by the level's charge for it:
+        its entries are kept under that ledger entry, prefixed with the node's path."""
+        return self.accountant.prepaid(self.paid[name], total, node.path)
+
+    def subsampled(self, name: str, node: _Node) -> dict[str, Any]:
+        """The keyword arguments of :func:`subsampled_call` for node ``node``'s step ``name``."""
+        return {"paid_by": (self.accountant, self.paid[name]), "name": node.path}
+
+
+def _charge_level(run: _Run, level: int) -> None:
+    """Charge every node of ``level`` at once (parallel composition, times the multiplier)."""
+    plan = run.plan
+    run.paid = {}
+    for name, cost in plan.level_charges(level):
+        run.paid[name] = run.accountant.spend(
+            cost,
+            step=f"{run.step}/level-{level}/{name}",
+            mechanism="parallel nodes",
+            note=(
+                "every node of this level; a replaced row can change two branches, so "
+                "twice the per-node budget"
+                if plan.multipliers[level] == 2
+                else "the root (shared by every path): once"
+            ),
+        )
+
+
+def _partition(run: _Run) -> list[_Leaf]:
+    """RPGMP: the levels of the recursion, each charged before its nodes run; the leaves."""
+    plan, accountant, step = run.plan, run.accountant, run.step
+    level_nodes = [_Node(np.arange(run.data.shape[0]), run.k, 0, None)]
     leaves: list[_Leaf] = []
-    for level in range(k):
-        for name, cost in plan.level_charges(level):
-            accountant.spend(
-                cost,
-                step=f"{step}/level-{level}/{name}",
-                mechanism="parallel nodes",
-                note=(
-                    "every node of this level; a replaced row can change two branches, so "
-                    "twice the per-node budget"
-                    if plan.multipliers[level] == 2
-                    else "the root (shared by every path): once"
-                ),
-            )
+    for level in range(run.k):
+        _charge_level(run, level)
         next_nodes: list[_Node] = []
         # the number of nodes at a level is fixed by the released outputs of the level above
-        for node in bar(level_nodes, f"KSSU level {level + 1}/{k}"):
-            out = _process_node(
-                node,
-                data,
-                keys,
-                plan,
-                level,
-                k,
-                t,
-                c_out,
-                terrific_c,
-                root_grid,
-                n_radii_max,
-                max_points,
-                beta0,
-                src,
-                tree,
-            )
+        for node in bar(level_nodes, f"KSSU level {level + 1}/{run.k}"):
+            out = _process_node(node, run, level)
             if out is None:  # the root found no enclosing ball
                 charge_unused(accountant, plan.all_charges(level + 1), step)
                 raise EstimationFailed(
                     "the private enclosing ball of the data was not found",
                     step=f"{step}/level-0/enclosing-ball",
-                    needed_n=needed,
+                    needed_n=run.needed,
                 )
             if isinstance(out, _Leaf):
                 leaves.append(out)
@@ -445,7 +533,7 @@ def kssu_gmm(
         level_nodes = next_nodes
         if not level_nodes:
             # deeper levels hold no node: their budget is charged all the same
-            for lv in range(level + 1, k):
+            for lv in range(level + 1, run.k):
                 for name, cost in plan.level_charges(lv):
                     accountant.spend(
                         cost,
@@ -454,125 +542,135 @@ def kssu_gmm(
                         note="no node at this level (charged: data independent)",
                     )
             break
-
-    if info is not None:
-        info.update(n_leaves=len(leaves))
-    if len(leaves) != k:
+    if len(leaves) != run.k:
         charge_unused(accountant, [plan.weights, plan.estimation], step)
         raise EstimationFailed(
             "the recursive partitioning did not end with exactly n_components parts",
             step=f"{step}/partition",
-            needed_n=needed,
+            needed_n=run.needed,
         )
-    labels = np.full(n, -1, dtype=np.int64)
+    return leaves
+
+
+def _estimate_leaves(
+    run: _Run, leaves: list[_Leaf]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """PGME: the weights, then CoinPress on every leaf (a prior from its released ball)."""
+    labels = np.full(run.data.shape[0], -1, dtype=np.int64)
     for j, leaf in enumerate(leaves):
         labels[leaf.rows] = j
     priors = [
         ComponentPrior(
-            lf.ball.center, lf.ball.radius, (lf.ball.radius**2 / cond_range, lf.ball.radius**2)
+            lf.ball.center, lf.ball.radius, (lf.ball.radius**2 / run.cond_range, lf.ball.radius**2)
         )
         for lf in leaves
     ]
-    weights, means, covs, noisy = estimate_components(
-        data,
+    return estimate_components(
+        run.data,
         labels,
         priors,
-        plan.weights,
-        plan.estimation,
-        keys=keys,
-        beta=beta,
-        constants=constants,
-        accountant=accountant,
-        noise=src,
-        step=f"{step}/leaves",
-        needed_n=needed,
+        run.plan.weights,
+        run.plan.estimation,
+        keys=run.keys,
+        beta=run.beta,
+        constants=run.constants,
+        accountant=run.accountant,
+        noise=run.src,
+        step=f"{run.step}/leaves",
+        needed_n=run.needed,
     )
-    if info is not None:
-        info.update(noisy_counts=noisy, leaf_balls=[lf.ball for lf in leaves])
-    return weights, means, covs
 
 
-def _process_node(
-    node: _Node,
-    data: np.ndarray,
-    keys: np.ndarray,
-    plan: KSSUBudget,
-    level: int,
-    k: int,
-    t: int,
-    c_out: float,
-    terrific_c: float,
-    root_grid: np.ndarray,
-    n_radii_max: int,
-    max_points: int,
-    beta0: float,
-    src: NoiseSource,
-    tree: KSSUTree,
-) -> list[_Node] | _Leaf | None:
+def _process_node(node: _Node, run: _Run, level: int) -> list[_Node] | _Leaf | None:
     """One RPGMP node; returns its children, a leaf, or None (root without enclosing ball)."""
-    n, d = data.shape
+    d = run.data.shape[1]
     record: dict[str, Any] = {"path": node.path, "level": level, "k_node": node.k_node}
-    tree.nodes.append(record)
-    if level == 0:
-        m = n
-    else:
-        cnt_budget = plan.count[level]
-        assert cnt_budget is not None
-        scratch = Accountant(cnt_budget)
-        noisy = float(
-            private_count(
-                node.rows.size,
-                cnt_budget,
-                accountant=scratch,
-                noise=src,
-                step="count",
-                sensitivity=sensitivity.count(),
-            )
-        )
-        sigma = gaussian_sigma_zcdp(sensitivity.count(), cnt_budget.rho)
-        m = int(math.floor(noisy - float(norm.isf(beta0)) * sigma))
-        record["noisy_size"] = noisy
+    run.tree.nodes.append(record)
+    m = _node_size(node, run, level, record)
     if m < max(2, 4 * d):  # (level >= 1: a noisy size) too small for any step
         record["outcome"] = "leaf (too small)"
         assert node.prior is not None
         return _Leaf(node.rows, node.prior, node.path)
     pad = node.prior.center if node.prior is not None else np.zeros(d)
-    T = fixed_size_subset(data, node.rows, keys, m, pad, src.rng)
-
-    # step 2: enclosing ball
-    grid = root_grid if node.prior is None else radius_grid_below(node.prior.radius, n_radii_max)
-    t2 = max(2, m - t // 2)
-    ball = None
-    if search_is_meaningful(
-        "one-cluster", plan.enclose[level], m, t2, grid.size, beta0, max_points
-    ):
-        ball = subsampled_call(
-            one_cluster,
-            T,
-            t2,
-            plan.enclose[level],
-            max_points=max_points,
-            rng=src.rng,
-            radii=grid,
-            c=2.0,
-            beta=beta0,
-            step="enclosing-ball",
-            noise=src,
-        )
+    T = fixed_size_subset(run.data, node.rows, run.keys, m, pad, run.src.rng)
+    ball = _enclosing_ball(node, run, level, T, m)
     if ball is None:
         if node.prior is None:
             return None
         ball = node.prior
         record["enclosing"] = "inherited"
     record["enclosing_ball"] = (ball.center.tolist(), ball.radius)
-    terr = plan.terrific[level]
-    if node.k_node == 1 or terr is None or m < 2 * t:
+    return _split_node(node, run, level, T, m, ball, record)
+
+
+def _node_size(node: _Node, run: _Run, level: int, record: dict[str, Any]) -> int:
+    """The node's public size: n at the root, else a noisy count lowered by its error bound."""
+    if level == 0:
+        return int(run.data.shape[0])
+    cnt_budget = run.plan.count[level]
+    assert cnt_budget is not None
+    noisy = float(
+        private_count(
+            node.rows.size,
+            cnt_budget,
+            accountant=run.node_accountant("count", cnt_budget, node),
+            noise=run.src,
+            step="count",
+            sensitivity=sensitivity.count(),
+        )
+    )
+    sigma = gaussian_sigma_zcdp(sensitivity.count(), cnt_budget.rho)
+    record["noisy_size"] = noisy
+    return int(math.floor(noisy - float(norm.isf(run.beta0)) * sigma))
+
+
+def _enclosing_ball(node: _Node, run: _Run, level: int, T: np.ndarray, m: int) -> Ball | None:
+    """Step 2: a private ball enclosing the node's m rows ``T`` (None: ⊥ or not meaningful)."""
+    grid = (
+        run.root_grid
+        if node.prior is None
+        else radius_grid_below(node.prior.radius, run.n_radii_max)
+    )
+    t2 = max(2, m - run.t // 2)
+    enclose = run.plan.enclose[level]
+    if not search_is_meaningful(
+        "one-cluster", enclose, m, t2, grid.size, run.beta0, run.max_points
+    ):
+        return None
+    return subsampled_call(
+        one_cluster,
+        T,
+        t2,
+        enclose,
+        max_points=run.max_points,
+        rng=run.src.rng,
+        radii=grid,
+        c=2.0,
+        beta=run.beta0,
+        step="enclosing-ball",
+        noise=run.src,
+        **run.subsampled("enclosing-ball", node),
+    )
+
+
+def _split_node(
+    node: _Node,
+    run: _Run,
+    level: int,
+    T: np.ndarray,
+    m: int,
+    ball: Ball,
+    record: dict[str, Any],
+) -> list[_Node] | _Leaf:
+    """Steps 3–5: a terrific ball in the raw space, else after private PCA: two children, or
+    a leaf when there is none (or the node cannot split)."""
+    terr = run.plan.terrific[level]
+    if node.k_node == 1 or terr is None or m < 2 * run.t:
         record["outcome"] = "leaf"
         return _Leaf(node.rows, ball, node.path)
-
-    S = data[node.rows]
-    tgrid = radius_grid_below(ball.radius, n_radii_max)
-    if not search_is_meaningful("terrific", terr, m, t, tgrid.size, beta0, max_points):
+    S = run.data[node.rows]
+    tgrid = radius_grid_below(ball.radius, run.n_radii_max)
+    if not search_is_meaningful("terrific", terr, m, run.t, tgrid.size, run.beta0, run.max_points):
         record["outcome"] = "leaf (t below the search's slack)"
         return _Leaf(node.rows, ball, node.path)
 
@@ -580,20 +678,21 @@ def _process_node(
         return subsampled_call(
             terrific_ball,
             points,
-            t,
+            run.t,
             terr,
-            max_points=max_points,
-            rng=src.rng,
-            c=terrific_c,
+            max_points=run.max_points,
+            rng=run.src.rng,
+            c=run.terrific_c,
             radii=tgrid,
             largest=largest,
-            beta=beta0,
-            noise=src,
+            beta=run.beta0,
+            noise=run.src,
             step=name,
+            **run.subsampled(name, node),
         )
 
     def split(points: np.ndarray, found: Ball, prior_a: Ball, how: str) -> list[_Node]:
-        a, b = _split_rows(points, node.rows, found, c_out)
+        a, b = _split_rows(points, node.rows, found, run.c_out)
         record["outcome"] = f"split ({how})"
         record["ball"] = (found.center.tolist(), found.radius)
         return [
@@ -606,16 +705,16 @@ def _process_node(
     if found is not None:
         return split(S, found, found, "raw")
     # steps 4-5: private PCA, then a terrific ball in the projected space
-    pca_budget = plan.pca[level]
+    pca_budget = run.plan.pca[level]
     assert pca_budget is not None
     pca = private_pca(
         T,
         ball.center,
         ball.radius,
-        min(node.k_node, d),
+        min(node.k_node, run.data.shape[1]),
         pca_budget,
-        accountant=Accountant(pca_budget),
-        noise=src,
+        accountant=run.node_accountant("private-pca", pca_budget, node),
+        noise=run.src,
         step="private-pca",
     )
     found = search(pca.project(T), True, "terrific-projected")

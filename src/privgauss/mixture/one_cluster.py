@@ -93,10 +93,10 @@ from ..privacy import (
     Accountant,
     ApproxDP,
     Budget,
+    BudgetPlan,
     PureDP,
     approx_to_zcdp,
     charge_unused,
-    reserve,
 )
 from ..sensitivity import stability_histogram_threshold
 from ..validation import check_positive_int, check_probability
@@ -123,6 +123,8 @@ _KEY_LIMIT = float(2**62)  # box keys saturate here (only reached for absurd sca
 DEFAULT_SPLIT = (0.3, 0.25, 0.18, 0.27)
 #: the kinds of one_cluster's four releases, for :func:`plan_budget`
 KINDS = ("pure", "hist", "noise", "noise")
+#: the names of those releases in one_cluster's budget plan (:func:`search_plan`)
+NAMES = ("radius", "box", "mean", "refine")
 
 
 class Ball(NamedTuple):
@@ -612,6 +614,21 @@ def plan_budget(
     return list(_plan(budget, tuple(kinds), w, dim))
 
 
+def search_plan(
+    budget: PureDP | ApproxDP,
+    names: Sequence[str],
+    kinds: Sequence[str],
+    weights: Sequence[float],
+    dims: Sequence[int] | None = None,
+) -> BudgetPlan:
+    """:func:`plan_budget`'s split as a :class:`~privgauss.privacy.BudgetPlan` whose parts are
+    named ``names`` (one per kind); its parts compose to exactly ``budget``."""
+    if len(names) != len(kinds):
+        raise ValueError("names must have one entry per part")
+    parts = plan_budget(budget, kinds, weights, dims)
+    return BudgetPlan.of(budget, dict(zip(names, parts, strict=True)))
+
+
 @functools.lru_cache(maxsize=256)
 def _plan(
     budget: PureDP | ApproxDP, kinds: tuple[str, ...], w: tuple[float, ...], dim: tuple[int, ...]
@@ -686,36 +703,37 @@ def prepare_search(
     t: int,
     radii: Any,
     budget: Budget,
+    names: Sequence[str],
     kinds: Sequence[str],
     split: Sequence[float],
     noise_dims: Callable[[int], tuple[int, ...]],
     *,
     center_box: Any,
     accountant: Accountant,
-) -> tuple[np.ndarray, list[Budget], int, np.ndarray]:
+) -> tuple[np.ndarray, BudgetPlan, int, np.ndarray]:
     """Validate a ball search (one_cluster, terrific_ball) before anything is spent: the data,
     the budget split (``plan_budget(budget, kinds, split, noise_dims(d))``, which the accountant
     must be able to pay), t, the public radius grid and ``center_box`` (required for a pure
-    budget). Returns (data, parts, t, grid)."""
+    budget). Returns (data, plan, t, grid): the plan's parts are named ``names``."""
     if not isinstance(budget, PureDP | ApproxDP):
         raise PrivacyBudgetError("budget must be an ApproxDP(epsilon, delta) or PureDP(epsilon)")
     data = as_rows(X)
     d = data.shape[1]
-    parts = plan_budget(budget, kinds, split, noise_dims(d))
-    reserve(accountant, parts, "this ball search", approx_total=not _is_pure(budget))
+    plan = search_plan(budget, names, kinds, split, noise_dims(d))
+    plan.reserve(accountant, "this ball search", approx_total=not _is_pure(budget))
     t = check_positive_int(t, "t", minimum=1)
     grid = _check_radii(radii)
     if _is_pure(budget) and center_box is None:
         raise ValueError("a PureDP budget needs a public center_box (lo, hi)")
     if center_box is not None:
         _check_box(center_box, d)
-    return data, parts, t, grid
+    return data, plan, t, grid
 
 
 def center_with(
     data: np.ndarray,
     radius: float,
-    parts: Sequence[Budget],
+    plan: BudgetPlan,
     *,
     box_factor: float,
     center_box: Any,
@@ -723,14 +741,14 @@ def center_with(
     noise: NoiseSource,
     step: str,
 ) -> np.ndarray | None:
-    """:func:`good_center` with the (box, mean, refinement) budgets ``parts[1:4]`` of a ball
-    search's split."""
+    """:func:`good_center` with the "box", "mean" and "refine" budgets of a ball search's
+    plan."""
     return good_center(
         data,
         radius,
-        parts[1],
-        parts[2],
-        parts[3],
+        plan["box"],
+        plan["mean"],
+        plan["refine"],
         box_factor=box_factor,
         center_box=center_box,
         accountant=accountant,
@@ -768,11 +786,12 @@ def one_cluster(
     (see the module docstring for the derivation and the split). ``radii`` is a public grid
     (e.g. :func:`doubling_radii`). Simplified NS18 / KSSU19 Alg. 5 (spec §5.2, §6.6).
     """
-    data, parts, t, grid = prepare_search(
+    data, plan, t, grid = prepare_search(
         X,
         t,
         radii,
         budget,
+        NAMES,
         KINDS,
         split,
         lambda d: (1, 1, d, d),
@@ -789,7 +808,7 @@ def one_cluster(
         data,
         t,
         grid,
-        parts[0],
+        plan["radius"],
         beta=beta,
         constants=constants,
         max_points=max_points,
@@ -802,7 +821,7 @@ def one_cluster(
         center = center_with(
             data,
             r,
-            parts,
+            plan,
             box_factor=box_factor,
             center_box=center_box,
             accountant=accountant,
@@ -810,6 +829,6 @@ def one_cluster(
             step=step,
         )
     if center is None or r is None:
-        charge_unused(accountant, parts[len(accountant.ledger) - before :], step)
+        charge_unused(accountant, plan.budgets()[len(accountant.ledger) - before :], step)
         return None
     return Ball(center=center, radius=c * r)

@@ -12,12 +12,14 @@ one_cluster (t = |Z|/(2k)), each ball claiming the rows it holds (first match wi
 part PSGE: noisy count, noisy clipped mean inside the lifted ball B(c′, R), and the recommended
 variance statistic (1/m)Σ‖x − μ̂_c‖² with μ̂_c the released mean projected into the ball (terms in
 [0, 4R²]). A row is in one half only (public split), so each half may use the whole budget:
-the accountant is charged (ε, δ) once, the halves draw on scratch accountants of (ε, δ) each.
+the accountant is charged (ε, δ) once, and each half charges a prepaid accountant of (ε, δ)
+(its releases are kept under that one ledger entry; plans: :func:`pegme_plan`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,7 @@ from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_rows
 from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP, approx_to_zcdp, reserve
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, LedgerEntry, approx_to_zcdp
 from ..validation import check_positive_int
 from .kssu import radius_grid_below, subsampled_call
 from .one_cluster import Ball, doubling_radii, one_cluster
@@ -41,7 +43,7 @@ from .sample_aggregate import (
     fixed_size_subset,
 )
 
-__all__ = ["pegme"]
+__all__ = ["pegme", "pegme_plan"]
 
 
 def _psge(
@@ -80,6 +82,24 @@ def _psge(
         )
     )
     return mean, max(var / d, 1e-12 * radius**2 / d)
+
+
+def pegme_plan(budget: ApproxDP, k: int) -> tuple[BudgetPlan, BudgetPlan]:
+    """The budget plans of PEGME's two halves, each of the whole ``budget`` (module docstring):
+    Y — the enclosing ball (0.4ε, δ/2) and the private PCA (the rest, as zCDP); Z — k peeling
+    rounds (0.6ε/k, δ/(2k)) each, then the rest as zCDP: 10% to the counts, 90% to the PSGE
+    runs (charged once at 2ρ_E). Public; each composes to exactly ``budget``."""
+    eps, delta = budget.epsilon, budget.delta
+    enc = ApproxDP(0.4 * eps, delta / 2)
+    rho_pca = approx_to_zcdp(eps - enc.epsilon, delta / 2)
+    half_y = BudgetPlan.of(budget, {"Y/enclosing-ball": enc, "Y/private-pca": ZCDP(rho_pca)})
+    round_budget = ApproxDP(0.6 * eps / k, delta / (2 * k))
+    rho_z = approx_to_zcdp(eps - k * round_budget.epsilon, delta - k * round_budget.delta)
+    rho_cnt = 0.1 * rho_z
+    rho_e = (rho_z - rho_cnt) / 2
+    parts: dict[str, Budget] = {f"Z/round-{j + 1}": round_budget for j in range(k)}
+    parts.update({"Z/counts": ZCDP(rho_cnt), "Z/psge": ZCDP(2 * rho_e)})
+    return half_y, BudgetPlan.of(budget, parts)
 
 
 def pegme(
@@ -121,119 +141,182 @@ def pegme(
     if not isinstance(budget, ApproxDP) or budget.delta <= 0:
         raise PrivacyBudgetError("PEGME needs an (epsilon, delta) budget with delta > 0")
     grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
-    reserve(accountant, [budget], "PEGME")
+    BudgetPlan.of(budget, {step: budget}).reserve(accountant, "PEGME")
     src = as_noise(noise)
-    accountant.spend(
+    paid = accountant.spend(
         budget,
         step=step,
         mechanism="two public halves",
         note="parallel composition: a row is in one half; each half uses the budget",
     )
     perm = src.rng.permutation(n)  # public split
+    plan_y, plan_z = pegme_plan(budget, k)
+    run = _PegmeRun(
+        k=k,
+        ell=ell,
+        grid=grid,
+        peel_factor=peel_factor,
+        max_points=max_points,
+        beta=beta,
+        constants=constants,
+        src=src,
+        step=step,
+        plan_y=plan_y,
+        plan_z=plan_z,
+        # each half uses the whole budget under the one charge above: its entries are kept there
+        y_acct=accountant.prepaid(paid, budget),
+        z_acct=accountant.prepaid(paid, budget),
+    )
     Y, Z = data[perm[: n // 2]], data[perm[n // 2 :]]
-    beta0 = beta / (4 * k)
+    ball, pca = _half_y(run, Y)
+    P = pca.project(Z)
+    owner, balls = _peel(run, P, ball)
+    counts, means, covs = _half_z_estimate(run, Z, owner, balls, pca)
+    if info is not None:
+        info.update(balls=balls, noisy_counts=counts, pca=pca)
+    return np.full(k, 1.0 / k), means, covs
 
-    def fail(what: str) -> EstimationFailed:
-        return EstimationFailed(f"PEGME: {what}", step=f"{step}/{what}", needed_n=None)
 
-    # half Y: enclosing ball (40%) and PCA (the rest, as zCDP)
-    y_acct = Accountant(budget)
-    enc_budget = ApproxDP(0.4 * budget.epsilon, budget.delta / 2)
-    y_acct.spend(enc_budget, step=f"{step}/Y/enclosing-ball")
+@dataclass(frozen=True)
+class _PegmeRun:
+    """The public parameters of one PEGME run, its plans and the halves' accountants."""
+
+    k: int
+    ell: int
+    grid: np.ndarray
+    peel_factor: float
+    max_points: int
+    beta: float
+    constants: str
+    src: NoiseSource
+    step: str
+    plan_y: BudgetPlan
+    plan_z: BudgetPlan
+    y_acct: Accountant
+    z_acct: Accountant
+
+    @property
+    def beta0(self) -> float:
+        return self.beta / (4 * self.k)
+
+    def fail(self, what: str) -> EstimationFailed:
+        return EstimationFailed(f"PEGME: {what}", step=f"{self.step}/{what}", needed_n=None)
+
+    def charge(self, acct: Accountant, plan: BudgetPlan, name: str) -> LedgerEntry:
+        """Charge ``plan[name]`` to ``acct`` (a half's accountant) as step ``step/name``."""
+        return acct.spend(plan[name], step=f"{self.step}/{name}")
+
+
+def _half_y(run: _PegmeRun, Y: np.ndarray) -> tuple[Ball, Any]:
+    """Half Y: an enclosing ball of the rows, then private PCA of rank ℓ inside it."""
+    k, step = run.k, run.step
+    enc = run.charge(run.y_acct, run.plan_y, "Y/enclosing-ball")
     ball = subsampled_call(
         one_cluster,
         Y,
         max(2, Y.shape[0] - Y.shape[0] // (8 * k)),
-        enc_budget,
-        max_points=max_points,
-        rng=src.rng,
-        radii=grid,
+        run.plan_y.part("Y/enclosing-ball", ApproxDP),
+        max_points=run.max_points,
+        rng=run.src.rng,
+        paid_by=(run.y_acct, enc),
+        radii=run.grid,
         c=2.0,
-        beta=beta0,
-        noise=src,
+        beta=run.beta0,
+        noise=run.src,
         step=f"{step}/Y/enclosing-ball",
     )
     if ball is None:
-        raise fail("enclosing-ball")
-    rho_pca = approx_to_zcdp(budget.epsilon - enc_budget.epsilon, budget.delta / 2)
+        raise run.fail("enclosing-ball")
+    pca_budget = run.plan_y.part("Y/private-pca", ZCDP)
     pca = private_pca(
         Y,
         ball.center,
         ball.radius,
-        ell,
-        ZCDP(rho_pca),
-        accountant=y_acct,
-        noise=src,
+        run.ell,
+        pca_budget,
+        accountant=run.y_acct,
+        noise=run.src,
         step=f"{step}/Y/private-pca",
     )
+    return ball, pca
 
-    # half Z: k peeling rounds in the projection, then PSGE per part
-    z_acct = Accountant(budget)
-    m = Z.shape[0]
-    P = pca.project(Z)
-    round_budget = ApproxDP(0.6 * budget.epsilon / k, budget.delta / (2 * k))
+
+def _peel(run: _PegmeRun, P: np.ndarray, ball: Ball) -> tuple[np.ndarray, list[Ball]]:
+    """Half Z, projected: k peeling rounds of one_cluster, each claiming the free rows in its
+    ball. A claimed row is replaced by its own public far point (a per-row map: row i's dummy
+    depends on i only), keeping the size m public and neighbours one row apart."""
+    k, step = run.k, run.step
+    m = P.shape[0]
     pgrid = radius_grid_below(ball.radius, 30)
-    # a claimed row is replaced by its own public far point (a per-row map: row i's dummy
-    # depends on i only), keeping the size m public and neighbours one row apart
-    dummies = dummy_points(m, ell, pgrid, peel_factor, src.rng)
+    dummies = dummy_points(m, run.ell, pgrid, run.peel_factor, run.src.rng)
     owner = np.full(m, -1, dtype=np.int64)
     balls: list[Ball] = []
     for j in range(k):
         free = owner < 0
         pts = np.where(free[:, None], P, dummies)
-        z_acct.spend(round_budget, step=f"{step}/Z/round-{j + 1}")
+        name = f"Z/round-{j + 1}"
+        paid = run.charge(run.z_acct, run.plan_z, name)
         b = subsampled_call(
             one_cluster,
             pts,
             max(2, m // (2 * k)),
-            round_budget,
-            max_points=max_points,
-            rng=src.rng,
+            run.plan_z.part(name, ApproxDP),
+            max_points=run.max_points,
+            rng=run.src.rng,
+            paid_by=(run.z_acct, paid),
             radii=pgrid,
-            c=peel_factor,
-            beta=beta0,
-            noise=src,
-            step=f"{step}/Z/round-{j + 1}",
+            c=run.peel_factor,
+            beta=run.beta0,
+            noise=run.src,
+            step=f"{step}/{name}",
         )
         if b is None:
-            raise fail(f"round-{j + 1}")
+            raise run.fail(f"round-{j + 1}")
         inside = free & (np.sqrt(np.sum((P - b.center) ** 2, axis=1)) <= b.radius)
         owner[inside] = j
         balls.append(b)
-    eps_left = budget.epsilon - k * round_budget.epsilon
-    rho_z = approx_to_zcdp(eps_left, budget.delta - k * round_budget.delta)
-    rho_cnt = 0.1 * rho_z
+    return owner, balls
+
+
+def _half_z_estimate(
+    run: _PegmeRun, Z: np.ndarray, owner: np.ndarray, balls: list[Ball], pca: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Half Z: the parts' noisy counts, then PSGE per part (each ρ_E-zCDP; a moved row changes
+    two parts: charged 2ρ_E once). Returns (noisy counts, means, covariances)."""
+    k, step, src = run.k, run.step, run.src
+    m: int = Z.shape[0]
+    d: int = Z.shape[1]
+    cnt_budget, psge_budget = run.plan_z.part("Z/counts", ZCDP), run.plan_z.part("Z/psge", ZCDP)
     counts = private_count(
         np.bincount(owner[owner >= 0], minlength=k),
-        ZCDP(rho_cnt),
-        accountant=z_acct,
+        cnt_budget,
+        accountant=run.z_acct,
         noise=src,
         step=f"{step}/Z/counts",
         sensitivity=sensitivity.histogram_l2(),
     )
-    sigma = gaussian_sigma_zcdp(sensitivity.histogram_l2(), rho_cnt)
-    sizes = np.floor(counts - float(norm.isf(beta / (2 * k))) * sigma).astype(int)
-    # each part's estimation is ρ_E-zCDP; a moved row changes two parts: charged 2ρ_E
-    rho_e = (rho_z - rho_cnt) / 2
-    z_acct.spend(
-        ZCDP(2 * rho_e),
+    sigma = gaussian_sigma_zcdp(sensitivity.histogram_l2(), cnt_budget.rho)
+    sizes = np.floor(counts - float(norm.isf(run.beta / (2 * k))) * sigma).astype(int)
+    rho_e = psge_budget.rho / 2
+    paid = run.z_acct.spend(
+        psge_budget,
         step=f"{step}/Z/psge",
         mechanism="psge x parts",
         note="a replaced row changes at most two parts: charged twice",
     )
     if (sizes < 2).any():
-        raise fail("psge")
+        raise run.fail("psge")
     keys = src.rng.random(m)
     lift = (
-        (1.0 + 16.0 + 2.0 * math.sqrt(3 * d / ell))
-        if constants == "theory"
-        else (3.0 + 2.0 * math.sqrt(3 * d / ell))
+        (1.0 + 16.0 + 2.0 * math.sqrt(3 * d / run.ell))
+        if run.constants == "theory"
+        else (3.0 + 2.0 * math.sqrt(3 * d / run.ell))
     )
     means = np.empty((k, d))
     covs = np.empty((k, d, d))
     for j, b in enumerate(balls):
         center = pca.center + b.center @ pca.components.T
-        radius = (b.radius / peel_factor) * lift
+        radius = (b.radius / run.peel_factor) * lift
         rows = fixed_size_subset(
             Z, np.flatnonzero(owner == j), keys, int(sizes[j]), center, src.rng
         )
@@ -243,12 +326,10 @@ def pegme(
             radius,
             0.5 * rho_e,
             0.5 * rho_e,
-            Accountant(ZCDP(rho_e)),
+            run.z_acct.prepaid(paid, ZCDP(rho_e)),
             src,
             f"{step}/Z/psge-{j + 1}",
         )
         means[j] = mu
         covs[j] = var * np.eye(d)
-    if info is not None:
-        info.update(balls=balls, noisy_counts=counts, pca=pca)
-    return np.full(k, 1.0 / k), means, covs
+    return counts, means, covs

@@ -49,14 +49,21 @@ from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..gaussian.public import public_gaussian, public_preconditioner
 from ..linalg import project_psd
 from ..noise import RandomState, as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, approx_to_zcdp
 from ..theory import Bound
 from ..validation import check_positive_int
-from .cluster_estimation import estimate_clusters, frame_from_public
+from .cluster_estimation import (
+    FRACTIONS,
+    MEAN_SHARE,
+    cluster_plan,
+    estimate_clusters,
+    frame_from_public,
+)
 from .public_clustering import PublicClusters, easy_clustering
 from .sample_aggregate import ComponentPrior, estimate_components
 
 __all__ = [
+    "heavy_plan",
     "joint_component_rows",
     "min_public_rows",
     "positive_definite",
@@ -219,7 +226,7 @@ def public_heavy_gmm(
             count_share=count_share, accountant=accountant, noise=src, step="public-heavy",
         )
         return weights, means, positive_definite(covs)
-    rho_c = rho * count_share
+    plan = heavy_plan(rho, count_share, "learner")
     keys = src.rng.random(n)  # public per-row keys for the fixed-size subsets
 
     def learner(
@@ -233,11 +240,25 @@ def public_heavy_gmm(
         ComponentPrior(clusters.means[j], 0.0, (1.0, 1.0)) for j in range(k)  # pad = centre
     ]
     weights, means, covs, _ = estimate_components(
-        X, labels, priors, ZCDP(rho_c), ZCDP(rho - rho_c), keys=keys, beta=beta / 3,
+        X, labels, priors, plan.part("counts", ZCDP), plan.part("estimate", ZCDP), keys=keys,
+        beta=beta / 3,
         constants=constants, accountant=accountant, noise=src, step="public-heavy",
         part_learner=learner,
     )
     return weights, means, positive_definite(covs)
+
+
+def heavy_plan(
+    rho: float, count_share: float = COUNT_SHARE, estimator: str = "joint"
+) -> BudgetPlan:
+    """The budget plan of public-heavy for ρ (public): ``count_share`` of ρ to the cluster
+    sizes, the rest to the estimation — by :func:`~.cluster_estimation.estimate_clusters`'s
+    steps (``"joint"``, its default fractions) or charged once as 2ρ_E for the per-cluster
+    learners (``"learner"``). The parts compose to exactly ρ."""
+    if estimator == "joint":
+        return cluster_plan(ZCDP(rho), count_share, FRACTIONS, MEAN_SHARE)
+    rho_c = rho * count_share
+    return BudgetPlan.of(ZCDP(rho), {"counts": ZCDP(rho_c), "estimate": ZCDP(rho - rho_c)})
 
 
 def pick_estimator(estimator: str | None, constants: str) -> str:

@@ -45,7 +45,6 @@ output: :class:`~privgauss.exceptions.EstimationFailed` after the whole budget i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,7 +53,7 @@ from scipy.spatial.distance import pdist
 from ..exceptions import EstimationFailed
 from ..mechanisms import private_count
 from ..noise import NoiseSource, RandomState, as_noise
-from ..privacy import ZCDP, Accountant, Budget
+from ..privacy import ZCDP, Accountant, Budget, BudgetPlan
 from ..sensitivity import histogram_l2
 from .cluster_estimation import ClusterFrame, estimate_clusters, frame_from_public
 from .private_pca import private_pca
@@ -62,7 +61,13 @@ from .public_clustering import public_split, radius_grid, split_constants, super
 from .public_heavy import joint_component_rows, pick_estimator, positive_definite, prepare
 from .sample_aggregate import ComponentPrior, estimate_components
 
-__all__ = ["public_light_gmm", "public_light_requirements", "q_priv_counts", "q_priv_sensitivity"]
+__all__ = [
+    "light_plan",
+    "public_light_gmm",
+    "public_light_requirements",
+    "q_priv_counts",
+    "q_priv_sensitivity",
+]
 
 CLUSTERING_SHARE = 0.15
 COUNT_SHARE = 0.05
@@ -106,19 +111,21 @@ def public_light_requirements(
     }
 
 
-@dataclass
-class _Plan:
-    pca: ZCDP
-    qpriv: ZCDP
-    counts: ZCDP
-    estimation: ZCDP  # charged once: 2ρ_E
-
-
-def _plan(rho: float, k: int, clustering_share: float, pca_share: float) -> _Plan:
+def light_plan(rho: float, k: int, clustering_share: float, pca_share: float) -> BudgetPlan:
+    """The budget plan of public-light for ρ (public): 2k clustering iterations of
+    ``clustering_share``·ρ/(2k) each, split ``pca_share`` to the private PCA
+    ("iteration-i/pca") and the rest to Q_Priv ("iteration-i/q-priv"); :data:`COUNT_SHARE` of ρ
+    to the cluster sizes ("counts") and the rest to the estimation ("estimate", charged once:
+    2ρ_E). The parts compose to exactly ρ."""
     it = rho * clustering_share / (2 * k)
     counts = rho * COUNT_SHARE
     est = rho - 2 * k * it - counts
-    return _Plan(ZCDP(it * pca_share), ZCDP(it * (1 - pca_share)), ZCDP(counts), ZCDP(est))
+    parts: dict[str, Budget] = {}
+    for i in range(2 * k):
+        parts[f"iteration-{i + 1}/pca"] = ZCDP(it * pca_share)
+        parts[f"iteration-{i + 1}/q-priv"] = ZCDP(it * (1 - pca_share))
+    parts.update({"counts": ZCDP(counts), "estimate": ZCDP(est)})
+    return BudgetPlan.of(ZCDP(rho), parts)
 
 
 def public_light_gmm(
@@ -156,15 +163,16 @@ def public_light_gmm(
     X, P, k, w_min, rho = prepare(X, k, budget, public_X, min_weight, beta, accountant,
                                   "public-light")
     n = X.shape[0]
-    plan = _plan(rho, k, clustering_share, JOINT_PCA_SHARE if joint else PCA_SHARE)
+    plan = light_plan(rho, k, clustering_share, JOINT_PCA_SHARE if joint else PCA_SHARE)
     src = as_noise(noise)
     sens = q_priv_sensitivity() if count_sensitivity is None else float(count_sensitivity)
     clusters = _hard_clustering(P, X, k, w_min, plan, sens, constants, accountant, src)
     if info is not None:
         info["public_balls"] = [(c.copy(), R) for _, _, c, R in clusters]
+    counts, estimation = plan.part("counts", ZCDP), plan.part("estimate", ZCDP)
     if len(clusters) != k:
-        accountant.spend(plan.counts, step="public-light/counts", note="unused: failed")
-        accountant.spend(plan.estimation, step="public-light/estimate", note="unused: failed")
+        accountant.spend(counts, step="public-light/counts", note="unused: failed")
+        accountant.spend(estimation, step="public-light/estimate", note="unused: failed")
         raise EstimationFailed(
             f"the private hard clustering found {len(clusters)} clusters, not {k}",
             step="public-light/clustering",
@@ -176,8 +184,8 @@ def public_light_gmm(
     if joint:
         frames = [_frame(P[pub], c, R) for _, pub, c, R in clusters]
         weights, means, covs = estimate_clusters(
-            X, labels, frames, ZCDP(plan.counts.rho + plan.estimation.rho),
-            count_share=plan.counts.rho / (plan.counts.rho + plan.estimation.rho),
+            X, labels, frames, ZCDP(counts.rho + estimation.rho),
+            count_share=counts.rho / (counts.rho + estimation.rho),
             accountant=accountant, noise=src, step="public-light", fractions=JOINT_FRACTIONS,
             clip_scale=JOINT_CLIP_SCALE,
         )
@@ -185,7 +193,7 @@ def public_light_gmm(
     priors = [_prior(P[pub], c, R, cond_range, constants) for _, pub, c, R in clusters]
     keys = src.rng.random(n)
     weights, means, covs, _ = estimate_components(
-        X, labels, priors, plan.counts, plan.estimation, keys=keys, beta=beta / 3,
+        X, labels, priors, counts, estimation, keys=keys, beta=beta / 3,
         constants=constants, accountant=accountant, noise=src, step="public-light",
     )
     return weights, means, positive_definite(covs)
@@ -196,7 +204,7 @@ def _hard_clustering(
     X: np.ndarray,
     k: int,
     w_min: float,
-    plan: _Plan,
+    plan: BudgetPlan,
     sensitivity: float,
     constants: str,
     accountant: Accountant,
@@ -221,7 +229,7 @@ def _hard_clustering(
                 break
             pub = None
         if pub is None or priv is None:
-            _unused(accountant, plan, step)
+            _unused(accountant, plan, it, step)
             continue
         c, R = supercluster(P[pub], k, const.sc_multiplier)
         in_pub = np.linalg.norm(P[pub] - c, axis=1) <= R
@@ -230,22 +238,25 @@ def _hard_clustering(
         pub, priv = pub[in_pub], priv[in_priv]
         if not R > 0:  # one public row (or duplicates): nothing to split on
             out.append((priv, pub, c, R))
-            _unused(accountant, plan, step)
+            _unused(accountant, plan, it, step)
             continue
         padded = np.repeat(c[None, :], n, axis=0)
         padded[: priv.size] = X[priv]
-        pca = private_pca(padded, c, R, rank, plan.pca, accountant=accountant, noise=src,
+        pca_budget = plan.part(f"iteration-{it + 1}/pca", ZCDP)
+        pca = private_pca(padded, c, R, rank, pca_budget, accountant=accountant, noise=src,
                           step=f"{step}/pca")
         Yp, Zp = pca.project(P[pub]), pca.project(X[priv])
         r_min = R / math.sqrt(d) if constants == "theory" else R / (8.0 * math.sqrt(d))
         found = public_split(Yp, t_pub, radius_grid(R, r_min, const.grid_ratio), const)
         if found is None:
-            accountant.spend(plan.qpriv, step=f"{step}/q-priv", note="unused: no public split")
+            accountant.spend(plan[f"iteration-{it + 1}/q-priv"], step=f"{step}/q-priv",
+                             note="unused: no public split")
             out.append((priv, pub, c, R))
             continue
         j, r = found
         centre, radius = Yp[j], 2.0 * r
-        noisy = q_priv_counts(Zp, centre, radius, const.private_outer, plan.qpriv,
+        qpriv = plan.part(f"iteration-{it + 1}/q-priv", ZCDP)
+        noisy = q_priv_counts(Zp, centre, radius, const.private_outer, qpriv,
                               accountant=accountant, noise=src, step=f"{step}/q-priv",
                               sensitivity=sensitivity)
         ok = (
@@ -316,6 +327,8 @@ def _prior(
     return ComponentPrior(c, R, (R * R / cond_range, R * R))
 
 
-def _unused(accountant: Accountant, plan: _Plan, step: str) -> None:
-    accountant.spend(plan.pca, step=f"{step}/pca", note="unused iteration")
-    accountant.spend(plan.qpriv, step=f"{step}/q-priv", note="unused iteration")
+def _unused(accountant: Accountant, plan: BudgetPlan, it: int, step: str) -> None:
+    for name in ("pca", "q-priv"):
+        accountant.spend(
+            plan[f"iteration-{it + 1}/{name}"], step=f"{step}/{name}", note="unused iteration"
+        )

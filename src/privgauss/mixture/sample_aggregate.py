@@ -64,9 +64,18 @@ from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..gaussian.coinpress import coinpress_gaussian
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp, charge_unused, reserve
+from ..privacy import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Budget,
+    BudgetPlan,
+    approx_to_zcdp,
+    charge_unused,
+)
 from ..progress import bar
 from ..validation import check_positive_int, check_probability
+from .one_cluster import NAMES as ONE_CLUSTER_NAMES
 from .one_cluster import (
     Ball,
     doubling_radii,
@@ -309,7 +318,7 @@ def estimate_components(
         step=f"{step}/counts",
         sensitivity=l2,
     ).astype(np.float64)
-    accountant.spend(
+    paid = accountant.spend(
         estimation_budget,
         step=f"{step}/estimate",
         mechanism="coinpress x parts",
@@ -340,7 +349,8 @@ def estimate_components(
         members = np.flatnonzero(labels == j)
         rows = fixed_size_subset(data, members, keys, int(sizes[j]), prior.center, noise.rng)
         bounds = prior.cov_bounds if cov_bounds_of is None else cov_bounds_of(j, weights[j])
-        scratch = Accountant(ZCDP(rho_e))
+        # part j's run, paid by the 2ρ_E charge above: its entries are kept under that entry
+        scratch = accountant.prepaid(paid, ZCDP(rho_e))
         if part_learner is not None:
             means[j], covs[j] = part_learner(j, rows, rho_e, scratch)
             continue
@@ -373,11 +383,26 @@ class SABudget:
     round_parts: tuple[tuple[Budget, ...], ...]  # what one_cluster charges for each round
     counts: ZCDP
     estimation: ZCDP  # charged once: 2·ρ_E
+    total: ApproxDP | None = None  # the budget the plan was made from
 
     def all(self, first_round: int = 0) -> list[Budget]:
         """Every charge from round ``first_round`` on, in order."""
         out: list[Budget] = [p for parts in self.round_parts[first_round:] for p in parts]
         return [*out, self.counts, self.estimation]
+
+    def budget_plan(self, *, exact: bool = True) -> BudgetPlan:
+        """Every charge, named ``round-j/<one_cluster step>``, ``counts`` and ``estimation``, as
+        a :class:`~privgauss.privacy.BudgetPlan` of :attr:`total` (exact: the parts compose to
+        exactly the total; else within it)."""
+        if self.total is None:
+            raise ValueError("this sample-and-aggregate plan was made without its total")
+        parts: dict[str, Budget] = {
+            f"round-{j + 1}/{name}": b
+            for j, rp in enumerate(self.round_parts)
+            for name, b in zip(ONE_CLUSTER_NAMES, rp, strict=True)
+        }
+        parts.update(counts=self.counts, estimation=self.estimation)
+        return BudgetPlan.of(self.total, parts, exact=exact)
 
 
 def _round_parts(budget: ApproxDP, d: int, split: Sequence[float]) -> tuple[Budget, ...]:
@@ -426,7 +451,7 @@ def plan_sa_budget(
     if math.isinf(eps):
         rounds = tuple(ApproxDP(math.inf, delta / (2 * k)) for _ in range(k))
         parts = tuple(_round_parts(r, d, tuple(round_split)) for r in rounds)
-        return SABudget(rounds, parts, ZCDP(math.inf), ZCDP(math.inf))
+        return SABudget(rounds, parts, ZCDP(math.inf), ZCDP(math.inf), total=budget)
     eps_m = eps * means_share
     total_w = k * (k + 1) / 2
     per = [eps_m * (k - j) / total_w for j in range(k - 1)]
@@ -443,7 +468,7 @@ def plan_sa_budget(
     if not rho_z > 0:  # pragma: no cover - the joint conversion is never worse than separate ones
         raise PrivacyBudgetError("the budget is too small to split")
     rho_w = rho_z * counts_share
-    return SABudget(rounds, parts, ZCDP(rho_w), ZCDP(rho_z - rho_w))
+    return SABudget(rounds, parts, ZCDP(rho_w), ZCDP(rho_z - rho_w), total=budget)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -585,71 +610,31 @@ def sample_aggregate_gmm(
     plan = plan_sa_budget(
         budget, k, d, means_share=means_share, counts_share=counts_share, round_split=round_split
     )
-    reserve(accountant, plan.all(), "sample-and-aggregate")
-    src = as_noise(noise)
-    learner = gmm_learner if learner is None else learner
-    beta_r = beta / (4 * k)
-    needed = needed_n(data.shape, k, budget, w_min, beta)
-
-    W, M, ok, m_min = _fit_chunks(data, k, s, learner, src.rng)
-    dummies = dummy_points(s, d, grid, peel_factor, src.rng)
-    alive = ok.copy()
-    balls: list[Ball] = []
-    for j in range(k):
-        t = max(2, int(t_fraction * s / (k - j)))
-        P = round_points(W, M, alive, dummies)
-        ball = one_cluster(
-            P,
-            t,
-            plan.rounds[j],
-            radii=grid,
-            c=peel_factor,
-            beta=beta_r,
-            constants=constants,
-            box_factor=box_factor,
-            split=round_split,
-            max_points=max_points,
-            accountant=accountant,
-            noise=src,
-            step=f"{step}/round-{j + 1}",
-        )
-        if ball is None:
-            charge_unused(accountant, plan.all(j + 1), step)
-            raise EstimationFailed(
-                f"round {j + 1} of {k} of the private 1-cluster aggregation found no cluster",
-                step=f"{step}/round-{j + 1}",
-                needed_n=needed,
-            )
-        balls.append(ball)
-        with np.errstate(over="ignore", invalid="ignore"):
-            dist = np.sqrt(np.sum((M - ball.center) ** 2, axis=2))
-        alive &= ~(dist <= ball.radius)
-
-    centers = np.stack([b.center for b in balls])
-    labels = nearest_center(data, centers)
-    keys = src.rng.random(int(n))  # public per-row keys for the fixed-size subsets
-    priors = [ComponentPrior(b.center, b.radius, (1.0, 1.0)) for b in balls]
-
-    def cov_bounds_of(j: int, w: float) -> tuple[float, float]:
-        r = balls[j].radius / peel_factor
-        hi = cov_margin * r * r * m_min * max(w, 1.0 / s)
-        return hi / cond_range, hi
-
-    weights, means, covs, noisy = estimate_components(
-        data,
-        labels,
-        priors,
-        plan.counts,
-        plan.estimation,
-        keys=keys,
+    # the plan composes to exactly the budget (tests); refusing it needs only "within"
+    plan.budget_plan(exact=False).reserve(accountant, "sample-and-aggregate")
+    run = _SARun(
+        data=data,
+        k=k,
+        s=s,
+        grid=grid,
+        plan=plan,
+        learner=gmm_learner if learner is None else learner,
+        peel_factor=peel_factor,
+        t_fraction=t_fraction,
+        box_factor=box_factor,
+        cov_margin=cov_margin,
+        cond_range=cond_range,
+        round_split=tuple(round_split),
         beta=beta,
         constants=constants,
+        max_points=max_points,
         accountant=accountant,
-        noise=src,
+        src=as_noise(noise),
         step=step,
-        cov_bounds_of=cov_bounds_of,
-        needed_n=needed,
+        needed=needed_n(data.shape, k, budget, w_min, beta),
     )
+    balls, m_min = _aggregate(run)
+    weights, means, covs, noisy = _estimate_parts(run, balls, m_min)
     if info is not None:
         info.update(
             n_chunks=s,
@@ -659,3 +644,98 @@ def sample_aggregate_gmm(
             budget_plan=plan,
         )
     return weights, means, covs
+
+
+@dataclass(frozen=True)
+class _SARun:
+    """The public parameters of one sample-and-aggregate run (validated) and its rows."""
+
+    data: np.ndarray
+    k: int
+    s: int  # number of chunks
+    grid: np.ndarray
+    plan: SABudget
+    learner: Learner
+    peel_factor: float
+    t_fraction: float
+    box_factor: float
+    cov_margin: float
+    cond_range: float
+    round_split: tuple[float, ...]
+    beta: float
+    constants: str
+    max_points: int
+    accountant: Accountant
+    src: NoiseSource
+    step: str
+    needed: int
+
+
+def _aggregate(run: _SARun) -> tuple[list[Ball], int]:
+    """The non-private learner on every chunk, then k private 1-cluster rounds peeling the
+    chunk estimates: the k released balls and the chunk size."""
+    W, M, ok, m_min = _fit_chunks(run.data, run.k, run.s, run.learner, run.src.rng)
+    dummies = dummy_points(run.s, run.data.shape[1], run.grid, run.peel_factor, run.src.rng)
+    alive = ok.copy()
+    balls: list[Ball] = []
+    for j in range(run.k):
+        t = max(2, int(run.t_fraction * run.s / (run.k - j)))
+        P = round_points(W, M, alive, dummies)
+        ball = one_cluster(
+            P,
+            t,
+            run.plan.rounds[j],
+            radii=run.grid,
+            c=run.peel_factor,
+            beta=run.beta / (4 * run.k),
+            constants=run.constants,
+            box_factor=run.box_factor,
+            split=run.round_split,
+            max_points=run.max_points,
+            accountant=run.accountant,
+            noise=run.src,
+            step=f"{run.step}/round-{j + 1}",
+        )
+        if ball is None:
+            charge_unused(run.accountant, run.plan.all(j + 1), run.step)
+            raise EstimationFailed(
+                f"round {j + 1} of {run.k} of the private 1-cluster aggregation found no cluster",
+                step=f"{run.step}/round-{j + 1}",
+                needed_n=run.needed,
+            )
+        balls.append(ball)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dist = np.sqrt(np.sum((M - ball.center) ** 2, axis=2))
+        alive &= ~(dist <= ball.radius)
+    return balls, m_min
+
+
+def _estimate_parts(
+    run: _SARun, balls: list[Ball], m_min: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every row to its nearest released centre, then the parts' counts and CoinPress runs."""
+    centers = np.stack([b.center for b in balls])
+    labels = nearest_center(run.data, centers)
+    keys = run.src.rng.random(int(run.data.shape[0]))  # public per-row keys (fixed-size subsets)
+    priors = [ComponentPrior(b.center, b.radius, (1.0, 1.0)) for b in balls]
+
+    def cov_bounds_of(j: int, w: float) -> tuple[float, float]:
+        r = balls[j].radius / run.peel_factor
+        hi = run.cov_margin * r * r * m_min * max(w, 1.0 / run.s)
+        return hi / run.cond_range, hi
+
+    return estimate_components(
+        run.data,
+        labels,
+        priors,
+        run.plan.counts,
+        run.plan.estimation,
+        keys=keys,
+        beta=run.beta,
+        constants=run.constants,
+        accountant=run.accountant,
+        noise=run.src,
+        step=run.step,
+        cov_bounds_of=cov_bounds_of,
+        needed_n=run.needed,
+    )

@@ -64,14 +64,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import sensitivity
 from ..mechanisms import gaussian_mechanism, laplace_mechanism
-from ..noise import RandomState, as_noise
-from ..privacy import Accountant, ApproxDP, Budget, PureDP, charge_unused
+from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan, PureDP, charge_unused
 from ..validation import check_positive_int, check_probability
 from .one_cluster import (
     Ball,
@@ -98,6 +99,8 @@ __all__ = [
 DEFAULT_SPLIT = (0.3, 0.2, 0.15, 0.2, 0.15)
 #: the kinds of terrific_ball's five releases, for :func:`~.one_cluster.plan_budget`
 KINDS = ("pure", "hist", "noise", "noise", "noise")
+#: the names of those releases in terrific_ball's budget plan
+NAMES = ("radius", "box", "mean", "refine", "check")
 
 
 def _check_c(c: float, minimum: float) -> float:
@@ -197,80 +200,117 @@ def terrific_ball(
     (ε, δ)-DP for ``ApproxDP(ε, δ)``, ε-DP for ``PureDP(ε)`` (needs ``center_box``), replace-one
     neighbours with n public; the whole budget is charged whatever the outcome. Search constant
     ``c`` > 3; the output's annulus constant is (c − 1)/2. See the module docstring."""
-    data, parts, t, grid = prepare_search(
+    data, plan, t, grid = prepare_search(
         X,
         t,
         radii,
         budget,
+        NAMES,
         KINDS,
         split,
         lambda d: (1, 1, d, d, 1),
         center_box=center_box,
         accountant=accountant,
     )
-    n = data.shape[0]
-    c = _check_c(c, 3.0)
-    beta = check_probability(beta, "beta")
-    max_points = check_positive_int(max_points, "max_points", minimum=1)
-    src = as_noise(noise)
-    before = len(accountant.ledger)
-
-    def fail() -> None:
-        charge_unused(accountant, parts[len(accountant.ledger) - before :], step)
-
-    r = terrific_radius(
+    search = _Search(
         data,
         t,
-        c,
+        _check_c(c, 3.0),
         grid,
-        parts[0],
+        plan,
         largest=largest,
-        beta=beta,
+        beta=check_probability(beta, "beta"),
         constants=constants,
-        max_points=max_points,
-        accountant=accountant,
-        noise=src,
-        step=f"{step}/radius",
-    )
-    if r is None:
-        fail()
-        return None
-    center = center_with(
-        data,
-        r,
-        parts,
-        box_factor=box_factor,
         center_box=center_box,
+        box_factor=box_factor,
+        max_points=check_positive_int(max_points, "max_points", minimum=1),
         accountant=accountant,
-        noise=src,
+        noise=as_noise(noise),
         step=step,
     )
-    if center is None:
-        fail()
+    before = len(accountant.ledger)
+    found = _find_ball(search)
+    if found is None:  # ⊥ before the check: the parts not used are charged all the same
+        charge_unused(accountant, plan.budgets()[len(accountant.ledger) - before :], step)
         return None
+    return _checked(search, *found)
 
-    # the check, in full-data units (the radius search may have run on a subsample)
-    t_sub = _subsample_t(n, t, max_points)
+
+@dataclass(frozen=True)
+class _Search:
+    """The public parameters of one terrific-ball search (validated), and its rows."""
+
+    data: np.ndarray
+    t: int
+    c: float
+    grid: np.ndarray
+    plan: BudgetPlan
+    largest: bool
+    beta: float
+    constants: str
+    center_box: Any
+    box_factor: float
+    max_points: int
+    accountant: Accountant
+    noise: NoiseSource
+    step: str
+
+
+def _find_ball(s: _Search) -> tuple[float, np.ndarray] | None:
+    """The terrific radius r, then a good centre p for it: (r, p), or None (⊥)."""
+    r = terrific_radius(
+        s.data,
+        s.t,
+        s.c,
+        s.grid,
+        s.plan["radius"],
+        largest=s.largest,
+        beta=s.beta,
+        constants=s.constants,
+        max_points=s.max_points,
+        accountant=s.accountant,
+        noise=s.noise,
+        step=f"{s.step}/radius",
+    )
+    if r is None:
+        return None
+    center = center_with(
+        s.data,
+        r,
+        s.plan,
+        box_factor=s.box_factor,
+        center_box=s.center_box,
+        accountant=s.accountant,
+        noise=s.noise,
+        step=s.step,
+    )
+    return None if center is None else (r, center)
+
+
+def _checked(s: _Search, r: float, center: np.ndarray) -> Ball | None:
+    """The noisy check that B(p, 2r) is terrific, in full-data units (the radius search may
+    have run on a subsample): the ball, or None (⊥)."""
+    t_sub = _subsample_t(s.data.shape[0], s.t, s.max_points)
     gamma = above_threshold_slack(
-        _pure_eps(parts[0]),
-        grid.size,
-        beta,
+        _pure_eps(s.plan["radius"]),
+        s.grid.size,
+        s.beta,
         sensitivity=sensitivity.capped_radius_score(),
-        constants=constants,
-    ) * (t / t_sub)
-    c_out = (c - 1.0) / 2.0
-    f = ball_query(data, center, 2.0 * r, c_out, t)
-    release = laplace_mechanism if _is_pure(parts[4]) else gaussian_mechanism
+        constants=s.constants,
+    ) * (s.t / t_sub)
+    c_out = (s.c - 1.0) / 2.0
+    f = ball_query(s.data, center, 2.0 * r, c_out, s.t)
+    release = laplace_mechanism if _is_pure(s.plan["check"]) else gaussian_mechanism
     noisy = float(
         release(
             f,
             sensitivity.ball_query(),
-            parts[4],
-            accountant=accountant,
-            noise=src,
-            step=f"{step}/check",
+            s.plan["check"],
+            accountant=s.accountant,
+            noise=s.noise,
+            step=f"{s.step}/check",
         )
     )
-    if noisy < t - gamma:
+    if noisy < s.t - gamma:
         return None
     return Ball(center=center, radius=2.0 * r)

@@ -8,7 +8,7 @@ types, and everything else charges its releases here.
 
 from __future__ import annotations
 
-from .accountant import Accountant, LedgerEntry, charge_unused, reserve
+from .accountant import Accountant, LedgerEntry, charge_unused, composed, reserve
 from .budgets import (
     ZCDP,
     ApproxDP,
@@ -25,12 +25,14 @@ from .budgets import (
     zcdp_to_delta,
     zcdp_to_epsilon,
 )
+from .plans import BudgetPlan
 
 __all__ = [
     "ZCDP",
     "Accountant",
     "ApproxDP",
     "Budget",
+    "BudgetPlan",
     "LedgerEntry",
     "PureDP",
     "approx_to_zcdp",
@@ -40,6 +42,7 @@ __all__ = [
     "compose_advanced",
     "compose_basic",
     "compose_zcdp",
+    "composed",
     "make_budget",
     "reserve",
     "split",

@@ -23,6 +23,7 @@ from .budgets import (
     Budget,
     PureDP,
     approx_to_zcdp,
+    budget_from_dict,
     budget_to_dict,
     zcdp_to_epsilon,
 )
@@ -30,7 +31,14 @@ from .budgets import (
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One release: public metadata only, never data values."""
+    """One release: public metadata only, never data values.
+
+    ``parts`` lists the releases of a sub-computation whose whole cost is this entry's
+    ``cost`` (a search run on a subsample under an amplified budget, or one node of a level
+    whose nodes are charged once by parallel composition): they are kept here, under the entry
+    that paid for them (see :meth:`Accountant.prepaid`), not added to the total. Their
+    ``step`` names start with the sub-computation's name.
+    """
 
     step: str
     mechanism: str
@@ -38,9 +46,12 @@ class LedgerEntry:
     sensitivity: float | None = None
     noise_scale: float | None = None
     note: str = ""
+    # filled while the sub-computation runs (the same list in every ancestor's copy of the
+    # entry); not part of the entry's value
+    parts: list[LedgerEntry] = field(default_factory=list, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "step": self.step,
             "mechanism": self.mechanism,
             "cost": budget_to_dict(self.cost),
@@ -48,6 +59,22 @@ class LedgerEntry:
             "noise_scale": self.noise_scale,
             "note": self.note,
         }
+        if self.parts:
+            out["parts"] = [p.to_dict() for p in self.parts]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LedgerEntry:
+        """The entry :meth:`to_dict` wrote (its parts included)."""
+        return cls(
+            str(d.get("step", "")),
+            str(d.get("mechanism", "")),
+            budget_from_dict(d["cost"]),
+            d.get("sensitivity"),
+            d.get("noise_scale"),
+            str(d.get("note", "")),
+            [cls.from_dict(p) for p in d.get("parts", ())],
+        )
 
 
 @dataclass
@@ -84,6 +111,11 @@ class Accountant:
     compose under one total. An accountant with a ``parent`` forwards every charge to it: a charge
     is made only if it fits both (this is how one fit's budget sits inside a shared total).
 
+    **Child ledgers.** No sub-computation's releases are lost: :meth:`child` gives an
+    accountant whose charges are also charged here, listed in this ledger with the child's
+    name as a prefix of their step; :meth:`prepaid` gives one for a sub-computation already
+    paid for by one entry of this ledger, whose releases are kept in that entry's ``parts``.
+
     **Identity.** An accountant is a resource, like a lock or an open file, not a value: its
     budget can be spent once. So ``copy.copy`` and ``copy.deepcopy`` return the accountant
     itself — copies of an estimator holding ``accountant=`` (and ``sklearn.base.clone``, which
@@ -104,6 +136,10 @@ class Accountant:
     ledger: list[LedgerEntry] = field(default_factory=list)
     parent: Accountant | None = field(default=None, repr=False)
     _t: _Totals = field(default_factory=_Totals, repr=False)
+    #: prefix of this accountant's steps in its parent's ledger (see :meth:`child`)
+    prefix: str = field(default="", repr=False)
+    # the entry (of another accountant) that paid for everything charged here (prepaid)
+    _paid_by: LedgerEntry | None = field(default=None, repr=False)
     # the process that may spend through this accountant (None: a read-only record)
     _owner_pid: int | None = field(default=None, init=False, repr=False)
     _key: str | None = field(default=None, init=False, repr=False)  # set when first pickled
@@ -127,7 +163,7 @@ class Accountant:
         if self._key is None:
             self._key = secrets.token_hex(16)
             _BY_KEY[self._key] = self
-        state = (self.total, list(self.ledger), self.parent, replace(self._t))
+        state = (self.total, list(self.ledger), self.parent, replace(self._t), self.prefix)
         return (_unpickle_accountant, (self._key, *state))
 
     @property
@@ -225,6 +261,7 @@ class Accountant:
         sensitivity: float | None = None,
         noise_scale: float | None = None,
         note: str = "",
+        _parts: list[LedgerEntry] | None = None,
     ) -> LedgerEntry:
         """Charge ``cost``; raise :class:`PrivacyBudgetError` (and change nothing) if it would
         exceed the total. Call this *before* drawing any noise."""
@@ -239,36 +276,81 @@ class Accountant:
                 f"{self.total} (already spent: {self.spent_str()}); increase the budget or "
                 "use a fresh Accountant"
             )
+        parts: list[LedgerEntry] = [] if _parts is None else _parts
         if self.parent is not None:
             self.parent.spend(
                 cost,
-                step=step,
+                step=self._prefixed(step),
                 mechanism=mechanism,
                 sensitivity=sensitivity,
                 noise_scale=noise_scale,
                 note=note,
+                _parts=parts,
             )
         self._t = new
-        entry = LedgerEntry(step, mechanism, cost, sensitivity, noise_scale, note)
+        entry = LedgerEntry(step, mechanism, cost, sensitivity, noise_scale, note, parts)
         self.ledger.append(entry)
+        if self._paid_by is not None:
+            self._paid_by.parts.append(replace(entry, step=self._prefixed(step)))
         return entry
+
+    def _prefixed(self, step: str) -> str:
+        return f"{self.prefix}/{step}" if self.prefix else step
+
+    def child(self, name: str, total: Budget | None = None) -> Accountant:
+        """An accountant for a sub-computation named ``name``: every charge made through it is
+        also charged here (refused unless it fits both ``total`` — default: this accountant's
+        total — and this accountant) and listed in this ledger with step ``name/step``.
+
+        Parameters
+        ----------
+        name : str
+            The sub-computation's name, the prefix of its steps in this ledger.
+        total : Budget, optional
+            The most the sub-computation may spend.
+
+        Returns
+        -------
+        Accountant
+            The child, whose own ledger holds its entries without the prefix.
+        """
+        if not name:
+            raise ValueError("a child accountant needs a name")
+        return Accountant(self.total if total is None else total, parent=self, prefix=name)
+
+    def prepaid(self, entry: LedgerEntry, total: Budget, name: str = "") -> Accountant:
+        """An accountant for a sub-computation whose whole cost is ``entry``, already charged
+        to this accountant (e.g. one node of a level charged once by parallel composition, or
+        a search on a subsample whose amplified budget ``total`` costs ``entry.cost`` on the
+        whole data). Its charges are refused beyond ``total``, are not charged here again, and
+        are kept in ``entry.parts`` (steps prefixed with ``name``), so none is dropped.
+
+        Parameters
+        ----------
+        entry : LedgerEntry
+            An entry of this ledger, the charge that pays for the sub-computation.
+        total : Budget
+            What the sub-computation may spend under that charge.
+        name : str, optional
+            Prefix of the sub-computation's steps in ``entry.parts``.
+
+        Returns
+        -------
+        Accountant
+            A fresh accountant of total ``total`` whose entries also go to ``entry.parts``.
+        """
+        if not any(e is entry for e in self.ledger):
+            raise ValueError("prepaid() needs an entry of this accountant's ledger")
+        acct = Accountant(total, prefix=name)
+        acct._paid_by = entry
+        return acct
 
     @property
     def spent(self) -> Budget | None:
         """What has been spent, in the total's notion (None before the first charge)."""
         if not self.ledger:
             return None
-        tot, t = self.total, self._t
-        if isinstance(tot, PureDP):
-            return PureDP(t.eps)
-        if isinstance(tot, ZCDP):
-            return ZCDP(t.rho)
-        if t.rho == 0:
-            return ApproxDP(t.eps, t.delta)
-        # the zCDP part is converted with all the delta that approximate charges left (_fits
-        # keeps some left once a zCDP charge is made); a converted epsilon can be 0 for large delta
-        eps_z = zcdp_to_epsilon(t.rho, tot.delta - t.delta)
-        return ApproxDP(max(t.eps + eps_z, _MIN_EPS), tot.delta)
+        return _spent_of(self.total, self._t)
 
     def spent_str(self) -> str:
         s = self.spent
@@ -357,15 +439,50 @@ class Accountant:
         return dp_accounting.ComposedDpEvent(events)
 
 
+def _spent_of(tot: Budget, t: _Totals) -> Budget:
+    """The totals ``t`` in the notion of the total ``tot``."""
+    if isinstance(tot, PureDP):
+        return PureDP(t.eps)
+    if isinstance(tot, ZCDP):
+        return ZCDP(t.rho)
+    if t.rho == 0:
+        return ApproxDP(t.eps, t.delta)
+    # the zCDP part is converted with all the delta that approximate charges left (_fits
+    # keeps some left once a zCDP charge is made); a converted epsilon can be 0 for large delta
+    eps_z = zcdp_to_epsilon(t.rho, tot.delta - t.delta)
+    return ApproxDP(max(t.eps + eps_z, _MIN_EPS), tot.delta)
+
+
+def composed(total: Budget, costs: Iterable[Budget]) -> Budget | None:
+    """What charging every cost in ``costs`` to an accountant of total ``total`` adds up to,
+    in the total's notion (the accountant's composition rule), or None when they do not fit
+    (or cannot be charged under that notion). Changes nothing: a computation on values."""
+    probe = Accountant(total)
+    t = probe._t
+    for cost in costs:
+        try:
+            t = probe._add(cost, t)
+        except PrivacyBudgetError:
+            return None
+    if not probe._fits(t):
+        return None
+    return _spent_of(total, t)
+
+
 def _unpickle_accountant(
-    key: str, total: Budget, ledger: list[LedgerEntry], parent: Accountant | None, t: _Totals
+    key: str,
+    total: Budget,
+    ledger: list[LedgerEntry],
+    parent: Accountant | None,
+    t: _Totals,
+    prefix: str = "",
 ) -> Accountant:
     """The live accountant pickled under ``key`` if it exists in this process, else a
     read-only record of it (registered, so unpickling it again gives the same object)."""
     live = _BY_KEY.get(key)
     if live is not None:
         return live
-    acct = Accountant(total, ledger, parent, t)
+    acct = Accountant(total, ledger, parent, t, prefix)
     acct._owner_pid = None  # read-only: the budget is spent only through the original
     acct._key = key
     _BY_KEY[key] = acct

@@ -46,7 +46,7 @@ from ..linalg import project_psd
 from ..mechanisms import exponential_mechanism, truncated_laplace_bound, truncated_laplace_mechanism
 from ..metrics import gaussian_logpdf
 from ..noise import RandomState, as_noise
-from ..privacy import Accountant, ApproxDP, PureDP
+from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan, PureDP
 from .ppe import run_blocks
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "decode",
     "faithful_agnostic",
     "faithful_plan",
+    "selection_plan",
     "list_stable_reduction",
     "private_selection",
     "quantised_em_lists",
@@ -126,6 +127,19 @@ def yatracos_scores(
 # ------------------------------------------------------------------------------ route P2
 
 
+def selection_plan(
+    epsilon: float, delta: float, n_producers: int, select_share: float = 0.2
+) -> BudgetPlan:
+    """Route P2's budget plan (public): each of the ``n_producers`` producers gets
+    (ε(1 − ``select_share``)/P, δ/P) ("producer-i"), the exponential mechanism ε·``select_share``
+    ("private-selection"). The parts compose to exactly (ε, δ)."""
+    e1 = epsilon * (1 - select_share) / n_producers
+    share = ApproxDP(e1, delta / n_producers)
+    parts: dict[str, Budget] = {f"producer-{i + 1}": share for i in range(n_producers)}
+    parts["private-selection"] = PureDP(epsilon * select_share)
+    return BudgetPlan.of(ApproxDP(epsilon, delta), parts)
+
+
 def private_selection(
     X: np.ndarray,
     producers: Sequence[Callable[..., Mixture]],
@@ -147,17 +161,18 @@ def private_selection(
     perm = src.rng.permutation(n)
     n_sel = int(round(select_fraction * n))
     X_sel, X_gen = X[perm[:n_sel]], X[perm[n_sel:]]
-    acct = Accountant(ApproxDP(epsilon, delta), parent=accountant)
-    e1 = epsilon * (1 - select_share) / len(producers)
+    plan = selection_plan(epsilon, delta, len(producers), select_share)
+    acct = Accountant(plan.total, parent=accountant)
     cands: list[Mixture] = []
     failed = 0
-    share = ApproxDP(e1, delta / len(producers))
-    for make in producers:
-        try:
-            cands.append(make(X_gen, share, Accountant(share, parent=acct), src))
+    for i, make in enumerate(producers):
+        name = f"producer-{i + 1}"
+        share = plan.part(name, ApproxDP)
+        try:  # the producer's charges are listed in the ledger under its name
+            cands.append(make(X_gen, share, acct.child(name, share), src))
         except EstimationFailed:
             failed += 1
-    e2 = PureDP(epsilon * select_share)
+    e2 = plan.part("private-selection", PureDP)
     # top up what the producers left unused (a failed producer may stop early; zCDP parts
     # convert more tightly here), so the total spend never depends on the data
     left = acct.remaining

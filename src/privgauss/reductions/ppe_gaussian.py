@@ -57,7 +57,7 @@ from ..gaussian.histogram import public_padding
 from ..linalg import project_psd, sym, upper_indices
 from ..mechanisms import truncated_laplace_bound
 from ..noise import RandomState, as_noise
-from ..privacy import Accountant, ApproxDP
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, approx_to_zcdp
 from .masking import ComponentMask, dist_comp, theory_etas
 from .ppe import (
     SA_FLOOR,
@@ -130,6 +130,18 @@ class PracticalPlan:
     @property
     def ok(self) -> bool:
         return self.t >= self.t_min
+
+    def budget_plan(self, total: ApproxDP) -> BudgetPlan:
+        """The split of ``total`` as a :class:`~privgauss.privacy.BudgetPlan`: the scale and
+        location stages' tests and noisy averages, then the rest as zCDP for the CoinPress
+        refinement (what the accountant has left: ``remaining_zcdp()``). Composes to exactly
+        ``total`` (used in full only with ``refine=True``)."""
+        names = ("scale/test", "scale/noise", "location/test", "location/noise")
+        parts: dict[str, Budget] = dict(zip(names, self.budgets, strict=True))
+        eps = math.fsum(b.epsilon for b in self.budgets)
+        delta = math.fsum(b.delta for b in self.budgets)
+        parts["coinpress"] = ZCDP(approx_to_zcdp(total.epsilon - eps, total.delta - delta))
+        return BudgetPlan.of(total, parts)
 
     def radius_scale(self) -> float:
         """r_A: ~97th percentile of ‖u_i − u_j‖ for per-axis log variances (var of one
