@@ -83,15 +83,21 @@ from ..backends import DEFAULT_MAX_MEMORY_BYTES, as_rows, in_memory
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
-from ..mechanisms import stability_histogram
+from ..mechanisms import gaussian_stability_histograms, stability_histogram
 from ..noise import RandomState, as_noise
-from ..sensitivity import stability_histogram_threshold
+from ..sensitivity import (
+    gaussian_stability_histogram_threshold,
+    histogram_l2,
+    stability_histogram_threshold,
+)
 from ..validation import check_probability
 
 __all__ = [
+    "JointBudget",
     "Localisation",
     "histogram_gaussian",
     "localisation_budget",
+    "localisation_plan",
     "localise",
 ]
 
@@ -109,6 +115,27 @@ _KEY_LIMIT = float(2**62)  # location keys are clipped to +-this (saturated keys
 # released smallest eigenvalue below this fraction of the prior's lower bound: a failure (good
 # fits measured at ≥ 0.14·lo, failed ones at ≤ 5e-5·lo; see _check_prior)
 _PRIOR_SLACK = 1e-3
+
+
+# Practical plan (joint Gaussian histograms): share of δ for the histograms, and the bounds of
+# their share of the zCDP budget (the refinement gets the rest).
+_DELTA_SHARE = 0.25
+_RHO_FLOOR, _RHO_CAP = 0.005, 0.5
+
+
+@dataclass(frozen=True)
+class JointBudget:
+    """The budget of one joint release of d per-axis stability histograms with discrete
+    Gaussian noise (:func:`~privgauss.mechanisms.gaussian_stability_histograms`):
+    δ-approximate ρ-zCDP in total for the d histograms."""
+
+    rho: float
+    delta: float
+
+    def threshold(self, d: int) -> float:
+        """The release threshold τ of each of the d histograms."""
+        sigma = histogram_l2() * math.sqrt(d) / math.sqrt(2.0 * self.rho)
+        return gaussian_stability_histogram_threshold(sigma, self.delta / d)
 
 
 @dataclass(frozen=True)
@@ -181,15 +208,63 @@ def localisation_budget(
     return scale_budget, loc_budget, ApproxDP(eps_h, delta_i * n_hist)
 
 
+def _joint_rho(n_eff: float, mass: float, d: int, delta: float) -> float:
+    """Smallest ρ of a joint release of d Gaussian histograms (δ in all) whose threshold is at
+    most _SAFETY * n_eff * mass (inf if impossible)."""
+    tau = _SAFETY * n_eff * mass
+    z = gaussian_stability_histogram_threshold(1.0, delta / d) - 2.0  # τ = 2 + σ z
+    if tau <= 2.0:
+        return math.inf
+    sigma = (tau - 2.0) / z
+    return d / sigma**2  # ρ = Δ₂²/(2σ²) with Δ₂² = 2d
+
+
+def localisation_plan(
+    n: int, d: int, epsilon: float, delta: float, *, known_scale: bool = False
+) -> tuple[JointBudget | None, JointBudget, float]:
+    """The practical localisation plan, from public quantities only: the budgets of the joint
+    scale release (None when ``known_scale``) and location release, and ρ_all, the zCDP budget
+    that (ε, δ − δ_h) allows for histograms and refinement together (δ_h = δ/4 is the
+    histograms' δ, split equally between the releases).
+
+    Each release gets the smallest ρ whose threshold is at most half the expected count of the
+    bin it needs (as :func:`localisation_budget`), the two together clamped to
+    [0.5 %, 50 %] of ρ_all; the refinement gets ρ_all minus that. At d = 10, (1, 1e-6):
+    ρ_all = 0.0236, and the histograms take 25 % of it at n = 3,000, 10 % at 5,000, 2.6 % at
+    20,000 and the 0.5 % floor at 100,000.
+    """
+    delta_h = delta * _DELTA_SHARE
+    rho_all = approx_to_zcdp(epsilon, delta - delta_h)
+    if known_scale:
+        rho_s, rho_l, d_l = 0.0, _joint_rho(n, _P_LOCATION, d, delta_h), delta_h
+    else:
+        d_l = delta_h / 2.0
+        rho_s = _joint_rho(n // 2, _P_SCALE, d, d_l)
+        rho_l = _joint_rho(n, _P_LOCATION, d, d_l)
+    total = rho_s + rho_l
+    target = min(max(total, _RHO_FLOOR * rho_all), _RHO_CAP * rho_all)
+    if math.isinf(total):  # hopeless n: spend the cap, the histograms will (DP-)fail
+        rho_s, rho_l = (0.0, 1.0) if known_scale else (0.5, 0.5)
+        total = 1.0
+    scale = None if known_scale else JointBudget(rho_s * target / total, d_l)
+    return scale, JointBudget(rho_l * target / total, d_l), rho_all
+
+
 def _top_bin(hist: dict[Any, int]) -> Any:
     # Deterministic post-processing of the release: highest noisy count, smallest key on ties.
     best = max(hist.values())
     return min(k for k, c in hist.items() if c == best)
 
 
+def _threshold(budget: ApproxDP | JointBudget, d: int) -> float:
+    if isinstance(budget, JointBudget):
+        return budget.threshold(d)
+    return stability_histogram_threshold(budget.epsilon, budget.delta)
+
+
 def _axis_top_bins(
     keys: np.ndarray,
-    budget: ApproxDP,
+    budget: ApproxDP | JointBudget,
     what: str,
     needed_n: int,
     released: list[dict[Any, int]],
@@ -201,12 +276,23 @@ def _axis_top_bins(
 ) -> Iterator[Any]:
     """Per axis k, release the stability histogram of ``keys[:, k]`` (appended to ``released``)
     and yield its top bin; EstimationFailed (a DP output) when an axis releases no bin. The
-    histograms' ledger steps are ``{axis_step or step}-axis-{k}``."""
-    for k in range(keys.shape[1]):
-        hist = stability_histogram(
-            keys[:, k], budget, accountant=accountant, noise=noise,
-            step=f"{axis_step or step}-axis-{k}",
+    histograms' ledger steps are ``{axis_step or step}-axis-{k}`` (Laplace, one (ε, δ) release
+    per axis) or ``{axis_step or step}-axes`` (a :class:`JointBudget`: one joint release)."""
+    joint = None
+    if isinstance(budget, JointBudget):
+        joint = gaussian_stability_histograms(
+            keys, budget.rho, budget.delta, accountant=accountant, noise=noise,
+            step=f"{axis_step or step}-axes",
         )
+    for k in range(keys.shape[1]):
+        if joint is not None:
+            hist = joint[k]
+        else:
+            assert isinstance(budget, ApproxDP)
+            hist = stability_histogram(
+                keys[:, k], budget, accountant=accountant, noise=noise,
+                step=f"{axis_step or step}-axis-{k}",
+            )
         released.append(hist)
         if not hist:
             raise EstimationFailed(
@@ -219,8 +305,8 @@ def _axis_top_bins(
 
 def localise(
     X: np.ndarray,
-    scale_budget: ApproxDP | None,
-    location_budget: ApproxDP,
+    scale_budget: ApproxDP | JointBudget | None,
+    location_budget: ApproxDP | JointBudget,
     *,
     accountant: Accountant,
     noise: RandomState = None,
@@ -230,8 +316,10 @@ def localise(
     docstring: (d·ε_s + d·ε_l, d·δ_s + d·δ_l)-DP under replace-one (n public).
 
     ``scale_budget=None`` means the rows are already whitened (covariance I): only the location
-    histograms run, with bin width 2. Raises :class:`EstimationFailed` (a DP output) when a
-    histogram releases nothing usable.
+    histograms run, with bin width 2. An :class:`ApproxDP` budget runs one Laplace stability
+    histogram per axis at that budget; a :class:`JointBudget` releases the d histograms of the
+    step jointly with discrete Gaussian noise (δ-approximate ρ-zCDP in all). Raises
+    :class:`EstimationFailed` (a DP output) when a histogram releases nothing usable.
     """
     src = as_noise(noise)
     Xc = as_rows(X)
@@ -245,7 +333,7 @@ def localise(
     if scale_budget is None:
         s_mid = s_lo = s_hi = np.ones(d)
     else:
-        tau = stability_histogram_threshold(scale_budget.epsilon, scale_budget.delta)
+        tau = _threshold(scale_budget, d)
         m = n // 2
         if m < 1:
             raise EstimationFailed(
@@ -288,7 +376,7 @@ def localise(
             "the released scale is outside the floating-point range", step=f"{step}-scale"
         )
     offset = v * w
-    tau_l = stability_histogram_threshold(location_budget.epsilon, location_budget.delta)
+    tau_l = _threshold(location_budget, d)
     with np.errstate(over="ignore"):
         q = (Xc - offset) / w
     lkeys = np.floor(np.clip(q, -_KEY_LIMIT, _KEY_LIMIT)).astype(np.int64)
@@ -372,14 +460,12 @@ def histogram_gaussian(
         known = np.eye(d)
     src = as_noise(noise)
 
-    s_budget, l_budget, spent = localisation_budget(
-        n, d, budget.epsilon, budget.delta, known_scale=known is not None, constants=constants
-    )
+    s_budget, l_budget, rho_of = _plan(n, d, budget, known is not None, constants)
     if known is not None:
         w = inv_sqrtm_psd(known)
         Xw = transform_rows(Xc, w)  # w symmetric: rows x ↦ w x, an overflow mapped to 0
         loc = localise(Xw, None, l_budget, accountant=accountant, noise=src)
-        rho = _refinement_rho(accountant, budget, spent)
+        rho = rho_of(accountant)
         radius = float(np.linalg.norm(loc.radius))
         mean_w = coinpress_mean(
             Xw, loc.center, radius, rho, accountant=accountant, noise=src, beta=beta
@@ -387,7 +473,7 @@ def histogram_gaussian(
         return np.asarray(mean_w) @ sqrtm_psd(known), known.copy()
 
     loc = localise(Xc, s_budget, l_budget, accountant=accountant, noise=src)
-    rho = _refinement_rho(accountant, budget, spent)
+    rho = rho_of(accountant)
     s = loc.scale
     Z = transform_rows(Xc, 1.0 / s, loc.center)  # a row that overflows is mapped to 0
     radius = float(np.linalg.norm(loc.radius / s))
@@ -424,6 +510,25 @@ def _check_prior(cov_z: np.ndarray, lo: float) -> None:
             "method='public' with d+1 public rows",
             step="histogram-refinement",
         )
+
+
+def _plan(
+    n: int, d: int, budget: ApproxDP, known_scale: bool, constants: str
+) -> tuple[Any, Any, Any]:
+    """(scale budget, location budget, ρ of the refinement as a function of the accountant
+    after localisation). ``practical``: joint Gaussian histograms (:func:`localisation_plan`),
+    the refinement gets ρ_all − ρ_h; ``theory``: per-axis Laplace histograms
+    (:func:`localisation_budget`), the refinement gets what (ε − ε_h, δ − δ_h) converts to."""
+    if constants == "theory":
+        s_b, l_b, spent = localisation_budget(
+            n, d, budget.epsilon, budget.delta, known_scale=known_scale, constants=constants
+        )
+        return s_b, l_b, lambda acct: _refinement_rho(acct, budget, spent)
+    s_j, l_j, rho_all = localisation_plan(
+        n, d, budget.epsilon, budget.delta, known_scale=known_scale
+    )
+    rho_h = l_j.rho + (0.0 if s_j is None else s_j.rho)
+    return s_j, l_j, lambda acct: min(rho_all - rho_h, acct.remaining_zcdp())
 
 
 def _refinement_rho(accountant: Accountant, budget: ApproxDP, spent: ApproxDP) -> float:
