@@ -33,7 +33,7 @@ from test_audit_suite import (  # noqa: E402
 )
 
 import privgauss as pg  # noqa: E402
-from privgauss.accounting import zcdp_to_epsilon  # noqa: E402
+from privgauss.privacy import zcdp_to_epsilon  # noqa: E402
 from privgauss.audit import (  # noqa: E402
     AuditResult,
     audit_mechanism,

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from privgauss import EstimationFailed
-from privgauss.accounting import Accountant, ApproxDP
+from privgauss.privacy import Accountant, ApproxDP
 from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
 from privgauss.mixture.kssu import kssu_gmm

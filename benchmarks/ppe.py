@@ -233,7 +233,7 @@ def part_faithful(dims: list[int], rows: list[dict]) -> list[str]:
                     pg.PrivateGaussian(epsilon=EPS, delta=DELTA, method="ppe", constants="theory",
                                        random_state=0).fit(X)
                 else:
-                    from privgauss.accounting import Accountant, ApproxDP
+                    from privgauss.privacy import Accountant, ApproxDP
                     from privgauss.reductions.ppe_gaussian import ppe_mixture
 
                     ppe_mixture(X, k, EPS, DELTA, accountant=Accountant(ApproxDP(EPS, DELTA)),
@@ -241,7 +241,7 @@ def part_faithful(dims: list[int], rows: list[dict]) -> list[str]:
                 outcome = "estimate"
             except InvalidDataError:
                 # the estimator refuses below the formula n; run the algorithm directly
-                from privgauss.accounting import Accountant, ApproxDP
+                from privgauss.privacy import Accountant, ApproxDP
                 from privgauss.reductions.ppe_gaussian import ppe_gaussian
 
                 try:

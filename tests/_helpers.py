@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from privgauss.accounting import Accountant, ApproxDP
+from privgauss.privacy import Accountant, ApproxDP
 
 
 def spent_equals(acct: Accountant, eps: float, delta: float) -> bool:

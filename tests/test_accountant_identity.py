@@ -207,7 +207,7 @@ def test_unpickled_in_another_process_an_accountant_is_read_only(tmp_path: Path)
 
 
 def test_reservation_checks_change_nothing() -> None:
-    from privgauss.mixture.one_cluster import reserve
+    from privgauss.privacy import reserve
 
     shared = pg.Accountant(pg.ApproxDP(1.0, 1e-6))
     fit = pg.Accountant(pg.ApproxDP(2.0, 1e-6), parent=shared)

@@ -1,4 +1,4 @@
-"""Tests of privgauss.accounting: budgets, conversions, composition and the Accountant.
+"""Tests of privgauss.privacy: budgets, conversions, composition and the Accountant.
 
 Conversions are checked against an independent computation (dp-accounting's RDP accountant fed
 a ZCDpEvent); the Accountant against hand-computed totals.
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
 from privgauss import PrivacyBudgetError
-from privgauss.accounting import (
+from privgauss.privacy import (
     ZCDP,
     Accountant,
     ApproxDP,

@@ -10,13 +10,13 @@ import re
 import numpy as np
 import pytest
 
-from privgauss.accounting import Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.estimators import PrivateGaussianMixture
 from privgauss.exceptions import EstimationFailed, InvalidDataError
 from privgauss.mechanisms import exponential_mechanism
 from privgauss.noise import NoiseSource
+from privgauss.privacy import Accountant, ApproxDP, PureDP
 from privgauss.reductions import agnostic
 from privgauss.reductions.agnostic import (
     _filtered_scores,

@@ -19,7 +19,6 @@ import pytest
 from click.testing import CliRunner
 
 import privgauss as pg
-from privgauss.accounting import ZCDP, Accountant, zcdp_to_epsilon
 from privgauss.audit import (
     OUTCOME_FEATURES,
     FitOutcome,
@@ -29,6 +28,7 @@ from privgauss.audit import (
     outcome_features,
     worst_case_pairs,
 )
+from privgauss.privacy import ZCDP, Accountant, zcdp_to_epsilon
 
 RHO, AUDIT_DELTA = 0.05, 1e-3
 CLAIMED = zcdp_to_epsilon(RHO, AUDIT_DELTA)  # ~1.1

@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 import privgauss as pg
-from privgauss.accounting import zcdp_to_epsilon
 from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, worst_case_pairs
 from privgauss.estimators.gaussian import METHODS as GAUSSIAN_METHODS
 from privgauss.estimators.mixture import METHODS as MIXTURE_METHODS
+from privgauss.privacy import zcdp_to_epsilon
 
 RHO, EPS, DELTA = 0.5, 1.0, 1e-3
 DELTA_Z = 1e-3  # the delta at which a zCDP budget's claimed epsilon is taken
@@ -225,7 +225,7 @@ def _spent_matches(acct: pg.Accountant, budget: Any) -> None:
 def test_gaussian_method_spends_exactly_its_budget(method: str) -> None:
     cfg, n = gaussian_setup(method)
     kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("rho", "epsilon", "delta")}
-    budget = pg.accounting.make_budget(
+    budget = pg.privacy.make_budget(
         rho=cfg.kwargs.get("rho"), epsilon=cfg.kwargs.get("epsilon"), delta=cfg.kwargs.get("delta")
     )
     shared = pg.Accountant(budget)

@@ -17,7 +17,6 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from privgauss import EstimationFailed
-from privgauss.accounting import ZCDP, Accountant
 from privgauss.audit import audit_mechanism
 from privgauss.mixture import cluster_estimation as ce
 from privgauss.mixture.cluster_estimation import (
@@ -29,6 +28,7 @@ from privgauss.mixture.cluster_estimation import (
     undo_clipping,
 )
 from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant
 from privgauss.sensitivity import joint_cluster_outer_sum_frobenius, joint_cluster_sum_l2
 
 TAU = 1.7

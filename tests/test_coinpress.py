@@ -10,7 +10,6 @@ from scipy.stats import chi2, trim_mean
 
 import privgauss as pg
 from privgauss import clipped_stats as cs
-from privgauss.accounting import zcdp_to_epsilon
 from privgauss.clipped_stats import Rows, affine_rows, sanitize_rows
 from privgauss.gaussian import coinpress as cp
 from privgauss.gaussian import coinpress_plan as cpp
@@ -24,6 +23,7 @@ from privgauss.gaussian.coinpress_plan import (
     mean_schedule,
 )
 from privgauss.linalg import clip_rows
+from privgauss.privacy import zcdp_to_epsilon
 
 
 def acct(rho: float = 0.5) -> pg.Accountant:

@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pytest
 
+from privgauss import datasets as D
 from privgauss.datasets import (
     Mixture,
     make_gaussian,
@@ -197,3 +198,55 @@ def test_separation_ratio_hand_computed():
     assert separation_ratio(means, covs, w) == pytest.approx(expected, rel=1e-12)
     with pytest.raises(ValueError, match="positive"):
         separation_ratio(means, covs, [1.0, 0.0])
+
+
+# -- real tables and real defects ---------------------------------------------------------------
+
+
+def test_tables_have_the_defects_the_docs_state():
+    bc, digits = D.load_table("breast_cancer"), D.load_table("digits")
+    assert bc.shape == (569, 30) and digits.shape == (1797, 64)
+    assert (digits.std(axis=0) == 0).sum() == 3  # constant pixel columns
+    assert len(np.unique(digits)) == 17  # counts 0..16: ties everywhere
+    with pytest.raises(ValueError, match="unknown table"):
+        D.load_table("iris")
+
+
+def test_each_defect_does_what_it_says_and_leaves_the_input_alone():
+    X, _, _ = make_gaussian(2000, 4, random_state=0)
+    before = X.copy()
+    out = {name: D.with_defect(X, name, random_state=1) for name in D.DEFECTS}
+    np.testing.assert_array_equal(X, before)
+    assert np.all(np.diff(out["sorted"][:, 0]) >= 0)
+    np.testing.assert_array_equal(np.sort(out["sorted"], axis=0), np.sort(X, axis=0))
+    assert all(len(np.unique(out["rounded"][:, j])) == 3 for j in range(4))
+    assert set(np.unique(out["binary"][:, 0])) == {0.0, 1.0}
+    assert out["binary"][:, 0].mean() == pytest.approx(0.1, abs=0.01)
+    assert (out["counts"][:, 0] == 0).mean() == pytest.approx(math.exp(-0.3), abs=0.03)
+    assert np.all(out["constant"][:, -1] == 3.7)
+    changed = np.any(out["gross"] != X, axis=1)
+    assert changed.sum() == 20
+    ratio = out["gross"][changed] / X[changed]
+    assert np.all(np.sort(ratio, axis=1)[:, -1] == pytest.approx(1000.0))  # one coordinate x1000
+    assert np.all(np.sort(ratio, axis=1)[:, :-1] == pytest.approx(1.0))
+    assert len(np.unique(out["duplicates"], axis=0)) < 0.8 * 2000
+    with pytest.raises(ValueError, match="unknown defect"):
+        D.with_defect(X, "shuffled")
+
+
+def test_heavy_tailed_rows_have_the_stated_covariance_and_tails():
+    X, cov = D.make_heavy_tailed(200_000, 3, df=3.0, random_state=0)
+    np.testing.assert_allclose(cov, 3.0 * np.eye(3))
+    kurt = ((X[:, 0] - X[:, 0].mean()) ** 4).mean() / X[:, 0].var() ** 2
+    assert kurt > 10  # a Gaussian has 3
+    assert np.median(np.abs(X[:, 0])) == pytest.approx(0.765, rel=0.05)  # t(3)'s median |x|
+
+
+def test_dirty_public_rows():
+    P, _, _ = make_gaussian(50, 3, random_state=0)
+    out = D.dirty_public(P, "outlier", random_state=0)
+    assert (out == 1e6).all(axis=1).sum() == 1 and (out != 1e6).all(axis=1).sum() == 49
+    shifted = D.dirty_public(P, "shifted", random_state=0)
+    assert shifted.shape == P.shape and shifted[:, 0].min() >= np.quantile(P[:, 0], 0.8)
+    dup = D.dirty_public(P, "duplicated")
+    assert dup.shape == (54, 3) and (dup[:4] == P[0]).all()

@@ -17,11 +17,11 @@ from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
 from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError
-from privgauss.accounting import Accountant, ApproxDP
 from privgauss.datasets import make_mixture
 from privgauss.estimators.mixture import METHODS, PrivateGaussianMixture
 from privgauss.metrics import mixture_error
 from privgauss.mixture.requirements import requirements
+from privgauss.privacy import Accountant, ApproxDP
 
 EPS, DELTA = 5.0, 1e-6
 

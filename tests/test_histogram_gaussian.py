@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import privgauss.mechanisms as mech_module
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, approx_to_zcdp, zcdp_to_epsilon
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_gaussian
 from privgauss.exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
@@ -25,6 +24,7 @@ from privgauss.gaussian.histogram import (
     localise,
 )
 from privgauss.metrics import covariance_error, mahalanobis_mean_error
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, approx_to_zcdp, zcdp_to_epsilon
 
 EPS, DELTA = 1.0, 1e-6
 D, N = 5, 20_000

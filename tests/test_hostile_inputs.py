@@ -248,7 +248,7 @@ def _gaussian_kwargs(method: str) -> tuple[dict[str, Any], bool]:
 
 def gaussian_fit_case(method: str, X: Any, public_X: Any) -> str:
     kwargs, _ = _gaussian_kwargs(method)
-    budget = pg.accounting.make_budget(
+    budget = pg.privacy.make_budget(
         rho=kwargs.pop("rho", None), epsilon=kwargs.pop("epsilon", None),
         delta=kwargs.pop("delta", None),
     )

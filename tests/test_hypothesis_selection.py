@@ -12,11 +12,11 @@ import pytest
 from scipy.special import ndtr
 
 import privgauss.gaussian.hypothesis_selection as hs
-from privgauss.accounting import Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
 from privgauss.exceptions import PrivacyBudgetError
 from privgauss.mechanisms import exponential_mechanism
 from privgauss.metrics import tv_distance, tv_distance_1d
+from privgauss.privacy import Accountant, ApproxDP, PureDP
 
 EPS = 1.0
 

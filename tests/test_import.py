@@ -39,7 +39,7 @@ def test_import_privgauss_imports_no_heavy_library() -> None:
 
 def test_lazy_names_load_on_first_use() -> None:
     modules = _imported_by("import privgauss as pg; pg.ZCDP(0.5); pg.audit")
-    assert {"privgauss.accounting", "privgauss.audit"} <= modules
+    assert {"privgauss.privacy", "privgauss.audit"} <= modules
     assert "scipy.stats" not in modules  # the audit imports it when it computes bounds
 
 

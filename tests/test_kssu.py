@@ -19,7 +19,6 @@ import pytest
 from _helpers import spent_equals as _spent_equals
 
 from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError
-from privgauss.accounting import ZCDP, Accountant, ApproxDP
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
@@ -43,6 +42,7 @@ from privgauss.mixture.requirements import (
     separation_warmup,
     warmup_theory_terms,
 )
+from privgauss.privacy import ZCDP, Accountant, ApproxDP
 
 EPS, DELTA = 5.0, 1e-6
 

@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS = [
     ("base", ["privgauss._version", "privgauss.exceptions", "privgauss.warnings",
               "privgauss.progress"]),
-    ("privacy", ["privgauss.accounting"]),
+    ("privacy", ["privgauss.privacy"]),
     ("noise", ["privgauss.noise", "privgauss.sensitivity"]),
     ("mechanisms", ["privgauss.mechanisms"]),
     ("beside", ["privgauss.linalg", "privgauss.backends", "privgauss.clipped_stats",

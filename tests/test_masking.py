@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from privgauss.accounting import Accountant, ApproxDP
 from privgauss.audit import audit_mechanism
 from privgauss.linalg import inv_sqrtm_psd, sqrtm_psd
 from privgauss.mechanisms import _analytic_delta
 from privgauss.noise import NoiseSource
+from privgauss.privacy import Accountant, ApproxDP
 from privgauss.reductions.masking import (
     MixtureMask,
     cov_radius,

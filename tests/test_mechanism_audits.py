@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
 from privgauss.audit import AuditResult, audit_mechanism
 from privgauss.mechanisms import (
     above_threshold,
@@ -27,6 +26,7 @@ from privgauss.mechanisms import (
     symmetric_matrix_mechanism,
     truncated_laplace_mechanism,
 )
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
 
 RUNS = 10_000
 SENS = 1.5

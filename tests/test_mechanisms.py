@@ -17,7 +17,6 @@ import pytest
 from scipy import integrate, stats
 
 from privgauss import PrivacyBudgetError
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.mechanisms import (
     above_threshold,
     exponential_mechanism,
@@ -34,6 +33,7 @@ from privgauss.mechanisms import (
     truncated_laplace_mechanism,
 )
 from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.sensitivity import stability_histogram_threshold
 
 ALPHA = 1e-6

@@ -31,7 +31,6 @@ import privgauss.mechanisms as mechanisms
 import privgauss.mixture.one_cluster as oc
 import privgauss.mixture.terrific_ball as tb
 from privgauss import EstimationFailed, sensitivity
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
 from privgauss.audit import AuditResult, audit_mechanism
 from privgauss.linalg import clip_rows
 from privgauss.mechanisms import gaussian_mechanism
@@ -39,6 +38,7 @@ from privgauss.mixture import sample_aggregate as sa
 from privgauss.mixture.one_cluster import good_center, good_radius
 from privgauss.mixture.terrific_ball import terrific_ball
 from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
 
 
 def _audit(

@@ -25,7 +25,6 @@ import pytest
 
 import privgauss as pg
 from privgauss import linalg, mechanisms
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
 from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, worst_case_pairs
 from privgauss.gaussian import clip_mean as clip_mean_module
 from privgauss.gaussian import coinpress_plan
@@ -33,6 +32,7 @@ from privgauss.gaussian.coinpress_plan import chi_tail_radius
 from privgauss.linalg import clip_rows
 from privgauss.mixture import kssu as kssu_module
 from privgauss.mixture import sample_aggregate as sa_module
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
 
 N, MEAN_BOUND, BETA = 12, 4.0, 0.05
 CLIP_RADIUS = MEAN_BOUND + chi_tail_radius(1, BETA / N)  # the clip method's radius (d = 1)

@@ -18,7 +18,6 @@ import pytest
 from scipy import stats
 
 from privgauss import InvalidDataError, PrivacyBudgetError
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
 from privgauss.linalg import clip_rows
 from privgauss.mixture.one_cluster import (
@@ -33,6 +32,7 @@ from privgauss.mixture.one_cluster import (
     plan_budget,
 )
 from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.sensitivity import joint_sum_count
 
 RADII = doubling_radii(0.01, 1000.0)

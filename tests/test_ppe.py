@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from privgauss import metrics
-from privgauss.accounting import Accountant, ApproxDP
 from privgauss.audit import audit_mechanism
 from privgauss.exceptions import EstimationFailed
 from privgauss.mechanisms import gaussian_sigma_analytic
 from privgauss.noise import NoiseSource
+from privgauss.privacy import Accountant, ApproxDP
 from privgauss.reductions.ppe import (
     SA_FLOOR,
     SA_HIGH,

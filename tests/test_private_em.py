@@ -13,9 +13,9 @@ from sklearn.mixture import GaussianMixture
 
 import privgauss as pg
 from privgauss import sensitivity
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 from privgauss.audit import audit_mechanism, estimator_mechanism, fit_outcome
 from privgauss.mixture import private_em as pe
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 
 # ----------------------------------------------------------------------------- sensitivities
 

@@ -16,7 +16,6 @@ from scipy import linalg, stats
 
 import privgauss.mixture.private_pca as pca_module
 from privgauss import PrivacyBudgetError
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.linalg import clip_rows
@@ -29,6 +28,7 @@ from privgauss.mixture.private_pca import (
     top_eigenvectors,
 )
 from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP
 
 
 def second_moment(X: np.ndarray, center: np.ndarray, radius: float) -> np.ndarray:

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.gaussian.public import public_gaussian
@@ -24,6 +23,7 @@ from privgauss.mixture import public_heavy as ph
 from privgauss.mixture.public_heavy import min_public_rows, public_heavy_gmm
 from privgauss.mixture.requirements import public_requirements
 from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 
 
 @pytest.fixture(scope="module")

@@ -18,13 +18,13 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from privgauss import EstimationFailed, InvalidDataError
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
 from privgauss.mixture.public_light import public_light_gmm, q_priv_counts, q_priv_sensitivity
 from privgauss.mixture.requirements import public_requirements
 from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ import pytest
 from _helpers import spent_equals as _spent_equals
 
 from privgauss import EstimationFailed, PrivacyBudgetError
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
 from privgauss.mixture import sample_aggregate as sa
@@ -35,6 +34,7 @@ from privgauss.mixture.sample_aggregate import (
     sample_aggregate_gmm,
 )
 from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP
 
 EPS, DELTA = 5.0, 1e-6
 

@@ -18,7 +18,6 @@ import pytest
 import privgauss.mixture.one_cluster as oc
 import privgauss.mixture.terrific_ball as tb
 from privgauss import InvalidDataError, PrivacyBudgetError, sensitivity
-from privgauss.accounting import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.audit import audit_mechanism
 from privgauss.mixture.one_cluster import above_threshold_slack, doubling_radii
 from privgauss.mixture.terrific_ball import (
@@ -28,6 +27,7 @@ from privgauss.mixture.terrific_ball import (
     terrific_ball,
     terrific_radius,
 )
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP
 
 RADII = doubling_radii(0.01, 1000.0)
 EPS, DELTA = 1.0, 1e-6

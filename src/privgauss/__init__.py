@@ -20,29 +20,30 @@ from .warnings import PrivacyWarning
 
 # public name -> (submodule, attribute); attribute None: the submodule itself
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "ZCDP": ("accounting", "ZCDP"),
-    "Accountant": ("accounting", "Accountant"),
-    "ApproxDP": ("accounting", "ApproxDP"),
-    "LedgerEntry": ("accounting", "LedgerEntry"),
-    "PureDP": ("accounting", "PureDP"),
+    "ZCDP": ("privacy", "ZCDP"),
+    "Accountant": ("privacy", "Accountant"),
+    "ApproxDP": ("privacy", "ApproxDP"),
+    "LedgerEntry": ("privacy", "LedgerEntry"),
+    "PureDP": ("privacy", "PureDP"),
     "PrivateGaussian": ("estimators", "PrivateGaussian"),
     "PrivateGaussianMixture": ("estimators", "PrivateGaussianMixture"),
     "load": ("io", "load"),
     "mixture_requirements": ("mixture.requirements", "requirements"),
     "NoiseSource": ("noise", "NoiseSource"),
     "audit": ("audit", None),
+    "privacy": ("privacy", None),
     "datasets": ("datasets", None),
     "metrics": ("metrics", None),
     "theory": ("theory", None),
 }
 
 if TYPE_CHECKING:  # what static tools see: the names the lazy loader gives
-    from . import audit, datasets, metrics, theory
-    from .accounting import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
+    from . import audit, datasets, metrics, privacy, theory
     from .estimators import PrivateGaussian, PrivateGaussianMixture
     from .io import load
     from .mixture.requirements import requirements as mixture_requirements
     from .noise import NoiseSource
+    from .privacy import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
 
 
 def _load(module: str) -> Any:
@@ -91,5 +92,6 @@ __all__ = [
     "load",
     "metrics",
     "mixture_requirements",
+    "privacy",
     "theory",
 ]

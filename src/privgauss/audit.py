@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .accounting import Budget
+    from .privacy import Budget
 
 __all__ = [
     "OUTCOME_FEATURES",
@@ -553,7 +553,7 @@ def fit_outcome(estimator: Any, X: Any, public_X: Any = None) -> FitOutcome:
 
     * ``estimator.accountant`` is ``None`` and the estimator has its own budget (``rho=`` or
       ``epsilon=``, with ``delta=``): for the duration of the fit, ``accountant`` is set to a
-      fresh observer :class:`~privgauss.accounting.Accountant` whose total is that same budget,
+      fresh observer :class:`~privgauss.privacy.Accountant` whose total is that same budget,
       and restored to ``None`` afterwards. The per-fit accountant forwards every charge to its
       parent, and a parent with the same total refuses exactly what the per-fit accountant
       refuses, so the fit is unchanged while its ledger is mirrored in the observer.
@@ -605,7 +605,7 @@ def _fit_and_observe(estimator: Any, X: Any, public_X: Any) -> tuple[FitOutcome,
 
 def _observe(estimator: Any) -> tuple[Any, int, bool]:
     """(accountant to read, ledger index the fit starts at, whether it was injected)."""
-    from .accounting import Accountant, make_budget
+    from .privacy import Accountant, make_budget
 
     shared = getattr(estimator, "accountant", _MISSING)
     if isinstance(shared, Accountant):
@@ -627,7 +627,7 @@ def _observe(estimator: Any) -> tuple[Any, int, bool]:
 
 def _spent_by(entries: Sequence[Any], total: Budget) -> Budget | None:
     """What ``entries`` (charged into an accountant with ``total``) add up to, on their own."""
-    from .accounting import Accountant
+    from .privacy import Accountant
 
     replay = Accountant(total)
     for entry in entries:

@@ -1,4 +1,5 @@
-"""Synthetic Gaussians and separated Gaussian mixtures for tests and experiments.
+"""Synthetic Gaussians and separated Gaussian mixtures, real tables, and the defects real tables
+have, for tests and experiments.
 
 Mixture separation follows Kamath, Sheffet, Singhal and Ullman (2019): for every pair
 ``i != j``
@@ -23,7 +24,12 @@ from .linalg import sym
 from .validation import check_positive_int
 
 __all__ = [
+    "DEFECTS",
     "Mixture",
+    "dirty_public",
+    "load_table",
+    "make_heavy_tailed",
+    "with_defect",
     "make_gaussian",
     "make_mixture",
     "random_covariance",
@@ -261,3 +267,122 @@ def make_mixture(
         start += c
     order = rng.permutation(n)
     return Mixture(X=X[order], labels=labels[order], weights=w, means=means, covariances=covs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Real tables and real defects (DESIGN.md, "Real data, not only Gaussian draws")
+# ----------------------------------------------------------------------------------------------
+
+TABLES = ("breast_cancer", "digits", "china_pixels")
+
+
+def load_table(name: str) -> np.ndarray:
+    """A real table bundled with scikit-learn, as float64 rows.
+
+    ``"breast_cancer"``: 569 × 30 tumour measurements (scales from 1e-3 to 1e3, correlation
+    condition number ~1e5); ``"digits"``: 1797 × 64 pixel counts 0–16 (ties everywhere, 3
+    constant columns, many nearly constant); ``"china_pixels"``: the 273,280 × 3 RGB pixels of
+    the ``china.jpg`` sample image, 0–255 (integers: ties, clusters that overlap).
+    """
+    if name == "breast_cancer":
+        from sklearn.datasets import load_breast_cancer
+
+        return np.asarray(load_breast_cancer().data, dtype=np.float64)
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        return np.asarray(load_digits().data, dtype=np.float64)
+    if name == "china_pixels":
+        from sklearn.datasets import load_sample_image
+
+        img = load_sample_image("china.jpg")
+        return np.asarray(img, dtype=np.float64).reshape(-1, img.shape[-1])
+    raise ValueError(f"unknown table {name!r}; choose one of {', '.join(TABLES)}")
+
+
+def make_heavy_tailed(
+    n: int, d: int, *, df: float = 3.0, condition_number: float = 1.0, random_state: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` rows of a multivariate Student t with ``df`` degrees of freedom (scale matrix with
+    eigenvalues log-spaced from 1 to ``condition_number``); returns ``(X, cov)`` with ``cov``
+    the distribution's covariance ``df/(df-2)`` × scale (``df`` > 2)."""
+    df = _check_real(df, "df", minimum=2.0, strict=True)
+    rng = np.random.default_rng(random_state)
+    Z, _, scale = make_gaussian(n, d, condition_number=condition_number, random_state=rng)
+    X = Z * np.sqrt(df / rng.chisquare(df, size=(Z.shape[0], 1)))
+    return X, scale * df / (df - 2.0)
+
+
+def _rounded(X: np.ndarray, levels: int) -> np.ndarray:
+    """Each column rounded to ``levels`` values (its quantile-bin medians)."""
+    out = X.copy()
+    for j in range(X.shape[1]):
+        edges = np.quantile(X[:, j], np.linspace(0, 1, levels + 1)[1:-1])
+        bins = np.searchsorted(edges, X[:, j])
+        for b in np.unique(bins):
+            out[bins == b, j] = np.median(X[bins == b, j])
+    return out
+
+
+def _defect_rows(X: np.ndarray, defect: str, rng: np.random.Generator) -> np.ndarray:
+    n, d = X.shape
+    out = X.copy()
+    if defect == "sorted":
+        return out[np.argsort(out[:, 0], kind="stable")]
+    if defect == "rounded":
+        return _rounded(out, 3)
+    if defect == "binary":  # a 0/1 flag (10% ones) in the first column
+        out[:, 0] = (X[:, 0] > np.quantile(X[:, 0], 0.9)).astype(np.float64)
+        return out
+    if defect == "counts":  # counts with many zeros in the first column
+        out[:, 0] = rng.poisson(0.3, size=n).astype(np.float64)
+        return out
+    if defect == "constant":
+        out[:, -1] = 3.7
+        return out
+    if defect == "gross":  # 1% recording errors: one coordinate off by a factor of 1000
+        rows = rng.choice(n, size=max(1, n // 100), replace=False)
+        out[rows, rng.integers(0, d, size=rows.size)] *= 1000.0
+        return out
+    if defect == "duplicates":  # 30% of rows replaced by copies of other rows
+        rows = rng.choice(n, size=(3 * n) // 10, replace=False)
+        out[rows] = X[rng.integers(0, n, size=rows.size)]
+        return out
+    raise ValueError(f"unknown defect {defect!r}; choose one of {', '.join(DEFECTS)}")
+
+
+DEFECTS = ("sorted", "rounded", "binary", "counts", "constant", "gross", "duplicates")
+
+
+def with_defect(X: Any, defect: str, random_state: Any = None) -> np.ndarray:
+    """A copy of the rows ``X`` with one defect real tables have (the input is not changed):
+
+    ``"sorted"`` rows sorted by the first column; ``"rounded"`` every column rounded to 3
+    values; ``"binary"`` first column a 0/1 flag (10% ones); ``"counts"`` first column Poisson(0.3)
+    counts (74% zeros); ``"constant"`` last column 3.7 in every row; ``"gross"`` 1% of rows with
+    one coordinate multiplied by 1000; ``"duplicates"`` 30% of rows replaced by copies of others.
+    Heavy tails: :func:`make_heavy_tailed`; dirty public rows: :func:`dirty_public`.
+    """
+    X = np.array(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d rows, got shape {X.shape}")
+    return _defect_rows(X, defect, np.random.default_rng(random_state))
+
+
+def dirty_public(public_X: Any, kind: str, random_state: Any = None) -> np.ndarray:
+    """Public rows with a defect: ``"outlier"`` one row replaced by a data-entry error (1e6 in
+    every coordinate); ``"shifted"`` rows of a subgroup (the top fifth by the first column)
+    resampled to the same count; ``"duplicated"`` the first row repeated d+1 times in front."""
+    P = np.array(public_X, dtype=np.float64)
+    if P.ndim != 2:
+        raise ValueError(f"public_X must be 2-d rows, got shape {P.shape}")
+    rng = np.random.default_rng(random_state)
+    if kind == "outlier":
+        P[rng.integers(0, P.shape[0])] = 1e6
+        return P
+    if kind == "shifted":
+        top = P[P[:, 0] >= np.quantile(P[:, 0], 0.8)]
+        return top[rng.integers(0, top.shape[0], size=P.shape[0])]
+    if kind == "duplicated":
+        return np.vstack([np.repeat(P[:1], P.shape[1] + 1, axis=0), P])
+    raise ValueError(f"unknown kind {kind!r}; choose outlier, shifted or duplicated")

@@ -32,10 +32,10 @@ from scipy.stats import trim_mean
 from scipy.stats.mstats import trimmed_std
 from tqdm.auto import tqdm
 
-from .accounting import ZCDP, Accountant
 from .exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from .gaussian.coinpress import coinpress_covariance, coinpress_mean
 from .gaussian.public import public_gaussian, public_mean_one_sample
+from .privacy import ZCDP, Accountant
 
 RHO = 0.5
 # CoinPress results/synthetic_mean/*-1.txt, t = 2 (anchors.md §2.1)
@@ -279,10 +279,10 @@ def demo_gaussian(n: int, d: int, rho: float, seed: int) -> tuple[list[tuple], d
     """The ``privgauss demo`` Gaussian runs: table rows (label, mean error, covariance error,
     seconds) against the true parameters, and the models to plot: ``"truth"``,
     ``"non-private"`` and every private fit under the label of its row."""
-    from .accounting import zcdp_to_epsilon
     from .datasets import make_gaussian
     from .estimators import PrivateGaussian
     from .metrics import covariance_error, mahalanobis_mean_error, nonprivate_gaussian
+    from .privacy import zcdp_to_epsilon
 
     rng = np.random.default_rng(seed)
     X, mu, cov = make_gaussian(n, d, mean=np.full(d, 1000.0), condition_number=10.0,

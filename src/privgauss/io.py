@@ -26,8 +26,8 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from .accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP, budget_from_dict
 from .exceptions import InvalidDataError, PrivacyBudgetError
+from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, budget_from_dict
 
 __all__ = [
     "atomic_path",

@@ -19,9 +19,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import erfcx, log_ndtr
 
-from .accounting import _MIN_EPS, ZCDP, Accountant, ApproxDP, Budget, PureDP
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
+from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP
+from .privacy.budgets import _MIN_EPS
 from .sensitivity import (
     gaussian_stability_histogram_threshold,
     histogram_l1,

@@ -157,7 +157,7 @@ def ppe_n(
     m_NP(a, b) = k(d(d + 1) + 2 ln(1/b))/a² (dist_COV error ≈ √(d(d+1)/s); ×k for k components,
     our explicit stand-in for MV10's unspecified polynomial)."""
     _check(d=d, k=k, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta)
-    from .accounting import ApproxDP
+    from .privacy import ApproxDP
     from .reductions.masking import MixtureMask
     from .reductions.ppe import ppe_blocks, ppe_halves
 

@@ -127,7 +127,7 @@ def _budget(rho: float | None, epsilon: float | None, delta: float | None) -> di
     _check_budget_flags(rho=rho, epsilon=epsilon, delta=delta)
     if rho is None and epsilon is None:
         raise PrivacyBudgetError("give a privacy budget: --rho, or --epsilon (with --delta)")
-    from ..accounting import make_budget
+    from ..privacy import make_budget
 
     make_budget(rho=rho, epsilon=epsilon, delta=delta)
     return {"rho": rho, "epsilon": epsilon, "delta": delta}

@@ -35,7 +35,7 @@ def requirements_cmd() -> None:
 
 
 def _as_rho(b: Any) -> float:
-    from ..accounting import ZCDP, PureDP, approx_to_zcdp
+    from ..privacy import ZCDP, PureDP, approx_to_zcdp
 
     if isinstance(b, ZCDP):
         return b.rho
@@ -49,7 +49,7 @@ def gaussian_bound(method: str, d: int, budget: Any, *, alpha: float, beta: floa
                    gamma: float) -> tuple[Any, str]:
     """The theory :class:`~privgauss.theory.Bound` for a Gaussian method, and what else it needs."""
     from .. import theory
-    from ..accounting import ApproxDP, PureDP
+    from ..privacy import ApproxDP, PureDP
 
     def need_r() -> float:
         if mean_bound is None:
@@ -106,7 +106,7 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
     Example:
       privgauss requirements gaussian public --d 10 --rho 0.5 --n 8000
     """
-    from ..accounting import make_budget
+    from ..privacy import make_budget
 
     def run() -> None:
         budget = make_budget(**_budget(rho, epsilon, delta))

@@ -110,10 +110,10 @@ def _audit_mechanism_fn(target: str, budget: dict[str, float], scale: float, mea
                         = None) -> Callable[[Any, np.random.Generator], Any]:
     """``mechanism(data, rng)`` for the audit; ``budget`` holds rho= or epsilon= (delta=).
     Estimators: ``on_outcome(data, FitOutcome)`` is called after every fit."""
-    from ..accounting import Accountant, make_budget
     from ..audit import estimator_mechanism
     from ..estimators import PrivateGaussian
     from ..mechanisms import gaussian_mechanism, laplace_mechanism
+    from ..privacy import Accountant, make_budget
 
     if target in _AUDIT_MECHANISMS:
         mech = gaussian_mechanism if target == "gaussian-mechanism" else laplace_mechanism
@@ -173,8 +173,8 @@ def audit(target: str, rho: float | None, epsilon: float | None, delta: float | 
       privgauss audit coinpress --rho 0.1
       privgauss audit laplace-mechanism --epsilon 1 --sensitivity-scale 0.5   # flagged
     """
-    from ..accounting import ZCDP, ApproxDP, PureDP, make_budget, zcdp_to_epsilon
     from ..audit import audit_mechanism
+    from ..privacy import ZCDP, ApproxDP, PureDP, make_budget, zcdp_to_epsilon
 
     def run() -> None:
         if rho is None and epsilon is None:

@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import (
+from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from ..noise import NoiseSource
+from ..privacy import (
     ZCDP,
     Accountant,
     ApproxDP,
@@ -24,8 +26,6 @@ from ..accounting import (
     budget_to_dict,
     make_budget,
 )
-from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
-from ..noise import NoiseSource
 from ..validation import check_data, validated_rows
 from ..warnings import BudgetSpentWarning, LargeDeltaWarning, SeededNoiseWarning
 

@@ -15,11 +15,11 @@ from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..accounting import ZCDP, Accountant, ApproxDP
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..metrics import gaussian_logpdf
 from ..noise import NoiseSource, as_noise
+from ..privacy import ZCDP, Accountant, ApproxDP
 from ..validation import check_positive_int
 from ._base import PrivateEstimatorBase, privacy_report, private_section
 

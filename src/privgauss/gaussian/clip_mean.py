@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..clipped_stats import Rows
 from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import RandomState
+from ..privacy import Accountant, ApproxDP, Budget, PureDP
 from ..sensitivity import clipped_mean_l1, clipped_mean_l2
 
 

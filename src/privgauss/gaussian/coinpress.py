@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import Accountant
 from ..backends import as_rows
 from ..clipped_stats import Rows
 from ..exceptions import InvalidDataError
 from ..noise import RandomState, as_noise
+from ..privacy import Accountant
 from . import coinpress_split as sm
 from .coinpress_plan import (
     CovStep,

@@ -23,8 +23,8 @@ from scipy.optimize import brentq
 from scipy.special import gammaln
 from scipy.stats import chi2, norm, poisson
 
-from ..accounting import ZCDP
 from ..mechanisms import gaussian_sigma_zcdp
+from ..privacy import ZCDP
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
 
 __all__ = [

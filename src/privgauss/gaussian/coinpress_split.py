@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import ZCDP, Accountant
 from ..backends import take_rows
 from ..clipped_stats import Rows, clipped_moments
 from ..exceptions import EstimationFailed
 from ..linalg import project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
+from ..privacy import ZCDP, Accountant
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
 from .coinpress_plan import (
     _COV_CLIP_TAIL,

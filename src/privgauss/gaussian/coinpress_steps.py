@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import ZCDP, Accountant
 from ..clipped_stats import Rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
+from ..privacy import ZCDP, Accountant
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
 from .coinpress_plan import CovStep, MeanStep, _Plan, _undo_shrinkage
 

@@ -78,13 +78,13 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import Accountant, ApproxDP, approx_to_zcdp
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, as_rows, in_memory
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..mechanisms import gaussian_stability_histograms, stability_histogram
 from ..noise import RandomState, as_noise
+from ..privacy import Accountant, ApproxDP, approx_to_zcdp
 from ..sensitivity import (
     gaussian_stability_histogram_threshold,
     histogram_l2,

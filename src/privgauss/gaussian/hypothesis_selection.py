@@ -65,13 +65,13 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
-from ..accounting import Accountant, PureDP
 from ..backends import as_rows, public_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import cholesky_pd, sqrtm_psd, sym
 from ..mechanisms import exponential_mechanism
 from ..metrics import tv_distance_1d
 from ..noise import RandomState, as_noise
+from ..privacy import Accountant, PureDP
 from ..validation import check_positive_int
 from .public import public_preconditioner
 

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 from scipy.stats import chi2
 
-from ..accounting import ZCDP, Accountant
 from ..backends import as_rows, public_rows
 from ..clipped_stats import Rows, transform_rows
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..noise import RandomState, as_noise
+from ..privacy import ZCDP, Accountant
 from .clip_mean import clip_mean
 from .coinpress import _check_accountant, _gaussian, _reserve, _run_mean
 from .coinpress_plan import (

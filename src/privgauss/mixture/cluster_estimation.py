@@ -55,11 +55,11 @@ import numpy as np
 from scipy.special import gammainc, gammaincc
 
 from .. import sensitivity
-from ..accounting import ZCDP, Accountant
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, project_psd, sqrtm_psd, sym, symmetric_from_upper
 from ..mechanisms import gaussian_mechanism, private_count
 from ..noise import RandomState, as_noise
+from ..privacy import ZCDP, Accountant
 
 __all__ = [
     "CLIP_SCALE",

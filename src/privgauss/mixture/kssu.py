@@ -69,20 +69,18 @@ import numpy as np
 from scipy.stats import norm
 
 from .. import sensitivity
-from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp, charge_unused, reserve
 from ..progress import bar
 from ..validation import check_positive_int
 from . import one_cluster as one_cluster_module
 from . import terrific_ball as terrific_ball_module
 from .one_cluster import (
     Ball,
-    charge_unused,
     doubling_radii,
     one_cluster,
-    reserve,
     search_floor,
 )
 from .private_pca import private_pca

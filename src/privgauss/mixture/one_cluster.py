@@ -76,7 +76,6 @@ from typing import Any, NamedTuple, TypeGuard
 import numpy as np
 
 from .. import sensitivity
-from ..accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP, approx_to_zcdp
 from ..backends import as_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import clip_rows
@@ -89,6 +88,16 @@ from ..mechanisms import (
     stability_histogram,
 )
 from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Budget,
+    PureDP,
+    approx_to_zcdp,
+    charge_unused,
+    reserve,
+)
 from ..sensitivity import stability_histogram_threshold
 from ..validation import check_positive_int, check_probability
 
@@ -97,7 +106,6 @@ __all__ = [
     "above_threshold_slack",
     "ball_counts",
     "center_with",
-    "charge_unused",
     "capped_count_score",
     "doubling_radii",
     "good_center",
@@ -107,7 +115,6 @@ __all__ = [
     "plan_budget",
     "prepare_search",
     "radius_search",
-    "reserve",
     "top_t_mean",
 ]
 
@@ -586,7 +593,7 @@ def plan_budget(
       or all of δ when no part is Gaussian). Each "noise" part is either pure (its ε share,
       Laplace) or Gaussian; the Gaussian ones share what is left, (ε_rest, δ_rest), as zCDP:
       ρ = the largest value whose tight zCDP → (ε_rest, δ_rest) conversion holds
-      (:func:`privgauss.accounting.approx_to_zcdp`), split by weight. Of the 2^g assignments the
+      (:func:`privgauss.privacy.approx_to_zcdp`), split by weight. Of the 2^g assignments the
       one with the smallest total noise norm per unit L2 sensitivity, Σ √2·dims/ε_i (Laplace) or
       √dims/√(2ρ_i) (Gaussian), is used — Laplace wins at small d and small ε, where
       converting δ to zCDP is expensive.
@@ -672,34 +679,6 @@ def search_floor(
     if not isinstance(box, ApproxDP) or box.delta == 0:
         return gamma, math.inf
     return gamma, stability_histogram_threshold(box.epsilon, box.delta)
-
-
-def reserve(
-    accountant: Accountant, parts: Sequence[Budget], what: str, *, approx_total: bool = True
-) -> None:
-    """Refuse up front (nothing spent, nothing drawn) when the accountant — or any parent it
-    charges — cannot pay every part. ``approx_total``: the accountant must hold an
-    ApproxDP(ε, δ) total (needed by any part with δ > 0)."""
-    if not isinstance(accountant, Accountant):
-        raise TypeError("accountant must be a privgauss.Accountant")
-    if approx_total and not isinstance(accountant.total, ApproxDP):
-        raise PrivacyBudgetError(
-            f"{what} needs an accountant with an ApproxDP(epsilon, delta) total"
-        )
-    if not accountant.can_spend_all(parts, parents=False):  # (a copy would be itself)
-        raise PrivacyBudgetError(
-            f"the accountant cannot afford {what}'s budget; increase its total or use a fresh one"
-        )
-    if accountant.parent is not None:
-        reserve(accountant.parent, parts, what, approx_total=approx_total)
-
-
-def charge_unused(accountant: Accountant, parts: Sequence[Budget], step: str) -> None:
-    """Charge the parts an earlier ⊥ left unused, so the spent budget is data independent."""
-    for p in parts:
-        accountant.spend(
-            p, step=step, mechanism="unused", note="reserved; an earlier step returned ⊥"
-        )
 
 
 def prepare_search(

@@ -24,15 +24,15 @@ import numpy as np
 from scipy.stats import norm
 
 from .. import sensitivity
-from ..accounting import ZCDP, Accountant, ApproxDP, approx_to_zcdp
 from ..backends import as_rows
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_rows
 from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import ZCDP, Accountant, ApproxDP, approx_to_zcdp, reserve
 from ..validation import check_positive_int
 from .kssu import radius_grid_below, subsampled_call
-from .one_cluster import Ball, doubling_radii, one_cluster, reserve
+from .one_cluster import Ball, doubling_radii, one_cluster
 from .private_pca import private_pca
 from .sample_aggregate import (
     DEFAULT_RADIUS_RANGE,

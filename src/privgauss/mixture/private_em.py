@@ -66,13 +66,13 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..backends import as_rows, public_rows, reduce_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_weights, sym, symmetric_from_upper
 from ..mechanisms import gaussian_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..sensitivity import histogram_l2, soft_counts_l2, soft_outer_sums_frobenius, soft_sums_l2
 from .cluster_estimation import undo_clipping
 from .sample_size import Requirements, report

@@ -39,12 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import ZCDP, Accountant, ApproxDP, Budget, PureDP
 from ..backends import as_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import clip_rows
 from ..mechanisms import gaussian_sigma, symmetric_matrix_mechanism
 from ..noise import RandomState
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP
 from ..sensitivity import clipped_second_moment_frobenius, clipped_second_moment_upper_l1
 from ..validation import check_positive_int, check_probability
 

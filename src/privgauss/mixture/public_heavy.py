@@ -44,12 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..backends import as_rows, public_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..gaussian.public import public_gaussian, public_preconditioner
 from ..linalg import project_psd
 from ..noise import RandomState, as_noise
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..theory import Bound
 from ..validation import check_positive_int
 from .cluster_estimation import estimate_clusters, frame_from_public

@@ -51,10 +51,10 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import pdist
 
-from ..accounting import ZCDP, Accountant, Budget
 from ..exceptions import EstimationFailed
 from ..mechanisms import private_count
 from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import ZCDP, Accountant, Budget
 from ..sensitivity import histogram_l2
 from .cluster_estimation import ClusterFrame, estimate_clusters, frame_from_public
 from .private_pca import private_pca

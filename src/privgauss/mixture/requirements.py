@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..accounting import ApproxDP, Budget
+from ..privacy import ApproxDP, Budget
 from ..theory import Bound
 from .kssu import practical_terms as _kssu_practical
 from .public_heavy import min_public_rows, public_heavy_requirements, theory_terms, zcdp_budget

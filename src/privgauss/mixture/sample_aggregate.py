@@ -59,21 +59,19 @@ import numpy as np
 from scipy.stats import norm
 
 from .. import sensitivity
-from ..accounting import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..backends import as_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..gaussian.coinpress import coinpress_gaussian
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp, charge_unused, reserve
 from ..progress import bar
 from ..validation import check_positive_int, check_probability
 from .one_cluster import (
     Ball,
-    charge_unused,
     doubling_radii,
     one_cluster,
     plan_budget,
-    reserve,
 )
 from .sample_size import one_cluster_floor
 

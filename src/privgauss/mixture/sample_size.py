@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..accounting import ApproxDP
+from ..privacy import ApproxDP
 from .one_cluster import DEFAULT_SPLIT as ONE_CLUSTER_SPLIT
 from .one_cluster import KINDS as ONE_CLUSTER_KINDS
 from .one_cluster import search_floor

@@ -69,9 +69,9 @@ from typing import Any
 import numpy as np
 
 from .. import sensitivity
-from ..accounting import Accountant, ApproxDP, Budget, PureDP
 from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import RandomState, as_noise
+from ..privacy import Accountant, ApproxDP, Budget, PureDP, charge_unused
 from ..validation import check_positive_int, check_probability
 from .one_cluster import (
     Ball,
@@ -81,7 +81,6 @@ from .one_cluster import (
     above_threshold_slack,
     ball_counts,
     center_with,
-    charge_unused,
     prepare_search,
     radius_search,
     top_t_mean,

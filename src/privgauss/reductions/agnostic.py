@@ -41,12 +41,12 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from ..accounting import Accountant, ApproxDP, PureDP
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import project_psd
 from ..mechanisms import exponential_mechanism, truncated_laplace_bound, truncated_laplace_mechanism
 from ..metrics import gaussian_logpdf
 from ..noise import RandomState, as_noise
+from ..privacy import Accountant, ApproxDP, PureDP
 from .ppe import run_blocks
 
 __all__ = [

@@ -55,7 +55,7 @@ largest at large δ₀ and η.
 the mixture lemma 2.2.4 makes the permutation free) and splits (ε, δ) over the k components by
 basic **or** advanced composition, whichever gives the larger radius (spec A.6: basic wins for
 k ≲ 10). Advanced composition is used in the form ε' = √(2k ln(1/δ'))ε_c + kε_c(e^ε_c − 1)
-(``accounting.compose_advanced``), valid for every ε_c, so the thesis's ε₀ < ln(2)/3 restriction
+(``privacy.compose_advanced``), valid for every ε_c, so the thesis's ε₀ < ln(2)/3 restriction
 (needed only for its e^x ≤ 1 + 2x simplification) does not apply.
 
 Accuracy scales (``etas``): ``theory_etas`` gives the thesis's η_W, η_MEAN and a Frobenius-
@@ -77,10 +77,10 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from ..accounting import Accountant, ApproxDP, compose_advanced
 from ..linalg import cholesky_pd, sym
 from ..mechanisms import gaussian_sigma_analytic
 from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import Accountant, ApproxDP, compose_advanced
 
 __all__ = [
     "Component",

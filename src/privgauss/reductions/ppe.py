@@ -47,10 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import Accountant, ApproxDP
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..mechanisms import gaussian_sigma, truncated_laplace_bound, truncated_laplace_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
+from ..privacy import Accountant, ApproxDP
 from ..progress import bar
 from ..sensitivity import ppe_score_mean, stable_average_l2
 

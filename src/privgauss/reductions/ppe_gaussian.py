@@ -50,13 +50,13 @@ from typing import Any
 import numpy as np
 from scipy.special import polygamma
 
-from ..accounting import Accountant, ApproxDP
 from ..backends import as_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed
 from ..linalg import project_psd, sym, upper_indices
 from ..mechanisms import truncated_laplace_bound
 from ..noise import RandomState, as_noise
+from ..privacy import Accountant, ApproxDP
 from .masking import ComponentMask, dist_comp, theory_etas
 from .ppe import (
     SA_FLOOR,

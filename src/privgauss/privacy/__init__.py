@@ -1,0 +1,48 @@
+"""Privacy accounting: budgets and their conversions (:mod:`.budgets`), the
+:class:`Accountant` every release is charged to, with reservations (:mod:`.accountant`), and
+budget plans as data (:mod:`.plans`).
+
+This is the lowest layer of the library: it imports nothing of privgauss but the exception
+types, and everything else charges its releases here.
+"""
+
+from __future__ import annotations
+
+from .accountant import Accountant, LedgerEntry, charge_unused, reserve
+from .budgets import (
+    ZCDP,
+    ApproxDP,
+    Budget,
+    PureDP,
+    approx_to_zcdp,
+    budget_from_dict,
+    budget_to_dict,
+    compose_advanced,
+    compose_basic,
+    compose_zcdp,
+    make_budget,
+    split,
+    zcdp_to_delta,
+    zcdp_to_epsilon,
+)
+
+__all__ = [
+    "ZCDP",
+    "Accountant",
+    "ApproxDP",
+    "Budget",
+    "LedgerEntry",
+    "PureDP",
+    "approx_to_zcdp",
+    "budget_from_dict",
+    "budget_to_dict",
+    "charge_unused",
+    "compose_advanced",
+    "compose_basic",
+    "compose_zcdp",
+    "make_budget",
+    "reserve",
+    "split",
+    "zcdp_to_delta",
+    "zcdp_to_epsilon",
+]
