@@ -19,7 +19,7 @@ from ..linalg import inv_sqrtm_psd, project_psd, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..privacy import ZCDP, Accountant
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
-from .coinpress_plan import CovStep, MeanStep, _Plan, _undo_shrinkage
+from .coinpress_plan import CovStep, MeanStep, _Plan, _undo_shrinkage, undo_cov_clip
 
 
 def _check_accountant(accountant: Any) -> Accountant:
@@ -104,6 +104,8 @@ def _run_cov(
             step=f"{step} {i + 1}/{t}",
         )
         Zp = project_psd(Z)
+        if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
+            Zp = undo_cov_clip(Zp, s.clip_radius)
         if final and i == t - 1:
             Ainv = np.linalg.inv(A)
             with np.errstate(over="ignore", invalid="ignore"):

@@ -77,6 +77,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.stats import norm
 
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, as_rows, in_memory
 from ..clipped_stats import transform_rows
@@ -250,6 +251,47 @@ def localisation_plan(
     return scale, JointBudget(rho_l * target / total, d_l), rho_all
 
 
+# Scale fitted from the released counts of the top bin and its neighbours: the bracket is
+# ±_FIT_HALF_WIDTH in log2 around the fit (instead of the factor-10 top-bin bracket), used when
+# at least two bins near the top were released and the counts fit the Gaussian model.
+_FIT_HALF_WIDTH = 0.5
+_FIT_GRID = np.linspace(-_LOG_HI, -_LOG_LO, 336)  # a − top over the top-bin bracket
+_FIT_MAX_LOSS = 9.0  # per released bin, in units of the count's variance
+
+
+def _noise_sd(budget: ApproxDP | JointBudget, d: int) -> float:
+    """Standard deviation of the noise on each released count (public)."""
+    if isinstance(budget, JointBudget):
+        return histogram_l2() * math.sqrt(d) / math.sqrt(2.0 * budget.rho)
+    e = math.exp(-budget.epsilon / 2.0)  # discrete Laplace(2/ε): variance 2e/(1 − e)²
+    return math.sqrt(2.0 * e) / (1.0 - e)
+
+
+def _fitted_log_scale(
+    hist: dict[Any, int], top: int, m: int, tau: float, noise_sd: float
+) -> float | None:
+    """Post-processing of one released scale histogram: the a = log2(√2 σ) + u whose model
+    counts m·P(j ≤ a + log2|Z| < j + 1) best fit the released counts of bins top−2..top+2
+    (unreleased ones must lie below τ); None when fewer than two of them were released or
+    the best fit is poor (e.g. discrete data)."""
+    js = np.arange(top - 2, top + 3)
+    obs = np.array([hist.get(int(j), -1) for j in js], dtype=float)
+    if int(np.sum(obs >= 0)) < 2:
+        return None
+    a = top + _FIT_GRID
+    lo = np.exp2(js[None, :] - a[:, None])
+    expect = m * 2.0 * (norm.cdf(2.0 * lo) - norm.cdf(lo))
+    var = expect + noise_sd**2
+    got = obs[None, :] >= 0
+    miss = np.maximum(expect - tau, 0.0)
+    loss = np.where(got, (obs[None, :] - expect) ** 2, miss**2) / var
+    total = loss.sum(axis=1)
+    i = int(np.argmin(total))
+    if not total[i] <= _FIT_MAX_LOSS * int(np.sum(got)):
+        return None
+    return float(a[i])
+
+
 def _top_bin(hist: dict[Any, int]) -> Any:
     # Deterministic post-processing of the release: highest noisy count, smallest key on ties.
     best = max(hist.values())
@@ -369,6 +411,13 @@ def localise(
         s_mid = np.exp2(base - _LOG_MODE) / math.sqrt(2.0)
         s_lo = np.exp2(base - _LOG_HI) / math.sqrt(2.0)
         s_hi = np.exp2(base - _LOG_LO) / math.sqrt(2.0)
+        noise_sd = _noise_sd(scale_budget, d)
+        for k in range(d):  # narrow the bracket where the released counts pin the scale
+            a = _fitted_log_scale(scale_h[k], int(b[k]), m, tau, noise_sd)
+            if a is not None:
+                s_mid[k] = math.exp2(a - u[k]) / math.sqrt(2.0)
+                s_lo[k] = s_mid[k] * 2.0**-_FIT_HALF_WIDTH
+                s_hi[k] = s_mid[k] * 2.0**_FIT_HALF_WIDTH
 
     w = _WIDTH_FACTOR * s_hi
     if not np.all(np.isfinite(w) & (w > 0)):  # a function of released bins only
@@ -436,6 +485,7 @@ def histogram_gaussian(
     :class:`PrivacyBudgetError` before anything is drawn when the accountant cannot pay.
     """
     from .coinpress import coinpress_gaussian, coinpress_mean
+    from .coinpress_meanfirst import mean_first_gaussian, use_mean_first
 
     budget = ApproxDP(epsilon, delta)
     if budget.delta <= 0:
@@ -479,17 +529,13 @@ def histogram_gaussian(
     radius = float(np.linalg.norm(loc.radius / s))
     lo = float(np.min(loc.scale_lo / s) ** 2) / float(corr_condition)
     hi = float(np.sum((loc.scale_hi / s) ** 2))  # λ_max <= trace
-    mean_z, cov_z = coinpress_gaussian(
-        Z,
-        rho,
-        center=np.zeros(d),
-        radius=radius,
-        cov_bounds=(lo, hi),
-        accountant=accountant,
-        noise=src,
-        constants=constants,
-        beta=beta,
-    )
+    if constants == "practical" and use_mean_first(n, d, rho, radius, lo, hi, beta):
+        mean_z, cov_z = mean_first_gaussian(Z, rho, radius=radius, cov_bounds=(lo, hi),
+                                            accountant=accountant, noise=src, beta=beta)
+    else:
+        mean_z, cov_z = coinpress_gaussian(Z, rho, center=np.zeros(d), radius=radius,
+                                           cov_bounds=(lo, hi), accountant=accountant,
+                                           noise=src, constants=constants, beta=beta)
     _check_prior(np.asarray(cov_z), lo)
     mean = loc.center + s * np.asarray(mean_z)
     cov_hat = sym(np.asarray(cov_z) * s[:, None] * s[None, :])
