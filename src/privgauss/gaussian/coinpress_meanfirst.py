@@ -20,7 +20,8 @@ error 26× non-private at n = 3,000 and 7.7× at n = 5,000). This variant
 Every radius and plan is computed from public quantities (n, d, ρ, the prior, β) or from the
 released m₁ and Ŝ; each release is charged by the functions it calls. Same draws as above:
 6.6× at n = 3,000 and 3.9× at n = 5,000; at n = 20,000 the sequential plan is slightly better
-(1.34× against 1.41×), so :func:`use_mean_first` picks it by the public predicted error.
+(1.34× against 1.41×), so :func:`use_mean_first` picks it by the public predicted error;
+the practical :func:`~privgauss.gaussian.coinpress.coinpress_gaussian` dispatches here on it.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from ..clipped_stats import Rows
 from ..linalg import sym
 from ..privacy import Accountant
-from .coinpress import coinpress_covariance, coinpress_mean
-from .coinpress_plan import _mean_error_bound, _practical_plan, mean_schedule
-from .coinpress_steps import _whitener
+from .coinpress_plan import _check_radii, _mean_error_bound, covariance_schedule, mean_schedule
+from .coinpress_steps import _run_cov, _run_mean, _whitener
 
 _ROUGH_SHARE = 0.1  # of ρ: the rough mean (step 1)
 _FINAL_SHARE = 0.1  # of ρ: the final mean (step 3); the covariance gets the rest
@@ -46,18 +47,17 @@ _MAX_OFFSET = 0.8  # cap on ‖Ŝ^{-1/2}(μ̂ − m₁)‖² in the rank-one cor
 _SEQUENTIAL_MAX_RATIO = 2.0
 
 
-def use_mean_first(n: int, d: int, rho: float, R: float, lo: float, hi: float,
-                   beta: float) -> bool:
-    """Public choice: the mean-first variant when the sequential plan's predicted covariance
-    error exceeds _SEQUENTIAL_MAX_RATIO times the non-private one."""
-    plan = _practical_plan(n, d, rho, R, lo, hi, R / math.sqrt(lo), beta, 0.0)
-    return plan.cov_err > _SEQUENTIAL_MAX_RATIO**2 * (d * d + d) / n
+def use_mean_first(n: int, d: int, cov_err: float) -> bool:
+    """Public choice: the mean-first variant when the sequential plan's predicted squared
+    covariance error ``cov_err`` exceeds _SEQUENTIAL_MAX_RATIO² times the non-private one."""
+    return cov_err > _SEQUENTIAL_MAX_RATIO**2 * (d * d + d) / n
 
 
 def mean_first_gaussian(
-    Z: np.ndarray,
+    X: Any,
     rho: float,
     *,
+    center: np.ndarray,
     radius: float,
     cov_bounds: tuple[float, float],
     accountant: Accountant,
@@ -65,9 +65,12 @@ def mean_first_gaussian(
     beta: float = 0.05,
     step: str = "mean-first",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """ρ-zCDP (mean, covariance) of rows ``Z`` ~ N(μ, Σ) with ‖μ‖ ≤ ``radius`` and
-    lo·I ⪯ Σ ⪯ hi·I (``cov_bounds``), steps 1–4 of the module docstring."""
-    n, d = Z.shape
+    """ρ-zCDP (mean, covariance) of rows ``X`` ~ N(μ, Σ) with ‖μ − center‖ ≤ ``radius`` and
+    lo·I ⪯ Σ ⪯ hi·I (``cov_bounds``), steps 1–4 of the module docstring. ``X`` has been
+    validated (finite; numpy or dask) and ρ reserved by the caller; each step charges its
+    planned ρ_i before drawing noise (the runners of :mod:`.coinpress_steps`)."""
+    n, d = int(X.shape[0]), int(X.shape[1])
+    Z = X - center  # validated rows: |x| ≤ 1e150, so no overflow
     lo, hi = cov_bounds
     rho1, rho3 = rho * _ROUGH_SHARE, rho * _FINAL_SHARE
     rho2 = rho - rho1 - rho3
@@ -75,20 +78,23 @@ def mean_first_gaussian(
     # 1. rough mean of Z/√hi (covariance ⪯ I), prior ‖μ/√hi‖ ≤ R/√hi
     plan1 = mean_schedule(n, d, radius / sh, rho1, beta=_MEAN_BETA, debias=False)
     r1 = _mean_error_bound(n, d, plan1[-1], _MEAN_BETA) * sh  # public bound on ‖μ − m₁‖
-    m1 = coinpress_mean(Z / sh, np.zeros(d), radius / sh, rho1, accountant=accountant,
-                        noise=noise, beta=_MEAN_BETA, debias=False, step=f"{step} mean-rough")
-    m1 = np.asarray(m1) * sh
-    # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]
-    Y = (Z - m1) / math.sqrt(lo)
-    S = coinpress_covariance(Y, rho2, cov_upper=(hi + r1 * r1) / lo, accountant=accountant,
-                             noise=noise, step=f"{step} cov") * lo
+    cond = (hi + r1 * r1) / lo
+    plan2 = covariance_schedule(n, d, cond, rho2, beta=beta)
+    plan3 = mean_schedule(n, d, _FINAL_RADIUS, rho3, beta=_MEAN_BETA)
+    _check_radii(plan1, plan3)  # every plan is public and checked before anything is spent
+    rows = Rows(Z)
+    m1 = _run_mean(rows, np.zeros(d), plan1, accountant, noise, f"{step} mean-rough",
+                   A=np.eye(d) / sh) * sh
+    # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]; start A₀ = I/√(hi + r₁²)
+    _, S = _run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2, accountant, noise,
+                    f"{step} cov", shift=m1)
+    assert S is not None
     # into the prior (post-processing): S = Σ + δδᵀ ⪰ lo·I under the model
     w, V = np.linalg.eigh(sym(np.asarray(S)))
     S = sym((V * np.maximum(w, lo)) @ V.T)
     # 3. final mean in the frame whitened by Ŝ
     B = _whitener(S, lo, step)  # eigenvalues floored: a released S may be singular
-    mw = coinpress_mean((Z - m1) @ B, np.zeros(d), _FINAL_RADIUS, rho3, accountant=accountant,
-                        noise=noise, beta=_MEAN_BETA, step=f"{step} mean")
+    mw = _run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B, shift=m1)
     mean = m1 + np.linalg.solve(B, np.asarray(mw))
     # 4. remove the centring offset from the second moment (post-processing)
     # ‖S^{-1/2}δ‖² = q/(1 + q) < 1 for q = δᵀΣ⁻¹δ; a noisier offset is shortened to
@@ -98,4 +104,4 @@ def mean_first_gaussian(
     g = float(v @ v)
     if g > _MAX_OFFSET:
         off = off * math.sqrt(_MAX_OFFSET / g)
-    return mean, sym(S - np.outer(off, off))
+    return center + mean, sym(S - np.outer(off, off))

@@ -358,30 +358,38 @@ def _clip_fourth_moment(d: int, tau: float) -> float:
 
 
 # quantiles of ‖z‖ tried for a debiased last covariance step
-_COV_FINAL_QUANTILES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+_COV_FINAL_QUANTILES = (0.7, 0.8, 0.9)
 # ... only when the planned frame is close to whitened (typical λ_min(M) at least this)
 _COV_DEBIAS_MIN_LOWER = 0.3
+_COV_DEBIAS_MIN_GAIN = 0.1  # ... and when its predicted squared error is this much smaller
 
 
 def _final_cov_error(n: int, d: int, step: CovStep) -> float:
-    """The planner's predicted squared error of the last step, (d² + d)(v/n + σ²/(ℓh²)): the
-    sampling variance v and the shrinkage h of a clip at τ are those of isotropic rows (1 and
-    1 when no row is meant to be clipped)."""
-    v, h = 1.0, 1.0
+    """The planner's predicted squared error of the last step, (d² + d)(v/n + σ²/(ℓk²)): the
+    sampling variance v and the slope k of an undone clip at τ are those of an off-diagonal
+    entry at M = I (1 and 1 when no row is meant to be clipped)."""
+    v, k = 1.0, 1.0
     if step.debias:
-        h = _clip_second_moment(d, step.clip_radius)
-        v = _clip_fourth_moment(d, step.clip_radius) / (h * h)
-    return (d * d + d) * (v / n + step.sigma**2 / (step.lower * h * h))
+        k = _cov_clip_slope(d, step.clip_radius)
+        v = _clip_fourth_moment(d, step.clip_radius) / (k * k)
+    return (d * d + d) * (v / n + step.sigma**2 / (step.lower * k * k))
+
+
+def _cov_clip_slope(d: int, tau: float) -> float:
+    """∂E[clip_τ(x) clip_τ(x)ᵀ]_ij / ∂M_ij at M = I, i ≠ j (x ~ N(0, M)): the factor by which
+    undoing the clip magnifies an off-diagonal error, h − 2τ² P(χ²_d > τ²)/(d(d + 2))."""
+    t2 = tau * tau
+    return _clip_second_moment(d, tau) - 2.0 * t2 * float(chi2.sf(t2, d)) / (d * (d + 2.0))
 
 
 def _final_cov_step(n: int, d: int, rho_f: float, lower: float, tau: float) -> CovStep:
     """The last covariance step: the covering clip at ``tau`` or a clip at a χ_d quantile
     inside the bulk whose shrinkage is undone under the Gaussian model
     (:func:`undo_cov_clip`), whichever has the smaller predicted error."""
-    best = CovStep(rho_f, tau, _sigma_cov(tau, n, rho_f), 0.0, lower)
-    err = _final_cov_error(n, d, best)
-    if lower < _COV_DEBIAS_MIN_LOWER:  # far from whitened: the isotropic model does not hold
-        return best
+    best = first = CovStep(rho_f, tau, _sigma_cov(tau, n, rho_f), 0.0, lower)
+    err = cover = _final_cov_error(n, d, best)
+    if lower < _COV_DEBIAS_MIN_LOWER or d < 2:  # far from whitened: the isotropic model
+        return best  # does not hold; d = 1 has no off-diagonal entry to model
     for p in _COV_FINAL_QUANTILES:
         t = math.sqrt(_chi2_isf(1.0 - p, d))
         if t >= tau:
@@ -390,6 +398,10 @@ def _final_cov_step(n: int, d: int, rho_f: float, lower: float, tau: float) -> C
         e = _final_cov_error(n, d, cand)
         if e < err * (1 - 1e-12):
             best, err = cand, e
+    # the undone clip relies on Gaussian tails (a 0/1 column came out 11 % too wide): only
+    # worth it when the noise dominates, i.e. a clear predicted gain
+    if best.debias and err > (1.0 - _COV_DEBIAS_MIN_GAIN) * cover:
+        return first
     return best
 
 

@@ -485,7 +485,6 @@ def histogram_gaussian(
     :class:`PrivacyBudgetError` before anything is drawn when the accountant cannot pay.
     """
     from .coinpress import coinpress_gaussian, coinpress_mean
-    from .coinpress_meanfirst import mean_first_gaussian, use_mean_first
 
     budget = ApproxDP(epsilon, delta)
     if budget.delta <= 0:
@@ -529,13 +528,9 @@ def histogram_gaussian(
     radius = float(np.linalg.norm(loc.radius / s))
     lo = float(np.min(loc.scale_lo / s) ** 2) / float(corr_condition)
     hi = float(np.sum((loc.scale_hi / s) ** 2))  # λ_max <= trace
-    if constants == "practical" and use_mean_first(n, d, rho, radius, lo, hi, beta):
-        mean_z, cov_z = mean_first_gaussian(Z, rho, radius=radius, cov_bounds=(lo, hi),
-                                            accountant=accountant, noise=src, beta=beta)
-    else:
-        mean_z, cov_z = coinpress_gaussian(Z, rho, center=np.zeros(d), radius=radius,
-                                           cov_bounds=(lo, hi), accountant=accountant,
-                                           noise=src, constants=constants, beta=beta)
+    mean_z, cov_z = coinpress_gaussian(Z, rho, center=np.zeros(d), radius=radius,
+                                       cov_bounds=(lo, hi), accountant=accountant, noise=src,
+                                       constants=constants, beta=beta)
     _check_prior(np.asarray(cov_z), lo)
     mean = loc.center + s * np.asarray(mean_z)
     cov_hat = sym(np.asarray(cov_z) * s[:, None] * s[None, :])
