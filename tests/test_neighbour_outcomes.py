@@ -91,6 +91,18 @@ CASES = {
                                       enforce_requirements=False), _mixture_rows, 3000, 2, 8),
     "mixture-auto-public": (lambda u, s: M(2, epsilon=1.0, delta=1e-6, random_state=s),
                             _mixture_rows, 3000, 2, 60),
+    # private EM localised inside the user's prior (no public rows), under rho and (eps, delta),
+    # and auto choosing it on a small table
+    "em-prior": (lambda u, s: M(2, rho=0.5, method="em", mean_bound=50 * u,
+                                cov_bounds=(0.01 * u**2, 100 * u**2), random_state=s),
+                 _mixture_rows, 3000, 2, 0),
+    "em-prior-approx": (lambda u, s: M(2, epsilon=1.0, delta=1e-6, method="em",
+                                       mean_bound=50 * u, center=np.full(2, u),
+                                       cov_bounds=(0.01 * u**2, 100 * u**2), random_state=s),
+                        _mixture_rows, 3000, 2, 0),
+    "mixture-auto-prior": (lambda u, s: M(2, rho=1e4, mean_bound=50 * u,
+                                          cov_bounds=(0.01 * u**2, 100 * u**2), random_state=s),
+                           _mixture_rows, 60, 2, 0),
 }
 
 

@@ -335,7 +335,7 @@ def _defect_rows(X: np.ndarray, defect: str, rng: np.random.Generator) -> np.nda
         out[:, 0] = (X[:, 0] > np.quantile(X[:, 0], 0.9)).astype(np.float64)
         return out
     if defect == "counts":  # counts with many zeros in the first column
-        out[:, 0] = rng.poisson(0.3, size=n).astype(np.float64)
+        out[:, 0] = np.asarray(rng.poisson(0.3, size=n), dtype=np.float64)
         return out
     if defect == "constant":
         out[:, -1] = 3.7

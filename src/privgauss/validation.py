@@ -91,7 +91,8 @@ def _check_dask(X: Any, name: str, min_rows: int, n_features: int | None) -> Any
 
 def _check_ndim(ndim: int, name: str) -> None:
     if ndim == 1:
-        raise InvalidDataError(f"{name} is 1-D but a 2-D array is expected; {_FIX_1D}")
+        raise InvalidDataError(
+            f"{name} is 1-D but a 2-D array is expected. Reshape your data: {_FIX_1D}")
     if ndim != 2:
         raise InvalidDataError(
             f"{name} has {ndim} dimensions but a 2-D array of shape (n_samples, n_features) "

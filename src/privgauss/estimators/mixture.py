@@ -71,7 +71,7 @@ def _learner_runner(
             noise=noise,
             info=info,
             **({"public_X": public_X} if public else {}),
-            **est._method_kwargs(method),
+            **est._method_kwargs(method, int(X.shape[1])),
         )
 
     return run
@@ -95,7 +95,8 @@ def _reduction_runner(name: str) -> Runner:
 _run_public_heavy = _learner_runner("public-heavy", "public_heavy", "public_heavy_gmm", True)
 
 
-# public rows optional: passed through (None without them)
+# public rows optional: passed through (None without them); the user's prior, when given,
+# goes through est._method_kwargs as an EMPrior
 _run_em = _learner_runner("em", "private_em", "private_em_gmm", True)
 
 
@@ -174,7 +175,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     covariances).
 
     Guarantee: ``weights_``, ``means_`` and ``covariances_`` are (ε, δ)-DP with respect to the
-    rows of ``X`` for ``epsilon=``, ``delta=`` (δ > 0: both methods need approximate DP), under
+    rows of ``X`` for ``epsilon=``, ``delta=`` (δ > 0), or ρ-zCDP for ``rho=`` (methods
+    ``"em"``, ``"public-heavy"``, ``"public-light"``), under
     **replace-one** neighbours (datasets of the same public size n differing in one row). A
     failure raises :class:`~privgauss.exceptions.EstimationFailed` with the budget spent.
 
@@ -192,6 +194,17 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
       alone (free), then per cluster d+1-sample public preconditioning + CoinPress.
     * ``"public-light"`` — Alg. 3–7, ≥ 4/w_min public rows: public superclustering, private PCA
       and a privately confirmed public split, then per-cluster CoinPress.
+
+    Method without a separation assumption: ``"em"`` — private EM (noisy per-component
+    sufficient statistics, DP-EM-style); ``auto`` falls back to it whenever no paper method's
+    requirement holds.
+
+    **A prior** (optional, public): ``mean_bound=R`` with ``center=`` (default 0) and
+    ``cov_bounds=(lo, hi)``, given together, say that every component's mean lies within R of
+    the centre and every component covariance's eigenvalues in [lo, hi]. Private EM then
+    localises by CoinPress inside the prior instead of the bound-free route, so it needs far
+    fewer rows and a ``rho=`` budget works without public rows; every release, of any method, is
+    projected into the prior (post-processing). A wrong prior costs accuracy, never privacy.
 
     ``public_clusters_`` shows the public clustering (public-heavy: the public rows' clusters;
     public-light: the public balls); ``method="auto"`` prefers public-heavy, then public-light,
@@ -223,6 +236,9 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         "method": [StrOptions({"auto", *METHODS})],
         "min_weight": [Interval(Real, 0, 1, closed="right"), None],
         "separation": [Interval(Real, 0, None, closed="neither"), None],
+        "mean_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "center": ["array-like", None],
+        "cov_bounds": ["array-like", None],
         "constants": [StrOptions({"practical", "theory"})],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "method_params": [dict, None],
@@ -242,6 +258,9 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         method: str = "auto",
         min_weight: float | None = None,
         separation: float | None = None,
+        mean_bound: float | None = None,
+        center: np.ndarray | None = None,
+        cov_bounds: tuple[float, float] | None = None,
         constants: str = "practical",
         beta: float = 0.05,
         method_params: dict[str, Any] | None = None,
@@ -257,6 +276,9 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.method = method
         self.min_weight = min_weight
         self.separation = separation
+        self.mean_bound = mean_bound
+        self.center = center
+        self.cov_bounds = cov_bounds
         self.constants = constants
         self.beta = beta
         self.method_params = method_params
@@ -266,10 +288,76 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.max_memory_bytes = max_memory_bytes
 
     # ------------------------------------------------------------------------------------
-    def _method_kwargs(self, method: str) -> dict[str, Any]:
+    def _method_kwargs(self, method: str, d: int) -> dict[str, Any]:
         params = dict(self.method_params or {})
         allowed = METHODS[method].knobs
-        return {key: value for key, value in params.items() if key in allowed}
+        kwargs = {key: value for key, value in params.items() if key in allowed}
+        if method == "em":
+            kwargs["prior"] = self._em_prior(d)
+        return kwargs
+
+    def _em_prior(self, d: int) -> Any:
+        """The user's prior as a :class:`~privgauss.mixture.private_em.EMPrior` (public; None
+        without ``mean_bound``). Checked by :meth:`_check_prior` before anything is spent."""
+        if self.mean_bound is None:
+            return None
+        from ..mixture.private_em import EMPrior
+
+        lo, hi = (float(v) for v in self.cov_bounds)  # type: ignore[union-attr]  # checked
+        return EMPrior(self._prior_center(d), float(self.mean_bound), (lo, hi))
+
+    def _prior_center(self, d: int) -> np.ndarray:
+        return np.zeros(d) if self.center is None else np.asarray(self.center, dtype=np.float64)
+
+    def _check_prior(self, d: int) -> None:
+        """Refuse an unusable prior before anything is spent (messages name the parameter)."""
+        if self.mean_bound is None and self.cov_bounds is None:
+            if self.center is not None:
+                raise ValueError("center= is the centre of the mean_bound= ball: give "
+                                 "mean_bound= (and cov_bounds=) with it")
+            return
+        if self.mean_bound is None or self.cov_bounds is None:
+            given, missing = (("mean_bound", "cov_bounds") if self.cov_bounds is None
+                              else ("cov_bounds", "mean_bound"))
+            raise ValueError(
+                f"{given}= needs {missing}=: the mixture's prior bounds every component's mean "
+                "(mean_bound=R around center=) and covariance (cov_bounds=(lo, hi), eigenvalue "
+                "bounds) together"
+            )
+        if not (0 < float(self.mean_bound) < math.inf):
+            raise ValueError("mean_bound must be a positive finite number")
+        bounds = np.asarray(self.cov_bounds, dtype=np.float64)
+        if bounds.shape != (2,) or not (0 < bounds[0] <= bounds[1] < math.inf):
+            raise ValueError("cov_bounds must be (lo, hi) with 0 < lo <= hi < inf")
+        c = self._prior_center(d)
+        if c.shape != (d,) or not np.all(np.isfinite(c)):
+            raise InvalidDataError(f"center must be a finite vector of length {d}")
+
+    def _has_prior(self) -> bool:
+        return self.mean_bound is not None
+
+    def _inside_prior(self, means: np.ndarray, covs: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """The release projected into the user's prior (post-processing, no privacy cost): each
+        mean into the ball ‖μ_j − center‖ ≤ ``mean_bound``, each covariance's eigenvalues into
+        ``cov_bounds``. When the truth satisfies the prior, neither moves an estimate away
+        from it."""
+        if self.mean_bound is None:
+            return means, covs
+        d = means.shape[1]
+        center, bound = self._prior_center(d), float(self.mean_bound)
+        lo, hi = (float(v) for v in self.cov_bounds)  # type: ignore[union-attr]  # checked
+        means, covs = means.copy(), covs.copy()
+        for j in range(means.shape[0]):
+            offset = means[j] - center
+            norm = float(np.linalg.norm(offset))
+            if norm > bound:  # a hair inside, whatever the rounding
+                means[j] = center + offset * (bound / norm * (1.0 - 1e-12))
+            w, V = np.linalg.eigh((covs[j] + covs[j].T) / 2)
+            if w[0] < lo or w[-1] > hi:
+                c = (V * np.clip(w, lo, hi)) @ V.T
+                covs[j] = (c + c.T) / 2
+        return means, covs
 
     def _check_params(self, n: int, d: int) -> ZCDP | ApproxDP:
         """Refuse bad parameters before anything is spent (messages: public facts only)."""
@@ -307,6 +395,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             if unknown:
                 raise ValueError(f"unknown method_params {unknown}; known knobs: {sorted(known)}")
             self._check_knobs(d)
+        self._check_prior(d)
         budget = self._budget()
         zcdp_ok = isinstance(budget, ZCDP) and (self.method == "auto" or METHODS[self.method].zcdp)
         if not (zcdp_ok or (isinstance(budget, ApproxDP) and budget.delta > 0)):
@@ -360,7 +449,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             from ..mixture.private_em import em_requirements
 
             return em_requirements(n, d, int(self.n_components), budget,
-                                   min_weight=self.min_weight, n_public=n_public)
+                                   min_weight=self.min_weight, n_public=n_public,
+                                   prior=self._has_prior())
         if METHODS[method].uses_public:
             from ..mixture.requirements import public_requirements
 
@@ -413,7 +503,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             if self.method == "em":
                 from ..mixture.private_em import check_em_inputs
 
-                check_em_inputs(d, int(self.n_components), budget, n_public)
+                check_em_inputs(d, int(self.n_components), budget, n_public, self._has_prior())
             req = self._requirement(self.method, n, d, budget, n_public)
             if req is not None and not req.ok and self.enforce_requirements:
                 raise InvalidDataError(req.message())
@@ -430,10 +520,16 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                                          "budget with these public rows")
             if fallback is not None:
                 return fallback
+            if isinstance(budget, ZCDP) and (n_public >= d + 1 or self._has_prior()):
+                req = self._requirement("em", n, d, budget, n_public)
+                raise InvalidDataError(
+                    "no mixture method can work with this n: the least demanding, "
+                    + req.message())
             raise PrivacyBudgetError(
                 "a rho (zCDP) budget needs a zCDP method "
                 f"{tuple(m for m, spec in METHODS.items() if spec.zcdp)}, and those need enough "
-                "public rows: give public_X, or pass epsilon= and delta="
+                "public rows or a prior: give public_X, or mean_bound= and cov_bounds= (a "
+                "range for the components), or pass epsilon= and delta="
             )
         sep = None if self.separation is None else float(self.separation)
         if sep is not None:
@@ -447,7 +543,9 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                                          "no paper method meets its sample-size requirement")
             if fallback is not None:
                 return fallback
-            best = min(candidates, key=lambda m: reqs[m].n_needed)
+            if not (isinstance(budget, ZCDP) and n_public < d + 1 and not self._has_prior()):
+                reqs["em"] = self._requirement("em", n, d, budget, n_public)  # private EM too
+            best = min(reqs, key=lambda m: reqs[m].n_needed)
             if self.enforce_requirements:
                 raise InvalidDataError(
                     "no mixture method can work with this n: the least demanding, "
@@ -500,12 +598,14 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                      why: str) -> tuple[str, str] | None:
         """("em", reason) when ``auto`` can fall back to private EM here (public facts only):
         its inputs are usable and its requirement holds (or is not enforced); else None."""
-        if isinstance(budget, ZCDP) and n_public < d + 1:
+        if isinstance(budget, ZCDP) and n_public < d + 1 and not self._has_prior():
             return None
         req = self._requirement("em", n, d, budget, n_public)
         if not req.ok and self.enforce_requirements:
             return None
-        seeded = "; public rows set the frame and seed the start" if n_public >= d + 1 else ""
+        seeded = ("; public rows set the frame and seed the start" if n_public >= d + 1 else
+                  "; localised inside the prior (mean_bound=, cov_bounds=)"
+                  if self._has_prior() else "")
         return "em", f"{why}: private EM (needs n >~ {req.n_needed:.3g}){seeded}"
 
     # ------------------------------------------------------------------------------------
@@ -541,8 +641,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 weights, means, covs = METHODS[method].runner(
                     self, X, Xp, budget, acct, noise, info)
         self.weights_ = np.asarray(weights, dtype=np.float64)
-        self.means_ = np.asarray(means, dtype=np.float64)
-        self.covariances_ = np.asarray(covs, dtype=np.float64)
+        self.means_, self.covariances_ = self._inside_prior(
+            np.asarray(means, dtype=np.float64), np.asarray(covs, dtype=np.float64))
         self.fit_info_ = info
         # the public clustering (public-heavy: PublicClusters of the public rows; public-light:
         # the public/DP balls (centre, radius) of the clusters); None for the other methods
