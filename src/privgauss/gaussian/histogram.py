@@ -54,9 +54,10 @@ a factor 2 when at least two bins near the top were released. The refinement is
 :func:`~privgauss.gaussian.coinpress.coinpress_gaussian` (which switches to its mean-first
 variant at small n·ρ).
 
-**Theory route (per-axis Laplace).** (ε_h, δ_h = δ/2) goes to the histograms; ε_h is chosen from public quantities
-only (n, d, ε, δ) as the smallest value for which every threshold is at most half the expected
-count of the bin we need (``constants="practical"``, clamped to [ε/20, ε/2]) or ε/2
+**Per-axis Laplace route** (:func:`localisation_budget`; the fit uses it with
+``constants="theory"``). (ε_h, δ_h = δ/2) goes to the histograms; ε_h is chosen from public
+quantities only (n, d, ε, δ) as the smallest value for which every threshold is at most half
+the expected count of the bin we need (``constants="practical"``, clamped to [ε/20, ε/2]) or ε/2
 (``constants="theory"``). The rest, (ε − ε_h, δ − δ_h), is converted to the largest ρ whose tight
 zCDP→(ε, δ) conversion fits (``accountant.remaining_zcdp()``) and spent on the refinement, so the
 ledger sums to exactly (ε, δ).
