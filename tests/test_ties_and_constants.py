@@ -97,7 +97,10 @@ def test_bound_free_constant_column_is_a_degenerate_axis(name: str) -> None:
         np.testing.assert_array_equal(g.covariance_[3], 0.0)
         np.testing.assert_array_equal(g.covariance_[:, 3], 0.0)
         assert np.linalg.eigvalsh(g.covariance_)[0] >= -1e-12
-        assert len(g.ledger_) == len(fits["ordinary"].ledger_)
+        # the budget is the same; the refinement's number of steps is planned from released
+        # scale brackets (a degenerate axis enters as public padding), so the ledger length of
+        # this different table may differ — through DP outputs only
+        assert g.privacy_spent_ == pytest.approx(fits["ordinary"].privacy_spent_)
         for k, f in fits.items():
             errs[k].append(_errors(f, X))
     e3, ec, eo = (np.mean(errs[k], axis=0) for k in ("3", "const", "ordinary"))
@@ -189,7 +192,9 @@ def test_constant_near_constant_and_neighbours_end_alike(name: str) -> None:
     for k, o in outcomes.items():
         assert o.kind == first.kind, (k, o)
         assert o.warning_categories == first.warning_categories, (k, o)
-        assert o.ledger_length == first.ledger_length, (k, o)
+        if k != "near":  # the neighbours; the near-constant table is another dataset, whose
+            # refinement plan (read off released scale brackets) may take other steps
+            assert o.ledger_length == first.ledger_length, (k, o)
         # and the estimate is right: the constant's value, a variance at most the prior's floor
         assert abs(fits[k].mean_[3] - CONST) < 1e-3, (k, fits[k].mean_)
         assert 0 <= fits[k].covariance_[3, 3] <= 1.01e-2, (k, fits[k].covariance_[3, 3])

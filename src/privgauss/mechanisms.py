@@ -12,7 +12,7 @@ callers derive it for replace-one neighbours.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,13 @@ from scipy.special import erfcx, log_ndtr
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
 from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP
-from .sensitivity import histogram_l1, stability_histogram_threshold
+from .privacy.budgets import _MIN_EPS
+from .sensitivity import (
+    gaussian_stability_histogram_threshold,
+    histogram_l1,
+    histogram_l2,
+    stability_histogram_threshold,
+)
 
 
 def _check_sensitivity(sensitivity: float) -> float:
@@ -397,6 +403,76 @@ def stability_histogram(
     return out
 
 
+def gaussian_stability_histograms(
+    keys: Any,
+    rho: float,
+    delta: float,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+    columns: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> list[dict[int, int]]:
+    """The stability histograms of the H columns of an (n, H) integer key array, released
+    jointly with discrete Gaussian noise: for each column, the noisy counts of its non-empty
+    bins that exceed τ. δ-approximate ρ-zCDP (Bun–Steinke 2016, Def. 8.1) under replace-one.
+
+    *Why.* Replace-one moves one record in every column: in each histogram one bin loses it and
+    one gains it. A bin non-empty in only one of the two datasets holds exactly that record
+    (count 1); conditioned on no such bin being released (probability ≥ 1 − δ: at most one such
+    bin per column and side, each released with probability ≤ δ/H by
+    :func:`~privgauss.sensitivity.gaussian_stability_histogram_threshold`), the output is a
+    post-processing (thresholding) of the Gaussian-noised counts of the bins non-empty in both,
+    whose change has L2 norm ≤ √2 per column, √(2H) in all: σ = √(2H)/√(2ρ) = √(H/ρ). The
+    conditioned outputs are ρ-zCDP and the rest has probability ≤ δ on each side, which is
+    δ-approximate ρ-zCDP; it composes with zCDP releases by adding ρ (and δ), and converts to
+    (ε(ρ_total, δ'), δ + δ')-DP.
+
+    *Ledger.* Two entries, both charged before any noise is drawn: ``ZCDP(ρ)`` for the
+    conditioned part (step ``step``) and ``ApproxDP(tiny, δ)`` for the event (step
+    ``step + " (delta)"``): an ApproxDP accountant composes them exactly as the approximate
+    zCDP guarantee above (ρ converted with the δ left after δ).
+
+    ``columns``: the H histograms counted elsewhere (e.g. streamed over data chunks) instead of
+    ``keys``: (distinct bins, their positive counts) per histogram; the release is the one the
+    records themselves would give.
+    """
+    if columns is None:
+        k = np.asarray(keys)
+        if k.ndim != 2 or k.shape[0] == 0 or k.shape[1] == 0:
+            raise ValueError("keys must be a non-empty 2-D array, one column per histogram")
+        if not np.issubdtype(k.dtype, np.integer):
+            raise ValueError("histogram keys must be integers (bin indices)")
+        columns = [np.unique(k[:, j], return_counts=True) for j in range(k.shape[1])]
+    elif not columns or not all(np.all(np.asarray(c) > 0) for _, c in columns):
+        raise ValueError("columns must be (distinct bins, positive counts), one per histogram")
+    rho = ZCDP(rho).rho
+    budget_delta = ApproxDP(_MIN_EPS, delta)
+    if not budget_delta.delta > 0:
+        raise PrivacyBudgetError("the stability histogram needs delta > 0")
+    h = len(columns)
+    sens = histogram_l2() * math.sqrt(h)
+    sigma = sens / math.sqrt(2.0 * rho)
+    tau = gaussian_stability_histogram_threshold(sigma, budget_delta.delta / h)
+    if not accountant.can_spend_all([ZCDP(rho), budget_delta]):
+        raise PrivacyBudgetError(
+            f"the joint stability histograms need {rho:g}-zCDP and delta {delta:g}, which the "
+            f"accountant cannot pay (total {accountant.total}, spent {accountant.spent_str()})"
+        )
+    _charge(accountant, ZCDP(rho), step, "gaussian-stability-histograms", sens, sigma,
+            f"tau={tau:.6g}, {h} histograms")
+    _charge(accountant, budget_delta, f"{step} (delta)", "gaussian-stability-histograms-delta",
+            None, None, "probability that a bin holding only the moved record is released")
+    src = as_noise(noise)
+    out: list[dict[int, int]] = []
+    for bins, counts in columns:
+        bins, counts = np.asarray(bins), np.asarray(counts)
+        noisy = src.integer_gaussian(counts, sigma)
+        keep = noisy > tau
+        out.append({int(b): int(c) for b, c in zip(bins[keep], noisy[keep], strict=True)})
+    return out
+
+
 __all__ = [
     "NoiseSource",
     "above_threshold",
@@ -405,6 +481,7 @@ __all__ = [
     "gaussian_sigma",
     "gaussian_sigma_analytic",
     "gaussian_sigma_zcdp",
+    "gaussian_stability_histograms",
     "laplace_mechanism",
     "private_count",
     "report_noisy_max",

@@ -73,6 +73,23 @@ def stability_histogram_threshold(epsilon: float, delta: float) -> float:
     return 1.0 + (2.0 / epsilon) * math.log(1.0 / delta)
 
 
+def gaussian_stability_histogram_threshold(sigma: float, delta_key: float) -> float:
+    """Release threshold τ of a stability histogram with discrete Gaussian noise N_Z(0, σ²)
+    (or a rounded continuous Gaussian) on its counts.
+
+    Under replace-one a bin that is non-empty in only one of the two datasets holds exactly the
+    moved record (count 1); it is released when 1 + Z > τ, i.e. Z ≥ m for the integer
+    m = ⌊τ − 1⌋ + 1 ≥ τ − 1. The discrete Gaussian's tail satisfies P(Z ≥ m) ≤ P(N(0, σ²) ≥ m − 1)
+    (Canonne–Kamath–Steinke 2020), and a rounded Gaussian has P(rint(N) ≥ m) = P(N ≥ m − ½); both
+    are ≤ P(N(0, σ²) ≥ τ − 2) = ``delta_key`` for τ = 2 + σ·Φ⁻¹(1 − ``delta_key``).
+    """
+    from statistics import NormalDist
+
+    if not (sigma > 0 and math.isfinite(sigma)) or not 0.0 < delta_key < 0.5:
+        raise ValueError("sigma must be finite and > 0, delta_key in (0, 0.5)")
+    return 2.0 + sigma * -NormalDist().inv_cdf(delta_key)
+
+
 def histogram_l2() -> float:
     """A histogram's L2 sensitivity under replace-one: √2 (one bin −1, another +1). Used for the
     joint release of the part sizes of a released partition (a replaced row leaves one part and

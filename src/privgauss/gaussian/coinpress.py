@@ -317,6 +317,11 @@ def _gaussian(
         return _gaussian_theory(rows, rho, c, R, lo, hi, accountant, src, beta, step)
     args = (d, rho, R, lo, hi, omega, beta, prefer_fewer)
     plan = _practical_plan(n, *args)
+    from . import coinpress_meanfirst as mf  # it calls this module's estimators
+
+    if mf.use_mean_first(n, d, plan.cov_err):  # small n·ρ: the sequential chain eats ρ
+        return mf.mean_first_gaussian(rows.X, rho, center=c, radius=R, cov_bounds=(lo, hi),
+                                      accountant=accountant, noise=src, beta=beta, step=step)
 
     split = sm._split_plan(n, args, plan) if n * d >= sm._SPLIT_MIN_VALUES else None
     if split is not None:

@@ -26,7 +26,7 @@ from .clip_diagnostics import (
     mean_ball_radius,
     note_clip,
 )
-from .coinpress_plan import CovStep, MeanStep, _Plan, _undo_shrinkage
+from .coinpress_plan import CovStep, MeanStep, _Plan, _undo_shrinkage, undo_cov_clip
 
 _WHITEN_REL = 1e-6  # the whitener's eigenvalue floor, as a fraction of an assumed lower bound
 
@@ -130,6 +130,8 @@ def _run_cov(
         )
         if final and i == t - 1:
             Zp = project_psd(Z)
+            if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
+                Zp = undo_cov_clip(Zp, tau)
             Ainv = np.linalg.inv(A)
             with np.errstate(over="ignore", invalid="ignore"):
                 cov = sym(Ainv @ Zp @ Ainv.T)
@@ -140,6 +142,8 @@ def _run_cov(
                 )
             return A, cov
         Zp = project_psd(Z) if floor <= 0 else _prior_floor(Z, A, floor)
+        if s.debias:
+            Zp = undo_cov_clip(Zp, tau)
         A = inv_sqrtm_psd(Zp + s.eta * np.eye(d)) @ A
     return A, None
 

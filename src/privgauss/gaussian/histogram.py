@@ -51,9 +51,24 @@ that can appear: so no separate sensitivity helper is needed. (Advanced composit
 this for d ≳ 2 ln(1/δ'), i.e. d > 30; for such d a Gaussian-noise joint histogram with L2
 sensitivity √(2d) would be cheaper — not implemented.)
 
-**Budget split.** (ε_h, δ_h = δ/2) goes to the histograms; ε_h is chosen from public quantities
-only (n, d, ε, δ) as the smallest value for which every threshold is at most half the expected
-count of the bin we need (``constants="practical"``, clamped to [ε/20, ε/2]) or ε/2
+**Practical route: joint Gaussian histograms** (``constants="practical"``, the default). The d
+scale histograms are released in one go with discrete Gaussian noise
+(:func:`~privgauss.mechanisms.gaussian_stability_histograms`: L2 sensitivity √(2d), threshold
+from the Gaussian tail), and likewise the d location histograms; each release is δ-approximate
+ρ-zCDP and composes with the refinement's zCDP steps by adding ρ, so the whole fit is
+δ_h-approximate ρ_all-zCDP with ρ_all = the largest ρ that (ε, δ − δ_h) allows, δ_h = δ/4
+(:func:`localisation_plan`). At d = 10, (1, 1e-6) the histograms then take 25 % of ρ_all at
+n = 3,000 and 0.5 % at n = 1e5, where d Laplace histograms composed basically needed more than
+ε = 1 for the scale alone at n = 3,000. The released counts of the top scale bins are also
+fitted to the Gaussian model (post-processing), which narrows the factor-10 bracket of (a) to
+a factor 2 when at least two bins near the top were released. The refinement is
+:func:`~privgauss.gaussian.coinpress.coinpress_gaussian` (which switches to its mean-first
+variant at small n·ρ).
+
+**Per-axis Laplace route** (:func:`localisation_budget`; the fit uses it with
+``constants="theory"``). (ε_h, δ_h = δ/2) goes to the histograms; ε_h is chosen from public
+quantities only (n, d, ε, δ) as the smallest value for which every threshold is at most half
+the expected count of the bin we need (``constants="practical"``, clamped to [ε/20, ε/2]) or ε/2
 (``constants="theory"``). The rest, (ε − ε_h, δ − δ_h), is converted to the largest ρ whose tight
 zCDP→(ε, δ) conversion fits (``accountant.remaining_zcdp()``) and spent on the refinement, so the
 ledger sums to exactly (ε, δ).
@@ -89,21 +104,28 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+from scipy.stats import norm
 
 from ..backends import as_rows, is_dask, map_rows, pair_differences
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
-from ..mechanisms import stability_histogram
+from ..mechanisms import gaussian_stability_histograms, stability_histogram
 from ..noise import RandomState, as_noise
 from ..privacy import Accountant, ApproxDP, approx_to_zcdp
-from ..sensitivity import stability_histogram_threshold
+from ..sensitivity import (
+    gaussian_stability_histogram_threshold,
+    histogram_l2,
+    stability_histogram_threshold,
+)
 from ..validation import check_probability
 
 __all__ = [
+    "JointBudget",
     "Localisation",
     "histogram_gaussian",
     "localisation_budget",
+    "localisation_plan",
     "localise",
 ]
 
@@ -124,6 +146,27 @@ _KEY_LIMIT = float(2**62)  # location keys are clipped to +-this (saturated keys
 # released smallest eigenvalue below this fraction of the prior's lower bound: a failure (good
 # fits measured at ≥ 0.14·lo, failed ones at ≤ 5e-5·lo; see _check_prior)
 _PRIOR_SLACK = 1e-3
+
+
+# Practical plan (joint Gaussian histograms): share of δ for the histograms, and the bounds of
+# their share of the zCDP budget (the refinement gets the rest).
+_DELTA_SHARE = 0.25
+_RHO_FLOOR, _RHO_CAP = 0.005, 0.5
+
+
+@dataclass(frozen=True)
+class JointBudget:
+    """The budget of one joint release of d per-axis stability histograms with discrete
+    Gaussian noise (:func:`~privgauss.mechanisms.gaussian_stability_histograms`):
+    δ-approximate ρ-zCDP in total for the d histograms."""
+
+    rho: float
+    delta: float
+
+    def threshold(self, d: int) -> float:
+        """The release threshold τ of each of the d histograms."""
+        sigma = histogram_l2() * math.sqrt(d) / math.sqrt(2.0 * self.rho)
+        return gaussian_stability_histogram_threshold(sigma, self.delta / d)
 
 
 @dataclass(frozen=True)
@@ -199,10 +242,99 @@ def localisation_budget(
     return scale_budget, loc_budget, ApproxDP(eps_h, delta_i * n_hist)
 
 
+def _joint_rho(n_eff: float, mass: float, d: int, delta: float) -> float:
+    """Smallest ρ of a joint release of d Gaussian histograms (δ in all) whose threshold is at
+    most _SAFETY * n_eff * mass (inf if impossible)."""
+    tau = _SAFETY * n_eff * mass
+    z = gaussian_stability_histogram_threshold(1.0, delta / d) - 2.0  # τ = 2 + σ z
+    if tau <= 2.0:
+        return math.inf
+    sigma = (tau - 2.0) / z
+    return d / sigma**2  # ρ = Δ₂²/(2σ²) with Δ₂² = 2d
+
+
+def localisation_plan(
+    n: int, d: int, epsilon: float, delta: float, *, known_scale: bool = False
+) -> tuple[JointBudget | None, JointBudget, float]:
+    """The practical localisation plan, from public quantities only: the budgets of the joint
+    scale release (None when ``known_scale``) and location release, and ρ_all, the zCDP budget
+    that (ε, δ − δ_h) allows for histograms and refinement together (δ_h = δ/4 is the
+    histograms' δ, split equally between the releases).
+
+    Each release gets the smallest ρ whose threshold is at most half the expected count of the
+    bin it needs (as :func:`localisation_budget`), the two together clamped to
+    [0.5 %, 50 %] of ρ_all; the refinement gets ρ_all minus that. At d = 10, (1, 1e-6):
+    ρ_all = 0.0236, and the histograms take 25 % of it at n = 3,000, 10 % at 5,000, 2.6 % at
+    20,000 and the 0.5 % floor at 100,000.
+    """
+    delta_h = delta * _DELTA_SHARE
+    rho_all = approx_to_zcdp(epsilon, delta - delta_h)
+    if known_scale:
+        rho_s, rho_l, d_l = 0.0, _joint_rho(n, _P_LOCATION, d, delta_h), delta_h
+    else:
+        d_l = delta_h / 2.0
+        rho_s = _joint_rho(n // 2, _P_SCALE, d, d_l)
+        rho_l = _joint_rho(n, _P_LOCATION, d, d_l)
+    total = rho_s + rho_l
+    target = min(max(total, _RHO_FLOOR * rho_all), _RHO_CAP * rho_all)
+    if math.isinf(total):  # hopeless n: spend the cap, the histograms will (DP-)fail
+        rho_s, rho_l = (0.0, 1.0) if known_scale else (0.5, 0.5)
+        total = 1.0
+    scale = None if known_scale else JointBudget(rho_s * target / total, d_l)
+    return scale, JointBudget(rho_l * target / total, d_l), rho_all
+
+
+# Scale fitted from the released counts of the top bin and its neighbours: the bracket is
+# ±_FIT_HALF_WIDTH in log2 around the fit (instead of the factor-10 top-bin bracket), used when
+# at least two bins near the top were released and the counts fit the Gaussian model.
+_FIT_HALF_WIDTH = 0.5
+_FIT_GRID = np.linspace(-_LOG_HI, -_LOG_LO, 336)  # a − top over the top-bin bracket
+_FIT_MAX_LOSS = 9.0  # per released bin, in units of the count's variance
+
+
+def _noise_sd(budget: ApproxDP | JointBudget, d: int) -> float:
+    """Standard deviation of the noise on each released count (public)."""
+    if isinstance(budget, JointBudget):
+        return histogram_l2() * math.sqrt(d) / math.sqrt(2.0 * budget.rho)
+    e = math.exp(-budget.epsilon / 2.0)  # discrete Laplace(2/ε): variance 2e/(1 − e)²
+    return math.sqrt(2.0 * e) / (1.0 - e)
+
+
+def _fitted_log_scale(
+    hist: dict[Any, int], top: int, m: int, tau: float, noise_sd: float
+) -> float | None:
+    """Post-processing of one released scale histogram: the a = log2(√2 σ) + u whose model
+    counts m·P(j ≤ a + log2|Z| < j + 1) best fit the released counts of bins top−2..top+2
+    (unreleased ones must lie below τ); None when fewer than two of them were released or
+    the best fit is poor (e.g. discrete data)."""
+    js = np.arange(top - 2, top + 3)
+    obs = np.array([hist.get(int(j), -1) for j in js], dtype=float)
+    if int(np.sum(obs >= 0)) < 2:
+        return None
+    a = top + _FIT_GRID
+    lo = np.exp2(js[None, :] - a[:, None])
+    expect = m * 2.0 * (norm.cdf(2.0 * lo) - norm.cdf(lo))
+    var = expect + noise_sd**2
+    got = obs[None, :] >= 0
+    miss = np.maximum(expect - tau, 0.0)
+    loss = np.where(got, (obs[None, :] - expect) ** 2, miss**2) / var
+    total = loss.sum(axis=1)
+    i = int(np.argmin(total))
+    if not total[i] <= _FIT_MAX_LOSS * int(np.sum(got)):
+        return None
+    return float(a[i])
+
+
 def _top_bin(hist: dict[Any, int]) -> Any:
     # Deterministic post-processing of the release: highest noisy count, smallest key on ties.
     best = max(hist.values())
     return min(k for k, c in hist.items() if c == best)
+
+
+def _threshold(budget: ApproxDP | JointBudget, d: int) -> float:
+    if isinstance(budget, JointBudget):
+        return budget.threshold(d)
+    return stability_histogram_threshold(budget.epsilon, budget.delta)
 
 
 # (keys, counts) of one axis: one key per record (counts None), or the distinct keys, sorted,
@@ -210,10 +342,18 @@ def _top_bin(hist: dict[Any, int]) -> Any:
 AxisKeys = Callable[[int], tuple[np.ndarray, np.ndarray | None]]
 
 
+def _axis_counts(keys: AxisKeys, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys of axis k, sorted, and their counts."""
+    axis_keys, counts = keys(k)
+    if counts is None:
+        return np.unique(axis_keys, return_counts=True)
+    return axis_keys, counts
+
+
 def _axis_top_bins(
     keys: AxisKeys,
     d: int,
-    budget: ApproxDP,
+    budget: ApproxDP | JointBudget,
     what: str,
     needed_n: int,
     released: list[dict[Any, int]],
@@ -225,13 +365,26 @@ def _axis_top_bins(
 ) -> Iterator[Any]:
     """Per axis k < d, release the stability histogram of ``keys(k)`` (appended to
     ``released``) and yield its top bin; EstimationFailed (a DP output) when an axis releases
-    no bin. The histograms' ledger steps are ``{axis_step or step}-axis-{k}``."""
-    for k in range(d):
-        axis_keys, counts = keys(k)
-        hist = stability_histogram(
-            axis_keys, budget, accountant=accountant, noise=noise,
-            step=f"{axis_step or step}-axis-{k}", counts=counts,
+    no bin. The histograms' ledger steps are ``{axis_step or step}-axis-{k}`` (Laplace, one
+    (ε, δ) release per axis) or ``{axis_step or step}-axes`` (a :class:`JointBudget`: one joint
+    release of the d histograms)."""
+    joint = None
+    if isinstance(budget, JointBudget):
+        joint = gaussian_stability_histograms(
+            None, budget.rho, budget.delta, accountant=accountant, noise=noise,
+            step=f"{axis_step or step}-axes",
+            columns=[_axis_counts(keys, k) for k in range(d)],
         )
+    for k in range(d):
+        if joint is not None:
+            hist = joint[k]
+        else:
+            assert isinstance(budget, ApproxDP)
+            axis_keys, counts = keys(k)
+            hist = stability_histogram(
+                axis_keys, budget, accountant=accountant, noise=noise,
+                step=f"{axis_step or step}-axis-{k}", counts=counts,
+            )
         released.append(hist)
         if not hist:
             raise EstimationFailed(
@@ -322,8 +475,8 @@ def _tied_axis(hist: dict[Any, int]) -> tuple[float, float]:
 
 def localise(
     X: np.ndarray,
-    scale_budget: ApproxDP | None,
-    location_budget: ApproxDP,
+    scale_budget: ApproxDP | JointBudget | None,
+    location_budget: ApproxDP | JointBudget,
     *,
     accountant: Accountant,
     noise: RandomState = None,
@@ -339,7 +492,9 @@ def localise(
     value is released the axis is ``degenerate`` (a constant column: scale 0, located at that
     value). These decisions read released histograms only, and the ledger is the same for every
     dataset of this size. Raises :class:`EstimationFailed` (a DP output) when a histogram
-    releases nothing usable.
+    releases nothing usable. An :class:`ApproxDP` budget runs one Laplace stability
+    histogram per axis at that budget; a :class:`JointBudget` releases the d histograms of the
+    step jointly with discrete Gaussian noise (δ-approximate ρ-zCDP in all).
     """
     src = as_noise(noise)
     Xc = as_rows(X)
@@ -354,7 +509,7 @@ def localise(
     if scale_budget is None:
         s_mid = s_lo = s_hi = np.ones(d)
     else:
-        tau = stability_histogram_threshold(scale_budget.epsilon, scale_budget.delta)
+        tau = _threshold(scale_budget, d)
         if n // 2 < 1:
             raise EstimationFailed(
                 "scale localisation needs at least two rows",
@@ -375,6 +530,13 @@ def localise(
             tied[k] = top is None
             b[k] = 0.0 if top is None else top
         s_mid, s_lo, s_hi = _bracket(b - u)  # log2 |Y| lies in [b − u, b − u + 1)
+        noise_sd = _noise_sd(scale_budget, d)
+        for k in map(int, np.flatnonzero(~tied)):  # narrow where released counts pin it
+            a = _fitted_log_scale(scale_h[k], int(b[k]), m, tau, noise_sd)
+            if a is not None:
+                s_mid[k] = math.exp2(a - u[k]) / math.sqrt(2.0)
+                s_lo[k] = s_mid[k] * 2.0**-_FIT_HALF_WIDTH
+                s_hi[k] = s_mid[k] * 2.0**_FIT_HALF_WIDTH
         s_mid[tied], s_lo[tied], s_hi[tied] = 1.0, 1.0, 1.0  # set from the location release
 
     w = _WIDTH_FACTOR * s_hi
@@ -383,7 +545,7 @@ def localise(
             "the released scale is outside the floating-point range", step=f"{step}-scale"
         )
     offset = v * w
-    tau_l = stability_histogram_threshold(location_budget.epsilon, location_budget.delta)
+    tau_l = _threshold(location_budget, d)
     loc_keys: AxisKeys
     if is_dask(Xc):  # one chunked pass: per-axis key counts, combined here
         kc = map_rows(Xc, partial(_location_count_kernel, offset=offset, w=w, tied=tied))
@@ -485,14 +647,12 @@ def histogram_gaussian(
         known = np.eye(d)
     src = as_noise(noise)
 
-    s_budget, l_budget, spent = localisation_budget(
-        n, d, budget.epsilon, budget.delta, known_scale=known is not None, constants=constants
-    )
+    s_budget, l_budget, rho_of = _plan(n, d, budget, known is not None, constants)
     if known is not None:
         w = inv_sqrtm_psd(known)
         Xw = transform_rows(Xc, w)  # w symmetric: rows x ↦ w x, an overflow mapped to 0
         loc = localise(Xw, None, l_budget, accountant=accountant, noise=src)
-        rho = _refinement_rho(accountant, budget, spent)
+        rho = rho_of(accountant)
         radius = float(np.linalg.norm(loc.radius))
         mean_w = coinpress_mean(
             Xw, loc.center, radius, rho, accountant=accountant, noise=src, beta=beta
@@ -500,7 +660,7 @@ def histogram_gaussian(
         return np.asarray(mean_w) @ sqrtm_psd(known), known.copy()
 
     loc = localise(Xc, s_budget, l_budget, accountant=accountant, noise=src)
-    rho = _refinement_rho(accountant, budget, spent)
+    rho = rho_of(accountant)
     deg = np.zeros(d, dtype=bool) if loc.degenerate is None else loc.degenerate
     # a degenerate axis (a constant column: one released value, scale 0) is known exactly; in the
     # refinement it becomes a public N(0, 1) column, so the plan, and the ledger, stay those of
@@ -558,6 +718,25 @@ def _check_prior(cov_z: np.ndarray, lo: float) -> None:
             "method='public' with d+1 public rows",
             step="histogram-refinement",
         )
+
+
+def _plan(
+    n: int, d: int, budget: ApproxDP, known_scale: bool, constants: str
+) -> tuple[Any, Any, Any]:
+    """(scale budget, location budget, ρ of the refinement as a function of the accountant
+    after localisation). ``practical``: joint Gaussian histograms (:func:`localisation_plan`),
+    the refinement gets ρ_all − ρ_h; ``theory``: per-axis Laplace histograms
+    (:func:`localisation_budget`), the refinement gets what (ε − ε_h, δ − δ_h) converts to."""
+    if constants == "theory":
+        s_b, l_b, spent = localisation_budget(
+            n, d, budget.epsilon, budget.delta, known_scale=known_scale, constants=constants
+        )
+        return s_b, l_b, lambda acct: _refinement_rho(acct, budget, spent)
+    s_j, l_j, rho_all = localisation_plan(
+        n, d, budget.epsilon, budget.delta, known_scale=known_scale
+    )
+    rho_h = l_j.rho + (0.0 if s_j is None else s_j.rho)
+    return s_j, l_j, lambda acct: min(rho_all - rho_h, acct.remaining_zcdp())
 
 
 def _refinement_rho(accountant: Accountant, budget: ApproxDP, spent: ApproxDP) -> float:

@@ -79,6 +79,7 @@ from ..linalg import clip_weights, sym, symmetric_from_upper
 from ..mechanisms import gaussian_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
+from ..privacy.budgets import _MIN_EPS
 from ..sensitivity import histogram_l2, soft_counts_l2, soft_outer_sums_frobenius, soft_sums_l2
 from .cluster_estimation import undo_clipping
 from .sample_size import Requirements, report
@@ -119,7 +120,8 @@ class EMPlan:
     """The budget plan of one fit (public quantities only).
 
     ``localisation``: the (ε_L, δ_L) of the histogram localisation (None with public rows),
-    which charges ``localisation_histograms`` (approximate DP) and ``rho_refinement`` (zCDP);
+    which charges its joint histograms (``rho_histograms`` of zCDP and
+    ``localisation_histograms``, their δ) and ``rho_refinement`` (zCDP);
     ``rho_prior_localisation``: the CoinPress localisation inside the user's prior (0 when
     none); ``rho_init``: the start histogram; ``rho_steps``: one ρ per EM step, each split
     ``STAT_SHARES`` over (counts, sums, second moments). :meth:`parts` lists every charge
@@ -135,6 +137,7 @@ class EMPlan:
     grid_cells: int
     radius: float
     rho_prior_localisation: float = 0.0
+    rho_histograms: float = 0.0
 
     @property
     def rho_em(self) -> float:
@@ -152,7 +155,8 @@ class EMPlan:
     def parts(self) -> list[tuple[str, Budget]]:
         out: list[tuple[str, Budget]] = []
         if self.localisation_histograms is not None:
-            out.append(("localisation histograms", self.localisation_histograms))
+            out.append(("localisation histograms", ZCDP(self.rho_histograms)))
+            out.append(("localisation histograms delta", self.localisation_histograms))
             out.append(("localisation refinement", ZCDP(self.rho_refinement)))
         if self.rho_prior_localisation > 0:
             out.append(("localisation in the prior", ZCDP(self.rho_prior_localisation)))
@@ -208,7 +212,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     use_public = n_public >= d + 1
     loc: ApproxDP | None = None
     hist: ApproxDP | None = None
-    rho_ref = rho_prior = 0.0
+    rho_ref = rho_prior = rho_hist = 0.0
     if not (isinstance(budget, ZCDP) or (isinstance(budget, ApproxDP) and budget.delta > 0)):
         raise PrivacyBudgetError(
             f"method='em' needs a rho (zCDP) or (epsilon, delta > 0) budget, got {budget}"
@@ -228,15 +232,20 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
             "cov_bounds=, or pass epsilon= and delta="
         )
     else:
-        from ..gaussian.histogram import localisation_budget
+        from ..gaussian.histogram import localisation_plan
 
         assert isinstance(budget, ApproxDP)
         eps_l = _localisation_epsilon(n, d, budget.epsilon, budget.delta)
         loc = ApproxDP(eps_l, budget.delta / 2)
-        hist = localisation_budget(n, d, eps_l, budget.delta / 2)[2]
-        rho_ref = approx_to_zcdp(eps_l - hist.epsilon, budget.delta / 2 - hist.delta)
-        rho_all = approx_to_zcdp(budget.epsilon - hist.epsilon, budget.delta - hist.delta)
-        rho_em = rho_all - rho_ref
+        # histogram_gaussian(eps_l, δ/2) charges the joint histograms' ρ_h and δ_h, then its
+        # refinement ρ_loc − ρ_h (all zCDP but δ_h): EM gets the ρ that the whole budget's
+        # conversion with δ − δ_h leaves after ρ_loc (zCDP charges add up before converting)
+        s_j, l_j, rho_loc = localisation_plan(n, d, eps_l, budget.delta / 2)
+        joint = [b for b in (s_j, l_j) if b is not None]
+        rho_hist = sum(b.rho for b in joint)
+        hist = ApproxDP(_MIN_EPS * len(joint), sum(b.delta for b in joint))
+        rho_ref = rho_loc - rho_hist
+        rho_em = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta) - rho_loc
     T = _n_steps(n, d, k) if n_steps is None else int(n_steps)
     rho_init = INIT_SHARE * rho_em
     rest = rho_em - rho_init
@@ -245,7 +254,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         rest,)
     p, m = _grid(n, d, rho_init)
     return EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
-                  rho_prior)
+                  rho_prior, 0.0 if loc is None else rho_hist)
 
 
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
@@ -378,8 +387,9 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
         from ..gaussian.histogram import histogram_gaussian
 
         loc = plan.localisation
+        # the practical (joint-histogram) route whatever ``constants``: em_plan assumes it
         mean, cov = histogram_gaussian(X, loc.epsilon, loc.delta, accountant=acct, noise=src,
-                                       beta=beta, constants=constants)
+                                       beta=beta, constants="practical")
     with np.errstate(all="ignore"):
         cov = sym(cov)
         w, V = np.linalg.eigh(cov)

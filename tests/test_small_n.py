@@ -1,0 +1,126 @@
+"""Small n and small budgets (issue 17, "close to the limit at small n"): the bound-free route
+fits at n = 3000 (d = 10, (1, 1e-6)) and is near the non-private error at n = 2e4; the pieces
+that make it so (joint Gaussian localisation, fitted scale bracket, debiased last covariance
+step, mean-first refinement) are checked one by one. Tolerances are measured values with margin
+(the measured numbers are in the comments; benchmarks/small_n.py has the 20-seed table).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import privgauss as pg
+from privgauss.datasets import make_gaussian
+from privgauss.gaussian import coinpress_meanfirst as mf
+from privgauss.gaussian import coinpress_plan as cpp
+from privgauss.gaussian.coinpress import coinpress_gaussian
+from privgauss.gaussian.histogram import _fitted_log_scale
+from privgauss.metrics import covariance_error, mahalanobis_mean_error
+from privgauss.privacy import ZCDP, Accountant
+
+
+def _ratios(n: int, seed: int) -> tuple[float, float, str]:
+    X, mu, S = make_gaussian(n, 10, mean=np.full(10, 1e3), condition_number=100,
+                             random_state=seed)
+    g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, random_state=seed).fit(X)
+    return (mahalanobis_mean_error(g.mean_, mu, S) / mahalanobis_mean_error(X.mean(0), mu, S),
+            covariance_error(g.covariance_, S) / covariance_error(np.cov(X.T), S), g.method_)
+
+
+@pytest.mark.filterwarnings("ignore::privgauss.warnings.SeededNoiseWarning")
+def test_bound_free_fits_at_n_3000() -> None:
+    # regression: every such fit failed ("no scale bin was released for axis 0"); measured
+    # ratios at seeds 0, 1: mean 2.20, 1.24; covariance 6.14, 7.46
+    for seed in (0, 1):
+        m, c, method = _ratios(3000, seed)
+        assert method == "histogram"
+        assert m < 3.5 and c < 10.0, (seed, m, c)
+
+
+@pytest.mark.filterwarnings("ignore::privgauss.warnings.SeededNoiseWarning")
+def test_bound_free_near_nonprivate_at_n_2e4() -> None:
+    # was 2.8x on the covariance; measured at seeds 0, 1: mean 1.37, 1.11, covariance 1.30, 1.44
+    rs = np.array([_ratios(20_000, seed)[:2] for seed in (0, 1)])
+    assert rs[:, 0].max() < 1.6 and rs[:, 1].max() < 1.6, rs
+
+
+def _clipped_second_moment(M: np.ndarray, tau: float, n: int = 400_000) -> np.ndarray:
+    X = np.random.default_rng(5).standard_normal((n, M.shape[0])) @ np.linalg.cholesky(M).T
+    w = np.minimum(1.0, tau / np.linalg.norm(X, axis=1))
+    Xc = X * w[:, None]
+    return Xc.T @ Xc / n
+
+
+def test_undo_cov_clip_inverts_the_clip_map() -> None:
+    d = 6
+    tau = math.sqrt(cpp._chi2_isf(0.3, d))  # 70 % quantile: 30 % of isotropic rows clipped
+    # isotropic: exact (closed form)
+    h = cpp._clip_second_moment(d, tau)
+    np.testing.assert_allclose(cpp.undo_cov_clip(h * np.eye(d), tau), np.eye(d), rtol=1e-6)
+    # anisotropic, rotated: the clip shrinks the wide directions more; undone within 1.5 %
+    q, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((d, d)))
+    M = q @ np.diag(np.linspace(0.4, 1.0, d)) @ q.T
+    Z = _clipped_second_moment(M, tau)
+    assert np.linalg.norm(Z - M) > 0.08  # the clip did move it (by 0.11)
+    assert np.linalg.norm(cpp.undo_cov_clip(Z, tau) - M) < 0.015 * np.linalg.norm(M)
+
+
+def test_planner_debiases_the_last_step_only_where_it_pays() -> None:
+    tau = math.sqrt(cpp._chi2_isf(cpp._COV_CLIP_TAIL, 10))
+    # noise-dominated and whitened: clipped inside the bulk, undone
+    assert cpp._final_cov_step(5000, 10, 0.02, 0.9, tau).debias
+    # almost no noise, or far from whitened, or d = 1: the covering clip
+    assert not cpp._final_cov_step(5000, 10, 1e4, 0.9, tau).debias
+    assert not cpp._final_cov_step(5000, 10, 0.02, 0.05, tau).debias
+    assert not cpp._final_cov_step(5000, 1, 0.02, 0.9, math.sqrt(cpp._chi2_isf(0.01, 1))).debias
+    # the undone clip's predicted error: slope < h, sampling variance >= 1
+    t = math.sqrt(cpp._chi2_isf(0.3, 10))
+    k = cpp._cov_clip_slope(10, t)
+    assert 0 < k < cpp._clip_second_moment(10, t) and cpp._clip_fourth_moment(10, t) >= k * k
+
+
+def test_fitted_scale_recovers_the_position_in_the_bin() -> None:
+    m, a_true = 10_000, 3.3  # a = log2(√2 σ) + u
+    js = np.arange(-3, 8)
+    lo = np.exp2(js - a_true)
+    counts = m * 2 * (norm.cdf(2 * lo) - norm.cdf(lo))
+    tau = 1500.0
+    hist = {int(j): int(round(c)) for j, c in zip(js, counts, strict=True) if c > tau}
+    top = max(hist, key=hist.__getitem__)
+    a = _fitted_log_scale(hist, top, m, tau, 50.0)
+    assert a is not None and abs(a - a_true) < 0.02
+    # one released bin (e.g. a 0/1 column): no fit, the wide bracket stays
+    assert _fitted_log_scale({top: hist[top]}, top, m, tau, 50.0) is None
+
+
+def test_mean_first_replaces_a_failing_sequential_plan() -> None:
+    d, rho, R, lo, hi = 10, 0.02, 18.0, 0.005, 20.0
+    plan = cpp._practical_plan(5000, d, rho, R, lo, hi, R / math.sqrt(lo), 0.05, 0.0)
+    assert mf.use_mean_first(5000, d, plan.cov_err)
+    big = cpp._practical_plan(100_000, d, rho, R, lo, hi, R / math.sqrt(lo), 0.05, 0.0)
+    assert not mf.use_mean_first(100_000, d, big.cov_err)
+    # the dispatch and its ledger (all of ρ, the rough mean first)
+    X, _, S = make_gaussian(5000, d, mean=np.full(d, 3.0), condition_number=30, random_state=3)
+    sd = np.sqrt(np.diag(S))
+    acct = Accountant(ZCDP(rho))
+    coinpress_gaussian(X / sd, rho, center=np.zeros(d), radius=R, cov_bounds=(lo, hi),
+                       accountant=acct, noise=3)
+    assert acct.ledger[0].step.startswith("coinpress-gaussian mean-rough")
+    assert sum(e.cost.rho for e in acct.ledger) == pytest.approx(rho, rel=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::privgauss.warnings.SeededNoiseWarning")
+def test_mean_first_beats_the_sequential_plan_in_the_bound_free_fit_at_n_3000(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # same draws and noise seeds; measured covariance ratios (mean-first, sequential):
+    # seed 0: 6.14, 21.2; seed 1: 7.46, 92.4 (over seeds 0-2 at n = 5000: 2.92, 9.57;
+    # 13.4, 6.86; 3.04, 11.7 — better in most draws, not in all)
+    ours = [_ratios(3000, seed)[1] for seed in (0, 1)]
+    monkeypatch.setattr(mf, "_SEQUENTIAL_MAX_RATIO", math.inf)
+    seq = [_ratios(3000, seed)[1] for seed in (0, 1)]
+    assert all(a < 0.4 * b for a, b in zip(ours, seq, strict=True)), (ours, seq)
