@@ -330,13 +330,15 @@ def _concentrated(U: np.ndarray) -> np.ndarray:
     return np.asarray(f_dist.sf(stat, d, h - d) >= _OUTLIER_LEVEL / m)
 
 
-def _robust_frame(P: np.ndarray) -> tuple[np.ndarray, str, int]:
+def _robust_frame(P: np.ndarray, outliers: bool = True) -> tuple[np.ndarray, str, int]:
     """(inlier rows, reason, distinct rows) of public rows P (m × d).
 
     Exact duplicates are merged (a repeated row is one observation of the population), gross
     errors dropped (:func:`_screen`), then the outliers of a concentrated MCD fit
     (:func:`_concentrated`, more than d+2 rows), then rows that Wilks's outlier test rejects,
     repeatedly (each round on the rows left, until it rejects none or d+1 rows are left).
+    ``outliers=False`` stops after the gross errors: for public rows of a *mixture*, whose
+    clusters are not outliers of one Gaussian.
     ``reason`` is "" when at least d+1 inliers span R^d, else why not. With more than d+1
     inliers they are returned most central first (by Mahalanobis distance from their own
     mean: an order that no permutation or affine map of P changes).
@@ -360,7 +362,7 @@ def _robust_frame(P: np.ndarray) -> tuple[np.ndarray, str, int]:
     if not _spans(U - U.mean(axis=0)):
         return U, f"the public rows {spans}", k
     first_round = U.shape[0] > d + 2
-    while U.shape[0] > d + 1:
+    while outliers and U.shape[0] > d + 1:
         keep = _concentrated(U) if first_round else _outliers(U)
         first_round = False
         if keep.all():
@@ -377,17 +379,18 @@ def _robust_frame(P: np.ndarray) -> tuple[np.ndarray, str, int]:
 
 
 @lru_cache(maxsize=8)
-def _robust_frame_cached(data: bytes, shape: tuple[int, int]) -> tuple[np.ndarray, str, int]:
+def _robust_frame_cached(data: bytes, shape: tuple[int, int], outliers: bool = True
+                         ) -> tuple[np.ndarray, str, int]:
     P = np.frombuffer(data, dtype=np.float64).reshape(shape)
-    inliers, reason, k = _robust_frame(P)
+    inliers, reason, k = _robust_frame(P, outliers)
     inliers.setflags(write=False)
     return inliers, reason, k
 
 
-def _frame_of(P: np.ndarray) -> tuple[np.ndarray, str, int]:
+def _frame_of(P: np.ndarray, outliers: bool = True) -> tuple[np.ndarray, str, int]:
     """:func:`_robust_frame` of validated public rows, computed once per public dataset."""
     P = np.ascontiguousarray(P, dtype=np.float64)
-    return _robust_frame_cached(P.tobytes(), (int(P.shape[0]), int(P.shape[1])))
+    return _robust_frame_cached(P.tobytes(), (int(P.shape[0]), int(P.shape[1])), outliers)
 
 
 def public_verdict(X_pub: Any, d: int | None = None) -> PublicVerdict:
@@ -530,21 +533,25 @@ def _lu_constants(d: int, m: int, b: float) -> tuple[float, float]:
     return L, U
 
 
-def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Preconditioner:
+def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0, *,
+                          outliers: bool = True) -> Preconditioner:
     """Alg. 1 (Bie–Kamath–Singhal Lemma 3.4, γ-version Lemma 3.13) — public data only, free,
     on the m' inliers of a robust fit of the public rows (:func:`public_verdict`).
 
     Exact duplicates are merged, gross errors and outliers of a reweighted MCD fit dropped, so
     neither the order nor duplicates of the public rows change the frame, and one far row
     (a data-entry error) does not move it. μ̂ is the mean of the m' inliers; Σ̂ is their
-    unbiased covariance, or that of the d+1 most central inliers when their (L, U) give the
-    smaller K = U/L (few extra rows); L, U (failure ``beta`` split in three) as in
+    unbiased covariance (never that of a central subset: biased low); L, U (failure ``beta``
+    split in three) as in
     :func:`_lu_constants` with m' rows; with
     TV shift γ: L_γ = (1−γ)⁴L/4, U_γ = 4U/(1−γ)⁴. K = U_γ/L_γ and, with the exact χ bound
     c = d + 2√(d ln 3/b) + 2 ln 3/b instead of the paper's √5-erratum value,
     R = √(U/L_γ)·(√(40γ/(1−γ)⁵) + √(c/m')) and ω = √(c/m') (γ = 0) or
     (2/(1−γ)²)(√(40γ/(1−γ)⁵) + √(c/m')). Affine-equivariant: public rows x ↦ Bx + b give
     the same inliers and A ↦ BA.
+
+    ``outliers=False`` keeps every distinct row free of gross errors (public rows of a mixture:
+    a cluster is not an outlier).
 
     Raises InvalidDataError (no budget is involved) for fewer than d+1 rows, NaN/inf, or public
     rows whose frame cannot be trusted (fewer than d+1 distinct or inlying rows, or inliers
@@ -558,7 +565,7 @@ def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0) -> Precon
         )
     b = _check_beta(beta)
     g = _check_gamma(gamma)
-    inliers, reason, k = _frame_of(P)
+    inliers, reason, k = _frame_of(P, outliers)
     if reason:
         raise InvalidDataError(untrusted_message(PublicVerdict(m, k, inliers.shape[0], d, reason)))
     m_in = int(inliers.shape[0])
@@ -581,13 +588,14 @@ def _check_gamma(gamma: Any) -> float:
 
 def _range_constants(d: int, m: int, b: float, g: float) -> tuple[float, float, float, float, int]:
     """(L_γ, U_γ, R, ω, rows) of :func:`public_preconditioner` for m (inlying) public rows in
-    d dimensions — public sizes only, no data: ``rows`` is how many leading (most central)
-    inliers give Σ̂ (all m, or d+1 when their range is tighter)."""
+    d dimensions — public sizes only, no data: ``rows`` is how many inliers give Σ̂ (all m).
+
+    Never a subset of the inliers: the d+1 *first* rows of a file are a random draw, but the
+    d+1 *most central* inliers are not — their covariance is biased low (two central rows of
+    ten N(0, 1) rows gave a scale 0.015 instead of 1), and the range (L, U) of d+1 random rows
+    would not hold for it."""
     L, U = _lu_constants(d, m, b)
-    L1, U1 = _lu_constants(d, d + 1, b)
     rows = m
-    if U1 / L1 <= U / L:  # few extra rows: the first d+1 give the tighter range
-        L, U, rows = L1, U1, d + 1
     shrink = (1.0 - g) ** 4 / 4.0 if g > 0 else 1.0
     L_g, U_g = L * shrink, U / shrink
     c = d + 2.0 * math.sqrt(d * math.log(3.0 / b)) + 2.0 * math.log(3.0 / b)

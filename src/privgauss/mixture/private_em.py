@@ -372,7 +372,7 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
     if plan.localisation is None and plan.rho_prior_localisation == 0.0:
         from ..gaussian.public import public_preconditioner
 
-        pre = public_preconditioner(P, beta)
+        pre = public_preconditioner(P, beta, outliers=False)  # clusters are not outliers
         A = pre.cov_sqrt
         return pre.mean, np.linalg.inv(A), A
     if plan.localisation is None:
