@@ -43,9 +43,11 @@ def test_bound_free_fits_at_n_3000() -> None:
 
 @pytest.mark.filterwarnings("ignore::privgauss.warnings.SeededNoiseWarning")
 def test_bound_free_near_nonprivate_at_n_2e4() -> None:
-    # was 2.8x on the covariance; measured at seeds 0, 1: mean 1.37, 1.11, covariance 1.30, 1.44
+    # was 2.8x on the covariance. With the debiased last covariance step (COV_DEBIAS) seeds 0,
+    # 1 gave mean 1.37, 1.11, covariance 1.30, 1.44; without it (the default: it biases 0/1
+    # columns) mean 1.37, 1.11, covariance 1.67, 1.92
     rs = np.array([_ratios(20_000, seed)[:2] for seed in (0, 1)])
-    assert rs[:, 0].max() < 1.6 and rs[:, 1].max() < 1.6, rs
+    assert rs[:, 0].max() < 1.6 and rs[:, 1].max() < 2.2, rs
 
 
 def _clipped_second_moment(M: np.ndarray, tau: float, n: int = 400_000) -> np.ndarray:
@@ -69,8 +71,10 @@ def test_undo_cov_clip_inverts_the_clip_map() -> None:
     assert np.linalg.norm(cpp.undo_cov_clip(Z, tau) - M) < 0.015 * np.linalg.norm(M)
 
 
-def test_planner_debiases_the_last_step_only_where_it_pays() -> None:
+def test_planner_debiases_the_last_step_only_where_it_pays(monkeypatch) -> None:
     tau = math.sqrt(cpp._chi2_isf(cpp._COV_CLIP_TAIL, 10))
+    assert not cpp._final_cov_step(5000, 10, 0.02, 0.9, tau).debias  # off by default
+    monkeypatch.setattr(cpp, "COV_DEBIAS", True)
     # noise-dominated and whitened: clipped inside the bulk, undone
     assert cpp._final_cov_step(5000, 10, 0.02, 0.9, tau).debias
     # almost no noise, or far from whitened, or d = 1: the covering clip

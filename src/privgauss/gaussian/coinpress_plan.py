@@ -357,6 +357,11 @@ def _clip_fourth_moment(d: int, tau: float) -> float:
     return float(chi2.cdf(t2, d + 4) + t2 * t2 * chi2.sf(t2, d) / (d * (d + 2.0)))
 
 
+# Whether the planner may clip the last covariance step inside the bulk and undo the shrinkage
+# under the Gaussian model. Off: on non-Gaussian columns the undone clip is biased — with a 0/1
+# flag (p = 0.1) the mean error at (1, 1e-6) was 3-4.4x a Gaussian column's (coinpress, public,
+# histogram; tests/test_ties_and_constants.py) — while on Gaussian draws it gains ~20 % at n = 2e4.
+COV_DEBIAS = False
 # quantiles of ‖z‖ tried for a debiased last covariance step
 _COV_FINAL_QUANTILES = (0.7, 0.8, 0.9)
 # ... only when the planned frame is close to whitened (typical λ_min(M) at least this)
@@ -388,8 +393,8 @@ def _final_cov_step(n: int, d: int, rho_f: float, lower: float, tau: float) -> C
     (:func:`undo_cov_clip`), whichever has the smaller predicted error."""
     best = first = CovStep(rho_f, tau, _sigma_cov(tau, n, rho_f), 0.0, lower)
     err = cover = _final_cov_error(n, d, best)
-    if lower < _COV_DEBIAS_MIN_LOWER or d < 2:  # far from whitened: the isotropic model
-        return best  # does not hold; d = 1 has no off-diagonal entry to model
+    if not COV_DEBIAS or lower < _COV_DEBIAS_MIN_LOWER or d < 2:  # (far from whitened: the model
+        return best  # does not hold; d = 1 has no off-diagonal entry to model)
     for p in _COV_FINAL_QUANTILES:
         t = math.sqrt(_chi2_isf(1.0 - p, d))
         if t >= tau:
