@@ -79,7 +79,6 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
-    clipped_count="refinement",
     name="histogram",
     kind="gaussian",
     summary="bound-free: private localisation by stability histograms, then refinement",
@@ -95,4 +94,5 @@ METHOD = Method(
     auto_rank=4,
     auto_hint="an (epsilon, delta) budget for the bound-free histogram method",
     audit_rows=2000,
+    clipped_count="refinement",
 )

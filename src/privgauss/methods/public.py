@@ -170,7 +170,6 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
-    clipped_count="zcdp",
     name="public",
     kind="gaussian",
     summary="Bie–Kamath–Singhal: public rows give the frame, no bounds needed",
@@ -188,4 +187,5 @@ METHOD = Method(
     auto_rank=0,
     auto_hint="supply public_X (at least {need})",
     run_known_mean=_run_known_mean,
+    clipped_count="zcdp",
 )
