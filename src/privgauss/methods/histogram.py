@@ -18,8 +18,6 @@ __all__: list[str] = []
 def _auto(facts: Facts) -> str | None:
     if facts.notion == "approx" and not facts.known_mean:
         why = facts.unused_note + "(epsilon, delta) budget and no bounds: private localisation"
-        if facts.flat_public:
-            why += f"; the public rows are constant in column(s) {list(facts.flat_public)}"
         return why
     return None
 
