@@ -21,7 +21,7 @@ from ..gaussian.clip_diagnostics import (
     split_for_count,
 )
 from ..gaussian.public import public_verdict
-from ..methods import Facts, GaussianJob, Method, flat_public_columns
+from ..methods import Facts, GaussianJob, Method
 from ..metrics import gaussian_logpdf
 from ..noise import as_noise
 from ..privacy import Accountant, Budget, PureDP
@@ -169,8 +169,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         return budget, known
 
     def _facts(self, budget: Budget, n: int, d: int, m: int,
-               known: np.ndarray | None, flat_public: tuple[int, ...] = (),
-               verdict: Any = None) -> Facts:
+               known: np.ndarray | None, verdict: Any = None) -> Facts:
         """The public quantities of this fit, as the method registry reads them."""
         return Facts(
             "gaussian", budget, n, d, n_public=m,
@@ -181,7 +180,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             beta=float(self.beta), gamma=float(self.gamma), constants=self.constants,
             corr_condition=float(self.corr_condition),
             max_memory_bytes=int(self.max_memory_bytes),
-            flat_public=flat_public, verdict=verdict,
+            verdict=verdict,
         )
 
     def _choose(self, facts: Facts) -> tuple[str, str]:
@@ -202,7 +201,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         # free: public rows only; judged before anything is spent
         verdict = None if Xp is None or known is not None else public_verdict(Xp, d)
         facts = self._facts(budget, n, d, 0 if Xp is None else Xp.shape[0], known,
-                            flat_public_columns(Xp), verdict)
+                            verdict)
         method, reason = self._choose(facts)
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
         if center.shape != (d,) or not np.all(np.isfinite(center)):

@@ -359,6 +359,11 @@ def _robust_frame(P: np.ndarray, outliers: bool = True) -> tuple[np.ndarray, str
         why = "distinct public rows" if U.shape[0] == k else (
             f"of the {k} distinct public rows are free of gross errors")
         return U, f"only {U.shape[0]} {why} (d+1 = {d + 1} are needed)", k
+    flat = _flat_columns(U)
+    if flat:
+        return U, (f"the public rows are degenerate: constant in column(s) {flat} (to float "
+                   "resolution), so they cannot precondition that direction; the bound-free "
+                   "method='histogram' estimates a constant column as one"), k
     if not _spans(U - U.mean(axis=0)):
         return U, f"the public rows {spans}", k
     first_round = U.shape[0] > d + 2
@@ -376,6 +381,17 @@ def _robust_frame(P: np.ndarray, outliers: bool = True) -> tuple[np.ndarray, str
         Z = _whiten(U)
         U = U[np.lexsort((*U.T[::-1], np.einsum("ij,ij->i", Z, Z)))]
     return U, "", k
+
+
+# a public column whose spread is at most this fraction of its magnitude is constant (exactly,
+# or up to float rounding: ordinary columns translated by 1e12 are not)
+_FLAT_REL = 64 * _EPS
+
+
+def _flat_columns(U: np.ndarray) -> list[int]:
+    """Columns on which the public rows U are constant, up to float rounding."""
+    spread = U.max(axis=0) - U.min(axis=0)
+    return [int(j) for j in np.flatnonzero(spread <= _FLAT_REL * np.abs(U).max(axis=0))]
 
 
 @lru_cache(maxsize=8)

@@ -36,7 +36,7 @@ from . import public_heavy as _public_heavy
 from . import public_light as _public_light
 from . import sample_aggregate as _sample_aggregate
 from ._gaussian import GaussianJob
-from ._record import Facts, Method, budget_notion, flat_public_columns, is_pure, zcdp_of
+from ._record import Facts, Method, budget_notion, is_pure, zcdp_of
 
 __all__ = [
     "GAUSSIAN",
@@ -49,7 +49,6 @@ __all__ = [
     "choose",
     "choose_auto",
     "fallback",
-    "flat_public_columns",
     "get",
     "is_pure",
     "known_mean_refusal",

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..privacy import ZCDP
-from ._record import Facts, Method, flat_prefix, is_pure
+from ._record import Facts, Method, is_pure
 
 Table = Mapping[str, Method]
 
@@ -44,19 +44,14 @@ def choose_gaussian(methods: Table, facts: Facts) -> tuple[str, str]:
     if facts.public_unusable:  # the public rows were the problem: more of them will not help
         from ..gaussian.public import untrusted_message
 
-        raise InvalidDataError(flat_prefix(facts) + untrusted_message(facts.verdict, "auto"))
+        raise InvalidDataError(untrusted_message(facts.verdict, "auto"))
     if facts.known_mean and not is_pure(facts.budget):
         ways = [f"{m.name!r} ({m.known_mean.format(d1=d1)})" for m in ranked if m.known_mean]
         raise ValueError("with a known mean= the covariance is estimated by method "
                          + " or ".join(ways))
     need = "1 public row" if facts.known_covariance else f"{d1} public rows"
-    if facts.flat_public:
-        need += " that vary in every column"
     hints = [m.auto_hint.format(need=need, d1=d1) for m in ranked if m.auto_hint]
-    flat = (f" (the public rows given are constant in column(s) {list(facts.flat_public)}, "
-            "so they cannot precondition the covariance)" if facts.flat_public else "")
-    raise ValueError("no method can run with what was given" + flat + ": "
-                     + ", or ".join(hints))
+    raise ValueError("no method can run with what was given: " + ", or ".join(hints))
 
 
 def check_requested(methods: Table, name: str, facts: Facts) -> None:

@@ -8,8 +8,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ..exceptions import PrivacyBudgetError
 from ..privacy import ZCDP, ApproxDP, Budget, PureDP, approx_to_zcdp
 
@@ -81,9 +79,6 @@ class Facts:
         Whether the public rows can precondition an unknown covariance
         (:func:`privgauss.gaussian.public.public_verdict`, a function of the public rows only;
         None: not judged, e.g. for a known covariance).
-    flat_public : tuple of int
-        Columns on which the public rows are constant (up to float rounding): they cannot
-        precondition a covariance (:func:`flat_public_columns`).
     """
 
     kind: str
@@ -106,7 +101,6 @@ class Facts:
     enforce_requirements: bool = True
     formula: str | None = None
     knobs: Mapping[str, Any] = field(default_factory=dict)
-    flat_public: tuple[int, ...] = ()
     verdict: Any = None
 
     @property
@@ -285,35 +279,3 @@ class Method:
     def public_ok(self, facts: Facts) -> bool:
         """Whether the public rows given are enough for it."""
         return not self.uses_public or facts.m >= self.fewest_public(facts)
-
-
-# a public column whose spread is at most this fraction of its magnitude is constant for the
-# public preconditioner (exactly constant, or constant up to float rounding)
-_FLAT_PUBLIC_REL = 64 * float(np.finfo(np.float64).eps)
-
-
-def flat_public_columns(public_X: Any) -> tuple[int, ...]:
-    """Columns on which the public rows are constant, up to float rounding (a public fact).
-
-    Parameters
-    ----------
-    public_X : array of shape (m, d) or None
-        The validated public rows.
-
-    Returns
-    -------
-    tuple of int
-        The column indices; empty without public rows.
-    """
-    if public_X is None or public_X.shape[0] == 0:
-        return ()
-    P = np.asarray(public_X, dtype=np.float64)
-    spread = P.max(axis=0) - P.min(axis=0)
-    return tuple(int(k) for k in np.flatnonzero(spread <= _FLAT_PUBLIC_REL * np.abs(P).max(axis=0)))
-
-
-def flat_prefix(facts: Facts) -> str:
-    """Names the public columns that are constant, in front of a refusal of the public rows."""
-    if not facts.flat_public:
-        return ""
-    return f"the public rows are constant in column(s) {list(facts.flat_public)}: "

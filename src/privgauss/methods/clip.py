@@ -52,7 +52,6 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
-    clipped_count="budget",
     name="clip",
     kind="gaussian",
     summary="one-shot clip-and-noise mean inside the prior (also pure ε-DP)",
@@ -66,4 +65,5 @@ METHOD = Method(
     theory_bound=_theory,
     auto=_auto,
     auto_rank=2,
+    clipped_count="budget",
 )

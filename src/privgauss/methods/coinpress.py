@@ -91,7 +91,6 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
-    clipped_count="zcdp",
     name="coinpress",
     kind="gaussian",
     summary="CoinPress-style iterative estimation inside a prior",
@@ -108,4 +107,5 @@ METHOD = Method(
     auto_rank=1,
     auto_hint="mean_bound= (and cov_bounds= when the covariance is unknown)",
     run_known_mean=_run_known_mean,
+    clipped_count="zcdp",
 )

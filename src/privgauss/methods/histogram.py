@@ -18,8 +18,6 @@ __all__: list[str] = []
 def _auto(facts: Facts) -> str | None:
     if facts.notion == "approx" and not facts.known_mean:
         why = facts.unused_note + "(epsilon, delta) budget and no bounds: private localisation"
-        if facts.flat_public:
-            why += f"; the public rows are constant in column(s) {list(facts.flat_public)}"
         return why
     return None
 
@@ -79,7 +77,6 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
-    clipped_count="refinement",
     name="histogram",
     kind="gaussian",
     summary="bound-free: private localisation by stability histograms, then refinement",
@@ -95,4 +92,5 @@ METHOD = Method(
     auto_rank=4,
     auto_hint="an (epsilon, delta) budget for the bound-free histogram method",
     audit_rows=2000,
+    clipped_count="refinement",
 )

@@ -56,7 +56,6 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
 
 
 METHOD = Method(
-    clipped_count="refinement",
     name="ppe",
     kind="gaussian",
     summary="bound-free Private Populous Estimator: stable block averages, then CoinPress",
@@ -66,4 +65,5 @@ METHOD = Method(
     run=_run,
     check=_check,
     requirements=_requirements,
+    clipped_count="refinement",
 )

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..exceptions import InvalidDataError
 from ._gaussian import GaussianJob, as_rho, smallest_n, whitened_mean
-from ._record import Facts, Method, flat_prefix, is_pure, zcdp_of
+from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []
 
@@ -21,16 +21,9 @@ def _need(facts: Facts) -> int:
     return 1 if facts.known_covariance and not facts.known_mean else facts.d + 1
 
 
-def _flat_frame(facts: Facts) -> bool:
-    """Public rows constant in a column cannot give a covariance frame (the preconditioner
-    would scale that column by the inverse of a zero spread and the fit fail after
-    spending); the mean with a known covariance needs no frame."""
-    return bool(facts.flat_public) and not (facts.known_covariance and not facts.known_mean)
-
-
 def _auto(facts: Facts) -> str | None:
     m, d = facts.m, facts.d
-    if is_pure(facts.budget) or _flat_frame(facts) or facts.public_unusable:
+    if is_pure(facts.budget) or facts.public_unusable:
         return None
     if facts.known_mean:
         return f"known mean; {m} public rows given ({d + 1} needed)" if m >= d + 1 else None
@@ -43,15 +36,7 @@ def _check(facts: Facts) -> None:
     if facts.public_unusable:  # judged from the public rows alone, before spending
         from ..gaussian.public import untrusted_message
 
-        raise InvalidDataError(flat_prefix(facts) + untrusted_message(facts.verdict))
-    if _flat_frame(facts):
-        raise InvalidDataError(
-            f"the public rows are constant in column(s) {list(facts.flat_public)}, so they "
-            "cannot precondition the covariance (method='public' scales each direction by the "
-            "public rows' spread); use method='histogram' (an (epsilon, delta) budget, no "
-            "bounds; it estimates a constant column as one) or method='coinpress' "
-            "(mean_bound= and cov_bounds=), or drop the column"
-        )
+        raise InvalidDataError(untrusted_message(facts.verdict))
     if facts.known_mean:
         if m < d + 1:
             raise InvalidDataError(
@@ -170,7 +155,6 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
 
 
 METHOD = Method(
-    clipped_count="zcdp",
     name="public",
     kind="gaussian",
     summary="Bie–Kamath–Singhal: public rows give the frame, no bounds needed",
@@ -188,4 +172,5 @@ METHOD = Method(
     auto_rank=0,
     auto_hint="supply public_X (at least {need})",
     run_known_mean=_run_known_mean,
+    clipped_count="zcdp",
 )
