@@ -104,9 +104,11 @@ def test_fitted_scale_recovers_the_position_in_the_bin() -> None:
 def test_mean_first_replaces_a_failing_sequential_plan() -> None:
     d, rho, R, lo, hi = 10, 0.02, 18.0, 0.005, 20.0
     plan = cpp._practical_plan(5000, d, rho, R, lo, hi, R / math.sqrt(lo), 0.05, 0.0)
-    assert mf.use_mean_first(5000, d, plan.cov_err)
+    assert mf.use_mean_first(5000, d, plan.cov_err, rho, R, (lo, hi))
     big = cpp._practical_plan(100_000, d, rho, R, lo, hi, R / math.sqrt(lo), 0.05, 0.0)
-    assert not mf.use_mean_first(100_000, d, big.cov_err)
+    assert not mf.use_mean_first(100_000, d, big.cov_err, rho, R, (lo, hi))
+    # a wide prior (a public frame widened by gamma): the rough mean is too coarse for step 4
+    assert not mf.use_mean_first(5000, d, plan.cov_err, rho, 5e4, (1.0, 9e8))
     # the dispatch and its ledger (all of ρ, the rough mean first)
     X, _, S = make_gaussian(5000, d, mean=np.full(d, 3.0), condition_number=30, random_state=3)
     sd = np.sqrt(np.diag(S))

@@ -319,8 +319,9 @@ def _gaussian(
     plan = _practical_plan(n, *args)
     from . import coinpress_meanfirst as mf  # it calls this module's estimators
 
-    if mf.use_mean_first(n, d, plan.cov_err):  # small n·ρ: the sequential chain eats ρ
-        return mf.mean_first_gaussian(rows.X, rho, center=c, radius=R, cov_bounds=(lo, hi),
+    # small n·ρ: the sequential chain eats ρ
+    if mf.use_mean_first(n, d, plan.cov_err, rho, R, (lo, hi)):
+        return mf.mean_first_gaussian(rows, rho, center=c, radius=R, cov_bounds=(lo, hi),
                                       accountant=accountant, noise=src, beta=beta, step=step)
 
     split = sm._split_plan(n, args, plan) if n * d >= sm._SPLIT_MIN_VALUES else None

@@ -45,16 +45,39 @@ _MAX_OFFSET = 0.8  # cap on ‖Ŝ^{-1/2}(μ̂ − m₁)‖² in the rank-one cor
 # the sequential plan is kept while its predicted covariance error is at most this multiple
 # of the non-private one
 _SEQUENTIAL_MAX_RATIO = 2.0
+_MAX_ROUGH_Q = 10.0  # largest r₁²/√(lo·hi) for which the variant is chosen (use_mean_first)
 
 
-def use_mean_first(n: int, d: int, cov_err: float) -> bool:
+def use_mean_first(n: int, d: int, cov_err: float, rho: float, radius: float,
+                   cov_bounds: tuple[float, float]) -> bool:
     """Public choice: the mean-first variant when the sequential plan's predicted squared
-    covariance error ``cov_err`` exceeds _SEQUENTIAL_MAX_RATIO² times the non-private one."""
-    return cov_err > _SEQUENTIAL_MAX_RATIO**2 * (d * d + d) / n
+    covariance error ``cov_err`` exceeds _SEQUENTIAL_MAX_RATIO² times the non-private one, and
+    the rough mean's public error bound r₁ is small against the prior's middle scale:
+    r₁² ≤ _MAX_ROUGH_Q·√(lo·hi). Step 4 removes δδᵀ well only when q = δᵀΣ⁻¹δ is moderate
+    (with q ≫ 1 the rank-one correction needs S^{-1/2}δ to a precision of 1/q); a wide prior
+    — a public frame widened by ``gamma``: hi = 9e8, r₁² ≈ 53·√hi — made the variant return a
+    covariance error of 2,600 where the sequential plan gives 0.04. In the bound-free frame
+    r₁²/√(lo·hi) is 6.9 at n = 3,000 and 1.9 at n = 5,000 (d = 10, ε = 1)."""
+    if cov_err <= _SEQUENTIAL_MAX_RATIO**2 * (d * d + d) / n:
+        return False
+    lo, hi = cov_bounds
+    r1 = _rough_bound(n, d, rho, radius, hi)
+    return r1 is not None and r1 * r1 <= _MAX_ROUGH_Q * math.sqrt(lo * hi)
+
+
+def _rough_bound(n: int, d: int, rho: float, radius: float, hi: float) -> float | None:
+    """Public (1 − _MEAN_BETA) bound on ‖μ − m₁‖ after step 1, or None if the plan fails."""
+    sh = math.sqrt(hi)
+    try:
+        plan1 = mean_schedule(n, d, radius / sh, rho * _ROUGH_SHARE, beta=_MEAN_BETA,
+                              debias=False)
+    except ValueError:
+        return None
+    return _mean_error_bound(n, d, plan1[-1], _MEAN_BETA) * sh
 
 
 def mean_first_gaussian(
-    X: Any,
+    rows: Rows,
     rho: float,
     *,
     center: np.ndarray,
@@ -65,12 +88,13 @@ def mean_first_gaussian(
     beta: float = 0.05,
     step: str = "mean-first",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """ρ-zCDP (mean, covariance) of rows ``X`` ~ N(μ, Σ) with ‖μ − center‖ ≤ ``radius`` and
-    lo·I ⪯ Σ ⪯ hi·I (``cov_bounds``), steps 1–4 of the module docstring. ``X`` has been
-    validated (finite; numpy or dask) and ρ reserved by the caller; each step charges its
-    planned ρ_i before drawing noise (the runners of :mod:`.coinpress_steps`)."""
-    n, d = int(X.shape[0]), int(X.shape[1])
-    Z = X - center  # validated rows: |x| ≤ 1e150, so no overflow
+    """ρ-zCDP (mean, covariance) of the private rows y_i ~ N(μ, Σ) of ``rows`` (with their
+    public per-record map, if any) with ‖μ − center‖ ≤ ``radius`` and lo·I ⪯ Σ ⪯ hi·I
+    (``cov_bounds``), steps 1–4 of the module docstring. The rows have been validated (finite;
+    numpy or dask) and ρ reserved by the caller; each step charges its planned ρ_i before
+    drawing noise (the runners of :mod:`.coinpress_steps`)."""
+    n, d = rows.n, rows.d
+    center = np.asarray(center, dtype=float)
     lo, hi = cov_bounds
     rho1, rho3 = rho * _ROUGH_SHARE, rho * _FINAL_SHARE
     rho2 = rho - rho1 - rho3
@@ -82,19 +106,20 @@ def mean_first_gaussian(
     plan2 = covariance_schedule(n, d, cond, rho2, beta=beta)
     plan3 = mean_schedule(n, d, _FINAL_RADIUS, rho3, beta=_MEAN_BETA)
     _check_radii(plan1, plan3)  # every plan is public and checked before anything is spent
-    rows = Rows(Z)
+    # every statistic is of y_i − center − (offset): ``shift`` keeps the map (a public frame)
     m1 = _run_mean(rows, np.zeros(d), plan1, accountant, noise, f"{step} mean-rough",
-                   A=np.eye(d) / sh) * sh
+                   A=np.eye(d) / sh, shift=center) * sh
     # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]; start A₀ = I/√(hi + r₁²)
     _, S = _run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2, accountant, noise,
-                    f"{step} cov", shift=m1)
+                    f"{step} cov", shift=center + m1)
     assert S is not None
     # into the prior (post-processing): S = Σ + δδᵀ ⪰ lo·I under the model
     w, V = np.linalg.eigh(sym(np.asarray(S)))
     S = sym((V * np.maximum(w, lo)) @ V.T)
     # 3. final mean in the frame whitened by Ŝ
     B = _whitener(S, lo, step)  # eigenvalues floored: a released S may be singular
-    mw = _run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B, shift=m1)
+    mw = _run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B,
+                  shift=center + m1)
     mean = m1 + np.linalg.solve(B, np.asarray(mw))
     # 4. remove the centring offset from the second moment (post-processing)
     # ‖S^{-1/2}δ‖² = q/(1 + q) < 1 for q = δᵀΣ⁻¹δ; a noisier offset is shortened to
