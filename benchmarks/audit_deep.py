@@ -33,7 +33,6 @@ from test_audit_suite import (  # noqa: E402
 )
 
 import privgauss as pg  # noqa: E402
-from privgauss.privacy import zcdp_to_epsilon  # noqa: E402
 from privgauss.audit import (  # noqa: E402
     AuditResult,
     audit_mechanism,
@@ -41,6 +40,7 @@ from privgauss.audit import (  # noqa: E402
     worst_case_pairs,
 )
 from privgauss.estimators.mixture import METHODS as MIXTURE_METHODS  # noqa: E402
+from privgauss.privacy import zcdp_to_epsilon  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "audit_deep.md"
 #: runs per dataset at scale 1, by the cost of one fit

@@ -25,6 +25,7 @@ CASES = [("public", 2, {"rho": 0.5}), ("public", 5, {"rho": 0.5}), ("public", 10
          ("histogram", 2, {"epsilon": 1.0, "delta": 1e-6}),
          ("histogram", 5, {"epsilon": 1.0, "delta": 1e-6}),
          ("histogram", 10, {"epsilon": 1.0, "delta": 1e-6}),
+         ("histogram", 30, {"epsilon": 1.0, "delta": 1e-6}),
          ("ppe", 2, {"epsilon": 1.0, "delta": 1e-6})]
 
 

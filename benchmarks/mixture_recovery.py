@@ -48,12 +48,12 @@ from pathlib import Path
 import numpy as np
 
 from privgauss import EstimationFailed
-from privgauss.privacy import Accountant, ApproxDP
 from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
 from privgauss.mixture.kssu import kssu_gmm
 from privgauss.mixture.requirements import requirements
 from privgauss.mixture.sample_aggregate import sample_aggregate_gmm
+from privgauss.privacy import Accountant, ApproxDP
 
 GRID = [5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000, 5_000_000]
 TV_MAX, WEIGHT_MAX = 0.2, 0.05

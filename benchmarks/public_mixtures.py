@@ -31,13 +31,13 @@ from pathlib import Path
 import numpy as np
 
 from privgauss import EstimationFailed
-from privgauss.privacy import Accountant, ApproxDP
 from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
 from privgauss.mixture.kssu import kssu_gmm
 from privgauss.mixture.public_heavy import public_heavy_gmm
 from privgauss.mixture.public_light import public_light_gmm
 from privgauss.mixture.sample_aggregate import sample_aggregate_gmm
+from privgauss.privacy import Accountant, ApproxDP
 
 TV_MAX, WEIGHT_MAX = 0.2, 0.05
 METHODS = ("public-heavy", "public-light", "kssu", "sample-aggregate", "em")

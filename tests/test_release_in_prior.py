@@ -10,9 +10,10 @@ import privgauss as pg
 
 
 def test_mean_and_covariance_are_released_inside_the_prior():
-    # n = 20 rows at rho = 0.5: the noise dwarfs the signal (the mean once came out at norm
-    # 16,144 with mean_bound=100); the release is projected into the prior the user stated
-    X = np.random.default_rng(0).normal(size=(20, 3)) + 5.0
+    # n = 40 rows at rho = 0.5: the noise dwarfs the signal (with n = 20 the mean once came
+    # out at norm 16,144 with mean_bound=100; that fit is now refused before spending, see
+    # below); the release is projected into the prior the user stated
+    X = np.random.default_rng(0).normal(size=(40, 3)) + 5.0
     center = np.array([1.0, 2.0, 3.0])
     for seed in range(5):
         g = pg.PrivateGaussian(rho=0.5, method="coinpress", mean_bound=100.0, center=center,
@@ -36,10 +37,48 @@ def test_known_covariance_mean_is_projected_and_covariance_kept():
 
 
 def test_a_failure_says_the_step_the_n_it_needs_and_what_was_spent():
-    X = np.random.default_rng(0).normal(size=(30, 3))
+    # a fit that passes every check before spending and fails after (the data break the
+    # refinement's assumption: correlation condition ~1e8 with corr_condition=100)
+    q, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(5, 5)))
+    A = q @ np.diag(np.logspace(0, 4, 5)) @ q.T
+    X = np.random.default_rng(0).normal(size=(20_000, 5)) @ A.T
     with pytest.raises(pg.EstimationFailed) as err, pytest.warns(pg.warnings.BudgetSpentWarning):
-        pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="histogram", random_state=0).fit(X)
+        pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="histogram", random_state=1).fit(X)
     text = str(err.value)
     assert err.value.step and err.value.step in text
-    assert f"n >= {err.value.needed_n:,}" in text
     assert "spent (" in text and "of (1, 1e-06)-DP" in text
+
+
+@pytest.mark.parametrize("method", ["histogram", "auto"])
+def test_too_few_rows_for_the_bound_free_route_are_refused_before_spending(method: str) -> None:
+    # 30 rows at d = 3, (1, 1e-6): the localisation could release no bin (it used to fail
+    # after spending 0.65 of epsilon); the registry's requirement refuses first
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    acct = pg.Accountant(pg.privacy.ApproxDP(1.0, 1e-6))
+    with pytest.raises(pg.InvalidDataError, match=r"needs about n >= \d+ rows") as err:
+        pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method=method, accountant=acct,
+                           random_state=0).fit(X)
+    assert "Nothing was spent" in str(err.value) and not acct.ledger
+    need = pg.methods.requirements("gaussian", "histogram", pg.methods.Facts(
+        "gaussian", pg.privacy.ApproxDP(1.0, 1e-6), 30, 3)).n_needed
+    assert f"n >= {need:.0f}" in str(err.value)
+    X = np.random.default_rng(0).normal(size=(int(1.2 * need), 3))  # and above it: a fit
+    assert pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method=method,
+                              random_state=0).fit(X).method_ == "histogram"
+
+
+def test_a_loose_prior_on_a_small_table_is_refused_before_spending() -> None:
+    # breast cancer (455 rows, d = 30) at rho = 0.5 with a prior of condition 1e16: the fit
+    # returned a covariance error of 6.7e4 without failing; the plan predicts 8e7 at the
+    # prior's worst case, so it is refused before anything is spent, naming the n it needs
+    X = pg.datasets.load_table("breast_cancer")[:455]
+    acct = pg.Accountant(pg.privacy.ZCDP(0.5))
+    kw = dict(rho=0.5, method="coinpress", mean_bound=1e6, cov_bounds=(1e-6, 1e10))
+    with pytest.raises(pg.InvalidDataError, match="cannot promise a covariance") as err:
+        pg.PrivateGaussian(accountant=acct, random_state=0, **kw).fit(X)
+    assert "Nothing was spent" in str(err.value) and not acct.ledger
+    assert "Tighten cov_bounds" in str(err.value)
+    # the same prior with enough rows of a Gaussian fits (the check is not a blanket refusal)
+    Y = np.random.default_rng(1).normal(size=(20_000, 30)) * 3.0
+    g = pg.PrivateGaussian(random_state=0, **kw).fit(Y)
+    assert np.abs(np.linalg.eigvalsh(g.covariance_) / 9.0 - 1.0).max() < 0.5

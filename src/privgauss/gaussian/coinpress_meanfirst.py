@@ -34,7 +34,13 @@ import numpy as np
 from ..clipped_stats import Rows
 from ..linalg import sym
 from ..privacy import Accountant
-from .coinpress_plan import _check_radii, _mean_error_bound, covariance_schedule, mean_schedule
+from .coinpress_plan import (
+    _check_radii,
+    _final_cov_error,
+    _mean_error_bound,
+    covariance_schedule,
+    mean_schedule,
+)
 from .coinpress_steps import _run_cov, _run_mean, _whitener
 
 _ROUGH_SHARE = 0.1  # of ρ: the rough mean (step 1)
@@ -63,6 +69,23 @@ def use_mean_first(n: int, d: int, cov_err: float, rho: float, radius: float,
     lo, hi = cov_bounds
     r1 = _rough_bound(n, d, rho, radius, hi)
     return r1 is not None and r1 * r1 <= _MAX_ROUGH_Q * math.sqrt(lo * hi)
+
+
+def planned_error(n: int, d: int, rho: float, radius: float,
+                  cov_bounds: tuple[float, float], beta: float = 0.05) -> float:
+    """The planner's predicted squared covariance error of this variant in the frame where
+    Σ ≈ I (its step 2's last step, as :func:`~.coinpress_plan._final_cov_error`); inf when a
+    plan is impossible. Public quantities only."""
+    lo, hi = cov_bounds
+    r1 = _rough_bound(n, d, rho, radius, hi)
+    if r1 is None:
+        return math.inf
+    rho2 = rho * (1.0 - _ROUGH_SHARE - _FINAL_SHARE)
+    try:
+        plan2 = covariance_schedule(n, d, (hi + r1 * r1) / lo, rho2, beta=beta)
+    except ValueError:
+        return math.inf
+    return _final_cov_error(n, d, plan2[-1])
 
 
 def _rough_bound(n: int, d: int, rho: float, radius: float, hi: float) -> float | None:

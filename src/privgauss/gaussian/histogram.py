@@ -284,6 +284,47 @@ def localisation_plan(
     return scale, JointBudget(rho_l * target / total, d_l), rho_all
 
 
+def localisation_within_cap(n: int, d: int, epsilon: float, delta: float,
+                            known_scale: bool = False, constants: str = "practical") -> bool:
+    """Whether the localisation's own plan at n leaves its histograms below their budget cap
+    (public quantities only): practical, the joint releases of :func:`localisation_plan` under
+    _RHO_CAP of the zCDP budget; theory, the Laplace histograms that
+    :func:`localisation_budget` sizes to the bins under ε/2. At the cap the thresholds exceed
+    half the expected count of the bins the fit needs, and a failure (after spending) is
+    likely."""
+    if constants == "theory":
+        total = localisation_budget(n, d, epsilon, delta, known_scale=known_scale)[2]
+        return total.epsilon < 0.5 * epsilon * (1.0 - 1e-9)
+    scale, loc, rho_all = localisation_plan(n, d, epsilon, delta, known_scale=known_scale)
+    rho = loc.rho + (0.0 if scale is None else scale.rho)
+    return rho < _RHO_CAP * rho_all * (1.0 - 1e-9)
+
+
+# Refinement's predicted relative covariance error (coinpress planner, fitted scale bracket)
+# past which a fit is refused before spending (requirement). Measured at d = 10, ε = 1,
+# covariances A·Aᵀ + 0.5·I: n = 2,592 (predicted 14) failed after spending in 4 of 6 draws, and
+# the fits that passed were 40-290× np.cov's error; n = 3,300 (predicted 3.6) fitted 8 of 8 at
+# 4.6-16×. The planner is pessimistic there (n = 3,000: predicted 7.7, measured ~0.6).
+REFINEMENT_MAX_ERROR = 10.0
+
+
+def refinement_error(n: int, d: int, epsilon: float, delta: float,
+                     corr_condition: float = 100.0) -> float:
+    """The coinpress planner's predicted relative covariance error of the refinement at n
+    (public quantities only): its ρ after the localisation plan, and the prior a fitted scale
+    bracket (±½ in log₂ around each axis's scale) gives it — as :func:`histogram_gaussian`
+    builds it from released brackets."""
+    from .coinpress import planned_covariance_error
+
+    scale, loc, rho_all = localisation_plan(n, d, epsilon, delta)
+    rho = rho_all - loc.rho - (0.0 if scale is None else scale.rho)
+    ratio = 2.0**_FIT_HALF_WIDTH  # s_hi/s = s/s_lo
+    lo = 1.0 / (ratio * ratio * corr_condition)
+    hi = d * ratio * ratio
+    radius = math.sqrt(d) * _RADIUS_FACTOR * _WIDTH_FACTOR * ratio
+    return planned_covariance_error(n, d, rho, radius, (lo, hi))
+
+
 # Scale fitted from the released counts of the top bin and its neighbours: the bracket is
 # ±_FIT_HALF_WIDTH in log2 around the fit (instead of the factor-10 top-bin bracket), used when
 # at least two bins near the top were released and the counts fit the Gaussian model.

@@ -5,15 +5,20 @@ radius ``mean_bound`` around ``center`` and, for the covariance, eigenvalue boun
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ._gaussian import GaussianJob, as_rho, prior_radius, whitened_mean
+from ._gaussian import GaussianJob, as_rho, prior_radius, smallest_n, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []
+
+# Largest planned relative covariance error (prior's worst case) a fit may start with; the
+# same limit as the bound-free refinement's (privgauss.gaussian.histogram.REFINEMENT_MAX_ERROR).
+_MAX_ERROR = 10.0
 
 
 def _auto(facts: Facts) -> str | None:
@@ -37,6 +42,50 @@ def _check(facts: Facts) -> None:
         raise InvalidDataError(
             "method='coinpress' with an unknown covariance needs cov_bounds=(lo, hi)"
         )
+    req, error = _requirements(facts), _planned_error(facts)
+    if req is not None and not req.ok and error is not None and facts.cov_bounds:
+        lo, hi = facts.cov_bounds
+        raise InvalidDataError(
+            f"method='coinpress' cannot promise a covariance inside this prior: with n = "
+            f"{facts.n} rows, d = {facts.d}, {facts.budget}, mean_bound = {facts.mean_bound:g} "
+            f"and cov_bounds = ({lo:g}, {hi:g}) (a condition number of {hi / lo:.3g}), its plan "
+            f"predicts a relative covariance error of {error(facts.n):.3g} when "
+            "the truth is the prior's worst case (more than "
+            f"{_MAX_ERROR:g}× the covariance itself). Nothing was spent. Tighten cov_bounds "
+            "and mean_bound to what you know, give about n >= "
+            f"{req.n_needed:.0f} rows or a larger budget; or, with an (epsilon, delta) budget, "
+            "drop the bounds (the bound-free method='histogram')"
+        )
+
+
+def _planned_error(facts: Facts) -> Callable[[int], float] | None:
+    """n ↦ the planner's predicted relative covariance error at the prior's worst case
+    (:func:`~privgauss.gaussian.coinpress.planned_covariance_error`), for an unknown mean and
+    covariance inside a prior with practical constants; None otherwise."""
+    if (facts.known_mean or facts.known_covariance or facts.cov_bounds is None
+            or facts.mean_bound is None or facts.constants != "practical"
+            or is_pure(facts.budget)):
+        return None
+    from ..gaussian.clip_diagnostics import COUNT_SHARE
+    from ..gaussian.coinpress import planned_covariance_error
+
+    rho = zcdp_of(facts.budget, "method='coinpress'") * (1.0 - COUNT_SHARE)
+    R, bounds, d, beta = float(facts.mean_bound), facts.cov_bounds, facts.d, facts.beta
+    return lambda n: planned_covariance_error(n, d, rho, R, bounds, beta)
+
+
+def _requirements(facts: Facts) -> Any:
+    """The smallest n at which :func:`_planned_error` is at most _MAX_ERROR. With a loose
+    prior on a small table the fit would otherwise return noise silently (breast cancer,
+    n = 455, d = 30, ρ = 0.5, cov_bounds (1e-6, 1e10): predicted 8e7)."""
+    error = _planned_error(facts)
+    if error is None:
+        return None
+    from ..mixture.sample_size import report
+
+    need = smallest_n(lambda n: error(n) <= _MAX_ERROR, start=facts.d + 2)
+    return report("coinpress", facts.n, {"covariance plan": need}, "practical", {},
+                  "its own plan at the prior's worst case")
 
 
 def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
@@ -102,6 +151,7 @@ METHOD = Method(
     known_covariance="optional",
     known_mean="give cov_bounds=(lo, hi)",
     check=_check,
+    requirements=_requirements,
     theory_bound=_theory,
     auto=_auto,
     auto_rank=1,

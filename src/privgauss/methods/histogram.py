@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import PrivacyBudgetError
+from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..privacy import ApproxDP
 from ._gaussian import GaussianJob, smallest_n
 from ._record import Facts, Method
@@ -25,6 +25,16 @@ def _auto(facts: Facts) -> str | None:
 def _check(facts: Facts) -> None:
     if facts.notion != "approx":
         raise PrivacyBudgetError("method='histogram' needs an (epsilon, delta>0) budget")
+    req = _requirements(facts)
+    if req is not None and not req.ok:  # below it the localisation fails after spending
+        raise InvalidDataError(
+            f"method='histogram' (the bound-free route) needs about n >= {req.n_needed:.0f} "
+            f"rows at d = {facts.d} with {facts.budget} (got n = {facts.n}; dominated by its "
+            f"{req.dominant}): below that the fit fails after spending, or its covariance is "
+            "noise. Nothing "
+            "was spent. Give more rows or a larger epsilon; or bounds (mean_bound= and "
+            "cov_bounds=, method='coinpress'); or d+1 public rows (public_X=, method='public')"
+        )
 
 
 def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
@@ -47,24 +57,39 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _requirements(facts: Facts) -> Any:
-    """The n this implementation needs: the smallest n at which the localisation's budget
-    (:func:`~privgauss.gaussian.histogram.localisation_budget`, its own plan) sets every
-    histogram threshold at most half the expected count of the bin it needs, within its cap
-    of ε/2 (below that n the capped thresholds make a failure likely)."""
+    """The n this implementation needs: the smallest n at which the localisation's own plan
+    gives its histograms a share of the budget below the cap (practical: the joint Gaussian
+    releases of :func:`~privgauss.gaussian.histogram.localisation_plan`, under half of the
+    zCDP budget; theory: the per-axis Laplace histograms of
+    :func:`~privgauss.gaussian.histogram.localisation_budget`, under ε/2). Below that n the
+    capped thresholds exceed half the expected count of the bins they need: a failure is
+    likely, and it comes after spending."""
     if not isinstance(facts.budget, ApproxDP) or facts.budget.delta <= 0:
         return None
-    from ..gaussian.histogram import localisation_budget
+    from ..gaussian.histogram import (
+        REFINEMENT_MAX_ERROR,
+        localisation_within_cap,
+        refinement_error,
+    )
     from ..mixture.sample_size import report
 
-    eps, delta = facts.budget.epsilon, facts.budget.delta
+    eps, delta, d = facts.budget.epsilon, facts.budget.delta, facts.d
 
     def ok(n: int) -> bool:
-        spent = localisation_budget(n, facts.d, eps, delta, known_scale=facts.known_covariance)
-        return spent[2].epsilon < 0.5 * eps * (1.0 - 1e-9)  # below the cap: not clamped
+        return localisation_within_cap(n, d, eps, delta, facts.known_covariance,
+                                       facts.constants)
 
-    need = smallest_n(ok, start=4)
-    return report("histogram", facts.n, {"localisation histograms": need}, "practical", {},
-                  "its own budget plan: localisation_budget below its cap")
+    terms = {"localisation histograms": smallest_n(ok, start=4)}
+    if facts.constants == "practical" and not facts.known_covariance:
+        def refines(n: int) -> bool:
+            return refinement_error(n, d, eps, delta, facts.corr_condition) \
+                <= REFINEMENT_MAX_ERROR
+
+        terms["covariance refinement"] = smallest_n(refines, start=4)
+    return report("histogram", facts.n, terms, facts.constants, {},
+                  "its own budget plan: the localisation below its budget cap, and the "
+                  "refinement's planned covariance error at most "
+                  f"{REFINEMENT_MAX_ERROR:g}× the covariance")
 
 
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
