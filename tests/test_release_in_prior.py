@@ -82,3 +82,16 @@ def test_a_loose_prior_on_a_small_table_is_refused_before_spending() -> None:
     Y = np.random.default_rng(1).normal(size=(20_000, 30)) * 3.0
     g = pg.PrivateGaussian(random_state=0, **kw).fit(Y)
     assert np.abs(np.linalg.eigvalsh(g.covariance_) / 9.0 - 1.0).max() < 0.5
+
+
+def test_auto_falls_back_to_the_bound_free_route_when_the_prior_is_too_loose() -> None:
+    # (epsilon, delta) with a prior: auto tries coinpress first; its plan at this prior's worst
+    # case cannot work with 4,000 rows, so auto takes the bound-free route (before spending)
+    X = np.random.default_rng(2).normal(size=(4000, 10)) * 2.0 + 7.0
+    kw = dict(epsilon=1.0, delta=1e-6, mean_bound=1e6, cov_bounds=(1e-6, 1e10), random_state=0)
+    g = pg.PrivateGaussian(**kw).fit(X)
+    assert g.method_ == "histogram" and "'coinpress' cannot work here" in g.method_reason_
+    assert np.abs(np.linalg.eigvalsh(g.covariance_) / 4.0 - 1.0).max() < 0.7
+    # a tight prior keeps coinpress
+    tight = dict(kw, mean_bound=20.0, cov_bounds=(1.0, 10.0))
+    assert pg.PrivateGaussian(**tight).fit(X).method_ == "coinpress"

@@ -36,10 +36,22 @@ def choose_gaussian(methods: Table, facts: Facts) -> tuple[str, str]:
     """``auto`` for a Gaussian: the first method, by ``auto_rank``, whose ``auto(facts)`` gives
     a reason; else a ValueError saying what would make one work."""
     ranked = _ranked(methods)
+    refused: list[tuple[str, InvalidDataError]] = []
     for method in ranked:
         reason = method.auto(facts)  # type: ignore[misc]  # _ranked: auto is set
-        if reason:
-            return method.name, reason
+        if not reason:
+            continue
+        try:  # a method whose own check refuses here (public facts) gives way to the next
+            if method.check is not None:
+                method.check(facts)
+        except InvalidDataError as why:
+            refused.append((method.name, why))
+            continue
+        if refused:
+            reason = f"{reason} ({refused[0][0]!r} cannot work here: its plan refused)"
+        return method.name, reason
+    if refused:
+        raise refused[0][1]
     d1 = facts.d + 1
     if facts.public_unusable:  # the public rows were the problem: more of them will not help
         from ..gaussian.public import untrusted_message
