@@ -5,7 +5,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from privgauss.privacy import Accountant, ApproxDP
+
+
+def scale_free_rows(n: int = 2000, d: int = 2, seed: int = 0) -> np.ndarray:
+    """Rows whose scale is spread log-uniformly over 2^±30: enough rows for the bound-free
+    route's requirement (so it is not refused), but no scale bin holds enough of them, so
+    its localisation fails *after* spending — the canonical ⊥ of the estimator tests."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)) * np.exp2(rng.uniform(-30.0, 30.0, size=(n, 1)))
 
 
 def spent_equals(acct: Accountant, eps: float, delta: float) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _helpers import scale_free_rows
 from click.testing import CliRunner
 
 import privgauss as pg
@@ -148,9 +149,9 @@ def test_fit_outcome_reads_the_ledger_of_a_failed_fit_and_restores_the_estimator
     assert out.kind == "failed" and out.exception_type == "privgauss.exceptions.EstimationFailed"
     assert (out.ledger_length, out.spent) == (1, ZCDP(RHO))  # ⊥ keeps the budget spent
     assert est.accountant is None  # the observer accountant is removed again
-    # a real estimator's ⊥: histogram on too few rows, after charging the budget
+    # a real estimator's ⊥: histogram on rows without a common scale, after charging the budget
     g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="histogram", random_state=0)
-    real = fit_outcome(g, X[:5])
+    real = fit_outcome(g, scale_free_rows(2000, X.shape[1]))
     assert real.kind == "failed" and real.ledger_length and real.spent is not None
     assert g.accountant is None
 

@@ -84,7 +84,8 @@ ZC, APPROX, PURE = pg.ZCDP(0.5), pg.ApproxDP(1.0, 1e-6), pg.PureDP(1.0)
     (_g(ZC, n_public=1), None),  # d+1 public rows needed for the covariance
     (_g(ZC, mean_bound=5.0, cov_bounds=(0.1, 10.0)), "coinpress"),
     (_g(ZC, mean_bound=5.0, cov_bounds=(0.1, 10.0), n_public=4), "public"),
-    (_g(APPROX), "histogram"),
+    (_g(APPROX, n=2000), "histogram"),
+    (_g(APPROX), None),  # 1000 rows at d = 3: below the bound-free route's requirement
     (_g(PURE, mean_bound=5.0, known_covariance=True), "clip"),
     (_g(PURE, mean_bound=5.0, cov_bounds=(0.1, 10.0)), "hypothesis-selection"),
     (_g(PURE, n_public=4), "hypothesis-selection"),

@@ -429,7 +429,9 @@ def _axis_top_bins(
         released.append(hist)
         if not hist:
             raise EstimationFailed(
-                f"no {what} bin was released for axis {k}: too few rows for this budget",
+                f"no {what} bin was released for axis {k}: no bin held enough rows — the "
+                "column's values spread over many orders of magnitude (no common scale: "
+                "transform it, e.g. log, or give bounds), or too few rows for this budget",
                 step=step,
                 needed_n=needed_n,
             )
