@@ -362,13 +362,13 @@ def test_debiased_last_step_is_unbiased_off_centre() -> None:
     n, d, rho = 2000, 20, 0.5
     mu = np.zeros(d)
     mu[0] = 0.8
-    plan = mean_schedule(n, d, 1.0, rho, steps=1)
+    plan = mean_schedule(n, d, 1.0, rho, steps=1, debias=True)  # (off by default)
     tau = plan[-1].clip_radius
     slope = cpp._clip_slope(d, tau)
     assert plan[-1].debias and slope < 0.97  # a real share of the rows is clipped
     est = np.array([
         coinpress_mean(rng.standard_normal((n, d)) + mu, np.zeros(d), 1.0, rho, accountant=acct(),
-                       noise=rng, steps=1)
+                       noise=rng, steps=1, debias=True)
         for _ in range(200)
     ])
     bias = est.mean(axis=0) - mu

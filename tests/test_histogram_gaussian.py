@@ -388,7 +388,8 @@ def test_joint_histogram_ledger_composes_as_approximate_zcdp() -> None:
 def test_localisation_is_cheap_at_small_n() -> None:
     # regression (issue 17): at d = 10, (1, 1e-6) the per-axis Laplace histograms needed more
     # than ε = 1 for n = 3000 (every fit failed); the joint Gaussian releases take a quarter of
-    # the zCDP budget there and a small share beyond
+    # the zCDP budget there and a small share beyond (the location release at least
+    # _LOC_FLOOR = 3 %, so that a tied axis's rarer values are released)
     shares = {}
     for n in (3000, 5000, 20_000, 100_000):
         s_b, l_b, rho_all = localisation_plan(n, 10, EPS, DELTA)
@@ -397,5 +398,5 @@ def test_localisation_is_cheap_at_small_n() -> None:
         # thresholds at most half the expected count of the bins the releases need
         assert s_b.threshold(10) <= 0.5 * 0.32 * (n // 2) * (1 + 1e-9) or shares[n] >= 0.5
         assert l_b.threshold(10) <= 0.5 * 0.47 * n * (1 + 1e-9) or shares[n] >= 0.5
-    assert shares[3000] < 0.3 and shares[5000] < 0.12 and shares[20_000] < 0.03
-    assert shares[100_000] == pytest.approx(0.005)
+    assert shares[3000] < 0.3 and shares[5000] < 0.12 and shares[20_000] < 0.04
+    assert 0.03 < shares[100_000] < 0.035

@@ -292,8 +292,11 @@ def test_public_mean_is_translation_equivariant(constants: str) -> None:
 
 
 def test_one_public_sample_mean_accuracy() -> None:
-    """W3 at n = 1000: d = 50, ρ = 0.5, μ = 1000·1, no bound. Target ≤ 1.15× non-private;
-    the paper's recipe (CoinPress t=2 with the n-bug radius) is ≈ 1.22×."""
+    """W3 at n = 1000: d = 50, ρ = 0.5, μ = 1000·1, no bound. Target ≤ 1.15× non-private,
+    met (1.13-1.17) while the last step was clipped inside the bulk and de-shrunk under the
+    Gaussian model; that is off by default (it biased a 0/1 flag's mean by 0.17 standard
+    deviations), and the covering last step gives 1.20. The paper's recipe (CoinPress t=2
+    with the n-bug radius) is ≈ 1.22×."""
     rng = np.random.default_rng(12)
     n, d, rho = 1000, 50, 0.5
     mu = np.full(d, 1000.0)
@@ -306,7 +309,7 @@ def test_one_public_sample_mean_accuracy() -> None:
             est = public_mean_one_sample(X, x, rho, accountant=acct(), noise=rng, constants=c)
             err[c].append(np.linalg.norm(est - mu))
     tm = {k: trim_mean(v, 0.1) for k, v in err.items()}
-    assert tm["practical"] < 1.17 * tm["np"]
+    assert tm["practical"] < 1.22 * tm["np"]
     assert tm["practical"] < tm["paper-code"]
 
 

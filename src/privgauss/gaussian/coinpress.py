@@ -115,7 +115,7 @@ def coinpress_mean(
     fractions: Any = None,
     beta: float = 0.01,
     constants: str = "practical",
-    debias: bool = True,
+    debias: bool = False,
     step: str = "coinpress-mean",
 ) -> np.ndarray:
     """ρ-zCDP mean of rows ~ N(μ, I) with the public prior ‖μ − center‖ ≤ ``radius``.
@@ -127,7 +127,8 @@ def coinpress_mean(
     guarantee is privacy for any X; the accuracy assumes identity covariance.
 
     ``debias`` (practical only) lets the planner clip the last step inside the bulk and undo
-    the shrinkage under the Gaussian model; turn it off for data that is not Gaussian.
+    the shrinkage under the Gaussian model: more accurate on Gaussian data, biased on skewed
+    columns (a 0/1 flag with p = 0.1: 0.17 standard deviations), so off by default.
     """
     X = as_rows(X)
     n, d = int(X.shape[0]), int(X.shape[1])

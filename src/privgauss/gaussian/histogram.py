@@ -152,6 +152,10 @@ _PRIOR_SLACK = 1e-3
 # their share of the zCDP budget (the refinement gets the rest).
 _DELTA_SHARE = 0.25
 _RHO_FLOOR, _RHO_CAP = 0.005, 0.5
+# ... and the location release's least share: a tied axis (a 0/1 flag, a count) is read off its
+# released values, and its rarer values need a threshold far below the Gaussian top bin's
+# (a flag with 10 % ones at n = 6,000, d = 4 had only its zeros released at 0.25 %)
+_LOC_FLOOR = 0.03
 
 
 @dataclass(frozen=True)
@@ -264,8 +268,8 @@ def localisation_plan(
     Each release gets the smallest ρ whose threshold is at most half the expected count of the
     bin it needs (as :func:`localisation_budget`), the two together clamped to
     [0.5 %, 50 %] of ρ_all; the refinement gets ρ_all minus that. At d = 10, (1, 1e-6):
-    ρ_all = 0.0236, and the histograms take 25 % of it at n = 3,000, 10 % at 5,000, 2.6 % at
-    20,000 and the 0.5 % floor at 100,000.
+    ρ_all = 0.0237, and the histograms take 26 % of it at n = 3,000, 11 % at 5,000, 3.5 % at
+    20,000 and 3.0 % at 100,000 (the location release's floor _LOC_FLOOR).
     """
     delta_h = delta * _DELTA_SHARE
     rho_all = approx_to_zcdp(epsilon, delta - delta_h)
@@ -275,6 +279,7 @@ def localisation_plan(
         d_l = delta_h / 2.0
         rho_s = _joint_rho(n // 2, _P_SCALE, d, d_l)
         rho_l = _joint_rho(n, _P_LOCATION, d, d_l)
+    rho_l = max(rho_l, _LOC_FLOOR * rho_all)  # tied axes need their rarer values released
     total = rho_s + rho_l
     target = min(max(total, _RHO_FLOOR * rho_all), _RHO_CAP * rho_all)
     if math.isinf(total):  # hopeless n: spend the cap, the histograms will (DP-)fail
@@ -516,6 +521,29 @@ def _tied_axis(hist: dict[Any, int]) -> tuple[float, float]:
     return centre, (spread if len(vals) > 1 else 0.0)
 
 
+# A tied axis with one released value is read as constant only when that value's released
+# count leaves at most this fraction of the rows (beyond 3 noise standard deviations) elsewhere
+_CONSTANT_MAX_OTHER = 0.01
+
+
+def _check_constant(k: int, hist: dict[Any, int], n: int, noise_sd: float, step: str) -> None:
+    """Fail (a DP output: the released count and public n) when the one value released for a
+    tied axis leaves more than _CONSTANT_MAX_OTHER of the rows unaccounted for: the column is
+    not constant, only its other values were too rare to be released (a 0/1 flag with 10 %
+    ones at n = 6,000 was read as the constant 0)."""
+    (count,) = hist.values()
+    other = (n - count - 3.0 * noise_sd) / n
+    if other > _CONSTANT_MAX_OTHER:
+        raise EstimationFailed(
+            f"column {k}: about {1.0 - other:.0%} of the rows share one value and the rest "
+            "take values too rare to be released at this budget, so the column cannot be "
+            "localised (a 0/1 flag or a count with a rare non-zero value is read as constant "
+            "only when nearly all rows share the value). Give more rows or a larger epsilon; "
+            "or bounds (mean_bound=, cov_bounds=, method='coinpress') or public rows",
+            step=step,
+        )
+
+
 def localise(
     X: np.ndarray,
     scale_budget: ApproxDP | JointBudget | None,
@@ -605,6 +633,8 @@ def localise(
     ):
         if tied[k]:
             center[k], spread = _tied_axis(loc_h[k])
+            if spread == 0.0:
+                _check_constant(k, loc_h[k], n, _noise_sd(location_budget, d), f"{step}-location")
             s_mid[k], s_lo[k], s_hi[k] = spread, spread * _LO_RATIO, spread * _HI_RATIO
             continue
         if abs(top) >= _KEY_LIMIT - 1:
