@@ -285,6 +285,21 @@ def test_requirements_gaussian_verdicts() -> None:
     assert res.exit_code == 2 and "--delta" in res.output
 
 
+def test_requirements_coinpress_reads_its_plan_with_cov_bounds() -> None:
+    # the plan check a fit runs before spending (issue 17: a loose prior on a small table)
+    args = ("requirements", "gaussian", "coinpress", "--d", 30, "--rho", 0.5,
+            "--mean-bound", 1e6, "--cov-bounds", 1e-6, 1e10)
+    facts = pg.methods.Facts("gaussian", pg.ZCDP(0.5), 455, 30, mean_bound=1e6,
+                             cov_bounds=(1e-6, 1e10))
+    need = pg.methods.requirements("gaussian", "coinpress", facts).n_needed
+    small, big = _invoke(*args, "--n", 455), _invoke(*args, "--n", 2 * need)
+    assert small.exit_code == 1 and "too few" in small.output
+    assert big.exit_code == 0 and "is enough" in big.output
+    assert f"{need:.3g}" in small.output and "prior's worst case" in small.output
+    bad = _invoke(*args[:-2], "--cov-bounds", 10, 1)
+    assert bad.exit_code == 2 and "--cov-bounds" in bad.output
+
+
 def test_requirements_mixture_matches_library() -> None:
     from privgauss.mixture.requirements import requirements
 

@@ -52,7 +52,8 @@ def gaussian_bound(method: str, d: int, budget: Any, *, alpha: float, beta: floa
 
 def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha: float,
                      beta: float, mean_bound: float | None, cond: float, mean_only: bool,
-                     gamma: float, n_public: int | None) -> bool | None:
+                     gamma: float, n_public: int | None,
+                     cov_bounds: tuple[float, float] | None = None) -> bool | None:
     """Print the theorem's bound and, when the method has one, the n this implementation's
     own plan needs (:mod:`privgauss.methods`); the verdict (None without ``n``) follows the
     practical requirement when there is one, else the theorem."""
@@ -70,8 +71,8 @@ def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha
         click.echo(f"{method}: {bound}")
         click.echo(f"also needs: {needs}")
     facts = methods.Facts("gaussian", budget, 0 if n is None else int(n), d,
-                          n_public=n_public, mean_bound=mean_bound, known_covariance=mean_only,
-                          beta=beta, gamma=gamma)
+                          n_public=n_public, mean_bound=mean_bound, cov_bounds=cov_bounds,
+                          known_covariance=mean_only, beta=beta, gamma=gamma)
     req = None if spec.requirements is None else spec.requirements(facts)
     if req is not None:
         click.echo(f"practical: this implementation needs n >~ {req.n_needed:.3g} "
@@ -100,6 +101,8 @@ def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha
 @click.option("--mean-bound", type=float, default=None, help="prior radius R")
 @click.option("--cond", type=float, default=1.0, show_default=True,
               help="covariance condition-number bound K")
+@click.option("--cov-bounds", type=(float, float), default=None,
+              help="eigenvalue bounds LO HI of the covariance (coinpress: its own plan)")
 @click.option("--mean-only", is_flag=True, help="known covariance: estimate the mean only")
 @click.option("--gamma", type=float, default=0.0, show_default=True,
               help="TV distance between public and private distributions")
@@ -107,15 +110,19 @@ def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha
               help="your number of public rows (default: the fewest the method takes)")
 def requirements_gaussian(method: str, d: int, n: float | None, rho: float | None,
                           epsilon: float | None, delta: float | None, alpha: float, beta: float,
-                          mean_bound: float | None, cond: float, mean_only: bool,
+                          mean_bound: float | None, cond: float,
+                          cov_bounds: tuple[float, float] | None, mean_only: bool,
                           gamma: float, n_public: int | None) -> None:
     """Sample size of a Gaussian METHOD: the paper's theorem (indicative: constants 1) and,
-    for methods whose fit can fail or refuse at small n (public, histogram, ppe), the n this
-    implementation's own budget plan needs — the verdict then follows it.
+    for methods whose fit can fail or refuse at small n (public, histogram, ppe; coinpress
+    with --mean-bound and --cov-bounds), the n this implementation's own plan needs — the
+    verdict then follows it.
 
     \b
-    Example:
+    Examples:
       privgauss requirements gaussian public --d 10 --rho 0.5 --n 8000
+      privgauss requirements gaussian coinpress --d 30 --rho 0.5 --n 455 \\
+          --mean-bound 1e6 --cov-bounds 1e-6 1e10
     """
     from ..privacy import make_budget
 
@@ -125,9 +132,11 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
                 n_public is not None and n_public < 0):
             raise InvalidDataError("--d must be at least 1, --n a finite number >= 1 and "
                                    "--n-public at least 0")
+        if cov_bounds is not None and not 0 < cov_bounds[0] <= cov_bounds[1] < math.inf:
+            raise InvalidDataError("--cov-bounds must be LO HI with 0 < LO <= HI < inf")
         ok = _gaussian_report(method, d, n, budget, alpha=alpha, beta=beta,
                               mean_bound=mean_bound, cond=cond, mean_only=mean_only,
-                              gamma=gamma, n_public=n_public)
+                              gamma=gamma, n_public=n_public, cov_bounds=cov_bounds)
         if ok is not None:
             enough.append(ok)
 
