@@ -12,7 +12,9 @@ both regimes — ρ = 0.5 and (ε, δ) = (1, 1e-6) — and compared with the non
   rows far out, which dominate the mean on heavy-tailed data);
 * ``cov err``: ‖Σ̂ − S‖_F / ‖S‖_F against np.cov's S (scale free; heavy tails make S itself
   noisy, and a fit that describes the central part has a large value here by design);
-* ``fails``: fits that ended in ``EstimationFailed`` (or raised anything else: counted apart);
+* ``fails``: fits that ended in ``EstimationFailed``, or were refused before spending
+  (``InvalidDataError``: the method's plan says this n cannot work), or raised anything else
+  (counted apart);
 * ``clipped``: the DP fraction of rows the last clipping step clipped, where the estimator
   reports it (``clipped_fraction_``).
 
@@ -86,6 +88,8 @@ def one_fit(rows: np.ndarray, budget: dict, seed: int) -> dict:
             est.fit(train)
     except pg.EstimationFailed as exc:
         return {"status": "failed", "why": str(exc).split(";")[0][:80]}
+    except pg.InvalidDataError as exc:  # refused by the method's plan before spending
+        return {"status": "refused", "why": str(exc).split(":")[0][:80]}
     except Exception as exc:  # reported, not hidden: a real-data bug
         return {"status": "error", "why": f"{type(exc).__name__}: {str(exc)[:70]}"}
     rows = ref - _loglik(test, est.mean_, est.covariance_)
@@ -121,6 +125,8 @@ def run(seeds: int) -> list[str]:
             fails = f"{len(bad)}/{seeds}"
             if any(r["status"] == "error" for r in bad):
                 fails += " (error: " + next(r["why"] for r in bad if r["status"] == "error") + ")"
+            elif bad and all(r["status"] == "refused" for r in bad):
+                fails += f" refused before spending ({bad[0]['why']})"
             elif bad:
                 fails += f" ({bad[0]['why']})"
             methods = sorted({r["method"] for r in ok})
