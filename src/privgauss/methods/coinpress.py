@@ -42,8 +42,9 @@ def _check(facts: Facts) -> None:
         raise InvalidDataError(
             "method='coinpress' with an unknown covariance needs cov_bounds=(lo, hi)"
         )
-    req, error = _requirements(facts), _planned_error(facts)
-    if req is not None and not req.ok and error is not None and facts.cov_bounds:
+    error = _planned_error(facts)
+    if error is not None and facts.cov_bounds and not error(facts.n) <= _MAX_ERROR:
+        req = _requirements(facts)
         lo, hi = facts.cov_bounds
         raise InvalidDataError(
             f"method='coinpress' cannot promise a covariance inside this prior: with n = "

@@ -3,6 +3,7 @@ histograms, then CoinPress-style refinement (:mod:`privgauss.gaussian.histogram`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,8 @@ def _auto(facts: Facts) -> str | None:
 def _check(facts: Facts) -> None:
     if facts.notion != "approx":
         raise PrivacyBudgetError("method='histogram' needs an (epsilon, delta>0) budget")
-    req = _requirements(facts)
-    if req is not None and not req.ok:  # below it the localisation fails after spending
+    if not _enough(facts):  # below it the fit fails after spending, or returns noise
+        req = _requirements(facts)
         raise InvalidDataError(
             f"method='histogram' (the bound-free route) needs about n >= {req.n_needed:.0f} "
             f"rows at d = {facts.d} with {facts.budget} (got n = {facts.n}; dominated by its "
@@ -56,40 +57,55 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def _requirements(facts: Facts) -> Any:
-    """The n this implementation needs: the smallest n at which the localisation's own plan
-    gives its histograms a share of the budget below the cap (practical: the joint Gaussian
-    releases of :func:`~privgauss.gaussian.histogram.localisation_plan`, under half of the
-    zCDP budget; theory: the per-axis Laplace histograms of
-    :func:`~privgauss.gaussian.histogram.localisation_budget`, under ε/2). Below that n the
-    capped thresholds exceed half the expected count of the bins they need: a failure is
-    likely, and it comes after spending."""
-    if not isinstance(facts.budget, ApproxDP) or facts.budget.delta <= 0:
-        return None
+def _tests(facts: Facts) -> dict[str, Callable[[int], bool]]:
+    """The requirement's terms, each a public test of n (see :func:`_requirements`)."""
     from ..gaussian.histogram import (
         REFINEMENT_MAX_ERROR,
         localisation_within_cap,
         refinement_error,
     )
-    from ..mixture.sample_size import report
 
+    assert isinstance(facts.budget, ApproxDP)
     eps, delta, d = facts.budget.epsilon, facts.budget.delta, facts.d
 
-    def ok(n: int) -> bool:
+    def localises(n: int) -> bool:
         return localisation_within_cap(n, d, eps, delta, facts.known_covariance,
                                        facts.constants)
 
-    terms = {"localisation histograms": smallest_n(ok, start=4)}
-    if facts.constants == "practical" and not facts.known_covariance:
-        def refines(n: int) -> bool:
-            return refinement_error(n, d, eps, delta, facts.corr_condition) \
-                <= REFINEMENT_MAX_ERROR
+    def refines(n: int) -> bool:
+        return refinement_error(n, d, eps, delta, facts.corr_condition) <= REFINEMENT_MAX_ERROR
 
-        terms["covariance refinement"] = smallest_n(refines, start=4)
+    tests: dict[str, Callable[[int], bool]] = {"localisation histograms": localises}
+    if facts.constants == "practical" and not facts.known_covariance:
+        tests["covariance refinement"] = refines
+    return tests
+
+
+def _enough(facts: Facts) -> bool:
+    """Whether n meets every term of the requirement (one evaluation each: a fit's check)."""
+    return not isinstance(facts.budget, ApproxDP) or facts.budget.delta <= 0 or all(
+        test(facts.n) for test in _tests(facts).values())
+
+
+def _requirements(facts: Facts) -> Any:
+    """The n this implementation needs, from its own plan: the smallest n at which the
+    localisation's histograms stay below their budget cap (practical: the joint Gaussian
+    releases of :func:`~privgauss.gaussian.histogram.localisation_plan`, under half of the
+    zCDP budget; theory: the per-axis Laplace histograms of
+    :func:`~privgauss.gaussian.histogram.localisation_budget`, under ε/2) and, practical, the
+    refinement's planned covariance error
+    (:func:`~privgauss.gaussian.histogram.refinement_error`) is at most
+    ``REFINEMENT_MAX_ERROR``. Below it the capped thresholds exceed half the expected count
+    of the bins the fit needs, or the refinement returns noise: a failure is likely, after
+    spending."""
+    if not isinstance(facts.budget, ApproxDP) or facts.budget.delta <= 0:
+        return None
+    from ..mixture.sample_size import report
+
+    terms = {name: smallest_n(test, start=4) for name, test in _tests(facts).items()}
     return report("histogram", facts.n, terms, facts.constants, {},
                   "its own budget plan: the localisation below its budget cap, and the "
-                  "refinement's planned covariance error at most "
-                  f"{REFINEMENT_MAX_ERROR:g}× the covariance")
+                  "refinement's planned covariance error at most 10× the covariance")
 
 
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
