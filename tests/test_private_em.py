@@ -124,10 +124,11 @@ def _gaps(X: np.ndarray, H: np.ndarray, k: int, **kw) -> tuple[float, float]:
 
 
 # measured gaps (sklearn − private, held-out mean log-likelihood), noise seeds 0–3:
-# ε = 1, δ = 1e-6: 0.002–0.095 (seed 1: 0.006); ρ = 0.5 (40 public rows): ≤ 0.001;
+# ε = 1, δ = 1e-6: 0.002–0.006 (before the issue-18 fix: 0.002–0.095); ρ = 0.5 (40 public
+# rows): ≤ 0.001 (the k-means start alone: 0.39, the run pick must choose the other start);
 # one Gaussian: 0.87
 @pytest.mark.parametrize(("kw", "public", "bound"), [
-    (dict(epsilon=1.0, delta=1e-6), False, 0.15),
+    (dict(epsilon=1.0, delta=1e-6), False, 0.05),
     (dict(rho=0.5), True, 0.05),
 ])
 def test_recovers_an_overlapping_mixture_close_to_sklearn(kw, public, bound):
@@ -160,8 +161,8 @@ def test_pixels_of_a_sample_image_beat_a_single_gaussian():
         warnings.simplefilter("ignore")
         m = pg.PrivateGaussianMixture(4, epsilon=1.0, delta=1e-6, random_state=0).fit(X)
     assert m.method_ == "em"  # auto: no paper method can work on these overlapping clusters
-    # measured gap to sklearn, noise seeds 0–3: 0.07–0.27 (ρ = 0.5 with 40 public rows:
-    # 0.06–0.11); a single Gaussian's: 1.66
+    # measured gap to sklearn, noise seeds 0–3: 0.060, 0.061, 0.062, 0.103 (at n = 5e4 the
+    # median of 6 seeds is 0.016: benchmarks/results/private_em.md); a single Gaussian's: 1.66
     assert sk - one > 1.0
     assert sk - m.score(H) < 0.5, (m.score(H), one, sk)
 
