@@ -358,3 +358,19 @@ def test_pixels_reach_sklearns_basin_at_rho_one_half():
         m = pg.PrivateGaussianMixture(4, method="em", rho=0.5, random_state=0).fit(
             X, public_X=P)
     assert sk - m.score(H) < 0.03, sk - m.score(H)
+
+
+@pytest.mark.parametrize("n_steps", [1, 2, 3, 4])
+def test_every_release_is_planned_for_few_steps(n_steps):
+    """With few EM steps (the audits use 1 and 2) the run pick still comes after a planned
+    step: the ledger lists exactly the plan's parts and spends exactly the budget."""
+    X, P = _mixture(3000, 0), _mixture(30, 9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pg.PrivateGaussianMixture(3, rho=0.5, method="em", random_state=0,
+                                      enforce_requirements=False,
+                                      method_params={"n_steps": n_steps}).fit(X, public_X=P)
+    plan = m.fit_info_["em_plan"]
+    assert len(m.ledger_) == len(plan.parts())
+    assert ("run selection" in [nm for nm, _ in plan.parts()]) == (n_steps >= 2)
+    assert m.privacy_spent_.rho == pytest.approx(0.5, rel=1e-9)

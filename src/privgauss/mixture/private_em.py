@@ -334,7 +334,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     p, m = _grid(n, d, rho_init)
     return EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
                   rho_prior, km_steps, rho_spread, rho_rw, 3.0 * math.sqrt(d), n_starts,
-                  T // 3 if n_starts > 1 else 0, rho_score, 2.0 * d + 10.0)
+                  max(1, T // 3) if n_starts > 1 else 0, rho_score, 2.0 * d + 10.0)
 
 
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
