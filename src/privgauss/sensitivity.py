@@ -240,6 +240,17 @@ def soft_outer_sums_frobenius(radius: float) -> float:
     return math.sqrt(2.0) * float(radius) ** 2
 
 
+def score_sums_l2(bound: float, models: int) -> float:
+    """L2 sensitivity of C = ``models`` sums of per-row scores clipped to [−b, b]
+    (S_c = Σ_i clip(s_c(x_i), ±b), each s_c a function of its row and released values), under
+    replace-one: 2b√C. Each S_c moves by at most 2b. Equality: a row scoring b in every model
+    replaced by one scoring −b. (privgauss.mixture.private_em, the pick between EM runs)"""
+    _check(bound, 1)
+    if not (isinstance(models, int) and models >= 1):
+        raise ValueError("models must be an int >= 1")
+    return 2.0 * float(bound) * math.sqrt(models)
+
+
 def joint_cluster_outer_sum_frobenius(radius: float) -> float:
     """Frobenius (L2 of the stacked matrices) sensitivity of the k per-cluster sums of outer
     products (M_1, …, M_k), M_j = Σ_{i∈C_j} z_i z_iᵀ, rows as in :func:`joint_cluster_sum_l2`,
