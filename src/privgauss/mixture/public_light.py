@@ -25,10 +25,11 @@ depends on the data):
 
 Before anything is spent, :func:`check_public_clusters` replays the public part of these
 iterations on the public rows alone (their own top-k directions in place of the private PCA,
-every Q_Priv confirming): when even that ends with fewer than k clusters, the run could not end
-with k, so it is refused (:class:`~privgauss.exceptions.InvalidDataError`, nothing spent) instead
-of spending the budget and failing. With k ≥ d the private PCA keeps every direction, so the
-replay is exactly the public part of the run.
+every Q_Priv confirming, no iteration cap): an upper bound on the clusters a run can end with.
+When even that is below k the fit is refused (:class:`~privgauss.exceptions.InvalidDataError`,
+nothing spent) instead of spending the budget and failing. With k ≥ d the private PCA keeps
+every direction, so the bound is exact about the run's public decisions; with k < d the public
+rows' directions stand in for the private ones.
 
 Estimation (Alg. 7), ``estimator=``:
 
@@ -288,42 +289,40 @@ def _hard_clustering(
 
 
 def public_cluster_count(P: np.ndarray, k: int, w_min: float, constants: str) -> int:
-    """The number of clusters (at most k) :func:`_hard_clustering` would end with if every
-    Q_Priv confirmed its public split proposal, replayed on the public rows ``P`` alone: the
-    same queue, superclusters, 2k iterations, split target t = m·w_min/2 and radius grid, with
-    the private PCA replaced by the top-min(k, d) eigenvectors of the public rows' second moment
-    about the supercluster centre (the private PCA's statistic, on the public rows). A function of
-    public data only. With k ≥ d both projections keep every direction, so the public split
-    decisions are those of the run; a rejected proposal only ends a branch early."""
+    """An upper bound (capped at k) on the clusters :func:`_hard_clustering` can end with,
+    replayed on the public rows ``P`` alone: the same queue, superclusters, split target
+    t = m·w_min/2 and radius grid, with the private PCA replaced by the top-min(k, d)
+    eigenvectors of the public rows' second moment about the supercluster centre (the private
+    PCA's statistic, on the public rows), **every** public proposal accepted and no 2k-iteration
+    cap. A function of public data only. Why a bound: a rejected proposal makes its subset one
+    cluster where accepting it gives at least one (both sides of a split hold ≥ t ≥ 2 public
+    rows), and the cap only stops the run early; with k ≥ d both projections keep every
+    direction, so the public decisions are those of the run."""
     m, d = P.shape
     const = split_constants(constants)
     t_pub, rank = m * w_min / 2.0, min(k, d)
     queue: list[np.ndarray] = [np.arange(m)]
     n_out = 0
-    for _ in range(2 * k):
-        pub = None
-        while queue and n_out < k:
-            pub = queue.pop(0)
-            if pub.size:
-                break
-            pub = None
-        if pub is None:
+    for _ in range(4 * m + 4):  # every step makes a cluster or strictly shrinks a subset
+        if not queue or n_out >= k:
+            break
+        pub = queue.pop(0)
+        if not pub.size:
             continue
         c, R = supercluster(P[pub], k, const.sc_multiplier)
         in_pub = np.linalg.norm(P[pub] - c, axis=1) <= R
         queue.append(pub[~in_pub])
         pub = pub[in_pub]
-        n_out += 1  # this subset ends as a cluster unless it splits below
-        if not R > 0:
-            continue
         Y = P[pub] - c
-        _, V = top_eigenvectors(Y.T @ Y, rank)
-        Yp = Y @ V
-        r_min = R / math.sqrt(d) if constants == "theory" else R / (8.0 * math.sqrt(d))
-        found = public_split(Yp, t_pub, radius_grid(R, r_min, const.grid_ratio), const)
+        found = None
+        if R > 0:
+            _, V = top_eigenvectors(Y.T @ Y, rank)
+            Yp = Y @ V
+            r_min = R / math.sqrt(d) if constants == "theory" else R / (8.0 * math.sqrt(d))
+            found = public_split(Yp, t_pub, radius_grid(R, r_min, const.grid_ratio), const)
         if found is None:
+            n_out += 1  # this subset ends as a cluster
             continue
-        n_out -= 1
         j, r = found
         in_p = np.linalg.norm(Yp - Yp[j], axis=1) <= 2.0 * r
         queue.extend([pub[in_p], pub[~in_p]])
