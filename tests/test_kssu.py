@@ -13,6 +13,7 @@ generated data; leaf purity (laminar partitions); input handling and the secure 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -571,3 +572,50 @@ def test_pegme_is_reachable_from_the_estimator_and_refuses_unequal_weights() -> 
         PrivateGaussianMixture(2, epsilon=EPS, delta=DELTA, method="pegme", min_weight=0.2,
                                accountant=acct).fit(mix.X)
     assert not acct.ledger
+
+
+# --------------------------------------------------------------------------- stated n vs run
+
+
+def test_a_failures_needed_n_is_the_stated_requirement_with_the_runs_knobs() -> None:
+    """The needed_n a failed run reports is what ``requirements`` states for the same knobs
+    (max_points and n_radii_max move the search floor), and above it the message points to the
+    separation, not to n (one Gaussian asked for two components fails whatever n)."""
+    import privgauss as pg
+    from privgauss.methods import Facts
+
+    X = np.random.default_rng(0).normal(size=(20_000, 2))
+    knobs = {"max_points": 3000, "n_radii_max": 12}
+    acct = Accountant(ApproxDP(EPS, DELTA))
+    with pytest.raises(EstimationFailed) as info:
+        kssu_gmm(X, 2, ApproxDP(EPS, DELTA), accountant=acct, noise=0, **knobs)
+    stated = requirements("kssu", n=20_000, d=2, k=2, epsilon=EPS, delta=DELTA, **knobs)
+    assert info.value.needed_n == math.ceil(stated.n_needed)
+    assert stated.n_needed != requirements("kssu", n=20_000, d=2, k=2, epsilon=EPS,
+                                           delta=DELTA).n_needed  # the knobs matter
+    facts = Facts("mixture", ApproxDP(EPS, DELTA), 20_000, 2, k=2, knobs=knobs)
+    assert pg.methods.requirements("mixture", "kssu", facts).n_needed == stated.n_needed
+    assert stated.ok and "not that well separated" in str(info.value)
+    assert "whole budget" in str(info.value)
+
+
+def test_fits_at_the_stated_n_and_is_refused_below_it() -> None:
+    """At 1.2x the stated n (separation 5, the validated ratio) the estimator's fit succeeds;
+    at 0.8x it is refused before anything is spent (benchmarks/mixture_requirements.py runs the
+    same check on more settings and seeds)."""
+    import privgauss as pg
+
+    need = requirements("kssu", n=10**6, d=2, k=2, epsilon=EPS, delta=DELTA).n_needed
+    for seed in range(2):
+        mix = make_mixture(math.ceil(1.2 * need), 2, 2, separation=5.0, random_state=seed)
+        m = pg.PrivateGaussianMixture(2, method="kssu", epsilon=EPS, delta=DELTA,
+                                      random_state=seed).fit(mix.X)
+        err = mixture_error(m.weights_, m.means_, m.covariances_, mix.weights, mix.means,
+                            mix.covariances)
+        assert err.max_component_tv <= 0.2, err.component_tv
+    shared = Accountant(ApproxDP(10.0, DELTA))
+    mix = make_mixture(math.floor(0.8 * need), 2, 2, separation=5.0, random_state=0)
+    with pytest.raises(InvalidDataError, match=re.escape(f"n >= {need:.3g}")):
+        pg.PrivateGaussianMixture(2, method="kssu", epsilon=EPS, delta=DELTA, random_state=0,
+                                  accountant=shared).fit(mix.X)
+    assert shared.ledger == []

@@ -21,7 +21,12 @@ from privgauss import EstimationFailed, InvalidDataError
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
-from privgauss.mixture.public_light import public_light_gmm, q_priv_counts, q_priv_sensitivity
+from privgauss.mixture.public_light import (
+    public_cluster_count,
+    public_light_gmm,
+    q_priv_counts,
+    q_priv_sensitivity,
+)
 from privgauss.mixture.requirements import public_requirements
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
@@ -63,15 +68,46 @@ def test_every_iteration_is_charged_and_the_ledger_sums_to_the_budget(mix) -> No
     assert not any(s.endswith("/estimate") for s in steps)
 
 
-def test_a_failure_spends_the_whole_budget() -> None:
-    """One Gaussian with k = 3: the clustering cannot find 3 clusters (a DP output)."""
+def test_a_failure_spends_the_whole_budget(mix) -> None:
+    """Public rows from a separated mixture (their public splits exist) but private rows from
+    one Gaussian: Q_Priv rejects the proposals, the clustering ends with fewer than 3 clusters
+    (a DP output), and the whole budget is spent; the message says the step, n and the spend."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((3_000, 10))
+    acct = Accountant(ZCDP(0.2))
+    with pytest.raises(EstimationFailed, match=r"n = 3000.*spent") as exc:
+        public_light_gmm(X, 3, ZCDP(0.2), public_X=mix.X[:60], min_weight=0.2,
+                         accountant=acct, noise=3)
+    assert exc.value.step == "public-light/clustering"
+    assert math.isclose(acct.spent.rho, 0.2, rel_tol=1e-12)
+
+
+def test_public_rows_without_k_clusters_are_refused_before_spending() -> None:
+    """One Gaussian with k = 3 in the public rows: public-light's own public split cannot
+    separate 3 clusters whatever the private rows (it used to spend everything, then fail): it is
+    refused with nothing spent, saying what to do."""
     rng = np.random.default_rng(2)
     X = rng.standard_normal((3_000, 4))
-    acct = Accountant(ZCDP(0.2))
-    with pytest.raises(EstimationFailed):
-        public_light_gmm(X, 3, ZCDP(0.2), public_X=rng.standard_normal((40, 4)),
-                         min_weight=0.2, accountant=acct, noise=3)
-    assert math.isclose(acct.spent.rho, 0.2, rel_tol=1e-12)
+    P = rng.standard_normal((40, 4))
+    assert public_cluster_count(P, 3, 0.2, "practical") < 3
+    shared = Accountant(ZCDP(1.0))
+    with pytest.raises(InvalidDataError, match="nothing was spent.*method='em'"):
+        public_light_gmm(X, 3, ZCDP(0.2), public_X=P, min_weight=0.2,
+                         accountant=Accountant(ZCDP(0.2), parent=shared), noise=3)
+    assert shared.ledger == []
+
+
+def test_the_public_replay_bounds_the_runs_cluster_count() -> None:
+    """k >= d: the private PCA keeps every direction, so the replay's count is the most
+    clusters a run can end with; at a huge budget every Q_Priv confirms and the run ends with
+    exactly the replay's clusters (here all k)."""
+    mix = make_mixture(20_030, 3, 2, separation=8.0, random_state=4)
+    P, X = mix.X[:30], mix.X[30:]
+    assert public_cluster_count(P, 3, 1 / 3, "practical") == 3
+    info: dict = {}
+    public_light_gmm(X, 3, ZCDP(1e4), public_X=P, accountant=Accountant(ZCDP(1e4)), noise=0,
+                     info=info)
+    assert len(info["public_balls"]) == 3
 
 
 @pytest.mark.parametrize(
@@ -95,12 +131,19 @@ def test_bad_public_input_is_refused_before_spending(mix, public, match) -> None
     ],
 )
 def test_adversarial_public_rows_spend_exactly_the_budget(mix, make_public) -> None:
+    """Bad public rows end in one of two ways, never a partial spend: refused before anything
+    is spent (the public replay finds fewer than k clusters), or the whole budget spent."""
     acct = Accountant(ZCDP(0.3))
+    P = make_public(mix.X[:60])
     try:
-        public_light_gmm(mix.X[60:20_060], 3, ZCDP(0.3), public_X=make_public(mix.X[:60]),
+        public_light_gmm(mix.X[60:20_060], 3, ZCDP(0.3), public_X=P,
                          min_weight=0.2, accountant=acct, noise=4)
     except EstimationFailed:
         pass
+    except InvalidDataError:
+        assert public_cluster_count(P, 3, 0.2, "practical") < 3
+        assert acct.ledger == []
+        return
     assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
 
 
@@ -185,3 +228,25 @@ def test_row_moving_between_clusters_passes_an_end_to_end_audit(estimator: str) 
         random_state=0,
     )
     assert result.passed, str(result)
+
+
+def test_the_estimator_refuses_before_spending_and_auto_falls_back() -> None:
+    """Overlapping components (separation 1, far below public-light's validated 6): asked by
+    name, public-light is refused with an empty ledger of the shared accountant, and the
+    message names what to do; ``auto`` (which would pick public-light from n and the public-row
+    count) falls back to another method and fits."""
+    import privgauss as pg
+
+    mix = make_mixture(40_015, 3, 2, separation=1.0, random_state=5)
+    P, X = mix.X[:15], mix.X[15:]  # >= 12 public rows for public-light, < 18 for public-heavy
+    shared = Accountant(ApproxDP(2.0, 1e-6))
+    est = pg.PrivateGaussianMixture(3, method="public-light", epsilon=1.0, delta=1e-6,
+                                    random_state=0, accountant=shared)
+    with pytest.raises(InvalidDataError, match="nothing was spent.*'em'.*'auto'"):
+        est.fit(X, public_X=P)
+    assert shared.ledger == []
+    auto = pg.PrivateGaussianMixture(3, epsilon=1.0, delta=1e-6, random_state=0,
+                                     accountant=shared).fit(X, public_X=P)
+    assert auto.method_ != "public-light"
+    assert "public-light" in auto.method_reason_ and "nothing was spent" in auto.method_reason_
+    assert math.isclose(shared.spent.epsilon, 1.0, rel_tol=1e-6)

@@ -17,8 +17,9 @@ KNOBS = ("terrific_c", "radii", "n_radii_max", "max_points")
 
 def _requirements(facts: Facts) -> Any:
     extra: dict[str, Any] = {"constants": facts.formula or "practical"}
-    if "max_points" in facts.knobs:
-        extra["max_points"] = int(facts.knobs["max_points"])
+    for knob in ("max_points", "n_radii_max"):  # the run's knobs that move its search floor
+        if knob in facts.knobs:
+            extra[knob] = int(facts.knobs[knob])
     return paper_requirements("kssu", facts, **extra)
 
 

@@ -23,6 +23,14 @@ depends on the data):
    L2 sensitivity √2 (the spec's P2 erratum: the paper's single-count accounting is half of it).
 4. ⊥ (no public proposal or Q_Priv rejects) makes the private subset a cluster.
 
+Before anything is spent, :func:`check_public_clusters` replays the public part of these
+iterations on the public rows alone (their own top-k directions in place of the private PCA,
+every Q_Priv confirming, no iteration cap): an upper bound on the clusters a run can end with.
+When even that is below k the fit is refused (:class:`~privgauss.exceptions.InvalidDataError`,
+nothing spent) instead of spending the budget and failing. With k ≥ d the private PCA keeps
+every direction, so the bound is exact about the run's public decisions; with k < d the public
+rows' directions stand in for the private ones.
+
 Estimation (Alg. 7), ``estimator=``:
 
 * ``"joint"`` (default for ``constants="practical"``):
@@ -50,19 +58,21 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import pdist
 
-from ..exceptions import EstimationFailed
+from ..exceptions import EstimationFailed, InvalidDataError
 from ..mechanisms import private_count
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan
 from ..sensitivity import histogram_l2
 from .cluster_estimation import ClusterFrame, estimate_clusters, frame_from_public
-from .private_pca import private_pca
+from .private_pca import private_pca, top_eigenvectors
 from .public_clustering import public_split, radius_grid, split_constants, supercluster
 from .public_heavy import joint_component_rows, pick_estimator, positive_definite, prepare
 from .sample_aggregate import ComponentPrior, estimate_components
 
 __all__ = [
+    "check_public_clusters",
     "light_plan",
+    "public_cluster_count",
     "public_light_gmm",
     "public_light_requirements",
     "q_priv_counts",
@@ -163,6 +173,7 @@ def public_light_gmm(
     X, P, k, w_min, rho = prepare(X, k, budget, public_X, min_weight, beta, accountant,
                                   "public-light")
     n = X.shape[0]
+    check_public_clusters(P, k, w_min, constants)  # before anything is spent
     plan = light_plan(rho, k, clustering_share, JOINT_PCA_SHARE if joint else PCA_SHARE)
     src = as_noise(noise)
     sens = q_priv_sensitivity() if count_sensitivity is None else float(count_sensitivity)
@@ -174,9 +185,12 @@ def public_light_gmm(
         accountant.spend(counts, step="public-light/counts", note="unused: failed")
         accountant.spend(estimation, step="public-light/estimate", note="unused: failed")
         raise EstimationFailed(
-            f"the private hard clustering found {len(clusters)} clusters, not {k}",
+            f"the private hard clustering found {len(clusters)} clusters, not {k}: its noisy "
+            f"counts (Q_Priv) did not confirm enough of the public split proposals on the n = "
+            f"{n} private rows; the whole budget ({accountant.spent_str()}) was spent",
             step="public-light/clustering",
-            needed_n=None,
+            needed_n=math.ceil(max(public_light_requirements(
+                n=n, d=X.shape[1], k=k, rho=rho, min_weight=w_min, beta=beta).values())),
         )
     labels = np.full(n, -1, dtype=np.int64)
     for j, (rows, _, _, _) in enumerate(clusters):
@@ -272,6 +286,62 @@ def _hard_clustering(
         queue.append((pub[in_p], priv[inside]))
         queue.append((pub[~in_p], priv[~inside]))
     return out
+
+
+def public_cluster_count(P: np.ndarray, k: int, w_min: float, constants: str) -> int:
+    """An upper bound (capped at k) on the clusters :func:`_hard_clustering` can end with,
+    replayed on the public rows ``P`` alone: the same queue, superclusters, split target
+    t = m·w_min/2 and radius grid, with the private PCA replaced by the top-min(k, d)
+    eigenvectors of the public rows' second moment about the supercluster centre (the private
+    PCA's statistic, on the public rows), **every** public proposal accepted and no 2k-iteration
+    cap. A function of public data only. Why a bound: a rejected proposal makes its subset one
+    cluster where accepting it gives at least one (both sides of a split hold ≥ t ≥ 2 public
+    rows), and the cap only stops the run early; with k ≥ d both projections keep every
+    direction, so the public decisions are those of the run."""
+    m, d = P.shape
+    const = split_constants(constants)
+    t_pub, rank = m * w_min / 2.0, min(k, d)
+    queue: list[np.ndarray] = [np.arange(m)]
+    n_out = 0
+    for _ in range(4 * m + 4):  # every step makes a cluster or strictly shrinks a subset
+        if not queue or n_out >= k:
+            break
+        pub = queue.pop(0)
+        if not pub.size:
+            continue
+        c, R = supercluster(P[pub], k, const.sc_multiplier)
+        in_pub = np.linalg.norm(P[pub] - c, axis=1) <= R
+        queue.append(pub[~in_pub])
+        pub = pub[in_pub]
+        Y = P[pub] - c
+        found = None
+        if R > 0:
+            _, V = top_eigenvectors(Y.T @ Y, rank)
+            Yp = Y @ V
+            r_min = R / math.sqrt(d) if constants == "theory" else R / (8.0 * math.sqrt(d))
+            found = public_split(Yp, t_pub, radius_grid(R, r_min, const.grid_ratio), const)
+        if found is None:
+            n_out += 1  # this subset ends as a cluster
+            continue
+        j, r = found
+        in_p = np.linalg.norm(Yp - Yp[j], axis=1) <= 2.0 * r
+        queue.extend([pub[in_p], pub[~in_p]])
+    return min(n_out, k)
+
+
+def check_public_clusters(P: np.ndarray, k: int, w_min: float, constants: str) -> None:
+    """Refuse, before anything is spent, public rows on which public-light cannot end with k
+    clusters (:func:`public_cluster_count` < k): InvalidDataError naming what to do. Public
+    data only, so the refusal reveals nothing about the private rows."""
+    found = public_cluster_count(P, k, w_min, constants)
+    if found < k:
+        raise InvalidDataError(
+            f"method='public-light' cannot find n_components = {k} clusters with these public "
+            f"rows: its public split separates them into only {found} (nothing was spent); "
+            "the components may not be separated enough for it (it is validated at separation "
+            "ratio >= 6): use method='em' (no separation needed) or 'auto', or give more public "
+            "rows from the same mixture"
+        )
 
 
 def q_priv_counts(
