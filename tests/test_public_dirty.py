@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import privgauss as pg
-from privgauss.gaussian.public import public_preconditioner, public_verdict
+from privgauss.gaussian.public import public_preconditioner
+from privgauss.gaussian.public_frame import public_verdict
 
 D, N = 6, 12_000
 SCALES = np.linspace(1.0, 3.0, D)

@@ -20,7 +20,7 @@ from ..gaussian.clip_diagnostics import (
     release_clipped_count,
     split_for_count,
 )
-from ..gaussian.public import public_verdict
+from ..gaussian.public_frame import public_verdict
 from ..methods import Facts, GaussianJob, Method
 from ..metrics import gaussian_logpdf
 from ..noise import as_noise

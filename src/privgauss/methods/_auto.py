@@ -54,7 +54,7 @@ def choose_gaussian(methods: Table, facts: Facts) -> tuple[str, str]:
         raise refused[0][1]
     d1 = facts.d + 1
     if facts.public_unusable:  # the public rows were the problem: more of them will not help
-        from ..gaussian.public import untrusted_message
+        from ..gaussian.public_frame import untrusted_message
 
         raise InvalidDataError(untrusted_message(facts.verdict, "auto"))
     if facts.known_mean and not is_pure(facts.budget):

@@ -77,7 +77,7 @@ class Facts:
         The method knobs given (``method_params``).
     verdict : PublicVerdict, optional
         Whether the public rows can precondition an unknown covariance
-        (:func:`privgauss.gaussian.public.public_verdict`, a function of the public rows only;
+        (:func:`privgauss.gaussian.public_frame.public_verdict`, a function of the public rows only;
         None: not judged, e.g. for a known covariance).
     """
 

@@ -34,7 +34,7 @@ def _auto(facts: Facts) -> str | None:
 def _check(facts: Facts) -> None:
     d, m = facts.d, facts.m
     if facts.public_unusable:  # judged from the public rows alone, before spending
-        from ..gaussian.public import untrusted_message
+        from ..gaussian.public_frame import untrusted_message
 
         raise InvalidDataError(untrusted_message(facts.verdict))
     if facts.known_mean:
