@@ -606,7 +606,7 @@ def test_fits_at_the_stated_n_and_is_refused_below_it() -> None:
     import privgauss as pg
 
     need = requirements("kssu", n=10**6, d=2, k=2, epsilon=EPS, delta=DELTA).n_needed
-    for seed in range(2):
+    for seed in range(1):  # one seed here (about 4 s a fit); the benchmark runs 6-10
         mix = make_mixture(math.ceil(1.2 * need), 2, 2, separation=5.0, random_state=seed)
         m = pg.PrivateGaussianMixture(2, method="kssu", epsilon=EPS, delta=DELTA,
                                       random_state=seed).fit(mix.X)
