@@ -321,16 +321,17 @@ def test_plan_pays_for_every_start_and_the_run_selection():
 
 
 def _synthetic(n: int, seed: int) -> np.ndarray:
-    """benchmarks/private_em.py's synthetic set: k = 3, d = 10, weights .2/.3/.5, means 2
-    apart (fixed parameters; ``seed`` draws the rows)."""
-    prm = np.random.default_rng(123)
-    d, k = 10, 3
-    A = prm.normal(size=(k, d, d)) * 0.2 + np.eye(d)
-    means = np.zeros((k, d))
-    means[1, 0] = means[2, 1] = 2.0
-    rng = np.random.default_rng(seed)
-    lab = rng.choice(k, size=n, p=[0.2, 0.3, 0.5])
-    return means[lab] + np.einsum("nij,nj->ni", A[lab], rng.normal(size=(n, d)))
+    """benchmarks/private_em.py's synthetic set (k = 3, d = 10, weights .2/.3/.5, means 2
+    apart), from the benchmark itself so that the two cannot drift apart."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        from private_em import synthetic
+    finally:
+        sys.path.pop(0)
+    return synthetic(n, seed)
 
 
 def test_synthetic_benchmark_set_recovers_at_epsilon_one():
