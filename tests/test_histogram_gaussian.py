@@ -8,6 +8,7 @@ noise) and by an empirical audit of the localisation step that also flags a brok
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -231,10 +232,13 @@ _AUDIT_EPS, _AUDIT_DELTA = 1.0, 1e-4
 _AUDIT_RUNS = 2_000
 
 
-def _localisation_release(data: np.ndarray, rng: np.random.Generator) -> float:
-    """Localisation of 1-D data at (1.0, 1e-4) in total; the statistic is whether any released
-    scale or location bin lies far out (where only the moved record can be)."""
-    s_b, l_b = ApproxDP(0.5, 0.5e-4), ApproxDP(0.5, 0.5e-4)
+def _localisation_release(data: np.ndarray, rng: np.random.Generator,
+                          s_b: Any = None, l_b: Any = None) -> float:
+    """Localisation of 1-D data (default: per-axis Laplace histograms at (1.0, 1e-4) in total);
+    the statistic is whether any released scale or location bin lies far out (where only the
+    moved record can be)."""
+    s_b = ApproxDP(0.5, 0.5e-4) if s_b is None else s_b
+    l_b = ApproxDP(0.5, 0.5e-4) if l_b is None else l_b
     acct = Accountant(ApproxDP(_AUDIT_EPS, _AUDIT_DELTA))
     try:
         loc = localise(data, s_b, l_b, accountant=acct, noise=rng)
@@ -343,15 +347,7 @@ _J_AUDIT_RUNS = 400
 def _joint_localisation_release(data: np.ndarray, rng: np.random.Generator) -> float:
     """As _localisation_release, with the practical route's joint Gaussian histograms."""
     budget = JointBudget(_J_RHO, _J_DELTA_H / 2)
-    acct = Accountant(ApproxDP(_AUDIT_EPS, _AUDIT_DELTA))
-    try:
-        loc = localise(data, budget, budget, accountant=acct, noise=rng)
-    except EstimationFailed:
-        return -1.0
-    far_scale = any(k >= 10 for h in loc.scale_histograms for k in h)
-    w = 2 * loc.scale_hi[0]
-    far_loc = any(abs(k * w) > 500 for h in loc.location_histograms for k in h)
-    return float(far_scale) + 2.0 * float(far_loc)
+    return _localisation_release(data, rng, budget, budget)
 
 
 def test_audit_joint_localisation(audit_pair: tuple[np.ndarray, np.ndarray]) -> None:
