@@ -305,13 +305,6 @@ def localisation_within_cap(n: int, d: int, epsilon: float, delta: float,
     return rho < _RHO_CAP * rho_all * (1.0 - 1e-9)
 
 
-# Refinement's predicted relative covariance error (coinpress planner, fitted scale bracket)
-# past which a fit is refused before spending (requirement). Measured at d = 10, ε = 1,
-# covariances A·Aᵀ + 0.5·I: n = 2,592 (predicted 14) failed after spending in 4 of 6 draws, and
-# the fits that passed were 40-290× np.cov's error; n = 3,300 (predicted 3.6) fitted 8 of 8 at
-# 4.6-16×. The planner is pessimistic there (n = 3,000: predicted 7.7, measured ~0.6).
-REFINEMENT_MAX_ERROR = 10.0
-
 
 def refinement_error(n: int, d: int, epsilon: float, delta: float,
                      corr_condition: float = 100.0) -> float:

@@ -16,9 +16,6 @@ from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []
 
-# Largest planned relative covariance error (prior's worst case) a fit may start with; the
-# same limit as the bound-free refinement's (privgauss.gaussian.histogram.REFINEMENT_MAX_ERROR).
-_MAX_ERROR = 10.0
 
 
 def _auto(facts: Facts) -> str | None:
@@ -42,8 +39,10 @@ def _check(facts: Facts) -> None:
         raise InvalidDataError(
             "method='coinpress' with an unknown covariance needs cov_bounds=(lo, hi)"
         )
+    from ..gaussian.coinpress import PLAN_MAX_ERROR
+
     error = _planned_error(facts)
-    if error is not None and facts.cov_bounds and not error(facts.n) <= _MAX_ERROR:
+    if error is not None and facts.cov_bounds and not error(facts.n) <= PLAN_MAX_ERROR:
         req = _requirements(facts)
         lo, hi = facts.cov_bounds
         raise InvalidDataError(
@@ -52,7 +51,7 @@ def _check(facts: Facts) -> None:
             f"and cov_bounds = ({lo:g}, {hi:g}) (a condition number of {hi / lo:.3g}), its plan "
             f"predicts a relative covariance error of {error(facts.n):.3g} when "
             "the truth is the prior's worst case (more than "
-            f"{_MAX_ERROR:g}× the covariance itself). Nothing was spent. Tighten cov_bounds "
+            f"{PLAN_MAX_ERROR:g}× the covariance itself). Nothing was spent. Tighten cov_bounds "
             "and mean_bound to what you know, give about n >= "
             f"{req.n_needed:.0f} rows or a larger budget; or, with an (epsilon, delta) budget, "
             "drop the bounds (the bound-free method='histogram')"
@@ -76,15 +75,17 @@ def _planned_error(facts: Facts) -> Callable[[int], float] | None:
 
 
 def _requirements(facts: Facts) -> Any:
-    """The smallest n at which :func:`_planned_error` is at most _MAX_ERROR. With a loose
+    """The smallest n at which :func:`_planned_error` is at most
+    :data:`~privgauss.gaussian.coinpress.PLAN_MAX_ERROR`. With a loose
     prior on a small table the fit would otherwise return noise silently (breast cancer,
     n = 455, d = 30, ρ = 0.5, cov_bounds (1e-6, 1e10): predicted 8e7)."""
     error = _planned_error(facts)
     if error is None:
         return None
+    from ..gaussian.coinpress import PLAN_MAX_ERROR
     from ..mixture.sample_size import report
 
-    need = smallest_n(lambda n: error(n) <= _MAX_ERROR, start=facts.d + 2)
+    need = smallest_n(lambda n: error(n) <= PLAN_MAX_ERROR, start=facts.d + 2)
     return report("coinpress", facts.n, {"covariance plan": need}, "practical", {},
                   "its own plan at the prior's worst case")
 

@@ -59,11 +59,8 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
 
 def _tests(facts: Facts) -> dict[str, Callable[[int], bool]]:
     """The requirement's terms, each a public test of n (see :func:`_requirements`)."""
-    from ..gaussian.histogram import (
-        REFINEMENT_MAX_ERROR,
-        localisation_within_cap,
-        refinement_error,
-    )
+    from ..gaussian.coinpress import PLAN_MAX_ERROR
+    from ..gaussian.histogram import localisation_within_cap, refinement_error
 
     assert isinstance(facts.budget, ApproxDP)
     eps, delta, d = facts.budget.epsilon, facts.budget.delta, facts.d
@@ -73,7 +70,7 @@ def _tests(facts: Facts) -> dict[str, Callable[[int], bool]]:
                                        facts.constants)
 
     def refines(n: int) -> bool:
-        return refinement_error(n, d, eps, delta, facts.corr_condition) <= REFINEMENT_MAX_ERROR
+        return refinement_error(n, d, eps, delta, facts.corr_condition) <= PLAN_MAX_ERROR
 
     tests: dict[str, Callable[[int], bool]] = {"localisation histograms": localises}
     if facts.constants == "practical" and not facts.known_covariance:
@@ -95,17 +92,19 @@ def _requirements(facts: Facts) -> Any:
     :func:`~privgauss.gaussian.histogram.localisation_budget`, under ε/2) and, practical, the
     refinement's planned covariance error
     (:func:`~privgauss.gaussian.histogram.refinement_error`) is at most
-    ``REFINEMENT_MAX_ERROR``. Below it the capped thresholds exceed half the expected count
+    ``PLAN_MAX_ERROR``. Below it the capped thresholds exceed half the expected count
     of the bins the fit needs, or the refinement returns noise: a failure is likely, after
     spending."""
     if not isinstance(facts.budget, ApproxDP) or facts.budget.delta <= 0:
         return None
+    from ..gaussian.coinpress import PLAN_MAX_ERROR
     from ..mixture.sample_size import report
 
     terms = {name: smallest_n(test, start=4) for name, test in _tests(facts).items()}
     return report("histogram", facts.n, terms, facts.constants, {},
                   "its own budget plan: the localisation below its budget cap, and the "
-                  "refinement's planned covariance error at most 10× the covariance")
+                  f"refinement's planned covariance error at most {PLAN_MAX_ERROR:g}× the "
+                  "covariance")
 
 
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
