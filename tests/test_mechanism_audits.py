@@ -9,6 +9,7 @@ seeds 0-9 their bounds were 1.73-1.84 against ε = 1 and 3.15-3.86 against ε = 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -92,11 +93,17 @@ def test_laplace_passes() -> None:
     assert res.epsilon_lower_bound > 0.5
 
 
-def test_symmetric_matrix_passes() -> None:
-    # a diagonal change: Frobenius norm SENS, and all of it lands on one noised entry
+@pytest.mark.parametrize("where", ["diagonal", "off-diagonal"])
+def test_symmetric_matrix_passes(where: str) -> None:
+    # a change of Frobenius norm SENS on one diagonal entry, or on one off-diagonal pair (each
+    # entry SENS/√2, its noise σ/√2): both are the worst case, so noise any smaller on either
+    # kind of entry would fail here
     a = np.zeros((3, 3))
     b = a.copy()
-    b[0, 0] = SENS
+    if where == "diagonal":
+        b[0, 0] = SENS
+    else:
+        b[0, 1] = b[1, 0] = SENS / math.sqrt(2.0)
 
     def mech(m: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         acct = Accountant(ZCDP(RHO))

@@ -262,7 +262,12 @@ def test_laplace_and_symmetric_noise_std() -> None:
     base = np.eye(d)
     out = symmetric_matrix_mechanism(base, 0.3, ZCDP(0.045), accountant=_acct(), noise=3)
     np.testing.assert_array_equal(out, out.T)
-    _assert_std((out - base)[np.triu_indices(d)], 0.3 / math.sqrt(0.09))
+    sigma = 0.3 / math.sqrt(0.09)  # Frobenius sensitivity: σ on the diagonal, σ/√2 off it
+    stack = np.zeros((5000, 10, 10))  # 50,000 diagonal entries, released jointly
+    noisy = symmetric_matrix_mechanism(stack, 0.3, ZCDP(0.045), accountant=_acct(), noise=4)
+    np.testing.assert_array_equal(noisy, np.swapaxes(noisy, 1, 2))
+    _assert_std(np.diagonal(noisy, axis1=1, axis2=2).ravel(), sigma)
+    _assert_std((out - base)[np.triu_indices(d, 1)], sigma / math.sqrt(2))
     out = symmetric_matrix_mechanism(base, 0.3, PureDP(0.6), accountant=_acct(), noise=3)
     _assert_std((out - base)[np.triu_indices(d)], math.sqrt(2) * 0.5)
 

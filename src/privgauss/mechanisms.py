@@ -206,6 +206,32 @@ def laplace_mechanism(
     return as_noise(noise).laplace(value, scale)
 
 
+def frobenius_coordinates(matrix: np.ndarray) -> np.ndarray:
+    """The upper triangles (diagonal included) of symmetric matrices ``matrix`` (shape
+    (..., d, d)) with their off-diagonal entries multiplied by √2: an isometry from the
+    symmetric matrices with the Frobenius norm onto R^{d(d+1)/2} with the L2 norm, so a
+    Frobenius sensitivity is the L2 sensitivity of these coordinates."""
+    d = matrix.shape[-1]
+    iu = np.triu_indices(d)
+    return matrix[..., iu[0], iu[1]] * _off_diagonal_weights(d)
+
+
+def from_frobenius_coordinates(values: np.ndarray, d: int) -> np.ndarray:
+    """The symmetric matrices (shape (..., d, d)) whose :func:`frobenius_coordinates` are
+    ``values``."""
+    iu = np.triu_indices(d)
+    upper = np.asarray(values, dtype=np.float64) / _off_diagonal_weights(d)
+    out = np.empty((*upper.shape[:-1], d, d))
+    out[..., iu[0], iu[1]] = upper
+    out[..., iu[1], iu[0]] = upper
+    return out
+
+
+def _off_diagonal_weights(d: int) -> np.ndarray:
+    iu = np.triu_indices(d)
+    return np.where(iu[0] == iu[1], 1.0, math.sqrt(2.0))
+
+
 def symmetric_matrix_mechanism(
     matrix: Any,
     sensitivity: float,
@@ -215,24 +241,37 @@ def symmetric_matrix_mechanism(
     noise: RandomState = None,
     step: str = "",
 ) -> np.ndarray:
-    """Release a symmetric matrix with symmetric noise on its upper triangle (diagonal included).
+    """Release a symmetric matrix (or a stack of them, shape (k, d, d), released jointly).
 
-    zCDP / (ε, δ): Gaussian noise, ``sensitivity`` bounds the Frobenius norm of the change.
-    Pure ε: Laplace noise, ``sensitivity`` bounds the L1 norm of the change of the upper triangle.
+    zCDP / (ε, δ): ``sensitivity`` bounds the Frobenius norm of the change (of the whole
+    stack). The Gaussian mechanism runs on the :func:`frobenius_coordinates`, whose L2
+    sensitivity that is: each diagonal entry gets noise of standard deviation σ (the ledger's
+    ``noise_scale``), each off-diagonal entry σ/√2 (it appears twice in the Frobenius norm).
+    The noise's Frobenius norm is then σ²·d(d+1)/2 in expectation, where noise of σ on every
+    upper-triangle entry (as private, and the usual choice) costs σ²·d². Tight: a change
+    r²(e₁e₂ᵀ + e₂e₁ᵀ) and a change r²(e₁e₁ᵀ − e₂e₂ᵀ), both of Frobenius norm √2·r², move the
+    coordinates by the whole sensitivity.
+    Pure ε: Laplace noise, ``sensitivity`` bounds the L1 norm of the change of the upper
+    triangle(s).
     The output is symmetric but not necessarily PSD (project with :func:`linalg.project_psd`).
     """
     m = _values(matrix, "matrix")
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ValueError("symmetric_matrix_mechanism needs a square matrix")
+    if m.ndim not in (2, 3) or m.shape[-1] != m.shape[-2]:
+        raise ValueError("symmetric_matrix_mechanism needs a square matrix or a stack of them")
+    m = (m + np.swapaxes(m, -1, -2)) / 2
+    src = as_noise(noise)
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
         eps = _pure_epsilon(budget, "symmetric Laplace mechanism")
         scale = _check_sensitivity(sensitivity) / eps
-        kind = "laplace"
-    else:
-        scale = gaussian_sigma(sensitivity, budget)
-        kind = "gaussian"
-    _charge(accountant, budget, step, f"symmetric-{kind}", float(sensitivity), scale)
-    return as_noise(noise).symmetric((m + m.T) / 2, scale, kind)
+        _charge(accountant, budget, step, "symmetric-laplace", float(sensitivity), scale)
+        if m.ndim == 2:
+            return src.symmetric(m, scale, "laplace")
+        return np.stack([src.symmetric(mj, scale, "laplace") for mj in m])
+    scale = gaussian_sigma(sensitivity, budget)
+    _charge(accountant, budget, step, "symmetric-gaussian", float(sensitivity), scale)
+    d = m.shape[-1]
+    noisy = src.gaussian(frobenius_coordinates(m).ravel(), scale)
+    return from_frobenius_coordinates(np.reshape(noisy, (*m.shape[:-2], -1)), d)
 
 
 def truncated_laplace_mechanism(

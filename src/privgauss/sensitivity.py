@@ -36,9 +36,9 @@ def clipped_mean_l1(radius: float, n: int, d: int) -> float:
 def clipped_second_moment_frobenius(radius: float, n: int) -> float:
     """Frobenius sensitivity of (1/n) Σ xxᵀ over rows clipped to norm ``radius``: √2 r²/n.
 
-    ‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ − 2(xᵀy)² ≤ 2r⁴. Adding i.i.d. noise to the upper triangle
-    (diagonal included) of a symmetric matrix is at least as private as this sensitivity says,
-    because the upper triangle of a symmetric Δ has L2 norm at most ‖Δ‖_F.
+    ‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ − 2(xᵀy)² ≤ 2r⁴. It is the L2 sensitivity of the upper
+    triangle with off-diagonal entries scaled by √2 (an isometry), which
+    :func:`~privgauss.mechanisms.symmetric_matrix_mechanism` noises.
     """
     _check(radius, n)
     return math.sqrt(2.0) * radius**2 / n
@@ -234,8 +234,9 @@ def soft_outer_sums_frobenius(radius: float) -> float:
     replace-one: √2·r². With P = y_j y_jᵀ and P' = y'_j y'_jᵀ PSD of Frobenius norm ≤ r² and
     ⟨P, P'⟩ ≥ 0: ‖r_j P − r'_j P'‖_F² ≤ r_j²‖P‖² + r'_j²‖P'‖² ≤ (r_j² + r'_j²) r⁴, and
     Σ_j (r_j² + r'_j²) ≤ ‖r‖₁² + ‖r'‖₁² = 2. Equality: r = r' a vertex, y'_j ⟂ y_j, both of
-    norm r. Noise on the upper triangles is at least as private (their L2 change is ≤ the
-    Frobenius one). (privgauss.mixture.private_em)"""
+    norm r. It is the L2 sensitivity of the stacked upper triangles with off-diagonal entries
+    scaled by √2 (:func:`~privgauss.mechanisms.frobenius_coordinates`).
+    (privgauss.mixture.private_em)"""
     _check(radius, 1)
     return math.sqrt(2.0) * float(radius) ** 2
 

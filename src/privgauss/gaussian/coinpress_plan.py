@@ -339,7 +339,8 @@ def mean_schedule(
 @dataclass(frozen=True)
 class CovStep:
     """One covariance step, all public: zCDP cost, row clip radius (in the current whitened
-    coordinates, where the second moment M ⪯ I), noise std of each upper-triangle entry, the
+    coordinates, where the second moment M ⪯ I), noise std of each diagonal entry (σ/√2 off
+    the diagonal: :func:`~privgauss.mechanisms.symmetric_matrix_mechanism`), the
     ridge η added before the next whitening (0 for the last step), and the public lower
     bound on λ_min(M) entering the step."""
 
@@ -377,7 +378,10 @@ _COV_DEBIAS_MIN_GAIN = 0.1  # ... and when its predicted squared error is this m
 def _final_cov_error(n: int, d: int, step: CovStep) -> float:
     """The planner's predicted squared error of the last step, (d² + d)(v/n + σ²/(ℓk²)): the
     sampling variance v and the slope k of an undone clip at τ are those of an off-diagonal
-    entry at M = I (1 and 1 when no row is meant to be clipped)."""
+    entry at M = I (1 and 1 when no row is meant to be clipped). The noise term counts σ² on
+    every entry, where the symmetric mechanism puts σ²/2 off the diagonal: pessimistic by up to
+    2× in the noise, kept because the exact term chose worse plans (bound-free, d = 10, ε = 1,
+    n = 2e4, 20 draws: covariance 1.46× non-private against 1.42×)."""
     v, k = 1.0, 1.0
     if step.debias:
         k = _cov_clip_slope(d, step.clip_radius)

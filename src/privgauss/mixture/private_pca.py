@@ -155,9 +155,10 @@ def private_pca(
 
 def noise_spectral_norm_bound(noise_scale: float, d: int, beta: float = 0.05) -> float:
     """High-probability bound s·(2√d + 1 + 2√ln(1/β)) on ‖E‖₂ for a d × d symmetric matrix whose
-    upper triangle (diagonal included) is i.i.d. N(0, s²): E‖E‖₂ ≲ (2√d + 1)s and ‖E‖₂ is a
-    √2·s-Lipschitz function of the standardised entries (Gaussian concentration). Spec §3.7 [X];
-    checked empirically in the tests. For Gaussian noise only."""
+    upper triangle (diagonal included) is independent N(0, s²): E‖E‖₂ ≲ (2√d + 1)s and ‖E‖₂ is
+    a √2·s-Lipschitz function of the standardised entries (Gaussian concentration). Spec §3.7
+    [X]; checked empirically in the tests. For Gaussian noise only. The symmetric matrix
+    mechanism's off-diagonal noise is s/√2, so the bound holds with room to spare."""
     d = check_positive_int(d, "d", minimum=1)
     beta = check_probability(beta, "beta")
     s = float(noise_scale)
