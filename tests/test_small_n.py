@@ -146,8 +146,8 @@ def _rho05_fit(seed: int, **kw: object) -> tuple[float, Accountant]:
 
 def test_rho05_unknown_mean_takes_the_mean_first_route(monkeypatch: pytest.MonkeyPatch) -> None:
     # issue 17's goal: unknown-mean covariance ≤ 1.2x non-private at ρ = 0.5, n = 3000 (20
-    # draws of benchmarks/small_n.py: 1.16, against 1.21 for the sequential plan). The planner
-    # predicts 0.065 for the mean-first variant against 0.072, so it takes it: no coarse
+    # draws of benchmarks/small_n.py: 1.16, against 1.24 for the sequential plan). The planner
+    # predicts 0.065 for the mean-first variant against 0.079, so it takes it: no coarse
     # whitening of pairwise differences in the ledger, and all of ρ spent.
     ratios = []
     for seed in range(4):
@@ -158,28 +158,6 @@ def test_rho05_unknown_mean_takes_the_mean_first_route(monkeypatch: pytest.Monke
         ratios.append(r)
     monkeypatch.setattr(mf, "_MIN_GAIN", 1.0)  # the sequential plan on the same draws
     seq = [_rho05_fit(seed)[0] for seed in range(4)]
-    # measured (seeds 0-3): mean-first 1.12, 1.18, 1.18, 1.14; sequential 1.18, 1.15, 1.34, 1.22
+    # measured (seeds 0-3): mean-first 1.12, 1.18, 1.18, 1.14; sequential 1.21, 1.17, 1.39, 1.25
     assert float(np.median(ratios)) < 1.2, ratios
     assert float(np.mean(ratios)) < float(np.mean(seq)), (ratios, seq)
-
-
-def test_final_mean_share_follows_the_plan() -> None:
-    # the final mean's share of ρ balances its predicted excess against the covariance's: at
-    # ρ = 0.5, n = 3000, d = 10 the mean needs less than the fixed 20 % it used to get, and the
-    # chosen plan's worse excess is no larger than the fixed share's
-    d, u, rho, n = 10, 10 * math.sqrt(10), 0.49, 3000
-    args = (n, d, rho, u, 1.0, u, u, 0.1, 0.0)
-    plan = cpp._practical_plan(*args)
-    share = sum(s.rho for s in plan.mean) / rho
-    assert any(math.isclose(share, c) for c in cpp._FINAL_MEAN_SHARES)
-    assert share < cpp._FINAL_MEAN_SHARE
-
-    def excess(p: cpp._Plan) -> float:
-        last = p.cov[-1]
-        return max(n * p.mean[-1].sigma ** 2, n * last.sigma**2 / (2.0 * last.lower))
-
-    fixed = cpp._plan_with_share(*args, cpp._FINAL_MEAN_SHARE)
-    assert excess(plan) < excess(fixed)
-    # the whole ρ is planned: rough mean, covariance stages and final mean
-    spent = sum(s.rho for s in (*plan.coarse, *plan.rough, *plan.cov, *plan.mean))
-    assert spent == pytest.approx(rho, rel=1e-12)

@@ -321,7 +321,7 @@ def _gaussian(
     from . import coinpress_meanfirst as mf  # it calls this module's estimators
 
     # small n·ρ: the sequential chain eats ρ
-    if mf.use_mean_first(n, d, plan.cov_err, rho, R, (lo, hi)):
+    if mf.use_mean_first(n, d, plan.cov_err, rho, R, (lo, hi), trusted_prior=prior_floor):
         return mf.mean_first_gaussian(rows, rho, center=c, radius=R, cov_bounds=(lo, hi),
                                       accountant=accountant, noise=src, beta=beta, step=step)
 
@@ -342,10 +342,12 @@ PLAN_MAX_ERROR = 10.0
 
 
 def planned_covariance_error(n: int, d: int, rho: float, radius: float,
-                             cov_bounds: tuple[float, float], beta: float = 0.05) -> float:
+                             cov_bounds: tuple[float, float], beta: float = 0.05,
+                             trusted_prior: bool = True) -> float:
     """The planner's predicted relative covariance error ‖Σ̂ − Σ‖_F/‖Σ‖_F of the practical
     :func:`coinpress_gaussian` (unknown mean) when the truth is the prior's worst case, for
-    the route it would take (sequential or mean-first); inf when no plan exists. Public
+    the route it would take (sequential or mean-first; ``trusted_prior``: the user's prior, as
+    :func:`coinpress_gaussian` with ``prior_floor``); inf when no plan exists. Public
     quantities only: a check may refuse on it before anything is spent. The model is
     pessimistic when the truth sits well inside the prior (d = 10, n = 2,000, a prior of
     condition 1e16: predicted 1.6e4, measured 0.25), and close when the prior is tight or n
@@ -358,7 +360,7 @@ def planned_covariance_error(n: int, d: int, rho: float, radius: float,
     from . import coinpress_meanfirst as mf
 
     err = plan.cov_err
-    if mf.use_mean_first(n, d, err, rho, radius, (lo, hi)):
+    if mf.use_mean_first(n, d, err, rho, radius, (lo, hi), trusted_prior=trusted_prior):
         err = mf.planned_error(n, d, rho, radius, (lo, hi), beta)
     return math.sqrt(err / d)
 

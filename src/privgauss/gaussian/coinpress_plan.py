@@ -45,8 +45,6 @@ _COV_CLIP_TAIL = 0.01
 # (the covariance steps).
 _ROUGH_MEAN_SHARE = 0.05
 _FINAL_MEAN_SHARE = 0.20
-# the final mean shares the practical planner chooses from (_practical_plan)
-_FINAL_MEAN_SHARES = (0.05, 0.1, 0.2)
 # Above this ω² (public Mahalanobis bound on the prior centre's offset) the coarse covariance
 # steps use pairwise differences instead of rows centred at the prior centre.
 _PAIRS_OMEGA2 = 4.0
@@ -611,17 +609,16 @@ class _Plan:
     cov_err: float
 
 
-def _cov_share(mean_share: float) -> float:
+def _cov_share(final_mean: bool) -> float:
     """Share of ρ for the covariance stages (1 and 3): all but the mean stages'."""
-    return 1.0 - _ROUGH_MEAN_SHARE - mean_share
+    return 1.0 - _ROUGH_MEAN_SHARE - (_FINAL_MEAN_SHARE if final_mean else 0.0)
 
 
 def _cov_plans(n: int, d: int, rho: float, R: float, lo: float, hi: float, omega: float,
-               beta: float, prefer_fewer: float, mean_share: float = _FINAL_MEAN_SHARE
+               beta: float, prefer_fewer: float, final_mean: bool = True
                ) -> tuple[bool, float, tuple[CovStep, ...], tuple[CovStep, ...], float]:
-    """(pairs, s_hi, coarse steps, stage-3 plan, cond3) of the practical estimator whose final
-    mean gets ``mean_share`` of ρ."""
-    rho_cov = rho * _cov_share(mean_share)
+    """(pairs, s_hi, coarse steps, stage-3 plan, cond3) of the practical estimator."""
+    rho_cov = rho * _cov_share(final_mean)
     pairs = omega * omega > _PAIRS_OMEGA2
     if pairs:  # far prior: stage 1 whitens Σ itself from pairwise differences
         s_hi, offset2, n1 = hi, 1.0, n // 2
@@ -642,37 +639,11 @@ def _practical_plan(n: int, d: int, rho: float, R: float, lo: float, hi: float, 
                     beta: float, prefer_fewer: float, final_mean: bool = True) -> _Plan:
     """Stages 1–4 of the practical estimator; without ``final_mean`` (a *frame* plan, used by
     the split mode) stage 4 is left out and its budget goes to the covariance stages: the
-    output is the rough mean and the second moment about it.
-
-    The final mean's share of ρ is one of ``_FINAL_MEAN_SHARES``: the one whose plan has the
-    smaller worse predicted excess, max(1 + nσ_m², 1 + nσ_c²/(2ℓ)) — the final mean's and the
-    last covariance step's squared errors over the sampling ones (σ_c²/2: the mechanism's
-    average noise per entry). At ρ = 0.5, n = 3,000, d = 10 the mean needs far less than the
-    covariance; at small budgets the two are closer. Public quantities only."""
-    if not final_mean:
-        return _plan_with_share(n, d, rho, R, lo, hi, omega, beta, prefer_fewer, 0.0)
-    best: tuple[float, _Plan] | None = None
-    for share in _FINAL_MEAN_SHARES:
-        try:
-            plan = _plan_with_share(n, d, rho, R, lo, hi, omega, beta, prefer_fewer, share)
-        except ValueError:
-            continue
-        last = plan.cov[-1]
-        excess = max(n * plan.mean[-1].sigma ** 2, n * last.sigma**2 / (2.0 * last.lower))
-        if best is None or excess < best[0]:
-            best = (excess, plan)
-    if best is None:  # no share has a plan: the default's error
-        return _plan_with_share(n, d, rho, R, lo, hi, omega, beta, prefer_fewer,
-                                _FINAL_MEAN_SHARE)
-    return best[1]
-
-
-def _plan_with_share(n: int, d: int, rho: float, R: float, lo: float, hi: float, omega: float,
-                     beta: float, prefer_fewer: float, mean_share: float) -> _Plan:
+    output is the rough mean and the second moment about it."""
     pairs, s_hi, coarse, plan3, cond3 = _cov_plans(n, d, rho, R, lo, hi, omega, beta,
-                                                   prefer_fewer, mean_share)
+                                                   prefer_fewer, final_mean)
     rho_rough = rho * _ROUGH_MEAN_SHARE
-    rho_cov = rho * _cov_share(mean_share)
+    rho_cov = rho * _cov_share(final_mean)
     rho_mean = rho - rho_cov - rho_rough if math.isfinite(rho) else math.inf
     beta_m = min(beta, 0.01)
     # stage 2 prior: ‖T(μ − c)‖ ≤ 1 (near: T S Tᵀ ⪯ I) or ≤ ‖T‖R ≤ R/√lo = ω (far: T Σ Tᵀ ⪯ I)
@@ -681,7 +652,7 @@ def _plan_with_share(n: int, d: int, rho: float, R: float, lo: float, hi: float,
     r_t = _mean_error_bound(n, d, rough[-1], beta_m)
     # stage 4 prior: ‖B(μ_rough − μ)‖ ≤ r_t ‖B A⁻¹‖ with ‖B A⁻¹‖² ≲ cond3 when the plan holds
     plan4 = (mean_schedule(n, d, _finite(r_t * math.sqrt(cond3)), rho_mean, beta=beta_m)
-             if mean_share > 0 else ())
+             if final_mean else ())
     _check_radii(rough, plan4)
     err = _final_cov_error(n, d, plan3[-1])
     return _Plan(pairs, s_hi, coarse, rough, plan3, plan4, err)

@@ -102,7 +102,7 @@ def _split_plan(n: int, args: _PlanArgs, seq: _Plan) -> _Split | None:
             rho2 = rho if parallel else rho - rho1
             coarse_args = (m, d, rho1, *args[2:-1], max(args[-1], _COARSE_PREFER_FEWER))
             try:
-                last = _cov_plans(*coarse_args, 0.0)[3][-1]
+                last = _cov_plans(*coarse_args, False)[3][-1]
             except ValueError:
                 continue
             e = 2.0 * math.sqrt(d / m) + 2.0 * math.sqrt(d) * last.sigma / last.lower
