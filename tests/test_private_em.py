@@ -301,7 +301,7 @@ def test_start_and_selection_kernels_stay_within_their_sensitivities():
         _, Linv, log_norm = pe._model_terms(w, covs)
         models.append((centres * (1 + c), Linv, log_norm))
     b = 4.0
-    score = _kernel_worst(lambda B: pe._score_kernel(B, tuple(models), b), Z, 3)
+    score = _kernel_worst(lambda B: pe._em_kernel(B, tuple(models), R, bound=b)[3:], Z, 3)
     s_stated = sensitivity.score_sums_l2(b, 2)
     assert score[0] <= s_stated * (1 + 1e-9) and score[0] > s_stated / 2, (score, s_stated)
 

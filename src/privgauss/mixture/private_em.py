@@ -96,7 +96,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..backends import as_rows, public_rows, reduce_rows
 from ..clipped_stats import transform_rows
@@ -136,6 +135,9 @@ STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × 
 PUBLIC_WEIGHT = 0.1  # total weight of the public rows in the start, as a fraction of n
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
+
+Run = tuple[np.ndarray, np.ndarray, np.ndarray]  # an EM run: (weights, means, covariances)
+Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
 
 @dataclass(frozen=True)
@@ -415,25 +417,6 @@ def _cell_kernel(B: np.ndarray, V: np.ndarray, width: float, m: int) -> tuple[np
     return (np.bincount(flat, minlength=m ** V.shape[1]).astype(np.float64),)
 
 
-def _responsibilities(B: np.ndarray, means: np.ndarray, chol_inv: np.ndarray,
-                      log_norm: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    k = means.shape[0]
-    logp = np.empty((B.shape[0], k))
-    Ys = []
-    with np.errstate(all="ignore"):
-        for j in range(k):
-            Y = (B - means[j]) @ chol_inv[j].T
-            bad = ~np.isfinite(Y).all(axis=1)
-            Y[bad] = 0.0
-            logp[:, j] = log_norm[j] - 0.5 * np.einsum("ij,ij->i", Y, Y)
-            logp[bad, j] = -np.inf
-            Ys.append(Y)
-        R = np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
-    bad = ~np.isfinite(R).all(axis=1)
-    R[bad] = 1.0 / k  # a row no component can score: spread evenly (a per-record map)
-    return R, Ys
-
-
 def _lloyd_kernel(B: np.ndarray, centres: np.ndarray, G: np.ndarray, radius: float
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(counts, Σ y, Σ y yᵀ) per cluster over a block: each row goes to its nearest centre in
@@ -463,30 +446,56 @@ def _moment_kernel(B: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray
     return Y.sum(axis=0), Y.T @ Y
 
 
-def _score_kernel(B: np.ndarray, models: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...],
-                  bound: float) -> tuple[np.ndarray]:
-    """Per model, Σ_i clip(log p(z_i) − log φ(z_i), ±bound) over a block (φ the frame's
-    standard normal; a row no model can score counts 0)."""
-    out = np.empty(len(models))
-    d = B.shape[1]
+def _log_sum_exp(a: np.ndarray) -> np.ndarray:
+    """log Σ_j exp(a_ij) of each row, shape (n, 1): the arithmetic of
+    ``scipy.special.logsumexp(a, axis=1, keepdims=True)`` for real ``a`` (the largest term
+    taken out, the rest summed through log1p; a non-finite result recomputed directly), in
+    plain numpy. scipy's array-API wrapper cost a fifth of the EM kernel's time."""
     with np.errstate(all="ignore"):
-        ref = -0.5 * np.einsum("ij,ij->i", B, B) - 0.5 * d * math.log(2 * math.pi)
-        for c, (means, chol_inv, log_norm) in enumerate(models):
-            logp = np.empty((B.shape[0], means.shape[0]))
-            for j in range(means.shape[0]):
-                Y = (B - means[j]) @ chol_inv[j].T
-                logp[:, j] = log_norm[j] - 0.5 * np.einsum("ij,ij->i", Y, Y)
-            v = logsumexp(logp, axis=1) - ref
-            v = np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound)
-            out[c] = v.sum()
-    return (out,)
+        top = np.max(a, axis=1, keepdims=True)
+        at_top = a == top
+        m = np.sum(at_top, axis=1, keepdims=True, dtype=a.dtype)
+        s = np.sum(np.exp(np.where(at_top, -np.inf, a) - top), axis=1, keepdims=True)
+        s = np.where(s == 0, s, s / m)
+        out = np.log1p(s) + np.log(m) + top
+        odd = ~np.isfinite(out[:, 0])
+        if odd.any():
+            out[odd] = np.log(np.sum(np.exp(a[odd]), axis=1, keepdims=True))
+    return out
 
 
-def _em_kernel(B: np.ndarray, means: np.ndarray, chol_inv: np.ndarray, log_norm: np.ndarray,
-               radius: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij = clip_r(L_j^{-1}(z_i − μ_j))."""
-    R, Ys = _responsibilities(B, means, chol_inv, log_norm)
-    k, d = means.shape
+def _log_densities(B: np.ndarray, model: Model) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(log π_j φ_j(z_i) without masking, the component-frame rows Y_j = L_j^{-1}(z_i − μ_j))
+    of one model over a block."""
+    means, chol_inv, log_norm = model
+    logp = np.empty((B.shape[0], means.shape[0]))
+    Ys = []
+    for j in range(means.shape[0]):
+        Y = (B - means[j]) @ chol_inv[j].T
+        logp[:, j] = log_norm[j] - 0.5 * np.einsum("ij,ij->i", Y, Y)
+        Ys.append(Y)
+    return logp, Ys
+
+
+def _responsibilities(logp: np.ndarray, Ys: list[np.ndarray]) -> np.ndarray:
+    """r_ij from the log densities (a row no component can score: spread evenly; a component
+    whose Y_j has a non-finite entry gets r_ij = 0 and y_ij = 0, in place — per-record maps)."""
+    k = logp.shape[1]
+    for j, Y in enumerate(Ys):
+        if not np.isfinite(logp[:, j]).all():  # Σ Y² is finite iff every entry of Y is
+            bad = ~np.isfinite(Y).all(axis=1)
+            Y[bad] = 0.0
+            logp[bad, j] = -np.inf
+    R = np.exp(logp - _log_sum_exp(logp))
+    bad = ~np.isfinite(R).all(axis=1)
+    R[bad] = 1.0 / k
+    return R
+
+
+def _soft_stats(R: np.ndarray, Ys: list[np.ndarray], radius: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij = clip_r(Y_j[i])."""
+    k, d = R.shape[1], Ys[0].shape[1]
     S = np.empty((k, d))
     M = np.empty((k, d, d))
     for j in range(k):
@@ -495,6 +504,40 @@ def _em_kernel(B: np.ndarray, means: np.ndarray, chol_inv: np.ndarray, log_norm:
         S[j] = RY.sum(axis=0)
         M[j] = RY.T @ Y
     return R.sum(axis=0), S, M
+
+
+def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: float = 0.0
+               ) -> tuple[np.ndarray, ...]:
+    """Each model's (Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij =
+    clip_r(L_j^{-1}(z_i − μ_j)), stacked over the models (one pass advances every run); with
+    ``bound`` > 0 also each model's Σ_i clip(log p(z_i) − log φ(z_i), ±bound) (φ the frame's
+    standard normal; a row the model cannot score counts 0): the run pick and the winner's
+    next step share the pass. Nothing here is released."""
+    N, S, M, sc = [], [], [], []
+    with np.errstate(all="ignore"):
+        ref = _reference_log_density(B) if bound > 0 else None
+        for model in models:
+            logp, Ys = _log_densities(B, model)
+            if ref is not None:
+                sc.append(_clipped_score(logp, ref, bound))
+            n_, s_, m_ = _soft_stats(_responsibilities(logp, Ys), Ys, radius)
+            N.append(n_)
+            S.append(s_)
+            M.append(m_)
+    out = (np.array(N), np.array(S), np.array(M))
+    return out + ((np.array(sc),) if ref is not None else ())
+
+
+def _reference_log_density(B: np.ndarray) -> np.ndarray:
+    """log φ(z_i), φ the frame's standard normal."""
+    d = B.shape[1]
+    return -0.5 * np.einsum("ij,ij->i", B, B) - 0.5 * d * math.log(2 * math.pi)
+
+
+def _clipped_score(logp: np.ndarray, ref: np.ndarray, bound: float) -> float:
+    """Σ_i clip(log p(z_i) − log φ(z_i), ±bound) (a row the model cannot score counts 0)."""
+    v = _log_sum_exp(logp)[:, 0] - ref
+    return float(np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound).sum())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -759,17 +802,19 @@ def _floor(C: np.ndarray) -> np.ndarray:
     return sym((V * np.maximum(w, STEP_FLOOR * float(np.mean(w)))) @ V.T)
 
 
-def _em_step(Z: Any, weights: np.ndarray, means: np.ndarray, covs: np.ndarray, plan: EMPlan,
-             t: int, acct: Accountant, src: NoiseSource, n: int, run: str = ""
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
+                plan: EMPlan, t: int, acct: Accountant, src: NoiseSource, n: int, run_tag: str = ""
+                ) -> Run:
+    """Release one run's step-t statistics ``stats`` = (N, S, M) (computed by
+    :func:`_em_kernel` under the run's current model, whose Cholesky factors are ``L``) and
+    update the run from them (post-processing)."""
+    weights, means, covs = run
     k, d = means.shape
-    L, Linv, log_norm = _model_terms(weights, covs)
+    N, S, M = stats
     r = plan.radius
-    N, S, M = reduce_rows(Z, partial(_em_kernel, means=means, chol_inv=Linv, log_norm=log_norm,
-                                     radius=r))
     rc, rs, rm = plan.stat_rhos(t)
     iu = np.triu_indices(d)
-    tag = f"em step {t + 1}/{plan.n_steps}{run}"
+    tag = f"em step {t + 1}/{plan.n_steps}{run_tag}"
     Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
                             step=f"{tag} soft counts")
     Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct, noise=src,
@@ -823,20 +868,36 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
     w[dead] = w[h] = 0.5 * (w[h] + w[dead])
 
 
-def _pick(Z: Any, runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], plan: EMPlan,
-          acct: Accountant, src: NoiseSource) -> int:
+def _pick(scores: np.ndarray, plan: EMPlan, acct: Accountant, src: NoiseSource) -> int:
     """The run whose model has the largest noisy clipped log-likelihood ratio to the frame's
-    standard normal (one joint release over the runs: each row moves each run's sum by at most
-    2b, L2 sensitivity 2b√C; the pick is post-processing)."""
-    models = []
-    for w, m, c in runs:
-        _, Linv, log_norm = _model_terms(w, c)
-        models.append((m, Linv, log_norm))
+    standard normal (``scores``: the runs' sums from :func:`_em_kernel`; one joint release over
+    the runs: each row moves each run's sum by at most 2b, L2 sensitivity 2b√C; the pick is
+    post-processing)."""
     b = plan.score_bound
-    (sc,) = reduce_rows(Z, partial(_score_kernel, models=tuple(models), bound=b))
-    noisy = gaussian_mechanism(sc, score_sums_l2(b, len(runs)), ZCDP(plan.rho_score),
+    noisy = gaussian_mechanism(scores, score_sums_l2(b, len(scores)), ZCDP(plan.rho_score),
                                accountant=acct, noise=src, step="em run selection")
     return int(np.argmax(np.nan_to_num(noisy, nan=-np.inf)))
+
+
+def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: NoiseSource,
+              n: int) -> Run:
+    """The T EM steps, one pass over the rows each: while exploring, the pass computes every
+    run's statistics (released run by run); at the end of the exploration the same pass also
+    scores the runs, the pick is released first and only the winner's statistics after it."""
+    for t in range(plan.n_steps):
+        terms = [_model_terms(w, c) for w, _, c in runs]
+        models = tuple((m, Linv, ln) for (_, m, _), (_, Linv, ln) in zip(runs, terms,
+                                                                         strict=True))
+        pick = t == plan.explore_steps and len(runs) > 1
+        out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.radius,
+                                     bound=plan.score_bound if pick else 0.0))
+        keep = range(len(runs))
+        if pick:
+            keep = range(c := _pick(out[3], plan, acct, src), c + 1)
+        runs = [_em_release((out[0][c], out[1][c], out[2][c]), runs[c], terms[c][0], plan, t,
+                            acct, src, n, f" run {c + 1}" if len(keep) > 1 else "")
+                for c in keep]
+    return runs[0]
 
 
 def check_em_inputs(d: int, k: int, budget: Budget, n_public: int, prior: bool = False) -> None:
@@ -893,13 +954,7 @@ def private_em_gmm(
         if plan.rho_kmeans_steps:
             runs.insert(0, _kmeans_steps(Z, centres, plan, accountant, src, G, Ginv))
         runs = runs[: max(plan.n_starts, 1)]
-        for t in range(plan.n_steps):
-            if t == plan.explore_steps and len(runs) > 1:
-                runs = [runs[_pick(Z, runs, plan, accountant, src)]]
-            runs = [_em_step(Z, *run, plan, t, accountant, src, n,
-                             f" run {c + 1}" if len(runs) > 1 else "")
-                    for c, run in enumerate(runs)]
-        weights, means, covs = runs[0]
+        weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n)
         out_means = m0 + means @ Winv.T
         out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
     return weights, out_means, out_covs
