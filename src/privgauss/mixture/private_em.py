@@ -446,64 +446,23 @@ def _moment_kernel(B: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray
     return Y.sum(axis=0), Y.T @ Y
 
 
-def _log_sum_exp(a: np.ndarray) -> np.ndarray:
-    """log Σ_j exp(a_ij) of each row, shape (n, 1): the arithmetic of
-    ``scipy.special.logsumexp(a, axis=1, keepdims=True)`` for real ``a`` (the largest term
-    taken out, the rest summed through log1p; a non-finite result recomputed directly), in
-    plain numpy. scipy's array-API wrapper cost a fifth of the EM kernel's time."""
-    with np.errstate(all="ignore"):
-        top = np.max(a, axis=1, keepdims=True)
-        at_top = a == top
-        m = np.sum(at_top, axis=1, keepdims=True, dtype=a.dtype)
-        s = np.sum(np.exp(np.where(at_top, -np.inf, a) - top), axis=1, keepdims=True)
-        s = np.where(s == 0, s, s / m)
-        out = np.log1p(s) + np.log(m) + top
-        odd = ~np.isfinite(out[:, 0])
-        if odd.any():
-            out[odd] = np.log(np.sum(np.exp(a[odd]), axis=1, keepdims=True))
-    return out
+EM_SUB_ROWS = 4096  # rows per sub-block of the EM kernel: its temporaries are allocated once
+EM_BLOCK_ROWS = 1 << 16  # rows per kernel call (one workspace for all its sub-blocks)
 
 
-def _log_densities(B: np.ndarray, model: Model) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(log π_j φ_j(z_i) without masking, the component-frame rows Y_j = L_j^{-1}(z_i − μ_j))
-    of one model over a block."""
-    means, chol_inv, log_norm = model
-    logp = np.empty((B.shape[0], means.shape[0]))
-    Ys = []
-    for j in range(means.shape[0]):
-        Y = (B - means[j]) @ chol_inv[j].T
-        logp[:, j] = log_norm[j] - 0.5 * np.einsum("ij,ij->i", Y, Y)
-        Ys.append(Y)
-    return logp, Ys
+class _Workspace:
+    """The EM kernel's temporaries for sub-blocks of ``rows`` rows and models of k components in
+    d dimensions, allocated once per kernel call: fresh arrays of a few hundred kB for every
+    operation made the kernel page-fault more than it computed (2.5x slower than with reused
+    buffers)."""
 
-
-def _responsibilities(logp: np.ndarray, Ys: list[np.ndarray]) -> np.ndarray:
-    """r_ij from the log densities (a row no component can score: spread evenly; a component
-    whose Y_j has a non-finite entry gets r_ij = 0 and y_ij = 0, in place — per-record maps)."""
-    k = logp.shape[1]
-    for j, Y in enumerate(Ys):
-        if not np.isfinite(logp[:, j]).all():  # Σ Y² is finite iff every entry of Y is
-            bad = ~np.isfinite(Y).all(axis=1)
-            Y[bad] = 0.0
-            logp[bad, j] = -np.inf
-    R = np.exp(logp - _log_sum_exp(logp))
-    bad = ~np.isfinite(R).all(axis=1)
-    R[bad] = 1.0 / k
-    return R
-
-
-def _soft_stats(R: np.ndarray, Ys: list[np.ndarray], radius: float
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij = clip_r(Y_j[i])."""
-    k, d = R.shape[1], Ys[0].shape[1]
-    S = np.empty((k, d))
-    M = np.empty((k, d, d))
-    for j in range(k):
-        Y = Ys[j] * clip_weights(Ys[j], radius)[:, None]
-        RY = Y * R[:, j : j + 1]
-        S[j] = RY.sum(axis=0)
-        M[j] = RY.T @ Y
-    return R.sum(axis=0), S, M
+    def __init__(self, rows: int, k: int, d: int) -> None:
+        self.Y = np.empty((rows, k * d))
+        self.W = np.empty((rows, k * d))
+        self.q, self.logp, self.R = (np.empty((rows, k)) for _ in range(3))
+        self.Rw, self.c2 = np.empty((rows, k)), np.empty((rows, k))
+        self.w = np.empty((rows, k))
+        self.top, self.tot = np.empty(rows), np.empty(rows)
 
 
 def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: float = 0.0
@@ -512,32 +471,77 @@ def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: f
     clip_r(L_j^{-1}(z_i − μ_j)), stacked over the models (one pass advances every run); with
     ``bound`` > 0 also each model's Σ_i clip(log p(z_i) − log φ(z_i), ±bound) (φ the frame's
     standard normal; a row the model cannot score counts 0): the run pick and the winner's
-    next step share the pass. Nothing here is released."""
-    N, S, M, sc = [], [], [], []
+    next step share the pass. Nothing here is released. The block is processed in sub-blocks
+    of ``EM_SUB_ROWS`` rows in one :class:`_Workspace`."""
+    n, d = B.shape
+    k = models[0][0].shape[0]
+    m = len(models)
+    acc = [np.zeros((m, k)), np.zeros((m, k, d)), np.zeros((m, k, d, d)), np.zeros(m)]
+    ws = _Workspace(min(n, EM_SUB_ROWS), k, d)
+    stacked = [(np.concatenate(list(Linv.transpose(0, 2, 1)), axis=1),
+                np.einsum("jed,jd->je", Linv, mu).ravel(), ln) for mu, Linv, ln in models]
     with np.errstate(all="ignore"):
-        ref = _reference_log_density(B) if bound > 0 else None
-        for model in models:
-            logp, Ys = _log_densities(B, model)
-            if ref is not None:
-                sc.append(_clipped_score(logp, ref, bound))
-            n_, s_, m_ = _soft_stats(_responsibilities(logp, Ys), Ys, radius)
-            N.append(n_)
-            S.append(s_)
-            M.append(m_)
-    out = (np.array(N), np.array(S), np.array(M))
-    return out + ((np.array(sc),) if ref is not None else ())
+        for a in range(0, n, EM_SUB_ROWS):
+            Bs = B[a : a + EM_SUB_ROWS]
+            ref = (-0.5 * np.einsum("ij,ij->i", Bs, Bs) - 0.5 * d * math.log(2 * math.pi)
+                   if bound > 0 else None)
+            for c, model in enumerate(stacked):
+                _em_sub_block(Bs, model, radius, ws, [x[c] for x in acc[:3]])
+                if ref is not None:  # log p(z_i) − log φ(z_i), clipped; NaN (none): 0
+                    v = ws.top[: len(Bs)] + np.log(ws.tot[: len(Bs)]) - ref
+                    acc[3][c] += np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound).sum()
+    return tuple(acc) if bound > 0 else tuple(acc[:3])
 
 
-def _reference_log_density(B: np.ndarray) -> np.ndarray:
-    """log φ(z_i), φ the frame's standard normal."""
-    d = B.shape[1]
-    return -0.5 * np.einsum("ij,ij->i", B, B) - 0.5 * d * math.log(2 * math.pi)
+def _em_sub_block(B: np.ndarray, model: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  radius: float, ws: _Workspace, acc: list[np.ndarray]) -> None:
+    """Add one model's (N, S, M) over the rows B to ``acc``, in the workspace ``ws``. The rows in
+    every component's frame come from one product with the stacked L_j^{-T} (shifted by
+    L_j^{-1}μ_j); a component whose Y has a non-finite value or an overflowing square cannot
+    score the row (r_ij = 0) and clips it to 0 — a per-record map. The clipping factor
+    min(1, r'/‖Y‖) uses the squared norms the densities need, with clip_weights' margin
+    r' = r(1 − 4(d + 2)ε) for their rounding."""
+    T, shift, log_norm = model
+    n, d = B.shape
+    k = log_norm.shape[0]
+    Yf = np.matmul(B, T, out=ws.Y[:n])
+    Yf -= shift
+    Y = Yf.reshape(n, k, d)
+    q = np.einsum("ijd,ijd->ij", Y, Y, out=ws.q[:n])
+    if not np.isfinite(q).all():
+        bad = ~np.isfinite(q)
+        Y[bad] = 0.0
+        q[bad] = np.inf
+    logp = np.multiply(q, -0.5, out=ws.logp[:n])
+    logp += log_norm
+    top = _row_reduce(np.maximum, logp, ws.top[:n])  # columnwise: axis-1 reductions of
+    R = np.subtract(logp, top[:, None], out=ws.R[:n])  # length k took a third of the time
+    np.exp(R, out=R)
+    tot = _row_reduce(np.add, R, ws.tot[:n])
+    R /= tot[:, None]
+    R[~np.isfinite(top)] = 1.0 / k  # a row no component can score: spread evenly
+    w = np.sqrt(q, out=ws.w[:n])
+    np.divide(radius * (1.0 - 4.0 * (d + 2) * float(np.finfo(np.float64).eps)), w, out=w)
+    np.minimum(w, 1.0, out=w)  # the clipping factors
+    Rw = np.multiply(R, w, out=ws.Rw[:n])
+    c2 = np.multiply(Rw, w, out=ws.c2[:n])
+    W = np.multiply(Y, c2[:, :, None], out=ws.W[:n].reshape(n, k, d))  # r_ij w_ij² Y_ij
+    N, S, M = acc
+    N += R.sum(axis=0)
+    for j in range(k):
+        S[j] += Rw[:, j] @ Y[:, j]
+        M[j] += W[:, j].T @ Y[:, j]
 
 
-def _clipped_score(logp: np.ndarray, ref: np.ndarray, bound: float) -> float:
-    """Σ_i clip(log p(z_i) − log φ(z_i), ±bound) (a row the model cannot score counts 0)."""
-    v = _log_sum_exp(logp)[:, 0] - ref
-    return float(np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound).sum())
+def _row_reduce(op: np.ufunc, A: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """op over the columns of A (n, k), row by row, into ``out`` (k − 1 elementwise ops)."""
+    if A.shape[1] == 1:
+        out[:] = A[:, 0]
+        return out
+    op(A[:, 0], A[:, 1], out=out)
+    for j in range(2, A.shape[1]):
+        op(out, A[:, j], out=out)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -890,7 +894,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: Nois
                                                                          strict=True))
         pick = t == plan.explore_steps and len(runs) > 1
         out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.radius,
-                                     bound=plan.score_bound if pick else 0.0))
+                                     bound=plan.score_bound if pick else 0.0),
+                          block=EM_BLOCK_ROWS)
         keep = range(len(runs))
         if pick:
             keep = range(c := _pick(out[3], plan, acct, src), c + 1)
@@ -939,7 +944,12 @@ def private_em_gmm(
     if info is not None:
         info["em_plan"] = plan
     src = as_noise(noise)
-    with np.errstate(all="ignore"):
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: the passes' products are small (a few thousand rows by d), and BLAS
+    # threads made a fit 5x slower on a loaded 2-core machine (scikit-learn's k-means does
+    # the same); dask runs the chunks in parallel instead
+    with np.errstate(all="ignore"), threadpool_limits(1, user_api="blas"):
         m0, W, Winv = _frame(X, P if plan.localisation is None else None, plan, accountant,
                              src, beta, constants, prior)
         Z = transform_rows(X, W, m0)
