@@ -421,22 +421,24 @@ def _lloyd_kernel(B: np.ndarray, centres: np.ndarray, G: np.ndarray, radius: flo
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(counts, Σ y, Σ y yᵀ) per cluster over a block: each row goes to its nearest centre in
     the standardised frame u = G z, y = clip_r(G(z − c_j)) (hard responsibilities: a vertex of
-    the simplex, so the soft statistics' sensitivities hold)."""
+    the simplex, so the soft statistics' sensitivities hold). A non-finite coordinate counts
+    as 0 (a per-record map)."""
     k, d = centres.shape
     with np.errstate(all="ignore"):
-        U = (B[:, None, :] - centres[None]) @ G.T
-        U[~np.isfinite(U)] = 0.0
-        lab = np.argmin(np.einsum("ijd,ijd->ij", U, U), axis=1)
+        U = (B @ G.T)[:, None, :] - centres @ G.T  # (n, k, d): one product for all centres
+        q = np.einsum("ijd,ijd->ij", U, U)
+        if not np.isfinite(q).all():
+            U[~np.isfinite(U)] = 0.0
+            q = np.einsum("ijd,ijd->ij", U, U)
+        lab = np.argmin(q, axis=1)
         Y = U[np.arange(B.shape[0]), lab]
-    Y = Y * clip_weights(Y, radius)[:, None]
-    S = np.zeros((k, d))
-    np.add.at(S, lab, Y)
-    counts = np.bincount(lab, minlength=k).astype(np.float64)
+    Y *= clip_weights(Y, radius)[:, None]
+    onehot = (lab[:, None] == np.arange(k)).astype(np.float64)
     M = np.empty((k, d, d))
     for j in range(k):
         Yj = Y[lab == j]
         M[j] = Yj.T @ Yj
-    return counts, S, M
+    return np.bincount(lab, minlength=k).astype(np.float64), onehot.T @ Y, M
 
 
 def _moment_kernel(B: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
@@ -527,7 +529,7 @@ def _em_sub_block(B: np.ndarray, model: tuple[np.ndarray, np.ndarray, np.ndarray
     c2 = np.multiply(Rw, w, out=ws.c2[:n])
     W = np.multiply(Y, c2[:, :, None], out=ws.W[:n].reshape(n, k, d))  # r_ij w_ij² Y_ij
     N, S, M = acc
-    N += R.sum(axis=0)
+    N += np.ones(n) @ R  # a product: the axis-0 sum of k columns was slow
     for j in range(k):
         S[j] += Rw[:, j] @ Y[:, j]
         M[j] += W[:, j].T @ Y[:, j]
