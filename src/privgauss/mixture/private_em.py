@@ -59,7 +59,10 @@ budget and public rows; every frame after the first a function of releases):
    ρ); then one joint release of each run's Σ_i clip(log p(z_i) − log φ(z_i), ±(2d + 10))
    (φ the frame's standard normal) picks the run with the larger noisy score, and the
    remaining steps advance it alone. Neither start is trusted blindly: a bad public sample or
-   a bad k-means basin loses the pick.
+   a bad k-means basin loses the pick. *Passes:* an exploring step computes both runs'
+   statistics in one pass (released run by run), and the scores share a pass with the next
+   step's statistics of both runs (the pick is released first, then the winner's statistics;
+   the loser's are dropped unreleased): T passes in all.
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
@@ -958,6 +961,7 @@ def private_em_gmm(
         if plan.rho_rewhiten > 0:
             m1, W1, W1inv = _rewhiten(Z, plan, accountant, src)
             m0, W, Winv = m0 + Winv @ m1, W1 @ W, Winv @ W1inv
+            del Z  # in memory the rows are copied into a frame: never two copies at once
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = _standardiser(Winv)
