@@ -499,3 +499,28 @@ def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public):
     assert [e.step for e in fused.ledger_] == [e.step for e in plain.ledger_]
     for a in ("weights_", "means_", "covariances_"):
         np.testing.assert_array_equal(getattr(fused, a), getattr(plain, a))
+
+
+def test_lloyd_kernel_equals_its_definition():
+    """The Lloyd step's kernel (all centres in one product) gives the counts, clipped sums and
+    second moments of the rows assigned to their nearest centre in the standardised frame,
+    as defined, with far and overflowing rows among them."""
+    from privgauss.linalg import clip_weights
+
+    rng = np.random.default_rng(6)
+    d, k, R = 4, 3, 2.0
+    Z = rng.normal(size=(500, d)) * 2.0
+    Z[4], Z[9] = 1e155, -1e6  # squared distances overflow for every centre: label 0, y = 0
+    centres = rng.normal(size=(k, d))
+    G = np.eye(d) + 0.3 * rng.normal(size=(d, d))
+    with np.errstate(all="ignore"):
+        U = np.stack([(Z - c) @ G.T for c in centres], axis=1)
+        U[~np.isfinite(U)] = 0.0
+        lab = np.argmin((U * U).sum(axis=2), axis=1)
+        Y = U[np.arange(len(Z)), lab]
+        Y = Y * clip_weights(Y, R)[:, None]
+    want = (np.bincount(lab, minlength=k).astype(float),
+            np.array([Y[lab == j].sum(axis=0) for j in range(k)]),
+            np.array([Y[lab == j].T @ Y[lab == j] for j in range(k)]))
+    for got, w in zip(pe._lloyd_kernel(Z, centres, G, R), want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-10, atol=1e-9)

@@ -435,7 +435,7 @@ def _lloyd_kernel(B: np.ndarray, centres: np.ndarray, G: np.ndarray, radius: flo
             q = np.einsum("ijd,ijd->ij", U, U)
         lab = np.argmin(q, axis=1)
         Y = U[np.arange(B.shape[0]), lab]
-    Y *= clip_weights(Y, radius)[:, None]
+        Y *= clip_weights(Y, radius)[:, None]
     onehot = (lab[:, None] == np.arange(k)).astype(np.float64)
     M = np.empty((k, d, d))
     for j in range(k):
