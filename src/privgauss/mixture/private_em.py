@@ -458,7 +458,7 @@ EM_BLOCK_ROWS = 1 << 16  # rows per kernel call (one workspace for all its sub-b
 class _Workspace:
     """The EM kernel's temporaries for sub-blocks of ``rows`` rows and models of k components in
     d dimensions, allocated once per kernel call: fresh arrays of a few hundred kB for every
-    operation made the kernel page-fault more than it computed (2.5x slower than with reused
+    operation made the kernel page-fault more than it computed (2.7x slower than with reused
     buffers)."""
 
     def __init__(self, rows: int, k: int, d: int) -> None:
@@ -519,8 +519,10 @@ def _em_sub_block(B: np.ndarray, model: tuple[np.ndarray, np.ndarray, np.ndarray
         q[bad] = np.inf
     logp = np.multiply(q, -0.5, out=ws.logp[:n])
     logp += log_norm
-    top = _row_reduce(np.maximum, logp, ws.top[:n])  # columnwise: axis-1 reductions of
-    R = np.subtract(logp, top[:, None], out=ws.R[:n])  # length k took a third of the time
+    # softmax over the components, reduced column by column (numpy's axis-1 reductions of
+    # length k took a third of the kernel's time)
+    top = _row_reduce(np.maximum, logp, ws.top[:n])
+    R = np.subtract(logp, top[:, None], out=ws.R[:n])
     np.exp(R, out=R)
     tot = _row_reduce(np.add, R, ws.tot[:n])
     R /= tot[:, None]
@@ -903,7 +905,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: Nois
                           block=EM_BLOCK_ROWS)
         keep = range(len(runs))
         if pick:
-            keep = range(c := _pick(out[3], plan, acct, src), c + 1)
+            winner = _pick(out[3], plan, acct, src)
+            keep = range(winner, winner + 1)
         runs = [_em_release((out[0][c], out[1][c], out[2][c]), runs[c], terms[c][0], plan, t,
                             acct, src, n, f" run {c + 1}" if len(keep) > 1 else "")
                 for c in keep]
