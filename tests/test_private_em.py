@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -301,7 +302,7 @@ def test_start_and_selection_kernels_stay_within_their_sensitivities():
         _, Linv, log_norm = pe._model_terms(w, covs)
         models.append((centres * (1 + c), Linv, log_norm))
     b = 4.0
-    score = _kernel_worst(lambda B: pe._score_kernel(B, tuple(models), b), Z, 3)
+    score = _kernel_worst(lambda B: pe._em_kernel(B, tuple(models), R, bound=b)[3:], Z, 3)
     s_stated = sensitivity.score_sums_l2(b, 2)
     assert score[0] <= s_stated * (1 + 1e-9) and score[0] > s_stated / 2, (score, s_stated)
 
@@ -375,3 +376,151 @@ def test_every_release_is_planned_for_few_steps(n_steps):
     assert len(m.ledger_) == len(plan.parts())
     assert ("run selection" in [nm for nm, _ in plan.parts()]) == (n_steps >= 2)
     assert m.privacy_spent_.rho == pytest.approx(0.5, rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- fast passes
+
+
+def _plain_stats(Z: np.ndarray, model, radius: float, bound: float = 0.0):
+    """The EM step's (N, S, M) and the pick's clipped score of one model, by their definitions
+    over all rows at once (scipy's logsumexp, explicit clipping): the reference the fused,
+    sub-blocked kernel must reproduce."""
+    from scipy.special import logsumexp
+
+    means, Linv, log_norm = model
+    d = Z.shape[1]
+    with np.errstate(all="ignore"):
+        Y = np.stack([(Z - means[j]) @ Linv[j].T for j in range(len(means))], axis=1)
+        norm = np.sqrt((Y * Y).sum(axis=2))
+        logp = log_norm - 0.5 * norm**2
+        lse = logsumexp(logp, axis=1, keepdims=True)
+        R = np.exp(logp - lse)
+        R[~np.isfinite(R).all(axis=1)] = 1.0 / len(means)
+        Yc = np.where(np.isfinite(Y), Y, 0.0) * np.minimum(1.0, radius / norm)[:, :, None]
+        v = lse[:, 0] + 0.5 * (Z * Z).sum(axis=1) + 0.5 * d * math.log(2 * math.pi)
+    score = np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound).sum()
+    return (R.sum(axis=0), np.einsum("ij,ijd->jd", R, Yc),
+            np.einsum("ij,ijd,ije->jde", R, Yc, Yc), score)
+
+
+def _two_models(d: int, k: int, seed: int):
+    rng = np.random.default_rng(seed)
+    models = []
+    for c in range(2):
+        A = rng.normal(size=(k, d, d)) * 0.3 + np.eye(d) * (1 + c)
+        _, Linv, log_norm = pe._model_terms(rng.dirichlet(np.ones(k)), A @ A.transpose(0, 2, 1))
+        models.append((rng.normal(size=(k, d)) * 2, Linv, log_norm))
+    return tuple(models)
+
+
+def test_em_kernel_equals_the_statistics_definition(monkeypatch):
+    """The fused kernel (every run in one pass, sub-blocks in a reused workspace, stacked
+    component frames, clipping factors from the densities' squared norms) gives each model's
+    N, S, M and score as their plain definitions, across sub-blocks and kernel calls, with
+    rows far away, on a mean, and of magnitude 1e150 (no component can score it)."""
+    from privgauss.backends import reduce_rows
+
+    monkeypatch.setattr(pe, "EM_SUB_ROWS", 64)  # several sub-blocks per kernel call
+    rng = np.random.default_rng(0)
+    d, k, radius, bound = 4, 3, 2.5, 12.0
+    models = _two_models(d, k, 1)
+    Z = rng.normal(size=(1000, d)) * 2.0
+    Z[3] = 1e150
+    Z[5] = -1e6
+    Z[7] = models[0][0][1]
+    out = reduce_rows(Z, partial(pe._em_kernel, models=models, radius=radius, bound=bound),
+                      block=300)
+    for c, model in enumerate(models):
+        for got, want in zip((o[c] for o in out), _plain_stats(Z, model, radius, bound),
+                             strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-9)
+    assert len(pe._em_kernel(Z, models, radius)) == 3  # no score without a bound
+
+
+def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
+    """The kernel the fit runs: replacing one row moves N, S and M by at most √2, 2r and
+    √2·r² (and by more than half of that: the bounds are tight)."""
+    rng = np.random.default_rng(4)
+    d, k, R = 3, 3, 1.5
+    Z = rng.normal(size=(40, d))
+    model = _two_models(d, k, 2)[:1]
+    worst = _kernel_worst(lambda B: pe._em_kernel(B, model, R), Z, 4)
+    stated = np.array([sensitivity.soft_counts_l2(), sensitivity.soft_sums_l2(R),
+                       sensitivity.soft_outer_sums_frobenius(R)])
+    assert np.all(worst <= stated * (1 + 1e-9)) and np.all(worst > stated / 2), (worst, stated)
+
+
+def _one_pass_per_run(Z, runs, plan, acct, src, n):
+    """The EM steps before the passes were fused: one pass per run, and a separate pass for
+    the runs' scores before the winner's step."""
+    from privgauss.backends import reduce_rows
+
+    def models(rs):
+        return tuple((m, *pe._model_terms(w, c)[1:]) for w, m, c in rs)
+
+    for t in range(plan.n_steps):
+        if t == plan.explore_steps and len(runs) > 1:
+            scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs),
+                                            radius=plan.radius, bound=plan.score_bound),
+                                 block=pe.EM_BLOCK_ROWS)[3]
+            runs = [runs[pe._pick(scores, plan, acct, src)]]
+        new = []
+        for c, run in enumerate(runs):
+            stats = reduce_rows(Z, partial(pe._em_kernel, models=models([run]),
+                                           radius=plan.radius), block=pe.EM_BLOCK_ROWS)
+            new.append(pe._em_release(tuple(s[0] for s in stats), run,
+                                      pe._model_terms(run[0], run[2])[0], plan, t, acct, src,
+                                      n, f" run {c + 1}" if len(runs) > 1 else ""))
+        runs = new
+    return runs[0]
+
+
+@pytest.mark.parametrize("public", [False, True])
+def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public):
+    """The whole fit (both starts exploring, the pick, the winner's steps) through the fused
+    passes equals, bit for bit, the fit through one pass per run and a separate scoring pass
+    at the same seed (a model's statistics do not depend on the other models of its pass).
+    The kernel's arithmetic is checked against the definitions above, not here: at this small
+    n the fit is not continuous in rounding (the same driver on the plain definitions, equal
+    to the kernel's statistics within 1e-12, ends in another model at this seed)."""
+    X, P = _mixture(4000, 0), (_mixture(40, 9) if public else None)
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pg.PrivateGaussianMixture(3, epsilon=1.0, delta=1e-6, method="em",
+                                             random_state=2, enforce_requirements=False,
+                                             ).fit(X, public_X=P)
+
+    fused = fit()
+    monkeypatch.setattr(pe, "_em_steps", _one_pass_per_run)
+    plain = fit()
+    assert fused.fit_info_["em_plan"].n_starts == 2
+    assert [e.step for e in fused.ledger_] == [e.step for e in plain.ledger_]
+    for a in ("weights_", "means_", "covariances_"):
+        np.testing.assert_array_equal(getattr(fused, a), getattr(plain, a))
+
+
+def test_lloyd_kernel_equals_its_definition():
+    """The Lloyd step's kernel (all centres in one product) gives the counts, clipped sums and
+    second moments of the rows assigned to their nearest centre in the standardised frame,
+    as defined, with far and overflowing rows among them."""
+    from privgauss.linalg import clip_weights
+
+    rng = np.random.default_rng(6)
+    d, k, R = 4, 3, 2.0
+    Z = rng.normal(size=(500, d)) * 2.0
+    Z[4], Z[9] = 1e155, -1e6  # squared distances overflow for every centre: label 0, y = 0
+    centres = rng.normal(size=(k, d))
+    G = np.eye(d) + 0.3 * rng.normal(size=(d, d))
+    with np.errstate(all="ignore"):
+        U = np.stack([(Z - c) @ G.T for c in centres], axis=1)
+        U[~np.isfinite(U)] = 0.0
+        lab = np.argmin((U * U).sum(axis=2), axis=1)
+        Y = U[np.arange(len(Z)), lab]
+        Y = Y * clip_weights(Y, R)[:, None]
+    want = (np.bincount(lab, minlength=k).astype(float),
+            np.array([Y[lab == j].sum(axis=0) for j in range(k)]),
+            np.array([Y[lab == j].T @ Y[lab == j] for j in range(k)]))
+    for got, w in zip(pe._lloyd_kernel(Z, centres, G, R), want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-10, atol=1e-9)

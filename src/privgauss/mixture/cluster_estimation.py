@@ -47,6 +47,7 @@ A noisy size below d + 2 is a failure (⊥): the remaining steps are charged and
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -195,12 +196,16 @@ def release_cluster_sums(
     return np.asarray(noisy_v).reshape(k, d), noisy_m
 
 
+@functools.lru_cache(maxsize=16)
 def _mc_sample(d: int) -> np.ndarray:
     """A fixed public N(0, I_d) sample, antithetic and exactly whitened (mean 0, second
-    moment I), so that without clipping the moment model is exact."""
+    moment I), so that without clipping the moment model is exact. Computed once per d
+    (read-only): private EM de-clips k components in every step."""
     U = np.random.default_rng(_MC_SEED + d).standard_normal((_MC_PAIRS, d))
     U = U @ inv_sqrtm_psd(U.T @ U / _MC_PAIRS)
-    return np.vstack([U, -U])
+    U = np.vstack([U, -U])
+    U.flags.writeable = False
+    return U
 
 
 def _clip_slopes(d: int, t2: float) -> tuple[float, float, float]:
@@ -230,12 +235,18 @@ def undo_clipping(
     S_obs = sym(S) - np.outer(v, v)
     delta = v.copy()
     cov = project_psd(S_obs, min_eig=lo)
+    n_mc = int(U.shape[0])
+    Z = np.empty((n_mc, d))  # reused: a fresh array per iteration page-faulted
+    ones = np.full(n_mc, 1.0 / n_mc)
     for _ in range(_ITERATIONS):
-        Z = delta + U @ sqrtm_psd(cov)
-        norms = np.linalg.norm(Z, axis=1)
+        np.matmul(U, sqrtm_psd(cov), out=Z)
+        Z += delta
+        # squared norms and the mean as products: numpy's reductions along the short axis
+        # (length d) and across the rows were half of each iteration
+        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
         Z *= np.minimum(1.0, tau / np.maximum(norms, 1e-300))[:, None]
-        g1 = Z.mean(axis=0)
-        S_model = sym(Z.T @ Z / Z.shape[0]) - np.outer(g1, g1)
+        g1 = ones @ Z
+        S_model = sym(Z.T @ Z / n_mc) - np.outer(g1, g1)
         step_mean, step_cov = v - g1, S_obs - S_model
         if max(float(np.abs(step_mean).max()), float(np.abs(step_cov).max())) < _TOLERANCE:
             break

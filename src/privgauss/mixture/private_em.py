@@ -59,7 +59,10 @@ budget and public rows; every frame after the first a function of releases):
    ρ); then one joint release of each run's Σ_i clip(log p(z_i) − log φ(z_i), ±(2d + 10))
    (φ the frame's standard normal) picks the run with the larger noisy score, and the
    remaining steps advance it alone. Neither start is trusted blindly: a bad public sample or
-   a bad k-means basin loses the pick.
+   a bad k-means basin loses the pick. *Passes:* an exploring step computes both runs'
+   statistics in one pass (released run by run), and the scores share a pass with the next
+   step's statistics of both runs (the pick is released first, then the winner's statistics;
+   the loser's are dropped unreleased): T passes in all.
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
@@ -96,7 +99,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..backends import as_rows, public_rows, reduce_rows
 from ..clipped_stats import transform_rows
@@ -136,6 +138,9 @@ STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × 
 PUBLIC_WEIGHT = 0.1  # total weight of the public rows in the start, as a fraction of n
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
+
+Run = tuple[np.ndarray, np.ndarray, np.ndarray]  # an EM run: (weights, means, covariances)
+Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
 
 @dataclass(frozen=True)
@@ -415,45 +420,28 @@ def _cell_kernel(B: np.ndarray, V: np.ndarray, width: float, m: int) -> tuple[np
     return (np.bincount(flat, minlength=m ** V.shape[1]).astype(np.float64),)
 
 
-def _responsibilities(B: np.ndarray, means: np.ndarray, chol_inv: np.ndarray,
-                      log_norm: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    k = means.shape[0]
-    logp = np.empty((B.shape[0], k))
-    Ys = []
-    with np.errstate(all="ignore"):
-        for j in range(k):
-            Y = (B - means[j]) @ chol_inv[j].T
-            bad = ~np.isfinite(Y).all(axis=1)
-            Y[bad] = 0.0
-            logp[:, j] = log_norm[j] - 0.5 * np.einsum("ij,ij->i", Y, Y)
-            logp[bad, j] = -np.inf
-            Ys.append(Y)
-        R = np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
-    bad = ~np.isfinite(R).all(axis=1)
-    R[bad] = 1.0 / k  # a row no component can score: spread evenly (a per-record map)
-    return R, Ys
-
-
 def _lloyd_kernel(B: np.ndarray, centres: np.ndarray, G: np.ndarray, radius: float
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(counts, Σ y, Σ y yᵀ) per cluster over a block: each row goes to its nearest centre in
     the standardised frame u = G z, y = clip_r(G(z − c_j)) (hard responsibilities: a vertex of
-    the simplex, so the soft statistics' sensitivities hold)."""
+    the simplex, so the soft statistics' sensitivities hold). A non-finite coordinate counts
+    as 0 (a per-record map)."""
     k, d = centres.shape
     with np.errstate(all="ignore"):
-        U = (B[:, None, :] - centres[None]) @ G.T
-        U[~np.isfinite(U)] = 0.0
-        lab = np.argmin(np.einsum("ijd,ijd->ij", U, U), axis=1)
+        U = (B @ G.T)[:, None, :] - centres @ G.T  # (n, k, d): one product for all centres
+        q = np.einsum("ijd,ijd->ij", U, U)
+        if not np.isfinite(q).all():
+            U[~np.isfinite(U)] = 0.0
+            q = np.einsum("ijd,ijd->ij", U, U)
+        lab = np.argmin(q, axis=1)
         Y = U[np.arange(B.shape[0]), lab]
-    Y = Y * clip_weights(Y, radius)[:, None]
-    S = np.zeros((k, d))
-    np.add.at(S, lab, Y)
-    counts = np.bincount(lab, minlength=k).astype(np.float64)
+        Y *= clip_weights(Y, radius)[:, None]
+    onehot = (lab[:, None] == np.arange(k)).astype(np.float64)
     M = np.empty((k, d, d))
     for j in range(k):
         Yj = Y[lab == j]
         M[j] = Yj.T @ Yj
-    return counts, S, M
+    return np.bincount(lab, minlength=k).astype(np.float64), onehot.T @ Y, M
 
 
 def _moment_kernel(B: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
@@ -463,38 +451,104 @@ def _moment_kernel(B: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray
     return Y.sum(axis=0), Y.T @ Y
 
 
-def _score_kernel(B: np.ndarray, models: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...],
-                  bound: float) -> tuple[np.ndarray]:
-    """Per model, Σ_i clip(log p(z_i) − log φ(z_i), ±bound) over a block (φ the frame's
-    standard normal; a row no model can score counts 0)."""
-    out = np.empty(len(models))
-    d = B.shape[1]
+EM_SUB_ROWS = 4096  # rows per sub-block of the EM kernel: its temporaries are allocated once
+EM_BLOCK_ROWS = 1 << 16  # rows per kernel call (one workspace for all its sub-blocks)
+
+
+class _Workspace:
+    """The EM kernel's temporaries for sub-blocks of ``rows`` rows and models of k components in
+    d dimensions, allocated once per kernel call: fresh arrays of a few hundred kB for every
+    operation made the kernel page-fault more than it computed (2.7x slower than with reused
+    buffers)."""
+
+    def __init__(self, rows: int, k: int, d: int) -> None:
+        self.Y = np.empty((rows, k * d))
+        self.W = np.empty((rows, k * d))
+        self.q, self.logp, self.R = (np.empty((rows, k)) for _ in range(3))
+        self.Rw, self.c2 = np.empty((rows, k)), np.empty((rows, k))
+        self.w = np.empty((rows, k))
+        self.top, self.tot = np.empty(rows), np.empty(rows)
+
+
+def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: float = 0.0
+               ) -> tuple[np.ndarray, ...]:
+    """Each model's (Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij =
+    clip_r(L_j^{-1}(z_i − μ_j)), stacked over the models (one pass advances every run); with
+    ``bound`` > 0 also each model's Σ_i clip(log p(z_i) − log φ(z_i), ±bound) (φ the frame's
+    standard normal; a row the model cannot score counts 0): the run pick and the winner's
+    next step share the pass. Nothing here is released. The block is processed in sub-blocks
+    of ``EM_SUB_ROWS`` rows in one :class:`_Workspace`."""
+    n, d = B.shape
+    k = models[0][0].shape[0]
+    m = len(models)
+    acc = [np.zeros((m, k)), np.zeros((m, k, d)), np.zeros((m, k, d, d)), np.zeros(m)]
+    ws = _Workspace(min(n, EM_SUB_ROWS), k, d)
+    stacked = [(np.concatenate(list(Linv.transpose(0, 2, 1)), axis=1),
+                np.einsum("jed,jd->je", Linv, mu).ravel(), ln) for mu, Linv, ln in models]
     with np.errstate(all="ignore"):
-        ref = -0.5 * np.einsum("ij,ij->i", B, B) - 0.5 * d * math.log(2 * math.pi)
-        for c, (means, chol_inv, log_norm) in enumerate(models):
-            logp = np.empty((B.shape[0], means.shape[0]))
-            for j in range(means.shape[0]):
-                Y = (B - means[j]) @ chol_inv[j].T
-                logp[:, j] = log_norm[j] - 0.5 * np.einsum("ij,ij->i", Y, Y)
-            v = logsumexp(logp, axis=1) - ref
-            v = np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound)
-            out[c] = v.sum()
-    return (out,)
+        for a in range(0, n, EM_SUB_ROWS):
+            Bs = B[a : a + EM_SUB_ROWS]
+            ref = (-0.5 * np.einsum("ij,ij->i", Bs, Bs) - 0.5 * d * math.log(2 * math.pi)
+                   if bound > 0 else None)
+            for c, model in enumerate(stacked):
+                _em_sub_block(Bs, model, radius, ws, [x[c] for x in acc[:3]])
+                if ref is not None:  # log p(z_i) − log φ(z_i), clipped; NaN (none): 0
+                    v = ws.top[: len(Bs)] + np.log(ws.tot[: len(Bs)]) - ref
+                    acc[3][c] += np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound).sum()
+    return tuple(acc) if bound > 0 else tuple(acc[:3])
 
 
-def _em_kernel(B: np.ndarray, means: np.ndarray, chol_inv: np.ndarray, log_norm: np.ndarray,
-               radius: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij = clip_r(L_j^{-1}(z_i − μ_j))."""
-    R, Ys = _responsibilities(B, means, chol_inv, log_norm)
-    k, d = means.shape
-    S = np.empty((k, d))
-    M = np.empty((k, d, d))
+def _em_sub_block(B: np.ndarray, model: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  radius: float, ws: _Workspace, acc: list[np.ndarray]) -> None:
+    """Add one model's (N, S, M) over the rows B to ``acc``, in the workspace ``ws``. The rows in
+    every component's frame come from one product with the stacked L_j^{-T} (shifted by
+    L_j^{-1}μ_j); a component whose Y has a non-finite value or an overflowing square cannot
+    score the row (r_ij = 0) and clips it to 0 — a per-record map. The clipping factor
+    min(1, r'/‖Y‖) uses the squared norms the densities need, with clip_weights' margin
+    r' = r(1 − 4(d + 2)ε) for their rounding."""
+    T, shift, log_norm = model
+    n, d = B.shape
+    k = log_norm.shape[0]
+    Yf = np.matmul(B, T, out=ws.Y[:n])
+    Yf -= shift
+    Y = Yf.reshape(n, k, d)
+    q = np.einsum("ijd,ijd->ij", Y, Y, out=ws.q[:n])
+    if not np.isfinite(q).all():
+        bad = ~np.isfinite(q)
+        Y[bad] = 0.0
+        q[bad] = np.inf
+    logp = np.multiply(q, -0.5, out=ws.logp[:n])
+    logp += log_norm
+    # softmax over the components, reduced column by column (numpy's axis-1 reductions of
+    # length k took a third of the kernel's time)
+    top = _row_reduce(np.maximum, logp, ws.top[:n])
+    R = np.subtract(logp, top[:, None], out=ws.R[:n])
+    np.exp(R, out=R)
+    tot = _row_reduce(np.add, R, ws.tot[:n])
+    R /= tot[:, None]
+    R[~np.isfinite(top)] = 1.0 / k  # a row no component can score: spread evenly
+    w = np.sqrt(q, out=ws.w[:n])
+    np.divide(radius * (1.0 - 4.0 * (d + 2) * float(np.finfo(np.float64).eps)), w, out=w)
+    np.minimum(w, 1.0, out=w)  # the clipping factors
+    Rw = np.multiply(R, w, out=ws.Rw[:n])
+    c2 = np.multiply(Rw, w, out=ws.c2[:n])
+    W = np.multiply(Y, c2[:, :, None], out=ws.W[:n].reshape(n, k, d))  # r_ij w_ij² Y_ij
+    N, S, M = acc
+    N += np.ones(n) @ R  # a product: the axis-0 sum of k columns was slow
     for j in range(k):
-        Y = Ys[j] * clip_weights(Ys[j], radius)[:, None]
-        RY = Y * R[:, j : j + 1]
-        S[j] = RY.sum(axis=0)
-        M[j] = RY.T @ Y
-    return R.sum(axis=0), S, M
+        S[j] += Rw[:, j] @ Y[:, j]
+        M[j] += W[:, j].T @ Y[:, j]
+
+
+def _row_reduce(op: np.ufunc, A: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """op over the columns of A (n, k), row by row, into ``out`` (k − 1 elementwise ops)."""
+    if A.shape[1] == 1:
+        out[:] = A[:, 0]
+        return out
+    op(A[:, 0], A[:, 1], out=out)
+    for j in range(2, A.shape[1]):
+        op(out, A[:, j], out=out)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -759,17 +813,19 @@ def _floor(C: np.ndarray) -> np.ndarray:
     return sym((V * np.maximum(w, STEP_FLOOR * float(np.mean(w)))) @ V.T)
 
 
-def _em_step(Z: Any, weights: np.ndarray, means: np.ndarray, covs: np.ndarray, plan: EMPlan,
-             t: int, acct: Accountant, src: NoiseSource, n: int, run: str = ""
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
+                plan: EMPlan, t: int, acct: Accountant, src: NoiseSource, n: int, run_tag: str = ""
+                ) -> Run:
+    """Release one run's step-t statistics ``stats`` = (N, S, M) (computed by
+    :func:`_em_kernel` under the run's current model, whose Cholesky factors are ``L``) and
+    update the run from them (post-processing)."""
+    weights, means, covs = run
     k, d = means.shape
-    L, Linv, log_norm = _model_terms(weights, covs)
+    N, S, M = stats
     r = plan.radius
-    N, S, M = reduce_rows(Z, partial(_em_kernel, means=means, chol_inv=Linv, log_norm=log_norm,
-                                     radius=r))
     rc, rs, rm = plan.stat_rhos(t)
     iu = np.triu_indices(d)
-    tag = f"em step {t + 1}/{plan.n_steps}{run}"
+    tag = f"em step {t + 1}/{plan.n_steps}{run_tag}"
     Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
                             step=f"{tag} soft counts")
     Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct, noise=src,
@@ -823,20 +879,38 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
     w[dead] = w[h] = 0.5 * (w[h] + w[dead])
 
 
-def _pick(Z: Any, runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], plan: EMPlan,
-          acct: Accountant, src: NoiseSource) -> int:
+def _pick(scores: np.ndarray, plan: EMPlan, acct: Accountant, src: NoiseSource) -> int:
     """The run whose model has the largest noisy clipped log-likelihood ratio to the frame's
-    standard normal (one joint release over the runs: each row moves each run's sum by at most
-    2b, L2 sensitivity 2b√C; the pick is post-processing)."""
-    models = []
-    for w, m, c in runs:
-        _, Linv, log_norm = _model_terms(w, c)
-        models.append((m, Linv, log_norm))
+    standard normal (``scores``: the runs' sums from :func:`_em_kernel`; one joint release over
+    the runs: each row moves each run's sum by at most 2b, L2 sensitivity 2b√C; the pick is
+    post-processing)."""
     b = plan.score_bound
-    (sc,) = reduce_rows(Z, partial(_score_kernel, models=tuple(models), bound=b))
-    noisy = gaussian_mechanism(sc, score_sums_l2(b, len(runs)), ZCDP(plan.rho_score),
+    noisy = gaussian_mechanism(scores, score_sums_l2(b, len(scores)), ZCDP(plan.rho_score),
                                accountant=acct, noise=src, step="em run selection")
     return int(np.argmax(np.nan_to_num(noisy, nan=-np.inf)))
+
+
+def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: NoiseSource,
+              n: int) -> Run:
+    """The T EM steps, one pass over the rows each: while exploring, the pass computes every
+    run's statistics (released run by run); at the end of the exploration the same pass also
+    scores the runs, the pick is released first and only the winner's statistics after it."""
+    for t in range(plan.n_steps):
+        terms = [_model_terms(w, c) for w, _, c in runs]
+        models = tuple((m, Linv, ln) for (_, m, _), (_, Linv, ln) in zip(runs, terms,
+                                                                         strict=True))
+        pick = t == plan.explore_steps and len(runs) > 1
+        out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.radius,
+                                     bound=plan.score_bound if pick else 0.0),
+                          block=EM_BLOCK_ROWS)
+        keep = range(len(runs))
+        if pick:
+            winner = _pick(out[3], plan, acct, src)
+            keep = range(winner, winner + 1)
+        runs = [_em_release((out[0][c], out[1][c], out[2][c]), runs[c], terms[c][0], plan, t,
+                            acct, src, n, f" run {c + 1}" if len(keep) > 1 else "")
+                for c in keep]
+    return runs[0]
 
 
 def check_em_inputs(d: int, k: int, budget: Budget, n_public: int, prior: bool = False) -> None:
@@ -878,13 +952,19 @@ def private_em_gmm(
     if info is not None:
         info["em_plan"] = plan
     src = as_noise(noise)
-    with np.errstate(all="ignore"):
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: the passes' products are small (a few thousand rows by d), and BLAS
+    # threads made a fit 5x slower on a loaded 2-core machine (scikit-learn's k-means does
+    # the same); dask runs the chunks in parallel instead
+    with np.errstate(all="ignore"), threadpool_limits(1, user_api="blas"):
         m0, W, Winv = _frame(X, P if plan.localisation is None else None, plan, accountant,
                              src, beta, constants, prior)
         Z = transform_rows(X, W, m0)
         if plan.rho_rewhiten > 0:
             m1, W1, W1inv = _rewhiten(Z, plan, accountant, src)
             m0, W, Winv = m0 + Winv @ m1, W1 @ W, Winv @ W1inv
+            del Z  # in memory the rows are copied into a frame: never two copies at once
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = _standardiser(Winv)
@@ -893,13 +973,7 @@ def private_em_gmm(
         if plan.rho_kmeans_steps:
             runs.insert(0, _kmeans_steps(Z, centres, plan, accountant, src, G, Ginv))
         runs = runs[: max(plan.n_starts, 1)]
-        for t in range(plan.n_steps):
-            if t == plan.explore_steps and len(runs) > 1:
-                runs = [runs[_pick(Z, runs, plan, accountant, src)]]
-            runs = [_em_step(Z, *run, plan, t, accountant, src, n,
-                             f" run {c + 1}" if len(runs) > 1 else "")
-                    for c, run in enumerate(runs)]
-        weights, means, covs = runs[0]
+        weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n)
         out_means = m0 + means @ Winv.T
         out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
     return weights, out_means, out_covs
