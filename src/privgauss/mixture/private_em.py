@@ -103,8 +103,8 @@ import numpy as np
 from ..backends import as_rows, public_rows, reduce_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..linalg import clip_weights, sym, symmetric_from_upper
-from ..mechanisms import gaussian_mechanism
+from ..linalg import clip_weights, sym
+from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..privacy.budgets import _MIN_EPS
@@ -694,18 +694,17 @@ def _rewhiten(Z: Any, plan: EMPlan, acct: Accountant, src: NoiseSource
     statistics' sensitivities hold). The histogram localisation's covariance has little
     budget and was 0.5–10× off in variance on the synthetic benchmark; every later radius,
     grid and start assumes a frame where the data's covariance is near I."""
-    n, d = int(Z.shape[0]), int(Z.shape[1])
+    n = int(Z.shape[0])
     R = plan.rewhiten_radius
     S, M = reduce_rows(Z, partial(_moment_kernel, radius=R))
     rs, rm = plan.rewhiten_rhos()
-    iu = np.triu_indices(d)
     Sn = gaussian_mechanism(S, soft_sums_l2(R), ZCDP(rs), accountant=acct, noise=src,
                             step="em re-whitening sums")
-    Mn = gaussian_mechanism(M[iu], soft_outer_sums_frobenius(R), ZCDP(rm), accountant=acct,
-                            noise=src, step="em re-whitening second moments")
+    Mn = symmetric_matrix_mechanism(M, soft_outer_sums_frobenius(R), ZCDP(rm), accountant=acct,
+                                    noise=src, step="em re-whitening second moments")
     mean = Sn / n
     mean *= min(1.0, R / max(float(np.linalg.norm(mean)), 1e-300))
-    cov = symmetric_from_upper(Mn, d) / n - np.outer(mean, mean)
+    cov = Mn / n - np.outer(mean, mean)
     w, V = np.linalg.eigh(sym(np.nan_to_num(cov, nan=1.0)))
     w = np.clip(w, 0.05, R * R)  # released variances; the frame before was within a factor ~20
     return mean, (V / np.sqrt(w)) @ V.T, (V * np.sqrt(w)) @ V.T
@@ -736,7 +735,6 @@ def _kmeans_steps(Z: Any, centres: np.ndarray, plan: EMPlan, acct: Accountant,
     n_steps = len(plan.rho_kmeans_steps)
     Nn = np.ones(k)
     Mn = None
-    iu = np.triu_indices(d)
     for t in range(n_steps):
         counts, S, M = reduce_rows(Z, partial(_lloyd_kernel, centres=C, G=G, radius=R))
         rc, rs = plan.kmeans_rhos(t)
@@ -746,10 +744,9 @@ def _kmeans_steps(Z: Any, centres: np.ndarray, plan: EMPlan, acct: Accountant,
         Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(R), ZCDP(rs), accountant=acct,
                                 noise=src, step=f"{tag} sums").reshape(k, d)
         if t == n_steps - 1 and plan.rho_spread > 0:
-            Mn = gaussian_mechanism(np.concatenate([Mj[iu] for Mj in M]),
-                                    soft_outer_sums_frobenius(R), ZCDP(plan.rho_spread),
-                                    accountant=acct, noise=src,
-                                    step="em start k-means second moments").reshape(k, -1)
+            Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(R),
+                                            ZCDP(plan.rho_spread), accountant=acct, noise=src,
+                                            step="em start k-means second moments")
             sig_m = soft_outer_sums_frobenius(R) / math.sqrt(2.0 * plan.rho_spread)
         # a cluster moves only when its noisy mean shift is at most R/2 in norm (in expectation)
         floor = 2.0 * math.sqrt(d) * soft_sums_l2(R) / math.sqrt(2.0 * rs) / R
@@ -765,8 +762,7 @@ def _kmeans_steps(Z: Any, centres: np.ndarray, plan: EMPlan, acct: Accountant,
     for j in range(k):
         if Mn is not None and Nn[j] > max(2.0 * sig_m, 1.0):
             ybar = Sn[j] / Nn[j]
-            Cu = _shrink(symmetric_from_upper(Mn[j], d) / Nn[j] - np.outer(ybar, ybar),
-                         sig_m / Nn[j])
+            Cu = _shrink(Mn[j] / Nn[j] - np.outer(ybar, ybar), sig_m / Nn[j])
             covs[j] = _repair(Ginv @ _repair(Cu) @ Ginv.T)
     return weights / weights.sum(), C, covs
 
@@ -790,9 +786,10 @@ def _repair(C: np.ndarray) -> np.ndarray:
 
 def _shrink(C: np.ndarray, s: float, strength: float = 1.0) -> np.ndarray:
     """James–Stein shrinkage of a released covariance ``C`` (the current component's frame,
-    where the truth is near a multiple of I) towards tr(C)/d·I, given the noise's per-entry
-    standard deviation ``s``: the noise adds ≈ s²(d² − 1) to ‖C − tr(C)/d·I‖²_F, so that much
-    of the dispersion is taken back. Post-processing. Without it, a mid-step release whose
+    where the truth is near a multiple of I) towards tr(C)/d·I, given the noise's standard
+    deviation ``s`` on a diagonal entry (s/√2 off it: the symmetric matrix mechanism): the
+    noise adds ≈ s²(d − 1)(d + 2)/2 to ‖C − tr(C)/d·I‖²_F, so that much of the dispersion is
+    taken back. Post-processing. Without it, a mid-step release whose
     noise (2s√d) is as large as the component's variances flattens an eigenvalue to the floor
     and the component dies (weight 0.10 → 0.001 in one step on the synthetic benchmark).
     ``strength`` < 1 takes back that fraction of the shrinkage only."""
@@ -800,7 +797,7 @@ def _shrink(C: np.ndarray, s: float, strength: float = 1.0) -> np.ndarray:
     mu = float(np.trace(C)) / d
     D = C - mu * np.eye(d)
     disp = float((D * D).sum())
-    alpha = max(0.0, 1.0 - s * s * (d * d - 1.0) / disp) if disp > 0 else 0.0
+    alpha = max(0.0, 1.0 - s * s * (d - 1.0) * (d + 2.0) / 2.0 / disp) if disp > 0 else 0.0
     alpha = 1.0 - strength * (1.0 - alpha)
     return sym(mu * np.eye(d) + alpha * D)
 
@@ -824,15 +821,14 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     N, S, M = stats
     r = plan.radius
     rc, rs, rm = plan.stat_rhos(t)
-    iu = np.triu_indices(d)
     tag = f"em step {t + 1}/{plan.n_steps}{run_tag}"
     Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
                             step=f"{tag} soft counts")
     Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct, noise=src,
                             step=f"{tag} weighted sums").reshape(k, d)
-    Mn = gaussian_mechanism(np.concatenate([Mj[iu] for Mj in M]), soft_outer_sums_frobenius(r),
-                            ZCDP(rm), accountant=acct, noise=src,
-                            step=f"{tag} weighted second moments").reshape(k, -1)
+    Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(r), ZCDP(rm),
+                                    accountant=acct, noise=src,
+                                    step=f"{tag} weighted second moments")
     # post-processing of the releases
     sig_m = soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm)
     floor = max(2.0 * sig_m, 2.0 * soft_sums_l2(r) / math.sqrt(2.0 * rs), 1e-3 * n / k)
@@ -846,7 +842,7 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         ybar = Sn[j] / Nn[j]
         # the Gaussian whose rows, clipped at r, have the released first and second moments:
         # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
-        ybar, Cy = undo_clipping(ybar, symmetric_from_upper(Mn[j], d) / Nn[j], r)
+        ybar, Cy = undo_clipping(ybar, Mn[j] / Nn[j], r)
         # half the James–Stein shrinkage (all of it slowed EM: 3 of 8 synthetic fits ended
         # 0.2–0.34 below sklearn), then no direction shrinks by more than STEP_FLOOR
         Cy = _floor(_shrink(Cy, sig_m / Nn[j], strength=0.5))
