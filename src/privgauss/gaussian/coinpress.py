@@ -323,7 +323,8 @@ def _gaussian(
     # small n·ρ: the sequential chain eats ρ
     if mf.use_mean_first(n, d, plan.cov_err, rho, R, (lo, hi), trusted_prior=prior_floor):
         return mf.mean_first_gaussian(rows, rho, center=c, radius=R, cov_bounds=(lo, hi),
-                                      accountant=accountant, noise=src, beta=beta, step=step)
+                                      accountant=accountant, noise=src, beta=beta, step=step,
+                                      prior_floor=prior_floor)
 
     split = sm._split_plan(n, args, plan) if n * d >= sm._SPLIT_MIN_VALUES else None
     if split is not None:

@@ -121,12 +121,16 @@ def mean_first_gaussian(
     noise: Any,
     beta: float = 0.05,
     step: str = "mean-first",
+    prior_floor: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ρ-zCDP (mean, covariance) of the private rows y_i ~ N(μ, Σ) of ``rows`` (with their
     public per-record map, if any) with ‖μ − center‖ ≤ ``radius`` and lo·I ⪯ Σ ⪯ hi·I
     (``cov_bounds``), steps 1–4 of the module docstring. The rows have been validated (finite;
     numpy or dask) and ρ reserved by the caller; each step charges its planned ρ_i before
-    drawing noise (the runners of :mod:`.coinpress_steps`)."""
+    drawing noise (the runners of :mod:`.coinpress_steps`). ``prior_floor``: lo is a prior
+    the data satisfy (S ⪰ Σ ⪰ lo·I), so step 2's frames never whiten a direction past it (as
+    :func:`~privgauss.gaussian.coinpress.coinpress_gaussian`): a constant column keeps its
+    mean."""
     n, d = rows.n, rows.d
     center = np.asarray(center, dtype=float)
     lo, hi = cov_bounds
@@ -145,7 +149,7 @@ def mean_first_gaussian(
                    A=np.eye(d) / sh, shift=center) * sh
     # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]; start A₀ = I/√(hi + r₁²)
     _, S = _run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2, accountant, noise,
-                    f"{step} cov", shift=center + m1)
+                    f"{step} cov", shift=center + m1, floor=lo if prior_floor else 0.0)
     assert S is not None
     # into the prior (post-processing): S = Σ + δδᵀ ⪰ lo·I under the model
     w, V = np.linalg.eigh(sym(np.asarray(S)))

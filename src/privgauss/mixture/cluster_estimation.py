@@ -18,7 +18,8 @@ Releases, all charged to the accountant before their noise is drawn:
    z = clip_τ(W_j(x − c_j)) (τ public), and the step releases, jointly over the clusters,
 
    * V = (V_1, …, V_k), V_j = Σ_{x∈C_j} z, Gaussian noise with L2 sensitivity 2τ, and
-   * M = (M_1, …, M_k), M_j = Σ_{x∈C_j} zzᵀ (upper triangles), L2 sensitivity √2·τ².
+   * M = (M_1, …, M_k), M_j = Σ_{x∈C_j} zzᵀ, Frobenius sensitivity √2·τ² (the symmetric matrix
+     mechanism: σ on diagonal entries, σ/√2 off them).
 
    *Proof of the joint sensitivities* (:func:`~privgauss.sensitivity.joint_cluster_sum_l2`,
    :func:`~privgauss.sensitivity.joint_cluster_outer_sum_frobenius`). The frames and τ are
@@ -57,8 +58,8 @@ from scipy.special import gammainc, gammaincc
 
 from .. import sensitivity
 from ..exceptions import EstimationFailed, PrivacyBudgetError
-from ..linalg import inv_sqrtm_psd, project_psd, sqrtm_psd, sym, symmetric_from_upper
-from ..mechanisms import gaussian_mechanism, private_count
+from ..linalg import inv_sqrtm_psd, project_psd, sqrtm_psd, sym
+from ..mechanisms import gaussian_mechanism, private_count, symmetric_matrix_mechanism
 from ..noise import RandomState, as_noise
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan
 
@@ -180,19 +181,18 @@ def release_cluster_sums(
     step: str = "cluster-sums",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Noisy (V, M) of :func:`cluster_sums`, released jointly over the clusters: Gaussian noise
-    with L2 sensitivity 2τ on V and √2·τ² on the upper triangles of M (module docstring).
+    with L2 sensitivity 2τ on V, and the symmetric matrix mechanism with Frobenius sensitivity
+    √2·τ² on the stack M (module docstring; σ/√2 on off-diagonal entries).
     ``vector_budget`` + ``matrix_budget`` zCDP under replace-one, for any frames and τ fixed by
     public or released values."""
     k, d = len(frames), X.shape[1]
     V, M = cluster_sums(X, labels, frames, tau)
     src = as_noise(noise)
-    iu = np.triu_indices(d)
     noisy_v = gaussian_mechanism(V, sensitivity.joint_cluster_sum_l2(tau), vector_budget,
                                  accountant=accountant, noise=src, step=f"{step}/vector-sums")
-    upper = gaussian_mechanism(M[:, iu[0], iu[1]],
-                               sensitivity.joint_cluster_outer_sum_frobenius(tau), matrix_budget,
-                               accountant=accountant, noise=src, step=f"{step}/outer-sums")
-    noisy_m = np.stack([symmetric_from_upper(upper[j], d) for j in range(k)])
+    noisy_m = symmetric_matrix_mechanism(M, sensitivity.joint_cluster_outer_sum_frobenius(tau),
+                                         matrix_budget, accountant=accountant, noise=src,
+                                         step=f"{step}/outer-sums")
     return np.asarray(noisy_v).reshape(k, d), noisy_m
 
 
