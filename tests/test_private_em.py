@@ -524,3 +524,22 @@ def test_lloyd_kernel_equals_its_definition():
             np.array([Y[lab == j].T @ Y[lab == j] for j in range(k)]))
     for got, w in zip(pe._lloyd_kernel(Z, centres, G, R), want, strict=True):
         np.testing.assert_allclose(got, w, rtol=1e-10, atol=1e-9)
+
+
+def test_revival_splits_the_component_with_the_most_spread() -> None:
+    # a dead component (index 2) is revived by splitting the alive one that holds the most
+    # spread, w·λ_max: component 0 (two clusters merged, stretched along e₁) rather than the
+    # slightly heavier compact component 1 — the old rule (the heaviest) split component 1
+    from privgauss.mixture.private_em import _split
+
+    d = 3
+    w = np.array([0.46, 0.47, 0.07])
+    means = np.array([[0.0, 0.0, 0.0], [5.0, 5.0, 5.0], [9.0, 9.0, 9.0]])
+    covs = np.array([np.diag([4.0, 1.0, 1.0]), np.eye(d), np.eye(d)])
+    _split(w, means, covs, 2, np.array([True, True, False]))
+    np.testing.assert_allclose(means[1], [5.0, 5.0, 5.0])  # untouched
+    np.testing.assert_allclose(np.sort([means[0][0], means[2][0]]), [-1.0, 1.0])  # ±½·√4 on e₁
+    np.testing.assert_allclose(means[[0, 2], 1:], 0.0)
+    np.testing.assert_allclose(w, [0.265, 0.47, 0.265])
+    np.testing.assert_allclose(covs[0], np.diag([3.0, 1.0, 1.0]))
+    np.testing.assert_allclose(covs[2], covs[0])

@@ -861,12 +861,17 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
            alive: np.ndarray) -> None:
     """Revive component ``dead`` (its released count below the noise floor: EM alone never
     brings it back, and the fit ends with k − 1 components, 0.34 nat/row below sklearn's on
-    the synthetic benchmark) by splitting the heaviest ``alive`` component along its main
-    axis, ±½ standard deviation (in place; post-processing of released values)."""
+    the synthetic benchmark) by splitting an ``alive`` component along its main axis, ±½
+    standard deviation (in place; post-processing of released values). The one split carries
+    the most spread, max w_j·λ_max(Σ_j): a component that holds two clusters is stretched along
+    the line between them. Splitting the heaviest instead split a true cluster of weight 0.47
+    next to a merged one of 0.47 (synthetic benchmark, ε = 1, seed 2: gap 0.339; with this rule
+    0.015, and no other of 24 seeds, nor 12 of each other benchmark row, changed)."""
     cand = np.flatnonzero(alive)
     if cand.size == 0:
         return
-    h = int(cand[np.argmax(w[cand])])
+    spread = [w[j] * float(np.linalg.eigvalsh(covs[j])[-1]) for j in cand]
+    h = int(cand[int(np.argmax(spread))])
     lam, V = np.linalg.eigh(covs[h])
     step = 0.5 * math.sqrt(max(float(lam[-1]), 0.0)) * V[:, -1]
     means[dead], means[h] = means[h] + step, means[h] - step
