@@ -344,7 +344,7 @@ PLAN_MAX_ERROR = 10.0
 
 def planned_covariance_error(n: int, d: int, rho: float, radius: float,
                              cov_bounds: tuple[float, float], beta: float = 0.05,
-                             trusted_prior: bool = True) -> float:
+                             trusted_prior: bool = False) -> float:
     """The planner's predicted relative covariance error ‖Σ̂ − Σ‖_F/‖Σ‖_F of the practical
     :func:`coinpress_gaussian` (unknown mean) when the truth is the prior's worst case, for
     the route it would take (sequential or mean-first; ``trusted_prior``: the user's prior, as

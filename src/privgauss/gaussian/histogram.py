@@ -320,7 +320,7 @@ def refinement_error(n: int, d: int, epsilon: float, delta: float,
     lo = 1.0 / (ratio * ratio * corr_condition)
     hi = d * ratio * ratio
     radius = math.sqrt(d) * _RADIUS_FACTOR * _WIDTH_FACTOR * ratio
-    return planned_covariance_error(n, d, rho, radius, (lo, hi), trusted_prior=False)
+    return planned_covariance_error(n, d, rho, radius, (lo, hi))
 
 
 # Scale fitted from the released counts of the top bin and its neighbours: the bracket is

@@ -71,7 +71,8 @@ def _planned_error(facts: Facts) -> Callable[[int], float] | None:
 
     rho = zcdp_of(facts.budget, "method='coinpress'") * (1.0 - COUNT_SHARE)
     R, bounds, d, beta = float(facts.mean_bound), facts.cov_bounds, facts.d, facts.beta
-    return lambda n: planned_covariance_error(n, d, rho, R, bounds, beta)
+    # the user's cov_bounds: the fit runs with prior_floor, so its route rule trusts the prior
+    return lambda n: planned_covariance_error(n, d, rho, R, bounds, beta, trusted_prior=True)
 
 
 def _requirements(facts: Facts) -> Any:
