@@ -258,8 +258,9 @@ def joint_cluster_outer_sum_frobenius(radius: float) -> float:
     under replace-one, released jointly: √2·r².
 
     Within a cluster: ‖zzᵀ − z'z'ᵀ‖_F² = ‖z‖⁴ + ‖z'‖⁴ − 2(zᵀz')² ≤ 2r⁴. Across clusters j → j':
-    ‖zzᵀ‖_F² + ‖z'z'ᵀ‖_F² = ‖z‖⁴ + ‖z'‖⁴ ≤ 2r⁴. Entering/leaving: ≤ r². Noise on the upper
-    triangles (diagonal included) is at least as private (their L2 change is ≤ the Frobenius one).
+    ‖zzᵀ‖_F² + ‖z'z'ᵀ‖_F² = ‖z‖⁴ + ‖z'‖⁴ ≤ 2r⁴. Entering/leaving: ≤ r². It is the L2
+    sensitivity of the stacked :func:`~privgauss.mechanisms.frobenius_coordinates`, which
+    :func:`~privgauss.mechanisms.symmetric_matrix_mechanism` noises.
     """
     _check(radius, 1)
     return math.sqrt(2.0) * float(radius) ** 2
