@@ -755,3 +755,63 @@ def test_float32_norm_tier_rows_a_hair_from_the_sphere(
     lost = np.trace(u.T @ u / n) - np.trace(ref)
     expected = 0.0 if excess < 0 else (1 - (1 + excess) ** -2) * np.trace(hair)
     assert lost == pytest.approx(expected, rel=1e-6, abs=1e-12)
+
+
+def _sym_noise(rng: np.random.Generator, d: int, sigma: float) -> np.ndarray:
+    """Noise of the symmetric matrix mechanism: σ on the diagonal, σ/√2 off it."""
+    W = rng.standard_normal((d, d))
+    return sigma * (W + W.T) / 2.0
+
+
+def test_pooled_release_is_exact_without_noise_and_inverse_variance_weighted() -> None:
+    """The final covariance pools the chain's releases mapped into the final frame: with no
+    noise it returns the moment itself, whatever the frames; with noise, its error is the
+    inverse-variance combination of the mapped noises (σ_i²(tr(P)² + tr(P²))/2 each), below the
+    final release's alone and below an unweighted average when one release is far noisier."""
+    rng = np.random.default_rng(3)
+    d = 4
+    S = np.cov(rng.standard_normal((50, d)).T) + 0.2 * np.eye(d)
+    frames = [np.diag([0.3, 1.0, 2.0, 0.7]) + 0.2 * rng.standard_normal((d, d)) for _ in range(3)]
+    B = frames[-1]
+    past = [(A, A @ S @ A.T, 0.1) for A in frames[:-1]]
+    pooled = cps_steps._pooled(past, B, B @ S @ B.T, 0.1)
+    assert np.allclose(pooled, B @ S @ B.T, atol=1e-12)
+    # noise: the earlier frame is B scaled by 2 (mapped noise ÷ 4), with σ 3× the final's
+    A1 = 2.0 * B
+    sig0, sig1 = 0.1, 1.0
+    v0 = sig0**2 * (d * d + d) / 2.0
+    v1 = sig1**2 * ((d / 4.0) ** 2 + d / 16.0) / 2.0
+    target = B @ S @ B.T
+    err_pool, err_final, err_flat = [], [], []
+    for _ in range(400):
+        Z0 = target + _sym_noise(rng, d, sig0)
+        Z1 = A1 @ S @ A1.T + _sym_noise(rng, d, sig1)
+        p = cps_steps._pooled([(A1, Z1, sig1)], B, Z0, sig0)
+        err_pool.append(np.sum((p - target) ** 2))
+        err_final.append(np.sum((Z0 - target) ** 2))
+        err_flat.append(np.sum(((Z0 + Z1 / 4.0) / 2.0 - target) ** 2))
+    expected = 1.0 / (1.0 / v0 + 1.0 / v1)
+    assert np.mean(err_final) == pytest.approx(v0, rel=0.15)
+    assert np.mean(err_pool) == pytest.approx(expected, rel=0.15)
+    assert np.mean(err_pool) < 0.92 * np.mean(err_final)  # expected 0.86×
+    assert np.mean(err_pool) < 0.9 * np.mean(err_flat)
+
+
+def test_pooling_the_chain_lowers_the_covariance_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The iterative covariance estimator at a small budget: the pooled release beats the final
+    release alone on the same draws and noise seeds (bound-free, d = 10, n = 5,000: 3.87× → 2.80×
+    non-private)."""
+    rng = np.random.default_rng(11)
+    n, d, rho = 3000, 6, 0.02
+    U = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    cov = (U * np.geomspace(1.0, 300.0, d)) @ U.T  # I ⪯ Σ ⪯ 1000·I
+    X = rng.standard_normal((n, d)) @ np.linalg.cholesky(cov).T
+    errs: dict[bool, list[float]] = {True: [], False: []}
+    for pool in (True, False):
+        monkeypatch.setattr(cps_steps, "POOL", pool)
+        for s in range(8):
+            C = coinpress_covariance(X, rho, cov_upper=1000.0, accountant=acct(rho), noise=s)
+            errs[pool].append(pg.metrics.covariance_error(C, cov))
+    # measured: medians 0.234 against 0.278 (np.cov: 0.116), pooled better on 8 of 8 draws
+    assert np.median(errs[True]) < 0.9 * np.median(errs[False])
+    assert sum(a < b for a, b in zip(errs[True], errs[False], strict=True)) >= 7

