@@ -773,7 +773,7 @@ def test_pooled_release_is_exact_without_noise_and_inverse_variance_weighted() -
     S = np.cov(rng.standard_normal((50, d)).T) + 0.2 * np.eye(d)
     frames = [np.diag([0.3, 1.0, 2.0, 0.7]) + 0.2 * rng.standard_normal((d, d)) for _ in range(3)]
     B = frames[-1]
-    past = [(A, A @ S @ A.T, 0.1) for A in frames[:-1]]
+    past = [(A, A @ S @ A.T, 0.1, 0.0) for A in frames[:-1]]
     pooled = cps_steps._pooled(past, B, B @ S @ B.T, 0.1)
     assert np.allclose(pooled, B @ S @ B.T, atol=1e-12)
     # noise: the earlier frame is B scaled by 2 (mapped noise ÷ 4), with σ 3× the final's
@@ -786,7 +786,7 @@ def test_pooled_release_is_exact_without_noise_and_inverse_variance_weighted() -
     for _ in range(400):
         Z0 = target + _sym_noise(rng, d, sig0)
         Z1 = A1 @ S @ A1.T + _sym_noise(rng, d, sig1)
-        p = cps_steps._pooled([(A1, Z1, sig1)], B, Z0, sig0)
+        p = cps_steps._pooled([(A1, Z1, sig1, 0.0)], B, Z0, sig0)
         err_pool.append(np.sum((p - target) ** 2))
         err_final.append(np.sum((Z0 - target) ** 2))
         err_flat.append(np.sum(((Z0 + Z1 / 4.0) / 2.0 - target) ** 2))
@@ -815,3 +815,18 @@ def test_pooling_the_chain_lowers_the_covariance_error(monkeypatch: pytest.Monke
     # measured: medians 0.234 against 0.278 (np.cov: 0.116), pooled better on 8 of 8 draws
     assert np.median(errs[True]) < 0.9 * np.median(errs[False])
     assert sum(a < b for a, b in zip(errs[True], errs[False], strict=True)) >= 7
+
+
+def test_theory_constants_keep_the_papers_last_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``constants="theory"`` is CoinPress as published: the last release alone, so pooling
+    on or off gives the same estimate; the practical plan's differs."""
+    rng = np.random.default_rng(12)
+    X = rng.standard_normal((2000, 4)) * np.array([1.0, 2.0, 4.0, 8.0])
+    out = {}
+    for constants in ("theory", "practical"):
+        for pool in (True, False):
+            monkeypatch.setattr(cps_steps, "POOL", pool)
+            out[constants, pool] = coinpress_covariance(
+                X, 0.05, cov_upper=100.0, accountant=acct(0.05), noise=4, constants=constants)
+    assert np.array_equal(out["theory", True], out["theory", False])
+    assert not np.allclose(out["practical", True], out["practical", False])

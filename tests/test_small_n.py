@@ -14,6 +14,7 @@ import pytest
 from scipy.stats import norm
 
 import privgauss as pg
+from privgauss.clipped_stats import Rows
 from privgauss.datasets import make_gaussian
 from privgauss.gaussian import coinpress_meanfirst as mf
 from privgauss.gaussian import coinpress_plan as cpp
@@ -161,3 +162,47 @@ def test_rho05_unknown_mean_takes_the_mean_first_route(monkeypatch: pytest.Monke
     # measured (seeds 0-3): mean-first 1.12, 1.18, 1.18, 1.14; sequential 1.21, 1.17, 1.39, 1.25
     assert float(np.median(ratios)) < 1.2, ratios
     assert float(np.mean(ratios)) < float(np.mean(seq)), (ratios, seq)
+
+
+def _cov_ratio(seed: int, known: bool, reframe: bool = True) -> float:
+    d, n = 10, 3000
+    X, mu, S = make_gaussian(n, d, mean=np.full(d, 1e3), condition_number=100,
+                             random_state=10_000 + seed)
+    g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="coinpress", random_state=seed,
+                           mean_bound=2e3 * math.sqrt(d), cov_bounds=(0.5, 200.0),
+                           mean=mu if known else None)
+    mf.REFRAME = reframe
+    try:
+        g.fit(X)
+    finally:
+        mf.REFRAME = True
+    return covariance_error(g.covariance_, S) / covariance_error(np.cov(X.T), S)
+
+
+@pytest.mark.filterwarnings("ignore::privgauss.warnings.ClippedDataWarning")
+def test_unknown_mean_covariance_close_to_the_known_mean_one_at_small_budget() -> None:
+    # issue 17: the unknown-mean path within 1.3x of the known-mean one (ε = 1, n = 3000,
+    # d = 10, condition 100). 20 draws of benchmarks/small_n.py: 1.28 (1.48 when the chain's
+    # moment is re-centred once at the end with the final mean). Here, seeds 0-9: median 1.26
+    # with the last step re-framed on the re-centred moment, 1.39 without (better in 9 of 10).
+    known = [_cov_ratio(s, True) for s in range(10)]
+    q = [_cov_ratio(s, False) / k for s, k in enumerate(known)]
+    q_old = [_cov_ratio(s, False, reframe=False) / k for s, k in enumerate(known)]
+    assert float(np.median(q)) < 1.3, q
+    assert sum(a < b for a, b in zip(q, q_old, strict=True)) >= 8, (q, q_old)
+
+
+def test_mean_first_is_exact_at_huge_rho() -> None:
+    """All five steps with (nearly) no noise: the sample mean and the covariance about it, so
+    the re-centring, re-framing and both poolings are exact bookkeeping."""
+    rng = np.random.default_rng(5)
+    n, d = 2000, 4
+    X = rng.uniform(-1.0, 1.0, size=(n, d)) @ np.diag([1.0, 0.5, 2.0, 0.1]) + 3.0
+    acct = Accountant(ZCDP(1e12))
+    m, C = mf.mean_first_gaussian(Rows(X), 1e12, center=np.zeros(d), radius=20.0,
+                                  cov_bounds=(1e-3, 10.0), accountant=acct, noise=0)
+    np.testing.assert_allclose(m, X.mean(0), atol=1e-6)
+    np.testing.assert_allclose(C, np.cov(X.T, bias=True), atol=1e-6)
+    steps = [e.step for e in acct.ledger]
+    assert steps[0].startswith("mean-first mean-rough")
+    assert steps[-1].startswith("mean-first mean-final")

@@ -18,7 +18,9 @@ datasets of a given size — :func:`mean_schedule` and :func:`covariance_schedul
 ``η = (2√(d/n) + d/n)/2``). ``"practical"`` (default) chooses the number of steps and the split
 by minimising a predicted error over a public grid, uses exact χ quantiles, and (mean) may clip
 the last step inside the bulk of the data and undo the resulting shrinkage under the Gaussian
-model. **Privacy never depends on the choice**; only accuracy does.
+model; its covariance is the last release pooled with the whitening chain's earlier ones,
+each mapped into the last frame and weighted by its mapped noise (post-processing). **Privacy
+never depends on the choice**; only accuracy does.
 
 Large data (n·d ≥ 2^20): the practical Gaussian estimator may run in a *split mode* — a public
 random subset of m rows fits a coarse frame, one pass over the final rows releases clipped first
@@ -171,7 +173,10 @@ def coinpress_covariance(
     X Aᵀ to a public radius, adds symmetric Gaussian noise to the clipped second moment
     (Frobenius sensitivity √2 τ²/n under replace-one, n public), projects to PSD and re-whitens.
     Plan (steps, split, radii, ridges): :func:`covariance_schedule` with cond = cov_upper —
-    public. Callers rescale so that the lower bound is 1.
+    public. Callers rescale so that the lower bound is 1. ``practical`` returns the last
+    release pooled with the chain's earlier ones (post-processing; see
+    :func:`~privgauss.gaussian.coinpress_steps._run_cov`); ``theory`` the last release alone,
+    as the paper.
     """
     X = as_rows(X)
     n, d = int(X.shape[0]), int(X.shape[1])
@@ -186,7 +191,8 @@ def coinpress_covariance(
     )
     _reserve(accountant, rho)
     A0 = np.eye(d) / math.sqrt(u)
-    _, cov = _run_cov(Rows(X), A0, plan, accountant, as_noise(noise), step)
+    _, cov = _run_cov(Rows(X), A0, plan, accountant, as_noise(noise), step,
+                      pool=constants != "theory")
     assert cov is not None
     return cov
 
@@ -389,7 +395,8 @@ def _gaussian_theory(
                            beta=0.01)
     _check_radii(plan_m)
     # CoinPress on the rescaled pairs P/√lo with A₀ = I·√(lo/hi), i.e. A₀ = I/√hi on P
-    _, cov = _run_cov(P, np.eye(d) / math.sqrt(hi), plan, accountant, src, f"{step} cov")
+    _, cov = _run_cov(P, np.eye(d) / math.sqrt(hi), plan, accountant, src, f"{step} cov",
+                      pool=False)
     assert cov is not None
     B = _whitener(cov, lo, step)
     m_w = _run_mean(rows, B @ c, plan_m, accountant, src, f"{step} mean", A=B)

@@ -7,21 +7,33 @@ the budget (measured at d = 10, condition 100, ρ ≈ 0.021 with a localisation 
 error 26× non-private at n = 3,000 and 7.7× at n = 5,000). This variant
 
 1. releases a rough mean m₁ of the rows scaled by 1/√hi (covariance ⪯ I there), with a public
-   (1 − β) error bound r₁ from its plan;
-2. runs the known-mean covariance chain (:func:`~privgauss.gaussian.coinpress.coinpress_covariance`)
-   on *all* rows centred at m₁: it estimates S = Σ + δδᵀ, δ = μ − m₁, whose eigenvalues lie in
-   [lo, hi + r₁²] (public); the release's eigenvalues are raised to lo (the prior);
-3. releases the final mean of the rows whitened by Ŝ: since S ⪰ δδᵀ, ‖S^{-1/2}δ‖ < 1, so the
-   prior radius is a public constant;
-4. returns μ̂ = m₁ + Ŝ^{1/2}·(step 3) and Σ̂ = Ŝ − (μ̂ − m₁)(μ̂ − m₁)ᵀ (post-processing; the
-   offset is shortened when ‖Ŝ^{-1/2}(μ̂ − m₁)‖² > 0.8, so that Σ̂ ⪰ 0.2·Ŝ ⪰ 0.2·lo·I: the
-   bound-free route's check of its lower-bound assumption cannot fire on this path).
+   (1 − β) error bound r₁ from its plan (15 % of ρ);
+2. runs all but the last step of the known-mean covariance chain (the runner of
+   :func:`~privgauss.gaussian.coinpress.coinpress_covariance`) on *all* rows centred at m₁: it
+   estimates S = Σ + δδᵀ, δ = μ − m₁, whose eigenvalues lie in [lo, hi + r₁²] (public);
+3. releases a *centring mean* in the frame whitened by the chain's pooled estimate of S (since
+   S ⪰ δδᵀ, ‖S^{-1/2}δ‖ < 1: the prior radius is a public constant; 8.5 % of ρ);
+4. runs the chain's last step about that mean, so that its moment is Σ plus a second-order
+   term, in a frame that whitens the chain's releases *re-centred* there (each release minus
+   A_i·off·offᵀ·A_iᵀ, off the centring offset: an estimate of Σ whose error, ≈ 2‖Aδ‖²E‖Ae‖² in
+   the frame, enters its pooling weight) — the chain's own frames squash the spike of S along
+   δ; the last release is pooled with the re-centred ones (:func:`~.coinpress_steps._pooled`);
+5. releases a final mean (1.5 % of ρ) in the frame of that covariance, about the centring
+   mean, and returns the two means' generalised-least-squares combination (their noise
+   covariances σ²B⁻¹B⁻ᵀ are public given the frames) and the covariance less the small
+   remaining offset (shortened when ‖B(μ̂ − c)‖² > 0.8; all post-processing).
 
-Every radius and plan is computed from public quantities (n, d, ρ, the prior, β) or from the
-released m₁ and Ŝ; each release is charged by the functions it calls. Same draws as above:
-6.6× at n = 3,000 and 3.9× at n = 5,000; at n = 20,000 the sequential plan is slightly better
-(1.34× against 1.41×), so :func:`use_mean_first` picks it by the public predicted error;
-the practical :func:`~privgauss.gaussian.coinpress.coinpress_gaussian` dispatches here on it.
+Unknown- against known-mean covariance at d = 10, ε = 1, condition 100, n = 3,000 (20 draws of
+``benchmarks/small_n.py``): 1.28× (re-centring the chain's moment once at the end with the
+final mean, the cross term δeᵀ of the correction cost 1.48×); bound-free covariance 5.6× at
+n = 3,000 and 2.6× at n = 5,000 non-private.
+
+Every radius and plan is computed from public quantities (n, d, ρ, the prior, β) or from
+releases; each release is charged by the functions it calls. The returned covariance's
+eigenvalues are at least 0.2·lo, so the bound-free route's check of its lower-bound
+assumption cannot fire on this path. :func:`use_mean_first` picks the variant by the public
+predicted error; the practical :func:`~privgauss.gaussian.coinpress.coinpress_gaussian`
+dispatches here on it.
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..clipped_stats import Rows
-from ..linalg import sym
+from ..linalg import inv_sqrtm_psd, project_psd, sym
 from ..privacy import Accountant
 from .coinpress_plan import (
     _check_radii,
@@ -41,10 +53,13 @@ from .coinpress_plan import (
     covariance_schedule,
     mean_schedule,
 )
-from .coinpress_steps import _run_cov, _run_mean, _whitener
+from .coinpress_steps import Release, _pooled, _run_cov, _run_mean, _whitener
 
-_ROUGH_SHARE = 0.1  # of ρ: the rough mean (step 1)
-_FINAL_SHARE = 0.1  # of ρ: the final mean (step 3); the covariance gets the rest
+_ROUGH_SHARE = 0.15  # of ρ: the rough mean (step 1)
+_FINAL_SHARE = 0.1  # of ρ: the final means (steps 3 and 5); the covariance gets the rest
+_CENTRE_PART = 0.85  # of the final means' share: the centring mean (step 3)
+REFRAME = True
+_CENTRE_SLACK = 1.5  # step 5's prior radius: this multiple of step 3's public error bound
 _FINAL_RADIUS = 1.5  # public prior radius of step 3 (‖S^{-1/2} δ‖ < 1, with slack for noise)
 _MEAN_BETA = 0.01
 _MAX_OFFSET = 0.8  # cap on ‖Ŝ^{-1/2}(μ̂ − m₁)‖² in the rank-one correction
@@ -125,7 +140,7 @@ def mean_first_gaussian(
 ) -> tuple[np.ndarray, np.ndarray]:
     """ρ-zCDP (mean, covariance) of the private rows y_i ~ N(μ, Σ) of ``rows`` (with their
     public per-record map, if any) with ‖μ − center‖ ≤ ``radius`` and lo·I ⪯ Σ ⪯ hi·I
-    (``cov_bounds``), steps 1–4 of the module docstring. The rows have been validated (finite;
+    (``cov_bounds``), steps 1–5 of the module docstring. The rows have been validated (finite;
     numpy or dask) and ρ reserved by the caller; each step charges its planned ρ_i before
     drawing noise (the runners of :mod:`.coinpress_steps`). ``prior_floor``: lo is a prior
     the data satisfy (S ⪰ Σ ⪰ lo·I), so step 2's frames never whiten a direction past it (as
@@ -142,29 +157,81 @@ def mean_first_gaussian(
     r1 = _mean_error_bound(n, d, plan1[-1], _MEAN_BETA) * sh  # public bound on ‖μ − m₁‖
     cond = (hi + r1 * r1) / lo
     plan2 = covariance_schedule(n, d, cond, rho2, beta=beta)
-    plan3 = mean_schedule(n, d, _FINAL_RADIUS, rho3, beta=_MEAN_BETA)
-    _check_radii(plan1, plan3)  # every plan is public and checked before anything is spent
+    if len(plan2) < 2:  # the centring mean needs a frame from a first step
+        plan2 = covariance_schedule(n, d, cond, rho2, beta=beta, steps=2)
+    plan3 = mean_schedule(n, d, _FINAL_RADIUS, rho3 * _CENTRE_PART, beta=_MEAN_BETA)
+    r3 = _CENTRE_SLACK * _mean_error_bound(n, d, plan3[-1], _MEAN_BETA)
+    plan5 = mean_schedule(n, d, r3, rho3 * (1.0 - _CENTRE_PART), beta=_MEAN_BETA)
+    _check_radii(plan1, plan3, plan5)  # every plan is public and checked before anything is spent
     # every statistic is of y_i − center − (offset): ``shift`` keeps the map (a public frame)
     m1 = _run_mean(rows, np.zeros(d), plan1, accountant, noise, f"{step} mean-rough",
                    A=np.eye(d) / sh, shift=center) * sh
-    # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]; start A₀ = I/√(hi + r₁²)
-    _, S = _run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2, accountant, noise,
-                    f"{step} cov", shift=center + m1, floor=lo if prior_floor else 0.0)
-    assert S is not None
-    # into the prior (post-processing): S = Σ + δδᵀ ⪰ lo·I under the model
-    w, V = np.linalg.eigh(sym(np.asarray(S)))
-    S = sym((V * np.maximum(w, lo)) @ V.T)
-    # 3. final mean in the frame whitened by Ŝ
+    # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]; start A₀ = I/√(hi + r₁²); all
+    # steps but the last, which waits for the final mean
+    past: list[Release] = []
+    A, _ = _run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2[:-1], accountant, noise,
+                    f"{step} cov", final=False, shift=center + m1,
+                    floor=lo if prior_floor else 0.0, past=past, labels=(0, len(plan2)))
+    # 3. final mean in the frame whitened by the chain's pooled estimate of S (post-processing)
+    S = _floored(_pooled_moment(past), lo)
     B = _whitener(S, lo, step)  # eigenvalues floored: a released S may be singular
     mw = _run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B,
                   shift=center + m1)
-    mean = m1 + np.linalg.solve(B, np.asarray(mw))
-    # 4. remove the centring offset from the second moment (post-processing)
-    # ‖S^{-1/2}δ‖² = q/(1 + q) < 1 for q = δᵀΣ⁻¹δ; a noisier offset is shortened to
-    # _MAX_OFFSET, so that Σ̂ = S^{1/2}(I − vvᵀ)S^{1/2} ⪰ (1 − _MAX_OFFSET)·S
-    off = mean - m1
-    v = B @ off
+    off = np.linalg.solve(B, np.asarray(mw))
+    # 4. the last covariance step about the final mean (S' = Σ + eeᵀ, e its small error); the
+    # chain's releases about m₁ are re-centred by (μ̂ − m₁)(μ̂ − m₁)ᵀ, whose error, about
+    # 2‖Aδ‖²·E‖Ae‖² in the frame, enters their pooling weights
+    if REFRAME:
+        # the last step's frame whitens the re-centred pooled moment (≈ Σ), not S = Σ + δδᵀ,
+        # whose spike along δ the chain's frames squash
+        Sc = _floored(_pooled_moment(_recentred(past, off, B, plan3[-1].sigma, n, A)), lo)
+        A = inv_sqrtm_psd(project_psd(A @ Sc @ A.T) + plan2[-2].eta * np.eye(d)) @ A
+    past = _recentred(past, off, B, plan3[-1].sigma, n, A)
+    _, cov = _run_cov(rows, A, plan2[-1:], accountant, noise, f"{step} cov",
+                      shift=center + m1 + off, floor=lo if prior_floor else 0.0, past=past,
+                      labels=(len(plan2) - 1, len(plan2)))
+    assert cov is not None
+    # 5. a second mean in the frame of the final covariance, about the centring mean; the
+    # output mean pools both (their noise covariances σ²B⁻¹B⁻ᵀ; post-processing)
+    B2 = _whitener(cov, lo, step)
+    mw2 = _run_mean(rows, np.zeros(d), plan5, accountant, noise, f"{step} mean-final", A=B2,
+                    shift=center + m1 + off)
+    off2 = off + np.linalg.solve(B2, np.asarray(mw2))
+    Ci = [s_ * s_ * np.linalg.inv(Bk.T @ Bk) for s_, Bk in ((plan3[-1].sigma, B),
+                                                            (plan5[-1].sigma, B2))]
+    W1, W2 = np.linalg.inv(Ci[0]), np.linalg.inv(Ci[1])
+    mean = np.linalg.solve(W1 + W2, W1 @ off + W2 @ off2)
+    # the final moment is about m₁ + off: remove the (small) offset of the pooled mean
+    shift = mean - off
+    v = B2 @ shift
     g = float(v @ v)
     if g > _MAX_OFFSET:
-        off = off * math.sqrt(_MAX_OFFSET / g)
-    return center + mean, sym(S - np.outer(off, off))
+        shift = shift * math.sqrt(_MAX_OFFSET / g)
+    return center + m1 + mean, _floored(sym(cov - np.outer(shift, shift)), lo * (1.0 - _MAX_OFFSET))
+
+
+def _pooled_moment(past: list[Release]) -> np.ndarray:
+    """The pooled estimate of the chain's moment in the rows' units (post-processing), in the
+    frame of its last release."""
+    A, Z, sigma, _ = past[-1]
+    Ainv = np.linalg.inv(A)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return sym(Ainv @ project_psd(_pooled(past[:-1], A, Z, sigma)) @ Ainv.T)
+
+
+def _floored(S: np.ndarray, lo: float) -> np.ndarray:
+    """S with its eigenvalues raised to lo (into the prior; post-processing)."""
+    w, V = np.linalg.eigh(sym(np.asarray(S)))
+    return sym((V * np.maximum(w, lo)) @ V.T)
+
+
+def _recentred(past: list[Release], off: np.ndarray, B: np.ndarray, sigma_m: float, n: int,
+               A: np.ndarray) -> list[Release]:
+    """The chain's releases about m₁ moved to the final mean m₁ + ``off``: Z_i − A_i off offᵀ A_iᵀ,
+    with the extra error 2‖A off‖²·E‖A e‖² (e the final mean's error: noise σ_m in the frame
+    B, plus the sampling error ≈ the pooled S/n) in the final frame A."""
+    G = A @ np.linalg.inv(B)
+    e2 = sigma_m * sigma_m * float(np.sum(G * G)) + float(np.sum(G * G)) / n
+    x = 2.0 * float(np.sum((A @ off) ** 2)) * e2
+    return [(A_i, Z_i - np.outer(A_i @ off, A_i @ off), s_i, x_i + x)
+            for A_i, Z_i, s_i, x_i in past]

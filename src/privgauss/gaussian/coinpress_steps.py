@@ -93,6 +93,9 @@ def _run_cov(
     final: bool = True,
     shift: np.ndarray | None = None,
     floor: float = 0.0,
+    past: list[Release] | None = None,
+    labels: tuple[int, int] | None = None,
+    pool: bool = True,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Run the plan on rows y_i − shift (second moment S) starting from the transform A
     (A S Aᵀ ⪯ I). Each step whitens W_i = A(y_i − shift), clips rows to the planned radius,
@@ -116,12 +119,19 @@ def _run_cov(
     chain's information (bound-free, d = 10, ε = 1, n = 5,000: covariance 3.87× non-private →
     2.80×, 20 draws).
 
+    ``past``: a list the steps' releases are appended to (frame, release, σ, 0), which may
+    already hold earlier releases of the same moment (a caller's chain, re-centred); the final
+    release is pooled with all of them. ``labels`` = (index of the first step, total): the
+    ledger's step numbers when a caller runs one plan in parts. ``pool=False`` (the papers'
+    algorithms as written, ``constants="theory"``): the final release alone.
+
     Returns (A, None) when ``final`` is False, else (A_used, Ŝ = A⁻¹ Z Aᵀ⁻¹)."""
     n, d = rows.n, rows.d
     t = len(plan)
     sh = np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64)
     k = cov_clip_scale()  # the fit's public multiplier of the planned radii (1 by default)
-    past: list[tuple[np.ndarray, np.ndarray, float]] = []  # (frame, release, σ) of each step
+    past = [] if past is None else past
+    i0, total = (0, t) if labels is None else labels
     for i, s in enumerate(plan):
         tau = s.clip_radius * k
         stat = rows.second_moment(A, sh, tau)
@@ -132,10 +142,10 @@ def _run_cov(
             ZCDP(s.rho),
             accountant=accountant,
             noise=noise,
-            step=f"{step} {i + 1}/{t}",
+            step=f"{step} {i0 + i + 1}/{total}",
         )
         if final and i == t - 1:
-            if POOL and not s.debias:
+            if pool and POOL and not s.debias:
                 Z = _pooled(past, A, Z, s.sigma)
             Zp = project_psd(Z)
             if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
@@ -149,7 +159,7 @@ def _run_cov(
                     step=step,
                 )
             return A, cov
-        past.append((A, Z, s.sigma))
+        past.append((A, Z, s.sigma, 0.0))
         Zp = project_psd(Z) if floor <= 0 else _prior_floor(Z, A, floor)
         if s.debias:
             Zp = undo_cov_clip(Zp, tau)
@@ -160,21 +170,26 @@ def _run_cov(
 POOL = True  # pool the chain's releases into the final estimate (off: the final release alone)
 
 
-def _pooled(past: list[tuple[np.ndarray, np.ndarray, float]], B: np.ndarray, Z: np.ndarray,
-            sigma: float) -> np.ndarray:
+# a released second moment: (frame A, release Z ≈ A S Aᵀ, noise σ, extra error x): x is an
+# expected squared Frobenius error already in the final frame (a re-centring's), added to the
+# noise's in the pooling weights
+Release = tuple[np.ndarray, np.ndarray, float, float]
+
+
+def _pooled(past: list[Release], B: np.ndarray, Z: np.ndarray, sigma: float) -> np.ndarray:
     """The final release ``Z`` (frame ``B``, noise σ) averaged with the chain's earlier releases
     mapped into that frame, G_i Z_i G_iᵀ with G_i = B A_i⁻¹ (post-processing: each is an unbiased
     estimate of the same second moment up to clipping, with independent noise), weighted by
     the inverse of the expected squared Frobenius norm of the mapped noise,
-    σ_i²(tr(P)² + tr(P²))/2, P = G_iᵀG_i."""
+    σ_i²(tr(P)² + tr(P²))/2 with P = G_iᵀG_i, plus the release's extra error x_i."""
     d = B.shape[0]
     acc = Z / (sigma * sigma * (d * d + d))
     wsum = 1.0 / (sigma * sigma * (d * d + d))
-    for A_i, Z_i, s_i in past:
+    for A_i, Z_i, s_i, x_i in past:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             G = B @ np.linalg.inv(A_i)
             P = G.T @ G
-            v = s_i * s_i * (np.trace(P) ** 2 + np.sum(P * P))
+            v = s_i * s_i * (np.trace(P) ** 2 + np.sum(P * P)) + 2.0 * x_i
             M = G @ Z_i @ G.T
         if not (np.isfinite(v) and v > 0 and np.isfinite(M).all()):
             continue
