@@ -39,15 +39,17 @@ def test_coinpress_with_a_known_mean_is_the_known_mean_estimator():
 
 def test_a_known_mean_beats_estimating_it_at_a_small_budget():
     errs_known, errs_unknown = [], []
-    for seed in range(4):
+    for seed in range(12):
         X = _rows(3000, seed)
         kw = dict(rho=0.0244, method="coinpress", cov_bounds=(0.5, 20.0), random_state=seed)
         known = pg.PrivateGaussian(mean=MU, **kw).fit(X)
         unknown = pg.PrivateGaussian(mean_bound=200.0, **kw).fit(X)
         errs_known.append(covariance_error(known.covariance_, SIGMA))
         errs_unknown.append(covariance_error(unknown.covariance_, SIGMA))
+    # measured (12 seeds): medians 0.115 known, 0.138 unknown; with the unknown-mean path
+    # re-centred before its last step the two are close, so 4 seeds could not tell them apart
     assert np.median(errs_known) < np.median(errs_unknown)
-    assert np.median(errs_known) < 0.6
+    assert np.median(errs_known) < 0.15
 
 
 def test_public_with_a_known_mean():
