@@ -172,14 +172,14 @@ def mean_first_gaussian(
     A, _ = _run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2[:-1], accountant, noise,
                     f"{step} cov", final=False, shift=center + m1,
                     floor=lo if prior_floor else 0.0, past=past, labels=(0, len(plan2)))
-    # 3. final mean in the frame whitened by the chain's pooled estimate of S (post-processing)
+    # 3. centring mean in the frame whitened by the chain's pooled estimate of S
     S = _floored(_pooled_moment(past), lo)
     B = _whitener(S, lo, step)  # eigenvalues floored: a released S may be singular
     mw = _run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B,
                   shift=center + m1)
     off = np.linalg.solve(B, np.asarray(mw))
-    # 4. the last covariance step about the final mean (S' = Σ + eeᵀ, e its small error); the
-    # chain's releases about m₁ are re-centred by (μ̂ − m₁)(μ̂ − m₁)ᵀ, whose error, about
+    # 4. the last covariance step about the centring mean (S' = Σ + eeᵀ, e its small error);
+    # the chain's releases about m₁ are re-centred by off·offᵀ, whose error, about
     # 2‖Aδ‖²·E‖Ae‖² in the frame, enters their pooling weights
     if REFRAME:
         # the last step's frame whitens the re-centred pooled moment (≈ Σ), not S = Σ + δδᵀ,
@@ -227,9 +227,10 @@ def _floored(S: np.ndarray, lo: float) -> np.ndarray:
 
 def _recentred(past: list[Release], off: np.ndarray, B: np.ndarray, sigma_m: float, n: int,
                A: np.ndarray) -> list[Release]:
-    """The chain's releases about m₁ moved to the final mean m₁ + ``off``: Z_i − A_i off offᵀ A_iᵀ,
-    with the extra error 2‖A off‖²·E‖A e‖² (e the final mean's error: noise σ_m in the frame
-    B, plus the sampling error ≈ the pooled S/n) in the final frame A."""
+    """The chain's releases about m₁ moved to the centring mean m₁ + ``off``:
+    Z_i − A_i off offᵀ A_iᵀ, with the extra error 2‖A off‖²·E‖A e‖² (e the centring mean's
+    error: noise σ_m in its frame B, plus the sampling error ≈ the pooled S/n) in the last
+    frame A."""
     G = A @ np.linalg.inv(B)
     e2 = sigma_m * sigma_m * float(np.sum(G * G)) + float(np.sum(G * G)) / n
     x = 2.0 * float(np.sum((A @ off) ** 2)) * e2
