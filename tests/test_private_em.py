@@ -125,7 +125,7 @@ def _gaps(X: np.ndarray, H: np.ndarray, k: int, **kw) -> tuple[float, float]:
 
 
 # measured gaps (sklearn − private, held-out mean log-likelihood), noise seeds 0–3:
-# ε = 1, δ = 1e-6: 0.002–0.006 (before the issue-18 fix: 0.002–0.095); ρ = 0.5 (40 public
+# ε = 1, δ = 1e-6: 0.001–0.003 (before the issue-18 fix: 0.002–0.095); ρ = 0.5 (40 public
 # rows): ≤ 0.001 (the k-means start alone: 0.39, the run pick must choose the other start);
 # one Gaussian: 0.87
 @pytest.mark.parametrize(("kw", "public", "bound"), [
@@ -338,8 +338,8 @@ def _synthetic(n: int, seed: int) -> np.ndarray:
 def test_synthetic_benchmark_set_recovers_at_epsilon_one():
     """Issue 18's regression: on the benchmark's synthetic set at ε = 1 without public rows,
     main at a0006e1 ended 0.366 nat/row below sklearn at this seed (a component died); this
-    code 0.004. Not every seed recovers: of seeds 0–23, 2 end in a wrong basin (seed 0: 0.339,
-    seed 8: 0.175), the rest at 0.004–0.040 (benchmarks/results/private_em.md)."""
+    code 0.008. Not every seed recovers: of seeds 0–23, one ends in a wrong basin (seed 0:
+    0.343), the rest at 0.005–0.030 (benchmarks/results/private_em.md)."""
     X, H = _synthetic(50_000, 0), _synthetic(20_000, 1)
     sk = GaussianMixture(3, covariance_type="full", random_state=0, n_init=2).fit(X).score(H)
     with warnings.catch_warnings():
