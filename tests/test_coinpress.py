@@ -807,8 +807,10 @@ def test_pooling_the_chain_lowers_the_covariance_error(monkeypatch: pytest.Monke
     cov = (U * np.geomspace(1.0, 300.0, d)) @ U.T  # I ⪯ Σ ⪯ 1000·I
     X = rng.standard_normal((n, d)) @ np.linalg.cholesky(cov).T
     errs: dict[bool, list[float]] = {True: [], False: []}
+    pooled = cps_steps._pooled
     for pool in (True, False):
-        monkeypatch.setattr(cps_steps, "POOL", pool)
+        monkeypatch.setattr(cps_steps, "_pooled",
+                            pooled if pool else lambda past, B, Z, sigma: Z)
         for s in range(8):
             C = coinpress_covariance(X, rho, cov_upper=1000.0, accountant=acct(rho), noise=s)
             errs[pool].append(pg.metrics.covariance_error(C, cov))
@@ -822,10 +824,12 @@ def test_theory_constants_keep_the_papers_last_release(monkeypatch: pytest.Monke
     on or off gives the same estimate; the practical plan's differs."""
     rng = np.random.default_rng(12)
     X = rng.standard_normal((2000, 4)) * np.array([1.0, 2.0, 4.0, 8.0])
+    pooled = cps_steps._pooled
     out = {}
     for constants in ("theory", "practical"):
         for pool in (True, False):
-            monkeypatch.setattr(cps_steps, "POOL", pool)
+            monkeypatch.setattr(cps_steps, "_pooled",
+                                pooled if pool else lambda past, B, Z, sigma: Z)
             out[constants, pool] = coinpress_covariance(
                 X, 0.05, cov_upper=100.0, accountant=acct(0.05), noise=4, constants=constants)
     assert np.array_equal(out["theory", True], out["theory", False])

@@ -173,7 +173,7 @@ def mean_first_gaussian(
                     f"{step} cov", final=False, shift=center + m1,
                     floor=lo if prior_floor else 0.0, past=past, labels=(0, len(plan2)))
     # 3. centring mean in the frame whitened by the chain's pooled estimate of S
-    S = _floored(_pooled_moment(past), lo)
+    S = project_psd(_pooled_moment(past), min_eig=lo)
     B = _whitener(S, lo, step)  # eigenvalues floored: a released S may be singular
     mw = _run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B,
                   shift=center + m1)
@@ -184,7 +184,8 @@ def mean_first_gaussian(
     if REFRAME:
         # the last step's frame whitens the re-centred pooled moment (≈ Σ), not S = Σ + δδᵀ,
         # whose spike along δ the chain's frames squash
-        Sc = _floored(_pooled_moment(_recentred(past, off, B, plan3[-1].sigma, n, A)), lo)
+        Sc = project_psd(_pooled_moment(_recentred(past, off, B, plan3[-1].sigma, n, A)),
+                         min_eig=lo)
         A = inv_sqrtm_psd(project_psd(A @ Sc @ A.T) + plan2[-2].eta * np.eye(d)) @ A
     past = _recentred(past, off, B, plan3[-1].sigma, n, A)
     _, cov = _run_cov(rows, A, plan2[-1:], accountant, noise, f"{step} cov",
@@ -207,7 +208,8 @@ def mean_first_gaussian(
     g = float(v @ v)
     if g > _MAX_OFFSET:
         shift = shift * math.sqrt(_MAX_OFFSET / g)
-    return center + m1 + mean, _floored(sym(cov - np.outer(shift, shift)), lo * (1.0 - _MAX_OFFSET))
+    return center + m1 + mean, project_psd(cov - np.outer(shift, shift),
+                                           min_eig=lo * (1.0 - _MAX_OFFSET))
 
 
 def _pooled_moment(past: list[Release]) -> np.ndarray:
@@ -217,12 +219,6 @@ def _pooled_moment(past: list[Release]) -> np.ndarray:
     Ainv = np.linalg.inv(A)
     with np.errstate(over="ignore", invalid="ignore"):
         return sym(Ainv @ project_psd(_pooled(past[:-1], A, Z, sigma)) @ Ainv.T)
-
-
-def _floored(S: np.ndarray, lo: float) -> np.ndarray:
-    """S with its eigenvalues raised to lo (into the prior; post-processing)."""
-    w, V = np.linalg.eigh(sym(np.asarray(S)))
-    return sym((V * np.maximum(w, lo)) @ V.T)
 
 
 def _recentred(past: list[Release], off: np.ndarray, B: np.ndarray, sigma_m: float, n: int,

@@ -145,7 +145,7 @@ def _run_cov(
             step=f"{step} {i0 + i + 1}/{total}",
         )
         if final and i == t - 1:
-            if pool and POOL and not s.debias:
+            if pool and not s.debias:
                 Z = _pooled(past, A, Z, s.sigma)
             Zp = project_psd(Z)
             if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
@@ -165,9 +165,6 @@ def _run_cov(
             Zp = undo_cov_clip(Zp, tau)
         A = inv_sqrtm_psd(Zp + s.eta * np.eye(d)) @ A
     return A, None
-
-
-POOL = True  # pool the chain's releases into the final estimate (off: the final release alone)
 
 
 # a released second moment: (frame A, release Z ≈ A S Aᵀ, noise σ, extra error x): x is an
