@@ -37,10 +37,8 @@ budget and public rows; every frame after the first a function of releases):
    least-inertia run of 10 k-means++ seedings (and of the public seed); with public rows, a
    k-means on the public rows is that seed and the public rows join the noisy cells with a
    total weight of 10 % of n — they seed the start, they do not dictate it. The *histogram
-   start*: these centres (with public rows: the k-means of the same points from the public
-   seed alone, so that the two runs differ when the public rows point elsewhere), equal
-   weights, each cluster's within-cell variance as an isotropic covariance in u. The
-   least-inertia centres seed ``KMEANS_STEPS`` private Lloyd steps in u (hard
+   start*: these centres, equal weights, each cluster's within-cell variance as an isotropic
+   covariance in u. The same centres seed ``KMEANS_STEPS`` private Lloyd steps in u (hard
    assignments, y = clip_r(u − c_j); released: counts and sums, and with the last step the
    clusters' second moments): the *k-means start*, each cluster a Gaussian of its released
    covariance, as scikit-learn's. (In the whitened frame the pixels' low-variance colour
@@ -59,14 +57,21 @@ budget and public rows; every frame after the first a function of releases):
    shrinks at most that much per step: noise flattened a component and it died), π_j ∝ N_j.
    A component whose noisy count is below the noise floor is revived (before the last two
    steps) by splitting the alive one of largest w_j·λ_max(Σ_j) along its main axis.
-   *Two runs, one pick.* The first ⌊T/3⌋ steps advance both starts (each at half the step's
-   ρ); then one joint release of each run's Σ_i clip(log p(z_i) − log φ(z_i), ±(2d + 10))
-   (φ the frame's standard normal) picks the run with the larger noisy score, and the
-   remaining steps advance it alone. Neither start is trusted blindly: a bad public sample or
-   a bad k-means basin loses the pick. *Passes:* an exploring step computes both runs'
-   statistics in one pass (released run by run), and the scores share a pass with the next
-   step's statistics of both runs (the pick is released first, then the winner's statistics;
-   the loser's are dropped unreleased): T passes in all.
+   *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of
+   the step's ρ): the k-means start, the histogram start, and a *whitened-frame start* (the
+   same cells' k-means in z, isotropic covariances). Which frame's k-means finds the clusters
+   depends on the data: on standardised columns it avoids the pixels' decoy basin (0.059) and
+   misses the rotated, unequally scaled clusters of ``benchmarks/em_scale.py``'s mixture
+   (5 of 8 fits 0.03–0.13 below scikit-learn at n = 1e6), and the whitened frame does the
+   reverse; with all three, 2 of 12 there (seeds 0–11) and none of 84 fits over the six rows
+   of ``benchmarks/private_em.py`` (24 or 12 seeds each) end above 0.05. Then one joint
+   release of each run's Σ_i clip(log p(z_i) − log φ(z_i), ±(2d + 10)) (φ the frame's
+   standard normal) picks the run with the largest noisy score, and the remaining steps
+   advance it alone. No start is trusted blindly: a bad public sample or a bad k-means basin
+   loses the pick. *Passes:* an exploring step computes all runs' statistics in one pass
+   (released run by run), and the scores share a pass with the next step's statistics of all
+   runs (the pick is released first, then the winner's statistics; the losers' are dropped
+   unreleased): T passes in all.
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
@@ -132,7 +137,7 @@ KMEANS_SHARE = 0.10  # of ρ_EM, the start's private k-means (Lloyd) steps
 KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
-N_STARTS = 2  # EM runs from the k-means start and from the histogram start, then a DP pick
+N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
@@ -140,7 +145,6 @@ BOX = 3.0  # half-width of the start grid's box (whitened frame)
 EIG_FLOOR = 1e-3  # eigenvalue floor of Σ_j in the whitened frame
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean
 PUBLIC_WEIGHT = 0.1  # total weight of the public rows in the start, as a fraction of n
-PUBLIC_RUN = True  # with public rows, the histogram run starts from the public seed's k-means
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
 
@@ -655,16 +659,15 @@ def _best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random
 
 def _start(Z: Any, P: np.ndarray | None, k: int, plan: EMPlan, acct: Accountant,
            src: NoiseSource, n: int, G: np.ndarray
-           ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
-    """The histogram start (weights, means, covariances) in the whitened frame, and the
-    k-means start's centres: the weighted k-means of the noisy cells (and public rows) in the
-    standardised frame u = G z (mapped back to z), each histogram-start cluster with the
-    covariance of its within-variance, isotropic in u. With public rows (``PUBLIC_RUN``) the
-    histogram start runs that k-means from the public seed alone and the k-means start takes
-    the best of all seedings: at ρ = 0.5, 500 public rows, seed 11 of the synthetic benchmark
-    set both runs otherwise began at one poor optimum and ended 0.332 nat/row below sklearn
-    (now 0.001); on the pixels the public-seeded run is a decoy the run pick rejected at 11
-    of 12 seeds (ε = 1; the twelfth: 0.061)."""
+           ) -> tuple[Run, np.ndarray, Run]:
+    """The histogram start (weights, means, covariances) in the whitened frame, the k-means
+    start's centres, and the whitened-frame start. The first two share the centres of the
+    weighted k-means of the noisy cells (and public rows) in the standardised frame u = G z
+    (mapped back to z); the histogram start gives each cluster the covariance of its within-
+    variance, isotropic in u. The whitened-frame start runs the same k-means on the cells in
+    z itself (isotropic covariances in z): at ρ = 0.5 with 500 public rows, seed 11 of the
+    synthetic benchmark set, the two standardised starts both began at one poor optimum and
+    ended 0.332 nat/row below sklearn; with the third run, 0.000."""
     d = int(Z.shape[1])
     p, m = plan.grid_dims, plan.grid_cells
     rng = src.rng
@@ -697,15 +700,18 @@ def _start(Z: Any, P: np.ndarray | None, k: int, plan: EMPlan, acct: Accountant,
     # grid did not see). In the whitened frame instead, the pixels' faint colour directions
     # are blown up 15-fold and the histogram run went to a basin 0.059 nat/row below
     # sklearn's at every one of 12 seeds (benchmark, ε = 1, 500 public rows)
-    Pu = pts @ V.T @ G.T
-    Cu, var = _best_kmeans(Pu, wts, k, rng, None if init is None else init @ V.T @ G.T)
-    Ch = Cu
-    if init is not None and PUBLIC_RUN:
-        Ch, var = _kmeans(Pu, wts, k, rng, init=init @ V.T @ G.T)
+    Cu, var = _best_kmeans(pts @ V.T @ G.T, wts, k, rng, None if init is None else
+                           init @ V.T @ G.T)
     Ginv = np.linalg.inv(G)
     within = np.clip(var + width**2 / 12.0, 0.05, 1.0)
     covs = np.array([_repair(within[j] * (Ginv @ Ginv.T)) for j in range(k)])
-    return (np.full(k, 1.0 / k), Ch @ Ginv.T, covs), Cu @ Ginv.T
+    hist = (np.full(k, 1.0 / k), Cu @ Ginv.T, covs)
+    # the same cells' k-means in the whitened frame: a third start (its own basin on some data)
+    Cw, var_w = _best_kmeans(pts, wts, k, rng, init)
+    within_w = np.clip(var_w + width**2 / 12.0, 0.05, 1.0)
+    whitened = (np.full(k, 1.0 / k), Cw @ V.T, np.array([np.eye(d) * within_w[j]
+                                                         for j in range(k)]))
+    return hist, Cu @ Ginv.T, whitened
 
 
 def _rewhiten(Z: Any, plan: EMPlan, acct: Accountant, src: NoiseSource
@@ -990,8 +996,8 @@ def private_em_gmm(
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = _standardiser(Winv)
-        hist_run, centres = _start(Z, Pz, k, plan, accountant, src, n, G)
-        runs = [hist_run]
+        hist_run, centres, white_run = _start(Z, Pz, k, plan, accountant, src, n, G)
+        runs = [hist_run, white_run]
         if plan.rho_kmeans_steps:
             runs.insert(0, _kmeans_steps(Z, centres, plan, accountant, src, G, Ginv))
         runs = runs[: max(plan.n_starts, 1)]
