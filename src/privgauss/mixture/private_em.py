@@ -91,7 +91,7 @@ as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. �
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
 80 % sums), 5 % the run pick; of the rest, half on the last EM step, the other half evenly on
-the T − 1 earlier ones (split between the two runs while both explore); within a step 10 %
+the T − 1 earlier ones (split between the runs while they explore); within a step 10 %
 counts, 30 % sums, 60 % second moments.
 
 **Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
