@@ -198,9 +198,8 @@ def mean_first_gaussian(
     mw2 = _run_mean(rows, np.zeros(d), plan5, accountant, noise, f"{step} mean-final", A=B2,
                     shift=center + m1 + off)
     off2 = off + np.linalg.solve(B2, np.asarray(mw2))
-    Ci = [s_ * s_ * np.linalg.inv(Bk.T @ Bk) for s_, Bk in ((plan3[-1].sigma, B),
-                                                            (plan5[-1].sigma, B2))]
-    W1, W2 = np.linalg.inv(Ci[0]), np.linalg.inv(Ci[1])
+    # precisions of the two means: (σ²B⁻¹B⁻ᵀ)⁻¹ = BᵀB/σ²
+    W1, W2 = B.T @ B / plan3[-1].sigma ** 2, B2.T @ B2 / plan5[-1].sigma ** 2
     mean = np.linalg.solve(W1 + W2, W1 @ off + W2 @ off2)
     # the final moment is about m₁ + off: remove the (small) offset of the pooled mean
     shift = mean - off

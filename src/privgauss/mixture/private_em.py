@@ -659,15 +659,15 @@ def _best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random
 
 def _start(Z: Any, P: np.ndarray | None, k: int, plan: EMPlan, acct: Accountant,
            src: NoiseSource, n: int, G: np.ndarray
-           ) -> tuple[Run, np.ndarray, Run]:
-    """The histogram start (weights, means, covariances) in the whitened frame, the k-means
-    start's centres, and the whitened-frame start. The first two share the centres of the
-    weighted k-means of the noisy cells (and public rows) in the standardised frame u = G z
-    (mapped back to z); the histogram start gives each cluster the covariance of its within-
-    variance, isotropic in u. The whitened-frame start runs the same k-means on the cells in
-    z itself (isotropic covariances in z): at ρ = 0.5 with 500 public rows, seed 11 of the
-    synthetic benchmark set, the two standardised starts both began at one poor optimum and
-    ended 0.332 nat/row below sklearn; with the third run, 0.000."""
+           ) -> tuple[Run, Run]:
+    """The histogram start (weights, means, covariances) in the whitened frame, whose means
+    also seed the k-means start, and the whitened-frame start. The first two share the
+    centres of the weighted k-means of the noisy cells (and public rows) in the standardised
+    frame u = G z (mapped back to z); the histogram start gives each cluster the covariance
+    of its within- variance, isotropic in u. The whitened-frame start runs the same k-means
+    on the cells in z itself (isotropic covariances in z): at ρ = 0.5 with 500 public rows,
+    seed 11 of the synthetic benchmark set, the two standardised starts both began at one
+    poor optimum and ended 0.332 nat/row below sklearn; with the third run, 0.000."""
     d = int(Z.shape[1])
     p, m = plan.grid_dims, plan.grid_cells
     rng = src.rng
@@ -703,15 +703,19 @@ def _start(Z: Any, P: np.ndarray | None, k: int, plan: EMPlan, acct: Accountant,
     Cu, var = _best_kmeans(pts @ V.T @ G.T, wts, k, rng, None if init is None else
                            init @ V.T @ G.T)
     Ginv = np.linalg.inv(G)
-    within = np.clip(var + width**2 / 12.0, 0.05, 1.0)
-    covs = np.array([_repair(within[j] * (Ginv @ Ginv.T)) for j in range(k)])
-    hist = (np.full(k, 1.0 / k), Cu @ Ginv.T, covs)
+    hist = _cell_run(Cu @ Ginv.T, var, width, Ginv @ Ginv.T)
     # the same cells' k-means in the whitened frame: a third start (its own basin on some data)
     Cw, var_w = _best_kmeans(pts, wts, k, rng, init)
-    within_w = np.clip(var_w + width**2 / 12.0, 0.05, 1.0)
-    whitened = (np.full(k, 1.0 / k), Cw @ V.T, np.array([np.eye(d) * within_w[j]
-                                                         for j in range(k)]))
-    return hist, Cu @ Ginv.T, whitened
+    return hist, _cell_run(Cw @ V.T, var_w, width, np.eye(d))
+
+
+def _cell_run(means: np.ndarray, var: np.ndarray, width: float, unit: np.ndarray) -> Run:
+    """A start from a k-means of grid cells: equal weights, each cluster's within-cell
+    variance (plus a cell's own, clipped into [0.05, 1]) times the frame's ``unit``
+    covariance, eigenvalues repaired."""
+    within = np.clip(var + width**2 / 12.0, 0.05, 1.0)
+    k = means.shape[0]
+    return np.full(k, 1.0 / k), means, np.array([_repair(within[j] * unit) for j in range(k)])
 
 
 def _rewhiten(Z: Any, plan: EMPlan, acct: Accountant, src: NoiseSource
@@ -996,10 +1000,10 @@ def private_em_gmm(
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = _standardiser(Winv)
-        hist_run, centres, white_run = _start(Z, Pz, k, plan, accountant, src, n, G)
+        hist_run, white_run = _start(Z, Pz, k, plan, accountant, src, n, G)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps:
-            runs.insert(0, _kmeans_steps(Z, centres, plan, accountant, src, G, Ginv))
+            runs.insert(0, _kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv))
         runs = runs[: max(plan.n_starts, 1)]
         weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n)
         out_means = m0 + means @ Winv.T
