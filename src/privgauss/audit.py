@@ -504,7 +504,9 @@ class FitOutcome:
     outcomes are compared with ``==`` (and are hashable, so they can be counted).
 
     * ``kind``: ``"success"``, ``"failed"`` (:class:`~privgauss.exceptions.EstimationFailed`, a
-      DP output ⊥) or ``"raised"`` (any other exception, caught).
+      DP output ⊥), ``"crashed"`` (an ``EstimationFailed`` that wraps an error raised inside
+      the algorithm after spending: ``internal`` — not a DP output) or ``"raised"`` (any
+      other exception, caught).
     * ``exception_type``: the qualified name of the exception's type (builtins unqualified, e.g.
       ``"ValueError"``; others with their module), ``None`` on success.
     * ``warning_categories``: names (same convention) of the warning categories emitted during
@@ -582,8 +584,9 @@ def _fit_and_observe(estimator: Any, X: Any, public_X: Any) -> tuple[FitOutcome,
             warnings.simplefilter("always")
             try:
                 fitted = estimator.fit(X, public_X=public_X)
-            except EstimationFailed as exc:
-                kind, exc_type = "failed", _type_name(type(exc))
+            except EstimationFailed as exc:  # internal: an error after spending, not ⊥
+                kind = "crashed" if exc.internal else "failed"
+                exc_type = _type_name(type(exc))
             except Exception as exc:  # every outcome of the fit is audited, none crashes it
                 kind, exc_type = "raised", _type_name(type(exc))
     finally:
@@ -670,7 +673,7 @@ def outcome_features(outcome: FitOutcome) -> np.ndarray:
     warned = "|".join(sorted(outcome.warning_categories)) or None
     return np.array(
         [
-            1.0 if outcome.kind == "raised" else 0.0,
+            1.0 if outcome.kind in ("raised", "crashed") else 0.0,
             _code(outcome.exception_type),
             _code(warned),
             float(len(outcome.warning_categories)),

@@ -25,10 +25,15 @@ class EstimationFailed(RuntimeError):
 
     The budget of the failed run stays spent. ``step`` names the step that failed and
     ``needed_n`` (when known) the number of samples that step needs, computed from public
-    quantities only.
+    quantities only. ``internal`` is True when the failure is not an outcome the algorithm
+    releases but an error inside it after spending (a singular matrix, an overflow, …),
+    turned into this exception so that the caller sees one failure contract; the audits
+    (:mod:`privgauss.audit`) count such a failure as a crash, never as a DP output.
     """
 
-    def __init__(self, message: str, *, step: str = "", needed_n: int | None = None) -> None:
+    def __init__(self, message: str, *, step: str = "", needed_n: int | None = None,
+                 internal: bool = False) -> None:
         super().__init__(message)
         self.step = step
         self.needed_n = needed_n
+        self.internal = internal

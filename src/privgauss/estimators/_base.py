@@ -66,10 +66,21 @@ class BudgetMixin:
         self._budget()
 
     def _fit_accountant(self, budget: Budget) -> Accountant:
-        """An accountant for this fit's budget, forwarding to the shared one if given."""
-        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+        """An accountant for this fit's budget, forwarding to the shared one if given —
+        refused (:class:`PrivacyBudgetError`, nothing spent) when the shared accountant cannot
+        pay the whole budget. The message states what the *shared* accountant has spent."""
+        shared = self.accountant
+        if shared is not None and not isinstance(shared, Accountant):
             raise TypeError("accountant must be a privgauss.Accountant")
-        return Accountant(budget, parent=self.accountant)
+        if shared is not None and not shared.can_spend(budget):
+            remaining = shared.remaining
+            raise PrivacyBudgetError(
+                f"this fit needs {budget}, but the shared accountant has already spent "
+                f"{shared.spent_str()} of its total {shared.total} (left: "
+                f"{'nothing' if remaining is None else remaining}); give the fit a smaller "
+                "budget, or the study a larger Accountant total"
+            )
+        return Accountant(budget, parent=shared)
 
     def _warn_before_fit(self, budget: Budget, n_rows: int, noise: NoiseSource) -> None:
         """The fit's privacy warnings, from public quantities (see :func:`warn_before_fit`)."""
@@ -130,7 +141,11 @@ class PrivateEstimatorBase(BudgetMixin):
         public = None
         if public_X is not None:
             public = check_data(public_X, name="public_X", min_rows=1, n_features=d)
-        self._fit(rows, public)
+        # a shared accountant is held from the fit's reservation to its last release, so that
+        # threads fitting on it (threaded CV, a pool) cannot overdraw it between the two
+        with self.accountant.exclusive() if isinstance(self.accountant, Accountant) else (
+                contextlib.nullcontext()):
+            self._fit(rows, public)
         self.n_features_in_ = d
         return self
 
@@ -202,9 +217,24 @@ def private_section(accountant: Accountant | None = None) -> Iterator[None]:
     is completed with the step that failed, the n it needs and what was spent (all public or
     DP quantities), so that the text alone tells the user what happened."""
     try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        except EstimationFailed:
+            raise
+        except Exception:
+            if accountant is None or not accountant.ledger:
+                raise  # nothing spent: a refusal from public quantities keeps its type
+            # after the first charge only EstimationFailed (DESIGN.md rule 13): whatever went
+            # wrong (a singular matrix, NaN probabilities, an overflow, a budget error), its
+            # type and text could depend on a record, so neither is kept
+            _charge_rest(accountant)
+            raise EstimationFailed(
+                "the private computation failed after spending (a numerical or internal "
+                "failure inside the algorithm); the whole budget of the fit counts as spent",
+                internal=True,
+            ) from None
     except EstimationFailed as exc:
         if accountant is not None:
             exc.args = (failure_text(exc, accountant), *exc.args[1:])
@@ -214,6 +244,26 @@ def private_section(accountant: Accountant | None = None) -> Iterator[None]:
             "stays spent and nothing was released; count it before retrying on the same rows",
         )
         raise
+
+
+def require_finite(*released: np.ndarray) -> None:
+    """End the fit in :class:`EstimationFailed` when a released array is not finite (an
+    overflow inside the algorithm); called inside :func:`private_section`."""
+    if not all(np.all(np.isfinite(a)) for a in released):
+        raise EstimationFailed("the released parameters are not finite (an overflow)")
+
+
+def _charge_rest(accountant: Accountant) -> None:
+    """Charge what the failed fit had not yet spent, so that what it cost is its whole budget
+    whichever release it failed after."""
+    rest: Budget | None = accountant.remaining
+    if isinstance(accountant.total, ApproxDP) and accountant.remaining_zcdp() > 0:
+        rest = ZCDP(accountant.remaining_zcdp())  # keeps the δ a zCDP total converts with
+    if rest is None:
+        return
+    with contextlib.suppress(PrivacyBudgetError):
+        accountant.spend(rest, step="unused", mechanism="unused",
+                         note="the rest of the fit's budget; the fit failed before using it")
 
 
 def failure_text(exc: EstimationFailed, accountant: Accountant) -> str:

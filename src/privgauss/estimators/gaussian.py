@@ -25,7 +25,13 @@ from ..methods import Facts, GaussianJob, Method
 from ..metrics import gaussian_logpdf
 from ..noise import as_noise
 from ..privacy import Accountant, Budget, PureDP
-from ._base import PrivateEstimatorBase, privacy_report, private_section, warn_clipped
+from ._base import (
+    PrivateEstimatorBase,
+    privacy_report,
+    private_section,
+    require_finite,
+    warn_clipped,
+)
 
 #: ``"auto"`` and the registered Gaussian methods (:mod:`privgauss.methods`)
 METHODS = ("auto", *methods.names("gaussian"))
@@ -235,7 +241,9 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 count_budget = clips.reserved
             if count_budget is not None and ball is not None:
                 noisy = release_clipped_count(ball, count_budget, accountant=acct, noise=noise)
-        self.mean_, self.covariance_ = self._inside_prior(mean, cov, center, known)
+            mean, cov = self._inside_prior(mean, cov, center, known)  # may fail: inside
+            require_finite(mean, cov)
+        self.mean_, self.covariance_ = mean, cov
         self._record(budget, acct, method, reason)
         self._record_clipped(ball, noisy, acct)
 

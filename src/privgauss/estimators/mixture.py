@@ -20,7 +20,7 @@ from ..metrics import gaussian_logpdf
 from ..noise import as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP
 from ..validation import check_positive_int
-from ._base import PrivateEstimatorBase, privacy_report, private_section
+from ._base import PrivateEstimatorBase, privacy_report, private_section, require_finite
 
 __all__ = ["METHODS", "PrivateGaussianMixture"]
 
@@ -357,9 +357,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 info = {}
                 weights, means, covs = methods.get("mixture", method).run(
                     self, X, Xp, budget, acct, noise, info)
+            means, covs = self._inside_prior(  # may fail on a degenerate release: inside
+                np.asarray(means, dtype=np.float64), np.asarray(covs, dtype=np.float64))
+            require_finite(np.asarray(weights, dtype=np.float64), means, covs)
         self.weights_ = np.asarray(weights, dtype=np.float64)
-        self.means_, self.covariances_ = self._inside_prior(
-            np.asarray(means, dtype=np.float64), np.asarray(covs, dtype=np.float64))
+        self.means_, self.covariances_ = means, covs
         self.fit_info_ = info
         # the public clustering (public-heavy: PublicClusters of the public rows; public-light:
         # the public/DP balls (centre, radius) of the clusters); None for the other methods

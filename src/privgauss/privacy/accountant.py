@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import threading
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -130,6 +132,13 @@ class Accountant:
       ``remaining_zcdp()`` 0. A forked child process's inherited copy is read-only too.
 
     Only the process that created an accountant spends through it (:attr:`spendable`).
+
+    **Threads.** Every check-and-charge runs under one re-entrant lock shared by an accountant,
+    its children and the accountants it prepaid (the root's lock): concurrent charges can
+    neither exceed the total nor be lost. :meth:`exclusive` holds that lock for a whole
+    sequence of checks and charges — a fit holds it from its reservation to its last release,
+    so threads sharing one accountant (a threaded cross-validation, a thread pool) run their
+    private sections one at a time and none is refused half-way by another's charge.
     """
 
     total: Budget
@@ -143,6 +152,9 @@ class Accountant:
     # the process that may spend through this accountant (None: a read-only record)
     _owner_pid: int | None = field(default=None, init=False, repr=False)
     _key: str | None = field(default=None, init=False, repr=False)  # set when first pickled
+    # one lock per tree of accountants (a child shares its parent's): see the class docstring
+    _lock: threading.RLock = field(
+        default_factory=threading.RLock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.total, PureDP | ZCDP | ApproxDP):
@@ -151,6 +163,16 @@ class Accountant:
                 "pg.ApproxDP(epsilon, delta)"
             )
         self._owner_pid = os.getpid()
+        if self.parent is not None:
+            self._lock = self.parent._lock
+
+    @contextmanager
+    def exclusive(self) -> Iterator[Accountant]:
+        """Hold this accountant's lock (shared with its whole tree) for a block of checks and
+        charges that must not interleave with another thread's: a reservation followed by the
+        releases it reserved for. Re-entrant, so charges inside the block proceed."""
+        with self._lock:
+            yield self
 
     # -- identity: copies are the accountant itself ----------------------------------------
     def __copy__(self) -> Accountant:
@@ -231,6 +253,10 @@ class Accountant:
         costs = list(costs)
         if self._owner_pid != os.getpid():
             return False
+        with self._lock:
+            return self._can_spend_all(costs, parents)
+
+    def _can_spend_all(self, costs: list[Budget], parents: bool) -> bool:
         t = self._t
         for cost in costs:
             if not isinstance(cost, PureDP | ZCDP | ApproxDP):
@@ -244,13 +270,10 @@ class Accountant:
         return not parents or self.parent is None or self.parent.can_spend_all(costs)
 
     def can_spend(self, cost: Budget) -> bool:
+        """Whether ``cost`` could be charged now (here and in every parent)."""
         if not self.spendable:
             return False
-        try:
-            ok = self._fits(self._add(cost))
-        except PrivacyBudgetError:
-            return False
-        return ok and (self.parent is None or self.parent.can_spend(cost))
+        return self.can_spend_all([cost])
 
     def spend(
         self,
@@ -269,6 +292,19 @@ class Accountant:
             raise PrivacyBudgetError("spend() needs a PureDP, ZCDP or ApproxDP cost")
         if not self.spendable:
             raise PrivacyBudgetError(_READ_ONLY)
+        with self._lock:  # check and charge as one step: no lost update, no overdraft
+            return self._spend(cost, step, mechanism, sensitivity, noise_scale, note, _parts)
+
+    def _spend(
+        self,
+        cost: Budget,
+        step: str,
+        mechanism: str,
+        sensitivity: float | None,
+        noise_scale: float | None,
+        note: str,
+        _parts: list[LedgerEntry] | None,
+    ) -> LedgerEntry:
         new = self._add(cost)
         if not self._fits(new):
             raise PrivacyBudgetError(
@@ -343,14 +379,14 @@ class Accountant:
             raise ValueError("prepaid() needs an entry of this accountant's ledger")
         acct = Accountant(total, prefix=name)
         acct._paid_by = entry
+        acct._lock = self._lock  # its charges append to this ledger's entry
         return acct
 
     @property
     def spent(self) -> Budget | None:
         """What has been spent, in the total's notion (None before the first charge)."""
-        if not self.ledger:
-            return None
-        return _spent_of(self.total, self._t)
+        with self._lock:  # the ledger and the totals of one moment
+            return _spent_of(self.total, self._t) if self.ledger else None
 
     def spent_str(self) -> str:
         s = self.spent
@@ -377,8 +413,8 @@ class Accountant:
         if isinstance(tot, ZCDP):
             rho_left = left(tot.rho, t.rho)
             return None if rho_left is None else ZCDP(rho_left)
-        spent = self.spent
-        assert spent is None or isinstance(spent, ApproxDP)  # spent is in the total's notion
+        spent = _spent_of(tot, t) if t.rho or t.eps else None  # the totals used below
+        assert spent is None or isinstance(spent, ApproxDP)  # in the total's notion
         eps_left = left(tot.epsilon, 0.0 if spent is None else spent.epsilon)
         delta_left = tot.delta - t.delta
         if eps_left is None:
