@@ -65,17 +65,21 @@ def _kappa32(d: int) -> float:
     return 2.0 * (d + 4) * _EPS32 / (1.0 - (d + 4) * _EPS32)
 
 def sanitize_rows(Y: np.ndarray) -> np.ndarray:
-    """Map each row with a non-finite entry or an entry above 1e150 in magnitude to 0.
+    """Map each row with a non-finite entry or an entry above 1e150 in magnitude to the far
+    point (1e150, …, 1e150): outside every clipping ball, so it is clipped — and counted as
+    clipped by every DP clipped count — like any other row far from the data.
 
     For rows produced by a public transform of validated data: a fixed per-record map, so it
-    keeps every sensitivity, and unlike validation it never raises on private values."""
+    keeps every sensitivity, and unlike validation it never raises on private values. (Mapping
+    such rows to the centre instead would hide them: a table with many overflowing rows would
+    report few rows clipped.)"""
     with np.errstate(invalid="ignore"):
         if Y.size == 0 or (Y.max() <= _MAX_VALUE and Y.min() >= -_MAX_VALUE):  # NaN: False
             return Y  # the common case, without a temporary the size of Y
         bad = ~(np.abs(Y) <= _MAX_VALUE).all(axis=1)
     if bad.any():
         Y = Y.copy()
-        Y[bad] = 0.0
+        Y[bad] = _MAX_VALUE
     return Y
 
 
@@ -94,7 +98,7 @@ def _transform_block(
 def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None = None) -> Any:
     """The rows (x_i − shift)·Aᵀ (``A`` a matrix, a vector for a diagonal map, or None for the
     identity) with :func:`sanitize_rows` applied: a row that overflows, or reaches a magnitude
-    above 1e150, in the new frame is mapped to 0 — as if clipped to the frame's centre.
+    above 1e150, in the new frame is mapped to a far point — clipped, and counted as clipped.
 
     The map the algorithms use whenever they move validated rows into a public or released
     frame (whitening by a known covariance, public preconditioning, rescaling by a released
@@ -115,19 +119,17 @@ def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None
 
 
 def affine_rows(Y: np.ndarray, A: np.ndarray | None, shift: np.ndarray | None = None) -> np.ndarray:
-    """(Y − shift) Aᵀ row by row (A None: the identity); a row that overflows is mapped to 0.
-    A fixed per-record map (given public or released A, shift): it never raises on extreme
-    data and keeps the sensitivity of the clipped statistic computed from it."""
+    """(Y − shift) Aᵀ row by row (A None: the identity); a row that overflows is mapped to the
+    far point of :func:`sanitize_rows` (clipped, and counted as clipped). A fixed per-record
+    map (given public or released A, shift): it never raises on extreme data and keeps the
+    sensitivity of the clipped statistic computed from it."""
     with np.errstate(over="ignore", invalid="ignore"):
         W = Y if shift is None else Y - shift
         if A is not None:
             W = W @ A.T
         elif shift is None:
             return Y
-    bad = ~np.isfinite(W).all(axis=1)
-    if bad.any():
-        W[bad] = 0.0
-    return W
+    return sanitize_rows(W)
 
 
 def _trmm(T: np.ndarray, D: np.ndarray, *, lower: bool) -> np.ndarray:

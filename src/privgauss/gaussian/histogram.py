@@ -716,7 +716,7 @@ def histogram_gaussian(
     s_budget, l_budget, rho_of = _plan(n, d, budget, known is not None, constants)
     if known is not None:
         w = inv_sqrtm_psd(known)
-        Xw = transform_rows(Xc, w)  # w symmetric: rows x ↦ w x, an overflow mapped to 0
+        Xw = transform_rows(Xc, w)  # w symmetric: rows x ↦ w x, an overflow sent far
         loc = localise(Xw, None, l_budget, accountant=accountant, noise=src)
         rho = rho_of(accountant)
         radius = float(np.linalg.norm(loc.radius))
@@ -735,7 +735,7 @@ def histogram_gaussian(
     c = np.where(deg, 0.0, loc.center)
     s_lo = np.where(deg, _LO_RATIO, loc.scale_lo)
     s_hi = np.where(deg, _HI_RATIO, loc.scale_hi)
-    Z = transform_rows(Xc, 1.0 / s, c)  # a row that overflows is mapped to 0
+    Z = transform_rows(Xc, 1.0 / s, c)  # a row that overflows is sent far (clipped)
     if deg.any():
         Z = np.array(Z, dtype=np.float64, copy=True)  # never write into the caller's rows
         Z[:, deg] = public_padding(n, int(deg.sum()))

@@ -236,7 +236,8 @@ class Preconditioner:
 
     def forward(self, X: Any) -> np.ndarray:
         """Rows y = L^{-1/2} A^{-1}(x − μ̂) (a fixed map per record): (X − μ̂) Fᵀ, a row that
-        overflows in that frame mapped to 0 (:func:`~privgauss.clipped_stats.transform_rows`)."""
+        overflows in that frame sent far, so clipped
+        (:func:`~privgauss.clipped_stats.transform_rows`)."""
         return transform_rows(X, self.forward_matrix, self.mean)
 
     def backward(self, mean_Y: Any, cov_Y: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -57,7 +57,7 @@ def whitened_mean(job: GaussianJob, mean_identity: MeanFn) -> tuple[np.ndarray, 
     assert known is not None
     root = sqrtm_psd(known)
     w = inv_sqrtm_psd(known)
-    Xw = transform_rows(job.X, w)  # an overflowing row is mapped to 0, never an error
+    Xw = transform_rows(job.X, w)  # an overflowing row is sent far (clipped), never an error
     Xpw = None if job.public_X is None else job.public_X @ w
     cw = job.center @ w
     bound = None

@@ -23,7 +23,7 @@ budget and public rows; every frame after the first a function of releases):
    budget as ρ. Otherwise :func:`~privgauss.gaussian.histogram.histogram_gaussian` at
    (ε_L, δ/2) releases m₀ and C₀ (stability histograms, then CoinPress). The rows are mapped
    to z = W(x − m₀) (W = C₀^{-1/2} or A^{-1}) by
-   :func:`~privgauss.clipped_stats.transform_rows` (a row that overflows goes to the centre).
+   :func:`~privgauss.clipped_stats.transform_rows` (a row that overflows is sent far: clipped).
    After the histogram route, a *re-whitening* release (the clipped mean and second moment of
    the z-rows, radius 3√d, 10 % of ρ_EM) gives a second frame: the histogram's covariance has
    little budget and was 0.5–10× off in variance on the synthetic benchmark.

@@ -236,7 +236,7 @@ def ppe_gaussian(
     with_cov = not refine
     rB = plan.radius_location(scale_err, with_cov)
     learner = _mean_cov_rows if with_cov else _mean_rows
-    # each block in the frame x / ŝ; a row that overflows there is mapped to 0 (per record)
+    # each block in the frame x / ŝ; a row that overflows there is sent far (per record)
     U = np.stack([learner(transform_rows(b, 1.0 / scale), 0) for b in blocks])
     sb = stable_average(U, rB, b_test, b_noise, accountant=acct, noise=src, step="ppe-location")
     center = sb.value[:d]
