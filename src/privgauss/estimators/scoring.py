@@ -41,11 +41,11 @@ def default_width(d: int, n_components: int = 1) -> float:
     ½·χ²_d⁻¹(1 − 10⁻⁴) + ln k + 1.
 
     A row x of a Gaussian N(μ, Σ) has log-density ``peak − ½ (x − μ)ᵀ Σ⁻¹ (x − μ)``, and the
-    quadratic form is χ²_d-distributed: the first term leaves out one row in 10⁴ of the fitted
-    Gaussian itself. ``ln k`` is the most by which a mixture's upper bound (the log of the sum of
-    its components' weighted peaks) exceeds the weighted peak of any one of ``k`` equally
-    weighted components, and the 1 nat leaves room for the fitted model's own error. A function
-    of the public d and k only.
+    quadratic form is χ²_d-distributed: its ½·χ²_d quantile leaves out one row in 10⁴ of the
+    fitted Gaussian itself. ``ln k`` is the most by which a mixture's upper bound (the log of
+    the sum of its components' weighted peaks) exceeds the weighted peak of any one of ``k``
+    equally weighted components, and the 1 nat leaves room for the fitted model's own error.
+    A function of the public d and k only.
     """
     if d < 1 or n_components < 1:
         raise ValueError("d and n_components must be at least 1")
@@ -105,8 +105,9 @@ class DPScorer:
     parameters are DP outputs) at the n rows of ``X``:
 
     1. the clip interval ``[lo, hi]`` comes from the fitted model and public parameters only,
-       never from ``X``: ``hi`` = :func:`max_log_density` (for a Gaussian −½ log det(2πΣ); for
-       a mixture log Σ_k w_k·peak_k), ``lo = hi − width`` (:meth:`clip_interval`);
+       never from ``X``: ``hi`` = :func:`max_log_density` (for a Gaussian its peak
+       −½ log det(2πΣ); for a mixture log Σ_k w_k·exp(peak_k)), ``lo = hi − width``
+       (:meth:`clip_interval`);
     2. each row's log-density (``estimator.score_samples``) is clipped to ``[lo, hi]`` (a
        non-finite value counts as ``lo``, as if clipped) and the n clipped values are averaged;
     3. the average's sensitivity is ``(hi − lo)/n`` (replace-one changes one term by at most
@@ -152,9 +153,14 @@ class DPScorer:
 
     Examples
     --------
-    >>> acct = pg.Accountant(pg.ZCDP(1.0))                                 # doctest: +SKIP
+    >>> import numpy as np, privgauss as pg
+    >>> from sklearn.model_selection import cross_val_score
+    >>> X = np.random.default_rng(0).normal(size=(3000, 2))            # private rows
+    >>> acct = pg.Accountant(pg.ZCDP(1.0))                             # fits and scores
     >>> g = pg.PrivateGaussian(rho=0.2, accountant=acct, mean_bound=10, cov_bounds=(0.1, 10))
-    >>> cross_val_score(g, X, cv=3, scoring=pg.DPScorer(acct, rho=0.02))  # doctest: +SKIP
+    >>> scores = cross_val_score(g, X, cv=3, scoring=pg.DPScorer(acct, rho=0.02))
+    >>> acct.spent                                                     # 3 fits, 3 DP scores
+    ZCDP(rho=0.66)
     """
 
     def __init__(
