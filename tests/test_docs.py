@@ -45,7 +45,8 @@ def test_every_registered_method_has_a_guide() -> None:
 
 def test_readme_python_examples_run(tmp_path, monkeypatch) -> None:
     """Every ```python block of the README runs, in order, in one namespace (as a newcomer
-    would paste them), and the cross-validation example spends exactly its three fits."""
+    would paste them), and the cross-validation and grid-search example spends exactly its
+    fits and DP scores."""
     import re
     import warnings
 
@@ -60,6 +61,8 @@ def test_readme_python_examples_run(tmp_path, monkeypatch) -> None:
             exec(compile(block, "README.md", "exec"), ns)  # noqa: S102
     import privgauss as pg
 
-    assert abs(ns["acct"].spent.rho - 0.6) < 1e-12
-    assert ns["acct"].remaining == pg.ZCDP(0.4) or abs(ns["acct"].remaining.rho - 0.4) < 1e-12
-    assert ns["scores"].shape == (3,)
+    # 3 + 5 fits of 0.1 and 3 + 4 DP scores of 0.02, all charged to the one accountant
+    assert abs(ns["acct"].spent.rho - 0.94) < 1e-12
+    assert abs(ns["acct"].remaining.rho - 0.06) < 1e-12
+    assert [e.step for e in ns["acct"].ledger].count("score") == 7
+    assert isinstance(ns["dp_score"], pg.DPScorer) and ns["scores"].shape == (3,)

@@ -27,6 +27,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "PureDP": ("privacy", "PureDP"),
     "PrivateGaussian": ("estimators", "PrivateGaussian"),
     "PrivateGaussianMixture": ("estimators", "PrivateGaussianMixture"),
+    "DPScorer": ("estimators.scoring", "DPScorer"),
     "load": ("io", "load"),
     "mixture_requirements": ("mixture.requirements", "requirements"),
     "NoiseSource": ("noise", "NoiseSource"),
@@ -41,6 +42,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 if TYPE_CHECKING:  # what static tools see: the names the lazy loader gives
     from . import audit, datasets, methods, metrics, privacy, theory
     from .estimators import PrivateGaussian, PrivateGaussianMixture
+    from .estimators.scoring import DPScorer
     from .io import load
     from .mixture.requirements import requirements as mixture_requirements
     from .noise import NoiseSource
@@ -78,6 +80,7 @@ __all__ = [
     "ZCDP",
     "Accountant",
     "ApproxDP",
+    "DPScorer",
     "EstimationFailed",
     "InvalidDataError",
     "LedgerEntry",

@@ -189,9 +189,15 @@ class PrivateEstimatorBase(BudgetMixin):
         raise NotImplementedError
 
     def score(self, X: Any, y: Any = None) -> float:
-        """Mean log-likelihood of the rows of ``X`` under the fitted model (no privacy cost:
-        the model is already private). Higher is better, so ``cross_val_score`` and
-        ``GridSearchCV`` can rank fits by it — every fit they run spends budget."""
+        """Exact mean log-likelihood of the rows of ``X`` under the fitted model: for
+        **public or synthetic rows** only.
+
+        On private rows it is **not private**, whatever the model's budget: it is computed
+        from those rows exactly, with no noise and no bound on one row's contribution, so
+        publishing it — or letting ``cross_val_score`` / ``GridSearchCV`` report it or choose
+        parameters by it (their default ``scoring``) — leaks them. To score private rows use
+        :class:`~privgauss.DPScorer` (``scoring=pg.DPScorer(accountant, rho=...)``): clipped,
+        noisy and charged to the accountant the fits are charged to."""
         del y
         return float(np.mean(self.score_samples(X)))
 
