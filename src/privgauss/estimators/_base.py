@@ -172,7 +172,8 @@ class PrivateEstimatorBase(BudgetMixin):
         return None if names is None else [str(c) for c in names]
 
     def _rows_for_scoring(self, X: Any) -> np.ndarray:
-        """Rows to evaluate the fitted (already private) model at: checked, no privacy cost."""
+        """Rows to evaluate the fitted (already private) model at, checked. The exact values at
+        private rows are not private (see :class:`~privgauss.DPScorer`)."""
         from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
         check_is_fitted(self)

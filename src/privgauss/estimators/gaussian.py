@@ -310,7 +310,9 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------------------
     def score_samples(self, X: Any) -> np.ndarray:
-        """Log density of the fitted Gaussian at each row of X (no privacy cost)."""
+        """Log density of the fitted Gaussian at each row of X — exact, so for public or
+        synthetic rows: at private rows these values are not private (score private held-out
+        rows with :class:`~privgauss.DPScorer`)."""
         X = self._rows_for_scoring(X)
         cov = self.covariance_ + 1e-12 * np.trace(self.covariance_) / len(self.mean_) * np.eye(
             len(self.mean_)

@@ -380,7 +380,9 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         return np.stack(cols, axis=1)
 
     def score_samples(self, X: Any) -> np.ndarray:
-        """Log density of the fitted mixture at each row (log-sum-exp; no privacy cost)."""
+        """Log density of the fitted mixture at each row (log-sum-exp) — exact, so for public or
+        synthetic rows: at private rows these values are not private (score private held-out
+        rows with :class:`~privgauss.DPScorer`)."""
         return logsumexp(self._component_logpdf(X), axis=1)
 
     def predict_proba(self, X: Any) -> np.ndarray:
