@@ -17,6 +17,10 @@ from privgauss.warnings import ClippedDataWarning, SeededNoiseWarning
 
 pytestmark = pytest.mark.filterwarnings("ignore::privgauss.warnings.SeededNoiseWarning")
 
+# a budget at which n = 2e4 .. 5e4 rows keep the planned (Gaussian) clip radii: at larger n·ρ
+# the radii grow with the budget (coinpress_plan.noise_matched_radius) and cover the tails
+SMALL_RHO = 0.01
+
 
 def _heavy(n: int, d: int, seed: int) -> np.ndarray:
     """t(3) rows with 1 % gross recording errors (values ×1000)."""
@@ -155,7 +159,7 @@ def test_heavy_tails_and_gross_errors_warn_with_the_true_fraction(monkeypatch):
 
     monkeypatch.setattr(est_gaussian, "release_clipped_count", spy)
     X = _heavy(20000, 5, 0)
-    g = pg.PrivateGaussian(rho=0.5, method="coinpress", mean_bound=10.0,
+    g = pg.PrivateGaussian(rho=SMALL_RHO, method="coinpress", mean_bound=10.0,
                            cov_bounds=(0.01, 1e8), random_state=0)
     assert _fit_warned(g, X)
     truth = exact["outside"] / exact["n"]
@@ -177,7 +181,8 @@ def test_heavy_tails_warn_with_the_default_bound_free_method():
 @pytest.mark.filterwarnings("ignore::privgauss.warnings.ClippedDataWarning")
 def test_clip_scale_covers_more_rows_with_more_noise():
     X = np.random.default_rng(5).standard_t(3, size=(20000, 4))
-    fits = {k: _coinpress(rho=0.5, random_state=0, clip_scale=k).fit(X) for k in (1.0, 2.0)}
+    fits = {k: _coinpress(rho=SMALL_RHO, random_state=0, clip_scale=k).fit(X)
+            for k in (1.0, 2.0)}
     # the wider fit leaves fewer rows outside its 99 % ellipsoid
     assert fits[2.0].clipped_fraction_ < fits[1.0].clipped_fraction_ - 0.01
     cov_steps = {k: [e for e in f.ledger_ if e.mechanism == "symmetric-gaussian"]
@@ -205,7 +210,8 @@ def test_cli_prints_the_clipped_fraction_and_warns_once(tmp_path):
     path = tmp_path / "heavy.npy"
     np.save(path, _heavy(20000, 3, 2))
     out = tmp_path / "model.json"
-    res = CliRunner().invoke(main, ["fit-gaussian", str(path), "--rho", "0.5", "--mean-bound",
+    res = CliRunner().invoke(main, ["fit-gaussian", str(path), "--rho", str(SMALL_RHO),
+                                    "--mean-bound",
                                     "10", "--cov-bounds", "0.01", "1e8", "--seed", "0",
                                     "--out", str(out)])
     assert res.exit_code == 0, res.output
@@ -223,12 +229,12 @@ def test_fraction_tracks_each_defect_below_and_above_the_alarm():
     """Real-data defects (datasets.with_defect, make_heavy_tailed): 1 % gross errors alone
     raise the DP fraction by about 1 % (the fit leaves those rows out: below the alarm, no
     warning), multivariate t(3) tails by far more (warned)."""
-    X, _, _ = pg.datasets.make_gaussian(20000, 5, condition_number=100, random_state=0)
-    kw = dict(rho=0.5, mean_bound=10.0, cov_bounds=(0.01, 1e8), random_state=0)
+    X, _, _ = pg.datasets.make_gaussian(50000, 5, condition_number=100, random_state=0)
+    kw = dict(rho=SMALL_RHO, mean_bound=10.0, cov_bounds=(0.01, 1e8), random_state=0)
     clean = pg.PrivateGaussian(method="coinpress", **kw).fit(X)
     gross = pg.PrivateGaussian(method="coinpress", **kw).fit(
         pg.datasets.with_defect(X, "gross", random_state=0))
-    T, _ = pg.datasets.make_heavy_tailed(20000, 5, condition_number=100, random_state=0)
+    T, _ = pg.datasets.make_heavy_tailed(50000, 5, condition_number=100, random_state=0)
     heavy = pg.PrivateGaussian(method="coinpress", **kw)
     assert _fit_warned(heavy, T)
     assert clean.clipped_fraction_ < clean.clipped_fraction_alarm_

@@ -22,7 +22,7 @@ def acct(rho: float = 0.5) -> pg.Accountant:
     return pg.Accountant(pg.ZCDP(rho))
 
 
-HUGE_RHO = 1e16  # budgets are finite: the non-private limit is approached, not reached
+HUGE_RHO = 1e200  # finite: the limit is approached (the noise shrinks slowly as the radii grow)
 
 
 def frozen(A: np.ndarray) -> np.ndarray:
