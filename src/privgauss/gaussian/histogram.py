@@ -181,7 +181,10 @@ class Localisation:
     middle of the per-axis bracket [``scale_lo``, ``scale_hi``] of √Σ_kk (all ones when the data
     were whitened by a known covariance). The released histograms are kept for inspection.
     ``degenerate`` (d,) marks the axes read as constant (one released value; scale 0, radius 0,
-    ``center`` that value); None when the covariance was known.
+    ``center`` that value); None when the covariance was known. ``degenerate_var`` (d,) is the
+    variance such an axis is released with: the released fraction of rows away from that value
+    (plus one noise sd of its count), times one unit of the column squared (so a rare flag read as constant
+    still gives its held-out 1s a finite, moderate log-likelihood); 0 elsewhere.
     """
 
     center: np.ndarray
@@ -192,6 +195,7 @@ class Localisation:
     scale_histograms: list[dict[Any, int]] = field(default_factory=list)
     location_histograms: list[dict[Any, int]] = field(default_factory=list)
     degenerate: np.ndarray | None = None
+    degenerate_var: np.ndarray | None = None
 
 
 def _needed_n_scale(tau: float) -> int:
@@ -519,11 +523,13 @@ def _tied_axis(hist: dict[Any, int]) -> tuple[float, float]:
 _CONSTANT_MAX_OTHER = 0.01
 
 
-def _check_constant(k: int, hist: dict[Any, int], n: int, noise_sd: float, step: str) -> None:
+def _check_constant(k: int, hist: dict[Any, int], n: int, noise_sd: float, step: str) -> float:
     """Fail (a DP output: the released count and public n) when the one value released for a
     tied axis leaves more than _CONSTANT_MAX_OTHER of the rows unaccounted for: the column is
     not constant, only its other values were too rare to be released (a 0/1 flag with 10 %
-    ones at n = 6,000 was read as the constant 0)."""
+    ones at n = 6,000 was read as the constant 0). Otherwise return the fraction of rows away
+    from the value the released count leaves, plus one noise sd (at least 1/n): the variance,
+    in squared units of the column, the axis is released with (post-processing)."""
     (count,) = hist.values()
     other = (n - count - 3.0 * noise_sd) / n
     if other > _CONSTANT_MAX_OTHER:
@@ -535,6 +541,7 @@ def _check_constant(k: int, hist: dict[Any, int], n: int, noise_sd: float, step:
             "or bounds (mean_bound=, cov_bounds=, method='coinpress') or public rows",
             step=step,
         )
+    return min(max((n - count + noise_sd) / n, 1.0 / n), 1.0)
 
 
 def localise(
@@ -619,6 +626,7 @@ def localise(
         loc_keys = partial(_column, lkeys)
     loc_h: list[dict[Any, int]] = []
     center = np.empty(d)
+    deg_var = np.zeros(d)
     for k, top in enumerate(
         _axis_top_bins(loc_keys, d, location_budget, "location", _needed_n_location(tau_l),
                        loc_h, accountant=accountant, noise=src, step=f"{step}-location",
@@ -627,7 +635,8 @@ def localise(
         if tied[k]:
             center[k], spread = _tied_axis(loc_h[k])
             if spread == 0.0:
-                _check_constant(k, loc_h[k], n, _noise_sd(location_budget, d), f"{step}-location")
+                deg_var[k] = _check_constant(k, loc_h[k], n, _noise_sd(location_budget, d),
+                                             f"{step}-location")
             s_mid[k], s_lo[k], s_hi[k] = spread, spread * _LO_RATIO, spread * _HI_RATIO
             continue
         if abs(top) >= _KEY_LIMIT - 1:
@@ -646,6 +655,7 @@ def localise(
         scale_histograms=scale_h,
         location_histograms=loc_h,
         degenerate=tied & (s_mid == 0),
+        degenerate_var=deg_var,
     )
 
 
@@ -759,6 +769,8 @@ def histogram_gaussian(
     cov_hat = sym(np.asarray(cov_z) * s[:, None] * s[None, :])
     cov_hat[deg, :] = 0.0
     cov_hat[:, deg] = 0.0
+    if loc.degenerate_var is not None:  # never a zero variance: see Localisation
+        cov_hat[deg, deg] = loc.degenerate_var[deg]
     return mean, cov_hat
 
 
