@@ -183,8 +183,8 @@ class Localisation:
     ``degenerate`` (d,) marks the axes read as constant (one released value; scale 0, radius 0,
     ``center`` that value); None when the covariance was known. ``degenerate_var`` (d,) is the
     variance such an axis is released with: the released fraction of rows away from that value
-    (plus one noise sd of its count), times one unit of the column squared (so a rare flag read as constant
-    still gives its held-out 1s a finite, moderate log-likelihood); 0 elsewhere.
+    (plus one noise sd of its count), times one unit of the column squared (so a rare flag read
+    as constant still gives its held-out 1s a finite, moderate log-likelihood); 0 elsewhere.
     """
 
     center: np.ndarray
