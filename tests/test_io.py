@@ -11,7 +11,7 @@ import pytest
 
 import privgauss as pg
 from privgauss.datasets import make_gaussian, make_mixture
-from privgauss.io import atomic_path, read_table, save, write_atomic
+from privgauss.io import atomic_path, column_names, read_table, save, write_atomic
 
 MODEL_KEYS = {"model", "library", "version", "method", "method_reason", "n_features",
               "feature_names", "privacy", "pure_dp"}
@@ -131,13 +131,72 @@ def test_read_table_formats(tmp_path: Path) -> None:
     (tmp_path / "t.tsv").write_text("x\ty\n1\t2\n3\t4.5\n")
     np.save(tmp_path / "a.npy", np.array([[1.0, 2.0], [3.0, 4.5]]))
     expected = np.array([[1.0, 2.0], [3.0, 4.5]])
-    for name in ("h.csv", "n.csv", "t.tsv", "a.npy"):
+    for name in ("h.csv", "t.tsv", "a.npy"):
         assert np.array_equal(read_table(tmp_path / name), expected), name
+    # a headerless CSV is declared so (header=False): its columns are "0", "1"
+    X, names = read_table(tmp_path / "n.csv", with_names=True, header=False)
+    assert names == ["0", "1"] and np.array_equal(X, expected)
+    assert np.array_equal(read_table(tmp_path / "n.csv", ["1"], header=False), expected[:, 1:])
     X, names = read_table(tmp_path / "h.csv", "y", with_names=True)
     assert names == ["y"] and np.array_equal(X, expected[:, 1:])
-    assert read_table(tmp_path / "n.csv", ["1"]).shape == (2, 1)  # headerless: columns "0", "1"
     with pytest.raises(pg.InvalidDataError, match="--columns needs"):
         read_table(tmp_path / "a.npy", "x")
+
+
+def _refusal(path: Path, **kwargs: object) -> str:
+    with pytest.raises(pg.InvalidDataError) as info:
+        read_table(path, **kwargs)
+    return str(info.value)
+
+
+# a header line is declared by the format (CSV/TSV: yes) and header=False, never guessed from
+# a row: before, a headerless file whose first record had an NA cell gave that record's values
+# as column names, and its neighbour with the cell filled gave "0", "1", "2"
+HEADERLESS_NEIGHBOURS = ("52.7,NA,1893.2\n48.1,3.3,1701.0\n50.2,2.9,1750.5\n",
+                         "52.7,3.1,1893.2\n48.1,3.3,1701.0\n50.2,2.9,1750.5\n")
+
+
+def test_headers_never_depend_on_a_record(tmp_path: Path) -> None:
+    messages = []
+    for i, text in enumerate(HEADERLESS_NEIGHBOURS):
+        path = tmp_path / f"n{i}.csv"
+        path.write_text(text)
+        messages.append(_refusal(path).replace(path.name, "FILE"))
+    # the same refusal for both neighbours, quoting no cell, saying what to do
+    assert messages[0] == messages[1] and "header=False" in messages[0]
+    assert not any(v in messages[0] for v in ("52.7", "NA", "1893", "3.1"))
+    # declared headerless: the filled file is read, named by position; the other refused at
+    # the entry for its NA cell (naming the column's position, no value)
+    X, names = read_table(tmp_path / "n1.csv", with_names=True, header=False)
+    assert names == ["0", "1", "2"] and X.shape == (3, 3)
+    message = _refusal(tmp_path / "n0.csv", header=False)
+    assert "'1'" in message and "NA" not in message and "52.7" not in message
+
+
+@pytest.mark.parametrize("first_line", ["zeta,17.5,qq", "zeta,,qq", "zeta,qq,zeta",
+                                        " zeta , zeta ,qq", "zeta,inf,qq"])
+def test_a_declared_header_must_hold_names(tmp_path: Path, first_line: str) -> None:
+    (tmp_path / "h.csv").write_text(f"{first_line}\n1,2,3\n")
+    message = _refusal(tmp_path / "h.csv")
+    assert "header=False" in message and "\n" not in message
+    assert not any(cell in message for cell in ("zeta", "qq", "17.5"))
+    with pytest.raises(pg.InvalidDataError, match="header=False"):
+        column_names(tmp_path / "h.csv")
+
+
+def test_column_names_read_no_row(tmp_path: Path) -> None:
+    (tmp_path / "h.csv").write_text("x,y\n1,2\n")
+    (tmp_path / "n.csv").write_text("1,2\n")
+    np.save(tmp_path / "a.npy", np.ones((2, 2)))
+    assert column_names(tmp_path / "h.csv") == ["x", "y"]
+    assert column_names(tmp_path / "n.csv", header=False) is None
+    assert column_names(tmp_path / "a.npy") is None
+
+
+def test_columns_listed_twice_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "h.csv").write_text("x,y\n1,2\n")
+    assert "more than once" in _refusal(tmp_path / "h.csv", columns="x,x")
+    assert "more than once" in _refusal(tmp_path / "h.csv", columns=["0", "0"], header=False)
 
 
 def test_read_table_messages_hold_no_cell_values(tmp_path: Path) -> None:

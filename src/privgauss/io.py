@@ -1,5 +1,13 @@
 """Files in and out: data tables (CSV, Parquet, .npy), model files (JSON), atomic writes.
 
+**Column names come from the file format and the caller, never from a row's content.** A
+CSV/TSV file has a header line unless the caller says it has none (``header=False``; on the
+command line ``--no-header``): then its columns are named ``"0"``, ``"1"``, …. A declared header
+whose names are numbers, empty or repeated is refused (the file probably has no header: its
+first line would be a record), with a message that quotes no cell. Parquet files name their
+columns; ``.npy`` files never do. So no value of a data row can become a column name, and from
+there reach a model file, a message, a plot or a synthetic file (DESIGN.md, rule 14).
+
 A **model file** is the JSON of an estimator's ``to_dict()``: the fitted (DP) parameters, the
 privacy guarantee (notion, budget, what was spent, the neighbour relation), the ledger of every
 release (public metadata only: step, mechanism, cost, sensitivity, noise scale), the library
@@ -31,10 +39,12 @@ from .privacy import ZCDP, Accountant, ApproxDP, Budget, LedgerEntry, PureDP, bu
 
 __all__ = [
     "atomic_path",
+    "column_names",
     "from_dict",
     "load",
     "read_table",
     "save",
+    "valid_header",
     "write_atomic",
     "write_table",
 ]
@@ -94,29 +104,63 @@ def _is_number(cell: str) -> bool:
     return True
 
 
+# one message whatever is wrong, naming no cell: when the file has no header after all, its
+# first line is a record, and which of its cells parse as numbers must not show
+_BAD_HEADER = (
+    "{name}: its first line is read as the header, but its column names are not all distinct, "
+    "non-empty and non-numeric; if the file has no header line, pass header=False"
+)
+
+
+def valid_header(names: list[str]) -> bool:
+    """Whether ``names`` can be a table's header: distinct, non-empty and none a number (so a
+    CSV written with it reads back with the same columns)."""
+    return len(set(names)) == len(names) and all(n and not _is_number(n) for n in names)
+
+
+def _header(row: list[str], path: Path) -> list[str]:
+    """The column names of a declared header line, refused unless :func:`valid_header`."""
+    names = [c.strip() for c in row]
+    if not valid_header(names):
+        raise InvalidDataError(_BAD_HEADER.format(name=path.name))
+    return names
+
+
 def _select(names: list[str], columns: list[str] | None, path: Path) -> list[int]:
     if columns is None:
         return list(range(len(names)))
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:
+        raise InvalidDataError(
+            f"--columns lists {repeated} more than once: give each column once"
+        )
     missing = [c for c in columns if c not in names]
     if missing:
         raise InvalidDataError(f"{path.name} has no column(s) {missing}; it has {names}")
     return [names.index(c) for c in columns]
 
 
-def _read_csv(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+def _csv_rows(path: Path) -> Iterator[list[str]]:
+    """The non-empty rows of a CSV/TSV file, split into cells."""
     with open(path, newline="") as fh:
-        rows = [r for r in csv.reader(fh, delimiter=_CSV_SUFFIXES[path.suffix.lower()]) if r]
+        yield from (r for r in csv.reader(fh, delimiter=_CSV_SUFFIXES[path.suffix.lower()]) if r)
+
+
+def _read_csv(
+    path: Path, columns: list[str] | None, header: bool
+) -> tuple[np.ndarray, list[str]]:
+    rows = list(_csv_rows(path))
     if not rows:
-        raise InvalidDataError(f"{path.name} is empty: it needs a header line and data rows")
-    has_header = not all(_is_number(c) for c in rows[0])
-    names = [c.strip() for c in rows[0]] if has_header else [str(i) for i in range(len(rows[0]))]
-    body = rows[1:] if has_header else rows
+        raise InvalidDataError(f"{path.name} is empty: it has no data rows")
+    names = _header(rows[0], path) if header else [str(i) for i in range(len(rows[0]))]
+    body = rows[1:] if header else rows
     if not body:
         raise InvalidDataError(f"{path.name} is empty: it has a header but no data rows")
     width = len(names)
     if any(len(r) != width for r in body):
+        like = "the header" if header else "the first row"
         raise InvalidDataError(
-            f"{path.name}: every row must have {width} cells, like the header; some do not"
+            f"{path.name}: every row must have {width} cells, like {like}; some do not"
         )
     idx = _select(names, columns, path)
     out = np.empty((len(body), len(idx)))
@@ -131,24 +175,32 @@ def _read_csv(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[s
     return out, [names[i] for i in idx]
 
 
-def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+def _parquet_names(path: Path) -> list[str]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise InvalidDataError("reading Parquet needs pyarrow: pip install pyarrow") from None
     try:
+        return [str(n) for n in pq.read_schema(path).names]
+    except Exception as exc:  # pyarrow raises several types for unreadable files
+        raise InvalidDataError(f"{path.name} is not a readable Parquet file") from exc
+
+
+def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+    names = _parquet_names(path)
+    import pyarrow.parquet as pq
+    import pyarrow.types as pat
+
+    try:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow raises several types for unreadable files
         raise InvalidDataError(f"{path.name} is not a readable Parquet file") from exc
-    names = [str(n) for n in table.column_names]
     if table.num_rows == 0 or not names:
         raise InvalidDataError(f"{path.name} is empty: it has no data rows")
     idx = _select(names, columns, path)
     cols = []
     for i in idx:
         col = table.column(i)
-        import pyarrow.types as pat
-
         if not (pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_boolean(col.type)):
             raise InvalidDataError(
                 f"{path.name}: column {names[i]!r} is not numeric (type {col.type}); choose "
@@ -160,7 +212,7 @@ def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, li
 
 def _read_npy(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
     if columns:
-        raise InvalidDataError("--columns needs a CSV or Parquet file with a header")
+        raise InvalidDataError("--columns needs a CSV or Parquet file")
     try:
         arr = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
@@ -173,32 +225,57 @@ def _read_npy(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[s
     return arr, [str(i) for i in range(width)]
 
 
-def read_table(
-    path: str | Path, columns: str | list[str] | None = None, *, with_names: bool = False
-) -> Any:
-    """Rows of a CSV/TSV, Parquet or .npy file as a float array (only ``columns``, if given).
-
-    A CSV's first line is a header unless every cell of it is a number (then columns are
-    named ``"0"``, ``"1"``, …). ``columns`` is a list or a comma-separated string of names.
-    ``with_names=True`` returns ``(array, column names)``.
-    Raises :class:`~privgauss.exceptions.InvalidDataError` with a one-line message for a
-    missing file or column, an empty file, ragged rows or non-numeric cells.
-    """
+def _table_path(path: str | Path) -> tuple[Path, str]:
+    """The path of an existing table file and its (lower-case, supported) suffix."""
     p = Path(path)
     if not p.is_file():
         raise InvalidDataError(f"file not found: {path}")
-    cols = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else columns
     suffix = p.suffix.lower()
+    if suffix not in (".npy", ".parquet", *_CSV_SUFFIXES):
+        raise InvalidDataError(
+            f"unsupported file type {suffix!r}: use .csv, .tsv, .parquet or .npy"
+        )
+    return p, suffix
+
+
+def column_names(path: str | Path, *, header: bool = True) -> list[str] | None:
+    """The column names a table file gives its columns — a Parquet file's, a CSV/TSV file's
+    header line (unless ``header=False``; refused as :func:`read_table` refuses it) — or None
+    for a file without names (``.npy``, a CSV/TSV without a header). Reads no data row."""
+    p, suffix = _table_path(path)
+    if suffix == ".parquet":
+        return _parquet_names(p)
+    if suffix == ".npy" or not header:
+        return None
+    first = next(_csv_rows(p), None)
+    if first is None:
+        raise InvalidDataError(f"{p.name} is empty: it has no data rows")
+    return _header(first, p)
+
+
+def read_table(
+    path: str | Path, columns: str | list[str] | None = None, *, with_names: bool = False,
+    header: bool = True,
+) -> Any:
+    """Rows of a CSV/TSV, Parquet or .npy file as a float array (only ``columns``, if given).
+
+    A CSV/TSV file's first line is its header — distinct, non-empty names that are not
+    numbers, or the file is refused — unless ``header=False`` says it has none: its columns
+    are then named ``"0"``, ``"1"``, … (as a ``.npy`` file's are; ``header`` is ignored for
+    Parquet and ``.npy``). Whether there is a header is never guessed from the file's content.
+    ``columns`` is a list or a comma-separated string of names, each at most once.
+    ``with_names=True`` returns ``(array, column names)``.
+    Raises :class:`~privgauss.exceptions.InvalidDataError` with a one-line message for a
+    missing file or column, a bad header, an empty file, ragged rows or non-numeric cells.
+    """
+    p, suffix = _table_path(path)
+    cols = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else columns
     if suffix == ".npy":
         out = _read_npy(p, cols)
     elif suffix == ".parquet":
         out = _read_parquet(p, cols)
-    elif suffix in _CSV_SUFFIXES:
-        out = _read_csv(p, cols)
     else:
-            raise InvalidDataError(
-            f"unsupported file type {suffix!r}: use .csv, .tsv, .parquet or .npy"
-        )
+        out = _read_csv(p, cols, header)
     return out if with_names else out[0]
 
 
