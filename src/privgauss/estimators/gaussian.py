@@ -314,7 +314,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         no privacy cost."""
         check_is_fitted(self)
         rng = np.random.default_rng(random_state)
-        return draw_gaussian(rng, self.mean_, self.covariance_, int(n_samples))
+        return _draw_gaussian(rng, self.mean_, self.covariance_, int(n_samples))
 
     def to_dict(self) -> dict[str, Any]:
         """Parameters and privacy report (only DP outputs and public metadata)."""
@@ -337,7 +337,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         }
 
 
-def draw_gaussian(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray,
+def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray,
                   size: int) -> np.ndarray:
     """``size`` rows from N(``mean``, ``cov``) in time bounded by ``size`` and d: refused
     unless the parameters are finite, since numpy's SVD of a non-finite matrix never returns
