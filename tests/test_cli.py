@@ -186,7 +186,11 @@ BAD_CASES = [
     ("empty file", "", [], "empty"),
     ("header only", "a,b,c\n", [], "empty"),
     ("ragged rows", "a,b,c\n1,2,3\n2,3\n", [], "cells"),
-    ("public of wrong dimension", None, ["--public", "PUB2"], "features"),
+    # both files name their columns: matched by name (before: by position, refused by count)
+    ("public lacking a column", None, ["--public", "PUB2"], "public file has no column(s) ['c']"),
+    ("public of wrong dimension", None, ["--public", "PUBNPY"], "features"),
+    ("bad header", "a,1,c\n1,2,3\n2,3,4\n", [], "--no-header"),
+    ("columns listed twice", None, ["--columns", "a,a"], "more than once"),
     ("no budget", None, ["NOBUDGET"], "budget"),
     ("negative budget", None, ["--rho", "-1", "NOBUDGET"], "rho"),
     ("missing file", "MISSING", [], "not found"),
@@ -212,6 +216,9 @@ def test_bad_input_one_line_nonzero_exit_no_output(
     if "PUB2" in args:
         (files / "pub2.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
         args[args.index("PUB2")] = str(files / "pub2.csv")
+    if "PUBNPY" in args:  # a .npy file names no columns: matched by position
+        np.save(files / "pub2.npy", np.ones((3, 2)))
+        args[args.index("PUBNPY")] = str(files / "pub2.npy")
     budget = ["--epsilon", "1", "--delta", "1e-6"]
     if "NOBUDGET" in args:
         args.remove("NOBUDGET")
@@ -236,7 +243,9 @@ def test_failure_while_writing_leaves_nothing(files: Path, monkeypatch: pytest.M
     out_path, png = files / "m.json", files / "m.png"
     res = _invoke("fit-gaussian", files / "data.csv", "--rho", 0.5, "--public", files / "pub.csv",
                   "--seed", 0, "--out", out_path, "--plot", png)
-    assert res.exit_code == 2 and "interrupted" in res.output
+    # the fit had spent its budget before the plot was drawn: status 3, saying so
+    assert res.exit_code == 3 and "interrupted" in res.output, res.output
+    assert "after spending 0.5-zCDP, which stays spent" in res.output
     assert not out_path.exists() and not png.exists() and not _leftovers(files)
 
 

@@ -1,13 +1,35 @@
 """Files in and out: data tables (CSV, Parquet, .npy), model files (JSON), atomic writes.
 
+**Column names come from the file format and the caller, never from a row's content.** A
+CSV/TSV file has a header line unless the caller says it has none (``header=False``; on the
+command line ``--no-header``): then its columns are named ``"0"``, ``"1"``, …. A declared header
+whose names are numbers, empty or repeated is refused (the file probably has no header: its
+first line would be a record), with a message that quotes no cell. Parquet files name their
+columns; ``.npy`` files never do. So no value of a data row can become a column name, and from
+there reach a model file, a message, a plot or a synthetic file (DESIGN.md, rule 14).
+
 A **model file** is the JSON of an estimator's ``to_dict()``: the fitted (DP) parameters, the
 privacy guarantee (notion, budget, what was spent, the neighbour relation), the ledger of every
 release (public metadata only: step, mechanism, cost, sensitivity, noise scale), the library
 version and the method. Nothing else derived from the private data is stored. :func:`load`
 gives back a fitted :class:`~privgauss.PrivateGaussian` or
 :class:`~privgauss.PrivateGaussianMixture` whose ``score_samples``, ``sample`` (and ``predict``)
-work; the privacy report is rebuilt by replaying the ledger into a fresh accountant, which also
-checks that the file's ledger fits its budget.
+work in bounded time.
+
+A model file is a **record, not a certificate**: anyone can edit it, and nothing in it proves
+that the fit ran, on which rows, or with the noise the ledger lists. :func:`load` checks that
+the file is *consistent* and *usable*, and refuses it otherwise (one line naming the field):
+
+* parameters finite, of the stated shapes, means within ±:data:`MODEL_MAX_MEAN` and covariance
+  entries within ±:data:`MODEL_MAX_COVARIANCE` (so sampling and scoring cannot overflow);
+* covariances symmetric (to :data:`SYMMETRY_RTOL` of their largest entry) and positive
+  semi-definite (smallest eigenvalue ≥ −:data:`PSD_RTOL` × the largest); mixture weights
+  non-negative, summing to 1;
+* the budget a valid one, and the ledger's costs, replayed into a fresh accountant, fitting it
+  and composing exactly to the stated ``spent``.
+
+A file edited consistently (every cost and the spent total divided by 100, say) passes: keep
+the files you publish where their provenance is known.
 
 Messages about bad data name files, columns and shapes only, never cell values or row numbers.
 """
@@ -27,14 +49,25 @@ from typing import Any, TypedDict
 import numpy as np
 
 from .exceptions import InvalidDataError, PrivacyBudgetError
-from .privacy import ZCDP, Accountant, ApproxDP, Budget, LedgerEntry, PureDP, budget_from_dict
+from .privacy import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Budget,
+    LedgerEntry,
+    PureDP,
+    budget_from_dict,
+    budget_to_dict,
+)
 
 __all__ = [
     "atomic_path",
+    "column_names",
     "from_dict",
     "load",
     "read_table",
     "save",
+    "valid_header",
     "write_atomic",
     "write_table",
 ]
@@ -94,29 +127,63 @@ def _is_number(cell: str) -> bool:
     return True
 
 
+# one message whatever is wrong, naming no cell: when the file has no header after all, its
+# first line is a record, and which of its cells parse as numbers must not show
+_BAD_HEADER = (
+    "{name}: its first line is read as the header, but its column names are not all distinct, "
+    "non-empty and non-numeric; if the file has no header line, pass header=False"
+)
+
+
+def valid_header(names: list[str]) -> bool:
+    """Whether ``names`` can be a table's header: distinct, non-empty and none a number (so a
+    CSV written with it reads back with the same columns)."""
+    return len(set(names)) == len(names) and all(n and not _is_number(n) for n in names)
+
+
+def _header(row: list[str], path: Path) -> list[str]:
+    """The column names of a declared header line, refused unless :func:`valid_header`."""
+    names = [c.strip() for c in row]
+    if not valid_header(names):
+        raise InvalidDataError(_BAD_HEADER.format(name=path.name))
+    return names
+
+
 def _select(names: list[str], columns: list[str] | None, path: Path) -> list[int]:
     if columns is None:
         return list(range(len(names)))
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:
+        raise InvalidDataError(
+            f"--columns lists {repeated} more than once: give each column once"
+        )
     missing = [c for c in columns if c not in names]
     if missing:
         raise InvalidDataError(f"{path.name} has no column(s) {missing}; it has {names}")
     return [names.index(c) for c in columns]
 
 
-def _read_csv(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+def _csv_rows(path: Path) -> Iterator[list[str]]:
+    """The non-empty rows of a CSV/TSV file, split into cells."""
     with open(path, newline="") as fh:
-        rows = [r for r in csv.reader(fh, delimiter=_CSV_SUFFIXES[path.suffix.lower()]) if r]
+        yield from (r for r in csv.reader(fh, delimiter=_CSV_SUFFIXES[path.suffix.lower()]) if r)
+
+
+def _read_csv(
+    path: Path, columns: list[str] | None, header: bool
+) -> tuple[np.ndarray, list[str]]:
+    rows = list(_csv_rows(path))
     if not rows:
-        raise InvalidDataError(f"{path.name} is empty: it needs a header line and data rows")
-    has_header = not all(_is_number(c) for c in rows[0])
-    names = [c.strip() for c in rows[0]] if has_header else [str(i) for i in range(len(rows[0]))]
-    body = rows[1:] if has_header else rows
+        raise InvalidDataError(f"{path.name} is empty: it has no data rows")
+    names = _header(rows[0], path) if header else [str(i) for i in range(len(rows[0]))]
+    body = rows[1:] if header else rows
     if not body:
         raise InvalidDataError(f"{path.name} is empty: it has a header but no data rows")
     width = len(names)
     if any(len(r) != width for r in body):
+        like = "the header" if header else "the first row"
         raise InvalidDataError(
-            f"{path.name}: every row must have {width} cells, like the header; some do not"
+            f"{path.name}: every row must have {width} cells, like {like}; some do not"
         )
     idx = _select(names, columns, path)
     out = np.empty((len(body), len(idx)))
@@ -131,24 +198,32 @@ def _read_csv(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[s
     return out, [names[i] for i in idx]
 
 
-def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+def _parquet_names(path: Path) -> list[str]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise InvalidDataError("reading Parquet needs pyarrow: pip install pyarrow") from None
     try:
+        return [str(n) for n in pq.read_schema(path).names]
+    except Exception as exc:  # pyarrow raises several types for unreadable files
+        raise InvalidDataError(f"{path.name} is not a readable Parquet file") from exc
+
+
+def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+    names = _parquet_names(path)
+    import pyarrow.parquet as pq
+    import pyarrow.types as pat
+
+    try:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow raises several types for unreadable files
         raise InvalidDataError(f"{path.name} is not a readable Parquet file") from exc
-    names = [str(n) for n in table.column_names]
     if table.num_rows == 0 or not names:
         raise InvalidDataError(f"{path.name} is empty: it has no data rows")
     idx = _select(names, columns, path)
     cols = []
     for i in idx:
         col = table.column(i)
-        import pyarrow.types as pat
-
         if not (pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_boolean(col.type)):
             raise InvalidDataError(
                 f"{path.name}: column {names[i]!r} is not numeric (type {col.type}); choose "
@@ -160,7 +235,7 @@ def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, li
 
 def _read_npy(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
     if columns:
-        raise InvalidDataError("--columns needs a CSV or Parquet file with a header")
+        raise InvalidDataError("--columns needs a CSV or Parquet file")
     try:
         arr = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
@@ -173,32 +248,57 @@ def _read_npy(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[s
     return arr, [str(i) for i in range(width)]
 
 
-def read_table(
-    path: str | Path, columns: str | list[str] | None = None, *, with_names: bool = False
-) -> Any:
-    """Rows of a CSV/TSV, Parquet or .npy file as a float array (only ``columns``, if given).
-
-    A CSV's first line is a header unless every cell of it is a number (then columns are
-    named ``"0"``, ``"1"``, …). ``columns`` is a list or a comma-separated string of names.
-    ``with_names=True`` returns ``(array, column names)``.
-    Raises :class:`~privgauss.exceptions.InvalidDataError` with a one-line message for a
-    missing file or column, an empty file, ragged rows or non-numeric cells.
-    """
+def _table_path(path: str | Path) -> tuple[Path, str]:
+    """The path of an existing table file and its (lower-case, supported) suffix."""
     p = Path(path)
     if not p.is_file():
         raise InvalidDataError(f"file not found: {path}")
-    cols = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else columns
     suffix = p.suffix.lower()
+    if suffix not in (".npy", ".parquet", *_CSV_SUFFIXES):
+        raise InvalidDataError(
+            f"unsupported file type {suffix!r}: use .csv, .tsv, .parquet or .npy"
+        )
+    return p, suffix
+
+
+def column_names(path: str | Path, *, header: bool = True) -> list[str] | None:
+    """The column names a table file gives its columns — a Parquet file's, a CSV/TSV file's
+    header line (unless ``header=False``; refused as :func:`read_table` refuses it) — or None
+    for a file without names (``.npy``, a CSV/TSV without a header). Reads no data row."""
+    p, suffix = _table_path(path)
+    if suffix == ".parquet":
+        return _parquet_names(p)
+    if suffix == ".npy" or not header:
+        return None
+    first = next(_csv_rows(p), None)
+    if first is None:
+        raise InvalidDataError(f"{p.name} is empty: it has no data rows")
+    return _header(first, p)
+
+
+def read_table(
+    path: str | Path, columns: str | list[str] | None = None, *, with_names: bool = False,
+    header: bool = True,
+) -> Any:
+    """Rows of a CSV/TSV, Parquet or .npy file as a float array (only ``columns``, if given).
+
+    A CSV/TSV file's first line is its header — distinct, non-empty names that are not
+    numbers, or the file is refused — unless ``header=False`` says it has none: its columns
+    are then named ``"0"``, ``"1"``, … (as a ``.npy`` file's are; ``header`` is ignored for
+    Parquet and ``.npy``). Whether there is a header is never guessed from the file's content.
+    ``columns`` is a list or a comma-separated string of names, each at most once.
+    ``with_names=True`` returns ``(array, column names)``.
+    Raises :class:`~privgauss.exceptions.InvalidDataError` with a one-line message for a
+    missing file or column, a bad header, an empty file, ragged rows or non-numeric cells.
+    """
+    p, suffix = _table_path(path)
+    cols = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else columns
     if suffix == ".npy":
         out = _read_npy(p, cols)
     elif suffix == ".parquet":
         out = _read_parquet(p, cols)
-    elif suffix in _CSV_SUFFIXES:
-        out = _read_csv(p, cols)
     else:
-            raise InvalidDataError(
-            f"unsupported file type {suffix!r}: use .csv, .tsv, .parquet or .npy"
-        )
+        out = _read_csv(p, cols, header)
     return out if with_names else out[0]
 
 
@@ -245,7 +345,8 @@ def save(model: Any, path: str | Path) -> None:
 def load(path: str | Path) -> Any:
     """A fitted ``PrivateGaussian`` or ``PrivateGaussianMixture`` from a model file.
 
-    Loading spends no budget: the parameters are already DP outputs.
+    Loading spends no budget: the parameters are already DP outputs. The file is checked for
+    consistency (see the module docstring), not for truth: it is a record, not a certificate.
     """
     p = Path(path)
     if not p.is_file():
@@ -274,76 +375,179 @@ def _budget_kwargs(budget: Budget) -> _BudgetKwargs:
     return {"epsilon": budget.epsilon, "delta": budget.delta}
 
 
-def _replay(privacy: dict[str, Any]) -> tuple[Budget, Accountant]:
-    """The budget and an accountant holding the file's ledger (refusing an over-spent one)."""
-    budget = budget_from_dict(privacy["budget"])
-    acct = Accountant(budget)
+#: Largest magnitude of a model file's mean coordinates: 100 times the largest data value a
+#: fit accepts (:data:`~privgauss.validation.MAX_ABS_VALUE`, 1e150), room for the noise.
+MODEL_MAX_MEAN = 1e152
+#: Largest magnitude of a covariance entry: the square of :data:`MODEL_MAX_MEAN`. Synthetic
+#: rows then stay below ~1e153·√d and their squared distances finite: sampling and scoring a
+#: loaded model cannot overflow.
+MODEL_MAX_COVARIANCE = 1e304
+#: Largest asymmetry |C - Cᵀ| of a covariance, relative to its largest entry.
+SYMMETRY_RTOL = 1e-9
+#: Most negative eigenvalue of a covariance, relative to its largest eigenvalue (rounding).
+PSD_RTOL = 1e-8
+#: Relative tolerance between the stated ``spent`` and the ledger's composition.
+_SPENT_RTOL = 1e-9
+
+
+def _refuse(field: str, problem: str) -> InvalidDataError:
+    return InvalidDataError(f"model file: {field} {problem}")
+
+
+def _budget_field(value: Any, field: str) -> Budget:
+    """A budget written by ``budget_to_dict``, refused (naming ``field``) unless valid."""
     try:
-        for e in privacy["ledger"]:
+        return budget_from_dict(value)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        detail = f": {exc}" if isinstance(exc, ValueError) else ""
+        raise _refuse(field, f"is not a valid privacy budget{detail}") from None
+
+
+def _same_budget(a: Budget | None, b: Budget | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    da, db = budget_to_dict(a), budget_to_dict(b)
+    return da.keys() == db.keys() and all(
+        da[k] == db[k] if isinstance(da[k], str)
+        else math.isclose(da[k], db[k], rel_tol=_SPENT_RTOL)
+        for k in da
+    )
+
+
+def _replay(privacy: Any) -> tuple[Budget, Accountant]:
+    """The budget and an accountant holding the file's ledger: refused when the budget is
+    invalid, a cost is invalid, the ledger exceeds the budget, or it does not compose to the
+    stated ``spent``."""
+    if not isinstance(privacy, dict) or not isinstance(privacy.get("ledger"), list):
+        raise _refuse("privacy", "must hold a budget, what was spent and a ledger list")
+    budget = _budget_field(privacy.get("budget"), "privacy.budget")
+    acct = Accountant(budget)
+    for i, e in enumerate(privacy["ledger"]):
+        if not isinstance(e, dict):
+            raise _refuse(f"privacy.ledger[{i}]", "is not a ledger entry")
+        cost = _budget_field(e.get("cost"), f"privacy.ledger[{i}].cost")
+        try:
             entry = acct.spend(
-                budget_from_dict(e["cost"]),
+                cost,
                 step=str(e.get("step", "")),
                 mechanism=str(e.get("mechanism", "")),
                 sensitivity=e.get("sensitivity"),
                 noise_scale=e.get("noise_scale"),
                 note=str(e.get("note", "")),
             )
-            # the releases of sub-computations this entry paid for (Accountant.prepaid)
+        except PrivacyBudgetError:
+            raise _refuse("privacy.ledger", "exceeds its own budget") from None
+        # the releases of sub-computations this entry paid for (Accountant.prepaid)
+        try:
             entry.parts.extend(LedgerEntry.from_dict(p) for p in e.get("parts", ()))
-    except PrivacyBudgetError:
-        raise InvalidDataError("the model file's ledger exceeds its own budget") from None
+        except (KeyError, TypeError, AttributeError, ValueError):
+            raise _refuse(f"privacy.ledger[{i}].parts", "is malformed") from None
+    if "spent" not in privacy:
+        raise _refuse("privacy.spent", "is missing")
+    stated = privacy["spent"]
+    spent = None if stated is None else _budget_field(stated, "privacy.spent")
+    if not _same_budget(spent, acct.spent):
+        raise _refuse(
+            "privacy.spent",
+            f"({_budget_str(spent)}) differs from what the ledger's entries compose to "
+            f"({_budget_str(acct.spent)}): the file was altered",
+        )
     return budget, acct
 
 
-def _matrix(value: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
+def _budget_str(b: Budget | None) -> str:
+    return "nothing" if b is None else str(b)
+
+
+def _array(data: dict[str, Any], field: str, shape: tuple[int, ...], bound: float) -> np.ndarray:
+    """``data[field]`` as a finite float array of ``shape`` with entries within ±``bound``."""
+    try:
+        arr = np.asarray(data[field], dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = np.empty(0)
     if arr.shape != shape or not np.all(np.isfinite(arr)):
-        raise InvalidDataError(f"model file: {what} must be a finite array of shape {shape}")
+        raise _refuse(field, f"must be a finite array of shape {shape}")
+    if np.any(np.abs(arr) > bound):
+        raise _refuse(field, f"has entries above {bound:g} in magnitude (no fit releases such "
+                      "values; sampling and scoring them would overflow)")
     return arr
 
 
+def _covariances(data: dict[str, Any], field: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``data[field]``: covariance matrices (the last two axes), checked as :func:`_array`
+    does, symmetric and positive semi-definite."""
+    cov = _array(data, field, shape, MODEL_MAX_COVARIANCE)
+    d = shape[-1]
+    stack = cov.reshape(-1, d, d)
+    scale = np.abs(stack).max(axis=(1, 2))
+    if np.any(np.abs(stack - stack.transpose(0, 2, 1)).max(axis=(1, 2)) > SYMMETRY_RTOL * scale):
+        raise _refuse(field, "is not symmetric")
+    stack = (stack + stack.transpose(0, 2, 1)) / 2  # no overflow: entries are bounded
+    eig = np.linalg.eigvalsh(stack)
+    if np.any(eig[:, 0] < -PSD_RTOL * np.maximum(eig[:, -1], 0.0)):
+        raise _refuse(field, "is not positive semi-definite (a negative variance)")
+    return stack.reshape(shape)
+
+
+def _count(data: dict[str, Any], field: str) -> int:
+    value = data[field]
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _refuse(field, "must be a positive integer")
+    return value
+
+
+def _feature_names(data: dict[str, Any], d: int) -> np.ndarray | None:
+    names = data.get("feature_names")
+    if names is None:
+        return None
+    if not (isinstance(names, list) and len(names) == d and len(set(names)) == d
+            and all(isinstance(c, str) and c for c in names)):
+        raise _refuse("feature_names", f"must be a list of {d} distinct non-empty names")
+    return np.array(names, dtype=object)
+
+
 def from_dict(data: dict[str, Any]) -> Any:
-    """A fitted estimator from a model dictionary (the output of ``to_dict()``)."""
+    """A fitted estimator from a model dictionary (the output of ``to_dict()``), refused with
+    a one-line :class:`~privgauss.exceptions.InvalidDataError` naming the field unless it is
+    consistent (see the module docstring)."""
     from .estimators import PrivateGaussian, PrivateGaussianMixture
 
     if not isinstance(data, dict) or data.get("library") != "privgauss":
         raise InvalidDataError("not a privgauss model file (no \"library\": \"privgauss\")")
     kind = data.get("model")
+    if kind not in ("gaussian", "gaussian-mixture"):
+        raise InvalidDataError(f"unknown model type {kind!r}: expected a privgauss model")
     try:
-        d = int(data["n_features"])
+        d = _count(data, "n_features")
         budget, acct = _replay(data["privacy"])
         if kind == "gaussian":
             est: Any = PrivateGaussian(**_budget_kwargs(budget))
-            est.mean_ = _matrix(data["mean"], (d,), "mean")
-            cov = _matrix(data["covariance"], (d, d), "covariance")
-            est.covariance_ = (cov + cov.T) / 2
+            est.mean_ = _array(data, "mean", (d,), MODEL_MAX_MEAN)
+            est.covariance_ = _covariances(data, "covariance", (d, d))
             frac = data.get("clipped_fraction")  # a DP output (older files: absent)
+            if frac is not None and not (isinstance(frac, int | float) and 0 <= frac <= 1):
+                raise _refuse("clipped_fraction", "must be a fraction in [0, 1]")
             est.clipped_fraction_ = None if frac is None else float(frac)
-        elif kind == "gaussian-mixture":
-            k = int(data["n_components"])
-            est = PrivateGaussianMixture(k, **_budget_kwargs(budget))
-            w = _matrix(data["weights"], (k,), "weights")
-            if np.any(w < 0) or not math.isclose(float(w.sum()), 1.0, abs_tol=1e-6):
-                raise InvalidDataError("model file: weights must be non-negative and sum to 1")
-            est.weights_ = w
-            est.means_ = _matrix(data["means"], (k, d), "means")
-            covs = _matrix(data["covariances"], (k, d, d), "covariances")
-            est.covariances_ = (covs + covs.transpose(0, 2, 1)) / 2
         else:
-            raise InvalidDataError(f"unknown model type {kind!r}: expected a privgauss model")
+            k = _count(data, "n_components")
+            est = PrivateGaussianMixture(k, **_budget_kwargs(budget))
+            w = _array(data, "weights", (k,), math.inf)  # checked next
+            if np.any(w < 0) or not math.isclose(float(w.sum()), 1.0, abs_tol=1e-6):
+                raise _refuse("weights", "must be non-negative and sum to 1")
+            est.weights_ = w
+            est.means_ = _array(data, "means", (k, d), MODEL_MAX_MEAN)
+            est.covariances_ = _covariances(data, "covariances", (k, d, d))
+        if data.get("pure_dp", isinstance(budget, PureDP)) != isinstance(budget, PureDP):
+            raise _refuse("pure_dp", "contradicts privacy.budget")
         est.method = str(data["method"])
         est.method_ = str(data["method"])
         est.method_reason_ = str(data.get("method_reason", ""))
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, InvalidDataError):
-            raise
-        raise InvalidDataError(f"model file is missing or has a malformed field ({exc})") from None
+    except KeyError as exc:
+        raise _refuse(str(exc.args[0]), "is missing") from None
     est.n_features_in_ = d
-    names = data.get("feature_names")
+    names = _feature_names(data, d)
     if names is not None:
-        if not (isinstance(names, list) and len(names) == d):
-            raise InvalidDataError(f"model file: feature_names must be a list of {d} names")
-        est.feature_names_in_ = np.array([str(c) for c in names], dtype=object)
+        est.feature_names_in_ = names
     est.budget_ = budget
     est.accountant_ = acct
     est.privacy_spent_ = acct.spent

@@ -1,11 +1,15 @@
 """The ``privgauss`` command line.
 
-Every subcommand exits with status 2 and a one-line ``error: ...`` message on bad input (missing
-file or column, non-numeric cells, empty file, public data of the wrong dimension, a bad budget),
-before any budget is spent where possible. Output files are written atomically: a temporary file
-renamed into place at the end, so a failure or Ctrl-C never leaves a half-written file. Nothing
-derived from private data is printed except DP outputs. Method choices come from the estimator
-registries at run time.
+Every subcommand exits with status 2 and a one-line ``error: ...`` message when it refuses
+before anything was spent: bad input (missing file or column, a bad header, non-numeric cells,
+an empty file, public data without the data's columns, a bad budget), a plan that cannot work,
+a budget that cannot pay. A fit that fails after spending (``EstimationFailed``, a DP output,
+or outputs that cannot be written) exits with status 3 and says what was spent; ``requirements``
+and ``audit`` exit with 1 for "too few rows" and "flagged". A CSV/TSV file's header line is
+declared by the format and ``--no-header``, never guessed from its content. Output files are
+written atomically: a temporary file renamed into place at the end, so a failure or Ctrl-C
+never leaves a half-written file. Nothing derived from private data is printed except DP
+outputs. Method choices come from the estimator registries at run time.
 """
 
 from __future__ import annotations
@@ -36,6 +40,15 @@ def main() -> None:
       privgauss experiment coinpress-covariance --quick --out results/
       privgauss audit coinpress --rho 0.1
       privgauss synthesize model.json -n 10000 -o synthetic.csv
+
+    \b
+    Exit status:
+      0  done
+      1  requirements: too few rows; audit: the bound exceeds the claim
+      2  refused before anything was spent (bad input, a plan that cannot
+         work, a budget that cannot pay)
+      3  failed after a fit had spent budget (a failed fit, a DP output, or
+         outputs that could not be written): that budget stays spent
     """
 
 

@@ -1,5 +1,5 @@
-"""Shared pieces of the ``privgauss`` command line: error exits, registry-backed choices, budget
-and fit options, input reading and atomic outputs."""
+"""Shared pieces of the ``privgauss`` command line: error exits and their statuses,
+registry-backed choices, budget and fit options, input reading and atomic outputs."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, NoReturn
 
 import click
 import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
-from ..io import atomic_path, read_table
+from ..io import atomic_path, column_names, read_table
+from ..privacy import Accountant, Budget
 from ..progress import progress_bars
 from ..warnings import ClippedDataWarning, PrivacyWarning, SeededNoiseWarning
 
@@ -30,10 +31,42 @@ _CLI_WARNING_TEXT: dict[type[BaseException], str] = {
 }
 _DEMO_PLOT = "privgauss-demo.png"
 
+#: exit status of a command refused before anything was spent (bad input, a plan that cannot
+#: work, a budget that cannot pay)
+EXIT_REFUSED = 2
+#: exit status of a command that failed after its fit had spent budget (the budget stays spent)
+EXIT_SPENT = 3
+EXIT_STATUS_HELP = (
+    "Exit status: 0 done; 2 refused before anything was spent (bad input, a plan that cannot "
+    "work, a budget that cannot pay); 3 failed after the fit had spent budget (a failed fit, "
+    "which is itself a DP output, or outputs that could not be written): that budget stays "
+    "spent, count it before retrying on the same rows."
+)
 
-def _fail(message: str) -> None:
+
+def _fail(message: str, status: int = EXIT_REFUSED) -> NoReturn:
     click.echo(f"error: {' '.join(str(message).split())}", err=True)
-    sys.exit(2)
+    sys.exit(status)
+
+
+class Spending:
+    """The accountant a command's fit charges, so that a failure can say whether (and what)
+    it had spent: exit status 3 and the accountant's spent total, or 2 when nothing was."""
+
+    def __init__(self) -> None:
+        self.accountant: Accountant | None = None
+
+    def accountant_for(self, budget: dict[str, Any]) -> Accountant:
+        """A fresh accountant of the command's budget (``_budget``'s keywords), to pass to the
+        estimator as ``accountant=``."""
+        from ..privacy import make_budget
+
+        self.accountant = Accountant(make_budget(**budget))
+        return self.accountant
+
+    @property
+    def spent(self) -> Budget | None:
+        return None if self.accountant is None else self.accountant.spent
 
 
 class _RegistryChoice(click.Choice):
@@ -90,9 +123,15 @@ def _budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     opts: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.argument("data", type=click.Path(dir_okay=False)),
-        click.option("--columns", default=None, help="comma-separated columns (CSV/Parquet)"),
+        click.option("--columns", default=None,
+                     help="comma-separated columns to use, each once (names; with --no-header "
+                     "or a .npy file, positions 0, 1, ...)"),
+        click.option("--no-header", is_flag=True,
+                     help="DATA and --public are CSV/TSV files without a header line (by "
+                     "default their first line is the header); columns are then named 0, 1, ..."),
         click.option("--public", default=None, type=click.Path(dir_okay=False),
-                     help="file of public rows (same columns); never charged to the budget"),
+                     help="file of public rows; never charged to the budget. When it and DATA "
+                     "both name their columns, its columns are matched to DATA's by name"),
         _budget_options,
         click.option("--seed", type=int, default=None,
                      help="seed for reproducible (NOT secure) noise; omit for secure noise"),
@@ -152,27 +191,58 @@ def _streamed_npy(data: str, columns: str | None) -> tuple[Any, list[str]] | Non
     return open_array(p), [str(i) for i in range(head.shape[1])]
 
 
-def _read_inputs(
-    data: str, public: str | None, columns: str | None
-) -> tuple[Any, np.ndarray | None, list[str]]:
-    """(private rows, public rows, column names): a ``.npy`` file streams (a dask array)."""
+class Inputs(NamedTuple):
+    """What a fit command read: the private rows (a dask array for a streamed ``.npy`` file),
+    the public rows in the same column order, the columns' names (positions "0", "1", … when
+    the file names none) and the header's names (None without a header: they are public
+    metadata, and the only names a model file gets)."""
+
+    X: Any
+    public: np.ndarray | None
+    names: list[str]
+    header: list[str] | None
+
+
+def _read_inputs(data: str, public: str | None, columns: str | None,
+                 header: bool = True) -> Inputs:
+    """The private and public rows of a fit command. Whether a CSV/TSV file has a header line
+    comes from ``header`` (``--no-header``), never from its content."""
     streamed = _streamed_npy(data, columns)
     if streamed is not None:
         X, names = streamed
+        named = False
     else:
-        X, names = read_table(data, columns, with_names=True)
+        X, names = read_table(data, columns, with_names=True, header=header)
+        named = column_names(data, header=header) is not None
     if X.ndim == 1:
         X = X.reshape(-1, 1)
-    Xp = None
-    if public is not None:
-        Xp = read_table(public, columns)
-        Xp = Xp.reshape(-1, 1) if Xp.ndim == 1 else Xp
-        if Xp.ndim != 2 or Xp.shape[1] != X.shape[1]:
+    Xp = None if public is None else _public_rows(public, names if named else None, columns,
+                                                   header, X.shape[1])
+    return Inputs(X, Xp, names, names if named else None)
+
+
+def _public_rows(public: str, names: list[str] | None, columns: str | None, header: bool,
+                 d: int) -> np.ndarray:
+    """The public file's rows: its columns ``names`` in that order when both files name their
+    columns (refused, naming them, when some are missing), else its ``columns`` by position."""
+    public_names = column_names(public, header=header)
+    if names is not None and public_names is not None:
+        missing = [c for c in names if c not in public_names]
+        if missing:
             raise InvalidDataError(
-                f"the public file has {Xp.shape[-1]} features (columns) but the data has "
-                f"{X.shape[1]}; give public rows with the same columns"
+                f"the public file has no column(s) {missing}: its columns are matched to the "
+                f"data's by name (it has {public_names}); give it those columns"
             )
-    return X, Xp, names
+        Xp = read_table(public, names, header=header)
+    else:
+        Xp = read_table(public, columns, header=header)
+    Xp = Xp.reshape(-1, 1) if Xp.ndim == 1 else Xp
+    if Xp.ndim != 2 or Xp.shape[1] != d:
+        raise InvalidDataError(
+            f"the public file has {Xp.shape[-1]} features (columns) but the data has "
+            f"{d}; give public rows with the same columns"
+        )
+    return Xp
 
 
 def _parse_dims(dims: str, names: list[str]) -> tuple[int, int]:
@@ -210,11 +280,12 @@ def _check_outputs(out: str | None, plot_path: str | None, dims: str,
     return _parse_dims(dims, names)
 
 
-def _finish_fit(model: Any, X: Any, names: list[str], out: str | None,
-                plot_path: str | None, ij: tuple[int, int] | None, show_data: bool) -> None:
+def _finish_fit(model: Any, inputs: Inputs, out: str | None, plot_path: str | None,
+                ij: tuple[int, int] | None, show_data: bool) -> None:
     """Write the model (or print it) and the plot, atomically together."""
-    if names and len(names) == model.n_features_in_:  # the table's header: public metadata
-        model.feature_names_in_ = np.array(names, dtype=object)
+    X, names = inputs.X, inputs.names
+    if inputs.header is not None and len(inputs.header) == model.n_features_in_:
+        model.feature_names_in_ = np.array(inputs.header, dtype=object)  # public metadata
     text = json.dumps(model.to_dict(), indent=2) + "\n"
     with _atomic_outputs(out, plot_path) as (tmp_out, tmp_plot):
         if tmp_plot is not None:
@@ -270,7 +341,7 @@ _FLAGS = (
     ("n_components", "--n-components"), ("separation=", "--separation"),
     ("constants='theory'", "--constants theory"), ("rho=", "--rho"), ("epsilon=", "--epsilon"),
     ("delta=", "--delta"), ("method=", "--method "), ("random_state", "--seed"),
-    ("clip_scale", "--clip-scale"),
+    ("clip_scale", "--clip-scale"), ("header=False", "--no-header"),
 )
 
 
@@ -281,15 +352,22 @@ def in_cli_words(message: str) -> str:
     return message
 
 
-def _run_user(fn: Callable[[], None]) -> None:
+def _run_user(fn: Callable[[], None], spending: Spending | None = None) -> None:
     """Run ``fn``, turning user errors (and a missing matplotlib) into one-line exits, and
-    privacy warnings into one-line ``warning: ...`` messages."""
+    privacy warnings into one-line ``warning: ...`` messages. The exit status is 2, or 3 when
+    ``spending``'s accountant had charged something (the message then says what it spent)."""
     try:
         # progress bars (chunk fits, PPE blocks, KSSU levels) when a person is watching
         with progress_bars(sys.stderr.isatty()), _privacy_warnings_as_lines():
             fn()
-    except (*_USER_ERRORS, ImportError) as exc:
-        _fail(in_cli_words(_CLI_WARNING_TEXT.get(type(exc), str(exc))))
-    except KeyboardInterrupt:
-        _fail("interrupted; no output written")
-
+    except (*_USER_ERRORS, ImportError, KeyboardInterrupt) as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            message = "interrupted; no output written"
+        else:
+            message = in_cli_words(_CLI_WARNING_TEXT.get(type(exc), str(exc)))
+        spent = None if spending is None else spending.spent
+        if spent is None:
+            _fail(message)
+        elif not isinstance(exc, EstimationFailed):  # whose message says what was spent
+            message = f"{message.rstrip('.')} (after spending {spent}, which stays spent)"
+        _fail(message, EXIT_SPENT)

@@ -7,6 +7,8 @@ import sys
 import click
 
 from ._common import (
+    EXIT_STATUS_HELP,
+    Spending,
     _budget,
     _check_outputs,
     _finish_fit,
@@ -19,7 +21,7 @@ from ._common import (
 )
 
 
-@click.command("fit-gaussian")
+@click.command("fit-gaussian", epilog=EXIT_STATUS_HELP)
 @_fit_options
 @click.option("--method", default="auto", show_default=True,
               type=_RegistryChoice(_gaussian_methods), help="estimation method")
@@ -29,7 +31,8 @@ from ._common import (
 @click.option("--clip-scale", type=click.FloatRange(min=0, min_open=True), default=1.0,
               show_default=True, help="multiplier of the covariance clipping radii: above 1 the "
               "fit covers more of heavy-tailed data, with more noise")
-def fit_gaussian(data: str, columns: str | None, public: str | None, rho: float | None,
+def fit_gaussian(data: str, columns: str | None, no_header: bool, public: str | None,
+                 rho: float | None,
                  epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
                  plot_path: str | None, dims: str, show_data: bool, method: str,
                  mean_bound: float | None, cov_bounds: tuple[float, float] | None,
@@ -41,22 +44,27 @@ def fit_gaussian(data: str, columns: str | None, public: str | None, rho: float 
       privgauss fit-gaussian data.csv --rho 0.5 --public public.csv --out model.json
       privgauss fit-gaussian data.csv --epsilon 1 --delta 1e-6 --columns age,income
       privgauss fit-gaussian data.npy --rho 0.5 --mean-bound 100 --cov-bounds 0.1 10
+      privgauss fit-gaussian noheader.csv --no-header --rho 0.5 --columns 0,2 --public pub.csv
     """
     from ..estimators import PrivateGaussian
 
+    spending = Spending()
+
     def run() -> None:
         budget = _budget(rho, epsilon, delta)
-        X, Xp, names = _read_inputs(data, public, columns)
-        ij = _check_outputs(out, plot_path, dims, names)
+        inputs = _read_inputs(data, public, columns, header=not no_header)
+        ij = _check_outputs(out, plot_path, dims, inputs.names)
         g = PrivateGaussian(**budget, method=method, mean_bound=mean_bound, cov_bounds=cov_bounds,
                             covariance="identity" if identity_covariance else None,
-                            clip_scale=clip_scale, random_state=seed).fit(X, public_X=Xp)
-        _finish_fit(g, X, names, out, plot_path, ij, show_data)
+                            clip_scale=clip_scale, random_state=seed,
+                            accountant=spending.accountant_for(budget))
+        g.fit(inputs.X, public_X=inputs.public)
+        _finish_fit(g, inputs, out, plot_path, ij, show_data)
 
-    _run_user(run)
+    _run_user(run, spending)
 
 
-@click.command("fit-mixture")
+@click.command("fit-mixture", epilog=EXIT_STATUS_HELP)
 @_fit_options
 @click.option("--n-components", "-k", type=int, required=True, help="number of components k")
 @click.option("--method", default="auto", show_default=True,
@@ -67,7 +75,8 @@ def fit_gaussian(data: str, columns: str | None, public: str | None, rho: float 
 @click.option("--constants", type=click.Choice(["practical", "theory"]), default="practical",
               show_default=True, help="tuned constants, or the paper's (agnostic: the faithful "
               "list-stability route); privacy is the same")
-def fit_mixture(data: str, columns: str | None, public: str | None, rho: float | None,
+def fit_mixture(data: str, columns: str | None, no_header: bool, public: str | None,
+                rho: float | None,
                 epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
                 plot_path: str | None, dims: str, show_data: bool, n_components: int,
                 method: str, min_weight: float | None, separation: float | None,
@@ -75,8 +84,8 @@ def fit_mixture(data: str, columns: str | None, public: str | None, rho: float |
     """Fit a private Gaussian mixture to the rows of DATA (CSV, Parquet or .npy).
 
     Needs an (epsilon, delta) budget and enough rows: see `privgauss requirements mixture`.
-    A failed fit is itself a DP output: the budget is spent and the message says what n the
-    failing step needs.
+    A failed fit is itself a DP output: the budget is spent, the exit status is 3 and the
+    message says what n the failing step needs.
 
     \b
     Examples:
@@ -85,18 +94,20 @@ def fit_mixture(data: str, columns: str | None, public: str | None, rho: float |
     """
     from ..estimators import PrivateGaussianMixture
 
+    spending = Spending()
+
     def run() -> None:
         budget = _budget(rho, epsilon, delta)
-        X, Xp, names = _read_inputs(data, public, columns)
-        ij = _check_outputs(out, plot_path, dims, names)
+        inputs = _read_inputs(data, public, columns, header=not no_header)
+        ij = _check_outputs(out, plot_path, dims, inputs.names)
         m = PrivateGaussianMixture(n_components, **budget, method=method, min_weight=min_weight,
                                    separation=separation, constants=constants,
-                                   random_state=seed)
+                                   random_state=seed, accountant=spending.accountant_for(budget))
         if sys.stderr.isatty():
             click.echo(f"fitting a {n_components}-component mixture (method {method}) ...",
                        err=True)
-        m.fit(X, public_X=Xp)
-        _finish_fit(m, X, names, out, plot_path, ij, show_data)
+        m.fit(inputs.X, public_X=inputs.public)
+        _finish_fit(m, inputs, out, plot_path, ij, show_data)
 
-    _run_user(run)
+    _run_user(run, spending)
 

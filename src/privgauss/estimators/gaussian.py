@@ -324,7 +324,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         no privacy cost."""
         check_is_fitted(self)
         rng = np.random.default_rng(random_state)
-        return rng.multivariate_normal(self.mean_, self.covariance_, size=int(n_samples))
+        return _draw_gaussian(rng, self.mean_, self.covariance_, int(n_samples))
 
     def to_dict(self) -> dict[str, Any]:
         """Parameters and privacy report (only DP outputs and public metadata)."""
@@ -345,3 +345,14 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             "privacy": privacy_report(self.budget_, self.accountant_),
             "pure_dp": isinstance(self.budget_, PureDP),
         }
+
+
+def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray,
+                  size: int) -> np.ndarray:
+    """``size`` rows from N(``mean``, ``cov``) in time bounded by ``size`` and d: refused
+    unless the parameters are finite, since numpy's SVD of a non-finite matrix never returns
+    (the sampler of both estimators)."""
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
+        raise InvalidDataError("the model's mean or covariance is not finite: it cannot be "
+                               "sampled")
+    return rng.multivariate_normal(mean, cov, size=size)

@@ -21,6 +21,7 @@ from ..noise import as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP
 from ..validation import check_positive_int
 from ._base import PrivateEstimatorBase, privacy_report, private_section, require_finite
+from .gaussian import _draw_gaussian
 
 __all__ = ["METHODS", "PrivateGaussianMixture"]
 
@@ -404,7 +405,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         labels = np.repeat(np.arange(len(counts)), counts)
         X = np.concatenate(
             [
-                rng.multivariate_normal(self.means_[j], self.covariances_[j], size=c)
+                _draw_gaussian(rng, self.means_[j], self.covariances_[j], int(c))
                 for j, c in enumerate(counts)
             ]
         )
