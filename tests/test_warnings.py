@@ -297,7 +297,7 @@ def test_cli_failure_warns_then_errors(tmp_path: Path) -> None:
     np.save(path, TINY)
     res = CliRunner().invoke(main, ["fit-gaussian", str(path), "--epsilon", "1", "--delta",
                                     "1e-6", "--method", "histogram"])
-    assert res.exit_code == 2
+    assert res.exit_code == 3  # failed after spending (2: refused before)
     lines = res.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("warning: the fit failed")
     assert lines[1].startswith("error: ")
