@@ -16,6 +16,7 @@ from scipy.linalg import solve_triangular
 from .exceptions import InvalidDataError
 
 __all__ = [
+    "scaled_cholesky",
     "cholesky_pd",
     "clip_rows",
     "inv_sqrtm_psd",
@@ -93,6 +94,28 @@ def cholesky_pd(A: Any, *, name: str = "covariance") -> np.ndarray:
         return np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
         raise InvalidDataError(f"{name} is not positive definite") from None
+
+
+def scaled_cholesky(C: Any, *, ridge: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(s, L): C = diag(s)·L·Lᵀ·diag(s), s the standard deviations (1 for a zero-variance
+    column) and L the Cholesky factor of the correlation matrix plus ``ridge``·I — the factor
+    of a covariance whose columns may differ in scale by many orders of magnitude (1e-3 .. 1e7
+    units in one table): the correlation matrix is well scaled, so its factor loses nothing to
+    round-off that the scales cause. ``ridge`` is relative (a fraction of each variance); with
+    ``ridge`` > 0 a correlation matrix that is still not positive definite (collinear columns)
+    gets its eigenvalues floored at ``ridge``, with ``ridge`` = 0 it is refused
+    (InvalidDataError)."""
+    C = sym(_square(C, "covariance"))
+    v = np.diag(C).copy()
+    s = np.where(v > 0, np.sqrt(np.where(v > 0, v, 1.0)), 1.0)
+    R = C / np.outer(s, s)
+    R[np.diag_indices_from(R)] = np.where(v > 0, 1.0, 0.0) + ridge
+    try:
+        return s, np.linalg.cholesky(R)
+    except np.linalg.LinAlgError:
+        if not ridge > 0:
+            raise InvalidDataError("covariance is not positive definite") from None
+        return s, np.linalg.cholesky(project_psd(R, min_eig=ridge))
 
 
 def whitened_sq_norms(X: Any, mean: Any, chol: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp, ndtr, ndtri
 
-from .linalg import cholesky_pd, whitened_sq_norms
+from .linalg import cholesky_pd, scaled_cholesky, whitened_sq_norms
 from .validation import check_positive_int, check_probability
 
 __all__ = [
@@ -138,11 +138,16 @@ def nonprivate_gaussian(X: Any) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- densities
 
 
-def gaussian_logpdf(X: Any, mean: Any, cov: Any) -> np.ndarray:
-    """Log density of ``N(mean, cov)`` at each row of ``X`` (shape ``(n, d)``)."""
+def gaussian_logpdf(X: Any, mean: Any, cov: Any, *, ridge: float = 0.0) -> np.ndarray:
+    """Log density of ``N(mean, cov)`` at each row of ``X`` (shape ``(n, d)``), computed scale
+    free: rows standardised by the standard deviations, the correlation matrix factored
+    (:func:`~privgauss.linalg.scaled_cholesky`; ``ridge`` a fraction of each variance), so
+    columns whose units differ by many orders of magnitude cost nothing to round-off."""
     m, C = _gaussian(mean, cov)
-    L = cholesky_pd(C)
-    return _logpdf_chol(np.asarray(X, dtype=np.float64), m, L, _logdet_chol(L))
+    s, L = scaled_cholesky(C, ridge=ridge)
+    Z = (np.asarray(X, dtype=np.float64) - m) / s
+    logdet = _logdet_chol(L) + 2.0 * float(np.sum(np.log(s)))
+    return _logpdf_chol(Z, np.zeros_like(m), L, logdet)
 
 
 def _logpdf_chol(X: np.ndarray, mean: np.ndarray, L: np.ndarray, logdet: float) -> np.ndarray:

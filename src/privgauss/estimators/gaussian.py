@@ -21,6 +21,7 @@ from ..gaussian.clip_diagnostics import (
     split_for_count,
 )
 from ..gaussian.public_frame import public_verdict
+from ..linalg import scaled_cholesky
 from ..methods import Facts, GaussianJob, Method
 from ..metrics import gaussian_logpdf
 from ..noise import as_noise
@@ -35,6 +36,9 @@ from ._base import (
 
 #: ``"auto"`` and the registered Gaussian methods (:mod:`privgauss.methods`)
 METHODS = ("auto", *methods.names("gaussian"))
+#: ridge of scoring and sampling, a fraction of each variance (scale free): keeps a released
+#: zero-variance or collinear covariance usable without moving a well-conditioned one
+SCORE_RIDGE = 1e-12
 
 
 class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
@@ -314,10 +318,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         synthetic rows: at private rows these values are not private (score private held-out
         rows with :class:`~privgauss.DPScorer`)."""
         X = self._rows_for_scoring(X)
-        cov = self.covariance_ + 1e-12 * np.trace(self.covariance_) / len(self.mean_) * np.eye(
-            len(self.mean_)
-        )
-        return gaussian_logpdf(X, self.mean_, cov)
+        return gaussian_logpdf(X, self.mean_, self.covariance_, ridge=SCORE_RIDGE)
 
     def sample(self, n_samples: int = 1, random_state: Any = None) -> np.ndarray:
         """Draw synthetic rows from the fitted (already private) Gaussian: post-processing,
@@ -355,4 +356,5 @@ def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray,
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
         raise InvalidDataError("the model's mean or covariance is not finite: it cannot be "
                                "sampled")
-    return rng.multivariate_normal(mean, cov, size=size)
+    s, L = scaled_cholesky(cov, ridge=SCORE_RIDGE)  # scale free, as the scores
+    return mean + (rng.standard_normal((size, mean.shape[0])) @ L.T) * s

@@ -21,7 +21,7 @@ from ..noise import as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP
 from ..validation import check_positive_int
 from ._base import PrivateEstimatorBase, privacy_report, private_section, require_finite
-from .gaussian import _draw_gaussian
+from .gaussian import SCORE_RIDGE, _draw_gaussian
 
 __all__ = ["METHODS", "PrivateGaussianMixture"]
 
@@ -372,12 +372,10 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------
     def _component_logpdf(self, X: Any) -> np.ndarray:
         X = self._rows_for_scoring(X)
-        d = self.n_features_in_
         cols = []
         for w, m, c in zip(self.weights_, self.means_, self.covariances_, strict=True):
-            ridge = 1e-12 * max(np.trace(c) / d, 1e-300)
             lw = math.log(w) if w > 0 else -math.inf
-            cols.append(gaussian_logpdf(X, m, c + ridge * np.eye(d)) + lw)
+            cols.append(gaussian_logpdf(X, m, c, ridge=SCORE_RIDGE) + lw)
         return np.stack(cols, axis=1)
 
     def score_samples(self, X: Any) -> np.ndarray:
