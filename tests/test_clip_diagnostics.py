@@ -241,3 +241,27 @@ def test_fraction_tracks_each_defect_below_and_above_the_alarm():
     assert 0.006 < gross.clipped_fraction_ - clean.clipped_fraction_ < 0.014
     assert gross.clipped_fraction_ < gross.clipped_fraction_alarm_
     assert heavy.clipped_fraction_ > 3 * gross.clipped_fraction_
+
+
+@pytest.mark.parametrize(("fraction", "fails"), [(0.9, True), (0.51, True), (0.4, False)])
+def test_a_fit_whose_ball_missed_most_rows_is_a_failure(monkeypatch, fraction, fails):
+    """A DP clipped fraction above one half ends in EstimationFailed (with the budget spent and
+    BudgetSpentWarning), never in a model returned with a warning."""
+    original = est_gaussian.release_clipped_count
+
+    def fake(ball, budget, **kw):
+        original(ball, budget, **kw)  # the release is charged as usual
+        return fraction * ball.rows.n
+
+    monkeypatch.setattr(est_gaussian, "release_clipped_count", fake)
+    X = np.random.default_rng(0).normal(size=(3000, 3))
+    g = _coinpress(rho=0.5, random_state=0)
+    if fails:
+        with pytest.warns(pg.warnings.BudgetSpentWarning), pytest.raises(
+                pg.EstimationFailed, match="missed the data"):
+            g.fit(X)
+        assert not hasattr(g, "mean_")
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClippedDataWarning)
+            assert g.fit(X).clipped_fraction_ == pytest.approx(fraction)

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES
-from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..gaussian.clip_diagnostics import (
     alarm_fraction,
     recording_clips,
@@ -245,6 +245,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 count_budget = clips.reserved
             if count_budget is not None and ball is not None:
                 noisy = release_clipped_count(ball, count_budget, accountant=acct, noise=noise)
+                _refuse_a_missed_fit(noisy / ball.rows.n)
             mean, cov = self._inside_prior(mean, cov, center, known)  # may fail: inside
             require_finite(mean, cov)
         self.mean_, self.covariance_ = mean, cov
@@ -346,6 +347,24 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             "privacy": privacy_report(self.budget_, self.accountant_),
             "pure_dp": isinstance(self.budget_, PureDP),
         }
+
+
+#: a DP clipped fraction above this means the final ball missed the data: a failure (⊥)
+MISSED_FIT_FRACTION = 0.5
+
+
+def _refuse_a_missed_fit(fraction: float) -> None:
+    """End the fit in :class:`EstimationFailed` (a DP outcome: it reads the released count)
+    when most rows lie outside its final clipping ball — the estimate then describes no part
+    of the data, and returning it with a warning would pass off a failure as a model."""
+    if fraction > MISSED_FIT_FRACTION:
+        raise EstimationFailed(
+            f"about {min(fraction, 1.0):.0%} of the rows (a DP estimate) lie outside the fit's "
+            "final clipping ball: the fit missed the data (columns far from Gaussian, e.g. "
+            "counts with many zeros or codes, or a prior that excludes the data). Transform "
+            "the columns (log, ranks), give public rows, or a larger budget",
+            step="clipped count",
+        )
 
 
 def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray,
