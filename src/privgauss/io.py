@@ -528,6 +528,10 @@ def from_dict(data: dict[str, Any]) -> Any:
             if frac is not None and not (isinstance(frac, int | float) and 0 <= frac <= 1):
                 raise _refuse("clipped_fraction", "must be a fraction in [0, 1]")
             est.clipped_fraction_ = None if frac is None else float(frac)
+            back = data.get("background_weight", 0.0)  # post-processing of it (older: absent)
+            if not (isinstance(back, int | float) and 0.0 <= back <= 1.0):
+                raise _refuse("background_weight", "must be a fraction in [0, 1]")
+            est.background_weight_ = float(back)
         else:
             k = _count(data, "n_components")
             est = PrivateGaussianMixture(k, **_budget_kwargs(budget))

@@ -23,7 +23,7 @@ from ..gaussian.clip_diagnostics import (
 from ..gaussian.public_frame import public_verdict
 from ..linalg import scaled_cholesky
 from ..methods import Facts, GaussianJob, Method
-from ..metrics import gaussian_logpdf
+from ..metrics import background_logpdf, gaussian_logpdf
 from ..noise import as_noise
 from ..privacy import Accountant, Budget, PureDP
 from ._base import (
@@ -269,6 +269,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if ball is None or noisy is None:
             self.clipped_fraction_ = None
             self.clipped_fraction_alarm_ = None
+            self.background_weight_ = 0.0
             return
         entry = acct.ledger[-1]
         assert entry.noise_scale is not None  # private_count records its scale
@@ -276,6 +277,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.clipped_fraction_ = float(min(max(noisy / n, 0.0), 1.0))
         self.clipped_fraction_alarm_ = alarm_fraction(
             n, ball.model_fraction, entry.mechanism, float(entry.noise_scale))
+        # the rows outside the ball beyond the Gaussian's own tail: the background's weight
+        self.background_weight_ = max(self.clipped_fraction_ - float(ball.model_fraction), 0.0)
         if self.clipped_fraction_ > self.clipped_fraction_alarm_:
             warn_clipped(self.clipped_fraction_, self.clipped_fraction_alarm_)
 
@@ -315,11 +318,21 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------------------
     def score_samples(self, X: Any) -> np.ndarray:
-        """Log density of the fitted Gaussian at each row of X — exact, so for public or
+        """Log density of the fitted model at each row of X: the Gaussian, mixed with weight
+        ``background_weight_`` with its broad background (a Cauchy,
+        :func:`~privgauss.metrics.background_logpdf`) — the DP fraction of rows the fit's
+        final ball left out beyond the Gaussian's own tail (0 when the fit clipped no more than
+        a Gaussian sample would), so a few gross errors among the rows scored cost what they
+        cost under a wide density, not 10⁴ nats each. Exact, so for public or
         synthetic rows: at private rows these values are not private (score private held-out
         rows with :class:`~privgauss.DPScorer`)."""
         X = self._rows_for_scoring(X)
-        return gaussian_logpdf(X, self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        logp = gaussian_logpdf(X, self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        w = float(getattr(self, "background_weight_", 0.0))
+        if w <= 0.0:
+            return logp
+        back = background_logpdf(X, self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        return np.logaddexp(math.log1p(-w) + logp, math.log(w) + back)
 
     def sample(self, n_samples: int = 1, random_state: Any = None) -> np.ndarray:
         """Draw synthetic rows from the fitted (already private) Gaussian: post-processing,
@@ -344,6 +357,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             "mean": self.mean_.tolist(),
             "covariance": self.covariance_.tolist(),
             "clipped_fraction": getattr(self, "clipped_fraction_", None),
+            "background_weight": float(getattr(self, "background_weight_", 0.0)),
             "privacy": privacy_report(self.budget_, self.accountant_),
             "pure_dp": isinstance(self.budget_, PureDP),
         }

@@ -1,0 +1,82 @@
+"""The background component (issue #26): a fit that leaves more rows outside its final ball
+than a Gaussian would scores rows with the Gaussian mixed with a broad Cauchy of weight
+``background_weight_`` (a DP output), so a few gross errors do not rule ``score``."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_t
+
+import privgauss as pg
+from privgauss.metrics import background_scale, gaussian_logpdf
+
+pytestmark = pytest.mark.filterwarnings("ignore::privgauss.warnings.ClippedDataWarning")
+
+
+def _split(X: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.random.default_rng(seed).permutation(len(X))
+    cut = int(0.8 * len(X))
+    return X[idx[:cut]], X[idx[cut:]]
+
+
+def _gross(n: int = 20000, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(50.0, 5.0, size=(n, 3))
+    X[rng.random((n, 3)) < 0.005] = 99999.0  # recording errors in 1.5 % of the rows
+    return X
+
+
+def test_gross_errors_do_not_rule_the_score():
+    train, test = _split(_gross())
+    g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, random_state=0).fit(train)
+    assert 0.005 < g.background_weight_ < 0.04
+    rows = g.score_samples(test)
+    bad = (test == 99999.0).any(axis=1)
+    assert bad.sum() > 20
+    # a gross row costs tens of nats, not 1e7 (what the Gaussian alone gives it)
+    assert rows[bad].min() > -100.0
+    assert gaussian_logpdf(test[bad], g.mean_, g.covariance_).max() < -1e5
+    # the typical row loses only about log(1 - w)
+    gauss = gaussian_logpdf(test[~bad], g.mean_, g.covariance_)
+    assert np.median(gauss - rows[~bad]) < 1.5 * -math.log1p(-g.background_weight_) + 1e-3
+    # and the mean held-out score beats np.cov's (whose variance the errors inflate)
+    S = np.cov(train.T)
+    ref = gaussian_logpdf(test, train.mean(0), S).mean()
+    assert g.score(test) > ref
+
+
+def test_the_mixture_is_the_stated_density():
+    train, test = _split(_gross(20000, 1))
+    g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, random_state=1).fit(train)
+    w, d = g.background_weight_, 3
+    assert w > 0
+    k = background_scale(d)
+    cauchy = multivariate_t(g.mean_, g.covariance_ * k * k, df=1).logpdf(test[:50])
+    gauss = gaussian_logpdf(test[:50], g.mean_, g.covariance_)
+    want = np.logaddexp(math.log1p(-w) + gauss, math.log(w) + cauchy)
+    np.testing.assert_allclose(g.score_samples(test[:50]), want, rtol=1e-10, atol=1e-9)
+    # the background never peaks above the Gaussian: the model's maximum density is the
+    # Gaussian's (what DPScorer clips at)
+    assert g.score_samples(g.mean_[None])[0] <= gaussian_logpdf(g.mean_[None], g.mean_,
+                                                               g.covariance_)[0] + 1e-12
+    # a model file keeps it
+    g2 = pg.io.from_dict(g.to_dict())
+    assert g2.background_weight_ == w
+    np.testing.assert_array_equal(g2.score_samples(test[:50]), g.score_samples(test[:50]))
+
+
+def test_gaussian_data_get_no_background_worth_scoring():
+    ws = []
+    for seed in range(6):
+        X = np.random.default_rng(seed).normal(size=(20000, 4))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, random_state=seed).fit(X)
+        ws.append(g.background_weight_)
+        gap = gaussian_logpdf(X[:2000], g.mean_, g.covariance_).mean() - g.score(X[:2000])
+        assert gap < 0.005
+    assert np.median(ws) < 0.003
