@@ -1,0 +1,354 @@
+"""PrivateGaussian on the real-table corpus (``benchmarks/corpus.py``), against np.mean/np.cov
+(issue 26).
+
+For each table and seed the rows are split at random into 80% training and 20% held-out rows
+(the training rows keep the file's order: a sorted file stays sorted). ``PrivateGaussian``
+(default ``method="auto"``, noise seeded by the seed) is fitted on the training rows in four
+settings — (ε, δ) = (1, 1e-6) and (1e4, 1e-6), each without public rows and with 1% of the
+training rows (drawn at random) given as ``public_X`` and removed from the private rows — and
+compared with the non-private Gaussian (``np.mean`` / ``np.cov``) of all the training rows:
+
+* ``gap``: held-out mean log-likelihood of the non-private fit minus ours (nat/row; 0 is as
+  good as non-private, > 0 worse). Both covariances get the same ridge, 1e-6 × the mean
+  variance of np.cov's matrix, so a constant or collinear column does not make a score
+  infinite (on tables whose columns differ by many orders of magnitude the ridge hides the
+  small-scale columns from both fits alike);
+* ``row gap``: the median over held-out rows of the same difference per row (robust to the few
+  rows far out, which dominate the mean on heavy-tailed data);
+* ``clipped``: ``clipped_fraction_``, the DP fraction of rows outside the last clipping ball;
+* ``method``: the method ``auto`` chose (``method_``); ``s/fit``: median wall time of a fit;
+* ``refused``: exceptions before anything was spent (``InvalidDataError``, ``ValueError``,
+  ``PrivacyBudgetError``), ``failed``: ``EstimationFailed`` after spending, ``error``: anything
+  else — each counted over seeds and named (type and the message's first words);
+* ``needs n``: the practical sample-size requirement of the method ``auto`` picks here
+  (``privgauss.methods.requirements``, the registry the ``privgauss requirements gaussian``
+  command reads; from public facts only), and whether the private n meets it ("—": the method
+  states no requirement).
+
+Medians over the seeds that fitted. Tables above ``--max-rows`` rows (default 5e5) are
+subsampled at random per seed (none of the corpus is, today). Progress goes to stderr.
+``--mixture K`` also fits ``PrivateGaussianMixture(K)`` against
+``sklearn.mixture.GaussianMixture(K, n_init=5)`` on all the training rows (held-out mean
+log-likelihood gap, nat/row; ``method="auto"``, no public rows). The report opens with a
+summary per setting: the tables refused, failed after spending, or with a median gap above
+0.05 nat/row (at ε = 1e4 the consistency check of DESIGN.md: these should all be empty).
+
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src \\
+        python benchmarks/real_corpus.py --seeds 3 --out benchmarks/results/real_corpus.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import statistics
+import sys
+import time
+import warnings
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import corpus  # noqa: E402  (benchmarks/ put on the path above)
+
+import privgauss as pg  # noqa: E402
+from privgauss import methods  # noqa: E402
+from privgauss.backends import DEFAULT_MAX_MEMORY_BYTES  # noqa: E402
+from privgauss.gaussian.public_frame import public_verdict  # noqa: E402
+from privgauss.privacy import make_budget  # noqa: E402
+
+DELTA = 1e-6
+EPSILONS = (1.0, 1e4)
+PUBLIC_SHARE = 0.01
+REFUSALS = (pg.InvalidDataError, pg.PrivacyBudgetError, ValueError)
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _loglik(X: np.ndarray, mean: np.ndarray, cov: np.ndarray, ridge: float) -> np.ndarray:
+    d = cov.shape[0]
+    return pg.metrics.gaussian_logpdf(X, mean, cov + ridge * np.eye(d))
+
+
+def _why(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:150]}"
+
+
+def split(rows: np.ndarray, seed: int, max_rows: int) -> tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray, np.ndarray]:
+    """(training rows in file order, held-out rows, private rows, public rows) for ``seed``;
+    the public rows are 1% of the training rows at random (at least 1), removed from the
+    private ones."""
+    rng = np.random.default_rng(seed)
+    idx = np.arange(rows.shape[0])
+    if rows.shape[0] > max_rows:
+        idx = np.sort(rng.choice(idx, size=max_rows, replace=False))
+    perm = rng.permutation(idx)
+    cut = (len(perm) * 4) // 5
+    train_idx, test_idx = np.sort(perm[:cut]), perm[cut:]
+    m = max(1, round(PUBLIC_SHARE * len(train_idx)))
+    is_public = np.zeros(len(train_idx), dtype=bool)
+    is_public[rng.choice(len(train_idx), size=m, replace=False)] = True
+    train = rows[train_idx]
+    return train, rows[test_idx], train[~is_public], train[is_public]
+
+
+def requirement(n: int, d: int, epsilon: float, public: np.ndarray | None) -> dict[str, Any]:
+    """What ``auto`` picks for these public facts and the n that method states it needs."""
+    budget = make_budget(epsilon=epsilon, delta=DELTA)
+    verdict = None if public is None else public_verdict(public, d)
+    facts = methods.Facts("gaussian", budget, n, d, n_public=0 if public is None else
+                          public.shape[0], max_memory_bytes=DEFAULT_MAX_MEMORY_BYTES,
+                          verdict=verdict)
+    try:
+        name, _ = methods.choose("gaussian", "auto", facts)
+        refused = False
+    except REFUSALS:  # auto refuses: what the bound-free route it would take needs
+        name, refused = "histogram", True
+    req = methods.requirements("gaussian", name, facts)
+    if req is None:
+        return {"method": name, "refused": refused, "n_needed": None, "ok": None}
+    return {"method": name, "refused": refused, "n_needed": float(req.n_needed),
+            "ok": bool(req.ok)}
+
+
+def one_fit(train: np.ndarray, test: np.ndarray, private: np.ndarray, public: np.ndarray | None,
+            epsilon: float, seed: int) -> dict[str, Any]:
+    """One private fit and its comparison with np.mean/np.cov of ``train``."""
+    mean, S = train.mean(axis=0), np.cov(train, rowvar=False).reshape(train.shape[1], -1)
+    ridge = 1e-6 * max(float(np.trace(S)) / S.shape[0], 1e-300)
+    ref = _loglik(test, mean, S, ridge)
+    out: dict[str, Any] = {"req": requirement(private.shape[0], private.shape[1], epsilon,
+                                              public)}
+    est = pg.PrivateGaussian(epsilon=epsilon, delta=DELTA, random_state=seed)
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.fit(private, public_X=public)
+    except pg.EstimationFailed as exc:
+        return {**out, "status": "failed", "why": _why(exc)}
+    except REFUSALS as exc:
+        return {**out, "status": "refused", "why": _why(exc)}
+    except Exception as exc:  # reported, not hidden: a real-data bug
+        return {**out, "status": "error", "why": _why(exc)}
+    seconds = time.perf_counter() - t0
+    rows = ref - _loglik(test, est.mean_, est.covariance_, ridge)
+    frac = getattr(est, "clipped_fraction_", None)
+    noted = {w.category.__name__ for w in caught} - {"SeededNoiseWarning"}
+    return {**out, "status": "ok", "gap": float(rows.mean()), "row gap": float(np.median(rows)),
+            "clipped": None if frac is None else float(frac), "method": est.method_,
+            "seconds": seconds, "warnings": noted}
+
+
+def sklearn_mixture_score(train: np.ndarray, test: np.ndarray, k: int, seed: int) -> float:
+    """Held-out mean log-likelihood of sklearn's GaussianMixture(k, n_init=5) fitted on
+    ``train``."""
+    from sklearn.mixture import GaussianMixture
+
+    return float(GaussianMixture(k, n_init=5, random_state=seed).fit(train).score(test))
+
+
+def one_mixture(train: np.ndarray, test: np.ndarray, k: int, epsilon: float,
+                seed: int, ref: float) -> dict[str, Any]:
+    """PrivateGaussianMixture(k) on ``train`` against sklearn's held-out score ``ref``."""
+    est = pg.PrivateGaussianMixture(k, epsilon=epsilon, delta=DELTA, random_state=seed)
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(train)
+    except pg.EstimationFailed as exc:
+        return {"status": "failed", "why": _why(exc)}
+    except REFUSALS as exc:
+        return {"status": "refused", "why": _why(exc)}
+    except Exception as exc:
+        return {"status": "error", "why": _why(exc)}
+    return {"status": "ok", "gap": float(ref - est.score(test)), "method": est.method_,
+            "seconds": time.perf_counter() - t0}
+
+
+def _med(values: list[float], fmt: str) -> str:
+    return format(statistics.median(values), fmt) if values else "—"
+
+
+def _outcomes(res: list[dict[str, Any]]) -> str:
+    """'3/3 ok', then the refusals/failures counted and named (messages that differ only in
+    their numbers counted together, the first one shown)."""
+    ok = sum(r["status"] == "ok" for r in res)
+    bad: Counter[str] = Counter()
+    shown: dict[str, str] = {}
+    for r in res:
+        if r["status"] != "ok":
+            key = re.sub(r"[0-9][0-9.,e+-]*", "#", f"{r['status']} {r['why']}")
+            bad[key] += 1
+            shown.setdefault(key, f"{r['status']} ({r['why']})")
+    return " ; ".join([f"{ok}/{len(res)} ok", *(f"{c}× {shown[k]}" for k, c in bad.items())])
+
+
+GAP_FAR = 0.05  # nat/row: a median gap above this at eps = 1e4 is "far off" in the summary
+
+
+def summary(cells: list[dict[str, Any]], seeds: int) -> list[str]:
+    """Per setting: the tables refused, failed after spending, or far from the non-private
+    fit (np.cov, or sklearn's GaussianMixture for the mixture cells)."""
+    out = []
+    for label in dict.fromkeys(c["setting"] for c in cells):
+        mine = [c for c in cells if c["setting"] == label]
+
+        def names(key: str, cs: list[dict[str, Any]] = mine) -> str:
+            hit = [f"{c['name']}{'*' if c['held_out'] else ''} ({c[key]}/{seeds})"
+                   for c in cs if c[key]]
+            return ", ".join(hit) or "none"
+
+        all_ok = sum(c["ok"] == seeds for c in mine)
+        far = [f"{c['name']}{'*' if c['held_out'] else ''} ({c['gap']:.3g})" for c in mine
+               if c["gap"] is not None and c["gap"] > GAP_FAR]
+        out.append(
+            f"* **{label}**: "
+            f"{all_ok}/{len(mine)} tables fitted at every seed; refused before spending: "
+            f"{names('refused')}; failed after spending: {names('failed')}; other errors: "
+            f"{names('error')}; median gap > {GAP_FAR} nat/row: {', '.join(far) or 'none'}."
+        )
+    return out
+
+
+def _need(res: list[dict[str, Any]]) -> str:
+    reqs = [r["req"] for r in res]
+    refused = "; auto refuses" if any(q["refused"] for q in reqs) else ""
+    needed = [q["n_needed"] for q in reqs if q["n_needed"] is not None]
+    if not needed:
+        return "— (" + "/".join(sorted({q["method"] for q in reqs})) + f"{refused})"
+    met = all(q["ok"] for q in reqs if q["n_needed"] is not None)
+    who = "/".join(sorted({q["method"] for q in reqs}))
+    return f"{max(needed):.3g} ({who}: {'met' if met else 'NOT met'}{refused})"
+
+
+SETTINGS = [(eps, pub) for eps in EPSILONS for pub in (False, True)]
+
+
+def run(names: list[str], seeds: int, max_rows: int,
+        mixture: int | None) -> tuple[list[str], list[str]]:
+    """(the report's table lines, its summary lines)."""
+    cells: list[dict[str, Any]] = []
+    mix_cells: list[dict[str, Any]] = []
+    lines = [
+        "| table | n×d | held out | ε | public | outcome | gap (nat/row) | row gap | clipped "
+        "| method | s/fit | needs n (met?) | warnings |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    mix_lines = [
+        f"| table | ε | outcome | gap vs sklearn GaussianMixture({mixture}, n_init=5) "
+        "| method | s/fit |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        table = corpus.TABLES[name]
+        rows = table.load()
+        t_table = time.perf_counter()
+        _log(f"[{name}] n={rows.shape[0]} d={rows.shape[1]} ...")
+        splits = [split(rows, s, max_rows) for s in range(seeds)]
+        for eps, pub in SETTINGS:
+            res = []
+            for s, (train, test, private, public) in enumerate(splits):
+                X = private if pub else train
+                res.append(one_fit(train, test, X, public if pub else None, eps, s))
+            ok = [r for r in res if r["status"] == "ok"]
+            setting = f"ε = {eps:g}, {'1% public rows' if pub else 'no public rows'}"
+            cells.append({"name": name, "held_out": table.held_out, "setting": setting,
+                          "ok": len(ok), "gap": (statistics.median([r["gap"] for r in ok])
+                                                 if ok else None),
+                          **{k: sum(r["status"] == k for r in res)
+                             for k in ("refused", "failed", "error")}})
+            warned = sorted(set().union(*(r["warnings"] for r in ok))) if ok else []
+            lines.append(
+                f"| {name}{' (small)' if table.small else ''} | "
+                f"{rows.shape[0]}×{rows.shape[1]} | {'yes' if table.held_out else ''} | "
+                f"{eps:g} | {f'{splits[0][3].shape[0]} rows' if pub else '—'} | "
+                f"{_outcomes(res)} | {_med([r['gap'] for r in ok], '.3g')} | "
+                f"{_med([r['row gap'] for r in ok], '.3g')} | "
+                f"{_med([r['clipped'] for r in ok if r['clipped'] is not None], '.3f')} | "
+                f"{', '.join(sorted({r['method'] for r in ok})) or '—'} | "
+                f"{_med([r['seconds'] for r in ok], '.2g')} | {_need(res)} | "
+                f"{', '.join(w.removesuffix('Warning') for w in warned) or '—'} |"
+            )
+            _log("  " + lines[-1])
+        if mixture:
+            refs = [sklearn_mixture_score(train, test, mixture, s)
+                    for s, (train, test, _, _) in enumerate(splits)]
+            for eps in EPSILONS:
+                res = [one_mixture(train, test, mixture, eps, s, refs[s])
+                       for s, (train, test, _, _) in enumerate(splits)]
+                ok = [r for r in res if r["status"] == "ok"]
+                mix_cells.append({
+                    "name": name, "held_out": table.held_out,
+                    "setting": f"mixture K = {mixture}, ε = {eps:g}", "ok": len(ok),
+                    "gap": statistics.median([r["gap"] for r in ok]) if ok else None,
+                    **{k: sum(r["status"] == k for r in res)
+                       for k in ("refused", "failed", "error")}})
+                mix_lines.append(
+                    f"| {name} | {eps:g} | {_outcomes(res)} | "
+                    f"{_med([r['gap'] for r in ok], '.3g')} | "
+                    f"{', '.join(sorted({r['method'] for r in ok})) or '—'} | "
+                    f"{_med([r['seconds'] for r in ok], '.2g')} |"
+                )
+                _log("  mixture " + mix_lines[-1])
+        _log(f"[{name}] done in {time.perf_counter() - t_table:.0f} s")
+    return lines + (["", *mix_lines] if mixture else []), summary(cells + mix_cells, seeds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", nargs="+", choices=list(corpus.TABLES),
+                        default=list(corpus.TABLES), help="a subset of the corpus")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--max-rows", type=int, default=500_000,
+                        help="subsample larger tables to this many rows per seed")
+    parser.add_argument("--mixture", type=int, default=None, metavar="K",
+                        help="also fit PrivateGaussianMixture(K) vs sklearn GaussianMixture")
+    parser.add_argument("--out", default=None, help="write a markdown report here")
+    args = parser.parse_args()
+    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    t0 = time.perf_counter()
+    lines, summed = run(args.tables, args.seeds, args.max_rows, args.mixture)
+    minutes = (time.perf_counter() - t0) / 60
+    tables = ["| table | n | d | held out | source | defects |", "|---|---|---|---|---|---|"]
+    for name in args.tables:
+        t, X = corpus.TABLES[name], corpus.load(name)
+        tables.append(f"| {name} | {X.shape[0]} | {X.shape[1]} | {'yes' if t.held_out else ''} "
+                      f"| {t.source} | {t.defects} |")
+    text = "\n".join([
+        "# PrivateGaussian on the real-table corpus",
+        "",
+        f"Command: `OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src {command}` "
+        f"({minutes:.1f} min on one core). δ = {DELTA:g}; medians over {args.seeds} seeds; "
+        "see the script's docstring for the columns and `benchmarks/corpus.py` for the tables "
+        "and their defects.",
+        "",
+        "Summary (* = held-out table; counts are seeds):",
+        "",
+        *summed,
+        "",
+        *lines,
+        "",
+        "## Tables",
+        "",
+        *tables,
+        "",
+    ])
+    print(text)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text)
+
+
+if __name__ == "__main__":
+    main()
