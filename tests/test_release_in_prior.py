@@ -29,11 +29,22 @@ def test_mean_and_covariance_are_released_inside_the_prior():
 
 
 def test_known_covariance_mean_is_projected_and_covariance_kept():
-    X = np.random.default_rng(0).normal(size=(10, 2)) * 100
+    X = np.random.default_rng(0).normal(size=(10, 2)) + 1.5  # the mean just outside the bound
     g = pg.PrivateGaussian(rho=0.01, method="coinpress", covariance="identity", mean_bound=1.0,
                            random_state=0).fit(X)
     assert np.linalg.norm(g.mean_) <= 1.0
     np.testing.assert_array_equal(g.covariance_, np.eye(2))
+    # rows 100 standard deviations from everything the prior allows: the fit's ball misses
+    # them all, and that is a failure (a DP outcome), not a model with a warning — once n is
+    # large enough for the DP count to say so beyond its noise (not at n = 10)
+    Y = np.random.default_rng(1).normal(size=(2000, 2)) * 100
+    with pytest.raises(pg.EstimationFailed, match="missed the data"), pytest.warns(
+            pg.warnings.BudgetSpentWarning):
+        pg.PrivateGaussian(rho=0.5, method="coinpress", covariance="identity", mean_bound=1.0,
+                           random_state=0).fit(Y)
+    g = pg.PrivateGaussian(rho=0.01, method="coinpress", covariance="identity", mean_bound=1.0,
+                           random_state=0)
+    assert np.linalg.norm(g.fit(X * 100).mean_) <= 1.0  # n = 10: the count cannot tell
 
 
 def test_a_failure_says_the_step_the_n_it_needs_and_what_was_spent():

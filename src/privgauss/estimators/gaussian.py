@@ -16,6 +16,7 @@ from ..backends import DEFAULT_MAX_MEMORY_BYTES
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..gaussian.clip_diagnostics import (
     alarm_fraction,
+    count_noise_quantile,
     recording_clips,
     release_clipped_count,
     split_for_count,
@@ -245,7 +246,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 count_budget = clips.reserved
             if count_budget is not None and ball is not None:
                 noisy = release_clipped_count(ball, count_budget, accountant=acct, noise=noise)
-                _refuse_a_missed_fit(noisy / ball.rows.n)
+                _refuse_a_missed_fit(noisy, ball.rows.n, acct.ledger[-1])
             mean, cov = self._inside_prior(mean, cov, center, known)  # may fail: inside
             require_finite(mean, cov)
         self.mean_, self.covariance_ = mean, cov
@@ -367,11 +368,14 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 MISSED_FIT_FRACTION = 0.5
 
 
-def _refuse_a_missed_fit(fraction: float) -> None:
-    """End the fit in :class:`EstimationFailed` (a DP outcome: it reads the released count)
-    when most rows lie outside its final clipping ball — the estimate then describes no part
+def _refuse_a_missed_fit(noisy: float, n: int, entry: Any) -> None:
+    """End the fit in :class:`EstimationFailed` (a DP outcome: it reads the released count
+    ``noisy`` and its ledger ``entry``) when most rows lie outside its final clipping ball
+    beyond the count's noise (its 1 − 10⁻³ quantile) — the estimate then describes no part
     of the data, and returning it with a warning would pass off a failure as a model."""
-    if fraction > MISSED_FIT_FRACTION:
+    fraction = noisy / n
+    slack = count_noise_quantile(entry.mechanism, float(entry.noise_scale)) / n
+    if fraction > MISSED_FIT_FRACTION + slack:
         raise EstimationFailed(
             f"about {min(fraction, 1.0):.0%} of the rows (a DP estimate) lie outside the fit's "
             "final clipping ball: the fit missed the data (columns far from Gaussian, e.g. "

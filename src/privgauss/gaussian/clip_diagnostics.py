@@ -53,6 +53,7 @@ __all__ = [
     "ClipRecord",
     "alarm_fraction",
     "cov_clip_scale",
+    "count_noise_quantile",
     "mean_ball_radius",
     "note_clip",
     "recording_clips",
@@ -224,8 +225,12 @@ def alarm_fraction(n: int, model_fraction: float, mechanism: str, noise_scale: f
     noise: a false alarm has probability about 2·10⁻³ (tested: ≤ 1 in 40 fits)."""
     p = float(model_fraction)
     sampling = 4.0 * math.sqrt(max(p * (1.0 - p), 0.0) / n)
+    return p + max(p + _FRAME_SLACK, sampling) + count_noise_quantile(mechanism, noise_scale) / n
+
+
+def count_noise_quantile(mechanism: str, noise_scale: float) -> float:
+    """z, the one-sided 1 − 10⁻³ quantile of a clipped count's noise: 3.09σ for the discrete
+    Gaussian, b·ln(500) for the discrete Laplace of scale b (public)."""
     if "laplace" in mechanism:
-        z = float(noise_scale) * math.log(1.0 / (2.0 * _ALARM_LEVEL))
-    else:
-        z = float(stats.norm.isf(_ALARM_LEVEL)) * float(noise_scale)
-    return p + max(p + _FRAME_SLACK, sampling) + z / n
+        return float(noise_scale) * math.log(1.0 / (2.0 * _ALARM_LEVEL))
+    return float(stats.norm.isf(_ALARM_LEVEL)) * float(noise_scale)

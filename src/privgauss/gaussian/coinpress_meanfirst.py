@@ -174,7 +174,11 @@ def mean_first_gaussian(
                     floor=lo if prior_floor else 0.0, past=past, labels=(0, len(plan2)))
     # 3. centring mean in the frame whitened by the chain's pooled estimate of S
     S = project_psd(_pooled_moment(past), min_eig=lo)
-    B = _whitener(S, lo, step)  # eigenvalues floored: a released S may be singular
+    # eigenvalues floored (a released S may be singular) — at the prior's lo when it is trusted
+    # (the truth is above it: a frame below it only magnifies the centre's error until the
+    # ball misses the rows, e.g. along a constant column), far below it when lo is assumed
+    rel = 1.0 if prior_floor else 1e-6
+    B = _whitener(S, lo, step, rel)
     mw = _run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B,
                   shift=center + m1)
     off = np.linalg.solve(B, np.asarray(mw))
@@ -194,7 +198,7 @@ def mean_first_gaussian(
     assert cov is not None
     # 5. a second mean in the frame of the final covariance, about the centring mean; the
     # output mean pools both (their noise covariances σ²B⁻¹B⁻ᵀ; post-processing)
-    B2 = _whitener(cov, lo, step)
+    B2 = _whitener(cov, lo, step, rel)
     mw2 = _run_mean(rows, np.zeros(d), plan5, accountant, noise, f"{step} mean-final", A=B2,
                     shift=center + m1 + off)
     off2 = off + np.linalg.solve(B2, np.asarray(mw2))

@@ -310,6 +310,22 @@ def localisation_within_cap(n: int, d: int, epsilon: float, delta: float,
 
 
 
+# the largest condition number the refinement assumes by itself at a large budget
+_MAX_BUDGET_CONDITION = 1e12
+
+
+def budget_condition(corr_condition: float, n: int, rho: float) -> float:
+    """The correlation condition number the practical refinement assumes: the user's
+    ``corr_condition``, or 0.01·n·√ρ when larger (up to 1e12) — what the budget can resolve:
+    the refinement's noise on a whitened covariance entry scales as 1/(n√ρ), so as the budget
+    grows an ever smaller eigenvalue is estimated, and the assumption stops limiting the fit
+    (DESIGN.md rule 15: collinear columns, or columns in units 1e-17 .. 1e8, at ε = 1e4). At
+    ε = 1 and n ≤ 1e5 the user's value stands."""
+    if not (rho > 0 and math.isfinite(rho)):
+        return corr_condition
+    return max(corr_condition, min(_MAX_BUDGET_CONDITION, 0.01 * n * math.sqrt(rho)))
+
+
 def refinement_error(n: int, d: int, epsilon: float, delta: float,
                      corr_condition: float = 100.0) -> float:
     """The coinpress planner's predicted relative covariance error of the refinement at n
@@ -750,7 +766,9 @@ def histogram_gaussian(
         Z = np.array(Z, dtype=np.float64, copy=True)  # never write into the caller's rows
         Z[:, deg] = public_padding(n, int(deg.sum()))
     radius = float(np.linalg.norm(_RADIUS_FACTOR * _WIDTH_FACTOR * s_hi / s))
-    lo = float(np.min(s_lo / s) ** 2) / float(corr_condition)
+    cond = (float(corr_condition) if constants == "theory"
+            else budget_condition(float(corr_condition), n, rho))
+    lo = float(np.min(s_lo / s) ** 2) / cond
     hi = float(np.sum((s_hi / s) ** 2))  # λ_max <= trace
     mean_z, cov_z = coinpress_gaussian(
         Z,
@@ -792,8 +810,10 @@ def _check_prior(cov_z: np.ndarray, lo: float) -> None:
         raise EstimationFailed(
             "the released covariance is far more ill-conditioned than the refinement's prior "
             "allows: the correlation matrix's condition number exceeds corr_condition (raise "
-            "it), or the refinement cannot whiten that range at this n (more rows); or use "
-            "method='public' with d+1 public rows",
+            "it), or the refinement cannot whiten that range at this n (more rows); columns "
+            "that are exact linear combinations of others (dummies that sum to 1, a total next "
+            "to its parts) make it singular: drop one of them; or use method='public' with "
+            "d+1 public rows",
             step="histogram-refinement",
         )
 
