@@ -56,7 +56,10 @@ _FINAL_MEAN_SHARE = 0.20
 # 0.044 nat/row for g = 0.5, 0.75 and 0.9.
 _NOISE_TO_SAMPLING = 0.1
 _GROWTH = 0.9
-_MAX_PLAN_RADIUS = 1e100
+# ... up to this multiple of the planned radius (about 5,000 standard deviations: beyond, rows
+# are gross errors, which the background component describes); past it the noise falls as
+# 1/√ρ again, so a huge budget reaches the non-private estimate quickly
+_MAX_GROWTH = 1e3
 # Above this ω² (public Mahalanobis bound on the prior centre's offset) the coarse covariance
 # steps use pairwise differences instead of rows centred at the prior centre.
 _PAIRS_OMEGA2 = 4.0
@@ -219,12 +222,12 @@ def noise_matched_radius(tau: float, sigma: float, n: int, power: int) -> float:
     """The larger of ``tau`` and the radius τ' at which a release whose noise std is ``sigma``
     at ``tau`` and grows as τ^``power`` (1 for a clipped mean, 2 for a clipped second moment)
     has noise std s·(σ/s)^(1 − g), s = √(η/n) (η = :data:`_NOISE_TO_SAMPLING`, g =
-    :data:`_GROWTH`) — a public function of (n, ρ) that tends to infinity with n·ρ while the
-    noise tends to 0 (see the constants' comment)."""
+    :data:`_GROWTH`), at most :data:`_MAX_GROWTH`·τ — a public function of (n, ρ) that grows
+    with n·ρ while the noise tends to 0 (see the constants' comments)."""
     target = math.sqrt(_NOISE_TO_SAMPLING / n)
     if not (0.0 < sigma < target):  # noisier than that (or no noise: an infinite budget)
         return tau
-    return min(tau * (target / sigma) ** (_GROWTH / power), _MAX_PLAN_RADIUS)
+    return tau * min((target / sigma) ** (_GROWTH / power), _MAX_GROWTH)
 
 
 def _mean_step(rho: float, r: float, tau: float, n: int) -> MeanStep:
