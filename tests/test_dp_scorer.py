@@ -249,7 +249,9 @@ def test_audit_flags_the_exact_score_workflow():
     accountant charged (the three fits, 0.03-zCDP: ε = 0.67 at δ = 1e-3)."""
     result = _audit(dp=False, n_runs=300, charged_rho=3 * FIT_RHO)
     assert not result.passed, str(result)
-    assert result.epsilon_lower_bound > result.claimed_epsilon + 1.5, str(result)
+    # (ε̂ ≥ 2.05 here, 2.96 before the background component: a far held-out row now costs
+    # (d + 1)·ln r nats, not r²/2 — still unbounded, so still not private)
+    assert result.epsilon_lower_bound > result.claimed_epsilon + 1.0, str(result)
 
 
 def test_audit_passes_the_dp_scorer_workflow():
