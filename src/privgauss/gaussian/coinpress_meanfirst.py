@@ -198,7 +198,12 @@ def mean_first_gaussian(
     assert cov is not None
     # 5. a second mean in the frame of the final covariance, about the centring mean; the
     # output mean pools both (their noise covariances σ²B⁻¹B⁻ᵀ; post-processing)
-    B2 = _whitener(cov, lo, step, rel)
+    # its frame: the final covariance plus its own noise level (‖noise‖ ≈ √d·σ in the frame A,
+    # mapped back), so an eigenvalue the noise may have pushed down does not stretch the frame
+    # until the ball misses the rows; the ridge vanishes with the noise
+    Ainv = np.linalg.inv(A)
+    ridge = math.sqrt(d) * plan2[-1].sigma * sym(Ainv @ Ainv.T)
+    B2 = _whitener(cov + ridge, lo, step, rel)
     mw2 = _run_mean(rows, np.zeros(d), plan5, accountant, noise, f"{step} mean-final", A=B2,
                     shift=center + m1 + off)
     off2 = off + np.linalg.solve(B2, np.asarray(mw2))
