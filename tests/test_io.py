@@ -38,7 +38,8 @@ def test_gaussian_round_trip(gaussian: pg.PrivateGaussian, tmp_path: Path) -> No
     path = tmp_path / "g.json"
     save(gaussian, path)
     stored = json.loads(path.read_text())
-    assert set(stored) == MODEL_KEYS | {"mean", "covariance", "clipped_fraction"}
+    assert set(stored) == MODEL_KEYS | {"mean", "covariance", "clipped_fraction",
+                                        "background_weight"}
     assert stored["privacy"]["budget"] == {"notion": "zCDP", "rho": 0.5}
     g = pg.load(path)
     assert isinstance(g, pg.PrivateGaussian)
