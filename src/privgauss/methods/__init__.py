@@ -286,10 +286,11 @@ accountant
         refused = ValueError("mean_bound= and cov_bounds= (the mixture's prior) go together")
     elif not (isinstance(budget, ZCDP) and (method == "auto" or MIXTURE[method].zcdp)
               or isinstance(budget, ApproxDP) and budget.delta > 0):
-        refused = PrivacyBudgetError(
-            "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0, or rho= "
-            f"with a zCDP method {tuple(m for m, spec in MIXTURE.items() if spec.zcdp)}; "
-            f"got {budget}")
+        refused = PrivacyBudgetError(  # the estimator's words
+            "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
+            "epsilon= and delta= (its private 1-cluster and terrific-ball steps use "
+            "stability histograms), or rho= with a zCDP method "
+            f"{tuple(m for m, spec in MIXTURE.items() if spec.zcdp)}; got {budget}")
     facts = facts_of(budget)
     if refused is not None:
         return MixturePlan(None, str(refused), None, {}, facts, refused)
