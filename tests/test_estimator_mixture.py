@@ -249,10 +249,12 @@ def test_kssu_through_the_estimator() -> None:
 @pytest.mark.parametrize(
     "n, separation, expected",
     [
-        (40_000, None, "sample-aggregate"),  # both meet n: the one validated at lower separation
+        (40_000, None, "em"),  # both meet n, but no separation is stated: private EM
         (40_000, 6.0, "kssu"),  # both validated at 6: the most room in n
         (40_000, 4.0, "sample-aggregate"),  # kssu only validated from 5
-        (10_000, None, "kssu"),  # only kssu meets its requirement at this n
+        (10_000, None, "em"),  # kssu meets its requirement, but no separation is stated
+        (10_000, 5.0, "kssu"),  # only kssu meets its requirement at this n
+        (40_000, 2.0, "em"),  # no paper learner was validated at separation 2
     ],
 )
 def test_auto_choice_uses_only_public_facts(n, separation, expected) -> None:
@@ -260,13 +262,14 @@ def test_auto_choice_uses_only_public_facts(n, separation, expected) -> None:
     reqs = {m: est._requirement(m, n, 2, ApproxDP(EPS, DELTA)) for m in METHODS}
     assert reqs["kssu"].ok and (reqs["sample-aggregate"].ok == (n == 40_000))
     method, reason = est._choose(n, 2, ApproxDP(EPS, DELTA), has_public=False)
-    assert method == expected and "requirement" in reason
+    assert method == expected
+    assert ("no separation assumed" if expected == "em" else "requirement") in reason
 
 
 def test_auto_chooses_from_public_facts_and_says_why(mix) -> None:
     m = PrivateGaussianMixture(2, epsilon=EPS, delta=DELTA, random_state=3).fit(mix.X)
-    assert m.method_ in METHODS
-    assert "requirement" in m.method_reason_
+    assert m.method_ == "em"  # no separation= stated
+    assert "no separation= stated" in m.method_reason_
     # the choice depends only on (n, d, k, budget, min_weight): shuffling rows cannot change it
     X2 = mix.X[::-1].copy()
     m2 = PrivateGaussianMixture(2, epsilon=EPS, delta=DELTA, random_state=4).fit(X2)
@@ -303,7 +306,8 @@ def test_auto_picks_public_heavy_with_enough_public_rows_and_exposes_the_cluster
     public_mix,
 ) -> None:
     P, X = public_mix.X[:500], public_mix.X[500:]
-    m = PrivateGaussianMixture(3, epsilon=1.0, delta=DELTA, min_weight=0.2, random_state=0)
+    m = PrivateGaussianMixture(3, epsilon=1.0, delta=DELTA, min_weight=0.2, separation=6.0,
+                               random_state=0)
     m.fit(X, public_X=P)
     assert m.method_ == "public-heavy" and "500 public rows" in m.method_reason_
     assert m.public_clusters_.n_clusters == 3
@@ -315,7 +319,7 @@ def test_auto_picks_public_heavy_with_enough_public_rows_and_exposes_the_cluster
 
 
 def test_auto_falls_back_to_public_light_with_few_public_rows(public_mix) -> None:
-    est = PrivateGaussianMixture(3, rho=0.5, min_weight=0.2)
+    est = PrivateGaussianMixture(3, rho=0.5, min_weight=0.2, separation=6.0)
     method, reason = est._choose(60_000, 10, est._budget(), 60)
     assert method == "public-light" and "too few for 'public-heavy'" in reason
     method, _ = est._choose(60_000, 10, est._budget(), 500)

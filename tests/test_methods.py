@@ -142,9 +142,13 @@ def test_refusals_name_what_each_method_needs() -> None:
 def test_mixture_fallback_is_the_registered_one() -> None:
     fb = [m for m in methods.table("mixture").values() if m.fallback is not None]
     assert len(fb) == 1
-    facts = Facts("mixture", APPROX, 10_000, 2, k=2)  # below kssu's and s-a's n, above em's
+    # a separation kssu and sample-aggregate were validated at, but n below their requirement
+    # and above em's: auto falls back to em and says why
+    facts = Facts("mixture", APPROX, 10_000, 2, k=2, separation=5.0)
     name, reason = methods.choose_auto("mixture", facts)
-    assert name == fb[0].name and reason.startswith("no paper method meets")
+    assert name == fb[0].name
+    assert reason.startswith("at the stated separation 5, no learner validated there can run")
+    assert "'kssu' needs n >~" in reason and "'sample-aggregate' needs n >~" in reason
     with pytest.raises(InvalidDataError, match="no mixture method can work"):
         methods.choose_auto("mixture", Facts("mixture", APPROX, 2_000, 2, k=2))
 

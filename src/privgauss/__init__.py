@@ -30,6 +30,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DPScorer": ("estimators.scoring", "DPScorer"),
     "load": ("io", "load"),
     "mixture_requirements": ("mixture.requirements", "requirements"),
+    "mixture_plan": ("methods", "mixture_plan"),
     "NoiseSource": ("noise", "NoiseSource"),
     "audit": ("audit", None),
     "privacy": ("privacy", None),
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # what static tools see: the names the lazy loader gives
     from .estimators import PrivateGaussian, PrivateGaussianMixture
     from .estimators.scoring import DPScorer
     from .io import load
+    from .methods import mixture_plan
     from .mixture.requirements import requirements as mixture_requirements
     from .noise import NoiseSource
     from .privacy import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
@@ -96,6 +98,7 @@ __all__ = [
     "load",
     "methods",
     "metrics",
+    "mixture_plan",
     "mixture_requirements",
     "privacy",
     "theory",

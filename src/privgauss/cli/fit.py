@@ -68,10 +68,17 @@ def fit_gaussian(data: str, columns: str | None, no_header: bool, public: str | 
 @_fit_options
 @click.option("--n-components", "-k", type=int, required=True, help="number of components k")
 @click.option("--method", default="auto", show_default=True,
-              type=_RegistryChoice(_mixture_methods), help="mixture method")
+              type=_RegistryChoice(_mixture_methods), help="mixture method (auto: em unless "
+              "--separation states one a paper learner was validated at)")
 @click.option("--min-weight", type=float, default=None, help="smallest component weight (1/k)")
 @click.option("--separation", type=float, default=None,
-              help="assumed separation ratio of the components (helps method='auto')")
+              help="assumed separation ratio of the components: with it, auto may run a paper "
+              "learner validated at that separation")
+@click.option("--mean-bound", type=float, default=None,
+              help="prior: every component's mean within R of the origin (with --cov-bounds)")
+@click.option("--cov-bounds", type=(float, float), default=None,
+              help="prior: eigenvalue bounds LO HI of every component's covariance (with "
+              "--mean-bound)")
 @click.option("--constants", type=click.Choice(["practical", "theory"]), default="practical",
               show_default=True, help="tuned constants, or the paper's (agnostic: the faithful "
               "list-stability route); privacy is the same")
@@ -80,16 +87,22 @@ def fit_mixture(data: str, columns: str | None, no_header: bool, public: str | N
                 epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
                 plot_path: str | None, dims: str, show_data: bool, n_components: int,
                 method: str, min_weight: float | None, separation: float | None,
+                mean_bound: float | None, cov_bounds: tuple[float, float] | None,
                 constants: str) -> None:
     """Fit a private Gaussian mixture to the rows of DATA (CSV, Parquet or .npy).
 
-    Needs an (epsilon, delta) budget and enough rows: see `privgauss requirements mixture`.
-    A failed fit is itself a DP output: the budget is spent, the exit status is 3 and the
-    message says what n the failing step needs.
+    Budgets: --epsilon with --delta (delta > 0) works for every method; --rho (zCDP) works
+    for em, public-light and public-heavy — em then needs d+1 public rows (--public) or a
+    prior (--mean-bound and --cov-bounds), the public learners their public rows. --epsilon
+    alone (pure DP) is refused. `privgauss requirements mixture auto ...` says, before
+    anything is read or spent, which method auto runs, why, and what n it needs. A failed fit
+    is itself a DP output: the budget is spent, the exit status is 3 and the message says what
+    n the failing step needs.
 
     \b
     Examples:
       privgauss fit-mixture data.csv -k 3 --epsilon 2 --delta 1e-6 --out mix.json
+      privgauss fit-mixture data.csv -k 3 --rho 0.5 --mean-bound 100 --cov-bounds 0.01 100
       privgauss fit-mixture data.csv -k 3 --epsilon 2 --delta 1e-6 --public pub.csv --plot mix.png
     """
     from ..estimators import PrivateGaussianMixture
@@ -101,7 +114,8 @@ def fit_mixture(data: str, columns: str | None, no_header: bool, public: str | N
         inputs = _read_inputs(data, public, columns, header=not no_header)
         ij = _check_outputs(out, plot_path, dims, inputs.names)
         m = PrivateGaussianMixture(n_components, **budget, method=method, min_weight=min_weight,
-                                   separation=separation, constants=constants,
+                                   separation=separation, mean_bound=mean_bound,
+                                   cov_bounds=cov_bounds, constants=constants,
                                    random_state=seed, accountant=spending.accountant_for(budget))
         if sys.stderr.isatty():
             click.echo(f"fitting a {n_components}-component mixture (method {method}) ...",

@@ -15,6 +15,7 @@ from ._common import (
     _mixture_methods,
     _RegistryChoice,
     _run_user,
+    in_cli_words,
 )
 
 # -- requirements ------------------------------------------------------------------------------
@@ -31,6 +32,7 @@ def requirements_cmd() -> None:
       privgauss requirements gaussian public --d 10 --rho 0.5 --n 8000
       privgauss requirements gaussian coinpress --d 10 --rho 0.5 --mean-bound 1e3 --cond 100
       privgauss requirements mixture kssu --n 50000 --d 2 --k 3 --epsilon 1 --delta 1e-6
+      privgauss requirements mixture auto --n 2.7e5 --d 3 --k 3 --epsilon 1 --delta 1e-6
     """
 
 
@@ -147,39 +149,78 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
 
 
 @requirements_cmd.command("mixture")
-@click.argument("method", type=_RegistryChoice(lambda: _mixture_methods()[1:]))
+@click.argument("method", type=_RegistryChoice(_mixture_methods))
 @click.option("--n", "n", type=float, required=True, help="your number of private rows")
 @click.option("--d", "d", type=int, required=True, help="dimension")
 @click.option("--k", "k", type=int, required=True, help="number of components")
 @_budget_options
 @click.option("--min-weight", type=float, default=None, help="smallest weight (default 1/k)")
+@click.option("--n-public", type=int, default=None,
+              help="your number of public rows (--public of fit-mixture)")
+@click.option("--separation", type=float, default=None,
+              help="the separation ratio you assume (fit-mixture's --separation)")
+@click.option("--mean-bound", type=float, default=None,
+              help="prior radius R of the components' means (with --cov-bounds)")
+@click.option("--cov-bounds", type=(float, float), default=None,
+              help="eigenvalue bounds LO HI of the components' covariances (with --mean-bound)")
 @click.option("--constants", type=click.Choice(["practical", "theory"]), default="practical",
-              show_default=True, help="this implementation's thresholds, or the theorem's")
+              show_default=True, help="this implementation's thresholds, or the theorem's "
+              "(auto: fit-mixture's --constants; its choice reads the practical ones)")
 def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | None,
                          epsilon: float | None, delta: float | None, min_weight: float | None,
+                         n_public: int | None, separation: float | None,
+                         mean_bound: float | None, cov_bounds: tuple[float, float] | None,
                          constants: str) -> None:
-    """Whether n rows can work for a mixture METHOD, and what n it needs.
+    """Whether n rows can work for a mixture METHOD, and what n it needs; `auto`: which method
+    `fit-mixture` would run with these flags, and why, before anything is read or spent.
+
+    A rho budget works for the methods that take one (em, public-light, public-heavy); the
+    others need --epsilon and --delta. Exit status 1 when n is too few (auto: when fit-mixture
+    would refuse for too few rows).
 
     \b
-    Example:
+    Examples:
+      privgauss requirements mixture auto --n 2.7e5 --d 3 --k 3 --epsilon 1 --delta 1e-6
+      privgauss requirements mixture auto --n 1e5 --d 2 --k 2 --epsilon 1 --delta 1e-6 \\
+          --separation 5
+      privgauss requirements mixture em --n 5000 --d 3 --k 2 --rho 0.5 --n-public 4
       privgauss requirements mixture sample-aggregate --n 1e5 --d 2 --k 2 --epsilon 2 --delta 1e-6
     """
     from .. import methods
-    from ..privacy import ApproxDP
+    from ..privacy import make_budget
 
     def run() -> None:
-        _budget(rho, epsilon, delta)
-        if epsilon is None or not delta:
-            raise PrivacyBudgetError("mixture methods need --epsilon and --delta (delta > 0)")
-        if not (math.isfinite(n) and n >= 1) or d < 1 or k < 1:
-            raise InvalidDataError("--n must be a finite number >= 1, --d and --k at least 1")
+        budget = make_budget(**_budget(rho, epsilon, delta))
+        if not (math.isfinite(n) and n >= 1) or d < 1 or k < 1 or (
+                n_public is not None and n_public < 0):
+            raise InvalidDataError("--n must be a finite number >= 1, --d and --k at least 1, "
+                                   "--n-public at least 0")
+        if separation is not None and not (math.isfinite(separation) and separation > 0):
+            raise InvalidDataError("--separation must be a finite number > 0")
+        if (mean_bound is None) != (cov_bounds is None):
+            raise InvalidDataError("--mean-bound and --cov-bounds go together (the prior "
+                                   "bounds every component's mean and covariance)")
+        if cov_bounds is not None and not 0 < cov_bounds[0] <= cov_bounds[1] < math.inf:
+            raise InvalidDataError("--cov-bounds must be LO HI with 0 < LO <= HI < inf")
+        if method == "auto":
+            enough.append(_auto_report(int(n), d, k, budget, min_weight=min_weight,
+                                       n_public=n_public or 0, separation=separation,
+                                       mean_bound=mean_bound, cov_bounds=cov_bounds,
+                                       constants=constants))
+            return
         spec = methods.get("mixture", method)
+        if not spec.accepts(budget):
+            takes = " or ".join(sorted({"zcdp": "--rho", "approx": "--epsilon and --delta "
+                                        "(delta > 0)", "pure": "--epsilon alone"}[b]
+                                       for b in spec.budgets))
+            raise PrivacyBudgetError(f"method {method!r} takes {takes}")
         if spec.requirements is None:
             click.echo(f"{method}: no sample-size check is registered for this method")
             return
-        # the formula the command's --constants names; public rows are not stated here
-        facts = methods.Facts("mixture", ApproxDP(epsilon, delta), int(n), d, k=k,
-                              n_public=None, min_weight=min_weight, formula=constants)
+        # the formula the command's --constants names; public rows are checked when stated
+        facts = methods.Facts("mixture", budget, int(n), d, k=k, n_public=n_public,
+                              min_weight=min_weight, separation=separation,
+                              mean_bound=mean_bound, cov_bounds=cov_bounds, formula=constants)
         req = spec.requirements(facts)
         click.echo(str(req).strip())
         for term, value in req.terms.items():
@@ -192,3 +233,36 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
     if enough and not enough[0]:
         raise SystemExit(1)  # too few rows: a script can test the verdict
 
+
+def _auto_report(n: int, d: int, k: int, budget: Any, *, min_weight: float | None,
+                 n_public: int, separation: float | None, mean_bound: float | None,
+                 cov_bounds: tuple[float, float] | None, constants: str) -> bool:
+    """Print what ``fit-mixture --method auto`` would run with these flags, why, and what each
+    other method lacks (:func:`privgauss.methods.mixture_plan`); True when it would run.
+    A refusal for other reasons than too few rows is raised (exit status 2)."""
+    from ..methods import mixture_plan
+    from ..privacy import ZCDP, ApproxDP, PureDP
+
+    kw: dict[str, Any] = ({"rho": budget.rho} if isinstance(budget, ZCDP) else
+                          {"epsilon": budget.epsilon} if isinstance(budget, PureDP) else
+                          {"epsilon": budget.epsilon, "delta": budget.delta})
+    assert isinstance(budget, ZCDP | ApproxDP | PureDP)
+    plan = mixture_plan(n, d, k, n_public=n_public, min_weight=min_weight,
+                        separation=separation, mean_bound=mean_bound, cov_bounds=cov_bounds,
+                        constants=constants, **kw)
+    if plan.error is not None and not plan.too_few_rows:
+        raise plan.error
+    if plan.method is not None:
+        click.echo(f"auto runs: {plan.method}")
+        click.echo(f"why: {in_cli_words(plan.reason)}")
+    else:
+        click.echo(f"auto refuses: {in_cli_words(plan.reason)}")
+    req = plan.requirements
+    if req is not None:
+        click.echo(f"{req.method} needs n >~ {req.n_needed:.3g} ({req.dominant})")
+    click.echo("the other methods:")
+    for name, why in plan.considered.items():
+        if name != plan.method:
+            click.echo(f"  {name:<17} {in_cli_words(why)}")
+    click.echo(f"verdict: n = {n} is {'enough' if plan.ok else 'too few'}")
+    return plan.ok

@@ -35,6 +35,7 @@ from . import public as _public
 from . import public_heavy as _public_heavy
 from . import public_light as _public_light
 from . import sample_aggregate as _sample_aggregate
+from ._auto import MixturePlan
 from ._gaussian import GaussianJob
 from ._record import Facts, Method, budget_notion, is_pure, zcdp_of
 
@@ -45,6 +46,7 @@ __all__ = [
     "Facts",
     "GaussianJob",
     "Method",
+    "MixturePlan",
     "budget_notion",
     "choose",
     "choose_auto",
@@ -53,6 +55,7 @@ __all__ = [
     "is_pure",
     "known_mean_refusal",
     "method_table",
+    "mixture_plan",
     "names",
     "requirements",
     "table",
@@ -67,7 +70,9 @@ GAUSSIAN: dict[str, Method] = {m.name: m for m in (
     _hypothesis_selection.METHOD, _ppe.METHOD,
 )}
 
-#: The mixture methods, name → :class:`Method`. The order breaks ties of ``method="auto"``.
+#: The mixture methods, name → :class:`Method`. ``method="auto"`` runs ``em`` unless
+#: ``separation=`` states a separation a paper learner was validated at (its
+#: ``min_separation``); the order lists the paper learners first.
 MIXTURE: dict[str, Method] = {m.name: m for m in (
     _kssu.METHOD, _sample_aggregate.METHOD, _public_light.METHOD, _public_heavy.METHOD,
     _em.METHOD, _pegme.METHOD, _ppe_mixture.METHOD, _agnostic.METHOD,
@@ -171,3 +176,122 @@ def requirements(kind: str, name: str, facts: Facts) -> Any:
     """The :class:`~privgauss.mixture.sample_size.Requirements` of method ``name`` here, or
     None when it has no sample-size formula."""
     return _auto.requirement(get(kind, name), facts)
+
+
+def mixture_plan(
+    n: int,
+    d: int,
+    n_components: int = 1,
+    *,
+    n_public: int = 0,
+    rho: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    method: str = "auto",
+    min_weight: float | None = None,
+    separation: float | None = None,
+    mean_bound: float | None = None,
+    center: Any = None,
+    cov_bounds: tuple[float, float] | None = None,
+    constants: str = "practical",
+    beta: float = 0.05,
+    method_params: dict[str, Any] | None = None,
+    enforce_requirements: bool = True,
+    max_memory_bytes: int | None = None,
+    random_state: Any = None,
+    accountant: Any = None,
+) -> MixturePlan:
+    """What ``PrivateGaussianMixture(n_components, ...)`` would run on n private rows of
+    dimension d with ``n_public`` public rows, and why — from public facts only, before
+    anything is read or spent.
+
+    ``method="auto"`` runs ``em`` (private EM, no separation assumed) unless ``separation=``
+    states a separation at which a paper learner was validated (``kssu`` ≥ 5,
+    ``sample-aggregate`` ≥ 3, ``public-light`` and ``public-heavy`` ≥ 6, with enough public
+    rows) and that learner can run here (its budget notion, public rows, n, and — as it holds
+    the rows in memory — n·d·8 ≤ ``max_memory_bytes``).
+
+    Parameters
+    ----------
+    n, d : int
+        The number of private rows and the dimension.
+    n_components : int
+        k.
+    n_public : int
+        The number of public rows the fit would get (``public_X``).
+    rho, epsilon, delta, method, min_weight, separation, mean_bound, center, cov_bounds, \
+constants, beta, method_params, enforce_requirements, max_memory_bytes, random_state, \
+accountant
+        As on :class:`~privgauss.PrivateGaussianMixture` (``max_memory_bytes=None``: its
+        default), so ``mixture_plan(n, d, **est.get_params())`` previews the estimator
+        ``est``; ``center`` and ``random_state`` do not change the choice, and ``accountant``
+        gives the budget when no ``rho``/``epsilon`` is given (its remaining budget, as a
+        fit).
+
+    Returns
+    -------
+    MixturePlan
+        ``method`` and ``reason`` are the fit's ``method_`` and ``method_reason_``; a fit
+        refused before spending gives ``method=None``, the refusal in ``reason`` and the
+        exception in ``error``. One thing only the public rows themselves can decide: a
+        public-data learner whose public clustering finds fewer clusters than k refuses them
+        (nothing spent), and ``auto`` then runs ``em``.
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> pg.mixture_plan(100_000, 2, 2, epsilon=1.0, delta=1e-6).method
+    'em'
+    >>> pg.mixture_plan(100_000, 2, 2, epsilon=1.0, delta=1e-6, separation=5.0).method
+    'kssu'
+    """
+    from ..exceptions import InvalidDataError, PrivacyBudgetError
+    from ..privacy import ZCDP, ApproxDP, make_budget
+
+    def facts_of(budget: Any) -> Facts:
+        return Facts(
+            "mixture", budget, int(n), int(d), k=int(n_components), n_public=int(n_public),
+            min_weight=None if min_weight is None else float(min_weight),
+            separation=None if separation is None else float(separation),
+            mean_bound=None if mean_bound is None else float(mean_bound),
+            cov_bounds=(None if cov_bounds is None
+                        else (float(cov_bounds[0]), float(cov_bounds[1]))),
+            beta=float(beta), constants=constants, max_memory_bytes=int(memory),
+            enforce_requirements=bool(enforce_requirements), knobs=dict(method_params or {}),
+        )
+
+    if max_memory_bytes is None:
+        from ..backends import DEFAULT_MAX_MEMORY_BYTES as memory
+    else:
+        memory = int(max_memory_bytes)
+    if rho is None and epsilon is None and accountant is not None:
+        budget = accountant.remaining
+        if budget is None:
+            raise PrivacyBudgetError("the shared accountant has no budget left")
+    else:
+        budget = make_budget(rho=rho, epsilon=epsilon, delta=delta)
+    refused: Exception | None = None
+    k = int(n_components)
+    if int(n) < 1 or int(d) < 1 or k < 1 or int(n_public) < 0:
+        raise ValueError("n, d and n_components must be at least 1, n_public at least 0")
+    if k > n:
+        refused = InvalidDataError(f"n_components = {k} exceeds the number of rows n = {n}; "
+                                   f"give at least {k} rows")
+    elif method != "auto" and method not in MIXTURE:
+        refused = ValueError(f"method must be 'auto' or one of {tuple(MIXTURE)}, got {method!r}")
+    elif min_weight is not None and not 0 < float(min_weight) <= 1.0 / k:
+        refused = ValueError(f"min_weight must be in (0, 1/n_components] = (0, {1.0 / k:.4g}], "
+                             f"got {min_weight!r}")
+    elif (mean_bound is None) != (cov_bounds is None):
+        refused = ValueError("mean_bound= and cov_bounds= (the mixture's prior) go together")
+    elif not (isinstance(budget, ZCDP) and (method == "auto" or MIXTURE[method].zcdp)
+              or isinstance(budget, ApproxDP) and budget.delta > 0):
+        refused = PrivacyBudgetError(  # the estimator's words
+            "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
+            "epsilon= and delta= (its private 1-cluster and terrific-ball steps use "
+            "stability histograms), or rho= with a zCDP method "
+            f"{tuple(m for m, spec in MIXTURE.items() if spec.zcdp)}; got {budget}")
+    facts = facts_of(budget)
+    if refused is not None:
+        return MixturePlan(None, str(refused), None, {}, facts, refused)
+    return _auto.plan_mixture(MIXTURE, facts, method)

@@ -1,11 +1,11 @@
 """``em`` (mixture): private EM for full-covariance mixtures — no separation assumed; public
-rows optional (they set the frame and seed the start; a ρ budget needs d+1 of them).
-``method="auto"`` falls back to it when no paper method can work
+rows optional (they set the frame and seed the start; a ρ budget needs d+1 of them or a
+prior). ``method="auto"`` runs it unless ``separation=`` states a separation at which a paper
+learner was validated and that learner can run; it is the only mixture method that streams
 (:mod:`privgauss.mixture.private_em`)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..privacy import Budget
@@ -35,7 +35,7 @@ def _fallback(facts: Facts, req: Any) -> str:
     seeded = ("; public rows set the frame and seed the start" if facts.m >= facts.d + 1 else
               "; localised inside the prior (mean_bound=, cov_bounds=)"
               if facts.mean_bound is not None else "")
-    return f"private EM (needs n >~ {req.n_needed:.3g}){seeded}"
+    return f"private EM, no separation assumed (needs n >~ {req.n_needed:.3g}){seeded}"
 
 
 def _plan(facts: Facts) -> tuple[tuple[str, Budget], ...]:
@@ -62,9 +62,8 @@ def _run(est: Any, X: Any, public_X: Any, budget: Budget, acct: Any, noise: Any,
 METHOD = Method(
     name="em",
     kind="mixture",
-    summary="private EM: no separation assumed; auto's fallback",
-    needs="nothing but a budget (ρ needs d+1 public rows or a prior); overlapping clusters; "
-    "`auto`'s fallback",
+    summary="private EM: no separation assumed; what `auto` runs unless `separation=` is stated",
+    needs="nothing but a budget (ρ needs d+1 public rows or a prior); overlapping clusters",
     privacy="(ε, δ)-DP or ρ-zCDP",
     budgets=frozenset({"zcdp", "approx"}),
     run=_run,
@@ -73,9 +72,10 @@ METHOD = Method(
     requirements=_requirements,
     plan=_plan,
     knobs=KNOBS,
-    # not a regular "auto" candidate: auto falls back to it when no paper method's
-    # requirements hold, and when the public clustering refuses
-    min_separation=math.inf,
+    # assumes no separation: auto's default (fallback=), run unless separation= states one at
+    # which a paper learner was validated and that learner can run, and when a public
+    # clustering refuses the public rows
+    min_separation=0.0,
     fallback=_fallback,
     streams=True,
 )

@@ -16,7 +16,8 @@ METHOD = Method(
     name="public-heavy",
     kind="mixture",
     summary="BKS22 Alg. 9–10: public clustering, then per-cluster preconditioned CoinPress",
-    needs="O(d log(k/β)/w_min) public rows",
+    needs="O(d log(k/β)/w_min) public rows; separated components (validated at ratio ≥ 6: "
+    "`auto` runs it only with `separation=` ≥ 6)",
     privacy="ρ-zCDP or (ε, δ)-DP",
     budgets=frozenset({"zcdp", "approx"}),
     run=learner_run("public_heavy", "public_heavy_gmm", KNOBS, public=True),
@@ -24,5 +25,6 @@ METHOD = Method(
     min_public=fewest_public_rows("public-heavy"),
     requirements=public_mixture_requirements("public-heavy"),
     knobs=KNOBS,
+    # the separation ratio it was measured at (benchmarks/results/public_mixtures*.md)
     min_separation=6.0,
 )

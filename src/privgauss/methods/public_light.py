@@ -16,7 +16,8 @@ METHOD = Method(
     name="public-light",
     kind="mixture",
     summary="BKS22 Alg. 3–7: public superclustering, private PCA and split, then CoinPress",
-    needs="O(log(k/β)/w_min) public rows",
+    needs="O(log(k/β)/w_min) public rows; separated components (validated at ratio ≥ 6: "
+    "`auto` runs it only with `separation=` ≥ 6)",
     privacy="ρ-zCDP or (ε, δ)-DP",
     budgets=frozenset({"zcdp", "approx"}),
     run=learner_run("public_light", "public_light_gmm", KNOBS, public=True),
@@ -24,6 +25,7 @@ METHOD = Method(
     min_public=fewest_public_rows("public-light"),
     requirements=public_mixture_requirements("public-light"),
     knobs=KNOBS,
+    # the separation ratio it was measured at (benchmarks/results/public_mixtures*.md)
     min_separation=6.0,
     auto_note=" (too few for 'public-heavy' or its n requirement not met)",
 )

@@ -23,11 +23,15 @@ METHOD = Method(
     name="sample-aggregate",
     kind="mixture",
     summary="KSSU19 sample-and-aggregate: a non-private learner on chunks, private aggregation",
-    needs="separated components (ratio ≳ 3); large n",
+    needs="separated components (validated at ratio ≥ 3: `auto` runs it only with "
+    "`separation=` ≥ 3); large n",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
     run=learner_run("sample_aggregate", "sample_aggregate_gmm", KNOBS),
     requirements=_requirements,
     knobs=KNOBS,
+    # the separation ratio its chunk learner was measured at (privgauss.mixture.
+    # sample_aggregate.default_chunk_size: <= 1% of the chunk fits miss a component for
+    # d <= 10, k <= 5; tests/test_estimator_mixture.py recovers a ratio-3 mixture with it)
     min_separation=3.0,
 )

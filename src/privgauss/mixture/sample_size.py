@@ -45,13 +45,15 @@ class Requirements:
             f"({self.constants} constants; dominated by {self.dominant}). {self.note}"
         )
 
-    def message(self) -> str:
-        """A refusal message naming the n (and knobs) needed."""
+    def message(self, remedies: tuple[str, ...] = ("a larger budget",)) -> str:
+        """A refusal message naming the n (and knobs) needed, and ``remedies``: what else
+        lowers it here (the method registry works them out from public facts,
+        :func:`privgauss.methods.refusal`)."""
         extra = "".join(f"; {k} {v}" for k, v in self.knobs.items())
+        rest = "".join(f", or {r}" for r in remedies)
         return (
             f"method={self.method!r} needs about n >= {self.n_needed:.3g} samples here "
-            f"(got n = {self.n}; dominated by {self.dominant}{extra}). Give more data, a larger "
-            "budget, fewer components or a larger min_weight"
+            f"(got n = {self.n}; dominated by {self.dominant}{extra}). Give more data{rest}"
         )
 
 
