@@ -81,11 +81,20 @@ def test_one_far_public_row_is_dropped(m: int, regime: str) -> None:
     assert np.linalg.norm(est.mean_ - MU) < 0.2
 
 
-def test_a_cluster_of_outlying_public_rows_is_dropped() -> None:
+@pytest.mark.parametrize("regime", list(REGIMES))
+def test_a_cluster_of_outlying_public_rows_widens_the_frame_and_costs_little(regime: str) -> None:
+    """A small cluster away from the rest is kept in the frame (it may be part of the
+    population np.cov describes: dropping such clusters made the frame too narrow for real
+    tables, e.g. an image's dark pixels 87 frame units out); the frame is then wider than
+    needed, which costs a little noise, never a clipped-away part of the data."""
     P = rows(50, 1)
-    bad = rows(4, 2, scale=0.3, shift=12.0)  # a masked cluster: the classical fit hides it
+    bad = rows(4, 2, scale=0.3, shift=12.0)
     v = public_verdict(np.vstack([P, bad]))
-    assert v.trusted and v.n_inliers <= 50 and v.n_inliers >= 45
+    assert v.trusted and v.n_inliers == 54
+    est = fit(np.vstack([P, bad]), regime)
+    assert est.method_ == "public"
+    assert cov_error(est.covariance_) < 0.1
+    assert np.linalg.norm(est.mean_ - MU) < 0.3
 
 
 # ---------------------------------------------------------------------------------------------

@@ -310,7 +310,7 @@ def _lu_constants(d: int, m: int, b: float) -> tuple[float, float]:
 
 
 def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0, *,
-                          outliers: bool = True) -> Preconditioner:
+                          outliers: bool = False) -> Preconditioner:
     """Alg. 1 (Bie–Kamath–Singhal Lemma 3.4, γ-version Lemma 3.13) — public data only, free,
     on the m' inliers of a robust fit of the public rows (:func:`.public_frame.public_verdict`).
 

@@ -229,7 +229,7 @@ def public_verdict(X_pub: Any, d: int | None = None) -> PublicVerdict:
     (a constant public column). Raises InvalidDataError only for rows that are not a table of
     finite numbers with ``d`` columns."""
     P = public_rows(X_pub, n_features=d)
-    inliers, reason, k = frame_of(P)
+    inliers, reason, k = frame_of(P, outliers=False)
     return PublicVerdict(int(P.shape[0]), k, int(inliers.shape[0]), int(P.shape[1]), reason)
 
 

@@ -219,7 +219,7 @@ def public_heavy_gmm(
     src = as_noise(noise)
     publics = [P[clusters.labels == j] for j in range(k)]
     for Pj in publics:  # degenerate public clusters are refused here, before anything is spent
-        public_preconditioner(Pj, beta / (6 * k))
+        public_preconditioner(Pj, beta / (6 * k), outliers=True)
     if estimator == "joint":
         weights, means, covs = estimate_clusters(
             X, labels, [frame_from_public(Pj) for Pj in publics], ZCDP(rho),
