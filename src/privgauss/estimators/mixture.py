@@ -57,8 +57,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
       and a privately confirmed public split, then per-cluster CoinPress.
 
     Method without a separation assumption: ``"em"`` — private EM (noisy per-component
-    sufficient statistics, DP-EM-style); ``auto`` falls back to it whenever no paper method's
-    requirement holds.
+    sufficient statistics, DP-EM-style); what ``auto`` runs unless ``separation=`` states a
+    separation a paper learner was validated at.
 
     **A prior** (optional, public): ``mean_bound=R`` with ``center=`` (default 0) and
     ``cov_bounds=(lo, hi)``, given together, say that every component's mean lies within R of
@@ -68,15 +68,14 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     projected into the prior (post-processing). A wrong prior costs accuracy, never privacy.
 
     ``public_clusters_`` shows the public clustering (public-heavy: the public rows' clusters;
-    public-light: the public balls); ``method="auto"`` prefers public-heavy, then public-light,
-    when ``public_X`` has enough rows for them.
+    public-light: the public balls).
 
-    ``method="auto"`` picks, from public facts only (n, d, k, the budget, ``min_weight`` and the
-    optional assumed ``separation`` ratio), among the methods whose
-    :func:`~privgauss.mixture.requirements.requirements` n meets: with ``separation`` given,
-    those validated at that separation (KSSU at ≥ 5, sample-and-aggregate at ≥ 3), then the one
-    with the most room in n; with ``separation=None`` the one validated at the smallest
-    separation. Bad input (k < 1 or k > n, ``min_weight`` outside (0, 1/k], knobs out of
+    ``method="auto"`` runs ``"em"`` unless ``separation=`` states a separation ratio a paper
+    learner was validated at (KSSU at ≥ 5, sample-and-aggregate at ≥ 3, public-light and
+    public-heavy at ≥ 6, with enough public rows for the latter two): then, among those whose
+    :func:`~privgauss.mixture.requirements.requirements` n meets, the one with the most room in
+    n. ``pg.mixture_plan`` previews the choice and its reason before anything is spent. Bad
+    input (k < 1 or k > n, ``min_weight`` outside (0, 1/k], knobs out of
     range, too few samples for the method) is refused up front with a message that says what is
     needed, before any budget is spent. ``method_params`` passes method knobs
     (e.g. ``{"n_chunks": 2000}``); ``enforce_requirements=False`` runs below the practical
@@ -259,8 +258,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if not (zcdp_ok or (isinstance(budget, ApproxDP) and budget.delta > 0)):
             raise PrivacyBudgetError(
                 "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
-                "epsilon= and delta= (its private 1-cluster and terrific-ball steps use "
-                "stability histograms), or rho= with a zCDP method "
+                "epsilon= and delta= (the bound-free localisations use stability "
+                "histograms), or rho= with a zCDP method "
                 f"{tuple(m for m, spec in methods.table('mixture').items() if spec.zcdp)}; "
                 f"got {budget}"
             )

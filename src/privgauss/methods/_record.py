@@ -194,8 +194,8 @@ class Method:
         Mixture: smallest separation ratio it was validated at (``inf``: ``auto`` never picks
         it as a regular candidate).
     fallback : callable, optional
-        Mixture: ``auto`` falls back to it when no other method can work; ``fallback(facts,
-        requirements)`` says why it can.
+        Mixture: the method ``auto`` runs when no separation a paper learner was validated at
+        is stated (em); ``fallback(facts, requirements)`` says why it can.
     auto_hint : str
         Gaussian: how to make ``auto`` consider it, for ``auto``'s refusal message (format
         fields ``{need}``: public rows it needs, ``{d1}``: d + 1).
