@@ -233,6 +233,11 @@ def paper_verdict(spec: Method, facts: Facts) -> str:
     if _too_large(spec, facts):
         return (f"holds the rows in memory, and n·d·8 = {facts.n * facts.d * 8:.3g} bytes "
                 f"exceed max_memory_bytes = {facts.max_memory_bytes}")
+    return _plan_problem(spec, facts)
+
+
+def _plan_problem(spec: Method, facts: Facts) -> str:
+    """Why the method's own check or its n requirement refuses here, or "" (public facts)."""
     try:
         if spec.check is not None:
             spec.check(facts)
@@ -414,15 +419,7 @@ def _considered(methods: Table, facts: Facts, chosen: str | None) -> dict[str, s
 
 def _default_problem(spec: Method, facts: Facts) -> str:
     """Why the default method cannot run here (public facts only)."""
-    try:
-        if spec.check is not None:
-            spec.check(facts)
-        req = requirement(spec, facts)
-    except (ValueError, PrivacyBudgetError) as why:
-        return f"refused here ({why})"
-    if req is not None and not req.ok:
-        return f"needs n >~ {req.n_needed:.3g} here (got {facts.n})"
-    return "can run here"
+    return _plan_problem(spec, facts) or "can run here"
 
 
 def plan_mixture(methods: Table, facts: Facts, method: str = "auto") -> MixturePlan:
