@@ -233,8 +233,8 @@ def test_row_moving_between_clusters_passes_an_end_to_end_audit(estimator: str) 
 def test_the_estimator_refuses_before_spending_and_auto_falls_back() -> None:
     """Overlapping components (separation 1, far below public-light's validated 6): asked by
     name, public-light is refused with an empty ledger of the shared accountant, and the
-    message names what to do; ``auto`` (which would pick public-light from n and the public-row
-    count) falls back to another method and fits."""
+    message names what to do; ``auto`` told separation=6 (which would pick public-light from n
+    and the public-row count) falls back to another method and fits."""
     import privgauss as pg
 
     mix = make_mixture(40_015, 3, 2, separation=1.0, random_state=5)
@@ -245,8 +245,9 @@ def test_the_estimator_refuses_before_spending_and_auto_falls_back() -> None:
     with pytest.raises(InvalidDataError, match="nothing was spent.*'em'.*'auto'"):
         est.fit(X, public_X=P)
     assert shared.ledger == []
+    # (auto considers public-light only when a separation it was validated at is stated)
     auto = pg.PrivateGaussianMixture(3, epsilon=1.0, delta=1e-6, random_state=0,
-                                     accountant=shared).fit(X, public_X=P)
+                                     separation=6.0, accountant=shared).fit(X, public_X=P)
     assert auto.method_ != "public-light"
     assert "public-light" in auto.method_reason_ and "nothing was spent" in auto.method_reason_
     assert math.isclose(shared.spent.epsilon, 1.0, rel_tol=1e-6)

@@ -256,13 +256,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         zcdp_ok = isinstance(budget, ZCDP) and (self.method == "auto"
                                                  or methods.get("mixture", self.method).zcdp)
         if not (zcdp_ok or (isinstance(budget, ApproxDP) and budget.delta > 0)):
-            raise PrivacyBudgetError(
-                "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
-                "epsilon= and delta= (the bound-free localisations use stability "
-                "histograms), or rho= with a zCDP method "
-                f"{tuple(m for m, spec in methods.table('mixture').items() if spec.zcdp)}; "
-                f"got {budget}"
-            )
+            raise PrivacyBudgetError(methods.mixture_budget_refusal(budget))
         assert isinstance(budget, ZCDP | ApproxDP)  # refused above otherwise
         return budget
 

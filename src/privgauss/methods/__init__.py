@@ -55,6 +55,7 @@ __all__ = [
     "is_pure",
     "known_mean_refusal",
     "method_table",
+    "mixture_budget_refusal",
     "mixture_plan",
     "names",
     "requirements",
@@ -286,12 +287,17 @@ accountant
         refused = ValueError("mean_bound= and cov_bounds= (the mixture's prior) go together")
     elif not (isinstance(budget, ZCDP) and (method == "auto" or MIXTURE[method].zcdp)
               or isinstance(budget, ApproxDP) and budget.delta > 0):
-        refused = PrivacyBudgetError(  # the estimator's words
-            "PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
-            "epsilon= and delta= (its private 1-cluster and terrific-ball steps use "
-            "stability histograms), or rho= with a zCDP method "
-            f"{tuple(m for m, spec in MIXTURE.items() if spec.zcdp)}; got {budget}")
+        refused = PrivacyBudgetError(mixture_budget_refusal(budget))  # the estimator's
     facts = facts_of(budget)
     if refused is not None:
         return MixturePlan(None, str(refused), None, {}, facts, refused)
     return _auto.plan_mixture(MIXTURE, facts, method)
+
+
+def mixture_budget_refusal(budget: Any) -> str:
+    """The refusal of a mixture budget that is neither (ε, δ > 0) nor zCDP for a zCDP method:
+    one text for the estimator and :func:`mixture_plan`."""
+    return ("PrivateGaussianMixture needs an (epsilon, delta) budget with delta > 0: pass "
+            "epsilon= and delta= (the bound-free localisations use stability histograms), or "
+            "rho= with a zCDP method "
+            f"{tuple(m for m, spec in MIXTURE.items() if spec.zcdp)}; got {budget}")
