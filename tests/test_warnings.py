@@ -162,6 +162,16 @@ def test_large_delta(budget: dict[str, float], warns: bool) -> None:
             est.fit(X)
 
 
+def test_large_delta_suggestion_is_computed_from_n() -> None:
+    """At n = 2e6 the refused delta = 1e-6 must not be suggested back (issue #29): the hint is
+    1/n^2 of the public n, nothing else."""
+    n = 2_000_000
+    with pytest.warns(LargeDeltaWarning) as rec:
+        warn_before_fit(pg.ApproxDP(1.0, 1e-6), n, NoiseSource())
+    msg = str(rec[0].message)
+    assert "1/n^2 = 2.5e-13" in msg and "1e-6" not in msg and "1e-06" in msg  # only the given one
+
+
 def test_large_delta_from_a_shared_accountant_and_for_the_mixture() -> None:
     acct = pg.Accountant(pg.ApproxDP(4.0, 0.01))  # what remains is used: delta 0.01 >= 1/2000
     est = pg.PrivateGaussian(accountant=acct, covariance="identity", mean_bound=10.0,

@@ -328,7 +328,7 @@ def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
             LargeDeltaWarning,
             f"delta = {budget.delta:g} is at least 1/n = 1/{n_rows}: an (epsilon, delta) "
             "guarantee this weak allows publishing a record outright; choose delta well below "
-            "1/n (e.g. 1/n^2 or 1e-6 .. 1e-10), or a rho-zCDP budget",
+            f"1/n, e.g. delta <= 1/n^2 = {1.0 / float(n_rows) ** 2:.2g}, or a rho-zCDP budget",
         )
 
 
