@@ -187,6 +187,28 @@ def test_huge_values_refused():
     assert "2e+150" not in msg and "-2" not in msg
 
 
+@pytest.mark.parametrize(
+    "X",
+    [np.array([[10**400, 1], [2, 3]], dtype=object), [[10**400, 1], [2, 3]], [[1, -(10**400)]]],
+    ids=["object-array", "list", "negative"],
+)
+def test_int_beyond_float_range_refused_at_entry(X):
+    """A Python int too large for float64 is the entry's InvalidDataError, not numpy's bare
+    OverflowError (issue #29); the message states no value and chains nothing."""
+    with pytest.raises(InvalidDataError) as e:
+        check_data(X)
+    msg = _assert_no_secret(e)
+    assert "beyond the float64 range" in msg and "10" not in msg and e.value.__suppress_context__
+
+
+def test_int_beyond_float_range_refused_by_an_estimator():
+    import privgauss as pg
+
+    est = pg.PrivateGaussian(rho=0.5, covariance="identity", mean_bound=10.0, random_state=0)
+    with pytest.raises(InvalidDataError, match="beyond the float64 range"):
+        est.fit([[10**400, 1.0]] + [[0.0, 0.0]] * 50)
+
+
 def test_min_rows_message():
     with pytest.raises(InvalidDataError) as e:
         check_data(np.full((5, 2), SECRET), min_rows=20)

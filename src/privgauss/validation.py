@@ -146,8 +146,9 @@ def check_data(
     finiteness and magnitude are checked chunk-wise by the backend later.
 
     Raises :class:`InvalidDataError` for non-2-D or empty input, non-numeric or complex
-    dtypes, NaN/inf values, values of magnitude above 1e150 (float64), fewer than
-    ``min_rows`` rows, or a feature count different from ``n_features``.
+    dtypes, NaN/inf values, values of magnitude above 1e150 (float64) or beyond the float
+    range (Python ints such as ``10**400``), fewer than ``min_rows`` rows, or a feature count
+    different from ``n_features``.
     """
     out_dtype = np.dtype(dtype)
     if out_dtype not in _MAX_ABS:
@@ -216,6 +217,11 @@ def check_data(
         raise InvalidDataError(
             f"{name} (dtype {arr.dtype}) could not be converted to float64; make every entry "
             "a real number"
+        ) from None
+    except OverflowError:
+        # A Python int beyond the float range (object arrays, lists): no value is stated.
+        raise InvalidDataError(
+            f"{name} has values beyond the float64 range; rescale the data"
         ) from None
 
     _check_values(*_value_range(out), name, _MAX_ABS[out_dtype])
