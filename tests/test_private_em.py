@@ -188,6 +188,25 @@ def test_rho_budget_without_public_rows_is_refused_before_spending():
     assert acct.spent is None
 
 
+@pytest.mark.parametrize("budget", [{"rho": 0.5}, {"epsilon": 1.0, "delta": 1e-6}])
+def test_duplicated_public_rows_are_refused_in_ems_words(budget):
+    """Public rows with one distinct row cannot give EM its frame: refused before spending, in
+    terms of em and the mixture (not method='public', issue #29), with what to do instead."""
+    X = _mixture(3000, 0)
+    P = np.repeat(_mixture(30, 9)[:1], 20, axis=0)
+    acct = Accountant(ZCDP(1.0) if "rho" in budget else ApproxDP(1.0, 1e-6))
+    est = pg.PrivateGaussianMixture(2, **budget, method="em", accountant=acct, random_state=0,
+                                    enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(pg.InvalidDataError) as info:
+            est.fit(X, public_X=P)
+    msg = str(info.value)
+    assert "method='em'" in msg and "method='public'" not in msg
+    assert "only 1 distinct public rows" in msg and "Drop public_X=" in msg
+    assert acct.spent is None
+
+
 def test_ledger_equals_the_budget_under_rho():
     X, P = _mixture(5000, 0), _mixture(30, 9)
     with warnings.catch_warnings():

@@ -945,6 +945,23 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: Nois
     return runs[0]
 
 
+def _refuse_untrusted_public(P: np.ndarray) -> None:
+    """Refuse, before anything is spent, public rows that cannot give EM its frame (too few
+    distinct rows, or rows that do not span R^d: public facts only), in EM's own words — the
+    public preconditioner's refusal speaks of ``method='public'``."""
+    from ..gaussian.public_frame import frame_of
+
+    _, reason, _ = frame_of(P, outliers=False)  # clusters are not outliers (as in _frame)
+    if reason:
+        raise InvalidDataError(
+            f"method='em' (PrivateGaussianMixture) cannot take its whitening frame from these "
+            f"public rows: {reason}. Nothing was spent. Drop public_X=: with an (epsilon, "
+            "delta) budget private EM then localises with the bound-free histograms; with a rho "
+            "budget give mean_bound= and cov_bounds= (a prior) as well. Or pass at least d+1 "
+            "distinct public rows that span every column"
+        )
+
+
 def check_em_inputs(d: int, k: int, budget: Budget, n_public: int, prior: bool = False) -> None:
     """Refusals before anything is spent (public facts only)."""
     if isinstance(budget, ZCDP) and n_public < d + 1 and not prior:
@@ -981,6 +998,8 @@ def private_em_gmm(
             f"method='em' needs {budget} from the accountant, which cannot pay it "
             f"(spent: {accountant.spent_str()})"
         )
+    if P is not None and plan.localisation is None and plan.rho_prior_localisation == 0.0:
+        _refuse_untrusted_public(P)
     if info is not None:
         info["em_plan"] = plan
     src = as_noise(noise)
