@@ -41,7 +41,14 @@ def _constant_rows(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def _mixture_rows(n: int, d: int, seed: int) -> np.ndarray:
-    return pg.datasets.make_mixture(n, d, 2, separation=8.0, random_state=seed).X
+    """n rows of a 2-component mixture in d dimensions (``make_mixture(n, k, d)``)."""
+    return pg.datasets.make_mixture(n, 2, d, separation=8.0, random_state=seed).X
+
+
+def test_mixture_rows_helper_has_d_columns() -> None:
+    """The helper once passed d as k (issue #29): harmless at d = 2, wrong at any other d."""
+    X = _mixture_rows(50, 3, 0)
+    assert X.shape == (50, 3)
 
 
 G = pg.PrivateGaussian
