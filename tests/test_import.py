@@ -62,3 +62,31 @@ def test_submodules_and_unknown_names() -> None:
     with pytest.raises(AttributeError):
         pg.no_such_name  # noqa: B018
     assert not hasattr(pg, "_private")
+
+
+def test_dir_lists_only_the_public_api() -> None:
+    """dir(pg) (tab completion) lists the public API, not this module's imports (issue #29);
+    the submodules still resolve as attributes."""
+    names = dir(pg)
+    for stray in ("Any", "TYPE_CHECKING", "sys", "annotations", "warnings", "importlib",
+                  "typing", "exceptions", "_version"):
+        assert stray not in names
+    assert set(names) == set(pg.__all__) and "save" in names and "load" in names
+    assert pg.warnings.PrivacyWarning is pg.PrivacyWarning  # still an attribute
+
+
+def test_save_beside_load_round_trips(tmp_path: Path) -> None:
+    import numpy as np
+
+    import privgauss.io
+
+    assert pg.save is privgauss.io.save
+    X = np.random.default_rng(0).normal(size=(500, 2))
+    g = pg.PrivateGaussian(rho=0.5, covariance="identity", mean_bound=10.0, method="clip",
+                           random_state=0).fit(X)
+    path = tmp_path / "g.json"
+    pg.save(g, path)
+    back = pg.load(path)
+    assert isinstance(back, pg.PrivateGaussian)
+    np.testing.assert_array_equal(back.mean_, g.mean_)
+    np.testing.assert_array_equal(back.covariance_, g.covariance_)

@@ -9,9 +9,9 @@ matplotlib are imported only by the code that needs them.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from typing import TYPE_CHECKING, Any
+import importlib.util as _importlib_util
+import sys as _sys
+import typing as _typing
 
 from . import warnings as warnings  # privgauss.warnings; `warnings` is not in __all__
 from ._version import __version__
@@ -29,6 +29,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "PrivateGaussianMixture": ("estimators", "PrivateGaussianMixture"),
     "DPScorer": ("estimators.scoring", "DPScorer"),
     "load": ("io", "load"),
+    "save": ("io", "save"),
     "mixture_requirements": ("mixture.requirements", "requirements"),
     "mixture_plan": ("methods", "mixture_plan"),
     "NoiseSource": ("noise", "NoiseSource"),
@@ -40,33 +41,33 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "theory": ("theory", None),
 }
 
-if TYPE_CHECKING:  # what static tools see: the names the lazy loader gives
+if _typing.TYPE_CHECKING:  # what static tools see: the names the lazy loader gives
     from . import audit, datasets, methods, metrics, privacy, theory
     from .estimators import PrivateGaussian, PrivateGaussianMixture
     from .estimators.scoring import DPScorer
-    from .io import load
+    from .io import load, save
     from .methods import mixture_plan
     from .mixture.requirements import requirements as mixture_requirements
     from .noise import NoiseSource
     from .privacy import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
 
 
-def _load(module: str) -> Any:
+def _load(module: str) -> _typing.Any:
     # the import statement's machinery (not importlib.import_module), so that
     # `python -X importtime` reports what a lazy name costs
     full = f"{__name__}.{module}"
     __import__(full)
-    return sys.modules[full]
+    return _sys.modules[full]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """Load a public name, or any submodule (``pg.io``, ``pg.sensitivity`` …), on first use."""
     if name in _LAZY:
         module, attr = _LAZY[name]
         value = _load(module)
         if attr is not None:
             value = getattr(value, attr)
-    elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+    elif not name.startswith("_") and _importlib_util.find_spec(f"{__name__}.{name}") is not None:
         value = _load(name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -75,7 +76,10 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """The public API only: not the helpers this module imports (``sys``, ``typing`` …) nor
+    the submodules loaded so far (each still resolves as ``pg.<name>``, e.g. ``pg.io``,
+    ``pg.warnings``)."""
+    return sorted(__all__)
 
 
 __all__ = [
@@ -101,5 +105,8 @@ __all__ = [
     "mixture_plan",
     "mixture_requirements",
     "privacy",
+    "save",
     "theory",
 ]
+
+del annotations  # the `from __future__` feature flag: not part of the API
