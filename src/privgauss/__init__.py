@@ -75,11 +75,14 @@ def __getattr__(name: str) -> _typing.Any:
     return value
 
 
+#: the documented public submodules (``pg.theory.*``, ``pg.metrics.*``, … in DESIGN's API)
+_PUBLIC_MODULES = ("audit", "datasets", "io", "metrics", "theory", "warnings")
+
+
 def __dir__() -> list[str]:
-    """The public API only: not the helpers this module imports (``sys``, ``typing`` …) nor
-    the submodules loaded so far (each still resolves as ``pg.<name>``, e.g. ``pg.io``,
-    ``pg.warnings``)."""
-    return sorted(__all__)
+    """The public API only: its names and its documented submodules, not the helpers this
+    module imports (``sys``, ``typing`` …) nor internal submodules loaded so far."""
+    return sorted([*__all__, *_PUBLIC_MODULES])
 
 
 __all__ = [

@@ -25,8 +25,10 @@ the fit then describes the central part only. This module lets a fit say so, pri
 * :func:`alarm_fraction` is the public threshold above which the released fraction says that
   the fit describes only part of the data.
 
-Which ball is final depends on the method's public plan only, never on the data, so the
-ledger's length is the same for all datasets of a given size.
+Which ball is final depends on the method's plan and on earlier DP outputs only, never
+directly on the data, so the count adds one ledger entry whatever the rows; the ledger's
+length itself may vary between datasets, but only through DP outputs (DESIGN.md rule 10: a
+histogram route's refinement plan is read off released scale brackets).
 """
 
 from __future__ import annotations

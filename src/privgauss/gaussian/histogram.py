@@ -578,8 +578,9 @@ def localise(
     zero bin (most pair differences exactly 0) is *tied*: its location histogram counts exact
     values instead of bins, and the released values give its centre and spread; when a single
     value is released the axis is ``degenerate`` (a constant column: scale 0, located at that
-    value). These decisions read released histograms only, and the ledger is the same for every
-    dataset of this size. Raises :class:`EstimationFailed` (a DP output) when a histogram
+    value). These decisions read released histograms only: the localisation's ledger entries
+    are the same for every dataset of this size, and what follows may vary only through these
+    DP outputs. Raises :class:`EstimationFailed` (a DP output) when a histogram
     releases nothing usable. An :class:`ApproxDP` budget runs one Laplace stability
     histogram per axis at that budget; a :class:`JointBudget` releases the d histograms of the
     step jointly with discrete Gaussian noise (δ-approximate ρ-zCDP in all).
