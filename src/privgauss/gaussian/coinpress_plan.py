@@ -46,7 +46,9 @@ _COV_CLIP_TAIL = 0.01
 _ROUGH_MEAN_SHARE = 0.05
 _FINAL_MEAN_SHARE = 0.20
 # Practical plans: when a step's noise std σ at its planned radius is below s = √(η/n) (η the
-# first constant; 1/n the sampling variance per whitened coordinate), the radius grows until the
+# first constant: 0.1 for second-moment steps, 0.02 for mean steps — at 0.1 the mean steps of
+# CoinPress's d = 50, ρ = 0.5 protocol grew at n ≥ 6000 and lost 1-3 % to CoinPress t = 2;
+# 1/n the sampling variance per whitened coordinate), the radius grows until the
 # noise std is s·(σ/s)^(1 − g) (g the second): almost s, which adds under 10 % to the sampling
 # variance, and still vanishing as σ does. As n·ρ grows the radius grows without bound (fewer
 # and fewer rows clipped: heavy tails, rare flags and counts are covered) while the noise
@@ -54,7 +56,7 @@ _FINAL_MEAN_SHARE = 0.20
 # 15); where the noise is already larger (small n·ρ) the planned radius stands. g = 0.9: at
 # ε = 1e4, n = 16,000 a lognormal(σ = 1.5) column's held-out gap to np.cov was 0.24, 0.11 and
 # 0.044 nat/row for g = 0.5, 0.75 and 0.9.
-_NOISE_TO_SAMPLING = 0.1
+_NOISE_TO_SAMPLING = {1: 0.02, 2: 0.1}  # by the power of τ the noise grows with: mean, moment
 _GROWTH = 0.9
 # ... up to this multiple of the planned radius (about 5,000 standard deviations: beyond, rows
 # are gross errors, which the background component describes); past it the noise falls as
@@ -221,10 +223,10 @@ def _sigma_mean(tau: float, n: int, rho: float) -> float:
 def noise_matched_radius(tau: float, sigma: float, n: int, power: int) -> float:
     """The larger of ``tau`` and the radius τ' at which a release whose noise std is ``sigma``
     at ``tau`` and grows as τ^``power`` (1 for a clipped mean, 2 for a clipped second moment)
-    has noise std s·(σ/s)^(1 − g), s = √(η/n) (η = :data:`_NOISE_TO_SAMPLING`, g =
+    has noise std s·(σ/s)^(1 − g), s = √(η/n) (η = :data:`_NOISE_TO_SAMPLING` of the power, g =
     :data:`_GROWTH`), at most :data:`_MAX_GROWTH`·τ — a public function of (n, ρ) that grows
     with n·ρ while the noise tends to 0 (see the constants' comments)."""
-    target = math.sqrt(_NOISE_TO_SAMPLING / n)
+    target = math.sqrt(_NOISE_TO_SAMPLING[power] / n)
     if not (0.0 < sigma < target):  # noisier than that (or no noise: an infinite budget)
         return tau
     return tau * min((target / sigma) ** (_GROWTH / power), _MAX_GROWTH)
