@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES
-from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from ..exceptions import EstimationFailed, InvalidDataError
 from ..gaussian.clip_diagnostics import (
     alarm_fraction,
     count_noise_quantile,
@@ -224,12 +224,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             spec.check(facts)  # (it speaks of the budget the user gave)
         main, count_budget = self._count_plan(budget, spec)
         from_refinement = spec.clipped_count == "refinement"
-        acct = self._fit_accountant(budget)
-        if count_budget is not None and not acct.can_spend_all([main, count_budget]):
-            raise PrivacyBudgetError(
-                f"this fit needs {budget} but the shared accountant cannot pay it "
-                f"(spent {acct.parent.spent_str() if acct.parent else 'nothing'})"
-            )
+        acct = self._fit_accountant(budget)  # refuses what the shared accountant cannot pay
         noise = as_noise(self.random_state)
         self._warn_before_fit(budget, n, noise)
         job = GaussianJob(X, Xp, facts, acct, noise, center, known, known_mean, run_budget=main)
