@@ -839,3 +839,23 @@ def test_theory_constants_keep_the_papers_last_release(monkeypatch: pytest.Monke
                 X, 0.05, cov_upper=100.0, accountant=acct(0.05), noise=4, constants=constants)
     assert np.array_equal(out["theory", True], out["theory", False])
     assert not np.allclose(out["practical", True], out["practical", False])
+
+
+def test_budget_tied_radii_grow_without_bound_while_the_noise_vanishes() -> None:
+    """DESIGN.md rule 15: as ρ grows every practical radius grows (fewer rows clipped) and the
+    noise still goes to 0; at a small budget the planned (Gaussian) radius stands."""
+    from scipy.stats import chi2
+
+    n, d = 1000, 5
+    radii, sigmas = [], []
+    for rho in (1e2, 1e6, 1e12, 1e24, 1e48):
+        m, c = mean_schedule(n, d, 3.0, rho)[-1], covariance_schedule(n, d, 10.0, rho)[-1]
+        radii.append((m.clip_radius, c.clip_radius))
+        sigmas.append((m.sigma, c.sigma))
+    for a, b in zip(radii, radii[1:], strict=False):
+        assert b[0] > a[0] and b[1] > a[1]
+    for a, b in zip(sigmas, sigmas[1:], strict=False):
+        assert b[0] < a[0] and b[1] < a[1]
+    assert radii[-1][1] > 1000 * radii[0][1] and max(sigmas[-1]) < 1e-15
+    small = covariance_schedule(n, d, 10.0, 0.01)[-1]
+    assert small.clip_radius == pytest.approx(math.sqrt(chi2.isf(0.01, d)))

@@ -58,9 +58,10 @@ _FINAL_MEAN_SHARE = 0.20
 # 0.044 nat/row for g = 0.5, 0.75 and 0.9.
 _NOISE_TO_SAMPLING = {1: 0.02, 2: 0.1}  # by the power of τ the noise grows with: mean, moment
 _GROWTH = 0.9
-# ... up to this multiple of the planned radius (about 5,000 standard deviations: beyond, rows
-# are gross errors, which the background component describes); past it the noise falls as
-# 1/√ρ again, so a huge budget reaches the non-private estimate quickly
+# ... at that pace up to this multiple of the planned radius (about 5,000 standard deviations:
+# beyond, rows are mostly gross errors, which the background component describes); past it the
+# radius grows as (s/σ)^(0.1/power) only, so it still has no bound (rule 15) while the noise
+# falls almost as 1/√ρ again and a huge budget reaches the non-private estimate quickly
 _MAX_GROWTH = 1e3
 # Above this ω² (public Mahalanobis bound on the prior centre's offset) the coarse covariance
 # steps use pairwise differences instead of rows centred at the prior centre.
@@ -224,12 +225,14 @@ def noise_matched_radius(tau: float, sigma: float, n: int, power: int) -> float:
     """The larger of ``tau`` and the radius τ' at which a release whose noise std is ``sigma``
     at ``tau`` and grows as τ^``power`` (1 for a clipped mean, 2 for a clipped second moment)
     has noise std s·(σ/s)^(1 − g), s = √(η/n) (η = :data:`_NOISE_TO_SAMPLING` of the power, g =
-    :data:`_GROWTH`), at most :data:`_MAX_GROWTH`·τ — a public function of (n, ρ) that grows
-    with n·ρ while the noise tends to 0 (see the constants' comments)."""
+    :data:`_GROWTH`); past :data:`_MAX_GROWTH`·τ it grows as (s/σ)^(0.1/power) only — a public
+    function of (n, ρ) that grows without bound with n·ρ while the noise tends to 0 (see the
+    constants' comments)."""
     target = math.sqrt(_NOISE_TO_SAMPLING[power] / n)
     if not (0.0 < sigma < target):  # noisier than that (or no noise: an infinite budget)
         return tau
-    return tau * min((target / sigma) ** (_GROWTH / power), _MAX_GROWTH)
+    r = target / sigma
+    return tau * min(r ** (_GROWTH / power), _MAX_GROWTH * r ** ((1.0 - _GROWTH) / power))
 
 
 def _mean_step(rho: float, r: float, tau: float, n: int) -> MeanStep:
