@@ -86,6 +86,70 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     ``clip_scale**2``; privacy never depends on it.
     ``random_state=None`` draws secure noise; an int or Generator gives fast reproducible noise
     for experiments (not for production releases).
+
+    Parameters
+    ----------
+    rho : float, optional
+        ρ-zCDP budget of the whole fit (give either ``rho`` or ``epsilon``).
+    epsilon, delta : float, optional
+        (ε, δ)-DP budget; ``delta`` omitted or 0 asks for pure ε-DP (methods that cannot give it
+        refuse up front). A δ of 1/n or more warns (:class:`LargeDeltaWarning`).
+    method : str, default="auto"
+        One of the methods above, or ``"auto"``: chosen from public facts only (n, d, the
+        budget, the prior, the number of public rows); ``method_reason_`` says why.
+    covariance : "identity" or array of shape (d, d), optional
+        A known covariance: only the mean is estimated.
+    mean : array of shape (d,), optional
+        A known mean: only the covariance is estimated.
+    mean_bound : float, optional
+        Prior radius R: the mean lies within R of ``center`` (a public promise; a wrong one
+        costs accuracy, never privacy).
+    center : array of shape (d,), optional
+        Centre of the prior ball (default the origin).
+    cov_bounds : (float, float), optional
+        Prior (lo, hi): the covariance's eigenvalues lie in [lo, hi].
+    gamma : float, default=0
+        Assumed total-variation distance between the public and the private distributions
+        (method ``"public"``).
+    corr_condition : float, default=100
+        Assumed bound on the correlation matrix's condition number (bound-free methods).
+    clip_scale : float, default=1
+        Multiplies the planned clip radius of every covariance step.
+    beta : float, default=0.05
+        Target failure probability the methods are planned for.
+    constants : {"practical", "theory"}, default="practical"
+        Tuned constants or the papers' own.
+    random_state : int, numpy Generator or None, default=None
+        None: cryptographically secure noise; otherwise fast reproducible noise.
+    accountant : Accountant, optional
+        A shared accountant the fit charges (it must be able to pay the fit's budget).
+    max_memory_bytes : int
+        Memory cap for methods that load a dask or file input (``"hypothesis-selection"``,
+        ``"ppe"``): refused up front when n·d·8 bytes exceed it; the others stream.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (d,)
+        Released mean.
+    covariance_ : ndarray of shape (d, d)
+        Released covariance (symmetric, positive definite).
+    clipped_fraction_ : float or None
+        DP fraction of the rows outside the final clipping ball.
+    clipped_fraction_alarm_ : float or None
+        Public threshold above which ``fit`` warned (:class:`ClippedDataWarning`).
+    background_weight_ : float
+        Weight of the broad background component that ``score_samples`` adds for the mass the
+        fit clipped (0 when none); ``sample`` draws from the Gaussian only.
+    method_, method_reason_ : str
+        The method that ran and why ``auto`` chose it.
+    privacy_spent_ : Budget
+        What the fit charged (equals the budget: unused parts are charged too).
+    ledger_ : list of LedgerEntry
+        Every release with its cost; the entries compose to ``privacy_spent_``.
+    budget_ : Budget
+        The fit's budget. ``accountant_`` is the fit's accountant.
+    n_features_in_ : int
+        Number of columns seen at fit; ``feature_names_in_`` their names when ``X`` had any.
     """
 
     _parameter_constraints: dict[str, Any] = {

@@ -87,6 +87,61 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     ``dask.distributed`` cluster too); the other learners need random access to every row, so
     for them it is loaded into memory, refused up front when n·d·8 bytes exceed
     ``max_memory_bytes``.
+
+    Parameters
+    ----------
+    n_components : int, default=1
+        Number of mixture components k.
+    rho : float, optional
+        ρ-zCDP budget of the whole fit (em, public-heavy, public-light).
+    epsilon, delta : float, optional
+        (ε, δ)-DP budget (δ > 0). A δ of 1/n or more warns (:class:`LargeDeltaWarning`).
+    method : str, default="auto"
+        ``"em"``, ``"kssu"``, ``"sample-aggregate"``, ``"public-heavy"``, ``"public-light"``,
+        ``"pegme"``, ``"ppe"``, ``"agnostic"`` or ``"auto"`` (see above and
+        ``docs/guide/``).
+    min_weight : float, optional
+        Smallest component weight the learners are planned for (default 1/k).
+    separation : float, optional
+        Stated separation ratio of the components (a public promise); lets ``auto`` pick a
+        paper learner validated at it.
+    mean_bound, center, cov_bounds : optional
+        The prior (see above); ``mean_bound`` and ``cov_bounds`` go together.
+    constants : {"practical", "theory"}, default="practical"
+        Tuned constants or the papers' own.
+    beta : float, default=0.05
+        Target failure probability the methods are planned for.
+    method_params : dict, optional
+        Method knobs, checked up front against the method's own list.
+    enforce_requirements : bool, default=True
+        Refuse, before spending, when n is below the method's practical requirement.
+    random_state : int, numpy Generator or None, default=None
+        None: cryptographically secure noise; otherwise fast reproducible noise.
+    accountant : Accountant, optional
+        A shared accountant the fit charges (it must be able to pay the fit's budget).
+    max_memory_bytes : int
+        Memory cap for learners that load a dask or file input.
+
+    Attributes
+    ----------
+    weights_ : ndarray of shape (k,)
+        Released component weights (a distribution).
+    means_ : ndarray of shape (k, d)
+        Released component means.
+    covariances_ : ndarray of shape (k, d, d)
+        Released component covariances (positive definite).
+    fit_info_ : dict
+        What the learner reports about its run (DP outputs and public facts only).
+    public_clusters_ : object or None
+        The public clustering (public-heavy, public-light), else None.
+    method_, method_reason_ : str
+        The method that ran and why ``auto`` chose it.
+    privacy_spent_ : Budget
+        What the fit charged; ``ledger_`` lists every release with its cost.
+    budget_ : Budget
+        The fit's budget. ``accountant_`` is the fit's accountant.
+    n_features_in_ : int
+        Number of columns seen at fit; ``feature_names_in_`` their names when ``X`` had any.
     """
 
     _parameter_constraints: dict[str, Any] = {
