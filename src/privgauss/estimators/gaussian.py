@@ -281,7 +281,6 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
         if center.shape != (d,) or not np.all(np.isfinite(center)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
-        self._n_rows = n
         spec = methods.get("gaussian", method)
         known_mean = self._known_mean(facts, known, spec)
         if spec.check is not None:  # refuse, before any budget is spent, what it cannot use

@@ -205,10 +205,6 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.max_memory_bytes = max_memory_bytes
 
     # ------------------------------------------------------------------------------------
-    def _method_kwargs(self, method: str) -> dict[str, Any]:
-        allowed = methods.get("mixture", method).knobs
-        return {key: value for key, value in (self.method_params or {}).items() if key in allowed}
-
     def _em_prior(self, d: int) -> Any:
         """The user's prior as a :class:`~privgauss.mixture.private_em.EMPrior` (public; None
         without ``mean_bound``). Checked by :meth:`_check_prior` before anything is spent."""
@@ -245,9 +241,6 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         c = self._prior_center(d)
         if c.shape != (d,) or not np.all(np.isfinite(c)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
-
-    def _has_prior(self) -> bool:
-        return self.mean_bound is not None
 
     def _inside_prior(self, means: np.ndarray, covs: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
