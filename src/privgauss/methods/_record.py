@@ -9,17 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import PrivacyBudgetError
-from ..privacy import ZCDP, ApproxDP, Budget, PureDP, approx_to_zcdp
+from ..privacy import ZCDP, ApproxDP, Budget, approx_to_zcdp, is_pure
 
 __all__ = ["Facts", "Method", "budget_notion", "is_pure", "zcdp_of"]
 
 #: the budget notions a method may accept
 NOTIONS = ("zcdp", "approx", "pure")
-
-
-def is_pure(budget: Budget) -> bool:
-    """Whether ``budget`` is pure ε-DP (``PureDP``, or ``ApproxDP`` with δ = 0)."""
-    return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
 
 
 def budget_notion(budget: Budget) -> str:

@@ -71,7 +71,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -97,6 +97,8 @@ from ..privacy import (
     PureDP,
     approx_to_zcdp,
     charge_unused,
+    is_pure,
+    pure_epsilon,
 )
 from ..sensitivity import stability_histogram_threshold
 from ..validation import check_positive_int, check_probability
@@ -182,16 +184,6 @@ def _check_radii(radii: Any) -> np.ndarray:
     if r.size == 0 or not np.isfinite(r).all() or not (r > 0).all():
         raise ValueError("radii must be a non-empty sequence of finite positive numbers")
     return np.unique(r)
-
-
-def _is_pure(budget: Budget) -> TypeGuard[PureDP | ApproxDP]:
-    return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
-
-
-def _pure_eps(budget: Budget) -> float:
-    if not _is_pure(budget):
-        raise PrivacyBudgetError(f"this step needs a pure epsilon budget, got {budget}")
-    return float(budget.epsilon)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -322,7 +314,7 @@ def radius_search(
     sensitivity, at most t) with threshold t − Γ; on a public random subsample of
     ``max_points`` rows (t rescaled) above that. The first passing radius, or None (⊥).
     Shared by GoodRadius and TerrificRadius."""
-    eps = _pure_eps(budget)
+    eps = pure_epsilon(budget, "step")
     data = as_rows(X)
     t = check_positive_int(t, "t", minimum=1)
     grid = _check_radii(radii)
@@ -395,10 +387,10 @@ def _noisy_set_mean(
         total = (clipped - anchor).sum(axis=0)
     else:
         total = np.zeros(d)
-    if _is_pure(budget):
+    if is_pure(budget):
         sens, kappa = sensitivity.joint_sum_count(rho, d, "l1")
         value = np.append(total, kappa * rows.shape[0])
-        eps = _pure_eps(budget)
+        eps = pure_epsilon(budget, "step")
         sd = 0.0 if math.isinf(eps) else math.sqrt(2.0) * sens / eps
         released = laplace_mechanism(
             value, sens, budget, accountant=accountant, noise=noise, step=step
@@ -450,7 +442,7 @@ def _exponential_box(
 ) -> np.ndarray:
     """Exponential mechanism (utility = count, sensitivity 1) over all boxes in the public key
     range; the empty boxes enter as one candidate of weight (number of empty boxes)."""
-    eps = _pure_eps(budget)
+    eps = pure_epsilon(budget, "step")
     boxes, counts = np.unique(keys, axis=0, return_counts=True)
     sizes = (key_hi - key_lo + 1).astype(np.float64)
     log_total = float(np.sum(np.log(sizes)))
@@ -499,7 +491,7 @@ def good_center(
     if not (math.isfinite(radius) and radius > 0):
         raise ValueError("radius must be finite and > 0")
     src = as_noise(noise)
-    pure_box = _is_pure(box_budget)
+    pure_box = is_pure(box_budget)
     if pure_box and center_box is None:
         raise ValueError("a pure-DP box choice needs a public center_box (lo, hi)")
     width = float(box_factor) * radius
@@ -635,7 +627,7 @@ def _plan(
 ) -> tuple[Budget, ...]:
     total_w = sum(w)
     eps = float(budget.epsilon)
-    if _is_pure(budget):
+    if is_pure(budget):
         shares = [eps * x / total_w for x in w[:-1]]
         shares.append(eps - sum(shares) if math.isfinite(eps) else eps)
         return tuple(PureDP(e) for e in shares)
@@ -691,7 +683,7 @@ def search_floor(
     (part 0, T = ``n_radii``) and the stability-histogram threshold of its box step (part 1;
     inf for a pure part). Public: what the searched cluster must exceed."""
     parts = plan_budget(budget, kinds, split, dims)
-    gamma = above_threshold_slack(_pure_eps(parts[0]), n_radii, beta)
+    gamma = above_threshold_slack(pure_epsilon(parts[0], "step"), n_radii, beta)
     box = parts[1]
     if not isinstance(box, ApproxDP) or box.delta == 0:
         return gamma, math.inf
@@ -720,10 +712,10 @@ def prepare_search(
     data = as_rows(X)
     d = data.shape[1]
     plan = search_plan(budget, names, kinds, split, noise_dims(d))
-    plan.reserve(accountant, "this ball search", approx_total=not _is_pure(budget))
+    plan.reserve(accountant, "this ball search", approx_total=not is_pure(budget))
     t = check_positive_int(t, "t", minimum=1)
     grid = _check_radii(radii)
-    if _is_pure(budget) and center_box is None:
+    if is_pure(budget) and center_box is None:
         raise ValueError("a PureDP budget needs a public center_box (lo, hi)")
     if center_box is not None:
         _check_box(center_box, d)

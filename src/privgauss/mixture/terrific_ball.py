@@ -72,12 +72,19 @@ import numpy as np
 from .. import sensitivity
 from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
-from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan, PureDP, charge_unused
+from ..privacy import (
+    Accountant,
+    ApproxDP,
+    Budget,
+    BudgetPlan,
+    PureDP,
+    charge_unused,
+    is_pure,
+    pure_epsilon,
+)
 from ..validation import check_positive_int, check_probability
 from .one_cluster import (
     Ball,
-    _is_pure,
-    _pure_eps,
     _subsample_t,
     above_threshold_slack,
     ball_counts,
@@ -292,7 +299,7 @@ def _checked(s: _Search, r: float, center: np.ndarray) -> Ball | None:
     have run on a subsample): the ball, or None (⊥)."""
     t_sub = _subsample_t(s.data.shape[0], s.t, s.max_points)
     gamma = above_threshold_slack(
-        _pure_eps(s.plan["radius"]),
+        pure_epsilon(s.plan["radius"], "step"),
         s.grid.size,
         s.beta,
         sensitivity=sensitivity.capped_radius_score(),
@@ -300,7 +307,7 @@ def _checked(s: _Search, r: float, center: np.ndarray) -> Ball | None:
     ) * (s.t / t_sub)
     c_out = (s.c - 1.0) / 2.0
     f = ball_query(s.data, center, 2.0 * r, c_out, s.t)
-    release = laplace_mechanism if _is_pure(s.plan["check"]) else gaussian_mechanism
+    release = laplace_mechanism if is_pure(s.plan["check"]) else gaussian_mechanism
     noisy = float(
         release(
             f,

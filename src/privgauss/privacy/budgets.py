@@ -20,7 +20,7 @@ import numbers
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -281,6 +281,18 @@ def compose_advanced(epsilon: float, delta: float, k: int, delta_prime: float) -
     _check_delta(delta_prime)
     adv = math.sqrt(2 * k * math.log(1 / delta_prime)) * epsilon + k * epsilon * math.expm1(epsilon)
     return ApproxDP(min(adv, k * epsilon), k * delta + delta_prime)
+
+
+def is_pure(budget: Budget) -> TypeGuard[PureDP | ApproxDP]:
+    """Whether ``budget`` is pure ε-DP (``PureDP``, or ``ApproxDP`` with δ = 0)."""
+    return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
+
+
+def pure_epsilon(budget: Budget, what: str) -> float:
+    """The ε of a pure budget; :class:`PrivacyBudgetError` naming ``what`` for any other."""
+    if not is_pure(budget):
+        raise PrivacyBudgetError(f"the {what} needs a pure epsilon budget, got {budget}")
+    return float(budget.epsilon)
 
 
 def make_budget(
