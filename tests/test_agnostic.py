@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+import privgauss as pg
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.estimators import PrivateGaussianMixture
@@ -330,11 +331,9 @@ def test_estimator_faithful_route_end_to_end() -> None:
     """PrivateGaussianMixture(method="agnostic", constants="theory"): refused below the plan's
     n before anything is spent (the same n as requirements), else returns or fails with a
     public reason and the whole budget spent."""
-    from privgauss.mixture.requirements import requirements
-
     eps, delta = 50.0, 1e-3
-    need = requirements("agnostic", n=10, d=1, k=2, epsilon=eps, delta=delta,
-                        constants="theory").n_needed
+    need = pg.mixture_requirements("agnostic", n=10, d=1, k=2, epsilon=eps, delta=delta,
+                                   constants="theory").n_needed
     assert need == faithful_plan(1, 2, eps, delta).n_needed
     X = make_mixture(int(need), 2, 1, separation=6.0, random_state=0).X
     shared = Accountant(ApproxDP(eps, delta))

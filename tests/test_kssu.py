@@ -523,10 +523,18 @@ def test_kssu_target_configuration_is_within_reach() -> None:
 def test_requirements_are_exported_at_the_top_level() -> None:
     import privgauss as pg
 
-    assert pg.mixture_requirements is requirements
     assert "mixture_requirements" in pg.__all__
     r = pg.mixture_requirements("sample-aggregate", n=10**4, d=2, k=2, epsilon=1.0, delta=1e-6)
     assert not r.ok and r.n_needed > 10**4  # says, before any budget is spent, what n is needed
+    # the registry's entry gives the paper learner's own formula ...
+    same = requirements("sample-aggregate", n=10**4, d=2, k=2, epsilon=1.0, delta=1e-6)
+    assert r.n_needed == same.n_needed and r.terms == same.terms
+    # ... and every other mixture method's (the paper formulas no longer dispatch on names)
+    for method in ("em", "ppe", "agnostic", "public-light", "public-heavy"):
+        got = pg.mixture_requirements(method, n=10**6, d=2, k=2, epsilon=1.0, delta=1e-6)
+        assert got.n_needed > 0 and got.ok == (10**6 >= got.n_needed)
+    with pytest.raises(ValueError, match="privgauss.mixture_requirements"):
+        requirements("em", n=10**6, d=2, k=2, epsilon=1.0, delta=1e-6)
 
 
 def test_theory_terms_have_the_papers_shape() -> None:

@@ -30,7 +30,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DPScorer": ("estimators.scoring", "DPScorer"),
     "load": ("io", "load"),
     "save": ("io", "save"),
-    "mixture_requirements": ("mixture.requirements", "requirements"),
+    "mixture_requirements": ("methods", "mixture_requirements"),
     "mixture_plan": ("methods", "mixture_plan"),
     "NoiseSource": ("noise", "NoiseSource"),
     "audit": ("audit", None),
@@ -46,8 +46,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the names the lazy loader gi
     from .estimators import PrivateGaussian, PrivateGaussianMixture
     from .estimators.scoring import DPScorer
     from .io import load, save
-    from .methods import mixture_plan
-    from .mixture.requirements import requirements as mixture_requirements
+    from .methods import mixture_plan, mixture_requirements
     from .noise import NoiseSource
     from .privacy import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
 

@@ -57,6 +57,7 @@ __all__ = [
     "method_table",
     "mixture_budget_refusal",
     "mixture_plan",
+    "mixture_requirements",
     "names",
     "requirements",
     "table",
@@ -177,6 +178,68 @@ def requirements(kind: str, name: str, facts: Facts) -> Any:
     """The :class:`~privgauss.mixture.sample_size.Requirements` of method ``name`` here, or
     None when it has no sample-size formula."""
     return _auto.requirement(get(kind, name), facts)
+
+
+def mixture_requirements(
+    method: str,
+    *,
+    n: int,
+    d: int,
+    k: int,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    rho: float | None = None,
+    min_weight: float | None = None,
+    n_public: int | None = None,
+    separation: float | None = None,
+    mean_bound: float | None = None,
+    cov_bounds: tuple[float, float] | None = None,
+    beta: float = 0.05,
+    constants: str = "practical",
+    **knobs: Any,
+) -> Any:
+    """Whether ``n`` private rows can work for the mixture method ``method``, from public
+    quantities only: the method's own sample-size formula, as ``privgauss requirements
+    mixture`` prints it (``pg.mixture_requirements``).
+
+    ``constants="practical"`` gives the thresholds a fit enforces, ``"theory"`` the paper's
+    theorem terms with constants 1 (indicative only). ``n_public`` (None: not stated) is
+    checked against the public-data methods' fewest public rows; ``knobs`` are the method's
+    ``method_params`` that move its requirement (e.g. ``max_points`` for ``kssu``).
+
+    Returns
+    -------
+    Requirements
+        ``ok``, the needed ``n_required``, the ``terms`` behind it and ``knobs``.
+
+    Raises
+    ------
+    ValueError
+        An unknown method, or one that states no sample-size formula.
+    PrivacyBudgetError
+        A budget the method cannot take (e.g. pure ε for a zCDP learner).
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> pg.mixture_requirements("em", n=100_000, d=2, k=2, epsilon=1.0, delta=1e-6).ok
+    True
+    """
+    from ..exceptions import PrivacyBudgetError
+    from ..privacy import make_budget
+
+    spec = get("mixture", method)
+    budget = make_budget(rho=rho, epsilon=epsilon, delta=delta)
+    if not spec.accepts(budget):
+        raise PrivacyBudgetError(f"method {method!r} takes {sorted(spec.budgets)} budgets, "
+                                 f"got {budget}")
+    if spec.requirements is None:
+        raise ValueError(f"method {method!r} states no sample-size requirement")
+    facts = Facts("mixture", budget, int(n), int(d), k=int(k), n_public=n_public,
+                  min_weight=None if min_weight is None else float(min_weight),
+                  separation=separation, mean_bound=mean_bound, cov_bounds=cov_bounds,
+                  beta=float(beta), formula=constants, knobs=dict(knobs))
+    return spec.requirements(facts)
 
 
 def mixture_plan(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._mixture import paper_requirements, reduction_run
+from ._mixture import reduction_requirements, reduction_run
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -16,7 +16,7 @@ __all__: list[str] = []
 
 def _requirements(facts: Facts) -> Any:
     # constants="theory" is a different route (the faithful one): its own requirement
-    return paper_requirements("agnostic", facts, constants=facts.formula or facts.constants)
+    return reduction_requirements("agnostic", facts, facts.formula or facts.constants)
 
 
 METHOD = Method(

@@ -7,14 +7,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._mixture import paper_requirements, reduction_run
+from ._mixture import reduction_requirements, reduction_run
 from ._record import Facts, Method
 
 __all__: list[str] = []
 
 
 def _requirements(facts: Facts) -> Any:
-    return paper_requirements("ppe", facts, constants=facts.formula or "practical")
+    return reduction_requirements("ppe", facts, facts.formula or "practical")
 
 
 METHOD = Method(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..privacy import ApproxDP, Budget
+from ..privacy import Budget
 from ..theory import Bound
 from .kssu import practical_terms as _kssu_practical
 from .public_heavy import min_public_rows, public_heavy_requirements, theory_terms, zcdp_budget
@@ -262,28 +262,18 @@ def requirements(
     max_points: int = 10_000,
     n_radii_max: int = 24,
 ) -> Requirements:
-    """Whether ``n`` samples can work for ``method`` ("kssu", "sample-aggregate" or "pegme"),
-    from public quantities only (d, k, the (ε, δ) budget, min_weight defaulting to 1/k).
+    """Whether ``n`` samples can work for the paper learner ``method`` ("kssu",
+    "sample-aggregate" or "pegme"), from public quantities only (d, k, the (ε, δ) budget,
+    min_weight defaulting to 1/k). Every mixture method's requirement, these included, is
+    reached through the method registry: ``pg.mixture_requirements``.
 
     ``constants="practical"``: this implementation's thresholds (see the module docstring);
     ``"theory"``: the paper's theorem terms with constants 1 (indicative only). ``max_points``
     is the KSSU learner's subsample size of the pairwise scores and ``n_radii_max`` its number
     of radii below a released ball (its defaults)."""
-    if method in ("public-heavy", "public-light"):  # issue 5: formulas in their own module
-        return public_requirements(method, n=n, d=d, k=k, budget=ApproxDP(epsilon, delta),
-                                   min_weight=min_weight, alpha=alpha, beta=beta,
-                                   constants=constants)
-    if method == "em":  # issue 18: the private-EM learner owns its formula
-        from .private_em import em_requirements
-
-        return em_requirements(n, d, k, ApproxDP(epsilon, delta), min_weight=min_weight)
-    if method in ("ppe", "agnostic"):  # issue 6: formulas in privgauss.reductions
-        from ..reductions.agnostic import reduction_requirements
-
-        return reduction_requirements(method, n=n, d=d, k=k, epsilon=epsilon, delta=delta,
-                                      alpha=alpha, beta=beta, constants=constants)
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        raise ValueError(f"method must be one of {METHODS}, got {method!r} (every mixture "
+                         "method's requirement: privgauss.mixture_requirements)")
     if constants not in ("practical", "theory"):
         raise ValueError("constants must be 'practical' or 'theory'")
     w = 1.0 / k if min_weight is None else float(min_weight)
