@@ -13,8 +13,8 @@ replace-one neighbours (n public) for the two releases together, ``rho_range + r
   the largest noisy count), widened by one octave on each side — post-processing.
 * **histogram**: the counts in a grid of fine bins built from the released range (each octave
   split into sub-bins in proportion to its noisy count: post-processing), released jointly for
-  all columns with Gaussian noise (L2 sensitivity √(2m)); the CDF is the isotonic projection of
-  the noisy cumulative counts divided by n (public).
+  all columns with Gaussian noise (L2 sensitivity √(2m)); the CDF is the normalised
+  cumulative sum of the noisy counts, those below two noise deviations set to zero.
 
 Every edge, CDF value and type rule is a function of DP releases, public n, the user's
 declared types and bounds: the maps :meth:`Marginal.to_uniform` / :meth:`Marginal.from_uniform`
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from scipy.special import ndtri
 from ..mechanisms import gaussian_mechanism
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant
+from ..sensitivity import histogram_l2
 
 #: column kinds: real values, integers, 0/1 flags
 KINDS = ("float", "integer", "binary")
@@ -142,7 +143,7 @@ def _octave_keys(x: np.ndarray) -> np.ndarray:
     pos = mid + 1 + (octave - E_MIN)
     neg = mid - 1 - (octave - E_MIN)
     key = np.where(x > 0, pos, neg)
-    return np.where(octave < E_MIN, mid, key)
+    return np.where((octave < E_MIN) | (x == 0), mid, key)  # frexp(0) has exponent 0
 
 
 def _bin_edges(key: int) -> tuple[float, float]:
@@ -185,6 +186,12 @@ def _fine_edges(lo_key: int, hi_key: int, weights: np.ndarray, n_bins: int) -> n
     largest magnitude merge into one central bin; each octave gets sub-bins in proportion to
     its (noisy, non-negative) weight, at least one."""
     spans = [_bin_edges(k) for k in range(lo_key, hi_key + 1)]
+    # a range that starts (ends) at the central bin is non-negative (non-positive): it starts
+    # (ends) at 0, so an integer column's lowest value is 0, not -1
+    if lo_key == _N_OCT < hi_key:
+        spans[0] = (0.0, spans[0][1])
+    if lo_key < _N_OCT == hi_key:
+        spans[-1] = (spans[-1][0], 0.0)
     top = max(abs(spans[0][0]), abs(spans[-1][1]))
     small = top * 2.0 ** -CENTRAL_OCTAVES
     merged: list[tuple[float, float, float]] = []  # (lo, hi, weight)
@@ -220,14 +227,16 @@ def _integer_edges(edges: np.ndarray, n_bins: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MarginalPlan:
-    """Public inputs of the marginals' release: per column its kind and stated range (None:
-    released), the number of fine bins, and the two zCDP budgets."""
+    """Public inputs of the marginals' release: per column its kind (``"auto"``: float or
+    integer, decided by :func:`release_types`) and stated range (None: released), the number
+    of fine bins, and the zCDP budgets of the three releases."""
 
     kinds: Sequence[str]
     bounds: Sequence[tuple[float, float] | None]
     n_bins: int
     rho_range: float
     rho_hist: float
+    rho_types: float = 0.0
 
 
 def n_fine_bins(n: int, rho_hist: float, n_columns: int) -> int:
@@ -237,16 +246,21 @@ def n_fine_bins(n: int, rho_hist: float, n_columns: int) -> int:
     return int(np.clip(round((n / sigma) ** (2.0 / 3.0)), 8, 128))
 
 
-def _isotonic_cdf(counts: np.ndarray, n: int) -> np.ndarray:
-    """The CDF at the edges: cumulative noisy counts over n, projected onto non-decreasing
-    sequences from 0 to 1 (isotonic regression: post-processing)."""
-    from sklearn.isotonic import isotonic_regression
+#: a fine bin's noisy count below this many noise deviations counts as empty
+EMPTY_BIN_SIGMAS = 2.0
 
-    cum = np.cumsum(counts) / float(n)
-    iso = np.clip(isotonic_regression(cum, increasing=True), 0.0, 1.0)
-    cdf = np.concatenate([[0.0], iso])
+
+def _cdf_of_counts(counts: np.ndarray, sigma: float) -> np.ndarray:
+    """The CDF at the edges from noisy bin counts: counts below :data:`EMPTY_BIN_SIGMAS` · σ
+    are set to 0 (an empty bin's noise would otherwise put spurious mass there — values a
+    column never takes, past its end), the rest normalised (post-processing)."""
+    kept = np.where(counts >= EMPTY_BIN_SIGMAS * sigma, counts, 0.0)
+    total = kept.sum()
+    if not total > 0:
+        return np.linspace(0.0, 1.0, len(counts) + 1)
+    cdf = np.concatenate([[0.0], np.cumsum(kept) / total])
     cdf[-1] = 1.0
-    return np.maximum.accumulate(cdf)
+    return np.minimum(cdf, 1.0)
 
 
 def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accountant,
@@ -255,6 +269,9 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
     charges, ``range`` (ZCDP(plan.rho_range), when some column's range is not stated) and
     ``histogram`` (ZCDP(plan.rho_hist)), each made before its noise is drawn."""
     n, d = X.shape
+    if "auto" in plan.kinds:
+        kinds = release_types(X, plan.kinds, plan.rho_types, accountant=accountant, noise=noise)
+        plan = replace(plan, kinds=kinds)
     lows: list[float] = [0.0] * d
     edges: list[np.ndarray | None] = [None] * d
     need_range = [j for j in range(d) if plan.bounds[j] is None and plan.kinds[j] != "binary"]
@@ -270,7 +287,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         counts = np.zeros((m, N_RANGE_BINS))
         for i, j in enumerate(need_range):
             counts[i] = np.bincount(_octave_keys(X[:, j]), minlength=N_RANGE_BINS)
-        sens = math.sqrt(2.0 * m)
+        sens = histogram_l2() * math.sqrt(m)  # one record moves between two bins per column
         noisy = gaussian_mechanism(counts, sens, ZCDP(plan.rho_range), accountant=accountant,
                                    noise=noise, step="range").reshape(m, N_RANGE_BINS)
         sigma = sens / math.sqrt(2.0 * plan.rho_range)
@@ -289,17 +306,42 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
     sizes = [len(e) - 1 for e in edges if e is not None]
     flat = np.concatenate([_fine_counts(X[:, j], e, plan.kinds[j])
                            for j, e in enumerate(edges) if e is not None])
-    sens = math.sqrt(2.0 * d)
+    sens = histogram_l2() * math.sqrt(d)
     noisy_flat = gaussian_mechanism(flat, sens, ZCDP(plan.rho_hist), accountant=accountant,
                                     noise=noise, step="histogram")
+    sigma_hist = sens / math.sqrt(2.0 * plan.rho_hist)
     out = []
     start = 0
     for j, size in enumerate(sizes):
         e = edges[j]
         assert e is not None
-        cdf = _isotonic_cdf(noisy_flat[start:start + size], n)
+        cdf = _cdf_of_counts(noisy_flat[start:start + size], sigma_hist)
         start += size
         out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf))
+    return out
+
+
+#: an "auto" column is integer when its noisy count of non-integer values is below this
+#: fraction of n or three noise deviations, whichever is larger (those few values are rounded)
+INTEGER_TOLERANCE = 0.02
+
+
+def release_types(X: np.ndarray, kinds: Sequence[str], rho: float, *, accountant: Accountant,
+                  noise: NoiseSource) -> list[str]:
+    """Resolve the ``"auto"`` kinds: float or integer, from the noisy counts of each such
+    column's non-integer values (one charge, step ``types``: replace-one changes each count
+    by at most one, L2 sensitivity √m for m columns; ρ-zCDP). A CSV file declares no types,
+    and reading them off the values would let one record (a 1.5 among integers) flip one."""
+    auto = [j for j, k in enumerate(kinds) if k == "auto"]
+    counts = np.array([np.count_nonzero(X[:, j] != np.rint(X[:, j])) for j in auto], float)
+    sens = math.sqrt(len(auto))
+    noisy = gaussian_mechanism(counts, sens, ZCDP(rho), accountant=accountant, noise=noise,
+                               step="types")
+    sigma = sens / math.sqrt(2.0 * rho)
+    cut = max(INTEGER_TOLERANCE * X.shape[0], 3.0 * sigma)
+    out = list(kinds)
+    for j, c in zip(auto, np.atleast_1d(noisy), strict=True):
+        out[j] = "integer" if c < cut else "float"
     return out
 
 

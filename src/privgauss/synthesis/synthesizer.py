@@ -31,19 +31,21 @@ from ..estimators import PrivateGaussian, PrivateGaussianMixture
 from ..estimators._base import NEIGHBOURS, private_section, warn_before_fit
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, budget_to_dict, make_budget
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_budget
 from ..privacy.budgets import approx_to_zcdp
 from ..validation import check_data
 from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_marginals
 
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
+#: (the types' share, when a column's kind is "auto", comes out of the histograms')
+TYPES_SHARE = 0.02
 RANGE_SHARE = 0.05
-HISTOGRAM_SHARE = 0.15
+HISTOGRAM_SHARE = 0.25
 #: component counts tried, largest first: the largest em can fit with a margin (see
 #: :func:`choose_components`); else a single Gaussian
 COMPONENT_CHOICES = (8, 4, 2)
 #: em must need at most this fraction of n for a mixture to be chosen
-EM_MARGIN = 0.25
+EM_MARGIN = 0.1
 #: largest |correlation| left by the discrete columns' correction
 MAX_CORRELATION = 0.99
 #: smallest covariance eigenvalue of the prior in normal-score space
@@ -108,8 +110,9 @@ def _kinds_of(X: Any, d: int, kinds: Sequence[str] | Mapping[str, str] | None,
         out = list(kinds)
     else:
         out = _declared_kinds(X, d)
-    if len(out) != d or any(k not in KINDS for k in out):
-        raise InvalidDataError(f"kinds must give one of {KINDS} for each of the {d} columns")
+    if len(out) != d or any(k not in (*KINDS, "auto") for k in out):
+        raise InvalidDataError(f"kinds must give one of {(*KINDS, 'auto')} for each of the {d} "
+                               "columns")
     return out
 
 
@@ -127,7 +130,8 @@ def _kind_of_dtype(dt: Any) -> str:
     except TypeError:  # pandas extension dtypes
         name = str(dt).lower()
         kind = "b" if name.startswith("bool") else "i" if "int" in name else "f"
-    return {"b": "binary", "i": "integer", "u": "integer"}.get(kind, "float")
+    # a float dtype does not say whether the values are whole: a DP test decides ("auto")
+    return {"b": "binary", "i": "integer", "u": "integer"}.get(kind, "auto")
 
 
 class PrivateSynthesizer:
@@ -140,8 +144,10 @@ class PrivateSynthesizer:
     n_components : int or "auto"
         Components of the copula model (1: a Gaussian); "auto" chooses from n, d and the
         budget (:func:`choose_components`).
-    kinds : list or dict of "float", "integer", "binary", optional
-        Column kinds; default: the declared dtypes (a DataFrame's, an array's), floats else.
+    kinds : list or dict of "float", "integer", "binary", "auto", optional
+        Column kinds; default: the declared dtypes (a DataFrame's, an array's): bool is
+        binary, an integer dtype integer, a float dtype "auto" — integer or float as a DP
+        count of its non-integer values decides (step ``marginals/types``).
     bounds : list or dict of (low, high), optional
         Stated (public) ranges: no budget is spent finding them and output stays inside.
     random_state : None, int or Generator
@@ -236,10 +242,12 @@ class PrivateSynthesizer:
                         else [str(getattr(X, "dtype", "float64"))] * d)
         needs_range = any(b is None and k != "binary" for b, k in zip(bounds, kinds, strict=True))
         rho_range = RANGE_SHARE * rho_total if needs_range else 0.0
-        rho_hist = HISTOGRAM_SHARE * rho_total + (0.0 if needs_range else RANGE_SHARE * rho_total)
-        rho_model = rho_total - rho_range - rho_hist
+        rho_types = TYPES_SHARE * rho_total if "auto" in kinds else 0.0
+        rho_hist = (RANGE_SHARE + HISTOGRAM_SHARE) * rho_total - rho_range - rho_types
+        rho_model = rho_total - rho_range - rho_hist - rho_types
         k = choose_components(n, d, rho_model, self.n_components)
-        plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist)
+        plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
+                            rho_types)
         shared = self.accountant
         if shared is not None and not shared.can_spend(budget):
             raise PrivacyBudgetError(
@@ -257,11 +265,12 @@ class PrivateSynthesizer:
                 Z = self._scores(rows, marginals, n, noise.rng)
                 copula = self._copula(k, n, d, acct, noise)
                 copula.fit(Z)
+                _standardise(copula)
                 _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
         self.marginals_ = marginals
         self.copula_ = copula
         self.feature_names_in_ = names
-        self.kinds_ = kinds
+        self.kinds_ = [m.kind for m in marginals]  # "auto" resolved by a DP release
         self.n_features_in_ = d
         self.n_rows_ = n
         self.budget_ = budget
@@ -269,6 +278,11 @@ class PrivateSynthesizer:
         self.ledger_ = list(acct.ledger)
         self.privacy_spent_ = acct.spent
         self.method_ = f"copula-{copula.method_}" + (f"-k{k}" if k > 1 else "")
+        self.n_components_ = k
+        self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
+                      "marginals/range": ZCDP(rho_range) if rho_range else None,
+                      "marginals/histogram": ZCDP(rho_hist), "copula": ZCDP(rho_model)}
+        self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
 
     @staticmethod
@@ -371,6 +385,24 @@ class PrivateSynthesizer:
         syn.ledger_, syn.privacy_spent_ = list(acct.ledger), acct.spent
         syn.method_ = str(data.get("method", "copula"))
         return syn
+
+
+def _standardise(copula: Any) -> None:
+    """Shift and scale the model so that each column's score has mean 0 and variance 1, as
+    the scores through the released marginals have by construction: the synthetic columns
+    then follow the marginals, not the model's noisy moments (post-processing)."""
+    if isinstance(copula, PrivateGaussian):
+        sd = np.sqrt(np.clip(np.diag(copula.covariance_), 1e-12, None))
+        copula.mean_ = np.zeros_like(copula.mean_)
+        copula.covariance_ = copula.covariance_ / np.outer(sd, sd)
+        return
+    w = copula.weights_ / copula.weights_.sum()
+    mu = w @ copula.means_
+    second = np.einsum("k,kj->j", w, np.einsum("kjj->kj", copula.covariances_)
+                       + copula.means_**2)
+    sd = np.sqrt(np.clip(second - mu**2, 1e-12, None))
+    copula.means_ = (copula.means_ - mu) / sd
+    copula.covariances_ = copula.covariances_ / np.outer(sd, sd)[None]
 
 
 def _undo_jitter_attenuation(copula: Any, factors: list[float]) -> None:
