@@ -45,7 +45,7 @@ HISTOGRAM_SHARE = 0.25
 #: :func:`choose_components`); else a single Gaussian
 COMPONENT_CHOICES = (8, 4, 2)
 #: em must need at most this fraction of n for a mixture to be chosen
-EM_MARGIN = 0.1
+EM_MARGIN = 0.02
 #: largest |correlation| left by the discrete columns' correction
 MAX_CORRELATION = 0.99
 #: smallest covariance eigenvalue of the prior in normal-score space
@@ -299,7 +299,9 @@ class PrivateSynthesizer:
         child = acct.child("copula")
         seeded = None if noise.secure else noise.rng
         if k == 1:
-            return PrivateGaussian(rho=rho, mean_bound=bound, cov_bounds=cov,
+            # the scores' mean is 0 by construction (and set so afterwards, _standardise):
+            # only the covariance, a correlation matrix (eigenvalues at most d), is released
+            return PrivateGaussian(rho=rho, mean=np.zeros(d), cov_bounds=(SCORE_COV_FLOOR, d),
                                    random_state=seeded, accountant=child)
         return PrivateGaussianMixture(k, rho=rho, method="em", mean_bound=bound,
                                       cov_bounds=cov, random_state=seeded, accountant=child)
