@@ -118,6 +118,9 @@ def test_pure_dp_and_bad_kinds_are_refused_before_spending(table: Any) -> None:
     with pytest.raises(pg.InvalidDataError, match="kinds"):
         pg.PrivateSynthesizer(epsilon=1.0, delta=1e-6, kinds={"nope": "integer"},
                               accountant=acct).fit(table)
+    with pytest.raises(pg.InvalidDataError, match="Gaussian copula"):  # em's plan, from n
+        pg.PrivateSynthesizer(epsilon=1.0, delta=1e-6, n_components=8,
+                              accountant=acct).fit(table.iloc[:1000])
     assert acct.spent is None
 
 
@@ -194,8 +197,8 @@ def test_cli_one_command_csv_with_flags(tmp_path: Path, table: Any) -> None:
     t = table.assign(flag=table["flag"].astype(int))
     t.to_csv(data, index=False)
     out = tmp_path / "o.csv"
-    r = _run(["synthesize", str(data), "--rho", "0.05", "-n", "300", "-o", str(out),
-              "--integer", "day,kids", "--binary", "flag", "--bounds", "day", "0", "364"])
+    r = _run(["synthesize", str(data), "--rho", "0.05", "-n", "300", "-o", str(out), "--seed",
+              "1", "--integer", "day,kids", "--binary", "flag", "--bounds", "day", "0", "364"])
     assert r.exit_code == 0, r.output
     lines = out.read_text().splitlines()
     assert lines[0] == "day,income,kids,flag" and len(lines) == 301
@@ -203,14 +206,15 @@ def test_cli_one_command_csv_with_flags(tmp_path: Path, table: Any) -> None:
     assert got["day"].dtype == np.int64 and got["day"].between(0, 364).all()
     assert set(got["flag"]) <= {0, 1} and got["kids"].dtype == np.int64
     # unflagged CSV columns: a DP count of non-integer values decides integer or float
-    r = _run(["synthesize", str(data), "--rho", "0.05", "-n", "50", "-o", str(out)])
+    r = _run(["synthesize", str(data), "--rho", "0.05", "-n", "50", "-o", str(out), "--seed",
+              "2"])
     assert r.exit_code == 0, r.output
     assert "marginals/types" in r.output
     got = pd.read_csv(out)
     assert [str(t) for t in got.dtypes] == ["int64", "float64", "int64", "int64"]
     assert set(got["flag"]) <= {0, 1}
     r = _run(["synthesize", str(data), "--rho", "0.05", "-n", "50", "-o", str(out),
-              "--float", "day"])
+              "--float", "day", "--seed", "3"])
     assert r.exit_code == 0, r.output
     assert pd.read_csv(out)["day"].dtype == np.float64
 
@@ -219,7 +223,7 @@ def test_cli_small_table_path_is_named(tmp_path: Path) -> None:
     data = tmp_path / "small.csv"
     _table(2000).assign(flag=lambda t: t["flag"].astype(int)).to_csv(data, index=False)
     r = _run(["synthesize", str(data), "--epsilon", "1", "--delta", "1e-6", "-n", "10",
-              "-o", str(tmp_path / "o.csv")])
+              "-o", str(tmp_path / "o.csv"), "--seed", "0"])
     assert r.exit_code == 0, r.output
     assert "small-table path" in r.output
 
@@ -296,7 +300,7 @@ def _histogram_pair() -> tuple[np.ndarray, np.ndarray]:
 def test_marginals_audit_passes() -> None:
     res = audit_mechanism(_marginal_mechanism, *_range_pair(),
                           epsilon=zcdp_to_epsilon(2 * AUDIT_RHO, AUDIT_DELTA),
-                          delta=AUDIT_DELTA, n_runs=1500)
+                          delta=AUDIT_DELTA, n_runs=1000)
     assert res.passed, str(res)
 
 

@@ -76,22 +76,25 @@ def score_prior(n: int, d: int) -> tuple[float, tuple[float, float]]:
 
 
 def choose_components(n: int, d: int, rho: float, requested: int | str = "auto") -> int:
-    """The model's k from public facts: ``requested`` when an int; else the largest of
-    :data:`COMPONENT_CHOICES` whose em plan needs at most :data:`EM_MARGIN` · n rows at ρ
-    inside the score prior, else 1 (a single Gaussian: the Gaussian copula)."""
-    if requested != "auto":
-        return int(requested)
+    """The model's k from public facts: ``requested`` when an int (refused, before anything is
+    spent, when ``em`` cannot fit it here); else the largest of :data:`COMPONENT_CHOICES` whose
+    em plan needs at most :data:`EM_MARGIN` · n rows at ρ inside the score prior, else 1 (a
+    single Gaussian: the Gaussian copula, the small-table path)."""
     from ..methods import mixture_plan
 
     bound, cov = score_prior(n, d)
+
+    def plan(rows: int, k: int) -> Any:
+        return mixture_plan(rows, d, k, rho=rho, mean_bound=bound, cov_bounds=cov, method="em")
+
+    if requested != "auto":
+        k = int(requested)
+        if k > 1 and (p := plan(n, k)).method is None:
+            raise InvalidDataError(f"a copula mixture of {k} components cannot be fitted here: "
+                                   f"{p.reason}; n_components=1 (a Gaussian copula) can")
+        return k
     for k in COMPONENT_CHOICES:
-        p = mixture_plan(int(n / EM_MARGIN), d, k, rho=rho, mean_bound=bound, cov_bounds=cov,
-                         method="em")
-        if p.method is None:
-            continue
-        q = mixture_plan(int(math.ceil(n * EM_MARGIN)), d, k, rho=rho, mean_bound=bound,
-                         cov_bounds=cov, method="em")
-        if q.method is not None:
+        if plan(int(math.ceil(n * EM_MARGIN)), k).method is not None:
             return k
     return 1
 
