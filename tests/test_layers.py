@@ -27,7 +27,8 @@ LAYERS = [
     # the method registry: one module per method, reading the algorithms
     ("methods", ["privgauss.methods"]),
     ("estimators", ["privgauss.estimators"]),
-    ("entry", ["privgauss.io", "privgauss.audit", "privgauss.experiments", "privgauss.plots",
+    ("entry", ["privgauss.io", "privgauss.synthesis", "privgauss.audit", "privgauss.experiments",
+               "privgauss.plots",
                "privgauss.cli", "privgauss"]),
 ]
 

@@ -28,6 +28,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "PrivateGaussian": ("estimators", "PrivateGaussian"),
     "PrivateGaussianMixture": ("estimators", "PrivateGaussianMixture"),
     "DPScorer": ("estimators.scoring", "DPScorer"),
+    "PrivateSynthesizer": ("synthesis", "PrivateSynthesizer"),
+    "synthesize": ("synthesis", "synthesize"),
     "load": ("io", "load"),
     "save": ("io", "save"),
     "mixture_requirements": ("methods", "mixture_requirements"),
@@ -49,6 +51,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the names the lazy loader gi
     from .methods import mixture_plan, mixture_requirements
     from .noise import NoiseSource
     from .privacy import ZCDP, Accountant, ApproxDP, LedgerEntry, PureDP
+    from .synthesis import PrivateSynthesizer, synthesize
 
 
 def _load(module: str) -> _typing.Any:
@@ -97,6 +100,7 @@ __all__ = [
     "PrivacyWarning",
     "PrivateGaussian",
     "PrivateGaussianMixture",
+    "PrivateSynthesizer",
     "PureDP",
     "__version__",
     "audit",
@@ -108,6 +112,7 @@ __all__ = [
     "mixture_requirements",
     "privacy",
     "save",
+    "synthesize",
     "theory",
 ]
 

@@ -1,51 +1,273 @@
-"""``privgauss synthesize``: DP synthetic rows from a model file."""
+"""``privgauss synthesize``: DP synthetic rows from a model file, or from a data file in one
+step (DP marginals + a Gaussian-copula mixture, :mod:`privgauss.synthesis`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
+import numpy as np
 
-from ._common import _run_user
+from ._common import EXIT_STATUS_HELP, Spending, _budget, _budget_options, _run_user
 
-_EXIT_STATUS = ("Exit status: 0 done; 2 refused (a model file that is missing or fails the load "
-                "checks, a bad request). Sampling spends no budget.")
+_KIND_FLAGS = ("integer", "binary", "float")
 
 
-@click.command("synthesize", epilog=_EXIT_STATUS)
-@click.argument("model", type=click.Path(dir_okay=False))
+def _article(word: str) -> str:
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
+def _names(text: str | None) -> list[str]:
+    return [] if not text else [c.strip() for c in text.split(",") if c.strip()]
+
+
+@click.command("synthesize", epilog=EXIT_STATUS_HELP)
+@click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-n", "--n-rows", "n_rows", type=int, required=True, help="rows to draw")
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
               help="output table: .csv (with a header), .parquet or .npy")
 @click.option("--seed", type=int, default=None,
-              help="seed of the sampler (reproducible rows; sampling is post-processing)")
-def synthesize(model: str, n_rows: int, out: str, seed: int | None) -> None:
-    """Draw N synthetic rows from the private MODEL (a file written by fit-gaussian or
-    fit-mixture) and write them to a table with the model's column names (x0, x1, ... when
-    the model has none, or names that could not be a header).
+              help="seed of the sampler (and, for a data file, of the fit's noise: "
+              "reproducible but NOT secure; omit it to release from real private data)")
+@_budget_options
+@click.option("--columns", default=None,
+              help="data file: comma-separated columns to use (names; positions 0, 1, ... "
+              "with --no-header or a .npy file)")
+@click.option("--no-header", is_flag=True, help="data file: a CSV/TSV without a header line")
+@click.option("--public", default=None, type=click.Path(dir_okay=False),
+              help="data file: public rows (free, untrusted); their range, widened, replaces "
+              "the released one for columns without --bounds")
+@click.option("--integer", "integer_cols", default=None,
+              help="data file: comma-separated columns that hold integers (Parquet and .npy "
+              "files declare theirs; a CSV column is a float unless named here)")
+@click.option("--binary", "binary_cols", default=None,
+              help="data file: comma-separated 0/1 columns (a Parquet boolean is one)")
+@click.option("--float", "float_cols", default=None,
+              help="data file: columns to treat as real numbers whatever their declared type")
+@click.option("--bounds", "bounds", type=(str, float, float), multiple=True,
+              help="data file: COL LO HI, a stated (public) range of a column: no budget is "
+              "spent finding it and its synthetic values stay inside; repeat for more columns")
+@click.option("--n-components", default="auto", show_default=True,
+              help="data file: components of the copula model (1: a Gaussian copula; auto: "
+              "chosen from n, d and the budget)")
+@click.option("--model-out", type=click.Path(dir_okay=False), default=None,
+              help="data file: also write the fitted synthesizer (a JSON model file; "
+              "'synthesize MODEL.json' samples it again)")
+def synthesize(source: str, n_rows: int, out: str, seed: int | None, rho: float | None,
+               epsilon: float | None, delta: float | None, columns: str | None,
+               no_header: bool, public: str | None, integer_cols: str | None,
+               binary_cols: str | None, float_cols: str | None,
+               bounds: tuple[tuple[str, float, float], ...], n_components: str,
+               model_out: str | None) -> None:
+    """Draw N synthetic rows, from a private MODEL file or from a DATA file in one step.
 
-    The rows are post-processing of the model's DP outputs: they cost no budget and carry the
-    model's guarantee (its file's "privacy" section), whatever is done with them. The model
-    file is checked on load (finite, bounded, symmetric positive semi-definite parameters; a
-    ledger that composes to the stated spent) but it is a record, not a certificate: anyone
-    can edit it.
+    SOURCE ending in .json is a model file (written by fit-gaussian, fit-mixture or
+    --model-out): sampling it is post-processing, at no privacy cost. Any other SOURCE is a
+    data table (CSV, Parquet or .npy) and a budget is required: the command releases DP
+    per-column marginals (a small planned share of the budget), fits a Gaussian-copula mixture
+    to the columns' normal scores with the rest (a single Gaussian on small tables: named in
+    the output), and samples it. Columns keep their names, their declared types (Parquet and
+    .npy dtypes, or --integer/--binary: integers and 0/1 come back as such) and stay within
+    their released range or --bounds. A CSV column is a float unless flagged: inferring
+    "integer" from its values would depend on single records.
 
     \b
     Examples:
-      privgauss fit-mixture data.csv -k 4 --epsilon 1 --delta 1e-6 --out mix.json
+      privgauss synthesize data.csv --epsilon 1 --delta 1e-6 -n 10000 -o synthetic.csv
+      privgauss synthesize data.parquet --rho 0.5 -n 5000 -o syn.parquet --bounds age 0 120
+      privgauss synthesize data.csv --epsilon 1 --delta 1e-6 --integer kids --binary smoker \\
+          -n 2000 -o syn.csv --model-out synth.json
       privgauss synthesize mix.json -n 10000 -o synthetic.csv
     """
     from ..exceptions import InvalidDataError
-    from ..io import load, valid_header, write_table
+
+    spending = Spending()
+    is_model = Path(source).suffix.lower() == ".json"
 
     def run() -> None:
         if n_rows < 1:
             raise InvalidDataError("--n-rows must be at least 1")
-        est = load(model)
-        rows = est.sample(n_rows, random_state=seed)
-        X = rows[0] if isinstance(rows, tuple) else rows  # a mixture also returns labels
-        names = [str(c) for c in getattr(est, "feature_names_in_", ())]
-        cols = names if names and valid_header(names) else [f"x{j}" for j in range(X.shape[1])]
-        write_table(out, X, cols)
-        click.echo(f"wrote {out} ({n_rows} synthetic rows from a {est.method_} model; "
-                   f"privacy: {est.privacy_spent_}, no further cost)")
+        if not Path(out).resolve().parent.is_dir():
+            raise InvalidDataError(f"cannot write {out}: its folder does not exist")
+        if is_model:
+            data_flags = {"--rho": rho, "--epsilon": epsilon, "--delta": delta,
+                          "--columns": columns, "--public": public, "--integer": integer_cols,
+                          "--binary": binary_cols, "--float": float_cols,
+                          "--bounds": bounds or None, "--model-out": model_out,
+                          "--no-header": no_header or None,
+                          "--n-components": None if n_components == "auto" else n_components}
+            given = [k for k, v in data_flags.items() if v is not None]
+            if given:
+                raise InvalidDataError(
+                    f"flags for a data file ({', '.join(given)}) given, but {source} is a "
+                    "model file "
+                    "(already fitted: sampling it costs nothing)")
+            _from_model(source, n_rows, out, seed)
+        else:
+            _from_data(spending, source, n_rows, out, seed, _budget(rho, epsilon, delta),
+                       columns, no_header, public,
+                       {"integer": _names(integer_cols), "binary": _names(binary_cols),
+                        "float": _names(float_cols)}, bounds, n_components, model_out)
 
-    _run_user(run)
+    _run_user(run, spending)
+
+
+def _from_model(model: str, n_rows: int, out: str, seed: int | None) -> None:
+    """Sample a model file: a synthesizer's, or a Gaussian's / mixture's."""
+    import json
+
+    from ..exceptions import InvalidDataError
+    from ..io import load, valid_header, write_table
+    from ..synthesis import PrivateSynthesizer
+
+    try:
+        data = json.loads(Path(model).read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        data = None
+    if isinstance(data, dict) and data.get("model") == "synthesizer":
+        syn = PrivateSynthesizer.from_dict(data)
+        rows = syn.sample(n_rows, random_state=seed)
+        write_typed_table(out, rows, _out_names(syn.feature_names_in_), syn.kinds_, syn.dtypes_)
+        click.echo(f"wrote {out} ({n_rows} synthetic rows from {_article(syn.method_)} "
+                   f"synthesizer; privacy: {syn.privacy_spent_}, no further cost)")
+        return
+    if not Path(model).is_file():
+        raise InvalidDataError(f"model file not found: {model}")
+    est = load(model)
+    rows = est.sample(n_rows, random_state=seed)
+    X = rows[0] if isinstance(rows, tuple) else rows  # a mixture also returns labels
+    names = [str(c) for c in getattr(est, "feature_names_in_", ())]
+    cols = names if names and valid_header(names) else [f"x{j}" for j in range(X.shape[1])]
+    write_table(out, X, cols)
+    click.echo(f"wrote {out} ({n_rows} synthetic rows from {_article(est.method_)} model; "
+               f"privacy: {est.privacy_spent_}, no further cost)")
+
+
+def _out_names(names: list[str]) -> list[str]:
+    from ..io import valid_header
+
+    return names if names and valid_header(names) else [f"x{j}" for j in range(len(names))]
+
+
+def declared_types(path: str, names: list[str]) -> tuple[list[str], list[str]]:
+    """The kinds and dtypes a file declares for its columns ``names`` (Parquet's schema, a
+    .npy file's dtype; a CSV/TSV declares none: floats). Reads no data row."""
+    from ..synthesis.synthesizer import _kind_of_dtype
+
+    suffix = Path(path).suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        schema = pq.read_schema(path)
+        dtypes = []
+        for c in names:
+            try:
+                dt = np.dtype(schema.field(c).type.to_pandas_dtype()).name
+            except (TypeError, KeyError, NotImplementedError):
+                dt = "float64"
+            dtypes.append(dt)
+    elif suffix == ".npy":
+        dt = np.load(path, mmap_mode="r", allow_pickle=False).dtype.name
+        dtypes = [dt] * len(names)
+    else:
+        dtypes = ["float64"] * len(names)
+    return [_kind_of_dtype(t) for t in dtypes], dtypes
+
+
+def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int | None,
+               budget: dict[str, Any], columns: str | None, no_header: bool,
+               public: str | None, flags: dict[str, list[str]],
+               bounds: tuple[tuple[str, float, float], ...], n_components: str,
+               model_out: str | None) -> None:
+    """Fit a synthesizer to a data file and sample it (one command)."""
+    from ..exceptions import InvalidDataError
+    from ..io import write_atomic
+    from ..synthesis import PrivateSynthesizer
+    from ._common import _read_inputs
+
+    if model_out is not None and not Path(model_out).resolve().parent.is_dir():
+        raise InvalidDataError(f"cannot write {model_out}: its folder does not exist")
+    k: int | str = n_components
+    if n_components != "auto":
+        if not n_components.isdigit() or int(n_components) < 1:
+            raise InvalidDataError("--n-components must be 'auto' or an integer >= 1")
+        k = int(n_components)
+    inputs = _read_inputs(data, public, columns, header=not no_header)
+    X = np.asarray(inputs.X, dtype=np.float64)
+    names = inputs.names
+    kinds, dtypes = declared_types(data, names)
+    for kind, cols in flags.items():
+        for c in cols:
+            if c not in names:
+                raise InvalidDataError(f"--{kind} names column {c!r}, which the data does not "
+                                       f"have (its columns: {names})")
+            j = names.index(c)
+            kinds[j] = kind
+            dtypes[j] = {"integer": "int64", "binary": "int64", "float": "float64"}[kind]
+    stated: list[tuple[float, float] | None] = [None] * len(names)
+    for c, lo, hi in bounds:
+        if c not in names:
+            raise InvalidDataError(f"--bounds names column {c!r}, which the data does not have "
+                                   f"(its columns: {names})")
+        stated[names.index(c)] = (lo, hi)
+    syn = PrivateSynthesizer(**budget, n_components=k, kinds=kinds, bounds=stated,
+                             random_state=seed, accountant=spending.accountant_for(budget))
+    syn.fit(X, public_X=inputs.public)
+    # the header (public metadata of the file) names the output's and the model's columns
+    header = inputs.header if inputs.header is not None else [f"x{j}" for j in range(len(names))]
+    syn.feature_names_in_ = _out_names(list(header))
+    syn.dtypes_ = dtypes
+    rows = syn.sample(n_rows, random_state=seed)
+    write_typed_table(out, rows, syn.feature_names_in_, syn.kinds_, dtypes)
+    if model_out is not None:
+        import json
+
+        write_atomic(model_out, json.dumps(syn.to_dict(), indent=2) + "\n")
+    path = ("the small-table path: a Gaussian copula, one component, as a mixture needs more "
+            "rows at this budget" if syn.n_components_ == 1 and n_components == "auto" else
+            f"a {syn.n_components_}-component Gaussian-copula model")
+    plan = ", ".join(f"{step} {cost}" for step, cost in syn.plan_.items())
+    click.echo(f"wrote {out} ({n_rows} synthetic rows from {path}; spent {syn.privacy_spent_}: "
+               f"{plan})")
+    if model_out is not None:
+        click.echo(f"wrote {model_out}")
+
+
+def write_typed_table(path: str, X: np.ndarray, names: list[str], kinds: list[str],
+                      dtypes: list[str]) -> None:
+    """Write synthetic rows atomically with their types: integer and 0/1 columns as integers
+    (CSV), typed Parquet columns (int64, bool, float64 …), a .npy array of the one dtype all
+    columns share (else float64)."""
+    import csv
+
+    from ..exceptions import InvalidDataError
+    from ..io import atomic_path
+    from ..synthesis.synthesizer import _cast
+
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".npy"):
+        raise InvalidDataError(f"{p.name}: write .csv, .parquet or .npy")
+    cols = [_cast(X[:, j], dtypes[j], kinds[j]) for j in range(X.shape[1])]
+    with atomic_path(p) as tmp:
+        if suffix == ".npy":
+            same = len(set(dtypes)) == 1
+            arr = np.column_stack(cols).astype(dtypes[0] if same else np.float64)
+            with open(tmp, "wb") as fh:
+                np.save(fh, arr)
+        elif suffix == ".csv":
+            text = [[str(int(v)) if k != "float" else repr(float(v)) for v in col]
+                    for col, k in zip(cols, kinds, strict=True)]
+            with open(tmp, "w", newline="") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(names)
+                writer.writerows(zip(*text, strict=True))
+        else:
+            try:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+            except ImportError:
+                raise InvalidDataError("writing .parquet needs pyarrow: pip install pyarrow"
+                                       ) from None
+            pq.write_table(pa.table(dict(zip(names, cols, strict=True))), str(tmp))

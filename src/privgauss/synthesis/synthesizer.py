@@ -1,0 +1,481 @@
+"""DP synthetic tables: a Gaussian-copula mixture over DP marginals (issue 28; our own method).
+
+:class:`PrivateSynthesizer` releases each column's marginal
+(:mod:`privgauss.synthesis.marginals`, a small planned share of the budget), maps every
+column to normal scores through its released CDF, and fits a
+:class:`~privgauss.PrivateGaussianMixture` (``em``) or, when the table is small, a
+:class:`~privgauss.PrivateGaussian` to the scores with the rest of the budget. The scores lie
+in a box known from n alone (|z| ≤ Φ⁻¹(1 − 1/(2n))), which is the fit's prior: no bounds are
+asked of the user. Sampling draws scores from the model and maps them back through the
+marginals, with each column's kind (float, integer, 0/1) and range: post-processing of DP
+releases only.
+
+Guarantee: the budget given (ρ-zCDP, or (ε, δ)-DP with δ > 0), replace-one neighbours (n
+public). The per-record maps (clipping, jitter, normal scores) change one record's scores
+only, so the model fit keeps its guarantee on the transformed rows; the releases compose by
+zCDP composition (converted with the whole δ for an (ε, δ) budget). Column kinds come from
+declared dtypes or the caller, never from the values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from ..estimators import PrivateGaussian, PrivateGaussianMixture
+from ..estimators._base import NEIGHBOURS, private_section, warn_before_fit
+from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..noise import NoiseSource
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_budget
+from ..privacy.budgets import approx_to_zcdp
+from ..validation import check_data
+from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_marginals
+
+#: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
+#: (the types' share, when a column's kind is "auto", comes out of the histograms')
+TYPES_SHARE = 0.02
+RANGE_SHARE = 0.05
+HISTOGRAM_SHARE = 0.25
+#: component counts tried, largest first: the largest em can fit with a margin (see
+#: :func:`choose_components`); else a single Gaussian
+COMPONENT_CHOICES = (8, 4, 2)
+#: em must need at most this fraction of n for a mixture to be chosen
+EM_MARGIN = 0.02
+#: largest |correlation| left by the discrete columns' correction
+MAX_CORRELATION = 0.99
+#: smallest covariance eigenvalue of the prior in normal-score space
+SCORE_COV_FLOOR = 1e-2
+
+
+def score_bound(n: int) -> float:
+    """The largest |normal score|: Φ⁻¹(1 − 1/(2n)), a function of public n."""
+    return float(ndtri(1.0 - 0.5 / n))
+
+
+def _zcdp_total(budget: Budget) -> float:
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    if isinstance(budget, ApproxDP) and budget.delta > 0:
+        return approx_to_zcdp(budget.epsilon, budget.delta)
+    raise PrivacyBudgetError(
+        "synthesis needs a rho-zCDP budget or (epsilon, delta) with delta > 0 (its releases "
+        "are Gaussian); pure epsilon-DP is not supported"
+    )
+
+
+def score_prior(n: int, d: int) -> tuple[float, tuple[float, float]]:
+    """The model's prior in normal-score space from public n and d: (mean bound, covariance
+    eigenvalue bounds)."""
+    z = score_bound(n)
+    return z * math.sqrt(d), (SCORE_COV_FLOOR, d * z * z)
+
+
+def choose_components(n: int, d: int, rho: float, requested: int | str = "auto") -> int:
+    """The model's k from public facts: ``requested`` when an int (refused, before anything is
+    spent, when ``em`` cannot fit it here); else the largest of :data:`COMPONENT_CHOICES` whose
+    em plan needs at most :data:`EM_MARGIN` · n rows at ρ inside the score prior, else 1 (a
+    single Gaussian: the Gaussian copula, the small-table path)."""
+    from ..methods import mixture_plan
+
+    bound, cov = score_prior(n, d)
+
+    def plan(rows: int, k: int) -> Any:
+        return mixture_plan(rows, d, k, rho=rho, mean_bound=bound, cov_bounds=cov, method="em")
+
+    if requested != "auto":
+        k = int(requested)
+        if k > 1 and (p := plan(n, k)).method is None:
+            raise InvalidDataError(f"a copula mixture of {k} components cannot be fitted here: "
+                                   f"{p.reason}; n_components=1 (a Gaussian copula) can")
+        return k
+    for k in COMPONENT_CHOICES:
+        if plan(int(math.ceil(n * EM_MARGIN)), k).method is not None:
+            return k
+    return 1
+
+
+def _kinds_of(X: Any, d: int, kinds: Sequence[str] | Mapping[str, str] | None,
+              names: list[str]) -> list[str]:
+    """Each column's kind: the caller's, else the declared dtype (bool: binary, integer:
+    integer, else float) — never the values."""
+    if isinstance(kinds, Mapping):
+        unknown = [c for c in kinds if c not in names]
+        if unknown:
+            raise InvalidDataError(f"kinds names unknown column(s) {unknown}")
+        declared = _declared_kinds(X, d)
+        out = [kinds.get(c, declared[j]) for j, c in enumerate(names)]
+    elif kinds is not None:
+        out = list(kinds)
+    else:
+        out = _declared_kinds(X, d)
+    if len(out) != d or any(k not in (*KINDS, "auto") for k in out):
+        raise InvalidDataError(f"kinds must give one of {(*KINDS, 'auto')} for each of the {d} "
+                               "columns")
+    return out
+
+
+def _declared_kinds(X: Any, d: int) -> list[str]:
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and not isinstance(X, np.ndarray):  # a DataFrame: per column
+        return [_kind_of_dtype(t) for t in list(dtypes)]
+    dt = getattr(X, "dtype", None)
+    return [_kind_of_dtype(dt)] * d
+
+
+def _kind_of_dtype(dt: Any) -> str:
+    try:
+        kind = np.dtype(dt).kind
+    except TypeError:  # pandas extension dtypes
+        name = str(dt).lower()
+        kind = "b" if name.startswith("bool") else "i" if "int" in name else "f"
+    # a float dtype does not say whether the values are whole: a DP test decides ("auto")
+    return {"b": "binary", "i": "integer", "u": "integer"}.get(kind, "auto")
+
+
+class PrivateSynthesizer:
+    """A DP synthesizer of numeric tables: DP marginals plus a Gaussian-copula mixture.
+
+    Parameters
+    ----------
+    rho, epsilon, delta : float
+        The budget: ρ-zCDP, or (ε, δ)-DP with δ > 0.
+    n_components : int or "auto"
+        Components of the copula model (1: a Gaussian); "auto" chooses from n, d and the
+        budget (:func:`choose_components`).
+    kinds : list or dict of "float", "integer", "binary", "auto", optional
+        Column kinds; default: the declared dtypes (a DataFrame's, an array's): bool is
+        binary, an integer dtype integer, a float dtype "auto" — integer or float as a DP
+        count of its non-integer values decides (step ``marginals/types``).
+    bounds : list or dict of (low, high), optional
+        Stated (public) ranges: no budget is spent finding them and output stays inside.
+    random_state : None, int or Generator
+        None: secure noise. A seed: reproducible, NOT secure noise (experiments).
+    accountant : Accountant, optional
+        A shared accountant the fit's budget is charged to.
+
+    Attributes
+    ----------
+    marginals_ : list of Marginal
+        The released marginals.
+    copula_ : PrivateGaussian or PrivateGaussianMixture
+        The model of the normal scores.
+    feature_names_in_ : list of str
+        Column names (a DataFrame's, else "x0", "x1", ...).
+    kinds_, dtypes_ : list of str
+        Column kinds and the input's dtypes (for :meth:`sample_table`).
+    ledger_, privacy_spent_, budget_
+        The privacy report: steps ``marginals/range``, ``marginals/histogram``, ``copula/...``.
+    """
+
+    def __init__(self, *, rho: float | None = None, epsilon: float | None = None,
+                 delta: float | None = None, n_components: int | str = "auto",
+                 kinds: Sequence[str] | Mapping[str, str] | None = None,
+                 bounds: Sequence[tuple[float, float] | None]
+                 | Mapping[str, tuple[float, float]] | None = None,
+                 random_state: Any = None, accountant: Accountant | None = None) -> None:
+        self.rho = rho
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_components = n_components
+        self.kinds = kinds
+        self.bounds = bounds
+        self.random_state = random_state
+        self.accountant = accountant
+
+    # -- fit ---------------------------------------------------------------------------------
+    def _bounds_list(self, names: list[str]) -> list[tuple[float, float] | None]:
+        b = self.bounds
+        if b is None:
+            return [None] * len(names)
+        if isinstance(b, Mapping):
+            unknown = [c for c in b if c not in names]
+            if unknown:
+                raise InvalidDataError(f"bounds names unknown column(s) {unknown}")
+            seq: list[Any] = [b.get(c) for c in names]
+        else:
+            seq = list(b)
+        if len(seq) != len(names):
+            raise InvalidDataError(f"bounds must give a range or None for each of the "
+                                   f"{len(names)} columns")
+        out: list[tuple[float, float] | None] = []
+        for c, r in zip(names, seq, strict=True):
+            if r is None:
+                out.append(None)
+                continue
+            lo, hi = float(r[0]), float(r[1])
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise InvalidDataError(f"the bounds of column {c!r} must be finite, low < high")
+            out.append((lo, hi))
+        return out
+
+    def fit(self, X: Any, y: Any = None, *, public_X: Any = None) -> PrivateSynthesizer:
+        """Release the marginals and the copula model of the rows of ``X`` (n, d).
+
+        ``public_X``: optional public rows (free, untrusted): their range, widened by half
+        on each side, replaces the released one for columns without stated bounds.
+        Raises ``InvalidDataError``/``PrivacyBudgetError`` before spending, and only
+        ``EstimationFailed`` after.
+        """
+        del y
+        budget = make_budget(rho=self.rho, epsilon=self.epsilon, delta=self.delta)
+        rho_total = _zcdp_total(budget)
+        if self.n_components != "auto" and not (
+                isinstance(self.n_components, int) and self.n_components >= 1):
+            raise InvalidDataError("n_components must be 'auto' or an integer >= 1")
+        cols = getattr(X, "columns", None)
+        rows = check_data(X, name="X", min_rows=2)
+        n, d = rows.shape
+        names = ([str(c) for c in cols] if cols is not None and not isinstance(X, np.ndarray)
+                 else [f"x{j}" for j in range(d)])
+        kinds = _kinds_of(X, d, self.kinds, names)
+        bounds = self._bounds_list(names)
+        if public_X is not None:
+            P = check_data(public_X, name="public_X", min_rows=1, n_features=d)
+            for j in range(d):
+                lo, hi = float(P[:, j].min()), float(P[:, j].max())
+                if bounds[j] is None and kinds[j] != "binary" and hi > lo:
+                    bounds[j] = (lo - (hi - lo) / 2, hi + (hi - lo) / 2)
+        self.dtypes_ = ([str(t) for t in getattr(X, "dtypes", [])]
+                        if cols is not None and not isinstance(X, np.ndarray)
+                        else [str(getattr(X, "dtype", "float64"))] * d)
+        needs_range = any(b is None and k != "binary" for b, k in zip(bounds, kinds, strict=True))
+        rho_range = RANGE_SHARE * rho_total if needs_range else 0.0
+        rho_types = TYPES_SHARE * rho_total if "auto" in kinds else 0.0
+        rho_hist = (RANGE_SHARE + HISTOGRAM_SHARE) * rho_total - rho_range - rho_types
+        rho_model = rho_total - rho_range - rho_hist - rho_types
+        k = choose_components(n, d, rho_model, self.n_components)
+        plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
+                            rho_types)
+        shared = self.accountant
+        if shared is not None and not shared.can_spend(budget):
+            raise PrivacyBudgetError(
+                f"this synthesis needs {budget}, but the shared accountant has already spent "
+                f"{shared.spent_str()} of its total {shared.total}")
+        acct = Accountant(budget, parent=shared)
+        noise = NoiseSource(self.random_state)
+        warn_before_fit(budget, n, noise)
+        with contextlib.ExitStack() as stack:
+            if shared is not None:
+                stack.enter_context(shared.exclusive())
+            with private_section(acct):
+                marginals = release_marginals(rows, plan, accountant=acct.child("marginals"),
+                                              noise=noise)
+                Z = self._scores(rows, marginals, n, noise.rng)
+                copula = self._copula(k, n, d, acct, noise)
+                copula.fit(Z)
+                _standardise(copula)
+                _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
+        self.marginals_ = marginals
+        self.copula_ = copula
+        self.feature_names_in_ = names
+        self.kinds_ = [m.kind for m in marginals]  # "auto" resolved by a DP release
+        self.n_features_in_ = d
+        self.n_rows_ = n
+        self.budget_ = budget
+        self.accountant_ = acct
+        self.ledger_ = list(acct.ledger)
+        self.privacy_spent_ = acct.spent
+        self.method_ = f"copula-{copula.method_}" + (f"-k{k}" if k > 1 else "")
+        self.n_components_ = k
+        self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
+                      "marginals/range": ZCDP(rho_range) if rho_range else None,
+                      "marginals/histogram": ZCDP(rho_hist), "copula": ZCDP(rho_model)}
+        self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
+        return self
+
+    @staticmethod
+    def _scores(rows: np.ndarray, marginals: list[Marginal], n: int,
+                rng: np.random.Generator) -> np.ndarray:
+        """Normal scores of the rows through the released marginals, in the public box."""
+        umin = 0.5 / n
+        U = np.column_stack([m.to_uniform(rows[:, j], rng) for j, m in enumerate(marginals)])
+        return np.asarray(ndtri(np.clip(U, umin, 1.0 - umin)))
+
+    def _copula(self, k: int, n: int, d: int, acct: Accountant, noise: NoiseSource) -> Any:
+        bound, cov = score_prior(n, d)
+        rho = acct.remaining_zcdp()
+        child = acct.child("copula")
+        seeded = None if noise.secure else noise.rng
+        if k == 1:
+            # the scores' mean is 0 by construction (and set so afterwards, _standardise):
+            # only the covariance, a correlation matrix (eigenvalues at most d), is released
+            return PrivateGaussian(rho=rho, mean=np.zeros(d), cov_bounds=(SCORE_COV_FLOOR, d),
+                                   random_state=seeded, accountant=child)
+        return PrivateGaussianMixture(k, rho=rho, method="em", mean_bound=bound,
+                                      cov_bounds=cov, random_state=seeded, accountant=child)
+
+    # -- sample ------------------------------------------------------------------------------
+    def sample(self, n_samples: int, random_state: Any = None) -> np.ndarray:
+        """``n_samples`` synthetic rows (float array; integer and 0/1 columns hold whole
+        numbers, every column within its released or stated range): post-processing, free."""
+        if not hasattr(self, "copula_"):
+            raise InvalidDataError("this PrivateSynthesizer is not fitted yet: call fit first")
+        if not (isinstance(n_samples, int | np.integer) and n_samples >= 1):
+            raise InvalidDataError("n_samples must be an integer >= 1")
+        rng = np.random.default_rng(random_state)
+        draw = self.copula_.sample(int(n_samples), random_state=rng)
+        Z = draw[0] if isinstance(draw, tuple) else draw
+        U = ndtr(Z)
+        return np.column_stack([m.from_uniform(U[:, j]) for j, m in enumerate(self.marginals_)])
+
+    def sample_table(self, n_samples: int, random_state: Any = None) -> Any:
+        """:meth:`sample` as a pandas DataFrame with the input's column names and dtypes."""
+        import pandas as pd
+
+        X = self.sample(n_samples, random_state)
+        data = {c: _cast(X[:, j], self.dtypes_[j], self.kinds_[j])
+                for j, c in enumerate(self.feature_names_in_)}
+        return pd.DataFrame(data)
+
+    # -- model file --------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The synthesizer's model file: DP releases and public metadata only."""
+        from .._version import __version__
+
+        spent = self.privacy_spent_
+        return {
+            "model": "synthesizer",
+            "library": "privgauss",
+            "version": __version__,
+            "method": self.method_,
+            "n_features": self.n_features_in_,
+            "feature_names": list(self.feature_names_in_),
+            "kinds": list(self.kinds_),
+            "dtypes": list(self.dtypes_),
+            "marginals": [m.to_dict() for m in self.marginals_],
+            "copula": self.copula_.to_dict(),
+            "privacy": {
+                "budget": budget_to_dict(self.budget_),
+                "spent": None if spent is None else budget_to_dict(spent),
+                "neighbours": NEIGHBOURS,
+                "ledger": [e.to_dict() for e in self.ledger_],
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PrivateSynthesizer:
+        """A fitted synthesizer from :meth:`to_dict`'s output, refused (one line naming the
+        field) unless consistent: marginals with increasing edges and a CDF from 0 to 1, a
+        copula model :func:`privgauss.io.from_dict` accepts, a ledger composing to ``spent``."""
+        from ..io import _budget_kwargs, _replay, from_dict
+
+        if not isinstance(data, dict) or data.get("model") != "synthesizer":
+            raise InvalidDataError("not a privgauss synthesizer model file")
+        try:
+            d = int(data["n_features"])
+            names = [str(c) for c in data["feature_names"]]
+            kinds = [str(k) for k in data["kinds"]]
+            dtypes = [str(t) for t in data["dtypes"]]
+            marginals = [Marginal.from_dict(m) for m in data["marginals"]]
+            copula = from_dict(data["copula"])
+            budget, acct = _replay(data["privacy"])
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, InvalidDataError):
+                raise
+            raise InvalidDataError(f"synthesizer model file: a field is missing or malformed "
+                                   f"({type(exc).__name__})") from None
+        if not (len(names) == len(kinds) == len(dtypes) == len(marginals) == d
+                == copula.n_features_in_ and all(k in KINDS for k in kinds)):
+            raise InvalidDataError("synthesizer model file: its columns do not agree")
+        syn = cls(**_budget_kwargs(budget))
+        syn.marginals_, syn.copula_ = marginals, copula
+        syn.feature_names_in_, syn.kinds_, syn.dtypes_ = names, kinds, dtypes
+        syn.n_features_in_ = d
+        syn.budget_, syn.accountant_ = budget, acct
+        syn.ledger_, syn.privacy_spent_ = list(acct.ledger), acct.spent
+        syn.method_ = str(data.get("method", "copula"))
+        return syn
+
+
+def _standardise(copula: Any) -> None:
+    """Shift and scale the model so that each column's score has mean 0 and variance 1, as
+    the scores through the released marginals have by construction: the synthetic columns
+    then follow the marginals, not the model's noisy moments (post-processing)."""
+    if isinstance(copula, PrivateGaussian):
+        sd = np.sqrt(np.clip(np.diag(copula.covariance_), 1e-12, None))
+        copula.mean_ = np.zeros_like(copula.mean_)
+        copula.covariance_ = copula.covariance_ / np.outer(sd, sd)
+        return
+    w = copula.weights_ / copula.weights_.sum()
+    mu = w @ copula.means_
+    second = np.einsum("k,kj->j", w, np.einsum("kjj->kj", copula.covariances_)
+                       + copula.means_**2)
+    sd = np.sqrt(np.clip(second - mu**2, 1e-12, None))
+    copula.means_ = (copula.means_ - mu) / sd
+    copula.covariances_ = copula.covariances_ / np.outer(sd, sd)[None]
+
+
+def _undo_jitter_attenuation(copula: Any, factors: list[float]) -> None:
+    """Divide each covariance's off-diagonal entries by c_i² c_j² (see
+    :meth:`Marginal.jitter_attenuation`): the dependence of the latent Gaussian variables the
+    discrete columns are thresholds of, not of their jittered scores. Correlations are capped
+    at ±:data:`MAX_CORRELATION` and each matrix kept positive definite: post-processing."""
+    c = np.sqrt(np.asarray(factors, dtype=np.float64))
+    if np.all(c == 1.0):
+        return
+    single = isinstance(copula, PrivateGaussian)
+    covs = copula.covariance_[None] if single else copula.covariances_
+    out = np.empty_like(covs)
+    for i, cov in enumerate(covs):
+        sd = np.sqrt(np.clip(np.diag(cov), 1e-12, None))
+        corr = cov / np.outer(sd, sd) / np.outer(c, c) ** 2
+        corr = np.clip(corr, -MAX_CORRELATION, MAX_CORRELATION)
+        np.fill_diagonal(corr, 1.0)
+        w, V = np.linalg.eigh(corr)
+        corr = (V * np.clip(w, 1e-3, None)) @ V.T
+        dd = np.sqrt(np.diag(corr))
+        corr = corr / np.outer(dd, dd)
+        out[i] = corr * np.outer(sd, sd)
+    if single:
+        copula.covariance_ = out[0]
+    else:
+        copula.covariances_ = out
+
+
+def _cast(x: np.ndarray, dtype: str, kind: str) -> Any:
+    """A synthetic column in the input's dtype (bool for 0/1 flags declared bool)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = np.dtype("float64") if kind == "float" else np.dtype("int64")
+    if dt.kind == "b":
+        return x.astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return np.clip(x, info.min, info.max).astype(dt)
+    if kind != "float" and dt.kind == "f":
+        return x.astype(dt)
+    return x.astype(dt) if dt.kind == "f" else x
+
+
+def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None,
+               epsilon: float | None = None, delta: float | None = None,
+               n_components: int | str = "auto",
+               kinds: Sequence[str] | Mapping[str, str] | None = None,
+               bounds: Sequence[tuple[float, float] | None]
+               | Mapping[str, tuple[float, float]] | None = None,
+               public_X: Any = None, random_state: Any = None,
+               accountant: Accountant | None = None) -> Any:
+    """Fit a :class:`PrivateSynthesizer` to ``X`` and draw ``n_samples`` rows (default: as
+    many as ``X`` has) in one step: a DataFrame with ``X``'s column names and dtypes when
+    ``X`` is one, else an array of ``X``'s dtype. The sampler's seed is ``random_state``
+    (so the rows equal ``PrivateSynthesizer(..., random_state=s).fit(X).sample(n, s)``)."""
+    syn = PrivateSynthesizer(rho=rho, epsilon=epsilon, delta=delta, n_components=n_components,
+                             kinds=kinds, bounds=bounds, random_state=random_state,
+                             accountant=accountant).fit(X, public_X=public_X)
+    n = int(np.shape(X)[0]) if n_samples is None else n_samples
+    if getattr(X, "columns", None) is not None and not isinstance(X, np.ndarray):
+        return syn.sample_table(n, random_state)
+    rows = syn.sample(n, random_state)
+    dt = getattr(X, "dtype", None)
+    return _cast(rows, str(dt), syn.kinds_[0]) if dt is not None and _one_kind(syn) else rows
+
+
+def _one_kind(syn: PrivateSynthesizer) -> bool:
+    """Whether every column has one kind (an array's single dtype can be kept)."""
+    return len(set(syn.kinds_)) == 1
