@@ -90,11 +90,18 @@ from the diagonal bracket (λ_max ≤ trace), the lower one cannot be learnt fro
 (two perfectly correlated axes have λ_min = 0), so we *assume* the correlation matrix of Σ has
 condition number at most ``corr_condition`` (default 100; larger values, e.g. 1e6–1e8, let the
 refinement reach condition 1e8, but at d = 5, n = 20000, (1, 1e-6) its long whitening chain then
-failed in 1 of 4 noise seeds, off by 1e2–1e3) and set lo = (min diagonal) / corr_condition. When the
-released covariance shows the assumption failed (an eigenvalue below 1e-3·lo: measured failed fits
-at ≤ 5e-5·lo, good ones at ≥ 0.14·lo), :class:`EstimationFailed` is raised after spending instead of
-returning an estimate off by orders of magnitude. The localisation needs roughly n ≥ 12.5 τ_s rows
-(τ_s the scale histograms' threshold; reported as ``needed_n`` on failure).
+failed in 1 of 4 noise seeds, off by 1e2–1e3) and set lo = (min diagonal) / corr_condition
+(the practical route raises the condition with the budget: :func:`budget_condition`). Real
+tables break the assumption (dummies that sum to 1, near-collinear columns), so the practical
+refinement sees its rows plus a ±η jitter, η² = 0.1·lo (:mod:`.ridge`): the covariance it
+estimates is Σ_z + η²·I, whose smallest eigenvalue is at least η² whatever the data (a tenth
+of lo: measured, the chain copes with that); η²·I is removed from the release and the spectrum
+floored at 0.1·η², a ridge that vanishes with lo. A direction the budget cannot resolve is then
+returned at the ridge (overestimated, never underestimated). When the released (jittered)
+covariance still has an eigenvalue below 1e-3·η², the whitening chain failed and
+:class:`EstimationFailed` is raised after spending instead of returning an estimate off by
+orders of magnitude. The localisation needs roughly n ≥ 12.5 τ_s rows (τ_s the scale
+histograms' threshold; reported as ``needed_n`` on failure).
 Example: n = 20000, d = 5, (ε, δ) = (1, 1e-6) gives ε_h = 0.14 (14 % of ε) and τ_s = 1600;
 measured accuracy at mean 1e6·1 and scale 1e3 (10 noise seeds): Mahalanobis mean error
 1.3–2.1× and covariance error ‖Σ^{-1/2} Σ̂ Σ^{-1/2} − I‖_F 1.0–2.2× the non-private ones, the
@@ -871,10 +878,10 @@ def public_padding(n: int, k: int) -> np.ndarray:
 
 def _check_prior(cov_z: np.ndarray, lo: float) -> None:
     """Fail (a DP output: a function of the release and the public ``lo``) when the released
-    standardised covariance has an eigenvalue below _PRIOR_SLACK·lo: the refinement's lower
-    bound lo was wrong (the correlation matrix is more ill-conditioned than corr_condition, or
-    the chain did not whiten it), and its estimate is then off by orders of magnitude (e.g.
-    condition 1e8 with corr_condition=100: mean error 6.6e3, covariance error 2e2)."""
+    standardised covariance has an eigenvalue below _PRIOR_SLACK·lo (``lo``: the jitter's η²
+    in the practical route, the prior's lower bound in "theory"): the whitening chain did not
+    converge, and its estimate is then off by orders of magnitude (e.g. condition 1e8 with
+    corr_condition=100 and no jitter: mean error 6.6e3, covariance error 2e2)."""
     if not float(np.linalg.eigvalsh(sym(cov_z))[0]) >= _PRIOR_SLACK * lo:
         raise EstimationFailed(
             "the released covariance is far more ill-conditioned than the refinement's prior "
