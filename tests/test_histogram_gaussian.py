@@ -301,8 +301,8 @@ def test_condition_beyond_the_prior_fits_with_a_ridge() -> None:
     # refinement sees the rows plus a ±eta jitter (a ridge eta²·I its prior cannot exclude,
     # removed afterwards): the fit returns, every direction at least ~its true variance (so
     # no held-out row is scored as impossible), the directions the budget cannot resolve held
-    # at the ridge. Measured (seeds as below): smallest eigenvalue of Σ^-½ Σ̂ Σ^-½ 0.97-0.98,
-    # held-out log-likelihood 2.3-7.9 nat/row below the truth's (np.cov: 0.001)
+    # at the ridge. Measured (seeds as below): smallest eigenvalue of Σ^-½ Σ̂ Σ^-½ 0.87-0.97,
+    # held-out log-likelihood 0.56-4.4 nat/row below the truth's (np.cov: 0.001)
     Z = np.random.default_rng(0).normal(size=(N, D))
     T = np.random.default_rng(9).normal(size=(5000, D))
     for cond, seed in ((1e8, 1), (1e8, 7), (1e10, 2)):
@@ -311,10 +311,10 @@ def test_condition_beyond_the_prior_fits_with_a_ridge() -> None:
         m, c = histogram_gaussian(Z @ A.T, EPS, DELTA, accountant=acct, noise=seed)
         assert acct.spent is not None and acct.spent.epsilon == pytest.approx(EPS)
         root = np.linalg.inv(A)  # A symmetric: Σ = A², Σ^-½ = A^-1
-        assert np.linalg.eigvalsh(root @ c @ root.T)[0] > 0.9
+        assert np.linalg.eigvalsh(root @ c @ root.T)[0] > 0.75
         gap = (gaussian_logpdf(T @ A.T, np.zeros(D), A @ A)
                - gaussian_logpdf(T @ A.T, m, c)).mean()
-        assert 0.0 < gap < 15.0
+        assert 0.0 < gap < 10.0
     # a condition the assumption covers is estimated as before
     A = _conditioned(1e4)
     m, c = histogram_gaussian(Z @ A.T, EPS, DELTA, accountant=Accountant(ApproxDP(EPS, DELTA)),

@@ -31,35 +31,54 @@ from ..linalg import sym
 __all__ = ["RIDGE_KEEP", "jitter_rows", "unjitter"]
 
 # after removing the jitter's η²·I, the released spectrum is floored at this fraction of η²
-RIDGE_KEEP = 0.1
+RIDGE_KEEP = 0.01
 
 
 def jitter_rows(Z: Any, eta: float, src: Any, *, owned: bool) -> Any:
-    """Z plus an independent ±eta on every entry (fair signs from the fit's noise source ``src``;
-    a dask ``Z`` gets them chunk by chunk from a seed drawn here, lazily). ``owned``: a numpy
-    ``Z`` may be written in place (a fresh array of the caller's, never the user's rows).
-    Signs rather than normals: one random byte per entry, a fifth of a Gaussian draw's cost."""
+    """Z plus an independent ±eta on every entry. The signs of rows [k·B, (k+1)·B) come from
+    a generator seeded by (seed, k), the seed drawn from a generator spawned from the fit's
+    noise source ``src``: the same signs for a numpy ``Z`` and for a dask ``Z`` however it is
+    chunked (chunks are jittered lazily). ``owned``: a numpy ``Z`` may be written in place (a
+    fresh array of the caller's, never the user's rows). Signs rather than normals: one
+    random byte per entry, a fifth of a Gaussian draw's cost."""
+    seed = int(_child(src.rng).integers(2**62))
     if is_dask(Z):
-        seed = int(src.rng.integers(2**62))
         return Z.map_blocks(partial(_jitter_block, seed=seed, eta=eta), dtype=np.float64)
     out = Z if owned else np.array(Z, dtype=np.float64, copy=True)
-    _add_signs(out, np.frombuffer(src.rng.bytes(out.size), dtype=np.int8), eta)
+    _add_signs(out, 0, seed, eta)
     return out
 
 
-def _add_signs(B: np.ndarray, raw: np.ndarray, eta: float) -> None:
-    signs = (raw >> 7) | 1  # -1 or +1 from the top bit of each byte
-    B += eta * signs.reshape(B.shape).astype(np.float64)
+def _child(rng: np.random.Generator) -> np.random.Generator:
+    """An independent generator spawned from ``rng`` without drawing from it, so the fit's
+    noise draws after the jitter are those it would make without one (a generator with no
+    seed sequence gives one draw instead)."""
+    try:
+        return rng.spawn(1)[0]
+    except (TypeError, ValueError, AttributeError):
+        return np.random.default_rng(int(rng.integers(2**62)))
+
+
+_BLOCK = 1 << 16  # rows per block of signs
+
+
+def _add_signs(B: np.ndarray, start: int, seed: int, eta: float) -> None:
+    """Add the jitter of global rows [start, start + len(B)) to B in place."""
+    stop, d = start + B.shape[0], B.shape[1]
+    for k in range(start // _BLOCK, -(-stop // _BLOCK)):
+        lo, hi = max(start, k * _BLOCK), min(stop, (k + 1) * _BLOCK)
+        raw = np.frombuffer(np.random.default_rng([seed, k]).bytes(_BLOCK * d), dtype=np.int8)
+        raw = raw.reshape(_BLOCK, d)[lo - k * _BLOCK: hi - k * _BLOCK]
+        B[lo - start: hi - start] += eta * ((raw >> 7) | 1).astype(np.float64)
 
 
 def _jitter_block(B: np.ndarray, seed: int, eta: float,
                   block_info: dict[Any, Any] | None = None) -> np.ndarray:
-    """One dask chunk of :func:`jitter_rows` (module level: picklable to workers); its signs
-    come from the seed and the chunk's position, not from the order chunks are computed in."""
-    where = tuple(block_info[0]["chunk-location"]) if block_info else (0,)
-    rng = np.random.default_rng([seed, *where])
+    """One dask chunk of :func:`jitter_rows` (module level: picklable to workers): its rows'
+    global positions pick their signs."""
+    start = int(block_info[0]["array-location"][0][0]) if block_info else 0
     out = np.array(B, dtype=np.float64, copy=True)
-    _add_signs(out, np.frombuffer(rng.bytes(out.size), dtype=np.int8), eta)
+    _add_signs(out, start, seed, eta)
     return out
 
 
