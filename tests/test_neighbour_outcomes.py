@@ -40,6 +40,16 @@ def _constant_rows(n: int, d: int, seed: int) -> np.ndarray:
     return X
 
 
+def _zero_inflated_rows(n: int, d: int, seed: int) -> np.ndarray:
+    """Gaussian rows whose last column has 72 % zeros and a long tail of distinct values: the
+    histogram route reads its spread from the octave release of tied axes (issue 26)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    tail = np.exp(rng.normal(0.0, 1.3, size=n))
+    X[:, -1] = np.where(rng.random(n) < 0.72, 0.0, tail)
+    return X
+
+
 def _mixture_rows(n: int, d: int, seed: int) -> np.ndarray:
     """n rows of a 2-component mixture in d dimensions (``make_mixture(n, k, d)``)."""
     return pg.datasets.make_mixture(n, 2, d, separation=8.0, random_state=seed).X
@@ -94,6 +104,8 @@ CASES = {
                       _gaussian_rows, 4000, 3, 0),
     "histogram-constant": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="histogram",
                                          random_state=s), _constant_rows, 4000, 3, 0),
+    "histogram-tied": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="histogram",
+                                     random_state=s), _zero_inflated_rows, 4000, 3, 0),
     "gaussian-auto-constant": (lambda u, s: G(epsilon=1.0, delta=1e-6, random_state=s),
                                _constant_rows, 4000, 3, 0),
     "coinpress-constant": (lambda u, s: G(rho=0.5, method="coinpress", mean_bound=10 * u,

@@ -105,7 +105,11 @@ def test_bound_free_constant_column_is_a_degenerate_axis(name: str) -> None:
         # the budget is the same; the refinement's number of steps is planned from released
         # scale brackets (a degenerate axis enters as public padding), so the ledger length of
         # this different table may differ — through DP outputs only
-        assert g.privacy_spent_ == pytest.approx(fits["ordinary"].privacy_spent_)
+        # (field by field: pytest.approx compares budget objects exactly, and the sums of
+        # different step counts round differently in the last bit)
+        spent, other = g.privacy_spent_, fits["ordinary"].privacy_spent_
+        assert (spent.epsilon, spent.delta) == pytest.approx((other.epsilon, other.delta),
+                                                             rel=1e-12)
         for k, f in fits.items():
             errs[k].append(_errors(f, X))
     e3, ec, eo = (np.mean(errs[k], axis=0) for k in ("3", "const", "ordinary"))

@@ -1,0 +1,163 @@
+"""Real-table columns the bound-free route must fit without failing after spending (issue 26):
+a count with 72 % zeros and a long tail of distinct values (statsmodels ``fair``), a 0/1 flag
+with 4 % ones among many columns (pydataset ``rwm5yr``), values spread over five orders of
+magnitude (pydataset ``movies`` budgets) and dummies that sum to 1 (exactly singular
+covariance). Each test fails on the code before issue 26 (EstimationFailed after spending at
+every or most seeds) and passes at every seed now.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import privgauss as pg
+from privgauss.gaussian.histogram import _TIE_SHARE, histogram_gaussian, localisation_plan
+from privgauss.gaussian.histogram_ties import octave_spreads
+from privgauss.privacy import ZCDP, Accountant, ApproxDP
+
+DELTA = 1e-6
+
+
+def _gaussian(n: int, d: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(d, d)) / np.sqrt(d) + np.eye(d)
+    return rng.normal(size=(n, d)) @ A.T * 3.0 + 10.0
+
+
+def _zero_inflated(n: int, seed: int) -> np.ndarray:
+    """72 % zeros, the rest distinct lognormal values spread over ~8 octaves (``fair``'s
+    affairs column: 68-75 % zeros, 76 other values from 0.06 to 58)."""
+    rng = np.random.default_rng(seed + 1000)
+    x = np.exp(rng.normal(0.0, 1.3, size=n))
+    x[rng.random(n) < 0.72] = 0.0
+    return x
+
+
+def _flag(n: int, seed: int, p: float = 0.04) -> np.ndarray:
+    return (np.random.default_rng(seed + 2000).random(n) < p).astype(float)
+
+
+def _orders(n: int, seed: int) -> np.ndarray:
+    """Values from 1e3 to 2e8, uniform in log10, rounded to thousands, 3 % zeros."""
+    rng = np.random.default_rng(seed + 3000)
+    x = np.round(10 ** rng.uniform(3, 8.3, size=n), -3)
+    x[rng.random(n) < 0.03] = 0.0
+    return x
+
+
+def _dummies(n: int, seed: int) -> np.ndarray:
+    lev = np.random.default_rng(seed + 4000).choice(4, size=n, p=[0.5, 0.25, 0.15, 0.1])
+    return np.eye(4)[lev]
+
+
+def _fit(X: np.ndarray, epsilon: float, seed: int) -> pg.PrivateGaussian:
+    return pg.PrivateGaussian(epsilon=epsilon, delta=DELTA, random_state=seed).fit(X)
+
+
+def _ties_steps(g: pg.PrivateGaussian) -> list[object]:
+    return [e for e in g.ledger_ if e.step.endswith("-ties")]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_zero_inflated_tail_column_fits(seed: int) -> None:
+    """Before: 'column 8: about 72% of the rows share one value ... cannot be localised' after
+    spending (3 of 4 seeds measured). Now the octave release gives its spread: a fit whose
+    other columns are as accurate as ever and whose tail column has a positive variance at
+    most its np.var (clipping its tail shrinks it: measured 0.09-0.2 of np.var)."""
+    n = 5000
+    X = np.column_stack([_gaussian(n, 8, seed), _zero_inflated(n, seed)])
+    g = _fit(X, 1.0, seed)
+    S = np.cov(X.T)
+    ratio = np.diag(g.covariance_) / np.diag(S)
+    assert np.all(ratio[:8] > 0.75) and np.all(ratio[:8] < 1.3)
+    assert 0.02 < ratio[8] < 1.2
+    assert 0.0 <= g.mean_[8] <= 2.0 * X[:, 8].mean()
+    assert np.isfinite(g.score_samples(X[:200])).all()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rare_flag_among_many_columns_fits(seed: int) -> None:
+    """d = 17, n = 16,000, ε = 1 (``rwm5yr``'s shape): a flag with 4 % ones is tied (its
+    non-zero pair differences are below the scale threshold) and its ones are below the joint
+    location threshold. Before: failed after spending (3 of 4 seeds measured); now it fits,
+    with the flag's mean within 0.02 of its share and a variance within 4× of p(1 − p)
+    (measured 0.30-0.68 of it where the octave release ran: the refinement's clip radius,
+    sized for Gaussian rows, clips some of the ones at 4-5 of the flag's standard deviations —
+    a limitation of the clip radius, not of the localisation) — or, where its count reads it as
+    near-constant, the variance floor of a constant."""
+    n = 16_000
+    X = np.column_stack([_gaussian(n, 16, seed), _flag(n, seed)])
+    g = _fit(X, 1.0, seed)
+    p = X[:, 16].mean()
+    assert abs(g.mean_[16] - p) < 0.02 + (0 if _ties_steps(g) else p)
+    assert p * (1 - p) / 4 < g.covariance_[16, 16] < 3 * p * (1 - p)
+    assert np.all(np.diag(g.covariance_)[:16] / np.diag(np.cov(X[:, :16].T)) > 0.85)
+
+
+def test_the_octave_release_is_charged_and_the_total_unchanged() -> None:
+    """The fallback's cost is in the ledger: one zCDP entry of _TIE_SHARE of the refinement's
+    planned ρ, taken from the refinement, so the zCDP entries still sum to the plan's ρ_all and
+    the fit spends exactly (ε, δ)."""
+    n = 16_000
+    X = np.column_stack([_gaussian(n, 16, 1), _flag(n, 1)])
+    acct = Accountant(ApproxDP(1.0, DELTA))
+    histogram_gaussian(X, 1.0, DELTA, accountant=acct, noise=1)
+    ties = [e for e in acct.ledger if e.step.endswith("-ties")]
+    assert len(ties) == 1 and isinstance(ties[0].cost, ZCDP)
+    s_b, l_b, rho_all = localisation_plan(n, 17, 1.0, DELTA)
+    assert s_b is not None
+    assert ties[0].cost.rho == pytest.approx(_TIE_SHARE * (rho_all - s_b.rho - l_b.rho))
+    zc = [e.cost.rho for e in acct.ledger if isinstance(e.cost, ZCDP)]
+    assert sum(zc) == pytest.approx(rho_all, rel=1e-9)
+    assert acct.spent is not None
+    assert acct.spent.epsilon == pytest.approx(1.0) and acct.spent.delta == pytest.approx(DELTA)
+    # ... and a table without such a column has no such entry
+    acct2 = Accountant(ApproxDP(1.0, DELTA))
+    histogram_gaussian(_gaussian(n, 17, 1), 1.0, DELTA, accountant=acct2, noise=1)
+    assert not [e for e in acct2.ledger if e.step.endswith("-ties")]
+
+
+def test_octave_spreads_reads_the_rms_distance() -> None:
+    """The release's post-processing: the root mean square distance to the value, up to the
+    octave's factor √2; None when nothing but the value is held."""
+    n = 20_000
+    rng = np.random.default_rng(0)
+    x = np.where(rng.random(n) < 0.1, 1.0, 0.0)
+    y = np.where(rng.random(n) < 0.1, rng.choice([-300.0, 500.0], n), 7.0)
+    X = np.column_stack([x, y, np.full(n, 3.0)])
+    got = octave_spreads(X, np.array([0, 1, 2]), np.array([0.0, 7.0, 3.0]), 1.0,
+                         accountant=Accountant(ZCDP(1.0)), noise=0, step="t")
+    rms = [np.sqrt(np.mean((X[:, k] - v) ** 2)) for k, v in ((0, 0.0), (1, 7.0))]
+    for g, r in zip(got[:2], rms, strict=True):
+        assert g is not None and r / 1.5 < g < r * 1.5
+    assert got[2] is None
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_values_over_many_orders_of_magnitude_fit_at_a_large_budget(seed: int) -> None:
+    """ε = 1e4 (``movies`` budgets): the scale release's threshold was sized for a Gaussian
+    column (334 pairs at ε = 1e4) and no octave of such a column held that many: 'no scale bin
+    was released' after spending. Now it vanishes with the noise, and the fit is np.cov's."""
+    n = 4000
+    X = np.column_stack([_gaussian(n, 4, seed), _orders(n, seed)])
+    g = _fit(X, 1e4, seed)
+    np.testing.assert_allclose(np.diag(g.covariance_), np.diag(np.cov(X.T)), rtol=0.01)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_exactly_collinear_dummies_fit_with_a_vanishing_ridge(seed: int) -> None:
+    """Four dummies that sum to 1 make the covariance exactly singular. Before: 'the released
+    covariance is far more ill-conditioned than the refinement's prior allows' after spending
+    at ε = 1e4. Now the jitter ridge lets it through: np.cov's to 1 % on every variance, and
+    the null direction (1, 1, 1, 1) held at a ridge that shrinks as the budget grows."""
+    n = 20_000
+    X = np.column_stack([_gaussian(n, 4, seed), _dummies(n, seed)])
+    v = np.r_[np.zeros(4), np.full(4, 0.5)]
+    null = {}
+    for eps in (1e4, 1e8):
+        g = _fit(X, eps, seed)
+        np.testing.assert_allclose(np.diag(g.covariance_), np.diag(np.cov(X.T)), rtol=0.01)
+        null[eps] = float(v @ g.covariance_ @ v)
+        assert 0.0 < null[eps] < 1e-3
+    assert null[1e8] < 0.1 * null[1e4]
