@@ -67,31 +67,58 @@ def _merge(parts: list[KeyCounts]) -> KeyCounts:
     return u.astype(np.int64), total
 
 
-class _Blocks:
-    """Reused buffers for blocks of up to ``b`` rows of d axes, kept transposed (d, b), and
-    the per-axis counts of the blocks seen so far."""
+class _Counts:
+    """Per axis, the counts of the key blocks seen so far: dense runs (first key, counts of
+    the keys first, first + 1, …) for axes whose keys span a short range, (keys, counts)
+    pairs for the others."""
 
-    def __init__(self, n_rows: int, d: int) -> None:
-        self.b = max(1, min(n_rows, max(1024, _BLOCK_VALUES // max(d, 1))))
-        self.T = np.empty((d, self.b))  # the block's values, one contiguous row per axis
-        self.F = np.empty((d, self.b))  # float keys
-        self.K = np.empty((d, self.b), dtype=np.int64)
-        self.mask = np.empty((d, self.b), dtype=bool)
-        self.parts: list[list[KeyCounts]] = [[] for _ in range(d)]
+    def __init__(self, d: int) -> None:
+        self.dense: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(d)]
+        self.sparse: list[list[KeyCounts]] = [[] for _ in range(d)]
 
-    def load(self, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Copy a (rows, d) block in transposed; the views (T, F, K, mask) of its size."""
-        r = B.shape[0]
-        T, F, K, mask = self.T[:, :r], self.F[:, :r], self.K[:, :r], self.mask[:, :r]
-        np.copyto(T, B.T)
-        return T, F, K, mask
-
-    def count(self, K: np.ndarray) -> None:
-        for j, col in enumerate(K):
-            self.parts[j].append(key_counts(col))
+    def add(self, K: np.ndarray) -> None:
+        """Add the counts of a block of keys K (d, rows); K is overwritten. The axes whose
+        keys span a short range are counted together, in one ``np.bincount`` (each axis
+        shifted to its own range of bins); the others one by one (:func:`key_counts`)."""
+        d, r = K.shape
+        lo, hi = K.min(axis=1).tolist(), K.max(axis=1).tolist()  # Python ints: no overflow
+        limit = _DENSE_SLACK * r + 256
+        dense = [j for j in range(d) if hi[j] - lo[j] <= limit]
+        for j in range(d):
+            if hi[j] - lo[j] > limit:
+                self.sparse[j].append(key_counts(K[j]))
+        if not dense:
+            return
+        base = [0]
+        for j in dense:
+            base.append(base[-1] + hi[j] - lo[j] + 1)
+        shift = np.array([b - lo[j] for j, b in zip(dense, base, strict=False)],
+                         dtype=np.int64)[:, None]
+        if len(dense) == d:
+            np.add(K, shift, out=K)
+            idx = K.reshape(-1) if K.flags.c_contiguous else K.ravel()
+        else:
+            idx = (K[dense] + shift).ravel()
+        c = np.bincount(idx, minlength=base[-1])
+        for i, j in enumerate(dense):
+            self.dense[j].append((lo[j], c[base[i] : base[i + 1]]))
 
     def result(self) -> list[KeyCounts]:
-        return [_merge(p) for p in self.parts]
+        out = []
+        for runs, pairs in zip(self.dense, self.sparse, strict=True):
+            if runs:
+                glo = min(a for a, _ in runs)
+                total = np.zeros(max(a + c.size for a, c in runs) - glo, dtype=np.int64)
+                for a, c in runs:
+                    total[a - glo : a - glo + c.size] += c
+                nz = np.flatnonzero(total)
+                pairs = [*pairs, ((nz + glo).astype(np.int64), total[nz])]
+            out.append(_merge(pairs))
+        return out
+
+
+def _block(n_rows: int, d: int) -> int:
+    return max(1, min(n_rows, max(1024, _BLOCK_VALUES // max(d, 1))))
 
 
 def location_key_counts(X: np.ndarray, offset: np.ndarray, width: np.ndarray, limit: float,
@@ -103,20 +130,23 @@ def location_key_counts(X: np.ndarray, offset: np.ndarray, width: np.ndarray, li
     off = np.asarray(offset, dtype=np.float64)[:, None]
     w = np.asarray(width, dtype=np.float64)[:, None]
     ex = np.flatnonzero(np.asarray(exact, dtype=bool))
-    blk = _Blocks(n, d)
+    b = _block(n, d)
+    F, K = np.empty((d, b)), np.empty((d, b), dtype=np.int64)
+    counts = _Counts(d)
     with np.errstate(over="ignore", invalid="ignore"):
-        for a in range(0, n, blk.b):
-            T, F, K, _ = blk.load(X[a : a + blk.b])
-            np.subtract(T, off, out=F)
-            np.divide(F, w, out=F)
-            np.clip(F, -limit, limit, out=F)
-            np.floor(F, out=F)
-            np.copyto(K, F, casting="unsafe")  # as astype(np.int64)
+        for a in range(0, n, b):
+            B = X[a : a + b]
+            f, k = F[:, : B.shape[0]], K[:, : B.shape[0]]
+            np.subtract(B.T, off, out=f)  # transposed: each axis contiguous
+            np.divide(f, w, out=f)
+            np.clip(f, -limit, limit, out=f)
+            np.floor(f, out=f)
+            np.copyto(k, f, casting="unsafe")  # as astype(np.int64)
             for j in ex:
-                np.add(T[j], 0.0, out=F[j])
-                K[j] = F[j].view(np.int64)
-            blk.count(K)
-    return blk.result()
+                np.add(B[:, j], 0.0, out=f[j])
+                k[j] = f[j].view(np.int64)
+            counts.add(k)
+    return counts.result()
 
 
 def log_scale_key_counts(X: np.ndarray, first: np.ndarray, second: np.ndarray,
@@ -129,23 +159,25 @@ def log_scale_key_counts(X: np.ndarray, first: np.ndarray, second: np.ndarray,
     second = np.asarray(second, dtype=np.intp)
     m, d = first.size, X.shape[1]
     u = np.asarray(shift, dtype=np.float64)[:, None]
-    blk = _Blocks(m, d)
-    G1, G2 = np.empty((blk.b, d)), np.empty((blk.b, d))
+    b = _block(m, d)
+    G1, G2 = np.empty((b, d)), np.empty((b, d))
+    Y, F, K = np.empty((d, b)), np.empty((d, b)), np.empty((d, b), dtype=np.int64)
+    zero = np.empty((d, b), dtype=bool)
+    counts = _Counts(d)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        for a in range(0, m, blk.b):
-            r = min(blk.b, m - a)
-            g1, g2 = G1[:r], G2[:r]
+        for a in range(0, m, b):
+            r = min(b, m - a)
+            g1, g2, y, f, k, z = G1[:r], G2[:r], Y[:, :r], F[:, :r], K[:, :r], zero[:, :r]
             np.take(X, second[a : a + r], axis=0, out=g2)
             np.take(X, first[a : a + r], axis=0, out=g1)
-            np.subtract(g2, g1, out=g2)
-            T, F, K, mask = blk.load(g2)
-            np.abs(T, out=T)
-            np.log2(T, out=F)
-            np.add(F, u, out=F)
-            np.floor(F, out=F)
-            np.greater(T, 0.0, out=mask)
-            np.logical_not(mask, out=mask)
-            np.copyto(F, float(zero_key), where=mask)
-            np.copyto(K, F, casting="unsafe")
-            blk.count(K)
-    return blk.result()
+            np.subtract(g2.T, g1.T, out=y)  # transposed: each axis contiguous
+            np.abs(y, out=y)
+            np.log2(y, out=f)
+            np.add(f, u, out=f)
+            np.floor(f, out=f)
+            np.greater(y, 0.0, out=z)
+            np.logical_not(z, out=z)
+            np.copyto(f, float(zero_key), where=z)
+            np.copyto(k, f, casting="unsafe")
+            counts.add(k)
+    return counts.result()
