@@ -68,3 +68,29 @@ def test_key_counts_is_unique_with_counts() -> None:
         got, want = key_counts(keys), _unique(keys)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_log2_keys_equal_the_float_formula_at_bin_edges_and_special_values() -> None:
+    from privgauss.bin_counts import _log2_keys
+
+    rng = np.random.default_rng(3)
+    us = np.array([0.0, 1e-11, 0.3, 0.5, 0.999, 1.0 - 1e-11, *rng.random(4)])
+    d = us.size
+    cols = []
+    for k in range(d):
+        j = rng.integers(-1070, 1020, 300).astype(float)
+        edges = np.exp2(j + 1.0 - us[k])  # the bin edges of the axis, and their neighbours
+        v = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, np.inf),
+                            np.abs(rng.standard_normal(300)) * 10.0 ** rng.integers(-300, 300, 300),
+                            [0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 1.0, 2.0, 1.7e308,
+                             np.inf, np.nan]])
+        cols.append(v[:1200])
+    y = np.ascontiguousarray(np.array(cols))
+    u = us[:, None]
+    out = np.empty(y.shape, dtype=np.int64)
+    scratch = (np.empty(y.shape, dtype=np.int64), np.empty(y.shape, dtype=np.int64),
+               np.empty(y.shape, dtype=bool), np.empty(y.shape, dtype=bool))
+    with np.errstate(all="ignore"):
+        _log2_keys(y, u, h._ZERO_KEY, out, *scratch)
+        want = np.where(y > 0, np.floor(np.log2(y) + u), h._ZERO_KEY).astype(np.int64)
+    np.testing.assert_array_equal(out, want)

@@ -149,35 +149,80 @@ def location_key_counts(X: np.ndarray, offset: np.ndarray, width: np.ndarray, li
     return counts.result()
 
 
+_MANTISSA = (1 << 52) - 1
+_NEAR = 1e-9  # a mantissa this close (relative) to an axis's bin edge is keyed by log2 itself
+_EDGE_U = 1e-10  # an axis whose shift is this close to 0 or 1 is keyed by log2 throughout
+
+
+def _log2_keys(y: np.ndarray, u: np.ndarray, zero_key: int, out: np.ndarray,
+               e: np.ndarray, t: np.ndarray, near: np.ndarray, flag: np.ndarray) -> None:
+    """``out`` = floor(log2(y) + u) as int64 (``zero_key`` where y is not positive) for a
+    block y ≥ 0 (d, r) and per-axis shifts u (d, 1) in [0, 1), equal to that formula in float
+    arithmetic entry by entry, from the bits of y instead of a log2 per entry.
+
+    For a normal y = 2^E·m (m in [1, 2)), log2 y + u = E + log2 m + u with log2 m + u in
+    [0, 2), so the key is E + [m ≥ 2^(1−u)]. The float formula rounds log2 y and the sum by
+    at most a few ulps of |log2 y| ≤ 1075 (below 1e-11 absolute), so it gives the same key
+    unless log2 m + u is within that of an integer: entries whose mantissa lies within a
+    relative 1e-9 of the edge 2^(1−u), axes with u within 1e-10 of 0 or 1, and zeros,
+    subnormals, infinities and NaNs are keyed by the formula itself. ``e``, ``t`` (int64) and
+    ``near``, ``flag`` (bool) are scratch buffers of y's shape."""
+    bits = y.view(np.int64)
+    np.right_shift(bits, 52, out=e)  # the biased exponent (y ≥ 0: no sign bit)
+    np.bitwise_and(bits, _MANTISSA, out=t)  # the mantissa's bits
+    edge = np.exp2(1.0 - u)  # (d, 1) in (1, 2]
+    tb = np.rint((edge - 1.0) * 2.0**52).astype(np.int64)
+    np.greater(t, tb, out=flag)
+    np.add(e, flag, out=out)
+    np.subtract(out, 1023, out=out)
+    np.subtract(t, tb, out=t)
+    np.abs(t, out=t)
+    np.less(t, int(_NEAR * 2.0**52), out=near)
+    np.subtract(e, 1, out=e)
+    np.greater(e.view(np.uint64), 2045, out=flag)  # exponent field 0 or 2047
+    np.logical_or(near, flag, out=near)
+    edge_axes = np.flatnonzero((u[:, 0] < _EDGE_U) | (u[:, 0] > 1.0 - _EDGE_U))
+    near[edge_axes] = True
+    idx = np.flatnonzero(near)
+    if idx.size:
+        r = y.shape[1]
+        v = y.reshape(-1)[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.where(v > 0, np.floor(np.log2(v) + u[idx // r, 0]), float(zero_key))
+        out.reshape(-1)[idx] = k.astype(np.int64)
+
+
 def log_scale_key_counts(X: np.ndarray, first: np.ndarray, second: np.ndarray,
                          shift: np.ndarray, zero_key: int) -> list[KeyCounts]:
     """Per axis k, the distinct scale keys of the pair differences y = |x_second − x_first|
     (pairs of row indices of the numpy rows ``X``, at least one pair) and their counts: keys
-    ``floor(log2(y_k) + shift_k)`` as int64, ``zero_key`` where y_k is not positive. The
-    differences are formed block by block, never held all at once."""
+    ``floor(log2(y_k) + shift_k)`` as int64 (``shift`` in [0, 1)), ``zero_key`` where y_k is
+    not positive (:func:`_log2_keys`). The differences are formed block by block, never held
+    all at once."""
     first = np.asarray(first, dtype=np.intp)
     second = np.asarray(second, dtype=np.intp)
     m, d = first.size, X.shape[1]
     u = np.asarray(shift, dtype=np.float64)[:, None]
+    if not np.all((u >= 0.0) & (u < 1.0)):
+        raise ValueError("shift must lie in [0, 1)")
     b = _block(m, d)
-    G1, G2 = np.empty((b, d)), np.empty((b, d))
-    Y, F, K = np.empty((d, b)), np.empty((d, b)), np.empty((d, b), dtype=np.int64)
-    zero = np.empty((d, b), dtype=bool)
+    G1, G2, Y = np.empty((b, d)), np.empty((b, d)), np.empty((d, b))
+    K, E, T = (np.empty((d, b), dtype=np.int64) for _ in range(3))
+    near, flag = np.empty((d, b), dtype=bool), np.empty((d, b), dtype=bool)
     counts = _Counts(d)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         for a in range(0, m, b):
             r = min(b, m - a)
-            g1, g2, y, f, k, z = G1[:r], G2[:r], Y[:, :r], F[:, :r], K[:, :r], zero[:, :r]
+            g1, g2 = G1[:r], G2[:r]
             np.take(X, second[a : a + r], axis=0, out=g2)
             np.take(X, first[a : a + r], axis=0, out=g1)
+            y = Y[:, :r] if r == b else np.empty((d, r))  # contiguous: its bits are viewed
             np.subtract(g2.T, g1.T, out=y)  # transposed: each axis contiguous
             np.abs(y, out=y)
-            np.log2(y, out=f)
-            np.add(f, u, out=f)
-            np.floor(f, out=f)
-            np.greater(y, 0.0, out=z)
-            np.logical_not(z, out=z)
-            np.copyto(f, float(zero_key), where=z)
-            np.copyto(k, f, casting="unsafe")
+            k = K[:, :r] if r == b else np.empty((d, r), dtype=np.int64)
+            scratch = ((E, T, near, flag) if r == b else
+                       (np.empty((d, r), dtype=np.int64), np.empty((d, r), dtype=np.int64),
+                        np.empty((d, r), dtype=bool), np.empty((d, r), dtype=bool)))
+            _log2_keys(y, u, zero_key, k, *scratch)
             counts.add(k)
     return counts.result()

@@ -95,6 +95,37 @@ def _transform_block(
     return sanitize_rows(W)
 
 
+_TRANSFORM_VALUES = 1 << 15  # values per block of the diagonal transform (cache-sized)
+
+
+def _transform_diagonal(X: np.ndarray, a: np.ndarray | None, shift: np.ndarray | None
+                        ) -> np.ndarray:
+    """:func:`_transform_block` for a diagonal map of C-contiguous rows: the same elementwise
+    operations, computed block by block on flat views against tiled copies of ``shift`` and
+    ``a`` (no broadcasting over a short last axis, one output array, no temporaries)."""
+    n, d = X.shape
+    out = np.empty((n, d))
+    step = max(1, _TRANSFORM_VALUES // max(d, 1))
+    ts = None if shift is None else np.tile(shift, step)
+    ta = None if a is None else np.tile(a, step)
+    bad = False
+    with np.errstate(over="ignore", invalid="ignore"):
+        for a0 in range(0, n, step):
+            xb = X[a0 : a0 + step].reshape(-1)
+            ob = out[a0 : a0 + step].reshape(-1)
+            k = xb.size
+            if ts is not None:
+                np.subtract(xb, ts[:k], out=ob)
+                if ta is not None:
+                    np.multiply(ob, ta[:k], out=ob)
+            else:
+                assert ta is not None
+                np.multiply(xb, ta[:k], out=ob)
+            if k and not (ob.max() <= _MAX_VALUE and ob.min() >= -_MAX_VALUE):  # NaN: bad
+                bad = True
+    return sanitize_rows(out) if bad else out
+
+
 def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None = None) -> Any:
     """The rows (x_i − shift)·Aᵀ (``A`` a matrix, a vector for a diagonal map, or None for the
     identity) with :func:`sanitize_rows` applied: a row that overflows, or reaches a magnitude
@@ -109,7 +140,11 @@ def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None
     A = None if A is None else np.asarray(A, dtype=np.float64)
     shift = None if shift is None else np.asarray(shift, dtype=np.float64)
     if not is_dask(X):
-        return _transform_block(np.asarray(X, dtype=np.float64), A, shift)
+        Xn = np.asarray(X, dtype=np.float64)
+        if (Xn.ndim == 2 and Xn.flags.c_contiguous and (A is None or A.ndim == 1)
+                and (A is not None or shift is not None)):
+            return _transform_diagonal(Xn, A, shift)
+        return _transform_block(Xn, A, shift)
     d_out = int(X.shape[1]) if A is None or A.ndim == 1 else int(A.shape[0])
     Xr = _row_chunks(X)
     return Xr.map_blocks(
@@ -374,8 +409,13 @@ class Rows:
         m = self.n // 2
         perm = rng.permutation(self.n)[: 2 * m].reshape(m, 2)
         perm = perm[np.argsort(perm[:, 0], kind="stable")]  # pairs in row order of one side
-        # dask rows stream once into the ⌊n/2⌋ differences (a random gather would hold them all)
-        D = pair_differences(Y, perm[:, 0], perm[:, 1])
+        # dask rows stream once into the ⌊n/2⌋ differences (a random gather would hold them
+        # all); numpy rows are gathered by np.take (the same values, far faster than X[idx])
+        if is_dask(Y):
+            D = pair_differences(Y, perm[:, 0], perm[:, 1])
+        else:
+            D = np.take(Y, perm[:, 1], axis=0)
+            D -= np.take(Y, perm[:, 0], axis=0)
         D /= np.sqrt(2.0)
         return Rows(D, fast=self.fast if is_dask(self.X) else None)
 
