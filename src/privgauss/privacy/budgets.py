@@ -20,6 +20,7 @@ import numbers
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -220,6 +221,7 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
     )
 
 
+@lru_cache(maxsize=1024)  # a pure function of public numbers, asked again and again by plans
 def approx_to_zcdp(epsilon: float, delta: float, *, method: str = "tight") -> float:
     """Largest ρ such that ρ-zCDP implies (ε, δ)-DP (the inverse of :func:`zcdp_to_epsilon`)."""
     epsilon = _check_positive("epsilon", epsilon)
