@@ -891,6 +891,17 @@ class _ExactMomentKernel:
                 G - Zo.T @ Zo + Zc.T @ Zc, cnt)
 
 
+def _minus_rows(B: np.ndarray, v: np.ndarray, tiled: np.ndarray) -> np.ndarray:
+    """B − v (v subtracted from every row) as a new array: for a C-contiguous block on flat
+    views against ``tiled`` (v repeated, at least B.size long) — the same operations as the
+    broadcast, which numpy runs slowly over a short last axis."""
+    if not (B.flags.c_contiguous and B.ndim == 2 and B.size <= tiled.size):
+        return B - v
+    out = np.empty(B.shape)
+    np.subtract(B.reshape(-1), tiled[: B.size], out=out.reshape(-1))
+    return out
+
+
 class _Float32MomentKernel:
     """Per-block kernel of :func:`clipped_moments`, float32 tier: (Σ D_i, DᵀD, Σ (w_i − 1) z_i,
     −Σ (1 − w_i²) z_i z_iᵀ) for D = x − p0 − g and the candidate rows z_i = R D_i (float32
@@ -904,6 +915,9 @@ class _Float32MomentKernel:
         self.R32 = np.asfortranarray(R, dtype=np.float32)
         self.off = exact.p0 + exact.g
         self.tau_in = exact.tau * (1.0 - 1e-12)  # rows certainly below this are inside the ball
+        # the subtracted offset repeated over a block's rows (see _minus_rows), made on the
+        # first call (not shipped to dask workers with the kernel)
+        self.tiled: np.ndarray | None = None
         # the float32 norm is within rel of ‖R D_i‖, which the count's factor then bounds
         self.count_factor = (None if exact.count_factor is None
                              else (1.0 + rel) * exact.count_factor)
@@ -915,11 +929,13 @@ class _Float32MomentKernel:
         from .linalg import clip_weights
 
         ex = self.exact
+        if self.tiled is None:
+            self.tiled = np.tile(self.off if self.one_pass else ex.p0, _MOMENT_BLOCK)
         with np.errstate(over="ignore", invalid="ignore"):
             if self.one_pass:
-                D = Bk - self.off
+                D = _minus_rows(Bk, self.off, self.tiled)
             else:
-                D = Bk - ex.p0
+                D = _minus_rows(Bk, ex.p0, self.tiled)
                 if ex.gn > 0:
                     D -= ex.g
             if drop is not None:
