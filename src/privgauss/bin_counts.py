@@ -7,9 +7,11 @@ stability-histogram localisation (:mod:`privgauss.gaussian.histogram`, after Kar
 :func:`log_scale_key_counts` counts the scale keys ⌊log2 |x_{s,k} − x_{f,k}| + u_k⌋ of pair
 differences (a fixed key for a zero difference). Each returns, per axis, the distinct keys in
 increasing order and their counts — exactly ``np.unique(keys[:, k], return_counts=True)`` of
-the whole key array: every key is the same floating-point function of its own entry, evaluated
-with the same operations, block by block (transposed, so each axis is contiguous), in reused
-buffers; short key ranges are counted with ``np.bincount`` instead of a sort. Nothing here is
+the whole key array: every key equals the floating-point formula applied to its own entry
+(the location keys by the same operations; the scale keys from the entry's exponent and
+mantissa bits, with the formula itself near bin edges), computed block by block (transposed,
+so each axis is contiguous) in reused buffers; short key ranges are counted with
+``np.bincount`` instead of a sort. Nothing here is
 released: the callers add the noise, and the neighbour relation and sensitivity are those of
 the histograms themselves (replace-one moves one record in every axis).
 """
