@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for r in results:
         lines.append(
-            f"| {r['n']:g} | {r['d']} | {r['method']} | {r['c_ref']:.3f} | {r['c_fit']:.3f} | "
+            f"| {r['n']:,} | {r['d']} | {r['method']} | {r['c_ref']:.3f} | {r['c_fit']:.3f} | "
             f"**{r['c_fit'] / r['c_ref']:.2f}** | "
             + ", ".join(f"{p:.2f}" for p in r["pairs"])
             + f" | {r['w_fit'] / r['w_ref']:.2f} | {r['cold']:.3f} | "
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += [""]
     if others:
         lines += ["Other libraries (one timing each, CPU ratio to numpy on the same rows):", ""]
-        lines += [f"- n = {r['n']:g}, d = {r['d']}: {name}: {c:.3f} s, {c / r['c_ref']:.2f}×"
+        lines += [f"- n = {r['n']:,}, d = {r['d']}: {name}: {c:.3f} s, {c / r['c_ref']:.2f}×"
                   for r, (name, c, _) in others]
     else:
         lines += ["diffprivlib and OpenDP's Gaussian fits: not installed here, not timed."]
