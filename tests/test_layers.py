@@ -18,7 +18,8 @@ LAYERS = [
     ("privacy", ["privgauss.privacy"]),
     ("noise", ["privgauss.noise", "privgauss.sensitivity"]),
     ("mechanisms", ["privgauss.mechanisms"]),
-    ("beside", ["privgauss.linalg", "privgauss.backends", "privgauss.clipped_stats",
+    ("beside", ["privgauss.linalg", "privgauss.backends", "privgauss.bin_counts",
+                "privgauss.clipped_stats",
                 "privgauss.metrics",
                 "privgauss.datasets", "privgauss.validation"]),
     # the theorems' sample-size formulas read the algorithms' own radii and plans

@@ -95,6 +95,37 @@ def _transform_block(
     return sanitize_rows(W)
 
 
+_TRANSFORM_VALUES = 1 << 15  # values per block of the diagonal transform (cache-sized)
+
+
+def _transform_diagonal(X: np.ndarray, a: np.ndarray | None, shift: np.ndarray | None
+                        ) -> np.ndarray:
+    """:func:`_transform_block` for a diagonal map of C-contiguous rows: the same elementwise
+    operations, computed block by block on flat views against tiled copies of ``shift`` and
+    ``a`` (no broadcasting over a short last axis, one output array, no temporaries)."""
+    n, d = X.shape
+    out = np.empty((n, d))
+    step = max(1, _TRANSFORM_VALUES // max(d, 1))
+    ts = None if shift is None else np.tile(shift, step)
+    ta = None if a is None else np.tile(a, step)
+    bad = False
+    with np.errstate(over="ignore", invalid="ignore"):
+        for a0 in range(0, n, step):
+            xb = X[a0 : a0 + step].reshape(-1)
+            ob = out[a0 : a0 + step].reshape(-1)
+            k = xb.size
+            if ts is not None:
+                np.subtract(xb, ts[:k], out=ob)
+                if ta is not None:
+                    np.multiply(ob, ta[:k], out=ob)
+            else:
+                assert ta is not None
+                np.multiply(xb, ta[:k], out=ob)
+            if k and not (ob.max() <= _MAX_VALUE and ob.min() >= -_MAX_VALUE):  # NaN: bad
+                bad = True
+    return sanitize_rows(out) if bad else out
+
+
 def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None = None) -> Any:
     """The rows (x_i − shift)·Aᵀ (``A`` a matrix, a vector for a diagonal map, or None for the
     identity) with :func:`sanitize_rows` applied: a row that overflows, or reaches a magnitude
@@ -109,7 +140,11 @@ def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None
     A = None if A is None else np.asarray(A, dtype=np.float64)
     shift = None if shift is None else np.asarray(shift, dtype=np.float64)
     if not is_dask(X):
-        return _transform_block(np.asarray(X, dtype=np.float64), A, shift)
+        Xn = np.asarray(X, dtype=np.float64)
+        if (Xn.ndim == 2 and Xn.flags.c_contiguous and (A is None or A.ndim == 1)
+                and (A is not None or shift is not None)):
+            return _transform_diagonal(Xn, A, shift)
+        return _transform_block(Xn, A, shift)
     d_out = int(X.shape[1]) if A is None or A.ndim == 1 else int(A.shape[0])
     Xr = _row_chunks(X)
     return Xr.map_blocks(
@@ -200,6 +235,81 @@ def _outside_count_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray]:
     return (np.array(float(np.count_nonzero(w < 1.0))),)
 
 
+def _gamma(k: int) -> float:
+    """γ_k = kε/(1 − kε): the relative rounding bound of a length-k float64 sum of products."""
+    return k * _EPS64 / (1.0 - k * _EPS64)
+
+
+def _rowwise_map(D: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """D·Aᵀ computed row by row: W_ij = Σ_l D_il A_jl summed in the order l = 0, 1, …, one
+    elementwise operation at a time, so that each row's result is a fixed sequence of float
+    operations on that row alone (a BLAS product may round a row differently depending on
+    its position in the block)."""
+    W = D[:, :1] * A[:, 0]
+    for col in range(1, D.shape[1]):
+        W += D[:, col : col + 1] * A[:, col]
+    return W
+
+
+def _outside_rows(Y: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
+                  center: np.ndarray, tau: float) -> np.ndarray:
+    """Per row y of Y, whether W = A(y − s) lies outside B(center, τ): the clip weight of
+    :func:`~privgauss.linalg.clip_weights` is below 1, W as :func:`affine_rows` defines it
+    (an overflowing row is the far point) but computed by :func:`_rowwise_map` — the verdict
+    is a function of the row alone. This is the per-row function that the clipped counts of
+    rows without an input map sum (sensitivity 1 under replace-one neighbours)."""
+    from .linalg import clip_weights
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        if A is None and s is None:
+            W = Y
+        else:
+            D = Y if s is None else Y - s
+            W = sanitize_rows(D if A is None else _rowwise_map(D, A))
+        return clip_weights(W - center, tau) < 1.0
+
+
+def _outside_count(Y: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
+                   center: np.ndarray, tau: float) -> int:
+    """Σ over the rows of Y of :func:`_outside_rows`, evaluating it only on the rows that a
+    BLAS product cannot place inside the ball with a rigorous margin.
+
+    For D_i = y_i − s (the same float operation as the definition's), both the BLAS product
+    and :func:`_rowwise_map` are within γ_d‖A‖_F‖D_i‖ of the exact A·D_i, and each
+    subtraction of the centre and norm adds a relative (d + 3)ε: a row whose BLAS norm plus
+    twice that bound lies below r = τ(1 − 4(d + 2)ε) — the radius below which
+    :func:`~privgauss.linalg.clip_weights` gives weight 1 — is inside by the definition too
+    (NaN or inf norms are always evaluated)."""
+    if Y.shape[0] == 0:
+        return 0
+    d = Y.shape[1]
+    center = np.asarray(center, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = Y if s is None else Y - s
+        W = D if A is None else D @ A.T
+        nrm = np.sqrt(np.einsum("ij,ij->i", W - center, W - center))
+        if A is None:
+            bound = np.zeros(1)
+        else:
+            af = float(np.linalg.norm(A)) * (1.0 + 1e-12)
+            bound = 2.0 * _gamma(d + 2) * af * np.sqrt(np.einsum("ij,ij->i", D, D))
+        grow = 1.0 + 4.0 * (d + 3) * _EPS64
+        r = tau * (1.0 - 4.0 * (d + 2) * _EPS64)
+        sure_in = nrm * grow + 2.0 * bound * grow < r * (1.0 - 4.0 * (d + 3) * _EPS64)
+    # NaN: evaluated; so is every row when τ nears the far point of sanitize_rows
+    cand = np.flatnonzero(~sure_in) if r < 1e-3 * _MAX_VALUE else np.arange(Y.shape[0])
+    if cand.size == 0:
+        return 0
+    return int(np.count_nonzero(_outside_rows(Y[cand], A, s, center, tau)))
+
+
+def _outside_exact_kernel(B: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
+                          center: np.ndarray, tau: float) -> tuple[np.ndarray]:
+    """(number of rows of a block outside the ball,) by :func:`_outside_count` (rows without
+    an input map)."""
+    return (np.array(float(_outside_count(B, A, s, center, tau))),)
+
+
 def _centred_gram_kernel(B: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(DᵀD, Σ D) for D = B − q (the first summary pass)."""
     D = B - q
@@ -269,6 +379,9 @@ class Rows:
                 not is_dask(X) or self.n * _SUMMARY_ROW_BYTES <= _PROJECTION_BYTES)
         self.fast = bool(fast)
         self._summary: dict[str, Any] | None = None
+        # (A, s, τ, count): the rows outside B(0, τ) in the frame W = A(y − s), counted by
+        # the last clipped_moments pass (rows without an input map), for clipped_count
+        self._outside_memo: tuple[np.ndarray, np.ndarray, float, int] | None = None
 
     # ---- the per-record map
     def inputs(self, B: np.ndarray) -> np.ndarray:
@@ -296,8 +409,13 @@ class Rows:
         m = self.n // 2
         perm = rng.permutation(self.n)[: 2 * m].reshape(m, 2)
         perm = perm[np.argsort(perm[:, 0], kind="stable")]  # pairs in row order of one side
-        # dask rows stream once into the ⌊n/2⌋ differences (a random gather would hold them all)
-        D = pair_differences(Y, perm[:, 0], perm[:, 1])
+        # dask rows stream once into the ⌊n/2⌋ differences (a random gather would hold them
+        # all); numpy rows are gathered by np.take (the same values, far faster than X[idx])
+        if is_dask(Y):
+            D = pair_differences(Y, perm[:, 0], perm[:, 1])
+        else:
+            D = np.take(Y, perm[:, 1], axis=0)
+            D -= np.take(Y, perm[:, 0], axis=0)
         D /= np.sqrt(2.0)
         return Rows(D, fast=self.fast if is_dask(self.X) else None)
 
@@ -321,8 +439,17 @@ class Rows:
         """The number of rows with W_i = A(y_i − s) outside B(center, τ) — the rows a clip to
         that ball moves (one pass; A None: W_i = y_i − s). Sensitivity 1 under replace-one
         neighbours (:func:`privgauss.sensitivity.count`); nothing is released here."""
-        kernel = partial(_outside_count_kernel, P=self.P, p0=self.p0, A=A, s=s,
-                         center=np.asarray(center, dtype=np.float64), tau=float(tau))
+        center = np.asarray(center, dtype=np.float64)
+        memo = self._outside_memo
+        if (memo is not None and not center.any() and float(tau) == memo[2]
+                and _same(A, memo[0]) and _same(s, memo[1])):
+            return memo[3]  # counted by clipped_moments' pass in this frame: the same sum
+        kernel: Kernel
+        if self.P is None:  # the per-row verdict of _outside_rows
+            kernel = partial(_outside_exact_kernel, A=A, s=s, center=center, tau=float(tau))
+        else:
+            kernel = partial(_outside_count_kernel, P=self.P, p0=self.p0, A=A, s=s,
+                             center=center, tau=float(tau))
         return int(round(float(reduce_rows(self.X, kernel)[0])))
 
     # ---- fast evaluation
@@ -661,6 +788,10 @@ class Rows:
         return out
 
 
+def _same(a: np.ndarray | None, b: np.ndarray) -> bool:
+    return a is not None and np.shape(a) == b.shape and bool(np.array_equal(a, b))
+
+
 # ----------------------------------------------------------------------------------------------
 # Clipped first and second moments in one pass (a fixed, public frame)
 # ----------------------------------------------------------------------------------------------
@@ -689,7 +820,8 @@ class _ExactMomentKernel:
 
     def __init__(self, P: np.ndarray | None, p_map: np.ndarray | None, A: np.ndarray,
                  s: np.ndarray, Q: np.ndarray, Rf: np.ndarray, p0: np.ndarray, g: np.ndarray,
-                 gn: float, z_lim2: float, tau: float) -> None:
+                 gn: float, z_lim2: float, tau: float, count_factor: float | None = None
+                 ) -> None:
         self.P, self.p_map, self.A, self.s, self.Q = P, p_map, A, s, Q
         self.Rf, self.p0, self.g, self.gn, self.z_lim2 = Rf, p0, g, gn, z_lim2
         self.tau = tau
@@ -697,6 +829,32 @@ class _ExactMomentKernel:
         self.correct2 = _CORRECT_LIMIT * self.t2
         d = int(Rf.shape[1])
         self.d, self.zero_d, self.zero_dd = d, np.zeros(d), np.zeros((d, d))
+        # count the rows outside the ball (rows without an input map): a row whose computed
+        # norm in the R frame times count_factor is below r is inside by the definition
+        self.count_factor = count_factor
+        self.r = tau * (1.0 - 4.0 * (d + 2) * _EPS64)
+
+    def outside(self, Bk: np.ndarray, idx: np.ndarray, nrm: np.ndarray) -> np.ndarray:
+        """(the number of rows outside the ball,) among the rows ``idx`` of the block — the
+        only ones that may be — from their computed float64 norms ``nrm`` in the R frame (NaN:
+        a row to evaluate): beyond r·factor·(1 + 4ε) a row is outside by the definition too,
+        below r/factor inside; the rows between are evaluated by :func:`_outside_rows`."""
+        f = self.count_factor
+        assert f is not None
+        r, hi = self.r, self.r * f * (1.0 + 4.0 * _EPS64)
+        if nrm.size <= 64:  # the usual few rows per block: plain Python is cheaper
+            vals = nrm.tolist()
+            n_out = sum(1 for v in vals if v > hi)
+            band = np.array([i for i, v in enumerate(vals) if not (v > hi or v * f < r)],
+                            dtype=np.intp)
+        else:
+            sure_out = nrm > hi
+            n_out = int(np.count_nonzero(sure_out))
+            band = np.flatnonzero(~(nrm * f < r) & ~sure_out)
+        if band.size:
+            n_out += int(np.count_nonzero(
+                _outside_rows(Bk[idx[band]], self.A, self.s, self.zero_d, self.tau)))
+        return np.array(float(n_out))
 
     def __call__(self, Bk: np.ndarray) -> tuple[np.ndarray, ...]:
         from .linalg import clip_rows
@@ -709,20 +867,39 @@ class _ExactMomentKernel:
             Z = _trmm(self.Rf, D, lower=False).T  # rows R(x − p0 − g), in D's memory
             nrm2 = np.einsum("ij,ij->i", Z, Z)
         odd = np.flatnonzero(~(nrm2 <= self.z_lim2))
+        cnt = np.zeros(())
+        if self.count_factor is not None:
+            nrm = np.sqrt(nrm2)
+            nrm[odd] = np.nan  # rows the definition may sanitise: always evaluated
+            with np.errstate(invalid="ignore"):
+                idx = np.flatnonzero(~(nrm * self.count_factor < self.r))
+            cnt = self.outside(Bk, idx, nrm[idx])
         if odd.size:  # the definition's map, rotated into the R frame
             Z[odd] = affine_rows(_mapped_inputs(Bk[odd], self.P, self.p_map), self.A,
                                  self.s) @ self.Q
             nrm2[odd] = np.einsum("ij,ij->i", Z[odd], Z[odd])
         out = np.flatnonzero(nrm2 > t2)
         if out.size == 0:
-            return (zero_d, zero_dd, *_moments_of(Z))
+            return (zero_d, zero_dd, *_moments_of(Z), cnt)
         if float(nrm2[out].max()) > self.correct2:
             Z[out] = clip_rows(Z[out], np.zeros(d), tau)[0]
-            return (zero_d, zero_dd, *_moments_of(Z))
+            return (zero_d, zero_dd, *_moments_of(Z), cnt)
         sm, G = _moments_of(Z)
         Zo = Z[out]
         Zc = clip_rows(Zo, np.zeros(d), tau)[0]
-        return zero_d, zero_dd, sm - Zo.sum(axis=0) + Zc.sum(axis=0), G - Zo.T @ Zo + Zc.T @ Zc
+        return (zero_d, zero_dd, sm - Zo.sum(axis=0) + Zc.sum(axis=0),
+                G - Zo.T @ Zo + Zc.T @ Zc, cnt)
+
+
+def _minus_rows(B: np.ndarray, v: np.ndarray, tiled: np.ndarray) -> np.ndarray:
+    """B − v (v subtracted from every row) as a new array: for a C-contiguous block on flat
+    views against ``tiled`` (v repeated, at least B.size long) — the same operations as the
+    broadcast, which numpy runs slowly over a short last axis."""
+    if not (B.flags.c_contiguous and B.ndim == 2 and B.size <= tiled.size):
+        return B - v
+    out = np.empty(B.shape)
+    np.subtract(B.reshape(-1), tiled[: B.size], out=out.reshape(-1))
+    return out
 
 
 class _Float32MomentKernel:
@@ -738,6 +915,12 @@ class _Float32MomentKernel:
         self.R32 = np.asfortranarray(R, dtype=np.float32)
         self.off = exact.p0 + exact.g
         self.tau_in = exact.tau * (1.0 - 1e-12)  # rows certainly below this are inside the ball
+        # the subtracted offset repeated over a block's rows (see _minus_rows), made on the
+        # first call (not shipped to dask workers with the kernel)
+        self.tiled: np.ndarray | None = None
+        # the float32 norm is within rel of ‖R D_i‖, which the count's factor then bounds
+        self.count_factor = (None if exact.count_factor is None
+                             else (1.0 + rel) * exact.count_factor)
 
     def __call__(self, Bk: np.ndarray, drop: np.ndarray | None = None
                  ) -> tuple[np.ndarray, ...]:
@@ -746,11 +929,13 @@ class _Float32MomentKernel:
         from .linalg import clip_weights
 
         ex = self.exact
+        if self.tiled is None:
+            self.tiled = np.tile(self.off if self.one_pass else ex.p0, _MOMENT_BLOCK)
         with np.errstate(over="ignore", invalid="ignore"):
             if self.one_pass:
-                D = Bk - self.off
+                D = _minus_rows(Bk, self.off, self.tiled)
             else:
-                D = Bk - ex.p0
+                D = _minus_rows(Bk, ex.p0, self.tiled)
                 if ex.gn > 0:
                     D -= ex.g
             if drop is not None:
@@ -765,14 +950,22 @@ class _Float32MomentKernel:
                 keep = np.ones(Bk.shape[0], dtype=bool)
                 keep[drop] = False
                 return ex(Bk[keep])
+            cnt = np.zeros(())
+            if self.count_factor is not None:
+                if drop is not None:
+                    nrm[drop] = -np.inf  # excluded rows are not counted here
+                # rows whose float32 bound may reach the ball: their float64 norms decide
+                idx = np.flatnonzero(~(nrm * self.count_factor < ex.r))
+                Zi = D[idx] @ self.R.T
+                cnt = ex.outside(Bk, idx, np.sqrt(np.einsum("ij,ij->i", Zi, Zi)))
             sD, GD = np.ones(D.shape[0]) @ D, D.T @ D
             if cand.size == 0:
-                return sD, GD, ex.zero_d, ex.zero_dd
+                return sD, GD, ex.zero_d, ex.zero_dd, cnt
             Zc = D[cand] @ self.R.T  # the candidate rows exactly
             w = clip_weights(Zc, ex.tau)
             out = np.flatnonzero(w < 1.0)
             Wd = Zc[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
-            return sD, GD, (w - 1.0) @ Zc, -(Wd.T @ Wd)
+            return sD, GD, (w - 1.0) @ Zc, -(Wd.T @ Wd), cnt
 
 
 def _rows_moments(rows: Rows, kernel: Kernel, idx: np.ndarray, count: int,
@@ -840,13 +1033,22 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     z_lim = (1e149 / pn - gn) / rinv if pn > 0 else math.inf
     z_lim2 = min(z_lim * abs(z_lim), 1e200) if z_lim > 0 else -1.0
 
-    exact_kernel = _ExactMomentKernel(rows.P, rows.p0, A, s, Q, Rf, p0, g, gn, z_lim2, tau)
-    kernel: _ExactMomentKernel | _Float32MomentKernel = exact_kernel
     # float32 rounding bound (as in Rows._norm32_candidates): ‖R‖_F‖D_i‖ ≤ c‖R D_i‖ with
     # c = ‖R‖_F‖R⁻¹‖, so the computed norm is within rel·(computed) of the exact one,
     # rel = 2κ(c + 1)/(1 − 2κc); the tier is used only while that is small (a few %)
     kappa = _kappa32(d)
     c = float(np.linalg.norm(R)) * rinv
+    # The same pass counts the rows outside the ball (rows without an input map), for
+    # Rows.clipped_count: the computed float64 norm of R·D_i and the definition's ‖A D_i‖
+    # (A = QR, ‖A‖_F = ‖R‖_F) each lie within γc of ‖R D_i‖ (relative; plus (d + 3)ε for a
+    # norm), so a row whose computed norm times this factor is below the clip weights'
+    # radius is inside by the definition; the others are evaluated by it (_outside_rows).
+    g4 = 4.0 * _gamma(d + 2) * (c + 1.0)
+    count_factor = ((1.0 + 4.0 * (d + 3) * _EPS64) * (1.0 + g4) / (1.0 - g4)
+                    if rows.P is None and g4 < 0.5 else None)
+    exact_kernel = _ExactMomentKernel(rows.P, rows.p0, A, s, Q, Rf, p0, g, gn, z_lim2, tau,
+                                      count_factor)
+    kernel: _ExactMomentKernel | _Float32MomentKernel = exact_kernel
     if float(np.linalg.cond(R)) <= _FAST32_COND and 2.0 * kappa * c < 0.05 and tau < 0.5 * z_lim:
         rel = 2.0 * kappa * (c + 1.0) / (1.0 - 2.0 * kappa * c)
         big = min(math.sqrt(_CORRECT_LIMIT) * tau, 0.5 * z_lim)
@@ -859,16 +1061,22 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     count = rows.n - idx.size
     if idx.size and not is_dask(rows.X) and isinstance(kernel, _Float32MomentKernel):
         bounds = np.searchsorted(idx, np.arange(0, rows.n + _MOMENT_BLOCK, _MOMENT_BLOCK))
-        sD, GD, sZ, GZ = np.zeros(d), np.zeros((d, d)), np.zeros(d), np.zeros((d, d))
+        sums = [np.zeros(d), np.zeros((d, d)), np.zeros(d), np.zeros((d, d)), np.zeros(())]
         for j, a0 in enumerate(range(0, rows.n, _MOMENT_BLOCK)):
             drop = idx[bounds[j] : bounds[j + 1]] - a0
             part = kernel(rows.X[a0 : a0 + _MOMENT_BLOCK], drop if drop.size else None)
-            sD, GD, sZ, GZ = (t + p for t, p in zip((sD, GD, sZ, GZ), part, strict=True))
+            sums = [t + p for t, p in zip(sums, part, strict=True)]
     else:
-        sD, GD, sZ, GZ = reduce_rows(rows.X, kernel, block=_MOMENT_BLOCK)
+        sums = reduce_rows(rows.X, kernel, block=_MOMENT_BLOCK)
         for a0 in range(0, idx.size, _MOMENT_BLOCK):
             part = kernel(take_rows(rows.X, idx[a0 : a0 + _MOMENT_BLOCK]))
-            sD, GD, sZ, GZ = (t - p for t, p in zip((sD, GD, sZ, GZ), part, strict=True))
+            sums = [t - p for t, p in zip(sums, part, strict=True)]
+    sD, GD, sZ, GZ, outside = sums
+    if count_factor is not None:  # the excluded rows counted apart: the count is over all
+        n_out = int(round(float(outside))) + sum(
+            _outside_count(take_rows(rows.X, idx[a0 : a0 + _MOMENT_BLOCK]), A, s,
+                           np.zeros(d), tau) for a0 in range(0, idx.size, _MOMENT_BLOCK))
+        rows._outside_memo = (A.copy(), s.copy(), float(tau), n_out)
     with np.errstate(over="ignore", invalid="ignore"):
         m1 = R @ sD + sZ
         M2 = R @ ((GD + GD.T) / 2) @ R.T + GZ

@@ -81,8 +81,10 @@ def _check_budget_value(name: str, value: float) -> float:
 
 def gaussian_sigma_zcdp(sensitivity: float, rho: float) -> float:
     """σ = Δ₂ / √(2ρ) gives ρ-zCDP (Bun–Steinke 2016, Prop. 1.6)."""
-    rho = _check_budget_value("rho", rho)
-    return _check_sensitivity(sensitivity) / math.sqrt(2.0 * rho)
+    r, s = float(rho), float(sensitivity)
+    if not (0.0 < r < math.inf and 0.0 <= s < math.inf):  # the checks' errors (NaN: too)
+        r, s = _check_budget_value("rho", rho), _check_sensitivity(sensitivity)
+    return s / math.sqrt(2.0 * r)
 
 
 def _analytic_delta(sigma: float, sensitivity: float, epsilon: float) -> float:

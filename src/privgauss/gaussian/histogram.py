@@ -120,6 +120,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ..backends import as_rows, is_dask, map_rows, pair_differences
+from ..bin_counts import location_key_counts, log_scale_key_counts
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
@@ -501,10 +502,6 @@ def _location_keys(B: np.ndarray, offset: np.ndarray, w: np.ndarray,
     return keys
 
 
-def _column(keys: np.ndarray, k: int) -> tuple[np.ndarray, None]:
-    return keys[:, k], None
-
-
 def _location_count_kernel(B: np.ndarray, offset: np.ndarray, w: np.ndarray,
                            tied: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """((axis, key) pairs, counts) of the location keys of a block: the kernel of the chunked
@@ -646,12 +643,19 @@ def localise(
                 needed_n=_needed_n_scale(tau),
             )
         m = n // 2
-        # |x_{π(2j)} − x_{π(2j+1)}|; dask rows stream once into the differences
-        Y = pair_differences(Xc, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2])
-        np.abs(Y, out=Y)
+        # |x_{π(2j)} − x_{π(2j+1)}|; dask rows stream once into the differences, numpy rows
+        # are keyed block by block (bin_counts: the same counts, no n/2 × d temporaries)
+        scale_keys: AxisKeys
+        if is_dask(Xc):
+            Y = pair_differences(Xc, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2])
+            np.abs(Y, out=Y)
+            scale_keys = partial(_scale_keys, Y, u)
+        else:
+            scale_keys = log_scale_key_counts(Xc, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2],
+                                              u, _ZERO_KEY).__getitem__
         b = np.zeros(d)
         for k, _ in enumerate(
-            _axis_top_bins(partial(_scale_keys, Y, u), d, scale_budget, "scale",
+            _axis_top_bins(scale_keys, d, scale_budget, "scale",
                            _needed_n_scale(tau), scale_h, accountant=accountant, noise=src,
                            step=f"{step}-scale")
         ):
@@ -680,8 +684,7 @@ def localise(
         kc = map_rows(Xc, partial(_location_count_kernel, offset=offset, w=w, tied=tied))
         loc_keys = partial(_merged_counts, kc[0], kc[1])
     else:
-        lkeys = _location_keys(Xc, offset, w, tied)
-        loc_keys = partial(_column, lkeys)
+        loc_keys = location_key_counts(Xc, offset, w, _KEY_LIMIT, tied).__getitem__
     loc_h: list[dict[Any, int]] = []
     center = np.empty(d)
     deg_var = np.zeros(d)

@@ -210,7 +210,12 @@ class Accountant:
             delta_left = tot.delta - t.delta
             if delta_left <= 0:  # a zCDP charge needs some delta to convert with
                 return False
-            eps_z = zcdp_to_epsilon(t.rho, min(delta_left, 1 - 1e-16))
+            dl = min(delta_left, 1 - 1e-16)
+            # the tight ε is never above the simple ρ + 2√(ρ ln 1/δ): when that fits, so does
+            # the tight one (the same decision without its root-finding)
+            if t.eps + zcdp_to_epsilon(t.rho, dl, method="simple") <= tot.epsilon * (1 + _REL_TOL):
+                return True
+            eps_z = zcdp_to_epsilon(t.rho, dl)
         return t.eps + eps_z <= tot.epsilon * (1 + _REL_TOL)
 
     def _add(self, cost: Budget, base: _Totals | None = None) -> _Totals:

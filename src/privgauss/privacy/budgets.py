@@ -20,6 +20,7 @@ import numbers
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -222,8 +223,11 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
 
 def approx_to_zcdp(epsilon: float, delta: float, *, method: str = "tight") -> float:
     """Largest ρ such that ρ-zCDP implies (ε, δ)-DP (the inverse of :func:`zcdp_to_epsilon`)."""
-    epsilon = _check_positive("epsilon", epsilon)
-    delta = _check_delta(delta)
+    return _approx_to_zcdp(_check_positive("epsilon", epsilon), _check_delta(delta), method)
+
+
+@lru_cache(maxsize=1024)  # a pure function of public numbers, asked again and again by plans
+def _approx_to_zcdp(epsilon: float, delta: float, method: str) -> float:
     if method == "simple":
         # rho + 2 sqrt(rho L) = eps  =>  sqrt(rho) = sqrt(L + eps) - sqrt(L)
         log_term = math.log(1 / delta)
