@@ -97,7 +97,7 @@ class ClipBall:
     #: covariance ball beside its final mean ball; ``model_fraction`` then bounds the union)
     also: ClipBall | None = None
     #: a DP search of the data grew the step's radius past its plan (:mod:`.coinpress_radius`)
-    searched: bool = False
+    grown: bool = False
 
 
 @dataclass
@@ -128,7 +128,7 @@ class ClipRecord:
             return None
         last = self.balls[-1]
         cov = next((b for b in reversed(self.balls) if b.kind == "cov"), None)
-        if cov is None or cov is last or cov.rows is not last.rows or not cov.searched:
+        if cov is None or cov is last or cov.rows is not last.rows or not cov.grown:
             return last
         return dataclasses.replace(
             last, model_fraction=min(1.0, last.model_fraction + cov.model_fraction), also=cov)
@@ -180,9 +180,9 @@ def take_count_share(rho: float) -> float:
 
 
 def note_clip(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None, center: np.ndarray,
-              tau: float, kind: str, model_fraction: float, searched: bool = False) -> None:
+              tau: float, kind: str, model_fraction: float, grown: bool = False) -> None:
     """Note a step's clipping ball in the open record, if any (else nothing happens);
-    ``searched``: a DP search of the data grew its radius past the plan."""
+    ``grown``: a DP search of the data grew its radius past the plan."""
     record = _ACTIVE.get()
     if record is None:
         return
@@ -190,7 +190,7 @@ def note_clip(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None, center
         rows, None if A is None else np.array(A, dtype=np.float64),
         None if shift is None else np.array(shift, dtype=np.float64),
         np.array(center, dtype=np.float64), float(tau), kind, float(model_fraction),
-        searched=bool(searched)))
+        grown=bool(grown)))
 
 
 def chi_tail(d: int, tau: float) -> float:

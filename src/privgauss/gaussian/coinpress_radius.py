@@ -57,7 +57,7 @@ _COV_NOISE_CAP = 0.1
 _MEAN_NOISE_CAP = 0.05
 #: a search runs only when the cap is at least this multiple of the planned radius: below it
 #: the radius could barely move, and the search's share of ρ would buy nothing
-_MIN_ROOM = 2.0
+_MIN_ROOM = 1.25
 _MAX_RADIUS = 1e140  # far below the 1e150 the rows are bounded by: radii stay computable
 #: standard deviations of a count's noise in the threshold
 _COUNT_Z = 3.0
@@ -112,7 +112,9 @@ def _norms_kernel(B: np.ndarray, *, P: Any, p0: Any, A: Any, s: Any, center: np.
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.sqrt(np.einsum("ij,ij->i", W, W))
     r = np.where(np.isfinite(r), r, np.inf)
-    return ((r.size - np.searchsorted(np.sort(r), grid, side="right")).astype(np.float64),)
+    # k_i = #{j : grid_j < r_i}: row i lies outside the balls 0..k_i − 1
+    hist = np.bincount(np.searchsorted(grid, r, side="left"), minlength=grid.size + 1)
+    return (np.cumsum(hist[::-1])[::-1][1:].astype(np.float64),)
 
 
 def outside_counts(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None,

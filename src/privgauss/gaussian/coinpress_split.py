@@ -208,7 +208,7 @@ def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
         rho_cov = sp.rho_cov - sp.search.rho
     m1, M2 = clipped_moments(rows, A, mu1, tau, exclude=idx if sp.parallel else None)
     note_clip(rows, A, mu1, np.zeros(rows.d), tau, "cov", chi_tail(rows.d, tau),
-              searched=tau > sp.tau * k)
+              grown=tau > sp.tau * k)
     n2 = n - sp.m if sp.parallel else n
     m_w = gaussian_mechanism(m1, clipped_mean_l2(tau, n2), ZCDP(sp.rho_mean),
                              accountant=part2, noise=src, step=f"{step} final mean")
