@@ -273,7 +273,10 @@ def test_transform_bookkeeping_for_many_steps_with_nonsymmetric_start() -> None:
     A, S = cp._run_cov(Rows(X), A0, plan, a, pg.NoiseSource(0), "t")
     assert not np.allclose(A, A.T)
     assert np.allclose(S, X.T @ X / n, rtol=1e-6, atol=1e-9)
-    assert len(a.ledger) == 5
+    # one release per step, after its radius search's counts when the plan has one
+    queries = sum(st.search.queries for st in plan if st.search is not None)
+    assert len(a.ledger) == 5 + queries
+    assert sum(e.mechanism == "symmetric-gaussian" for e in a.ledger) == 5
 
 
 @pytest.mark.parametrize(
@@ -311,12 +314,16 @@ def test_covariance_ledger(constants: str) -> None:
     a = acct(rho)
     coinpress_covariance(X, rho, cov_upper=u, accountant=a, noise=1, constants=constants)
     plan = covariance_schedule(n, d, u, rho, constants=constants)
-    assert len(a.ledger) == len(plan)
     assert math.fsum(ledger_rhos(a)) == pytest.approx(rho, rel=1e-12, abs=0)
-    for e, s in zip(a.ledger, plan, strict=True):
-        assert e.mechanism == "symmetric-gaussian"
+    # a step with a radius search (practical, when the budget leaves room) first releases its
+    # counts, each charged; Gaussian rows keep the planned radius
+    queries = sum(s.search.queries for s in plan if s.search is not None)
+    assert len(a.ledger) == len(plan) + queries
+    moments = [e for e in a.ledger if e.mechanism == "symmetric-gaussian"]
+    for e, s in zip(moments, plan, strict=True):
+        rho_m = s.rho - (0.0 if s.search is None else s.search.rho)
         assert e.sensitivity == pytest.approx(math.sqrt(2) * s.clip_radius**2 / n, rel=1e-12)
-        assert e.noise_scale == pytest.approx(s.clip_radius**2 / (n * math.sqrt(s.rho)))
+        assert e.noise_scale == pytest.approx(s.clip_radius**2 / (n * math.sqrt(rho_m)))
     if constants == "theory":
         assert s.clip_radius == pytest.approx(chi_tail_bound(d, 0.1))
         assert len(plan) == 1 + math.ceil(math.log10(u))
@@ -333,7 +340,8 @@ def test_gaussian_ledger_split_sums_to_rho() -> None:
         coinpress_gaussian(X, 0.5, center=np.zeros(4), radius=20, cov_bounds=(1, 10),
                            accountant=a, noise=0, constants=constants)
         assert math.fsum(ledger_rhos(a)) == pytest.approx(0.5, rel=1e-12, abs=0)
-        mean_rho = math.fsum(e.cost.rho for e in a.ledger if e.mechanism == "gaussian")
+        # the mean steps' releases and the counts of the final mean's radius search
+        mean_rho = math.fsum(e.cost.rho for e in a.ledger if " mean" in e.step)
         share = cpp._ROUGH_MEAN_SHARE + cpp._FINAL_MEAN_SHARE if constants == "practical" else 0.5
         assert mean_rho == pytest.approx(0.5 * share, rel=1e-12)
 
@@ -662,11 +670,17 @@ def test_split_mode_parallel_charges_and_sensitivities(monkeypatch: pytest.Monke
     coarse, final = info["ledgers"]
     assert math.isclose(math.fsum(e.cost.rho for e in coarse), 1.0, rel_tol=1e-12)
     assert math.isclose(math.fsum(e.cost.rho for e in final), 1.0, rel_tol=1e-12)
-    assert [e.step for e in final] == ["g final mean", "g final second moment"]
-    tau = math.sqrt(chi2.isf(cpp._COV_CLIP_TAIL, d))
+    # the final pass: its radius search's counts (when the budget leaves room), then the mean
+    # and second moment at one radius τ — at least the planned χ quantile (it grows with the
+    # budget, noise_matched_radius, and from the data by the search)
+    search = [e for e in final if " radius " in e.step]
+    assert [e.step for e in final[len(search):]] == ["g final mean", "g final second moment"]
+    assert all(e.mechanism == "count-discrete-gaussian" and e.sensitivity == 1.0
+               for e in search)
     n2 = n - idx.size
-    assert math.isclose(final[0].sensitivity, 2 * tau / n2)
-    assert math.isclose(final[1].sensitivity, math.sqrt(2) * tau**2 / n2)
+    tau = final[-2].sensitivity * n2 / 2.0
+    assert tau >= math.sqrt(chi2.isf(cpp._COV_CLIP_TAIL, d))
+    assert math.isclose(final[-1].sensitivity, math.sqrt(2) * tau**2 / n2)
     # accuracy sanity: a sensible Gaussian estimate
     np.testing.assert_allclose(m, [3.0] * 3, atol=0.3)
     np.testing.assert_allclose(np.diag(C), [1.0, 4.0, 0.25], rtol=0.3)
@@ -680,8 +694,9 @@ def test_split_mode_subsample_ledger_sums_to_rho(monkeypatch: pytest.MonkeyPatch
     coarse, final = info["ledgers"]
     assert math.isclose(math.fsum(e.cost.rho for e in coarse), 0.16, rel_tol=1e-12)
     assert len(a.ledger) == len(coarse) + len(final)
-    tau = math.sqrt(chi2.isf(cpp._COV_CLIP_TAIL, d))
-    assert math.isclose(final[1].sensitivity, math.sqrt(2) * tau**2 / n)  # all n rows
+    tau = final[-2].sensitivity * n / 2.0  # the final mean's 2τ/n: all n rows
+    assert tau >= math.sqrt(chi2.isf(cpp._COV_CLIP_TAIL, d))
+    assert math.isclose(final[-1].sensitivity, math.sqrt(2) * tau**2 / n)
     np.testing.assert_allclose(np.diag(C), [1.0, 4.0, 0.25], rtol=0.3)
 
 

@@ -102,6 +102,13 @@ CASES = {
             _gaussian_rows, 40000, 3, 0),
     "gaussian-auto": (lambda u, s: G(epsilon=1.0, delta=1e-6, random_state=s),
                       _gaussian_rows, 4000, 3, 0),
+    # huge budgets: the practical steps search their radii from the data (coinpress_radius),
+    # a fixed number of counts each, whatever the extreme row
+    "gaussian-auto-huge": (lambda u, s: G(epsilon=1e4, delta=1e-6, random_state=s),
+                           _gaussian_rows, 4000, 3, 0),
+    "coinpress-huge": (lambda u, s: G(rho=1e4, method="coinpress", mean_bound=10 * u,
+                                     cov_bounds=(0.1 * u**2, 10 * u**2), random_state=s),
+                       _gaussian_rows, 600, 3, 0),
     "histogram-constant": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="histogram",
                                          random_state=s), _constant_rows, 4000, 3, 0),
     "histogram-tied": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="histogram",

@@ -9,9 +9,13 @@ Privacy: every function here is ρ-zCDP for the rows of ``X`` under **replace-on
 from public quantities only (n, d, ρ, the prior, β and the step index), releases a clipped
 statistic with the Gaussian mechanism (sensitivity from :mod:`privgauss.sensitivity`), and
 charges ``ZCDP(ρ·f_i)`` to the accountant before drawing its noise; the fractions f_i sum to 1
-(the last is ``1 − sum(others)``). Step counts, splits and radii are therefore the same for all
-datasets of a given size — :func:`mean_schedule` and :func:`covariance_schedule` return them
-(:mod:`.coinpress_plan` holds all public planning; this module runs the plans on data).
+(the last is ``1 − sum(others)``). Step counts, splits and planned radii are therefore the same
+for all datasets of a given size — :func:`mean_schedule` and :func:`covariance_schedule` return
+them (:mod:`.coinpress_plan` holds all public planning; this module runs the plans on data).
+At large budgets a practical step's plan may include a *radius search*
+(:mod:`.coinpress_radius`): a fixed number of noisy counts, charged within the step's ρ·f_i,
+that may grow its radius from the data before the statistic is released at the radius found
+(a DP output, so its sensitivity is public).
 
 ``constants="theory"`` reproduces CoinPress's published recipe (Laurent–Massart tail bound γ at
 β, clip radius ``min(sqrt(r²+6r+γ²), r+γ)``, t = 2 with ``[1/4, 3/4]``, covariance ridge

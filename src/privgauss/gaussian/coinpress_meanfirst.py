@@ -161,7 +161,7 @@ def mean_first_gaussian(
         plan2 = covariance_schedule(n, d, cond, rho2, beta=beta, steps=2)
     plan3 = mean_schedule(n, d, _FINAL_RADIUS, rho3 * _CENTRE_PART, beta=_MEAN_BETA)
     r3 = _CENTRE_SLACK * _mean_error_bound(n, d, plan3[-1], _MEAN_BETA)
-    plan5 = mean_schedule(n, d, r3, rho3 * (1.0 - _CENTRE_PART), beta=_MEAN_BETA)
+    plan5 = mean_schedule(n, d, r3, rho3 * (1.0 - _CENTRE_PART), beta=_MEAN_BETA, search=True)
     _check_radii(plan1, plan3, plan5)  # every plan is public and checked before anything is spent
     # every statistic is of y_i − center − (offset): ``shift`` keeps the map (a public frame)
     m1 = _run_mean(rows, np.zeros(d), plan1, accountant, noise, f"{step} mean-rough",
@@ -192,9 +192,10 @@ def mean_first_gaussian(
                          min_eig=lo)
         A = inv_sqrtm_psd(project_psd(A @ Sc @ A.T) + plan2[-2].eta * np.eye(d)) @ A
     past = _recentred(past, off, B, plan3[-1].sigma, n, A)
+    sig_last: list[float] = []
     _, cov = _run_cov(rows, A, plan2[-1:], accountant, noise, f"{step} cov",
                       shift=center + m1 + off, floor=lo if prior_floor else 0.0, past=past,
-                      labels=(len(plan2) - 1, len(plan2)))
+                      labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last)
     assert cov is not None
     # 5. a second mean in the frame of the final covariance, about the centring mean; the
     # output mean pools both (their noise covariances σ²B⁻¹B⁻ᵀ; post-processing)
@@ -202,13 +203,14 @@ def mean_first_gaussian(
     # mapped back), so an eigenvalue the noise may have pushed down does not stretch the frame
     # until the ball misses the rows; the ridge vanishes with the noise
     Ainv = np.linalg.inv(A)
-    ridge = math.sqrt(d) * plan2[-1].sigma * sym(Ainv @ Ainv.T)
+    ridge = math.sqrt(d) * sig_last[-1] * sym(Ainv @ Ainv.T)
     B2 = _whitener(cov + ridge, lo, step, rel)
+    sig5: list[float] = []
     mw2 = _run_mean(rows, np.zeros(d), plan5, accountant, noise, f"{step} mean-final", A=B2,
-                    shift=center + m1 + off)
+                    shift=center + m1 + off, sigmas=sig5)
     off2 = off + np.linalg.solve(B2, np.asarray(mw2))
     # precisions of the two means: (σ²B⁻¹B⁻ᵀ)⁻¹ = BᵀB/σ²
-    W1, W2 = B.T @ B / plan3[-1].sigma ** 2, B2.T @ B2 / plan5[-1].sigma ** 2
+    W1, W2 = B.T @ B / plan3[-1].sigma ** 2, B2.T @ B2 / sig5[-1] ** 2
     mean = np.linalg.solve(W1 + W2, W1 @ off + W2 @ off2)
     # the final moment is about m₁ + off: remove the (small) offset of the pooled mean
     shift = mean - off
@@ -223,7 +225,7 @@ def mean_first_gaussian(
 def _pooled_moment(past: list[Release]) -> np.ndarray:
     """The pooled estimate of the chain's moment in the rows' units (post-processing), in the
     frame of its last release."""
-    A, Z, sigma, _ = past[-1]
+    A, Z, sigma, _, _ = past[-1]
     Ainv = np.linalg.inv(A)
     with np.errstate(over="ignore", invalid="ignore"):
         return sym(Ainv @ project_psd(_pooled(past[:-1], A, Z, sigma)) @ Ainv.T)
@@ -238,5 +240,5 @@ def _recentred(past: list[Release], off: np.ndarray, B: np.ndarray, sigma_m: flo
     G = A @ np.linalg.inv(B)
     e2 = sigma_m * sigma_m * float(np.sum(G * G)) + float(np.sum(G * G)) / n
     x = 2.0 * float(np.sum((A @ off) ** 2)) * e2
-    return [(A_i, Z_i - np.outer(A_i @ off, A_i @ off), s_i, x_i + x)
-            for A_i, Z_i, s_i, x_i in past]
+    return [(A_i, Z_i - np.outer(A_i @ off, A_i @ off), s_i, x_i + x, t_i)
+            for A_i, Z_i, s_i, x_i, t_i in past]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.stats import chi2
 
 from ..backends import take_rows
 from ..clipped_stats import Rows, clipped_moments
@@ -34,7 +35,9 @@ from .coinpress_plan import (
     _Plan,
     _practical_plan,
     _sigma_cov,
+    noise_matched_radius,
 )
+from .coinpress_radius import RadiusSearch, plan_search, search_radius
 from .coinpress_steps import _WHITEN_REL, _run_practical, _whitener
 
 _SPLIT_MIN_VALUES = 1 << 20  # n·d below this: passes are cheap, always the sequential mode
@@ -72,6 +75,8 @@ class _Split:
     rho_mean: float
     rho_cov: float
     cov_err: float
+    #: the final pass's radius search (its cost is part of ``rho_cov``), or None
+    search: RadiusSearch | None = None
 
 
 def _split_plan(n: int, args: _PlanArgs, seq: _Plan) -> _Split | None:
@@ -109,7 +114,13 @@ def _split_plan(n: int, args: _PlanArgs, seq: _Plan) -> _Split | None:
             rho_m = rho2 * _FINAL_MEAN_SHARE
             rho_c = rho2 - rho_m if math.isfinite(rho2) else math.inf
             n2 = n - m if parallel else n
-            sig = _sigma_cov(tau, n2, rho_c)
+            # the final radius grows with the budget like every practical step's
+            # (noise_matched_radius), and a search may grow it from the data
+            tau_f = noise_matched_radius(tau, _sigma_cov(tau, n2, rho_c), n2, 2)
+            sig = _sigma_cov(tau_f, n2, rho_c)
+            rs = plan_search(tau_f, sig, rho_c, n2, d, 2, float(chi2.sf(tau_f * tau_f, d)))
+            if rs is not None:
+                sig = _sigma_cov(tau_f, n2, rho_c - rs.rho)
             u = 1.0 + 2.0 * e / math.sqrt(d)
             err = (d * d + d) * (1.0 / n2 + sig * sig * (1.0 + e) * u)
             if not (e < min(_SPLIT_MAX_FRAME_ERROR, 0.99) and err <= limit):
@@ -117,7 +128,7 @@ def _split_plan(n: int, args: _PlanArgs, seq: _Plan) -> _Split | None:
             p1 = _practical_plan(*coarse_args, False)
             cost = _plan_cost(p1, m, d) + _FINAL_PASS * n2 * d * d
             if cost < seq_cost and (best is None or cost < best[0]):
-                best = (cost, _Split(m, parallel, rho1, p1, u, tau, rho_m, rho_c, err))
+                best = (cost, _Split(m, parallel, rho1, p1, u, tau_f, rho_m, rho_c, err, rs))
     return None if best is None else best[1]
 
 
@@ -186,14 +197,23 @@ def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
     mu1, cov1 = _run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse",
                                prior_floor)
     A = _whitener(cov1, lo, step, rel=1.0 if prior_floor else _WHITEN_REL) / math.sqrt(sp.u)
-    tau = sp.tau * cov_clip_scale()  # the fit's public multiplier (1 by default)
+    k = cov_clip_scale()  # the fit's public multiplier (1 by default)
+    tau, rho_cov = sp.tau * k, sp.rho_cov
+    if sp.search is not None:  # the final radius from the final rows, by DP
+        search = sp.search if k == 1.0 else RadiusSearch(
+            sp.search.rho, tuple(g * k for g in sp.search.grid), sp.search.allowed)
+        tau, _ = search_radius(rows, A, mu1, np.zeros(rows.d), search, accountant=part2,
+                               noise=src, step=f"{step} final",
+                               exclude=rows1 if sp.parallel else None)
+        rho_cov = sp.rho_cov - sp.search.rho
     m1, M2 = clipped_moments(rows, A, mu1, tau, exclude=idx if sp.parallel else None)
-    note_clip(rows, A, mu1, np.zeros(rows.d), tau, "cov", chi_tail(rows.d, tau))
+    note_clip(rows, A, mu1, np.zeros(rows.d), tau, "cov", chi_tail(rows.d, tau),
+              grown=tau > sp.tau * k)
     n2 = n - sp.m if sp.parallel else n
     m_w = gaussian_mechanism(m1, clipped_mean_l2(tau, n2), ZCDP(sp.rho_mean),
                              accountant=part2, noise=src, step=f"{step} final mean")
     M = symmetric_matrix_mechanism(M2, clipped_second_moment_frobenius(tau, n2),
-                                   ZCDP(sp.rho_cov), accountant=part2, noise=src,
+                                   ZCDP(rho_cov), accountant=part2, noise=src,
                                    step=f"{step} final second moment")
     if info is not None:
         info.update(split_rows=idx, parallel=sp.parallel, coarse=(mu1, cov1),
