@@ -1,0 +1,170 @@
+"""Private EM on generated mixture families (issue 27): wrong basins and median gap against
+scikit-learn's best of 5 inits, over random families rather than one fixed draw.
+
+A family (seeded; a fresh draw per seed): k in 2–6, d in 2–15, weights Dirichlet(2) with every
+weight >= 0.05, each component's covariance a random rotation of per-axis standard deviations
+log-uniform in [0.3, 3], means Gaussian points scaled so that the closest pair is exactly
+``sep`` standard deviations apart (sep uniform in [1.5, 4]; a pair's distance divided by the
+larger of the two components' largest standard deviation). n = 5e4 training rows, 2e4
+held-out rows of the same family.
+
+gap = held-out mean log-likelihood of ``GaussianMixture(k, n_init=5)`` minus that of
+``PrivateGaussianMixture(k, method="em")`` (nat/row); a *wrong basin* is gap > 0.05. Time is
+the ratio of our wall time to ``GaussianMixture(k, n_init=1)``'s, both on one BLAS thread.
+Family seeds 0.. are the tuning set; seeds from 1000 on are never used while tuning and are
+reported separately.
+
+    python benchmarks/mixture_families.py --families 50 --held-out 50 \
+        --out benchmarks/results/mixture_families.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.mixture import GaussianMixture
+from threadpoolctl import threadpool_limits
+
+import privgauss as pg
+
+HELD_OUT_BASE = 1000  # family seeds >= this are never used for tuning
+WRONG = 0.05  # a wrong basin: more than this below sklearn's best of 5
+BUDGETS = {"eps=1, delta=1e-6": {"epsilon": 1.0, "delta": 1e-6},
+           "eps=1e4, delta=1e-6": {"epsilon": 1e4, "delta": 1e-6}}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A generated mixture: parameters drawn from the family seed."""
+
+    seed: int
+    sep: float
+    weights: np.ndarray
+    means: np.ndarray
+    roots: np.ndarray  # covariance square roots, (k, d, d)
+
+    @property
+    def k(self) -> int:
+        return int(self.means.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.means.shape[1])
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        lab = rng.choice(self.k, size=n, p=self.weights)
+        return self.means[lab] + np.einsum("nij,nj->ni", self.roots[lab],
+                                           rng.standard_normal((n, self.d)))
+
+    def describe(self) -> str:
+        return (f"k={self.k} d={self.d} sep={self.sep:.2f} "
+                f"wmin={self.weights.min():.2f}")
+
+
+def family(seed: int, k: int | None = None, d: int | None = None) -> Family:
+    """The family of ``seed`` (k in 2–6 and d in 2–15 unless given)."""
+    rng = np.random.default_rng([27, seed])
+    k = int(rng.integers(2, 7)) if k is None else k
+    d = int(rng.integers(2, 16)) if d is None else d
+    sep = float(rng.uniform(1.5, 4.0))
+    w = rng.dirichlet(np.full(k, 2.0))
+    w = np.maximum(w, 0.05)
+    w /= w.sum()
+    roots = np.empty((k, d, d))
+    sd_max = np.empty(k)
+    for j in range(k):
+        Q, R = np.linalg.qr(rng.standard_normal((d, d)))
+        Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+        sd = np.exp(rng.uniform(np.log(0.3), np.log(3.0), size=d))
+        roots[j] = Q * sd  # Q diag(sd): covariance Q diag(sd²) Qᵀ
+        sd_max[j] = sd.max()
+    M = rng.standard_normal((k, d))
+    ratio = min(np.linalg.norm(M[i] - M[j]) / max(sd_max[i], sd_max[j])
+                for i in range(k) for j in range(i + 1, k))
+    return Family(seed, sep, w, M * (sep / ratio), roots)
+
+
+def run_family(fam: Family, n: int, budgets: dict[str, dict[str, float]], noise_seed: int = 0,
+               method: str = "em") -> dict[str, object]:
+    """One family: sklearn's best of 5 and the private fits' gaps, times on one BLAS thread."""
+    rng = np.random.default_rng([fam.seed, 1])
+    X, H = fam.sample(n, rng), fam.sample(20_000, rng)
+    out: dict[str, object] = {"family": fam.describe()}
+    with threadpool_limits(1, user_api="blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        sk1 = GaussianMixture(fam.k, random_state=0).fit(X)
+        out["t_sk1"] = time.perf_counter() - t0
+        sk5 = GaussianMixture(fam.k, n_init=5, random_state=0).fit(X)
+        best = max(sk5.score(H), sk1.score(H))
+        out["one_gaussian_gap"] = best - GaussianMixture(1).fit(X).score(H)
+        for name, kw in budgets.items():
+            t0 = time.perf_counter()
+            est = pg.PrivateGaussianMixture(fam.k, method=method, random_state=noise_seed,
+                                            **kw)
+            est.fit(X)
+            out[f"t {name}"] = time.perf_counter() - t0
+            out[f"gap {name}"] = best - est.score(H)
+    return out
+
+
+def _summary(rows: list[dict[str, object]], name: str) -> str:
+    gaps = [float(r[f"gap {name}"]) for r in rows]  # type: ignore[arg-type]
+    ratios = [float(r[f"t {name}"]) / float(r["t_sk1"]) for r in rows]  # type: ignore[arg-type]
+    wrong = sum(g > WRONG for g in gaps)
+    return (f"| {name} | {len(gaps)} | {wrong} | {statistics.median(gaps):.4f} | "
+            f"{max(gaps):.3f} | {statistics.median(ratios):.1f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--families", type=int, default=20, help="tuning family seeds 0..F-1")
+    ap.add_argument("--held-out", type=int, default=0,
+                    help=f"held-out family seeds {HELD_OUT_BASE}..")
+    ap.add_argument("--n", type=int, default=50_000)
+    ap.add_argument("--budgets", default="all", choices=["all", "eps1", "eps1e4"])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    budgets = BUDGETS if args.budgets == "all" else {
+        k: v for k, v in BUDGETS.items() if (args.budgets == "eps1") == (v["epsilon"] == 1.0)}
+    sets = {"tuning": list(range(args.families)),
+            "held-out": list(range(HELD_OUT_BASE, HELD_OUT_BASE + args.held_out))}
+    per_fit = ["| set | seed | family | " + " | ".join(f"gap {b}" for b in budgets)
+               + " | single Gaussian gap | time / sklearn n_init=1 |",
+               "|---|---|---|" + "---|" * len(budgets) + "---|---|"]
+    summary = ["| set | budget | families | wrong basins (gap > 0.05) | median gap | max gap | "
+               "median time / sklearn n_init=1 |", "|---|---|---|---|---|---|---|"]
+    for set_name, seeds in sets.items():
+        rows = []
+        for s in seeds:
+            r = run_family(family(s), args.n, budgets)
+            rows.append(r)
+            first = next(iter(budgets))
+            line = (f"| {set_name} | {s} | {r['family']} | "
+                    + " | ".join(f"{float(r[f'gap {b}']):.4f}" for b in budgets)  # type: ignore[arg-type]
+                    + f" | {float(r['one_gaussian_gap']):.3f} | "  # type: ignore[arg-type]
+                    f"{float(r[f't {first}']) / float(r['t_sk1']):.1f} |")  # type: ignore[arg-type]
+            print(line, flush=True)
+            per_fit.append(line)
+        for b in budgets:
+            if rows:
+                summary.append(_summary(rows, b).replace("| ", f"| {set_name} | ", 1))
+    print("\n".join(summary))
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("# Private EM on generated mixture families\n\n")
+            f.write("Command: `OPENBLAS_NUM_THREADS=1 python " + " ".join(sys.argv) + "`\n\n")
+            f.write("gap: sklearn `GaussianMixture(k, n_init=5)` held-out mean log-likelihood "
+                    "minus ours (nat/row). Time: ours (the first budget) / sklearn n_init=1, "
+                    "one BLAS thread each.\n\n")
+            f.write("\n".join(summary) + "\n\n" + "\n".join(per_fit) + "\n")
+
+
+if __name__ == "__main__":
+    main()
