@@ -472,7 +472,7 @@ def test_audit_passes(kw: dict) -> None:
     from privgauss import audit
     D, D2 = _audit_pair()
     eps = zcdp_to_epsilon(0.1, 1e-2)
-    # 8,000 runs (the halved-sensitivity test below keeps 20,000: it needs the power)
+    # 8,000 runs (the halved-sensitivity test below keeps 10,000: it needs the power)
     res = audit.audit_mechanism(_mean_mech(**kw), D, D2, epsilon=eps, delta=1e-2, n_runs=8_000,
                                 random_state=1)
     assert res.passed, str(res)
@@ -485,8 +485,10 @@ def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None
     try:
         D, D2 = _audit_pair()
         eps = zcdp_to_epsilon(0.1, 1e-2)
+        # 10,000 runs per dataset: over audit seeds 1-5 the bound was 1.16-1.34 (eps 0.979
+        # claimed), flagged at every seed, about 4 standard deviations clear
         res = audit.audit_mechanism(_mean_mech(steps=1), D, D2, epsilon=eps, delta=1e-2,
-                                    n_runs=20_000, random_state=1)
+                                    n_runs=10_000, random_state=1)
         assert not res.passed, str(res)
     finally:
         cpp.mean_schedule.cache_clear()

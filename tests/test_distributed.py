@@ -209,6 +209,22 @@ def _fit_em(X: Any, P: np.ndarray | None, budget: dict) -> pg.PrivateGaussianMix
     return m.fit(X, public_X=P)
 
 
+@pytest.fixture(scope="module")
+def em_reference(em_data: tuple) -> Any:
+    """The in-memory fit of each EM case (by index in EM_CASES), fitted once for the tests
+    that compare a dask or file fit with it; the tests only read the fitted attributes."""
+    X, P, _ = em_data
+    fits: dict[int, pg.PrivateGaussianMixture] = {}
+
+    def reference(case: int) -> pg.PrivateGaussianMixture:
+        if case not in fits:
+            budget, public = EM_CASES[case]
+            fits[case] = _fit_em(X, P if public else None, budget)
+        return fits[case]
+
+    return reference
+
+
 def _assert_same_mixture(got: pg.PrivateGaussianMixture, ref: pg.PrivateGaussianMixture
                          ) -> None:
     """Equal up to the rounding of the sums: numpy blocks of 43,690 rows (d = 3) and dask
@@ -221,11 +237,12 @@ def _assert_same_mixture(got: pg.PrivateGaussianMixture, ref: pg.PrivateGaussian
 
 
 @pytest.mark.parametrize(("budget", "public"), EM_CASES, ids=EM_IDS)
-def test_cluster_em_mixture_gives_the_in_memory_fit(client: Any, em_data: tuple, budget: dict,
+def test_cluster_em_mixture_gives_the_in_memory_fit(client: Any, em_data: tuple,
+                                                    em_reference: Any, budget: dict,
                                                     public: bool) -> None:
     X, P, weights = em_data
     P = P if public else None
-    ref = _fit_em(X, P, budget)
+    ref = em_reference(EM_CASES.index((budget, public)))
     assert ref.method_ == "em"
     # a real fit (the equality then compares fits, not collapsed models): three components
     assert ref.weights_.min() > 0.15 and np.sort(weights)[0] > 0.3
@@ -233,7 +250,8 @@ def test_cluster_em_mixture_gives_the_in_memory_fit(client: Any, em_data: tuple,
     _assert_same_mixture(got, ref)
 
 
-def test_cluster_em_mixture_streams_a_npy_file(client: Any, em_data: tuple, tmp_path: Any,
+def test_cluster_em_mixture_streams_a_npy_file(client: Any, em_data: tuple, em_reference: Any,
+                                               tmp_path: Any,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """From a path the rows are read in chunks on the workers, never loaded whole (the
     estimator's in-memory loader is not called)."""
@@ -245,6 +263,6 @@ def test_cluster_em_mixture_streams_a_npy_file(client: Any, em_data: tuple, tmp_
     X = em_data[0]
     path = tmp_path / "mix.npy"
     np.save(path, X)
-    ref = _fit_em(X, None, EM_CASES[0][0])
+    ref = em_reference(0)  # the (ε, δ) case: no public rows
     monkeypatch.setattr(est_mixture, "in_memory", no_load)
     _assert_same_mixture(_fit_em(str(path), None, EM_CASES[0][0]), ref)

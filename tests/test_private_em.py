@@ -370,9 +370,11 @@ def test_synthetic_benchmark_set_recovers_at_epsilon_one():
 
 def test_a_whitened_frame_run_joins_the_pick(monkeypatch):
     """Three runs explore: the k-means and histogram starts (k-means on standardised columns)
-    and a whitened-frame start. At this seed (ρ = 0.5, 500 public rows) the two standardised
-    starts both began at one poor optimum and ended 0.332 nat/row below sklearn; with the
-    third run the pick finds the clusters (0.000). On benchmarks/em_scale.py's rotated,
+    and a whitened-frame start. The two standardised starts alone share a poor optimum only at
+    some fit seeds: at ρ = 0.5 with these 500 public rows, at 1 of seeds 0-13 (seed 11: 0.332
+    nat/row below sklearn; the others within 0.001). With the third run the pick finds the
+    clusters at every one of those seeds (within 0.001). The test runs at seed 11, the seed
+    where the third start is what makes the difference. On benchmarks/em_scale.py's rotated,
     unequally scaled mixture (n = 1e6, ε = 1, seeds 4-11) the standardised starts alone ended
     0.03-0.13 below sklearn at 5 of 8 seeds, all three at 1 of 8."""
     X, H, P = _synthetic(50_000, 0), _synthetic(20_000, 1), _synthetic(500, 7)

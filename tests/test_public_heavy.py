@@ -175,15 +175,19 @@ def _heavy_mechanism(estimator: str):
     return mechanism
 
 
-@pytest.mark.parametrize(("estimator", "runs"), [("learner", 500), ("joint", 300)])
-def test_row_moving_between_public_clusters_passes_an_empirical_audit(estimator, runs) -> None:
+# 100 runs per dataset: the audit's bound cannot exceed 1.81 at 100 runs (3.48 at 500), below
+# the claimed ε = 3.54 either way, so this audit checks that the fit runs on both neighbours and
+# is not a test of the noise's size (the per-cluster joint release it calls is audited with
+# teeth in test_cluster_estimation.py; the double charge is checked on the ledger above).
+@pytest.mark.parametrize("estimator", ["learner", "joint"])
+def test_row_moving_between_public_clusters_passes_an_empirical_audit(estimator) -> None:
     result = audit_mechanism(
         _heavy_mechanism(estimator),
         AUDIT_X,
         AUDIT_X_PRIME,
         epsilon=zcdp_to_epsilon(AUDIT_RHO, AUDIT_DELTA),
         delta=AUDIT_DELTA,
-        n_runs=runs,
+        n_runs=100,
         random_state=0,
     )
     assert result.passed, str(result)

@@ -216,6 +216,9 @@ def _light_mechanism(estimator: str):
     return mechanism
 
 
+# 100 runs per dataset: the audit's bound cannot exceed 1.81 at 100 runs (3.48 at 500), below
+# the claimed ε = 3.54 either way, so this audit checks that the fit runs on both neighbours;
+# the Q_priv audit above is the one with the power to flag a wrong sensitivity.
 @pytest.mark.parametrize("estimator", ["learner", "joint"])
 def test_row_moving_between_clusters_passes_an_end_to_end_audit(estimator: str) -> None:
     result = audit_mechanism(
@@ -224,7 +227,7 @@ def test_row_moving_between_clusters_passes_an_end_to_end_audit(estimator: str) 
         E_X_PRIME,
         epsilon=zcdp_to_epsilon(E_RHO, E_DELTA),
         delta=E_DELTA,
-        n_runs=500 if estimator == "learner" else 300,
+        n_runs=100,
         random_state=0,
     )
     assert result.passed, str(result)
