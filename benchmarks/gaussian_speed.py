@@ -48,11 +48,8 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
 
 
 def _loadavg() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "n/a"
+    """The 1/5/15-minute load averages (the machine may be shared)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
 def _rows(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
