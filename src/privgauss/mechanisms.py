@@ -21,7 +21,7 @@ from scipy.special import erfcx, log_ndtr
 
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
-from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP
+from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, pure_epsilon
 from .privacy.budgets import _MIN_EPS
 from .sensitivity import (
     gaussian_stability_histogram_threshold,
@@ -56,14 +56,6 @@ def _counts(count: Any) -> np.ndarray:
     if not (np.all(np.isfinite(c)) and np.all(c == np.round(c)) and np.all(np.abs(c) < 2**62)):
         raise ValueError("counts must be finite integers")
     return c.astype(np.int64)
-
-
-def _pure_epsilon(budget: Budget, what: str) -> float:
-    if isinstance(budget, PureDP):
-        return budget.epsilon
-    if isinstance(budget, ApproxDP) and budget.delta == 0:
-        return budget.epsilon
-    raise PrivacyBudgetError(f"the {what} needs a pure epsilon budget, got {budget}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -202,7 +194,7 @@ def laplace_mechanism(
     """Release ``value`` plus Laplace(Δ₁/ε) noise per entry; ε-DP when ``sensitivity`` bounds the
     L1 norm of the change between neighbours."""
     value = _values(value)
-    eps = _pure_epsilon(budget, "Laplace mechanism")
+    eps = pure_epsilon(budget, "Laplace mechanism")
     scale = _check_sensitivity(sensitivity) / eps
     _charge(accountant, budget, step, "laplace", float(sensitivity), scale)
     return as_noise(noise).laplace(value, scale)
@@ -263,7 +255,7 @@ def symmetric_matrix_mechanism(
     m = (m + np.swapaxes(m, -1, -2)) / 2
     src = as_noise(noise)
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
-        eps = _pure_epsilon(budget, "symmetric Laplace mechanism")
+        eps = pure_epsilon(budget, "symmetric Laplace mechanism")
         scale = _check_sensitivity(sensitivity) / eps
         _charge(accountant, budget, step, "symmetric-laplace", float(sensitivity), scale)
         if m.ndim == 2:
@@ -319,7 +311,7 @@ def private_count(
     count = _counts(count)
     src = as_noise(noise)
     if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
-        eps = _pure_epsilon(budget, "private count")
+        eps = pure_epsilon(budget, "private count")
         scale = _check_sensitivity(sensitivity) / eps
         _charge(accountant, budget, step, "count-discrete-laplace", sensitivity, scale)
         return src.integer_laplace(count, scale)
@@ -350,7 +342,7 @@ def exponential_mechanism(
     utilities = _values(utilities, "utilities").ravel()
     if utilities.size == 0:
         raise ValueError("the exponential mechanism needs at least one candidate utility")
-    eps = _pure_epsilon(budget, "exponential mechanism")
+    eps = pure_epsilon(budget, "exponential mechanism")
     sensitivity = _check_sensitivity(sensitivity)
     factor = 1.0 if monotone else 2.0
     scale = factor * sensitivity / eps
@@ -379,7 +371,7 @@ def above_threshold(
     ``monotone``); ε-DP in total however many queries are asked. Queries may be callables,
     evaluated lazily, so the scan stops at the first hit.
     """
-    eps = _pure_epsilon(budget, "AboveThreshold")
+    eps = pure_epsilon(budget, "AboveThreshold")
     sensitivity = _check_sensitivity(sensitivity)
     t_scale = 2 * sensitivity / eps
     q_scale = t_scale if monotone else 2 * t_scale
