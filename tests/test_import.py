@@ -58,7 +58,7 @@ def test_submodules_and_unknown_names() -> None:
     from privgauss import PrivateGaussian, mixture_requirements  # `from` imports work too
 
     assert PrivateGaussian is pg.estimators.PrivateGaussian
-    assert mixture_requirements is pg.mixture.requirements.requirements
+    assert mixture_requirements is pg.methods.mixture_requirements  # the registry's entry
     with pytest.raises(AttributeError):
         pg.no_such_name  # noqa: B018
     assert not hasattr(pg, "_private")

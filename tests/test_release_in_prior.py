@@ -48,13 +48,14 @@ def test_known_covariance_mean_is_projected_and_covariance_kept():
 
 
 def test_a_failure_says_the_step_the_n_it_needs_and_what_was_spent():
-    # a fit that passes every check before spending and fails after (the data break the
-    # refinement's assumption: correlation condition ~1e8 with corr_condition=100)
-    q, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(5, 5)))
-    A = q @ np.diag(np.logspace(0, 4, 5)) @ q.T
-    X = np.random.default_rng(0).normal(size=(20_000, 5)) @ A.T
+    # a fit that passes every check before spending and fails after: a prior that excludes
+    # the data (every row 1e4 from the prior's ball), so the DP clipped count says the fit
+    # missed it. (A correlation condition of ~1e8 beyond corr_condition used to serve here;
+    # the bound-free route now fits it with a ridge tied to the noise.)
+    X = np.random.default_rng(0).normal(size=(20_000, 5)) + 1e4
     with pytest.raises(pg.EstimationFailed) as err, pytest.warns(pg.warnings.BudgetSpentWarning):
-        pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="histogram", random_state=1).fit(X)
+        pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="coinpress", mean_bound=10.0,
+                           cov_bounds=(0.1, 10.0), random_state=1).fit(X)
     text = str(err.value)
     assert err.value.step and err.value.step in text
     assert "spent (" in text and "of (1, 1e-06)-DP" in text

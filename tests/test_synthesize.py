@@ -99,7 +99,7 @@ def test_ndarray_in_ndarray_out() -> None:
 def test_ledger_composes_to_the_budget_with_named_steps(fitted: pg.PrivateSynthesizer) -> None:
     steps = [e.step for e in fitted.ledger_]
     # income is a float64 column: its kind ("auto") is a DP release too
-    assert steps[:3] == ["marginals/types", "marginals/range", "marginals/histogram"]
+    assert steps[:3] == ["marginals/types", "marginals/range", "marginals/bins"]
     assert len(steps) > 3 and all(s.startswith("copula/") for s in steps[3:])
     rho = sum(e.cost.rho for e in fitted.ledger_ if isinstance(e.cost, ZCDP))
     assert rho == pytest.approx(approx_to_zcdp(EPS, DELTA), rel=1e-9)

@@ -308,7 +308,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
                            for j, e in enumerate(edges) if e is not None])
     sens = histogram_l2() * math.sqrt(d)
     noisy_flat = gaussian_mechanism(flat, sens, ZCDP(plan.rho_hist), accountant=accountant,
-                                    noise=noise, step="histogram")
+                                    noise=noise, step="bins")
     sigma_hist = sens / math.sqrt(2.0 * plan.rho_hist)
     out = []
     start = 0

@@ -85,7 +85,8 @@ def choose_components(n: int, d: int, rho: float, requested: int | str = "auto")
     bound, cov = score_prior(n, d)
 
     def plan(rows: int, k: int) -> Any:
-        return mixture_plan(rows, d, k, rho=rho, mean_bound=bound, cov_bounds=cov, method="em")
+        # auto: with a zCDP budget, a prior and no stated separation it runs em
+        return mixture_plan(rows, d, k, rho=rho, mean_bound=bound, cov_bounds=cov)
 
     if requested != "auto":
         k = int(requested)
@@ -169,7 +170,7 @@ class PrivateSynthesizer:
     kinds_, dtypes_ : list of str
         Column kinds and the input's dtypes (for :meth:`sample_table`).
     ledger_, privacy_spent_, budget_
-        The privacy report: steps ``marginals/range``, ``marginals/histogram``, ``copula/...``.
+        The privacy report: steps ``marginals/range``, ``marginals/bins``, ``copula/...``.
     """
 
     def __init__(self, *, rho: float | None = None, epsilon: float | None = None,
@@ -284,7 +285,7 @@ class PrivateSynthesizer:
         self.n_components_ = k
         self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
-                      "marginals/histogram": ZCDP(rho_hist), "copula": ZCDP(rho_model)}
+                      "marginals/bins": ZCDP(rho_hist), "copula": ZCDP(rho_model)}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
 
@@ -306,7 +307,7 @@ class PrivateSynthesizer:
             # only the covariance, a correlation matrix (eigenvalues at most d), is released
             return PrivateGaussian(rho=rho, mean=np.zeros(d), cov_bounds=(SCORE_COV_FLOOR, d),
                                    random_state=seeded, accountant=child)
-        return PrivateGaussianMixture(k, rho=rho, method="em", mean_bound=bound,
+        return PrivateGaussianMixture(k, rho=rho, mean_bound=bound,  # auto: em, as planned
                                       cov_bounds=cov, random_state=seeded, accountant=child)
 
     # -- sample ------------------------------------------------------------------------------
