@@ -71,6 +71,26 @@ def _uptime() -> str:
         return "n/a"
 
 
+def machine_lines(load_before: str, load_after: str) -> list[str]:
+    """The report's "Machine and libraries" block (also used by ``gaussian_speed.py``)."""
+    lines = [
+        "",
+        "Machine and libraries:",
+        "",
+        f"- {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs",
+        f"- load average (1/5/15 min) before: {load_before}; after: {load_after}",
+        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"privgauss {getattr(pg, '__version__', 'n/a')}",
+    ]
+    try:
+        cfg = np.show_config(mode="dicts")  # type: ignore[call-arg]
+        blas = cfg["Build Dependencies"]["blas"]
+        lines.append(f"- BLAS: {blas.get('name')} {blas.get('version')}")
+    except Exception:  # pragma: no cover - older numpy
+        pass
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=float, default=1e6, help="private rows (default 1e6)")
@@ -191,21 +211,7 @@ def main(argv: list[str] | None = None) -> int:
               + "".join(f"; {'split disabled' if tol == 'off' else f'split tolerance {tol:g}'} "
                         f"{mean_err(g.mean_)}" for tol, _, _, g in extra)
               + "."]
-    lines += [
-        "",
-        "Machine and libraries:",
-        "",
-        f"- {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs",
-        f"- load average (1/5/15 min) before: {load_before}; after: {load_after}",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-        f"privgauss {getattr(pg, '__version__', 'n/a')}",
-    ]
-    try:
-        cfg = np.show_config(mode="dicts")  # type: ignore[call-arg]
-        blas = cfg["Build Dependencies"]["blas"]
-        lines.append(f"- BLAS: {blas.get('name')} {blas.get('version')}")
-    except Exception:  # pragma: no cover - older numpy
-        pass
+    lines += machine_lines(load_before, load_after)
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_write:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 import warnings
@@ -32,11 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy
 
 import privgauss as pg
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from covariance_speed import machine_lines  # noqa: E402  (benchmarks/ on the path above)
+
 TARGET = 4.0  # issue 26: the default fit of n = 1e6, d = 10 within 4× numpy's
 
 
@@ -170,15 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                   for r, (name, c, _) in others]
     else:
         lines += ["diffprivlib and OpenDP's Gaussian fits: not installed here, not timed."]
-    lines += [
-        "",
-        "Machine and libraries:",
-        "",
-        f"- {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs",
-        f"- load average (1/5/15 min) before: {load_before}; after: {load_after}",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy "
-        f"{scipy.__version__}, privgauss {pg.__version__}",
-    ]
+    lines += machine_lines(load_before, load_after)
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_write:
