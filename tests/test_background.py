@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import multivariate_t
 
 import privgauss as pg
-from privgauss.metrics import background_scale, gaussian_logpdf
+from privgauss.metrics import background_matrix, background_scale, gaussian_logpdf
 
 pytestmark = pytest.mark.filterwarnings("ignore::privgauss.warnings.ClippedDataWarning")
 
@@ -55,7 +55,8 @@ def test_the_mixture_is_the_stated_density():
     w, d = g.background_weight_, 3
     assert w > 0
     k = background_scale(d)
-    cauchy = multivariate_t(g.mean_, g.covariance_ * k * k, df=1).logpdf(test[:50])
+    scale = background_matrix(g.covariance_) * k * k
+    cauchy = multivariate_t(g.mean_, scale, df=1).logpdf(test[:50])
     gauss = gaussian_logpdf(test[:50], g.mean_, g.covariance_)
     want = np.logaddexp(math.log1p(-w) + gauss, math.log(w) + cauchy)
     np.testing.assert_allclose(g.score_samples(test[:50]), want, rtol=1e-10, atol=1e-9)
@@ -80,3 +81,43 @@ def test_gaussian_data_get_no_background_worth_scoring():
         gap = gaussian_logpdf(X[:2000], g.mean_, g.covariance_).mean() - g.score(X[:2000])
         assert gap < 0.005
     assert np.median(ws) < 0.003
+
+
+def test_background_is_broad_in_every_direction():
+    """A fit can release a direction far narrower than the rows outside its ball (collinear
+    count columns); the background is floored there, keeps the variances, and its
+    determinant is no smaller than the fit's (so it still never peaks above the Gaussian)."""
+    from privgauss.metrics import BACKGROUND_FLOOR, background_logpdf
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(6, 6))
+    C = A @ A.T
+    C[np.ix_([0, 1], [0, 1])] = [[1.0, 0.99999], [0.99999, 1.0]]  # a nearly collinear pair
+    C[0, 2:] = C[1, 2:] = 0.0
+    C[2:, 0] = C[2:, 1] = 0.0
+    C *= np.outer([1e-3, 1e-3, 1.0, 10.0, 1e4, 1.0], [1e-3, 1e-3, 1.0, 10.0, 1e4, 1.0])
+    B = background_matrix(C)
+    np.testing.assert_allclose(np.diag(B), np.diag(C), rtol=1e-12)
+    s = np.sqrt(np.diag(C))
+    floor = BACKGROUND_FLOOR / (1 + BACKGROUND_FLOOR)
+    assert np.linalg.eigvalsh(B / np.outer(s, s)).min() >= floor * (1 - 1e-9)
+    assert np.linalg.slogdet(B)[1] >= np.linalg.slogdet(C)[1]
+    # a row one column-scale off the collinear line costs tens of nats under the background,
+    # not the 1e5 the fit's own Cauchy would charge
+    x = np.zeros((1, 6))
+    x[0, 0] = 1e-3
+    x[0, 1] = -1e-3
+    k = background_scale(6)
+
+    def cauchy(S: np.ndarray) -> float:  # log density at x of the Cauchy of scale k²·S
+        sd = np.sqrt(np.diag(S))
+        R = S / np.outer(sd, sd)
+        z = x[0] / (sd * k)
+        q = float(z @ np.linalg.solve(R, z))
+        logdet = np.linalg.slogdet(R)[1] + 2 * np.sum(np.log(sd * k))
+        return (math.lgamma(3.5) - math.lgamma(0.5) - 3 * math.log(math.pi) - 0.5 * logdet
+                - 3.5 * math.log1p(q))
+
+    broad = background_logpdf(x, np.zeros(6), C)[0]
+    assert broad == pytest.approx(cauchy(B), rel=1e-9)
+    assert broad - cauchy(C) > 5.0
