@@ -565,14 +565,30 @@ class Rows:
         self._set_projections(S, V, Z)
         return True
 
-    def _candidates(self, A: np.ndarray, s: np.ndarray, center: np.ndarray | None, tau: float
+    def outside_candidates(self, A: np.ndarray, s: np.ndarray, center: np.ndarray,
+                           tau: float) -> np.ndarray | None:
+        """Sorted indices of a superset of the rows with W_i = A(y_i − s) outside
+        B(center, τ(1 − 1e-9)) — every other row provably lies inside, with a margin far above
+        the rounding of any evaluation of ‖W_i − center‖ — from the summaries already
+        computed (no pass over the rows beyond, at most, a float32 norm pass), or None when
+        there are none or they cannot bound the rows. Leaves the summaries as they are
+        (never refreshes their directions), so later statistics round as they would have."""
+        S = self._summary
+        if S is None or not S.get("ok"):
+            return None
+        got = self._candidates(A, s, center, tau, refresh=False)
+        return None if got is None else got[3]
+
+    def _candidates(self, A: np.ndarray, s: np.ndarray, center: np.ndarray | None, tau: float,
+                    refresh: bool = True
                     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray] | None:
         """(summary, C, v, idx): idx the rows that may lie outside B(center, τ) in the
         coordinates W = C u + v; every other row provably lies inside (up to rounding).
 
         With V the stored directions, u − q = V a + ρ (ρ ⊥ V): ‖C(u − q)‖ ≤ ‖C V a‖ +
         ‖C(I − VVᵀ)‖·(‖ρ_u‖ + ‖(I − VVᵀ)q‖), a per-row bound that is tight when C is large
-        only on V (the directions are refreshed, one pass, when C is large elsewhere)."""
+        only on V (the directions are refreshed, one pass, when C is large elsewhere, unless
+        ``refresh`` is False)."""
         S = self.summary()
         if S is None:
             return None
@@ -600,7 +616,7 @@ class Rows:
                     return None
                 # rows up to the 90 % quantile of ‖u‖ must pass the bound off V: else refresh
                 need = lim / max(S["u_hi"], 1e-300)
-                if cp <= need or attempt == 1 or S["U32"] is not None:
+                if cp <= need or attempt == 1 or S["U32"] is not None or not refresh:
                     break
                 if not self._refresh_projections(S, C, 0.97 * need):
                     break
