@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import is_dask, reduce_rows, take_rows
-from ..clipped_stats import Rows, _mapped_inputs, affine_rows
+from ..clipped_stats import Rows, _mapped_inputs, affine_rows, prepare_moments
 from ..mechanisms import private_count
 from ..privacy import ZCDP, Accountant
 from ..sensitivity import count as count_sensitivity
@@ -133,18 +133,23 @@ def _norms_kernel(B: np.ndarray, *, P: Any, p0: Any, A: Any, s: Any, center: np.
 def outside_counts(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None,
                    center: np.ndarray, grid: tuple[float, ...]) -> np.ndarray:
     """Exact numbers of rows outside B(center, τ) for each τ of ``grid`` (nothing is released
-    here): the per-row verdict of :func:`_norms_kernel` summed over the rows. One pass; or,
-    when the rows' fast summaries are already computed (:class:`~privgauss.clipped_stats.Rows`,
-    a step's second moment or mean read them), only the rows they cannot place inside the
-    smallest ball are evaluated — every other row is inside every ball of the grid."""
+    here): the per-row verdict of :func:`_norms_kernel` summed over the rows, evaluated only
+    on rows that may lie outside the smallest ball (every other row is inside every ball of
+    the grid): those the rows' fast summaries cannot place inside, when they are already
+    computed (:class:`~privgauss.clipped_stats.Rows`: a step's second moment or mean read
+    them); else, for a ball about 0, those :func:`~privgauss.clipped_stats.prepare_moments`
+    keeps in a pass whose other parts the step's
+    :func:`~privgauss.clipped_stats.clipped_moments` then reuses; else one pass."""
     kernel = partial(_norms_kernel, P=rows.P, p0=rows.p0, A=A, s=shift,
                      center=np.asarray(center, dtype=np.float64),
                      grid=np.asarray(grid, dtype=np.float64))
     idx = None
     if A is not None and shift is not None and not is_dask(rows.X):
-        idx = rows.outside_candidates(np.asarray(A, dtype=np.float64),
-                                      np.asarray(shift, dtype=np.float64),
-                                      np.asarray(center, dtype=np.float64), float(grid[0]))
+        A, shift = np.asarray(A, dtype=np.float64), np.asarray(shift, dtype=np.float64)
+        c = np.asarray(center, dtype=np.float64)
+        idx = rows.outside_candidates(A, shift, c, float(grid[0]))
+        if idx is None and not c.any():  # a clipped_moments pass that keeps what it needs
+            idx = prepare_moments(rows, A, shift, float(grid[0]))
     if idx is None:
         return np.rint(reduce_rows(rows.X, kernel)[0]).astype(np.int64)
     total = np.zeros(len(grid))
