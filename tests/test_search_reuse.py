@@ -94,3 +94,28 @@ def test_counts_from_the_summaries() -> None:
         idx = rows.outside_candidates(A, s, center, grid[0])
         assert idx is not None and idx.size < X.shape[0] // 2
         np.testing.assert_array_equal(cr.outside_counts(rows, A, s, center, grid), want)
+
+
+@pytest.mark.parametrize("trial", range(4))
+def test_clipped_count_from_the_summaries(trial: int) -> None:
+    """With the summaries computed, the clipped count evaluates only the candidate rows: the
+    per-row definition's sum, on rows within a few ulps of the sphere."""
+    rng = np.random.default_rng(200 + trial)
+    d = int(rng.integers(2, 9))
+    n = int(rng.integers(6000, 15000))
+    A = rng.standard_normal((d, d)) * 0.3 + np.eye(d)
+    s = rng.standard_normal(d)
+    tau = float(rng.uniform(2.0, 5.0))
+    center = np.zeros(d) if trial % 2 == 0 else rng.standard_normal(d) * 0.1
+    X = rng.standard_normal((n, d)) * 1.5 + s
+    k = n // 3
+    U = rng.standard_normal((k, d))
+    U /= np.linalg.norm(U, axis=1)[:, None]
+    U *= tau * (1.0 + rng.integers(-4, 5, (k, 1)) * 1e-16)
+    X[:k] = s + np.linalg.solve(A, (U + center).T).T
+    X = np.ascontiguousarray(X[rng.permutation(n)])
+    rows = cs.Rows(X)
+    assert rows.summary() is not None
+    assert rows.outside_candidates(A, s, center, tau) is not None
+    want = int(np.count_nonzero(cs._outside_rows(X, A, s, center, tau)))
+    assert rows.clipped_count(A, s, center, tau) == want

@@ -439,13 +439,23 @@ class Rows:
     def clipped_count(self, A: np.ndarray | None, s: np.ndarray | None, center: np.ndarray,
                       tau: float) -> int:
         """The number of rows with W_i = A(y_i − s) outside B(center, τ) — the rows a clip to
-        that ball moves (one pass; A None: W_i = y_i − s). Sensitivity 1 under replace-one
+        that ball moves (one pass, or only the rows the fast summaries, when already computed,
+        cannot place inside; A None: W_i = y_i − s). Sensitivity 1 under replace-one
         neighbours (:func:`privgauss.sensitivity.count`); nothing is released here."""
         center = np.asarray(center, dtype=np.float64)
         memo = self._outside_memo
         if (memo is not None and not center.any() and float(tau) == memo[2]
                 and _same(A, memo[0]) and _same(s, memo[1])):
             return memo[3]  # counted by clipped_moments' pass in this frame: the same sum
+        if self.P is None and A is not None and s is not None and not is_dask(self.X):
+            # rows the summaries cannot place inside B(center, τ(1 − 1e-9)): every other row's
+            # verdict is "inside" (the clip weights' radius is τ(1 − 4(d + 2)ε))
+            A, s = np.asarray(A, dtype=np.float64), np.asarray(s, dtype=np.float64)
+            idx = self.outside_candidates(A, s, center, float(tau))
+            if idx is not None:
+                return sum(int(np.count_nonzero(_outside_rows(
+                    take_rows(self.X, idx[a0 : a0 + _MOMENT_BLOCK]), A, s, center, float(tau))))
+                    for a0 in range(0, idx.size, _MOMENT_BLOCK))
         kernel: Kernel
         if self.P is None:  # the per-row verdict of _outside_rows
             kernel = partial(_outside_exact_kernel, A=A, s=s, center=center, tau=float(tau))
