@@ -422,26 +422,35 @@ def _best_mean_candidate(n: int, d: int, radius: float, rho: float,
     g2 = q = _chi2_isf(beta, d)
     z = _norm_isf(beta)
     inv_n = 1.0 / n
+    target = math.sqrt(_NOISE_TO_SAMPLING[1] / n)  # as noise_matched_radius computes it
     cover0 = _chi2_isf(beta, d)
     zb = _norm_isf(beta)
     best: tuple[float, ...] | None = None
     best_err = math.inf
     for fr_c in candidates:
-        rhos = _split(rho, fr_c)
-        if not min(rhos) > 0:
+        head = [rho * f for f in fr_c[:-1]]  # _split(rho, fr_c), ρ finite
+        rho_f = rho - math.fsum(head)
+        if not (rho_f > 0 and min(head, default=1.0) > 0):
             return None
         r = radius
         # an infinite radius (where the steps would refuse) makes every later term, and the
-        # error, infinite: checked once, below
-        for rho_i in rhos[:-1]:  # _practical_chain
+        # error, infinite: checked once, below. noise_matched_radius keeps τ unless
+        # 0 < σ < target (then it is called, and σ recomputed at its radius)
+        for rho_i in head:  # _practical_chain
             tau = math.sqrt(g2 + 2.0 * z * r + r * r)
-            tau = noise_matched_radius(tau, (2.0 * tau / n) / math.sqrt(2.0 * rho_i), n, 1)
-            sigma = (2.0 * tau / n) / math.sqrt(2.0 * rho_i)
+            root = math.sqrt(2.0 * rho_i)
+            sigma = (2.0 * tau / n) / root
+            if 0.0 < sigma < target:
+                tau = noise_matched_radius(tau, sigma, n, 1)
+                sigma = (2.0 * tau / n) / root
             r = math.sqrt((inv_n + sigma**2) * q)
-        rho_f = rhos[-1]  # _practical_final, the covering step (_mean_step)
+        # _practical_final, the covering step (_mean_step)
         tau = math.sqrt(cover0 + 2.0 * zb * r + r * r)
-        tau = noise_matched_radius(tau, (2.0 * tau / n) / math.sqrt(2.0 * rho_f), n, 1)
-        sigma = (2.0 * tau / n) / math.sqrt(2.0 * rho_f)
+        root = math.sqrt(2.0 * rho_f)
+        sigma = (2.0 * tau / n) / root
+        if 0.0 < sigma < target:
+            tau = noise_matched_radius(tau, sigma, n, 1)
+            sigma = (2.0 * tau / n) / root
         if search and SEARCH and d > 0 and search_cap(tau, sigma, rho_f, d, 1) is not None:
             sigma = (2.0 * tau / n) / math.sqrt(2.0 * (rho_f - rho_f * _SEARCH_SHARE))
         err = d * (1.0 / n + sigma**2)
