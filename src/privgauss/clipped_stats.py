@@ -382,6 +382,8 @@ class Rows:
         # (A, s, τ, count): the rows outside B(0, τ) in the frame W = A(y − s), counted by
         # the last clipped_moments pass (rows without an input map), for clipped_count
         self._outside_memo: tuple[np.ndarray, np.ndarray, float, int] | None = None
+        # (A, s, τ0, per-block parts): prepare_moments' pass, for the next clipped_moments
+        self._moments_memo: tuple[np.ndarray, np.ndarray, float, list[Any]] | None = None
 
     # ---- the per-record map
     def inputs(self, B: np.ndarray) -> np.ndarray:
@@ -437,13 +439,23 @@ class Rows:
     def clipped_count(self, A: np.ndarray | None, s: np.ndarray | None, center: np.ndarray,
                       tau: float) -> int:
         """The number of rows with W_i = A(y_i − s) outside B(center, τ) — the rows a clip to
-        that ball moves (one pass; A None: W_i = y_i − s). Sensitivity 1 under replace-one
+        that ball moves (one pass, or only the rows the fast summaries, when already computed,
+        cannot place inside; A None: W_i = y_i − s). Sensitivity 1 under replace-one
         neighbours (:func:`privgauss.sensitivity.count`); nothing is released here."""
         center = np.asarray(center, dtype=np.float64)
         memo = self._outside_memo
         if (memo is not None and not center.any() and float(tau) == memo[2]
                 and _same(A, memo[0]) and _same(s, memo[1])):
             return memo[3]  # counted by clipped_moments' pass in this frame: the same sum
+        if self.P is None and A is not None and s is not None and not is_dask(self.X):
+            # rows the summaries cannot place inside B(center, τ(1 − 1e-9)): every other row's
+            # verdict is "inside" (the clip weights' radius is τ(1 − 4(d + 2)ε))
+            A, s = np.asarray(A, dtype=np.float64), np.asarray(s, dtype=np.float64)
+            idx = self.outside_candidates(A, s, center, float(tau))
+            if idx is not None:
+                return sum(int(np.count_nonzero(_outside_rows(
+                    take_rows(self.X, idx[a0 : a0 + _MOMENT_BLOCK]), A, s, center, float(tau))))
+                    for a0 in range(0, idx.size, _MOMENT_BLOCK))
         kernel: Kernel
         if self.P is None:  # the per-row verdict of _outside_rows
             kernel = partial(_outside_exact_kernel, A=A, s=s, center=center, tau=float(tau))
@@ -565,14 +577,30 @@ class Rows:
         self._set_projections(S, V, Z)
         return True
 
-    def _candidates(self, A: np.ndarray, s: np.ndarray, center: np.ndarray | None, tau: float
+    def outside_candidates(self, A: np.ndarray, s: np.ndarray, center: np.ndarray,
+                           tau: float) -> np.ndarray | None:
+        """Sorted indices of a superset of the rows with W_i = A(y_i − s) outside
+        B(center, τ(1 − 1e-9)) — every other row provably lies inside, with a margin far above
+        the rounding of any evaluation of ‖W_i − center‖ — from the summaries already
+        computed (no pass over the rows beyond, at most, a float32 norm pass), or None when
+        there are none or they cannot bound the rows. Leaves the summaries as they are
+        (never refreshes their directions), so later statistics round as they would have."""
+        S = self._summary
+        if S is None or not S.get("ok"):
+            return None
+        got = self._candidates(A, s, center, tau, refresh=False)
+        return None if got is None else got[3]
+
+    def _candidates(self, A: np.ndarray, s: np.ndarray, center: np.ndarray | None, tau: float,
+                    refresh: bool = True
                     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray] | None:
         """(summary, C, v, idx): idx the rows that may lie outside B(center, τ) in the
         coordinates W = C u + v; every other row provably lies inside (up to rounding).
 
         With V the stored directions, u − q = V a + ρ (ρ ⊥ V): ‖C(u − q)‖ ≤ ‖C V a‖ +
         ‖C(I − VVᵀ)‖·(‖ρ_u‖ + ‖(I − VVᵀ)q‖), a per-row bound that is tight when C is large
-        only on V (the directions are refreshed, one pass, when C is large elsewhere)."""
+        only on V (the directions are refreshed, one pass, when C is large elsewhere, unless
+        ``refresh`` is False)."""
         S = self.summary()
         if S is None:
             return None
@@ -600,7 +628,7 @@ class Rows:
                     return None
                 # rows up to the 90 % quantile of ‖u‖ must pass the bound off V: else refresh
                 need = lim / max(S["u_hi"], 1e-300)
-                if cp <= need or attempt == 1 or S["U32"] is not None:
+                if cp <= need or attempt == 1 or S["U32"] is not None or not refresh:
                     break
                 if not self._refresh_projections(S, C, 0.97 * need):
                     break
@@ -924,9 +952,14 @@ class _Float32MomentKernel:
 
     def __call__(self, Bk: np.ndarray, drop: np.ndarray | None = None
                  ) -> tuple[np.ndarray, ...]:
-        from scipy.linalg.blas import strmm
+        D, nrm = self.front(Bk, drop)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.back(Bk, D, nrm, np.arange(D.shape[0]), drop, None)
 
-        from .linalg import clip_weights
+    def front(self, Bk: np.ndarray, drop: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """(D, float32 norms of R·D) of a block: the part of a call that does not depend on τ."""
+        from scipy.linalg.blas import strmm
 
         ex = self.exact
         if self.tiled is None:
@@ -943,29 +976,47 @@ class _Float32MomentKernel:
             D32 = D.astype(np.float32)
             Zt = strmm(1.0, self.R32, D32.T, side=0, lower=0, overwrite_b=1)
             nrm = np.sqrt(np.einsum("ij,ij->j", Zt, Zt).astype(np.float64))
-            cand = np.flatnonzero(~(nrm * (1.0 + self.rel) < self.tau_in))  # NaN/inf: selected
-            if cand.size and not float(nrm[cand].max()) < self.big:
-                if drop is None:
-                    return ex(Bk)
-                keep = np.ones(Bk.shape[0], dtype=bool)
-                keep[drop] = False
-                return ex(Bk[keep])
-            cnt = np.zeros(())
-            if self.count_factor is not None:
-                if drop is not None:
-                    nrm[drop] = -np.inf  # excluded rows are not counted here
-                # rows whose float32 bound may reach the ball: their float64 norms decide
-                idx = np.flatnonzero(~(nrm * self.count_factor < ex.r))
-                Zi = D[idx] @ self.R.T
-                cnt = ex.outside(Bk, idx, np.sqrt(np.einsum("ij,ij->i", Zi, Zi)))
-            sD, GD = np.ones(D.shape[0]) @ D, D.T @ D
-            if cand.size == 0:
-                return sD, GD, ex.zero_d, ex.zero_dd, cnt
-            Zc = D[cand] @ self.R.T  # the candidate rows exactly
-            w = clip_weights(Zc, ex.tau)
-            out = np.flatnonzero(w < 1.0)
-            Wd = Zc[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
-            return sD, GD, (w - 1.0) @ Zc, -(Wd.T @ Wd), cnt
+        return D, nrm
+
+    @staticmethod
+    def gram(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Σ D_i, DᵀD) of a block."""
+        return np.ones(D.shape[0]) @ D, D.T @ D
+
+    def back(self, Bk: np.ndarray, D: np.ndarray, nrm: np.ndarray, loc: np.ndarray,
+             drop: np.ndarray | None, sums: tuple[np.ndarray, np.ndarray] | None
+             ) -> tuple[np.ndarray, ...]:
+        """The rest of a call at this kernel's τ, from rows ``D`` of the block (positions
+        ``loc`` in it, increasing) with float32 norms ``nrm``: all rows, or (with the block's
+        ``sums`` = :meth:`gram` of all its rows) a subset that holds every row that may reach
+        the ball or the count's band — the same values either way."""
+        from .linalg import clip_weights
+
+        ex = self.exact
+        sel_c = ~(nrm * (1.0 + self.rel) < self.tau_in)  # NaN/inf: selected
+        cand = np.flatnonzero(sel_c)
+        if cand.size and not float(nrm[cand].max()) < self.big:
+            if drop is None:
+                return ex(Bk)
+            keep = np.ones(Bk.shape[0], dtype=bool)
+            keep[drop] = False
+            return ex(Bk[keep])
+        cnt = np.zeros(())
+        if self.count_factor is not None:
+            if drop is not None:
+                nrm[drop] = -np.inf  # excluded rows are not counted here
+            # rows whose float32 bound may reach the ball: their float64 norms decide
+            sel = np.flatnonzero(~(nrm * self.count_factor < ex.r))
+            Zi = D[sel] @ self.R.T
+            cnt = ex.outside(Bk, loc[sel], np.sqrt(np.einsum("ij,ij->i", Zi, Zi)))
+        sD, GD = self.gram(D) if sums is None else sums
+        if cand.size == 0:
+            return sD, GD, ex.zero_d, ex.zero_dd, cnt
+        Zc = D[cand] @ self.R.T  # the candidate rows exactly
+        w = clip_weights(Zc, ex.tau)
+        out = np.flatnonzero(w < 1.0)
+        Wd = Zc[out] * np.sqrt(1.0 - w[out] ** 2)[:, None]
+        return sD, GD, (w - 1.0) @ Zc, -(Wd.T @ Wd), cnt
 
 
 def _rows_moments(rows: Rows, kernel: Kernel, idx: np.ndarray, count: int,
@@ -989,32 +1040,12 @@ def exact_clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     return _rows_moments(rows, kernel, idx, rows.n - idx.size)
 
 
-def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
-                    exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`exact_clipped_moments` in one fast pass: equal to the definition up to rounding.
-
-    With B = A·P = Q·R (QR, R upper triangular) and g = P⁻¹s, A(y_i − s) = Q·R((x_i − p0) − g)
-    for every row that the per-record map does not sanitise; clipping commutes with Q. Per
-    row block, D = x − p0 − g (p0 first: data far from 0 keep their precision):
-
-    * *float32 tier* (R well conditioned): the Gram DᵀD (syrk) and Σ D, whose image under R
-      is the unclipped moments, and float32 norms of R·D widened by a rigorous rounding bound
-      (as :meth:`Rows._norm32_candidates`) to find every row that may reach τ; those rows are
-      mapped exactly and corrected in the R frame (−(1 − w²) z zᵀ and (w − 1) z,
-      :func:`~privgauss.linalg.clip_weights`). Costs one Gram plus a float32 triangular
-      multiply instead of a float64 one;
-    * *float64 tier* (otherwise, and for blocks with very large or float32-overflowing rows):
-      one triangular multiply, row norms, then the Gram of the unclipped rows and its
-      correction for the rows beyond τ (or, when a row is very large, the Gram of the clipped
-      rows). Rows that the map may sanitise or overflow (a public bound on ‖y_i‖ from ‖R⁻¹‖,
-      ‖P‖) are mapped by the definition itself.
-
-    The moments are then rotated back by Q. Excluded rows are skipped (numpy input) or
-    subtracted (dask input)."""
-    idx = _exclusion(rows.n, exclude)
+def _moment_setup(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float
+                  ) -> tuple[np.ndarray, np.ndarray, _ExactMomentKernel | _Float32MomentKernel,
+                             float | None] | None:
+    """(Q, R, kernel, count factor) of :func:`clipped_moments` in the frame A(y − s) at τ, or
+    None when the frame cannot be factored (the definition's pass decides)."""
     d = rows.d
-    A = np.asarray(A, dtype=np.float64)
-    s = np.asarray(s, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         if rows.P is None:
             B, p0, g, pn = A, s, np.zeros(d), 0.0
@@ -1027,7 +1058,7 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
         rinv = float(np.linalg.norm(np.linalg.inv(R), 2)) if np.isfinite(R).all() else math.inf
     gn = float(np.linalg.norm(g))
     if not (np.isfinite(Q).all() and math.isfinite(rinv) and np.isfinite(g).all()):
-        return exact_clipped_moments(rows, A, s, tau, exclude)
+        return None
     Rf = np.asfortranarray(R)
     # ‖y_i‖∞ ≤ ‖P‖(‖x_i − p0 − g‖ + ‖g‖) ≤ ‖P‖(‖R⁻¹‖‖z_i‖ + ‖g‖): below 1e149, no sanitising
     z_lim = (1e149 / pn - gn) / rinv if pn > 0 else math.inf
@@ -1057,9 +1088,94 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
         # data far from 0 keep their precision
         one_pass = float(np.linalg.norm(R, 2)) * (float(np.linalg.norm(p0)) + gn) <= 1e3
         kernel = _Float32MomentKernel(exact_kernel, R, rel, big, one_pass)
+    return Q, R, kernel, count_factor
 
+
+def prepare_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau0: float
+                    ) -> np.ndarray | None:
+    """One pass of :func:`clipped_moments`' float32 tier in the frame A(y − s) that keeps, per
+    block, the part of the computation that does not depend on the radius (Σ D, DᵀD) and the
+    few rows whose float32 norm may reach a ball of radius ``tau0``, and returns the sorted
+    indices of those rows: a superset of the rows with ‖A(y_i − s)‖ ≥ tau0·(1 − 1e-6) — every
+    other row provably lies inside every ball of radius ≥ tau0. A following
+    ``clipped_moments(rows, A, s, τ)`` with τ ≥ tau0 and no exclusion then finishes from them
+    without reading the rows again, to the same values as its own pass (each block's parts
+    are computed by the same operations on the same rows). Used by a radius search
+    (:func:`~privgauss.gaussian.coinpress_radius.outside_counts`), whose counts then need
+    only those rows. None (nothing kept) for rows with an input map, dask rows, or a frame
+    outside the float32 tier. Nothing is released here."""
+    if is_dask(rows.X) or rows.P is not None:
+        return None
+    A = np.asarray(A, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    setup = _moment_setup(rows, A, s, tau0)
+    if setup is None or not isinstance(setup[2], _Float32MomentKernel):
+        return None
+    kernel = setup[2]
+    # a row kept whenever the float32 bound of either selection (candidates: (1 + rel);
+    # the count's band: count_factor) may reach τ ≥ tau0, with room for the exact norm
+    f = (1.0 + kernel.rel) ** 2 * max(1.0, kernel.count_factor or 1.0)
+    lim = float(tau0) * (1.0 - 1e-6)
+    blocks = []
+    keep = []
+    for a0 in range(0, rows.n, _MOMENT_BLOCK):
+        D, nrm = kernel.front(rows.X[a0 : a0 + _MOMENT_BLOCK])
+        with np.errstate(over="ignore", invalid="ignore"):
+            gram = kernel.gram(D)
+            loc = np.flatnonzero(~(nrm * f < lim))  # NaN: kept
+        blocks.append((gram, loc, D[loc], nrm[loc]))
+        keep.append(a0 + loc)
+    rows._moments_memo = (A.copy(), s.copy(), float(tau0), blocks)
+    return np.concatenate(keep) if keep else np.zeros(0, dtype=np.intp)
+
+
+def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
+                    exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`exact_clipped_moments` in one fast pass: equal to the definition up to rounding.
+
+    With B = A·P = Q·R (QR, R upper triangular) and g = P⁻¹s, A(y_i − s) = Q·R((x_i − p0) − g)
+    for every row that the per-record map does not sanitise; clipping commutes with Q. Per
+    row block, D = x − p0 − g (p0 first: data far from 0 keep their precision):
+
+    * *float32 tier* (R well conditioned): the Gram DᵀD (syrk) and Σ D, whose image under R
+      is the unclipped moments, and float32 norms of R·D widened by a rigorous rounding bound
+      (as :meth:`Rows._norm32_candidates`) to find every row that may reach τ; those rows are
+      mapped exactly and corrected in the R frame (−(1 − w²) z zᵀ and (w − 1) z,
+      :func:`~privgauss.linalg.clip_weights`). Costs one Gram plus a float32 triangular
+      multiply instead of a float64 one;
+    * *float64 tier* (otherwise, and for blocks with very large or float32-overflowing rows):
+      one triangular multiply, row norms, then the Gram of the unclipped rows and its
+      correction for the rows beyond τ (or, when a row is very large, the Gram of the clipped
+      rows). Rows that the map may sanitise or overflow (a public bound on ‖y_i‖ from ‖R⁻¹‖,
+      ‖P‖) are mapped by the definition itself.
+
+    The moments are then rotated back by Q. Excluded rows are skipped (numpy input) or
+    subtracted (dask input)."""
+    idx = _exclusion(rows.n, exclude)
+    d = rows.d
+    A = np.asarray(A, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    setup = _moment_setup(rows, A, s, tau)
+    if setup is None:
+        return exact_clipped_moments(rows, A, s, tau, exclude)
+    Q, R, kernel, count_factor = setup
     count = rows.n - idx.size
-    if idx.size and not is_dask(rows.X) and isinstance(kernel, _Float32MomentKernel):
+    memo, rows._moments_memo = rows._moments_memo, None
+    if (memo is not None and idx.size == 0 and isinstance(kernel, _Float32MomentKernel)
+            and float(tau) >= memo[2] and _same(A, memo[0]) and _same(s, memo[1])):
+        # the τ-free part of every block was computed by prepare_moments' pass
+        sums = []
+        for j, a0 in enumerate(range(0, rows.n, _MOMENT_BLOCK)):
+            gram, loc, Ds, ns = memo[3][j]
+            with np.errstate(over="ignore", invalid="ignore"):
+                part = kernel.back(rows.X[a0 : a0 + _MOMENT_BLOCK], Ds, ns.copy(), loc, None,
+                                   gram)
+            if j == 0:  # added as reduce_rows adds the blocks of a pass
+                sums = [np.array(p, dtype=np.float64, copy=True) for p in part]
+            else:
+                for t, p in zip(sums, part, strict=True):
+                    t += p
+    elif idx.size and not is_dask(rows.X) and isinstance(kernel, _Float32MomentKernel):
         bounds = np.searchsorted(idx, np.arange(0, rows.n + _MOMENT_BLOCK, _MOMENT_BLOCK))
         sums = [np.zeros(d), np.zeros((d, d)), np.zeros(d), np.zeros((d, d)), np.zeros(())]
         for j, a0 in enumerate(range(0, rows.n, _MOMENT_BLOCK)):

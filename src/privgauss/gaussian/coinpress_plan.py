@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import gammaln
+from scipy.special import chdtrc, gammaln
 from scipy.stats import chi2, norm, poisson
 
 from ..mechanisms import gaussian_sigma_zcdp
 from ..privacy import ZCDP
 from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
-from .coinpress_radius import RadiusSearch, plan_search
+from .coinpress_radius import _SEARCH_SHARE, RadiusSearch, plan_search, search_cap
 
 __all__ = [
     "CovStep",
@@ -89,6 +89,13 @@ def chi_tail_bound(d: int, beta: float) -> float:
 @lru_cache(maxsize=4096)
 def _chi2_isf(p: float, d: int) -> float:
     return float(chi2.isf(p, d))
+
+
+def _chi2_sf(x: float, d: int) -> float:
+    """P(χ²_d > x): ``scipy.stats.chi2.sf``'s own function (``chdtrc``, the same values)
+    without the distribution object's argument handling, which costs ~20× the evaluation in
+    the planner's inner loops."""
+    return 1.0 if x < 0 else float(chdtrc(d, x))
 
 
 @lru_cache(maxsize=1024)
@@ -252,7 +259,7 @@ def _mean_step(rho: float, r: float, tau: float, n: int, d: int = 0,
     sigma = _sigma_mean(tau, n, rho)
     rs = None
     if search and SEARCH and d > 0:
-        p = float(chi2.sf(max(tau - r, 0.0) ** 2, d))  # Gaussian rows outside, centre within r
+        p = _chi2_sf(max(tau - r, 0.0) ** 2, d)  # Gaussian rows outside, centre within r
         rs = plan_search(tau, sigma, rho, n, d, 1, p)
     if rs is not None:
         sigma = _sigma_mean(tau, n, rho - rs.rho)
@@ -372,14 +379,11 @@ def mean_schedule(
     if fr is not None:
         candidates = [fr]
     else:
-        ts = range(1, _MAX_MEAN_STEPS + 1) if steps is None else [int(steps)]
-        candidates = []
-        for t in ts:
-            if t == 1:
-                candidates.append((1.0,))
-                continue
-            for f in np.linspace(0.5, 0.99, 36):
-                candidates.append(_fractions([(1.0 - f) / (t - 1)] * (t - 1) + [f], t))
+        candidates = list(_mean_candidates(steps))
+    if not debias and 0.0 < rho < math.inf:  # score the candidates first, build the best
+        pick = _best_mean_candidate(n, d, float(radius), rho, candidates, beta, search)
+        if pick is not None:
+            candidates = [pick]
     best: tuple[tuple[MeanStep, ...], float] | None = None
     for fr_c in candidates:
         rhos = _split(rho, fr_c)
@@ -389,6 +393,72 @@ def mean_schedule(
             best = ((*chain, last), err)
     assert best is not None
     return best[0]
+
+
+@lru_cache(maxsize=16)
+def _mean_candidates(steps: int | None) -> tuple[tuple[float, ...], ...]:
+    """The splits :func:`mean_schedule` compares (public constants: t ∈ 1..10 or ``steps``, the
+    last share f ∈ [0.5, 0.99]), built once."""
+    ts = range(1, _MAX_MEAN_STEPS + 1) if steps is None else [int(steps)]
+    out: list[tuple[float, ...]] = []
+    for t in ts:
+        if t == 1:
+            out.append((1.0,))
+            continue
+        for f in np.linspace(0.5, 0.99, 36):
+            out.append(_fractions([(1.0 - f) / (t - 1)] * (t - 1) + [f], t))
+    return tuple(out)
+
+
+def _best_mean_candidate(n: int, d: int, radius: float, rho: float,
+                         candidates: list[tuple[float, ...]], beta: float, search: bool
+                         ) -> tuple[float, ...] | None:
+    """The split :func:`mean_schedule` keeps (no de-shrinking, finite ρ): the first candidate
+    of least predicted error d(1/n + σ²), scored with the float operations of
+    :func:`_practical_chain` and :func:`_practical_final` but without building their steps
+    (no step objects, no search grids: the refusals' and ``requirements``' binary searches
+    plan hundreds of times). None (the full scan decides, and raises as it does) when a
+    radius leaves the range the steps accept."""
+    g2 = q = _chi2_isf(beta, d)
+    z = _norm_isf(beta)
+    inv_n = 1.0 / n
+    target = math.sqrt(_NOISE_TO_SAMPLING[1] / n)  # as noise_matched_radius computes it
+    cover0 = _chi2_isf(beta, d)
+    zb = _norm_isf(beta)
+    best: tuple[float, ...] | None = None
+    best_err = math.inf
+    for fr_c in candidates:
+        head = [rho * f for f in fr_c[:-1]]  # _split(rho, fr_c), ρ finite
+        rho_f = rho - math.fsum(head)
+        if not (rho_f > 0 and min(head, default=1.0) > 0):
+            return None
+        r = radius
+        # an infinite radius (where the steps would refuse) makes every later term, and the
+        # error, infinite: checked once, below. noise_matched_radius keeps τ unless
+        # 0 < σ < target (then it is called, and σ recomputed at its radius)
+        for rho_i in head:  # _practical_chain
+            tau = math.sqrt(g2 + 2.0 * z * r + r * r)
+            root = math.sqrt(2.0 * rho_i)
+            sigma = (2.0 * tau / n) / root
+            if 0.0 < sigma < target:
+                tau = noise_matched_radius(tau, sigma, n, 1)
+                sigma = (2.0 * tau / n) / root
+            r = math.sqrt((inv_n + sigma**2) * q)
+        # _practical_final, the covering step (_mean_step)
+        tau = math.sqrt(cover0 + 2.0 * zb * r + r * r)
+        root = math.sqrt(2.0 * rho_f)
+        sigma = (2.0 * tau / n) / root
+        if 0.0 < sigma < target:
+            tau = noise_matched_radius(tau, sigma, n, 1)
+            sigma = (2.0 * tau / n) / root
+        if search and SEARCH and d > 0 and search_cap(tau, sigma, rho_f, d, 1) is not None:
+            sigma = (2.0 * tau / n) / math.sqrt(2.0 * (rho_f - rho_f * _SEARCH_SHARE))
+        err = d * (1.0 / n + sigma**2)
+        if not math.isfinite(err):
+            return None
+        if best is None or err < best_err * (1 - 1e-12):
+            best, best_err = fr_c, err
+    return best
 
 
 # ----------------------------------------------------------------------------------------------
@@ -566,7 +636,7 @@ def _cov_step(rho: float, tau: float, n: int, eta: float, lower: float, d: int =
     sigma = _sigma_cov(tau, n, rho)
     rs = None
     if SEARCH and d > 0:
-        rs = plan_search(tau, sigma, rho, n, d, 2, float(chi2.sf(tau * tau, d)))
+        rs = plan_search(tau, sigma, rho, n, d, 2, _chi2_sf(tau * tau, d))
     if rs is not None:
         sigma = _sigma_cov(tau, n, rho - rs.rho)
     return CovStep(rho, tau, sigma, eta, lower, search=rs)

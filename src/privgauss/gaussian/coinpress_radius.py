@@ -39,13 +39,13 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import reduce_rows
-from ..clipped_stats import Rows, _mapped_inputs, affine_rows
+from ..backends import is_dask, reduce_rows, take_rows
+from ..clipped_stats import Rows, _mapped_inputs, affine_rows, prepare_moments
 from ..mechanisms import private_count
 from ..privacy import ZCDP, Accountant
 from ..sensitivity import count as count_sensitivity
 
-__all__ = ["RadiusSearch", "plan_search", "search_radius"]
+__all__ = ["RadiusSearch", "plan_search", "search_cap", "search_radius"]
 
 #: share of a step's ρ spent on its radius search (when the step has room to grow)
 _SEARCH_SHARE = 0.01
@@ -91,13 +91,8 @@ def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int
     """The search for a step clipping at ``tau`` with noise std ``sigma`` there (growing as
     τ^``power``: 1 mean, 2 second moment) and budget ``rho``, or None when the noise cap leaves
     no room to grow or the budget is infinite. Public quantities only."""
-    if not (math.isfinite(rho) and rho > 0 and sigma > 0 and math.isfinite(sigma)):
-        return None
-    cap_sigma = (_COV_NOISE_CAP / d) if power == 2 else (_MEAN_NOISE_CAP / math.sqrt(d))
-    # the moment keeps 1 − share of ρ: its noise at τ is σ/√(1 − share)
-    sig = sigma / math.sqrt(1.0 - _SEARCH_SHARE)
-    cap = min(tau * (cap_sigma / sig) ** (1.0 / power), _MAX_RADIUS)
-    if not cap >= tau * _MIN_ROOM:
+    cap = search_cap(tau, sigma, rho, d, power)
+    if cap is None:
         return None
     steps = math.ceil(math.log(cap / tau) / math.log(_GRID_RATIO))
     m = max(1, math.ceil(math.log2(steps + 2)))
@@ -107,6 +102,20 @@ def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int
     p = min(max(float(model_fraction), 0.0), 1.0)
     allowed = 2.0 * n * p + 4.0 * math.sqrt(n * p) + _COUNT_Z * sc
     return RadiusSearch(rho_s, grid, allowed)
+
+
+def search_cap(tau: float, sigma: float, rho: float, d: int, power: int) -> float | None:
+    """The cap of :func:`plan_search`'s grid, or None when it plans no search (the noise cap
+    leaves no room, or the budget is infinite): what decides whether a step searches — and
+    so its noise, ρ·(1 − :data:`_SEARCH_SHARE`) left for the moment — without building the
+    grid (the planner's inner loops). Public quantities only."""
+    if not (math.isfinite(rho) and rho > 0 and sigma > 0 and math.isfinite(sigma)):
+        return None
+    cap_sigma = (_COV_NOISE_CAP / d) if power == 2 else (_MEAN_NOISE_CAP / math.sqrt(d))
+    # the moment keeps 1 − share of ρ: its noise at τ is σ/√(1 − share)
+    sig = sigma / math.sqrt(1.0 - _SEARCH_SHARE)
+    cap = min(tau * (cap_sigma / sig) ** (1.0 / power), _MAX_RADIUS)
+    return cap if cap >= tau * _MIN_ROOM else None
 
 
 def _norms_kernel(B: np.ndarray, *, P: Any, p0: Any, A: Any, s: Any, center: np.ndarray,
@@ -123,12 +132,33 @@ def _norms_kernel(B: np.ndarray, *, P: Any, p0: Any, A: Any, s: Any, center: np.
 
 def outside_counts(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None,
                    center: np.ndarray, grid: tuple[float, ...]) -> np.ndarray:
-    """Exact numbers of rows outside B(center, τ) for each τ of ``grid`` (one pass; nothing is
-    released here)."""
+    """Exact numbers of rows outside B(center, τ) for each τ of ``grid`` (nothing is released
+    here): the per-row verdict of :func:`_norms_kernel` summed over the rows, evaluated only
+    on rows that may lie outside the smallest ball (every other row is inside every ball of
+    the grid): those the rows' fast summaries cannot place inside, when they are already
+    computed (:class:`~privgauss.clipped_stats.Rows`: a step's second moment or mean read
+    them); else, for a ball about 0, those :func:`~privgauss.clipped_stats.prepare_moments`
+    keeps in a pass whose other parts the step's
+    :func:`~privgauss.clipped_stats.clipped_moments` then reuses; else one pass."""
     kernel = partial(_norms_kernel, P=rows.P, p0=rows.p0, A=A, s=shift,
                      center=np.asarray(center, dtype=np.float64),
                      grid=np.asarray(grid, dtype=np.float64))
-    return np.rint(reduce_rows(rows.X, kernel)[0]).astype(np.int64)
+    idx = None
+    if A is not None and shift is not None and not is_dask(rows.X):
+        A, shift = np.asarray(A, dtype=np.float64), np.asarray(shift, dtype=np.float64)
+        c = np.asarray(center, dtype=np.float64)
+        idx = rows.outside_candidates(A, shift, c, float(grid[0]))
+        if idx is None and not c.any():  # a clipped_moments pass that keeps what it needs
+            idx = prepare_moments(rows, A, shift, float(grid[0]))
+    if idx is None:
+        return np.rint(reduce_rows(rows.X, kernel)[0]).astype(np.int64)
+    total = np.zeros(len(grid))
+    for a0 in range(0, idx.size, _COUNT_BLOCK):
+        total += kernel(take_rows(rows.X, idx[a0 : a0 + _COUNT_BLOCK]))[0]
+    return np.rint(total).astype(np.int64)
+
+
+_COUNT_BLOCK = 1 << 14  # candidate rows evaluated per block
 
 
 def search_radius(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None,

@@ -133,7 +133,7 @@ from ..sensitivity import (
     stability_histogram_threshold,
 )
 from ..validation import check_probability
-from .ridge import jitter_rows, unjitter
+from .ridge import jitter_rows, jitter_seed, transform_jittered, unjitter
 
 __all__ = [
     "JointBudget",
@@ -826,10 +826,6 @@ def histogram_gaussian(
     c = np.where(deg, 0.0, loc.center)
     s_lo = np.where(deg, _LO_RATIO, loc.scale_lo)
     s_hi = np.where(deg, _HI_RATIO, loc.scale_hi)
-    Z = transform_rows(Xc, 1.0 / s, c)  # a row that overflows is sent far (clipped)
-    if deg.any():
-        Z = np.array(Z, dtype=np.float64, copy=True)  # never write into the caller's rows
-        Z[:, deg] = public_padding(n, int(deg.sum()))
     radius = float(np.linalg.norm(_RADIUS_FACTOR * _WIDTH_FACTOR * s_hi / s))
     cond = (float(corr_condition) if constants == "theory"
             else budget_condition(float(corr_condition), n, rho))
@@ -840,8 +836,18 @@ def histogram_gaussian(
     # others; eta² = _JITTER·lo vanishes with the noise as lo does (budget_condition), see
     # :mod:`.ridge` (practical constants only; "theory" runs the refinement as published)
     eta2 = 0.0 if constants == "theory" else _JITTER * lo
-    if eta2 > 0:
-        Z = jitter_rows(Z, math.sqrt(eta2), src, owned=bool(deg.any()) or Z is not Xc)
+    seed = jitter_seed(src) if eta2 > 0 else None
+    Z = None
+    if seed is not None and not deg.any() and not is_dask(Xc):  # map and jitter in one pass
+        Z = transform_jittered(Xc, 1.0 / s, c, math.sqrt(eta2), seed)
+    if Z is None:
+        Z = transform_rows(Xc, 1.0 / s, c)  # a row that overflows is sent far (clipped)
+        if deg.any():
+            Z = np.array(Z, dtype=np.float64, copy=True)  # never write into the caller's rows
+            Z[:, deg] = public_padding(n, int(deg.sum()))
+        if seed is not None:
+            Z = jitter_rows(Z, math.sqrt(eta2), src, owned=bool(deg.any()) or Z is not Xc,
+                            seed=seed)
     mean_z, cov_z = coinpress_gaussian(
         Z,
         rho,
