@@ -72,20 +72,22 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
                                constants=facts.constants)
 
         return whitened_mean(job, mean_identity)
-    from ..gaussian.public import _public_gaussian, check_public_collapse
+    from ..gaussian.public import _public_gaussian, check_public_collapse, public_jitter
 
     # the plan was checked by _check: the unchecked runner, then collapse
+    rho = zcdp_of(job.budget, "the public-data estimator")
     mean, cov = _public_gaussian(
         job.X,
         job.public_X,
-        zcdp_of(job.budget, "the public-data estimator"),
+        rho,
         accountant=job.accountant,
         noise=job.noise,
         beta=facts.beta,
         gamma=facts.gamma,
         constants=facts.constants,
     )
-    check_public_collapse(job.public_X, cov, float(facts.beta), float(facts.gamma))
+    check_public_collapse(job.public_X, cov, float(facts.beta), float(facts.gamma),
+                          public_jitter(int(job.X.shape[0]), rho, facts.constants))
     return mean, cov
 
 
