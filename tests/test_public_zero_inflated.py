@@ -70,13 +70,43 @@ def test_collapse_check_tells_a_narrow_core_from_a_frame_wider_everywhere() -> N
     def from_frame(S_y: np.ndarray) -> np.ndarray:
         return Finv @ S_y @ Finv.T
 
-    # one direction far inside the frame's lower bound (a 99 %-zeros column's core): a fit
-    check_public_collapse(P, from_frame(np.diag([0.01, 1, 2, 3, 4.0])), beta, jitter=eta2)
-    # without the jitter the frame's Σ_Y ⪰ I is the test, as in the paper
-    with pytest.raises(pg.EstimationFailed):
-        check_public_collapse(P, from_frame(np.diag([0.01, 1, 2, 3, 4.0])), beta)
+    narrow = from_frame(np.diag([0.01, 1, 2, 3, 4.0]))
+    # one direction far inside the frame's lower bound (a 99 %-zeros column's core), released
+    # by a plan that resolves it: a fit
+    check_public_collapse(P, narrow, beta, jitter=eta2, resolved=True)
+    # without the jitter, or from a plan whose noise swamps the frame's lower bound, the
+    # frame's Σ_Y ⪰ I is the test, as in the paper
+    for kw in ({}, {"jitter": eta2}, {"resolved": True}):
+        with pytest.raises(pg.EstimationFailed):
+            check_public_collapse(P, narrow, beta, **kw)
     # every direction far inside (public rows from a much wider population), or below the
     # ridge the run leaves, or not finite: a failure
     for S_y in (0.1 * np.eye(d), np.diag([1e-6, 1, 2, 3, 4.0]), np.full((d, d), np.nan)):
         with pytest.raises(pg.EstimationFailed, match="did not converge"):
-            check_public_collapse(P, from_frame(S_y), beta, jitter=eta2)
+            check_public_collapse(P, from_frame(S_y), beta, jitter=eta2, resolved=True)
+
+
+def test_a_plan_whose_noise_swamps_the_frame_keeps_the_strict_collapse_test() -> None:
+    # the plans of the corpus tables with 1 % public rows resolve the frame's lower bound
+    # (noise ratios 0.005-0.64); d = 40 at n = 5000 with 200 public rows does not (ratio 42):
+    # there a release below I is noise, and it is reported as a collapse, as before
+    from privgauss.gaussian.public import public_resolves
+    from privgauss.privacy import approx_to_zcdp
+
+    rho = approx_to_zcdp(1.0, 1e-6)
+    assert public_resolves(22_000, 222, 11, rho, 0.05, 0.0, "practical")
+    assert public_resolves(11_200, 113, 19, rho, 0.05, 0.0, "practical")
+    assert not public_resolves(5_000, 200, 40, rho, 0.05, 0.0, "practical")
+    rng = np.random.default_rng(3)
+    d, n, m = 40, 5000, 200
+    X = rng.standard_normal((n + m, d)) * np.geomspace(1.0, 10.0, d)
+    failed = 0
+    for s in range(2):
+        est = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="public", random_state=s)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                est.fit(X[m:], public_X=X[:m])
+            except pg.EstimationFailed:
+                failed += 1
+    assert failed == 2

@@ -58,6 +58,7 @@ __all__ = [
     "public_noise_ratio",
     "public_preconditioner",
     "public_predicted_error",
+    "public_resolves",
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -98,6 +99,9 @@ _PUBLIC_COLLAPSE = 0.1
 # directions below I are columns whose public spread comes from a few rows (a count with 99 %
 # zeros, a rare flag), which the chain resolves below I: not a collapse.
 _PUBLIC_WIDER = 0.5
+# a plan whose last covariance step's noise ratio (public_noise_ratio) is below this resolves
+# the frame's lower bound: a release below it is then data, not noise (check_public_collapse)
+_PUBLIC_RESOLVED = 1.0
 _GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
 # Variance of the ±jitter added to every whitened private row in the practical route: the
 # chain then sees Σ_Y + 0.3·I at small n·√ρ, so real columns whose whitening chain collapsed in
@@ -450,8 +454,9 @@ def public_gaussian(
     check_public_plan(int(X.shape[0]), d, P.shape[0], rho, beta, gamma, constants)
     mean, cov = _public_gaussian(X, P, rho, accountant=accountant, noise=noise, beta=beta,
                                  gamma=gamma, constants=constants)
-    check_public_collapse(P, cov, beta, gamma,
-                          public_jitter(int(X.shape[0]), _check_rho(rho), constants))
+    n, rho = int(X.shape[0]), _check_rho(rho)
+    check_public_collapse(P, cov, beta, gamma, public_jitter(n, rho, constants),
+                          public_resolves(n, P.shape[0], d, rho, beta, gamma, constants))
     return mean, cov
 
 
@@ -650,13 +655,26 @@ _COLLAPSE_MESSAGE = (
 )
 
 
+def public_resolves(n: int, m: int, d: int, rho: float, beta: float, gamma: float,
+                    constants: str) -> bool:
+    """Whether the last covariance step of :func:`public_gaussian`'s plan (n private rows, m
+    public inliers) resolves the smallest eigenvalue it must — its noise ratio
+    (:func:`public_noise_ratio`) below :data:`_PUBLIC_RESOLVED` — so that a release below the
+    frame's Σ_Y ⪰ I in a few directions is the private rows' core, not noise (corpus tables
+    with 1 % public rows: ratios 0.005-0.64; d = 20 and 40 at n = 5000 with 5d public rows:
+    27 and 42, where releases below I are the noise's). Public sizes only."""
+    return public_noise_ratio(n, m, d, rho, beta, gamma, constants) < _PUBLIC_RESOLVED
+
+
 def check_public_collapse(X_pub: Any, cov: Any, beta: float, gamma: float = 0.0,
-                          jitter: float = 0.0) -> None:
+                          jitter: float = 0.0, resolved: bool = False) -> None:
     """Raise EstimationFailed when the covariance ``cov`` released by :func:`public_gaussian`
     (failure ``beta``, TV shift ``gamma``, public rows ``X_pub``, jitter variance ``jitter`` =
-    :func:`public_jitter` of the run) is, in the preconditioner's frame, below the floor the
-    run guarantees: with no jitter (``constants="theory"``) the Σ_Y ⪰ I of the frame (smallest
-    eigenvalue under :data:`_PUBLIC_COLLAPSE`); with a jitter η² (the run itself tested the
+    :func:`public_jitter` of the run, ``resolved`` = :func:`public_resolves` of its plan) is,
+    in the preconditioner's frame, below the floor the run guarantees: with no jitter
+    (``constants="theory"``) or a plan whose noise cannot resolve the frame's lower bound, the
+    Σ_Y ⪰ I of the frame (smallest eigenvalue under :data:`_PUBLIC_COLLAPSE`); with a jitter η²
+    and a resolving plan (the run itself tested the
     jittered release against η², :func:`_check_jittered`), the ridge ``RIDGE_KEEP``·η² that
     :func:`~.ridge.unjitter` leaves, and a largest eigenvalue of at least
     :data:`_PUBLIC_WIDER` — every eigenvalue under it means the frame is wider than the private
@@ -668,7 +686,7 @@ def check_public_collapse(X_pub: Any, cov: Any, beta: float, gamma: float = 0.0,
     with np.errstate(over="ignore", invalid="ignore"):
         cov_y = F @ np.asarray(cov, dtype=np.float64) @ F.T
     w = np.linalg.eigvalsh(sym(cov_y)) if np.isfinite(cov_y).all() else np.zeros(1)
-    if jitter <= 0:
+    if jitter <= 0 or not resolved:
         ok = w[0] >= _PUBLIC_COLLAPSE
     else:
         ok = w[0] >= RIDGE_KEEP * float(jitter) * (1.0 - 1e-6) and w[-1] >= _PUBLIC_WIDER
