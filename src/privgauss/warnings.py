@@ -116,4 +116,8 @@ class ClippedDataWarning(PrivacyWarning):
     clipping radius multiplier; command line ``--clip-scale``): the balls cover more rows at
     the price of more noise (sensitivity grows with the radius squared); or transform or clean
     the heavy columns (log, winsorize at known bounds) before fitting. The README's section
-    "Heavy-tailed data" explains what a fit means there."""
+    "Heavy-tailed data" explains what a fit means there. Above 20 % (and up to the 50 % at
+    which the fit ends in ``EstimationFailed`` instead) the message says that more than tails
+    lie outside — the fit may have missed part of the data (zero-inflated or coded columns,
+    clusters, a prior that cuts the data) — where ``clip_scale`` does not help: transform the
+    columns, check the prior, give public rows or a larger budget."""

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from ..gaussian.clip_diagnostics import clipped_advice
 from ..methods import is_pure, zcdp_of  # noqa: F401  # re-exported: their home is the registry
 from ..noise import NoiseSource
 from ..privacy import (
@@ -334,16 +335,10 @@ def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
 
 def warn_clipped(fraction: float, alarm: float) -> None:
     """:class:`~privgauss.warnings.ClippedDataWarning`: the DP ``clipped_fraction_`` of a fit
-    exceeds its public threshold (both are DP outputs or public, DESIGN.md rule 5)."""
-    _warn(
-        ClippedDataWarning,
-        f"about {fraction:.1%} of the rows (a DP estimate) lie outside the fit's final clipping "
-        f"ball, more than a Gaussian sample leaves out (alarm above {alarm:.1%}): the fit "
-        "describes the central part of the data, not its tails or gross errors (heavy-tailed "
-        "columns, recording errors). If the tails matter, raise clip_scale (the clipping "
-        "radius multiplier: covers more rows, adds more noise), or transform or clean the "
-        "columns (log, winsorize) before fitting; see the README, 'Heavy-tailed data'",
-    )
+    exceeds its public threshold (both are DP outputs or public, DESIGN.md rule 5); the text
+    (:func:`~privgauss.gaussian.clip_diagnostics.clipped_advice`) tells heavy tails from a
+    partly missed fit and names the knob that helps."""
+    _warn(ClippedDataWarning, clipped_advice(fraction, alarm))
 
 
 def privacy_report(budget: Budget, acct: Accountant) -> dict[str, Any]:

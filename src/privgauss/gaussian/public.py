@@ -45,11 +45,12 @@ from .coinpress_plan import (
     mean_schedule,
 )
 from .public_frame import PublicVerdict, clean_rows, frame_of, untrusted_message
-from .ridge import jitter_rows, unjitter
+from .ridge import RIDGE_KEEP, jitter_rows, unjitter
 
 __all__ = [
     "Preconditioner",
     "check_public_collapse",
+    "public_jitter",
     "check_public_plan",
     "public_gaussian",
     "public_mean",
@@ -57,6 +58,7 @@ __all__ = [
     "public_noise_ratio",
     "public_preconditioner",
     "public_predicted_error",
+    "public_resolves",
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -90,6 +92,16 @@ _PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
 # message then suggests gamma=, which widens the frame. (0.01 let a collapsed d = 60 fit with
 # error 0.98 through silently.)
 _PUBLIC_COLLAPSE = 0.1
+# ... and with the jitter (practical route), a release whose *largest* eigenvalue in the frame
+# is below this: the frame is wider than the private rows in every direction (public rows from
+# a wider population: 8x wider rows gave covariance errors 0.12-0.19 where the bound-free route
+# gives 0.03), while Gaussian public rows give Σ_Y ⪰ I in every direction w.p. 1 − β/2. A few
+# directions below I are columns whose public spread comes from a few rows (a count with 99 %
+# zeros, a rare flag), which the chain resolves below I: not a collapse.
+_PUBLIC_WIDER = 0.5
+# a plan whose last covariance step's noise ratio (public_noise_ratio) is below this resolves
+# the frame's lower bound: a release below it is then data, not noise (check_public_collapse)
+_PUBLIC_RESOLVED = 1.0
 _GROWTH_STEPS = 24  # suggestions search n·2^k, m·2^k for k ≤ this
 # Variance of the ±jitter added to every whitened private row in the practical route: the
 # chain then sees Σ_Y + 0.3·I at small n·√ρ, so real columns whose whitening chain collapsed in
@@ -442,7 +454,9 @@ def public_gaussian(
     check_public_plan(int(X.shape[0]), d, P.shape[0], rho, beta, gamma, constants)
     mean, cov = _public_gaussian(X, P, rho, accountant=accountant, noise=noise, beta=beta,
                                  gamma=gamma, constants=constants)
-    check_public_collapse(P, cov, beta, gamma)
+    n, rho = int(X.shape[0]), _check_rho(rho)
+    check_public_collapse(P, cov, beta, gamma, public_jitter(n, rho, constants),
+                          public_resolves(n, P.shape[0], d, rho, beta, gamma, constants))
     return mean, cov
 
 
@@ -471,8 +485,7 @@ def _public_gaussian(
     src = as_noise(noise)
     # the private rows y = sanitize(F(x − μ̂)) of pre.forward, mapped block by block
     n = int(X.shape[0])
-    eta2 = (_PUBLIC_JITTER * min(1.0, _PUBLIC_JITTER_NOISE / (n * math.sqrt(rho)))
-            if constants == "practical" else 0.0)
+    eta2 = public_jitter(n, rho, constants)
     if eta2 > 0:  # a ridge the frame's lower bound cannot exclude (.ridge)
         Y = Rows(jitter_rows(transform_rows(X, pre.forward_matrix, pre.mean),
                              math.sqrt(eta2), src, owned=True))
@@ -489,8 +502,31 @@ def _public_gaussian(
         beta / 2, "public-gaussian", prefer_fewer,
     )
     if eta2 > 0:
+        _check_jittered(np.asarray(cov_Y), eta2)
         cov_Y = unjitter(np.asarray(cov_Y), eta2)
     return pre.backward(mean_Y, cov_Y)
+
+
+def public_jitter(n: int, rho: float, constants: str) -> float:
+    """The variance η² of the ±η jitter :func:`public_gaussian` adds to every whitened private
+    row (public sizes only): :data:`_PUBLIC_JITTER` up to n·√ρ = :data:`_PUBLIC_JITTER_NOISE`,
+    then shrinking as 1/(n√ρ) with the chain's noise; 0 for ``constants="theory"``."""
+    if constants != "practical":
+        return 0.0
+    return _PUBLIC_JITTER * min(1.0, _PUBLIC_JITTER_NOISE / (n * math.sqrt(rho)))
+
+
+def _check_jittered(cov_y: np.ndarray, eta2: float) -> None:
+    """Fail (post-processing of the release and the public η²) when the chain's release of
+    Σ_Y + η²·I — at least η²·I on *any* rows — has an eigenvalue below
+    :data:`_PUBLIC_COLLAPSE`·η²: the whitening chain collapsed. This, not Σ_Y ⪰ I, is the
+    collapse test of the jittered route: Σ_Y ⪰ I holds for Gaussian public rows, but a public
+    sample whose spread in a column comes from a few rows (a 99 %-zeros count, a rare flag)
+    or from a wider population leaves the private rows' core far inside the frame's lower
+    bound, and the chain then resolves it correctly, below I."""
+    low = float(np.linalg.eigvalsh(sym(cov_y))[0]) if np.isfinite(cov_y).all() else 0.0
+    if not low >= _PUBLIC_COLLAPSE * eta2:
+        raise EstimationFailed(_COLLAPSE_MESSAGE, step="public-gaussian")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -610,24 +646,49 @@ def check_public_plan(
     )
 
 
-def check_public_collapse(X_pub: Any, cov: Any, beta: float, gamma: float = 0.0) -> None:
+_COLLAPSE_MESSAGE = (
+    "the private whitening chain did not converge (the released covariance is far below the "
+    "floor its frame guarantees): the public rows may come from a wider or different "
+    "population than the private ones — pass gamma= (a bound on their TV distance) or use "
+    "method='auto' with an (epsilon, delta) budget or method='histogram' (no public rows "
+    "needed); with representative public rows, supply more private rows or a larger budget"
+)
+
+
+def public_resolves(n: int, m: int, d: int, rho: float, beta: float, gamma: float,
+                    constants: str) -> bool:
+    """Whether the last covariance step of :func:`public_gaussian`'s plan (n private rows, m
+    public inliers) resolves the smallest eigenvalue it must — its noise ratio
+    (:func:`public_noise_ratio`) below :data:`_PUBLIC_RESOLVED` — so that a release below the
+    frame's Σ_Y ⪰ I in a few directions is the private rows' core, not noise (corpus tables
+    with 1 % public rows: ratios 0.005-0.64; d = 20 and 40 at n = 5000 with 5d public rows:
+    27 and 42, where releases below I are the noise's). Public sizes only."""
+    return public_noise_ratio(n, m, d, rho, beta, gamma, constants) < _PUBLIC_RESOLVED
+
+
+def check_public_collapse(X_pub: Any, cov: Any, beta: float, gamma: float = 0.0,
+                          jitter: float = 0.0, resolved: bool = False) -> None:
     """Raise EstimationFailed when the covariance ``cov`` released by :func:`public_gaussian`
-    (failure ``beta``, TV shift ``gamma``, public rows ``X_pub``) is, in the preconditioner's
-    frame, far below the Σ_Y ⪰ I that frame guarantees: the whitening chain collapsed (smallest
-    eigenvalue under :data:`_PUBLIC_COLLAPSE`, or not finite). Reads only the release and the
-    public rows (post-processing); the budget stays spent."""
+    (failure ``beta``, TV shift ``gamma``, public rows ``X_pub``, jitter variance ``jitter`` =
+    :func:`public_jitter` of the run, ``resolved`` = :func:`public_resolves` of its plan) is,
+    in the preconditioner's frame, below the floor the run guarantees: with no jitter
+    (``constants="theory"``) or a plan whose noise cannot resolve the frame's lower bound, the
+    Σ_Y ⪰ I of the frame (smallest eigenvalue under :data:`_PUBLIC_COLLAPSE`); with a jitter η²
+    and a resolving plan (the run itself tested the
+    jittered release against η², :func:`_check_jittered`), the ridge ``RIDGE_KEEP``·η² that
+    :func:`~.ridge.unjitter` leaves, and a largest eigenvalue of at least
+    :data:`_PUBLIC_WIDER` — every eigenvalue under it means the frame is wider than the private
+    rows in all directions (public rows from a wider population, or a uniformly shrunk chain),
+    while a few directions below it are columns whose public spread comes from a few rows (a
+    count with 99 % zeros, a rare flag), which the chain resolves below I; or not finite.
+    Reads only the release and the public rows (post-processing); the budget stays spent."""
     F = public_preconditioner(X_pub, float(beta) / 2, gamma).forward_matrix
     with np.errstate(over="ignore", invalid="ignore"):
         cov_y = F @ np.asarray(cov, dtype=np.float64) @ F.T
-    low = np.linalg.eigvalsh(sym(cov_y))[0] if np.isfinite(cov_y).all() else 0.0
-    if not low >= _PUBLIC_COLLAPSE:
-        raise EstimationFailed(
-            "the private whitening chain did not converge (the released covariance is far "
-            "below the public preconditioner's lower bound): the public rows may come from a "
-            "wider or different population than the private ones — pass gamma= (a bound on "
-            "their TV distance) or use method='auto' with an (epsilon, delta) budget or "
-            "method='histogram' (no public rows needed); with representative public rows, "
-            "supply more private rows or a larger budget",
-            step="public-gaussian",
-        )
-
+    w = np.linalg.eigvalsh(sym(cov_y)) if np.isfinite(cov_y).all() else np.zeros(1)
+    if jitter <= 0 or not resolved:
+        ok = w[0] >= _PUBLIC_COLLAPSE
+    else:
+        ok = w[0] >= RIDGE_KEEP * float(jitter) * (1.0 - 1e-6) and w[-1] >= _PUBLIC_WIDER
+    if not ok:
+        raise EstimationFailed(_COLLAPSE_MESSAGE, step="public-gaussian")

@@ -72,20 +72,30 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
                                constants=facts.constants)
 
         return whitened_mean(job, mean_identity)
-    from ..gaussian.public import _public_gaussian, check_public_collapse
+    from ..gaussian.public import (
+        _public_gaussian,
+        check_public_collapse,
+        public_jitter,
+        public_resolves,
+    )
 
     # the plan was checked by _check: the unchecked runner, then collapse
+    rho = zcdp_of(job.budget, "the public-data estimator")
     mean, cov = _public_gaussian(
         job.X,
         job.public_X,
-        zcdp_of(job.budget, "the public-data estimator"),
+        rho,
         accountant=job.accountant,
         noise=job.noise,
         beta=facts.beta,
         gamma=facts.gamma,
         constants=facts.constants,
     )
-    check_public_collapse(job.public_X, cov, float(facts.beta), float(facts.gamma))
+    n, beta, gamma = int(job.X.shape[0]), float(facts.beta), float(facts.gamma)
+    m_in = facts.m if facts.verdict is None else facts.verdict.n_inliers  # as _check plans
+    check_public_collapse(job.public_X, cov, beta, gamma,
+                          public_jitter(n, rho, facts.constants),
+                          public_resolves(n, m_in, facts.d, rho, beta, gamma, facts.constants))
     return mean, cov
 
 
