@@ -280,6 +280,12 @@ def _check_outputs(out: str | None, plot_path: str | None, dims: str,
     return _parse_dims(dims, names)
 
 
+def plot_label(method: str) -> str:
+    """The legend label of a fitted model in ``--plot``: says it is a DP fit and by which
+    method ("private (public)" read as a contradiction when the method was ``public``)."""
+    return f"DP fit (method {method})"
+
+
 def _finish_fit(model: Any, inputs: Inputs, out: str | None, plot_path: str | None,
                 ij: tuple[int, int] | None, show_data: bool) -> None:
     """Write the model (or print it) and the plot, atomically together."""
@@ -292,7 +298,7 @@ def _finish_fit(model: Any, inputs: Inputs, out: str | None, plot_path: str | No
             from ..plots import plot_models
 
             assert ij is not None  # _check_outputs gives the coordinates whenever --plot is set
-            plot_models({f"private ({model.method_})": model}, tmp_plot, dims=ij,
+            plot_models({plot_label(model.method_): model}, tmp_plot, dims=ij,
                         data=np.asarray(X) if show_data else None, feature_names=names)
         if tmp_out is not None:
             tmp_out.write_text(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..io import atomic_path
+from ..warnings import SeededNoiseWarning
 from ._common import (
     _DEMO_PLOT,
     _atomic_outputs,
@@ -294,13 +296,17 @@ def demo(n: int, d: int, rho: float, mixture_n: int, mixture_epsilon: float, see
     from .. import experiments
 
     def run() -> None:
+        # the demo always seeds its noise (on its own synthetic data) and says so above; the
+        # SeededNoiseWarning's advice to omit --seed does not apply to it
+        warnings.filterwarnings("ignore", category=SeededNoiseWarning)
         _check_budget_flags(rho=rho, mixture_epsilon=mixture_epsilon)
         if n < 2 * (d + 1) or d < 2 or mixture_n < 0:
             raise InvalidDataError("need d >= 2, n >= 2(d+1) and --mixture-n >= 0")
         start = time.perf_counter()
         from .._version import __version__
 
-        click.echo(f"privgauss {__version__} demo (seed {seed}; seeded noise is for experiments)")
+        click.echo(f"privgauss {__version__} demo on synthetic data, with seeded noise (seed "
+                   f"{seed}): reproducible, fine for a demo, not for releasing real data")
         g_rows, g_models = experiments.demo_gaussian(n, d, rho, seed)
         _table(f"Gaussian: n={n}, d={d}, mean 1000*1, condition number 10, rho={rho} per fit",
                ("mean err", "cov err"), g_rows)
@@ -343,5 +349,5 @@ def demo(n: int, d: int, rho: float, mixture_n: int, mixture_epsilon: float, see
                 fig.savefig(tmp, dpi=110, format="png")
             click.echo(f"\nwrote {plot_path}")
 
-    _run_user(run)
+    _run_user(run)  # whose catch_warnings restores the warning filters afterwards
 
