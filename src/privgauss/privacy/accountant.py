@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..exceptions import PrivacyBudgetError
+from ..progress import released
 from .budgets import (
     _MIN_EPS,
     _REL_TOL,
@@ -298,7 +299,10 @@ class Accountant:
         if not self.spendable:
             raise PrivacyBudgetError(_READ_ONLY)
         with self._lock:  # check and charge as one step: no lost update, no overdraft
-            return self._spend(cost, step, mechanism, sensitivity, noise_scale, note, _parts)
+            entry = self._spend(cost, step, mechanism, sensitivity, noise_scale, note, _parts)
+        if self.parent is None:  # once per release, as its top-level ledger names it
+            released(self._prefixed(step or mechanism))
+        return entry
 
     def _spend(
         self,
