@@ -73,3 +73,24 @@ def test_the_status_line_names_each_release_and_changes_nothing(capsys, monkeypa
     with progress_bars(False):
         fit()
     assert capsys.readouterr().err == ""
+
+
+def test_on_terminal_is_off_when_stderr_is_not_a_terminal(monkeypatch) -> None:
+    """The command line and the benchmarks show progress only on a terminal."""
+    import io
+    import sys
+
+    from privgauss.progress import on_terminal
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # redirected: no progress
+    with on_terminal():
+        assert not enabled()
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with on_terminal():
+        assert enabled()
+    assert not enabled()

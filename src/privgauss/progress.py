@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar
 
@@ -69,6 +69,12 @@ def progress_bars(enabled: bool = True) -> Iterator[None]:
         _ENABLED.reset(token)
         if status is not None:
             status.close()
+
+
+def on_terminal() -> AbstractContextManager[None]:
+    """:func:`progress_bars` switched on when stderr is a terminal (the command line and the
+    benchmarks' ``__main__``), off when it is redirected to a file or a pipe."""
+    return progress_bars(sys.stderr.isatty())
 
 
 def released(step: str) -> None:
