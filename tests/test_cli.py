@@ -369,6 +369,7 @@ def test_audit_passes_a_correct_mechanism_and_flags_a_broken_one() -> None:
     assert broken.exit_code == 1 and "FAILED" in broken.output, broken.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, budget", [("coinpress", ["--rho", "0.1"]),
                                             ("public", ["--rho", "0.1"])])
 def test_audit_estimators_on_worst_case_neighbours(method: str, budget: list[str]) -> None:
