@@ -222,6 +222,7 @@ def test_ledger_equals_the_budget_under_rho():
 RHO, AUDIT_DELTA = 0.05, 1e-3
 
 
+@pytest.mark.slow
 def test_em_fit_passes_an_empirical_audit_on_an_outlier_pair():
     """The whole fit (few EM steps, small n, public frame) on neighbours differing in one
     extreme row: the measured ε lower bound stays below the claim."""
@@ -244,6 +245,7 @@ def test_em_fit_passes_an_empirical_audit_on_an_outlier_pair():
     assert res.passed, str(res)
 
 
+@pytest.mark.slow
 def test_the_audit_flags_em_with_a_halved_sensitivity(monkeypatch):
     """The audit above has teeth: with the step's sensitivities 20 times too small it fails."""
     monkeypatch.setattr(pe, "soft_sums_l2", lambda r: sensitivity.soft_sums_l2(r) / 20)
