@@ -249,4 +249,7 @@ def write(rows: list[Row], skipped: list[str], args: Any, total: float, done: bo
 
 
 if __name__ == "__main__":
-    main()
+    from privgauss.progress import on_terminal
+
+    with on_terminal():  # a status line naming the current release, on a terminal
+        main()

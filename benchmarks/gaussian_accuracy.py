@@ -170,4 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from privgauss.progress import on_terminal
+
+    with on_terminal():  # a status line naming the current release, on a terminal
+        raise SystemExit(main())

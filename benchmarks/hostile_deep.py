@@ -200,4 +200,7 @@ def write(rows: list[tuple[str, Counter[str], list[str], float]], args: Any, don
 
 
 if __name__ == "__main__":
-    main()
+    from privgauss.progress import on_terminal
+
+    with on_terminal():  # a status line naming the current release, on a terminal
+        main()

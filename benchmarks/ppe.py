@@ -436,4 +436,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from privgauss.progress import on_terminal
+
+    with on_terminal():  # a status line naming the current release, on a terminal
+        main()

@@ -181,6 +181,7 @@ def test_unhashable_non_numeric_output_needs_statistic() -> None:
 # --------------------------------------------------------------------------- vector outputs
 
 
+@pytest.mark.slow
 def test_vector_output_default_projection() -> None:
     sigma = classical_gaussian_sigma(VECTOR_SENSITIVITY, EPS, DELTA)
     correct = audit_mechanism(

@@ -6,8 +6,10 @@ The method lists are read from the registries at run time (``estimators.gaussian
 file: each Gaussian method gets the first configuration of :data:`GAUSSIAN_CONFIGS` it accepts.
 Each audit fits the estimator many times with fast seeded noise on a pair of replace-one
 neighbours from :func:`privgauss.audit.worst_case_pairs` and checks that the 99.9%-confidence
-lower bound on ε stays at or below the claimed ε. The deep tier (``benchmarks/audit_deep.py``)
-reuses these configurations with all pairs and many more runs.
+lower bound on ε stays at or below the claimed ε. The per-method Gaussian audits are marked
+``slow`` (CI's second step, ``-m slow``); the ledger checks run by default.
+The deep tier (``benchmarks/audit_deep.py``) reuses these configurations with all pairs and
+many more runs.
 """
 
 from __future__ import annotations
@@ -167,6 +169,7 @@ def test_every_gaussian_method_has_an_audit_configuration() -> None:
         assert gaussian_config(method) in GAUSSIAN_CONFIGS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 def test_gaussian_method_outlier_pair(method: str) -> None:
     # a record at the boundary vs a far outlier: identical after a data-independent clip
@@ -176,6 +179,7 @@ def test_gaussian_method_outlier_pair(method: str) -> None:
     assert res.passed, str(res)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", ["boundary", "duplicate"])
 def test_clip_method_other_pairs(pair: str) -> None:
     res = audit_gaussian_method("clip", pair, FAST_RUNS["clip"])
@@ -185,6 +189,7 @@ def test_clip_method_other_pairs(pair: str) -> None:
         assert res.epsilon_lower_bound > 0.2, str(res)
 
 
+@pytest.mark.slow
 def test_histogram_near_its_sample_threshold() -> None:
     # n = 100 at (2, 1e-3): localisation succeeds rarely, so whether it does is the most
     # data-sensitive output; a duplicated record must not change that beyond epsilon. The

@@ -74,6 +74,7 @@ def test_method_choices_come_from_the_registries(monkeypatch: pytest.MonkeyPatch
     assert "brand-new" in _invoke("fit-mixture", "--help").output
 
 
+@pytest.mark.filterwarnings("default::privgauss.warnings.SeededNoiseWarning")
 def test_demo_prints_real_numbers_and_writes_a_plot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,6 +116,11 @@ def test_demo_prints_real_numbers_and_writes_a_plot(
     tv, weight_err = float(mix.split()[-3]), float(mix.split()[-2])
     assert tv < 0.1 and weight_err < 0.05
     assert png.stat().st_size > 10_000 and not _leftovers(tmp_path)
+    # the demo seeds its noise and says so; it does not tell the user to omit a --seed they
+    # did not pass (issue #29), and the histogram row states its epsilon
+    assert "seeded noise (seed 0)" in lines[0] and "--seed" not in res.output
+    eps = pg.privacy.zcdp_to_epsilon(0.5, 1e-6)  # the demo's default rho, at delta 1e-6
+    assert f"({eps:.3g}, 1e-6)-DP" in next(ln for ln in lines if ln.startswith("histogram"))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -122,7 +128,19 @@ def test_demo_prints_real_numbers_and_writes_a_plot(
 # ------------------------------------------------------------------------------------------------
 
 
-def test_fit_gaussian_writes_a_loadable_model_and_a_plot(files: Path) -> None:
+def test_fit_gaussian_writes_a_loadable_model_and_a_plot(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import privgauss.plots
+
+    labels: list[str] = []  # the legend labels of the plot
+    real_plot_models = privgauss.plots.plot_models
+
+    def spy(models: dict, *args: object, **kwargs: object) -> object:
+        labels.extend(models)
+        return real_plot_models(models, *args, **kwargs)
+
+    monkeypatch.setattr(privgauss.plots, "plot_models", spy)
     out_path, png = files / "model.json", files / "fit.png"
     res = _invoke("fit-gaussian", files / "data.csv", "--rho", 0.5, "--public", files / "pub.csv",
                   "--seed", 1, "--out", out_path, "--plot", png, "--dims", "a,c")
@@ -136,6 +154,7 @@ def test_fit_gaussian_writes_a_loadable_model_and_a_plot(files: Path) -> None:
     assert np.allclose(g.mean_, model["mean"])
     assert g.score_samples(np.full((1, 3), 100.0)).shape == (1,)
     assert png.stat().st_size > 5000 and "private rows" not in res.output
+    assert labels == ["DP fit (method public)"]  # not "private (public)" (issue #29)
     assert not _leftovers(files)
 
 
@@ -350,6 +369,7 @@ def test_audit_passes_a_correct_mechanism_and_flags_a_broken_one() -> None:
     assert broken.exit_code == 1 and "FAILED" in broken.output, broken.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, budget", [("coinpress", ["--rho", "0.1"]),
                                             ("public", ["--rho", "0.1"])])
 def test_audit_estimators_on_worst_case_neighbours(method: str, budget: list[str]) -> None:

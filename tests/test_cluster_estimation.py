@@ -121,6 +121,7 @@ def _release(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 CLAIMED = _gaussian_epsilon(math.sqrt(2 * (A_RHO_V + A_RHO_M)), A_DELTA)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("neighbour", [WITHIN, ACROSS], ids=["within", "across"])
 def test_joint_release_passes_the_audit_on_worst_case_pairs(neighbour: np.ndarray) -> None:
     result = audit_mechanism(_release, A_X, neighbour, epsilon=CLAIMED, delta=A_DELTA,
@@ -128,6 +129,7 @@ def test_joint_release_passes_the_audit_on_worst_case_pairs(neighbour: np.ndarra
     assert result.passed, str(result)
 
 
+@pytest.mark.slow
 def test_vector_sensitivity_tau_instead_of_2tau_is_flagged(monkeypatch) -> None:
     monkeypatch.setattr(ce.sensitivity, "joint_cluster_sum_l2", lambda r: float(r))
     result = audit_mechanism(_release, A_X, WITHIN, epsilon=CLAIMED, delta=A_DELTA,

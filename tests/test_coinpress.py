@@ -467,6 +467,7 @@ def _mean_mech(**kw):  # noqa: ANN202
     return mech
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kw", [{"constants": "theory"}, {"steps": 1}])
 def test_audit_passes(kw: dict) -> None:
     from privgauss import audit
@@ -478,6 +479,7 @@ def test_audit_passes(kw: dict) -> None:
     assert res.passed, str(res)
 
 
+@pytest.mark.slow
 def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     from privgauss import audit
     monkeypatch.setattr(cps_steps, "clipped_mean_l2", lambda radius, n: radius / n)

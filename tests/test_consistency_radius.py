@@ -168,6 +168,7 @@ def _search_mechanism(search: cr.RadiusSearch):
     return mech
 
 
+@pytest.mark.slow
 def test_search_passes_an_empirical_privacy_audit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Neighbours that differ in one row moved from the centre to far outside every grid
     radius (each count moves by 1): the audit's lower bound on ε stays below the ε that

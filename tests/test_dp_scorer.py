@@ -244,6 +244,7 @@ def _audit(dp: bool, n_runs: int, charged_rho: float) -> Any:
                                delta=AUDIT_DELTA, n_runs=n_runs, random_state=25)
 
 
+@pytest.mark.slow
 def test_audit_flags_the_exact_score_workflow():
     """The leak was real: exact fold scores tell the neighbours apart far beyond what the
     accountant charged (the three fits, 0.03-zCDP: ε = 0.67 at δ = 1e-3)."""
@@ -256,6 +257,7 @@ def test_audit_flags_the_exact_score_workflow():
     assert result.epsilon_lower_bound > result.claimed_epsilon + 1.0, str(result)
 
 
+@pytest.mark.slow
 def test_audit_passes_the_dp_scorer_workflow():
     """The leak is closed: with the DP scorer the same workflow on the same neighbours stays
     within its charge (three fits and three scores, 0.06-zCDP: ε = 1.01 at δ = 1e-3). An

@@ -35,3 +35,19 @@ def test_demo_gaussian_rows_are_real_errors() -> None:
     assert len(rows) == 5 and all(float(r[1]) < 0.6 for r in rows)
     assert rows[1][2] == "known"  # mean-only fit: the covariance is the known one
     assert {"truth", "non-private"} <= set(models)
+
+
+def test_demo_mixture_lists_autos_default_first() -> None:
+    """The demo runs auto's default (em) before the slow paper learners, so its time budget
+    never leaves em out (issue #29); the methods auto never picks are listed as not run, for
+    that reason, and em is not among them. A deadline already past: nothing is fitted."""
+    from privgauss import methods
+
+    rows, models = experiments.demo_mixture(2000, 2.0, seed=0, deadline=0.0)
+    labels = [r[0] for r in rows]
+    assert labels[0].startswith("non-private")
+    assert labels[1].startswith("em: ")
+    assert {lb.partition(":")[0] for lb in labels[1:]} == set(methods.table("mixture"))
+    never = [lb.partition(":")[0] for lb, why, *_ in rows if "never picks" in why]
+    assert never and "em" not in never
+    assert set(models) == {"truth", "non-private"}

@@ -272,6 +272,7 @@ def test_audit_localisation(audit_pair: tuple[np.ndarray, np.ndarray]) -> None:
     assert res.passed, str(res)
 
 
+@pytest.mark.slow
 def test_audit_flags_threshold_without_log_term(
     audit_pair: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:

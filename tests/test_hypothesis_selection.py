@@ -294,11 +294,13 @@ def _selection(data: np.ndarray, rng: np.random.Generator) -> float:
 AUDIT_RUNS = 5_000
 
 
+@pytest.mark.slow
 def test_audit_selection_passes() -> None:
     res = audit_mechanism(_selection, _DATA, _NEIGHBOUR, epsilon=EPS, n_runs=AUDIT_RUNS)
     assert res.passed, str(res)
 
 
+@pytest.mark.slow
 def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     def halved(utilities, sensitivity, budget, **kw):  # type: ignore[no-untyped-def]
         return exponential_mechanism(utilities, sensitivity / 2, budget, **kw)

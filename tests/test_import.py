@@ -74,6 +74,7 @@ def test_dir_lists_only_the_public_api() -> None:
     assert set(names) == set(pg.__all__) | {"audit", "datasets", "io", "metrics", "theory",
                                             "warnings"}
     assert "save" in names and "load" in names
+    assert len(names) == len(set(names))  # each name once (audit, theory … are also in __all__)
     for module in ("audit", "datasets", "io", "metrics", "theory", "warnings"):
         assert getattr(pg, module).__name__ == f"privgauss.{module}"
     assert pg.warnings.PrivacyWarning is pg.PrivacyWarning  # still an attribute

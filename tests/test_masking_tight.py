@@ -1,7 +1,7 @@
 """Near-tight masking radii (reductions/masking.py, issue 6): the Rényi bounds hold on random
 neighbouring parameter sets, the exact δ of the worst 1-D pair is ≤ δ₀ at the claimed radius and
 > δ₀ just beyond it (white-box), and the black-box audit passes at the radius and flags the pair
-a little beyond it."""
+a little beyond it (the black-box audits are in the slow set: ``-m slow``)."""
 
 from __future__ import annotations
 
@@ -232,6 +232,7 @@ def _audit(run, F: tuple, G: tuple, statistic=None):  # noqa: ANN001, ANN202
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor, flagged", [(1.0, False), (1.2, True)])
 def test_black_box_weight(factor: float, flagged: bool) -> None:
     g = BB_MASK.radii["weight"] * factor
@@ -244,6 +245,7 @@ def test_black_box_weight(factor: float, flagged: bool) -> None:
     assert res.passed != flagged, str(res)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor, flagged", [(1.0, False), (1.6, True)])
 def test_black_box_mean(factor: float, flagged: bool) -> None:
     g, e = BB_MASK.radii["mean"] * factor, BB_MASK.eta_mean
@@ -259,6 +261,7 @@ def test_black_box_mean(factor: float, flagged: bool) -> None:
     assert res.passed != flagged, str(res)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor, flagged", [(1.0, False), (1.7, True)])
 def test_black_box_cov(factor: float, flagged: bool) -> None:
     g, e = BB_MASK.radii["cov"] * factor, BB_MASK.eta_cov

@@ -395,12 +395,14 @@ def _parts(estimate: bool) -> Callable[[Any, np.random.Generator], Any]:
     return mech
 
 
+@pytest.mark.slow
 def test_part_sizes_pass() -> None:
     eps = zcdp_to_epsilon(SIZES_RHO, AUDIT_DELTA)
     res = _audit(_parts(estimate=False), PARTS_PAIR, eps, AUDIT_DELTA, n_runs=4000)
     assert res.passed, str(res)
 
 
+@pytest.mark.slow
 def test_part_sizes_with_half_the_sensitivity_are_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
     _halve(monkeypatch, sensitivity, "histogram_l2")
     eps = zcdp_to_epsilon(SIZES_RHO, AUDIT_DELTA)
@@ -408,6 +410,7 @@ def test_part_sizes_with_half_the_sensitivity_are_flagged(monkeypatch: pytest.Mo
     assert not res.passed, str(res)
 
 
+@pytest.mark.slow
 def test_estimation_across_a_boundary_passes() -> None:
     eps = zcdp_to_epsilon(SIZES_RHO + 2 * EST_RHO, AUDIT_DELTA)
     res = _audit(_parts(estimate=True), PARTS_PAIR, eps, AUDIT_DELTA, n_runs=3000)

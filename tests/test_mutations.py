@@ -75,6 +75,7 @@ def test_clip_mean_radius_is_what_the_audits_assume() -> None:
     assert abs(move) == pytest.approx(pg.sensitivity.clipped_mean_l1(CLIP_RADIUS, N, 1))
 
 
+@pytest.mark.slow
 def test_halved_sensitivity_is_flagged_by_the_audit(monkeypatch: pytest.MonkeyPatch) -> None:
     # 1,500 runs per dataset: over audit seeds 0-9 the real fit's bound was 0.57-0.70 (> 0.4
     # asserted, ε = 1 claimed) and the halved sensitivity's 1.36-1.66 (flagged at every seed)
@@ -237,6 +238,7 @@ def test_clip_radius_from_data_is_flagged_by_an_outlier_audit(
     assert not broken.passed, str(broken)
 
 
+@pytest.mark.slow
 def test_coinpress_radius_from_data_is_flagged_by_an_outlier_audit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -271,6 +271,7 @@ def test_symmetric_noise(secure: bool, kind: str) -> None:
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("secure", [False, True])
 def test_noisy_argmax_is_the_exponential_mechanism(secure: bool) -> None:
     scores = np.array([0.0, 1.0, 2.0, 2.0, -1.0, 0.5])

@@ -323,6 +323,7 @@ def _one_cluster_mechanism(data: np.ndarray, rng: np.random.Generator) -> float:
     return -1000.0 if ball is None else float(ball.center[0])
 
 
+@pytest.mark.slow
 def test_one_cluster_passes_an_empirical_audit() -> None:
     result = audit_mechanism(
         _one_cluster_mechanism, AUDIT_D, AUDIT_D_PRIME, epsilon=AUDIT_EPS, n_runs=4_000

@@ -244,6 +244,7 @@ def _sa_mech(scale: float):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale, flagged", [(1.0, False), (0.01, True)])
 def test_stable_average_audit(scale: float, flagged: bool) -> None:
     U = np.zeros((100, 1))

@@ -222,6 +222,7 @@ def test_ledger_equals_the_budget_under_rho():
 RHO, AUDIT_DELTA = 0.05, 1e-3
 
 
+@pytest.mark.slow
 def test_em_fit_passes_an_empirical_audit_on_an_outlier_pair():
     """The whole fit (few EM steps, small n, public frame) on neighbours differing in one
     extreme row: the measured ε lower bound stays below the claim."""
@@ -244,6 +245,7 @@ def test_em_fit_passes_an_empirical_audit_on_an_outlier_pair():
     assert res.passed, str(res)
 
 
+@pytest.mark.slow
 def test_the_audit_flags_em_with_a_halved_sensitivity(monkeypatch):
     """The audit above has teeth: with the step's sensitivities 20 times too small it fails."""
     monkeypatch.setattr(pe, "soft_sums_l2", lambda r: sensitivity.soft_sums_l2(r) / 20)
@@ -368,27 +370,44 @@ def test_synthetic_benchmark_set_recovers_at_epsilon_one():
     assert sk - m.score(H) < 0.10, sk - m.score(H)
 
 
-def test_a_whitened_frame_run_joins_the_pick(monkeypatch):
-    """Three runs explore: the k-means and histogram starts (k-means on standardised columns)
-    and a whitened-frame start. The two standardised starts alone share a poor optimum only at
-    some fit seeds: at ρ = 0.5 with these 500 public rows, at 1 of seeds 0-13 (seed 11: 0.332
-    nat/row below sklearn; the others within 0.001). With the third run the pick finds the
-    clusters at every one of those seeds (within 0.001). The test runs at seed 11, the seed
-    where the third start is what makes the difference. On benchmarks/em_scale.py's rotated,
-    unequally scaled mixture (n = 1e6, ε = 1, seeds 4-11) the standardised starts alone ended
-    0.03-0.13 below sklearn at 5 of 8 seeds, all three at 1 of 8."""
+def test_a_whitened_frame_run_joins_the_pick():
+    """Three runs explore — the k-means and histogram starts (k-means on standardised columns)
+    and a whitened-frame start — and the DP run pick chooses among them: the plan says three
+    and the pick is released. What the third run buys is measured over seeds in the slow test
+    below."""
+    X, P = _mixture(3000, 0), _mixture(30, 9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pg.PrivateGaussianMixture(3, method="em", rho=0.5, random_state=0,
+                                      enforce_requirements=False).fit(X, public_X=P)
+    assert pe.N_STARTS == 3 and m.fit_info_["em_plan"].n_starts == 3
+    assert "em run selection" in [e.step for e in m.ledger_]
+
+
+@pytest.mark.slow
+def test_the_third_start_over_fit_seeds(monkeypatch):
+    """Over the fit seeds 0-13 (ρ = 0.5, these 500 public rows of the benchmark's synthetic
+    set) the pick among three runs ends within 0.01 nat/row of sklearn at every seed; the two
+    standardised starts alone share a poor optimum at some seed of the same range (measured:
+    1 of 14, 0.33 nat/row below sklearn), so their worst seed is clearly worse. A claim over a
+    declared range of seeds, not about one seed. (On benchmarks/em_scale.py's rotated,
+    unequally scaled mixture, n = 1e6, ε = 1, seeds 4-11, the two starts alone ended 0.03-0.13
+    below sklearn at 5 of 8 seeds, all three at 1 of 8.)"""
     X, H, P = _synthetic(50_000, 0), _synthetic(20_000, 1), _synthetic(500, 7)
     sk = GaussianMixture(3, covariance_type="full", random_state=0, n_init=2).fit(X).score(H)
-    gaps = {}
+    gaps: dict[int, list[float]] = {}
     for starts in (3, 2):
         monkeypatch.setattr(pe, "N_STARTS", starts)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            m = pg.PrivateGaussianMixture(3, method="em", rho=0.5, random_state=11).fit(
-                X, public_X=P)
-        assert m.fit_info_["em_plan"].n_starts == starts
-        gaps[starts] = sk - m.score(H)
-    assert gaps[3] < 0.01 and gaps[2] > 0.2, gaps
+        gaps[starts] = []
+        for seed in range(14):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = pg.PrivateGaussianMixture(3, method="em", rho=0.5, random_state=seed).fit(
+                    X, public_X=P)
+            assert m.fit_info_["em_plan"].n_starts == starts
+            gaps[starts].append(sk - m.score(H))
+    assert max(gaps[3]) < 0.01, gaps
+    assert max(gaps[2]) > max(gaps[3]) + 0.1, gaps
 
 
 def test_pixels_reach_sklearns_basin_at_rho_one_half():

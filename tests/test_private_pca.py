@@ -233,6 +233,7 @@ def _audit_mechanism(data: np.ndarray, rng: np.random.Generator) -> float:
     return float(M[0, 0] - M[1, 1])
 
 
+@pytest.mark.slow
 def test_privacy_audit_passes_on_boundary_neighbours() -> None:
     result = audit_mechanism(
         _audit_mechanism, AUDIT_D, AUDIT_D_PRIME, epsilon=1.0, delta=1e-2, n_runs=6_000
@@ -240,6 +241,7 @@ def test_privacy_audit_passes_on_boundary_neighbours() -> None:
     assert result.passed, str(result)
 
 
+@pytest.mark.slow
 def test_privacy_audit_flags_a_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     true = pca_module.clipped_second_moment_frobenius
     monkeypatch.setattr(pca_module, "clipped_second_moment_frobenius", lambda r, n: true(r, n) / 2)

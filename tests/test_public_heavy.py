@@ -179,6 +179,7 @@ def _heavy_mechanism(estimator: str):
 # the claimed ε = 3.54 either way, so this audit checks that the fit runs on both neighbours and
 # is not a test of the noise's size (the per-cluster joint release it calls is audited with
 # teeth in test_cluster_estimation.py; the double charge is checked on the ledger above).
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["learner", "joint"])
 def test_row_moving_between_public_clusters_passes_an_empirical_audit(estimator) -> None:
     result = audit_mechanism(

@@ -181,6 +181,7 @@ def _q_priv(sensitivity: float | None):
     return mechanism
 
 
+@pytest.mark.slow
 def test_q_priv_counts_pass_the_audit_and_the_single_count_variant_is_flagged() -> None:
     # correct noise: σ = √2/√(2ρ), so μ = √2/σ = √(2ρ)
     claimed = _gaussian_epsilon(math.sqrt(2 * Q_RHO), Q_DELTA)
@@ -219,6 +220,7 @@ def _light_mechanism(estimator: str):
 # 100 runs per dataset: the audit's bound cannot exceed 1.81 at 100 runs (3.48 at 500), below
 # the claimed ε = 3.54 either way, so this audit checks that the fit runs on both neighbours;
 # the Q_priv audit above is the one with the power to flag a wrong sensitivity.
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["learner", "joint"])
 def test_row_moving_between_clusters_passes_an_end_to_end_audit(estimator: str) -> None:
     result = audit_mechanism(

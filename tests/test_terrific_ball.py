@@ -331,6 +331,7 @@ def test_audit_pair_is_worst_case() -> None:
     np.testing.assert_allclose(dQ, 2.0 - 2.0 / T_AUDIT)
 
 
+@pytest.mark.slow
 def test_terrific_radius_passes_an_empirical_audit() -> None:
     result = audit_mechanism(
         _terrific_radius_mechanism, AUDIT_D, AUDIT_D_PRIME, epsilon=AUDIT_EPS, n_runs=10_000
@@ -338,6 +339,7 @@ def test_terrific_radius_passes_an_empirical_audit() -> None:
     assert result.passed, str(result)
 
 
+@pytest.mark.slow
 def test_audit_flags_an_underestimated_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sensitivity, "capped_radius_score", lambda: 0.5)
     result = audit_mechanism(

@@ -170,6 +170,9 @@ def test_large_delta_suggestion_is_computed_from_n() -> None:
         warn_before_fit(pg.ApproxDP(1.0, 1e-6), n, NoiseSource())
     msg = str(rec[0].message)
     assert "1/n^2 = 2.5e-13" in msg and "1e-6" not in msg and "1e-06" in msg  # only the given one
+    # nor by the class's documentation (which the docs page shows): no fixed range of deltas
+    # that includes the one refused here
+    assert "1e-10" not in (LargeDeltaWarning.__doc__ or "")
 
 
 def test_large_delta_from_a_shared_accountant_and_for_the_mixture() -> None:

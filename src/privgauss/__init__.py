@@ -84,7 +84,7 @@ _PUBLIC_MODULES = ("audit", "datasets", "io", "metrics", "theory", "warnings")
 def __dir__() -> list[str]:
     """The public API only: its names and its documented submodules, not the helpers this
     module imports (``sys``, ``typing`` …) nor internal submodules loaded so far."""
-    return sorted([*__all__, *_PUBLIC_MODULES])
+    return sorted({*__all__, *_PUBLIC_MODULES})  # a set: audit, theory … are in both
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from scipy.special import erfcx, log_ndtr
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
 from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, pure_epsilon
-from .privacy.budgets import _MIN_EPS
+from .privacy.budgets import MIN_EPS
 from .sensitivity import (
     gaussian_stability_histogram_threshold,
     histogram_l1,
@@ -480,7 +480,7 @@ def gaussian_stability_histograms(
     elif not columns or not all(np.all(np.asarray(c) > 0) for _, c in columns):
         raise ValueError("columns must be (distinct bins, positive counts), one per histogram")
     rho = ZCDP(rho).rho
-    budget_delta = ApproxDP(_MIN_EPS, delta)
+    budget_delta = ApproxDP(MIN_EPS, delta)
     if not budget_delta.delta > 0:
         raise PrivacyBudgetError("the stability histogram needs delta > 0")
     h = len(columns)

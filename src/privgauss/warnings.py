@@ -70,8 +70,9 @@ class LargeDeltaWarning(PrivacyWarning):
     ``δ ≥ 1/n`` even a mechanism that publishes one randomly chosen record verbatim meets the
     guarantee, so it no longer protects every individual.
 
-    **What to do**: choose δ well below ``1/n`` — common choices are ``δ ≤ 1/n²`` or a fixed
-    ``1e-6`` … ``1e-10`` — or use a ρ-zCDP budget (``rho=``)."""
+    **What to do**: choose δ well below ``1/n`` — e.g. ``δ ≤ 1/n²`` (the warning states its
+    value for the fit's ``n``) — or use a ρ-zCDP budget (``rho=``). A fixed δ such as ``1e-6``
+    is below ``1/n`` only while ``n < 10⁶``."""
 
 
 class BudgetSpentWarning(PrivacyWarning):

@@ -1,5 +1,7 @@
 """Shared pieces of the ``privgauss`` command line: error exits and their statuses,
-registry-backed choices, budget and fit options, input reading and atomic outputs."""
+registry-backed choices, budget and fit options, input reading and atomic outputs. The module
+is private to the package; the names the command modules import from it are its public ones
+(no other module's ``_private`` names are imported)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import numpy as np
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..io import atomic_path, column_names, read_table
 from ..privacy import Accountant, Budget
-from ..progress import progress_bars
+from ..progress import on_terminal
 from ..warnings import ClippedDataWarning, PrivacyWarning, SeededNoiseWarning
 
 # PrivacyWarning: raised only when the user turned it into an error (-W error::...PrivacyWarning)
@@ -29,7 +31,7 @@ _CLI_WARNING_TEXT: dict[type[BaseException], str] = {
     SeededNoiseWarning: "--seed gives reproducible but NOT secure noise (numpy's seeded "
     "generator): fine for experiments, but omit --seed to release results from real private data",
 }
-_DEMO_PLOT = "privgauss-demo.png"
+DEMO_PLOT = "privgauss-demo.png"
 
 #: exit status of a command refused before anything was spent (bad input, a plan that cannot
 #: work, a budget that cannot pay)
@@ -57,7 +59,7 @@ class Spending:
         self.accountant: Accountant | None = None
 
     def accountant_for(self, budget: dict[str, Any]) -> Accountant:
-        """A fresh accountant of the command's budget (``_budget``'s keywords), to pass to the
+        """A fresh accountant of the command's budget (``budget_kwargs``'s keywords), to pass to the
         estimator as ``accountant=``."""
         from ..privacy import make_budget
 
@@ -69,7 +71,7 @@ class Spending:
         return None if self.accountant is None else self.accountant.spent
 
 
-class _RegistryChoice(click.Choice):
+class RegistryChoice(click.Choice):
     """A ``click.Choice`` whose choices are read from a registry each time they are needed."""
 
     def __init__(self, choices: Callable[[], Sequence[str]]) -> None:
@@ -85,19 +87,19 @@ class _RegistryChoice(click.Choice):
         pass
 
 
-def _gaussian_methods() -> list[str]:
+def gaussian_methods() -> list[str]:
     from .. import methods
 
     return ["auto", *methods.names("gaussian")]
 
 
-def _mixture_methods() -> list[str]:
+def mixture_methods() -> list[str]:
     from .. import methods
 
     return ["auto", *methods.names("mixture")]
 
 
-def _experiment_names() -> list[str]:
+def experiment_names() -> list[str]:
     from ..experiments import EXPERIMENTS
 
     return list(EXPERIMENTS)
@@ -108,7 +110,7 @@ def _experiment_names() -> list[str]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed(
         [
             click.option("--rho", type=float, default=None, help="rho-zCDP budget"),
@@ -120,7 +122,7 @@ def _budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+def fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     opts: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.argument("data", type=click.Path(dir_okay=False)),
         click.option("--columns", default=None,
@@ -132,7 +134,7 @@ def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--public", default=None, type=click.Path(dir_okay=False),
                      help="file of public rows; never charged to the budget. When it and DATA "
                      "both name their columns, its columns are matched to DATA's by name"),
-        _budget_options,
+        budget_options,
         click.option("--seed", type=int, default=None,
                      help="seed for reproducible (NOT secure) noise; omit for secure noise"),
         click.option("--out", type=click.Path(dir_okay=False), default=None,
@@ -149,7 +151,7 @@ def _fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _check_budget_flags(**flags: float | None) -> None:
+def check_budget_flags(**flags: float | None) -> None:
     """Refuse a given budget flag that is not a finite number in range (--rho, --epsilon > 0;
     --delta in [0, 1)) with a :class:`PrivacyBudgetError` naming the flag; None = not given."""
     for name, value in flags.items():
@@ -161,9 +163,9 @@ def _check_budget_flags(**flags: float | None) -> None:
             raise PrivacyBudgetError(f"--{name.replace('_', '-')} must be {what}, got {value}")
 
 
-def _budget(rho: float | None, epsilon: float | None, delta: float | None) -> dict[str, Any]:
+def budget_kwargs(rho: float | None, epsilon: float | None, delta: float | None) -> dict[str, Any]:
     # validates before anything is read: each flag (inf and NaN refused), then the combination
-    _check_budget_flags(rho=rho, epsilon=epsilon, delta=delta)
+    check_budget_flags(rho=rho, epsilon=epsilon, delta=delta)
     if rho is None and epsilon is None:
         raise PrivacyBudgetError("give a privacy budget: --rho, or --epsilon (with --delta)")
     from ..privacy import make_budget
@@ -203,7 +205,7 @@ class Inputs(NamedTuple):
     header: list[str] | None
 
 
-def _read_inputs(data: str, public: str | None, columns: str | None,
+def read_inputs(data: str, public: str | None, columns: str | None,
                  header: bool = True) -> Inputs:
     """The private and public rows of a fit command. Whether a CSV/TSV file has a header line
     comes from ``header`` (``--no-header``), never from its content."""
@@ -258,13 +260,13 @@ def _parse_dims(dims: str, names: list[str]) -> tuple[int, int]:
 
 
 @contextlib.contextmanager
-def _atomic_outputs(*paths: str | None) -> Iterator[list[Path | None]]:
+def atomic_outputs(*paths: str | None) -> Iterator[list[Path | None]]:
     """Temporary paths for each given output, all renamed into place only if the block succeeds."""
     with contextlib.ExitStack() as stack:
         yield [None if p is None else stack.enter_context(atomic_path(p)) for p in paths]
 
 
-def _check_outputs(out: str | None, plot_path: str | None, dims: str,
+def check_outputs(out: str | None, plot_path: str | None, dims: str,
                    names: list[str]) -> tuple[int, int] | None:
     """Refuse unusable outputs before the fit spends any budget; the --plot coordinates."""
     for path in (out, plot_path):
@@ -280,19 +282,25 @@ def _check_outputs(out: str | None, plot_path: str | None, dims: str,
     return _parse_dims(dims, names)
 
 
-def _finish_fit(model: Any, inputs: Inputs, out: str | None, plot_path: str | None,
+def plot_label(method: str) -> str:
+    """The legend label of a fitted model in ``--plot``: says it is a DP fit and by which
+    method ("private (public)" read as a contradiction when the method was ``public``)."""
+    return f"DP fit (method {method})"
+
+
+def finish_fit(model: Any, inputs: Inputs, out: str | None, plot_path: str | None,
                 ij: tuple[int, int] | None, show_data: bool) -> None:
     """Write the model (or print it) and the plot, atomically together."""
     X, names = inputs.X, inputs.names
     if inputs.header is not None and len(inputs.header) == model.n_features_in_:
         model.feature_names_in_ = np.array(inputs.header, dtype=object)  # public metadata
     text = json.dumps(model.to_dict(), indent=2) + "\n"
-    with _atomic_outputs(out, plot_path) as (tmp_out, tmp_plot):
+    with atomic_outputs(out, plot_path) as (tmp_out, tmp_plot):
         if tmp_plot is not None:
             from ..plots import plot_models
 
-            assert ij is not None  # _check_outputs gives the coordinates whenever --plot is set
-            plot_models({f"private ({model.method_})": model}, tmp_plot, dims=ij,
+            assert ij is not None  # check_outputs gives the coordinates whenever --plot is set
+            plot_models({plot_label(model.method_): model}, tmp_plot, dims=ij,
                         data=np.asarray(X) if show_data else None, feature_names=names)
         if tmp_out is not None:
             tmp_out.write_text(text)
@@ -352,13 +360,13 @@ def in_cli_words(message: str) -> str:
     return message
 
 
-def _run_user(fn: Callable[[], None], spending: Spending | None = None) -> None:
+def run_user(fn: Callable[[], None], spending: Spending | None = None) -> None:
     """Run ``fn``, turning user errors (and a missing matplotlib) into one-line exits, and
     privacy warnings into one-line ``warning: ...`` messages. The exit status is 2, or 3 when
     ``spending``'s accountant had charged something (the message then says what it spent)."""
     try:
-        # progress bars (chunk fits, PPE blocks, KSSU levels) when a person is watching
-        with progress_bars(sys.stderr.isatty()), _privacy_warnings_as_lines():
+        # progress (loop bars, the status line of releases) when a person is watching
+        with on_terminal(), _privacy_warnings_as_lines():
             fn()
     except (*_USER_ERRORS, ImportError, KeyboardInterrupt) as exc:
         if isinstance(exc, KeyboardInterrupt):

@@ -8,23 +8,23 @@ import click
 
 from ._common import (
     EXIT_STATUS_HELP,
+    RegistryChoice,
     Spending,
-    _budget,
-    _check_outputs,
-    _finish_fit,
-    _fit_options,
-    _gaussian_methods,
-    _mixture_methods,
-    _read_inputs,
-    _RegistryChoice,
-    _run_user,
+    budget_kwargs,
+    check_outputs,
+    finish_fit,
+    fit_options,
+    gaussian_methods,
+    mixture_methods,
+    read_inputs,
+    run_user,
 )
 
 
 @click.command("fit-gaussian", epilog=EXIT_STATUS_HELP)
-@_fit_options
+@fit_options
 @click.option("--method", default="auto", show_default=True,
-              type=_RegistryChoice(_gaussian_methods), help="estimation method")
+              type=RegistryChoice(gaussian_methods), help="estimation method")
 @click.option("--mean-bound", type=float, default=None, help="prior radius R around the origin")
 @click.option("--cov-bounds", type=(float, float), default=None, help="eigenvalue bounds LO HI")
 @click.option("--identity-covariance", is_flag=True, help="estimate the mean only (Sigma = I)")
@@ -51,24 +51,24 @@ def fit_gaussian(data: str, columns: str | None, no_header: bool, public: str | 
     spending = Spending()
 
     def run() -> None:
-        budget = _budget(rho, epsilon, delta)
-        inputs = _read_inputs(data, public, columns, header=not no_header)
-        ij = _check_outputs(out, plot_path, dims, inputs.names)
+        budget = budget_kwargs(rho, epsilon, delta)
+        inputs = read_inputs(data, public, columns, header=not no_header)
+        ij = check_outputs(out, plot_path, dims, inputs.names)
         g = PrivateGaussian(**budget, method=method, mean_bound=mean_bound, cov_bounds=cov_bounds,
                             covariance="identity" if identity_covariance else None,
                             clip_scale=clip_scale, random_state=seed,
                             accountant=spending.accountant_for(budget))
         g.fit(inputs.X, public_X=inputs.public)
-        _finish_fit(g, inputs, out, plot_path, ij, show_data)
+        finish_fit(g, inputs, out, plot_path, ij, show_data)
 
-    _run_user(run, spending)
+    run_user(run, spending)
 
 
 @click.command("fit-mixture", epilog=EXIT_STATUS_HELP)
-@_fit_options
+@fit_options
 @click.option("--n-components", "-k", type=int, required=True, help="number of components k")
 @click.option("--method", default="auto", show_default=True,
-              type=_RegistryChoice(_mixture_methods), help="mixture method (auto: em unless "
+              type=RegistryChoice(mixture_methods), help="mixture method (auto: em unless "
               "--separation states one a paper learner was validated at)")
 @click.option("--min-weight", type=float, default=None, help="smallest component weight (1/k)")
 @click.option("--separation", type=float, default=None,
@@ -110,9 +110,9 @@ def fit_mixture(data: str, columns: str | None, no_header: bool, public: str | N
     spending = Spending()
 
     def run() -> None:
-        budget = _budget(rho, epsilon, delta)
-        inputs = _read_inputs(data, public, columns, header=not no_header)
-        ij = _check_outputs(out, plot_path, dims, inputs.names)
+        budget = budget_kwargs(rho, epsilon, delta)
+        inputs = read_inputs(data, public, columns, header=not no_header)
+        ij = check_outputs(out, plot_path, dims, inputs.names)
         m = PrivateGaussianMixture(n_components, **budget, method=method, min_weight=min_weight,
                                    separation=separation, mean_bound=mean_bound,
                                    cov_bounds=cov_bounds, constants=constants,
@@ -121,7 +121,7 @@ def fit_mixture(data: str, columns: str | None, no_header: bool, public: str | N
             click.echo(f"fitting a {n_components}-component mixture (method {method}) ...",
                        err=True)
         m.fit(inputs.X, public_X=inputs.public)
-        _finish_fit(m, inputs, out, plot_path, ij, show_data)
+        finish_fit(m, inputs, out, plot_path, ij, show_data)
 
-    _run_user(run, spending)
+    run_user(run, spending)
 

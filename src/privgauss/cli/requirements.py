@@ -9,13 +9,13 @@ import click
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ._common import (
-    _budget,
-    _budget_options,
-    _gaussian_methods,
-    _mixture_methods,
-    _RegistryChoice,
-    _run_user,
+    RegistryChoice,
+    budget_kwargs,
+    budget_options,
+    gaussian_methods,
     in_cli_words,
+    mixture_methods,
+    run_user,
 )
 
 # -- requirements ------------------------------------------------------------------------------
@@ -93,11 +93,11 @@ def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha
 
 
 @requirements_cmd.command("gaussian")
-@click.argument("method", type=_RegistryChoice(lambda: [m for m in _gaussian_methods()
+@click.argument("method", type=RegistryChoice(lambda: [m for m in gaussian_methods()
                                                         if m != "auto"]))
 @click.option("--d", "d", type=int, required=True, help="dimension")
 @click.option("--n", "n", type=float, default=None, help="your number of private rows (verdict)")
-@_budget_options
+@budget_options
 @click.option("--alpha", type=float, default=0.1, show_default=True, help="target TV error")
 @click.option("--beta", type=float, default=0.05, show_default=True, help="failure probability")
 @click.option("--mean-bound", type=float, default=None, help="prior radius R")
@@ -129,7 +129,7 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
     from ..privacy import make_budget
 
     def run() -> None:
-        budget = make_budget(**_budget(rho, epsilon, delta))
+        budget = make_budget(**budget_kwargs(rho, epsilon, delta))
         if d < 1 or (n is not None and not (math.isfinite(n) and n >= 1)) or (
                 n_public is not None and n_public < 0):
             raise InvalidDataError("--d must be at least 1, --n a finite number >= 1 and "
@@ -143,17 +143,17 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
             enough.append(ok)
 
     enough: list[bool] = []
-    _run_user(run)
+    run_user(run)
     if enough and not enough[0]:
         raise SystemExit(1)  # too few rows: a script can test the verdict
 
 
 @requirements_cmd.command("mixture")
-@click.argument("method", type=_RegistryChoice(_mixture_methods))
+@click.argument("method", type=RegistryChoice(mixture_methods))
 @click.option("--n", "n", type=float, required=True, help="your number of private rows")
 @click.option("--d", "d", type=int, required=True, help="dimension")
 @click.option("--k", "k", type=int, required=True, help="number of components")
-@_budget_options
+@budget_options
 @click.option("--min-weight", type=float, default=None, help="smallest weight (default 1/k)")
 @click.option("--n-public", type=int, default=None,
               help="your number of public rows (--public of fit-mixture)")
@@ -190,7 +190,7 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
     from ..privacy import make_budget
 
     def run() -> None:
-        budget = make_budget(**_budget(rho, epsilon, delta))
+        budget = make_budget(**budget_kwargs(rho, epsilon, delta))
         if not (math.isfinite(n) and n >= 1) or d < 1 or k < 1 or (
                 n_public is not None and n_public < 0):
             raise InvalidDataError("--n must be a finite number >= 1, --d and --k at least 1, "
@@ -229,7 +229,7 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
         enough.append(req.ok)
 
     enough: list[bool] = []
-    _run_user(run)
+    run_user(run)
     if enough and not enough[0]:
         raise SystemExit(1)  # too few rows: a script can test the verdict
 

@@ -9,7 +9,7 @@ from typing import Any
 import click
 import numpy as np
 
-from ._common import EXIT_STATUS_HELP, Spending, _budget, _budget_options, _run_user
+from ._common import EXIT_STATUS_HELP, Spending, budget_kwargs, budget_options, run_user
 
 _KIND_FLAGS = ("integer", "binary", "float")
 
@@ -30,7 +30,7 @@ def _names(text: str | None) -> list[str]:
 @click.option("--seed", type=int, default=None,
               help="seed of the sampler (and, for a data file, of the fit's noise: "
               "reproducible but NOT secure; omit it to release from real private data)")
-@_budget_options
+@budget_options
 @click.option("--columns", default=None,
               help="data file: comma-separated columns to use (names; positions 0, 1, ... "
               "with --no-header or a .npy file)")
@@ -105,12 +105,12 @@ def synthesize(source: str, n_rows: int, out: str, seed: int | None, rho: float 
                     "(already fitted: sampling it costs nothing)")
             _from_model(source, n_rows, out, seed)
         else:
-            _from_data(spending, source, n_rows, out, seed, _budget(rho, epsilon, delta),
+            _from_data(spending, source, n_rows, out, seed, budget_kwargs(rho, epsilon, delta),
                        columns, no_header, public,
                        {"integer": _names(integer_cols), "binary": _names(binary_cols),
                         "float": _names(float_cols)}, bounds, n_components, model_out)
 
-    _run_user(run, spending)
+    run_user(run, spending)
 
 
 def _from_model(model: str, n_rows: int, out: str, seed: int | None) -> None:
@@ -184,7 +184,7 @@ def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int |
     from ..exceptions import InvalidDataError
     from ..io import write_atomic
     from ..synthesis import PrivateSynthesizer
-    from ._common import _read_inputs
+    from ._common import read_inputs
 
     if model_out is not None and not Path(model_out).resolve().parent.is_dir():
         raise InvalidDataError(f"cannot write {model_out}: its folder does not exist")
@@ -193,7 +193,7 @@ def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int |
         if not n_components.isdigit() or int(n_components) < 1:
             raise InvalidDataError("--n-components must be 'auto' or an integer >= 1")
         k = int(n_components)
-    inputs = _read_inputs(data, public, columns, header=not no_header)
+    inputs = read_inputs(data, public, columns, header=not no_header)
     X = np.asarray(inputs.X, dtype=np.float64)
     names = inputs.names
     kinds, dtypes = declared_types(data, names)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -14,23 +15,24 @@ import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..io import atomic_path
+from ..warnings import SeededNoiseWarning
 from ._common import (
-    _DEMO_PLOT,
-    _atomic_outputs,
-    _budget,
-    _budget_options,
-    _check_budget_flags,
-    _experiment_names,
-    _gaussian_methods,
-    _RegistryChoice,
-    _run_user,
+    DEMO_PLOT,
+    RegistryChoice,
+    atomic_outputs,
+    budget_kwargs,
+    budget_options,
+    check_budget_flags,
+    experiment_names,
+    gaussian_methods,
+    run_user,
 )
 
 # -- experiment ---------------------------------------------------------------------------------
 
 
 @click.command()
-@click.argument("name", type=_RegistryChoice(_experiment_names))
+@click.argument("name", type=RegistryChoice(experiment_names))
 @click.option("--trials", type=int, default=None, help="runs per point (default 100; 50 for cov)")
 @click.option("--quick", is_flag=True, help="20 trials and 5 sample sizes")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -63,7 +65,7 @@ def experiment(name: str, trials: int | None, quick: bool, seed: int, out_dir: s
         except ImportError:
             png_path = None
         png_out = None if png_path is None else str(png_path)
-        with _atomic_outputs(str(csv_path), png_out) as (tmp_csv, tmp_png):
+        with atomic_outputs(str(csv_path), png_out) as (tmp_csv, tmp_png):
             assert tmp_csv is not None  # a path was given for it
             experiments.write_csv(rows, tmp_csv)
             if tmp_png is not None:
@@ -77,7 +79,7 @@ def experiment(name: str, trials: int | None, quick: bool, seed: int, out_dir: s
         click.echo(f"wrote {csv_path}" + (f" and {png_path}" if png_path else
                    " (install matplotlib for the plot: pip install 'privgauss[plot]')"))
 
-    _run_user(run)
+    run_user(run)
 
 
 # -- audit ----------------------------------------------------------------------------------------
@@ -87,7 +89,7 @@ _AUDIT_SENSITIVITY = 1.0
 
 
 def _audit_targets() -> list[str]:
-    return [*_AUDIT_MECHANISMS, *(m for m in _gaussian_methods() if m != "auto")]
+    return [*_AUDIT_MECHANISMS, *(m for m in gaussian_methods() if m != "auto")]
 
 
 def _audit_pair(target: str, n: int) -> tuple[Any, Any, np.ndarray | None]:
@@ -165,8 +167,8 @@ def _outcome_counts(counts: Counter[str]) -> str:
 
 
 @click.command()
-@click.argument("target", type=_RegistryChoice(_audit_targets))
-@_budget_options
+@click.argument("target", type=RegistryChoice(_audit_targets))
+@budget_options
 @click.option("--claim-delta", type=float, default=1e-3, show_default=True,
               help="for a rho budget: the delta at which the claimed epsilon is stated")
 @click.option("--runs", type=int, default=4000, show_default=True, help="runs per dataset")
@@ -203,7 +205,7 @@ def audit(target: str, rho: float | None, epsilon: float | None, delta: float | 
         if rho is None and epsilon is None:
             kw = _audit_default_budget(target)
         else:
-            kw = {k: v for k, v in _budget(rho, epsilon, delta).items() if v is not None}
+            kw = {k: v for k, v in budget_kwargs(rho, epsilon, delta).items() if v is not None}
         budget = make_budget(**kw)
         rows = n if n is not None else _audit_rows(target)
         if runs < 100 or rows < 2 or not (0 < sensitivity_scale <= 1e6):
@@ -234,7 +236,7 @@ def audit(target: str, rho: float | None, epsilon: float | None, delta: float | 
         if not res.passed:
             sys.exit(1)
 
-    _run_user(run)
+    run_user(run)
 
 
 # -- demo -----------------------------------------------------------------------------------------
@@ -275,7 +277,7 @@ def _demo_panels(rows: list[tuple], models: dict[str, Any], header: tuple[str, s
 @click.option("--mixture-epsilon", default=2.0, show_default=True,
               help="epsilon per mixture fit (delta = 1e-6)")
 @click.option("--seed", default=0, show_default=True, help="seed (fast, reproducible noise)")
-@click.option("--plot", "plot_path", default=_DEMO_PLOT, show_default=True,
+@click.option("--plot", "plot_path", default=DEMO_PLOT, show_default=True,
               type=click.Path(dir_okay=False), help="PNG of the fits ('' for none)")
 def demo(n: int, d: int, rho: float, mixture_n: int, mixture_epsilon: float, seed: int,
          plot_path: str) -> None:
@@ -294,13 +296,17 @@ def demo(n: int, d: int, rho: float, mixture_n: int, mixture_epsilon: float, see
     from .. import experiments
 
     def run() -> None:
-        _check_budget_flags(rho=rho, mixture_epsilon=mixture_epsilon)
+        # the demo always seeds its noise (on its own synthetic data) and says so above; the
+        # SeededNoiseWarning's advice to omit --seed does not apply to it
+        warnings.filterwarnings("ignore", category=SeededNoiseWarning)
+        check_budget_flags(rho=rho, mixture_epsilon=mixture_epsilon)
         if n < 2 * (d + 1) or d < 2 or mixture_n < 0:
             raise InvalidDataError("need d >= 2, n >= 2(d+1) and --mixture-n >= 0")
         start = time.perf_counter()
         from .._version import __version__
 
-        click.echo(f"privgauss {__version__} demo (seed {seed}; seeded noise is for experiments)")
+        click.echo(f"privgauss {__version__} demo on synthetic data, with seeded noise (seed "
+                   f"{seed}): reproducible, fine for a demo, not for releasing real data")
         g_rows, g_models = experiments.demo_gaussian(n, d, rho, seed)
         _table(f"Gaussian: n={n}, d={d}, mean 1000*1, condition number 10, rho={rho} per fit",
                ("mean err", "cov err"), g_rows)
@@ -343,5 +349,5 @@ def demo(n: int, d: int, rho: float, mixture_n: int, mixture_epsilon: float, see
                 fig.savefig(tmp, dpi=110, format="png")
             click.echo(f"\nwrote {plot_path}")
 
-    _run_user(run)
+    run_user(run)  # whose catch_warnings restores the warning filters afterwards
 

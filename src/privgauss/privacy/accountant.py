@@ -17,9 +17,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..exceptions import PrivacyBudgetError
+from ..progress import released
 from .budgets import (
-    _MIN_EPS,
-    _REL_TOL,
+    MIN_EPS,
+    REL_TOL,
     ZCDP,
     ApproxDP,
     Budget,
@@ -200,10 +201,10 @@ class Accountant:
     def _fits(self, t: _Totals) -> bool:
         tot = self.total
         if isinstance(tot, PureDP):
-            return t.eps <= tot.epsilon * (1 + _REL_TOL)
+            return t.eps <= tot.epsilon * (1 + REL_TOL)
         if isinstance(tot, ZCDP):
-            return t.rho <= tot.rho * (1 + _REL_TOL)
-        if t.delta > tot.delta * (1 + _REL_TOL):
+            return t.rho <= tot.rho * (1 + REL_TOL)
+        if t.delta > tot.delta * (1 + REL_TOL):
             return False
         eps_z = 0.0
         if t.rho > 0:
@@ -213,10 +214,10 @@ class Accountant:
             dl = min(delta_left, 1 - 1e-16)
             # the tight ε is never above the simple ρ + 2√(ρ ln 1/δ): when that fits, so does
             # the tight one (the same decision without its root-finding)
-            if t.eps + zcdp_to_epsilon(t.rho, dl, method="simple") <= tot.epsilon * (1 + _REL_TOL):
+            if t.eps + zcdp_to_epsilon(t.rho, dl, method="simple") <= tot.epsilon * (1 + REL_TOL):
                 return True
             eps_z = zcdp_to_epsilon(t.rho, dl)
-        return t.eps + eps_z <= tot.epsilon * (1 + _REL_TOL)
+        return t.eps + eps_z <= tot.epsilon * (1 + REL_TOL)
 
     def _add(self, cost: Budget, base: _Totals | None = None) -> _Totals:
         b = self._t if base is None else base
@@ -298,7 +299,10 @@ class Accountant:
         if not self.spendable:
             raise PrivacyBudgetError(_READ_ONLY)
         with self._lock:  # check and charge as one step: no lost update, no overdraft
-            return self._spend(cost, step, mechanism, sensitivity, noise_scale, note, _parts)
+            entry = self._spend(cost, step, mechanism, sensitivity, noise_scale, note, _parts)
+        if self.parent is None:  # once per release, as its top-level ledger names it
+            released(self._prefixed(step or mechanism))
+        return entry
 
     def _spend(
         self,
@@ -491,7 +495,7 @@ def _spent_of(tot: Budget, t: _Totals) -> Budget:
     # the zCDP part is converted with all the delta that approximate charges left (_fits
     # keeps some left once a zCDP charge is made); a converted epsilon can be 0 for large delta
     eps_z = zcdp_to_epsilon(t.rho, tot.delta - t.delta)
-    return ApproxDP(max(t.eps + eps_z, _MIN_EPS), tot.delta)
+    return ApproxDP(max(t.eps + eps_z, MIN_EPS), tot.delta)
 
 
 def composed(total: Budget, costs: Iterable[Budget]) -> Budget | None:

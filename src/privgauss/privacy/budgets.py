@@ -35,8 +35,11 @@ def _brentq(*args: Any, **kwargs: Any) -> float:
     return float(brentq(*args, **kwargs))
 
 
-_REL_TOL = 1e-9  # slack for float rounding when the last charge exactly exhausts the total
-_MIN_EPS = sys.float_info.min  # stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
+#: slack for float rounding when the last charge exactly exhausts the total
+REL_TOL = 1e-9
+#: stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
+MIN_EPS = sys.float_info.min
+_MIN_EPS = MIN_EPS  # the old private name, still imported by mixture/private_em.py
 
 
 def _check_positive(name: str, value: Any) -> float:
@@ -105,7 +108,7 @@ class ZCDP:
         ε = ρ + 2√(ρ ln(1/δ)) (Bun–Steinke 2016), which is never smaller.
         """
         # for large delta the tight epsilon can be 0 (then any epsilon > 0 holds)
-        eps = max(zcdp_to_epsilon(self.rho, delta, method=method), _MIN_EPS)
+        eps = max(zcdp_to_epsilon(self.rho, delta, method=method), MIN_EPS)
         return ApproxDP(eps, delta)
 
     def __str__(self) -> str:
