@@ -11,12 +11,6 @@ replace-one neighbours (n public) for the two releases together, ``rho_range + r
   column: L2 sensitivity √(2m) for m columns). A column's range runs from the lowest to the
   highest octave whose noisy count passes a public threshold (always including the octave with
   the largest noisy count), widened by one octave on each side — post-processing.
-* **refine** (the same columns, when planned): the counts in :data:`REFINE_BINS` bins
-  splitting the octave range (octaves in proportion to their noisy counts), released jointly
-  (L2 sensitivity √(2m)). The fine bins are placed at the noisy counts' quantiles (a share
-  :data:`EVEN_SHARE` spread evenly): a column offset from zero — years 1963–2008 — gets its
-  bins where its values are, not spread over [0, 4096] (post-processing). The range stays the
-  octave range: cutting it at thin refine bins would clip real rows at small n.
 * **histogram**: the counts in a grid of fine bins built from the released range (each octave
   split into sub-bins in proportion to its noisy count: post-processing), released jointly for
   all columns with Gaussian noise (L2 sensitivity √(2m)); the CDF is the normalised
@@ -104,22 +98,6 @@ class Marginal:
         keep = p > 1e-12
         m = (dens[:-1] - dens[1:])[keep] / p[keep]
         return float(np.clip(np.sum(p[keep] * m * m), 1e-3, 1.0))
-
-    def rank_attenuation(self) -> float:
-        """The factor c by which jittering a discrete column shrinks its Spearman correlations
-        with the other columns, to first order in the latent correlation, from the released CDF
-        alone: with bins of probability p_k between normal scores a_k < b_k, c = Σ_k u_k
-        (φ(a_k) − φ(b_k)) / E[Φ(Z) Z], u_k the bin's mid CDF level, E[Φ(Z) Z] = 1/(2√π) (the
-        Hermite coefficient of the CDF level; 1 for a float column)."""
-        if self.kind == "float":
-            return 1.0
-        from scipy.stats import norm
-
-        cdf = np.clip(self.cdf, 0.0, 1.0)
-        dens = norm.pdf(ndtri(cdf))  # 0 at ±inf
-        mid = (cdf[:-1] + cdf[1:]) / 2
-        c = float(np.sum(mid * (dens[:-1] - dens[1:]))) * 2.0 * math.sqrt(math.pi)
-        return float(np.clip(c, 0.03, 1.0))
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "edges": self.edges.tolist(), "cdf": self.cdf.tolist()}
@@ -233,37 +211,6 @@ def _fine_edges(lo_key: int, hi_key: int, weights: np.ndarray, n_bins: int) -> n
     return np.unique(np.asarray(edges))
 
 
-#: bins of the refine step per column
-REFINE_BINS = 64
-#: share of the fine bins' placement spread evenly over the refined range (the rest follows
-#: the refine counts' quantiles), so a sparse stretch still gets bins
-EVEN_SHARE = 0.2
-
-
-def _refine(X: np.ndarray, plan: MarginalPlan, cols: list[int], edges: list[np.ndarray | None],
-            *, accountant: Accountant, noise: NoiseSource) -> None:
-    """The refine release (step ``refine``, ZCDP(plan.rho_refine)) over the coarse ``edges``
-    of columns ``cols``; replaces them, in place, by fine edges (see the module docstring)."""
-    m = len(cols)
-    coarse = [np.asarray(edges[j]) for j in cols]
-    flat = np.concatenate([_fine_counts(X[:, j], e, plan.kinds[j])
-                           for j, e in zip(cols, coarse, strict=True)])
-    sens = histogram_l2() * math.sqrt(m)
-    noisy = gaussian_mechanism(flat, sens, ZCDP(plan.rho_refine), accountant=accountant,
-                               noise=noise, step="refine")
-    start = 0
-    for j, e in zip(cols, coarse, strict=True):
-        w = np.clip(noisy[start:start + len(e) - 1], 0.0, None)
-        start += len(e) - 1
-        even = np.diff(e) / (e[-1] - e[0])
-        w = (1 - EVEN_SHARE) * w / w.sum() + EVEN_SHARE * even if w.sum() > 0 else even
-        cdf = np.concatenate([[0.0], np.cumsum(w)])
-        cdf[-1] = 1.0
-        at = _inverse_cdf(np.linspace(0.0, 1.0, plan.n_bins + 1), np.minimum(cdf, 1.0), e)
-        at[0], at[-1] = e[0], e[-1]
-        edges[j] = np.unique(at)
-
-
 def _integer_edges(edges: np.ndarray, n_bins: int) -> np.ndarray:
     """Edges at half-integers, so that each integer value falls inside one bin: one bin per
     value when the range holds few, else the given edges snapped to half-integers."""
@@ -282,7 +229,7 @@ def _integer_edges(edges: np.ndarray, n_bins: int) -> np.ndarray:
 class MarginalPlan:
     """Public inputs of the marginals' release: per column its kind (``"auto"``: float or
     integer, decided by :func:`release_types`) and stated range (None: released), the number
-    of fine bins, and the zCDP budgets of the releases (``rho_refine`` 0: no refine step)."""
+    of fine bins, and the zCDP budgets of the three releases."""
 
     kinds: Sequence[str]
     bounds: Sequence[tuple[float, float] | None]
@@ -290,7 +237,6 @@ class MarginalPlan:
     rho_range: float
     rho_hist: float
     rho_types: float = 0.0
-    rho_refine: float = 0.0
 
 
 def n_fine_bins(n: int, rho_hist: float, n_columns: int) -> int:
@@ -319,10 +265,9 @@ def _cdf_of_counts(counts: np.ndarray, sigma: float) -> np.ndarray:
 
 def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accountant,
                       noise: NoiseSource) -> list[Marginal]:
-    """The DP marginals of the columns of ``X`` (validated finite rows, n public): the charges
-    ``types`` (ZCDP(plan.rho_types), when a kind is "auto"), ``range`` (ZCDP(plan.rho_range))
-    and ``refine`` (ZCDP(plan.rho_refine), when planned) when some column's range is not
-    stated, and ``bins`` (ZCDP(plan.rho_hist)), each made before its noise is drawn."""
+    """The DP marginals of the columns of ``X`` (validated finite rows, n public): at most two
+    charges, ``range`` (ZCDP(plan.rho_range), when some column's range is not stated) and
+    ``histogram`` (ZCDP(plan.rho_hist)), each made before its noise is drawn."""
     n, d = X.shape
     if "auto" in plan.kinds:
         kinds = release_types(X, plan.kinds, plan.rho_types, accountant=accountant, noise=noise)
@@ -350,9 +295,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         for i, j in enumerate(need_range):
             k_lo, k_hi = _octaves_of_range(noisy[i], thr)
             edges[j] = _fine_edges(k_lo, k_hi, np.clip(noisy[i, k_lo:k_hi + 1], 0, None),
-                                   REFINE_BINS if plan.rho_refine > 0 else plan.n_bins)
-        if plan.rho_refine > 0:
-            _refine(X, plan, need_range, edges, accountant=accountant, noise=noise)
+                                   plan.n_bins)
     for j in range(d):
         e = edges[j]
         assert e is not None

@@ -35,13 +35,11 @@ from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_b
 from ..privacy.budgets import approx_to_zcdp
 from ..validation import check_data
 from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_marginals
-from .rank_copula import release_rank_correlation
 
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
 #: (the types' share, when a column's kind is "auto", comes out of the histograms')
 TYPES_SHARE = 0.02
 RANGE_SHARE = 0.05
-REFINE_SHARE = 0.03
 HISTOGRAM_SHARE = 0.25
 #: component counts tried, largest first: the largest em can fit with a margin (see
 #: :func:`choose_components`); else a single Gaussian
@@ -248,14 +246,12 @@ class PrivateSynthesizer:
                         else [str(getattr(X, "dtype", "float64"))] * d)
         needs_range = any(b is None and k != "binary" for b, k in zip(bounds, kinds, strict=True))
         rho_range = RANGE_SHARE * rho_total if needs_range else 0.0
-        rho_refine = REFINE_SHARE * rho_total if needs_range else 0.0
         rho_types = TYPES_SHARE * rho_total if "auto" in kinds else 0.0
-        rho_hist = ((RANGE_SHARE + REFINE_SHARE + HISTOGRAM_SHARE) * rho_total - rho_range
-                    - rho_refine - rho_types)
-        rho_model = rho_total - rho_range - rho_refine - rho_hist - rho_types
+        rho_hist = (RANGE_SHARE + HISTOGRAM_SHARE) * rho_total - rho_range - rho_types
+        rho_model = rho_total - rho_range - rho_hist - rho_types
         k = choose_components(n, d, rho_model, self.n_components)
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
-                            rho_types, rho_refine)
+                            rho_types)
         shared = self.accountant
         if shared is not None and not shared.can_spend(budget):
             raise PrivacyBudgetError(
@@ -270,17 +266,11 @@ class PrivateSynthesizer:
             with private_section(acct):
                 marginals = release_marginals(rows, plan, accountant=acct.child("marginals"),
                                               noise=noise)
-                U = np.column_stack([m.to_uniform(rows[:, j], noise.rng)
-                                     for j, m in enumerate(marginals)])
-                if k == 1:
-                    copula = _rank_copula(U, [m.rank_attenuation() for m in marginals], acct,
-                                          noise)
-                else:
-                    copula = self._copula(k, n, d, acct, noise)
-                    copula.fit(_scores(U, n))
-                    _standardise(copula)
-                    _undo_jitter_attenuation(copula,
-                                             [m.jitter_attenuation() for m in marginals])
+                Z = self._scores(rows, marginals, n, noise.rng)
+                copula = self._copula(k, n, d, acct, noise)
+                copula.fit(Z)
+                _standardise(copula)
+                _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
         self.marginals_ = marginals
         self.copula_ = copula
         self.feature_names_in_ = names
@@ -295,16 +285,28 @@ class PrivateSynthesizer:
         self.n_components_ = k
         self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
-                      "marginals/refine": ZCDP(rho_refine) if rho_refine else None,
                       "marginals/bins": ZCDP(rho_hist), "copula": ZCDP(rho_model)}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
+
+    @staticmethod
+    def _scores(rows: np.ndarray, marginals: list[Marginal], n: int,
+                rng: np.random.Generator) -> np.ndarray:
+        """Normal scores of the rows through the released marginals, in the public box."""
+        umin = 0.5 / n
+        U = np.column_stack([m.to_uniform(rows[:, j], rng) for j, m in enumerate(marginals)])
+        return np.asarray(ndtri(np.clip(U, umin, 1.0 - umin)))
 
     def _copula(self, k: int, n: int, d: int, acct: Accountant, noise: NoiseSource) -> Any:
         bound, cov = score_prior(n, d)
         rho = acct.remaining_zcdp()
         child = acct.child("copula")
         seeded = None if noise.secure else noise.rng
+        if k == 1:
+            # the scores' mean is 0 by construction (and set so afterwards, _standardise):
+            # only the covariance, a correlation matrix (eigenvalues at most d), is released
+            return PrivateGaussian(rho=rho, mean=np.zeros(d), cov_bounds=(SCORE_COV_FLOOR, d),
+                                   random_state=seeded, accountant=child)
         return PrivateGaussianMixture(k, rho=rho, mean_bound=bound,  # auto: em, as planned
                                       cov_bounds=cov, random_state=seeded, accountant=child)
 
@@ -389,34 +391,6 @@ class PrivateSynthesizer:
         syn.ledger_, syn.privacy_spent_ = list(acct.ledger), acct.spent
         syn.method_ = str(data.get("method", "copula"))
         return syn
-
-
-def _scores(U: np.ndarray, n: int) -> np.ndarray:
-    """Normal scores of the CDF levels ``U``, in the public box |z| ≤ :func:`score_bound`."""
-    umin = 0.5 / n
-    return np.asarray(ndtri(np.clip(U, umin, 1.0 - umin)))
-
-
-def _rank_copula(U: np.ndarray, attenuation: list[float], acct: Accountant,
-                 noise: NoiseSource) -> PrivateGaussian:
-    """The single-Gaussian copula: mean 0, the DP rank correlations
-    (:func:`~privgauss.synthesis.rank_copula.release_rank_correlation`) with the rest of the
-    budget, as a fitted :class:`~privgauss.PrivateGaussian` (its model file, sampling)."""
-    rho = acct.remaining_zcdp()
-    budget = ZCDP(rho)
-    child = acct.child("copula", budget)
-    corr = release_rank_correlation(U, rho, np.asarray(attenuation), accountant=child,
-                                    noise=noise)
-    d = U.shape[1]
-    g = PrivateGaussian(rho=rho)
-    g.mean_, g.covariance_ = np.zeros(d), corr
-    g.method_ = "rank"
-    g.method_reason_ = "Gaussian copula: DP Spearman correlations through the DP marginals"
-    g.n_features_in_ = d
-    g.clipped_fraction_, g.background_weight_ = None, 0.0
-    g.budget_, g.accountant_ = budget, child
-    g.ledger_, g.privacy_spent_ = list(child.ledger), child.spent
-    return g
 
 
 def _standardise(copula: Any) -> None:
