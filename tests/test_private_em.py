@@ -247,10 +247,11 @@ def test_em_fit_passes_an_empirical_audit_on_an_outlier_pair():
 
 def test_the_audit_flags_em_with_a_halved_sensitivity(monkeypatch):
     """The audit above has teeth: with the step's sensitivities 20 times too small it fails."""
-    monkeypatch.setattr(pe, "soft_sums_l2", lambda r: sensitivity.soft_sums_l2(r) / 20)
-    monkeypatch.setattr(pe, "soft_counts_l2", lambda: sensitivity.soft_counts_l2() / 20)
-    monkeypatch.setattr(pe, "soft_outer_sums_frobenius",
-                        lambda r: sensitivity.soft_outer_sums_frobenius(r) / 20)
+    for mod in (pe, es):  # the EM steps' releases and the start's Lloyd steps'
+        monkeypatch.setattr(mod, "soft_sums_l2", lambda r: sensitivity.soft_sums_l2(r) / 20)
+        monkeypatch.setattr(mod, "soft_counts_l2", lambda: sensitivity.soft_counts_l2() / 20)
+        monkeypatch.setattr(mod, "soft_outer_sums_frobenius",
+                            lambda r: sensitivity.soft_outer_sums_frobenius(r) / 20)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 1))  # constant rows would start EM with a degenerate component
     Xn = X.copy()
