@@ -329,15 +329,16 @@ def test_start_and_selection_kernels_stay_within_their_sensitivities():
 
 
 def test_plan_pays_for_every_start_and_the_run_selection():
-    """The start's k-means, the re-whitening, both exploring runs and their selection are
-    planned releases (composing to the budget, checked above); with public rows there is no
-    re-whitening."""
+    """The start's k-means, the summary start's cells, the re-whitening and the selection
+    among the four starts are planned releases (composing to the budget, checked above); the
+    pick comes before the first step, so every step advances one run; with public rows there
+    is no re-whitening."""
     plan = pe.em_plan(50_000, 10, 3, ApproxDP(1.0, 1e-6))
     names = [name for name, _ in plan.parts()]
-    assert plan.n_starts == 3 and plan.explore_steps >= 1
+    assert plan.n_starts == 4 and plan.explore_steps == 0
     assert "run selection" in names and "re-whitening moments" in names
-    assert "step 1 run 3 moments" in names and "start k-means moments" in names
-    assert f"step {plan.n_steps} moments" in names  # after the pick: one run
+    assert "start summary moments" in names and "start k-means moments" in names
+    assert "step 1 moments" in names and f"step {plan.n_steps} moments" in names
     assert not any("re-whitening" in nm
                    for nm, _ in pe.em_plan(50_000, 10, 3, ZCDP(0.5), n_public=500).parts())
 
@@ -558,7 +559,7 @@ def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public):
     fused = fit()
     monkeypatch.setattr(pe, "_em_steps", _one_pass_per_run)
     plain = fit()
-    assert fused.fit_info_["em_plan"].n_starts == 3
+    assert fused.fit_info_["em_plan"].n_starts == 4
     assert [e.step for e in fused.ledger_] == [e.step for e in plain.ledger_]
     for a in ("weights_", "means_", "covariances_"):
         np.testing.assert_array_equal(getattr(fused, a), getattr(plain, a))
