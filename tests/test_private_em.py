@@ -329,16 +329,15 @@ def test_start_and_selection_kernels_stay_within_their_sensitivities():
 
 
 def test_plan_pays_for_every_start_and_the_run_selection():
-    """The start's k-means, the summary start's cells, the re-whitening and the selection
-    among the four starts are planned releases (composing to the budget, checked above); the
-    pick comes before the first step, so every step advances one run; with public rows there
-    is no re-whitening."""
+    """The start's k-means, the re-whitening, both exploring runs and their selection are
+    planned releases (composing to the budget, checked above); with public rows there is no
+    re-whitening."""
     plan = pe.em_plan(50_000, 10, 3, ApproxDP(1.0, 1e-6))
     names = [name for name, _ in plan.parts()]
-    assert plan.n_starts == 4 and plan.explore_steps == 0
+    assert plan.n_starts == 3 and plan.explore_steps >= 1
     assert "run selection" in names and "re-whitening moments" in names
-    assert "start summary moments" in names and "start k-means moments" in names
-    assert "step 1 moments" in names and f"step {plan.n_steps} moments" in names
+    assert "step 1 run 3 moments" in names and "start k-means moments" in names
+    assert f"step {plan.n_steps} moments" in names  # after the pick: one run
     assert not any("re-whitening" in nm
                    for nm, _ in pe.em_plan(50_000, 10, 3, ZCDP(0.5), n_public=500).parts())
 
@@ -372,19 +371,18 @@ def test_synthetic_benchmark_set_recovers_at_epsilon_one():
 
 
 def test_a_whitened_frame_run_joins_the_pick(monkeypatch):
-    """Four starts, one DP pick before the first step: the k-means and histogram starts
-    (k-means on standardised columns), a whitened-frame start and the summary start. At
-    ρ = 0.5 with these 500 public rows, seed 11, the first three alone (picked before the
-    first step) end 0.331 nat/row below sklearn; with the summary start, 0.0003. (With the
-    previous design, three runs exploring ⌊T/3⌋ steps before the pick, the whitened-frame run
-    made that difference: 0.332 with two runs, within 0.001 with three; on
-    benchmarks/em_scale.py's rotated, unequally scaled mixture, n = 1e6, ε = 1, seeds 4-11,
-    the standardised starts alone ended 0.03-0.13 below sklearn at 5 of 8 seeds, all three
-    at 1 of 8.)"""
+    """Three runs explore: the k-means and histogram starts (k-means on standardised columns)
+    and a whitened-frame start. The two standardised starts alone share a poor optimum only at
+    some fit seeds: at ρ = 0.5 with these 500 public rows, at 1 of seeds 0-13 (seed 11: 0.332
+    nat/row below sklearn; the others within 0.001). With the third run the pick finds the
+    clusters at every one of those seeds (within 0.001). The test runs at seed 11, the seed
+    where the third start is what makes the difference. On benchmarks/em_scale.py's rotated,
+    unequally scaled mixture (n = 1e6, ε = 1, seeds 4-11) the standardised starts alone ended
+    0.03-0.13 below sklearn at 5 of 8 seeds, all three at 1 of 8."""
     X, H, P = _synthetic(50_000, 0), _synthetic(20_000, 1), _synthetic(500, 7)
     sk = GaussianMixture(3, covariance_type="full", random_state=0, n_init=2).fit(X).score(H)
     gaps = {}
-    for starts in (4, 3):
+    for starts in (3, 2):
         monkeypatch.setattr(pe, "N_STARTS", starts)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -392,7 +390,7 @@ def test_a_whitened_frame_run_joins_the_pick(monkeypatch):
                 X, public_X=P)
         assert m.fit_info_["em_plan"].n_starts == starts
         gaps[starts] = sk - m.score(H)
-    assert gaps[4] < 0.01 and gaps[3] > 0.2, gaps
+    assert gaps[3] < 0.01 and gaps[2] > 0.2, gaps
 
 
 def test_pixels_reach_sklearns_basin_at_rho_one_half():
@@ -560,7 +558,7 @@ def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public):
     fused = fit()
     monkeypatch.setattr(pe, "_em_steps", _one_pass_per_run)
     plain = fit()
-    assert fused.fit_info_["em_plan"].n_starts == 4
+    assert fused.fit_info_["em_plan"].n_starts == 3
     assert [e.step for e in fused.ledger_] == [e.step for e in plain.ledger_]
     for a in ("weights_", "means_", "covariances_"):
         np.testing.assert_array_equal(getattr(fused, a), getattr(plain, a))

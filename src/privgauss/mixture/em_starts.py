@@ -40,8 +40,6 @@ BOX = 3.0  # half-width of the start grid's box (whitened frame)
 EIG_FLOOR = 1e-3  # eigenvalue floor of Σ_j in the whitened frame
 PUBLIC_WEIGHT = 0.1  # total weight of the public rows in the start, as a fraction of n
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
-SUMMARY_CELL_ROWS = 1.5  # a summary cell's expected rows, at least this × the noise floor
-BLOB_FLOOR = 0.25  # a summary blob's eigenvalues, at least this × their mean
 
 Run = tuple[np.ndarray, np.ndarray, np.ndarray]  # an EM run: (weights, means, covariances)
 
@@ -66,9 +64,6 @@ class StartPlan(Protocol):
     def rho_score(self) -> float: ...
     @property
     def score_bound(self) -> float: ...
-    @property
-    def summary_axes(self) -> int: ...
-    def summary_rhos(self) -> tuple[float, float, float]: ...
 
 
 # ----------------------------------------------------------------------------------------------
@@ -306,82 +301,3 @@ def _pick(scores: np.ndarray, plan: StartPlan, acct: Accountant, src: NoiseSourc
     noisy = gaussian_mechanism(scores, score_sums_l2(b, len(scores)), ZCDP(plan.rho_score),
                                accountant=acct, noise=src, step="em run selection")
     return int(np.argmax(np.nan_to_num(noisy, nan=-np.inf)))
-
-
-def _summary_centres(centres: np.ndarray, covs: np.ndarray, G: np.ndarray,
-                     axes: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
-    """The summary pass's centres (whitened frame) and the k-means cluster each comes from:
-    each cluster's centre and the points ±¾ standard deviation along its ``axes[j]`` longest
-    axes in the standardised frame (public function of releases). A cluster that holds two
-    components is stretched along the line between them: its sub-cells then separate them."""
-    k = centres.shape[0]
-    axes = np.broadcast_to(np.asarray(axes, dtype=np.int64), (k,))
-    out, parent = [centres], [np.arange(k)]
-    for j in range(k):
-        Cu = G @ covs[j] @ G.T
-        lam, V = np.linalg.eigh(sym(Cu))
-        for a in range(1, int(axes[j]) + 1):
-            step = np.linalg.solve(G, 0.75 * math.sqrt(max(float(lam[-a]), 0.0)) * V[:, -a])
-            out.append(np.array([centres[j] + step, centres[j] - step]))
-            parent.append(np.array([j, j]))
-    return np.vstack(out), np.concatenate(parent)
-
-
-def _summary_start(Z: Any, start: Run, plan: StartPlan, acct: Accountant, src: NoiseSource,
-                   G: np.ndarray, Ginv: np.ndarray,
-                   shrink: Callable[[np.ndarray, float], np.ndarray]) -> Run:
-    """The *summary start*: one pass releases the counts, clipped sums and clipped second
-    moments of the rows' cells around K' = ``plan.summary_cells`` centres
-    (:func:`_summary_centres` of the k-means ``start``, nearest centre in the standardised
-    frame: :func:`_lloyd_kernel`'s hard assignments, its sensitivities), and a k-component
-    mixture is fitted to those released blobs by EM with many k-means++ restarts
-    (:func:`~privgauss.mixture.em_summary.summary_gmm`, post-processing: free). EM on the rows
-    from a k-means start follows the k-means partition for many steps (a 0.885-weight component
-    split in two, two 5 % ones merged: 0.33 nat/row below sklearn after 20 noisy steps); the
-    summary EM runs to convergence from many seedings at no privacy cost. A blob's released
-    covariance is shrunk (``shrink(C, s)``, s its noise) and its eigenvalues floored at
-    ``BLOB_FLOOR`` × their mean: at ε = 1 the noise flattened blobs' directions and the
-    summary fit scored 1.3 nat/row below the k-means start, though its weights were right.
-    Without enough blobs for a fit, the k-means ``start`` itself."""
-    from .em_summary import summary_gmm
-
-    k, d = start[1].shape
-    R = plan.kmeans_radius
-    rc, rs, rm = plan.summary_rhos()
-    sig_m = soft_outer_sums_frobenius(R) / math.sqrt(2.0 * rm)
-    sig_s = soft_sums_l2(R) / math.sqrt(2.0 * rs)
-    floor = max(2.0 * sig_m, 2.0 * sig_s, 1.0)
-    # a cluster is cut into 1 + 2a cells only while each keeps ~SUMMARY_CELL_ROWS × the floor
-    # (its released weight): cutting a 5 % cluster into five cells dropped all five under the
-    # noise floor, and the summary lost a component the k-means start had right
-    rows = start[0] * float(Z.shape[0])
-    axes = np.clip(np.floor((rows / (SUMMARY_CELL_ROWS * floor) - 1.0) / 2.0), 0,
-                   plan.summary_axes).astype(np.int64)
-    centres, parent = _summary_centres(start[1], start[2], G, axes)
-    K = centres.shape[0]
-    counts, S, M = reduce_rows(Z, partial(_lloyd_kernel, centres=centres, G=G, radius=R))
-    Nn = gaussian_mechanism(counts, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
-                            step="em start summary counts")
-    Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(R), ZCDP(rs), accountant=acct, noise=src,
-                            step="em start summary sums").reshape(K, d)
-    Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(R), ZCDP(rm),
-                                    accountant=acct, noise=src,
-                                    step="em start summary second moments")
-    # a blob enters the summary when its count clears its second moments' noise twice over
-    alive = Nn > floor
-    Cu = centres @ G.T
-    means_u, covs_u = Cu.copy(), np.array([np.eye(d) for _ in range(K)])
-    for c in np.flatnonzero(alive).tolist():
-        ybar = Sn[c] / Nn[c]
-        ybar *= min(1.0, R / max(float(np.linalg.norm(ybar)), 1e-300))
-        means_u[c] = Cu[c] + ybar
-        Cb = shrink(Mn[c] / Nn[c] - np.outer(ybar, ybar), sig_m / Nn[c])
-        lam, V = np.linalg.eigh(sym(Cb))
-        lam = np.maximum(lam, BLOB_FLOOR * max(float(np.mean(lam)), EIG_FLOOR))
-        covs_u[c] = sym((V * lam) @ V.T)
-    fit = summary_gmm(np.where(alive, Nn, 0.0), means_u, covs_u, k, src.rng, labels=parent)
-    if fit is None:
-        return start
-    w = np.maximum(fit[0], 1e-3)
-    return (w / w.sum(), fit[1] @ Ginv.T,
-            np.array([_repair(Ginv @ _repair(c) @ Ginv.T) for c in fit[2]]))

@@ -45,14 +45,7 @@ budget and public rows; every frame after the first a function of releases):
    directions are blown up 15-fold: k-means there, then EM, settled in a basin 0.059 nat/row
    below sklearn's at every budget and seed; a histogram start built there was a decoy the
    run pick below took at 3 of 12 seeds, ε = 1 with 500 public rows.)
-   The *summary start* (:func:`~privgauss.mixture.em_starts._summary_start`): one more pass
-   releases the counts, clipped sums and second moments of the rows' cells around the
-   k-means clusters' centres and ±¾ sd along their longest axes (a cluster cut only while
-   each cell keeps ~1.5× the noise floor); a k-component mixture fitted to those blobs by EM
-   with many restarts (and from the k-means partition;
-   :func:`~privgauss.mixture.em_summary.summary_gmm`, post-processing: free).
-3. *T EM steps* (T = 8 + 4k within [10, 20]; :func:`_funded_plan` can fund fewer), one
-   pass each
+3. *T EM steps* (T = 8 + 4k within [10, 20]), one pass each
    (:func:`~privgauss.backends.reduce_rows`, a picklable kernel):
    responsibilities r_ij from the current released model; per component
    y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = √d + ¼√(2 ln n);
@@ -64,23 +57,21 @@ budget and public rows; every frame after the first a function of releases):
    shrinks at most that much per step: noise flattened a component and it died), π_j ∝ N_j.
    A component whose noisy count is below the noise floor is revived (before the last two
    steps) by splitting the alive one of largest w_j·λ_max(Σ_j) along its main axis.
-   *Four starts, one pick.* Before the first step (``PICK_FIRST``), a DP pick among the
-   k-means start, the histogram start, a *whitened-frame start* (the same cells' k-means in
-   z, isotropic covariances) and the summary start; all T steps advance the winner at the
-   step's full ρ (exploring ⌊T/3⌋ steps with every start split their budget: on generated
-   families at ε = 1 a 5 % component fell under the split steps' noise floor and was merged).
-   Which frame's k-means finds the clusters depends on the data: on standardised columns it
-   avoids the pixels' decoy basin (0.059) and misses the rotated, unequally scaled clusters
-   of ``benchmarks/em_scale.py``'s mixture (5 of 8 fits 0.03–0.13 below scikit-learn at
-   n = 1e6), and the whitened frame does the reverse (measured with the three exploring runs
-   of the previous design: 2 of 12 there, none of 84 over ``benchmarks/private_em.py``'s six
-   rows above 0.05). One joint
+   *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of
+   the step's ρ): the k-means start, the histogram start, and a *whitened-frame start* (the
+   same cells' k-means in z, isotropic covariances). Which frame's k-means finds the clusters
+   depends on the data: on standardised columns it avoids the pixels' decoy basin (0.059) and
+   misses the rotated, unequally scaled clusters of ``benchmarks/em_scale.py``'s mixture
+   (5 of 8 fits 0.03–0.13 below scikit-learn at n = 1e6), and the whitened frame does the
+   reverse; with all three, 2 of 12 there (seeds 0–11) and none of 84 fits over the six rows
+   of ``benchmarks/private_em.py`` (24 or 12 seeds each) end above 0.05. Then one joint
    release of each run's Σ_i clip(log p(z_i) − log φ(z_i), ±(2d + 10)) (φ the frame's
-   standard normal) picks the run with the largest noisy score. No start is trusted
-   blindly: a bad public sample or a bad k-means basin loses the pick. *Passes:* the scores
-   share the first step's pass (every start's statistics are computed, the pick is released
-   first, then the winner's statistics; the losers' are dropped unreleased): T passes in
-   all, plus one for the summary.
+   standard normal) picks the run with the largest noisy score, and the remaining steps
+   advance it alone. No start is trusted blindly: a bad public sample or a bad k-means basin
+   loses the pick. *Passes:* an exploring step computes all runs' statistics in one pass
+   (released run by run), and the scores share a pass with the next step's statistics of all
+   runs (the pick is released first, then the winner's statistics; the losers' are dropped
+   unreleased): T passes in all.
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
@@ -99,8 +90,7 @@ compose, then convert with the δ left). With public rows: ρ_EM = everything (a
 as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 %
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
-80 % sums), 10 % the summary start's cells (10 % counts, 30 % sums, 60 % second moments),
-5 % the run pick; of the rest, half on the last EM step, the other half evenly on
+80 % sums), 5 % the run pick; of the rest, half on the last EM step, the other half evenly on
 the T − 1 earlier ones (split between the runs while they explore); within a step 10 %
 counts, 30 % sums, 60 % second moments.
 
@@ -134,15 +124,7 @@ from ..sensitivity import (
     soft_sums_l2,
 )
 from .cluster_estimation import undo_clipping
-from .em_starts import (
-    Run,
-    _kmeans_steps,
-    _pick,
-    _repair,
-    _standardiser,
-    _start,
-    _summary_start,
-)
+from .em_starts import Run, _kmeans_steps, _pick, _repair, _standardiser, _start
 from .sample_size import Requirements, report
 
 __all__ = ["EMPlan", "EMPrior", "clip_radius", "em_plan", "em_requirements", "private_em_gmm"]
@@ -155,17 +137,11 @@ KMEANS_SHARE = 0.10  # of ρ_EM, the start's private k-means (Lloyd) steps
 KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
-N_STARTS = 4  # the k-means, histogram, whitened-frame and summary starts, then a DP pick
-SUMMARY_SHARE = 0.10  # of ρ_EM, the summary start's cells (counts, sums, second moments)
-SUMMARY_STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments of the summary cells
-SUMMARY_ROWS = 3.0  # a summary cell's expected rows, at least this × its moments' noise
+N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean
-FUNDED_WEIGHT = 0.0  # > 0: fewer steps keep a component of this × n rows above the floor (off)
-MIN_FUNDED_STEPS = 10  # never fewer EM steps than this for the funding (unless asked)
-PICK_FIRST = True  # the DP pick among the starts before the first EM step
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
@@ -220,13 +196,11 @@ class EMPlan:
     explore_steps: int = 0
     rho_score: float = 0.0
     score_bound: float = 0.0
-    rho_summary: float = 0.0
-    summary_axes: int = 0
 
     @property
     def rho_em(self) -> float:
         return (self.rho_rewhiten + self.rho_init + sum(self.rho_kmeans_steps)
-                + self.rho_spread + self.rho_summary + self.rho_score + sum(self.rho_steps))
+                + self.rho_spread + self.rho_score + sum(self.rho_steps))
 
 
     @property
@@ -252,12 +226,6 @@ class EMPlan:
         c, s, _ = STAT_SHARES
         return rho * c, rho * s, rho - rho * c - rho * s
 
-    def summary_rhos(self) -> tuple[float, float, float]:
-        """(counts, sums, second moments) ρ of the summary start's cells."""
-        rho = self.rho_summary
-        c, s, _ = SUMMARY_STAT_SHARES
-        return rho * c, rho * s, rho - rho * c - rho * s
-
     def rewhiten_rhos(self) -> tuple[float, float]:
         rho = self.rho_rewhiten
         return rho * REWHITEN_SUM_SHARE, rho - rho * REWHITEN_SUM_SHARE
@@ -279,17 +247,14 @@ class EMPlan:
                 out.append((f"start k-means step {t + 1} {name}", ZCDP(r)))
         if self.rho_spread > 0:
             out.append(("start k-means moments", ZCDP(self.rho_spread)))
-        if self.rho_summary > 0:
-            for name, r in zip(("counts", "sums", "moments"), self.summary_rhos(), strict=True):
-                out.append((f"start summary {name}", ZCDP(r)))
         for t in range(self.n_steps):
-            if t == self.explore_steps and self.n_starts > 1 and self.rho_score > 0:
-                out.append(("run selection", ZCDP(self.rho_score)))
             for c in range(self.runs(t)):
                 run = f" run {c + 1}" if self.runs(t) > 1 else ""
                 for name, r in zip(("counts", "sums", "moments"), self.stat_rhos(t),
                                    strict=True):
                     out.append((f"step {t + 1}{run} {name}", ZCDP(r)))
+            if t + 1 == self.explore_steps and self.rho_score > 0:
+                out.append(("run selection", ZCDP(self.rho_score)))
         return out
 
 
@@ -376,9 +341,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         hist = ApproxDP(_MIN_EPS * len(joint), sum(b.delta for b in joint))
         rho_ref = rho_loc - rho_hist
         rho_em = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta) - rho_loc
-    if n_steps is None:
-        return _funded_plan(n, d, k, budget, n_public, prior)
-    T = int(n_steps)
+    T = _n_steps(n, d, k) if n_steps is None else int(n_steps)
     rho_rw = REWHITEN_SHARE * rho_em if loc is not None else 0.0
     rho_init = INIT_SHARE * rho_em
     rho_km = KMEANS_SHARE * rho_em
@@ -386,63 +349,15 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     km_steps = tuple([(rho_km - rho_spread) / KMEANS_STEPS] * KMEANS_STEPS)
     n_starts = N_STARTS if T >= 2 else 1
     rho_score = SCORE_SHARE * rho_em if n_starts > 1 else 0.0
-    rho_sum = SUMMARY_SHARE * rho_em if n_starts >= 4 else 0.0
-    rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_sum
+    rest = rho_em - rho_rw - rho_init - rho_km - rho_score
     last = LAST_SHARE * rest if T > 1 else rest
     steps = tuple([(rest - last) / (T - 1)] * (T - 1) + [rest - (rest - last)]) if T > 1 else (
         rest,)
     p, m = _grid(n, d, rho_init)
     return EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
                   rho_prior, 0.0 if loc is None else rho_hist, km_steps, rho_spread, rho_rw,
-                  3.0 * math.sqrt(d), n_starts,
-                  (0 if PICK_FIRST else max(1, T // 3)) if n_starts > 1 else 0,
-                  rho_score, 2.0 * d + 10.0, rho_sum, _summary_axes(n, d, k, rho_sum))
-
-
-def _step_floor(plan: EMPlan, t: int) -> float:
-    """The noise floor below which step t's release leaves a component unfitted (2σ of its
-    second moments or of its sums, as :func:`_em_release` takes it; public)."""
-    _, rs, rm = plan.stat_rhos(t)
-    r = plan.radius
-    return max(2.0 * soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm),
-               2.0 * soft_sums_l2(r) / math.sqrt(2.0 * rs))
-
-
-def _funded_plan(n: int, d: int, k: int, budget: Budget, n_public: int, prior: bool
-                 ) -> EMPlan:
-    """The plan with :func:`_n_steps` EM steps; with ``FUNDED_WEIGHT`` > 0 (off: a measured
-    switch for the step count's owner), fewer (not below ``MIN_FUNDED_STEPS``) while a
-    component of ``FUNDED_WEIGHT`` × n rows would fall under the first step's noise floor
-    (it would be declared dead and replaced by a split of another component at every step;
-    public). At ε = 1, n = 5e4 a 5 % component of a generated family (d = 10) was
-    fitted right by the summary start and split away in the first of 20 steps (floor 2,680
-    rows; it had 2,420). Of the 8 families wrong at ε = 1 on the baseline (tuning seeds 3, 4,
-    6, 10, 11, 13, 18 and 19 of ``benchmarks/mixture_families.py``), with the summary start
-    and the pick first: 20 steps, 6 still wrong; 5–8 steps, 2 (4 and 6, wrong at ε = 1e4 on
-    the baseline as well). But overlapping mixtures need many steps (test_private_em's k = 3,
-    d = 5, n = 3e4 mixture at ε = 1: gap 0.082 / 0.036 at 6 steps, 0.036 / 0.010 at 10,
-    0.003 / 0.004 at 20, noise seeds 1 / 2), hence the minimum of 10; and at 10 steps
-    test_private_em's synthetic set (k = 3, d = 10, n = 5e4, ε = 1, seed 1) ended 0.177 below
-    sklearn (20 steps: 0.007). So it is off: the trade-off is the EM step's (its floor kills
-    and split-revives a component under it), not the start's."""
-    T = _n_steps(n, d, k)
-    while FUNDED_WEIGHT > 0:
-        plan = em_plan(n, d, k, budget, n_public=n_public, n_steps=T, prior=prior)
-        if T <= MIN_FUNDED_STEPS or _step_floor(plan, 0) <= FUNDED_WEIGHT * n:
-            return plan
-        T -= 1
-    return em_plan(n, d, k, budget, n_public=n_public, n_steps=T, prior=prior)
-
-
-def _summary_axes(n: int, d: int, k: int, rho_summary: float) -> int:
-    """How many axes of each k-means cluster the summary start splits it along (public): 2
-    (5 cells per cluster) when a cell of n/(5k) rows has ``SUMMARY_ROWS`` × its second
-    moments' noise, else 1; 0 without a summary start."""
-    if rho_summary <= 0:
-        return 0
-    rm = rho_summary * (1.0 - SUMMARY_STAT_SHARES[0] - SUMMARY_STAT_SHARES[1])
-    sig_m = soft_outer_sums_frobenius(clip_radius(n, d)) / math.sqrt(2.0 * rm)
-    return 2 if n / (5.0 * k) >= SUMMARY_ROWS * sig_m else 1
+                  3.0 * math.sqrt(d), n_starts, max(1, T // 3) if n_starts > 1 else 0,
+                  rho_score, 2.0 * d + 10.0)
 
 
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
@@ -877,11 +792,8 @@ def private_em_gmm(
         hist_run, white_run = _start(Z, Pz, k, plan, accountant, src, n, G)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps:
-            km_run = _kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv, _shrink)
-            runs.insert(0, km_run)
-            if plan.rho_summary > 0:
-                runs.append(_summary_start(Z, km_run, plan, accountant, src, G, Ginv,
-                                           _shrink))
+            runs.insert(0, _kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv,
+                                                 _shrink))
         runs = runs[: max(plan.n_starts, 1)]
         weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n)
         out_means = m0 + means @ Winv.T
