@@ -125,6 +125,10 @@ def _summary(rows: list[dict[str, object]], name: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--families", type=int, default=20, help="tuning family seeds 0..F-1")
+    ap.add_argument("--first", type=int, default=0,
+                    help="first tuning family seed (run a range in parallel processes)")
+    ap.add_argument("--seeds", default=None,
+                    help="comma-separated tuning family seeds (instead of --first/--families)")
     ap.add_argument("--held-out", type=int, default=0,
                     help=f"held-out family seeds {HELD_OUT_BASE}..")
     ap.add_argument("--n", type=int, default=50_000)
@@ -133,7 +137,9 @@ def main() -> None:
     args = ap.parse_args()
     budgets = BUDGETS if args.budgets == "all" else {
         k: v for k, v in BUDGETS.items() if (args.budgets == "eps1") == (v["epsilon"] == 1.0)}
-    sets = {"tuning": list(range(args.families)),
+    tuning = (list(range(args.first, args.families)) if args.seeds is None
+              else [int(s) for s in args.seeds.split(",")])
+    sets = {"tuning": tuning,
             "held-out": list(range(HELD_OUT_BASE, HELD_OUT_BASE + args.held_out))}
     per_fit = ["| set | seed | family | " + " | ".join(f"gap {b}" for b in budgets)
                + " | single Gaussian gap | time / sklearn n_init=1 |",

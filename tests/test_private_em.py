@@ -15,6 +15,7 @@ from sklearn.mixture import GaussianMixture
 import privgauss as pg
 from privgauss import sensitivity
 from privgauss.audit import audit_mechanism, estimator_mechanism, fit_outcome
+from privgauss.mixture import em_starts as es
 from privgauss.mixture import private_em as pe
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 
@@ -248,10 +249,11 @@ def test_em_fit_passes_an_empirical_audit_on_an_outlier_pair():
 @pytest.mark.slow
 def test_the_audit_flags_em_with_a_halved_sensitivity(monkeypatch):
     """The audit above has teeth: with the step's sensitivities 20 times too small it fails."""
-    monkeypatch.setattr(pe, "soft_sums_l2", lambda r: sensitivity.soft_sums_l2(r) / 20)
-    monkeypatch.setattr(pe, "soft_counts_l2", lambda: sensitivity.soft_counts_l2() / 20)
-    monkeypatch.setattr(pe, "soft_outer_sums_frobenius",
-                        lambda r: sensitivity.soft_outer_sums_frobenius(r) / 20)
+    for mod in (pe, es):  # the EM steps' releases and the start's Lloyd steps'
+        monkeypatch.setattr(mod, "soft_sums_l2", lambda r: sensitivity.soft_sums_l2(r) / 20)
+        monkeypatch.setattr(mod, "soft_counts_l2", lambda: sensitivity.soft_counts_l2() / 20)
+        monkeypatch.setattr(mod, "soft_outer_sums_frobenius",
+                            lambda r: sensitivity.soft_outer_sums_frobenius(r) / 20)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 1))  # constant rows would start EM with a degenerate component
     Xn = X.copy()
@@ -310,7 +312,7 @@ def test_start_and_selection_kernels_stay_within_their_sensitivities():
     Z = rng.normal(size=(40, d))
     centres = rng.normal(size=(k, d))
     G = np.eye(d) + 0.3 * rng.normal(size=(d, d))
-    lloyd = _kernel_worst(lambda B: pe._lloyd_kernel(B, centres, G, R), Z, 1)
+    lloyd = _kernel_worst(lambda B: es._lloyd_kernel(B, centres, G, R), Z, 1)
     stated = np.array([sensitivity.soft_counts_l2(), sensitivity.soft_sums_l2(R),
                        sensitivity.soft_outer_sums_frobenius(R)])
     assert np.all(lloyd <= stated * (1 + 1e-9)) and np.all(lloyd > stated / 2), (lloyd, stated)
@@ -602,7 +604,7 @@ def test_lloyd_kernel_equals_its_definition():
     want = (np.bincount(lab, minlength=k).astype(float),
             np.array([Y[lab == j].sum(axis=0) for j in range(k)]),
             np.array([Y[lab == j].T @ Y[lab == j] for j in range(k)]))
-    for got, w in zip(pe._lloyd_kernel(Z, centres, G, R), want, strict=True):
+    for got, w in zip(es._lloyd_kernel(Z, centres, G, R), want, strict=True):
         np.testing.assert_allclose(got, w, rtol=1e-10, atol=1e-9)
 
 

@@ -119,12 +119,12 @@ from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..privacy.budgets import _MIN_EPS
 from ..sensitivity import (
     histogram_l2,
-    score_sums_l2,
     soft_counts_l2,
     soft_outer_sums_frobenius,
     soft_sums_l2,
 )
 from .cluster_estimation import undo_clipping
+from .em_starts import Run, _kmeans_steps, _pick, _repair, _standardiser, _start
 from .sample_size import Requirements, report
 
 __all__ = ["EMPlan", "EMPrior", "clip_radius", "em_plan", "em_requirements", "private_em_gmm"]
@@ -141,14 +141,9 @@ N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, t
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
-BOX = 3.0  # half-width of the start grid's box (whitened frame)
-EIG_FLOOR = 1e-3  # eigenvalue floor of Σ_j in the whitened frame
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean
-PUBLIC_WEIGHT = 0.1  # total weight of the public rows in the start, as a fraction of n
-KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
 
-Run = tuple[np.ndarray, np.ndarray, np.ndarray]  # an EM run: (weights, means, covariances)
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
 
@@ -420,43 +415,6 @@ def _start_rows(d: int, budget: Budget) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
-def _cell_kernel(B: np.ndarray, V: np.ndarray, width: float, m: int) -> tuple[np.ndarray]:
-    """Counts of the rows' grid cells: coordinates z·V clamped into the box [−3, 3]^p, cells of
-    ``width``, m per axis (a row with a non-finite projection goes to the centre
-    cell)."""
-    with np.errstate(all="ignore"):
-        P = B @ V
-        P[~np.isfinite(P)] = 0.0
-        idx = np.floor((np.clip(P, -BOX, BOX) + BOX) / width)
-    idx = np.clip(np.nan_to_num(idx), 0, m - 1).astype(np.int64)
-    flat = np.ravel_multi_index(tuple(idx.T), (m,) * V.shape[1])
-    return (np.bincount(flat, minlength=m ** V.shape[1]).astype(np.float64),)
-
-
-def _lloyd_kernel(B: np.ndarray, centres: np.ndarray, G: np.ndarray, radius: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(counts, Σ y, Σ y yᵀ) per cluster over a block: each row goes to its nearest centre in
-    the standardised frame u = G z, y = clip_r(G(z − c_j)) (hard responsibilities: a vertex of
-    the simplex, so the soft statistics' sensitivities hold). A non-finite coordinate counts
-    as 0 (a per-record map)."""
-    k, d = centres.shape
-    with np.errstate(all="ignore"):
-        U = (B @ G.T)[:, None, :] - centres @ G.T  # (n, k, d): one product for all centres
-        q = np.einsum("ijd,ijd->ij", U, U)
-        if not np.isfinite(q).all():
-            U[~np.isfinite(U)] = 0.0
-            q = np.einsum("ijd,ijd->ij", U, U)
-        lab = np.argmin(q, axis=1)
-        Y = U[np.arange(B.shape[0]), lab]
-        Y *= clip_weights(Y, radius)[:, None]
-    onehot = (lab[:, None] == np.arange(k)).astype(np.float64)
-    M = np.empty((k, d, d))
-    for j in range(k):
-        Yj = Y[lab == j]
-        M[j] = Yj.T @ Yj
-    return np.bincount(lab, minlength=k).astype(np.float64), onehot.T @ Y, M
-
-
 def _moment_kernel(B: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
     """(Σ y, Σ y yᵀ) over a block, y = clip_r(z)."""
     Y = np.where(np.isfinite(B), B, 0.0)
@@ -604,120 +562,6 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
     return mean, W, Winv
 
 
-def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-            init: np.ndarray | None = None, iters: int = 50) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted Lloyd (k-means++ seeding unless ``init``) — post-processing of DP/public points.
-    Returns (centres, per-centre weighted variance per coordinate)."""
-    w = np.maximum(weights, 0.0)
-    if w.sum() <= 0 or points.shape[0] == 0:
-        points, w = np.zeros((1, points.shape[1])), np.ones(1)
-    if init is None:
-        seeds = [points[rng.choice(len(w), p=w / w.sum())]]
-        for _ in range(1, k):
-            d2 = np.min(((points[:, None, :] - np.array(seeds)[None]) ** 2).sum(-1), axis=1)
-            q = w * d2
-            seeds.append(points[rng.choice(len(w), p=q / q.sum())] if q.sum() > 0 else seeds[-1])
-        C = np.array(seeds)
-    else:
-        C = np.array(init, dtype=np.float64)
-    for _ in range(iters):
-        lab = np.argmin(((points[:, None, :] - C[None]) ** 2).sum(-1), axis=1)
-        newC = C.copy()
-        for j in range(k):
-            wj = w * (lab == j)
-            if wj.sum() > 0:
-                newC[j] = wj @ points / wj.sum()
-        if np.allclose(newC, C):
-            break
-        C = newC
-    lab = np.argmin(((points[:, None, :] - C[None]) ** 2).sum(-1), axis=1)
-    var = np.empty(k)
-    for j in range(k):
-        wj = w * (lab == j)
-        var[j] = (wj @ ((points - C[j]) ** 2).sum(-1) / wj.sum() / points.shape[1]
-                  if wj.sum() > 0 else 1.0)
-    return C, var
-
-
-def _best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-                 init: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_kmeans` from ``init`` (when given) and from ``KMEANS_RESTARTS`` k-means++
-    seedings; the run of least weighted inertia wins (post-processing of released cells and
-    public rows). One seeding alone put two centres in one of two clusters 6.9 standard
-    deviations apart in 2 of 4 fits, and EM never left that basin."""
-    w = np.maximum(weights, 0.0)
-    best: tuple[float, np.ndarray, np.ndarray] | None = None
-    starts = [init] + [None] * KMEANS_RESTARTS
-    for start in starts:
-        C, var = _kmeans(points, weights, k, rng, init=start)
-        inertia = float(w @ np.min(((points[:, None, :] - C[None]) ** 2).sum(-1), axis=1))
-        if best is None or inertia < best[0]:
-            best = (inertia, C, var)
-    assert best is not None
-    return best[1], best[2]
-
-
-def _start(Z: Any, P: np.ndarray | None, k: int, plan: EMPlan, acct: Accountant,
-           src: NoiseSource, n: int, G: np.ndarray
-           ) -> tuple[Run, Run]:
-    """The histogram start (weights, means, covariances) in the whitened frame, whose means
-    also seed the k-means start, and the whitened-frame start. The first two share the
-    centres of the weighted k-means of the noisy cells (and public rows) in the standardised
-    frame u = G z (mapped back to z); the histogram start gives each cluster the covariance
-    of its within- variance, isotropic in u. The whitened-frame start runs the same k-means
-    on the cells in z itself (isotropic covariances in z): at ρ = 0.5 with 500 public rows,
-    seed 11 of the synthetic benchmark set, the two standardised starts both began at one
-    poor optimum and ended 0.332 nat/row below sklearn; with the third run, 0.000."""
-    d = int(Z.shape[1])
-    p, m = plan.grid_dims, plan.grid_cells
-    rng = src.rng
-    if p < d:
-        V = np.linalg.qr(rng.normal(size=(d, p)))[0]
-    else:
-        V = np.eye(d)
-    width = 2.0 * BOX / m
-    (counts,) = reduce_rows(Z, partial(_cell_kernel, V=V, width=width, m=m))
-    noisy = gaussian_mechanism(counts, histogram_l2(), ZCDP(plan.rho_init), accountant=acct,
-                               noise=src, step="em start histogram")
-    sigma = histogram_l2() / math.sqrt(2.0 * plan.rho_init)
-    # an empty cell's noisy count exceeds σ·√(2 ln C) with probability ≲ 1/C: among C cells
-    # about one spurious cell at most (at 2σ, 2.3 % of the empty cells were kept, and k-means
-    # gave a component to a far spurious cell)
-    keep = noisy > sigma * max(2.0, math.sqrt(2.0 * math.log(m**p)))
-    cells = np.array(np.unravel_index(np.arange(m**p), (m,) * p)).T
-    centres = -BOX + (cells + 0.5) * width
-    pts, wts = centres[keep], noisy[keep]
-    init = None
-    if P is not None and P.shape[0] >= k:
-        Pp = P @ V
-        seed, _ = _kmeans(Pp, np.ones(len(Pp)), k, rng)
-        init = seed
-        pts = np.vstack([pts, Pp])
-        wts = np.concatenate([wts, np.full(len(Pp), PUBLIC_WEIGHT * n / len(Pp))])
-    if pts.shape[0] == 0:
-        pts, wts = np.zeros((1, p)), np.ones(1)
-    # k-means on the cells lifted to the standardised frame u = G z (0 in the directions the
-    # grid did not see). In the whitened frame instead, the pixels' faint colour directions
-    # are blown up 15-fold and the histogram run went to a basin 0.059 nat/row below
-    # sklearn's at every one of 12 seeds (benchmark, ε = 1, 500 public rows)
-    Cu, var = _best_kmeans(pts @ V.T @ G.T, wts, k, rng, None if init is None else
-                           init @ V.T @ G.T)
-    Ginv = np.linalg.inv(G)
-    hist = _cell_run(Cu @ Ginv.T, var, width, Ginv @ Ginv.T)
-    # the same cells' k-means in the whitened frame: a third start (its own basin on some data)
-    Cw, var_w = _best_kmeans(pts, wts, k, rng, init)
-    return hist, _cell_run(Cw @ V.T, var_w, width, np.eye(d))
-
-
-def _cell_run(means: np.ndarray, var: np.ndarray, width: float, unit: np.ndarray) -> Run:
-    """A start from a k-means of grid cells: equal weights, each cluster's within-cell
-    variance (plus a cell's own, clipped into [0.05, 1]) times the frame's ``unit``
-    covariance, eigenvalues repaired."""
-    within = np.clip(var + width**2 / 12.0, 0.05, 1.0)
-    k = means.shape[0]
-    return np.full(k, 1.0 / k), means, np.array([_repair(within[j] * unit) for j in range(k)])
-
-
 def _rewhiten(Z: Any, plan: EMPlan, acct: Accountant, src: NoiseSource
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(m₁, W₁, W₁^{-1}): a second frame z' = W₁(z − m₁) from the released clipped mean and
@@ -741,63 +585,6 @@ def _rewhiten(Z: Any, plan: EMPlan, acct: Accountant, src: NoiseSource
     return mean, (V / np.sqrt(w)) @ V.T, (V * np.sqrt(w)) @ V.T
 
 
-def _standardiser(Winv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(G, G^{-1}): the map from the whitened frame z to the standardised frame u = G z, the
-    released frame's columns x − m₀ each divided by its released standard deviation. The start's
-    k-means runs there, as a user's k-means on standardised columns would: in the whitened frame
-    the pixels' low-variance colour directions are blown up 15-fold and k-means (and EM after
-    it) settles in a basin 0.059 nat/row below sklearn's."""
-    sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", Winv, Winv), 1e-300))
-    G = Winv / sd[:, None]
-    return G, np.linalg.inv(G)
-
-
-def _kmeans_steps(Z: Any, centres: np.ndarray, plan: EMPlan, acct: Accountant,
-                  src: NoiseSource, G: np.ndarray, Ginv: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Private Lloyd steps from the histogram's ``centres`` (whitened frame), each one pass
-    releasing the clusters' counts and clipped sums (and, with the last, their clipped second
-    moments). Returns the start (weights, means, covariances), as scikit-learn's k-means start:
-    each cluster's released covariance (a cluster too small for its release: the frame's).
-    Post-processing of releases only."""
-    k, d = centres.shape
-    R = plan.kmeans_radius
-    C = centres.copy()
-    n_steps = len(plan.rho_kmeans_steps)
-    Nn = np.ones(k)
-    Mn = None
-    for t in range(n_steps):
-        counts, S, M = reduce_rows(Z, partial(_lloyd_kernel, centres=C, G=G, radius=R))
-        rc, rs = plan.kmeans_rhos(t)
-        tag = f"em start k-means step {t + 1}/{n_steps}"
-        Nn = gaussian_mechanism(counts, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
-                                step=f"{tag} counts")
-        Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(R), ZCDP(rs), accountant=acct,
-                                noise=src, step=f"{tag} sums").reshape(k, d)
-        if t == n_steps - 1 and plan.rho_spread > 0:
-            Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(R),
-                                            ZCDP(plan.rho_spread), accountant=acct, noise=src,
-                                            step="em start k-means second moments")
-            sig_m = soft_outer_sums_frobenius(R) / math.sqrt(2.0 * plan.rho_spread)
-        # a cluster moves only when its noisy mean shift is at most R/2 in norm (in expectation)
-        floor = 2.0 * math.sqrt(d) * soft_sums_l2(R) / math.sqrt(2.0 * rs) / R
-        for j in range(k):
-            if Nn[j] > floor:
-                step = Sn[j] / Nn[j]
-                step *= min(1.0, R / max(float(np.linalg.norm(step)), 1e-300))
-                C[j] = C[j] + Ginv @ step
-    sizes = np.maximum(Nn, 1.0)
-    weights = sizes / sizes.sum()
-    weights = np.maximum(weights, 1e-3)
-    covs = np.array([np.eye(d) for _ in range(k)])
-    for j in range(k):
-        if Mn is not None and Nn[j] > max(2.0 * sig_m, 1.0):
-            ybar = Sn[j] / Nn[j]
-            Cu = _shrink(Mn[j] / Nn[j] - np.outer(ybar, ybar), sig_m / Nn[j])
-            covs[j] = _repair(Ginv @ _repair(Cu) @ Ginv.T)
-    return weights / weights.sum(), C, covs
-
-
 def _model_terms(weights: np.ndarray, covs: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                                   np.ndarray]:
     """(Cholesky factors, their inverses, log(π_j) − ½ log det Σ_j − (d/2) log 2π)."""
@@ -807,12 +594,6 @@ def _model_terms(weights: np.ndarray, covs: np.ndarray) -> tuple[np.ndarray, np.
     logdet = 2.0 * np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
     log_norm = np.log(weights) - 0.5 * logdet - 0.5 * d * math.log(2 * math.pi)
     return L, Linv, log_norm
-
-
-def _repair(C: np.ndarray) -> np.ndarray:
-    w, V = np.linalg.eigh(sym(C))
-    w = np.clip(np.nan_to_num(w, nan=1.0), EIG_FLOOR, 1e4)
-    return sym((V * w) @ V.T)
 
 
 def _shrink(C: np.ndarray, s: float, strength: float = 1.0) -> np.ndarray:
@@ -909,17 +690,6 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
     covs[h] = _repair(covs[h] - np.outer(step, step))
     covs[dead] = covs[h]
     w[dead] = w[h] = 0.5 * (w[h] + w[dead])
-
-
-def _pick(scores: np.ndarray, plan: EMPlan, acct: Accountant, src: NoiseSource) -> int:
-    """The run whose model has the largest noisy clipped log-likelihood ratio to the frame's
-    standard normal (``scores``: the runs' sums from :func:`_em_kernel`; one joint release over
-    the runs: each row moves each run's sum by at most 2b, L2 sensitivity 2b√C; the pick is
-    post-processing)."""
-    b = plan.score_bound
-    noisy = gaussian_mechanism(scores, score_sums_l2(b, len(scores)), ZCDP(plan.rho_score),
-                               accountant=acct, noise=src, step="em run selection")
-    return int(np.argmax(np.nan_to_num(noisy, nan=-np.inf)))
 
 
 def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: NoiseSource,
@@ -1022,7 +792,8 @@ def private_em_gmm(
         hist_run, white_run = _start(Z, Pz, k, plan, accountant, src, n, G)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps:
-            runs.insert(0, _kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv))
+            runs.insert(0, _kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv,
+                                                 _shrink))
         runs = runs[: max(plan.n_starts, 1)]
         weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n)
         out_means = m0 + means @ Winv.T
