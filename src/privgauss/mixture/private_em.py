@@ -102,6 +102,7 @@ its previous estimate (or is revived by a split). No warning, no other exception
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -143,7 +144,10 @@ LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
 BOX = 3.0  # half-width of the start grid's box (whitened frame)
 EIG_FLOOR = 1e-3  # eigenvalue floor of Σ_j in the whitened frame
-STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean
+STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean (at most)
+NOISE_TOL = 0.01  # an early EM step's covariance noise per row of a component allowing more steps
+MAX_STEPS = 60  # EM steps when the budget makes every step's noise negligible
+COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
 PUBLIC_WEIGHT = 0.1  # total weight of the public rows in the start, as a fraction of n
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
@@ -201,11 +205,18 @@ class EMPlan:
     explore_steps: int = 0
     rho_score: float = 0.0
     score_bound: float = 0.0
+    step_radii: tuple[float, ...] = ()
+    rho_count: float = 0.0
 
     @property
     def rho_em(self) -> float:
         return (self.rho_rewhiten + self.rho_init + sum(self.rho_kmeans_steps)
-                + self.rho_spread + self.rho_score + sum(self.rho_steps))
+                + self.rho_spread + self.rho_score + sum(self.rho_steps) + self.rho_count)
+
+    def step_radius(self, t: int) -> float:
+        """The clipping radius of EM step t (component frames): :func:`step_radius` of that
+        step's second-moment noise, at least ``radius``."""
+        return self.step_radii[t] if self.step_radii else self.radius
 
 
     @property
@@ -260,24 +271,72 @@ class EMPlan:
                     out.append((f"step {t + 1}{run} {name}", ZCDP(r)))
             if t + 1 == self.explore_steps and self.rho_score > 0:
                 out.append(("run selection", ZCDP(self.rho_score)))
+        if self.rho_count > 0:
+            out.append(("clipped count", ZCDP(self.rho_count)))
         return out
 
 
 def clip_radius(n: int, d: int) -> float:
-    """The per-component clipping radius r = √d + ¼√(2 ln n) (public)."""
+    """The per-component clipping radius at a noisy budget, r₀ = √d + ¼√(2 ln n) (public): the
+    smallest radius any EM step uses (:func:`step_radius`)."""
     return math.sqrt(d) + 0.25 * math.sqrt(2.0 * math.log(max(n, 2)))
 
 
-def _n_steps(n: int, d: int, k: int) -> int:
-    """T = 8 + 4k within [10, 20] (public): overlapping components need many EM steps from a
-    coarse start. Measured (k = 3, d = 5, n = 30000, ε = 1, δ = 1e-6; gap to sklearn's held-out
-    log-likelihood over 4 noise seeds): T = 6: 0.05–0.44, T = 10: 0.003–0.19, T = 15–20:
-    0.003–0.13; at ρ = 0.5: T = 6: 0.05–0.31, T = 12: ≤ 0.006. On the benchmark's synthetic
-    set (k = 3, d = 10, n = 5e4, ε = 1, no public rows, seeds 0–23) the wrong-basin fits are
-    slow ones, not wrong fixed points: non-private EM from their states at the run pick also
-    needs more than 17 steps. T = 17 (8 + 3k): 2 of 24 above 0.05 (median 0.0065); T = 20:
-    1 of 24 (median 0.007); T = 24: 0 of 24 (median 0.008, each step noisier)."""
-    return int(min(20, max(10, 8 + 4 * k)))
+def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
+    """The clipping radius of an EM step whose second moments get ``rho_m`` (public): the
+    radius r ≥ r₀ (:func:`clip_radius`) at which a Gaussian component's rows outside the ball,
+    P(χ²_d > r²), are as many as the noise on its second moments per row, σ_M(r)/(n/k) with
+    σ_M(r) = √2·r²/√(2ρ_m) — clipping's bias then stays below the noise it saves (undo_clipping
+    removes it for a Gaussian component, not for real clusters' tails), and it vanishes with
+    the noise: r grows like √(2 ln ρ) as ρ → ∞. Never beyond the radius a Gaussian sample of n
+    rows leaves no row outside of (tail 1/n). At ε = 1, n = 5e4, d = 10, k = 3 the last step's
+    r is r₀ (4.3); at ε = 1e4, 6.4."""
+    from scipy import stats
+
+    r0 = clip_radius(n, d)
+    if not rho_m > 0 or not math.isfinite(rho_m):
+        return r0
+    per_row = math.sqrt(rho_m) * n / max(k, 1)
+
+    def excess(r: float) -> float:  # decreasing in r
+        return float(stats.chi2.sf(r * r, d)) - r * r / per_row
+
+    hi = max(r0, math.sqrt(float(stats.chi2.isf(1.0 / max(n, 2), d))))
+    if excess(r0) <= 0.0:
+        return r0
+    if excess(hi) >= 0.0:
+        return hi
+    lo = r0
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if excess(mid) > 0.0 else (lo, mid)
+    return hi
+
+
+def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None) -> int:
+    """T (public): at a noisy budget T₀ = 8 + 4k within [10, 20]; overlapping components need
+    many EM steps from a coarse start. Measured (k = 3, d = 5, n = 30000, ε = 1, δ = 1e-6; gap
+    to sklearn's held-out log-likelihood over 4 noise seeds): T = 6: 0.05–0.44, T = 10:
+    0.003–0.19, T = 15–20: 0.003–0.13; at ρ = 0.5: T = 6: 0.05–0.31, T = 12: ≤ 0.006. On the
+    benchmark's synthetic set (k = 3, d = 10, n = 5e4, ε = 1, no public rows, seeds 0–23) the
+    wrong-basin fits are slow ones, not wrong fixed points: non-private EM from their states
+    at the run pick also needs more than 17 steps. T = 17 (8 + 3k): 2 of 24 above 0.05 (median
+    0.0065); T = 20: 1 of 24 (median 0.007); T = 24: 0 of 24 (median 0.008, each step noisier).
+
+    More steps when the budget allows (``rho_steps``: the ρ of all EM steps): the largest T ≤
+    ``MAX_STEPS`` whose early steps' second-moment noise per row of a component,
+    σ_M/(n/k) at r₀, stays below ``NOISE_TOL`` — so T grows with ρ (T ∝ ρ once the noise
+    is small) and EM runs to its fixed point when noise no longer limits it. Family seed 4
+    of ``benchmarks/mixture_families.py`` at ε = 1e4: T = 20 picked a run 0.17 nat/row below
+    sklearn (the exploring runs had not yet separated), T = 60 one at −0.0000."""
+    t0 = int(min(20, max(10, 8 + 4 * k)))
+    if rho_steps is None or not rho_steps > 0 or not math.isfinite(rho_steps):
+        return t0
+    r2 = clip_radius(n, d) ** 2
+    need = (r2 * k / (n * NOISE_TOL)) ** 2  # ρ_m of one early step at the tolerance
+    early = STAT_SHARES[2] * (1.0 - LAST_SHARE) * rho_steps  # their moments' ρ, all together
+    fit = 1 + math.floor(min(early / need, 10.0 * MAX_STEPS))
+    return int(min(MAX_STEPS, max(t0, fit)))
 
 
 def _localisation_epsilon(n: int, d: int, epsilon: float, delta: float) -> float:
@@ -346,23 +405,28 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         hist = ApproxDP(_MIN_EPS * len(joint), sum(b.delta for b in joint))
         rho_ref = rho_loc - rho_hist
         rho_em = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta) - rho_loc
-    T = _n_steps(n, d, k) if n_steps is None else int(n_steps)
     rho_rw = REWHITEN_SHARE * rho_em if loc is not None else 0.0
     rho_init = INIT_SHARE * rho_em
     rho_km = KMEANS_SHARE * rho_em
     rho_spread = KMEANS_MOMENT_SHARE * rho_km
     km_steps = tuple([(rho_km - rho_spread) / KMEANS_STEPS] * KMEANS_STEPS)
+    rho_count = COUNT_SHARE * rho_em
+    rho_score = SCORE_SHARE * rho_em  # dropped below when a single run needs no pick
+    rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count
+    T = _n_steps(n, d, k, rest) if n_steps is None else int(n_steps)
     n_starts = N_STARTS if T >= 2 else 1
-    rho_score = SCORE_SHARE * rho_em if n_starts > 1 else 0.0
-    rest = rho_em - rho_rw - rho_init - rho_km - rho_score
+    if n_starts == 1:
+        rest, rho_score = rest + rho_score, 0.0
     last = LAST_SHARE * rest if T > 1 else rest
     steps = tuple([(rest - last) / (T - 1)] * (T - 1) + [rest - (rest - last)]) if T > 1 else (
         rest,)
     p, m = _grid(n, d, rho_init)
-    return EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
+    plan = EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
                   rho_prior, 0.0 if loc is None else rho_hist, km_steps, rho_spread, rho_rw,
                   3.0 * math.sqrt(d), n_starts, max(1, T // 3) if n_starts > 1 else 0,
-                  rho_score, 2.0 * d + 10.0)
+                  rho_score, 2.0 * d + 10.0, rho_count=rho_count)
+    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
+    return dataclasses.replace(plan, step_radii=radii)
 
 
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
@@ -393,7 +457,8 @@ def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float
     if plan_budget is not None:
         plan = em_plan(max(n, 2), d, k, plan_budget, n_public=n_public, prior=prior)
         rho_m = plan.stat_rhos(plan.n_steps - 1)[2]
-        sigma_m = soft_outer_sums_frobenius(plan.radius) / math.sqrt(2.0 * rho_m)
+        sigma_m = (soft_outer_sums_frobenius(plan.step_radius(plan.n_steps - 1))
+                   / math.sqrt(2.0 * rho_m))
         terms["rows per component (last-step noise)"] = 2.0 * sigma_m / w
     terms["rows per component (start)"] = _start_rows(d, budget) / w
     return report("em", n, terms, "practical", knobs,
@@ -833,12 +898,17 @@ def _shrink(C: np.ndarray, s: float, strength: float = 1.0) -> np.ndarray:
     return sym(mu * np.eye(d) + alpha * D)
 
 
-def _floor(C: np.ndarray) -> np.ndarray:
+def _floor(C: np.ndarray, s: float = math.inf) -> np.ndarray:
     """A released covariance in the current component's frame with its eigenvalues floored at
-    ``STEP_FLOOR`` × their mean: one EM step shrinks no direction of a component by more than
-    that (noise flattened a 0.2-weight component's direction and it died). Post-processing."""
+    f × their mean, f = min(``STEP_FLOOR``, 2√d·s/mean) for the noise's standard deviation
+    ``s`` on an entry (2√d·s: the spectral norm the symmetric noise reaches): one EM step
+    shrinks no direction by more than the noise could fake (noise flattened a 0.2-weight
+    component's direction and it died), and as the noise vanishes so does the floor — a
+    non-private EM step shrinks a direction as far as the rows say. Post-processing."""
     w, V = np.linalg.eigh(sym(C))
-    return sym((V * np.maximum(w, STEP_FLOOR * float(np.mean(w)))) @ V.T)
+    mean = float(np.mean(w))
+    frac = min(STEP_FLOOR, 2.0 * math.sqrt(C.shape[0]) * s / mean) if mean > 0 else STEP_FLOOR
+    return sym((V * np.maximum(w, frac * mean)) @ V.T)
 
 
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
@@ -850,7 +920,7 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     weights, means, covs = run
     k, d = means.shape
     N, S, M = stats
-    r = plan.radius
+    r = plan.step_radius(t)
     rc, rs, rm = plan.stat_rhos(t)
     tag = f"em step {t + 1}/{plan.n_steps}{run_tag}"
     Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
@@ -875,8 +945,9 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
         ybar, Cy = undo_clipping(ybar, Mn[j] / Nn[j], r)
         # half the James–Stein shrinkage (all of it slowed EM: 3 of 8 synthetic fits ended
-        # 0.2–0.34 below sklearn), then no direction shrinks by more than STEP_FLOOR
-        Cy = _floor(_shrink(Cy, sig_m / Nn[j], strength=0.5))
+        # 0.2–0.34 below sklearn), then no direction shrinks below the noise's reach (at most
+        # STEP_FLOOR of the mean); both vanish with the noise
+        Cy = _floor(_shrink(Cy, sig_m / Nn[j], strength=0.5), sig_m / Nn[j])
         # rows were clipped at r around the current mean: they cannot move it further (noisy
         # moments near the clipping sphere de-clip to a far point: a mean jumped 250 away)
         ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
@@ -932,7 +1003,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: Nois
         models = tuple((m, Linv, ln) for (_, m, _), (_, Linv, ln) in zip(runs, terms,
                                                                          strict=True))
         pick = t == plan.explore_steps and len(runs) > 1
-        out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.radius,
+        out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.step_radius(t),
                                      bound=plan.score_bound if pick else 0.0),
                           block=EM_BLOCK_ROWS)
         keep = range(len(runs))
@@ -943,6 +1014,42 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: Nois
                             acct, src, n, f" run {c + 1}" if len(keep) > 1 else "")
                 for c in keep]
     return runs[0]
+
+
+def _outside_kernel(B: np.ndarray, means: np.ndarray, Linv: np.ndarray, radius: float
+                    ) -> tuple[np.ndarray]:
+    """The number of rows of a block outside every component's ball
+    ‖L_j^{-1}(z − μ_j)‖ ≤ radius (a row with a non-finite coordinate counts as outside: a
+    per-record map)."""
+    with np.errstate(all="ignore"):
+        inside = np.zeros(B.shape[0], dtype=bool)
+        for mu, Li in zip(means, Linv, strict=True):
+            Y = (B - mu) @ Li.T
+            inside |= np.einsum("ij,ij->i", Y, Y) <= radius * radius
+    return (np.array(float(np.count_nonzero(~inside))),)
+
+
+def _clipped_count(Z: Any, means: np.ndarray, covs: np.ndarray, plan: EMPlan,
+                   acct: Accountant, src: NoiseSource) -> dict[str, float]:
+    """The DP number of rows outside every component's final ball (the last step's radius in
+    each released component's frame): one pass, a count of sensitivity 1 under replace-one,
+    discrete Gaussian noise from ``plan.rho_count`` (planned: "clipped count"). Returns the
+    noisy count with its public context: ``model_fraction`` = P(χ²_d > r²), the fraction of
+    a Gaussian component's own rows outside its ball (so of a Gaussian mixture's rows outside
+    every ball, at most), and the noise's scale."""
+    from scipy import stats
+
+    from ..mechanisms import private_count
+
+    d = means.shape[1]
+    r = plan.step_radius(plan.n_steps - 1)
+    Linv = np.array([np.linalg.inv(np.linalg.cholesky(_repair(C))) for C in covs])
+    (count,) = reduce_rows(Z, partial(_outside_kernel, means=means, Linv=Linv, radius=r))
+    noisy = private_count(int(round(float(count))), ZCDP(plan.rho_count), accountant=acct,
+                          noise=src, step="em clipped count")
+    return {"noisy": float(np.asarray(noisy).reshape(-1)[0]), "n": float(Z.shape[0]),
+            "model_fraction": float(stats.chi2.sf(r * r, d)), "radius": r,
+            "noise_scale": 1.0 / math.sqrt(2.0 * plan.rho_count)}
 
 
 def _refuse_untrusted_public(P: np.ndarray) -> None:
@@ -1025,6 +1132,10 @@ def private_em_gmm(
             runs.insert(0, _kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv))
         runs = runs[: max(plan.n_starts, 1)]
         weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n)
+        if plan.rho_count > 0:
+            clipped = _clipped_count(Z, means, covs, plan, accountant, src)
+            if info is not None:
+                info["clipped_count"] = clipped
         out_means = m0 + means @ Winv.T
         out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
     return weights, out_means, out_covs
