@@ -284,13 +284,15 @@ def clip_radius(n: int, d: int) -> float:
 
 def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     """The clipping radius of an EM step whose second moments get ``rho_m`` (public): the
-    radius r ≥ r₀ (:func:`clip_radius`) at which a Gaussian component's rows outside the ball,
-    P(χ²_d > r²), are as many as the noise on its second moments per row, σ_M(r)/(n/k) with
-    σ_M(r) = √2·r²/√(2ρ_m) — clipping's bias then stays below the noise it saves (undo_clipping
-    removes it for a Gaussian component, not for real clusters' tails), and it vanishes with
-    the noise: r grows like √(2 ln ρ) as ρ → ∞. Never beyond the radius a Gaussian sample of n
-    rows leaves no row outside of (tail 1/n). At ε = 1, n = 5e4, d = 10, k = 3 the last step's
-    r is r₀ (4.3); at ε = 1e4, 6.4."""
+    radius r ≥ r₀ (:func:`clip_radius`) at which clipping's bias on a Gaussian component's
+    second moment per entry, ≈ 2·P(χ²_d > r²)/d (each row outside loses ‖y‖² − r², about 2 on
+    average, spread over d entries), equals the noise on an entry per row of the component,
+    σ_M(r)/(n/k) with σ_M(r) = √2·r²/√(2ρ_m). undo_clipping removes that bias for a Gaussian
+    component, not for real clusters' tails; tied to the noise, it vanishes with it: r grows
+    like √(2 ln ρ) as ρ → ∞. Never beyond the radius a Gaussian sample of n rows leaves no row
+    outside of (tail 1/n). n = 5e4, d = 10, k = 3: every step's r is r₀ (4.33) at ε = 1; at
+    ε = 1e4 the last step's is 5.8.
+    """
     from scipy import stats
 
     r0 = clip_radius(n, d)
@@ -299,7 +301,7 @@ def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     per_row = math.sqrt(rho_m) * n / max(k, 1)
 
     def excess(r: float) -> float:  # decreasing in r
-        return float(stats.chi2.sf(r * r, d)) - r * r / per_row
+        return 2.0 * float(stats.chi2.sf(r * r, d)) / d - r * r / per_row
 
     hi = max(r0, math.sqrt(float(stats.chi2.isf(1.0 / max(n, 2), d))))
     if excess(r0) <= 0.0:
@@ -1093,8 +1095,10 @@ def private_em_gmm(
     """(weights, means, covariances) of a k-component mixture by private EM; ρ-zCDP or
     (ε, δ)-DP w.r.t. the rows of ``X`` (replace-one, n public) for any ``public_X`` and any
     ``prior``. See the module docstring. ``prior`` (public, an :class:`EMPrior`) replaces the
-    bound-free localisation when there are fewer than d+1 public rows; the releases are not
-    projected into it here (the estimator does that). ``info`` receives the ``"em_plan"``."""
+    bound-free localisation when there are fewer than d+1 public rows; the final model is
+    projected into it (as the estimator projects every release) before the DP count of rows
+    outside every component's final ball. ``info`` receives the ``"em_plan"`` and the
+    ``"clipped_count"`` (the noisy count with its public context)."""
     X = as_rows(X, min_rows=2)
     n, d = int(X.shape[0]), int(X.shape[1])
     P = None if public_X is None else public_rows(public_X, name="public_X", n_features=d)
@@ -1132,10 +1136,33 @@ def private_em_gmm(
             runs.insert(0, _kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv))
         runs = runs[: max(plan.n_starts, 1)]
         weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n)
-        if plan.rho_count > 0:
+        out_means = m0 + means @ Winv.T
+        out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
+        if prior is not None:
+            out_means, out_covs = _inside(prior, out_means, out_covs)
+            means = (out_means - m0) @ W.T
+            covs = np.array([sym(W @ C @ W.T) for C in out_covs])
+        if plan.rho_count > 0:  # the rows the released (projected) model leaves out
             clipped = _clipped_count(Z, means, covs, plan, accountant, src)
             if info is not None:
                 info["clipped_count"] = clipped
-        out_means = m0 + means @ Winv.T
-        out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
     return weights, out_means, out_covs
+
+
+def _inside(prior: EMPrior, means: np.ndarray, covs: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The model projected into the user's ``prior`` (post-processing): each mean into the
+    ball (a hair inside), each covariance's eigenvalues into ``cov_bounds`` — what the
+    estimator does to every release, done here so that the clipped count describes the model
+    the user gets (a prior that excludes the data then shows as rows left out)."""
+    lo, hi = prior.cov_bounds
+    means, covs = means.copy(), covs.copy()
+    for j in range(means.shape[0]):
+        off = means[j] - prior.center
+        norm = float(np.linalg.norm(off))
+        if norm > prior.radius:
+            means[j] = prior.center + off * (prior.radius / norm * (1.0 - 1e-12))
+        w, V = np.linalg.eigh(sym(covs[j]))
+        if w[0] < lo or w[-1] > hi:
+            covs[j] = sym((V * np.clip(w, lo, hi)) @ V.T)
+    return means, covs
