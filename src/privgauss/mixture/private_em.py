@@ -45,16 +45,21 @@ budget and public rows; every frame after the first a function of releases):
    directions are blown up 15-fold: k-means there, then EM, settled in a basin 0.059 nat/row
    below sklearn's at every budget and seed; a histogram start built there was a decoy the
    run pick below took at 3 of 12 seeds, ε = 1 with 500 public rows.)
-3. *T EM steps* (T = 8 + 4k within [10, 20]), one pass each
+3. *T EM steps* (T = 8 + 4k within [10, 20] at a noisy budget, up to 60 as the noise allows:
+   :func:`_n_steps`), one pass each
    (:func:`~privgauss.backends.reduce_rows`, a picklable kernel):
    responsibilities r_ij from the current released model; per component
-   y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = √d + ¼√(2 ln n);
+   y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = r_t ≥ √d +
+   ¼√(2 ln n), the step's radius at which clipping's bias matches its noise
+   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ));
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
    Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
    Σ_j = L_j C L_jᵀ, C = M_j/N_j − ȳȳᵀ de-clipped, then half a James–Stein shrinkage towards
-   tr(C)/d·I for the known noise and its eigenvalues floored at 0.4× their mean (a direction
-   shrinks at most that much per step: noise flattened a component and it died), π_j ∝ N_j.
+   tr(C)/d·I for the known noise and its eigenvalues floored at min(0.4, 2√d·s)× their mean
+   for the noise s on an entry (a direction shrinks at most as far as noise could fake per
+   step: noise flattened a component and it died); shrinkage and floor vanish with the noise
+   and the mean-move cap r_t grows, so as ρ → ∞ the steps are scikit-learn's. π_j ∝ N_j.
    A component whose noisy count is below the noise floor is revived (before the last two
    steps) by splitting the alive one of largest w_j·λ_max(Σ_j) along its main axis.
    *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of
@@ -90,14 +95,20 @@ compose, then convert with the δ left). With public rows: ρ_EM = everything (a
 as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 %
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
-80 % sums), 5 % the run pick; of the rest, half on the last EM step, the other half evenly on
+80 % sums), 5 % the run pick, 1 % the clipped count; of the rest, half on the last EM step, the other half evenly on
 the T − 1 earlier ones (split between the runs while they explore); within a step 10 %
 counts, 30 % sums, 60 % second moments.
+
+4. *Clipped count.* One pass counts the rows outside every component's final ball (the last
+   step's radius in each released component's frame, after the projection into a prior);
+   released with discrete Gaussian noise, sensitivity 1 (1 % of ρ_EM, "clipped count"): the
+   estimator's ``clipped_fraction_``, ``ClippedDataWarning`` and background weight.
 
 **Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
 the budget spent so far stays spent; its message names the n it needs). Everything after it is
 post-processing that always returns a model: a component whose noisy count is too small keeps
-its previous estimate (or is revived by a split). No warning, no other exception on private data.
+its previous estimate (or is revived by a split). No other exception on private data; the only
+warning (the estimator's ``ClippedDataWarning``) is a function of the DP clipped count.
 """
 
 from __future__ import annotations
