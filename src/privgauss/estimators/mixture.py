@@ -151,7 +151,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         Public threshold above which ``fit`` warned (:class:`ClippedDataWarning`).
     background_weight_ : float
         Weight of the broad background component that ``score_samples`` and ``sample`` add
-        for the rows left out beyond a Gaussian component's own tail (0 when none).
+        for the rows left out beyond a Gaussian component's own tail and the count's noise
+        (0 when none).
     method_, method_reason_ : str
         The method that ran and why ``auto`` chose it.
     privacy_spent_ : Budget
@@ -445,8 +446,13 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.clipped_fraction_ = float(min(max(clipped["noisy"] / n, 0.0), 1.0))
         self.clipped_fraction_alarm_ = alarm_fraction(int(n), p, "count-discrete-gaussian",
                                                       float(clipped["noise_scale"]))
-        # the rows outside every ball beyond a Gaussian component's own tail: the background
-        self.background_weight_ = max(self.clipped_fraction_ - p, 0.0)
+        # the rows outside every ball beyond a Gaussian component's own tail and beyond the
+        # count's noise (its 1 − 1e-3 quantile: on clean data a noisy excess of ~σ/n would
+        # cost every row ~σ/n nat): the background's weight
+        from ..gaussian.clip_diagnostics import count_noise_quantile
+
+        slack = count_noise_quantile("count-discrete-gaussian", float(clipped["noise_scale"])) / n
+        self.background_weight_ = max(self.clipped_fraction_ - p - slack, 0.0)
         if self.clipped_fraction_ > self.clipped_fraction_alarm_:
             _warn(ClippedDataWarning,
                   f"about {self.clipped_fraction_:.1%} of the rows (a DP estimate) lie outside "

@@ -95,12 +95,13 @@ compose, then convert with the δ left). With public rows: ρ_EM = everything (a
 as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 %
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
-80 % sums), 5 % the run pick, 1 % the clipped count; of the rest, half on the last EM step, the other half evenly on
-the T − 1 earlier ones (split between the runs while they explore); within a step 10 %
-counts, 30 % sums, 60 % second moments.
+80 % sums), 5 % the run pick, 1 % the clipped count; of the rest, half on the last EM
+step, the other half evenly on the T − 1 earlier ones (split between the runs while they
+explore); within a step 10 % counts, 30 % sums, 60 % second moments.
 
-4. *Clipped count.* One pass counts the rows outside every component's final ball (the last
-   step's radius in each released component's frame, after the projection into a prior);
+4. *Clipped count.* One pass counts the rows outside every component's final ball (in each
+   released component's frame, after the projection into a prior; radius the larger of the
+   last step's and the one a Gaussian row exceeds with probability 1 %);
    released with discrete Gaussian noise, sensitivity 1 (1 % of ρ_EM, "clipped count"): the
    estimator's ``clipped_fraction_``, ``ClippedDataWarning`` and background weight.
 
@@ -159,6 +160,7 @@ STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × 
 NOISE_TOL = 0.01  # an early EM step's covariance noise per row of a component allowing more steps
 MAX_STEPS = 60  # EM steps when the budget makes every step's noise negligible
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
+COUNT_TAIL = 0.01  # a Gaussian component's own rows outside its counting ball (at most)
 PUBLIC_WEIGHT = 0.1  # total weight of the public rows in the start, as a fraction of n
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
@@ -1044,18 +1046,20 @@ def _outside_kernel(B: np.ndarray, means: np.ndarray, Linv: np.ndarray, radius: 
 
 def _clipped_count(Z: Any, means: np.ndarray, covs: np.ndarray, plan: EMPlan,
                    acct: Accountant, src: NoiseSource) -> dict[str, float]:
-    """The DP number of rows outside every component's final ball (the last step's radius in
-    each released component's frame): one pass, a count of sensitivity 1 under replace-one,
-    discrete Gaussian noise from ``plan.rho_count`` (planned: "clipped count"). Returns the
-    noisy count with its public context: ``model_fraction`` = P(χ²_d > r²), the fraction of
-    a Gaussian component's own rows outside its ball (so of a Gaussian mixture's rows outside
-    every ball, at most), and the noise's scale."""
+    """The DP number of rows outside every component's final ball (in each released
+    component's frame, radius the larger of the last step's and the χ²_d quantile a Gaussian
+    row exceeds with probability ``COUNT_TAIL``: at the EM radius in d = 10, 4 % of a clean
+    fit's rows are outside, and 5 % gross errors would hide in that): one pass, a count of
+    sensitivity 1 under replace-one, discrete Gaussian noise from ``plan.rho_count`` (planned:
+    "clipped count"). Returns the noisy count with its public context: ``model_fraction`` =
+    P(χ²_d > r²), the fraction of a Gaussian component's own rows outside its ball (so of a
+    Gaussian mixture's rows outside every ball, at most), and the noise's scale."""
     from scipy import stats
 
     from ..mechanisms import private_count
 
     d = means.shape[1]
-    r = plan.step_radius(plan.n_steps - 1)
+    r = max(plan.step_radius(plan.n_steps - 1), math.sqrt(float(stats.chi2.isf(COUNT_TAIL, d))))
     Linv = np.array([np.linalg.inv(np.linalg.cholesky(_repair(C))) for C in covs])
     (count,) = reduce_rows(Z, partial(_outside_kernel, means=means, Linv=Linv, radius=r))
     noisy = private_count(int(round(float(count))), ZCDP(plan.rho_count), accountant=acct,
