@@ -124,7 +124,7 @@ def test_clean_mixture_clips_little_and_does_not_warn():
     assert m.to_dict()["clipped_fraction"] == m.clipped_fraction_
 
 
-def test_gross_errors_warn_and_a_background_carries_them():
+def test_gross_errors_warn_and_a_background_carries_them(tmp_path):
     X = _two_clusters(20_000, 1)
     bad = np.random.default_rng(2).choice(len(X), 1000, replace=False)
     X[bad] = 1e4 * np.random.default_rng(3).standard_cauchy((1000, 3))  # 5 % gross errors
@@ -141,6 +141,12 @@ def test_gross_errors_warn_and_a_background_carries_them():
     share = np.mean(labels == -1)
     assert share == pytest.approx(m.background_weight_, abs=0.01)
     assert set(np.unique(labels)) <= {-1, 0, 1}
+    # a saved model keeps its background
+    from privgauss.io import load, save
+
+    path = tmp_path / "m.json"
+    save(m, path)
+    assert np.allclose(load(path).score_samples(gross), m.score_samples(gross))
 
 
 def _without_background(m: pg.PrivateGaussianMixture) -> pg.PrivateGaussianMixture:
