@@ -65,7 +65,8 @@ def test_mixture_round_trip(mixture: pg.PrivateGaussianMixture, tmp_path: Path) 
     path = tmp_path / "m.json"
     save(mixture, path)
     stored = json.loads(path.read_text())
-    assert set(stored) == MODEL_KEYS | {"n_components", "weights", "means", "covariances"}
+    assert set(stored) == MODEL_KEYS | {"n_components", "weights", "means", "covariances",
+                                        "clipped_fraction", "background_weight"}
     assert stored["privacy"]["neighbours"].startswith("replace-one")
     m = pg.load(path)
     assert isinstance(m, pg.PrivateGaussianMixture) and m.method_ == "sample-aggregate"

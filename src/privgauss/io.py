@@ -524,14 +524,6 @@ def from_dict(data: dict[str, Any]) -> Any:
             est: Any = PrivateGaussian(**_budget_kwargs(budget))
             est.mean_ = _array(data, "mean", (d,), MODEL_MAX_MEAN)
             est.covariance_ = _covariances(data, "covariance", (d, d))
-            frac = data.get("clipped_fraction")  # a DP output (older files: absent)
-            if frac is not None and not (isinstance(frac, int | float) and 0 <= frac <= 1):
-                raise _refuse("clipped_fraction", "must be a fraction in [0, 1]")
-            est.clipped_fraction_ = None if frac is None else float(frac)
-            back = data.get("background_weight", 0.0)  # post-processing of it (older: absent)
-            if not (isinstance(back, int | float) and 0.0 <= back <= 1.0):
-                raise _refuse("background_weight", "must be a fraction in [0, 1]")
-            est.background_weight_ = float(back)
         else:
             k = _count(data, "n_components")
             est = PrivateGaussianMixture(k, **_budget_kwargs(budget))
@@ -541,6 +533,16 @@ def from_dict(data: dict[str, Any]) -> Any:
             est.weights_ = w
             est.means_ = _array(data, "means", (k, d), MODEL_MAX_MEAN)
             est.covariances_ = _covariances(data, "covariances", (k, d, d))
+        # both kinds (mixtures since issue 27): a DP output and post-processing of it (older
+        # files: absent)
+        frac = data.get("clipped_fraction")
+        if frac is not None and not (isinstance(frac, int | float) and 0 <= frac <= 1):
+            raise _refuse("clipped_fraction", "must be a fraction in [0, 1]")
+        est.clipped_fraction_ = None if frac is None else float(frac)
+        back = data.get("background_weight", 0.0)
+        if not (isinstance(back, int | float) and 0.0 <= back <= 1.0):
+            raise _refuse("background_weight", "must be a fraction in [0, 1]")
+        est.background_weight_ = float(back)
         if data.get("pure_dp", isinstance(budget, PureDP)) != isinstance(budget, PureDP):
             raise _refuse("pure_dp", "contradicts privacy.budget")
         est.method = str(data["method"])

@@ -16,11 +16,18 @@ from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..methods import Facts
-from ..metrics import gaussian_logpdf
+from ..metrics import background_logpdf, background_scale, gaussian_logpdf
 from ..noise import as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP
 from ..validation import check_positive_int
-from ._base import PrivateEstimatorBase, privacy_report, private_section, require_finite
+from ..warnings import ClippedDataWarning
+from ._base import (
+    PrivateEstimatorBase,
+    _warn,
+    privacy_report,
+    private_section,
+    require_finite,
+)
 from .gaussian import SCORE_RIDGE, _draw_gaussian
 
 __all__ = ["METHODS", "PrivateGaussianMixture"]
@@ -134,6 +141,18 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         What the learner reports about its run (DP outputs and public facts only).
     public_clusters_ : object or None
         The public clustering (public-heavy, public-light), else None.
+    clipped_fraction_ : float or None
+        ``"em"``: the DP count of rows outside every component's final clipping ball (the last
+        EM step's radius in each released component's frame; 1 % of the EM budget, ledger
+        entry "em clipped count"), divided by n and clamped to [0, 1]; None for the other
+        methods. A fit far from the data (a wrong prior, gross errors, discrete columns)
+        shows here.
+    clipped_fraction_alarm_ : float or None
+        Public threshold above which ``fit`` warned (:class:`ClippedDataWarning`).
+    background_weight_ : float
+        Weight of the broad background component that ``score_samples`` and ``sample`` add
+        for the rows left out beyond a Gaussian component's own tail and the count's noise
+        (0 when none).
     method_, method_reason_ : str
         The method that ran and why ``auto`` chose it.
     privacy_spent_ : Budget
@@ -409,6 +428,51 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         # the public/DP balls (centre, radius) of the clusters); None for the other methods
         self.public_clusters_ = info.get("public_clusters", info.get("public_balls"))
         self._record(budget, acct, method, reason)
+        self._record_clipped(info.get("clipped_count"))
+
+    def _record_clipped(self, clipped: dict[str, float] | None) -> None:
+        """``clipped_fraction_`` (post-processing of em's DP count of rows outside every
+        component's final ball), its public alarm threshold, the background's weight, and a
+        :class:`~privgauss.warnings.ClippedDataWarning` above the threshold. None (and no
+        background) for methods that release no such count."""
+        if clipped is None:
+            self.clipped_fraction_ = None
+            self.clipped_fraction_alarm_ = None
+            self.background_weight_ = 0.0
+            return
+        from ..gaussian.clip_diagnostics import alarm_fraction
+
+        n, p = float(clipped["n"]), float(clipped["model_fraction"])
+        self.clipped_fraction_ = float(min(max(clipped["noisy"] / n, 0.0), 1.0))
+        self.clipped_fraction_alarm_ = alarm_fraction(int(n), p, "count-discrete-gaussian",
+                                                      float(clipped["noise_scale"]))
+        # the rows outside every ball beyond a Gaussian component's own tail and beyond the
+        # count's noise (its 1 − 1e-3 quantile: on clean data a noisy excess of ~σ/n would
+        # cost every row ~σ/n nat): the background's weight
+        from ..gaussian.clip_diagnostics import count_noise_quantile
+
+        slack = count_noise_quantile("count-discrete-gaussian", float(clipped["noise_scale"])) / n
+        self.background_weight_ = max(self.clipped_fraction_ - p - slack, 0.0)
+        if self.clipped_fraction_ > self.clipped_fraction_alarm_:
+            _warn(ClippedDataWarning,
+                  f"about {self.clipped_fraction_:.1%} of the rows (a DP estimate) lie outside "
+                  f"every component's final clipping ball, more than a Gaussian mixture leaves "
+                  f"out (alarm above {self.clipped_fraction_alarm_:.1%}): the mixture describes "
+                  "the central part of the data, not its tails or gross errors (heavy-tailed or "
+                  "discrete columns, recording errors, or a prior that excludes the data). "
+                  "score_samples and sample give that share to a broad background component "
+                  "(background_weight_). If the tails matter, transform or clean the columns "
+                  "(log, winsorize), or fit more components")
+
+    def _background(self) -> tuple[float, np.ndarray, np.ndarray]:
+        """(weight, mean, covariance) of the background: the whole mixture's mean and
+        covariance (moment-matched), weight ``background_weight_`` (0 when none)."""
+        w = float(getattr(self, "background_weight_", 0.0))
+        pi = self.weights_ / self.weights_.sum()
+        mean = pi @ self.means_
+        D = self.means_ - mean
+        cov = np.einsum("j,jab->ab", pi, self.covariances_) + (D.T * pi) @ D
+        return w, mean, (cov + cov.T) / 2
 
     # ------------------------------------------------------------------------------------
     def _component_logpdf(self, X: Any) -> np.ndarray:
@@ -420,10 +484,20 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         return np.stack(cols, axis=1)
 
     def score_samples(self, X: Any) -> np.ndarray:
-        """Log density of the fitted mixture at each row (log-sum-exp) — exact, so for public or
-        synthetic rows: at private rows these values are not private (score private held-out
-        rows with :class:`~privgauss.DPScorer`)."""
-        return logsumexp(self._component_logpdf(X), axis=1)
+        """Log density of the fitted mixture at each row (log-sum-exp), mixed with weight
+        ``background_weight_`` with a broad background — a Cauchy
+        (:func:`~privgauss.metrics.background_logpdf`) at the whole mixture's mean and
+        covariance: the DP fraction of rows outside every component's final ball beyond a
+        Gaussian component's own tail (0 when the fit left out no more than a Gaussian
+        mixture would), so a few gross errors cost what they cost under a wide density, not
+        10⁴ nats each. Exact, so for public or synthetic rows: at private rows these values
+        are not private (score private held-out rows with :class:`~privgauss.DPScorer`)."""
+        logp = logsumexp(self._component_logpdf(X), axis=1)
+        w, mean, cov = self._background()
+        if w <= 0.0:
+            return logp
+        back = background_logpdf(self._rows_for_scoring(X), mean, cov, ridge=SCORE_RIDGE)
+        return np.logaddexp(math.log1p(-w) + logp, math.log(w) + back)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Posterior component probabilities of each row under the fitted (private) mixture."""
@@ -436,18 +510,24 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     def sample(self, n_samples: int = 1, random_state: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """Draw synthetic rows from the fitted (already private) mixture: (X, labels);
-        post-processing, no privacy cost."""
+        post-processing, no privacy cost. With a ``background_weight_`` w > 0 a share w of the
+        rows comes from the background (the Cauchy that :meth:`score_samples` uses), label −1:
+        the synthetic data have the gross errors' share the fit left out."""
         check_is_fitted(self)
         n_samples = check_positive_int(n_samples, "n_samples", minimum=1)
         rng = np.random.default_rng(random_state)
-        counts = rng.multinomial(n_samples, self.weights_ / self.weights_.sum())
-        labels = np.repeat(np.arange(len(counts)), counts)
-        X = np.concatenate(
-            [
-                _draw_gaussian(rng, self.means_[j], self.covariances_[j], int(c))
-                for j, c in enumerate(counts)
-            ]
-        )
+        w, mean, cov = self._background()
+        probs = np.append((1.0 - w) * self.weights_ / self.weights_.sum(), w)
+        counts = rng.multinomial(n_samples, probs / probs.sum())
+        labels = np.repeat(np.append(np.arange(len(counts) - 1), -1), counts)
+        parts = [_draw_gaussian(rng, self.means_[j], self.covariances_[j], int(c))
+                 for j, c in enumerate(counts[:-1])]
+        if counts[-1] > 0:
+            # a multivariate Cauchy: a Gaussian of scale K_d²·cov divided by |N(0, 1)|
+            g = _draw_gaussian(rng, np.zeros_like(mean), cov, int(counts[-1]))
+            k = background_scale(mean.shape[0])
+            parts.append(mean + k * g / np.abs(rng.standard_normal((int(counts[-1]), 1))))
+        X = np.concatenate(parts)
         order = rng.permutation(n_samples)
         return X[order], labels[order]
 
@@ -468,6 +548,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             "weights": self.weights_.tolist(),
             "means": self.means_.tolist(),
             "covariances": self.covariances_.tolist(),
+            "clipped_fraction": getattr(self, "clipped_fraction_", None),
+            "background_weight": float(getattr(self, "background_weight_", 0.0)),
             "privacy": privacy_report(self.budget_, self.accountant_),
             "pure_dp": False,
         }

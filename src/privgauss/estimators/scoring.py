@@ -76,7 +76,10 @@ def max_log_density(estimator: Any) -> float:
     """An upper bound on the log-density of a fitted privgauss model, from the model alone.
 
     For a Gaussian its peak −½ log det(2πΣ); for a mixture log Σ_k w_k·exp(peak_k) (the
-    density is a weighted sum of densities, each at most its peak). Each log-determinant is
+    density is a weighted sum of densities, each at most its peak; a mixture's background,
+    :meth:`PrivateGaussianMixture.score_samples`, peaks no higher than the Gaussian of the
+    whole mixture's covariance Σ̄ ⪰ Σ_k w_k Σ_k, whose log-peak is at most Σ_k w_k·peak_k by
+    the concavity of log det, so at most this bound). Each log-determinant is
     taken over the eigenvalues of Σ_k floored at the smallest positive float, so a singular
     covariance gives a large finite bound (``score_samples`` adds a ridge, which only lowers
     the density). Raises ValueError when the bound is not finite (a model with non-finite
