@@ -426,10 +426,19 @@ def _best_mean_candidate(n: int, d: int, radius: float, rho: float,
     z = _norm_isf(beta)
     inv_n = 1.0 / n
     target = math.sqrt(_NOISE_TO_SAMPLING[1] / n)  # as noise_matched_radius computes it
-    cover0 = _chi2_isf(beta, d)
-    zb = _norm_isf(beta)
     best: tuple[float, ...] | None = None
     best_err = math.inf
+
+    def matched(cover: float, r: float, root: float) -> tuple[float, float]:
+        # a step's covering radius around the previous error r, and its noise std (both grown
+        # by noise_matched_radius when 0 < σ < target, as the steps do)
+        tau = math.sqrt(cover + 2.0 * z * r + r * r)
+        sigma = (2.0 * tau / n) / root
+        if 0.0 < sigma < target:
+            tau = noise_matched_radius(tau, sigma, n, 1)
+            sigma = (2.0 * tau / n) / root
+        return tau, sigma
+
     for fr_c in candidates:
         head = [rho * f for f in fr_c[:-1]]  # _split(rho, fr_c), ρ finite
         rho_f = rho - math.fsum(head)
@@ -440,20 +449,10 @@ def _best_mean_candidate(n: int, d: int, radius: float, rho: float,
         # error, infinite: checked once, below. noise_matched_radius keeps τ unless
         # 0 < σ < target (then it is called, and σ recomputed at its radius)
         for rho_i in head:  # _practical_chain
-            tau = math.sqrt(g2 + 2.0 * z * r + r * r)
-            root = math.sqrt(2.0 * rho_i)
-            sigma = (2.0 * tau / n) / root
-            if 0.0 < sigma < target:
-                tau = noise_matched_radius(tau, sigma, n, 1)
-                sigma = (2.0 * tau / n) / root
+            sigma = matched(g2, r, math.sqrt(2.0 * rho_i))[1]
             r = math.sqrt((inv_n + sigma**2) * q)
         # _practical_final, the covering step (_mean_step)
-        tau = math.sqrt(cover0 + 2.0 * zb * r + r * r)
-        root = math.sqrt(2.0 * rho_f)
-        sigma = (2.0 * tau / n) / root
-        if 0.0 < sigma < target:
-            tau = noise_matched_radius(tau, sigma, n, 1)
-            sigma = (2.0 * tau / n) / root
+        tau, sigma = matched(g2, r, math.sqrt(2.0 * rho_f))
         if search and SEARCH and d > 0 and search_cap(tau, sigma, rho_f, d, 1) is not None:
             sigma = (2.0 * tau / n) / math.sqrt(2.0 * (rho_f - rho_f * _SEARCH_SHARE))
         err = d * (1.0 / n + sigma**2)
