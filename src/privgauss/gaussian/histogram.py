@@ -336,19 +336,30 @@ def localisation_within_cap(n: int, d: int, epsilon: float, delta: float,
 
 # the largest condition number the refinement assumes by itself at a large budget
 _MAX_BUDGET_CONDITION = 1e12
+# ... and its growth with n·ρ (see budget_condition): 2e-3 leaves the user's value standing at
+# ε = 1 up to n ≈ 3e6 (n·ρ·2e-3 < 100 at ρ ≈ 0.017); at ε = 1e4 it takes a collinear Gaussian
+# table of n = 500, d = 25 (correlation eigenvalues down to 1e-5) from a held-out KL of 0.16
+# to np.cov's covariance to 0.008 nat/row (5 seeds; 2e-2 gave 0.006 but moves ε = 1 at n = 1e6)
+_COND_PER_RHO = 2e-3
 
 
 def budget_condition(corr_condition: float, n: int, rho: float) -> float:
     """The correlation condition number the practical refinement assumes: the user's
-    ``corr_condition``, or 0.001·n·√ρ when larger (up to 1e12) — what the budget can resolve:
-    the refinement's noise on a whitened covariance entry scales as 1/(n√ρ), so as the budget
-    grows an ever smaller eigenvalue is estimated, and the assumption stops limiting the fit
-    (DESIGN.md rule 15: collinear columns, or columns in units 1e-17 .. 1e8, at ε = 1e4). At
-    ε = 1 and n ≤ 1e6 the user's value stands (more whitening steps cost accuracy there: with
-    0.01·n·√ρ the covariance at n = 1e6 went from 1.33× to 1.39× non-private)."""
+    ``corr_condition``, or max(0.001·n·√ρ, 0.002·n·ρ) when larger (up to 1e12) — what the
+    budget can resolve: the refinement's noise on a whitened covariance entry scales as
+    1/(n√ρ), so as the budget grows an ever smaller eigenvalue is estimated, and the
+    assumption stops limiting the fit (DESIGN.md rule 15: collinear columns, or columns in
+    units 1e-17 .. 1e8, at ε = 1e4). The n·ρ term sets the pace of the jitter
+    (:mod:`.ridge`, η² = _JITTER·lo ∝ 1/cond): its cross terms with the rows, about
+    η·√(λ/n) per whitened entry, cannot be removed after the release, and with η² ∝ 1/(n√ρ)
+    they vanish only as ρ^(−1/4) — on a near-singular table at ε = 1e4 they, not the noise,
+    set the error; with η² ∝ 1/(nρ) they vanish as the noise does. At ε = 1 and n ≤ 1e6 the
+    user's value stands (more whitening steps cost accuracy there: with 0.01·n·√ρ the
+    covariance at n = 1e6 went from 1.33× to 1.39× non-private)."""
     if not (rho > 0 and math.isfinite(rho)):
         return corr_condition
-    return max(corr_condition, min(_MAX_BUDGET_CONDITION, 1e-3 * n * math.sqrt(rho)))
+    grown = max(1e-3 * n * math.sqrt(rho), _COND_PER_RHO * n * rho)
+    return max(corr_condition, min(_MAX_BUDGET_CONDITION, grown))
 
 
 def refinement_error(n: int, d: int, epsilon: float, delta: float,
