@@ -106,8 +106,9 @@ def test_ledger_composes_to_the_budget_with_named_steps(fitted: pg.PrivateSynthe
     spent = fitted.privacy_spent_
     assert spent.epsilon == pytest.approx(EPS, rel=1e-6) and spent.delta == DELTA
     total = approx_to_zcdp(EPS, DELTA)
+    # d = 4 columns: the histograms get 0.25 + 0.05 (7 - 4) = 0.40, less the types' 0.02
     assert [e.cost.rho for e in fitted.ledger_[:3]] == pytest.approx(
-        [0.02 * total, 0.05 * total, 0.23 * total])
+        [0.02 * total, 0.05 * total, 0.38 * total])
     assert fitted.kinds_ == ["integer", "float", "integer", "binary"]
 
 
@@ -336,3 +337,18 @@ def test_neighbours_end_in_the_same_outcome(seed: int) -> None:
     assert a.kind == b.kind == "success"
     assert a.warning_categories == b.warning_categories
     assert a.ledger_length == b.ledger_length
+
+
+def test_fine_bins_go_where_the_values_are() -> None:
+    """A positive column in [1, 8): its range reaches down to 0 across hundreds of empty
+    octaves merged into one central bin; their noisy counts must not pull fine bins there
+    (clipped at 0 and summed they used to take most of them)."""
+    x = np.random.default_rng(0).uniform(1.0, 8.0, size=(3000, 1))
+    plan = MarginalPlan(["float"], [None], 32, 0.005, 0.005)
+    m = release_marginals(x, plan, accountant=Accountant(ZCDP(0.01)),
+                          noise=NoiseSource(np.random.default_rng(1)))[0]
+    assert m.low == 0.0
+    inside = np.count_nonzero((m.edges > 1.0) & (m.edges < 8.0))
+    assert inside >= 0.75 * (len(m.edges) - 1)
+    pure_noise = np.random.default_rng(2).normal(0.0, 40.0, size=500)
+    assert np.count_nonzero(marg._allocation_weights(pure_noise, 40.0)) <= 5
