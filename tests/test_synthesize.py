@@ -108,7 +108,7 @@ def test_ledger_composes_to_the_budget_with_named_steps(fitted: pg.PrivateSynthe
     total = approx_to_zcdp(EPS, DELTA)
     # d = 4 columns: the histograms get 0.25 + 0.05 (7 - 4) = 0.40, less the types' 0.02
     assert [e.cost.rho for e in fitted.ledger_[:3]] == pytest.approx(
-        [0.02 * total, 0.05 * total, 0.38 * total])
+        [0.02 * total, 0.10 * total, 0.38 * total])
     assert fitted.kinds_ == ["integer", "float", "integer", "binary"]
 
 
@@ -352,3 +352,16 @@ def test_fine_bins_go_where_the_values_are() -> None:
     assert inside >= 0.75 * (len(m.edges) - 1)
     pure_noise = np.random.default_rng(2).normal(0.0, 40.0, size=500)
     assert np.count_nonzero(marg._allocation_weights(pure_noise, 40.0)) <= 5
+
+
+def test_cdf_keeps_sparse_bins_inside_the_support_only() -> None:
+    """Bins between the first and last passing bin keep their (clipped) mass, a thin tail bin
+    included; noise past the support's end is dropped, and for a discrete column (one bin per
+    value over a wide range) the cut is Bonferroni over its bins."""
+    sigma = 10.0
+    counts = np.array([0.0, 5.0, 100.0, 15.0, 100.0, 12.0, -3.0, 25.0, 18.0])
+    p = np.diff(marg._cdf_of_counts(counts, sigma))
+    assert p[3] > 0 and p[6] == 0 and p[1] == 0
+    assert p[7] > 0 and p[8] == 0  # 25 passes 2 sigma, 18 does not
+    q = np.diff(marg._cdf_of_counts(counts, sigma, "integer"))  # cut: 2.54 sigma for 9 bins
+    assert q[7] == 0 and q[5] == 0 and q[3] > 0  # support: bins 2..4

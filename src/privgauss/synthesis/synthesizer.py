@@ -39,7 +39,7 @@ from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_margi
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
 #: (the types' share, when a column's kind is "auto", comes out of the histograms')
 TYPES_SHARE = 0.02
-RANGE_SHARE = 0.05
+RANGE_SHARE = 0.10
 HISTOGRAM_SHARE = 0.25
 #: a narrow table's copula has few correlations to release (d(d-1)/2), its marginals the
 #: same bins per column: the histograms' share grows by this much per column below
