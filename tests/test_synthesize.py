@@ -106,8 +106,9 @@ def test_ledger_composes_to_the_budget_with_named_steps(fitted: pg.PrivateSynthe
     spent = fitted.privacy_spent_
     assert spent.epsilon == pytest.approx(EPS, rel=1e-6) and spent.delta == DELTA
     total = approx_to_zcdp(EPS, DELTA)
+    # d = 4 columns: the histograms get 0.25 + 0.05 (7 - 4) = 0.40, less the types' 0.02
     assert [e.cost.rho for e in fitted.ledger_[:3]] == pytest.approx(
-        [0.02 * total, 0.05 * total, 0.23 * total])
+        [0.02 * total, 0.10 * total, 0.38 * total])
     assert fitted.kinds_ == ["integer", "float", "integer", "binary"]
 
 
@@ -336,3 +337,42 @@ def test_neighbours_end_in_the_same_outcome(seed: int) -> None:
     assert a.kind == b.kind == "success"
     assert a.warning_categories == b.warning_categories
     assert a.ledger_length == b.ledger_length
+
+
+def test_fine_bins_go_where_the_values_are() -> None:
+    """A positive column in [1, 8): its range reaches down to 0 across hundreds of empty
+    octaves merged into one central bin; their noisy counts must not pull fine bins there
+    (clipped at 0 and summed they used to take most of them)."""
+    x = np.random.default_rng(0).uniform(1.0, 8.0, size=(3000, 1))
+    plan = MarginalPlan(["float"], [None], 32, 0.005, 0.005)
+    m = release_marginals(x, plan, accountant=Accountant(ZCDP(0.01)),
+                          noise=NoiseSource(np.random.default_rng(1)))[0]
+    assert m.low == 0.0
+    inside = np.count_nonzero((m.edges > 1.0) & (m.edges < 8.0))
+    assert inside >= 0.75 * (len(m.edges) - 1)
+    pure_noise = np.random.default_rng(2).normal(0.0, 40.0, size=500)
+    assert np.count_nonzero(marg._allocation_weights(pure_noise, 40.0)) <= 5
+
+
+def test_cdf_keeps_sparse_bins_inside_the_support_only() -> None:
+    """Bins between the first and last passing bin keep their (clipped) mass, a thin tail bin
+    included; noise past the support's end is dropped, and for a discrete column (one bin per
+    value over a wide range) the cut is Bonferroni over its bins."""
+    sigma = 10.0
+    counts = np.array([0.0, 5.0, 100.0, 15.0, 100.0, 12.0, -3.0, 25.0, 18.0])
+    p = np.diff(marg._cdf_of_counts(counts, sigma))
+    assert p[3] > 0 and p[6] == 0 and p[1] == 0
+    assert p[7] > 0 and p[8] == 0  # 25 passes 2 sigma, 18 does not
+    q = np.diff(marg._cdf_of_counts(counts, sigma, "integer"))  # cut: 2.54 sigma for 9 bins
+    assert q[7] == 0 and q[5] == 0 and q[3] > 0  # support: bins 2..4
+
+
+def test_an_atom_in_a_float_column_gets_uniform_levels() -> None:
+    """Many records sharing one value of a float column (zeros at the range's low end) are
+    spread over their bin's CDF interval, not given one level (a score of -3.7 for all)."""
+    m = marg.Marginal("float", np.array([0.0, 0.5, 1.0, 2.0]), np.array([0.0, 0.6, 0.8, 1.0]))
+    u = m.to_uniform(np.zeros(4000), np.random.default_rng(0))
+    assert u.min() >= 0.0 and u.max() <= 0.6
+    assert abs(u.mean() - 0.3) < 0.01 and abs(u.std() - 0.6 / math.sqrt(12)) < 0.01
+    v = m.to_uniform(np.full(2000, 1.5), np.random.default_rng(1))
+    assert v.min() >= 0.8 and v.max() <= 1.0 and v.std() > 0.05

@@ -39,8 +39,13 @@ from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_margi
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
 #: (the types' share, when a column's kind is "auto", comes out of the histograms')
 TYPES_SHARE = 0.02
-RANGE_SHARE = 0.05
+RANGE_SHARE = 0.10
 HISTOGRAM_SHARE = 0.25
+#: a narrow table's copula has few correlations to release (d(d-1)/2), its marginals the
+#: same bins per column: the histograms' share grows by this much per column below
+#: :data:`NARROW_COLUMNS` (see :func:`histogram_share`)
+NARROW_SHARE_STEP = 0.05
+NARROW_COLUMNS = 7
 #: component counts tried, largest first: the largest em can fit with a margin (see
 #: :func:`choose_components`); else a single Gaussian
 COMPONENT_CHOICES = (8, 4, 2)
@@ -73,6 +78,12 @@ def score_prior(n: int, d: int) -> tuple[float, tuple[float, float]]:
     eigenvalue bounds)."""
     z = score_bound(n)
     return z * math.sqrt(d), (SCORE_COV_FLOOR, d * z * z)
+
+
+def histogram_share(d: int) -> float:
+    """The histograms' share of the budget from public d: :data:`HISTOGRAM_SHARE`, plus
+    :data:`NARROW_SHARE_STEP` per column below :data:`NARROW_COLUMNS` (0.5 at d = 2)."""
+    return HISTOGRAM_SHARE + NARROW_SHARE_STEP * max(0, NARROW_COLUMNS - d)
 
 
 def choose_components(n: int, d: int, rho: float, requested: int | str = "auto") -> int:
@@ -247,7 +258,7 @@ class PrivateSynthesizer:
         needs_range = any(b is None and k != "binary" for b, k in zip(bounds, kinds, strict=True))
         rho_range = RANGE_SHARE * rho_total if needs_range else 0.0
         rho_types = TYPES_SHARE * rho_total if "auto" in kinds else 0.0
-        rho_hist = (RANGE_SHARE + HISTOGRAM_SHARE) * rho_total - rho_range - rho_types
+        rho_hist = (RANGE_SHARE + histogram_share(d)) * rho_total - rho_range - rho_types
         rho_model = rho_total - rho_range - rho_hist - rho_types
         k = choose_components(n, d, rho_model, self.n_components)
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
