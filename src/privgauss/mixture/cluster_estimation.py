@@ -256,9 +256,18 @@ class _Sample:
         if m == 0:
             return total / n, second / n
         P = self.H[:m] @ A  # rows u·A = (A u)ᵀ
-        for Zc in (P + delta, delta - P) if self.antithetic else (P + delta,):
-            qc = np.einsum("ij,ij->i", Zc, Zc)
-            f = np.minimum(1.0, tau / np.maximum(np.sqrt(qc), 1e-300))
+        a = np.einsum("ij,ij->i", P, P)
+        b = P @ delta
+        b += b
+        dd = float(delta @ delta)
+        for sign in (1.0, -1.0) if self.antithetic else (1.0,):
+            q = a + sign * b + dd  # ‖δ ± A u‖²
+            rows = np.flatnonzero(q > tau * tau)
+            if rows.size == 0:
+                continue
+            Zc = P[rows] if sign > 0 else -P[rows]
+            Zc += delta
+            f = tau / np.sqrt(q[rows])  # < 1: these rows are clipped
             total += (f - 1.0) @ Zc
             second += (Zc.T * (f * f - 1.0)) @ Zc
         return total / n, second / n
