@@ -117,7 +117,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -300,8 +300,17 @@ def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     like √(2 ln ρ) as ρ → ∞. Never beyond the radius a Gaussian sample of n rows leaves no row
     outside of (tail 1/n). n = 5e4, d = 10, k = 3: every step's r is r₀ (4.33) at ε = 1; at
     ε = 1e4 the last step's is 5.8.
+
+    Cached (a plan asks once per step, with a few distinct ρ_m), and the χ² tail is scipy's
+    special function, which ``scipy.stats.chi2.sf``/``isf`` wrap (the same values bit for
+    bit, without the distribution's per-call overhead: 2.8 s of a 10 s fit at ε = 1e4).
     """
-    from scipy import stats
+    return _step_radius(int(n), int(d), int(k), float(rho_m))
+
+
+@lru_cache(maxsize=256)
+def _step_radius(n: int, d: int, k: int, rho_m: float) -> float:
+    from scipy import special
 
     r0 = clip_radius(n, d)
     if not rho_m > 0 or not math.isfinite(rho_m):
@@ -309,9 +318,9 @@ def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     per_row = math.sqrt(rho_m) * n / max(k, 1)
 
     def excess(r: float) -> float:  # decreasing in r
-        return 2.0 * float(stats.chi2.sf(r * r, d)) / d - r * r / per_row
+        return 2.0 * float(special.chdtrc(d, r * r)) / d - r * r / per_row
 
-    hi = max(r0, math.sqrt(float(stats.chi2.isf(1.0 / max(n, 2), d))))
+    hi = max(r0, math.sqrt(float(special.chdtri(d, 1.0 / max(n, 2)))))
     if excess(r0) <= 0.0:
         return r0
     if excess(hi) >= 0.0:

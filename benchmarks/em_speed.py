@@ -1,0 +1,201 @@
+"""Private EM's speed against scikit-learn's EM at n = 5e4, d = 10, k = 3 (issue 27's goal:
+wall time ≤ 2× ``GaussianMixture(3, n_init=1)``, both on one BLAS thread).
+
+Data: a k = 3, d = 10 Gaussian mixture (weights .2/.3/.5, means 2 standard deviations apart,
+unequal axis scales, rotated, shifted to 100·1: ``benchmarks/em_scale.py``'s recipe), training
+rows and 2e4 held-out rows drawn with each data seed. Fits: ``PrivateGaussianMixture(3,
+method="em", epsilon=ε, delta=1e-6, random_state=s)`` at ε = 1 and ε = 1e4 against
+``sklearn.mixture.GaussianMixture(3, n_init=1, random_state=s)`` (default tol 1e-3), all in
+this one process under ``threadpool_limits(1)`` (also run it with ``OPENBLAS_NUM_THREADS=1``).
+For each data seed and fit: the median wall and CPU time of ``--repeats`` fits, and the
+held-out gap (sklearn's mean log-likelihood minus ours, nat/row: a speed-up that loses
+accuracy shows there). ``--profile`` prints a cProfile of one private fit instead.
+
+``--dump FILE`` fits 10 private models at fixed seeds (n = 3e4; ε = 1, ε = 1e4, ρ = 0.5 with
+public rows, k = 3 and 4) and saves their weights, means, covariances and ledgers;
+``--compare FILE`` refits them with the code on ``PYTHONPATH`` and prints the largest
+relative difference (a pure speed-up must leave fits equal to round-off, ≤ 1e-9) and whether
+the ledgers (step names, costs) are identical.
+
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src \\
+        python benchmarks/em_speed.py --seeds 3 --repeats 3 --out benchmarks/results/em_speed.md
+    PYTHONPATH=<old src> python benchmarks/em_speed.py --dump before.npz
+    PYTHONPATH=src python benchmarks/em_speed.py --compare before.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.mixture import GaussianMixture
+from threadpoolctl import threadpool_limits
+
+import privgauss as pg
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from em_scale import _rows  # noqa: E402  (the same mixture recipe)
+
+N, K = 50_000, 3
+EPSILONS = (1.0, 1e4)
+
+
+def _timed(fit: object) -> tuple[float, float, object]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = fit()  # type: ignore[operator]
+    return time.perf_counter() - t0, time.process_time() - c0, model
+
+
+def _sklearn(X: np.ndarray, seed: int) -> object:
+    return GaussianMixture(K, n_init=1, random_state=seed).fit(X)
+
+
+def _ours(X: np.ndarray, eps: float, seed: int) -> object:
+    return pg.PrivateGaussianMixture(K, method="em", epsilon=eps, delta=1e-6,
+                                     random_state=seed).fit(X)
+
+
+def _measure(fit: object, repeats: int) -> tuple[float, float, object]:
+    runs = [_timed(fit) for _ in range(repeats)]
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+            runs[0][2])
+
+
+CHECK_FITS = [  # (k, budget, public rows, data seed, noise seed)
+    *[(3, {"epsilon": 1.0, "delta": 1e-6}, False, s, s) for s in range(4)],
+    *[(3, {"epsilon": 1e4, "delta": 1e-6}, False, s, s) for s in range(3)],
+    *[(3, {"rho": 0.5}, True, s, s) for s in range(2)],
+    (4, {"epsilon": 1.0, "delta": 1e-6}, False, 7, 7),
+]
+
+
+def _check_fits() -> dict[str, np.ndarray]:
+    """The 10 fits of the before/after check (n = 3e4), flattened into named arrays."""
+    out: dict[str, np.ndarray] = {}
+    for i, (k, budget, public, seed, noise) in enumerate(CHECK_FITS):
+        X = _rows(30_000, np.random.default_rng(3000 + seed))
+        P = _rows(200, np.random.default_rng(4000 + seed)) if public else None
+        m = pg.PrivateGaussianMixture(k, method="em", random_state=noise, **budget)
+        m.fit(X, public_X=P)
+        out[f"{i}/weights"] = np.asarray(m.weights_)
+        out[f"{i}/means"] = np.asarray(m.means_)
+        out[f"{i}/covariances"] = np.asarray(m.covariances_)
+        out[f"{i}/ledger"] = np.array([f"{e.step}|{e.mechanism}|{e.cost!r}|{e.sensitivity!r}|"
+                                       f"{e.noise_scale!r}" for e in m.ledger_])
+        print(f"fit {i}: k={k} {budget} public={public} seed={seed}: "
+              f"{len(m.ledger_)} releases", flush=True)
+    return out
+
+
+def _compare(path: str) -> None:
+    before = dict(np.load(path))
+    after = _check_fits()
+    worst = 0.0
+    same_ledgers = True
+    for key, old in before.items():
+        new = after[key]
+        if key.endswith("/ledger"):
+            if old.shape != new.shape or not (old == new).all():
+                same_ledgers = False
+                print(f"{key}: ledgers differ")
+            continue
+        rel = float(np.max(np.abs(new - old)) / max(float(np.max(np.abs(old))), 1e-300))
+        worst = max(worst, rel)
+        print(f"{key}: max |after - before| / max |before| = {rel:.2e}")
+    print(f"largest relative difference over {len(CHECK_FITS)} fits: {worst:.2e}; "
+          f"ledgers identical: {same_ledgers}")
+
+
+def _git() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                              capture_output=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--epsilons", default=",".join(str(e) for e in EPSILONS))
+    ap.add_argument("--profile", type=float, default=None, metavar="EPS",
+                    help="print a cProfile of one private fit at this epsilon (seed 0)")
+    ap.add_argument("--dump", default=None, metavar="FILE", help="save the 10 check fits")
+    ap.add_argument("--compare", default=None, metavar="FILE",
+                    help="refit the 10 check fits and compare them with FILE")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    warnings.simplefilter("ignore")
+    eps_list = [float(e) for e in a.epsilons.split(",") if e]
+    with threadpool_limits(1):
+        if a.dump:
+            np.savez(a.dump, **_check_fits())  # type: ignore[arg-type]
+            return
+        if a.compare:
+            _compare(a.compare)
+            return
+        if a.profile is not None:
+            X = _rows(N, np.random.default_rng(1000))
+            prof = cProfile.Profile(time.process_time)  # CPU: the machine is shared
+            prof.enable()
+            _ours(X, a.profile, 0)
+            prof.disable()
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+            return
+        lines = [
+            "# Private EM's speed against scikit-learn (issue 27)", "",
+            f"Command: `OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src python "
+            f"benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}` (commit {_git()})", "",
+            f"n = {N:.0e}, d = 10, k = {K} (`em_scale.py`'s mixture), 2e4 held-out rows per "
+            f"data seed; medians of {a.repeats} fits each, one process, one BLAS thread. "
+            "sklearn: `GaussianMixture(3, n_init=1)`, default tol. gap = sklearn's held-out "
+            "mean log-likelihood minus ours (nat/row).", "",
+            "| seed | fit | wall (s) | CPU (s) | wall / sklearn | CPU / sklearn | gap | notes |",
+            "|---:|---|---:|---:|---:|---:|---:|---|"]
+        ratios: dict[str, list[float]] = {}
+        cpu_ratios: dict[str, list[float]] = {}
+        for seed in range(a.seeds):
+            X = _rows(N, np.random.default_rng(1000 + seed))
+            H = _rows(20_000, np.random.default_rng(2000 + seed))
+            tw, tc, sk = _measure(lambda: _sklearn(X, seed), a.repeats)  # noqa: B023
+            base = sk.score(H)  # type: ignore[attr-defined]
+            lines.append(f"| {seed} | sklearn | {tw:.2f} | {tc:.2f} | 1 | 1 | 0 | "
+                         f"{sk.n_iter_} EM steps |")  # type: ignore[attr-defined]
+            print(lines[-1], flush=True)
+            for eps in eps_list:
+                w, c, m = _measure(lambda: _ours(X, eps, seed), a.repeats)  # noqa: B023
+                gap = base - m.score(H)  # type: ignore[attr-defined]
+                steps = sum(1 for e in m.ledger_ if "moments" in str(e)  # type: ignore[attr-defined]
+                            and "step" in str(e) and "k-means" not in str(e))
+                lines.append(f"| {seed} | em ε = {eps:g} | {w:.2f} | {c:.2f} | **{w / tw:.2f}** | "
+                             f"{c / tc:.2f} | {gap:.4f} | {len(m.ledger_)} releases |")  # type: ignore[attr-defined]
+                ratios.setdefault(f"em ε = {eps:g}", []).append(w / tw)
+                cpu_ratios.setdefault(f"em ε = {eps:g}", []).append(c / tc)
+                print(lines[-1], f"({steps} moment releases)", flush=True)
+        lines += ["", "Median wall / sklearn over the seeds: " + ", ".join(
+            f"{name} **{statistics.median(v):.2f}**" for name, v in ratios.items())
+                  + "; CPU / sklearn: " + ", ".join(
+            f"{name} **{statistics.median(v):.2f}**" for name, v in cpu_ratios.items()) + ".", "",
+                  f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, load average "
+                  f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (shared), "
+                  f"Python {platform.python_version()}, numpy {np.__version__}."]
+        print("\n".join(lines[-3:]))
+        if a.out:
+            Path(a.out).write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
