@@ -463,3 +463,20 @@ def test_localise_reads_a_random_subset_not_a_prefix_and_charges_the_same() -> N
         assert np.all((loc.scale_lo <= [3.0, 0.01]) & ([3.0, 0.01] <= loc.scale_hi))
         assert sum(loc.scale_histograms[0].values()) > (0.3 if subset else 0.9) * n // 2 * 0.2
     assert ledgers[0] == ledgers[1]
+
+
+def test_subset_localisation_counts_tied_columns_over_all_rows() -> None:
+    """A tied column (99.9 % zeros, 0.05 % ones, 0.05 % twos) of 1.2e6 rows: its rarer values
+    are too rare to clear the threshold (282, noise sd 53) in the 2e5-row subset (~100 rows
+    each), not over all rows (~600), which its location histogram counts — so it is not read
+    as constant (as without the subset; counted on the subset it is)."""
+    n = 1_200_000
+    rng = np.random.default_rng(8)
+    flag = rng.choice([0.0, 1.0, 2.0], size=n, p=[0.999, 0.0005, 0.0005])
+    X = np.column_stack([rng.standard_normal(n) * 2.0 + 5.0, flag])
+    s_b, l_b, _ = localisation_plan(n, 2, EPS, DELTA)
+    assert localisation_rows(n, 2, s_b, l_b) == 200_000
+    loc = localise(X, s_b, l_b, accountant=Accountant(ApproxDP(EPS, DELTA)), noise=4)
+    assert loc.degenerate is not None and not loc.degenerate[1]
+    assert sorted(np.int64(k).view(np.float64) for k in loc.location_histograms[1]) == [0, 1, 2]
+    assert abs(loc.center[0] - 5.0) <= loc.radius[0]

@@ -44,7 +44,9 @@ Pipeline (all grids, widths and offsets are public or derived from earlier DP ou
     sensitivity and charge are unchanged (no amplification is claimed); the subset keeps 16
     times the rows each threshold needs and releases a value held by 1 % of its rows w.h.p.,
     so only the cost of the coarse localisation changes (at n = 1e6, d = 10 it was 40 % of the
-    fit). The refinement (c) reads all n rows.
+    fit). A *tied* axis (a DP output of (a)) counts its exact values over all n rows in (b),
+    so its rarer values are released, and a constant column read, as without the subset.
+    The refinement (c) reads all n rows.
 (c) *Refinement.* In the coordinates z = (x − c) / s (s_k the middle of the scale bracket) the mean
     lies within ‖r / s‖ of 0 and the diagonal of the covariance within the squared bracket, so
     CoinPress (:func:`~privgauss.gaussian.coinpress.coinpress_gaussian`) runs with the zCDP budget
@@ -640,6 +642,23 @@ def _subset_rows(X: Any, idx: np.ndarray) -> np.ndarray:
     return out
 
 
+def _location_counts(rows: Any, offset: np.ndarray, w: np.ndarray, exact: np.ndarray
+                     ) -> AxisKeys:
+    """Per axis, the distinct location keys of ``rows`` and their counts (exact-value keys on
+    the ``exact`` axes): dask rows in one chunked pass, numpy rows block by block."""
+    if is_dask(rows):
+        kc = map_rows(rows, partial(_location_count_kernel, offset=offset, w=w, tied=exact))
+        return partial(_merged_counts, kc[0], kc[1])
+    return location_key_counts(rows, offset, w, _KEY_LIMIT, exact).__getitem__
+
+
+def _pick_counts(subset: AxisKeys, full: AxisKeys, pos: dict[int, int], k: int
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Axis k's counts: from ``full`` (at position ``pos[k]``) for the axes in ``pos``, else
+    from ``subset``."""
+    return full(pos[k]) if k in pos else subset(k)
+
+
 def localise(
     X: np.ndarray,
     scale_budget: ApproxDP | JointBudget | None,
@@ -737,12 +756,18 @@ def localise(
         )
     offset = v * w
     tau_l = _threshold(location_budget, d)
-    loc_keys: AxisKeys
-    if is_dask(Xl):  # one chunked pass: per-axis key counts, combined here
-        kc = map_rows(Xl, partial(_location_count_kernel, offset=offset, w=w, tied=tied))
-        loc_keys = partial(_merged_counts, kc[0], kc[1])
-    else:
-        loc_keys = location_key_counts(Xl, offset, w, _KEY_LIMIT, tied).__getitem__
+    loc_keys = _location_counts(Xl, offset, w, tied)
+    rows_of = np.full(d, n_l)  # the rows each axis's location histogram counts
+    if n_l < n and tied.any():
+        # a tied axis (a DP output of the scale release) counts its exact values over all
+        # rows: a value on a small fraction of them is released as without the subset, and a
+        # column is read as constant only from all its rows (the cost: one pass over those
+        # columns; no tied axis on continuous data)
+        ta = np.flatnonzero(tied)
+        loc_keys = partial(_pick_counts, loc_keys,
+                           _location_counts(Xc[:, ta], offset[ta], w[ta], tied[ta]),
+                           {int(k): i for i, k in enumerate(ta)})
+        rows_of[ta] = n
     loc_h: list[dict[Any, int]] = []
     center = np.empty(d)
     deg_var = np.zeros(d)
@@ -756,12 +781,13 @@ def localise(
             center[k], spread = _tied_axis(loc_h[k])
             if spread == 0.0:
                 sd = _noise_sd(location_budget, d)
-                if _off_fraction(loc_h[k], n_l, sd) > _CONSTANT_MAX_OTHER:
+                if _off_fraction(loc_h[k], int(rows_of[k]), sd) > _CONSTANT_MAX_OTHER:
                     if tie_rho <= 0:
-                        raise _not_localised(k, loc_h[k], n_l, f"{step}-location")
+                        raise _not_localised(k, loc_h[k], int(rows_of[k]),
+                                         f"{step}-location")
                     spread_of[k] = math.nan  # read by the octave release below
                 else:
-                    deg_var[k] = _constant_var(loc_h[k], n_l, sd)
+                    deg_var[k] = _constant_var(loc_h[k], int(rows_of[k]), sd)
             s_mid[k], s_lo[k], s_hi[k] = spread, spread * _LO_RATIO, spread * _HI_RATIO
             continue
         if abs(top) >= _KEY_LIMIT - 1:
@@ -781,7 +807,7 @@ def localise(
         spent_ties = tie_rho
         for k, got in zip(map(int, axes), spreads, strict=True):
             if got is None:
-                raise _not_localised(k, loc_h[k], n_l, f"{step}-ties")
+                raise _not_localised(k, loc_h[k], int(rows_of[k]), f"{step}-ties")
             s_mid[k], s_lo[k], s_hi[k] = got, got * _LO_RATIO, got * _HI_RATIO
     return Localisation(
         center=center,
