@@ -311,3 +311,23 @@ def test_histogram_localisation_of_dask_rows_releases_the_in_memory_histograms()
     assert a.location_histograms == b.location_histograms
     np.testing.assert_array_equal(a.center, b.center)
     assert [(e.step, e.cost) for e in la] == [(e.step, e.cost) for e in lb]
+
+
+def test_subset_localisation_of_dask_rows_releases_the_in_memory_histograms() -> None:
+    """Above the subset size (:func:`~privgauss.gaussian.histogram.localisation_rows`) the
+    dask rows are read at the same random subset, in the same order, as the rows in memory."""
+    from privgauss.gaussian.histogram import localisation_plan, localisation_rows, localise
+
+    n, d = 600_000, 2
+    X = np.random.default_rng(4).standard_normal((n, d)) * [2.0, 0.5] + [10.0, -3.0]
+    s_b, l_b, _ = localisation_plan(n, d, 1.0, 1e-6)
+    assert localisation_rows(n, d, s_b, l_b) < n
+    out = []
+    for rows in (X, da.from_array(X, chunks=(100_003, d))):
+        acct = pg.Accountant(pg.ApproxDP(1.0, 1e-6))
+        out.append((localise(rows, s_b, l_b, accountant=acct, noise=3), acct.ledger))
+    (a, la), (b, lb) = out
+    assert a.scale_histograms == b.scale_histograms
+    assert a.location_histograms == b.location_histograms
+    np.testing.assert_array_equal(a.center, b.center)
+    assert [(e.step, e.cost) for e in la] == [(e.step, e.cost) for e in lb]

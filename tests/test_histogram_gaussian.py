@@ -22,6 +22,7 @@ from privgauss.gaussian.histogram import (
     histogram_gaussian,
     localisation_budget,
     localisation_plan,
+    localisation_rows,
     localise,
 )
 from privgauss.metrics import covariance_error, gaussian_logpdf, mahalanobis_mean_error
@@ -417,3 +418,65 @@ def test_localisation_is_cheap_at_small_n() -> None:
         assert l_b.threshold(10) <= 0.5 * 0.47 * n * (1 + 1e-9) or shares[n] >= 0.5
     assert shares[3000] < 0.3 and shares[5000] < 0.12 and shares[20_000] < 0.04
     assert 0.03 < shares[100_000] < 0.035
+
+
+def test_localisation_rows_is_all_rows_unless_n_is_large() -> None:
+    """The subset size is a public function of n, d and the budgets: all rows at the sizes the
+    plan is tight for, and for large n a subset with 16× the rows each threshold needs."""
+    from privgauss.gaussian.histogram import _needed_n_location, _needed_n_scale, _threshold
+
+    for n, d, eps in [(20_000, 10, 1.0), (100_000, 10, 1.0), (400_000, 10, 1.0),
+                      (10**6, 10, 0.1), (10**6, 50, 0.3)]:
+        s_b, l_b, _ = localisation_plan(n, d, eps, DELTA)
+        assert localisation_rows(n, d, s_b, l_b) == n
+    for n, d, eps in [(10**6, 10, 1.0), (10**7, 50, 1.0), (10**6, 3, 1e4)]:
+        s_b, l_b, _ = localisation_plan(n, d, eps, DELTA)
+        m = localisation_rows(n, d, s_b, l_b)
+        assert 200_000 <= m <= n // 2
+        assert m >= 8 * _needed_n_scale(_threshold(s_b, d))
+        assert m >= 8 * _needed_n_location(_threshold(l_b, d))
+        assert m == localisation_rows(n + 1, d, s_b, l_b)  # not a function of the data
+
+
+def test_localise_reads_a_random_subset_not_a_prefix_and_charges_the_same() -> None:
+    """On a sorted file of 6e5 rows the subset localisation (2e5 rows) still brackets the
+    mean and scale — a prefix would not — and its ledger is the all-rows one."""
+    import privgauss.gaussian.histogram as hist
+
+    n, d = 600_000, 2
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((n, d)) * np.array([3.0, 0.01]) + np.array([50.0, -7.0])
+    X = X[np.argsort(X[:, 0])]  # sorted by the first column
+    s_b, l_b, _ = localisation_plan(n, d, EPS, DELTA)
+    assert localisation_rows(n, d, s_b, l_b) == 200_000
+    ledgers = []
+    for subset in (True, False):
+        saved = hist._SUBSET_MIN
+        hist._SUBSET_MIN = saved if subset else 10**15
+        try:
+            acct = Accountant(ApproxDP(EPS, DELTA))
+            loc = localise(X, s_b, l_b, accountant=acct, noise=11)
+        finally:
+            hist._SUBSET_MIN = saved
+        ledgers.append([(e.step, e.cost) for e in acct.ledger])
+        assert np.all(np.abs(loc.center - np.array([50.0, -7.0])) <= loc.radius)
+        assert np.all((loc.scale_lo <= [3.0, 0.01]) & ([3.0, 0.01] <= loc.scale_hi))
+        assert sum(loc.scale_histograms[0].values()) > (0.3 if subset else 0.9) * n // 2 * 0.2
+    assert ledgers[0] == ledgers[1]
+
+
+def test_subset_localisation_counts_tied_columns_over_all_rows() -> None:
+    """A tied column (99.9 % zeros, 0.05 % ones, 0.05 % twos) of 1.2e6 rows: its rarer values
+    are too rare to clear the threshold (282, noise sd 53) in the 2e5-row subset (~100 rows
+    each), not over all rows (~600), which its location histogram counts — so it is not read
+    as constant (as without the subset; counted on the subset it is)."""
+    n = 1_200_000
+    rng = np.random.default_rng(8)
+    flag = rng.choice([0.0, 1.0, 2.0], size=n, p=[0.999, 0.0005, 0.0005])
+    X = np.column_stack([rng.standard_normal(n) * 2.0 + 5.0, flag])
+    s_b, l_b, _ = localisation_plan(n, 2, EPS, DELTA)
+    assert localisation_rows(n, 2, s_b, l_b) == 200_000
+    loc = localise(X, s_b, l_b, accountant=Accountant(ApproxDP(EPS, DELTA)), noise=4)
+    assert loc.degenerate is not None and not loc.degenerate[1]
+    assert sorted(np.int64(k).view(np.float64) for k in loc.location_histograms[1]) == [0, 1, 2]
+    assert abs(loc.center[0] - 5.0) <= loc.radius[0]

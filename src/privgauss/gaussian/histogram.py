@@ -37,6 +37,16 @@ Pipeline (all grids, widths and offsets are public or derived from earlier DP ou
     Φ(2) − ½ ≈ 48 % of the rows and bins two or more away at most 2.3 %, so the most populated
     released bin is μ_k's bin or a neighbour of it: its centre c_k satisfies |μ_k − c_k| ≤ 1.5 w_k;
     we use the radius r_k = 2 w_k.
+*Subset.* When n is large against what (a)–(b) need, both read a uniformly random subset of
+    the rows instead of all of them (drawn with the public randomness, without replacement, its
+    size a function of n, d and the budget: :func:`localisation_rows`; at ε = 1, d = 10 about
+    2.6e5 rows, from n ≈ 5e5). A record is in the subset at most once, so each histogram's
+    sensitivity and charge are unchanged (no amplification is claimed); the subset keeps 16
+    times the rows each threshold needs and releases a value held by 1 % of its rows w.h.p.,
+    so only the cost of the coarse localisation changes (at n = 1e6, d = 10 it was 40 % of the
+    fit). A *tied* axis (a DP output of (a)) counts its exact values over all n rows in (b),
+    so its rarer values are released, and a constant column read, as without the subset.
+    The refinement (c) reads all n rows.
 (c) *Refinement.* In the coordinates z = (x − c) / s (s_k the middle of the scale bracket) the mean
     lies within ‖r / s‖ of 0 and the diagonal of the covariance within the squared bracket, so
     CoinPress (:func:`~privgauss.gaussian.coinpress.coinpress_gaussian`) runs with the zCDP budget
@@ -119,7 +129,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from ..backends import as_rows, is_dask, map_rows, pair_differences
+from ..backends import as_rows, is_dask, map_rows, pair_differences, take_rows
 from ..bin_counts import location_key_counts, log_scale_key_counts
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
@@ -141,6 +151,7 @@ __all__ = [
     "histogram_gaussian",
     "localisation_budget",
     "localisation_plan",
+    "localisation_rows",
     "localise",
 ]
 
@@ -602,6 +613,63 @@ def _not_localised(k: int, hist: dict[Any, int], n: int, step: str) -> Estimatio
     )
 
 
+# Localisation of many rows reads a random subset of them (issue 26: at n = 1e6, d = 10 the
+# histograms' key counting was 40 % of the fit). The subset has at least _SUBSET_MIN rows, at
+# least _SUBSET_MARGIN times the rows the histograms' thresholds need (the plan sizes them to
+# half the expected count of the bin they need at n: the subset keeps 4 times that margin), and
+# enough rows that a value held by 1 % of them clears the location threshold by 4 noise sds
+# twice over (_SUBSET_TIES: so a tied column's rarer values are read as they are from all rows,
+# and a column is read as constant only when the value leaves at most ~1 % elsewhere); smaller
+# n, or a subset above half of n, read all rows.
+_SUBSET_MIN = 200_000
+_SUBSET_MARGIN = 8
+_SUBSET_TIES = 200.0
+
+
+def localisation_rows(n: int, d: int, scale_budget: ApproxDP | JointBudget | None,
+                      location_budget: ApproxDP | JointBudget) -> int:
+    """How many rows :func:`localise` reads (public: a function of n, d and the budgets only):
+    all n, or, when n is large against what the histograms need, a data-independent uniformly
+    random subset of that many rows (without replacement, so a record is in it at most once
+    and the histograms' sensitivity is unchanged; no amplification is claimed, each histogram
+    is charged its full budget). The refinement always reads all n rows."""
+    tau_l = _threshold(location_budget, d)
+    need = _needed_n_location(tau_l)
+    if scale_budget is not None:
+        need = max(need, _needed_n_scale(_threshold(scale_budget, d)))
+    ties = _SUBSET_TIES * (tau_l + 4.0 * _noise_sd(location_budget, d))
+    m = int(math.ceil(max(_SUBSET_MIN, _SUBSET_MARGIN * need, ties)))
+    return n if 2 * m > n else m
+
+
+def _subset_rows(X: Any, idx: np.ndarray) -> np.ndarray:
+    """The rows ``X[idx]`` in the order of ``idx`` (distinct indices), as a numpy array; dask
+    rows are read in increasing order (:func:`~privgauss.backends.take_rows`)."""
+    if not is_dask(X):
+        return np.take(X, idx, axis=0)
+    order = np.argsort(idx)
+    out = np.empty((idx.size, int(X.shape[1])))
+    out[order] = take_rows(X, idx[order])
+    return out
+
+
+def _location_counts(rows: Any, offset: np.ndarray, w: np.ndarray, exact: np.ndarray
+                     ) -> AxisKeys:
+    """Per axis, the distinct location keys of ``rows`` and their counts (exact-value keys on
+    the ``exact`` axes): dask rows in one chunked pass, numpy rows block by block."""
+    if is_dask(rows):
+        kc = map_rows(rows, partial(_location_count_kernel, offset=offset, w=w, tied=exact))
+        return partial(_merged_counts, kc[0], kc[1])
+    return location_key_counts(rows, offset, w, _KEY_LIMIT, exact).__getitem__
+
+
+def _pick_counts(subset: AxisKeys, full: AxisKeys, pos: dict[int, int], k: int
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Axis k's counts: from ``full`` (at position ``pos[k]``) for the axes in ``pos``, else
+    from ``subset``."""
+    return full(pos[k]) if k in pos else subset(k)
+
+
 def localise(
     X: np.ndarray,
     scale_budget: ApproxDP | JointBudget | None,
@@ -616,8 +684,10 @@ def localise(
     docstring: (d·ε_s + d·ε_l, d·δ_s + d·δ_l)-DP under replace-one (n public).
 
     ``scale_budget=None`` means the rows are already whitened (covariance I): only the location
-    histograms run, with bin width 2. An axis whose released scale histogram holds only the
-    zero bin (most pair differences exactly 0) is *tied*: its location histogram counts exact
+    histograms run, with bin width 2. When n is large the histograms read a random subset of
+    :func:`localisation_rows` rows (module docstring, *Subset*). An axis whose released scale
+    histogram holds only the zero bin (most pair differences exactly 0) is *tied*: its location
+    histogram counts exact
     values instead of bins, and the released values give its centre and spread; when a single
     value is released the axis is ``degenerate`` (a constant column: scale 0, located at that
     value). These decisions read released histograms only: the localisation's ledger entries
@@ -636,10 +706,17 @@ def localise(
     src = as_noise(noise)
     Xc = as_rows(X)
     n, d = Xc.shape
-    # All public randomness first, so it cannot depend on how much noise was drawn.
-    perm = src.rng.permutation(n)
+    # the histograms read n_l rows: all rows in a random order, or when n is large a uniformly
+    # random subset of them in random order (localisation_rows); the scale pairs are
+    # consecutive rows of that order. All public randomness first, so it cannot depend on how
+    # much noise was drawn.
+    n_l = localisation_rows(n, d, scale_budget, location_budget)
+    order = src.rng.permutation(n) if n_l == n else src.rng.choice(n, n_l, replace=False)
     u = src.rng.random(d)
     v = src.rng.random(d)
+    Xl = Xc
+    if n_l < n:
+        Xl, order = _subset_rows(Xc, order), np.arange(n_l)
 
     scale_h: list[dict[Any, int]] = []
     tied = np.zeros(d, dtype=bool)
@@ -653,16 +730,16 @@ def localise(
                 step=f"{step}-scale",
                 needed_n=_needed_n_scale(tau),
             )
-        m = n // 2
+        m = n_l // 2
         # |x_{π(2j)} − x_{π(2j+1)}|; dask rows stream once into the differences, numpy rows
         # are keyed block by block (bin_counts: the same counts, no n/2 × d temporaries)
         scale_keys: AxisKeys
-        if is_dask(Xc):
-            Y = pair_differences(Xc, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2])
+        if is_dask(Xl):
+            Y = pair_differences(Xl, order[1 : 2 * m : 2], order[0 : 2 * m : 2])
             np.abs(Y, out=Y)
             scale_keys = partial(_scale_keys, Y, u)
         else:
-            scale_keys = log_scale_key_counts(Xc, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2],
+            scale_keys = log_scale_key_counts(Xl, order[1 : 2 * m : 2], order[0 : 2 * m : 2],
                                               u, _ZERO_KEY).__getitem__
         b = np.zeros(d)
         for k, _ in enumerate(
@@ -690,12 +767,18 @@ def localise(
         )
     offset = v * w
     tau_l = _threshold(location_budget, d)
-    loc_keys: AxisKeys
-    if is_dask(Xc):  # one chunked pass: per-axis key counts, combined here
-        kc = map_rows(Xc, partial(_location_count_kernel, offset=offset, w=w, tied=tied))
-        loc_keys = partial(_merged_counts, kc[0], kc[1])
-    else:
-        loc_keys = location_key_counts(Xc, offset, w, _KEY_LIMIT, tied).__getitem__
+    loc_keys = _location_counts(Xl, offset, w, tied)
+    rows_of = np.full(d, n_l)  # the rows each axis's location histogram counts
+    if n_l < n and tied.any():
+        # a tied axis (a DP output of the scale release) counts its exact values over all
+        # rows: a value on a small fraction of them is released as without the subset, and a
+        # column is read as constant only from all its rows (the cost: one pass over those
+        # columns; no tied axis on continuous data)
+        ta = np.flatnonzero(tied)
+        loc_keys = partial(_pick_counts, loc_keys,
+                           _location_counts(Xc[:, ta], offset[ta], w[ta], tied[ta]),
+                           {int(k): i for i, k in enumerate(ta)})
+        rows_of[ta] = n
     loc_h: list[dict[Any, int]] = []
     center = np.empty(d)
     deg_var = np.zeros(d)
@@ -709,12 +792,13 @@ def localise(
             center[k], spread = _tied_axis(loc_h[k])
             if spread == 0.0:
                 sd = _noise_sd(location_budget, d)
-                if _off_fraction(loc_h[k], n, sd) > _CONSTANT_MAX_OTHER:
+                if _off_fraction(loc_h[k], int(rows_of[k]), sd) > _CONSTANT_MAX_OTHER:
                     if tie_rho <= 0:
-                        raise _not_localised(k, loc_h[k], n, f"{step}-location")
+                        raise _not_localised(k, loc_h[k], int(rows_of[k]),
+                                         f"{step}-location")
                     spread_of[k] = math.nan  # read by the octave release below
                 else:
-                    deg_var[k] = _constant_var(loc_h[k], n, sd)
+                    deg_var[k] = _constant_var(loc_h[k], int(rows_of[k]), sd)
             s_mid[k], s_lo[k], s_hi[k] = spread, spread * _LO_RATIO, spread * _HI_RATIO
             continue
         if abs(top) >= _KEY_LIMIT - 1:
@@ -734,7 +818,7 @@ def localise(
         spent_ties = tie_rho
         for k, got in zip(map(int, axes), spreads, strict=True):
             if got is None:
-                raise _not_localised(k, loc_h[k], n, f"{step}-ties")
+                raise _not_localised(k, loc_h[k], int(rows_of[k]), f"{step}-ties")
             s_mid[k], s_lo[k], s_hi[k] = got, got * _LO_RATIO, got * _HI_RATIO
     return Localisation(
         center=center,
