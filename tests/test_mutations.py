@@ -27,8 +27,7 @@ import privgauss as pg
 from privgauss import linalg, mechanisms
 from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, worst_case_pairs
 from privgauss.gaussian import clip_mean as clip_mean_module
-from privgauss.gaussian import coinpress_plan
-from privgauss.gaussian.coinpress_plan import chi_tail_radius
+from privgauss.gaussian.coinpress import chi_tail_radius, cov_plan, mean_plan, plan
 from privgauss.linalg import clip_rows
 from privgauss.mixture import kssu as kssu_module
 from privgauss.mixture import sample_aggregate as sa_module
@@ -152,25 +151,26 @@ def test_halved_noise_calibration_is_flagged_by_the_ledger(
 def fresh_schedules() -> Any:
     """CoinPress caches its (public) schedules: clear them so a patched split is used, and
     again afterwards so no inflated schedule outlives the test."""
-    coinpress_plan.mean_schedule.cache_clear()
-    coinpress_plan.covariance_schedule.cache_clear()
+    mean_plan.mean_schedule.cache_clear()
+    cov_plan.covariance_schedule.cache_clear()
     yield
-    coinpress_plan.mean_schedule.cache_clear()
-    coinpress_plan.covariance_schedule.cache_clear()
+    mean_plan.mean_schedule.cache_clear()
+    cov_plan.covariance_schedule.cache_clear()
 
 
 @pytest.mark.usefixtures("fresh_schedules")
 def _clear_plan_caches() -> None:
-    for planner in ("covariance_schedule", "mean_schedule", "_practical_plan"):
-        getattr(coinpress_plan, planner).cache_clear()
+    for planner in (cov_plan.covariance_schedule, mean_plan.mean_schedule, plan.practical_plan):
+        planner.cache_clear()
 
 
 def test_coinpress_split_over_total_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     _clear_plan_caches()  # plans cached by earlier tests were made with the correct split
-    original = coinpress_plan._split
-    monkeypatch.setattr(
-        coinpress_plan, "_split", lambda rho, fr: tuple(1.5 * r for r in original(rho, fr))
-    )
+    original = mean_plan.split_rho
+    for module in (mean_plan, cov_plan):  # each schedule module binds the split it uses
+        monkeypatch.setattr(
+            module, "split_rho", lambda rho, fr: tuple(1.5 * r for r in original(rho, fr))
+        )
     acct = Accountant(ZCDP(0.5))
     g = pg.PrivateGaussian(
         rho=0.5, mean_bound=10.0, cov_bounds=(0.1, 10.0), random_state=0, accountant=acct

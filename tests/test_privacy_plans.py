@@ -159,7 +159,7 @@ def test_parts_survive_pickling_of_a_read_only_record() -> None:
 
 def _method_plans() -> list[tuple[str, BudgetPlan]]:
     """Every method's budget plan constructor, at a few public settings."""
-    from privgauss.gaussian.coinpress_plan import _coinpress_fractions, _split
+    from privgauss.gaussian.coinpress.schedule import coinpress_fractions, split_rho
     from privgauss.mixture import one_cluster as oc
     from privgauss.mixture import terrific_ball as tb
     from privgauss.mixture.cluster_estimation import cluster_plan
@@ -198,7 +198,7 @@ def _method_plans() -> list[tuple[str, BudgetPlan]]:
         out.append((f"cluster-estimation rho={rho}",
                     cluster_plan(ZCDP(rho), 0.1, (0.15, 0.25, 0.6), 0.2)))
         for t in (2, 4):
-            rhos = _split(rho, _coinpress_fractions(t))
+            rhos = split_rho(rho, coinpress_fractions(t))
             out.append((f"coinpress rho={rho} t={t}", BudgetPlan.of(
                 ZCDP(rho), {f"step-{i + 1}": ZCDP(r) for i, r in enumerate(rhos)})))
         out.append((f"em rho={rho}", BudgetPlan.of(ZCDP(rho), dict(

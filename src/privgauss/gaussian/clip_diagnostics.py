@@ -48,7 +48,7 @@ from scipy import stats
 from ..backends import reduce_rows
 from ..clipped_stats import Rows, _mapped_inputs, affine_rows
 from ..mechanisms import private_count
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, approx_to_zcdp
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, zcdp_of
 from ..sensitivity import count as count_sensitivity
 
 __all__ = [
@@ -224,8 +224,7 @@ def split_for_count(budget: Budget, zcdp_method: bool) -> tuple[Budget, Budget]:
     and a pure ε·s for the count, s = :data:`COUNT_SHARE`. The two compose to the budget."""
     if isinstance(budget, ZCDP) or (zcdp_method and isinstance(budget, ApproxDP)
                                     and budget.delta > 0):
-        rho = budget.rho if isinstance(budget, ZCDP) else approx_to_zcdp(budget.epsilon,
-                                                                       budget.delta)
+        rho = zcdp_of(budget, "the clipped count")
         main = rho * (1.0 - COUNT_SHARE)
         return ZCDP(main), ZCDP(rho - main)
     eps = budget.epsilon

@@ -619,7 +619,7 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
         A = pre.cov_sqrt
         return pre.mean, np.linalg.inv(A), A
     if plan.localisation is None:
-        from ..gaussian.coinpress import _coinpress_gaussian
+        from ..gaussian.coinpress import gaussian_of_rows as _coinpress_gaussian
 
         assert prior is not None  # the plan has a prior localisation only when given one
         mean, cov = _coinpress_gaussian(

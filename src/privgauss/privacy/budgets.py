@@ -295,6 +295,42 @@ def is_pure(budget: Budget) -> TypeGuard[PureDP | ApproxDP]:
     return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
 
 
+def check_rho(rho: Any) -> float:
+    """``rho`` as a float, checked as a zCDP parameter (:class:`PrivacyBudgetError` for ≤ 0,
+    NaN or a non-number)."""
+    return ZCDP(rho).rho
+
+
+def budget_notion(budget: Budget) -> str:
+    """``"zcdp"``, ``"approx"`` (δ > 0) or ``"pure"``: the notion of ``budget``."""
+    if isinstance(budget, ZCDP):
+        return "zcdp"
+    return "pure" if is_pure(budget) else "approx"
+
+
+def zcdp_of(budget: Budget, what: str) -> float:
+    """The ρ a zCDP algorithm may use within ``budget`` (ApproxDP: the largest ρ implying it);
+    :class:`PrivacyBudgetError` naming ``what`` for a pure budget."""
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    if isinstance(budget, ApproxDP) and budget.delta > 0:
+        return approx_to_zcdp(budget.epsilon, budget.delta)
+    raise PrivacyBudgetError(
+        f"{what} is a zCDP algorithm and cannot give a pure epsilon-DP guarantee; pass rho= or "
+        "epsilon= with delta=, or choose a pure-DP method"
+    )
+
+
+def as_rho(budget: Budget) -> float:
+    """The ρ a budget stands for in a theorem's bound: ρ itself, ε²/2 for pure ε, the largest
+    ρ implying (ε, δ)."""
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    if isinstance(budget, PureDP):
+        return budget.epsilon**2 / 2
+    return approx_to_zcdp(budget.epsilon, budget.delta)
+
+
 def pure_epsilon(budget: Budget, what: str) -> float:
     """The ε of a pure budget; :class:`PrivacyBudgetError` naming ``what`` for any other."""
     if not is_pure(budget):
