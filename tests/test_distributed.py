@@ -38,7 +38,7 @@ CASES = [
 ]
 IDS = ["public", "coinpress", "clip-known-cov", "coinpress-known-cov"]
 
-# thresholds that put n = 20000, d = 4 into the split mode of coinpress_split (client-side
+# thresholds that put n = 20000, d = 4 into the split mode of coinpress/split_mode (client-side
 # planning only: the workers never read them)
 SPLIT = {"SPLIT_MIN_VALUES": 0, "_SPLIT_MIN_ROWS": 100, "_SPLIT_FRACTIONS": (0.25,),
          "_SPLIT_TOLERANCE": 10.0, "_SPLIT_MAX_FRAME_ERROR": 10.0, "_SPLIT_SHARES": (1.0,)}

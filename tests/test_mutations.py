@@ -29,6 +29,7 @@ from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, w
 from privgauss.gaussian import clip_mean as clip_mean_module
 from privgauss.gaussian.coinpress import chi_tail_radius, cov_plan, mean_plan, plan
 from privgauss.linalg import clip_rows
+from privgauss.mixture import component_estimation as ce_module
 from privgauss.mixture import kssu as kssu_module
 from privgauss.mixture import sample_aggregate as sa_module
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
@@ -316,7 +317,7 @@ def test_kssu_double_count_dropped_is_caught(monkeypatch: pytest.MonkeyPatch) ->
 def _estimate_parts(monkeypatch: pytest.MonkeyPatch, drop_double: bool) -> tuple[float, float]:
     """(charged estimation ρ, largest ρ a part's CoinPress run was given)."""
     used: list[float] = []
-    original = sa_module.coinpress_gaussian
+    original = ce_module.coinpress_gaussian
 
     def spy(rows: np.ndarray, rho: float, **kwargs: Any) -> Any:
         rho = 2 * rho if drop_double else rho  # the mutant gives each part the whole budget
@@ -324,15 +325,15 @@ def _estimate_parts(monkeypatch: pytest.MonkeyPatch, drop_double: bool) -> tuple
         kwargs["accountant"] = Accountant(ZCDP(rho))
         return original(rows, rho, **kwargs)
 
-    monkeypatch.setattr(sa_module, "coinpress_gaussian", spy)
+    monkeypatch.setattr(ce_module, "coinpress_gaussian", spy)
     rng = np.random.default_rng(0)
     data = np.concatenate([rng.normal(-20, 1, (400, 1)), rng.normal(20, 1, (400, 1))])
     labels = np.repeat([0, 1], 400)
     priors = [
-        sa_module.ComponentPrior(np.array([c]), 5.0, (0.25, 4.0)) for c in (-20.0, 20.0)
+        ce_module.ComponentPrior(np.array([c]), 5.0, (0.25, 4.0)) for c in (-20.0, 20.0)
     ]
     acct = Accountant(ZCDP(1.0))
-    sa_module.estimate_components(
+    ce_module.estimate_components(
         data, labels, priors, ZCDP(0.1), ZCDP(0.9), keys=rng.random(800), beta=0.05,
         constants="practical", accountant=acct, noise=pg.NoiseSource(0), step="parts",
     )

@@ -129,7 +129,7 @@ from ..linalg import clip_weights, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
-from ..privacy.budgets import _MIN_EPS
+from ..privacy.budgets import MIN_EPS as _MIN_EPS
 from ..sensitivity import (
     histogram_l2,
     soft_counts_l2,

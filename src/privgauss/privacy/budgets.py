@@ -39,7 +39,6 @@ def _brentq(*args: Any, **kwargs: Any) -> float:
 REL_TOL = 1e-9
 #: stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
 MIN_EPS = sys.float_info.min
-_MIN_EPS = MIN_EPS  # the old private name, still imported by mixture/private_em.py
 
 
 def _check_positive(name: str, value: Any) -> float:
@@ -329,6 +328,19 @@ def as_rho(budget: Budget) -> float:
     if isinstance(budget, PureDP):
         return budget.epsilon**2 / 2
     return approx_to_zcdp(budget.epsilon, budget.delta)
+
+
+def amplified_budget(budget: ApproxDP, rate: float) -> ApproxDP:
+    """The (ε′, δ′) a mechanism may use on a uniform subsample (without replacement) of a
+    fraction ``rate`` of a fixed-size dataset, so that the composite is ``budget``-DP under
+    substitution: ε′ = ln(1 + (e^ε − 1)/γ), δ′ = min(δ/γ, 0.5) (Balle–Barthe–Gaboardi 2018,
+    Thm 9: (ε′, δ′) on the sample ⇒ (ln(1 + γ(e^{ε′} − 1)), γδ′) on the whole)."""
+    if not (0 < rate <= 1):
+        raise ValueError("rate must be in (0, 1]")
+    if rate == 1 or math.isinf(budget.epsilon):
+        return budget
+    eps = math.log1p(math.expm1(budget.epsilon) / rate)
+    return ApproxDP(eps, min(budget.delta / rate, 0.5))
 
 
 def pure_epsilon(budget: Budget, what: str) -> float:

@@ -47,29 +47,21 @@ from ...noise import RandomState, as_noise
 from ...privacy import Accountant, check_accountant, check_rho, reserve_rho
 from ..clip_diagnostics import take_count_share
 from . import split_mode as sm
-from .cov_plan import CovStep, covariance_schedule
-from .mean_plan import MeanStep, check_radii, mean_schedule
+from .cov_plan import covariance_schedule
+from .mean_plan import check_radii, mean_schedule
 from .plan import finite_prior, practical_plan
 from .schedule import check_beta, check_constants
 from .steps import run_cov, run_mean, run_practical, whitener
-from .tails import chi_tail_bound, chi_tail_radius
 
 __all__ = [
-    "CovStep",
-    "MeanStep",
-    "chi_tail_bound",
-    "chi_tail_radius",
+    "PLAN_MAX_ERROR",
     "coinpress_covariance",
     "coinpress_gaussian",
     "coinpress_mean",
-    "covariance_schedule",
-    "mean_schedule",
+    "gaussian_of_rows",
+    "planned_covariance_error",
+    "run_gaussian",
 ]
-
-
-# ----------------------------------------------------------------------------------------------
-# Argument checks (public quantities only in messages)
-# ----------------------------------------------------------------------------------------------
 
 
 # ----------------------------------------------------------------------------------------------
