@@ -117,15 +117,22 @@ def test_layers_import_only_downward():
                                                                   for m, t in sorted(upward))
 
 
-def test_the_checker_sees_function_level_imports(tmp_path, monkeypatch):
-    """A cycle hidden in a function body is found (the checker reads every import)."""
+def _fake_tree(tmp_path, monkeypatch, files: dict[str, str]) -> None:
+    """A ``privgauss/gaussian`` package under ``tmp_path`` holding ``files``, read by the
+    checkers in place of the real source."""
     pkg = tmp_path / "privgauss"
     (pkg / "gaussian").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "gaussian" / "__init__.py").write_text("")
-    (pkg / "gaussian" / "a.py").write_text("from . import b\n")
-    (pkg / "gaussian" / "b.py").write_text("def f():\n    from .a import x\n")
+    for name, text in files.items():
+        (pkg / "gaussian" / name).write_text(text)
     monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+
+
+def test_the_checker_sees_function_level_imports(tmp_path, monkeypatch):
+    """A cycle hidden in a function body is found (the checker reads every import)."""
+    _fake_tree(tmp_path, monkeypatch, {"a.py": "from . import b\n",
+                                       "b.py": "def f():\n    from .a import x\n"})
     graph = _graph()
     assert "privgauss.gaussian.a" in graph["privgauss.gaussian.b"]
     assert "privgauss.gaussian.b" in graph["privgauss.gaussian.a"]
@@ -190,13 +197,7 @@ def test_no_module_imports_another_modules_private_names():
 
 
 def test_the_private_import_checker_sees_them(tmp_path, monkeypatch):
-    pkg = tmp_path / "privgauss"
-    (pkg / "gaussian").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "gaussian" / "__init__.py").write_text("")
-    (pkg / "gaussian" / "_helpers.py").write_text("_X = 1\n")
-    (pkg / "gaussian" / "a.py").write_text("_Y = 2\n")
-    (pkg / "gaussian" / "b.py").write_text(
-        "from . import _helpers\n\n\ndef f():\n    from .a import _Y\n")
-    monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+    _fake_tree(tmp_path, monkeypatch, {
+        "_helpers.py": "_X = 1\n", "a.py": "_Y = 2\n",
+        "b.py": "from . import _helpers\n\n\ndef f():\n    from .a import _Y\n"})
     assert _private_imports() == {("privgauss.gaussian.b", "privgauss.gaussian.a", "_Y")}
