@@ -35,8 +35,8 @@ import numpy as np
 import scipy
 
 import privgauss as pg
-from privgauss.gaussian import coinpress_split as cps
 from privgauss.gaussian.coinpress import coinpress_covariance
+from privgauss.gaussian.coinpress import split_mode as cps
 
 HERE = Path(__file__).resolve().parent
 
@@ -138,13 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     extra = []
     if args.sequential:
-        default_min = cps._SPLIT_MIN_VALUES
-        cps._SPLIT_MIN_VALUES = 1 << 62
+        default_min = cps.SPLIT_MIN_VALUES
+        cps.SPLIT_MIN_VALUES = 1 << 62
         try:
             extra.append(("off", *_timed(
                 lambda: pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=pub))))
         finally:
-            cps._SPLIT_MIN_VALUES = default_min
+            cps.SPLIT_MIN_VALUES = default_min
     default_tol = cps._SPLIT_TOLERANCE
     for tol in args.split_tolerance:
         cps._SPLIT_TOLERANCE = tol

@@ -268,7 +268,7 @@ def modal_share(X: np.ndarray, k: int, plan, n_blocks: int = 200, seed: int = 0)
 
     from threadpoolctl import threadpool_limits
 
-    from privgauss.reductions.agnostic import quantised_em_lists
+    from privgauss.reductions.quantised_lists import quantised_em_lists
 
     rng = np.random.default_rng(seed)
     s = X.shape[0] // plan.n_blocks
@@ -287,11 +287,8 @@ def modal_share(X: np.ndarray, k: int, plan, n_blocks: int = 200, seed: int = 0)
 
 def part_agnostic_faithful(dims: list[int], scales: list[float], runs: int, limit: float,
                            rows: list[dict]) -> list[str]:
-    from privgauss.reductions.agnostic import (
-        _parameters,
-        choosing_threshold,
-        faithful_plan,
-    )
+    from privgauss.reductions.agnostic import faithful_plan
+    from privgauss.reductions.list_stable import choosing_threshold, reduction_parameters
 
     need = math.ceil(0.9 * runs)
     cells = [(d, k, sc) for d in dims for k in (2, 3) for sc in scales]
@@ -341,7 +338,7 @@ def part_agnostic_faithful(dims: list[int], scales: list[float], runs: int, limi
     for (d, k, sc), st in res.items():
         plan = faithful_plan(d, k, EPS, DELTA)
         n = int(sc * plan.n_needed)
-        p = _parameters(EPS, DELTA, plan.alpha, plan.beta, plan.list_size, 3.0)
+        p = reduction_parameters(EPS, DELTA, plan.alpha, plan.beta, plan.list_size, 3.0)
         needed = choosing_threshold(p.e1, p.d1, plan.list_size, p.b1) / plan.n_blocks
         done = len(st["ok"]) + len(st["fail"])
         if not done:

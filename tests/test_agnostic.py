@@ -1,5 +1,6 @@
-"""Agnostic learning (reductions/agnostic.py): the Choosing Mechanism, the list-stability
-reduction (Algorithms 2–4) and the practical private-selection route P2."""
+"""Agnostic learning (reductions/agnostic.py, list_stable.py, selection.py): the Choosing
+Mechanism, the list-stability reduction (Algorithms 2–4) and the practical private-selection
+route P2."""
 
 from __future__ import annotations
 
@@ -18,19 +19,16 @@ from privgauss.exceptions import EstimationFailed, InvalidDataError
 from privgauss.mechanisms import exponential_mechanism
 from privgauss.noise import NoiseSource
 from privgauss.privacy import Accountant, ApproxDP, PureDP
-from privgauss.reductions import agnostic
-from privgauss.reductions.agnostic import (
+from privgauss.reductions import list_stable
+from privgauss.reductions.agnostic import faithful_agnostic, faithful_plan
+from privgauss.reductions.list_stable import (
     _filtered_scores,
     choosing_mechanism,
-    decode,
-    faithful_agnostic,
-    faithful_plan,
     list_stable_reduction,
-    private_selection,
-    quantised_em_lists,
-    yatracos_scores,
 )
 from privgauss.reductions.ppe import run_blocks
+from privgauss.reductions.quantised_lists import decode, quantised_em_lists
+from privgauss.reductions.selection import private_selection, yatracos_scores
 
 EPS, DELTA = 1.0, 1e-3
 
@@ -106,7 +104,7 @@ def test_choosing_charge_is_the_exact_group_cost(eps: float, delta: float) -> No
     e, d = eps / 2, delta / (1 + math.exp(eps / 2))
     for L, beta in ((4, 0.1), (1, 1e-3)):
         expected = (8 / e) * math.log(4 * L / (beta * e * d))
-        assert agnostic.choosing_threshold(eps, delta, L, beta) == pytest.approx(expected,
+        assert list_stable.choosing_threshold(eps, delta, L, beta) == pytest.approx(expected,
                                                                                   rel=1e-12)
         old = (8 / e) * math.log(4 * L / (beta * e * (delta / 2)))
         assert expected > old * (1 + 1e-6)
@@ -224,7 +222,7 @@ def test_private_selection_picks_the_closest_candidate() -> None:
 
 def test_a_singular_candidate_is_scored_not_a_crash() -> None:
     # a privately produced candidate may have a singular covariance (found at d=10, k=2)
-    from privgauss.reductions.agnostic import yatracos_scores
+    from privgauss.reductions.selection import yatracos_scores
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(500, 3))
@@ -257,12 +255,12 @@ def _reduction(broken: bool):
         src = NoiseSource(rng)
         with pytest.MonkeyPatch.context() as mp:
             if broken:
-                honest = agnostic.choosing_mechanism
+                honest = list_stable.choosing_mechanism
 
                 def choosing(*args, noise, **kwargs):
                     return honest(*args, noise=_NoMaxNoise(noise.rng), **kwargs)
 
-                mp.setattr(agnostic, "choosing_mechanism", choosing)
+                mp.setattr(list_stable, "choosing_mechanism", choosing)
             try:
                 out, _ = list_stable_reduction(
                     X, _cell, AUD_EPS, DELTA, n_blocks=len(X), list_size=1, alpha=AUD_ALPHA,
@@ -285,8 +283,8 @@ def test_reduction_audit_row_moved_across_a_grid_cell(broken: bool) -> None:
     is then the largest 100 runs allow, 1.806 > 1.5 at audit seeds 0-2, and the honest
     reduction's is 0.0 at the same seeds). ε = 1.5 with 100 runs costs about two thirds of
     ε = 2 with 200 runs (the former setting: 2.54 and 0.0), for the same verdicts."""
-    p = agnostic._parameters(AUD_EPS, DELTA, AUD_ALPHA, 0.1, 1, 3.0)
-    c = math.floor(agnostic.choosing_threshold(p.e1, p.d1, 1, p.b1)) + 1
+    p = list_stable.reduction_parameters(AUD_EPS, DELTA, AUD_ALPHA, 0.1, 1, 3.0)
+    c = math.floor(list_stable.choosing_threshold(p.e1, p.d1, 1, p.b1)) + 1
     X = np.concatenate([np.full((c, 1), 3.5), 100.0 + np.arange(20.0)[:, None]])
     Xn = X.copy()
     Xn[0] = 4.5
@@ -350,7 +348,8 @@ def test_estimator_faithful_route_end_to_end() -> None:
     except EstimationFailed as e:
         assert e.step in ("choosing", "agnostic-choosing")
     assert shared.spent.epsilon == pytest.approx(eps) and shared.spent.delta == pytest.approx(delta)
-    assert len(shared.ledger) == agnostic._parameters(eps, delta, 0.2, 0.05, 5, 3.0).rounds + 1
+    rounds = list_stable.reduction_parameters(eps, delta, 0.2, 0.05, 5, 3.0).rounds
+    assert len(shared.ledger) == rounds + 1
 
 
 def test_cli_fit_mixture_reaches_the_faithful_route(tmp_path) -> None:

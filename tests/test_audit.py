@@ -297,7 +297,7 @@ def test_two_separated_clusters_get_the_largest_bound_the_runs_allow() -> None:
     # differs, plus noise): a threshold in the gap separates every estimation run, so the bound
     # is the one of k_p = n, k_q = 0 — not a threshold at the selection half's extreme value,
     # which fresh runs of the same cluster cross
-    from privgauss.audit import _log_ratio_bound
+    from privgauss.audit.mechanism import _log_ratio_bound
 
     def mechanism(data: float, rng: np.random.Generator) -> float:
         return data + rng.normal(0.0, 0.01)

@@ -213,9 +213,9 @@ def test_clipped_moments_sensitivity_worst_case_pair() -> None:
 
 def test_split_mode_dask_and_npy_equal_numpy(monkeypatch: pytest.MonkeyPatch,
                                              tmp_path) -> None:  # noqa: ANN001
-    from privgauss.gaussian import coinpress_split as cps
+    from privgauss.gaussian.coinpress import split_mode as cps
 
-    monkeypatch.setattr(cps, "_SPLIT_MIN_VALUES", 0)
+    monkeypatch.setattr(cps, "SPLIT_MIN_VALUES", 0)
     monkeypatch.setattr(cps, "_SPLIT_MIN_ROWS", 100)
     monkeypatch.setattr(cps, "_SPLIT_FRACTIONS", (0.25,))
     monkeypatch.setattr(cps, "_SPLIT_TOLERANCE", 10.0)

@@ -18,7 +18,7 @@ from privgauss.warnings import ClippedDataWarning, SeededNoiseWarning
 pytestmark = pytest.mark.filterwarnings("ignore::privgauss.warnings.SeededNoiseWarning")
 
 # a budget at which n = 2e4 .. 5e4 rows keep the planned (Gaussian) clip radii: at larger n·ρ
-# the radii grow with the budget (coinpress_plan.noise_matched_radius) and cover the tails
+# the radii grow with the budget (coinpress.schedule.noise_matched_radius) and cover the tails
 SMALL_RHO = 0.01
 
 
@@ -181,12 +181,15 @@ def test_heavy_tails_warn_with_the_default_bound_free_method():
 @pytest.mark.filterwarnings("ignore::privgauss.warnings.ClippedDataWarning")
 def test_clip_scale_covers_more_rows_with_more_noise(monkeypatch):
     # the planned radii alone: at this budget the steps' DP radius searches
-    # (gaussian/coinpress_radius.py) would read the t(3) radius off the data whatever the
+    # (gaussian/coinpress/radius_search.py) would read the t(3) radius off the data whatever the
     # multiplier (both fits then leave ~5 % outside), hiding the knob under test
-    from privgauss.gaussian import coinpress_plan as cpp
+    from privgauss.gaussian.coinpress import cov_plan as cp_cov
+    from privgauss.gaussian.coinpress import mean_plan as cp_mean
+    from privgauss.gaussian.coinpress import plan as cp_plan
+    from privgauss.gaussian.coinpress import schedule as cp_schedule
 
-    monkeypatch.setattr(cpp, "SEARCH", False)
-    for f in (cpp._practical_plan, cpp.mean_schedule, cpp.covariance_schedule):
+    monkeypatch.setattr(cp_schedule, "SEARCH", False)
+    for f in (cp_plan.practical_plan, cp_mean.mean_schedule, cp_cov.covariance_schedule):
         f.cache_clear()
     X = np.random.default_rng(5).standard_t(3, size=(20000, 4))
     fits = {k: _coinpress(rho=SMALL_RHO, random_state=0, clip_scale=k).fit(X)
@@ -201,7 +204,7 @@ def test_clip_scale_covers_more_rows_with_more_noise(monkeypatch):
     # t(3) has variance 3: the wider balls describe more of it
     var = {k: float(np.trace(f.covariance_)) / 4 for k, f in fits.items()}
     assert var[1.0] < var[2.0] < 3.0
-    for f in (cpp._practical_plan, cpp.mean_schedule, cpp.covariance_schedule):
+    for f in (cp_plan.practical_plan, cp_mean.mean_schedule, cp_cov.covariance_schedule):
         f.cache_clear()  # no plan without searches outlives the test
 
 

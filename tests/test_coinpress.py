@@ -11,17 +11,22 @@ from scipy.stats import chi2, trim_mean
 import privgauss as pg
 from privgauss import clipped_stats as cs
 from privgauss.clipped_stats import Rows, affine_rows, sanitize_rows
-from privgauss.gaussian import coinpress as cp
-from privgauss.gaussian import coinpress_plan as cpp
-from privgauss.gaussian import coinpress_split as cps
-from privgauss.gaussian import coinpress_steps as cps_steps
-from privgauss.gaussian.coinpress import coinpress_covariance, coinpress_gaussian, coinpress_mean
-from privgauss.gaussian.coinpress_plan import (
+from privgauss.gaussian.coinpress import (
     chi_tail_bound,
     chi_tail_radius,
+    coinpress_covariance,
+    coinpress_gaussian,
+    coinpress_mean,
     covariance_schedule,
     mean_schedule,
 )
+from privgauss.gaussian.coinpress import cov_plan as cp_cov
+from privgauss.gaussian.coinpress import estimate as cp_estimate
+from privgauss.gaussian.coinpress import mean_plan as cp_mean
+from privgauss.gaussian.coinpress import plan as cp_plan
+from privgauss.gaussian.coinpress import split_mode as cps
+from privgauss.gaussian.coinpress import steps as cps_steps
+from privgauss.gaussian.coinpress import tails as cp_tails
 from privgauss.linalg import clip_rows
 from privgauss.privacy import zcdp_to_epsilon
 
@@ -65,15 +70,15 @@ def test_clip_slope_matches_monte_carlo() -> None:
     Z = rng.standard_normal((n, d)) + v
     clipped, _ = clip_rows(Z, np.zeros(d), tau)
     mc = clipped.mean(axis=0)
-    phi = cpp._clip_slope(d, tau, float(np.linalg.norm(v)))
+    phi = cp_tails.clip_slope(d, tau, float(np.linalg.norm(v)))
     se = clipped.std(axis=0) / math.sqrt(n)
     assert np.all(np.abs(mc - phi * v) < 5 * se)
     # slope at 0 and the clipped second moment
     Z0 = rng.standard_normal((n, d))
     c0, _ = clip_rows(Z0, np.zeros(d), tau)
     m2 = (c0**2).sum(axis=1).mean() / d
-    assert m2 == pytest.approx(cpp._clip_second_moment(d, tau), rel=0.01)
-    assert 0 < cpp._clip_slope(d, tau) < 1
+    assert m2 == pytest.approx(cp_tails.clip_second_moment(d, tau), rel=0.01)
+    assert 0 < cp_tails.clip_slope(d, tau) < 1
 
 
 def test_undo_shrinkage_inverts_the_model_map() -> None:
@@ -81,8 +86,8 @@ def test_undo_shrinkage_inverts_the_model_map() -> None:
     for a in [0.05, 0.7, 2.0]:
         v = np.zeros(d)
         v[3] = a
-        g = cpp._clip_slope(d, tau, a) * v
-        assert np.allclose(cpp._undo_shrinkage(g, d, tau, 10.0), v, atol=1e-9)
+        g = cp_tails.clip_slope(d, tau, a) * v
+        assert np.allclose(cp_tails.undo_shrinkage(g, d, tau, 10.0), v, atol=1e-9)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -141,7 +146,7 @@ def test_auto_schedule_adapts_to_prior_looseness() -> None:
     n, d, rho = 2000, 20, 0.5
     t_tight = len(mean_schedule(n, d, 1.0, rho))
     t_loose = len(mean_schedule(n, d, 1e6 * math.sqrt(d), rho))
-    assert t_tight <= 2 < t_loose <= cpp._MAX_MEAN_STEPS
+    assert t_tight <= 2 < t_loose <= cp_mean._MAX_MEAN_STEPS
 
 
 def test_schedule_and_ledger_do_not_depend_on_private_data() -> None:
@@ -270,7 +275,7 @@ def test_transform_bookkeeping_for_many_steps_with_nonsymmetric_start() -> None:
     assert not np.allclose(A0, A0.T)
     plan = covariance_schedule(n, d, 10.0, HUGE_RHO, steps=5, constants="practical")
     a = acct(HUGE_RHO)
-    A, S = cp._run_cov(Rows(X), A0, plan, a, pg.NoiseSource(0), "t")
+    A, S = cps_steps.run_cov(Rows(X), A0, plan, a, pg.NoiseSource(0), "t")
     assert not np.allclose(A, A.T)
     assert np.allclose(S, X.T @ X / n, rtol=1e-6, atol=1e-9)
     # one release per step, after its radius search's counts when the plan has one
@@ -342,7 +347,8 @@ def test_gaussian_ledger_split_sums_to_rho() -> None:
         assert math.fsum(ledger_rhos(a)) == pytest.approx(0.5, rel=1e-12, abs=0)
         # the mean steps' releases and the counts of the final mean's radius search
         mean_rho = math.fsum(e.cost.rho for e in a.ledger if " mean" in e.step)
-        share = cpp._ROUGH_MEAN_SHARE + cpp._FINAL_MEAN_SHARE if constants == "practical" else 0.5
+        share = (cp_plan._ROUGH_MEAN_SHARE + cp_plan.FINAL_MEAN_SHARE if constants == "practical"
+                 else 0.5)
         assert mean_rho == pytest.approx(0.5 * share, rel=1e-12)
 
 
@@ -377,7 +383,7 @@ def test_debiased_last_step_is_unbiased_off_centre() -> None:
     mu[0] = 0.8
     plan = mean_schedule(n, d, 1.0, rho, steps=1, debias=True)  # (off by default)
     tau = plan[-1].clip_radius
-    slope = cpp._clip_slope(d, tau)
+    slope = cp_tails.clip_slope(d, tau)
     assert plan[-1].debias and slope < 0.97  # a real share of the rows is clipped
     est = np.array([
         coinpress_mean(rng.standard_normal((n, d)) + mu, np.zeros(d), 1.0, rho, accountant=acct(),
@@ -483,7 +489,7 @@ def test_audit_passes(kw: dict) -> None:
 def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     from privgauss import audit
     monkeypatch.setattr(cps_steps, "clipped_mean_l2", lambda radius, n: radius / n)
-    cpp.mean_schedule.cache_clear()
+    cp_mean.mean_schedule.cache_clear()
     try:
         D, D2 = _audit_pair()
         eps = zcdp_to_epsilon(0.1, 1e-2)
@@ -493,7 +499,7 @@ def test_audit_flags_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None
                                     n_runs=10_000, random_state=1)
         assert not res.passed, str(res)
     finally:
-        cpp.mean_schedule.cache_clear()
+        cp_mean.mean_schedule.cache_clear()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -642,7 +648,7 @@ def test_planner_prefers_fewer_steps_within_tolerance() -> None:
 def _split_setup(monkeypatch: pytest.MonkeyPatch, share: float | None) -> tuple:
     """Force the split mode on small data: coarse fit on n/4 rows (``share`` None: parallel
     mode, else the subsample mode with that share of ρ)."""
-    monkeypatch.setattr(cps, "_SPLIT_MIN_VALUES", 0)
+    monkeypatch.setattr(cps, "SPLIT_MIN_VALUES", 0)
     monkeypatch.setattr(cps, "_SPLIT_MIN_ROWS", 100)
     monkeypatch.setattr(cps, "_SPLIT_FRACTIONS", (0.25,))
     monkeypatch.setattr(cps, "_SPLIT_TOLERANCE", 10.0)
@@ -658,8 +664,9 @@ def _run_split(X: np.ndarray, rho: float = 1.0, seed: int = 5) -> tuple:
     d = X.shape[1]
     a = acct(rho)
     info: dict = {}
-    m, C = cp._gaussian(Rows(X), rho, np.zeros(d), 10.0, 0.1, 10.0, 10.0 / math.sqrt(0.1),
-                        a, pg.noise.as_noise(seed), "practical", 0.1, "g", 0.0, info)
+    m, C = cp_estimate.run_gaussian(Rows(X), rho, np.zeros(d), 10.0, 0.1, 10.0,
+                                    10.0 / math.sqrt(0.1), a, pg.noise.as_noise(seed),
+                                    "practical", 0.1, "g", 0.0, info)
     return m, C, a, info
 
 
@@ -683,7 +690,7 @@ def test_split_mode_parallel_charges_and_sensitivities(monkeypatch: pytest.Monke
                for e in search)
     n2 = n - idx.size
     tau = final[-2].sensitivity * n2 / 2.0
-    assert tau >= math.sqrt(chi2.isf(cpp._COV_CLIP_TAIL, d))
+    assert tau >= math.sqrt(chi2.isf(cp_cov.COV_CLIP_TAIL, d))
     assert math.isclose(final[-1].sensitivity, math.sqrt(2) * tau**2 / n2)
     # accuracy sanity: a sensible Gaussian estimate
     np.testing.assert_allclose(m, [3.0] * 3, atol=0.3)
@@ -699,7 +706,7 @@ def test_split_mode_subsample_ledger_sums_to_rho(monkeypatch: pytest.MonkeyPatch
     assert math.isclose(math.fsum(e.cost.rho for e in coarse), 0.16, rel_tol=1e-12)
     assert len(a.ledger) == len(coarse) + len(final)
     tau = final[-2].sensitivity * n / 2.0  # the final mean's 2τ/n: all n rows
-    assert tau >= math.sqrt(chi2.isf(cpp._COV_CLIP_TAIL, d))
+    assert tau >= math.sqrt(chi2.isf(cp_cov.COV_CLIP_TAIL, d))
     assert math.isclose(final[-1].sensitivity, math.sqrt(2) * tau**2 / n)
     np.testing.assert_allclose(np.diag(C), [1.0, 4.0, 0.25], rtol=0.3)
 
@@ -721,7 +728,7 @@ def _final_ignores_coarse_rows(X: np.ndarray, n: int, d: int,
                                monkeypatch: pytest.MonkeyPatch) -> None:
     """With the coarse fit replaced by a data-independent stand-in, replacing a row of S₁
     leaves the parallel-mode release unchanged (up to rounding)."""
-    monkeypatch.setattr(cps, "_run_practical",
+    monkeypatch.setattr(cps, "run_practical",
                         lambda *a, **k: (np.full(d, 3.0), np.diag([1.0, 4.0, 0.25])))
     m1, C1, _, info = _run_split(X)
     i = int(info["split_rows"][3])
@@ -750,9 +757,9 @@ def test_split_gate_keeps_small_data_sequential() -> None:
 
     pre = public_preconditioner(np.random.default_rng(0).standard_normal((11, 10)), 0.05)
     args = (10, 0.5, pre.R, 1.0, pre.K, min(pre.R, pre.mahalanobis_radius), 0.05, 0.0)
-    seq = cpp._practical_plan(8000, *args)
-    assert 8000 * 10 < cps._SPLIT_MIN_VALUES
-    assert cps._split_plan(8000, args, seq) is None
+    seq = cp_plan.practical_plan(8000, *args)
+    assert 8000 * 10 < cps.SPLIT_MIN_VALUES
+    assert cps.plan_split(8000, args, seq) is None
 
 
 @pytest.mark.parametrize("excess", [1e-6, 1e-8, -1e-6])
@@ -798,7 +805,7 @@ def test_pooled_release_is_exact_without_noise_and_inverse_variance_weighted() -
     frames = [np.diag([0.3, 1.0, 2.0, 0.7]) + 0.2 * rng.standard_normal((d, d)) for _ in range(3)]
     B = frames[-1]
     past = [(A, A @ S @ A.T, 0.1, 0.0) for A in frames[:-1]]
-    pooled = cps_steps._pooled(past, B, B @ S @ B.T, 0.1)
+    pooled = cps_steps.pooled(past, B, B @ S @ B.T, 0.1)
     assert np.allclose(pooled, B @ S @ B.T, atol=1e-12)
     # noise: the earlier frame is B scaled by 2 (mapped noise ÷ 4), with σ 3× the final's
     A1 = 2.0 * B
@@ -810,7 +817,7 @@ def test_pooled_release_is_exact_without_noise_and_inverse_variance_weighted() -
     for _ in range(400):
         Z0 = target + _sym_noise(rng, d, sig0)
         Z1 = A1 @ S @ A1.T + _sym_noise(rng, d, sig1)
-        p = cps_steps._pooled([(A1, Z1, sig1, 0.0)], B, Z0, sig0)
+        p = cps_steps.pooled([(A1, Z1, sig1, 0.0)], B, Z0, sig0)
         err_pool.append(np.sum((p - target) ** 2))
         err_final.append(np.sum((Z0 - target) ** 2))
         err_flat.append(np.sum(((Z0 + Z1 / 4.0) / 2.0 - target) ** 2))
@@ -831,9 +838,9 @@ def test_pooling_the_chain_lowers_the_covariance_error(monkeypatch: pytest.Monke
     cov = (U * np.geomspace(1.0, 300.0, d)) @ U.T  # I ⪯ Σ ⪯ 1000·I
     X = rng.standard_normal((n, d)) @ np.linalg.cholesky(cov).T
     errs: dict[bool, list[float]] = {True: [], False: []}
-    pooled = cps_steps._pooled
+    pooled = cps_steps.pooled
     for pool in (True, False):
-        monkeypatch.setattr(cps_steps, "_pooled",
+        monkeypatch.setattr(cps_steps, "pooled",
                             pooled if pool else lambda past, B, Z, sigma: Z)
         for s in range(8):
             C = coinpress_covariance(X, rho, cov_upper=1000.0, accountant=acct(rho), noise=s)
@@ -848,11 +855,11 @@ def test_theory_constants_keep_the_papers_last_release(monkeypatch: pytest.Monke
     on or off gives the same estimate; the practical plan's differs."""
     rng = np.random.default_rng(12)
     X = rng.standard_normal((2000, 4)) * np.array([1.0, 2.0, 4.0, 8.0])
-    pooled = cps_steps._pooled
+    pooled = cps_steps.pooled
     out = {}
     for constants in ("theory", "practical"):
         for pool in (True, False):
-            monkeypatch.setattr(cps_steps, "_pooled",
+            monkeypatch.setattr(cps_steps, "pooled",
                                 pooled if pool else lambda past, B, Z, sigma: Z)
             out[constants, pool] = coinpress_covariance(
                 X, 0.05, cov_upper=100.0, accountant=acct(0.05), noise=4, constants=constants)

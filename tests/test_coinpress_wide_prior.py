@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 import privgauss as pg
-from privgauss.gaussian.coinpress_plan import mean_schedule
+from privgauss.gaussian.coinpress import mean_schedule
 
 
 def _chain_escapes(n: int, d: int, radius: float, rho: float, beta: float, draws: int,

@@ -1,5 +1,5 @@
-"""Clip radii read off the data by DP (gaussian/coinpress_radius.py, issue 26): consistency at a
-huge budget on a table with gross errors, the search's cost in the ledger and the plan, its
+"""Clip radii read off the data by DP (gaussian/coinpress/radius_search.py, issue 26): consistency
+at a huge budget on a table with gross errors, the search's cost in the ledger and the plan, its
 behaviour on Gaussian rows, and an empirical privacy audit of the search itself."""
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ from scipy.stats import chi2
 import privgauss as pg
 from privgauss.audit import audit_mechanism
 from privgauss.clipped_stats import Rows
-from privgauss.gaussian import coinpress_plan as cpp
-from privgauss.gaussian import coinpress_radius as cr
 from privgauss.gaussian.coinpress import coinpress_covariance, covariance_schedule
+from privgauss.gaussian.coinpress import cov_plan as cp_cov
+from privgauss.gaussian.coinpress import mean_plan as cp_mean
+from privgauss.gaussian.coinpress import plan as cp_plan
+from privgauss.gaussian.coinpress import radius_search as cr
+from privgauss.gaussian.coinpress import schedule as cp_schedule
 from privgauss.metrics import gaussian_logpdf
 from privgauss.privacy import ZCDP, Accountant, zcdp_to_epsilon
 
@@ -44,14 +47,14 @@ def _gap(seed: int) -> float:
 
 
 def _clear_plans() -> None:
-    for f in (cpp._practical_plan, cpp.mean_schedule, cpp.covariance_schedule):
+    for f in (cp_plan.practical_plan, cp_mean.mean_schedule, cp_cov.covariance_schedule):
         f.cache_clear()
 
 
 @pytest.fixture
 def gaussian_formula_radii(monkeypatch: pytest.MonkeyPatch):
     """Plans without radius searches (the radii of the Gaussian formulas alone)."""
-    monkeypatch.setattr(cpp, "SEARCH", False)
+    monkeypatch.setattr(cp_schedule, "SEARCH", False)
     _clear_plans()
     yield
     monkeypatch.undo()
@@ -88,7 +91,7 @@ def test_search_cost_is_charged_and_planned() -> None:
         if s.search is not None:
             m = s.search.queries
             assert 2**m - 1 == len(s.search.grid)
-            assert s.search.rho == pytest.approx(cr._SEARCH_SHARE * s.rho, rel=1e-12)
+            assert s.search.rho == pytest.approx(cr.SEARCH_SHARE * s.rho, rel=1e-12)
             for k in range(m):
                 e = next(entries)
                 assert e.mechanism == "count-discrete-gaussian" and f"radius {k + 1}/{m}" in e.step

@@ -38,9 +38,9 @@ CASES = [
 ]
 IDS = ["public", "coinpress", "clip-known-cov", "coinpress-known-cov"]
 
-# thresholds that put n = 20000, d = 4 into the split mode of coinpress_split (client-side
+# thresholds that put n = 20000, d = 4 into the split mode of coinpress/split_mode (client-side
 # planning only: the workers never read them)
-SPLIT = {"_SPLIT_MIN_VALUES": 0, "_SPLIT_MIN_ROWS": 100, "_SPLIT_FRACTIONS": (0.25,),
+SPLIT = {"SPLIT_MIN_VALUES": 0, "_SPLIT_MIN_ROWS": 100, "_SPLIT_FRACTIONS": (0.25,),
          "_SPLIT_TOLERANCE": 10.0, "_SPLIT_MAX_FRAME_ERROR": 10.0, "_SPLIT_SHARES": (1.0,)}
 
 
@@ -107,7 +107,7 @@ def test_cluster_split_mode_gives_the_in_memory_release(
 ) -> None:
     """The one-pass clipped moments (float32 tier: a BLAS routine the kernel must look up on
     the worker) on the cluster."""
-    from privgauss.gaussian import coinpress_split as cps
+    from privgauss.gaussian.coinpress import split_mode as cps
 
     for name, value in SPLIT.items():
         monkeypatch.setattr(cps, name, value)
@@ -163,7 +163,7 @@ def _strict_get(expr: Any, keys: Any, **kwargs: Any) -> Any:
 def test_every_graph_of_a_fit_pickles_without_cloudpickle(
     data: tuple, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from privgauss.gaussian import coinpress_split as cps
+    from privgauss.gaussian.coinpress import split_mode as cps
 
     X, P = data
     path = tmp_path / "x.npy"

@@ -25,12 +25,8 @@ from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
 from privgauss.mixture import kssu
 from privgauss.mixture import sample_aggregate as sa
-from privgauss.mixture.kssu import (
-    amplified_budget,
-    kssu_gmm,
-    plan_kssu_budget,
-    subsampled_call,
-)
+from privgauss.mixture.kssu import kssu_gmm
+from privgauss.mixture.kssu_budget import plan_kssu_budget
 from privgauss.mixture.one_cluster import Ball
 from privgauss.mixture.pegme import pegme
 from privgauss.mixture.private_pca import noise_spectral_norm_bound, private_pca
@@ -43,7 +39,8 @@ from privgauss.mixture.requirements import (
     separation_warmup,
     warmup_theory_terms,
 )
-from privgauss.privacy import ZCDP, Accountant, ApproxDP
+from privgauss.mixture.subsampling import subsampled_call
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, amplified_budget
 
 EPS, DELTA = 5.0, 1e-6
 

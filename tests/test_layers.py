@@ -117,15 +117,87 @@ def test_layers_import_only_downward():
                                                                   for m, t in sorted(upward))
 
 
-def test_the_checker_sees_function_level_imports(tmp_path, monkeypatch):
-    """A cycle hidden in a function body is found (the checker reads every import)."""
+def _fake_tree(tmp_path, monkeypatch, files: dict[str, str]) -> None:
+    """A ``privgauss/gaussian`` package under ``tmp_path`` holding ``files``, read by the
+    checkers in place of the real source."""
     pkg = tmp_path / "privgauss"
     (pkg / "gaussian").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "gaussian" / "__init__.py").write_text("")
-    (pkg / "gaussian" / "a.py").write_text("from . import b\n")
-    (pkg / "gaussian" / "b.py").write_text("def f():\n    from .a import x\n")
+    for name, text in files.items():
+        (pkg / "gaussian" / name).write_text(text)
     monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+
+
+def test_the_checker_sees_function_level_imports(tmp_path, monkeypatch):
+    """A cycle hidden in a function body is found (the checker reads every import)."""
+    _fake_tree(tmp_path, monkeypatch, {"a.py": "from . import b\n",
+                                       "b.py": "def f():\n    from .a import x\n"})
     graph = _graph()
     assert "privgauss.gaussian.a" in graph["privgauss.gaussian.b"]
     assert "privgauss.gaussian.b" in graph["privgauss.gaussian.a"]
+
+
+# `_private` names one module still imports from another (issue 29 removed the others): each
+# sits in a module another line of work owns. New entries are not allowed; make the name public
+# (or move it to the module that uses it) instead.
+PRIVATE_IMPORTS_LEFT = {
+    ("privgauss.cli.synthesize", "privgauss.synthesis.synthesizer", "_cast"),
+    ("privgauss.cli.synthesize", "privgauss.synthesis.synthesizer", "_kind_of_dtype"),
+    ("privgauss.clipped_stats", "privgauss.backends", "_as_block"),
+    ("privgauss.clipped_stats", "privgauss.backends", "_row_chunks"),
+    ("privgauss.estimators.mixture", "privgauss.estimators._base", "_warn"),
+    ("privgauss.estimators.mixture", "privgauss.estimators.gaussian", "_draw_gaussian"),
+    ("privgauss.gaussian.clip_diagnostics", "privgauss.clipped_stats", "_mapped_inputs"),
+    ("privgauss.gaussian.coinpress.radius_search", "privgauss.clipped_stats", "_mapped_inputs"),
+    ("privgauss.gaussian.coinpress.split_mode", "privgauss.clipped_stats", "_U32_BYTES"),
+    ("privgauss.gaussian.ridge", "privgauss.clipped_stats", "_MAX_VALUE"),
+    ("privgauss.gaussian.ridge", "privgauss.clipped_stats", "_TRANSFORM_VALUES"),
+    ("privgauss.methods.public", "privgauss.gaussian.public", "_PUBLIC_RANGE_FACTOR"),
+    ("privgauss.methods.public", "privgauss.gaussian.public", "_PUBLIC_TARGET_ERROR"),
+    ("privgauss.methods.public", "privgauss.gaussian.public", "_public_gaussian"),
+    ("privgauss.mixture.private_em", "privgauss.gaussian.histogram", "_P_LOCATION"),
+    ("privgauss.mixture.private_em", "privgauss.gaussian.histogram", "_P_SCALE"),
+    ("privgauss.mixture.private_em", "privgauss.gaussian.histogram", "_min_epsilon"),
+    ("privgauss.mixture.private_em", "privgauss.mixture.em_starts", "_kmeans_steps"),
+    ("privgauss.mixture.private_em", "privgauss.mixture.em_starts", "_pick"),
+    ("privgauss.mixture.private_em", "privgauss.mixture.em_starts", "_repair"),
+    ("privgauss.mixture.private_em", "privgauss.mixture.em_starts", "_standardiser"),
+    ("privgauss.mixture.private_em", "privgauss.mixture.em_starts", "_start"),
+    ("privgauss.synthesis.synthesizer", "privgauss.io", "_budget_kwargs"),
+    ("privgauss.synthesis.synthesizer", "privgauss.io", "_replay"),
+}
+
+
+def _private_imports() -> set[tuple[str, str, str]]:
+    """(importer, module, name) for every ``from <privgauss module> import _name`` — at module
+    level or in a function — whose name is not a submodule (``from . import _auto`` is)."""
+    mods = _modules()
+    out = set()
+    for name, path in mods.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = (package[: len(package) - node.level + 1] if node.level else [])
+            mod = ".".join(base + ([node.module] if node.module else []))
+            if not mod.startswith("privgauss"):
+                continue
+            for a in node.names:
+                if (a.name.startswith("_") and not a.name.startswith("__")
+                        and f"{mod}.{a.name}" not in mods):
+                    out.add((name, mod, a.name))
+    return out
+
+
+def test_no_module_imports_another_modules_private_names():
+    new = sorted(_private_imports() - PRIVATE_IMPORTS_LEFT)
+    assert new == [], "imports of another module's _private names: " + ", ".join(
+        f"{m} <- {t}.{n}" for m, t, n in new)
+
+
+def test_the_private_import_checker_sees_them(tmp_path, monkeypatch):
+    _fake_tree(tmp_path, monkeypatch, {
+        "_helpers.py": "_X = 1\n", "a.py": "_Y = 2\n",
+        "b.py": "from . import _helpers\n\n\ndef f():\n    from .a import _Y\n"})
+    assert _private_imports() == {("privgauss.gaussian.b", "privgauss.gaussian.a", "_Y")}

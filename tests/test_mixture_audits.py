@@ -28,14 +28,18 @@ import numpy as np
 import pytest
 
 import privgauss.mechanisms as mechanisms
+import privgauss.mixture.good_center as gcm
+import privgauss.mixture.good_radius as grm
 import privgauss.mixture.one_cluster as oc
 import privgauss.mixture.terrific_ball as tb
 from privgauss import EstimationFailed, sensitivity
 from privgauss.audit import AuditResult, audit_mechanism
 from privgauss.linalg import clip_rows
 from privgauss.mechanisms import gaussian_mechanism
+from privgauss.mixture import component_estimation as ce
 from privgauss.mixture import sample_aggregate as sa
-from privgauss.mixture.one_cluster import good_center, good_radius
+from privgauss.mixture.good_center import good_center
+from privgauss.mixture.good_radius import good_radius
 from privgauss.mixture.terrific_ball import terrific_ball
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
@@ -89,7 +93,7 @@ def _radius_pair() -> tuple[np.ndarray, np.ndarray]:
     worst case). A uniform shift of every query is what replace-one allows here (the score is
     monotone in r and capped at t), and then AboveThreshold attains only part of its ε: the
     broken variant is a quarter of the sensitivity (4× too little noise)."""
-    gamma = oc.above_threshold_slack(
+    gamma = grm.above_threshold_slack(
         R_EPS, len(R_RADII), R_BETA, sensitivity=sensitivity.capped_count_score()
     )
     return _score_pair(int(round(T_R - gamma)) + 2, T_R)
@@ -130,7 +134,7 @@ BOX_PAIR = (
 def _box_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Replace both noisy means by 'return the anchor' (the chosen box's centre): the output is
     then a post-processing of the box choice alone."""
-    monkeypatch.setattr(oc, "_noisy_set_mean", lambda rows, anchor, *a, **k: (anchor, 0.0))
+    monkeypatch.setattr(gcm, "_noisy_set_mean", lambda rows, anchor, *a, **k: (anchor, 0.0))
 
 
 def _box(budget: Any) -> Callable[[np.ndarray, np.random.Generator], float]:
@@ -199,7 +203,7 @@ MEAN_PAIR = (
 
 def _set_mean(budget: Any) -> Callable[[np.ndarray, np.random.Generator], float]:
     def mech(rows: np.ndarray, rng: np.random.Generator) -> float:
-        p, _ = oc._noisy_set_mean(
+        p, _ = gcm._noisy_set_mean(
             rows,
             _ANCHOR,
             _RHO,
@@ -253,7 +257,7 @@ def _check_pair() -> tuple[np.ndarray, np.ndarray]:
     just below the pass threshold t − Γ; in D′ one row moves from the ball into the annulus
     (f drops by 1, the sensitivity). A Laplace release of f compared with a threshold above both
     values attains the full ε on the event "passed"."""
-    gamma = oc.above_threshold_slack(
+    gamma = grm.above_threshold_slack(
         CHECK_TOTAL.epsilon * tb.DEFAULT_SPLIT[0] / sum(tb.DEFAULT_SPLIT),
         len(CHECK_RADII),
         0.05,
@@ -307,7 +311,7 @@ def _chunk_estimates(moved: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     puts its heaviest estimate at 0 and the other k − 1 far away; in D′ one changed row changes
     chunk 0, i.e. all k of its estimates (moved far away). The round's points are then the
     GoodRadius worst-case pair above."""
-    gamma = oc.above_threshold_slack(
+    gamma = grm.above_threshold_slack(
         R_EPS, len(R_RADII), R_BETA, sensitivity=sensitivity.capped_count_score()
     )
     s = int(round(T_R - gamma)) + 2
@@ -370,11 +374,11 @@ def _parts(estimate: bool) -> Callable[[Any, np.random.Generator], Any]:
 
     def mech(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         rng_box[:] = [rng]
-        labels = sa.nearest_center(data, centers)
-        priors = [sa.ComponentPrior(c, 1.0, (1.0, 1.0)) for c in centers]
+        labels = ce.nearest_center(data, centers)
+        priors = [ce.ComponentPrior(c, 1.0, (1.0, 1.0)) for c in centers]
         acct = Accountant(ZCDP(SIZES_RHO + 2 * EST_RHO))
         try:
-            _, means, _, noisy = sa.estimate_components(
+            _, means, _, noisy = ce.estimate_components(
                 data,
                 labels,
                 priors,

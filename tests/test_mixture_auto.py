@@ -55,7 +55,7 @@ def test_auto_is_em_without_a_separation_even_where_paper_learners_meet_their_n(
 
 
 def test_validated_separations_are_the_measured_ones() -> None:
-    from privgauss.mixture.kssu import VALIDATED_SEPARATION
+    from privgauss.mixture.kssu_sample_size import VALIDATED_SEPARATION
 
     table = methods.table("mixture")
     assert table["kssu"].min_separation == VALIDATED_SEPARATION == 5.0

@@ -27,9 +27,9 @@ import privgauss as pg
 from privgauss import linalg, mechanisms
 from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, worst_case_pairs
 from privgauss.gaussian import clip_mean as clip_mean_module
-from privgauss.gaussian import coinpress_plan
-from privgauss.gaussian.coinpress_plan import chi_tail_radius
+from privgauss.gaussian.coinpress import chi_tail_radius, cov_plan, mean_plan, plan
 from privgauss.linalg import clip_rows
+from privgauss.mixture import component_estimation as ce_module
 from privgauss.mixture import kssu as kssu_module
 from privgauss.mixture import sample_aggregate as sa_module
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
@@ -152,25 +152,26 @@ def test_halved_noise_calibration_is_flagged_by_the_ledger(
 def fresh_schedules() -> Any:
     """CoinPress caches its (public) schedules: clear them so a patched split is used, and
     again afterwards so no inflated schedule outlives the test."""
-    coinpress_plan.mean_schedule.cache_clear()
-    coinpress_plan.covariance_schedule.cache_clear()
+    mean_plan.mean_schedule.cache_clear()
+    cov_plan.covariance_schedule.cache_clear()
     yield
-    coinpress_plan.mean_schedule.cache_clear()
-    coinpress_plan.covariance_schedule.cache_clear()
+    mean_plan.mean_schedule.cache_clear()
+    cov_plan.covariance_schedule.cache_clear()
 
 
 @pytest.mark.usefixtures("fresh_schedules")
 def _clear_plan_caches() -> None:
-    for planner in ("covariance_schedule", "mean_schedule", "_practical_plan"):
-        getattr(coinpress_plan, planner).cache_clear()
+    for planner in (cov_plan.covariance_schedule, mean_plan.mean_schedule, plan.practical_plan):
+        planner.cache_clear()
 
 
 def test_coinpress_split_over_total_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     _clear_plan_caches()  # plans cached by earlier tests were made with the correct split
-    original = coinpress_plan._split
-    monkeypatch.setattr(
-        coinpress_plan, "_split", lambda rho, fr: tuple(1.5 * r for r in original(rho, fr))
-    )
+    original = mean_plan.split_rho
+    for module in (mean_plan, cov_plan):  # each schedule module binds the split it uses
+        monkeypatch.setattr(
+            module, "split_rho", lambda rho, fr: tuple(1.5 * r for r in original(rho, fr))
+        )
     acct = Accountant(ZCDP(0.5))
     g = pg.PrivateGaussian(
         rho=0.5, mean_bound=10.0, cov_bounds=(0.1, 10.0), random_state=0, accountant=acct
@@ -316,7 +317,7 @@ def test_kssu_double_count_dropped_is_caught(monkeypatch: pytest.MonkeyPatch) ->
 def _estimate_parts(monkeypatch: pytest.MonkeyPatch, drop_double: bool) -> tuple[float, float]:
     """(charged estimation ρ, largest ρ a part's CoinPress run was given)."""
     used: list[float] = []
-    original = sa_module.coinpress_gaussian
+    original = ce_module.coinpress_gaussian
 
     def spy(rows: np.ndarray, rho: float, **kwargs: Any) -> Any:
         rho = 2 * rho if drop_double else rho  # the mutant gives each part the whole budget
@@ -324,15 +325,15 @@ def _estimate_parts(monkeypatch: pytest.MonkeyPatch, drop_double: bool) -> tuple
         kwargs["accountant"] = Accountant(ZCDP(rho))
         return original(rows, rho, **kwargs)
 
-    monkeypatch.setattr(sa_module, "coinpress_gaussian", spy)
+    monkeypatch.setattr(ce_module, "coinpress_gaussian", spy)
     rng = np.random.default_rng(0)
     data = np.concatenate([rng.normal(-20, 1, (400, 1)), rng.normal(20, 1, (400, 1))])
     labels = np.repeat([0, 1], 400)
     priors = [
-        sa_module.ComponentPrior(np.array([c]), 5.0, (0.25, 4.0)) for c in (-20.0, 20.0)
+        ce_module.ComponentPrior(np.array([c]), 5.0, (0.25, 4.0)) for c in (-20.0, 20.0)
     ]
     acct = Accountant(ZCDP(1.0))
-    sa_module.estimate_components(
+    ce_module.estimate_components(
         data, labels, priors, ZCDP(0.1), ZCDP(0.9), keys=rng.random(800), beta=0.05,
         constants="practical", accountant=acct, noise=pg.NoiseSource(0), step="parts",
     )

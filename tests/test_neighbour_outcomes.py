@@ -102,7 +102,8 @@ CASES = {
             _gaussian_rows, 40000, 3, 0),
     "gaussian-auto": (lambda u, s: G(epsilon=1.0, delta=1e-6, random_state=s),
                       _gaussian_rows, 4000, 3, 0),
-    # huge budgets: the practical steps search their radii from the data (coinpress_radius),
+    # huge budgets: the practical steps search their radii from the data
+    # (coinpress/radius_search.py),
     # a fixed number of counts each, whatever the extreme row
     "gaussian-auto-huge": (lambda u, s: G(epsilon=1e4, delta=1e-6, random_state=s),
                            _gaussian_rows, 4000, 3, 0),

@@ -20,17 +20,14 @@ from scipy import stats
 from privgauss import InvalidDataError, PrivacyBudgetError
 from privgauss.audit import audit_mechanism
 from privgauss.linalg import clip_rows
-from privgauss.mixture.one_cluster import (
-    Ball,
-    _exponential_box,
-    _noisy_set_mean,
+from privgauss.mixture.good_center import _exponential_box, _noisy_set_mean
+from privgauss.mixture.good_radius import (
     ball_counts,
     capped_count_score,
     doubling_radii,
     good_radius,
-    one_cluster,
-    plan_budget,
 )
+from privgauss.mixture.one_cluster import Ball, one_cluster, plan_budget
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.sensitivity import joint_sum_count
@@ -83,12 +80,12 @@ def test_ball_counts_match_brute_force_including_ties() -> None:
 
 
 def test_ball_counts_in_several_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import privgauss.mixture.one_cluster as oc
+    import privgauss.mixture.good_radius as grm
 
     X = np.random.default_rng(1).standard_normal((300, 3))
     full = ball_counts(X, [0.5, 1.0, 2.0])
-    monkeypatch.setattr(oc, "_BLOCK_ELEMENTS", 1000)  # 3 rows per block
-    np.testing.assert_array_equal(oc.ball_counts(X, [0.5, 1.0, 2.0]), full)
+    monkeypatch.setattr(grm, "_BLOCK_ELEMENTS", 1000)  # 3 rows per block
+    np.testing.assert_array_equal(grm.ball_counts(X, [0.5, 1.0, 2.0]), full)
 
 
 def L_oracle(X, r, t) -> float:

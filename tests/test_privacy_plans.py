@@ -159,18 +159,18 @@ def test_parts_survive_pickling_of_a_read_only_record() -> None:
 
 def _method_plans() -> list[tuple[str, BudgetPlan]]:
     """Every method's budget plan constructor, at a few public settings."""
-    from privgauss.gaussian.coinpress_plan import _coinpress_fractions, _split
+    from privgauss.gaussian.coinpress.schedule import coinpress_fractions, split_rho
     from privgauss.mixture import one_cluster as oc
     from privgauss.mixture import terrific_ball as tb
     from privgauss.mixture.cluster_estimation import cluster_plan
-    from privgauss.mixture.kssu import plan_kssu_budget
+    from privgauss.mixture.kssu_budget import plan_kssu_budget
     from privgauss.mixture.pegme import pegme_plan
     from privgauss.mixture.private_em import em_plan
     from privgauss.mixture.public_heavy import heavy_plan
     from privgauss.mixture.public_light import light_plan
-    from privgauss.mixture.sample_aggregate import plan_sa_budget
-    from privgauss.reductions.agnostic import selection_plan
+    from privgauss.mixture.sample_aggregate_budget import plan_sa_budget
     from privgauss.reductions.ppe_gaussian import plan_practical
+    from privgauss.reductions.selection import selection_plan
 
     out: list[tuple[str, BudgetPlan]] = []
     for eps, delta in ((0.5, 1e-6), (1.0, 1e-8), (5.0, 1e-6)):
@@ -198,7 +198,7 @@ def _method_plans() -> list[tuple[str, BudgetPlan]]:
         out.append((f"cluster-estimation rho={rho}",
                     cluster_plan(ZCDP(rho), 0.1, (0.15, 0.25, 0.6), 0.2)))
         for t in (2, 4):
-            rhos = _split(rho, _coinpress_fractions(t))
+            rhos = split_rho(rho, coinpress_fractions(t))
             out.append((f"coinpress rho={rho} t={t}", BudgetPlan.of(
                 ZCDP(rho), {f"step-{i + 1}": ZCDP(r) for i, r in enumerate(rhos)})))
         out.append((f"em rho={rho}", BudgetPlan.of(ZCDP(rho), dict(
@@ -258,7 +258,7 @@ def _steps(entries) -> list[str]:
 
 
 def test_kssu_ledger_lists_every_planned_charge_and_every_node_release(two_clusters) -> None:
-    from privgauss.mixture.kssu import plan_kssu_budget
+    from privgauss.mixture.kssu_budget import plan_kssu_budget
 
     total = ApproxDP(5.0, 1e-6)
     ledger = _fit_ledger("kssu", two_clusters[0], None, epsilon=5.0, delta=1e-6, total=total,
@@ -280,7 +280,7 @@ def test_kssu_ledger_lists_every_planned_charge_and_every_node_release(two_clust
 
 def test_sample_aggregate_and_pegme_ledgers(two_clusters) -> None:
     from privgauss.mixture.pegme import pegme_plan
-    from privgauss.mixture.sample_aggregate import plan_sa_budget
+    from privgauss.mixture.sample_aggregate_budget import plan_sa_budget
 
     total = ApproxDP(5.0, 1e-6)
     ledger = _fit_ledger("sample-aggregate", two_clusters[0], None, epsilon=5.0, delta=1e-6,
@@ -346,7 +346,7 @@ def test_route_p2_lists_each_producer_under_its_name() -> None:
 def test_no_algorithm_keeps_a_standalone_accountant() -> None:
     """Every accountant an algorithm creates forwards to its caller's (``parent=``, ``child``)
     or is prepaid by one of its entries: a bare ``Accountant(...)`` would drop its ledger.
-    The one exception is :func:`~privgauss.mixture.kssu.subsampled_call` called directly,
+    The one exception is :func:`~privgauss.mixture.subsampling.subsampled_call` called directly,
     without a payer (tests)."""
     import ast
     from pathlib import Path
@@ -354,7 +354,7 @@ def test_no_algorithm_keeps_a_standalone_accountant() -> None:
     root = Path(__file__).resolve().parent.parent / "src" / "privgauss"
     bare = []
     for pkg in ("gaussian", "mixture", "reductions"):
-        for path in sorted((root / pkg).glob("*.py")):
+        for path in sorted((root / pkg).rglob("*.py")):  # subpackages too (gaussian/coinpress)
             tree = ast.parse(path.read_text())
             for fn in ast.walk(tree):
                 if not isinstance(fn, ast.FunctionDef):
@@ -363,8 +363,8 @@ def test_no_algorithm_keeps_a_standalone_accountant() -> None:
                     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                             and node.func.id == "Accountant"
                             and not any(kw.arg == "parent" for kw in node.keywords)):
-                        bare.append(f"{pkg}/{path.name}:{fn.name}")
-    assert bare == ["mixture/kssu.py:subsampled_call"]
+                        bare.append(f"{path.relative_to(root).as_posix()}:{fn.name}")
+    assert bare == ["mixture/subsampling.py:subsampled_call"]
 
 
 def test_a_saved_model_keeps_the_sub_computations_ledger(two_clusters, tmp_path) -> None:

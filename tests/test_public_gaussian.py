@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import trim_mean
 
 import privgauss as pg
-from privgauss.gaussian.coinpress_plan import chi_tail_bound
+from privgauss.gaussian.coinpress import chi_tail_bound
 from privgauss.gaussian.public import (
     public_gaussian,
     public_mean,
@@ -33,7 +33,7 @@ def frozen(A: np.ndarray) -> np.ndarray:
 
 def ledger_key(a: pg.Accountant) -> list[tuple]:
     """(cost, sensitivity, noise scale) per entry; a step that first searched its radius from
-    the data (gaussian/coinpress_radius.py: its counts are entries named "<step> radius k/m")
+    the data (gaussian/coinpress/radius_search.py: its counts are entries named "<step> radius k/m")
     releases at the radius found, a DP output: its cost is planned, its scales are not."""
     searched = {e.step.rsplit(" radius ", 1)[0] for e in a.ledger if " radius " in e.step}
     return [(e.step, e.cost.rho) + ((None, None) if e.step in searched

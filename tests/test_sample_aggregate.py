@@ -20,19 +20,22 @@ from _helpers import spent_equals as _spent_equals
 from privgauss import EstimationFailed, PrivacyBudgetError
 from privgauss.datasets import make_mixture
 from privgauss.metrics import mixture_error
+from privgauss.mixture import component_estimation as ce
 from privgauss.mixture import sample_aggregate as sa
-from privgauss.mixture.requirements import requirements
-from privgauss.mixture.sample_aggregate import (
+from privgauss.mixture.component_estimation import (
     ComponentPrior,
-    default_chunk_size,
-    dummy_points,
     estimate_components,
     fixed_size_subset,
     nearest_center,
-    plan_sa_budget,
+)
+from privgauss.mixture.requirements import requirements
+from privgauss.mixture.sample_aggregate import (
+    default_chunk_size,
+    dummy_points,
     round_points,
     sample_aggregate_gmm,
 )
+from privgauss.mixture.sample_aggregate_budget import plan_sa_budget
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP
 
@@ -125,13 +128,13 @@ def test_estimation_is_charged_twice_per_part_budget(monkeypatch: pytest.MonkeyP
     """k CoinPress runs on disjoint parts: each gets ρ_E, the accountant is charged 2ρ_E (a
     replaced row can leave one part and join another)."""
     seen: list[float] = []
-    real = sa.coinpress_gaussian
+    real = ce.coinpress_gaussian
 
     def spy(rows, rho, **kw):
         seen.append(rho)
         return real(rows, rho, **kw)
 
-    monkeypatch.setattr(sa, "coinpress_gaussian", spy)
+    monkeypatch.setattr(ce, "coinpress_gaussian", spy)
     rng = np.random.default_rng(4)
     data = np.vstack([rng.normal(size=(3000, 2)), rng.normal(size=(3000, 2)) + 20])
     centers = np.array([[0.0, 0.0], [20.0, 20.0]])

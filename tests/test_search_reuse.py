@@ -13,7 +13,7 @@ import pytest
 
 from privgauss import clipped_stats as cs
 from privgauss.backends import reduce_rows
-from privgauss.gaussian import coinpress_radius as cr
+from privgauss.gaussian.coinpress import radius_search as cr
 
 
 def _rows(rng: np.random.Generator, n: int, d: int, A: np.ndarray, s: np.ndarray,

@@ -22,7 +22,7 @@ from scipy.optimize import minimize
 
 from privgauss import sensitivity
 from privgauss.linalg import clip_rows
-from privgauss.mixture.one_cluster import capped_count_score
+from privgauss.mixture.good_radius import capped_count_score
 from privgauss.mixture.terrific_ball import ball_query, radius_scores
 from privgauss.sensitivity import (
     bounded_mean,

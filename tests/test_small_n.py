@@ -16,9 +16,11 @@ from scipy.stats import norm
 import privgauss as pg
 from privgauss.clipped_stats import Rows
 from privgauss.datasets import make_gaussian
-from privgauss.gaussian import coinpress_meanfirst as mf
-from privgauss.gaussian import coinpress_plan as cpp
 from privgauss.gaussian.coinpress import coinpress_gaussian
+from privgauss.gaussian.coinpress import cov_plan as cp_cov
+from privgauss.gaussian.coinpress import mean_first as mf
+from privgauss.gaussian.coinpress import plan as cp_plan
+from privgauss.gaussian.coinpress import tails as cp_tails
 from privgauss.gaussian.histogram import _fitted_log_scale
 from privgauss.metrics import covariance_error, mahalanobis_mean_error
 from privgauss.privacy import ZCDP, Accountant
@@ -60,32 +62,34 @@ def _clipped_second_moment(M: np.ndarray, tau: float, n: int = 400_000) -> np.nd
 
 def test_undo_cov_clip_inverts_the_clip_map() -> None:
     d = 6
-    tau = math.sqrt(cpp._chi2_isf(0.3, d))  # 70 % quantile: 30 % of isotropic rows clipped
+    tau = math.sqrt(cp_tails.chi2_isf(0.3, d))  # 70 % quantile: 30 % of isotropic rows clipped
     # isotropic: exact (closed form)
-    h = cpp._clip_second_moment(d, tau)
-    np.testing.assert_allclose(cpp.undo_cov_clip(h * np.eye(d), tau), np.eye(d), rtol=1e-6)
+    h = cp_tails.clip_second_moment(d, tau)
+    np.testing.assert_allclose(cp_tails.undo_cov_clip(h * np.eye(d), tau), np.eye(d), rtol=1e-6)
     # anisotropic, rotated: the clip shrinks the wide directions more; undone within 1.5 %
     q, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((d, d)))
     M = q @ np.diag(np.linspace(0.4, 1.0, d)) @ q.T
     Z = _clipped_second_moment(M, tau)
     assert np.linalg.norm(Z - M) > 0.08  # the clip did move it (by 0.11)
-    assert np.linalg.norm(cpp.undo_cov_clip(Z, tau) - M) < 0.015 * np.linalg.norm(M)
+    assert np.linalg.norm(cp_tails.undo_cov_clip(Z, tau) - M) < 0.015 * np.linalg.norm(M)
 
 
 def test_planner_debiases_the_last_step_only_where_it_pays(monkeypatch) -> None:
-    tau = math.sqrt(cpp._chi2_isf(cpp._COV_CLIP_TAIL, 10))
-    assert not cpp._final_cov_step(5000, 10, 0.02, 0.9, tau).debias  # off by default
-    monkeypatch.setattr(cpp, "COV_DEBIAS", True)
+    tau = math.sqrt(cp_tails.chi2_isf(cp_cov.COV_CLIP_TAIL, 10))
+    assert not cp_cov._final_cov_step(5000, 10, 0.02, 0.9, tau).debias  # off by default
+    monkeypatch.setattr(cp_cov, "COV_DEBIAS", True)
     # noise-dominated and whitened: clipped inside the bulk, undone
-    assert cpp._final_cov_step(5000, 10, 0.02, 0.9, tau).debias
+    assert cp_cov._final_cov_step(5000, 10, 0.02, 0.9, tau).debias
     # almost no noise, or far from whitened, or d = 1: the covering clip
-    assert not cpp._final_cov_step(5000, 10, 1e4, 0.9, tau).debias
-    assert not cpp._final_cov_step(5000, 10, 0.02, 0.05, tau).debias
-    assert not cpp._final_cov_step(5000, 1, 0.02, 0.9, math.sqrt(cpp._chi2_isf(0.01, 1))).debias
+    assert not cp_cov._final_cov_step(5000, 10, 1e4, 0.9, tau).debias
+    assert not cp_cov._final_cov_step(5000, 10, 0.02, 0.05, tau).debias
+    tau1 = math.sqrt(cp_tails.chi2_isf(0.01, 1))
+    assert not cp_cov._final_cov_step(5000, 1, 0.02, 0.9, tau1).debias
     # the undone clip's predicted error: slope < h, sampling variance >= 1
-    t = math.sqrt(cpp._chi2_isf(0.3, 10))
-    k = cpp._cov_clip_slope(10, t)
-    assert 0 < k < cpp._clip_second_moment(10, t) and cpp._clip_fourth_moment(10, t) >= k * k
+    t = math.sqrt(cp_tails.chi2_isf(0.3, 10))
+    k = cp_tails.cov_clip_slope(10, t)
+    assert 0 < k < cp_tails.clip_second_moment(10, t)
+    assert cp_tails.clip_fourth_moment(10, t) >= k * k
 
 
 def test_fitted_scale_recovers_the_position_in_the_bin() -> None:
@@ -104,9 +108,9 @@ def test_fitted_scale_recovers_the_position_in_the_bin() -> None:
 
 def test_mean_first_replaces_a_failing_sequential_plan() -> None:
     d, rho, R, lo, hi = 10, 0.02, 18.0, 0.005, 20.0
-    plan = cpp._practical_plan(5000, d, rho, R, lo, hi, R / math.sqrt(lo), 0.05, 0.0)
+    plan = cp_plan.practical_plan(5000, d, rho, R, lo, hi, R / math.sqrt(lo), 0.05, 0.0)
     assert mf.use_mean_first(5000, d, plan.cov_err, rho, R, (lo, hi))
-    big = cpp._practical_plan(100_000, d, rho, R, lo, hi, R / math.sqrt(lo), 0.05, 0.0)
+    big = cp_plan.practical_plan(100_000, d, rho, R, lo, hi, R / math.sqrt(lo), 0.05, 0.0)
     assert not mf.use_mean_first(100_000, d, big.cov_err, rho, R, (lo, hi))
     # a wide prior (a public frame widened by gamma): the rough mean is too coarse for step 4
     assert not mf.use_mean_first(5000, d, plan.cov_err, rho, 5e4, (1.0, 9e8))

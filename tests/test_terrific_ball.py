@@ -15,11 +15,11 @@ import math
 import numpy as np
 import pytest
 
-import privgauss.mixture.one_cluster as oc
+import privgauss.mixture.good_radius as grm
 import privgauss.mixture.terrific_ball as tb
 from privgauss import InvalidDataError, PrivacyBudgetError, sensitivity
 from privgauss.audit import audit_mechanism
-from privgauss.mixture.one_cluster import above_threshold_slack, doubling_radii
+from privgauss.mixture.good_radius import above_threshold_slack, doubling_radii
 from privgauss.mixture.terrific_ball import (
     ball_query,
     point_scores,
@@ -85,7 +85,7 @@ def test_terrific_radius_uses_one_above_threshold_and_stops_at_the_first_top(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[tuple[int | None, int, int]] = []
-    real = oc.above_threshold  # the shared radius search of one_cluster / terrific_ball
+    real = grm.above_threshold  # the shared radius search of one_cluster / terrific_ball
 
     def spy(queries, *args, **kwargs):
         queries = list(queries)
@@ -101,7 +101,7 @@ def test_terrific_radius_uses_one_above_threshold_and_stops_at_the_first_top(
         calls.append((hit, consumed, len(queries)))
         return hit
 
-    monkeypatch.setattr(oc, "above_threshold", spy)
+    monkeypatch.setattr(grm, "above_threshold", spy)
     X = two_clusters(300, 2, seed=0)[0]
     for seed in range(20):
         acct = Accountant(PureDP(0.5))

@@ -6,7 +6,7 @@ fraction of the rows (the plan's tail probability), so the fit describes the who
 heavy-tailed data or data with gross recording errors the final ball may cut many more, and
 the fit then describes the central part only. This module lets a fit say so, privately:
 
-* the steps of the Gaussian algorithms (:mod:`.coinpress_steps`, :mod:`.coinpress_split`,
+* the steps of the Gaussian algorithms (:mod:`.coinpress.steps`, :mod:`.coinpress.split_mode`,
   :mod:`.clip_mean`) *note* each ball they clip to — :func:`note_clip`: the rows, the public
   frame (A, shift), centre, radius τ, and the fraction of Gaussian rows the plan expects
   outside it. Noting records public or released quantities only and does nothing unless an
@@ -48,7 +48,7 @@ from scipy import stats
 from ..backends import reduce_rows
 from ..clipped_stats import Rows, _mapped_inputs, affine_rows
 from ..mechanisms import private_count
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, approx_to_zcdp
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, zcdp_of
 from ..sensitivity import count as count_sensitivity
 
 __all__ = [
@@ -103,7 +103,8 @@ class ClipBall:
     #: a second ball of the same rows: a row outside either is counted (the fit's final
     #: covariance ball beside its final mean ball; ``model_fraction`` then bounds the union)
     also: ClipBall | None = None
-    #: a DP search of the data grew the step's radius past its plan (:mod:`.coinpress_radius`)
+    #: a DP search of the data grew the step's radius past its plan
+    #: (:mod:`.coinpress.radius_search`)
     grown: bool = False
 
 
@@ -224,8 +225,7 @@ def split_for_count(budget: Budget, zcdp_method: bool) -> tuple[Budget, Budget]:
     and a pure ε·s for the count, s = :data:`COUNT_SHARE`. The two compose to the budget."""
     if isinstance(budget, ZCDP) or (zcdp_method and isinstance(budget, ApproxDP)
                                     and budget.delta > 0):
-        rho = budget.rho if isinstance(budget, ZCDP) else approx_to_zcdp(budget.epsilon,
-                                                                       budget.delta)
+        rho = zcdp_of(budget, "the clipped count")
         main = rho * (1.0 - COUNT_SHARE)
         return ZCDP(main), ZCDP(rho - main)
     eps = budget.epsilon

@@ -33,17 +33,16 @@ from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..noise import RandomState, as_noise
 from ..privacy import ZCDP, Accountant
+from ..privacy import check_accountant as _check_accountant
+from ..privacy import check_rho as _check_rho
+from ..privacy import reserve_rho as _reserve
 from .clip_mean import clip_mean
-from .coinpress import _check_accountant, _gaussian, _reserve, _run_mean
-from .coinpress_plan import (
-    _check_beta,
-    _check_constants,
-    _check_rho,
-    _practical_plan,
-    chi_tail_bound,
-    covariance_schedule,
-    mean_schedule,
-)
+from .coinpress import chi_tail_bound, covariance_schedule, mean_schedule
+from .coinpress.estimate import run_gaussian as _gaussian
+from .coinpress.plan import practical_plan as _practical_plan
+from .coinpress.schedule import check_beta as _check_beta
+from .coinpress.schedule import check_constants as _check_constants
+from .coinpress.steps import run_mean as _run_mean
 from .public_frame import PublicVerdict, clean_rows, frame_of, untrusted_message
 from .ridge import RIDGE_KEEP, jitter_rows, unjitter
 

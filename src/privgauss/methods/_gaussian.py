@@ -15,7 +15,7 @@ from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant, Budget, PureDP, approx_to_zcdp
+from ..privacy import Accountant, Budget
 from ._record import Facts
 
 
@@ -66,14 +66,6 @@ def whitened_mean(job: GaussianJob, mean_identity: MeanFn) -> tuple[np.ndarray, 
     mean_w = mean_identity(Xw, Xpw, cw, bound)
     return mean_w @ root, known.copy()
 
-
-def as_rho(budget: Budget) -> float:
-    """The ρ of a theorem bound: ρ itself, ε²/2 for pure ε, the largest ρ implying (ε, δ)."""
-    if isinstance(budget, ZCDP):
-        return budget.rho
-    if isinstance(budget, PureDP):
-        return budget.epsilon**2 / 2
-    return approx_to_zcdp(budget.epsilon, budget.delta)
 
 
 def prior_radius(facts: Facts, name: str) -> float:

@@ -8,32 +8,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..exceptions import PrivacyBudgetError
-from ..privacy import ZCDP, ApproxDP, Budget, approx_to_zcdp, is_pure
+from ..privacy import Budget, budget_notion, is_pure, zcdp_of
 
 __all__ = ["Facts", "Method", "budget_notion", "is_pure", "zcdp_of"]
 
 #: the budget notions a method may accept
 NOTIONS = ("zcdp", "approx", "pure")
 
-
-def budget_notion(budget: Budget) -> str:
-    """``"zcdp"``, ``"approx"`` (δ > 0) or ``"pure"``: the notion of ``budget``."""
-    if isinstance(budget, ZCDP):
-        return "zcdp"
-    return "pure" if is_pure(budget) else "approx"
-
-
-def zcdp_of(budget: Budget, what: str) -> float:
-    """The ρ a zCDP algorithm may use within ``budget`` (ApproxDP: the largest ρ implying it)."""
-    if isinstance(budget, ZCDP):
-        return budget.rho
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
-        return approx_to_zcdp(budget.epsilon, budget.delta)
-    raise PrivacyBudgetError(
-        f"{what} is a zCDP algorithm and cannot give a pure epsilon-DP guarantee; pass rho= or "
-        "epsilon= with delta=, or choose a pure-DP method"
-    )
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ._gaussian import GaussianJob, as_rho, prior_radius, whitened_mean
+from ..privacy import as_rho
+from ._gaussian import GaussianJob, prior_radius, whitened_mean
 from ._record import Facts, Method, is_pure
 
 __all__: list[str] = []
@@ -31,7 +32,7 @@ def _check(facts: Facts) -> None:
 
 def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     from ..gaussian.clip_mean import clip_mean
-    from ..gaussian.coinpress_plan import chi_tail_radius
+    from ..gaussian.coinpress import chi_tail_radius
 
     def mean(X: Any, Xp: np.ndarray | None, center: np.ndarray,
              bound: float | None) -> np.ndarray:

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ._gaussian import GaussianJob, as_rho, prior_radius, smallest_n, whitened_mean
+from ..privacy import as_rho
+from ._gaussian import GaussianJob, prior_radius, smallest_n, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []
@@ -103,9 +104,9 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
                                   accountant=job.accountant, noise=job.noise)
 
         return whitened_mean(job, mean)
-    from ..gaussian.coinpress import _coinpress_gaussian
+    from ..gaussian.coinpress import gaussian_of_rows
 
-    return _coinpress_gaussian(
+    return gaussian_of_rows(
         job.X,
         zcdp_of(job.budget, "coinpress"),
         center=job.center,

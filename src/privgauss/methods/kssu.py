@@ -24,7 +24,7 @@ def _requirements(facts: Facts) -> Any:
 
 
 def _plan(facts: Facts) -> tuple[tuple[str, Budget], ...]:
-    from ..mixture.kssu import plan_kssu_budget
+    from ..mixture.kssu_budget import plan_kssu_budget
 
     assert isinstance(facts.budget, ApproxDP)
     plan = plan_kssu_budget(facts.budget, facts.k, facts.d)

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ._gaussian import GaussianJob, as_rho, smallest_n, whitened_mean
+from ..privacy import as_rho
+from ._gaussian import GaussianJob, smallest_n, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []

@@ -61,7 +61,6 @@ estimation the rest. The ledger composes to exactly (ε, δ).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,262 +68,35 @@ import numpy as np
 from scipy.stats import norm
 
 from .. import sensitivity
-from ..exceptions import EstimationFailed, PrivacyBudgetError
+from ..exceptions import EstimationFailed
 from ..mechanisms import gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import (
-    ZCDP,
     Accountant,
     ApproxDP,
     Budget,
-    BudgetPlan,
     LedgerEntry,
-    approx_to_zcdp,
     charge_unused,
 )
 from ..progress import bar
 from ..validation import check_positive_int
-from . import one_cluster as one_cluster_module
-from . import terrific_ball as terrific_ball_module
-from .one_cluster import (
-    Ball,
-    doubling_radii,
-    one_cluster,
-    search_floor,
-)
+from .component_estimation import ComponentPrior, estimate_components, fixed_size_subset
+from .good_radius import doubling_radii
+from .kssu_budget import KSSUBudget, plan_kssu_budget
+from .kssu_sample_size import VALIDATED_SEPARATION, needed_n
+from .one_cluster import Ball, one_cluster
 from .private_pca import private_pca
-from .sample_aggregate import (
-    ComponentPrior,
-    check_mixture_inputs,
-    estimate_components,
-    fixed_size_subset,
-    root_radius_grid,
-)
-from .terrific_ball import DEFAULT_SPLIT as TERRIFIC_SPLIT
-from .terrific_ball import KINDS as TERRIFIC_KINDS
+from .sample_aggregate import check_mixture_inputs, root_radius_grid
+from .subsampling import search_is_meaningful, subsampled_call
 from .terrific_ball import terrific_ball
 
-__all__ = [
-    "KSSUBudget",
-    "amplified_budget",
-    "kssu_gmm",
-    "plan_kssu_budget",
-    "radius_grid_below",
-    "search_is_meaningful",
-    "subsampled_call",
-]
+__all__ = ["kssu_gmm", "radius_grid_below"]
 
-_ENC_WEIGHT = 0.5
 #: The terrific-ball search constant of ``constants="practical"`` (the annulus B(p, c·r) \ B(p, r)
 #: must be almost empty). At 4 a projected search on a separation-5 mixture (d = 10, k = 3: nearest
 #: means 26σ apart) found no ball in 2 of 10 fits at 1.2x the stated n (the doubling grid has no
 #: radius r covering a component with 4r short of the next one); 3.5 leaves that room.
 PRACTICAL_TERRIFIC_C = 3.5
-_TERRIFIC_WEIGHT = 1.5
-_ZCDP_SHARES = {"pca": 0.35, "count": 0.05, "weights": 0.05}  # estimation: the rest
-
-
-# ----------------------------------------------------------------------------------------------
-# Privacy amplification by subsampling (without replacement, substitution neighbours)
-# ----------------------------------------------------------------------------------------------
-
-
-def amplified_budget(budget: ApproxDP, rate: float) -> ApproxDP:
-    """The (ε′, δ′) a mechanism may use on a uniform subsample (without replacement) of a
-    fraction ``rate`` of a fixed-size dataset, so that the composite is ``budget``-DP under
-    substitution: ε′ = ln(1 + (e^ε − 1)/γ), δ′ = min(δ/γ, 0.5) (Balle–Barthe–Gaboardi 2018,
-    Thm 9: (ε′, δ′) on the sample ⇒ (ln(1 + γ(e^{ε′} − 1)), γδ′) on the whole)."""
-    if not (0 < rate <= 1):
-        raise ValueError("rate must be in (0, 1]")
-    if rate == 1 or math.isinf(budget.epsilon):
-        return budget
-    eps = math.log1p(math.expm1(budget.epsilon) / rate)
-    return ApproxDP(eps, min(budget.delta / rate, 0.5))
-
-
-def subsampled_call(
-    fn: Callable[..., Ball | None],
-    rows: np.ndarray,
-    t: int,
-    budget: ApproxDP,
-    *,
-    max_points: int,
-    rng: np.random.Generator,
-    paid_by: tuple[Accountant, LedgerEntry] | None = None,
-    name: str = "",
-    **kwargs: Any,
-) -> Ball | None:
-    """Run ``fn(rows, t, budget, accountant=..., **kwargs)`` (one_cluster / terrific_ball, both
-    replace-one with n public) on at most ``max_points`` uniformly sampled rows with the
-    amplified budget and t scaled by the sampling rate; ``budget``-DP for ``rows`` (which the
-    caller has already charged: the entry of ``paid_by = (accountant, entry)``). The inner call
-    charges an accountant of the amplified total whose entries are kept in ``entry.parts``
-    (:meth:`~privgauss.privacy.Accountant.prepaid`, steps prefixed with ``name``); without
-    ``paid_by`` (a direct call) it charges a fresh accountant of that total."""
-    m = rows.shape[0]
-    if m > max_points:
-        rate = max_points / m
-        inner = amplified_budget(budget, rate)
-        rows = rows[np.sort(rng.choice(m, size=max_points, replace=False))]
-        t = max(1, int(round(t * rate)))
-    else:
-        inner = budget
-    acct = Accountant(inner) if paid_by is None else paid_by[0].prepaid(paid_by[1], inner, name)
-    return fn(rows, t, budget=inner, accountant=acct, max_points=rows.shape[0] + 1, **kwargs)
-
-
-def search_is_meaningful(
-    kind: str, budget: ApproxDP, m: int, t: int, n_radii: int, beta: float, max_points: int
-) -> bool:
-    """Whether a subsampled one_cluster / terrific_ball call can be meaningful: t·γ > Γ (else
-    its AboveThreshold threshold t·γ − Γ is negative and the first radius passes whatever the
-    data). A public function of (budget, m, t, T, β, max_points): skipping a call when it is
-    False is post-processing of public values (its budget is charged all the same)."""
-    rate = min(1.0, max_points / max(m, 1))
-    inner = amplified_budget(budget, rate)
-    if math.isinf(inner.epsilon):
-        return True
-    search = terrific_ball_module if kind == "terrific" else one_cluster_module
-    dims = (1,) * len(search.KINDS)
-    gamma, _ = search_floor(inner, search.KINDS, search.DEFAULT_SPLIT, dims, n_radii, beta)
-    return t * rate > gamma
-
-
-# ----------------------------------------------------------------------------------------------
-# Budget plan
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KSSUBudget:
-    """Per-node budgets of every level (before the path multiplier) and the final charges.
-
-    ``multipliers[ℓ]`` is 1 at the root and 2 below (a replaced row's old and new values can
-    follow two paths). ``count[0]`` is None (the root's n is public); ``terrific``/``pca`` are
-    None at level k − 1 (leaves only)."""
-
-    k: int
-    multipliers: tuple[int, ...]
-    enclose: tuple[ApproxDP, ...]
-    terrific: tuple[ApproxDP | None, ...]
-    count: tuple[ZCDP | None, ...]
-    pca: tuple[ZCDP | None, ...]
-    weights: ZCDP
-    estimation: ZCDP  # 2·ρ_E, charged once
-    total: ApproxDP | None = None  # the budget the plan was made from
-
-    def budget_plan(self, *, exact: bool = True) -> BudgetPlan:
-        """Every charge of a run, named ``level-ℓ/<step>``, ``weights`` and ``estimation``, as
-        a :class:`~privgauss.privacy.BudgetPlan` of :attr:`total` (exact: the parts compose
-        to exactly the total; else within it)."""
-        if self.total is None:
-            raise ValueError("this KSSU plan was made without its total")
-        parts = {
-            f"level-{lv}/{name}": cost
-            for lv in range(self.k)
-            for name, cost in self.level_charges(lv)
-        }
-        parts.update(weights=self.weights, estimation=self.estimation)
-        return BudgetPlan.of(self.total, parts, exact=exact)
-
-    @property
-    def node_enclose(self) -> ApproxDP:
-        return self.enclose[0]
-
-    @property
-    def node_terrific(self) -> ApproxDP:
-        return self.terrific[0] if self.terrific[0] is not None else self.enclose[0]
-
-    @property
-    def node_pca(self) -> ZCDP | None:
-        """The root's private-PCA budget; None when the root runs no PCA (k = 1)."""
-        return self.pca[0]
-
-    def level_charges(self, level: int) -> list[tuple[str, Budget]]:
-        """What the accountant is charged for level ``level`` (multiplier applied)."""
-        mult = self.multipliers[level]
-
-        def times(b: ZCDP | ApproxDP) -> Budget:
-            if isinstance(b, ZCDP):
-                return ZCDP(mult * b.rho)
-            return ApproxDP(mult * b.epsilon, mult * b.delta)
-
-        out: list[tuple[str, Budget]] = []
-        count, terrific, pca = self.count[level], self.terrific[level], self.pca[level]
-        if count is not None:
-            out.append(("count", times(count)))
-        out.append(("enclosing-ball", times(self.enclose[level])))
-        if terrific is not None:
-            assert pca is not None  # a level that splits runs both terrific searches and the PCA
-            out.append(("terrific-raw", times(terrific)))
-            out.append(("private-pca", times(pca)))
-            out.append(("terrific-projected", times(terrific)))
-        return out
-
-    def all_charges(self, first_level: int = 0) -> list[Budget]:
-        out = [c for lv in range(first_level, self.k) for _, c in self.level_charges(lv)]
-        return [*out, self.weights, self.estimation]
-
-
-def plan_kssu_budget(
-    budget: ApproxDP, k: int, d: int | None = None, *, partition_share: float = 0.6
-) -> KSSUBudget:
-    """The public KSSU budget plan for ``ApproxDP(ε, δ)`` and k components (module docstring);
-    the level charges, the leaf counts and the estimation compose to exactly (ε, δ)."""
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
-        raise PrivacyBudgetError(
-            "the KSSU learner needs an (epsilon, delta) budget with delta > 0 (its 1-cluster and "
-            "terrific-ball steps use stability histograms)"
-        )
-    k = check_positive_int(k, "k", minimum=1)
-    if not (0 < partition_share < 1):
-        raise ValueError("partition_share must be in (0, 1)")
-    eps, delta = budget.epsilon, budget.delta
-    levels = range(k)
-    mult = tuple(1 if lv == 0 else 2 for lv in levels)
-    split = tuple(lv <= k - 2 for lv in levels)
-    weight = [
-        mult[lv] * (_ENC_WEIGHT + (2 * _TERRIFIC_WEIGHT if split[lv] else 0.0)) for lv in levels
-    ]
-    n_calls = sum(mult[lv] * (3 if split[lv] else 1) for lv in levels)
-    if math.isinf(eps):
-        unit, d_call = math.inf, delta / (2 * n_calls)
-    else:
-        unit, d_call = partition_share * eps / sum(weight), delta / (2 * n_calls)
-    enclose = tuple(ApproxDP(unit * _ENC_WEIGHT, d_call) for _ in levels)
-    terrific = tuple(
-        ApproxDP(unit * _TERRIFIC_WEIGHT, d_call) if split[lv] else None for lv in levels
-    )
-    if math.isinf(eps):
-        rho_z = math.inf
-    else:
-        # terrific[lv] is set exactly when split[lv]
-        eps_a = math.fsum(
-            mult[lv] * (enclose[lv].epsilon + (2 * t.epsilon if (t := terrific[lv]) else 0.0))
-            for lv in levels
-        )
-        delta_a = math.fsum(mult[lv] * d_call * (3 if split[lv] else 1) for lv in levels)
-        rho_z = approx_to_zcdp(eps - eps_a, delta - delta_a)
-    pca_mult = sum(mult[lv] for lv in levels if split[lv])
-    cnt_mult = sum(mult[lv] for lv in levels if lv >= 1)
-    shares = dict(_ZCDP_SHARES)
-    if pca_mult == 0:
-        shares["pca"] = 0.0
-    if cnt_mult == 0:
-        shares["count"] = 0.0
-    rho_pca = rho_z * shares["pca"] / pca_mult if pca_mult else 0.0
-    rho_cnt = rho_z * shares["count"] / cnt_mult if cnt_mult else 0.0
-    pca = tuple(ZCDP(rho_pca) if split[lv] else None for lv in levels)
-    count = tuple(ZCDP(rho_cnt) if lv >= 1 else None for lv in levels)
-    rho_w = rho_z * shares["weights"]
-    if math.isinf(rho_z):
-        rho_e = math.inf
-    else:
-        used = rho_pca * pca_mult + rho_cnt * cnt_mult + rho_w
-        rho_e = rho_z - used
-    return KSSUBudget(
-        k, mult, enclose, terrific, count, pca, ZCDP(rho_w), ZCDP(rho_e), total=budget
-    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -746,95 +518,3 @@ def _split_node(
     record["outcome"] = "leaf (no terrific ball)"
     return _Leaf(node.rows, ball, node.path)
 
-
-# ----------------------------------------------------------------------------------------------
-# The n this learner needs (public quantities only)
-# ----------------------------------------------------------------------------------------------
-
-# Measured safety factors (benchmarks/mixture_recovery.py): the practical n is the smallest at
-# which the terrific-ball search's signal exceeds its noise floor (Γ, τ) by these factors.
-T_OVER_GAMMA = 2.5
-BOX_OVER_TAU = 2.0
-#: The separation ratio (:func:`privgauss.datasets.separation_ratio`) at which the practical
-#: n was measured to suffice (benchmarks/mixture_requirements.py; at separation 3 the
-#: partition failed in 6 of 6 fits at 1.2x the stated n, d = 2, k = 2, epsilon = 2).
-VALIDATED_SEPARATION = 5.0
-
-
-def _terrific_floor(
-    budget: ApproxDP, m: int, max_points: int, n_radii: int, beta: float
-) -> tuple[float, float, float]:
-    """(sampling rate γ, Γ, τ) of one subsampled terrific-ball call on m rows (kssu.py)."""
-    rate = min(1.0, max_points / max(m, 1))
-    inner = amplified_budget(budget, rate)
-    gamma, tau = search_floor(inner, TERRIFIC_KINDS, TERRIFIC_SPLIT, (1, 1, 2, 2, 1), n_radii, beta)
-    return rate, gamma, tau
-
-
-def practical_terms(
-    n: int,
-    d: int,
-    k: int,
-    eps: float,
-    delta: float,
-    w: float,
-    beta: float,
-    max_points: int = 10_000,
-    n_radii_max: int = 24,
-) -> dict:
-    """This implementation's sample-size terms (public quantities only; measured safety
-    factors :data:`T_OVER_GAMMA`, :data:`BOX_OVER_TAU`) and knobs."""
-    plan = plan_kssu_budget(ApproxDP(eps, delta), k)
-    beta0 = beta / (10 * k)
-    terms: dict[str, float] = {}
-    if k > 1:
-        # t = n·w/4; the root (largest node, smallest sampling rate) is the hardest: find the
-        # smallest n with t·γ >= c·Γ(γ) and the heaviest box (about a third of a component in
-        # the sample) above c·τ, by doubling then bisection on this public function
-        terr = plan.node_terrific
-
-        def ok(nn: float, which: str) -> bool:
-            rate, gamma, tau = _terrific_floor(terr, int(nn), max_points, n_radii_max + 1, beta0)
-            t_in = nn * w / 4 * rate
-            if which == "radius":
-                return t_in >= T_OVER_GAMMA * gamma
-            return nn * w * rate / 3 >= BOX_OVER_TAU * tau
-
-        for which, name in (
-            ("radius", "terrific radius search (t vs Gamma)"),
-            ("box", "terrific box histogram (threshold tau)"),
-        ):
-            lo, hi = 1.0, 2.0
-            while not ok(hi, which) and hi < 1e15:
-                lo, hi = hi, hi * 2
-            for _ in range(40):
-                mid = math.sqrt(lo * hi)
-                lo, hi = (lo, mid) if ok(mid, which) else (mid, hi)
-            terms[name] = hi
-        # private PCA (only when it drops directions, d > k): the spectral noise
-        # ‖E‖ ≈ 2√d·σ_E, σ_E = √2·r_X²/(n√(2ρ)), must stay below a tenth of the between-component
-        # eigenvalue w·Δ²; an enclosing ball of separated clusters has r_X² ≈ 6Δ², so
-        # n >= 120·√d·(√2/√(2ρ))/w
-        if d > k and plan.node_pca is not None:  # k = 1: no split, no PCA
-            sigma_unit = gaussian_sigma_zcdp(math.sqrt(2.0), plan.node_pca.rho)
-            terms["private PCA noise"] = 120.0 * math.sqrt(d) * sigma_unit / w
-    # CoinPress per leaf, measured (d = 10): whitened covariance error ≈ d/√n_j (sampling)
-    # + 20·d^1.5/(n_j·√ρ_E) (privacy); both below ~0.25 needs the n_j below
-    rho_e = plan.estimation.rho / 2.0
-    terms["per-component CoinPress"] = (16.0 * d * d + 80.0 * d**1.5 / math.sqrt(rho_e)) / w
-    terms["count regularity"] = 12.0 * math.log(2 * k / beta) / w
-    return {
-        "terms": terms,
-        "knobs": {"max_points": max_points, "n_radii_max": n_radii_max,
-                  "separation ratio (measured)": f">= {VALIDATED_SEPARATION:g}"},
-    }
-
-
-def needed_n(shape: tuple[int, int], k: int, budget: ApproxDP, min_weight: float, beta: float,
-             max_points: int = 10_000, n_radii_max: int = 24) -> int:
-    """The practical n this learner needs, for the ``needed_n`` of an :class:`EstimationFailed`
-    (the same knobs as the run, so it agrees with ``privgauss requirements``)."""
-    n, d = shape
-    terms = practical_terms(n, d, k, budget.epsilon, budget.delta, min_weight, beta,
-                            max_points=max_points, n_radii_max=n_radii_max)["terms"]
-    return int(math.ceil(max(terms.values())))

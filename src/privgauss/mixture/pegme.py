@@ -33,15 +33,13 @@ from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, private_count
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, LedgerEntry, approx_to_zcdp
 from ..validation import check_positive_int
-from .kssu import radius_grid_below, subsampled_call
-from .one_cluster import Ball, doubling_radii, one_cluster
+from .component_estimation import fixed_size_subset
+from .good_radius import doubling_radii
+from .kssu import radius_grid_below
+from .one_cluster import Ball, one_cluster
 from .private_pca import private_pca
-from .sample_aggregate import (
-    DEFAULT_RADIUS_RANGE,
-    check_mixture_inputs,
-    dummy_points,
-    fixed_size_subset,
-)
+from .sample_aggregate import DEFAULT_RADIUS_RANGE, check_mixture_inputs, dummy_points
+from .subsampling import subsampled_call
 
 __all__ = ["pegme", "pegme_plan"]
 

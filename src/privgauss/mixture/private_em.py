@@ -129,7 +129,7 @@ from ..linalg import clip_weights, sym
 from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
-from ..privacy.budgets import _MIN_EPS
+from ..privacy.budgets import MIN_EPS as _MIN_EPS
 from ..sensitivity import (
     histogram_l2,
     soft_counts_l2,
@@ -628,7 +628,7 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
         A = pre.cov_sqrt
         return pre.mean, np.linalg.inv(A), A
     if plan.localisation is None:
-        from ..gaussian.coinpress import _coinpress_gaussian
+        from ..gaussian.coinpress import gaussian_of_rows as _coinpress_gaussian
 
         assert prior is not None  # the plan has a prior localisation only when given one
         mean, cov = _coinpress_gaussian(

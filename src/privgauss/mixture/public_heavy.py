@@ -49,7 +49,7 @@ from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..gaussian.public import public_gaussian, public_preconditioner
 from ..linalg import project_psd
 from ..noise import RandomState, as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, approx_to_zcdp
+from ..privacy import ZCDP, Accountant, Budget, BudgetPlan, zcdp_of
 from ..theory import Bound
 from ..validation import check_positive_int
 from .cluster_estimation import (
@@ -59,8 +59,8 @@ from .cluster_estimation import (
     estimate_clusters,
     frame_from_public,
 )
+from .component_estimation import ComponentPrior, estimate_components
 from .public_clustering import PublicClusters, easy_clustering
-from .sample_aggregate import ComponentPrior, estimate_components
 
 __all__ = [
     "heavy_plan",
@@ -69,22 +69,11 @@ __all__ = [
     "positive_definite",
     "public_heavy_gmm",
     "public_heavy_requirements",
-    "zcdp_budget",
 ]
 
 #: Share of ρ for the joint cluster-size counts (the rest, halved, is each learner's ρ_E).
 COUNT_SHARE = 0.04
 
-
-def zcdp_budget(budget: Budget, what: str) -> float:
-    """The ρ a zCDP pipeline may use inside ``budget`` (ZCDP, or ApproxDP with δ > 0)."""
-    if isinstance(budget, ZCDP):
-        return float(budget.rho)
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
-        return approx_to_zcdp(budget.epsilon, budget.delta)
-    raise PrivacyBudgetError(
-        f"{what} needs a zCDP budget (rho=) or (epsilon, delta) with delta > 0; got {budget}"
-    )
 
 
 def min_public_rows(d: int, min_weight: float, method: str = "public-heavy") -> int:
@@ -175,7 +164,7 @@ def prepare(
     if not (0 < beta < 1):
         raise ValueError("beta must be in (0, 1)")
     P = check_public(public_X, X.shape[1], k, w_min, method)
-    rho = zcdp_budget(budget, method)
+    rho = zcdp_of(budget, method)
     if not accountant.can_spend(ZCDP(rho)):
         raise PrivacyBudgetError(
             f"{method} needs {rho:g}-zCDP but the accountant cannot pay it "

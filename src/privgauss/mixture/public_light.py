@@ -64,10 +64,10 @@ from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan
 from ..sensitivity import histogram_l2
 from .cluster_estimation import ClusterFrame, estimate_clusters, frame_from_public
+from .component_estimation import ComponentPrior, estimate_components
 from .private_pca import private_pca, top_eigenvectors
 from .public_clustering import public_split, radius_grid, split_constants, supercluster
 from .public_heavy import joint_component_rows, pick_estimator, positive_definite, prepare
-from .sample_aggregate import ComponentPrior, estimate_components
 
 __all__ = [
     "check_public_clusters",

@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..privacy import Budget
+from ..privacy import Budget, zcdp_of
 from ..theory import Bound
-from .kssu import practical_terms as _kssu_practical
-from .public_heavy import min_public_rows, public_heavy_requirements, theory_terms, zcdp_budget
+from .kssu_sample_size import practical_terms as _kssu_practical
+from .public_heavy import min_public_rows, public_heavy_requirements, theory_terms
 from .public_light import public_light_requirements
 from .sample_aggregate import practical_terms as _sa_practical
 from .sample_size import Requirements, check_sizes, report
@@ -326,7 +326,7 @@ def public_requirements(
     if method not in ("public-heavy", "public-light"):
         raise ValueError(f"method must be 'public-heavy' or 'public-light', got {method!r}")
     w = 1.0 / k if min_weight is None else float(min_weight)
-    rho = zcdp_budget(budget, method)
+    rho = zcdp_of(budget, method)
     knobs: dict[str, Any] = {"public rows": f">= {min_public_rows(d, w, method)}"}
     if constants == "theory":
         bounds = theory_terms(d=d, k=k, rho=rho, min_weight=w, alpha=alpha, beta=beta)

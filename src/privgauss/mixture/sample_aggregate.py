@@ -56,49 +56,36 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
-from .. import sensitivity
 from ..backends import as_rows
-from ..exceptions import EstimationFailed, PrivacyBudgetError
-from ..gaussian.coinpress import coinpress_gaussian
-from ..mechanisms import gaussian_sigma_zcdp, private_count
+from ..exceptions import EstimationFailed
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import (
-    ZCDP,
     Accountant,
     ApproxDP,
-    Budget,
-    BudgetPlan,
-    approx_to_zcdp,
     charge_unused,
 )
 from ..progress import bar
 from ..validation import check_positive_int, check_probability
-from .one_cluster import NAMES as ONE_CLUSTER_NAMES
-from .one_cluster import (
-    Ball,
-    doubling_radii,
-    one_cluster,
-    plan_budget,
+from .component_estimation import (
+    ComponentPrior,
+    estimate_components,
+    nearest_center,
 )
+from .good_radius import doubling_radii
+from .one_cluster import Ball, one_cluster
+from .sample_aggregate_budget import ROUND_SPLIT, SABudget, plan_sa_budget
 from .sample_size import one_cluster_floor
 
 __all__ = [
     "DEFAULT_RADIUS_RANGE",
-    "ROUND_SPLIT",
-    "ComponentPrior",
     "Learner",
     "check_mixture_inputs",
     "default_chunk_size",
     "dummy_points",
-    "estimate_components",
-    "fixed_size_subset",
     "gmm_learner",
     "kmeans_learner",
-    "nearest_center",
     "needed_n",
-    "plan_sa_budget",
     "root_radius_grid",
     "round_points",
     "sample_aggregate_gmm",
@@ -106,9 +93,6 @@ __all__ = [
 
 #: public default range of the radius grids (data units); T ≈ 41 doubling radii
 DEFAULT_RADIUS_RANGE = (1e-6, 1e6)
-#: relative ε weights of one_cluster's (radius search, box histogram, box mean, refinement): the
-#: radius search's slack Γ is what limits the aggregation, so it gets the largest share
-ROUND_SPLIT = (0.45, 0.2, 0.15, 0.2)
 Learner = Callable[[np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
 
 
@@ -209,266 +193,6 @@ def round_points(
     P = dummies.copy()
     P[has] = M[has, pick[has]]
     return P
-
-
-# ----------------------------------------------------------------------------------------------
-# Shared by sample-and-aggregate and KSSU19: estimation on a released partition
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ComponentPrior:
-    """Released (or public) prior of one part: ‖μ − center‖ ≤ radius, lo·I ⪯ Σ ⪯ hi·I."""
-
-    center: np.ndarray
-    radius: float
-    cov_bounds: tuple[float, float]
-
-
-def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """Index of the nearest centre of each row (Euclidean, ties to the lowest index): a per-row
-    map of released values."""
-    X = np.asarray(X, dtype=np.float64)
-    C = np.asarray(centers, dtype=np.float64)
-    out = np.empty(X.shape[0], dtype=np.int64)
-    step = max(1, (1 << 22) // max(C.shape[0] * X.shape[1], 1))
-    for a in range(0, X.shape[0], step):
-        diff = X[a : a + step, None, :] - C[None, :, :]
-        out[a : a + step] = np.argmin(np.einsum("ijd,ijd->ij", diff, diff), axis=1)
-    return out
-
-
-def fixed_size_subset(
-    data: np.ndarray,
-    members: np.ndarray,
-    keys: np.ndarray,
-    m: int,
-    pad: np.ndarray,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """The m members with the smallest public keys, padded with copies of the released point
-    ``pad`` when fewer than m, in a public uniformly random order (m × d, a new array).
-
-    Privacy: ``keys`` is one public random number per row index (a replaced row keeps its key),
-    and m is public. Adding or removing one member changes the selected multiset by at most one
-    replacement (the member enters/leaves; the (m+1)-th smallest key or a pad leaves/enters), and
-    replacing a member in place changes one element. The public shuffle makes the output a
-    mixture, over orders, of inputs that differ in one position, so any mechanism that is DP
-    under replace-one with n = m public stays DP for the part under add/remove.
-    """
-    members = np.asarray(members, dtype=np.int64)
-    if members.size > m:
-        chosen = members[np.argpartition(keys[members], m - 1)[:m]]
-    else:
-        chosen = members
-    rows = data[chosen]
-    if rows.shape[0] < m:
-        rows = np.vstack([rows, np.repeat(pad[None, :], m - rows.shape[0], axis=0)])
-    return rows[rng.permutation(m)]
-
-
-#: ``(part index, fixed-size rows, rho, accountant) -> (mean, covariance)``
-PartLearner = Callable[[int, np.ndarray, float, Accountant], tuple[np.ndarray, np.ndarray]]
-
-
-def _min_part_rows(d: int) -> int:
-    return d + 2
-
-
-def estimate_components(
-    data: np.ndarray,
-    labels: np.ndarray,
-    priors: Sequence[ComponentPrior],
-    counts_budget: ZCDP,
-    estimation_budget: ZCDP,
-    *,
-    keys: np.ndarray,
-    beta: float,
-    constants: str,
-    accountant: Accountant,
-    noise: NoiseSource,
-    step: str,
-    cov_bounds_of: Callable[[int, float], tuple[float, float]] | None = None,
-    needed_n: int | None = None,
-    part_learner: PartLearner | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Weights, means and covariances of the parts ``labels`` = 0..K−1 of a released partition
-    (K = len(priors); rows with another label, e.g. −1 for dropped rows, belong to no part), and
-    the released counts.
-
-    Releases (replace-one, n public): the K part sizes with discrete Gaussian noise of L2
-    sensitivity √2 (``counts_budget``), then one CoinPress run per part on a fixed-size subset
-    (:func:`fixed_size_subset`, size m_j = ⌊ñ_j − z·σ⌋ with z the (1 − β/2K) normal quantile),
-    charged once as ``estimation_budget`` = 2ρ_E, each run getting ρ_E (a replaced row changes at
-    most two parts). ``cov_bounds_of(j, weight_j)`` may replace a prior's covariance bounds from
-    the released weight. ``part_learner(j, rows, rho_j, accountant)`` (a ρ_j-zCDP learner under
-    replace-one with the rows' number public) replaces CoinPress when given. Raises
-    EstimationFailed (budget spent) when a part is too small.
-    """
-    K = len(priors)
-    n, d = data.shape
-    l2 = sensitivity.histogram_l2()  # one row leaves a part and joins another
-    labels = np.asarray(labels, dtype=np.int64)
-    counts = np.bincount(labels[(labels >= 0) & (labels < K)], minlength=K).astype(np.int64)
-    noisy = private_count(
-        counts,
-        counts_budget,
-        accountant=accountant,
-        noise=noise,
-        step=f"{step}/counts",
-        sensitivity=l2,
-    ).astype(np.float64)
-    paid = accountant.spend(
-        estimation_budget,
-        step=f"{step}/estimate",
-        mechanism="coinpress x parts",
-        note=(
-            f"{K} CoinPress runs on disjoint parts, each rho={estimation_budget.rho / 2:.6g}; "
-            "a replaced row changes at most two parts: charged twice"
-        ),
-    )
-    positive = np.maximum(noisy, 0.0)
-    if not positive.sum() > 0:
-        raise EstimationFailed(
-            "every part has a non-positive noisy size", step=f"{step}/counts", needed_n=needed_n
-        )
-    weights = positive / positive.sum()
-    sigma = gaussian_sigma_zcdp(l2, counts_budget.rho)
-    z = float(norm.isf(beta / (2 * K)))
-    sizes = np.floor(noisy - z * sigma).astype(np.int64)
-    if (sizes < _min_part_rows(d)).any():
-        raise EstimationFailed(
-            f"a part's noisy size is below the {_min_part_rows(d)} rows its estimation needs",
-            step=f"{step}/estimate",
-            needed_n=needed_n,
-        )
-    rho_e = estimation_budget.rho / 2.0
-    means = np.empty((K, d))
-    covs = np.empty((K, d, d))
-    for j, prior in enumerate(priors):
-        members = np.flatnonzero(labels == j)
-        rows = fixed_size_subset(data, members, keys, int(sizes[j]), prior.center, noise.rng)
-        bounds = prior.cov_bounds if cov_bounds_of is None else cov_bounds_of(j, weights[j])
-        # part j's run, paid by the 2ρ_E charge above: its entries are kept under that entry
-        scratch = accountant.prepaid(paid, ZCDP(rho_e))
-        if part_learner is not None:
-            means[j], covs[j] = part_learner(j, rows, rho_e, scratch)
-            continue
-        means[j], covs[j] = coinpress_gaussian(
-            rows,
-            rho_e,
-            center=prior.center,
-            radius=prior.radius,
-            cov_bounds=bounds,
-            accountant=scratch,
-            noise=noise,
-            constants=constants,
-            beta=beta,
-            step=f"{step}/part-{j + 1}",
-            prior_floor=False,  # derived bounds: behaviour as before the prior floor
-        )
-    return weights, means, covs, noisy
-
-
-# ----------------------------------------------------------------------------------------------
-# Budget plan and checks
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SABudget:
-    """The parts of a sample-and-aggregate budget (they compose to exactly the total)."""
-
-    rounds: tuple[ApproxDP, ...]
-    round_parts: tuple[tuple[Budget, ...], ...]  # what one_cluster charges for each round
-    counts: ZCDP
-    estimation: ZCDP  # charged once: 2·ρ_E
-    total: ApproxDP | None = None  # the budget the plan was made from
-
-    def all(self, first_round: int = 0) -> list[Budget]:
-        """Every charge from round ``first_round`` on, in order."""
-        out: list[Budget] = [p for parts in self.round_parts[first_round:] for p in parts]
-        return [*out, self.counts, self.estimation]
-
-    def budget_plan(self, *, exact: bool = True) -> BudgetPlan:
-        """Every charge, named ``round-j/<one_cluster step>``, ``counts`` and ``estimation``, as
-        a :class:`~privgauss.privacy.BudgetPlan` of :attr:`total` (exact: the parts compose to
-        exactly the total; else within it)."""
-        if self.total is None:
-            raise ValueError("this sample-and-aggregate plan was made without its total")
-        parts: dict[str, Budget] = {
-            f"round-{j + 1}/{name}": b
-            for j, rp in enumerate(self.round_parts)
-            for name, b in zip(ONE_CLUSTER_NAMES, rp, strict=True)
-        }
-        parts.update(counts=self.counts, estimation=self.estimation)
-        return BudgetPlan.of(self.total, parts, exact=exact)
-
-
-def _round_parts(budget: ApproxDP, d: int, split: Sequence[float]) -> tuple[Budget, ...]:
-    return tuple(plan_budget(budget, ("pure", "hist", "noise", "noise"), split, (1, 1, d, d)))
-
-
-def _round_pieces(parts: Sequence[Budget]) -> tuple[float, float, float]:
-    """(pure ε, δ, zCDP ρ) of one one_cluster call's charges."""
-    eps = delta = rho = 0.0
-    for part in parts:
-        if isinstance(part, ZCDP):
-            rho += part.rho
-        else:
-            eps += part.epsilon
-            delta += part.delta if isinstance(part, ApproxDP) else 0.0
-    return eps, delta, rho
-
-
-def plan_sa_budget(
-    budget: ApproxDP,
-    k: int,
-    d: int,
-    *,
-    means_share: float = 0.7,
-    counts_share: float = 0.05,
-    round_split: Sequence[float] = ROUND_SPLIT,
-) -> SABudget:
-    """Split (ε, δ) into k peeling rounds, the counts and the estimation charge. Public.
-
-    Round j gets ApproxDP(ε_M·(k − j + 1)/(k(k + 1)/2), δ/(2k)) with ε_M = means_share·ε (round j
-    sees k − j + 1 clusters of about s/(k − j + 1) points each; the last round is a remainder).
-    one_cluster charges each round as pure, histogram and zCDP pieces (its planner, public);
-    the zCDP left is ρ_Z = the largest ρ such that all zCDP charges together convert, with the δ
-    the histograms leave, into the ε the pure pieces leave (tight CKS20). ``counts_share`` of
-    ρ_Z goes to the counts, the rest to the estimation charge, so the ledger composes to exactly
-    (ε, δ) in the accountant's own arithmetic.
-    """
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
-        raise PrivacyBudgetError(
-            "sample-and-aggregate needs an (epsilon, delta) budget with delta > 0 (its 1-cluster "
-            "step uses a stability histogram)"
-        )
-    if not (0 < means_share < 1) or not (0 < counts_share < 1):
-        raise ValueError("means_share and counts_share must be in (0, 1)")
-    eps, delta = budget.epsilon, budget.delta
-    if math.isinf(eps):
-        rounds = tuple(ApproxDP(math.inf, delta / (2 * k)) for _ in range(k))
-        parts = tuple(_round_parts(r, d, tuple(round_split)) for r in rounds)
-        return SABudget(rounds, parts, ZCDP(math.inf), ZCDP(math.inf), total=budget)
-    eps_m = eps * means_share
-    total_w = k * (k + 1) / 2
-    per = [eps_m * (k - j) / total_w for j in range(k - 1)]
-    per.append(eps_m - sum(per))
-    dl = [delta / (2 * k)] * (k - 1)
-    dl.append(delta / 2 - sum(dl))
-    rounds = tuple(ApproxDP(e, x) for e, x in zip(per, dl, strict=True))
-    parts = tuple(_round_parts(r, d, tuple(round_split)) for r in rounds)
-    pieces = [_round_pieces(p) for p in parts]
-    eps_pure = math.fsum(p[0] for p in pieces)
-    delta_h = math.fsum(p[1] for p in pieces)
-    rho_oc = math.fsum(p[2] for p in pieces)
-    rho_z = approx_to_zcdp(eps - eps_pure, delta - delta_h) - rho_oc
-    if not rho_z > 0:  # pragma: no cover - the joint conversion is never worse than separate ones
-        raise PrivacyBudgetError("the budget is too small to split")
-    rho_w = rho_z * counts_share
-    return SABudget(rounds, parts, ZCDP(rho_w), ZCDP(rho_z - rho_w), total=budget)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 :class:`Requirements` says, from public quantities only, whether n rows can work for a method,
 what n it needs and which term dominates. Each learner's module owns its own formula
 (:func:`privgauss.mixture.sample_aggregate.practical_terms`,
-:func:`privgauss.mixture.kssu.practical_terms`, …); :mod:`privgauss.mixture.requirements`
+:func:`privgauss.mixture.kssu_sample_size.practical_terms`, …);
+:mod:`privgauss.mixture.requirements`
 dispatches by method name."""
 
 from __future__ import annotations

@@ -23,14 +23,14 @@ Definitions (closed balls B_r(p) = {x : ‖x − p‖ ≤ r}). A ball B_r(p) is 
 TerrificRadius (ε_R, pure): AboveThreshold (standard, non-monotone version: Q_r is not monotone
 in r) over the public radii, increasing (``largest=False``) or decreasing (``largest=True``),
 Δ = 2, threshold t − Γ, Γ = 16(ln T + ln(2/β))/ε_R (``constants="theory"``) or the sharper union
-bound of :func:`~privgauss.mixture.one_cluster.above_threshold_slack` (``"practical"``). With
+bound of :func:`~privgauss.mixture.good_radius.above_threshold_slack` (``"practical"``). With
 probability ≥ 1 − β a returned r has Q_r ≥ t − 2Γ, so some B_r(x) is (c, 2Γ)-terrific (Claim 5.5),
 and if X has a (4c+1)-terrific ball the search does not return ⊥ (Claim 5.6).
 
 PTerrificBall (:func:`terrific_ball`), five adaptively composed releases:
 
 1. r ← TerrificRadius (ε_R, pure).
-2.–4. p ← GoodCenter(r) (:func:`~privgauss.mixture.one_cluster.good_center`): heavy box of a
+2.–4. p ← GoodCenter(r) (:func:`~privgauss.mixture.good_center.good_center`): heavy box of a
    randomly rotated, shifted grid of side ``box_factor``·r (stability histogram (ε_H, δ_H), or
    the exponential mechanism for pure ε), a noisy joint (sum, count) over the box (ρ_M), and a
    refinement over the rows within 2r + margin of it (ρ_F); ρ's are ε's for Laplace parts.
@@ -83,16 +83,8 @@ from ..privacy import (
     pure_epsilon,
 )
 from ..validation import check_positive_int, check_probability
-from .one_cluster import (
-    Ball,
-    _subsample_t,
-    above_threshold_slack,
-    ball_counts,
-    center_with,
-    prepare_search,
-    radius_search,
-    top_t_mean,
-)
+from .good_radius import above_threshold_slack, ball_counts, radius_search, subsample_t, top_t_mean
+from .one_cluster import Ball, center_with, prepare_search
 
 __all__ = [
     "Ball",
@@ -297,7 +289,7 @@ def _find_ball(s: _Search) -> tuple[float, np.ndarray] | None:
 def _checked(s: _Search, r: float, center: np.ndarray) -> Ball | None:
     """The noisy check that B(p, 2r) is terrific, in full-data units (the radius search may
     have run on a subsample): the ball, or None (⊥)."""
-    t_sub = _subsample_t(s.data.shape[0], s.t, s.max_points)
+    t_sub = subsample_t(s.data.shape[0], s.t, s.max_points)
     gamma = above_threshold_slack(
         pure_epsilon(s.plan["radius"], "step"),
         s.grid.size,

@@ -8,15 +8,27 @@ types, and everything else charges its releases here.
 
 from __future__ import annotations
 
-from .accountant import Accountant, LedgerEntry, charge_unused, composed, reserve
+from .accountant import (
+    Accountant,
+    LedgerEntry,
+    charge_unused,
+    check_accountant,
+    composed,
+    reserve,
+    reserve_rho,
+)
 from .budgets import (
     ZCDP,
     ApproxDP,
     Budget,
     PureDP,
+    amplified_budget,
     approx_to_zcdp,
+    as_rho,
     budget_from_dict,
+    budget_notion,
     budget_to_dict,
+    check_rho,
     compose_advanced,
     compose_basic,
     compose_zcdp,
@@ -24,6 +36,7 @@ from .budgets import (
     make_budget,
     pure_epsilon,
     split,
+    zcdp_of,
     zcdp_to_delta,
     zcdp_to_epsilon,
 )
@@ -37,10 +50,15 @@ __all__ = [
     "BudgetPlan",
     "LedgerEntry",
     "PureDP",
+    "amplified_budget",
     "approx_to_zcdp",
+    "as_rho",
     "budget_from_dict",
+    "budget_notion",
     "budget_to_dict",
     "charge_unused",
+    "check_accountant",
+    "check_rho",
     "compose_advanced",
     "compose_basic",
     "compose_zcdp",
@@ -49,7 +67,9 @@ __all__ = [
     "make_budget",
     "pure_epsilon",
     "reserve",
+    "reserve_rho",
     "split",
+    "zcdp_of",
     "zcdp_to_delta",
     "zcdp_to_epsilon",
 ]

@@ -558,6 +558,23 @@ def reserve(
         reserve(accountant.parent, parts, what, approx_total=approx_total)
 
 
+def check_accountant(accountant: Any) -> Accountant:
+    """``accountant``, checked to be an :class:`Accountant` (TypeError otherwise)."""
+    if not isinstance(accountant, Accountant):
+        raise TypeError("accountant must be a privgauss.Accountant")
+    return accountant
+
+
+def reserve_rho(accountant: Accountant, rho: float) -> None:
+    """Refuse up front (nothing spent, nothing drawn) when the accountant (with its parents)
+    cannot pay ``ZCDP(rho)``: a zCDP estimator's check before its first release."""
+    if not accountant.can_spend(ZCDP(rho)):
+        raise PrivacyBudgetError(
+            f"this estimator needs {rho:g}-zCDP but the accountant cannot pay it "
+            f"(total {accountant.total}, spent {accountant.spent_str()})"
+        )
+
+
 def charge_unused(accountant: Accountant, parts: Sequence[Budget], step: str) -> None:
     """Charge the parts an earlier ⊥ left unused, so the spent budget is data independent."""
     for p in parts:

@@ -39,7 +39,6 @@ def _brentq(*args: Any, **kwargs: Any) -> float:
 REL_TOL = 1e-9
 #: stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
 MIN_EPS = sys.float_info.min
-_MIN_EPS = MIN_EPS  # the old private name, still imported by mixture/private_em.py
 
 
 def _check_positive(name: str, value: Any) -> float:
@@ -293,6 +292,55 @@ def compose_advanced(epsilon: float, delta: float, k: int, delta_prime: float) -
 def is_pure(budget: Budget) -> TypeGuard[PureDP | ApproxDP]:
     """Whether ``budget`` is pure ε-DP (``PureDP``, or ``ApproxDP`` with δ = 0)."""
     return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
+
+
+def check_rho(rho: Any) -> float:
+    """``rho`` as a float, checked as a zCDP parameter (:class:`PrivacyBudgetError` for ≤ 0,
+    NaN or a non-number)."""
+    return ZCDP(rho).rho
+
+
+def budget_notion(budget: Budget) -> str:
+    """``"zcdp"``, ``"approx"`` (δ > 0) or ``"pure"``: the notion of ``budget``."""
+    if isinstance(budget, ZCDP):
+        return "zcdp"
+    return "pure" if is_pure(budget) else "approx"
+
+
+def zcdp_of(budget: Budget, what: str) -> float:
+    """The ρ a zCDP algorithm may use within ``budget`` (ApproxDP: the largest ρ implying it);
+    :class:`PrivacyBudgetError` naming ``what`` for a pure budget."""
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    if isinstance(budget, ApproxDP) and budget.delta > 0:
+        return approx_to_zcdp(budget.epsilon, budget.delta)
+    raise PrivacyBudgetError(
+        f"{what} is a zCDP algorithm and cannot give a pure epsilon-DP guarantee; pass rho= or "
+        "epsilon= with delta=, or choose a pure-DP method"
+    )
+
+
+def as_rho(budget: Budget) -> float:
+    """The ρ a budget stands for in a theorem's bound: ρ itself, ε²/2 for pure ε, the largest
+    ρ implying (ε, δ)."""
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    if isinstance(budget, PureDP):
+        return budget.epsilon**2 / 2
+    return approx_to_zcdp(budget.epsilon, budget.delta)
+
+
+def amplified_budget(budget: ApproxDP, rate: float) -> ApproxDP:
+    """The (ε′, δ′) a mechanism may use on a uniform subsample (without replacement) of a
+    fraction ``rate`` of a fixed-size dataset, so that the composite is ``budget``-DP under
+    substitution: ε′ = ln(1 + (e^ε − 1)/γ), δ′ = min(δ/γ, 0.5) (Balle–Barthe–Gaboardi 2018,
+    Thm 9: (ε′, δ′) on the sample ⇒ (ln(1 + γ(e^{ε′} − 1)), γδ′) on the whole)."""
+    if not (0 < rate <= 1):
+        raise ValueError("rate must be in (0, 1]")
+    if rate == 1 or math.isinf(budget.epsilon):
+        return budget
+    eps = math.log1p(math.expm1(budget.epsilon) / rate)
+    return ApproxDP(eps, min(budget.delta / rate, 0.5))
 
 
 def pure_epsilon(budget: Budget, what: str) -> float:

@@ -20,7 +20,7 @@ Three stages on the same t blocks of s rows (public random partition, t and s fr
 (B) *location*: u_i = the block means of the rows divided by ŝ (a DP output), radius r_B from s,
     d and stage A's public error bound; with ``refine=False`` u_i also holds the block
     covariance (Frobenius), and (μ, Σ) is read off the average — the pure AL22-style estimate;
-(C) *refinement* (``refine=True``): CoinPress (``gaussian/coinpress.py``) on all n rows divided
+(C) *refinement* (``refine=True``): CoinPress (``gaussian/coinpress/``) on all n rows divided
     by ŝ, centred at stage B's release, with the zCDP budget left over; the prior radius and the
     eigenvalue bounds come from the public error bounds of stages A–B (their correctness affects
     accuracy only). As in ``histogram.py``, the lower eigenvalue bound assumes the correlation

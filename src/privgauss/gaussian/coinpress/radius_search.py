@@ -1,6 +1,6 @@
 """Clip radii read off the data by DP: a noisy-count search over a public grid of radii.
 
-The practical CoinPress steps (:mod:`.coinpress_plan`, Biswas–Dong–Kamath–Ullman 2020, Alg.
+The practical CoinPress steps (:mod:`.plan`, Biswas–Dong–Kamath–Ullman 2020, Alg.
 1–2, with our planner) clip at radii planned for Gaussian rows. On real tables — a few gross
 recording errors, collinear columns whose error rows leave the plane, heavy tails — rows lie
 far outside those radii at every budget, and the fit converges to the moment of the central
@@ -22,7 +22,7 @@ step's radius up, by DP:
   (:func:`privgauss.sensitivity.count`), released by :func:`privgauss.mechanisms.private_count`
   (discrete Gaussian, charged before its noise). The grid has 2^m − 1 radii plus "beyond the
   cap", so the search makes exactly m queries whatever the data (the ledger's length is
-  public), each at ρ_s/m: the search is ρ_s-zCDP, ρ_s = :data:`_SEARCH_SHARE` of the step's
+  public), each at ρ_s/m: the search is ρ_s-zCDP, ρ_s = :data:`SEARCH_SHARE` of the step's
   ρ, planned with the step (:class:`RadiusSearch`), and the step's statistic is then released
   with the rest at the radius found — a DP output, so its sensitivity is public.
 
@@ -39,16 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import is_dask, reduce_rows, take_rows
-from ..clipped_stats import Rows, _mapped_inputs, affine_rows, prepare_moments
-from ..mechanisms import private_count
-from ..privacy import ZCDP, Accountant
-from ..sensitivity import count as count_sensitivity
+from ...backends import is_dask, reduce_rows, take_rows
+from ...clipped_stats import Rows, _mapped_inputs, affine_rows, prepare_moments
+from ...mechanisms import private_count
+from ...privacy import ZCDP, Accountant
+from ...sensitivity import count as count_sensitivity
 
 __all__ = ["RadiusSearch", "plan_search", "search_cap", "search_radius"]
 
 #: share of a step's ρ spent on its radius search (when the step has room to grow)
-_SEARCH_SHARE = 0.01
+SEARCH_SHARE = 0.01
 #: largest ratio of consecutive radii of the grid (noise grows as the square for a moment)
 _GRID_RATIO = 2.0 ** 0.125
 #: noise caps: the search never raises a second moment's noise std above 0.1/d (entries of the
@@ -97,7 +97,7 @@ def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int
     steps = math.ceil(math.log(cap / tau) / math.log(_GRID_RATIO))
     m = max(1, math.ceil(math.log2(steps + 2)))
     grid = tuple(float(x) for x in np.geomspace(tau, cap, 2**m - 1))
-    rho_s = rho * _SEARCH_SHARE
+    rho_s = rho * SEARCH_SHARE
     sc = math.sqrt(m / (2.0 * rho_s))
     p = min(max(float(model_fraction), 0.0), 1.0)
     allowed = 2.0 * n * p + 4.0 * math.sqrt(n * p) + _COUNT_Z * sc
@@ -107,13 +107,13 @@ def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int
 def search_cap(tau: float, sigma: float, rho: float, d: int, power: int) -> float | None:
     """The cap of :func:`plan_search`'s grid, or None when it plans no search (the noise cap
     leaves no room, or the budget is infinite): what decides whether a step searches — and
-    so its noise, ρ·(1 − :data:`_SEARCH_SHARE`) left for the moment — without building the
+    so its noise, ρ·(1 − :data:`SEARCH_SHARE`) left for the moment — without building the
     grid (the planner's inner loops). Public quantities only."""
     if not (math.isfinite(rho) and rho > 0 and sigma > 0 and math.isfinite(sigma)):
         return None
     cap_sigma = (_COV_NOISE_CAP / d) if power == 2 else (_MEAN_NOISE_CAP / math.sqrt(d))
     # the moment keeps 1 − share of ρ: its noise at τ is σ/√(1 − share)
-    sig = sigma / math.sqrt(1.0 - _SEARCH_SHARE)
+    sig = sigma / math.sqrt(1.0 - SEARCH_SHARE)
     cap = min(tau * (cap_sigma / sig) ** (1.0 / power), _MAX_RADIUS)
     return cap if cap >= tau * _MIN_ROOM else None
 

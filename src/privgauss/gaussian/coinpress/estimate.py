@@ -11,9 +11,9 @@ statistic with the Gaussian mechanism (sensitivity from :mod:`privgauss.sensitiv
 charges ``ZCDP(ρ·f_i)`` to the accountant before drawing its noise; the fractions f_i sum to 1
 (the last is ``1 − sum(others)``). Step counts, splits and planned radii are therefore the same
 for all datasets of a given size — :func:`mean_schedule` and :func:`covariance_schedule` return
-them (:mod:`.coinpress_plan` holds all public planning; this module runs the plans on data).
+them (:mod:`.plan` holds all public planning; this module runs the plans on data).
 At large budgets a practical step's plan may include a *radius search*
-(:mod:`.coinpress_radius`): a fixed number of noisy counts, charged within the step's ρ·f_i,
+(:mod:`.radius_search`): a fixed number of noisy counts, charged within the step's ρ·f_i,
 that may grow its radius from the data before the statistic is released at the radius found
 (a DP output, so its sensitivity is public).
 
@@ -28,7 +28,7 @@ never depends on the choice**; only accuracy does.
 
 Large data (n·d ≥ 2^20): the practical Gaussian estimator may run in a *split mode* — a public
 random subset of m rows fits a coarse frame, one pass over the final rows releases clipped first
-and second moments in that frame (:mod:`.coinpress_split`: parallel composition with the whole ρ
+and second moments in that frame (:mod:`.split_mode`: parallel composition with the whole ρ
 on each part, or a ρ split with the final pass on all rows). The planner uses it only when its
 predicted covariance error is within 1 % of the sequential plan's.
 """
@@ -40,52 +40,28 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import as_rows
-from ..clipped_stats import Rows
-from ..exceptions import InvalidDataError
-from ..noise import RandomState, as_noise
-from ..privacy import Accountant
-from . import coinpress_split as sm
-from .clip_diagnostics import take_count_share
-from .coinpress_plan import (
-    CovStep,
-    MeanStep,
-    _check_beta,
-    _check_constants,
-    _check_radii,
-    _check_rho,
-    _finite,
-    _practical_plan,
-    chi_tail_bound,
-    chi_tail_radius,
-    covariance_schedule,
-    mean_schedule,
-)
-from .coinpress_steps import (
-    _check_accountant,
-    _reserve,
-    _run_cov,
-    _run_mean,
-    _run_practical,
-    _whitener,
-)
+from ...backends import as_rows
+from ...clipped_stats import Rows
+from ...exceptions import InvalidDataError
+from ...noise import RandomState, as_noise
+from ...privacy import Accountant, check_accountant, check_rho, reserve_rho
+from ..clip_diagnostics import take_count_share
+from . import split_mode as sm
+from .cov_plan import covariance_schedule
+from .mean_plan import check_radii, mean_schedule
+from .plan import finite_prior, practical_plan
+from .schedule import check_beta, check_constants
+from .steps import run_cov, run_mean, run_practical, whitener
 
 __all__ = [
-    "CovStep",
-    "MeanStep",
-    "chi_tail_bound",
-    "chi_tail_radius",
+    "PLAN_MAX_ERROR",
     "coinpress_covariance",
     "coinpress_gaussian",
     "coinpress_mean",
-    "covariance_schedule",
-    "mean_schedule",
+    "gaussian_of_rows",
+    "planned_covariance_error",
+    "run_gaussian",
 ]
-
-
-# ----------------------------------------------------------------------------------------------
-# Argument checks (public quantities only in messages)
-# ----------------------------------------------------------------------------------------------
 
 
 # ----------------------------------------------------------------------------------------------
@@ -140,17 +116,17 @@ def coinpress_mean(
     n, d = int(X.shape[0]), int(X.shape[1])
     c = _check_center(center, d)
     radius = _check_radius(radius)
-    accountant = _check_accountant(accountant)
-    rho = _check_rho(rho)
+    accountant = check_accountant(accountant)
+    rho = check_rho(rho)
     fr = None if fractions is None else tuple(float(f) for f in fractions)
-    _reserve(accountant, rho)
+    reserve_rho(accountant, rho)
     rho = take_count_share(rho)  # a fit's diagnostics may set 2 % aside (clip_diagnostics)
     plan = mean_schedule(
         n, d, radius, rho, steps=steps, fractions=fr, beta=beta, constants=constants,
         debias=bool(debias),
     )
-    _check_radii(plan)
-    return _run_mean(Rows(X), c, plan, accountant, as_noise(noise), step)
+    check_radii(plan)
+    return run_mean(Rows(X), c, plan, accountant, as_noise(noise), step)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -179,7 +155,7 @@ def coinpress_covariance(
     Plan (steps, split, radii, ridges): :func:`covariance_schedule` with cond = cov_upper —
     public. Callers rescale so that the lower bound is 1. ``practical`` returns the last
     release pooled with the chain's earlier ones (post-processing; see
-    :func:`~privgauss.gaussian.coinpress_steps._run_cov`); ``theory`` the last release alone,
+    :func:`~privgauss.gaussian.coinpress.steps.run_cov`); ``theory`` the last release alone,
     as the paper.
     """
     X = as_rows(X)
@@ -187,15 +163,15 @@ def coinpress_covariance(
     u = float(cov_upper)
     if not (u >= 1 and math.isfinite(u)):
         raise ValueError("cov_upper must be finite and >= 1 (rescale X so that I ⪯ Σ)")
-    accountant = _check_accountant(accountant)
-    rho = _check_rho(rho)
+    accountant = check_accountant(accountant)
+    rho = check_rho(rho)
     fr = None if fractions is None else tuple(float(f) for f in fractions)
     plan = covariance_schedule(
         n, d, u, rho, steps=steps, fractions=fr, beta=beta, constants=constants
     )
-    _reserve(accountant, rho)
+    reserve_rho(accountant, rho)
     A0 = np.eye(d) / math.sqrt(u)
-    _, cov = _run_cov(Rows(X), A0, plan, accountant, as_noise(noise), step,
+    _, cov = run_cov(Rows(X), A0, plan, accountant, as_noise(noise), step,
                       pool=constants != "theory")
     assert cov is not None
     return cov
@@ -260,13 +236,13 @@ def coinpress_gaussian(
     (X_{2j} − X_{2j−1})/√2 with ρ/2, then CoinPress mean (t = 2) on rows whitened by it with ρ/2.
     """
     X = as_rows(X, min_rows=2)
-    return _coinpress_gaussian(X, rho, center=center, radius=radius, cov_bounds=cov_bounds,
+    return gaussian_of_rows(X, rho, center=center, radius=radius, cov_bounds=cov_bounds,
                                accountant=accountant, noise=noise, constants=constants,
                                beta=beta, mahalanobis_radius=mahalanobis_radius, step=step,
                                prior_floor=prior_floor)
 
 
-def _coinpress_gaussian(
+def gaussian_of_rows(
     X: Any,
     rho: float,
     *,
@@ -283,23 +259,23 @@ def _coinpress_gaussian(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on rows already validated by
     :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask)."""
-    _check_constants(constants)
+    check_constants(constants)
     d = int(X.shape[1])
     c = _check_center(center, d)
     R = _check_radius(radius)
     lo, hi = _check_bounds(cov_bounds)
-    accountant = _check_accountant(accountant)
-    rho = _check_rho(rho)
-    beta = _check_beta(beta)
+    accountant = check_accountant(accountant)
+    rho = check_rho(rho)
+    beta = check_beta(beta)
     omega = R / math.sqrt(lo)
     if mahalanobis_radius is not None:
         omega = min(omega, _check_radius(mahalanobis_radius, "mahalanobis_radius"))
-    _reserve(accountant, rho)
-    return _gaussian(Rows(X, center=c), rho, c, R, lo, hi, omega, accountant, as_noise(noise),
+    reserve_rho(accountant, rho)
+    return run_gaussian(Rows(X, center=c), rho, c, R, lo, hi, omega, accountant, as_noise(noise),
                      constants, beta, step, prior_floor=prior_floor)
 
 
-def _gaussian(
+def run_gaussian(
     rows: Rows,
     rho: float,
     c: np.ndarray,
@@ -319,7 +295,7 @@ def _gaussian(
     """:func:`coinpress_gaussian` on validated rows (finite, |x| ≤ 1e150). Every plan is
     computed (from public quantities) before anything is spent. ``prefer_fewer``: see
     :func:`covariance_schedule` (used when the range parameters are known, e.g. public data).
-    Large data (n·d ≥ 2^20) may run in split mode (:mod:`.coinpress_split`) when the planner
+    Large data (n·d ≥ 2^20) may run in split mode (:mod:`.split_mode`) when the planner
     predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers.
     ``prior_floor``: see :func:`coinpress_gaussian`."""
     n, d = rows.n, rows.d
@@ -327,8 +303,8 @@ def _gaussian(
     if constants == "theory":
         return _gaussian_theory(rows, rho, c, R, lo, hi, accountant, src, beta, step)
     args = (d, rho, R, lo, hi, omega, beta, prefer_fewer)
-    plan = _practical_plan(n, *args)
-    from . import coinpress_meanfirst as mf  # it calls this module's estimators
+    plan = practical_plan(n, *args)
+    from . import mean_first as mf  # it calls this module's estimators
 
     # small n·ρ: the sequential chain eats ρ
     if mf.use_mean_first(n, d, plan.cov_err, rho, R, (lo, hi), trusted_prior=prior_floor):
@@ -336,11 +312,11 @@ def _gaussian(
                                       accountant=accountant, noise=src, beta=beta, step=step,
                                       prior_floor=prior_floor)
 
-    split = sm._split_plan(n, args, plan) if n * d >= sm._SPLIT_MIN_VALUES else None
+    split = sm.plan_split(n, args, plan) if n * d >= sm.SPLIT_MIN_VALUES else None
     if split is not None:
-        return sm._split_gaussian(rows, split, args, c, accountant, src, step, info,
+        return sm.split_gaussian(rows, split, args, c, accountant, src, step, info,
                                   prior_floor)
-    return _run_practical(rows, plan, c, lo, accountant, src, step, prior_floor)
+    return run_practical(rows, plan, c, lo, accountant, src, step, prior_floor)
 
 
 # Largest planned relative covariance error (planned_covariance_error) a fit may start with:
@@ -365,10 +341,10 @@ def planned_covariance_error(n: int, d: int, rho: float, radius: float,
     small (n = 500: predicted 2.3e3, measured 3.0e3)."""
     lo, hi = cov_bounds
     try:
-        plan = _practical_plan(n, d, rho, radius, lo, hi, radius / math.sqrt(lo), beta, 0.0)
+        plan = practical_plan(n, d, rho, radius, lo, hi, radius / math.sqrt(lo), beta, 0.0)
     except ValueError:
         return math.inf
-    from . import coinpress_meanfirst as mf
+    from . import mean_first as mf
 
     err = plan.cov_err
     if mf.use_mean_first(n, d, err, rho, radius, (lo, hi), trusted_prior=trusted_prior):
@@ -393,15 +369,15 @@ def _gaussian_theory(
     rest = rho - half if math.isfinite(rho) else math.inf
     m = n // 2
     P = rows.pairs(src.rng)
-    plan = covariance_schedule(m, d, _finite(hi / lo), half, beta=beta, constants="theory")
+    plan = covariance_schedule(m, d, finite_prior(hi / lo), half, beta=beta, constants="theory")
     # ‖B(μ − c)‖ ≤ R/√lo when B ≈ Σ^{-1/2} and Σ ⪰ lo·I: a public radius
-    plan_m = mean_schedule(n, d, _finite(R / math.sqrt(lo)), rest, constants="theory",
+    plan_m = mean_schedule(n, d, finite_prior(R / math.sqrt(lo)), rest, constants="theory",
                            beta=0.01)
-    _check_radii(plan_m)
+    check_radii(plan_m)
     # CoinPress on the rescaled pairs P/√lo with A₀ = I·√(lo/hi), i.e. A₀ = I/√hi on P
-    _, cov = _run_cov(P, np.eye(d) / math.sqrt(hi), plan, accountant, src, f"{step} cov",
+    _, cov = run_cov(P, np.eye(d) / math.sqrt(hi), plan, accountant, src, f"{step} cov",
                       pool=False)
     assert cov is not None
-    B = _whitener(cov, lo, step)
-    m_w = _run_mean(rows, B @ c, plan_m, accountant, src, f"{step} mean", A=B)
+    B = whitener(cov, lo, step)
+    m_w = run_mean(rows, B @ c, plan_m, accountant, src, f"{step} mean", A=B)
     return np.linalg.solve(B, m_w), cov

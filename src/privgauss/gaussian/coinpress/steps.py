@@ -1,9 +1,9 @@
 """The steps of CoinPress-style estimation shared by its sequential and split modes: one planned
 mean step, one planned covariance step (clip in the current frame, noise, update the frame),
-and the four-stage practical runner (:mod:`privgauss.gaussian.coinpress` plans and dispatches;
-:mod:`privgauss.gaussian.coinpress_split` runs the split modes). Every release is charged to the
-accountant before its noise is drawn (:mod:`privgauss.mechanisms`); sensitivities come from
-:mod:`privgauss.sensitivity`. Biswas, Dong, Kamath, Ullman, *CoinPress* (NeurIPS 2020), Alg. 1–2.
+and the four-stage practical runner (:mod:`.estimate` plans and dispatches; :mod:`.split_mode`
+runs the split modes). Every release is charged to the accountant before its noise is drawn
+(:mod:`privgauss.mechanisms`); sensitivities come from :mod:`privgauss.sensitivity`.
+Biswas, Dong, Kamath, Ullman, *CoinPress* (NeurIPS 2020), Alg. 1–2.
 """
 
 from __future__ import annotations
@@ -13,49 +13,31 @@ from typing import Any
 
 import numpy as np
 
-from ..clipped_stats import Rows
-from ..exceptions import EstimationFailed, PrivacyBudgetError
-from ..linalg import inv_sqrtm_psd, project_psd, sym
-from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
-from ..privacy import ZCDP, Accountant
-from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
-from .clip_diagnostics import (
+from ...clipped_stats import Rows
+from ...exceptions import EstimationFailed
+from ...linalg import inv_sqrtm_psd, project_psd, sym
+from ...mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
+from ...privacy import ZCDP, Accountant
+from ...sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
+from ..clip_diagnostics import (
     MEAN_COUNT_TAIL,
     chi_tail,
     cov_clip_scale,
     mean_ball_radius,
     note_clip,
 )
-from .coinpress_plan import (
-    CovStep,
-    MeanStep,
-    _Plan,
-    _sigma_cov,
-    _sigma_mean,
-    _undo_shrinkage,
-    undo_cov_clip,
-)
-from .coinpress_radius import RadiusSearch, search_radius
+from .cov_plan import CovStep, sigma_cov
+from .mean_plan import MeanStep, sigma_mean
+from .plan import GaussianPlan
+from .radius_search import RadiusSearch, search_radius
+from .tails import undo_cov_clip, undo_shrinkage
 
-_WHITEN_REL = 1e-6  # the whitener's eigenvalue floor, as a fraction of an assumed lower bound
+WHITEN_REL = 1e-6  # the whitener's eigenvalue floor, as a fraction of an assumed lower bound
 
 
-def _check_accountant(accountant: Any) -> Accountant:
-    if not isinstance(accountant, Accountant):
-        raise TypeError("accountant must be a privgauss.Accountant")
-    return accountant
 
 
-def _reserve(accountant: Accountant, rho: float) -> None:
-    """Refuse up front (nothing spent, nothing drawn) when ρ is not available."""
-    if not accountant.can_spend(ZCDP(rho)):
-        raise PrivacyBudgetError(
-            f"this estimator needs {rho:g}-zCDP but the accountant cannot pay it "
-            f"(total {accountant.total}, spent {accountant.spent_str()})"
-        )
-
-
-def _run_mean(
+def run_mean(
     rows: Rows,
     center: np.ndarray,
     plan: tuple[MeanStep, ...],
@@ -96,15 +78,15 @@ def _run_mean(
             step=f"{step} {i + 1}/{t}",
         )
         if sigmas is not None:
-            sigmas.append(s.sigma if s.search is None else _sigma_mean(tau, n, rho))
+            sigmas.append(s.sigma if s.search is None else sigma_mean(tau, n, rho))
         if s.debias:
             cap = max(3.0 * s.prior_radius, 4.0 * math.sqrt(d / n), 1e-12)
-            released = c + _undo_shrinkage(released - c, d, tau, cap)
+            released = c + undo_shrinkage(released - c, d, tau, cap)
         c = released
     return np.asarray(c, dtype=np.float64)
 
 
-def _run_cov(
+def run_cov(
     rows: Rows,
     A: np.ndarray,
     plan: tuple[CovStep, ...],
@@ -136,7 +118,7 @@ def _run_cov(
     treated as one of variance ``floor`` instead of being magnified by the inverse noise level
     until the clipped means collapse. The final release is returned as released (PSD-repaired):
     callers judge it against their prior. Before that repair, the final release is pooled
-    with the chain's earlier ones mapped into its frame (:func:`_pooled`, post-processing): a
+    with the chain's earlier ones mapped into its frame (:func:`pooled`, post-processing): a
     whitening step's release is an estimate of the same moment with its own independent noise,
     and the late steps, in frames already close to white, carry a third to a half of the
     chain's information (bound-free, d = 10, ε = 1, n = 5,000: covariance 3.87× non-private →
@@ -146,7 +128,7 @@ def _run_cov(
     already hold earlier releases of the same moment (a caller's chain, re-centred); the final
     release is pooled with all of them. ``labels`` = (index of the first step, total): the
     ledger's step numbers when a caller runs one plan in parts. A step with a radius
-    search (:mod:`.coinpress_radius`) first releases its radius from the data; a release
+    search (:mod:`.radius_search`) first releases its radius from the data; a release
     whose search hit the cap enters the pooling with infinite extra error (left out);
     ``sigmas`` receives each step's noise std at the radius used. ``pool=False`` (the papers'
     algorithms as written, ``constants="theory"``): the final release alone.
@@ -160,12 +142,12 @@ def _run_cov(
     i0, total = (0, t) if labels is None else labels
     for i, s in enumerate(plan):
         tau, rho, sigma, extra = s.clip_radius * k, s.rho, s.sigma * k * k, 0.0
-        if s.search is not None:  # the radius from the data, by DP (coinpress_radius)
+        if s.search is not None:  # the radius from the data, by DP (radius_search)
             tau, covered = search_radius(rows, A, sh, np.zeros(d), _scaled(s.search, k),
                                          accountant=accountant, noise=noise,
                                          step=f"{step} {i0 + i + 1}/{total}")
             rho = s.rho - s.search.rho
-            sigma = _sigma_cov(tau, n, rho)
+            sigma = sigma_cov(tau, n, rho)
             # a release that cut more rows than allowed even at the cap is biased by them:
             # left out of the pooling of the chain's releases
             extra = 0.0 if covered else math.inf
@@ -186,7 +168,7 @@ def _run_cov(
             if pool and not s.debias:
                 if s.search is not None:  # a budget where noise no longer hides clipping:
                     past = _containing(past, A, tau)  # only releases that kept its rows pool
-                Z = _pooled(past, A, Z, sigma)
+                Z = pooled(past, A, Z, sigma)
             Zp = project_psd(Z)
             if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
                 Zp = undo_cov_clip(Zp, tau)
@@ -240,7 +222,7 @@ def _containing(past: list[Release], B: np.ndarray, tau: float) -> list[Release]
     return keep
 
 
-def _pooled(past: list[Release], B: np.ndarray, Z: np.ndarray, sigma: float) -> np.ndarray:
+def pooled(past: list[Release], B: np.ndarray, Z: np.ndarray, sigma: float) -> np.ndarray:
     """The final release ``Z`` (frame ``B``, noise σ) averaged with the chain's earlier releases
     mapped into that frame, G_i Z_i G_iᵀ with G_i = B A_i⁻¹ (post-processing: each is an unbiased
     estimate of the same second moment up to clipping, with independent noise), weighted by
@@ -279,11 +261,11 @@ def _prior_floor(Z: np.ndarray, A: np.ndarray, floor: float) -> np.ndarray:
     return out if np.isfinite(out).all() else project_psd(Z)
 
 
-def _run_practical(rows: Rows, plan: _Plan, c: np.ndarray, lo: float, accountant: Accountant,
+def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, accountant: Accountant,
                    src: Any, step: str, prior_floor: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Stages 1–4 of :func:`coinpress_gaussian` (``practical``) on ``rows``. ``prior_floor``:
     the lower bound ``lo`` is a prior the data are known to satisfy (the user's ``cov_bounds``),
-    so no frame whitens a direction past it (see :func:`_run_cov`'s ``floor``) — a constant
+    so no frame whitens a direction past it (see :func:`run_cov`'s ``floor``) — a constant
     column then keeps its mean instead of dragging every coordinate's mean off."""
     d = rows.d
     floor = lo if prior_floor else 0.0
@@ -291,26 +273,26 @@ def _run_practical(rows: Rows, plan: _Plan, c: np.ndarray, lo: float, accountant
     A = np.eye(d) / math.sqrt(plan.s_hi)
     if plan.coarse:
         src1, shift1 = (rows.pairs(src.rng), None) if plan.pairs else (rows, c)
-        A, _ = _run_cov(src1, A, plan.coarse, accountant, src, f"{step} cov-coarse",
+        A, _ = run_cov(src1, A, plan.coarse, accountant, src, f"{step} cov-coarse",
                         final=False, shift=shift1, floor=floor)
     # Stage 2: rough mean in T-coordinates (cov(TX) ⪯ I).
-    m_t = _run_mean(rows, np.zeros(d), plan.rough, accountant, src, f"{step} mean-rough", A=A,
+    m_t = run_mean(rows, np.zeros(d), plan.rough, accountant, src, f"{step} mean-rough", A=A,
                     shift=c)
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
-    _, cov = _run_cov(rows, A, plan.cov, accountant, src, f"{step} cov", shift=mu_rough,
+    _, cov = run_cov(rows, A, plan.cov, accountant, src, f"{step} cov", shift=mu_rough,
                       floor=floor)
     assert cov is not None
     if not plan.mean:  # a frame plan: the rough mean and the second moment about it
         return mu_rough, cov
     # Stage 4: mean of the rows whitened by the released covariance.
-    B = _whitener(cov, lo, step, rel=1.0 if prior_floor else _WHITEN_REL)
-    m_w = _run_mean(rows, np.zeros(d), plan.mean, accountant, src, f"{step} mean", A=B,
+    B = whitener(cov, lo, step, rel=1.0 if prior_floor else WHITEN_REL)
+    m_w = run_mean(rows, np.zeros(d), plan.mean, accountant, src, f"{step} mean", A=B,
                     shift=mu_rough)
     return mu_rough + np.linalg.solve(B, m_w), cov
 
 
-def _whitener(cov: np.ndarray, floor: float, step: str, rel: float = 1e-6) -> np.ndarray:
+def whitener(cov: np.ndarray, floor: float, step: str, rel: float = 1e-6) -> np.ndarray:
     """Symmetric inverse square root of a released covariance (post-processing), eigenvalues
     floored at max(floor·rel, 1e-12·λ_max). A non-finite release (overflow on absurd inputs)
     is a DP failure output."""

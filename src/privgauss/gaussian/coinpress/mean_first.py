@@ -17,7 +17,7 @@ error 26× non-private at n = 3,000 and 7.7× at n = 5,000). This variant
    term, in a frame that whitens the chain's releases *re-centred* there (each release minus
    A_i·off·offᵀ·A_iᵀ, off the centring offset: an estimate of Σ whose error, ≈ 2‖Aδ‖²E‖Ae‖² in
    the frame, enters its pooling weight) — the chain's own frames squash the spike of S along
-   δ; the last release is pooled with the re-centred ones (:func:`~.coinpress_steps._pooled`);
+   δ; the last release is pooled with the re-centred ones (:func:`~.steps.pooled`);
 5. releases a final mean (1.5 % of ρ) in the frame of that covariance, about the centring
    mean, and returns the two means' generalised-least-squares combination (their noise
    covariances σ²B⁻¹B⁻ᵀ are public given the frames) and the covariance less the small
@@ -43,17 +43,12 @@ from typing import Any
 
 import numpy as np
 
-from ..clipped_stats import Rows
-from ..linalg import inv_sqrtm_psd, project_psd, sym
-from ..privacy import Accountant
-from .coinpress_plan import (
-    _check_radii,
-    _final_cov_error,
-    _mean_error_bound,
-    covariance_schedule,
-    mean_schedule,
-)
-from .coinpress_steps import Release, _pooled, _run_cov, _run_mean, _whitener
+from ...clipped_stats import Rows
+from ...linalg import inv_sqrtm_psd, project_psd, sym
+from ...privacy import Accountant
+from .cov_plan import covariance_schedule, final_cov_error
+from .mean_plan import check_radii, mean_error_bound, mean_schedule
+from .steps import Release, pooled, run_cov, run_mean, whitener
 
 _ROUGH_SHARE = 0.15  # of ρ: the rough mean (step 1)
 _FINAL_SHARE = 0.1  # of ρ: the final means (steps 3 and 5); the covariance gets the rest
@@ -100,7 +95,7 @@ def use_mean_first(n: int, d: int, cov_err: float, rho: float, radius: float,
 def planned_error(n: int, d: int, rho: float, radius: float,
                   cov_bounds: tuple[float, float], beta: float = 0.05) -> float:
     """The planner's predicted squared covariance error of this variant in the frame where
-    Σ ≈ I (its step 2's last step, as :func:`~.coinpress_plan._final_cov_error`); inf when a
+    Σ ≈ I (its step 2's last step, as :func:`~.plan.final_cov_error`); inf when a
     plan is impossible. Public quantities only."""
     lo, hi = cov_bounds
     r1 = _rough_bound(n, d, rho, radius, hi)
@@ -111,7 +106,7 @@ def planned_error(n: int, d: int, rho: float, radius: float,
         plan2 = covariance_schedule(n, d, (hi + r1 * r1) / lo, rho2, beta=beta)
     except ValueError:
         return math.inf
-    return _final_cov_error(n, d, plan2[-1])
+    return final_cov_error(n, d, plan2[-1])
 
 
 def _rough_bound(n: int, d: int, rho: float, radius: float, hi: float) -> float | None:
@@ -122,7 +117,7 @@ def _rough_bound(n: int, d: int, rho: float, radius: float, hi: float) -> float 
                               debias=False)
     except ValueError:
         return None
-    return _mean_error_bound(n, d, plan1[-1], _MEAN_BETA) * sh
+    return mean_error_bound(n, d, plan1[-1], _MEAN_BETA) * sh
 
 
 def mean_first_gaussian(
@@ -142,7 +137,7 @@ def mean_first_gaussian(
     public per-record map, if any) with ‖μ − center‖ ≤ ``radius`` and lo·I ⪯ Σ ⪯ hi·I
     (``cov_bounds``), steps 1–5 of the module docstring. The rows have been validated (finite;
     numpy or dask) and ρ reserved by the caller; each step charges its planned ρ_i before
-    drawing noise (the runners of :mod:`.coinpress_steps`). ``prior_floor``: lo is a prior
+    drawing noise (the runners of :mod:`.steps`). ``prior_floor``: lo is a prior
     the data satisfy (S ⪰ Σ ⪰ lo·I), so step 2's frames never whiten a direction past it (as
     :func:`~privgauss.gaussian.coinpress.coinpress_gaussian`): a constant column keeps its
     mean."""
@@ -154,22 +149,22 @@ def mean_first_gaussian(
     sh = math.sqrt(hi)
     # 1. rough mean of Z/√hi (covariance ⪯ I), prior ‖μ/√hi‖ ≤ R/√hi
     plan1 = mean_schedule(n, d, radius / sh, rho1, beta=_MEAN_BETA, debias=False)
-    r1 = _mean_error_bound(n, d, plan1[-1], _MEAN_BETA) * sh  # public bound on ‖μ − m₁‖
+    r1 = mean_error_bound(n, d, plan1[-1], _MEAN_BETA) * sh  # public bound on ‖μ − m₁‖
     cond = (hi + r1 * r1) / lo
     plan2 = covariance_schedule(n, d, cond, rho2, beta=beta)
     if len(plan2) < 2:  # the centring mean needs a frame from a first step
         plan2 = covariance_schedule(n, d, cond, rho2, beta=beta, steps=2)
     plan3 = mean_schedule(n, d, _FINAL_RADIUS, rho3 * _CENTRE_PART, beta=_MEAN_BETA)
-    r3 = _CENTRE_SLACK * _mean_error_bound(n, d, plan3[-1], _MEAN_BETA)
+    r3 = _CENTRE_SLACK * mean_error_bound(n, d, plan3[-1], _MEAN_BETA)
     plan5 = mean_schedule(n, d, r3, rho3 * (1.0 - _CENTRE_PART), beta=_MEAN_BETA, search=True)
-    _check_radii(plan1, plan3, plan5)  # every plan is public and checked before anything is spent
+    check_radii(plan1, plan3, plan5)  # every plan is public and checked before anything is spent
     # every statistic is of y_i − center − (offset): ``shift`` keeps the map (a public frame)
-    m1 = _run_mean(rows, np.zeros(d), plan1, accountant, noise, f"{step} mean-rough",
+    m1 = run_mean(rows, np.zeros(d), plan1, accountant, noise, f"{step} mean-rough",
                    A=np.eye(d) / sh, shift=center) * sh
     # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]; start A₀ = I/√(hi + r₁²); all
     # steps but the last, which waits for the final mean
     past: list[Release] = []
-    A, _ = _run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2[:-1], accountant, noise,
+    A, _ = run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2[:-1], accountant, noise,
                     f"{step} cov", final=False, shift=center + m1,
                     floor=lo if prior_floor else 0.0, past=past, labels=(0, len(plan2)))
     # 3. centring mean in the frame whitened by the chain's pooled estimate of S
@@ -178,8 +173,8 @@ def mean_first_gaussian(
     # (the truth is above it: a frame below it only magnifies the centre's error until the
     # ball misses the rows, e.g. along a constant column), far below it when lo is assumed
     rel = 1.0 if prior_floor else 1e-6
-    B = _whitener(S, lo, step, rel)
-    mw = _run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B,
+    B = whitener(S, lo, step, rel)
+    mw = run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B,
                   shift=center + m1)
     off = np.linalg.solve(B, np.asarray(mw))
     # 4. the last covariance step about the centring mean (S' = Σ + eeᵀ, e its small error);
@@ -193,7 +188,7 @@ def mean_first_gaussian(
         A = inv_sqrtm_psd(project_psd(A @ Sc @ A.T) + plan2[-2].eta * np.eye(d)) @ A
     past = _recentred(past, off, B, plan3[-1].sigma, n, A)
     sig_last: list[float] = []
-    _, cov = _run_cov(rows, A, plan2[-1:], accountant, noise, f"{step} cov",
+    _, cov = run_cov(rows, A, plan2[-1:], accountant, noise, f"{step} cov",
                       shift=center + m1 + off, floor=lo if prior_floor else 0.0, past=past,
                       labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last)
     assert cov is not None
@@ -204,9 +199,9 @@ def mean_first_gaussian(
     # until the ball misses the rows; the ridge vanishes with the noise
     Ainv = np.linalg.inv(A)
     ridge = math.sqrt(d) * sig_last[-1] * sym(Ainv @ Ainv.T)
-    B2 = _whitener(cov + ridge, lo, step, rel)
+    B2 = whitener(cov + ridge, lo, step, rel)
     sig5: list[float] = []
-    mw2 = _run_mean(rows, np.zeros(d), plan5, accountant, noise, f"{step} mean-final", A=B2,
+    mw2 = run_mean(rows, np.zeros(d), plan5, accountant, noise, f"{step} mean-final", A=B2,
                     shift=center + m1 + off, sigmas=sig5)
     off2 = off + np.linalg.solve(B2, np.asarray(mw2))
     # precisions of the two means: (σ²B⁻¹B⁻ᵀ)⁻¹ = BᵀB/σ²
@@ -228,7 +223,7 @@ def _pooled_moment(past: list[Release]) -> np.ndarray:
     A, Z, sigma, _, _ = past[-1]
     Ainv = np.linalg.inv(A)
     with np.errstate(over="ignore", invalid="ignore"):
-        return sym(Ainv @ project_psd(_pooled(past[:-1], A, Z, sigma)) @ Ainv.T)
+        return sym(Ainv @ project_psd(pooled(past[:-1], A, Z, sigma)) @ Ainv.T)
 
 
 def _recentred(past: list[Release], off: np.ndarray, B: np.ndarray, sigma_m: float, n: int,

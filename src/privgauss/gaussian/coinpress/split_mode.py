@@ -2,11 +2,11 @@
 
 A public random subset of m rows fits a coarse frame with the sequential estimator of
 :mod:`privgauss.gaussian.coinpress`; one blockwise pass over the final rows then releases clipped
-first and second moments in that frame (:func:`_split_gaussian`). In the *parallel* mode the
+first and second moments in that frame (:func:`split_gaussian`). In the *parallel* mode the
 final rows are the other n − m rows and each part uses the whole ρ (parallel composition over a
-data-independent split; proof in :func:`_split_gaussian`); in the *subsample* mode the final pass
+data-independent split; proof in :func:`split_gaussian`); in the *subsample* mode the final pass
 reads all n rows and the two parts split ρ. ρ-zCDP under replace-one neighbours, n public. The
-planner (:func:`_split_plan`) picks a split only when its predicted covariance error is within
+planner (:func:`plan_split`) picks a split only when its predicted covariance error is within
 ``_SPLIT_TOLERANCE`` of the sequential plan's and its predicted cost is lower.
 """
 
@@ -19,28 +19,22 @@ from typing import Any
 import numpy as np
 from scipy.stats import chi2
 
-from ..backends import take_rows
-from ..clipped_stats import Rows, clipped_moments
-from ..exceptions import EstimationFailed
-from ..linalg import project_psd, sym
-from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
-from ..privacy import ZCDP, Accountant
-from ..sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
-from .clip_diagnostics import chi_tail, cov_clip_scale, note_clip
-from .coinpress_plan import (
-    _COV_CLIP_TAIL,
-    _FINAL_MEAN_SHARE,
-    _chi2_isf,
-    _cov_plans,
-    _Plan,
-    _practical_plan,
-    _sigma_cov,
-    noise_matched_radius,
-)
-from .coinpress_radius import RadiusSearch, plan_search, search_radius
-from .coinpress_steps import _WHITEN_REL, _run_practical, _whitener
+from ...backends import take_rows
+from ...clipped_stats import Rows, clipped_moments
+from ...exceptions import EstimationFailed
+from ...linalg import project_psd, sym
+from ...mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
+from ...privacy import ZCDP, Accountant
+from ...sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
+from ..clip_diagnostics import chi_tail, cov_clip_scale, note_clip
+from .cov_plan import COV_CLIP_TAIL, sigma_cov
+from .plan import FINAL_MEAN_SHARE, GaussianPlan, cov_plans, practical_plan
+from .radius_search import RadiusSearch, plan_search, search_radius
+from .schedule import noise_matched_radius
+from .steps import WHITEN_REL, run_practical, whitener
+from .tails import chi2_isf
 
-_SPLIT_MIN_VALUES = 1 << 20  # n·d below this: passes are cheap, always the sequential mode
+SPLIT_MIN_VALUES = 1 << 20  # n·d below this: passes are cheap, always the sequential mode
 _SPLIT_MIN_ROWS = 4096  # fewest rows for the coarse fit
 _SPLIT_FRACTIONS = (1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8)
 # coarse fit's share of ρ: 1 is the parallel mode, below 1 the subsample mode
@@ -69,7 +63,7 @@ class _Split:
     m: int
     parallel: bool
     rho_coarse: float
-    coarse: _Plan
+    coarse: GaussianPlan
     u: float
     tau: float
     rho_mean: float
@@ -79,7 +73,7 @@ class _Split:
     search: RadiusSearch | None = None
 
 
-def _split_plan(n: int, args: _PlanArgs, seq: _Plan) -> _Split | None:
+def plan_split(n: int, args: _PlanArgs, seq: GaussianPlan) -> _Split | None:
     """The split (coarse rows m = n·2^-k, coarse budget) of least predicted cost
     (:func:`_plan_cost`, below the sequential plan's) whose predicted covariance error is
     within :data:`_SPLIT_TOLERANCE` of the sequential plan's ``seq.cov_err``; None when there
@@ -93,7 +87,7 @@ def _split_plan(n: int, args: _PlanArgs, seq: _Plan) -> _Split | None:
     u = 1 + 2e/√d, and its
     smallest eigenvalue is about ℓ = 1/((1 + e)u)."""
     d, rho = args[0], args[1]
-    tau = math.sqrt(_chi2_isf(_COV_CLIP_TAIL, d))
+    tau = math.sqrt(chi2_isf(COV_CLIP_TAIL, d))
     limit = ((1.0 + _SPLIT_TOLERANCE) ** 2) * seq.cov_err
     seq_cost = _plan_cost(seq, n, d)
     best: tuple[float, _Split] | None = None
@@ -107,35 +101,35 @@ def _split_plan(n: int, args: _PlanArgs, seq: _Plan) -> _Split | None:
             rho2 = rho if parallel else rho - rho1
             coarse_args = (m, d, rho1, *args[2:-1], max(args[-1], _COARSE_PREFER_FEWER))
             try:
-                last = _cov_plans(*coarse_args, False)[3][-1]
+                last = cov_plans(*coarse_args, False)[3][-1]
             except ValueError:
                 continue
             e = 2.0 * math.sqrt(d / m) + 2.0 * math.sqrt(d) * last.sigma / last.lower
-            rho_m = rho2 * _FINAL_MEAN_SHARE
+            rho_m = rho2 * FINAL_MEAN_SHARE
             rho_c = rho2 - rho_m if math.isfinite(rho2) else math.inf
             n2 = n - m if parallel else n
             # the final radius grows with the budget like every practical step's
             # (noise_matched_radius), and a search may grow it from the data
-            tau_f = noise_matched_radius(tau, _sigma_cov(tau, n2, rho_c), n2, 2)
-            sig = _sigma_cov(tau_f, n2, rho_c)
+            tau_f = noise_matched_radius(tau, sigma_cov(tau, n2, rho_c), n2, 2)
+            sig = sigma_cov(tau_f, n2, rho_c)
             rs = plan_search(tau_f, sig, rho_c, n2, d, 2, float(chi2.sf(tau_f * tau_f, d)))
             if rs is not None:
-                sig = _sigma_cov(tau_f, n2, rho_c - rs.rho)
+                sig = sigma_cov(tau_f, n2, rho_c - rs.rho)
             u = 1.0 + 2.0 * e / math.sqrt(d)
             err = (d * d + d) * (1.0 / n2 + sig * sig * (1.0 + e) * u)
             if not (e < min(_SPLIT_MAX_FRAME_ERROR, 0.99) and err <= limit):
                 continue
-            p1 = _practical_plan(*coarse_args, False)
+            p1 = practical_plan(*coarse_args, False)
             cost = _plan_cost(p1, m, d) + _FINAL_PASS * n2 * d * d
             if cost < seq_cost and (best is None or cost < best[0]):
                 best = (cost, _Split(m, parallel, rho1, p1, u, tau_f, rho_m, rho_c, err, rs))
     return None if best is None else best[1]
 
 
-def _plan_cost(plan: _Plan, n: int, d: int) -> float:
+def _plan_cost(plan: GaussianPlan, n: int, d: int) -> float:
     """Rough cost of running a plan on n rows, in flops: per step a norm pass over the rows
     and a fixed part (eigendecompositions, bookkeeping)."""
-    from ..clipped_stats import _U32_BYTES
+    from ...clipped_stats import _U32_BYTES
 
     steps = len(plan.coarse) + len(plan.cov) + len(plan.rough) + len(plan.mean)
     per_row = _STEP_PASS_U32 if 4 * n * d <= _U32_BYTES else _STEP_PASS
@@ -147,14 +141,14 @@ def _split_rows(n: int, m: int, src: Any) -> np.ndarray:
     return np.sort(src.rng.choice(n, size=m, replace=False))
 
 
-def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
+def split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
                     accountant: Accountant, src: Any, step: str,
                     info: dict[str, Any] | None = None, prior_floor: bool = False,
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Split modes of the practical estimator: ρ-zCDP, replace-one neighbours, n public.
 
     A public random subset S₁ of m rows (:func:`_split_rows`, independent of the data) runs
-    stages 1–3 of the sequential estimator (:func:`_run_practical` on a frame plan, budget
+    stages 1–3 of the sequential estimator (:func:`run_practical` on a frame plan, budget
     ρ₁) and gives a centre ĉ (the rough mean) and the second moment Σ̂₁ about it. The final
     rows S₂ then release, in the frame A = Σ̂₁^{-1/2}/√u centred at ĉ with
     W_i = clip_τ(A(y_i − ĉ)), the noisy mean m̂ = mean W_i + N (L2 sensitivity 2τ/|S₂|,
@@ -174,7 +168,7 @@ def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
     runs under its own prepaid accountant of total ρ (its entries kept under that charge); in
     the subsample mode the two parts charge the
     accountant directly. ``info`` (tests) receives the split, the coarse output and the two
-    parts' ledgers; ``prior_floor`` as in :func:`~.coinpress_steps._run_practical`."""
+    parts' ledgers; ``prior_floor`` as in :func:`~.steps.run_practical`."""
     n = rows.n
     rho, lo = args[1], args[3]
     if sp.parallel:
@@ -194,9 +188,9 @@ def _split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
         assert rows.p0 is not None  # an input map sets P and p0 together
         input_map = (rows.P, rows.p0)
     rows1 = Rows(take_rows(rows.X, idx), input_map=input_map, center=rows.center)
-    mu1, cov1 = _run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse",
+    mu1, cov1 = run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse",
                                prior_floor)
-    A = _whitener(cov1, lo, step, rel=1.0 if prior_floor else _WHITEN_REL) / math.sqrt(sp.u)
+    A = whitener(cov1, lo, step, rel=1.0 if prior_floor else WHITEN_REL) / math.sqrt(sp.u)
     k = cov_clip_scale()  # the fit's public multiplier (1 by default)
     tau, rho_cov = sp.tau * k, sp.rho_cov
     if sp.search is not None:  # the final radius from the final rows, by DP

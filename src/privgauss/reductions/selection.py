@@ -1,0 +1,157 @@
+"""Private selection among candidate mixtures by the minimum-distance (Yatracos) score (route P2).
+
+Devroye and Lugosi, *Combinatorial Methods in Density Estimation* (2001), Thm 6.4, with the
+exponential mechanism (spec ``ppe-agnostic.md`` Part B, P2; not in [B]). **Neighbours:**
+replace one row (n public). **Guarantee:** :func:`private_selection` is (ε, δ)-DP: a public
+permutation splits the rows; the producers run on the generation rows with (ε(1 − s), δ), each
+charging what it spends, and the exponential mechanism picks one candidate on the selection rows
+with ε·s, the Yatracos score having sensitivity 1 (candidates and the Monte Carlo samples of the
+Yatracos sets are earlier DP outputs or public). The accuracy bound is in :mod:`.agnostic`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..exceptions import EstimationFailed
+from ..linalg import project_psd
+from ..mechanisms import exponential_mechanism
+from ..metrics import gaussian_logpdf
+from ..noise import RandomState, as_noise
+from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan, PureDP
+
+Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]  # (weights (k,), means (k, d), covs (k, d, d))
+_MC = 4000  # Monte Carlo samples per candidate (Yatracos masses, TV)
+
+__all__ = [
+    "Mixture",
+    "mixture_logpdf",
+    "private_selection",
+    "sample_mixture",
+    "selection_plan",
+    "yatracos_scores",
+]
+
+
+# ------------------------------------------------------------------------------ densities
+
+
+def _regular(f: Mixture) -> Mixture:
+    """A candidate with every covariance floored to a tiny multiple of its mean eigenvalue, so
+    its density exists (a privately produced candidate may be singular; this is post-processing
+    of a DP output)."""
+    w, M, C = f
+    C = np.asarray(C, dtype=np.float64)
+    d = C.shape[-1]
+    floored = [
+        project_psd(c, min_eig=max(1e-9 * float(np.trace(c)) / d, 1e-300)) for c in C
+    ]
+    return w, M, np.stack(floored) if floored else C
+
+
+def mixture_logpdf(f: Mixture, X: np.ndarray) -> np.ndarray:
+    w, M, C = f
+    cols = [
+        gaussian_logpdf(X, M[j], C[j]) + (math.log(w[j]) if w[j] > 0 else -math.inf)
+        for j in range(len(w))
+    ]
+    return logsumexp(np.stack(cols, axis=1), axis=1)
+
+
+def sample_mixture(f: Mixture, m: int, rng: np.random.Generator) -> np.ndarray:
+    w, M, C = f
+    counts = rng.multinomial(m, np.asarray(w) / np.sum(w))
+    return np.concatenate(
+        [rng.multivariate_normal(M[j], C[j], size=c) for j, c in enumerate(counts) if c]
+    )
+
+
+def yatracos_scores(
+    candidates: Sequence[Mixture], X: np.ndarray, rng: np.random.Generator, n_mc: int = _MC
+) -> np.ndarray:
+    """Minimum-distance scores S_i = −n max_{j≠l} |P_i(W_jl) − P̂_n(W_jl)| over the Yatracos
+    sets W_jl = {f_j > f_l}; P_i by Monte Carlo from f_i (public: candidates are DP outputs).
+    Replacing one row moves every count n P̂_n(W) by at most 1: sensitivity 1."""
+    candidates = [_regular(f) for f in candidates]
+    M = len(candidates)
+    n = X.shape[0]
+    LX = np.stack([mixture_logpdf(f, X) for f in candidates], axis=1)  # (n, M)
+    counts = np.array([[np.count_nonzero(LX[:, j] > LX[:, l]) for l in range(M)]
+                       for j in range(M)])
+    scores = np.empty(M)
+    for i, f in enumerate(candidates):
+        S = sample_mixture(f, n_mc, rng)
+        LS = np.stack([mixture_logpdf(g, S) for g in candidates], axis=1)
+        mass = np.array([[np.mean(LS[:, j] > LS[:, l]) for l in range(M)] for j in range(M)])
+        scores[i] = -float(np.max(np.abs(n * mass - counts))) if M > 1 else 0.0
+    return scores
+
+
+# ------------------------------------------------------------------------------ route P2
+
+
+def selection_plan(
+    epsilon: float, delta: float, n_producers: int, select_share: float = 0.2
+) -> BudgetPlan:
+    """Route P2's budget plan (public): each of the ``n_producers`` producers gets
+    (ε(1 − ``select_share``)/P, δ/P) ("producer-i"), the exponential mechanism ε·``select_share``
+    ("private-selection"). The parts compose to exactly (ε, δ)."""
+    e1 = epsilon * (1 - select_share) / n_producers
+    share = ApproxDP(e1, delta / n_producers)
+    parts: dict[str, Budget] = {f"producer-{i + 1}": share for i in range(n_producers)}
+    parts["private-selection"] = PureDP(epsilon * select_share)
+    return BudgetPlan.of(ApproxDP(epsilon, delta), parts)
+
+
+def private_selection(
+    X: np.ndarray,
+    producers: Sequence[Callable[..., Mixture]],
+    epsilon: float,
+    delta: float,
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    select_share: float = 0.2,
+    select_fraction: float = 0.3,
+) -> tuple[Mixture, dict[str, Any]]:
+    """Route P2: rows split by a public permutation into D_gen (1 − ``select_fraction``) and
+    D_sel. Each producer ``(X_gen, budget, accountant, noise) -> Mixture`` is run on D_gen with
+    an equal share of (ε(1 − select_share), δ) and charges what it spends; a producer that fails
+    (:class:`EstimationFailed`, a DP output) yields no candidate. The exponential mechanism
+    with the Yatracos score picks one candidate on D_sel with ε·select_share."""
+    src = as_noise(noise)
+    n = X.shape[0]
+    perm = src.rng.permutation(n)
+    n_sel = int(round(select_fraction * n))
+    X_sel, X_gen = X[perm[:n_sel]], X[perm[n_sel:]]
+    plan = selection_plan(epsilon, delta, len(producers), select_share)
+    acct = Accountant(plan.total, parent=accountant)
+    cands: list[Mixture] = []
+    failed = 0
+    for i, make in enumerate(producers):
+        name = f"producer-{i + 1}"
+        share = plan.part(name, ApproxDP)
+        try:  # the producer's charges are listed in the ledger under its name
+            cands.append(make(X_gen, share, acct.child(name, share), src))
+        except EstimationFailed:
+            failed += 1
+    e2 = plan.part("private-selection", PureDP)
+    # top up what the producers left unused (a failed producer may stop early; zCDP parts
+    # convert more tightly here), so the total spend never depends on the data
+    left = acct.remaining
+    assert left is None or isinstance(left, ApproxDP)  # the remainder of an ApproxDP total
+    if left is not None and left.epsilon > e2.epsilon * (1 + 1e-9):
+        acct.spend(PureDP((left.epsilon - e2.epsilon) * (1 - 1e-9)), step="producers-unused")
+    if not cands:  # every producer returned ⊥ (DP outputs): the selection budget is still spent
+        acct.spend(e2, step="private-selection", mechanism="exponential", note="no candidate")
+        raise EstimationFailed("every candidate producer failed", step="private-selection")
+    scores = yatracos_scores(cands, X_sel, src.rng)
+    i = exponential_mechanism(
+        scores, 1.0, e2, accountant=acct, noise=src, step="private-selection"
+    )
+    return _regular(cands[i]), {"n_candidates": len(cands), "n_failed": failed, "n_select": n_sel}
