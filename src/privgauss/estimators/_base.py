@@ -136,6 +136,8 @@ class PrivateEstimatorBase(BudgetMixin):
     _family: ClassVar[str]
     #: the ``"model"`` field of the model file
     _model_name: ClassVar[str]
+    #: (a copy of the fitted parameters, their factors): see :meth:`_factors`
+    _factor_cache: tuple[tuple[np.ndarray, ...], Any] | None
 
     # -- hooks: the subclasses' part ------------------------------------------------------
     def _check_params(self, n: int, d: int) -> Budget:  # pragma: no cover - subclasses
@@ -261,6 +263,7 @@ class PrivateEstimatorBase(BudgetMixin):
             release = self._run(plan, acct, noise)
         self._record(budget, acct, plan.method, plan.reason)
         self._record_release(plan, release, acct)
+        self._cache_factors()
 
     def _choose(self, facts: Facts) -> tuple[str, str]:
         """The method to run and the reason, from public facts only (the registry's
@@ -312,6 +315,37 @@ class PrivateEstimatorBase(BudgetMixin):
         self.clipped_fraction_: float | None = None
         self.clipped_fraction_alarm_: float | None = None
         self.background_weight_ = 0.0
+
+    # -- the fitted covariances' factors, computed once ---------------------------------
+    def _factor_key(self) -> tuple[Any, ...]:  # pragma: no cover - subclasses
+        """The fitted parameters the factors are computed from."""
+        raise NotImplementedError
+
+    def _make_factors(self) -> Any:  # pragma: no cover - subclasses
+        """The factors of the fitted covariances (and of the background) that scoring and
+        sampling use."""
+        raise NotImplementedError
+
+    def _factors(self) -> Any:
+        """The cached factors of the fitted parameters: computed after a fit or a load
+        (:meth:`_cache_factors`), and again only when the parameters have been changed since
+        (as the synthesizer standardises its copula's); the key is a copy of the parameters,
+        compared on each use (O(k·d²), against the O(k·d³) it saves)."""
+        key = self._factor_key()
+        cached = getattr(self, "_factor_cache", None)
+        if cached is None or len(cached[0]) != len(key) or not all(
+                np.array_equal(a, b) for a, b in zip(cached[0], key, strict=True)):
+            cached = (tuple(np.array(a, dtype=np.float64) for a in key), self._make_factors())
+            self._factor_cache = cached
+        return cached[1]
+
+    def _cache_factors(self) -> None:
+        """Compute the factors now (after a fit or a load), so that scoring and sampling —
+        which must not change the estimator — find them. A model whose factors cannot be
+        computed (non-finite parameters in a file) keeps its error for the scoring call."""
+        self._factor_cache = None
+        with contextlib.suppress(ValueError, np.linalg.LinAlgError), np.errstate(all="ignore"):
+            self._factors()
 
     def __sklearn_is_fitted__(self) -> bool:
         # n_features_in_ is set only once a fit succeeded (or a model file was loaded); a failed

@@ -23,9 +23,8 @@ from ..gaussian.clip_diagnostics import (
     split_for_count,
 )
 from ..gaussian.public_frame import public_verdict
-from ..linalg import scaled_cholesky
 from ..methods import Facts, GaussianJob, Method
-from ..metrics import background_logpdf, gaussian_logpdf
+from ..metrics import DensityFactor, background_factor, factored_logpdf, gaussian_factor
 from ..noise import NoiseSource
 from ..privacy import Accountant, Budget
 from ._base import (
@@ -66,6 +65,14 @@ class _GaussianRelease:
     cov: np.ndarray
     ball: Any
     noisy: float | None
+
+
+@dataclass(frozen=True)
+class _GaussianFactors:
+    """The fitted Gaussian's factor and its background's (None without a background)."""
+
+    gaussian: DensityFactor
+    background: DensityFactor | None
 
 
 class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
@@ -176,6 +183,20 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         The fit's budget. ``accountant_`` is the fit's accountant.
     n_features_in_ : int
         Number of columns seen at fit; ``feature_names_in_`` their names when ``X`` had any.
+
+    Examples
+    --------
+    >>> import numpy as np, privgauss as pg
+    >>> X = np.random.default_rng(0).normal([5.0, -2.0], 1.0, size=(20000, 2))  # private
+    >>> g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6).fit(X)       # bound-free, (ε, δ)-DP
+    >>> g.method_, g.mean_.shape, g.covariance_.shape
+    ('histogram', (2,), (2, 2))
+    >>> print(g.privacy_spent_)
+    (1, 1e-06)-DP
+    >>> g = pg.PrivateGaussian(rho=0.5, mean_bound=20, cov_bounds=(0.1, 10)).fit(X)
+    >>> g.method_, [e.step for e in g.ledger_][-1]
+    ('coinpress', 'clipped count')
+    >>> synthetic = g.sample(5, random_state=0)                      # post-processing, free
     """
 
     _family = "gaussian"
@@ -400,11 +421,12 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         synthetic rows: at private rows these values are not private (score private held-out
         rows with :class:`~privgauss.DPScorer`)."""
         X = self._rows_for_scoring(X)
-        logp = gaussian_logpdf(X, self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        factors = self._factors()
+        logp = factored_logpdf(X, factors.gaussian)
         w = float(getattr(self, "background_weight_", 0.0))
         if w <= 0.0:
             return logp
-        back = background_logpdf(X, self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        back = factored_logpdf(X, factors.background)
         return np.logaddexp(math.log1p(-w) + logp, math.log(w) + back)
 
     def sample(self, n_samples: int = 1, random_state: Any = None) -> np.ndarray:
@@ -412,7 +434,18 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         no privacy cost."""
         check_is_fitted(self)
         rng = np.random.default_rng(random_state)
-        return _draw_gaussian(rng, self.mean_, self.covariance_, int(n_samples))
+        refuse_non_finite(self.mean_, self.covariance_)
+        return _draw_gaussian(rng, self.mean_, self._factors().gaussian, int(n_samples))
+
+    def _factor_key(self) -> tuple[Any, ...]:
+        return (self.mean_, self.covariance_, float(getattr(self, "background_weight_", 0.0)))
+
+    def _make_factors(self) -> _GaussianFactors:
+        back = None
+        if float(getattr(self, "background_weight_", 0.0)) > 0.0:
+            back = background_factor(self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        return _GaussianFactors(
+            gaussian_factor(self.mean_, self.covariance_, ridge=SCORE_RIDGE), back)
 
     def _model_fields(self) -> dict[str, Any]:
         return {"mean": self.mean_.tolist(), "covariance": self.covariance_.tolist()}
@@ -439,13 +472,16 @@ def _refuse_a_missed_fit(noisy: float, n: int, entry: Any) -> None:
         )
 
 
-def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray,
-                  size: int) -> np.ndarray:
-    """``size`` rows from N(``mean``, ``cov``) in time bounded by ``size`` and d: refused
-    unless the parameters are finite, since numpy's SVD of a non-finite matrix never returns
-    (the sampler of both estimators)."""
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
+def refuse_non_finite(*parameters: np.ndarray) -> None:
+    """Refuse to sample a model whose parameters are not finite (InvalidDataError)."""
+    if not all(np.all(np.isfinite(p)) for p in parameters):
         raise InvalidDataError("the model's mean or covariance is not finite: it cannot be "
                                "sampled")
-    s, L = scaled_cholesky(cov, ridge=SCORE_RIDGE)  # scale free, as the scores
-    return mean + (rng.standard_normal((size, mean.shape[0])) @ L.T) * s
+
+
+def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, factor: DensityFactor,
+                   size: int) -> np.ndarray:
+    """``size`` rows from N(``mean``, Σ) for a factored Σ (:func:`~privgauss.metrics.
+    gaussian_factor`, scale free as the scores), in time bounded by ``size`` and d (the
+    sampler of both estimators; callers refuse non-finite parameters first)."""
+    return mean + (rng.standard_normal((size, mean.shape[0])) @ factor.chol.T) * factor.scale

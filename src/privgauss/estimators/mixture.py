@@ -17,7 +17,13 @@ from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..methods import Facts
-from ..metrics import background_logpdf, background_scale, gaussian_logpdf
+from ..metrics import (
+    DensityFactor,
+    background_factor,
+    background_scale,
+    factored_logpdf,
+    gaussian_factor,
+)
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget
 from ..validation import check_positive_int
@@ -28,7 +34,7 @@ from ._base import (
     _warn,
     require_finite,
 )
-from .gaussian import SCORE_RIDGE, _draw_gaussian
+from .gaussian import SCORE_RIDGE, _draw_gaussian, refuse_non_finite
 
 __all__ = ["METHODS", "PrivateGaussianMixture"]
 
@@ -46,6 +52,18 @@ class _MixtureRelease:
     means: np.ndarray
     covs: np.ndarray
     info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _MixtureFactors:
+    """The fitted components' factors; the background's weight and mean, its factor for
+    scoring and its Gaussian's for sampling (None without a background)."""
+
+    components: list[DensityFactor]
+    background_weight: float
+    background_mean: np.ndarray
+    background: DensityFactor | None
+    background_draw: DensityFactor | None
 
 
 class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
@@ -171,6 +189,16 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         The fit's budget. ``accountant_`` is the fit's accountant.
     n_features_in_ : int
         Number of columns seen at fit; ``feature_names_in_`` their names when ``X`` had any.
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> X = pg.datasets.make_mixture(20000, 2, 2, separation=8.0, random_state=0).X
+    >>> m = pg.PrivateGaussianMixture(2, epsilon=1.0, delta=1e-6).fit(X)   # private EM
+    >>> m.method_, m.weights_.shape, m.means_.shape, m.covariances_.shape
+    ('em', (2,), (2, 2), (2, 2, 2))
+    >>> labels = m.predict(X[:10])                 # exact: for public or synthetic rows
+    >>> rows, components = m.sample(100, random_state=0)             # post-processing, free
     """
 
     _family = "mixture"
@@ -450,13 +478,28 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         cov = np.einsum("j,jab->ab", pi, self.covariances_) + (D.T * pi) @ D
         return w, mean, (cov + cov.T) / 2
 
+    def _factor_key(self) -> tuple[Any, ...]:
+        return (self.weights_, self.means_, self.covariances_,
+                float(getattr(self, "background_weight_", 0.0)))
+
+    def _make_factors(self) -> _MixtureFactors:
+        comps = [gaussian_factor(m, c, ridge=SCORE_RIDGE)
+                 for m, c in zip(self.means_, self.covariances_, strict=True)]
+        w, mean, cov = self._background()
+        back = draw = None
+        if w > 0.0:
+            back = background_factor(mean, cov, ridge=SCORE_RIDGE)
+            draw = gaussian_factor(np.zeros_like(mean), cov, ridge=SCORE_RIDGE)
+        return _MixtureFactors(comps, w, mean, back, draw)
+
     # ------------------------------------------------------------------------------------
     def _component_logpdf(self, X: Any) -> np.ndarray:
         X = self._rows_for_scoring(X)
+        factors = self._factors()
         cols = []
-        for w, m, c in zip(self.weights_, self.means_, self.covariances_, strict=True):
+        for w, f in zip(self.weights_, factors.components, strict=True):
             lw = math.log(w) if w > 0 else -math.inf
-            cols.append(gaussian_logpdf(X, m, c, ridge=SCORE_RIDGE) + lw)
+            cols.append(factored_logpdf(X, f) + lw)
         return np.stack(cols, axis=1)
 
     def score_samples(self, X: Any) -> np.ndarray:
@@ -469,10 +512,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         10⁴ nats each. Exact, so for public or synthetic rows: at private rows these values
         are not private (score private held-out rows with :class:`~privgauss.DPScorer`)."""
         logp = logsumexp(self._component_logpdf(X), axis=1)
-        w, mean, cov = self._background()
+        factors = self._factors()
+        w = factors.background_weight
         if w <= 0.0:
             return logp
-        back = background_logpdf(self._rows_for_scoring(X), mean, cov, ridge=SCORE_RIDGE)
+        back = factored_logpdf(self._rows_for_scoring(X), factors.background)
         return np.logaddexp(math.log1p(-w) + logp, math.log(w) + back)
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -492,15 +536,18 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         check_is_fitted(self)
         n_samples = check_positive_int(n_samples, "n_samples", minimum=1)
         rng = np.random.default_rng(random_state)
-        w, mean, cov = self._background()
+        refuse_non_finite(self.means_, self.covariances_)
+        factors = self._factors()
+        w, mean = factors.background_weight, factors.background_mean
         probs = np.append((1.0 - w) * self.weights_ / self.weights_.sum(), w)
         counts = rng.multinomial(n_samples, probs / probs.sum())
         labels = np.repeat(np.append(np.arange(len(counts) - 1), -1), counts)
-        parts = [_draw_gaussian(rng, self.means_[j], self.covariances_[j], int(c))
+        parts = [_draw_gaussian(rng, self.means_[j], factors.components[j], int(c))
                  for j, c in enumerate(counts[:-1])]
         if counts[-1] > 0:
             # a multivariate Cauchy: a Gaussian of scale K_d²·cov divided by |N(0, 1)|
-            g = _draw_gaussian(rng, np.zeros_like(mean), cov, int(counts[-1]))
+            g = _draw_gaussian(rng, np.zeros_like(mean), factors.background_draw,
+                               int(counts[-1]))
             k = background_scale(mean.shape[0])
             parts.append(mean + k * g / np.abs(rng.standard_normal((int(counts[-1]), 1))))
         X = np.concatenate(parts)
