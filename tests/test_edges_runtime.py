@@ -177,7 +177,7 @@ def test_a_non_finite_release_is_a_failure_not_a_model(monkeypatch):
     from privgauss.estimators import gaussian as mod
 
     monkeypatch.setattr(mod.PrivateGaussian, "_inside_prior",
-                        lambda self, m, c, *a: (m * np.inf, c))
+                        lambda self, m, c, *a, **kw: (m * np.inf, c))
     est = pg.PrivateGaussian(rho=0.5, mean_bound=100.0, cov_bounds=(1e-2, 1e2),
                              random_state=0)
     with pytest.warns(BudgetSpentWarning), pytest.raises(EstimationFailed, match="not finite"):

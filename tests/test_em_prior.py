@@ -21,22 +21,14 @@ M = pg.PrivateGaussianMixture
 PRIOR = dict(mean_bound=20.0, cov_bounds=(0.1, 10.0))
 
 
-def _two_clusters(n: int = 3000, seed: int = 0) -> np.ndarray:
-    """40 % of the rows around (6, 6), 60 % around (0, 0), unit covariances."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 2))
-    X[: n * 2 // 5] += 6.0
-    return rng.permutation(X)
-
-
 def _fit(est: M, X: np.ndarray) -> M:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return est.fit(X)
 
 
-def test_a_prior_lets_em_fit_a_rho_budget_without_public_rows():
-    X = _two_clusters()
+def test_a_prior_lets_em_fit_a_rho_budget_without_public_rows(two_clusters):
+    X = two_clusters()
     m = _fit(M(2, rho=0.5, method="em", random_state=0, **PRIOR), X)
     plan = m.fit_info_["em_plan"]
     assert plan.localisation is None and plan.rho_prior_localisation == pytest.approx(0.05)
@@ -52,8 +44,8 @@ def test_a_prior_lets_em_fit_a_rho_budget_without_public_rows():
     assert a.method_ == "em" and "prior" in a.method_reason_
 
 
-def test_the_prior_route_under_epsilon_delta_spends_exactly_the_budget():
-    X = _two_clusters(2000)
+def test_the_prior_route_under_epsilon_delta_spends_exactly_the_budget(two_clusters):
+    X = two_clusters(2000)
     m = _fit(M(2, epsilon=1.0, delta=1e-6, method="em", random_state=1, center=[3.0, 3.0],
                **PRIOR), X)
     assert m.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
@@ -65,11 +57,11 @@ def test_the_prior_route_under_epsilon_delta_spends_exactly_the_budget():
         b.rho for _, b in plan.parts()))
 
 
-def test_releases_are_projected_into_the_prior():
+def test_releases_are_projected_into_the_prior(two_clusters):
     # the prior is wrong on purpose: the clusters' means lie 0 and 8.5 from the centre and
     # their variances are 1; every released mean must land in the ball and every covariance's
     # eigenvalues in the bounds (post-processing)
-    X = _two_clusters()
+    X = two_clusters()
     center, R, (lo, hi) = np.array([1.0, 1.0]), 2.0, (2.0, 3.0)
     m = _fit(M(2, rho=0.5, method="em", random_state=0, center=center, mean_bound=R,
                cov_bounds=(lo, hi)), X)
@@ -94,19 +86,19 @@ def test_releases_are_projected_into_the_prior():
     (dict(mean_bound=5.0, cov_bounds=(1.0, 2.0), center=[np.nan, 0.0]),
      pg.InvalidDataError, "center must be a finite vector of length 2"),
 ])
-def test_the_prior_is_validated_before_anything_is_spent(kw, error, match):
+def test_the_prior_is_validated_before_anything_is_spent(kw, error, match, two_clusters):
     acct = Accountant(ZCDP(1.0))
     with pytest.raises(error, match=match):
-        M(2, rho=0.5, method="em", accountant=acct, **kw).fit(_two_clusters(500))
+        M(2, rho=0.5, method="em", accountant=acct, **kw).fit(two_clusters(500))
     assert acct.spent is None and not acct.ledger
 
 
-def test_a_rho_budget_without_public_rows_or_prior_says_what_to_give():
+def test_a_rho_budget_without_public_rows_or_prior_says_what_to_give(two_clusters):
     acct = Accountant(ZCDP(1.0))
     with pytest.raises(pg.InvalidDataError, match="mean_bound= and cov_bounds="):
-        M(2, rho=0.5, method="em", accountant=acct).fit(_two_clusters(500))
+        M(2, rho=0.5, method="em", accountant=acct).fit(two_clusters(500))
     with pytest.raises(pg.PrivacyBudgetError, match="mean_bound= and cov_bounds="):
-        M(2, rho=0.5, accountant=acct).fit(_two_clusters(500))  # auto
+        M(2, rho=0.5, accountant=acct).fit(two_clusters(500))  # auto
     assert acct.spent is None
 
 
@@ -126,18 +118,18 @@ def test_em_start_requirement_scales_with_the_budget():
     assert not pe.em_requirements(20, 3, 2, ZCDP(10.0), prior=True).ok
 
 
-def test_auto_names_private_em_when_nothing_can_work_yet():
+def test_auto_names_private_em_when_nothing_can_work_yet(two_clusters):
     acct = Accountant(ZCDP(1.0))
     with pytest.raises(pg.InvalidDataError, match="method='em' needs about n >="):
-        M(2, rho=0.5, accountant=acct, **PRIOR).fit(_two_clusters(100))
+        M(2, rho=0.5, accountant=acct, **PRIOR).fit(two_clusters(100))
     with pytest.raises(pg.InvalidDataError, match="method='em' needs about n >="):
-        M(2, epsilon=1.0, delta=1e-6).fit(_two_clusters(300))
+        M(2, epsilon=1.0, delta=1e-6).fit(two_clusters(300))
     assert acct.spent is None
 
 
-def test_a_tiny_table_fits_at_a_large_budget():
+def test_a_tiny_table_fits_at_a_large_budget(two_clusters):
     # what sklearn's estimator checks do: 20 rows; a huge-but-finite budget approaches EM
-    X = _two_clusters(20, seed=3)
+    X = two_clusters(20, seed=3)
     m = _fit(M(2, rho=1e6, random_state=0, **PRIOR), X)
     assert m.method_ == "em"
     order = np.argsort(m.means_[:, 0])

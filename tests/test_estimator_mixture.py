@@ -16,7 +16,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
-from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError, methods
 from privgauss.datasets import make_mixture
 from privgauss.estimators.mixture import METHODS, PrivateGaussianMixture
 from privgauss.metrics import mixture_error
@@ -263,9 +263,10 @@ def test_kssu_through_the_estimator() -> None:
 )
 def test_auto_choice_uses_only_public_facts(n, separation, expected) -> None:
     est = PrivateGaussianMixture(2, epsilon=EPS, delta=DELTA, separation=separation)
-    reqs = {m: est._requirement(m, n, 2, ApproxDP(EPS, DELTA)) for m in METHODS}
+    facts = est._facts(ApproxDP(EPS, DELTA), n, 2, None)
+    reqs = {m: methods.requirements("mixture", m, facts) for m in METHODS}
     assert reqs["kssu"].ok and (reqs["sample-aggregate"].ok == (n == 40_000))
-    method, reason = est._choose(n, 2, ApproxDP(EPS, DELTA), has_public=False)
+    method, reason = est._choose(facts)
     assert method == expected
     assert ("no separation assumed" if expected == "em" else "requirement") in reason
 
@@ -324,9 +325,9 @@ def test_auto_picks_public_heavy_with_enough_public_rows_and_exposes_the_cluster
 
 def test_auto_falls_back_to_public_light_with_few_public_rows(public_mix) -> None:
     est = PrivateGaussianMixture(3, rho=0.5, min_weight=0.2, separation=6.0)
-    method, reason = est._choose(60_000, 10, est._budget(), 60)
+    method, reason = est._choose(est._facts(est._budget(), 60_000, 10, np.zeros((60, 10))))
     assert method == "public-light" and "too few for 'public-heavy'" in reason
-    method, _ = est._choose(60_000, 10, est._budget(), 500)
+    method, _ = est._choose(est._facts(est._budget(), 60_000, 10, np.zeros((500, 10))))
     assert method == "public-heavy"
 
 

@@ -47,10 +47,6 @@ def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
 
-def _rows(n=3000, d=3, seed=0):
-    return np.random.default_rng(seed).normal(size=(n, d))
-
-
 def test_get_params_clone_and_repr():
     g = _gaussian(constants="theory")
     assert g.get_params()["constants"] == "theory"
@@ -66,10 +62,10 @@ def test_get_params_clone_and_repr():
     assert not get_tags(g).non_deterministic  # a seed makes fits reproducible
 
 
-def test_bad_parameters_are_refused_at_fit_with_sklearn_errors():
+def test_bad_parameters_are_refused_at_fit_with_sklearn_errors(gaussian_rows):
     from sklearn.utils._param_validation import InvalidParameterError
 
-    X = _rows(100)
+    X = gaussian_rows(100)
     for bad in (dict(method="nope"), dict(gamma=1.5), dict(beta=0.0), dict(mean_bound=-1.0),
                 dict(accountant="mine")):
         with pytest.raises(InvalidParameterError):
@@ -81,8 +77,8 @@ def test_bad_parameters_are_refused_at_fit_with_sklearn_errors():
         pg.PrivateGaussian(rho=-1.0, mean_bound=1.0, cov_bounds=(1, 2)).fit(X)
 
 
-def test_unfitted_estimators_raise_notfittederror():
-    X = _rows(10)
+def test_unfitted_estimators_raise_notfittederror(gaussian_rows):
+    X = gaussian_rows(10)
     for est in (_gaussian(), pg.PrivateGaussianMixture(2, epsilon=1.0, delta=1e-6)):
         for call in ("score_samples", "score", "sample", "to_dict"):
             with pytest.raises(NotFittedError):
@@ -91,60 +87,60 @@ def test_unfitted_estimators_raise_notfittederror():
         pg.PrivateGaussianMixture(2, epsilon=1.0, delta=1e-6).predict(X)
 
 
-def test_a_failed_fit_leaves_the_estimator_unfitted():
+def test_a_failed_fit_leaves_the_estimator_unfitted(gaussian_rows):
     g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6, method="histogram", random_state=0)
     with pytest.raises(pg.EstimationFailed), pytest.warns(pg.warnings.BudgetSpentWarning):
         g.fit(scale_free_rows(3000, 3))  # no common scale for the localisation: ⊥
     with pytest.raises(NotFittedError):
-        g.score(_rows(5))
+        g.score(gaussian_rows(5))
 
 
-def test_feature_names_and_n_features():
+def test_feature_names_and_n_features(gaussian_rows):
     pd = pytest.importorskip("pandas")
-    df = pd.DataFrame(_rows(2000), columns=["age", "income", "score"])
+    df = pd.DataFrame(gaussian_rows(2000), columns=["age", "income", "score"])
     g = _gaussian().fit(df)
     assert list(g.feature_names_in_) == ["age", "income", "score"] and g.n_features_in_ == 3
     with pytest.raises(ValueError, match="expecting 3 features"):
-        g.score(_rows(10, 2))
+        g.score(gaussian_rows(10, 2))
     with pytest.warns(UserWarning, match="feature names"):
-        g.score(_rows(10))  # fitted with names, scored without
+        g.score(gaussian_rows(10))  # fitted with names, scored without
 
 
-def test_public_rows_go_by_keyword_and_y_is_ignored():
-    X, P = _rows(3000), _rows(10, seed=1)
+def test_public_rows_go_by_keyword_and_y_is_ignored(gaussian_rows):
+    X, P = gaussian_rows(3000), gaussian_rows(10, seed=1)
     a = pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, public_X=P)
     b = pg.PrivateGaussian(rho=0.5, random_state=0).fit(X, np.zeros(3000), public_X=P)
     assert a.method_ == "public" and np.array_equal(a.mean_, b.mean_)
 
 
-def test_clone_shares_the_accountant_so_cross_validation_spends_one_budget():
+def test_clone_shares_the_accountant_so_cross_validation_spends_one_budget(gaussian_rows):
     acct = pg.Accountant(pg.ZCDP(1.0))
     g = _gaussian(accountant=acct)
     g.set_params(rho=0.2)
     assert clone(g).accountant is acct
-    scores = cross_val_score(g, _rows(3000), cv=3)
+    scores = cross_val_score(g, gaussian_rows(3000), cv=3)
     assert scores.shape == (3,) and np.all(np.isfinite(scores))
     assert abs(acct.spent.rho - 0.6) < 1e-12
     # a fourth and fifth fold would exceed the total: refused before any noise is drawn
     with pytest.raises(pg.PrivacyBudgetError):
-        cross_val_score(g, _rows(3000), cv=3, error_score="raise")
+        cross_val_score(g, gaussian_rows(3000), cv=3, error_score="raise")
     assert acct.spent.rho <= 1.0 + 1e-12
 
 
-def test_grid_search_ranks_fits_by_held_out_likelihood():
+def test_grid_search_ranks_fits_by_held_out_likelihood(gaussian_rows):
     acct = pg.Accountant(pg.ZCDP(2.0))
     grid = GridSearchCV(_gaussian(rho=0.1, accountant=acct),
-                        {"constants": ["practical", "theory"]}, cv=2).fit(_rows(4000))
+                        {"constants": ["practical", "theory"]}, cv=2).fit(gaussian_rows(4000))
     assert grid.best_params_["constants"] in ("practical", "theory")
     # 2 settings x 2 folds + the refit on all rows: 5 fits of 0.1 each
     assert abs(acct.spent.rho - 0.5) < 1e-12
 
 
-def test_pipeline_with_a_scaler():
+def test_pipeline_with_a_scaler(gaussian_rows):
     # the scaler is fitted on the private rows without privacy: the docs say so; it works
     pipe = make_pipeline(StandardScaler(), _gaussian())
-    pipe.fit(_rows(2000) * 5 + 3)
-    assert np.isfinite(pipe.score(_rows(100) * 5 + 3))
+    pipe.fit(gaussian_rows(2000) * 5 + 3)
+    assert np.isfinite(pipe.score(gaussian_rows(100) * 5 + 3))
 
 
 def test_mixture_is_a_density_estimator_with_predict():
@@ -159,16 +155,9 @@ def test_mixture_is_a_density_estimator_with_predict():
     assert get_tags(m).estimator_type == "density_estimator"
 
 
-def _two_clusters(n=3000, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 2))
-    X[: n * 2 // 5] += 6.0
-    return rng.permutation(X)
-
-
-def test_mixture_methods_the_sklearn_way():
+def test_mixture_methods_the_sklearn_way(two_clusters):
     pd = pytest.importorskip("pandas")
-    df = pd.DataFrame(_two_clusters(), columns=["height", "weight"])
+    df = pd.DataFrame(two_clusters(), columns=["height", "weight"])
     m = _mixture(rho=0.5).fit(df)
     assert m.method_ == "em" and "prior" in m.method_reason_
     assert list(m.feature_names_in_) == ["height", "weight"] and m.n_features_in_ == 2
@@ -188,8 +177,8 @@ def test_mixture_methods_the_sklearn_way():
         m.predict(X[:5, :1])
 
 
-def test_mixture_cross_validation_and_grid_search_share_one_accountant():
-    X = _two_clusters()
+def test_mixture_cross_validation_and_grid_search_share_one_accountant(two_clusters):
+    X = two_clusters()
     acct = pg.Accountant(pg.ZCDP(1.2))
     scores = cross_val_score(_mixture(rho=0.2, accountant=acct), X, cv=3)
     assert scores.shape == (3,) and np.all(np.isfinite(scores))

@@ -28,10 +28,14 @@ from .linalg import cholesky_pd, scaled_cholesky, whitened_sq_norms
 from .validation import check_positive_int, check_probability
 
 __all__ = [
+    "DensityFactor",
     "MixtureError",
     "TVEstimate",
     "component_distance",
     "covariance_error",
+    "factored_logpdf",
+    "gaussian_factor",
+    "background_factor",
     "background_logpdf",
     "background_matrix",
     "background_scale",
@@ -141,16 +145,50 @@ def nonprivate_gaussian(X: Any) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- densities
 
 
+@dataclass(frozen=True)
+class DensityFactor:
+    """A Gaussian's or its background's density, factored once for many evaluations
+    (:func:`gaussian_factor`, :func:`background_factor`; evaluated by :func:`factored_logpdf`):
+    the centre ``mean``, the column ``scale`` the rows are divided by, the Cholesky factor
+    ``chol`` of the scaled matrix, and ``const`` (the Gaussian's log-determinant, or the
+    background's log normalising constant)."""
+
+    kind: Literal["gaussian", "background"]
+    mean: np.ndarray
+    scale: np.ndarray
+    chol: np.ndarray
+    const: float
+
+
+def gaussian_factor(mean: Any, cov: Any, *, ridge: float = 0.0) -> DensityFactor:
+    """The factorisation of ``N(mean, cov)`` that :func:`gaussian_logpdf` computes on each call:
+    the standard deviations and the Cholesky factor of the correlation matrix
+    (:func:`~privgauss.linalg.scaled_cholesky`; ``ridge`` a fraction of each variance)."""
+    m, C = _gaussian(mean, cov)
+    s, L = scaled_cholesky(C, ridge=ridge)
+    return DensityFactor("gaussian", m, s, L, _logdet_chol(L) + 2.0 * float(np.sum(np.log(s))))
+
+
+def factored_logpdf(X: Any, factor: DensityFactor) -> np.ndarray:
+    """Log density at each row of ``X`` of a factored Gaussian (:func:`gaussian_factor`) or
+    background (:func:`background_factor`): the values :func:`gaussian_logpdf` and
+    :func:`background_logpdf` give, without refactoring the matrix."""
+    m = factor.mean
+    Z = (np.asarray(X, dtype=np.float64) - m) / factor.scale
+    if factor.kind == "gaussian":
+        return _logpdf_chol(Z, np.zeros_like(m), factor.chol, factor.const)
+    q = whitened_sq_norms(Z, np.zeros_like(m), factor.chol)
+    return factor.const - 0.5 * (m.shape[0] + 1) * np.log1p(q)
+
+
 def gaussian_logpdf(X: Any, mean: Any, cov: Any, *, ridge: float = 0.0) -> np.ndarray:
     """Log density of ``N(mean, cov)`` at each row of ``X`` (shape ``(n, d)``), computed scale
     free: rows standardised by the standard deviations, the correlation matrix factored
     (:func:`~privgauss.linalg.scaled_cholesky`; ``ridge`` a fraction of each variance), so
-    columns whose units differ by many orders of magnitude cost nothing to round-off."""
-    m, C = _gaussian(mean, cov)
-    s, L = scaled_cholesky(C, ridge=ridge)
-    Z = (np.asarray(X, dtype=np.float64) - m) / s
-    logdet = _logdet_chol(L) + 2.0 * float(np.sum(np.log(s)))
-    return _logpdf_chol(Z, np.zeros_like(m), L, logdet)
+    columns whose units differ by many orders of magnitude cost nothing to round-off. To
+    evaluate one Gaussian many times, factor it once (:func:`gaussian_factor`,
+    :func:`factored_logpdf`)."""
+    return factored_logpdf(X, gaussian_factor(mean, cov, ridge=ridge))
 
 
 def background_scale(d: int) -> float:
@@ -192,17 +230,23 @@ def background_logpdf(X: Any, mean: Any, cov: Any, *, ridge: float = 0.0) -> np.
     = :func:`background_scale` (it never peaks above the Gaussian). Its tails are polynomial,
     so a row a million standard deviations out costs about (d + 1)·ln 10⁶ nats, not 10¹²/2 —
     the model of the gross errors a clipped fit leaves out (the noise component of
-    model-based clustering). Scale free, like :func:`gaussian_logpdf`."""
+    model-based clustering). Scale free, like :func:`gaussian_logpdf`; factored once by
+    :func:`background_factor`."""
+    return factored_logpdf(X, background_factor(mean, cov, ridge=ridge))
+
+
+def background_factor(mean: Any, cov: Any, *, ridge: float = 0.0) -> DensityFactor:
+    """The factorisation of the background of N(``mean``, ``cov``) (see
+    :func:`background_logpdf`): the scale K_d·s, the Cholesky factor of the floored
+    correlation matrix and the log normalising constant."""
     m, C = _gaussian(mean, cov)
     d = m.shape[0]
     s, L = scaled_cholesky(background_matrix(C), ridge=ridge)
     k = background_scale(d)
-    Z = (np.asarray(X, dtype=np.float64) - m) / (s * k)
-    q = whitened_sq_norms(Z, np.zeros_like(m), L)
     logdet = _logdet_chol(L) + 2.0 * float(np.sum(np.log(s * k)))
     norm = (math.lgamma((d + 1) / 2.0) - 0.5 * math.log(math.pi)
             - 0.5 * d * math.log(math.pi) - 0.5 * logdet)
-    return norm - 0.5 * (d + 1) * np.log1p(q)
+    return DensityFactor("background", m, s * k, L, norm)
 
 
 def _logpdf_chol(X: np.ndarray, mean: np.ndarray, L: np.ndarray, logdet: float) -> np.ndarray:

@@ -57,7 +57,31 @@ def _finite_list(values: np.ndarray) -> list[float]:
 
 
 class NoiseSource:
-    """Draws privacy noise, securely (``random_state=None``) or reproducibly (seeded)."""
+    """Draws privacy noise, securely (``random_state=None``) or reproducibly (seeded).
+
+    Parameters
+    ----------
+    random_state : None, int, numpy Generator or NoiseSource, default=None
+        None: cryptographically secure noise (OpenDP's samplers where they apply, a
+        generator seeded from the OS otherwise); an int or a Generator: numpy's seeded
+        generator, fast and reproducible, for experiments only; a NoiseSource: shares its
+        generator.
+
+    Attributes
+    ----------
+    secure : bool
+        Whether the noise is secure (``random_state=None``).
+    rng : numpy.random.Generator
+        The generator of the noise.
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> pg.NoiseSource(3)
+    NoiseSource(secure=False)
+    >>> pg.NoiseSource().secure
+    True
+    """
 
     secure: bool
     rng: np.random.Generator

@@ -38,7 +38,27 @@ class PrivacyWarning(UserWarning):
     Filter on it to treat all of them alike: ``warnings.simplefilter("error", PrivacyWarning)``
     turns every one into an exception raised from ``fit`` (before any budget is spent, except
     :class:`BudgetSpentWarning`, which reports a spent budget, and :class:`ClippedDataWarning`,
-    which reports on a successful fit: its budget too is spent)."""
+    which reports on a successful fit: its budget too is spent).
+
+    Parameters
+    ----------
+    message : str
+        The warning's text (public quantities and DP outputs only).
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, privgauss as pg
+    >>> issubclass(pg.warnings.SeededNoiseWarning, pg.PrivacyWarning)
+    True
+    >>> X = np.random.default_rng(0).normal(size=(2000, 2))
+    >>> g = pg.PrivateGaussian(rho=0.5, mean_bound=10, cov_bounds=(0.1, 10), random_state=0)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", pg.PrivacyWarning)   # refuse seeded noise
+    ...     g.fit(X)
+    Traceback (most recent call last):
+    ...
+    privgauss.warnings.SeededNoiseWarning: random_state is set...
+    """
 
 
 class SeededNoiseWarning(PrivacyWarning):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -22,15 +23,13 @@ from ..gaussian.clip_diagnostics import (
     split_for_count,
 )
 from ..gaussian.public_frame import public_verdict
-from ..linalg import scaled_cholesky
 from ..methods import Facts, GaussianJob, Method
-from ..metrics import background_logpdf, gaussian_logpdf
-from ..noise import as_noise
-from ..privacy import Accountant, Budget, PureDP
+from ..metrics import DensityFactor, background_factor, factored_logpdf, gaussian_factor
+from ..noise import NoiseSource
+from ..privacy import Accountant, Budget
 from ._base import (
+    FitPlan,
     PrivateEstimatorBase,
-    privacy_report,
-    private_section,
     require_finite,
     warn_clipped,
 )
@@ -42,6 +41,38 @@ METHODS = ("auto", *methods.names("gaussian"))
 SCORE_RIDGE = 1e-12
 #: the background's least weight, as a share of the rows the clipped count's noise can hide
 BACKGROUND_NOISE_SHARE = 0.1
+
+
+@dataclass
+class _GaussianPlan(FitPlan):
+    """A Gaussian fit's plan: the method's registry entry, the prior's centre, the known
+    covariance and mean (None: estimated), the run's budget and the clipped count's."""
+
+    spec: Method
+    center: np.ndarray
+    known: np.ndarray | None
+    known_mean: np.ndarray | None
+    run_budget: Budget
+    count_budget: Budget | None
+
+
+@dataclass
+class _GaussianRelease:
+    """A Gaussian fit's release: the mean and covariance, the final clipping ball and the DP
+    count of rows outside it (None when none was released)."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+    ball: Any
+    noisy: float | None
+
+
+@dataclass(frozen=True)
+class _GaussianFactors:
+    """The fitted Gaussian's factor and its background's (None without a background)."""
+
+    gaussian: DensityFactor
+    background: DensityFactor | None
 
 
 class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
@@ -152,8 +183,24 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         The fit's budget. ``accountant_`` is the fit's accountant.
     n_features_in_ : int
         Number of columns seen at fit; ``feature_names_in_`` their names when ``X`` had any.
+
+    Examples
+    --------
+    >>> import numpy as np, privgauss as pg
+    >>> X = np.random.default_rng(0).normal([5.0, -2.0], 1.0, size=(20000, 2))  # private
+    >>> g = pg.PrivateGaussian(epsilon=1.0, delta=1e-6).fit(X)       # bound-free, (ε, δ)-DP
+    >>> g.method_, g.mean_.shape, g.covariance_.shape
+    ('histogram', (2,), (2, 2))
+    >>> print(g.privacy_spent_)
+    (1, 1e-06)-DP
+    >>> g = pg.PrivateGaussian(rho=0.5, mean_bound=20, cov_bounds=(0.1, 10)).fit(X)
+    >>> g.method_, [e.step for e in g.ledger_][-1]
+    ('coinpress', 'clipped count')
+    >>> synthetic = g.sample(5, random_state=0)                      # post-processing, free
     """
 
+    _family = "gaussian"
+    _model_name = "gaussian"
     _parameter_constraints: dict[str, Any] = {
         # budgets are checked by the budget classes (PrivacyBudgetError, DESIGN.md's contract)
         "rho": "no_validation",
@@ -214,87 +261,83 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.accountant = accountant
         self.max_memory_bytes = max_memory_bytes
 
-    # ------------------------------------------------------------------------------------
-    def _check_params(self, d: int) -> tuple[Budget, np.ndarray | None]:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.constants not in ("practical", "theory"):
-            raise ValueError("constants must be 'practical' or 'theory'")
-        if not (0 < float(self.beta) < 1):
-            raise ValueError("beta (failure probability) must be in (0, 1)")
-        if not (0 <= float(self.gamma) < 1):
-            raise ValueError("gamma (TV distance public/private) must be in [0, 1)")
+    # -- the fit's hooks (the protocol is the base class's) -------------------------------
+    def _check_params(self, n: int, d: int) -> Budget:
+        """Refuse, before anything is spent, what ``_parameter_constraints`` cannot say: the
+        budget, a known covariance of the wrong shape or not positive definite, an infinite
+        ``mean_bound``, ``cov_bounds`` out of order."""
         budget = self._budget()
-        known: np.ndarray | None = None
-        if isinstance(self.covariance, str):
-            if self.covariance != "identity":
-                raise ValueError("covariance must be None, 'identity' or a (d, d) matrix")
-            known = np.eye(d)
-        elif self.covariance is not None:
-            known = np.array(self.covariance, dtype=np.float64)
-            if known.shape != (d, d) or not np.all(np.isfinite(known)):
-                raise InvalidDataError(f"covariance must be a finite ({d}, {d}) matrix")
-            known = (known + known.T) / 2
-            if np.linalg.eigvalsh(known)[0] <= 0:
-                raise InvalidDataError("the known covariance must be positive definite")
+        self._known_covariance(d)
         if self.mean_bound is not None and not (0 < float(self.mean_bound) < math.inf):
             raise ValueError("mean_bound must be a positive finite number")
         if self.cov_bounds is not None:
             lo, hi = (float(v) for v in self.cov_bounds)
             if not (0 < lo <= hi < math.inf):
                 raise ValueError("cov_bounds must be (lo, hi) with 0 < lo <= hi < inf")
-        return budget, known
+        return budget
 
-    def _facts(self, budget: Budget, n: int, d: int, m: int,
-               known: np.ndarray | None, verdict: Any = None) -> Facts:
-        """The public quantities of this fit, as the method registry reads them."""
+    def _known_covariance(self, d: int) -> np.ndarray | None:
+        """The user's known covariance (a public matrix, symmetrised), checked; None when the
+        covariance is estimated."""
+        if self.covariance is None:
+            return None
+        if isinstance(self.covariance, str):  # "identity", by _parameter_constraints
+            return np.eye(d)
+        known = np.array(self.covariance, dtype=np.float64)
+        if known.shape != (d, d) or not np.all(np.isfinite(known)):
+            raise InvalidDataError(f"covariance must be a finite ({d}, {d}) matrix")
+        known = (known + known.T) / 2
+        if np.linalg.eigvalsh(known)[0] <= 0:
+            raise InvalidDataError("the known covariance must be positive definite")
+        return known
+
+    def _facts(self, budget: Budget, n: int, d: int, public: np.ndarray | None) -> Facts:
+        """The public quantities of this fit, as the method registry reads them (the public
+        rows' verdict is free: public rows only)."""
+        known_cov = self.covariance is not None
+        verdict = None if public is None or known_cov else public_verdict(public, d)
         return Facts(
-            "gaussian", budget, n, d, n_public=m,
+            "gaussian", budget, n, d, n_public=0 if public is None else int(public.shape[0]),
             mean_bound=None if self.mean_bound is None else float(self.mean_bound),
             cov_bounds=(None if self.cov_bounds is None
                         else tuple(float(v) for v in self.cov_bounds)),  # type: ignore[arg-type]  # (lo, hi): two entries, checked by _check_params
-            known_covariance=known is not None, known_mean=self.mean is not None,
+            known_covariance=known_cov, known_mean=self.mean is not None,
             beta=float(self.beta), gamma=float(self.gamma), constants=self.constants,
             corr_condition=float(self.corr_condition),
             max_memory_bytes=int(self.max_memory_bytes),
             verdict=verdict,
         )
 
-    def _choose(self, facts: Facts) -> tuple[str, str]:
-        """The method to run and the reason, from public facts only (the registry's
-        :func:`~privgauss.methods.choose`)."""
-        return methods.choose("gaussian", self.method, facts)
-
-    # ------------------------------------------------------------------------------------
-    def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
-        """The math of :meth:`fit` on validated rows: ``X`` a numpy array (not copied when
-        float64 and contiguous; never modified) or a lazy dask array. The ``"public"``,
-        ``"coinpress"``, ``"clip"`` and ``"histogram"`` methods stream dask data chunk by chunk
-        (a few passes per step; a random pairing holds the ⌊n/2⌋ pair differences, not the
-        rows); ``"hypothesis-selection"`` and ``"ppe"`` load it into memory, refused (before
-        any budget is spent) when n·d·8 bytes exceed ``max_memory_bytes``."""
-        n, d = int(X.shape[0]), int(X.shape[1])
-        budget, known = self._check_params(d)
-        # free: public rows only; judged before anything is spent
-        verdict = None if Xp is None or known is not None else public_verdict(Xp, d)
-        facts = self._facts(budget, n, d, 0 if Xp is None else Xp.shape[0], known,
-                            verdict)
-        method, reason = self._choose(facts)
+    def _plan(self, plan: FitPlan) -> _GaussianPlan:
+        """The prior's centre, the known parameters, the method's own refusals (which speak of
+        the budget the user gave) and the clipped count's share of the budget — before
+        anything is spent. The rows (numpy or lazy dask) are not loaded: ``"public"``,
+        ``"coinpress"``, ``"clip"`` and ``"histogram"`` stream them chunk by chunk (a few
+        passes per step; a random pairing holds the ⌊n/2⌋ pair differences, not the rows);
+        ``"hypothesis-selection"`` and ``"ppe"`` load them, refused (by their check) when
+        n·d·8 bytes exceed ``max_memory_bytes``."""
+        d = plan.facts.d
         center = np.zeros(d) if self.center is None else np.asarray(self.center, dtype=float)
         if center.shape != (d,) or not np.all(np.isfinite(center)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
-        spec = methods.get("gaussian", method)
-        known_mean = self._known_mean(facts, known, spec)
-        if spec.check is not None:  # refuse, before any budget is spent, what it cannot use
-            spec.check(facts)  # (it speaks of the budget the user gave)
-        main, count_budget = self._count_plan(budget, spec)
+        spec = methods.get("gaussian", plan.method)
+        known = self._known_covariance(d)
+        known_mean = self._known_mean(plan.facts, known, spec)
+        if spec.check is not None:  # refuse what it cannot use
+            spec.check(plan.facts)
+        main, count_budget = self._count_plan(plan.budget, spec)
+        return _GaussianPlan(**vars(plan), spec=spec, center=center, known=known,
+                             known_mean=known_mean, run_budget=main, count_budget=count_budget)
+
+    def _run(self, plan: FitPlan, acct: Accountant, noise: NoiseSource) -> _GaussianRelease:
+        """The method's run, then the DP count of rows outside its final clipping ball, the
+        projection into the prior and the finiteness check (inside the private section)."""
+        assert isinstance(plan, _GaussianPlan)
+        spec, known_mean = plan.spec, plan.known_mean
         from_refinement = spec.clipped_count == "refinement"
-        acct = self._fit_accountant(budget)  # refuses what the shared accountant cannot pay
-        noise = as_noise(self.random_state)
-        self._warn_before_fit(budget, n, noise)
-        job = GaussianJob(X, Xp, facts, acct, noise, center, known, known_mean, run_budget=main)
-        with private_section(acct), recording_clips(float(self.clip_scale),
-                                                    from_refinement) as clips:
+        job = GaussianJob(plan.X, plan.public, plan.facts, acct, noise, plan.center, plan.known,
+                          known_mean, run_budget=plan.run_budget)
+        with recording_clips(float(self.clip_scale), from_refinement) as clips:
             if known_mean is not None:
                 assert spec.run_known_mean is not None  # _known_mean refused it otherwise
                 mean, cov = known_mean, spec.run_known_mean(job)
@@ -302,16 +345,20 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 mean, cov = spec.run(job)
             ball = clips.final()
             noisy = None
-            if from_refinement:
-                count_budget = clips.reserved
+            count_budget = clips.reserved if from_refinement else plan.count_budget
             if count_budget is not None and ball is not None:
                 noisy = release_clipped_count(ball, count_budget, accountant=acct, noise=noise)
                 _refuse_a_missed_fit(noisy, ball.rows.n, acct.ledger[-1])
-            mean, cov = self._inside_prior(mean, cov, center, known)  # may fail: inside
+            means, covs = self._inside_prior(  # may fail: inside
+                np.asarray(mean)[None], np.asarray(cov)[None], plan.center,
+                mean_known=known_mean is not None, cov_known=plan.known is not None)
+            mean, cov = means[0], covs[0]
             require_finite(mean, cov)
-        self.mean_, self.covariance_ = mean, cov
-        self._record(budget, acct, method, reason)
-        self._record_clipped(ball, noisy, acct)
+        return _GaussianRelease(mean, cov, ball, noisy)
+
+    def _record_release(self, plan: FitPlan, release: Any, acct: Accountant) -> None:
+        self.mean_, self.covariance_ = release.mean, release.cov
+        self._record_clipped(release.ball, release.noisy, acct)
 
     @staticmethod
     def _count_plan(budget: Budget, spec: Method) -> tuple[Budget, Budget | None]:
@@ -328,9 +375,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         public threshold ``clipped_fraction_alarm_``, a
         :class:`~privgauss.warnings.ClippedDataWarning`."""
         if ball is None or noisy is None:
-            self.clipped_fraction_ = None
-            self.clipped_fraction_alarm_ = None
-            self.background_weight_ = 0.0
+            self._no_clipped_count()
             return
         entry = acct.ledger[-1]
         assert entry.noise_scale is not None  # private_count records its scale
@@ -349,25 +394,6 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                                       BACKGROUND_NOISE_SHARE * hidden / n)
         if self.clipped_fraction_ > self.clipped_fraction_alarm_:
             warn_clipped(self.clipped_fraction_, self.clipped_fraction_alarm_)
-
-    def _inside_prior(self, mean: np.ndarray, cov: np.ndarray, center: np.ndarray,
-                      known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """The release projected into the prior the user gave (post-processing, no privacy
-        cost): the mean into the ball ‖μ − center‖ ≤ ``mean_bound``, an estimated covariance's
-        eigenvalues into ``cov_bounds``. When the truth satisfies the prior, neither projection
-        moves the estimate away from it."""
-        if self.mean_bound is not None and self.mean is None:  # a known mean is the user's
-            offset = mean - center
-            norm = float(np.linalg.norm(offset))
-            if norm > float(self.mean_bound):  # a hair inside, whatever the rounding
-                mean = center + offset * (float(self.mean_bound) / norm * (1.0 - 1e-12))
-        if known is None and self.cov_bounds is not None:
-            lo, hi = (float(v) for v in self.cov_bounds)
-            w, V = np.linalg.eigh((cov + cov.T) / 2)
-            if w[0] < lo or w[-1] > hi:
-                cov = (V * np.clip(w, lo, hi)) @ V.T
-                cov = (cov + cov.T) / 2
-        return mean, cov
 
     def _known_mean(self, facts: Facts, known: np.ndarray | None,
                     spec: Method) -> np.ndarray | None:
@@ -395,11 +421,12 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         synthetic rows: at private rows these values are not private (score private held-out
         rows with :class:`~privgauss.DPScorer`)."""
         X = self._rows_for_scoring(X)
-        logp = gaussian_logpdf(X, self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        factors = self._factors()
+        logp = factored_logpdf(X, factors.gaussian)
         w = float(getattr(self, "background_weight_", 0.0))
         if w <= 0.0:
             return logp
-        back = background_logpdf(X, self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        back = factored_logpdf(X, factors.background)
         return np.logaddexp(math.log1p(-w) + logp, math.log(w) + back)
 
     def sample(self, n_samples: int = 1, random_state: Any = None) -> np.ndarray:
@@ -407,28 +434,21 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         no privacy cost."""
         check_is_fitted(self)
         rng = np.random.default_rng(random_state)
-        return _draw_gaussian(rng, self.mean_, self.covariance_, int(n_samples))
+        refuse_non_finite(self.mean_, self.covariance_)
+        return _draw_gaussian(rng, self.mean_, self._factors().gaussian, int(n_samples))
 
-    def to_dict(self) -> dict[str, Any]:
-        """Parameters and privacy report (only DP outputs and public metadata)."""
-        check_is_fitted(self)
-        from .._version import __version__
+    def _factor_key(self) -> tuple[Any, ...]:
+        return (self.mean_, self.covariance_, float(getattr(self, "background_weight_", 0.0)))
 
-        return {
-            "model": "gaussian",
-            "library": "privgauss",
-            "version": __version__,
-            "method": self.method_,
-            "method_reason": self.method_reason_,
-            "n_features": self.n_features_in_,
-            "feature_names": self._feature_names(),
-            "mean": self.mean_.tolist(),
-            "covariance": self.covariance_.tolist(),
-            "clipped_fraction": getattr(self, "clipped_fraction_", None),
-            "background_weight": float(getattr(self, "background_weight_", 0.0)),
-            "privacy": privacy_report(self.budget_, self.accountant_),
-            "pure_dp": isinstance(self.budget_, PureDP),
-        }
+    def _make_factors(self) -> _GaussianFactors:
+        back = None
+        if float(getattr(self, "background_weight_", 0.0)) > 0.0:
+            back = background_factor(self.mean_, self.covariance_, ridge=SCORE_RIDGE)
+        return _GaussianFactors(
+            gaussian_factor(self.mean_, self.covariance_, ridge=SCORE_RIDGE), back)
+
+    def _model_fields(self) -> dict[str, Any]:
+        return {"mean": self.mean_.tolist(), "covariance": self.covariance_.tolist()}
 
 
 #: a DP clipped fraction above this means the final ball missed the data: a failure (⊥)
@@ -452,13 +472,16 @@ def _refuse_a_missed_fit(noisy: float, n: int, entry: Any) -> None:
         )
 
 
-def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray,
-                  size: int) -> np.ndarray:
-    """``size`` rows from N(``mean``, ``cov``) in time bounded by ``size`` and d: refused
-    unless the parameters are finite, since numpy's SVD of a non-finite matrix never returns
-    (the sampler of both estimators)."""
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
+def refuse_non_finite(*parameters: np.ndarray) -> None:
+    """Refuse to sample a model whose parameters are not finite (InvalidDataError)."""
+    if not all(np.all(np.isfinite(p)) for p in parameters):
         raise InvalidDataError("the model's mean or covariance is not finite: it cannot be "
                                "sampled")
-    s, L = scaled_cholesky(cov, ridge=SCORE_RIDGE)  # scale free, as the scores
-    return mean + (rng.standard_normal((size, mean.shape[0])) @ L.T) * s
+
+
+def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, factor: DensityFactor,
+                   size: int) -> np.ndarray:
+    """``size`` rows from N(``mean``, Σ) for a factored Σ (:func:`~privgauss.metrics.
+    gaussian_factor`, scale free as the scores), in time bounded by ``size`` and d (the
+    sampler of both estimators; callers refuse non-finite parameters first)."""
+    return mean + (rng.standard_normal((size, mean.shape[0])) @ factor.chol.T) * factor.scale

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -16,19 +17,24 @@ from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..methods import Facts
-from ..metrics import background_logpdf, background_scale, gaussian_logpdf
-from ..noise import as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP
+from ..metrics import (
+    DensityFactor,
+    background_factor,
+    background_scale,
+    factored_logpdf,
+    gaussian_factor,
+)
+from ..noise import NoiseSource
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget
 from ..validation import check_positive_int
 from ..warnings import ClippedDataWarning
 from ._base import (
+    FitPlan,
     PrivateEstimatorBase,
     _warn,
-    privacy_report,
-    private_section,
     require_finite,
 )
-from .gaussian import SCORE_RIDGE, _draw_gaussian
+from .gaussian import SCORE_RIDGE, _draw_gaussian, refuse_non_finite
 
 __all__ = ["METHODS", "PrivateGaussianMixture"]
 
@@ -36,6 +42,28 @@ __all__ = ["METHODS", "PrivateGaussianMixture"]
 #: own dict, :data:`privgauss.methods.MIXTURE`: one module per method in
 #: :mod:`privgauss.methods` owns what it accepts, needs, requires and runs).
 METHODS = methods.MIXTURE
+
+
+@dataclass
+class _MixtureRelease:
+    """A mixture fit's release: weights, means, covariances and what the learner reports."""
+
+    weights: np.ndarray
+    means: np.ndarray
+    covs: np.ndarray
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _MixtureFactors:
+    """The fitted components' factors; the background's weight and mean, its factor for
+    scoring and its Gaussian's for sampling (None without a background)."""
+
+    components: list[DensityFactor]
+    background_weight: float
+    background_mean: np.ndarray
+    background: DensityFactor | None
+    background_draw: DensityFactor | None
 
 
 class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
@@ -161,8 +189,20 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         The fit's budget. ``accountant_`` is the fit's accountant.
     n_features_in_ : int
         Number of columns seen at fit; ``feature_names_in_`` their names when ``X`` had any.
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> X = pg.datasets.make_mixture(20000, 2, 2, separation=8.0, random_state=0).X
+    >>> m = pg.PrivateGaussianMixture(2, epsilon=1.0, delta=1e-6).fit(X)   # private EM
+    >>> m.method_, m.weights_.shape, m.means_.shape, m.covariances_.shape
+    ('em', (2,), (2, 2), (2, 2, 2))
+    >>> labels = m.predict(X[:10])                 # exact: for public or synthetic rows
+    >>> rows, components = m.sample(100, random_state=0)             # post-processing, free
     """
 
+    _family = "mixture"
+    _model_name = "gaussian-mixture"
     _parameter_constraints: dict[str, Any] = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         # budgets are checked by the budget classes (PrivacyBudgetError, DESIGN.md's contract)
@@ -261,42 +301,15 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if c.shape != (d,) or not np.all(np.isfinite(c)):
             raise InvalidDataError(f"center must be a finite vector of length {d}")
 
-    def _inside_prior(self, means: np.ndarray, covs: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
-        """The release projected into the user's prior (post-processing, no privacy cost): each
-        mean into the ball ‖μ_j − center‖ ≤ ``mean_bound``, each covariance's eigenvalues into
-        ``cov_bounds``. When the truth satisfies the prior, neither moves an estimate away
-        from it."""
-        if self.mean_bound is None:
-            return means, covs
-        d = means.shape[1]
-        center, bound = self._prior_center(d), float(self.mean_bound)
-        lo, hi = (float(v) for v in self.cov_bounds)  # type: ignore[union-attr]  # checked
-        means, covs = means.copy(), covs.copy()
-        for j in range(means.shape[0]):
-            offset = means[j] - center
-            norm = float(np.linalg.norm(offset))
-            if norm > bound:  # a hair inside, whatever the rounding
-                means[j] = center + offset * (bound / norm * (1.0 - 1e-12))
-            w, V = np.linalg.eigh((covs[j] + covs[j].T) / 2)
-            if w[0] < lo or w[-1] > hi:
-                c = (V * np.clip(w, lo, hi)) @ V.T
-                covs[j] = (c + c.T) / 2
-        return means, covs
-
     def _check_params(self, n: int, d: int) -> ZCDP | ApproxDP:
-        """Refuse bad parameters before anything is spent (messages: public facts only)."""
-        k = check_positive_int(self.n_components, "n_components", minimum=1)
+        """Refuse, before anything is spent, what ``_parameter_constraints`` cannot say (k
+        against n, ``min_weight`` against k, an infinite separation, the method's knobs, the
+        prior, the budget's notion); messages from public facts only."""
+        k = int(self.n_components)  # an int >= 1, by _parameter_constraints
         if k > n:
             raise InvalidDataError(
                 f"n_components = {k} exceeds the number of rows n = {n}; give at least {k} rows"
             )
-        if self.method != "auto":
-            methods.get("mixture", self.method)  # refuses an unknown name
-        if self.constants not in ("practical", "theory"):
-            raise ValueError("constants must be 'practical' or 'theory'")
-        if not (0 < float(self.beta) < 1):
-            raise ValueError("beta (failure probability) must be in (0, 1)")
         if self.min_weight is not None:
             w = float(self.min_weight)
             if not (0 < w <= 1.0 / k):
@@ -310,9 +323,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                     "separation (the assumed separation ratio of the components, as in "
                     f"privgauss.datasets.separation_ratio) must be finite and > 0, got {sep!r}"
                 )
-        if self.method_params is not None:
-            if not isinstance(self.method_params, dict):
-                raise TypeError("method_params must be a dict of method knobs")
+        if self.method_params is not None:  # a dict, by _parameter_constraints
             known = {knob for spec in methods.table("mixture").values() for knob in spec.knobs}
             unknown = sorted(set(self.method_params) - known)
             if unknown:
@@ -358,10 +369,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if "learner" in p and not callable(p["learner"]):
             raise TypeError("learner must be a callable (rows, k, seed) -> (weights, means)")
 
-    def _facts(self, n: int, d: int, budget: Any, n_public: int = 0) -> Facts:
+    def _facts(self, budget: Budget, n: int, d: int, public: np.ndarray | None) -> Facts:
         """The public quantities of this fit, as the method registry reads them."""
         return Facts(
-            "mixture", budget, int(n), int(d), k=int(self.n_components), n_public=int(n_public),
+            "mixture", budget, int(n), int(d), k=int(self.n_components),
+            n_public=0 if public is None else int(public.shape[0]),
             min_weight=None if self.min_weight is None else float(self.min_weight),
             separation=None if self.separation is None else float(self.separation),
             mean_bound=None if self.mean_bound is None else float(self.mean_bound),
@@ -373,62 +385,56 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             knobs=dict(self.method_params or {}),
         )
 
-    def _requirement(self, method: str, n: int, d: int, budget: Any, n_public: int = 0) -> Any:
-        """The sample-size requirement of ``method`` here (the registry's), or None."""
-        return methods.requirements("mixture", method, self._facts(n, d, budget, n_public))
-
-    def _choose(self, n: int, d: int, budget: Any, has_public: int) -> tuple[str, str]:
-        """The method to run and why, from public facts only (``has_public``: the number of
-        public rows; a bool reads as 0 or 1): the registry's :func:`~privgauss.methods.choose`,
-        which refuses a requested method that cannot work here before anything is spent."""
-        return methods.choose("mixture", self.method, self._facts(n, d, budget, int(has_public)))
-
-    # ------------------------------------------------------------------------------------
-    def _fit(self, X: Any, Xp: np.ndarray | None) -> None:
-        """The math of :meth:`fit` on validated rows. A dask array (or an on-disk file, opened
-        as one) streams through ``method="em"``; the other learners need random access to all
-        rows, so for them it is loaded into memory, refused up front when larger than
+    # -- the fit's hooks (the protocol is the base class's) -------------------------------
+    def _plan(self, plan: FitPlan) -> FitPlan:
+        """A dask array (or an on-disk file, opened as one) streams through ``method="em"``;
+        the other learners need random access to all rows, so for them it is loaded into
+        memory here, refused (before anything is spent) when larger than
         ``max_memory_bytes``."""
-        n, d = int(X.shape[0]), int(X.shape[1])
-        budget = self._check_params(n, d)
-        method, reason = self._choose(n, d, budget, 0 if Xp is None else Xp.shape[0])
-        if not METHODS[method].streams:
-            X = in_memory(X, max_memory_bytes=self.max_memory_bytes)
-        acct = self._fit_accountant(budget)
-        noise = as_noise(self.random_state)
-        self._warn_before_fit(budget, n, noise)
+        if not METHODS[plan.method].streams:
+            plan.X = in_memory(plan.X, max_memory_bytes=self.max_memory_bytes)
+        return plan
+
+    def _run(self, plan: FitPlan, acct: Accountant, noise: NoiseSource) -> _MixtureRelease:
+        """The learner's run (inside the private section), its release projected into the
+        prior and checked finite. A public-data method that refuses the public rows alone
+        before spending anything (e.g. the public clustering found fewer clusters than
+        ``n_components``) falls back, under ``method="auto"``, to the registry's fall-back
+        (private EM seeded by the public rows); ``plan.method`` and ``plan.reason`` say so."""
+        X, Xp, budget = plan.X, plan.public, plan.budget
         info: dict[str, Any] = {}
-        with private_section(acct):
-            try:
-                weights, means, covs = methods.get("mixture", method).run(
-                    self, X, Xp, budget, acct, noise, info)
-            except InvalidDataError:
-                # a public-data method refused from the public rows alone (e.g. the public
-                # clustering found fewer clusters than n_components) before spending anything:
-                # auto falls back to private EM seeded by the public rows
-                fallback = None
-                if (self.method == "auto" and methods.get("mixture", method).uses_public
-                        and not acct.ledger):
-                    fallback = methods.fallback(
-                        "mixture", self._facts(n, d, budget, 0 if Xp is None else Xp.shape[0]),
-                        f"{method!r} refused these public rows (nothing was spent)")
-                if fallback is None:
-                    raise
-                method, reason = fallback
-                info = {}
-                weights, means, covs = methods.get("mixture", method).run(
-                    self, X, Xp, budget, acct, noise, info)
-            means, covs = self._inside_prior(  # may fail on a degenerate release: inside
-                np.asarray(means, dtype=np.float64), np.asarray(covs, dtype=np.float64))
-            require_finite(np.asarray(weights, dtype=np.float64), means, covs)
-        self.weights_ = np.asarray(weights, dtype=np.float64)
-        self.means_, self.covariances_ = means, covs
-        self.fit_info_ = info
+        try:
+            weights, means, covs = methods.get("mixture", plan.method).run(
+                self, X, Xp, budget, acct, noise, info)
+        except InvalidDataError:
+            fallback = None
+            if (self.method == "auto" and methods.get("mixture", plan.method).uses_public
+                    and not acct.ledger):
+                fallback = methods.fallback(
+                    "mixture", plan.facts,
+                    f"{plan.method!r} refused these public rows (nothing was spent)")
+            if fallback is None:
+                raise
+            plan.method, plan.reason = fallback
+            info = {}
+            weights, means, covs = methods.get("mixture", plan.method).run(
+                self, X, Xp, budget, acct, noise, info)
+        means, covs = self._inside_prior(  # may fail on a degenerate release: inside
+            np.asarray(means, dtype=np.float64), np.asarray(covs, dtype=np.float64),
+            self._prior_center(int(X.shape[1])))
+        weights = np.asarray(weights, dtype=np.float64)
+        require_finite(weights, means, covs)
+        return _MixtureRelease(weights, means, covs, info)
+
+    def _record_release(self, plan: FitPlan, release: Any, acct: Accountant) -> None:
+        self.weights_ = release.weights
+        self.means_, self.covariances_ = release.means, release.covs
+        self.fit_info_ = release.info
         # the public clustering (public-heavy: PublicClusters of the public rows; public-light:
         # the public/DP balls (centre, radius) of the clusters); None for the other methods
-        self.public_clusters_ = info.get("public_clusters", info.get("public_balls"))
-        self._record(budget, acct, method, reason)
-        self._record_clipped(info.get("clipped_count"))
+        self.public_clusters_ = release.info.get("public_clusters",
+                                                 release.info.get("public_balls"))
+        self._record_clipped(release.info.get("clipped_count"))
 
     def _record_clipped(self, clipped: dict[str, float] | None) -> None:
         """``clipped_fraction_`` (post-processing of em's DP count of rows outside every
@@ -436,9 +442,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         :class:`~privgauss.warnings.ClippedDataWarning` above the threshold. None (and no
         background) for methods that release no such count."""
         if clipped is None:
-            self.clipped_fraction_ = None
-            self.clipped_fraction_alarm_ = None
-            self.background_weight_ = 0.0
+            self._no_clipped_count()
             return
         from ..gaussian.clip_diagnostics import alarm_fraction
 
@@ -474,13 +478,28 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         cov = np.einsum("j,jab->ab", pi, self.covariances_) + (D.T * pi) @ D
         return w, mean, (cov + cov.T) / 2
 
+    def _factor_key(self) -> tuple[Any, ...]:
+        return (self.weights_, self.means_, self.covariances_,
+                float(getattr(self, "background_weight_", 0.0)))
+
+    def _make_factors(self) -> _MixtureFactors:
+        comps = [gaussian_factor(m, c, ridge=SCORE_RIDGE)
+                 for m, c in zip(self.means_, self.covariances_, strict=True)]
+        w, mean, cov = self._background()
+        back = draw = None
+        if w > 0.0:
+            back = background_factor(mean, cov, ridge=SCORE_RIDGE)
+            draw = gaussian_factor(np.zeros_like(mean), cov, ridge=SCORE_RIDGE)
+        return _MixtureFactors(comps, w, mean, back, draw)
+
     # ------------------------------------------------------------------------------------
     def _component_logpdf(self, X: Any) -> np.ndarray:
         X = self._rows_for_scoring(X)
+        factors = self._factors()
         cols = []
-        for w, m, c in zip(self.weights_, self.means_, self.covariances_, strict=True):
+        for w, f in zip(self.weights_, factors.components, strict=True):
             lw = math.log(w) if w > 0 else -math.inf
-            cols.append(gaussian_logpdf(X, m, c, ridge=SCORE_RIDGE) + lw)
+            cols.append(factored_logpdf(X, f) + lw)
         return np.stack(cols, axis=1)
 
     def score_samples(self, X: Any) -> np.ndarray:
@@ -493,10 +512,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         10⁴ nats each. Exact, so for public or synthetic rows: at private rows these values
         are not private (score private held-out rows with :class:`~privgauss.DPScorer`)."""
         logp = logsumexp(self._component_logpdf(X), axis=1)
-        w, mean, cov = self._background()
+        factors = self._factors()
+        w = factors.background_weight
         if w <= 0.0:
             return logp
-        back = background_logpdf(self._rows_for_scoring(X), mean, cov, ridge=SCORE_RIDGE)
+        back = factored_logpdf(self._rows_for_scoring(X), factors.background)
         return np.logaddexp(math.log1p(-w) + logp, math.log(w) + back)
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -516,40 +536,24 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         check_is_fitted(self)
         n_samples = check_positive_int(n_samples, "n_samples", minimum=1)
         rng = np.random.default_rng(random_state)
-        w, mean, cov = self._background()
+        refuse_non_finite(self.means_, self.covariances_)
+        factors = self._factors()
+        w, mean = factors.background_weight, factors.background_mean
         probs = np.append((1.0 - w) * self.weights_ / self.weights_.sum(), w)
         counts = rng.multinomial(n_samples, probs / probs.sum())
         labels = np.repeat(np.append(np.arange(len(counts) - 1), -1), counts)
-        parts = [_draw_gaussian(rng, self.means_[j], self.covariances_[j], int(c))
+        parts = [_draw_gaussian(rng, self.means_[j], factors.components[j], int(c))
                  for j, c in enumerate(counts[:-1])]
         if counts[-1] > 0:
             # a multivariate Cauchy: a Gaussian of scale K_d²·cov divided by |N(0, 1)|
-            g = _draw_gaussian(rng, np.zeros_like(mean), cov, int(counts[-1]))
+            g = _draw_gaussian(rng, np.zeros_like(mean), factors.background_draw,
+                               int(counts[-1]))
             k = background_scale(mean.shape[0])
             parts.append(mean + k * g / np.abs(rng.standard_normal((int(counts[-1]), 1))))
         X = np.concatenate(parts)
         order = rng.permutation(n_samples)
         return X[order], labels[order]
 
-    def to_dict(self) -> dict[str, Any]:
-        """Parameters and privacy report (only DP outputs and public metadata)."""
-        check_is_fitted(self)
-        from .._version import __version__
-
-        return {
-            "model": "gaussian-mixture",
-            "library": "privgauss",
-            "version": __version__,
-            "method": self.method_,
-            "method_reason": self.method_reason_,
-            "n_features": self.n_features_in_,
-            "feature_names": self._feature_names(),
-            "n_components": int(self.n_components),
-            "weights": self.weights_.tolist(),
-            "means": self.means_.tolist(),
-            "covariances": self.covariances_.tolist(),
-            "clipped_fraction": getattr(self, "clipped_fraction_", None),
-            "background_weight": float(getattr(self, "background_weight_", 0.0)),
-            "privacy": privacy_report(self.budget_, self.accountant_),
-            "pure_dp": False,
-        }
+    def _model_fields(self) -> dict[str, Any]:
+        return {"n_components": int(self.n_components), "weights": self.weights_.tolist(),
+                "means": self.means_.tolist(), "covariances": self.covariances_.tolist()}

@@ -154,6 +154,17 @@ class DPScorer:
         the scorer's lifetime (successive calls draw successive noise); fast and reproducible,
         for experiments only (:class:`~privgauss.warnings.SeededNoiseWarning`).
 
+    Attributes
+    ----------
+    accountant : Accountant or None
+        As given.
+    budget : Budget
+        The budget of each call.
+    width : float or None
+        As given (None: :func:`default_width` of the scored model).
+    random_state : None, int or numpy Generator
+        As given.
+
     Examples
     --------
     >>> import numpy as np, privgauss as pg
@@ -162,8 +173,8 @@ class DPScorer:
     >>> acct = pg.Accountant(pg.ZCDP(1.0))                             # fits and scores
     >>> g = pg.PrivateGaussian(rho=0.2, accountant=acct, mean_bound=10, cov_bounds=(0.1, 10))
     >>> scores = cross_val_score(g, X, cv=3, scoring=pg.DPScorer(acct, rho=0.02))
-    >>> acct.spent                                                     # 3 fits, 3 DP scores
-    ZCDP(rho=0.66)
+    >>> print(acct.spent)                                              # 3 fits, 3 DP scores
+    0.66-zCDP
     """
 
     def __init__(

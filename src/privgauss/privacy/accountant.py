@@ -41,6 +41,34 @@ class LedgerEntry:
     whose nodes are charged once by parallel composition): they are kept here, under the entry
     that paid for them (see :meth:`Accountant.prepaid`), not added to the total. Their
     ``step`` names start with the sub-computation's name.
+
+    Parameters
+    ----------
+    step : str
+        The step of the algorithm that released (e.g. ``"coinpress/mean-1"``).
+    mechanism : str
+        The mechanism (e.g. ``"gaussian"``, ``"laplace"``, ``"count-discrete-gaussian"``).
+    cost : Budget
+        What the release cost.
+    sensitivity, noise_scale : float, optional
+        The released statistic's sensitivity and the noise's scale, when they apply.
+    note : str, optional
+        Free text (public facts only).
+    parts : list of LedgerEntry
+        The releases of a prepaid sub-computation (not added to the total).
+
+    Attributes
+    ----------
+    step, mechanism, cost, sensitivity, noise_scale, note, parts
+        As given.
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> acct = pg.Accountant(pg.ZCDP(1.0))
+    >>> entry = acct.spend(pg.ZCDP(0.25), step="mean", mechanism="gaussian")
+    >>> acct.ledger[0].step, str(acct.ledger[0].cost)
+    ('mean', '0.25-zCDP')
     """
 
     step: str
@@ -140,6 +168,38 @@ class Accountant:
     sequence of checks and charges — a fit holds it from its reservation to its last release,
     so threads sharing one accountant (a threaded cross-validation, a thread pool) run their
     private sections one at a time and none is refused half-way by another's charge.
+
+    Parameters
+    ----------
+    total : Budget
+        The total budget (:class:`ZCDP`, :class:`ApproxDP` or :class:`PureDP`).
+    ledger : list of LedgerEntry, optional
+        The releases so far (default none; charges append to it).
+    parent : Accountant, optional
+        An accountant every charge is also made to (made by :meth:`child`).
+    prefix : str, optional
+        Prefix of this accountant's step names in its parent's ledger.
+
+    Attributes
+    ----------
+    total : Budget
+        The total.
+    ledger : list of LedgerEntry
+        Every release charged, with its cost (public metadata only).
+    spent : Budget or None
+        What has been spent, in the total's notion (None before the first charge).
+    remaining : Budget or None
+        What is left (None when nothing is, or for a read-only record).
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> acct = pg.Accountant(pg.ZCDP(1.0))
+    >>> entry = acct.spend(pg.ZCDP(0.25), step="mean", mechanism="gaussian")
+    >>> print(acct.spent, acct.remaining)
+    0.25-zCDP 0.75-zCDP
+    >>> acct.can_spend(pg.ZCDP(1.0))
+    False
     """
 
     total: Budget

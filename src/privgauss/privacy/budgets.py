@@ -73,7 +73,26 @@ def _check_nonnegative(name: str, value: Any) -> float:
 
 @dataclass(frozen=True)
 class PureDP:
-    """ε-differential privacy."""
+    """ε-differential privacy (pure DP).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε > 0, finite; anything else raises :class:`~privgauss.PrivacyBudgetError`.
+
+    Attributes
+    ----------
+    epsilon : float
+        The checked ε.
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> pg.PureDP(1.0)
+    PureDP(epsilon=1.0)
+    >>> print(pg.PureDP(1.0).to_zcdp())    # ε-DP implies (ε²/2)-zCDP
+    0.5-zCDP
+    """
 
     epsilon: float
 
@@ -93,7 +112,26 @@ class PureDP:
 
 @dataclass(frozen=True)
 class ZCDP:
-    """ρ-zero-concentrated differential privacy."""
+    """ρ-zero-concentrated differential privacy.
+
+    Parameters
+    ----------
+    rho : float
+        ρ > 0, finite; anything else raises :class:`~privgauss.PrivacyBudgetError`.
+
+    Attributes
+    ----------
+    rho : float
+        The checked ρ.
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> pg.ZCDP(0.5)
+    ZCDP(rho=0.5)
+    >>> print(pg.ZCDP(0.5).to_approx(1e-6))    # the (ε, δ)-DP it implies
+    (5.22153, 1e-06)-DP
+    """
 
     rho: float
 
@@ -116,7 +154,26 @@ class ZCDP:
 
 @dataclass(frozen=True)
 class ApproxDP:
-    """(ε, δ)-differential privacy; δ = 0 is allowed and means pure ε-DP."""
+    """(ε, δ)-differential privacy; δ = 0 is allowed and means pure ε-DP.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε > 0, finite.
+    delta : float
+        δ in [0, 1); anything else raises :class:`~privgauss.PrivacyBudgetError`.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The checked ε and δ.
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> print(pg.ApproxDP(1.0, 1e-6))
+    (1, 1e-06)-DP
+    """
 
     epsilon: float
     delta: float

@@ -279,7 +279,7 @@ class PrivateSynthesizer:
                                               noise=noise)
                 Z = self._scores(rows, marginals, n, noise.rng)
                 copula = self._copula(k, n, d, acct, noise)
-                copula.fit(Z)
+                copula._fit_trusted(Z)
                 _standardise(copula)
                 _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
         self.marginals_ = marginals
