@@ -123,11 +123,7 @@ _SECTIONS = {
 _PLAIN = {"InvalidDataError", "PrivacyBudgetError", "PrivacyWarning"}
 #: docstrings in modules another helper is rewriting (issue 29): strict xfail, so that this
 #: list must shrink as soon as they gain their sections
-_PENDING = {
-    "PrivateSynthesizer": "no Examples yet (privgauss/synthesis/)",
-    "synthesize": "no numpydoc sections yet (privgauss/synthesis/)",
-    "mixture_requirements": "no Parameters section yet (privgauss/methods/)",
-}
+_PENDING: dict[str, str] = {}
 
 
 def _public_callables() -> list[str]:

@@ -202,10 +202,31 @@ def mixture_requirements(
     quantities only: the method's own sample-size formula, as ``privgauss requirements
     mixture`` prints it (``pg.mixture_requirements``).
 
-    ``constants="practical"`` gives the thresholds a fit enforces, ``"theory"`` the paper's
-    theorem terms with constants 1 (indicative only). ``n_public`` (None: not stated) is
-    checked against the public-data methods' fewest public rows; ``knobs`` are the method's
-    ``method_params`` that move its requirement (e.g. ``max_points`` for ``kssu``).
+    Parameters
+    ----------
+    method : str
+        A mixture method of the registry (``"em"``, ``"kssu"``, ``"sample-aggregate"``, ...).
+    n, d, k : int
+        Private rows, columns and components.
+    epsilon, delta, rho : float, optional
+        The budget: (ε, δ)-DP, or ρ-zCDP.
+    min_weight : float, optional
+        The smallest component weight the fit must resolve (default: the method's).
+    n_public : int, optional
+        Public rows at hand (None: not stated), checked against the public-data methods'
+        fewest public rows.
+    separation : float, optional
+        A stated separation of the components (the paper learners' promise).
+    mean_bound, cov_bounds : optional
+        A prior, as :class:`~privgauss.PrivateGaussianMixture` takes it.
+    beta : float
+        Failure probability the requirement is stated at.
+    constants : {"practical", "theory"}
+        ``"practical"``: the thresholds a fit enforces; ``"theory"``: the paper's theorem
+        terms with constants 1 (indicative only).
+    **knobs
+        The method's ``method_params`` that move its requirement (e.g. ``max_points`` for
+        ``kssu``).
 
     Returns
     -------

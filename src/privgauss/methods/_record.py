@@ -239,11 +239,6 @@ class Method:
         """Whether it accepts a ρ-zCDP budget."""
         return "zcdp" in self.budgets
 
-    @property
-    def runner(self) -> Runner:
-        """The run function (the name the mixture estimator's old ``MethodSpec`` used)."""
-        return self.run
-
     def accepts(self, budget: Budget) -> bool:
         """Whether it accepts ``budget``'s notion."""
         return budget_notion(budget) in self.budgets

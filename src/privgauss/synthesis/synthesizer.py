@@ -182,6 +182,14 @@ class PrivateSynthesizer:
         Column kinds and the input's dtypes (for :meth:`sample_table`).
     ledger_, privacy_spent_, budget_
         The privacy report: steps ``marginals/range``, ``marginals/bins``, ``copula/...``.
+
+    Examples
+    --------
+    >>> import numpy as np, privgauss as pg
+    >>> X = np.random.default_rng(0).normal(size=(5000, 2))
+    >>> syn = pg.PrivateSynthesizer(rho=0.5, random_state=0).fit(X)
+    >>> syn.sample(3, random_state=1).shape
+    (3, 2)
     """
 
     def __init__(self, *, rho: float | None = None, epsilon: float | None = None,
@@ -473,10 +481,39 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
                | Mapping[str, tuple[float, float]] | None = None,
                public_X: Any = None, random_state: Any = None,
                accountant: Accountant | None = None) -> Any:
-    """Fit a :class:`PrivateSynthesizer` to ``X`` and draw ``n_samples`` rows (default: as
-    many as ``X`` has) in one step: a DataFrame with ``X``'s column names and dtypes when
-    ``X`` is one, else an array of ``X``'s dtype. The sampler's seed is ``random_state``
-    (so the rows equal ``PrivateSynthesizer(..., random_state=s).fit(X).sample(n, s)``)."""
+    """Fit a :class:`PrivateSynthesizer` to ``X`` and draw ``n_samples`` rows in one step.
+
+    Every output row is a function of the fit's DP releases only (post-processing), so the
+    table carries the fit's guarantee: ``rho``-zCDP or (``epsilon``, ``delta``)-DP under
+    replace-one neighbours of ``X``.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n, d)
+        The private rows (numeric columns).
+    n_samples : int, optional
+        Rows to draw (default: as many as ``X`` has).
+    rho, epsilon, delta, n_components, kinds, bounds, accountant
+        As for :class:`PrivateSynthesizer`.
+    public_X : array-like, optional
+        Public rows of the same columns (they may help the copula's fit; privacy holds for any).
+    random_state : None, int or Generator
+        The fit's noise (None: secure) and the sampler's seed, so the rows equal
+        ``PrivateSynthesizer(..., random_state=s).fit(X).sample(n, s)``.
+
+    Returns
+    -------
+    DataFrame or ndarray
+        A DataFrame with ``X``'s column names and dtypes when ``X`` is one, else an array of
+        ``X``'s dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, privgauss as pg
+    >>> X = np.random.default_rng(0).normal(size=(5000, 2))
+    >>> pg.synthesize(X, 4, rho=0.5, random_state=0).shape
+    (4, 2)
+    """
     syn = PrivateSynthesizer(rho=rho, epsilon=epsilon, delta=delta, n_components=n_components,
                              kinds=kinds, bounds=bounds, random_state=random_state,
                              accountant=accountant).fit(X, public_X=public_X)
