@@ -58,8 +58,10 @@ budget and public rows; every frame after the first a function of releases):
    Σ_j = L_j C L_jᵀ, C = M_j/N_j − ȳȳᵀ de-clipped, then half a James–Stein shrinkage towards
    tr(C)/d·I for the known noise and its eigenvalues floored at min(0.4, 2√d·s)× their mean
    for the noise s on an entry (a direction shrinks at most as far as noise could fake per
-   step: noise flattened a component and it died); shrinkage and floor vanish with the noise
-   and the mean-move cap r_t grows, so as ρ → ∞ the steps are scikit-learn's. π_j ∝ N_j.
+   step: noise flattened a component and it died), and in the whitened frame at
+   min(1e-3, (2√d·s)²) (a component narrows onto a collinear pair or a discrete value only
+   as far as the noise allows); shrinkage and floors vanish with the noise and the mean-move
+   cap r_t grows, so as ρ → ∞ the steps are scikit-learn's. π_j ∝ N_j.
    A component whose noisy count is below the step's noise floor keeps its estimate; it is
    revived (before the last two steps) by splitting the alive one of largest w_j·λ_max(Σ_j)
    along its main axis only when it is dead (its count within 3 noise sds of 0, or under
