@@ -418,7 +418,8 @@ class _BudgetKwargs(TypedDict, total=False):
     delta: float
 
 
-def _budget_kwargs(budget: Budget) -> _BudgetKwargs:
+def kwargs_of_budget(budget: Budget) -> _BudgetKwargs:
+    """The estimator keywords (``rho`` or ``epsilon``/``delta``) that state ``budget``."""
     if isinstance(budget, ZCDP):
         return {"rho": budget.rho}
     if isinstance(budget, PureDP):
@@ -466,7 +467,7 @@ def _same_budget(a: Budget | None, b: Budget | None) -> bool:
     )
 
 
-def _replay(privacy: Any) -> tuple[Budget, Accountant]:
+def replay_ledger(privacy: Any) -> tuple[Budget, Accountant]:
     """The budget and an accountant holding the file's ledger: refused when the budget is
     invalid, a cost is invalid, the ledger exceeds the budget, or it does not compose to the
     stated ``spent``."""
@@ -571,14 +572,14 @@ def from_dict(data: dict[str, Any]) -> Any:
         raise InvalidDataError(f"unknown model type {kind!r}: expected a privgauss model")
     try:
         d = _count(data, "n_features")
-        budget, acct = _replay(data["privacy"])
+        budget, acct = replay_ledger(data["privacy"])
         if kind == "gaussian":
-            est: Any = PrivateGaussian(**_budget_kwargs(budget))
+            est: Any = PrivateGaussian(**kwargs_of_budget(budget))
             est.mean_ = _array(data, "mean", (d,), MODEL_MAX_MEAN)
             est.covariance_ = _covariances(data, "covariance", (d, d))
         else:
             k = _count(data, "n_components")
-            est = PrivateGaussianMixture(k, **_budget_kwargs(budget))
+            est = PrivateGaussianMixture(k, **kwargs_of_budget(budget))
             w = _array(data, "weights", (k,), math.inf)  # checked next
             if np.any(w < 0) or not math.isclose(float(w.sum()), 1.0, abs_tol=1e-6):
                 raise _refuse("weights", "must be non-negative and sum to 1")

@@ -435,7 +435,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         check_is_fitted(self)
         rng = np.random.default_rng(random_state)
         refuse_non_finite(self.mean_, self.covariance_)
-        return _draw_gaussian(rng, self.mean_, self._factors().gaussian, int(n_samples))
+        return draw_gaussian(rng, self.mean_, self._factors().gaussian, int(n_samples))
 
     def _factor_key(self) -> tuple[Any, ...]:
         return (self.mean_, self.covariance_, float(getattr(self, "background_weight_", 0.0)))
@@ -479,7 +479,7 @@ def refuse_non_finite(*parameters: np.ndarray) -> None:
                                "sampled")
 
 
-def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, factor: DensityFactor,
+def draw_gaussian(rng: np.random.Generator, mean: np.ndarray, factor: DensityFactor,
                    size: int) -> np.ndarray:
     """``size`` rows from N(``mean``, Σ) for a factored Σ (:func:`~privgauss.metrics.
     gaussian_factor`, scale free as the scores), in time bounded by ``size`` and d (the

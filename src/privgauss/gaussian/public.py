@@ -82,8 +82,8 @@ _PUBLIC_MAX_ERROR = 20.0
 # (the 2σ√d edge of the noise spectrum is a large-d law) — so the rule stops below d = 50.
 _PUBLIC_MAX_NOISE_RATIO = 0.5
 _NOISE_RULE_MIN_D = 50
-_PUBLIC_RANGE_FACTOR = 2.0
-_PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
+PUBLIC_RANGE_FACTOR = 2.0  # a predicted error this many times the ideal one is a range problem
+PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
 # The whitened covariance Σ_Y of Alg. 2 satisfies Σ_Y ⪰ I (w.p. 1 − β/2 over the public rows); a
 # released Σ̂_Y with an eigenvalue below this is a collapsed chain (d = 100, n = 20000: the
 # estimate shrank to ~1e-4·Σ), reported as EstimationFailed. Public rows several times wider
@@ -444,14 +444,14 @@ def public_gaussian(
     """
     X = as_rows(X, min_rows=2)
     if not checks:
-        return _public_gaussian(X, X_pub, rho, accountant=accountant, noise=noise, beta=beta,
-                                gamma=gamma, constants=constants)
+        return public_gaussian_validated(X, X_pub, rho, accountant=accountant, noise=noise,
+                                         beta=beta, gamma=gamma, constants=constants)
     _check_constants(constants)
     d = int(X.shape[1])
     P = _check_public_rows(X_pub, d, d + 1)
     _check_accountant(accountant)
     check_public_plan(int(X.shape[0]), d, P.shape[0], rho, beta, gamma, constants)
-    mean, cov = _public_gaussian(X, P, rho, accountant=accountant, noise=noise, beta=beta,
+    mean, cov = public_gaussian_validated(X, P, rho, accountant=accountant, noise=noise, beta=beta,
                                  gamma=gamma, constants=constants)
     n, rho = int(X.shape[0]), _check_rho(rho)
     check_public_collapse(P, cov, beta, gamma, public_jitter(n, rho, constants),
@@ -459,7 +459,7 @@ def public_gaussian(
     return mean, cov
 
 
-def _public_gaussian(
+def public_gaussian_validated(
     X: Any,
     X_pub: Any,
     rho: float,
@@ -587,14 +587,14 @@ def _plan_fails(n: int, m: int, d: int, rho: float, beta: float, gamma: float, c
     """Whether :func:`check_public_plan` refuses (with error ``limit``): from d =
     :data:`_NOISE_RULE_MIN_D` on, the last step's noise ratio is past
     :data:`_PUBLIC_MAX_NOISE_RATIO` while a perfect preconditioner's is not; or
-    the predicted error is past ``limit`` and :data:`_PUBLIC_RANGE_FACTOR` × the ideal one."""
+    the predicted error is past ``limit`` and :data:`PUBLIC_RANGE_FACTOR` × the ideal one."""
     args = (d, rho, beta, gamma, constants)
     err, ratio = _plan_figures(n, m, *args, ideal=False)
     err_ideal, ratio_ideal = _plan_figures(n, m, *args, ideal=True)
     noise_rule = constants != "theory" and d >= _NOISE_RULE_MIN_D  # (theory: own radii)
     if noise_rule and ratio > _PUBLIC_MAX_NOISE_RATIO >= ratio_ideal:
         return True
-    return err > limit and err > _PUBLIC_RANGE_FACTOR * err_ideal
+    return err > limit and err > PUBLIC_RANGE_FACTOR * err_ideal
 
 
 def check_public_plan(
@@ -607,10 +607,10 @@ def check_public_plan(
     dimension (d ≥ :data:`_NOISE_RULE_MIN_D`), the last covariance step's noise would swamp
     the smallest eigenvalue it must resolve (:func:`public_noise_ratio`); or the predicted
     relative covariance error (:func:`public_predicted_error`) is past
-    :data:`_PUBLIC_MAX_ERROR` and more than :data:`_PUBLIC_RANGE_FACTOR` times what a perfect
+    :data:`_PUBLIC_MAX_ERROR` and more than :data:`PUBLIC_RANGE_FACTOR` times what a perfect
     preconditioner would leave (an error due to the noise itself is the price of privacy, not
     a failure). Raises InvalidDataError naming the n or public rows that would pass with a
-    predicted error of :data:`_PUBLIC_TARGET_ERROR`. Public sizes only: call it before
+    predicted error of :data:`PUBLIC_TARGET_ERROR`. Public sizes only: call it before
     spending anything."""
     _check_constants(constants)
     rho, beta, gamma = _check_rho(rho), _check_beta(beta), _check_gamma(gamma)
@@ -627,8 +627,8 @@ def check_public_plan(
     err = public_predicted_error(n, m, *args)
     ratio = public_noise_ratio(n, m, *args)
     growth = [1 << j for j in range(1, _GROWTH_STEPS + 1)]
-    more_n = next((n * g for g in growth if not fails(n * g, m, _PUBLIC_TARGET_ERROR)), None)
-    more_m = next((m * g for g in growth if not fails(n, m * g, _PUBLIC_TARGET_ERROR)), None)
+    more_n = next((n * g for g in growth if not fails(n * g, m, PUBLIC_TARGET_ERROR)), None)
+    more_m = next((m * g for g in growth if not fails(n, m * g, PUBLIC_TARGET_ERROR)), None)
     fixes = [f"n >= {more_n} private rows" if more_n else None,
              f"{more_m} public rows from the same population (they shrink the worst-case "
              "range K)" if more_m else None,
