@@ -20,7 +20,7 @@ LAYERS = [
     ("mechanisms", ["privgauss.mechanisms"]),
     ("beside", ["privgauss.linalg", "privgauss.backends", "privgauss.bin_counts",
                 "privgauss.clipped_stats",
-                "privgauss.metrics",
+                "privgauss.metrics", "privgauss.densities",
                 "privgauss.datasets", "privgauss.validation"]),
     # the theorems' sample-size formulas read the algorithms' own radii and plans
     ("algorithms", ["privgauss.gaussian", "privgauss.mixture", "privgauss.reductions",

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES
+from ..densities import DensityFactor, background_factor, factored_logpdf, gaussian_factor
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..gaussian.clip_diagnostics import (
     alarm_fraction,
@@ -24,7 +25,6 @@ from ..gaussian.clip_diagnostics import (
 )
 from ..gaussian.public_frame import public_verdict
 from ..methods import Facts, GaussianJob, Method
-from ..metrics import DensityFactor, background_factor, factored_logpdf, gaussian_factor
 from ..noise import NoiseSource
 from ..privacy import Accountant, Budget
 from ._base import (

@@ -15,15 +15,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
-from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..methods import Facts
-from ..metrics import (
+from ..densities import (
     DensityFactor,
     background_factor,
     background_scale,
     factored_logpdf,
     gaussian_factor,
 )
+from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..methods import Facts
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget
 from ..validation import check_positive_int
