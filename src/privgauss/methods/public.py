@@ -105,7 +105,7 @@ def _run_known_mean(job: GaussianJob) -> np.ndarray:
     covariance step in the public preconditioner's frame (covariance in [I, K·I])."""
     from ..clipped_stats import transform_rows
     from ..gaussian.coinpress import coinpress_covariance
-    from ..gaussian.public import public_preconditioner
+    from ..gaussian.public_preconditioner import public_preconditioner
 
     facts = job.facts
     mu = job.known_mean
