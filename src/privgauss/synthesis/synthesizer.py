@@ -383,7 +383,8 @@ class PrivateSynthesizer:
         """A fitted synthesizer from :meth:`to_dict`'s output, refused (one line naming the
         field) unless consistent: marginals with increasing edges and a CDF from 0 to 1, a
         copula model :func:`privgauss.io.from_dict` accepts, a ledger composing to ``spent``."""
-        from ..io import from_dict, kwargs_of_budget, replay_ledger
+        from ..io import from_dict, replay_ledger
+        from ..privacy import estimator_kwargs
 
         if not isinstance(data, dict) or data.get("model") != "synthesizer":
             raise InvalidDataError("not a privgauss synthesizer model file")
@@ -403,7 +404,7 @@ class PrivateSynthesizer:
         if not (len(names) == len(kinds) == len(dtypes) == len(marginals) == d
                 == copula.n_features_in_ and all(k in KINDS for k in kinds)):
             raise InvalidDataError("synthesizer model file: its columns do not agree")
-        syn = cls(**kwargs_of_budget(budget))
+        syn = cls(**estimator_kwargs(budget))
         syn.marginals_, syn.copula_ = marginals, copula
         syn.feature_names_in_, syn.kinds_, syn.dtypes_ = names, kinds, dtypes
         syn.n_features_in_ = d
