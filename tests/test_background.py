@@ -87,7 +87,8 @@ def test_background_is_broad_in_every_direction():
     """A fit can release a direction far narrower than the rows outside its ball (collinear
     count columns); the background is floored there, keeps the variances, and its
     determinant is no smaller than the fit's (so it still never peaks above the Gaussian)."""
-    from privgauss.metrics import BACKGROUND_FLOOR, background_logpdf
+    from privgauss.densities import BACKGROUND_FLOOR
+    from privgauss.metrics import background_logpdf
 
     rng = np.random.default_rng(3)
     A = rng.normal(size=(6, 6))

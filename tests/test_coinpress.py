@@ -545,7 +545,7 @@ def test_fast_clipped_statistics_match_straightforward(
     if tier != "bound":  # select candidate rows by norms (float32 rows, or the float64 pass)
         monkeypatch.setattr(cs, "_MAX_BOUND_CANDIDATES", 0.0)
     if tier == "norms64":
-        monkeypatch.setattr(cs, "_U32_BYTES", 0)
+        monkeypatch.setattr(cs, "U32_BYTES", 0)
     rng = np.random.default_rng(3)
     n, d = 6000, 6
     X = rng.standard_normal((n, d)) @ np.diag(np.geomspace(1, 20, d))
@@ -598,7 +598,7 @@ def test_projection_directions_handle_an_anisotropic_transform(
 ) -> None:
     """A transform large on a few directions only: without float32 rows (large data) the
     stored directions are refreshed and the fast path stays exact."""
-    monkeypatch.setattr(cs, "_U32_BYTES", 0)
+    monkeypatch.setattr(cs, "U32_BYTES", 0)
     rng = np.random.default_rng(8)
     n, d = 20000, 30
     X = rng.standard_normal((n, d))

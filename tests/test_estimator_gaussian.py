@@ -194,7 +194,7 @@ def test_public_method_reports_a_collapsed_chain_as_estimation_failed(monkeypatc
     rng = np.random.default_rng(1)
     d = 4
     X, P = rng.normal(size=(4000, d)), rng.normal(size=(d + 1, d))
-    real = pub._public_gaussian
+    real = pub.public_gaussian_validated
     ok = pg.PrivateGaussian(rho=1.0, method="public", random_state=0).fit(X, public_X=P)
     assert covariance_error(ok.covariance_, np.eye(d)) < 0.3  # a good fit passes the check
 
@@ -202,7 +202,7 @@ def test_public_method_reports_a_collapsed_chain_as_estimation_failed(monkeypatc
         mean, cov = real(*args, **kwargs)
         return mean, 1e-4 * cov
 
-    monkeypatch.setattr(pub, "_public_gaussian", collapsed)
+    monkeypatch.setattr(pub, "public_gaussian_validated", collapsed)
     est = pg.PrivateGaussian(rho=1.0, method="public", random_state=0)
     acct = pg.Accountant(pg.ZCDP(1.0))
     est.accountant = acct

@@ -514,13 +514,13 @@ def test_collapse_check_flags_a_collapsed_release_and_passes_a_good_one(
             check_public_collapse(P, bad, beta)
         assert info.value.step == "public-gaussian"
     # through the function: a collapsed chain is a DP failure and the budget stays spent
-    real = pub._public_gaussian
+    real = pub.public_gaussian_validated
 
     def collapsed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         mean, cov = real(*args, **kwargs)
         return mean, 1e-4 * cov
 
-    monkeypatch.setattr(pub, "_public_gaussian", collapsed)
+    monkeypatch.setattr(pub, "public_gaussian_validated", collapsed)
     a = acct(0.5)
     with pytest.raises(pg.EstimationFailed, match="did not converge"):
         public_gaussian(X, P, 0.5, accountant=a, noise=0, beta=beta)

@@ -102,7 +102,7 @@ def public_rows(
     return P
 
 
-def _row_chunks(X: Any) -> Any:
+def row_chunks(X: Any) -> Any:
     """The dask array with each chunk spanning all columns (rows are the only split)."""
     if len(X.chunks[1]) != 1:
         X = X.rechunk({1: -1})
@@ -123,13 +123,14 @@ def _reduce_numpy(X: np.ndarray, kernel: Kernel, block: int | None) -> list[np.n
     return total
 
 
-def _as_block(chunk: Any) -> np.ndarray:
+def as_block(chunk: Any) -> np.ndarray:
+    """A chunk of rows as a float64 numpy block."""
     return np.asarray(chunk, dtype=np.float64)
 
 
 def _reduce_chunk(chunk: Any, kernel: Kernel, block: int | None) -> list[np.ndarray]:
     """Task of :func:`reduce_rows` on one dask chunk (module level: picklable to workers)."""
-    return _reduce_numpy(_as_block(chunk), kernel, block)
+    return _reduce_numpy(as_block(chunk), kernel, block)
 
 
 def reduce_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.ndarray]:
@@ -150,7 +151,7 @@ def reduce_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.
 
     parts = [
         dask.delayed(_reduce_chunk)(chunk, kernel, block)
-        for chunk in _row_chunks(X).to_delayed().ravel()
+        for chunk in row_chunks(X).to_delayed().ravel()
     ]
     results = dask.compute(*parts)
     total = [np.array(p, copy=True) for p in results[0]]
@@ -168,7 +169,7 @@ def _map_numpy(X: np.ndarray, kernel: Kernel, block: int | None) -> list[np.ndar
 
 def _map_chunk(chunk: Any, kernel: Kernel, block: int | None) -> list[np.ndarray]:
     """Task of :func:`map_rows` on one dask chunk (module level: picklable to workers)."""
-    return _map_numpy(_as_block(chunk), kernel, block)
+    return _map_numpy(as_block(chunk), kernel, block)
 
 
 def map_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.ndarray]:
@@ -182,7 +183,7 @@ def map_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.nda
 
     parts = [
         dask.delayed(_map_chunk)(chunk, kernel, block)
-        for chunk in _row_chunks(X).to_delayed().ravel()
+        for chunk in row_chunks(X).to_delayed().ravel()
     ]
     results = dask.compute(*parts)
     return [np.concatenate([r[k] for r in results]) for k in range(len(results[0]))]
@@ -203,7 +204,7 @@ def pair_differences(X: Any, first: np.ndarray, second: np.ndarray) -> np.ndarra
     second = np.asarray(second, dtype=np.intp)
     if not is_dask(X):
         return np.asarray(X[second], dtype=np.float64) - np.asarray(X[first], dtype=np.float64)
-    Xr = _row_chunks(X)
+    Xr = row_chunks(X)
     out = np.zeros((first.size, int(X.shape[1])))
     bounds = np.cumsum((0, *Xr.chunks[0]))
     sides = []
@@ -213,7 +214,7 @@ def pair_differences(X: Any, first: np.ndarray, second: np.ndarray) -> np.ndarra
     for c in range(len(bounds) - 1):
         if all(cut[c] == cut[c + 1] for _, _, cut in sides):
             continue
-        rows = _as_block(Xr.blocks[c].compute())
+        rows = as_block(Xr.blocks[c].compute())
         for add, (idx, order, cut) in zip((True, False), sides, strict=True):
             j = order[cut[c] : cut[c + 1]]
             part = rows[idx[j] - bounds[c]]
@@ -230,7 +231,7 @@ def take_rows(X: Any, idx: np.ndarray) -> np.ndarray:
         return np.asarray(X[idx], dtype=np.float64)
     if idx.size == 0:
         return np.empty((0, int(X.shape[1])))
-    return _as_block(X[idx].compute())
+    return as_block(X[idx].compute())
 
 
 def in_memory(X: Any, *, name: str = "X", max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES) -> Any:

@@ -23,13 +23,13 @@ import numpy as np
 
 from .backends import (
     Kernel,
-    _as_block,
-    _row_chunks,
+    as_block,
     block_rows,
     is_dask,
     map_rows,
     pair_differences,
     reduce_rows,
+    row_chunks,
     take_rows,
 )
 
@@ -50,11 +50,11 @@ _MAX_BOUND_CANDIDATES = 0.2  # above this, exact norms (a triangular pass) selec
 _BOUND_SLACK = 1e-9
 _CANCEL_LIMIT = 1e4
 _EPS64 = float(np.finfo(np.float64).eps)
-_MAX_VALUE = 1e150
+MAX_VALUE = 1e150  # larger magnitudes (and NaN) are sanitised to this before any arithmetic
 _MAX_DIRECTIONS = 24  # directions kept per row for the candidate bound
 _PROJECTION_BYTES = 1 << 28  # memory for the per-row coordinates in those directions
 _BOUND_BLOCK = 1 << 18  # rows per block of the candidate bound (bounded temporaries)
-_U32_BYTES = 1 << 28  # memory for a float32 copy of the whitened rows (in-memory data only)
+U32_BYTES = 1 << 28  # memory for a float32 copy of the whitened rows (in-memory data only)
 _U32_BLOCK = 8192  # rows per block of the float32 norm pass
 _EPS32 = float(np.finfo(np.float32).eps) / 2  # unit roundoff of float32
 
@@ -74,12 +74,12 @@ def sanitize_rows(Y: np.ndarray) -> np.ndarray:
     such rows to the centre instead would hide them: a table with many overflowing rows would
     report few rows clipped.)"""
     with np.errstate(invalid="ignore"):
-        if Y.size == 0 or (Y.max() <= _MAX_VALUE and Y.min() >= -_MAX_VALUE):  # NaN: False
+        if Y.size == 0 or (Y.max() <= MAX_VALUE and Y.min() >= -MAX_VALUE):  # NaN: False
             return Y  # the common case, without a temporary the size of Y
-        bad = ~(np.abs(Y) <= _MAX_VALUE).all(axis=1)
+        bad = ~(np.abs(Y) <= MAX_VALUE).all(axis=1)
     if bad.any():
         Y = Y.copy()
-        Y[bad] = _MAX_VALUE
+        Y[bad] = MAX_VALUE
     return Y
 
 
@@ -95,7 +95,7 @@ def _transform_block(
     return sanitize_rows(W)
 
 
-_TRANSFORM_VALUES = 1 << 15  # values per block of the diagonal transform (cache-sized)
+TRANSFORM_VALUES = 1 << 15  # values per block of the diagonal transform (cache-sized)
 
 
 def _transform_diagonal(X: np.ndarray, a: np.ndarray | None, shift: np.ndarray | None
@@ -105,7 +105,7 @@ def _transform_diagonal(X: np.ndarray, a: np.ndarray | None, shift: np.ndarray |
     ``a`` (no broadcasting over a short last axis, one output array, no temporaries)."""
     n, d = X.shape
     out = np.empty((n, d))
-    step = max(1, _TRANSFORM_VALUES // max(d, 1))
+    step = max(1, TRANSFORM_VALUES // max(d, 1))
     ts = None if shift is None else np.tile(shift, step)
     ta = None if a is None else np.tile(a, step)
     bad = False
@@ -121,7 +121,7 @@ def _transform_diagonal(X: np.ndarray, a: np.ndarray | None, shift: np.ndarray |
             else:
                 assert ta is not None
                 np.multiply(xb, ta[:k], out=ob)
-            if k and not (ob.max() <= _MAX_VALUE and ob.min() >= -_MAX_VALUE):  # NaN: bad
+            if k and not (ob.max() <= MAX_VALUE and ob.min() >= -MAX_VALUE):  # NaN: bad
                 bad = True
     return sanitize_rows(out) if bad else out
 
@@ -146,7 +146,7 @@ def transform_rows(X: Any, A: np.ndarray | None = None, shift: np.ndarray | None
             return _transform_diagonal(Xn, A, shift)
         return _transform_block(Xn, A, shift)
     d_out = int(X.shape[1]) if A is None or A.ndim == 1 else int(A.shape[0])
-    Xr = _row_chunks(X)
+    Xr = row_chunks(X)
     return Xr.map_blocks(
         partial(_transform_block, A=A, shift=shift), dtype=np.float64,
         chunks=(Xr.chunks[0], (d_out,)),
@@ -185,7 +185,7 @@ def _trmm(T: np.ndarray, D: np.ndarray, *, lower: bool) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 
 
-def _mapped_inputs(B: np.ndarray, P: np.ndarray | None, p0: np.ndarray | None) -> np.ndarray:
+def mapped_inputs(B: np.ndarray, P: np.ndarray | None, p0: np.ndarray | None) -> np.ndarray:
     """y = sanitize(P(x − p0)) for a block of rows (the rows themselves when P is None)."""
     if P is None:
         return B
@@ -195,8 +195,8 @@ def _mapped_inputs(B: np.ndarray, P: np.ndarray | None, p0: np.ndarray | None) -
 
 
 def _mapped_chunk(chunk: Any, P: np.ndarray | None, p0: np.ndarray | None) -> np.ndarray:
-    """:func:`_mapped_inputs` of one dask chunk (``map_blocks``)."""
-    return _mapped_inputs(_as_block(chunk), P, p0)
+    """:func:`mapped_inputs` of one dask chunk (``map_blocks``)."""
+    return mapped_inputs(as_block(chunk), P, p0)
 
 
 def _clipped_block(B: np.ndarray, P: np.ndarray | None, p0: np.ndarray | None,
@@ -205,7 +205,7 @@ def _clipped_block(B: np.ndarray, P: np.ndarray | None, p0: np.ndarray | None,
     """clip_{B(center, τ)}(A(y_i − s)) for the rows y_i = sanitize(P(x_i − p0)) of a block."""
     from .linalg import clip_rows
 
-    return clip_rows(affine_rows(_mapped_inputs(B, P, p0), A, s), center, tau)[0]
+    return clip_rows(affine_rows(mapped_inputs(B, P, p0), A, s), center, tau)[0]
 
 
 def _clipped_gram_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray]:
@@ -230,7 +230,7 @@ def _outside_count_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray]:
     rows that :func:`_clipped_block` moves (the same clip weights, so the same rows)."""
     from .linalg import clip_weights
 
-    W = affine_rows(_mapped_inputs(B, kw["P"], kw["p0"]), kw["A"], kw["s"])
+    W = affine_rows(mapped_inputs(B, kw["P"], kw["p0"]), kw["A"], kw["s"])
     w = clip_weights(W - kw["center"], kw["tau"])
     return (np.array(float(np.count_nonzero(w < 1.0))),)
 
@@ -297,7 +297,7 @@ def _outside_count(Y: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
         r = tau * (1.0 - 4.0 * (d + 2) * _EPS64)
         sure_in = nrm * grow + 2.0 * bound * grow < r * (1.0 - 4.0 * (d + 3) * _EPS64)
     # NaN: evaluated; so is every row when τ nears the far point of sanitize_rows
-    cand = np.flatnonzero(~sure_in) if r < 1e-3 * _MAX_VALUE else np.arange(Y.shape[0])
+    cand = np.flatnonzero(~sure_in) if r < 1e-3 * MAX_VALUE else np.arange(Y.shape[0])
     if cand.size == 0:
         return 0
     return int(np.count_nonzero(_outside_rows(Y[cand], A, s, center, tau)))
@@ -388,14 +388,14 @@ class Rows:
     # ---- the per-record map
     def inputs(self, B: np.ndarray) -> np.ndarray:
         """y = sanitize(P(x − p0)) for a block of rows (the rows themselves without a map)."""
-        return _mapped_inputs(B, self.P, self.p0)
+        return mapped_inputs(B, self.P, self.p0)
 
     def materialized(self) -> Any:
         """All rows y_i: a numpy array, or a lazy dask array for dask input."""
         if self.P is None:
             return self.X
         if is_dask(self.X):
-            return _row_chunks(self.X).map_blocks(
+            return row_chunks(self.X).map_blocks(
                 partial(_mapped_chunk, P=self.P, p0=self.p0), dtype=np.float64
             )
         return self.inputs(self.X)
@@ -524,7 +524,7 @@ class Rows:
             Tf = np.asfortranarray(T)
             # float32 rows for in-memory data, written in place block by block (one allocation)
             U32 = (np.empty((n, d), dtype=np.float32)
-                   if not is_dask(self.X) and 4 * n * d <= _U32_BYTES else None)
+                   if not is_dask(self.X) and 4 * n * d <= U32_BYTES else None)
             if U32 is None:
                 un2, Z = map_rows(self.X, partial(_whitened_kernel, Tf=Tf, q=q, V=V))
             else:
@@ -542,7 +542,7 @@ class Rows:
         # every ‖y_i‖ ≤ ‖s_ref‖ + ‖P L‖‖u_i‖ stays far below 1e150: no row is sanitised, so the
         # closed form over all rows is the definition's sum
         ok = bool(np.isfinite(un2).all() and np.isfinite(Gu).all() and np.isfinite(s_ref).all()
-                  and big + float(np.linalg.norm(s_ref)) < 1e-3 * _MAX_VALUE)
+                  and big + float(np.linalg.norm(s_ref)) < 1e-3 * MAX_VALUE)
         slack = _BOUND_SLACK + 100.0 * d * _EPS64 * cond
         S = {"ok": ok and slack < 1e-4, "G": (Gu + Gu.T) / 2, "m": mu,
              "un2": un2, "T": T, "q": q, "ref_inv": ref_inv, "s_ref": s_ref, "slack": slack,
@@ -903,7 +903,7 @@ class _ExactMomentKernel:
                 idx = np.flatnonzero(~(nrm * self.count_factor < self.r))
             cnt = self.outside(Bk, idx, nrm[idx])
         if odd.size:  # the definition's map, rotated into the R frame
-            Z[odd] = affine_rows(_mapped_inputs(Bk[odd], self.P, self.p_map), self.A,
+            Z[odd] = affine_rows(mapped_inputs(Bk[odd], self.P, self.p_map), self.A,
                                  self.s) @ self.Q
             nrm2[odd] = np.einsum("ij,ij->i", Z[odd], Z[odd])
         out = np.flatnonzero(nrm2 > t2)

@@ -44,20 +44,19 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
 from .exceptions import InvalidDataError, PrivacyBudgetError
 from .privacy import (
-    ZCDP,
     Accountant,
-    ApproxDP,
     Budget,
     LedgerEntry,
     PureDP,
     budget_from_dict,
     budget_to_dict,
+    estimator_kwargs,
 )
 
 __all__ = [
@@ -410,23 +409,6 @@ def load(path: str | Path) -> Any:
     return from_dict(data)
 
 
-class _BudgetKwargs(TypedDict, total=False):
-    """The estimators' budget keywords for one budget."""
-
-    rho: float
-    epsilon: float
-    delta: float
-
-
-def _budget_kwargs(budget: Budget) -> _BudgetKwargs:
-    if isinstance(budget, ZCDP):
-        return {"rho": budget.rho}
-    if isinstance(budget, PureDP):
-        return {"epsilon": budget.epsilon}
-    assert isinstance(budget, ApproxDP)
-    return {"epsilon": budget.epsilon, "delta": budget.delta}
-
-
 #: Largest magnitude of a model file's mean coordinates: 100 times the largest data value a
 #: fit accepts (:data:`~privgauss.validation.MAX_ABS_VALUE`, 1e150), room for the noise.
 MODEL_MAX_MEAN = 1e152
@@ -466,7 +448,7 @@ def _same_budget(a: Budget | None, b: Budget | None) -> bool:
     )
 
 
-def _replay(privacy: Any) -> tuple[Budget, Accountant]:
+def replay_ledger(privacy: Any) -> tuple[Budget, Accountant]:
     """The budget and an accountant holding the file's ledger: refused when the budget is
     invalid, a cost is invalid, the ledger exceeds the budget, or it does not compose to the
     stated ``spent``."""
@@ -571,14 +553,14 @@ def from_dict(data: dict[str, Any]) -> Any:
         raise InvalidDataError(f"unknown model type {kind!r}: expected a privgauss model")
     try:
         d = _count(data, "n_features")
-        budget, acct = _replay(data["privacy"])
+        budget, acct = replay_ledger(data["privacy"])
         if kind == "gaussian":
-            est: Any = PrivateGaussian(**_budget_kwargs(budget))
+            est: Any = PrivateGaussian(**estimator_kwargs(budget))
             est.mean_ = _array(data, "mean", (d,), MODEL_MAX_MEAN)
             est.covariance_ = _covariances(data, "covariance", (d, d))
         else:
             k = _count(data, "n_components")
-            est = PrivateGaussianMixture(k, **_budget_kwargs(budget))
+            est = PrivateGaussianMixture(k, **estimator_kwargs(budget))
             w = _array(data, "weights", (k,), math.inf)  # checked next
             if np.any(w < 0) or not math.isclose(float(w.sum()), 1.0, abs_tol=1e-6):
                 raise _refuse("weights", "must be non-negative and sum to 1")

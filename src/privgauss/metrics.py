@@ -7,7 +7,9 @@
   :func:`component_distance`);
 * matching of estimated to true mixture components (:func:`match_components`) and a summary
   of per-component errors (:func:`mixture_error`);
-* the non-private reference estimate :func:`nonprivate_gaussian` (sample mean and covariance).
+* the non-private reference estimate :func:`nonprivate_gaussian` (sample mean and covariance);
+* the log densities of :mod:`privgauss.densities` (:func:`gaussian_logpdf`,
+  :func:`background_logpdf` and their factored forms), re-exported here.
 
 These functions evaluate estimates against known ground truth (simulations); their outputs are
 not differentially private.
@@ -24,7 +26,22 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp, ndtr, ndtri
 
-from .linalg import cholesky_pd, scaled_cholesky, whitened_sq_norms
+from .densities import (
+    DensityFactor,
+    as_cov,
+    as_gaussian,
+    as_mean,
+    background_factor,
+    background_logpdf,
+    background_matrix,
+    background_scale,
+    chol_logdet,
+    chol_logpdf,
+    factored_logpdf,
+    gaussian_factor,
+    gaussian_logpdf,
+)
+from .linalg import cholesky_pd, whitened_sq_norms
 from .validation import check_positive_int, check_probability
 
 __all__ = [
@@ -51,40 +68,8 @@ __all__ = [
     "tv_distance_1d",
 ]
 
-_LOG_2PI = math.log(2.0 * math.pi)
-
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _as_mean(mean: Any, name: str = "mean") -> np.ndarray:
-    m = np.atleast_1d(np.asarray(mean, dtype=np.float64))
-    if m.ndim != 1:
-        raise ValueError(f"{name} must be a vector, got shape {m.shape}")
-    if not np.isfinite(m).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return m
-
-
-def _as_cov(cov: Any, d: int, name: str = "cov") -> np.ndarray:
-    """A scalar means ``cov * I``, a vector a diagonal matrix, a matrix itself."""
-    c = np.asarray(cov, dtype=np.float64)
-    if c.ndim == 0:
-        c = c * np.eye(d)
-    elif c.ndim == 1:
-        c = np.diag(c)
-    if c.shape != (d, d):
-        raise ValueError(f"{name} must have shape ({d}, {d}), got {c.shape}")
-    return c
-
-
-def _gaussian(mean: Any, cov: Any, tag: str = "") -> tuple[np.ndarray, np.ndarray]:
-    m = _as_mean(mean, f"mean{tag}")
-    return m, _as_cov(cov, m.shape[0], f"cov{tag}")
-
-
-def _logdet_chol(L: np.ndarray) -> float:
-    return 2.0 * float(np.sum(np.log(np.diag(L))))
 
 
 def _rng(random_state: Any) -> np.random.Generator:
@@ -96,7 +81,7 @@ def _rng(random_state: Any) -> np.random.Generator:
 
 def mean_error(mu_hat: Any, mu: Any) -> float:
     """Euclidean error ``||mu_hat - mu||_2``."""
-    a, b = _as_mean(mu_hat, "mu_hat"), _as_mean(mu, "mu")
+    a, b = as_mean(mu_hat, "mu_hat"), as_mean(mu, "mu")
     if a.shape != b.shape:
         raise ValueError(f"shape mismatch: mu_hat {a.shape} vs mu {b.shape}")
     return float(np.linalg.norm(a - b))
@@ -104,10 +89,10 @@ def mean_error(mu_hat: Any, mu: Any) -> float:
 
 def mahalanobis_mean_error(mu_hat: Any, mu: Any, cov: Any) -> float:
     """Error in the metric of the true covariance: ``||cov^{-1/2} (mu_hat - mu)||_2``."""
-    a, b = _as_mean(mu_hat, "mu_hat"), _as_mean(mu, "mu")
+    a, b = as_mean(mu_hat, "mu_hat"), as_mean(mu, "mu")
     if a.shape != b.shape:
         raise ValueError(f"shape mismatch: mu_hat {a.shape} vs mu {b.shape}")
-    L = cholesky_pd(_as_cov(cov, b.shape[0]))
+    L = cholesky_pd(as_cov(cov, b.shape[0]))
     return float(np.sqrt(whitened_sq_norms((a - b)[None, :], np.zeros_like(b), L)[0]))
 
 
@@ -119,8 +104,8 @@ def covariance_error(cov_hat: Any, cov: Any) -> float:
     """
     C = np.asarray(cov, dtype=np.float64)
     d = 1 if C.ndim == 0 else C.shape[0]
-    C = _as_cov(C, d, "cov")
-    H = _as_cov(cov_hat, d, "cov_hat")
+    C = as_cov(C, d, "cov")
+    H = as_cov(cov_hat, d, "cov_hat")
     L = cholesky_pd(C)
     A = solve_triangular(L, H, lower=True, check_finite=False)
     M = solve_triangular(L, A.T, lower=True, check_finite=False)  # (L^{-1} H L^{-T})^T
@@ -140,118 +125,6 @@ def nonprivate_gaussian(X: Any) -> tuple[np.ndarray, np.ndarray]:
     if A.ndim != 2 or A.shape[0] < 2 or not np.all(np.isfinite(A)):
         raise ValueError("X must be a finite (n, d) array with n >= 2")
     return A.mean(axis=0), np.atleast_2d(np.cov(A, rowvar=False))
-
-
-# --------------------------------------------------------------------------- densities
-
-
-@dataclass(frozen=True)
-class DensityFactor:
-    """A Gaussian's or its background's density, factored once for many evaluations
-    (:func:`gaussian_factor`, :func:`background_factor`; evaluated by :func:`factored_logpdf`):
-    the centre ``mean``, the column ``scale`` the rows are divided by, the Cholesky factor
-    ``chol`` of the scaled matrix, and ``const`` (the Gaussian's log-determinant, or the
-    background's log normalising constant)."""
-
-    kind: Literal["gaussian", "background"]
-    mean: np.ndarray
-    scale: np.ndarray
-    chol: np.ndarray
-    const: float
-
-
-def gaussian_factor(mean: Any, cov: Any, *, ridge: float = 0.0) -> DensityFactor:
-    """The factorisation of ``N(mean, cov)`` that :func:`gaussian_logpdf` computes on each call:
-    the standard deviations and the Cholesky factor of the correlation matrix
-    (:func:`~privgauss.linalg.scaled_cholesky`; ``ridge`` a fraction of each variance)."""
-    m, C = _gaussian(mean, cov)
-    s, L = scaled_cholesky(C, ridge=ridge)
-    return DensityFactor("gaussian", m, s, L, _logdet_chol(L) + 2.0 * float(np.sum(np.log(s))))
-
-
-def factored_logpdf(X: Any, factor: DensityFactor) -> np.ndarray:
-    """Log density at each row of ``X`` of a factored Gaussian (:func:`gaussian_factor`) or
-    background (:func:`background_factor`): the values :func:`gaussian_logpdf` and
-    :func:`background_logpdf` give, without refactoring the matrix."""
-    m = factor.mean
-    Z = (np.asarray(X, dtype=np.float64) - m) / factor.scale
-    if factor.kind == "gaussian":
-        return _logpdf_chol(Z, np.zeros_like(m), factor.chol, factor.const)
-    q = whitened_sq_norms(Z, np.zeros_like(m), factor.chol)
-    return factor.const - 0.5 * (m.shape[0] + 1) * np.log1p(q)
-
-
-def gaussian_logpdf(X: Any, mean: Any, cov: Any, *, ridge: float = 0.0) -> np.ndarray:
-    """Log density of ``N(mean, cov)`` at each row of ``X`` (shape ``(n, d)``), computed scale
-    free: rows standardised by the standard deviations, the correlation matrix factored
-    (:func:`~privgauss.linalg.scaled_cholesky`; ``ridge`` a fraction of each variance), so
-    columns whose units differ by many orders of magnitude cost nothing to round-off. To
-    evaluate one Gaussian many times, factor it once (:func:`gaussian_factor`,
-    :func:`factored_logpdf`)."""
-    return factored_logpdf(X, gaussian_factor(mean, cov, ridge=ridge))
-
-
-def background_scale(d: int) -> float:
-    """K_d ≥ 1, the smallest factor for which the multivariate Cauchy of scale K_d²·Σ peaks no
-    higher than N(μ, Σ): Γ((d+1)/2)·2^(d/2) / (√π·K^d) ≤ 1."""
-    log_ratio = math.lgamma((d + 1) / 2.0) + 0.5 * d * math.log(2.0) - 0.5 * math.log(math.pi)
-    return max(1.0, math.exp(log_ratio / d))
-
-
-#: the background's correlation floor: its scale matrix is K_d²·D·(R + c·I)·D/(1 + c) for a
-#: fitted covariance D·R·D, so no direction of it is narrower than c/(1 + c) of the columns'
-#: scale. A clipped fit can release a direction far narrower than the rows that fall outside
-#: its ball (the core of collinear count columns, ~1 % of np.cov's variance on the corpus's
-#: baseball table), and a background as narrow as the fit there scored those rows at −50
-#: nats each. Chosen on the corpus's tuning tables (3 % against 10-30 %: best on baseball
-#: and the pixels, ≤ 0.07 nat/row dearer on diamonds); its weight vanishes with the noise.
-BACKGROUND_FLOOR = 0.03
-
-
-def background_matrix(cov: Any) -> np.ndarray:
-    """The background's scale matrix before the factor K_d²: D·(R + c·I)·D/(1 + c) for
-    ``cov`` = D·R·D, c = :data:`BACKGROUND_FLOOR` (the same variances, every direction at least
-    c/(1 + c) of the scale of the columns). Its determinant is at least ``cov``'s (R has trace
-    d and log((λ + c)/((1 + c)λ)) is convex, zero at λ = 1), so the background still never
-    peaks above the Gaussian."""
-    C = np.asarray(cov, dtype=np.float64)
-    v = np.diag(C)
-    s = np.where(v > 0, np.sqrt(np.where(v > 0, v, 1.0)), 1.0)
-    R = C / np.outer(s, s)
-    R = (R + BACKGROUND_FLOOR * np.eye(C.shape[0])) / (1.0 + BACKGROUND_FLOOR)
-    return np.asarray(R * np.outer(s, s))
-
-
-def background_logpdf(X: Any, mean: Any, cov: Any, *, ridge: float = 0.0) -> np.ndarray:
-    """Log density of the *background* of a fitted Gaussian N(mean, cov) at each row of ``X``:
-    the multivariate Cauchy (Student t, one degree of freedom) centred at ``mean`` with scale
-    matrix K_d²·B, B = :func:`background_matrix` (``cov``'s variances, its correlations
-    shrunk by 3 % towards none: no direction narrower than 3 % of the columns' scale) and K_d
-    = :func:`background_scale` (it never peaks above the Gaussian). Its tails are polynomial,
-    so a row a million standard deviations out costs about (d + 1)·ln 10⁶ nats, not 10¹²/2 —
-    the model of the gross errors a clipped fit leaves out (the noise component of
-    model-based clustering). Scale free, like :func:`gaussian_logpdf`; factored once by
-    :func:`background_factor`."""
-    return factored_logpdf(X, background_factor(mean, cov, ridge=ridge))
-
-
-def background_factor(mean: Any, cov: Any, *, ridge: float = 0.0) -> DensityFactor:
-    """The factorisation of the background of N(``mean``, ``cov``) (see
-    :func:`background_logpdf`): the scale K_d·s, the Cholesky factor of the floored
-    correlation matrix and the log normalising constant."""
-    m, C = _gaussian(mean, cov)
-    d = m.shape[0]
-    s, L = scaled_cholesky(background_matrix(C), ridge=ridge)
-    k = background_scale(d)
-    logdet = _logdet_chol(L) + 2.0 * float(np.sum(np.log(s * k)))
-    norm = (math.lgamma((d + 1) / 2.0) - 0.5 * math.log(math.pi)
-            - 0.5 * d * math.log(math.pi) - 0.5 * logdet)
-    return DensityFactor("background", m, s * k, L, norm)
-
-
-def _logpdf_chol(X: np.ndarray, mean: np.ndarray, L: np.ndarray, logdet: float) -> np.ndarray:
-    d = mean.shape[0]
-    return -0.5 * (d * _LOG_2PI + logdet + whitened_sq_norms(X, mean, L))
 
 
 # --------------------------------------------------------------------------- total variation
@@ -341,8 +214,8 @@ def tv_distance(
     Carlo estimate of ``E_{x~P}[max(0, 1 - q(x)/p(x))]`` with a two-sided ``confidence``
     interval: the narrower of the normal-approximation and Hoeffding half-widths.
     """
-    m1, C1 = _gaussian(mean1, cov1, "1")
-    m2, C2 = _gaussian(mean2, cov2, "2")
+    m1, C1 = as_gaussian(mean1, cov1, "1")
+    m2, C2 = as_gaussian(mean2, cov2, "2")
     if m1.shape != m2.shape:
         raise ValueError(f"dimension mismatch: {m1.shape[0]} vs {m2.shape[0]}")
     n = check_positive_int(n_samples, "n_samples", minimum=2)
@@ -354,7 +227,7 @@ def tv_distance(
     if d == 1:
         tv = tv_distance_1d(m1[0], L1[0, 0], m2[0], L2[0, 0])
         return TVEstimate(tv, tv, tv)
-    half_logdet_diff = 0.5 * (_logdet_chol(L1) - _logdet_chol(L2))
+    half_logdet_diff = 0.5 * (chol_logdet(L1) - chol_logdet(L2))
     rng = _rng(random_state)
     total = total_sq = 0.0
     step = max(1, (1 << 20) // d)
@@ -398,7 +271,7 @@ def _mixture_logpdf(X: np.ndarray, w: np.ndarray, M: np.ndarray, chols: list) ->
     with np.errstate(divide="ignore"):
         logw = np.log(w)
     cols = [
-        _logpdf_chol(X, M[j], L, _logdet_chol(L)) + logw[j]
+        chol_logpdf(X, M[j], L, chol_logdet(L)) + logw[j]
         if w[j] > 0
         else np.full(len(X), -np.inf)
         for j, L in enumerate(chols)
@@ -451,7 +324,7 @@ def _log_bhattacharyya(m1: np.ndarray, C1: np.ndarray, m2: np.ndarray, C2: np.nd
     Lm = cholesky_pd((C1 + C2) / 2.0, name="average covariance")
     dm = (m1 - m2)[None, :]
     maha = float(whitened_sq_norms(dm, np.zeros_like(m1), Lm)[0])
-    log_bc = 0.25 * (_logdet_chol(L1) + _logdet_chol(L2)) - 0.5 * _logdet_chol(Lm) - maha / 8.0
+    log_bc = 0.25 * (chol_logdet(L1) + chol_logdet(L2)) - 0.5 * chol_logdet(Lm) - maha / 8.0
     return min(0.0, log_bc)
 
 
@@ -460,8 +333,8 @@ def hellinger_distance(mean1: Any, cov1: Any, mean2: Any, cov2: Any) -> float:
 
     With this normalisation ``H^2 <= TV <= H sqrt(2 - H^2) <= sqrt(2) H``.
     """
-    m1, C1 = _gaussian(mean1, cov1, "1")
-    m2, C2 = _gaussian(mean2, cov2, "2")
+    m1, C1 = as_gaussian(mean1, cov1, "1")
+    m2, C2 = as_gaussian(mean2, cov2, "2")
     if m1.shape != m2.shape:
         raise ValueError(f"dimension mismatch: {m1.shape[0]} vs {m2.shape[0]}")
     return math.sqrt(min(1.0, -math.expm1(_log_bhattacharyya(m1, C1, m2, C2))))
@@ -473,8 +346,8 @@ def component_distance(mean1: Any, cov1: Any, mean2: Any, cov2: Any) -> float:
     Returns ``sqrt(1 - BC^2) = H sqrt(2 - H^2)`` (``H`` the Hellinger distance), which is the
     Le Cam bound, at most ``sqrt(2) H`` and at most 1.
     """
-    m1, C1 = _gaussian(mean1, cov1, "1")
-    m2, C2 = _gaussian(mean2, cov2, "2")
+    m1, C1 = as_gaussian(mean1, cov1, "1")
+    m2, C2 = as_gaussian(mean2, cov2, "2")
     if m1.shape != m2.shape:
         raise ValueError(f"dimension mismatch: {m1.shape[0]} vs {m2.shape[0]}")
     return math.sqrt(min(1.0, -math.expm1(2.0 * _log_bhattacharyya(m1, C1, m2, C2))))

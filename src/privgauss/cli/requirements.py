@@ -241,11 +241,9 @@ def _auto_report(n: int, d: int, k: int, budget: Any, *, min_weight: float | Non
     other method lacks (:func:`privgauss.methods.mixture_plan`); True when it would run.
     A refusal for other reasons than too few rows is raised (exit status 2)."""
     from ..methods import mixture_plan
-    from ..privacy import ZCDP, ApproxDP, PureDP
+    from ..privacy import ZCDP, ApproxDP, PureDP, estimator_kwargs
 
-    kw: dict[str, Any] = ({"rho": budget.rho} if isinstance(budget, ZCDP) else
-                          {"epsilon": budget.epsilon} if isinstance(budget, PureDP) else
-                          {"epsilon": budget.epsilon, "delta": budget.delta})
+    kw: dict[str, Any] = dict(estimator_kwargs(budget))
     assert isinstance(budget, ZCDP | ApproxDP | PureDP)
     plan = mixture_plan(n, d, k, n_public=n_public, min_weight=min_weight,
                         separation=separation, mean_bound=mean_bound, cov_bounds=cov_bounds,

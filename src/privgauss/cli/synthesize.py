@@ -153,7 +153,7 @@ def _out_names(names: list[str]) -> list[str]:
 def declared_types(path: str, names: list[str]) -> tuple[list[str], list[str]]:
     """The kinds and dtypes a file declares for its columns ``names`` (Parquet's schema, a
     .npy file's dtype; a CSV/TSV declares none: floats). Reads no data row."""
-    from ..synthesis.synthesizer import _kind_of_dtype
+    from ..synthesis.synthesizer import kind_of_dtype
 
     suffix = Path(path).suffix.lower()
     if suffix == ".parquet":
@@ -172,7 +172,7 @@ def declared_types(path: str, names: list[str]) -> tuple[list[str], list[str]]:
         dtypes = [dt] * len(names)
     else:
         dtypes = ["float64"] * len(names)
-    return [_kind_of_dtype(t) for t in dtypes], dtypes
+    return [kind_of_dtype(t) for t in dtypes], dtypes
 
 
 def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int | None,
@@ -243,13 +243,13 @@ def write_typed_table(path: str, X: np.ndarray, names: list[str], kinds: list[st
 
     from ..exceptions import InvalidDataError
     from ..io import atomic_path
-    from ..synthesis.synthesizer import _cast
+    from ..synthesis.synthesizer import cast_column
 
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".csv", ".parquet", ".npy"):
         raise InvalidDataError(f"{p.name}: write .csv, .parquet or .npy")
-    cols = [_cast(X[:, j], dtypes[j], kinds[j]) for j in range(X.shape[1])]
+    cols = [cast_column(X[:, j], dtypes[j], kinds[j]) for j in range(X.shape[1])]
     with atomic_path(p) as tmp:
         if suffix == ".npy":
             same = len(set(dtypes)) == 1

@@ -463,7 +463,7 @@ def private_section(accountant: Accountant | None = None) -> Iterator[None]:
     except EstimationFailed as exc:
         if accountant is not None:
             exc.args = (failure_text(exc, accountant), *exc.args[1:])
-        _warn(
+        warn_caller(
             BudgetSpentWarning,
             "the fit failed (EstimationFailed, a DP output): the privacy budget it charged "
             "stays spent and nothing was released; count it before retrying on the same rows",
@@ -508,7 +508,7 @@ def failure_text(exc: EstimationFailed, accountant: Accountant) -> str:
 _INTERNAL_MODULES = ("privgauss", "sklearn", "contextlib")
 
 
-def _warn(category: type[Warning], message: str) -> None:
+def warn_caller(category: type[Warning], message: str) -> None:
     """Emit ``message`` attributed to the first caller outside privgauss (and outside
     scikit-learn's or contextlib's wrappers), so the default filter shows it once per call
     site of ``fit``."""
@@ -534,7 +534,7 @@ def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
     Called by each estimator's ``fit`` once the budget is known and every refusal is done,
     before anything is charged."""
     if not noise.secure:
-        _warn(
+        warn_caller(
             SeededNoiseWarning,
             "random_state is set: the privacy noise comes from numpy's seeded generator, which "
             "is reproducible but predictable and not hardened against floating-point attacks; "
@@ -542,7 +542,7 @@ def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
             "release results from real private data",
         )
     if isinstance(budget, ApproxDP) and budget.delta > 0 and budget.delta >= 1.0 / n_rows:
-        _warn(
+        warn_caller(
             LargeDeltaWarning,
             f"delta = {budget.delta:g} is at least 1/n = 1/{n_rows}: an (epsilon, delta) "
             "guarantee this weak allows publishing a record outright; choose delta well below "
@@ -555,7 +555,7 @@ def warn_clipped(fraction: float, alarm: float) -> None:
     exceeds its public threshold (both are DP outputs or public, DESIGN.md rule 5); the text
     (:func:`~privgauss.gaussian.clip_diagnostics.clipped_advice`) tells heavy tails from a
     partly missed fit and names the knob that helps."""
-    _warn(ClippedDataWarning, clipped_advice(fraction, alarm))
+    warn_caller(ClippedDataWarning, clipped_advice(fraction, alarm))
 
 
 def privacy_report(budget: Budget, acct: Accountant) -> dict[str, Any]:

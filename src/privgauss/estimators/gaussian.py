@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES
+from ..densities import DensityFactor, background_factor, factored_logpdf, gaussian_factor
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..gaussian.clip_diagnostics import (
     alarm_fraction,
@@ -24,7 +25,6 @@ from ..gaussian.clip_diagnostics import (
 )
 from ..gaussian.public_frame import public_verdict
 from ..methods import Facts, GaussianJob, Method
-from ..metrics import DensityFactor, background_factor, factored_logpdf, gaussian_factor
 from ..noise import NoiseSource
 from ..privacy import Accountant, Budget
 from ._base import (
@@ -435,7 +435,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         check_is_fitted(self)
         rng = np.random.default_rng(random_state)
         refuse_non_finite(self.mean_, self.covariance_)
-        return _draw_gaussian(rng, self.mean_, self._factors().gaussian, int(n_samples))
+        return draw_gaussian(rng, self.mean_, self._factors().gaussian, int(n_samples))
 
     def _factor_key(self) -> tuple[Any, ...]:
         return (self.mean_, self.covariance_, float(getattr(self, "background_weight_", 0.0)))
@@ -479,7 +479,7 @@ def refuse_non_finite(*parameters: np.ndarray) -> None:
                                "sampled")
 
 
-def _draw_gaussian(rng: np.random.Generator, mean: np.ndarray, factor: DensityFactor,
+def draw_gaussian(rng: np.random.Generator, mean: np.ndarray, factor: DensityFactor,
                    size: int) -> np.ndarray:
     """``size`` rows from N(``mean``, Σ) for a factored Σ (:func:`~privgauss.metrics.
     gaussian_factor`, scale free as the scores), in time bounded by ``size`` and d (the

@@ -15,15 +15,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..backends import DEFAULT_MAX_MEMORY_BYTES, in_memory
-from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..methods import Facts
-from ..metrics import (
+from ..densities import (
     DensityFactor,
     background_factor,
     background_scale,
     factored_logpdf,
     gaussian_factor,
 )
+from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..methods import Facts
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget
 from ..validation import check_positive_int
@@ -31,10 +31,10 @@ from ..warnings import ClippedDataWarning
 from ._base import (
     FitPlan,
     PrivateEstimatorBase,
-    _warn,
     require_finite,
+    warn_caller,
 )
-from .gaussian import SCORE_RIDGE, _draw_gaussian, refuse_non_finite
+from .gaussian import SCORE_RIDGE, draw_gaussian, refuse_non_finite
 
 __all__ = ["METHODS", "PrivateGaussianMixture"]
 
@@ -458,7 +458,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         slack = count_noise_quantile("count-discrete-gaussian", float(clipped["noise_scale"])) / n
         self.background_weight_ = max(self.clipped_fraction_ - p - slack, 0.0)
         if self.clipped_fraction_ > self.clipped_fraction_alarm_:
-            _warn(ClippedDataWarning,
+            warn_caller(ClippedDataWarning,
                   f"about {self.clipped_fraction_:.1%} of the rows (a DP estimate) lie outside "
                   f"every component's final clipping ball, more than a Gaussian mixture leaves "
                   f"out (alarm above {self.clipped_fraction_alarm_:.1%}): the mixture describes "
@@ -542,11 +542,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         probs = np.append((1.0 - w) * self.weights_ / self.weights_.sum(), w)
         counts = rng.multinomial(n_samples, probs / probs.sum())
         labels = np.repeat(np.append(np.arange(len(counts) - 1), -1), counts)
-        parts = [_draw_gaussian(rng, self.means_[j], factors.components[j], int(c))
+        parts = [draw_gaussian(rng, self.means_[j], factors.components[j], int(c))
                  for j, c in enumerate(counts[:-1])]
         if counts[-1] > 0:
             # a multivariate Cauchy: a Gaussian of scale K_d²·cov divided by |N(0, 1)|
-            g = _draw_gaussian(rng, np.zeros_like(mean), factors.background_draw,
+            g = draw_gaussian(rng, np.zeros_like(mean), factors.background_draw,
                                int(counts[-1]))
             k = background_scale(mean.shape[0])
             parts.append(mean + k * g / np.abs(rng.standard_normal((int(counts[-1]), 1))))

@@ -46,7 +46,7 @@ import numpy as np
 from scipy import stats
 
 from ..backends import reduce_rows
-from ..clipped_stats import Rows, _mapped_inputs, affine_rows
+from ..clipped_stats import Rows, affine_rows, mapped_inputs
 from ..mechanisms import private_count
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, zcdp_of
 from ..sensitivity import count as count_sensitivity
@@ -254,7 +254,7 @@ def _union_kernel(B: np.ndarray, *, balls: tuple[tuple[Any, Any, Any, Any, np.nd
 
     out = np.zeros(B.shape[0], dtype=bool)
     for P, p0, A, s, center, tau in balls:
-        W = affine_rows(_mapped_inputs(B, P, p0), A, s)
+        W = affine_rows(mapped_inputs(B, P, p0), A, s)
         out |= clip_weights(W - center, tau) < 1.0
     return (np.array(float(np.count_nonzero(out))),)
 

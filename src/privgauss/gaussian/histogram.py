@@ -159,8 +159,8 @@ __all__ = [
 # a in [-2.69, 0.63]; the bracket below is that interval rounded outwards.
 _LOG_MODE = -0.557
 _LOG_LO, _LOG_HI = -2.7, 0.65
-_P_SCALE = 0.32  # mass of the modal log2 bin of |Z|
-_P_LOCATION = 0.47  # worst-case mass of the bin holding μ when the width is >= 2 σ
+P_SCALE = 0.32  # mass of the modal log2 bin of |Z|
+P_LOCATION = 0.47  # worst-case mass of the bin holding μ when the width is >= 2 σ
 _SAFETY = 0.5  # thresholds are set to at most this fraction of the expected top count
 _WIDTH_FACTOR = 2.0  # location bin width in units of the upper scale bound
 _RADIUS_FACTOR = 2.0  # |μ_k - c_k| <= _RADIUS_FACTOR * w_k (1.5 w_k suffices w.h.p.)
@@ -234,14 +234,14 @@ class Localisation:
 
 
 def _needed_n_scale(tau: float) -> int:
-    return int(math.ceil(2 * tau / (_SAFETY * _P_SCALE)))  # pairs: n/2 * 0.32 * 0.5 >= tau
+    return int(math.ceil(2 * tau / (_SAFETY * P_SCALE)))  # pairs: n/2 * 0.32 * 0.5 >= tau
 
 
 def _needed_n_location(tau: float) -> int:
-    return int(math.ceil(tau / (_SAFETY * _P_LOCATION)))
+    return int(math.ceil(tau / (_SAFETY * P_LOCATION)))
 
 
-def _min_epsilon(n_eff: float, mass: float, delta_i: float) -> float:
+def min_epsilon(n_eff: float, mass: float, delta_i: float) -> float:
     """Smallest ε_i with τ(ε_i, δ_i) <= _SAFETY * n_eff * mass (inf if impossible)."""
     room = _SAFETY * n_eff * mass - 1.0
     return math.inf if room <= 0 else 2.0 * math.log(1.0 / delta_i) / room
@@ -270,8 +270,8 @@ def localisation_budget(
         eps_s = 0.0 if known_scale else epsilon / (2 * n_hist)
         eps_l = epsilon / (2 * n_hist)
     else:
-        eps_s = 0.0 if known_scale else _min_epsilon(n // 2, _P_SCALE, delta_i)
-        eps_l = _min_epsilon(n, _P_LOCATION, delta_i)
+        eps_s = 0.0 if known_scale else min_epsilon(n // 2, P_SCALE, delta_i)
+        eps_l = min_epsilon(n, P_LOCATION, delta_i)
         total = d * (eps_s + eps_l)
         target = min(max(total, epsilon / 20.0), epsilon / 2.0)
         if math.isinf(total):  # hopeless n: spend the cap, the histograms will (DP-)fail
@@ -313,11 +313,11 @@ def localisation_plan(
     delta_h = delta * _DELTA_SHARE
     rho_all = approx_to_zcdp(epsilon, delta - delta_h)
     if known_scale:
-        rho_s, rho_l, d_l = 0.0, _joint_rho(n, _P_LOCATION, d, delta_h), delta_h
+        rho_s, rho_l, d_l = 0.0, _joint_rho(n, P_LOCATION, d, delta_h), delta_h
     else:
         d_l = delta_h / 2.0
-        rho_s = max(_joint_rho(n // 2, _P_SCALE, d, d_l), _SCALE_FLOOR * rho_all)
-        rho_l = _joint_rho(n, _P_LOCATION, d, d_l)
+        rho_s = max(_joint_rho(n // 2, P_SCALE, d, d_l), _SCALE_FLOOR * rho_all)
+        rho_l = _joint_rho(n, P_LOCATION, d, d_l)
     rho_l = max(rho_l, _LOC_FLOOR * rho_all)  # tied axes need their rarer values released
     total = rho_s + rho_l
     target = min(max(total, _RHO_FLOOR * rho_all), _RHO_CAP * rho_all)

@@ -73,7 +73,7 @@ from ..metrics import tv_distance_1d
 from ..noise import RandomState, as_noise
 from ..privacy import Accountant, PureDP
 from ..validation import check_positive_int
-from .public import public_preconditioner
+from .public_preconditioner import public_preconditioner
 
 __all__ = [
     "Cover",

@@ -2,7 +2,8 @@
 
 * :func:`public_mean` / :func:`public_mean_one_sample` — Thm 3.3: one public sample (or a few)
   turns an unknown location into a public ball of radius ≈ √d; then a bounded private mean.
-* :func:`public_preconditioner` — Alg. 1 (Lemma 3.4; γ-shifted public data, Lemma 3.13).
+* :func:`public_preconditioner` — Alg. 1 (Lemma 3.4; γ-shifted public data, Lemma 3.13), in
+  :mod:`.public_preconditioner`, re-exported here.
 * :func:`public_gaussian` — Alg. 2: precondition with d+1 (or more) public rows, run the bounded
   ρ-zCDP learner (:func:`~privgauss.gaussian.coinpress.coinpress_gaussian`) on the whitened
   private rows with the public range parameters (R, K), and map back. It refuses, before
@@ -21,7 +22,6 @@ is spent.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,13 @@ from .coinpress.plan import practical_plan as _practical_plan
 from .coinpress.schedule import check_beta as _check_beta
 from .coinpress.schedule import check_constants as _check_constants
 from .coinpress.steps import run_mean as _run_mean
-from .public_frame import PublicVerdict, clean_rows, frame_of, untrusted_message
+from .public_frame import clean_rows
+from .public_preconditioner import (
+    Preconditioner,
+    check_gamma,
+    public_preconditioner,
+    range_constants,
+)
 from .ridge import RIDGE_KEEP, jitter_rows, unjitter
 
 __all__ = [
@@ -60,7 +66,6 @@ __all__ = [
     "public_resolves",
 ]
 
-_EPS = float(np.finfo(np.float64).eps)
 # Practical public-data Gaussian on large data (n·d ≥ 2^20 values): the covariance planner takes
 # the fewest steps whose predicted error is within 1 % of its best (each step is a pass over the
 # data; the worst-case K of the public preconditioner otherwise asks for many near-useless
@@ -82,8 +87,8 @@ _PUBLIC_MAX_ERROR = 20.0
 # (the 2σ√d edge of the noise spectrum is a large-d law) — so the rule stops below d = 50.
 _PUBLIC_MAX_NOISE_RATIO = 0.5
 _NOISE_RULE_MIN_D = 50
-_PUBLIC_RANGE_FACTOR = 2.0
-_PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
+PUBLIC_RANGE_FACTOR = 2.0  # a predicted error this many times the ideal one is a range problem
+PUBLIC_TARGET_ERROR = 0.5  # the suggested n / public rows predict at most this
 # The whitened covariance Σ_Y of Alg. 2 satisfies Σ_Y ⪰ I (w.p. 1 − β/2 over the public rows); a
 # released Σ̂_Y with an eigenvalue below this is a collapsed chain (d = 100, n = 20000: the
 # estimate shrank to ~1e-4·Σ), reported as EstimationFailed. Public rows several times wider
@@ -221,191 +226,6 @@ def public_mean_one_sample(
 
 
 # ----------------------------------------------------------------------------------------------
-# Algorithm 1: the public preconditioner
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class Preconditioner:
-    """Output of Alg. 1 (public only). With probability ≥ 1 − β over the public rows:
-    L·Σ̂ ⪯ Σ ⪯ U·Σ̂, so the private rows mapped by :meth:`forward` have covariance between I
-    and K·I (K = U/L) and mean of norm ≤ R, and lie within Mahalanobis distance
-    ``mahalanobis_radius`` (ω) of the origin. ``cov_sqrt`` is the one square root A (AAᵀ = Σ̂)
-    used in both directions (pitfall P9); it is affine-equivariant: public rows x ↦ Bx + b
-    give A ↦ BA.
-    """
-
-    mean: np.ndarray
-    cov: np.ndarray
-    cov_sqrt: np.ndarray
-    L: float
-    U: float
-    K: float
-    R: float
-    mahalanobis_radius: float
-    beta: float
-    gamma: float
-    n_public: int
-    n_inliers: int = 0
-
-    @property
-    def dim(self) -> int:
-        return int(self.mean.shape[0])
-
-    @property
-    def forward_matrix(self) -> np.ndarray:
-        """The matrix F = L^{-1/2} A^{-1} of :meth:`forward`."""
-        return np.linalg.inv(self.cov_sqrt) / math.sqrt(self.L)
-
-    def forward(self, X: Any) -> np.ndarray:
-        """Rows y = L^{-1/2} A^{-1}(x − μ̂) (a fixed map per record): (X − μ̂) Fᵀ, a row that
-        overflows in that frame sent far, so clipped
-        (:func:`~privgauss.clipped_stats.transform_rows`)."""
-        return transform_rows(X, self.forward_matrix, self.mean)
-
-    def backward(self, mean_Y: Any, cov_Y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Map an estimate in forward coordinates back: (√L·A μ_Y + μ̂, L·A Σ_Y Aᵀ)."""
-        A = self.cov_sqrt
-        mu = math.sqrt(self.L) * (A @ np.asarray(mean_Y, dtype=np.float64)) + self.mean
-        cov = sym(self.L * (A @ np.asarray(cov_Y, dtype=np.float64) @ A.T))
-        return mu, cov
-
-
-def _helmert(k: int) -> np.ndarray:
-    """(k+1) × k orthonormal basis of the complement of the all-ones vector."""
-    H = np.zeros((k + 1, k))
-    for j in range(1, k + 1):
-        H[:j, j - 1] = 1.0
-        H[j, j - 1] = -float(j)
-        H[:, j - 1] /= math.sqrt(j * (j + 1))
-    return H
-
-
-def _equivariant_sqrt(P: np.ndarray, cov: np.ndarray) -> np.ndarray:
-    """A with AAᵀ = cov and A(BP + b) = B·A(P): the frame of the first d+1 rows (via a
-    Helmert basis), corrected by the symmetric root of the (B-invariant) remaining factor."""
-    m, d = P.shape
-    S = P[: d + 1]
-    A0 = (S - S.mean(axis=0)).T @ _helmert(d) / math.sqrt(d)
-    if m == d + 1:
-        return A0
-    if np.linalg.cond(A0) > 1e12:  # first d+1 rows degenerate: any valid root will do
-        return np.linalg.cholesky(cov)
-    A0inv = np.linalg.inv(A0)
-    return A0 @ sqrtm_psd(sym(A0inv @ cov @ A0inv.T))
-
-
-def _check_general_position(C: np.ndarray) -> None:
-    """Refuse centred public rows C (m × d) whose affine span is not all of R^d.
-
-    Scale-invariant: columns are equilibrated (any per-coordinate scaling gives the same
-    verdict) and the numerical rank is read off the singular values of C itself — not of CᵀC,
-    whose squared spread would flag well-posed but ill-conditioned data (condition number 1e8
-    at d = 100) — with numpy's relative tolerance max(m, d)·eps·σ_max.
-    """
-    m, d = C.shape
-    norms = np.linalg.norm(C, axis=0)
-    if not (np.isfinite(norms).all() and norms.min() > 0):
-        s = np.zeros(1)
-    else:
-        s = np.linalg.svd(C / norms, compute_uv=False)
-    if s.shape[0] < d or not s[-1] > max(m, d) * _EPS * s[0]:
-        raise InvalidDataError(
-            "the public rows are degenerate (they do not span all d dimensions: their "
-            "covariance is singular); give d+1 public rows in general position"
-        )
-
-
-def _lu_constants(d: int, m: int, b: float) -> tuple[float, float]:
-    """(L, U) for the sample covariance of m ≥ d+1 public rows (k = m − 1 d.o.f.), each side
-    failing w.p. ≤ b/3. With k = d these are Alg. 1's L = d/(2√d + √(2 ln 3/b))², U = 9d²/b².
-    For k > d: Davidson–Szarek σ_max(G) ≤ √k + √d + t and σ_min(G) ≥ √k − √d − t
-    (t = √(2 ln 3/b), G a d×k Gaussian matrix); the Edelman bound on a d×d block gives
-    U ≤ 9dk/b², used when the Davidson–Szarek lower bound is vacuous or weaker."""
-    k = m - 1
-    t = math.sqrt(2.0 * math.log(3.0 / b))
-    L = k / (math.sqrt(k) + math.sqrt(d) + t) ** 2
-    U = 9.0 * d * k / b**2
-    gap = math.sqrt(k) - math.sqrt(d) - t
-    if gap > 0:
-        U = min(U, k / gap**2)
-    return L, U
-
-
-def public_preconditioner(X_pub: Any, beta: float, gamma: float = 0.0, *,
-                          outliers: bool = False) -> Preconditioner:
-    """Alg. 1 (Bie–Kamath–Singhal Lemma 3.4, γ-version Lemma 3.13) — public data only, free,
-    on the m' inliers of a robust fit of the public rows (:func:`.public_frame.public_verdict`).
-
-    Exact duplicates are merged, gross errors and outliers of a reweighted MCD fit dropped, so
-    neither the order nor duplicates of the public rows change the frame, and one far row
-    (a data-entry error) does not move it. μ̂ is the mean of the m' inliers; Σ̂ is their
-    unbiased covariance (never that of a central subset: biased low); L, U (failure ``beta``
-    split in three) as in
-    :func:`_lu_constants` with m' rows; with
-    TV shift γ: L_γ = (1−γ)⁴L/4, U_γ = 4U/(1−γ)⁴. K = U_γ/L_γ and, with the exact χ bound
-    c = d + 2√(d ln 3/b) + 2 ln 3/b instead of the paper's √5-erratum value,
-    R = √(U/L_γ)·(√(40γ/(1−γ)⁵) + √(c/m')) and ω = √(c/m') (γ = 0) or
-    (2/(1−γ)²)(√(40γ/(1−γ)⁵) + √(c/m')). Affine-equivariant: public rows x ↦ Bx + b give
-    the same inliers and A ↦ BA.
-
-    ``outliers=False`` keeps every distinct row free of gross errors (public rows of a mixture:
-    a cluster is not an outlier).
-
-    Raises InvalidDataError (no budget is involved) for fewer than d+1 rows, NaN/inf, or public
-    rows whose frame cannot be trusted (fewer than d+1 distinct or inlying rows, or inliers
-    that do not span R^d), with :func:`untrusted_message`'s advice.
-    """
-    P = public_rows(X_pub)
-    m, d = P.shape
-    if m < d + 1:
-        raise InvalidDataError(
-            f"the public preconditioner needs at least d+1 = {d + 1} public rows, got {m}"
-        )
-    b = _check_beta(beta)
-    g = _check_gamma(gamma)
-    inliers, reason, k = frame_of(P, outliers)
-    if reason:
-        raise InvalidDataError(untrusted_message(PublicVerdict(m, k, inliers.shape[0], d, reason)))
-    m_in = int(inliers.shape[0])
-    mean = inliers.mean(axis=0)
-    L_g, U_g, R, omega, rows_used = _range_constants(d, m_in, b, g)
-    S = inliers[:rows_used]
-    C = S - S.mean(axis=0)
-    _check_general_position(C)
-    cov = sym(C.T @ C / (S.shape[0] - 1))
-    A = _equivariant_sqrt(S, cov)
-    return Preconditioner(mean, cov, A, L_g, U_g, U_g / L_g, R, omega, b, g, m, m_in)
-
-
-def _check_gamma(gamma: Any) -> float:
-    g = float(gamma)
-    if not 0.0 <= g < 1.0:
-        raise ValueError(f"gamma must be in [0, 1), got {g}")
-    return g
-
-
-def _range_constants(d: int, m: int, b: float, g: float) -> tuple[float, float, float, float, int]:
-    """(L_γ, U_γ, R, ω, rows) of :func:`public_preconditioner` for m (inlying) public rows in
-    d dimensions — public sizes only, no data: ``rows`` is how many inliers give Σ̂ (all m).
-
-    Never a subset of the inliers: the d+1 *first* rows of a file are a random draw, but the
-    d+1 *most central* inliers are not — their covariance is biased low (two central rows of
-    ten N(0, 1) rows gave a scale 0.015 instead of 1), and the range (L, U) of d+1 random rows
-    would not hold for it."""
-    L, U = _lu_constants(d, m, b)
-    rows = m
-    shrink = (1.0 - g) ** 4 / 4.0 if g > 0 else 1.0
-    L_g, U_g = L * shrink, U / shrink
-    c = d + 2.0 * math.sqrt(d * math.log(3.0 / b)) + 2.0 * math.log(3.0 / b)
-    shift = math.sqrt(40.0 * g / (1.0 - g) ** 5) if g > 0 else 0.0
-    base = math.sqrt(c / m)
-    R = math.sqrt(U / L_g) * (shift + base)
-    omega = base if g == 0 else (2.0 / (1.0 - g) ** 2) * (shift + base)
-    return L_g, U_g, R, omega, rows
-
-
-# ----------------------------------------------------------------------------------------------
 # Algorithm 2
 # ----------------------------------------------------------------------------------------------
 
@@ -444,14 +264,14 @@ def public_gaussian(
     """
     X = as_rows(X, min_rows=2)
     if not checks:
-        return _public_gaussian(X, X_pub, rho, accountant=accountant, noise=noise, beta=beta,
-                                gamma=gamma, constants=constants)
+        return public_gaussian_validated(X, X_pub, rho, accountant=accountant, noise=noise,
+                                         beta=beta, gamma=gamma, constants=constants)
     _check_constants(constants)
     d = int(X.shape[1])
     P = _check_public_rows(X_pub, d, d + 1)
     _check_accountant(accountant)
     check_public_plan(int(X.shape[0]), d, P.shape[0], rho, beta, gamma, constants)
-    mean, cov = _public_gaussian(X, P, rho, accountant=accountant, noise=noise, beta=beta,
+    mean, cov = public_gaussian_validated(X, P, rho, accountant=accountant, noise=noise, beta=beta,
                                  gamma=gamma, constants=constants)
     n, rho = int(X.shape[0]), _check_rho(rho)
     check_public_collapse(P, cov, beta, gamma, public_jitter(n, rho, constants),
@@ -459,7 +279,7 @@ def public_gaussian(
     return mean, cov
 
 
-def _public_gaussian(
+def public_gaussian_validated(
     X: Any,
     X_pub: Any,
     rho: float,
@@ -542,7 +362,7 @@ def _plan_figures(
     (≈ 2σ√d for entries of std σ) over the public lower bound ℓ on the smallest eigenvalue it
     must resolve."""
     b = beta / 2
-    L, U, R, omega, _ = _range_constants(d, m, b, gamma)
+    L, U, R, omega, _ = range_constants(d, m, b, gamma)
     K = 1.0 if ideal else U / L
     try:
         if constants == "theory":
@@ -587,14 +407,14 @@ def _plan_fails(n: int, m: int, d: int, rho: float, beta: float, gamma: float, c
     """Whether :func:`check_public_plan` refuses (with error ``limit``): from d =
     :data:`_NOISE_RULE_MIN_D` on, the last step's noise ratio is past
     :data:`_PUBLIC_MAX_NOISE_RATIO` while a perfect preconditioner's is not; or
-    the predicted error is past ``limit`` and :data:`_PUBLIC_RANGE_FACTOR` × the ideal one."""
+    the predicted error is past ``limit`` and :data:`PUBLIC_RANGE_FACTOR` × the ideal one."""
     args = (d, rho, beta, gamma, constants)
     err, ratio = _plan_figures(n, m, *args, ideal=False)
     err_ideal, ratio_ideal = _plan_figures(n, m, *args, ideal=True)
     noise_rule = constants != "theory" and d >= _NOISE_RULE_MIN_D  # (theory: own radii)
     if noise_rule and ratio > _PUBLIC_MAX_NOISE_RATIO >= ratio_ideal:
         return True
-    return err > limit and err > _PUBLIC_RANGE_FACTOR * err_ideal
+    return err > limit and err > PUBLIC_RANGE_FACTOR * err_ideal
 
 
 def check_public_plan(
@@ -607,13 +427,13 @@ def check_public_plan(
     dimension (d ≥ :data:`_NOISE_RULE_MIN_D`), the last covariance step's noise would swamp
     the smallest eigenvalue it must resolve (:func:`public_noise_ratio`); or the predicted
     relative covariance error (:func:`public_predicted_error`) is past
-    :data:`_PUBLIC_MAX_ERROR` and more than :data:`_PUBLIC_RANGE_FACTOR` times what a perfect
+    :data:`_PUBLIC_MAX_ERROR` and more than :data:`PUBLIC_RANGE_FACTOR` times what a perfect
     preconditioner would leave (an error due to the noise itself is the price of privacy, not
     a failure). Raises InvalidDataError naming the n or public rows that would pass with a
-    predicted error of :data:`_PUBLIC_TARGET_ERROR`. Public sizes only: call it before
+    predicted error of :data:`PUBLIC_TARGET_ERROR`. Public sizes only: call it before
     spending anything."""
     _check_constants(constants)
-    rho, beta, gamma = _check_rho(rho), _check_beta(beta), _check_gamma(gamma)
+    rho, beta, gamma = _check_rho(rho), _check_beta(beta), check_gamma(gamma)
     if m < d + 1:
         raise InvalidDataError(f"the public preconditioner needs at least d+1 = {d + 1} public "
                                f"rows, got {m}")
@@ -627,8 +447,8 @@ def check_public_plan(
     err = public_predicted_error(n, m, *args)
     ratio = public_noise_ratio(n, m, *args)
     growth = [1 << j for j in range(1, _GROWTH_STEPS + 1)]
-    more_n = next((n * g for g in growth if not fails(n * g, m, _PUBLIC_TARGET_ERROR)), None)
-    more_m = next((m * g for g in growth if not fails(n, m * g, _PUBLIC_TARGET_ERROR)), None)
+    more_n = next((n * g for g in growth if not fails(n * g, m, PUBLIC_TARGET_ERROR)), None)
+    more_m = next((m * g for g in growth if not fails(n, m * g, PUBLIC_TARGET_ERROR)), None)
     fixes = [f"n >= {more_n} private rows" if more_n else None,
              f"{more_m} public rows from the same population (they shrink the worst-case "
              "range K)" if more_m else None,

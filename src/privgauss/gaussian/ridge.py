@@ -64,13 +64,13 @@ def transform_jittered(X: np.ndarray, a: np.ndarray, shift: np.ndarray, eta: flo
     :func:`~privgauss.clipped_stats.transform_rows` computes it, then jittered while in
     cache). None, with nothing drawn beyond the seed, when a mapped row overflows or leaves
     ±1e150 (the caller then maps and jitters apart, and such rows are sent far)."""
-    from ..clipped_stats import _MAX_VALUE, _TRANSFORM_VALUES
+    from ..clipped_stats import MAX_VALUE, TRANSFORM_VALUES
 
     n, d = X.shape
     if not (X.dtype == np.float64 and X.flags.c_contiguous and n and d):
         return None
     out = np.empty((n, d))
-    step = max(1, _TRANSFORM_VALUES // d)
+    step = max(1, TRANSFORM_VALUES // d)
     ts, ta = np.tile(shift, step), np.tile(a, step)
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(-(-n // _BLOCK)):
@@ -83,7 +83,7 @@ def transform_jittered(X: np.ndarray, a: np.ndarray, shift: np.ndarray, eta: flo
                 m = xb.size
                 np.subtract(xb, ts[:m], out=ob)
                 np.multiply(ob, ta[:m], out=ob)
-                if not (ob.max() <= _MAX_VALUE and ob.min() >= -_MAX_VALUE):  # NaN: too
+                if not (ob.max() <= MAX_VALUE and ob.min() >= -MAX_VALUE):  # NaN: too
                     return None
                 out[a0:a1] += eta * ((raw[a0 - lo : a1 - lo] >> 7) | 1).astype(np.float64)
     return out

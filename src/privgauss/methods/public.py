@@ -74,15 +74,15 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
 
         return whitened_mean(job, mean_identity)
     from ..gaussian.public import (
-        _public_gaussian,
         check_public_collapse,
+        public_gaussian_validated,
         public_jitter,
         public_resolves,
     )
 
     # the plan was checked by _check: the unchecked runner, then collapse
     rho = zcdp_of(job.budget, "the public-data estimator")
-    mean, cov = _public_gaussian(
+    mean, cov = public_gaussian_validated(
         job.X,
         job.public_X,
         rho,
@@ -105,7 +105,7 @@ def _run_known_mean(job: GaussianJob) -> np.ndarray:
     covariance step in the public preconditioner's frame (covariance in [I, K·I])."""
     from ..clipped_stats import transform_rows
     from ..gaussian.coinpress import coinpress_covariance
-    from ..gaussian.public import public_preconditioner
+    from ..gaussian.public_preconditioner import public_preconditioner
 
     facts = job.facts
     mu = job.known_mean
@@ -127,8 +127,8 @@ def _requirements(facts: Facts) -> Any:
     if facts.known_covariance or is_pure(facts.budget):
         return None
     from ..gaussian.public import (
-        _PUBLIC_RANGE_FACTOR,
-        _PUBLIC_TARGET_ERROR,
+        PUBLIC_RANGE_FACTOR,
+        PUBLIC_TARGET_ERROR,
         public_predicted_error,
     )
     from ..mixture.sample_size import report
@@ -142,12 +142,12 @@ def _requirements(facts: Facts) -> Any:
 
     def ok(n: int) -> bool:  # check_public_plan's criterion at its target error
         err = public_predicted_error(n, m, *args)
-        return err <= _PUBLIC_TARGET_ERROR or (
-            err <= _PUBLIC_RANGE_FACTOR * public_predicted_error(n, m, *args, ideal=True))
+        return err <= PUBLIC_TARGET_ERROR or (
+            err <= PUBLIC_RANGE_FACTOR * public_predicted_error(n, m, *args, ideal=True))
 
     need = smallest_n(ok, start=2)
     term = (f"whitening chain with {m} public rows (predicted covariance error <= "
-            f"{_PUBLIC_TARGET_ERROR:g})")
+            f"{PUBLIC_TARGET_ERROR:g})")
     return report("public", facts.n, {term: need}, "practical", {},
                   "its own plan: check_public_plan's target error")
 

@@ -166,7 +166,7 @@ def _best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random
     return best[1], best[2]
 
 
-def _start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, acct: Accountant,
+def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, acct: Accountant,
            src: NoiseSource, n: int, G: np.ndarray
            ) -> tuple[Run, Run]:
     """The histogram start (weights, means, covariances) in the whitened frame, whose means
@@ -224,10 +224,11 @@ def _cell_run(means: np.ndarray, var: np.ndarray, width: float, unit: np.ndarray
     covariance, eigenvalues repaired."""
     within = np.clip(var + width**2 / 12.0, 0.05, 1.0)
     k = means.shape[0]
-    return np.full(k, 1.0 / k), means, np.array([_repair(within[j] * unit) for j in range(k)])
+    covs = np.array([repair_covariance(within[j] * unit) for j in range(k)])
+    return np.full(k, 1.0 / k), means, covs
 
 
-def _standardiser(Winv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def standardiser(Winv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(G, G^{-1}): the map from the whitened frame z to the standardised frame u = G z, the
     released frame's columns x − m₀ each divided by its released standard deviation. The start's
     k-means runs there, as a user's k-means on standardised columns would: in the whitened frame
@@ -238,7 +239,7 @@ def _standardiser(Winv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return G, np.linalg.inv(G)
 
 
-def _kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
+def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
                   src: NoiseSource, G: np.ndarray, Ginv: np.ndarray,
                   shrink: Callable[[np.ndarray, float], np.ndarray]
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -282,17 +283,18 @@ def _kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant
         if Mn is not None and Nn[j] > max(2.0 * sig_m, 1.0):
             ybar = Sn[j] / Nn[j]
             Cu = shrink(Mn[j] / Nn[j] - np.outer(ybar, ybar), sig_m / Nn[j])
-            covs[j] = _repair(Ginv @ _repair(Cu) @ Ginv.T)
+            covs[j] = repair_covariance(Ginv @ repair_covariance(Cu) @ Ginv.T)
     return weights / weights.sum(), C, covs
 
 
-def _repair(C: np.ndarray) -> np.ndarray:
+def repair_covariance(C: np.ndarray) -> np.ndarray:
+    """``C`` symmetrised, its eigenvalues clipped to [EIG_FLOOR, 1e4] (NaN ones set to 1)."""
     w, V = np.linalg.eigh(sym(C))
     w = np.clip(np.nan_to_num(w, nan=1.0), EIG_FLOOR, 1e4)
     return sym((V * w) @ V.T)
 
 
-def _pick(scores: np.ndarray, plan: StartPlan, acct: Accountant, src: NoiseSource) -> int:
+def pick_run(scores: np.ndarray, plan: StartPlan, acct: Accountant, src: NoiseSource) -> int:
     """The run whose model has the largest noisy clipped log-likelihood ratio to the frame's
     standard normal (``scores``: the runs' sums from :func:`_em_kernel`; one joint release over
     the runs: each row moves each run's sum by at most 2b, L2 sensitivity 2b√C; the pick is

@@ -143,7 +143,12 @@ from ..sensitivity import (
     soft_sums_l2,
 )
 from .cluster_estimation import undo_clipping
-from .em_starts import EIG_FLOOR, Run, _kmeans_steps, _pick, _repair, _standardiser, _start
+from .em_starts import EIG_FLOOR, Run
+from .em_starts import histogram_start as _start
+from .em_starts import kmeans_steps as _kmeans_steps
+from .em_starts import pick_run as _pick
+from .em_starts import repair_covariance as _repair
+from .em_starts import standardiser as _standardiser
 from .sample_size import Requirements, report
 
 __all__ = ["EMPlan", "EMPrior", "clip_radius", "em_plan", "em_requirements", "private_em_gmm"]
@@ -375,7 +380,9 @@ def _localisation_epsilon(n: int, d: int, epsilon: float, delta: float) -> float
 def _hist_need(n: int, d: int, delta_l: float) -> float:
     """The smallest ε_h with which the 2d localisation histograms meet their thresholds at n
     (inf when no ε does)."""
-    from ..gaussian.histogram import _P_LOCATION, _P_SCALE, _min_epsilon
+    from ..gaussian.histogram import P_LOCATION as _P_LOCATION
+    from ..gaussian.histogram import P_SCALE as _P_SCALE
+    from ..gaussian.histogram import min_epsilon as _min_epsilon
 
     delta_i = (delta_l / 2.0) / (2 * d)
     return d * (_min_epsilon(n // 2, _P_SCALE, delta_i) + _min_epsilon(n, _P_LOCATION, delta_i))

@@ -46,7 +46,8 @@ import numpy as np
 
 from ..backends import as_rows, public_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..gaussian.public import public_gaussian, public_preconditioner
+from ..gaussian.public import public_gaussian
+from ..gaussian.public_preconditioner import public_preconditioner
 from ..linalg import project_psd
 from ..noise import RandomState, as_noise
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan, zcdp_of

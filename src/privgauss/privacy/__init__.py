@@ -1,6 +1,6 @@
 """Privacy accounting: budgets and their conversions (:mod:`.budgets`), the
-:class:`Accountant` every release is charged to, with reservations (:mod:`.accountant`), and
-budget plans as data (:mod:`.plans`).
+:class:`Accountant` every release is charged to, with reservations (:mod:`.accountant`), its
+:class:`LedgerEntry` records (:mod:`.ledger`), and budget plans as data (:mod:`.plans`).
 
 This is the lowest layer of the library: it imports nothing of privgauss but the exception
 types, and everything else charges its releases here.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from .accountant import (
     Accountant,
-    LedgerEntry,
     charge_unused,
     check_accountant,
     composed,
@@ -32,6 +31,7 @@ from .budgets import (
     compose_advanced,
     compose_basic,
     compose_zcdp,
+    estimator_kwargs,
     is_pure,
     make_budget,
     pure_epsilon,
@@ -40,6 +40,7 @@ from .budgets import (
     zcdp_to_delta,
     zcdp_to_epsilon,
 )
+from .ledger import LedgerEntry
 from .plans import BudgetPlan
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "compose_advanced",
     "compose_basic",
     "compose_zcdp",
+    "estimator_kwargs",
     "is_pure",
     "composed",
     "make_budget",

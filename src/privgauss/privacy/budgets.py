@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, TypeGuard
+from typing import Any, TypedDict, TypeGuard
 
 import numpy as np
 
@@ -446,6 +446,25 @@ def budget_to_dict(b: Budget) -> dict[str, Any]:
     if isinstance(b, PureDP):
         return {"notion": "pure", "epsilon": b.epsilon}
     return {"notion": "approx", "epsilon": b.epsilon, "delta": b.delta}
+
+
+class BudgetKwargs(TypedDict, total=False):
+    """The estimators' budget keywords for one budget."""
+
+    rho: float
+    epsilon: float
+    delta: float
+
+
+def estimator_kwargs(budget: Budget) -> BudgetKwargs:
+    """The estimator keywords (``rho``, ``epsilon`` or ``epsilon`` and ``delta``) that state
+    ``budget``."""
+    if isinstance(budget, ZCDP):
+        return {"rho": budget.rho}
+    if isinstance(budget, PureDP):
+        return {"epsilon": budget.epsilon}
+    assert isinstance(budget, ApproxDP)
+    return {"epsilon": budget.epsilon, "delta": budget.delta}
 
 
 def budget_from_dict(d: dict[str, Any]) -> Budget:

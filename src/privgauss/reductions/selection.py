@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from ..densities import gaussian_logpdf
 from ..exceptions import EstimationFailed
 from ..linalg import project_psd
 from ..mechanisms import exponential_mechanism
-from ..metrics import gaussian_logpdf
 from ..noise import RandomState, as_noise
 from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan, PureDP
 

@@ -134,12 +134,13 @@ def _kinds_of(X: Any, d: int, kinds: Sequence[str] | Mapping[str, str] | None,
 def _declared_kinds(X: Any, d: int) -> list[str]:
     dtypes = getattr(X, "dtypes", None)
     if dtypes is not None and not isinstance(X, np.ndarray):  # a DataFrame: per column
-        return [_kind_of_dtype(t) for t in list(dtypes)]
+        return [kind_of_dtype(t) for t in list(dtypes)]
     dt = getattr(X, "dtype", None)
-    return [_kind_of_dtype(dt)] * d
+    return [kind_of_dtype(dt)] * d
 
 
-def _kind_of_dtype(dt: Any) -> str:
+def kind_of_dtype(dt: Any) -> str:
+    """A column's kind from its public dtype: ``binary``, ``integer`` or ``auto``."""
     try:
         kind = np.dtype(dt).kind
     except TypeError:  # pandas extension dtypes
@@ -348,7 +349,7 @@ class PrivateSynthesizer:
         import pandas as pd
 
         X = self.sample(n_samples, random_state)
-        data = {c: _cast(X[:, j], self.dtypes_[j], self.kinds_[j])
+        data = {c: cast_column(X[:, j], self.dtypes_[j], self.kinds_[j])
                 for j, c in enumerate(self.feature_names_in_)}
         return pd.DataFrame(data)
 
@@ -382,7 +383,8 @@ class PrivateSynthesizer:
         """A fitted synthesizer from :meth:`to_dict`'s output, refused (one line naming the
         field) unless consistent: marginals with increasing edges and a CDF from 0 to 1, a
         copula model :func:`privgauss.io.from_dict` accepts, a ledger composing to ``spent``."""
-        from ..io import _budget_kwargs, _replay, from_dict
+        from ..io import from_dict, replay_ledger
+        from ..privacy import estimator_kwargs
 
         if not isinstance(data, dict) or data.get("model") != "synthesizer":
             raise InvalidDataError("not a privgauss synthesizer model file")
@@ -393,7 +395,7 @@ class PrivateSynthesizer:
             dtypes = [str(t) for t in data["dtypes"]]
             marginals = [Marginal.from_dict(m) for m in data["marginals"]]
             copula = from_dict(data["copula"])
-            budget, acct = _replay(data["privacy"])
+            budget, acct = replay_ledger(data["privacy"])
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InvalidDataError):
                 raise
@@ -402,7 +404,7 @@ class PrivateSynthesizer:
         if not (len(names) == len(kinds) == len(dtypes) == len(marginals) == d
                 == copula.n_features_in_ and all(k in KINDS for k in kinds)):
             raise InvalidDataError("synthesizer model file: its columns do not agree")
-        syn = cls(**_budget_kwargs(budget))
+        syn = cls(**estimator_kwargs(budget))
         syn.marginals_, syn.copula_ = marginals, copula
         syn.feature_names_in_, syn.kinds_, syn.dtypes_ = names, kinds, dtypes
         syn.n_features_in_ = d
@@ -457,7 +459,7 @@ def _undo_jitter_attenuation(copula: Any, factors: list[float]) -> None:
         copula.covariances_ = out
 
 
-def _cast(x: np.ndarray, dtype: str, kind: str) -> Any:
+def cast_column(x: np.ndarray, dtype: str, kind: str) -> Any:
     """A synthetic column in the input's dtype (bool for 0/1 flags declared bool)."""
     try:
         dt = np.dtype(dtype)
@@ -522,7 +524,7 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
         return syn.sample_table(n, random_state)
     rows = syn.sample(n, random_state)
     dt = getattr(X, "dtype", None)
-    return _cast(rows, str(dt), syn.kinds_[0]) if dt is not None and _one_kind(syn) else rows
+    return cast_column(rows, str(dt), syn.kinds_[0]) if dt is not None and _one_kind(syn) else rows
 
 
 def _one_kind(syn: PrivateSynthesizer) -> bool:

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ...backends import is_dask, reduce_rows, take_rows
-from ...clipped_stats import Rows, _mapped_inputs, affine_rows, prepare_moments
+from ...clipped_stats import Rows, affine_rows, mapped_inputs, prepare_moments
 from ...mechanisms import private_count
 from ...privacy import ZCDP, Accountant
 from ...sensitivity import count as count_sensitivity
@@ -121,7 +121,7 @@ def search_cap(tau: float, sigma: float, rho: float, d: int, power: int) -> floa
 def _norms_kernel(B: np.ndarray, *, P: Any, p0: Any, A: Any, s: Any, center: np.ndarray,
                   grid: np.ndarray) -> tuple[np.ndarray]:
     """(number of rows W_i = A(y_i − s) with ‖W_i − center‖ > grid_j, for each j,)."""
-    W = affine_rows(_mapped_inputs(B, P, p0), A, s) - center
+    W = affine_rows(mapped_inputs(B, P, p0), A, s) - center
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.sqrt(np.einsum("ij,ij->i", W, W))
     r = np.where(np.isfinite(r), r, np.inf)

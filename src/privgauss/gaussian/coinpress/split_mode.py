@@ -129,10 +129,10 @@ def plan_split(n: int, args: _PlanArgs, seq: GaussianPlan) -> _Split | None:
 def _plan_cost(plan: GaussianPlan, n: int, d: int) -> float:
     """Rough cost of running a plan on n rows, in flops: per step a norm pass over the rows
     and a fixed part (eigendecompositions, bookkeeping)."""
-    from ...clipped_stats import _U32_BYTES
+    from ...clipped_stats import U32_BYTES
 
     steps = len(plan.coarse) + len(plan.cov) + len(plan.rough) + len(plan.mean)
-    per_row = _STEP_PASS_U32 if 4 * n * d <= _U32_BYTES else _STEP_PASS
+    per_row = _STEP_PASS_U32 if 4 * n * d <= U32_BYTES else _STEP_PASS
     return steps * (per_row * n * d * d + _STEP_OVERHEAD + 30.0 * d**3)
 
 
