@@ -167,6 +167,25 @@ def requirement(n: int, d: int, epsilon: float, public: np.ndarray | None) -> di
             "ok": bool(req.ok)}
 
 
+def guarded_fit(est: Any, private: np.ndarray, public: np.ndarray | None
+                ) -> tuple[dict[str, Any] | None, list[Any], float]:
+    """Fit ``est`` on ``private`` (and ``public`` rows): (None, or the outcome of a fit that
+    raised — ``failed`` after spending, ``refused`` before, ``error`` for anything else —,
+    the warnings it raised, its wall time in seconds)."""
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.fit(private, public_X=public)
+    except pg.EstimationFailed as exc:
+        return {"status": "failed", "why": _why(exc)}, [], 0.0
+    except REFUSALS as exc:
+        return {"status": "refused", "why": _why(exc)}, [], 0.0
+    except Exception as exc:  # reported, not hidden: a real-data bug
+        return {"status": "error", "why": _why(exc)}, [], 0.0
+    return None, list(caught), time.perf_counter() - t0
+
+
 def one_fit(train: np.ndarray, test: np.ndarray, private: np.ndarray, public: np.ndarray | None,
             epsilon: float, seed: int) -> dict[str, Any]:
     """One private fit and its comparison with np.mean/np.cov of ``train``."""
@@ -178,18 +197,9 @@ def one_fit(train: np.ndarray, test: np.ndarray, private: np.ndarray, public: np
     out: dict[str, Any] = {"req": requirement(private.shape[0], private.shape[1], epsilon,
                                               public)}
     est = pg.PrivateGaussian(epsilon=epsilon, delta=DELTA, random_state=seed)
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            est.fit(private, public_X=public)
-    except pg.EstimationFailed as exc:
-        return {**out, "status": "failed", "why": _why(exc)}
-    except REFUSALS as exc:
-        return {**out, "status": "refused", "why": _why(exc)}
-    except Exception as exc:  # reported, not hidden: a real-data bug
-        return {**out, "status": "error", "why": _why(exc)}
-    seconds = time.perf_counter() - t0
+    failed, caught, seconds = guarded_fit(est, private, public)
+    if failed is not None:
+        return {**out, **failed}
     rows = ref - _model_score(est, test, keep)
     frac = getattr(est, "clipped_fraction_", None)
     noted = {w.category.__name__ for w in caught} - {"SeededNoiseWarning"}

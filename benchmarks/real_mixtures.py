@@ -42,7 +42,6 @@ import shlex
 import statistics
 import sys
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -52,12 +51,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus  # noqa: E402  (benchmarks/ put on the path above)
 from real_corpus import (  # noqa: E402
     DELTA,
-    REFUSALS,
     _log,
     _loglik,
     _outcomes,
-    _why,
     determined_columns,
+    guarded_fit,
     split,
 )
 
@@ -92,23 +90,15 @@ def references(train: np.ndarray, test: np.ndarray, public: np.ndarray, k: int,
 def one_fit(private: np.ndarray, public: np.ndarray | None, test: np.ndarray, k: int,
             epsilon: float, seed: int, ref: dict[str, Any]) -> dict[str, Any]:
     est = pg.PrivateGaussianMixture(k, epsilon=epsilon, delta=DELTA, random_state=seed)
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            est.fit(private, public_X=public)
-    except pg.EstimationFailed as exc:
-        return {"status": "failed", "why": _why(exc)}
-    except REFUSALS as exc:
-        return {"status": "refused", "why": _why(exc)}
-    except Exception as exc:  # reported, not hidden: a real-data bug
-        return {"status": "error", "why": _why(exc)}
+    failed, caught, seconds = guarded_fit(est, private, public)
+    if failed is not None:
+        return failed
     score = float(est.score(test))
     noted = {w.category.__name__ for w in caught} - {"SeededNoiseWarning", "LargeDeltaWarning"}
     return {"status": "ok", "gap": ref["sklearn"] - score, "vs gauss": ref["gauss"] - score,
             "vs alone": None if ref["alone"] is None else ref["alone"] - score,
             "clipped": getattr(est, "clipped_fraction_", None), "warnings": noted,
-            "method": est.method_, "seconds": time.perf_counter() - t0}
+            "method": est.method_, "seconds": seconds}
 
 
 def _med(values: list[float], fmt: str = ".3g") -> str:
