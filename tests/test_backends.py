@@ -297,34 +297,34 @@ def test_pair_differences_stream_once_and_equal_the_direct_differences_bit_for_b
 def test_histogram_localisation_of_dask_rows_releases_the_in_memory_histograms() -> None:
     """The streamed location counts and pair differences give the same releases (the same
     noise draws on the same counts) as the rows in memory."""
-    from privgauss.gaussian.histogram import localisation_budget, localise
+    from privgauss.gaussian.histogram import localisation_budget
 
     X, _ = _data(20_000, 3)
     X[:, 1] = np.round(X[:, 1])  # ties: zero pair differences on one axis
     s_b, l_b, total = localisation_budget(20_000, 3, 1.0, 1e-6)
-    out = []
-    for rows in (X, da.from_array(X, chunks=(3001, 3))):
-        acct = pg.Accountant(total)
-        out.append((localise(rows, s_b, l_b, accountant=acct, noise=3), acct.ledger))
-    (a, la), (b, lb) = out
-    assert a.scale_histograms == b.scale_histograms
-    assert a.location_histograms == b.location_histograms
-    np.testing.assert_array_equal(a.center, b.center)
-    assert [(e.step, e.cost) for e in la] == [(e.step, e.cost) for e in lb]
+    _same_localisation(X, (3001, 3), s_b, l_b, total)
 
 
 def test_subset_localisation_of_dask_rows_releases_the_in_memory_histograms() -> None:
     """Above the subset size (:func:`~privgauss.gaussian.histogram.localisation_rows`) the
     dask rows are read at the same random subset, in the same order, as the rows in memory."""
-    from privgauss.gaussian.histogram import localisation_plan, localisation_rows, localise
+    from privgauss.gaussian.histogram import localisation_plan, localisation_rows
 
     n, d = 600_000, 2
     X = np.random.default_rng(4).standard_normal((n, d)) * [2.0, 0.5] + [10.0, -3.0]
     s_b, l_b, _ = localisation_plan(n, d, 1.0, 1e-6)
     assert localisation_rows(n, d, s_b, l_b) < n
+    _same_localisation(X, (100_003, d), s_b, l_b, pg.ApproxDP(1.0, 1e-6))
+
+
+def _same_localisation(X: np.ndarray, chunks: tuple[int, int], s_b, l_b, total) -> None:
+    """``localise`` of ``X`` in memory and as dask rows of ``chunks``: the same histograms,
+    centre and ledger."""
+    from privgauss.gaussian.histogram import localise
+
     out = []
-    for rows in (X, da.from_array(X, chunks=(100_003, d))):
-        acct = pg.Accountant(pg.ApproxDP(1.0, 1e-6))
+    for rows in (X, da.from_array(X, chunks=chunks)):
+        acct = pg.Accountant(total)
         out.append((localise(rows, s_b, l_b, accountant=acct, noise=3), acct.ledger))
     (a, la), (b, lb) = out
     assert a.scale_histograms == b.scale_histograms
