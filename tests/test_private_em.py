@@ -432,8 +432,8 @@ def test_pixels_histogram_run_leaves_the_whitened_frame_basin(monkeypatch):
     the pixels at 12 of 12 seeds (benchmark: ε = 1, 500 public rows), a decoy the run pick
     took at 3 of 12 seeds. The pick is forced to the histogram run here: 0.058–0.060 before
     (seeds 0–11), now 0.002–0.013 (seeds 0–5)."""
-    pick = pe._pick
-    monkeypatch.setattr(pe, "_pick", lambda *a: (pick(*a), 1)[1])  # released, then overridden
+    pick = pe.pick_run
+    monkeypatch.setattr(pe, "pick_run", lambda *a: (pick(*a), 1)[1])  # released, then overridden
     X, H, P = _pixels(50_000, 0), _pixels(20_000, 1), _pixels(500, 7)
     sk = GaussianMixture(4, covariance_type="full", random_state=0, n_init=2).fit(X).score(H)
     with warnings.catch_warnings():
@@ -545,7 +545,7 @@ def _one_pass_per_run(Z, runs, plan, acct, src, n):
             scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs),
                                             radius=plan.radius, bound=plan.score_bound),
                                  block=pe.EM_BLOCK_ROWS)[3]
-            runs = [runs[pe._pick(scores, plan, acct, src)]]
+            runs = [runs[pe.pick_run(scores, plan, acct, src)]]
         new = []
         for c, run in enumerate(runs):
             stats = reduce_rows(Z, partial(pe._em_kernel, models=models([run]),

@@ -287,10 +287,10 @@ def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
     return weights / weights.sum(), C, covs
 
 
-def repair_covariance(C: np.ndarray) -> np.ndarray:
-    """``C`` symmetrised, its eigenvalues clipped to [EIG_FLOOR, 1e4] (NaN ones set to 1)."""
+def repair_covariance(C: np.ndarray, lo: float = EIG_FLOOR) -> np.ndarray:
+    """``C`` symmetrised, its eigenvalues clipped to [``lo``, 1e4] (NaN ones set to 1)."""
     w, V = np.linalg.eigh(sym(C))
-    w = np.clip(np.nan_to_num(w, nan=1.0), EIG_FLOOR, 1e4)
+    w = np.clip(np.nan_to_num(w, nan=1.0), lo, 1e4)
     return sym((V * w) @ V.T)
 
 

@@ -143,12 +143,15 @@ from ..sensitivity import (
     soft_sums_l2,
 )
 from .cluster_estimation import undo_clipping
-from .em_starts import EIG_FLOOR, Run
-from .em_starts import histogram_start as _start
-from .em_starts import kmeans_steps as _kmeans_steps
-from .em_starts import pick_run as _pick
-from .em_starts import repair_covariance as _repair
-from .em_starts import standardiser as _standardiser
+from .em_starts import (
+    EIG_FLOOR,
+    Run,
+    histogram_start,
+    kmeans_steps,
+    pick_run,
+    repair_covariance,
+    standardiser,
+)
 from .sample_size import Requirements, report
 
 __all__ = ["EMPlan", "EMPrior", "clip_radius", "em_plan", "em_requirements", "private_em_gmm"]
@@ -380,12 +383,10 @@ def _localisation_epsilon(n: int, d: int, epsilon: float, delta: float) -> float
 def _hist_need(n: int, d: int, delta_l: float) -> float:
     """The smallest ε_h with which the 2d localisation histograms meet their thresholds at n
     (inf when no ε does)."""
-    from ..gaussian.histogram import P_LOCATION as _P_LOCATION
-    from ..gaussian.histogram import P_SCALE as _P_SCALE
-    from ..gaussian.histogram import min_epsilon as _min_epsilon
+    from ..gaussian.histogram import P_LOCATION, P_SCALE, min_epsilon
 
     delta_i = (delta_l / 2.0) / (2 * d)
-    return d * (_min_epsilon(n // 2, _P_SCALE, delta_i) + _min_epsilon(n, _P_LOCATION, delta_i))
+    return d * (min_epsilon(n // 2, P_SCALE, delta_i) + min_epsilon(n, P_LOCATION, delta_i))
 
 
 def _grid(n: int, d: int, rho_init: float) -> tuple[int, int]:
@@ -745,13 +746,6 @@ def _step_eig_floor(s: float, d: int) -> float:
     return max(min(EIG_FLOOR, (2.0 * math.sqrt(d) * s) ** 2), 1e-8)
 
 
-def _repair_at(C: np.ndarray, lo: float) -> np.ndarray:
-    """``C`` with its eigenvalues clipped to [lo, 1e4] (NaN → 1); :func:`_repair` at floor lo."""
-    w, V = np.linalg.eigh(sym(C))
-    w = np.clip(np.nan_to_num(w, nan=1.0), lo, 1e4)
-    return sym((V * w) @ V.T)
-
-
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
                 plan: EMPlan, t: int, acct: Accountant, src: NoiseSource, n: int, run_tag: str = ""
                 ) -> Run:
@@ -793,7 +787,8 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         # moments near the clipping sphere de-clip to a far point: a mean jumped 250 away)
         ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
         new_means[j] = means[j] + L[j] @ ybar
-        new_covs[j] = _repair_at(L[j] @ _repair(Cy) @ L[j].T, _step_eig_floor(sig_m / Nn[j], d))
+        new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
+                                        _step_eig_floor(sig_m / Nn[j], d))
     if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
         # dead: a released count near 0; fading: under this step's floor and shrinking
         # (EM alone does not bring it back: family 7 at ε = 1 slid from 8,200 rows to 1,000
@@ -847,7 +842,7 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
     lam, V = np.linalg.eigh(covs[h])
     step = 0.5 * math.sqrt(max(float(lam[-1]), 0.0)) * V[:, -1]
     means[dead], means[h] = means[h] + step, means[h] - step
-    covs[h] = _repair(covs[h] - np.outer(step, step))
+    covs[h] = repair_covariance(covs[h] - np.outer(step, step))
     covs[dead] = covs[h]
     w[dead] = w[h] = 0.5 * (w[h] + w[dead])
 
@@ -867,7 +862,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: Nois
                           block=EM_BLOCK_ROWS)
         keep = range(len(runs))
         if pick:
-            winner = _pick(out[3], plan, acct, src)
+            winner = pick_run(out[3], plan, acct, src)
             keep = range(winner, winner + 1)
         runs = [_em_release((out[0][c], out[1][c], out[2][c]), runs[c], terms[c][0], plan, t,
                             acct, src, n, f" run {c + 1}" if len(keep) > 1 else "")
@@ -904,7 +899,7 @@ def _clipped_count(Z: Any, means: np.ndarray, covs: np.ndarray, plan: EMPlan,
 
     d = means.shape[1]
     r = max(plan.step_radius(plan.n_steps - 1), math.sqrt(float(stats.chi2.isf(COUNT_TAIL, d))))
-    Linv = np.array([np.linalg.inv(np.linalg.cholesky(_repair(C))) for C in covs])
+    Linv = np.array([np.linalg.inv(np.linalg.cholesky(repair_covariance(C))) for C in covs])
     (count,) = reduce_rows(Z, partial(_outside_kernel, means=means, Linv=Linv, radius=r))
     noisy = private_count(int(round(float(count))), ZCDP(plan.rho_count), accountant=acct,
                           noise=src, step="em clipped count")
@@ -988,11 +983,11 @@ def private_em_gmm(
             del Z  # in memory the rows are copied into a frame: never two copies at once
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
-        G, Ginv = _standardiser(Winv)
-        hist_run, white_run = _start(Z, Pz, k, plan, accountant, src, n, G)
+        G, Ginv = standardiser(Winv)
+        hist_run, white_run = histogram_start(Z, Pz, k, plan, accountant, src, n, G)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps:
-            runs.insert(0, _kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv,
+            runs.insert(0, kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv,
                                                  _shrink))
         runs = runs[: max(plan.n_starts, 1)]
         weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n)
