@@ -191,9 +191,13 @@ def _lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Gener
         newC = C.copy()
         for j in range(k):
             wj = w * (lab == j)
-            if wj.sum() > 0:
-                newC[j] = wj @ points / wj.sum()
-        if np.allclose(newC, C):
+            sj = wj.sum()
+            if sj > 0:
+                newC[j] = wj @ points / sj
+        # np.allclose(newC, C) without its overhead (numpy's own when a value is not finite)
+        close = np.abs(newC - C) <= 1e-8 + 1e-5 * np.abs(C)
+        if close.all() if np.isfinite(newC).all() and np.isfinite(C).all() \
+                else np.allclose(newC, C):
             break
         C = newC
     D = _sq_dists(PT, C)
