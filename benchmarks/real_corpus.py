@@ -36,9 +36,7 @@ compared with the non-private Gaussian (``np.mean`` / ``np.cov``) of all the tra
 
 Medians over the seeds that fitted. Tables above ``--max-rows`` rows (default 5e5) are
 subsampled at random per seed (none of the corpus is, today). Progress goes to stderr.
-``--mixture K`` also fits ``PrivateGaussianMixture(K)`` against
-``sklearn.mixture.GaussianMixture(K, n_init=5)`` on all the training rows (held-out mean
-log-likelihood gap, nat/row; ``method="auto"``, no public rows). The report opens with a
+Mixtures on the same corpus: ``benchmarks/real_mixtures.py``. The report opens with a
 summary per setting: the tables refused, failed after spending, or with a median gap above
 0.05 nat/row (at ε = 1e4 the consistency check of DESIGN.md: these should all be empty).
 
@@ -208,33 +206,6 @@ def one_fit(train: np.ndarray, test: np.ndarray, private: np.ndarray, public: np
             "seconds": seconds, "warnings": noted, "scored without": drop}
 
 
-def sklearn_mixture_score(train: np.ndarray, test: np.ndarray, k: int, seed: int) -> float:
-    """Held-out mean log-likelihood of sklearn's GaussianMixture(k, n_init=5) fitted on
-    ``train``."""
-    from sklearn.mixture import GaussianMixture
-
-    return float(GaussianMixture(k, n_init=5, random_state=seed).fit(train).score(test))
-
-
-def one_mixture(train: np.ndarray, test: np.ndarray, k: int, epsilon: float,
-                seed: int, ref: float) -> dict[str, Any]:
-    """PrivateGaussianMixture(k) on ``train`` against sklearn's held-out score ``ref``."""
-    est = pg.PrivateGaussianMixture(k, epsilon=epsilon, delta=DELTA, random_state=seed)
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(train)
-    except pg.EstimationFailed as exc:
-        return {"status": "failed", "why": _why(exc)}
-    except REFUSALS as exc:
-        return {"status": "refused", "why": _why(exc)}
-    except Exception as exc:
-        return {"status": "error", "why": _why(exc)}
-    return {"status": "ok", "gap": float(ref - est.score(test)), "method": est.method_,
-            "seconds": time.perf_counter() - t0}
-
-
 def _med(values: list[float], fmt: str) -> str:
     return format(statistics.median(values), fmt) if values else "—"
 
@@ -258,7 +229,7 @@ GAP_FAR = 0.05  # nat/row: a median gap above this at eps = 1e4 is "far off" in 
 
 def summary(cells: list[dict[str, Any]], seeds: int) -> list[str]:
     """Per setting: the tables refused, failed after spending, or far from the non-private
-    fit (np.cov, or sklearn's GaussianMixture for the mixture cells)."""
+    fit (np.cov)."""
     out = []
     for label in dict.fromkeys(c["setting"] for c in cells):
         mine = [c for c in cells if c["setting"] == label]
@@ -298,20 +269,13 @@ def _need(res: list[dict[str, Any]]) -> str:
 SETTINGS = [(eps, pub) for eps in EPSILONS for pub in (False, True)]
 
 
-def run(names: list[str], seeds: int, max_rows: int,
-        mixture: int | None) -> tuple[list[str], list[str]]:
+def run(names: list[str], seeds: int, max_rows: int) -> tuple[list[str], list[str]]:
     """(the report's table lines, its summary lines)."""
     cells: list[dict[str, Any]] = []
-    mix_cells: list[dict[str, Any]] = []
     lines = [
         "| table | n×d | held out | ε | public | outcome | gap (nat/row) | worst gap | row gap "
         "| clipped | method | s/fit | needs n (met?) | warnings |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    mix_lines = [
-        f"| table | ε | outcome | gap vs sklearn GaussianMixture({mixture}, n_init=5) "
-        "| method | s/fit |",
-        "|---|---|---|---|---|---|",
     ]
     for name in names:
         table = corpus.TABLES[name]
@@ -348,28 +312,8 @@ def run(names: list[str], seeds: int, max_rows: int,
                 f"{', '.join(w.removesuffix('Warning') for w in warned) or '—'} |"
             )
             _log("  " + lines[-1])
-        if mixture:
-            refs = [sklearn_mixture_score(train, test, mixture, s)
-                    for s, (train, test, _, _) in enumerate(splits)]
-            for eps in EPSILONS:
-                res = [one_mixture(train, test, mixture, eps, s, refs[s])
-                       for s, (train, test, _, _) in enumerate(splits)]
-                ok = [r for r in res if r["status"] == "ok"]
-                mix_cells.append({
-                    "name": name, "held_out": table.held_out,
-                    "setting": f"mixture K = {mixture}, ε = {eps:g}", "ok": len(ok),
-                    "gap": statistics.median([r["gap"] for r in ok]) if ok else None,
-                    **{k: sum(r["status"] == k for r in res)
-                       for k in ("refused", "failed", "error")}})
-                mix_lines.append(
-                    f"| {name} | {eps:g} | {_outcomes(res)} | "
-                    f"{_med([r['gap'] for r in ok], '.3g')} | "
-                    f"{', '.join(sorted({r['method'] for r in ok})) or '—'} | "
-                    f"{_med([r['seconds'] for r in ok], '.2g')} |"
-                )
-                _log("  mixture " + mix_lines[-1])
         _log(f"[{name}] done in {time.perf_counter() - t_table:.0f} s")
-    return lines + (["", *mix_lines] if mixture else []), summary(cells + mix_cells, seeds)
+    return lines, summary(cells, seeds)
 
 
 def main() -> None:
@@ -379,13 +323,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--max-rows", type=int, default=500_000,
                         help="subsample larger tables to this many rows per seed")
-    parser.add_argument("--mixture", type=int, default=None, metavar="K",
-                        help="also fit PrivateGaussianMixture(K) vs sklearn GaussianMixture")
     parser.add_argument("--out", default=None, help="write a markdown report here")
     args = parser.parse_args()
     command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
     t0 = time.perf_counter()
-    lines, summed = run(args.tables, args.seeds, args.max_rows, args.mixture)
+    lines, summed = run(args.tables, args.seeds, args.max_rows)
     minutes = (time.perf_counter() - t0) / 60
     tables = ["| table | n | d | held out | source | defects |", "|---|---|---|---|---|---|"]
     for name in args.tables:
