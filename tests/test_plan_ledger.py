@@ -72,6 +72,24 @@ def test_gaussian_fit_follows_its_plan(method: str, params: dict[str, Any], n: i
     _check(est, est.budget_plan_)
 
 
+def test_tied_axes_follow_the_histogram_plans_branch() -> None:
+    """A column holding one value on 90 % of the rows, the rest spread (a DP output of the
+    localisation): the octave release of tied axes runs, and the ledger follows the plan's
+    branch, not its main line."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 2)) + 3.0
+    X[:, 1] = np.where(rng.random(4000) < 0.9, 5.0, rng.normal(size=4000) * 3.0)
+    est = pg.PrivateGaussian(method="histogram", random_state=0, **APPROX)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    assert "localise-ties" in [e.step for e in est.ledger_]
+    _check(est, est.budget_plan_)
+    plan = est.budget_plan_
+    main = BudgetPlan.of(plan.total, dict(plan.parts), groups=plan.groups)
+    assert ledger_mismatch(main, est.ledger_) is not None
+
+
 def test_every_registered_method_is_covered() -> None:
     covered = {g[0] for g in GAUSSIAN}
     assert covered == set(methods.names("gaussian"))
@@ -187,3 +205,22 @@ def test_a_branch_is_followed_when_the_plan_is_not() -> None:
     with pytest.raises(Exception, match="total"):
         BudgetPlan.of(total, main, branches=(BudgetPlan.of(ApproxDP(2.0, 1e-6), {
             "x": ApproxDP(2.0, 1e-6)}),))
+
+
+def test_the_preview_and_the_command_show_the_plan() -> None:
+    from click.testing import CliRunner
+
+    from privgauss.cli import main
+
+    preview = pg.mixture_plan(100_000, 2, 2, epsilon=2.0, delta=1e-6, method="kssu")
+    plan = preview.budget_plan
+    assert plan is not None and plan.names()[-1] == "kssu/leaves/estimate"
+    assert plan == methods.get("mixture", "kssu").plan(preview.facts)  # type: ignore[misc]
+    res = CliRunner().invoke(main, ["requirements", "mixture", "kssu", "--n", "1e5", "--d", "2",
+                                    "--k", "2", "--epsilon", "2", "--delta", "1e-6", "--plan"])
+    assert res.exit_code == 0, res.output
+    assert "kssu/level-0/enclosing-ball" in res.output and "kssu/leaves/estimate" in res.output
+    res = CliRunner().invoke(main, ["requirements", "mixture", "auto", "--n", "1e5", "--d", "2",
+                                    "--k", "2", "--epsilon", "1", "--delta", "1e-6", "--plan"])
+    assert res.exit_code == 0, res.output
+    assert "em clipped count" in res.output and "(several steps)" in res.output
