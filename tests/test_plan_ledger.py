@@ -105,6 +105,8 @@ MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
     ("em", APPROX, 6000, 2, 2, 0),
     ("em", RHO, 6000, 2, 2, 10),
     ("em", {**APPROX, "mean_bound": 50.0, "cov_bounds": (0.01, 100.0)}, 6000, 2, 2, 0),
+    ("em", {**RHO, "mean_bound": 50.0, "cov_bounds": (0.01, 100.0)}, 6000, 2, 2, 0),
+    ("em", APPROX, 6000, 2, 2, 10),
     ("kssu", {"epsilon": 5.0, "delta": 1e-6, "method_params": {"max_points": 2000}},
      19_000, 2, 2, 0),
     ("sample-aggregate", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 0),
@@ -113,6 +115,7 @@ MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
     ("public-heavy", RHO, 19_000, 2, 2, 200),
     ("public-heavy", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 200),
     ("public-light", RHO, 19_000, 2, 2, 40),
+    ("public-light", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 40),
     ("ppe", {"epsilon": 5.0, "delta": 1e-6}, 40_000, 1, 1, 0),
     ("agnostic", {"epsilon": 5.0, "delta": 1e-6}, 40_000, 1, 1, 0),
 ]
@@ -224,3 +227,15 @@ def test_the_preview_and_the_command_show_the_plan() -> None:
                                     "--k", "2", "--epsilon", "1", "--delta", "1e-6", "--plan"])
     assert res.exit_code == 0, res.output
     assert "em clipped count" in res.output and "(several steps)" in res.output
+
+
+@pytest.mark.slow  # ~20 s: a KSSU producer, then the selection
+def test_agnostic_with_learner_producers_follows_its_plan() -> None:
+    X = _mixture(19_000, 2, 2)
+    est = pg.PrivateGaussianMixture(2, method="agnostic", epsilon=5.0, delta=1e-6,
+                                    random_state=0, enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    _check(est, est.budget_plan_)
+    assert est.budget_plan_.groups == {"producer-1"}  # type: ignore[union-attr]
