@@ -160,12 +160,12 @@ def test_mixture_fallback_is_the_registered_one() -> None:
 ])
 def test_budget_plans_are_data_that_spend_exactly_the_budget(kind: str, name: str,
                                                              facts: Facts) -> None:
-    """A registered plan is a tuple of (step, budget): charged to an accountant of the total,
-    it fits (spend raises otherwise) and uses all of it."""
+    """A registered plan is a BudgetPlan of (step, budget) parts: charged to an accountant of
+    the total, it fits (spend raises otherwise) and uses all of it."""
     plan = methods.get(kind, name).plan(facts)  # type: ignore[misc]
-    assert plan and all(isinstance(step, str) for step, _ in plan)
+    assert plan and plan.total == facts.budget and all(isinstance(s, str) for s in plan)
     acct = pg.Accountant(facts.budget)
-    for step, part in plan:
+    for step, part in plan.parts:
         acct.spend(part, step=step)
     assert acct.remaining is None  # nothing left: the plan uses the whole budget
 
@@ -177,9 +177,10 @@ def test_a_registered_plan_matches_the_ledger_of_a_fit() -> None:
     m.fit(mix.X)
     plan = methods.get("mixture", "em").plan(  # type: ignore[misc]
         Facts("mixture", pg.ApproxDP(1.0, 1e-6), 6000, 2, k=2))
-    planned = sum(p.rho for _, p in plan if isinstance(p, pg.ZCDP))
+    planned = sum(p.rho for p in plan.budgets() if isinstance(p, pg.ZCDP))
     charged = sum(e.cost.rho for e in m.ledger_ if isinstance(e.cost, pg.ZCDP))
     assert math.isclose(planned, charged, rel_tol=1e-9)
+    assert pg.privacy.ledger_mismatch(plan, m.ledger_) is None  # step by step, too
 
 
 @pytest.mark.parametrize("method, d, budget", [

@@ -166,11 +166,14 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
 @click.option("--constants", type=click.Choice(["practical", "theory"]), default="practical",
               show_default=True, help="this implementation's thresholds, or the theorem's "
               "(auto: fit-mixture's --constants; its choice reads the practical ones)")
+@click.option("--plan", "show_plan", is_flag=True,
+              help="also print the budget plan: every step the fit's ledger would record, "
+              "with its cost")
 def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | None,
                          epsilon: float | None, delta: float | None, min_weight: float | None,
                          n_public: int | None, separation: float | None,
                          mean_bound: float | None, cov_bounds: tuple[float, float] | None,
-                         constants: str) -> None:
+                         constants: str, show_plan: bool) -> None:
     """Whether n rows can work for a mixture METHOD, and what n it needs; `auto`: which method
     `fit-mixture` would run with these flags, and why, before anything is read or spent.
 
@@ -185,6 +188,7 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
           --separation 5
       privgauss requirements mixture em --n 5000 --d 3 --k 2 --rho 0.5 --n-public 4
       privgauss requirements mixture sample-aggregate --n 1e5 --d 2 --k 2 --epsilon 2 --delta 1e-6
+      privgauss requirements mixture kssu --n 1e5 --d 2 --k 2 --epsilon 2 --delta 1e-6 --plan
     """
     from .. import methods
     from ..privacy import make_budget
@@ -206,7 +210,7 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
             enough.append(_auto_report(int(n), d, k, budget, min_weight=min_weight,
                                        n_public=n_public or 0, separation=separation,
                                        mean_bound=mean_bound, cov_bounds=cov_bounds,
-                                       constants=constants))
+                                       constants=constants, show_plan=show_plan))
             return
         spec = methods.get("mixture", method)
         if not spec.accepts(budget):
@@ -214,13 +218,16 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
                                         "(delta > 0)", "pure": "--epsilon alone"}[b]
                                        for b in spec.budgets))
             raise PrivacyBudgetError(f"method {method!r} takes {takes}")
-        if spec.requirements is None:
-            click.echo(f"{method}: no sample-size check is registered for this method")
-            return
         # the formula the command's --constants names; public rows are checked when stated
         facts = methods.Facts("mixture", budget, int(n), d, k=k, n_public=n_public,
                               min_weight=min_weight, separation=separation,
-                              mean_bound=mean_bound, cov_bounds=cov_bounds, formula=constants)
+                              mean_bound=mean_bound, cov_bounds=cov_bounds, formula=constants,
+                              constants=constants)
+        if show_plan:
+            _echo_plan(None if spec.plan is None else spec.plan(facts))
+        if spec.requirements is None:
+            click.echo(f"{method}: no sample-size check is registered for this method")
+            return
         req = spec.requirements(facts)
         click.echo(str(req).strip())
         for term, value in req.terms.items():
@@ -234,9 +241,15 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
         raise SystemExit(1)  # too few rows: a script can test the verdict
 
 
+def _echo_plan(plan: Any) -> None:
+    """Print a method's budget plan (or that its route states none)."""
+    click.echo("no budget plan is stated for this route" if plan is None else str(plan))
+
+
 def _auto_report(n: int, d: int, k: int, budget: Any, *, min_weight: float | None,
                  n_public: int, separation: float | None, mean_bound: float | None,
-                 cov_bounds: tuple[float, float] | None, constants: str) -> bool:
+                 cov_bounds: tuple[float, float] | None, constants: str,
+                 show_plan: bool = False) -> bool:
     """Print what ``fit-mixture --method auto`` would run with these flags, why, and what each
     other method lacks (:func:`privgauss.methods.mixture_plan`); True when it would run.
     A refusal for other reasons than too few rows is raised (exit status 2)."""
@@ -253,6 +266,8 @@ def _auto_report(n: int, d: int, k: int, budget: Any, *, min_weight: float | Non
     if plan.method is not None:
         click.echo(f"auto runs: {plan.method}")
         click.echo(f"why: {in_cli_words(plan.reason)}")
+        if show_plan:
+            _echo_plan(plan.budget_plan)
     else:
         click.echo(f"auto refuses: {in_cli_words(plan.reason)}")
     req = plan.requirements

@@ -262,6 +262,8 @@ class PrivateEstimatorBase(BudgetMixin):
         with private_section(acct):
             release = self._run(plan, acct, noise)
         self._record(budget, acct, plan.method, plan.reason)
+        spec = methods.get(self._family, plan.method)
+        self.budget_plan_ = None if spec.plan is None else spec.plan(plan.facts)
         self._record_release(plan, release, acct)
         self._cache_factors()
 

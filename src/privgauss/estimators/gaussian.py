@@ -21,7 +21,6 @@ from ..gaussian.clip_diagnostics import (
     count_noise_quantile,
     recording_clips,
     release_clipped_count,
-    split_for_count,
 )
 from ..gaussian.public_frame import public_verdict
 from ..methods import Facts, GaussianJob, Method
@@ -179,6 +178,9 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         What the fit charged (equals the budget: unused parts are charged too).
     ledger_ : list of LedgerEntry
         Every release with its cost; the entries compose to ``privacy_spent_``.
+    budget_plan_ : BudgetPlan
+        The method's plan of the budget (public): the ledger follows it step by step
+        (:func:`~privgauss.privacy.ledger_mismatch`).
     budget_ : Budget
         The fit's budget. ``accountant_`` is the fit's accountant.
     n_features_in_ : int
@@ -366,9 +368,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         every method that clips gives :data:`~privgauss.gaussian.clip_diagnostics.COUNT_SHARE`
         of its budget to the count of rows outside its final clipping ball (the registry's
         ``Method.clipped_count`` says how)."""
-        if spec.clipped_count in (None, "refinement"):  # none, or the refinement sets it aside
-            return budget, None
-        return split_for_count(budget, spec.clipped_count == "zcdp")
+        return spec.count_split(budget)  # the split the method's budget plan states
 
     def _record_clipped(self, ball: Any, noisy: float | None, acct: Accountant) -> None:
         """``clipped_fraction_`` (post-processing of the DP count) and, when it exceeds the

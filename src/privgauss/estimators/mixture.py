@@ -185,6 +185,10 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         The method that ran and why ``auto`` chose it.
     privacy_spent_ : Budget
         What the fit charged; ``ledger_`` lists every release with its cost.
+    budget_plan_ : BudgetPlan or None
+        The method's plan of the budget (public): the ledger follows it step by step
+        (:func:`~privgauss.privacy.ledger_mismatch`); None for a route that states none
+        (``agnostic`` with ``constants="theory"``).
     budget_ : Budget
         The fit's budget. ``accountant_`` is the fit's accountant.
     n_features_in_ : int

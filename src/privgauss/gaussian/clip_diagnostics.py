@@ -63,6 +63,7 @@ __all__ = [
     "mean_ball_radius",
     "note_clip",
     "recording_clips",
+    "refinement_count_split",
     "release_clipped_count",
     "split_for_count",
     "take_count_share",
@@ -182,9 +183,16 @@ def take_count_share(rho: float) -> float:
     record = _ACTIVE.get()
     if record is None or not record.share_from_refinement or not math.isfinite(rho):
         return rho
-    main = rho * (1.0 - REFINEMENT_COUNT_SHARE)
-    record.reserved = ZCDP(rho - main)
+    main, reserved = refinement_count_split(rho)
+    record.reserved = ZCDP(reserved)
     return main
+
+
+def refinement_count_split(rho: float) -> tuple[float, float]:
+    """(the refinement's ρ, the clipped count's ρ) of a refinement planned with ρ: the split
+    :func:`take_count_share` applies (and a method's budget plan states)."""
+    main = rho * (1.0 - REFINEMENT_COUNT_SHARE)
+    return main, rho - main
 
 
 def note_clip(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None, center: np.ndarray,

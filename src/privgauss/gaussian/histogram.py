@@ -136,7 +136,8 @@ from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..mechanisms import gaussian_stability_histograms, stability_histogram
 from ..noise import RandomState, as_noise
-from ..privacy import Accountant, ApproxDP, approx_to_zcdp
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, approx_to_zcdp
+from ..privacy.budgets import MIN_EPS
 from ..sensitivity import (
     gaussian_stability_histogram_threshold,
     histogram_l2,
@@ -149,6 +150,7 @@ __all__ = [
     "JointBudget",
     "Localisation",
     "histogram_gaussian",
+    "histogram_plan",
     "localisation_budget",
     "localisation_plan",
     "localisation_rows",
@@ -1020,6 +1022,54 @@ def _plan(
         n, d, budget.epsilon, budget.delta, known_scale=known_scale
     )
     return s_j, l_j, rho_all - l_j.rho - (0.0 if s_j is None else s_j.rho)
+
+
+def histogram_plan(
+    n: int,
+    d: int,
+    budget: ApproxDP,
+    *,
+    known_scale: bool = False,
+    constants: str = "practical",
+    count_split: Callable[[float], tuple[float, float]] | None = None,
+) -> BudgetPlan:
+    """The budget plan of :func:`histogram_gaussian` (public quantities only), named by the
+    steps its ledger records: the localisation's histograms (``practical``: one joint release
+    per stage, its ρ and its δ; ``theory``: one Laplace histogram per axis), then the CoinPress
+    refinement as one group (``"coinpress-gaussian"``, or ``"coinpress-mean"`` for a known
+    scale: its own steps are planned from the DP localisation) and, with ``count_split`` (the
+    estimator's ρ ↦ (refinement, clipped count) of the refinement's ρ), the ``"clipped count"``.
+    The one branch: when the released histograms find tied axes with rare other values (a DP
+    output), the octave release ``"localise-ties"`` takes its share of the refinement's ρ
+    first. The parts come from :func:`_plan`, the split the fit spends from."""
+    s_b, l_b, rho_ref = _plan(n, d, budget, known_scale, constants)
+    head: dict[str, Budget] = {}
+    for stage, b in (("localise-scale", s_b), ("localise", l_b)):
+        if b is None:
+            continue
+        if isinstance(b, JointBudget):
+            head[f"{stage}-axes"] = ZCDP(b.rho)
+            head[f"{stage}-axes (delta)"] = ApproxDP(MIN_EPS, b.delta)
+        else:
+            head.update({f"{stage}-axis-{k}": b for k in range(d)})
+    refine = "coinpress-mean" if known_scale else "coinpress-gaussian"
+
+    def with_refinement(rho: float, ties: float) -> BudgetPlan:
+        parts = dict(head)
+        if ties > 0:
+            parts["localise-ties"] = ZCDP(ties)
+        main, count = (rho, 0.0) if count_split is None else count_split(rho)
+        parts[refine] = ZCDP(main)
+        if count_split is not None:
+            parts["clipped count"] = ZCDP(count)
+        return BudgetPlan.of(budget, parts, groups=(refine,))
+
+    ties = 0.0 if known_scale else _TIE_SHARE * rho_ref
+    plan = with_refinement(rho_ref, 0.0)
+    if ties <= 0:
+        return plan
+    return BudgetPlan.of(budget, dict(plan.parts), groups=plan.groups,
+                         branches=(with_refinement(rho_ref - ties, ties),))
 
 
 def _refinement_rho(accountant: Accountant, planned: float, ties: float) -> float:

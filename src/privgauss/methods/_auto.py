@@ -375,6 +375,9 @@ class MixturePlan:
         The exception the fit would raise before spending (None when it runs).
     too_few_rows : bool
         The refusal is for too few rows: more rows (``requirements.n_needed``) would run.
+    budget_plan : BudgetPlan or None
+        How the fit would split its budget, named by the steps its ledger would record (the
+        method's ``Method.plan``); None for a refusal or a route that states no plan.
     """
 
     method: str | None
@@ -389,6 +392,16 @@ class MixturePlan:
     def ok(self) -> bool:
         """Whether the fit would run (not be refused before spending)."""
         return self.error is None
+
+    @property
+    def budget_plan(self) -> Any:
+        """The chosen method's :class:`~privgauss.privacy.BudgetPlan` for these facts."""
+        if self.method is None:
+            return None
+        from . import get
+
+        spec = get("mixture", self.method)
+        return None if spec.plan is None else spec.plan(self.facts)
 
     def __str__(self) -> str:
         if self.method is None:

@@ -15,8 +15,8 @@ from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
 from ..noise import NoiseSource
-from ..privacy import Accountant, Budget
-from ._record import Facts
+from ..privacy import ZCDP, Accountant, Budget, BudgetPlan, zcdp_of
+from ._record import Facts, Method
 
 
 @dataclass(frozen=True)
@@ -90,3 +90,16 @@ def smallest_n(ok: Callable[[int], bool], *, start: int = 2, limit: float = 2.0*
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
     return float(hi)
+
+
+def run_plan(facts: Facts, method: Method, step: str, *, zcdp: bool = False,
+             group: bool = True) -> BudgetPlan:
+    """The budget plan of a Gaussian method whose run charges its whole budget under ``step``
+    (one entry, or with ``group`` several ``"<step> …"`` entries planned inside the run), then
+    the clipped count: the split :meth:`Method.count_split` gives the estimator (the run's part
+    as ρ with ``zcdp``)."""
+    main, count = method.count_split(facts.budget)
+    parts: dict[str, Budget] = {step: ZCDP(zcdp_of(main, step)) if zcdp else main}
+    if count is not None:
+        parts["clipped count"] = count
+    return BudgetPlan.of(facts.budget, parts, groups=(step,) if group else ())

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..noise import NoiseSource
-from ..privacy import Accountant, ApproxDP, Budget
+from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan
 from ._record import Facts
 
 Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -48,6 +48,14 @@ def learner_run(module: str, function: str, knobs: tuple[str, ...],
         )
 
     return run
+
+
+def learner_plan(facts: Facts, plan: BudgetPlan, step: str) -> BudgetPlan:
+    """A learner's own plan (of the ρ or (ε, δ) it converts the fit's budget to) as the fit's
+    plan: its parts named ``step + "/" + part``, as the learner charges them, with the fit's
+    budget as the total (to which they compose exactly)."""
+    p = plan.prefixed(step + "/")
+    return BudgetPlan.of(facts.budget, dict(p.parts), groups=p.groups)
 
 
 def reduction_run(function: str) -> Callable[..., Mixture]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..privacy import Budget, budget_notion, is_pure, zcdp_of
+from ..privacy import Budget, BudgetPlan, budget_notion, is_pure, zcdp_of
 
 __all__ = ["Facts", "Method", "budget_notion", "is_pure", "zcdp_of"]
 
@@ -156,8 +156,12 @@ class Method:
     theory_bound : callable, optional
         ``theory_bound(facts, alpha, cond)``: the paper's theorem bound on n and what else
         it needs (``privgauss requirements gaussian``).
-    plan : callable, optional
-        ``plan(facts)``: the budget split as data, a tuple of (step, budget) pairs.
+    plan : callable
+        ``plan(facts)``: the fit's budget split as data, a
+        :class:`~privgauss.privacy.BudgetPlan` of ``facts.budget`` named by the steps the
+        fit's ledger records, from the code the algorithm spends from (for a Gaussian method,
+        the clipped count included), or None for a route that states none;
+        :func:`~privgauss.privacy.ledger_mismatch` checks a ledger against it.
     auto : callable, optional
         Gaussian ``method="auto"``: ``auto(facts)`` → the reason to pick it, or None.
     auto_rank : float
@@ -204,7 +208,7 @@ class Method:
     check: Callable[[Facts], None] | None = None
     requirements: Callable[[Facts], Any] | None = None
     theory_bound: Callable[..., tuple[Any, str]] | None = None
-    plan: Callable[[Facts], tuple[tuple[str, Budget], ...]] | None = None
+    plan: Callable[[Facts], BudgetPlan | None] | None = None
     auto: Callable[[Facts], str | None] | None = None
     auto_rank: float = math.inf
     run_known_mean: Runner | None = None
@@ -242,6 +246,19 @@ class Method:
     def accepts(self, budget: Budget) -> bool:
         """Whether it accepts ``budget``'s notion."""
         return budget_notion(budget) in self.budgets
+
+    def count_split(self, budget: Budget) -> tuple[Budget, Budget | None]:
+        """Gaussian: (the run's budget, the clipped count's budget or None), from the budget
+        alone: a method whose count takes a share of the fit's budget
+        (``clipped_count`` ``"budget"`` or ``"zcdp"``) gives
+        :data:`~privgauss.gaussian.clip_diagnostics.COUNT_SHARE` of it to the count; one
+        whose refinement sets the count's share aside (``"refinement"``), or that counts
+        nothing, runs on the whole budget."""
+        if self.clipped_count in (None, "refinement"):
+            return budget, None
+        from ..gaussian.clip_diagnostics import split_for_count
+
+        return split_for_count(budget, self.clipped_count == "zcdp")
 
     def fewest_public(self, facts: Facts) -> int:
         """The fewest public rows it accepts here (0 when it needs none)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..privacy import ApproxDP, BudgetPlan
 from ._mixture import reduction_requirements, reduction_run
 from ._record import Facts, Method
 
@@ -19,6 +20,26 @@ def _requirements(facts: Facts) -> Any:
     return reduction_requirements("agnostic", facts, facts.formula or facts.constants)
 
 
+def _plan(facts: Facts) -> BudgetPlan | None:
+    """Route P2 (practical constants): :func:`~privgauss.reductions.selection.selection_plan`
+    — each candidate producer's share (one group: its own learner's steps, under its name),
+    then the private selection. A producer that fails (⊥, a DP output) stops early and the
+    selection tops up what it left (``producers-unused``): that ledger departs from the plan.
+    None for the faithful route (``constants="theory"``), whose rounds may stop early."""
+    from ..reductions.agnostic import p2_producers
+    from ..reductions.selection import selection_plan
+
+    budget = facts.budget
+    assert isinstance(budget, ApproxDP)
+    if facts.constants == "theory":
+        return None
+    count = 1 if facts.k == 1 else len(p2_producers(facts.n, facts.d, facts.k, budget.epsilon,
+                                                      budget.delta, float(facts.beta)))
+    plan = selection_plan(budget.epsilon, budget.delta, count)
+    return BudgetPlan.of(budget, dict(plan.parts),
+                         groups=[n for n in plan.names() if n.startswith("producer-")])
+
+
 METHOD = Method(
     name="agnostic",
     kind="mixture",
@@ -28,5 +49,6 @@ METHOD = Method(
     budgets=frozenset({"approx"}),
     run=reduction_run("run_agnostic"),
     requirements=_requirements,
+    plan=_plan,
     min_separation=math.inf,
 )

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ..privacy import as_rho
-from ._gaussian import GaussianJob, prior_radius, whitened_mean
+from ..privacy import BudgetPlan, as_rho
+from ._gaussian import GaussianJob, prior_radius, run_plan, whitened_mean
 from ._record import Facts, Method, is_pure
 
 __all__: list[str] = []
@@ -45,6 +45,11 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     return whitened_mean(job, mean)
 
 
+def _plan(facts: Facts) -> BudgetPlan:
+    """One clip-and-noise release of the mean, then the clipped count."""
+    return run_plan(facts, METHOD, "clip-mean", group=False)
+
+
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     from .. import theory
 
@@ -64,6 +69,7 @@ METHOD = Method(
     known_covariance="required",
     check=_check,
     theory_bound=_theory,
+    plan=_plan,
     auto=_auto,
     auto_rank=2,
     clipped_count="budget",

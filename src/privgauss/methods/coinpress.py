@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ..privacy import as_rho
-from ._gaussian import GaussianJob, prior_radius, smallest_n, whitened_mean
+from ..privacy import BudgetPlan, as_rho
+from ._gaussian import GaussianJob, prior_radius, run_plan, smallest_n, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []
@@ -135,6 +135,14 @@ def _run_known_mean(job: GaussianJob) -> np.ndarray:
     return cov * lo
 
 
+def _plan(facts: Facts) -> BudgetPlan:
+    """The CoinPress run's ρ as one group (its steps — and the route, sequential, mean-first
+    or split — are planned inside it from public quantities), then the clipped count."""
+    step = ("coinpress-cov" if facts.known_mean else
+            "coinpress-mean" if facts.known_covariance else "coinpress-gaussian")
+    return run_plan(facts, METHOD, step, zcdp=True)
+
+
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     from .. import theory
 
@@ -157,6 +165,7 @@ METHOD = Method(
     check=_check,
     requirements=_requirements,
     theory_bound=_theory,
+    plan=_plan,
     auto=_auto,
     auto_rank=1,
     auto_hint="mean_bound= (and cov_bounds= when the covariance is unknown)",

@@ -6,9 +6,10 @@ learner was validated and that learner can run; it is the only mixture method th
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ..privacy import Budget
+from ..privacy import Budget, BudgetPlan
 from ._mixture import learner_run
 from ._record import Facts, Method
 
@@ -38,14 +39,55 @@ def _fallback(facts: Facts, req: Any) -> str:
     return f"private EM, no separation assumed (needs n >~ {req.n_needed:.3g}){seeded}"
 
 
-def _plan(facts: Facts) -> tuple[tuple[str, Budget], ...]:
+# em_plan's part names → the steps the fit's ledger records (format fields: T, the EM steps,
+# K, the k-means steps); a part not listed is recorded as "em <part>"
+_STEP_NAMES = (
+    (r"re-whitening moments", "em re-whitening second moments"),
+    (r"start", "em start histogram"),
+    (r"start k-means step (\d+) (counts|sums)", "em start k-means step \\1/{K} \\2"),
+    (r"start k-means moments", "em start k-means second moments"),
+    (r"step (\d+)( run \d+)? counts", "em step \\1/{T}\\2 soft counts"),
+    (r"step (\d+)( run \d+)? sums", "em step \\1/{T}\\2 weighted sums"),
+    (r"step (\d+)( run \d+)? moments", "em step \\1/{T}\\2 weighted second moments"),
+)
+_GROUPS = ("em localisation in the prior",)  # CoinPress inside the prior: its own steps
+
+
+def _step_name(part: str, T: int, K: int) -> str:
+    for pattern, name in _STEP_NAMES:
+        if re.fullmatch(pattern, part):
+            return re.sub(pattern, name, part).format(T=T, K=K)
+    return f"em {part}"
+
+
+def _plan(facts: Facts) -> BudgetPlan:
+    """:func:`~privgauss.mixture.private_em.em_plan`, the plan the fit spends from, named as
+    its ledger records it; the bound-free localisation is
+    :func:`~privgauss.gaussian.histogram.histogram_plan` at em's localisation budget (its
+    refinement one group, and its tied-axes branch)."""
+    from ..gaussian.histogram import histogram_plan
     from ..mixture.private_em import em_plan
 
     steps = facts.knobs.get("n_steps")
-    plan = em_plan(max(facts.n, 2), facts.d, facts.k, facts.budget, n_public=facts.m,
+    n = max(facts.n, 2)
+    plan = em_plan(n, facts.d, facts.k, facts.budget, n_public=facts.m,
                    n_steps=None if steps is None else int(steps),
                    prior=facts.mean_bound is not None)
-    return tuple(plan.parts())
+    T, K = plan.n_steps, len(plan.rho_kmeans_steps)
+    tail = {_step_name(p, T, K): b for p, b in plan.parts() if not p.startswith("localisation ")
+            or p == "localisation in the prior"}
+    groups = [g for g in _GROUPS if g in tail]
+    if plan.localisation is None:
+        return BudgetPlan.of(facts.budget, tail, groups=groups)
+    local = histogram_plan(n, facts.d, plan.localisation)  # em runs the practical route
+
+    def with_head(head: BudgetPlan) -> BudgetPlan:
+        return BudgetPlan.of(facts.budget, {**dict(head.parts), **tail},
+                             groups=[*groups, *head.groups])
+
+    return BudgetPlan.of(facts.budget, dict(with_head(local).parts),
+                         groups=with_head(local).groups,
+                         branches=[with_head(b) for b in local.branches])
 
 
 _learn = learner_run("private_em", "private_em_gmm", KNOBS, public=True)

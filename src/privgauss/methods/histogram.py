@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..privacy import ApproxDP
+from ..privacy import ApproxDP, BudgetPlan
 from ._gaussian import GaussianJob, smallest_n
 from ._record import Facts, Method
 
@@ -107,6 +107,18 @@ def _requirements(facts: Facts) -> Any:
                   "covariance")
 
 
+def _plan(facts: Facts) -> BudgetPlan:
+    """:func:`~privgauss.gaussian.histogram.histogram_plan`: the localisation's histograms,
+    the refinement (one group: its steps are planned from the DP localisation) and the clipped
+    count from the refinement's share; a branch when tied axes need the octave release."""
+    from ..gaussian.clip_diagnostics import refinement_count_split
+    from ..gaussian.histogram import histogram_plan
+
+    assert isinstance(facts.budget, ApproxDP)  # _check: an (epsilon, delta > 0) budget
+    return histogram_plan(facts.n, facts.d, facts.budget, known_scale=facts.known_covariance,
+                          constants=facts.constants, count_split=refinement_count_split)
+
+
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     from .. import theory
 
@@ -128,6 +140,7 @@ METHOD = Method(
     check=_check,
     requirements=_requirements,
     theory_bound=_theory,
+    plan=_plan,
     auto=_auto,
     auto_rank=4,
     auto_hint="an (epsilon, delta) budget for the bound-free histogram method",

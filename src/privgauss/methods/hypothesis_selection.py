@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..privacy import ApproxDP, PureDP
+from ..privacy import ApproxDP, BudgetPlan, PureDP
 from ._gaussian import GaussianJob
 from ._record import Facts, Method, is_pure
 
@@ -58,6 +58,15 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+def _plan(facts: Facts) -> BudgetPlan:
+    """One release: the selection over the cover of d+1 usable public rows' neighbourhood, or
+    the Scheffé tournament over the prior's cover."""
+    usable = facts.m >= facts.d + 1 and not facts.public_unusable  # as _run decides
+    step = ("hypothesis-selection-public-projection" if usable
+            else "hypothesis-selection-scheffe")
+    return BudgetPlan.of(facts.budget, {step: facts.budget})
+
+
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     from .. import theory
 
@@ -86,6 +95,7 @@ METHOD = Method(
     known_covariance="optional",
     check=_check,
     theory_bound=_theory,
+    plan=_plan,
     auto=_auto,
     auto_rank=3,
 )

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..privacy import ApproxDP, Budget
-from ._mixture import learner_run, paper_requirements
+from ..privacy import ApproxDP, BudgetPlan
+from ._mixture import learner_plan, learner_run, paper_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -23,14 +23,14 @@ def _requirements(facts: Facts) -> Any:
     return paper_requirements("kssu", facts, **extra)
 
 
-def _plan(facts: Facts) -> tuple[tuple[str, Budget], ...]:
+def _plan(facts: Facts) -> BudgetPlan:
+    """:func:`~privgauss.mixture.kssu_budget.plan_kssu_budget`, the split the learner spends
+    from: each level's charges, then the leaves' counts and estimation."""
     from ..mixture.kssu_budget import plan_kssu_budget
 
     assert isinstance(facts.budget, ApproxDP)
-    plan = plan_kssu_budget(facts.budget, facts.k, facts.d)
-    out = [(f"level {lv} {name}", c) for lv in range(facts.k)
-           for name, c in plan.level_charges(lv)]
-    return (*out, ("weights", plan.weights), ("estimation", plan.estimation))
+    return learner_plan(facts, plan_kssu_budget(facts.budget, facts.k, facts.d).budget_plan(),
+                        "kssu")
 
 
 METHOD = Method(

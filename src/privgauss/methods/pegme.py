@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import math
 
+from ..privacy import BudgetPlan
 from ._mixture import learner_run
-from ._record import Method
+from ._record import Facts, Method
 
 __all__: list[str] = []
 
 KNOBS = ("rank", "peel_factor", "radii", "max_points")
+
+def _plan(facts: Facts) -> BudgetPlan:
+    """One entry: the whole budget, paid up front; the learner's own releases
+    (:func:`~privgauss.mixture.pegme.pegme_plan`'s two halves) are listed under it."""
+    return BudgetPlan.of(facts.budget, {"pegme": facts.budget})
+
 
 METHOD = Method(
     name="pegme",
@@ -20,6 +27,7 @@ METHOD = Method(
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
     run=learner_run("pegme", "pegme", KNOBS),
+    plan=_plan,
     knobs=KNOBS,
     min_separation=math.inf,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..privacy import ApproxDP
+from ..privacy import ApproxDP, BudgetPlan
 from ._gaussian import GaussianJob
 from ._record import Facts, Method
 
@@ -55,6 +55,17 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+def _plan(facts: Facts) -> BudgetPlan:
+    """:func:`~privgauss.reductions.ppe_gaussian.ppe_plan`, the clipped count taking its
+    share of the refinement's ρ."""
+    from ..gaussian.clip_diagnostics import refinement_count_split
+    from ..reductions.ppe_gaussian import ppe_plan
+
+    assert isinstance(facts.budget, ApproxDP)  # _check: an (epsilon, delta > 0) budget
+    return ppe_plan(facts.n, facts.d, facts.budget, facts.constants,
+                    count_split=refinement_count_split)
+
+
 METHOD = Method(
     name="ppe",
     kind="gaussian",
@@ -65,5 +76,6 @@ METHOD = Method(
     run=_run,
     check=_check,
     requirements=_requirements,
+    plan=_plan,
     clipped_count="refinement",
 )

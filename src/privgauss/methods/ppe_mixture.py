@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..privacy import ApproxDP, BudgetPlan
 from ._mixture import reduction_requirements, reduction_run
 from ._record import Facts, Method
 
@@ -15,6 +16,20 @@ __all__: list[str] = []
 
 def _requirements(facts: Facts) -> Any:
     return reduction_requirements("ppe", facts, facts.formula or "practical")
+
+
+def _plan(facts: Facts) -> BudgetPlan:
+    """k = 1 (practical): :func:`~privgauss.reductions.ppe_gaussian.ppe_plan`'s stable
+    averages and refinement; otherwise the mixture PPE's masking and test
+    (:func:`~privgauss.reductions.ppe.populous_parts`)."""
+    from ..reductions.ppe import populous_parts, ppe_halves
+    from ..reductions.ppe_gaussian import ppe_plan
+
+    budget = facts.budget
+    assert isinstance(budget, ApproxDP)
+    if facts.k == 1 and facts.constants == "practical":  # as run_ppe decides
+        return ppe_plan(facts.n, facts.d, budget)
+    return BudgetPlan.of(budget, populous_parts(ApproxDP(*ppe_halves(budget)), "ppe-mixture"))
 
 
 METHOD = Method(
@@ -26,5 +41,6 @@ METHOD = Method(
     budgets=frozenset({"approx"}),
     run=reduction_run("run_ppe"),
     requirements=_requirements,
+    plan=_plan,
     min_separation=math.inf,
 )

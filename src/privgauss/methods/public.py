@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ..privacy import as_rho
-from ._gaussian import GaussianJob, smallest_n, whitened_mean
+from ..privacy import BudgetPlan, as_rho
+from ._gaussian import GaussianJob, run_plan, smallest_n, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []
@@ -152,6 +152,14 @@ def _requirements(facts: Facts) -> Any:
                   "its own plan: check_public_plan's target error")
 
 
+def _plan(facts: Facts) -> BudgetPlan:
+    """The public-data run's ρ as one group (its CoinPress steps are planned inside it from
+    public quantities), then the clipped count."""
+    step = ("coinpress-cov" if facts.known_mean else
+            "public-mean" if facts.known_covariance else "public-gaussian")
+    return run_plan(facts, METHOD, step, zcdp=True)
+
+
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     from .. import theory
     from ..privacy import PureDP
@@ -179,6 +187,7 @@ METHOD = Method(
     check=_check,
     requirements=_requirements,
     theory_bound=_theory,
+    plan=_plan,
     auto=_auto,
     auto_rank=0,
     auto_hint="supply public_X (at least {need})",

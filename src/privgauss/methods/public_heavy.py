@@ -4,13 +4,25 @@ preconditioning + CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.pub
 
 from __future__ import annotations
 
-from ._mixture import learner_run
+from ..privacy import BudgetPlan, zcdp_of
+from ._mixture import learner_plan, learner_run
 from ._public_mixture import fewest_public_rows, public_mixture_requirements
-from ._record import Method
+from ._record import Facts, Method
 
 __all__: list[str] = []
 
 KNOBS = ("count_share",)
+
+def _plan(facts: Facts) -> BudgetPlan:
+    """:func:`~privgauss.mixture.public_heavy.heavy_plan` of the budget's ρ, for the
+    estimator the constants pick: the counts, then the estimation steps."""
+    from ..mixture.public_heavy import COUNT_SHARE, heavy_plan, pick_estimator
+
+    share = float(facts.knobs.get("count_share", COUNT_SHARE))
+    plan = heavy_plan(zcdp_of(facts.budget, "public-heavy"), share,
+                      pick_estimator(None, facts.constants))
+    return learner_plan(facts, plan, "public-heavy")
+
 
 METHOD = Method(
     name="public-heavy",
@@ -24,6 +36,7 @@ METHOD = Method(
     public="required",
     min_public=fewest_public_rows("public-heavy"),
     requirements=public_mixture_requirements("public-heavy"),
+    plan=_plan,
     knobs=KNOBS,
     # the separation ratio it was measured at (benchmarks/results/public_mixtures*.md)
     min_separation=6.0,

@@ -4,13 +4,25 @@ CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.public_light`)."""
 
 from __future__ import annotations
 
-from ._mixture import learner_run
+from ..privacy import BudgetPlan, zcdp_of
+from ._mixture import learner_plan, learner_run
 from ._public_mixture import fewest_public_rows, public_mixture_requirements
-from ._record import Method
+from ._record import Facts, Method
 
 __all__: list[str] = []
 
 KNOBS = ("cond_range", "clustering_share")
+
+def _plan(facts: Facts) -> BudgetPlan:
+    """:func:`~privgauss.mixture.public_light.run_plan` of the budget's ρ: the clustering
+    iterations, then the estimation."""
+    from ..mixture.public_light import run_plan
+
+    share = facts.knobs.get("clustering_share")
+    plan = run_plan(zcdp_of(facts.budget, "public-light"), facts.k, facts.constants,
+                    None if share is None else float(share))
+    return learner_plan(facts, plan, "public-light")
+
 
 METHOD = Method(
     name="public-light",
@@ -24,6 +36,7 @@ METHOD = Method(
     public="required",
     min_public=fewest_public_rows("public-light"),
     requirements=public_mixture_requirements("public-light"),
+    plan=_plan,
     knobs=KNOBS,
     # the separation ratio it was measured at (benchmarks/results/public_mixtures*.md)
     min_separation=6.0,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._mixture import learner_run, paper_requirements
+from ..privacy import ApproxDP, BudgetPlan
+from ._mixture import learner_plan, learner_run, paper_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -19,6 +20,16 @@ def _requirements(facts: Facts) -> Any:
     return paper_requirements("sample-aggregate", facts, constants=facts.formula or "practical")
 
 
+def _plan(facts: Facts) -> BudgetPlan:
+    """:func:`~privgauss.mixture.sample_aggregate_budget.plan_sa_budget`, the split the
+    learner spends from: each aggregation round's releases, then the counts and estimation."""
+    from ..mixture.sample_aggregate_budget import plan_sa_budget
+
+    assert isinstance(facts.budget, ApproxDP)
+    return learner_plan(facts, plan_sa_budget(facts.budget, facts.k, facts.d).budget_plan(),
+                        "sample-aggregate")
+
+
 METHOD = Method(
     name="sample-aggregate",
     kind="mixture",
@@ -29,6 +40,7 @@ METHOD = Method(
     budgets=frozenset({"approx"}),
     run=learner_run("sample_aggregate", "sample_aggregate_gmm", KNOBS),
     requirements=_requirements,
+    plan=_plan,
     knobs=KNOBS,
     # the separation ratio its chunk learner was measured at (privgauss.mixture.
     # sample_aggregate.default_chunk_size: <= 1% of the chunk fits miss a component for

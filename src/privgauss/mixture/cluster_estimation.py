@@ -329,16 +329,17 @@ def cluster_plan(
 ) -> BudgetPlan:
     """The budget plan of :func:`estimate_clusters` (public): ``count_share`` of ρ to the
     sizes ("counts"), then step t gets ``fractions[t]`` (normalised) of the rest, split
-    ``mean_share`` / 1 − ``mean_share`` between its vector ("step-t/mean") and outer-product
-    ("step-t/second-moment") sums. The parts compose to exactly ``budget``."""
+    ``mean_share`` / 1 − ``mean_share`` between its vector ("step-t/vector-sums") and
+    outer-product ("step-t/outer-sums") sums — the names :func:`estimate_clusters` charges
+    them under (after its ``step``). The parts compose to exactly ``budget``."""
     fr = np.asarray(fractions, dtype=np.float64)
     fr = fr / fr.sum()
     rho = float(budget.rho)
     rho_steps = rho * (1.0 - count_share) * fr
     parts: dict[str, Budget] = {"counts": ZCDP(rho * count_share)}
     for t, r in enumerate(rho_steps):
-        parts[f"step-{t + 1}/mean"] = ZCDP(r * mean_share)
-        parts[f"step-{t + 1}/second-moment"] = ZCDP(r * (1.0 - mean_share))
+        parts[f"step-{t + 1}/vector-sums"] = ZCDP(r * mean_share)
+        parts[f"step-{t + 1}/outer-sums"] = ZCDP(r * (1.0 - mean_share))
     return BudgetPlan.of(budget, parts)
 
 
@@ -373,8 +374,8 @@ def estimate_clusters(
     budget_plan = cluster_plan(budget, count_share, fr, mean_share)
     plan = [
         (
-            budget_plan.part(f"step-{t + 1}/mean", ZCDP),
-            budget_plan.part(f"step-{t + 1}/second-moment", ZCDP),
+            budget_plan.part(f"step-{t + 1}/vector-sums", ZCDP),
+            budget_plan.part(f"step-{t + 1}/outer-sums", ZCDP),
         )
         for t in range(fr.size)
     ]

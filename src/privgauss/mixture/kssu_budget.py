@@ -55,7 +55,8 @@ class KSSUBudget:
     total: ApproxDP | None = None  # the budget the plan was made from
 
     def budget_plan(self, *, exact: bool = True) -> BudgetPlan:
-        """Every charge of a run, named ``level-ℓ/<step>``, ``weights`` and ``estimation``, as
+        """Every charge of a run, named as the learner's ledger records them after its step
+        (``level-ℓ/<step>``, then the leaves' ``leaves/counts`` and ``leaves/estimate``), as
         a :class:`~privgauss.privacy.BudgetPlan` of :attr:`total` (exact: the parts compose
         to exactly the total; else within it)."""
         if self.total is None:
@@ -65,7 +66,8 @@ class KSSUBudget:
             for lv in range(self.k)
             for name, cost in self.level_charges(lv)
         }
-        parts.update(weights=self.weights, estimation=self.estimation)
+        parts["leaves/counts"] = self.weights
+        parts["leaves/estimate"] = self.estimation
         return BudgetPlan.of(self.total, parts, exact=exact)
 
     @property

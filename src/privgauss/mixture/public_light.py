@@ -63,7 +63,13 @@ from ..mechanisms import private_count
 from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan
 from ..sensitivity import histogram_l2
-from .cluster_estimation import ClusterFrame, estimate_clusters, frame_from_public
+from .cluster_estimation import (
+    MEAN_SHARE,
+    ClusterFrame,
+    cluster_plan,
+    estimate_clusters,
+    frame_from_public,
+)
 from .component_estimation import ComponentPrior, estimate_components
 from .private_pca import private_pca, top_eigenvectors
 from .public_clustering import public_split, radius_grid, split_constants, supercluster
@@ -77,6 +83,7 @@ __all__ = [
     "public_light_requirements",
     "q_priv_counts",
     "q_priv_sensitivity",
+    "run_plan",
 ]
 
 CLUSTERING_SHARE = 0.15
@@ -164,8 +171,7 @@ def public_light_gmm(
     ``constants="theory"``).
     """
     joint = pick_estimator(estimator, constants) == "joint"
-    if clustering_share is None:
-        clustering_share = JOINT_CLUSTERING_SHARE if joint else CLUSTERING_SHARE
+    clustering_share = _clustering_share(clustering_share, joint)
     if not (1.0 <= cond_range and math.isfinite(cond_range)):
         raise ValueError("cond_range must be finite and >= 1")
     if not (0 < clustering_share < 1 - COUNT_SHARE):
@@ -211,6 +217,30 @@ def public_light_gmm(
         constants=constants, accountant=accountant, noise=src, step="public-light",
     )
     return weights, means, positive_definite(covs)
+
+
+def _clustering_share(share: float | None, joint: bool) -> float:
+    return (JOINT_CLUSTERING_SHARE if joint else CLUSTERING_SHARE) if share is None else share
+
+
+def run_plan(rho: float, k: int, constants: str = "practical",
+             clustering_share: float | None = None, estimator: str | None = None
+             ) -> BudgetPlan:
+    """Every charge of :func:`public_light_gmm` at ρ, named as its ledger records them after
+    ``public-light/``: the 2k clustering iterations of :func:`light_plan`, then the
+    estimation — the joint cluster estimation's counts and steps
+    (:func:`~.cluster_estimation.cluster_plan` of the counts and estimate parts together) or,
+    for the per-cluster learners, ``counts`` and ``estimate``. Public quantities only."""
+    joint = pick_estimator(estimator, constants) == "joint"
+    share = _clustering_share(clustering_share, joint)
+    plan = light_plan(rho, k, share, JOINT_PCA_SHARE if joint else PCA_SHARE)
+    if not joint:
+        return plan
+    parts = {n: b for n, b in plan.parts if n.startswith("iteration-")}
+    counts, estimation = plan.part("counts", ZCDP), plan.part("estimate", ZCDP)
+    both = ZCDP(counts.rho + estimation.rho)
+    parts.update(cluster_plan(both, counts.rho / both.rho, JOINT_FRACTIONS, MEAN_SHARE).parts)
+    return BudgetPlan.of(ZCDP(rho), parts)
 
 
 def _hard_clustering(

@@ -54,18 +54,24 @@ class SABudget:
         return [*out, self.counts, self.estimation]
 
     def budget_plan(self, *, exact: bool = True) -> BudgetPlan:
-        """Every charge, named ``round-j/<one_cluster step>``, ``counts`` and ``estimation``, as
-        a :class:`~privgauss.privacy.BudgetPlan` of :attr:`total` (exact: the parts compose to
+        """Every charge, named as the learner's ledger records them after its step
+        (``round-j/<one_cluster step>``, ``counts`` and ``estimate``), as a
+        :class:`~privgauss.privacy.BudgetPlan` of :attr:`total` (exact: the parts compose to
         exactly the total; else within it)."""
         if self.total is None:
             raise ValueError("this sample-and-aggregate plan was made without its total")
         parts: dict[str, Budget] = {
-            f"round-{j + 1}/{name}": b
+            f"round-{j + 1}/{_LEDGER_NAMES.get(name, name)}": b
             for j, rp in enumerate(self.round_parts)
             for name, b in zip(ONE_CLUSTER_NAMES, rp, strict=True)
         }
-        parts.update(counts=self.counts, estimation=self.estimation)
+        parts.update(counts=self.counts, estimate=self.estimation)
         return BudgetPlan.of(self.total, parts, exact=exact)
+
+
+# one_cluster's plan names → the steps its releases are recorded under (good_center's
+# noisy mean of the box is "box-mean")
+_LEDGER_NAMES = {"mean": "box-mean"}
 
 
 def _round_parts(budget: ApproxDP, d: int, split: Sequence[float]) -> tuple[Budget, ...]:

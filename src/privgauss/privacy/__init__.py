@@ -41,7 +41,7 @@ from .budgets import (
     zcdp_to_epsilon,
 )
 from .ledger import LedgerEntry
-from .plans import BudgetPlan
+from .plans import BudgetPlan, ledger_mismatch
 
 __all__ = [
     "ZCDP",
@@ -49,6 +49,7 @@ __all__ = [
     "ApproxDP",
     "Budget",
     "BudgetPlan",
+    "ledger_mismatch",
     "LedgerEntry",
     "PureDP",
     "amplified_budget",

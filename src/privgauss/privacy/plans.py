@@ -14,12 +14,19 @@ with the δ the approximate parts leave, by the tight CKS20 bound). An algorithm
 
 ``str(plan)`` and :meth:`BudgetPlan.to_dict` show the split (the docs and the ``requirements``
 command print them).
+
+Every registered method states its plan (``Method.plan(facts)``, named by the steps its fit's
+ledger records), and :func:`ledger_mismatch` checks a fit's ledger against it step by step. A
+part listed in ``groups`` stands for a sub-computation charged as several ledger entries
+(``"<part> …"`` or ``"<part>/…"``) whose schedule may depend on DP outputs (a refinement planned
+from a DP localisation); those entries compose to the part. ``branches`` are the alternative
+plans a DP output may select instead (e.g. an extra release for tied axes).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -27,7 +34,7 @@ from ..exceptions import PrivacyBudgetError
 from .accountant import Accountant, composed, reserve
 from .budgets import ZCDP, ApproxDP, Budget, PureDP, budget_to_dict
 
-__all__ = ["BudgetPlan"]
+__all__ = ["BudgetPlan", "ledger_mismatch"]
 
 _REL = 1e-9  # float slack of "composes to exactly the total"
 
@@ -58,6 +65,12 @@ class BudgetPlan:
         The parts in the order the algorithm charges them; the names are unique.
     exact : bool, default True
         Whether the parts must compose to exactly ``total`` (else: within it).
+    groups : frozenset of str, default empty
+        Names of parts that a ledger records as several entries ``"<part> …"`` or
+        ``"<part>/…"`` composing to the part (a sub-computation whose own schedule may depend on
+        DP outputs).
+    branches : tuple of BudgetPlan, default ()
+        Alternative plans of the same total that DP outputs may select instead of this one.
 
     Raises
     ------
@@ -74,11 +87,19 @@ class BudgetPlan:
     total: Budget
     parts: tuple[tuple[str, Budget], ...]
     exact: bool = True
+    groups: frozenset[str] = frozenset()
+    branches: tuple[BudgetPlan, ...] = ()
 
     def __post_init__(self) -> None:
         parts = tuple((str(n), b) for n, b in self.parts)
         object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "groups", frozenset(self.groups))
+        object.__setattr__(self, "branches", tuple(self.branches))
         names = [n for n, _ in parts]
+        if not self.groups <= set(names):
+            raise ValueError(f"groups {sorted(self.groups)} must name parts of the plan {names}")
+        if any(b.total != self.total for b in self.branches):
+            raise PrivacyBudgetError("every branch of a budget plan must have its total")
         if not parts:
             raise PrivacyBudgetError("a budget plan needs at least one part")
         if len(set(names)) != len(names):
@@ -97,7 +118,8 @@ class BudgetPlan:
 
     # -- constructors ----------------------------------------------------------------------
     @classmethod
-    def of(cls, total: Budget, parts: Mapping[str, Budget], *, exact: bool = True) -> BudgetPlan:
+    def of(cls, total: Budget, parts: Mapping[str, Budget], *, exact: bool = True,
+           groups: Iterable[str] = (), branches: Iterable[BudgetPlan] = ()) -> BudgetPlan:
         """A plan from parts an algorithm computed itself (e.g. after a conversion).
 
         Parameters
@@ -108,12 +130,23 @@ class BudgetPlan:
             Step name → budget, in charging order.
         exact : bool, default True
             Whether the parts must compose to exactly the total.
+        groups : iterable of str, optional
+            Parts a ledger records as several entries (see the class).
+        branches : iterable of BudgetPlan, optional
+            Alternative plans DP outputs may select (see the class).
 
         Returns
         -------
         BudgetPlan
         """
-        return cls(total, tuple(parts.items()), exact)
+        return cls(total, tuple(parts.items()), exact, frozenset(groups), tuple(branches))
+
+    def prefixed(self, prefix: str) -> BudgetPlan:
+        """The same plan with every part (and every branch's) named ``prefix + name``: the
+        names a caller's ledger records when the algorithm charges under its own step."""
+        return BudgetPlan(self.total, tuple((prefix + n, b) for n, b in self.parts), self.exact,
+                          frozenset(prefix + g for g in self.groups),
+                          tuple(b.prefixed(prefix) for b in self.branches))
 
     @classmethod
     def zcdp(cls, total: ZCDP, weights: Mapping[str, float]) -> BudgetPlan:
@@ -300,12 +333,87 @@ class BudgetPlan:
         return {
             "total": budget_to_dict(self.total),
             "exact": self.exact,
-            "parts": [{"step": n, "cost": budget_to_dict(b)} for n, b in self.parts],
+            "parts": [{"step": n, "cost": budget_to_dict(b), "group": n in self.groups}
+                      for n, b in self.parts],
+            "branches": [b.to_dict() for b in self.branches],
         }
 
     def __str__(self) -> str:
         how = "exactly" if self.exact else "within"
         width = max(len(n) for n in self.names())
         lines = [f"budget plan of {self.total} (the parts compose to {how} the total):"]
-        lines += [f"  {n.ljust(width)}  {b}" for n, b in self.parts]
+        lines += [f"  {n.ljust(width)}  {b}{'  (several steps)' if n in self.groups else ''}"
+                  for n, b in self.parts]
+        lines += [f"  or, as DP outputs select, {b}".replace("\n", "\n  ") for b in self.branches]
         return "\n".join(lines)
+
+
+def _same(a: float, b: float, rel: float) -> bool:
+    return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def _equal(a: Budget, b: Budget | None, rel: float) -> bool:
+    if isinstance(a, ZCDP):
+        return isinstance(b, ZCDP) and _same(a.rho, b.rho, rel)
+    if isinstance(a, PureDP):
+        return isinstance(b, PureDP) and _same(a.epsilon, b.epsilon, rel)
+    return (isinstance(b, ApproxDP) and _same(a.epsilon, b.epsilon, rel)
+            and _same(a.delta, b.delta, rel))
+
+
+def _mismatch_one(plan: BudgetPlan, entries: Sequence[Any], rel: float) -> str | None:
+    i = 0
+    for name, part in plan.parts:
+        if name in plan.groups:
+            j = i
+            while j < len(entries) and (entries[j].step == name or entries[j].step.startswith(
+                    (name + " ", name + "/"))):
+                j += 1
+            if j == i:
+                got = entries[i].step if i < len(entries) else "the end of the ledger"
+                return f"ledger entry {i}: expected the steps of {name!r}, got {got!r}"
+            total = composed(part, [e.cost for e in entries[i:j]])
+            if not _equal(part, total, rel):
+                return (f"ledger entries {i}..{j - 1} ({name!r}) compose to {total}, "
+                        f"planned {part}")
+            i = j
+            continue
+        if i >= len(entries):
+            return f"the ledger ends before the planned step {name!r}"
+        entry = entries[i]
+        if entry.step != name:
+            return f"ledger entry {i}: step {entry.step!r}, planned {name!r}"
+        if not _equal(part, entry.cost, rel):
+            return f"ledger entry {i} ({name!r}) costs {entry.cost}, planned {part}"
+        i += 1
+    if i < len(entries):
+        return f"ledger entry {i} ({entries[i].step!r}) is not in the plan"
+    return None
+
+
+def ledger_mismatch(plan: BudgetPlan, entries: Sequence[Any], *,
+                    rel: float = 1e-12) -> str | None:
+    """Why a ledger does not follow ``plan`` step by step, or None when it does.
+
+    ``entries`` (a fit's top-level :class:`~privgauss.privacy.LedgerEntry` list) follow the
+    plan when, in order, each part is one entry of the part's name and cost (relative
+    tolerance ``rel`` on ρ, ε and δ) — or, for a part in ``plan.groups``, one or more
+    consecutive entries named ``"<part>"``, ``"<part> …"`` or ``"<part>/…"`` that compose to
+    its cost — and no entry is left over; or when they follow one of ``plan.branches``.
+
+    Parameters
+    ----------
+    plan : BudgetPlan
+    entries : sequence of LedgerEntry
+    rel : float
+        Relative tolerance of the amounts (float rounding of the shares).
+
+    Returns
+    -------
+    str or None
+        The first difference (of the plan itself when no branch matches either), or None.
+    """
+    first = _mismatch_one(plan, entries, rel)
+    if first is None or any(_mismatch_one(b, entries, rel) is None for b in plan.branches):
+        return None
+    return first

@@ -245,6 +245,13 @@ def _p2_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: fl
     return [min(full, key=full.__getitem__)]
 
 
+def p2_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: float
+                 ) -> list[str]:
+    """Route P2's candidate producers for k ≥ 2 (public quantities only; the method's budget
+    plan reads them): :func:`_p2_producers`."""
+    return _p2_producers(n, d, k, epsilon, delta, beta)
+
+
 def _producer(method: str, k: int, beta: float) -> Callable[..., Mixture]:
     def make(X: np.ndarray, budget: ApproxDP, acct: Accountant, noise: Any) -> Mixture:
         learner = _p2_learners()[method][0]

@@ -59,6 +59,7 @@ __all__ = [
     "StableAverage",
     "check_learner",
     "populous_estimator",
+    "populous_parts",
     "ppe_aggregate",
     "ppe_blocks",
     "ppe_halves",
@@ -87,6 +88,15 @@ class Semimetric:
 def ppe_blocks(epsilon: float, delta: float) -> int:
     """t = max{5, ⌈(20/ε) ln(1 + (e^ε − 1)/(2δ))⌉} (Thm 7.1.3): the TLap bound is ≤ 0.1."""
     return max(5, math.ceil(10 * truncated_laplace_bound(2.0, epsilon, delta)))
+
+
+def populous_parts(half: ApproxDP, step: str = "ppe") -> dict[str, ApproxDP]:
+    """The two charges of Algorithm 1's lines 2–7 for a mask of budget ``half`` = (ε, δ), in
+    order and named as the ledger records them: the masking (ε, 4e^ε δ − δ) and the test
+    (ε, δ); together (2ε, 4e^ε δ)."""
+    eps, delta = half.epsilon, half.delta
+    return {f"{step}-mask": ApproxDP(eps, 4 * math.exp(eps) * delta - delta),
+            f"{step}-test": ApproxDP(eps, delta)}
 
 
 def ppe_halves(budget: ApproxDP) -> tuple[float, float]:
@@ -238,7 +248,7 @@ def ppe_aggregate(
     q = _closeness(Ys, semimetric, r / (2 * semimetric.z)).sum(axis=1) / t
     Q = float(q.mean())
     accountant.spend(
-        ApproxDP(eps, 4 * math.exp(eps) * delta - delta),
+        populous_parts(half, step)[f"{step}-mask"],
         step=f"{step}-mask",
         mechanism="masking",
         note=f"radius={r:.6g}",

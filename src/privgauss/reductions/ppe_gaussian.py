@@ -63,6 +63,7 @@ from .ppe import (
     SA_FLOOR,
     Semimetric,
     populous_estimator,
+    populous_parts,
     ppe_blocks,
     ppe_halves,
     run_blocks,
@@ -74,6 +75,7 @@ __all__ = [
     "empirical_gaussian",
     "plan_practical",
     "ppe_gaussian",
+    "ppe_plan",
     "ppe_requirements",
 ]
 
@@ -329,6 +331,39 @@ def _faithful(
         progress=progress,
     )
     return out[1], out[2]
+
+
+def ppe_plan(
+    n: int,
+    d: int,
+    budget: ApproxDP,
+    constants: str = "practical",
+    *,
+    k: int = 1,
+    count_split: Any = None,
+) -> BudgetPlan:
+    """The budget plan of :func:`ppe_gaussian` (k = 1) or :func:`ppe_mixture` (k ≥ 2) at
+    ``budget``, named as their ledger records it (public quantities only). Practical (k = 1):
+    the scale and location stages' noisy averages and tests
+    (:meth:`PracticalPlan.budget_plan`), then the CoinPress refinement as one group (its
+    steps are planned from the released frame) and, with ``count_split`` (the estimator's ρ ↦
+    (refinement, clipped count)), the clipped count. Faithful (``"theory"``) and mixture: the
+    masking and the test of Algorithm 1 (:func:`~.ppe.populous_parts`)."""
+    if constants == "theory" or k > 1:
+        eps, dl = ppe_halves(budget)
+        step = "ppe-faithful" if k == 1 else "ppe-mixture"
+        return BudgetPlan.of(budget, populous_parts(ApproxDP(eps, dl), step))
+    plan = plan_practical(n, d, budget.epsilon, budget.delta).budget_plan(budget)
+    parts: dict[str, Budget] = {}
+    for stage in ("scale", "location"):  # stable_average charges the noise, then the test
+        parts[f"ppe-{stage}-noise"] = plan[f"{stage}/noise"]
+        parts[f"ppe-{stage}-test"] = plan[f"{stage}/test"]
+    rho = plan.part("coinpress", ZCDP).rho
+    main, count = (rho, 0.0) if count_split is None else count_split(rho)
+    parts["ppe-refine"] = ZCDP(main)
+    if count_split is not None:
+        parts["clipped count"] = ZCDP(count)
+    return BudgetPlan.of(budget, parts, groups=("ppe-refine",))
 
 
 def ppe_requirements(

@@ -1,0 +1,241 @@
+"""Every registered method states its budget plan as data (``Method.plan(facts)``), and every
+fit's ledger follows it step by step: the same step names, in order, with the same amounts
+(relative 1e-12), a planned group being the consecutive entries of a sub-computation whose own
+schedule is planned from DP outputs; and the parts compose to exactly the budget."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import privgauss as pg
+from privgauss import methods
+from privgauss.privacy import ZCDP, ApproxDP, BudgetPlan, PureDP, ledger_mismatch
+
+RHO = {"rho": 0.5}
+APPROX = {"epsilon": 1.0, "delta": 1e-6}
+PURE = {"epsilon": 1.0}
+PRIOR = {"mean_bound": 20.0, "cov_bounds": (0.1, 10.0)}
+
+
+def _rows(n: int, d: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, d)) + 3.0
+
+
+# (method, estimator parameters, n, d, public rows): every Gaussian method and route, under
+# each budget notion it takes
+GAUSSIAN: list[tuple[str, dict[str, Any], int, int, int]] = [
+    ("clip", {**RHO, "covariance": "identity", "mean_bound": 20.0}, 2000, 2, 0),
+    ("clip", {**APPROX, "covariance": "identity", "mean_bound": 20.0}, 2000, 2, 0),
+    ("clip", {**PURE, "covariance": "identity", "mean_bound": 20.0}, 2000, 2, 0),
+    ("coinpress", {**RHO, **PRIOR}, 2000, 2, 0),
+    ("coinpress", {**APPROX, **PRIOR}, 2000, 2, 0),
+    ("coinpress", {**RHO, "covariance": "identity", "mean_bound": 20.0}, 2000, 2, 0),
+    ("coinpress", {**RHO, "mean": [3.0, 3.0], "cov_bounds": (0.1, 10.0)}, 2000, 2, 0),
+    ("public", RHO, 2000, 2, 5),
+    ("public", APPROX, 2000, 2, 5),
+    ("public", {**RHO, "covariance": "identity"}, 2000, 2, 1),
+    ("public", {**RHO, "mean": [3.0, 3.0]}, 2000, 2, 5),
+    ("histogram", APPROX, 4000, 2, 0),
+    ("histogram", {**APPROX, "covariance": "identity"}, 4000, 2, 0),
+    ("histogram", {**APPROX, "constants": "theory"}, 40_000, 2, 0),
+    ("hypothesis-selection", PURE, 1000, 1, 3),
+    ("hypothesis-selection", {**PURE, "covariance": "identity", "mean_bound": 2.0}, 1000, 1, 0),
+    ("ppe", APPROX, 200_000, 2, 0),
+]
+
+
+def _check(est: Any, plan: BudgetPlan | None) -> None:
+    assert plan is not None
+    assert plan.total == est.budget_
+    assert plan.sums_to_total(), f"{plan.composed()} != {plan.total}"
+    for branch in plan.branches:
+        assert branch.sums_to_total()
+    why = ledger_mismatch(plan, est.ledger_)
+    assert why is None, why + "\nledger: " + ", ".join(e.step for e in est.ledger_)
+
+
+@pytest.mark.parametrize(("method", "params", "n", "d", "m"), GAUSSIAN,
+                         ids=[f"{g[0]}-{i}" for i, g in enumerate(GAUSSIAN)])
+def test_gaussian_fit_follows_its_plan(method: str, params: dict[str, Any], n: int, d: int,
+                                       m: int) -> None:
+    X = _rows(n, d)
+    P = _rows(m, d, seed=1) if m else None
+    est = pg.PrivateGaussian(method=method, random_state=0, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, public_X=P)
+    assert est.method_ == method
+    _check(est, est.budget_plan_)
+
+
+def test_tied_axes_follow_the_histogram_plans_branch() -> None:
+    """A column holding one value on 90 % of the rows, the rest spread (a DP output of the
+    localisation): the octave release of tied axes runs, and the ledger follows the plan's
+    branch, not its main line."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 2)) + 3.0
+    X[:, 1] = np.where(rng.random(4000) < 0.9, 5.0, rng.normal(size=4000) * 3.0)
+    est = pg.PrivateGaussian(method="histogram", random_state=0, **APPROX)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    assert "localise-ties" in [e.step for e in est.ledger_]
+    _check(est, est.budget_plan_)
+    plan = est.budget_plan_
+    main = BudgetPlan.of(plan.total, dict(plan.parts), groups=plan.groups)
+    assert ledger_mismatch(main, est.ledger_) is not None
+
+
+def test_every_registered_method_is_covered() -> None:
+    covered = {g[0] for g in GAUSSIAN}
+    assert covered == set(methods.names("gaussian"))
+    assert {m[0] for m in MIXTURE} == set(methods.names("mixture"))
+    assert all(m.plan is not None for k in methods.KINDS for m in methods.table(k).values())
+
+
+def _mixture(n: int, d: int, k: int, separation: float = 8.0, seed: int = 12) -> np.ndarray:
+    return pg.datasets.make_mixture(n, d, k, separation=separation, random_state=seed).X
+
+
+MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
+    ("em", APPROX, 6000, 2, 2, 0),
+    ("em", RHO, 6000, 2, 2, 10),
+    ("em", {**APPROX, "mean_bound": 50.0, "cov_bounds": (0.01, 100.0)}, 6000, 2, 2, 0),
+    ("em", {**RHO, "mean_bound": 50.0, "cov_bounds": (0.01, 100.0)}, 6000, 2, 2, 0),
+    ("em", APPROX, 6000, 2, 2, 10),
+    ("kssu", {"epsilon": 5.0, "delta": 1e-6, "method_params": {"max_points": 2000}},
+     19_000, 2, 2, 0),
+    ("sample-aggregate", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 0),
+    ("pegme", {"epsilon": 5.0, "delta": 1e-6, "method_params": {"max_points": 2000}},
+     19_000, 2, 2, 0),
+    ("public-heavy", RHO, 19_000, 2, 2, 200),
+    ("public-heavy", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 200),
+    ("public-light", RHO, 19_000, 2, 2, 40),
+    ("public-light", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 40),
+    ("ppe", {"epsilon": 5.0, "delta": 1e-6}, 40_000, 1, 1, 0),
+    ("agnostic", {"epsilon": 5.0, "delta": 1e-6}, 40_000, 1, 1, 0),
+]
+
+
+@pytest.mark.parametrize(("method", "params", "n", "d", "k", "m"), MIXTURE,
+                         ids=[f"{g[0]}-{i}" for i, g in enumerate(MIXTURE)])
+def test_mixture_fit_follows_its_plan(method: str, params: dict[str, Any], n: int, d: int,
+                                      k: int, m: int) -> None:
+    X = _mixture(n + m, d, k)
+    P, X = (X[:m], X[m:]) if m else (None, X)
+    est = pg.PrivateGaussianMixture(k, method=method, random_state=0,
+                                    enforce_requirements=False, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            est.fit(X, public_X=P)
+        except pg.EstimationFailed:
+            pytest.fail("no fit")
+    _check(est, est.budget_plan_)
+
+
+@pytest.mark.slow  # ~15 s: EM on each of the PPE's blocks
+def test_the_mixture_ppe_ledger_follows_its_plan_through_its_failure() -> None:
+    """The faithful mixture PPE (k >= 2) passes its stability test only at astronomically
+    large n; its ⊥ (a DP output) comes after both planned charges, so the ledger of the failed
+    fit is its plan."""
+    params = {"epsilon": 50.0, "delta": 1e-4}  # a large budget: fewer blocks, a faster fit
+    X = _mixture(2000, 1, 2)
+    acct = pg.Accountant(ApproxDP(50.0, 1e-4))
+    est = pg.PrivateGaussianMixture(2, method="ppe", random_state=0, accountant=acct,
+                                    enforce_requirements=False, **params)
+    with pytest.raises(pg.EstimationFailed, match="stability test"):
+        est.fit(X)
+    preview = pg.mixture_plan(2000, 1, 2, method="ppe", enforce_requirements=False, **params)
+    assert preview.method == "ppe"
+    plan = methods.get("mixture", "ppe").plan(preview.facts)  # type: ignore[misc]
+    assert plan is not None and plan.sums_to_total()
+    assert ledger_mismatch(plan, acct.ledger) is None
+    assert [e.step for e in acct.ledger] == ["ppe-mixture-mask", "ppe-mixture-test"]
+
+
+# ---------------------------------------------------------------------------- the matching rule
+
+
+class _Entry:
+    def __init__(self, step: str, cost: Any) -> None:
+        self.step, self.cost = step, cost
+
+
+def test_ledger_mismatch_names_the_first_difference() -> None:
+    total = ZCDP(1.0)
+    plan = BudgetPlan.of(total, {"a": ZCDP(0.25), "b": ZCDP(0.5), "c": ZCDP(0.25)},
+                         groups=("b",))
+    ok = [_Entry("a", ZCDP(0.25)), _Entry("b 1/2", ZCDP(0.2)), _Entry("b/x", ZCDP(0.3)),
+          _Entry("c", ZCDP(0.25))]
+    assert ledger_mismatch(plan, ok) is None
+    # an amount off by more than the tolerance, a renamed step, a missing or extra entry,
+    # a group that does not compose to its part, a group with no entry, another notion
+    bad = {
+        "costs": [_Entry("a", ZCDP(0.25 * (1 + 1e-9))), *ok[1:]],
+        "step 'x'": [_Entry("x", ZCDP(0.25)), *ok[1:]],
+        "ends before": ok[:3],
+        "not in the plan": [*ok, _Entry("d", ZCDP(0.1))],
+        "compose to": [ok[0], _Entry("b 1/2", ZCDP(0.2)), ok[3]],
+        "steps of 'b'": [ok[0], ok[3]],
+        "planned 0.25-zCDP": [ok[0], ok[1], ok[2], _Entry("c", PureDP(0.25))],
+    }
+    for why, entries in bad.items():
+        got = ledger_mismatch(plan, entries)
+        assert got is not None and why in got, (why, got)
+    # "b-x" is not a step of the group "b" (only "b", "b …" and "b/…" are)
+    assert ledger_mismatch(plan, [ok[0], _Entry("b-x", ZCDP(0.5)), ok[3]]) is not None
+    # within the relative tolerance
+    assert ledger_mismatch(plan, [_Entry("a", ZCDP(0.25 * (1 + 1e-13))), *ok[1:]]) is None
+
+
+def test_a_branch_is_followed_when_the_plan_is_not() -> None:
+    total = ApproxDP(1.0, 1e-6)
+    main = {"x": ApproxDP(0.5, 1e-6), "y": PureDP(0.5)}
+    other = BudgetPlan.of(total, {"x": ApproxDP(0.5, 1e-6), "t": PureDP(0.1), "y": PureDP(0.4)})
+    plan = BudgetPlan.of(total, main, branches=(other,))
+    assert ledger_mismatch(plan, [_Entry("x", ApproxDP(0.5, 1e-6)), _Entry("y", PureDP(0.5))]
+                           ) is None
+    assert ledger_mismatch(plan, [_Entry("x", ApproxDP(0.5, 1e-6)), _Entry("t", PureDP(0.1)),
+                                  _Entry("y", PureDP(0.4))]) is None
+    # the main plan's difference is reported when no branch matches either
+    got = ledger_mismatch(plan, [_Entry("x", ApproxDP(0.5, 1e-6)), _Entry("t", PureDP(0.5))])
+    assert got is not None and "planned 'y'" in got
+    with pytest.raises(Exception, match="total"):
+        BudgetPlan.of(total, main, branches=(BudgetPlan.of(ApproxDP(2.0, 1e-6), {
+            "x": ApproxDP(2.0, 1e-6)}),))
+
+
+def test_the_preview_and_the_command_show_the_plan() -> None:
+    from click.testing import CliRunner
+
+    from privgauss.cli import main
+
+    preview = pg.mixture_plan(100_000, 2, 2, epsilon=2.0, delta=1e-6, method="kssu")
+    plan = preview.budget_plan
+    assert plan is not None and plan.names()[-1] == "kssu/leaves/estimate"
+    assert plan == methods.get("mixture", "kssu").plan(preview.facts)  # type: ignore[misc]
+    res = CliRunner().invoke(main, ["requirements", "mixture", "kssu", "--n", "1e5", "--d", "2",
+                                    "--k", "2", "--epsilon", "2", "--delta", "1e-6", "--plan"])
+    assert res.exit_code == 0, res.output
+    assert "kssu/level-0/enclosing-ball" in res.output and "kssu/leaves/estimate" in res.output
+    res = CliRunner().invoke(main, ["requirements", "mixture", "auto", "--n", "1e5", "--d", "2",
+                                    "--k", "2", "--epsilon", "1", "--delta", "1e-6", "--plan"])
+    assert res.exit_code == 0, res.output
+    assert "em clipped count" in res.output and "(several steps)" in res.output
+
+
+@pytest.mark.slow  # ~20 s: a KSSU producer, then the selection
+def test_agnostic_with_learner_producers_follows_its_plan() -> None:
+    X = _mixture(19_000, 2, 2)
+    est = pg.PrivateGaussianMixture(2, method="agnostic", epsilon=5.0, delta=1e-6,
+                                    random_state=0, enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    _check(est, est.budget_plan_)
+    assert est.budget_plan_.groups == {"producer-1"}  # type: ignore[union-attr]
