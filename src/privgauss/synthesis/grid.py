@@ -5,7 +5,10 @@ time trend); MST and AIM release the whole 2-way marginal instead. For a narrow 
 number of levels per column, chosen from public n, d and the budget (:func:`grid_levels`),
 large enough — the synthesizer releases the counts of the rows' uniform scores (each column
 through its DP marginal, :meth:`Marginal.to_uniform`) in the g^d cells of the equal-width grid
-on [0, 1]^d, jointly with Gaussian noise. Post-processing: negative counts set to 0, then the
+on [0, 1]^d, jointly with Gaussian noise. Post-processing (:func:`grid_from_counts`): the noisy
+cell frequencies are shrunk towards the copula model's cell masses by the James–Stein factor
+(1 − cells · noise variance / squared distance, in [0, 1]: the grid where the model misses the
+dependence, the model where the two differ by noise alone), negative masses set to 0, then the
 table raked (iterative proportional fitting) to uniform margins, so the synthetic columns keep
 the DP marginals; a sample picks a cell from the raked table and a point inside it from the
 copula model's draws that fall there (uniform in the cell when too few do), so the model sets
@@ -42,12 +45,14 @@ PROPOSALS_PER_ROW = 8
 def grid_levels(n: int, d: int, rho: float) -> int:
     """Levels per column from public n, d and the grid's ρ: ⌊(n/σ)^(1/(d+1))⌋ (the cell width
     that balances the histogram's binning error, ∝ 1/g, with its noise's, ∝ g^d σ/n), σ the
-    noise per cell; 0 (no grid) below :data:`GRID_MIN_LEVELS` or past :data:`GRID_MAX_CELLS`."""
-    if not (rho > 0 and n > 0 and d >= 1):
+    noise per cell, at most :data:`GRID_MAX_LEVELS` and :data:`GRID_MAX_CELLS` cells in all;
+    0 (no grid) when that is below :data:`GRID_MIN_LEVELS` or d < 2."""
+    if not (rho > 0 and n > 0 and d >= 2):  # one column has no dependence
         return 0
     sigma = histogram_l2() / math.sqrt(2.0 * rho)
-    g = min(int((n / sigma) ** (1.0 / (d + 1))), GRID_MAX_LEVELS)
-    return g if g >= GRID_MIN_LEVELS and g**d <= GRID_MAX_CELLS else 0
+    cap = int(round(GRID_MAX_CELLS ** (1.0 / d), 9))  # the most levels within the cells' cap
+    g = min(int((n / sigma) ** (1.0 / (d + 1))), GRID_MAX_LEVELS, cap)
+    return g if g >= GRID_MIN_LEVELS else 0
 
 
 @dataclass(frozen=True)
@@ -130,15 +135,41 @@ def rake(table: np.ndarray, iterations: int = RAKE_ITERATIONS) -> np.ndarray:
     return p / p.sum()
 
 
-def release_grid(U: np.ndarray, levels: int, rho: float, *, accountant: Accountant,
-                 noise: NoiseSource) -> DependenceGrid:
-    """The DP dependence grid of the uniform scores ``U`` (n, d): one charge, step ``grid``
-    (ZCDP(rho), before the noise is drawn), then post-processing (:func:`rake`)."""
-    n, d = U.shape
+def grid_sigma(rho: float) -> float:
+    """The noise deviation of each cell's count at the grid's ρ."""
+    return histogram_l2() / math.sqrt(2.0 * rho)
+
+
+def release_grid_counts(U: np.ndarray, levels: int, rho: float, *, accountant: Accountant,
+                        noise: NoiseSource) -> np.ndarray:
+    """The noisy cell counts of the uniform scores ``U`` (n, d), shape (levels,) * d: one
+    charge, step ``grid`` (ZCDP(rho), before the noise is drawn)."""
+    d = U.shape[1]
     shape = (levels,) * d
     empty = DependenceGrid(levels, np.full(shape, 1.0 / levels**d))
     counts = np.bincount(empty.cells(U), minlength=levels**d).astype(np.float64)
     noisy = gaussian_mechanism(counts, histogram_l2(), ZCDP(rho), accountant=accountant,
                                noise=noise, step="grid")
-    kept = np.clip(np.asarray(noisy, dtype=np.float64), 0.0, None).reshape(shape)
-    return DependenceGrid(levels, rake(kept))
+    return np.asarray(noisy, dtype=np.float64).reshape(shape)
+
+
+def model_cell_masses(levels: int, proposals: np.ndarray) -> np.ndarray:
+    """The copula model's mass in each cell, estimated from its draws of uniform scores."""
+    d = proposals.shape[1]
+    empty = DependenceGrid(levels, np.full((levels,) * d, 1.0 / levels**d))
+    hits = np.bincount(empty.cells(proposals), minlength=levels**d).astype(np.float64)
+    return (hits / max(len(proposals), 1)).reshape((levels,) * d)
+
+
+def grid_from_counts(noisy: np.ndarray, n: int, sigma: float,
+                     model: np.ndarray) -> tuple[DependenceGrid, float]:
+    """The grid from its noisy counts (``sigma`` per cell, ``n`` public rows) and the model's
+    cell masses: the frequencies shrunk towards the model by the James–Stein factor, clipped
+    at 0 and raked; returns the grid and the factor (1: the released counts alone; 0: the
+    model alone). Post-processing of DP releases."""
+    f = noisy / n
+    dist = float(np.sum((f - model) ** 2))
+    noise_var = f.size * (sigma / n) ** 2
+    factor = float(np.clip(1.0 - noise_var / dist, 0.0, 1.0)) if dist > 0 else 0.0
+    p = np.clip(model + factor * (f - model), 0.0, None)
+    return DependenceGrid(noisy.shape[0], rake(p)), factor

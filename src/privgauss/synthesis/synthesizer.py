@@ -37,7 +37,15 @@ from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_budget
 from ..privacy.budgets import approx_to_zcdp
 from ..validation import check_data
-from .grid import PROPOSALS_PER_ROW, DependenceGrid, grid_levels, release_grid
+from .grid import (
+    PROPOSALS_PER_ROW,
+    DependenceGrid,
+    grid_from_counts,
+    grid_levels,
+    grid_sigma,
+    model_cell_masses,
+    release_grid_counts,
+)
 from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_marginals
 
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
@@ -61,6 +69,8 @@ MAX_CORRELATION = 0.99
 SCORE_COV_FLOOR = 1e-2
 #: share of the budget spent on the dependence grid when one is used (out of the model's)
 GRID_SHARE = 0.30
+#: copula draws that estimate the model's cell masses (the grid's shrinkage target)
+GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
 #: :data:`GRID_SHARE`, else the copula model alone), "grid", "copula"
 DEPENDENCE = ("auto", "grid", "copula")
@@ -194,6 +204,9 @@ class PrivateSynthesizer:
         The model of the normal scores.
     grid_ : DependenceGrid or None
         The released dependence grid (None: the copula model alone).
+    grid_factor_ : float or None
+        The grid's shrinkage factor (1: its released counts alone, 0: the copula model's cell
+        masses; see :func:`~privgauss.synthesis.grid.grid_from_counts`).
     feature_names_in_ : list of str
         Column names (a DataFrame's, else "x0", "x1", ...).
     kinds_, dtypes_ : list of str
@@ -317,13 +330,20 @@ class PrivateSynthesizer:
                 marginals = release_marginals(rows, plan, accountant=acct.child("marginals"),
                                               noise=noise)
                 U = self._uniform(rows, marginals, n, noise.rng)
-                grid = (release_grid(U, levels, rho_grid, accountant=acct, noise=noise)
-                        if levels else None)
+                counts = (release_grid_counts(U, levels, rho_grid, accountant=acct, noise=noise)
+                          if levels else None)
                 Z = np.asarray(ndtri(U))
                 copula = self._copula(k, n, d, acct, noise)
                 copula._fit_trusted(Z)
                 _standardise(copula)
                 _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
+                grid, self.grid_factor_ = None, None
+                if counts is not None:
+                    draw = copula.sample(GRID_MODEL_DRAWS, random_state=noise.rng)
+                    Zm = draw[0] if isinstance(draw, tuple) else draw
+                    model = model_cell_masses(levels, ndtr(Zm))
+                    grid, self.grid_factor_ = grid_from_counts(counts, n, grid_sigma(rho_grid),
+                                                               model)
         self.marginals_ = marginals
         self.copula_ = copula
         self.grid_ = grid
