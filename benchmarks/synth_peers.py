@@ -32,8 +32,9 @@ rerun after a privgauss change re-runs only privgauss.
         --max-rows 10000 --seeds 0,1,2 --peers-python /work/venv-snsynth/bin/python \\
         --cache /tmp/synth_peers_cache --out benchmarks/results/synth_peers.md
 
-(default tables: fair, bundesliga, wavesurge, diamonds — used while tuning — and the held-out
-treering, budget_food, health_insurance, never tuned on; at most 10 columns each). Times
+(default tables: fair, bundesliga, wavesurge, diamonds and the small-d xclara, macdonell,
+wages1 (:data:`EXTRA`) — used while tuning — and the held-out treering, budget_food,
+health_insurance, never tuned on; at most 10 columns each). Times
 exclude imports and were taken on a shared, loaded 2-core machine: compare them within one run
 only.
 """
