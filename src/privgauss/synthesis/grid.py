@@ -5,17 +5,14 @@ time trend); MST and AIM release the whole 2-way marginal instead. For a narrow 
 number of levels per column, chosen from public n, d and the budget (:func:`grid_levels`),
 large enough — the synthesizer releases the counts of the rows' uniform scores (each column
 through its DP marginal, :meth:`Marginal.to_uniform`) in the g^d cells of the equal-width grid
-on [0, 1]^d, jointly with Gaussian noise; nothing else is released for the dependence.
-Post-processing (:func:`grid_from_counts`): the noisy counts, clipped at 0 and raked (iterative
-proportional fitting) to uniform margins, give a Gaussian copula's correlations (each pair's
-cell-level normal-score moment divided by the binning's attenuation, as for a discrete
-column); the noisy cell frequencies are shrunk towards that copula's cell masses by the
-James–Stein factor (1 − cells · noise variance / squared distance, in [0, 1]: the grid where
-the Gaussian copula misses the dependence, the copula where the two differ by noise alone),
-clipped at 0 and raked again, so the synthetic columns keep the DP marginals. A sample picks a
-cell from that table and a point inside it from the copula's draws that fall there (uniform
-in the cell when too few do): the copula sets the shape within a cell, the grid each cell's
-mass.
+on [0, 1]^d, jointly with Gaussian noise. Post-processing (:func:`grid_from_counts`): the noisy
+cell frequencies are shrunk towards the copula model's cell masses by the James–Stein factor
+(1 − cells · noise variance / squared distance, in [0, 1]: the grid where the model misses the
+dependence, the model where the two differ by noise alone), negative masses set to 0, then the
+table raked (iterative proportional fitting) to uniform margins, so the synthetic columns keep
+the DP marginals; a sample picks a cell from the raked table and a point inside it from the
+copula model's draws that fall there (uniform in the cell when too few do), so the model sets
+the shape within a cell and the grid the mass of each.
 
 Guarantee: ρ-zCDP under replace-one neighbours (n public): the per-record scores move one
 record from one cell to another, L2 sensitivity √2 (:func:`privgauss.sensitivity.histogram_l2`).
@@ -28,8 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr, ndtri
-from scipy.stats import norm
 
 from ..mechanisms import gaussian_mechanism
 from ..noise import NoiseSource
@@ -45,10 +40,6 @@ GRID_MAX_CELLS = 4096
 RAKE_ITERATIONS = 50
 #: copula draws per synthetic row offered to the cells (see :meth:`DependenceGrid.sample`)
 PROPOSALS_PER_ROW = 8
-#: copula draws that estimate its cell masses (the shrinkage target)
-MODEL_DRAWS = 200_000
-#: largest |correlation| of the grid's Gaussian copula
-MAX_CORRELATION = 0.99
 
 
 def grid_levels(n: int, d: int, rho: float) -> int:
@@ -66,13 +57,11 @@ def grid_levels(n: int, d: int, rho: float) -> int:
 
 @dataclass(frozen=True)
 class DependenceGrid:
-    """A released dependence grid: ``levels`` per column, the cell probabilities ``probs``
-    (shape (levels,) * d, non-negative, summing to 1, uniform margins up to the raking) and
-    the ``correlation`` matrix of the Gaussian copula that shapes each cell."""
+    """A released dependence grid: ``levels`` per column and the cell probabilities ``probs``
+    (shape (levels,) * d, non-negative, summing to 1, uniform margins up to the raking)."""
 
     levels: int
     probs: np.ndarray
-    correlation: np.ndarray
 
     @property
     def d(self) -> int:
@@ -86,20 +75,11 @@ class DependenceGrid:
         idx = np.clip(np.floor(U * g).astype(np.int64), 0, g - 1)
         return np.asarray(np.ravel_multi_index(tuple(idx.T), (g,) * self.d))
 
-    def copula_draws(self, m: int, rng: np.random.Generator) -> np.ndarray:
-        """``m`` draws of the Gaussian copula's uniform scores."""
-        chol = np.linalg.cholesky(self.correlation)
-        return np.asarray(ndtr(rng.standard_normal((m, self.d)) @ chol.T))
-
-    def sample(self, n: int, rng: np.random.Generator,
-               proposals: np.ndarray | None = None) -> np.ndarray:
+    def sample(self, n: int, proposals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``n`` rows of uniform scores: cell counts drawn from ``probs``; in each cell, the
-        ``proposals`` (default: :data:`PROPOSALS_PER_ROW` · n copula draws) that fall there,
-        taken without replacement, then uniform points in the cell for any shortfall; rows
-        shuffled."""
+        ``proposals`` (draws of the copula model's uniform scores) that fall there, taken
+        without replacement, then uniform points in the cell for any shortfall; rows shuffled."""
         g, d = self.levels, self.d
-        if proposals is None:
-            proposals = self.copula_draws(PROPOSALS_PER_ROW * n, rng)
         p = self.probs.ravel()
         want = rng.multinomial(n, p / p.sum())
         have = self.cells(proposals)
@@ -122,31 +102,20 @@ class DependenceGrid:
 
     def to_dict(self) -> dict[str, Any]:
         return {"levels": self.levels, "shape": list(self.probs.shape),
-                "probs": self.probs.ravel().tolist(),
-                "correlation": self.correlation.tolist()}
+                "probs": self.probs.ravel().tolist()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DependenceGrid:
         g = int(data["levels"])
         shape = tuple(int(s) for s in data["shape"])
         probs = np.asarray(data["probs"], dtype=np.float64)
-        corr = np.asarray(data["correlation"], dtype=np.float64)
-        d = len(shape)
-        ok = (g >= 1 and d >= 1 and all(s == g for s in shape)
-              and probs.size == g ** d and np.all(np.isfinite(probs))
-              and np.all(probs >= 0) and abs(float(probs.sum()) - 1.0) < 1e-6
-              and corr.shape == (d, d) and np.all(np.isfinite(corr))
-              and np.allclose(corr, corr.T) and np.allclose(np.diag(corr), 1.0))
-        if ok:
-            try:
-                np.linalg.cholesky(corr)
-            except np.linalg.LinAlgError:
-                ok = False
+        ok = (g >= 1 and len(shape) >= 1 and all(s == g for s in shape)
+              and probs.size == g ** len(shape) and np.all(np.isfinite(probs))
+              and np.all(probs >= 0) and abs(float(probs.sum()) - 1.0) < 1e-6)
         if not ok:
             raise ValueError("a dependence grid needs levels, a shape of that many levels per "
-                             "column, non-negative probabilities summing to 1 and a positive "
-                             "definite correlation matrix")
-        return cls(g, probs.reshape(shape), corr)
+                             "column and non-negative probabilities summing to 1")
+        return cls(g, probs.reshape(shape))
 
 
 def rake(table: np.ndarray, iterations: int = RAKE_ITERATIONS) -> np.ndarray:
@@ -177,58 +146,30 @@ def release_grid_counts(U: np.ndarray, levels: int, rho: float, *, accountant: A
     charge, step ``grid`` (ZCDP(rho), before the noise is drawn)."""
     d = U.shape[1]
     shape = (levels,) * d
-    empty = DependenceGrid(levels, np.full(shape, 1.0 / levels**d), np.eye(d))
+    empty = DependenceGrid(levels, np.full(shape, 1.0 / levels**d))
     counts = np.bincount(empty.cells(U), minlength=levels**d).astype(np.float64)
     noisy = gaussian_mechanism(counts, histogram_l2(), ZCDP(rho), accountant=accountant,
                                noise=noise, step="grid")
     return np.asarray(noisy, dtype=np.float64).reshape(shape)
 
 
-def grid_correlation(probs: np.ndarray, jitter: np.ndarray | None = None) -> np.ndarray:
-    """The Gaussian copula's correlation matrix from a table with uniform margins: for each
-    pair, Σ p · m_i m_j over the cells, m the normal score's mean within a level
-    ((φ(a) − φ(b)) · g between the level's scores a < b), divided by the binning's
-    attenuation c² = Σ m² / g and by ``jitter``'s c_i c_j (the columns' factors of
-    :meth:`~privgauss.synthesis.marginals.Marginal.jitter_attenuation`: the scores' jitter
-    within a discrete level shrinks them too); capped at ±:data:`MAX_CORRELATION`, made
-    positive definite."""
-    g, d = probs.shape[0], probs.ndim
-    z = ndtri(np.linspace(0.0, 1.0, g + 1))
-    dens = norm.pdf(z)  # 0 at ±inf
-    m = (dens[:-1] - dens[1:]) * g
-    c2 = float(np.sum(m * m) / g)
-    corr = np.eye(d)
-    for i in range(d):
-        for j in range(i + 1, d):
-            other = tuple(a for a in range(d) if a not in (i, j))
-            pair = probs.sum(axis=other) if other else probs
-            corr[i, j] = corr[j, i] = float(m @ pair @ m) / c2
-    if jitter is not None:
-        c = np.sqrt(np.asarray(jitter, dtype=np.float64))
-        corr = corr / np.outer(c, c) ** 2
-    corr = np.clip(corr, -MAX_CORRELATION, MAX_CORRELATION)
-    np.fill_diagonal(corr, 1.0)
-    w, V = np.linalg.eigh(corr)
-    corr = (V * np.clip(w, 1e-3, None)) @ V.T
-    dd = np.sqrt(np.diag(corr))
-    return np.asarray(corr / np.outer(dd, dd))
+def model_cell_masses(levels: int, proposals: np.ndarray) -> np.ndarray:
+    """The copula model's mass in each cell, estimated from its draws of uniform scores."""
+    d = proposals.shape[1]
+    empty = DependenceGrid(levels, np.full((levels,) * d, 1.0 / levels**d))
+    hits = np.bincount(empty.cells(proposals), minlength=levels**d).astype(np.float64)
+    return (hits / max(len(proposals), 1)).reshape((levels,) * d)
 
 
-def grid_from_counts(noisy: np.ndarray, n: int, sigma: float, rng: np.random.Generator,
-                     jitter: np.ndarray | None = None) -> tuple[DependenceGrid, float]:
-    """The grid from its noisy counts (``sigma`` per cell, ``n`` public rows): the Gaussian
-    copula of the clipped, raked counts (:func:`grid_correlation`), the frequencies shrunk
-    towards its cell masses (estimated from :data:`MODEL_DRAWS` draws) by the James–Stein
-    factor, clipped at 0 and raked; returns the grid and the factor (1: the released counts
-    alone; 0: the Gaussian copula alone). Post-processing of DP releases."""
-    g, d = noisy.shape[0], noisy.ndim
-    corr = grid_correlation(rake(np.clip(noisy, 0.0, None)), jitter)
-    first = DependenceGrid(g, np.full(noisy.shape, 1.0 / g**d), corr)
-    hits = np.bincount(first.cells(first.copula_draws(MODEL_DRAWS, rng)), minlength=g**d)
-    model = (hits / MODEL_DRAWS).reshape(noisy.shape)
+def grid_from_counts(noisy: np.ndarray, n: int, sigma: float,
+                     model: np.ndarray) -> tuple[DependenceGrid, float]:
+    """The grid from its noisy counts (``sigma`` per cell, ``n`` public rows) and the model's
+    cell masses: the frequencies shrunk towards the model by the James–Stein factor, clipped
+    at 0 and raked; returns the grid and the factor (1: the released counts alone; 0: the
+    model alone). Post-processing of DP releases."""
     f = noisy / n
     dist = float(np.sum((f - model) ** 2))
     noise_var = f.size * (sigma / n) ** 2
     factor = float(np.clip(1.0 - noise_var / dist, 0.0, 1.0)) if dist > 0 else 0.0
     p = np.clip(model + factor * (f - model), 0.0, None)
-    return DependenceGrid(g, rake(p), corr), factor
+    return DependenceGrid(noisy.shape[0], rake(p)), factor

@@ -38,10 +38,12 @@ from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_b
 from ..privacy.budgets import approx_to_zcdp
 from ..validation import check_data
 from .grid import (
+    PROPOSALS_PER_ROW,
     DependenceGrid,
     grid_from_counts,
     grid_levels,
     grid_sigma,
+    model_cell_masses,
     release_grid_counts,
 )
 from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_marginals
@@ -65,8 +67,12 @@ EM_MARGIN = 0.02
 MAX_CORRELATION = 0.99
 #: smallest covariance eigenvalue of the prior in normal-score space
 SCORE_COV_FLOOR = 1e-2
-#: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at the
-#: model's share and ``n_components`` is "auto", else the copula model), "grid", "copula"
+#: share of the budget spent on the dependence grid when one is used (out of the model's)
+GRID_SHARE = 0.30
+#: copula draws that estimate the model's cell masses (the grid's shrinkage target)
+GRID_MODEL_DRAWS = 200_000
+#: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
+#: :data:`GRID_SHARE`, else the copula model alone), "grid", "copula"
 DEPENDENCE = ("auto", "grid", "copula")
 
 
@@ -297,16 +303,16 @@ class PrivateSynthesizer:
         rho_range = RANGE_SHARE * rho_total if needs_range else 0.0
         rho_types = TYPES_SHARE * rho_total if "auto" in kinds else 0.0
         rho_hist = (RANGE_SHARE + histogram_share(d)) * rho_total - rho_range - rho_types
-        rho_model = rho_total - rho_range - rho_hist - rho_types
-        # the grid replaces the copula model (auto: only where k is not stated)
-        want_grid = self.dependence == "grid" or (self.dependence == "auto"
-                                                  and self.n_components == "auto")
-        levels = grid_levels(n, d, rho_model) if want_grid else 0
+        levels = (grid_levels(n, d, GRID_SHARE * rho_total) if self.dependence != "copula"
+                  else 0)
         if self.dependence == "grid" and not levels:
             raise InvalidDataError(
                 f"a dependence grid is too coarse here (n = {n}, d = {d} at this budget: fewer "
-                f"than its minimum levels per column); dependence='copula' can fit")
-        k = 1 if levels else choose_components(n, d, rho_model, self.n_components)
+                f"than its minimum levels per column, or too many cells); dependence='copula' "
+                "can fit")
+        rho_grid = GRID_SHARE * rho_total if levels else 0.0
+        rho_model = rho_total - rho_range - rho_hist - rho_types - rho_grid
+        k = choose_components(n, d, rho_model, self.n_components)
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
                             rho_types)
         shared = self.accountant
@@ -324,21 +330,20 @@ class PrivateSynthesizer:
                 marginals = release_marginals(rows, plan, accountant=acct.child("marginals"),
                                               noise=noise)
                 U = self._uniform(rows, marginals, n, noise.rng)
-                copula: Any = None
-                grid: DependenceGrid | None = None
-                self.grid_factor_: float | None = None
-                if levels:
-                    counts = release_grid_counts(U, levels, rho_model, accountant=acct,
-                                                 noise=noise)
-                    jitter = np.array([m.jitter_attenuation() for m in marginals])
-                    grid, self.grid_factor_ = grid_from_counts(counts, n, grid_sigma(rho_model),
-                                                               noise.rng, jitter)
-                else:
-                    copula = self._copula(k, n, d, acct, noise)
-                    copula._fit_trusted(np.asarray(ndtri(U)))
-                    _standardise(copula)
-                    _undo_jitter_attenuation(copula,
-                                             [m.jitter_attenuation() for m in marginals])
+                counts = (release_grid_counts(U, levels, rho_grid, accountant=acct, noise=noise)
+                          if levels else None)
+                Z = np.asarray(ndtri(U))
+                copula = self._copula(k, n, d, acct, noise)
+                copula._fit_trusted(Z)
+                _standardise(copula)
+                _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
+                grid, self.grid_factor_ = None, None
+                if counts is not None:
+                    draw = copula.sample(GRID_MODEL_DRAWS, random_state=noise.rng)
+                    Zm = draw[0] if isinstance(draw, tuple) else draw
+                    model = model_cell_masses(levels, ndtr(Zm))
+                    grid, self.grid_factor_ = grid_from_counts(counts, n, grid_sigma(rho_grid),
+                                                               model)
         self.marginals_ = marginals
         self.copula_ = copula
         self.grid_ = grid
@@ -350,13 +355,13 @@ class PrivateSynthesizer:
         self.accountant_ = acct
         self.ledger_ = list(acct.ledger)
         self.privacy_spent_ = acct.spent
-        self.method_ = (f"grid{levels}" if grid is not None else
-                        f"copula-{copula.method_}" + (f"-k{k}" if k > 1 else ""))
+        self.method_ = ((f"grid{levels}-" if grid is not None else "")
+                        + f"copula-{copula.method_}" + (f"-k{k}" if k > 1 else ""))
         self.n_components_ = k
         self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
                       "marginals/bins": ZCDP(rho_hist),
-                      "grid" if grid is not None else "copula": ZCDP(rho_model)}
+                      "grid": ZCDP(rho_grid) if rho_grid else None, "copula": ZCDP(rho_model)}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
 
@@ -392,11 +397,12 @@ class PrivateSynthesizer:
             raise InvalidDataError("n_samples must be an integer >= 1")
         rng = np.random.default_rng(random_state)
         grid = getattr(self, "grid_", None)
+        m = int(n_samples) * (PROPOSALS_PER_ROW if grid is not None else 1)
+        draw = self.copula_.sample(m, random_state=rng)
+        Z = draw[0] if isinstance(draw, tuple) else draw
+        U = ndtr(Z)
         if grid is not None:
-            U = grid.sample(int(n_samples), rng)
-        else:
-            draw = self.copula_.sample(int(n_samples), random_state=rng)
-            U = ndtr(draw[0] if isinstance(draw, tuple) else draw)
+            U = grid.sample(int(n_samples), U, rng)
         return np.column_stack([m.from_uniform(U[:, j]) for j, m in enumerate(self.marginals_)])
 
     def sample_table(self, n_samples: int, random_state: Any = None) -> Any:
@@ -424,7 +430,7 @@ class PrivateSynthesizer:
             "kinds": list(self.kinds_),
             "dtypes": list(self.dtypes_),
             "marginals": [m.to_dict() for m in self.marginals_],
-            "copula": None if self.copula_ is None else self.copula_.to_dict(),
+            "copula": self.copula_.to_dict(),
             "grid": None if self.grid_ is None else self.grid_.to_dict(),
             "privacy": {
                 "budget": budget_to_dict(self.budget_),
@@ -450,10 +456,9 @@ class PrivateSynthesizer:
             kinds = [str(k) for k in data["kinds"]]
             dtypes = [str(t) for t in data["dtypes"]]
             marginals = [Marginal.from_dict(m) for m in data["marginals"]]
+            copula = from_dict(data["copula"])
             grid = (None if data.get("grid") is None
                     else DependenceGrid.from_dict(data["grid"]))
-            # one dependence model: the grid, or the copula model
-            copula = None if grid is not None else from_dict(data["copula"])
             budget, acct = replay_ledger(data["privacy"])
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InvalidDataError):
@@ -461,8 +466,8 @@ class PrivateSynthesizer:
             raise InvalidDataError(f"synthesizer model file: a field is missing or malformed "
                                    f"({type(exc).__name__})") from None
         if not (len(names) == len(kinds) == len(dtypes) == len(marginals) == d
-                and all(k in KINDS for k in kinds)
-                and (grid.d if grid is not None else getattr(copula, "n_features_in_", -1)) == d):
+                == copula.n_features_in_ and all(k in KINDS for k in kinds)
+                and (grid is None or grid.d == d)):
             raise InvalidDataError("synthesizer model file: its columns do not agree")
         syn = cls(**estimator_kwargs(budget))
         syn.marginals_, syn.copula_, syn.grid_ = marginals, copula, grid
