@@ -248,3 +248,24 @@ def test_grid_with_a_quarter_of_the_sensitivity_is_flagged(
                           epsilon=zcdp_to_epsilon(AUDIT_RHO, AUDIT_DELTA), delta=AUDIT_DELTA,
                           n_runs=3000)
     assert not res.passed, str(res)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_neighbours_end_in_the_same_outcome(seed: int) -> None:
+    """The grid path on a 2-column table and its neighbour (one row replaced by a gross
+    error): same outcome class, warnings and ledger length (DESIGN.md rule 10)."""
+    from privgauss.audit import fit_outcome
+
+    X = _clusters(3000, seed).to_numpy(float)
+    Y = X.copy()
+    Y[0] = [1e9, -1e12]
+    outs = []
+    for data in (X, Y):
+        est = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, random_state=seed,
+                                    kinds=["float", "integer"])
+        outs.append(fit_outcome(est, data))
+        assert est.grid_ is not None
+    a, b = outs
+    assert a.kind == b.kind == "success"
+    assert a.warning_categories == b.warning_categories
+    assert a.ledger_length == b.ledger_length
