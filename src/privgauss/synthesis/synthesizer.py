@@ -6,9 +6,12 @@ column to normal scores through its released CDF, and fits a
 :class:`~privgauss.PrivateGaussianMixture` (``em``) or, when the table is small, a
 :class:`~privgauss.PrivateGaussian` to the scores with the rest of the budget. The scores lie
 in a box known from n alone (|z| ≤ Φ⁻¹(1 − 1/(2n))), which is the fit's prior: no bounds are
-asked of the user. Sampling draws scores from the model and maps them back through the
-marginals, with each column's kind (float, integer, 0/1) and range: post-processing of DP
-releases only.
+asked of the user. A narrow table (levels per column, from public n, d and the budget, enough:
+:func:`~privgauss.synthesis.grid.grid_levels`) also gets a DP dependence grid — the joint
+histogram of the uniform scores (:mod:`privgauss.synthesis.grid`), which sets each cell's mass
+while the model sets the shape inside a cell. Sampling draws scores from the model (and the
+grid) and maps them back through the marginals, with each column's kind (float, integer, 0/1)
+and range: post-processing of DP releases only.
 
 Guarantee: the budget given (ρ-zCDP, or (ε, δ)-DP with δ > 0), replace-one neighbours (n
 public). The per-record maps (clipping, jitter, normal scores) change one record's scores
@@ -34,6 +37,15 @@ from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_budget
 from ..privacy.budgets import approx_to_zcdp
 from ..validation import check_data
+from .grid import (
+    PROPOSALS_PER_ROW,
+    DependenceGrid,
+    grid_from_counts,
+    grid_levels,
+    grid_sigma,
+    model_cell_masses,
+    release_grid_counts,
+)
 from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_marginals
 
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
@@ -55,6 +67,13 @@ EM_MARGIN = 0.02
 MAX_CORRELATION = 0.99
 #: smallest covariance eigenvalue of the prior in normal-score space
 SCORE_COV_FLOOR = 1e-2
+#: share of the budget spent on the dependence grid when one is used (out of the model's)
+GRID_SHARE = 0.30
+#: copula draws that estimate the model's cell masses (the grid's shrinkage target)
+GRID_MODEL_DRAWS = 200_000
+#: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
+#: :data:`GRID_SHARE`, else the copula model alone), "grid", "copula"
+DEPENDENCE = ("auto", "grid", "copula")
 
 
 def score_bound(n: int) -> float:
@@ -160,6 +179,12 @@ class PrivateSynthesizer:
     n_components : int or "auto"
         Components of the copula model (1: a Gaussian); "auto" chooses from n, d and the
         budget (:func:`choose_components`).
+    dependence : "auto", "grid" or "copula"
+        How the columns' dependence is released. "grid": a DP histogram of the uniform scores
+        on a grid of levels chosen from n, d and the budget
+        (:mod:`privgauss.synthesis.grid`), the copula model setting the shape inside each
+        cell — for narrow tables, refused when the grid would be too coarse; "copula": the
+        copula model alone; "auto" (default): the grid whenever it is allowed.
     kinds : list or dict of "float", "integer", "binary", "auto", optional
         Column kinds; default: the declared dtypes (a DataFrame's, an array's): bool is
         binary, an integer dtype integer, a float dtype "auto" — integer or float as a DP
@@ -177,12 +202,18 @@ class PrivateSynthesizer:
         The released marginals.
     copula_ : PrivateGaussian or PrivateGaussianMixture
         The model of the normal scores.
+    grid_ : DependenceGrid or None
+        The released dependence grid (None: the copula model alone).
+    grid_factor_ : float or None
+        The grid's shrinkage factor (1: its released counts alone, 0: the copula model's cell
+        masses; see :func:`~privgauss.synthesis.grid.grid_from_counts`).
     feature_names_in_ : list of str
         Column names (a DataFrame's, else "x0", "x1", ...).
     kinds_, dtypes_ : list of str
         Column kinds and the input's dtypes (for :meth:`sample_table`).
     ledger_, privacy_spent_, budget_
-        The privacy report: steps ``marginals/range``, ``marginals/bins``, ``copula/...``.
+        The privacy report: steps ``marginals/range``, ``marginals/bins``, ``grid`` (when
+        a grid is used), ``copula/...``.
 
     Examples
     --------
@@ -195,6 +226,7 @@ class PrivateSynthesizer:
 
     def __init__(self, *, rho: float | None = None, epsilon: float | None = None,
                  delta: float | None = None, n_components: int | str = "auto",
+                 dependence: str = "auto",
                  kinds: Sequence[str] | Mapping[str, str] | None = None,
                  bounds: Sequence[tuple[float, float] | None]
                  | Mapping[str, tuple[float, float]] | None = None,
@@ -203,6 +235,7 @@ class PrivateSynthesizer:
         self.epsilon = epsilon
         self.delta = delta
         self.n_components = n_components
+        self.dependence = dependence
         self.kinds = kinds
         self.bounds = bounds
         self.random_state = random_state
@@ -248,6 +281,8 @@ class PrivateSynthesizer:
         if self.n_components != "auto" and not (
                 isinstance(self.n_components, int) and self.n_components >= 1):
             raise InvalidDataError("n_components must be 'auto' or an integer >= 1")
+        if self.dependence not in DEPENDENCE:
+            raise InvalidDataError(f"dependence must be one of {DEPENDENCE}")
         cols = getattr(X, "columns", None)
         rows = check_data(X, name="X", min_rows=2)
         n, d = rows.shape
@@ -268,7 +303,15 @@ class PrivateSynthesizer:
         rho_range = RANGE_SHARE * rho_total if needs_range else 0.0
         rho_types = TYPES_SHARE * rho_total if "auto" in kinds else 0.0
         rho_hist = (RANGE_SHARE + histogram_share(d)) * rho_total - rho_range - rho_types
-        rho_model = rho_total - rho_range - rho_hist - rho_types
+        levels = (grid_levels(n, d, GRID_SHARE * rho_total) if self.dependence != "copula"
+                  else 0)
+        if self.dependence == "grid" and not levels:
+            raise InvalidDataError(
+                f"a dependence grid is too coarse here (n = {n}, d = {d} at this budget: fewer "
+                f"than its minimum levels per column, or too many cells); dependence='copula' "
+                "can fit")
+        rho_grid = GRID_SHARE * rho_total if levels else 0.0
+        rho_model = rho_total - rho_range - rho_hist - rho_types - rho_grid
         k = choose_components(n, d, rho_model, self.n_components)
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
                             rho_types)
@@ -286,13 +329,24 @@ class PrivateSynthesizer:
             with private_section(acct):
                 marginals = release_marginals(rows, plan, accountant=acct.child("marginals"),
                                               noise=noise)
-                Z = self._scores(rows, marginals, n, noise.rng)
+                U = self._uniform(rows, marginals, n, noise.rng)
+                counts = (release_grid_counts(U, levels, rho_grid, accountant=acct, noise=noise)
+                          if levels else None)
+                Z = np.asarray(ndtri(U))
                 copula = self._copula(k, n, d, acct, noise)
                 copula._fit_trusted(Z)
                 _standardise(copula)
                 _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
+                grid, self.grid_factor_ = None, None
+                if counts is not None:
+                    draw = copula.sample(GRID_MODEL_DRAWS, random_state=noise.rng)
+                    Zm = draw[0] if isinstance(draw, tuple) else draw
+                    model = model_cell_masses(levels, ndtr(Zm))
+                    grid, self.grid_factor_ = grid_from_counts(counts, n, grid_sigma(rho_grid),
+                                                               model)
         self.marginals_ = marginals
         self.copula_ = copula
+        self.grid_ = grid
         self.feature_names_in_ = names
         self.kinds_ = [m.kind for m in marginals]  # "auto" resolved by a DP release
         self.n_features_in_ = d
@@ -301,21 +355,24 @@ class PrivateSynthesizer:
         self.accountant_ = acct
         self.ledger_ = list(acct.ledger)
         self.privacy_spent_ = acct.spent
-        self.method_ = f"copula-{copula.method_}" + (f"-k{k}" if k > 1 else "")
+        self.method_ = ((f"grid{levels}-" if grid is not None else "")
+                        + f"copula-{copula.method_}" + (f"-k{k}" if k > 1 else ""))
         self.n_components_ = k
         self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
-                      "marginals/bins": ZCDP(rho_hist), "copula": ZCDP(rho_model)}
+                      "marginals/bins": ZCDP(rho_hist),
+                      "grid": ZCDP(rho_grid) if rho_grid else None, "copula": ZCDP(rho_model)}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
 
     @staticmethod
-    def _scores(rows: np.ndarray, marginals: list[Marginal], n: int,
-                rng: np.random.Generator) -> np.ndarray:
-        """Normal scores of the rows through the released marginals, in the public box."""
+    def _uniform(rows: np.ndarray, marginals: list[Marginal], n: int,
+                 rng: np.random.Generator) -> np.ndarray:
+        """Uniform scores of the rows through the released marginals, kept within
+        [1/(2n), 1 − 1/(2n)] so that their normal scores lie in the public box."""
         umin = 0.5 / n
         U = np.column_stack([m.to_uniform(rows[:, j], rng) for j, m in enumerate(marginals)])
-        return np.asarray(ndtri(np.clip(U, umin, 1.0 - umin)))
+        return np.clip(U, umin, 1.0 - umin)
 
     def _copula(self, k: int, n: int, d: int, acct: Accountant, noise: NoiseSource) -> Any:
         bound, cov = score_prior(n, d)
@@ -339,9 +396,13 @@ class PrivateSynthesizer:
         if not (isinstance(n_samples, int | np.integer) and n_samples >= 1):
             raise InvalidDataError("n_samples must be an integer >= 1")
         rng = np.random.default_rng(random_state)
-        draw = self.copula_.sample(int(n_samples), random_state=rng)
+        grid = getattr(self, "grid_", None)
+        m = int(n_samples) * (PROPOSALS_PER_ROW if grid is not None else 1)
+        draw = self.copula_.sample(m, random_state=rng)
         Z = draw[0] if isinstance(draw, tuple) else draw
         U = ndtr(Z)
+        if grid is not None:
+            U = grid.sample(int(n_samples), U, rng)
         return np.column_stack([m.from_uniform(U[:, j]) for j, m in enumerate(self.marginals_)])
 
     def sample_table(self, n_samples: int, random_state: Any = None) -> Any:
@@ -370,6 +431,7 @@ class PrivateSynthesizer:
             "dtypes": list(self.dtypes_),
             "marginals": [m.to_dict() for m in self.marginals_],
             "copula": self.copula_.to_dict(),
+            "grid": None if self.grid_ is None else self.grid_.to_dict(),
             "privacy": {
                 "budget": budget_to_dict(self.budget_),
                 "spent": None if spent is None else budget_to_dict(spent),
@@ -395,6 +457,8 @@ class PrivateSynthesizer:
             dtypes = [str(t) for t in data["dtypes"]]
             marginals = [Marginal.from_dict(m) for m in data["marginals"]]
             copula = from_dict(data["copula"])
+            grid = (None if data.get("grid") is None
+                    else DependenceGrid.from_dict(data["grid"]))
             budget, acct = replay_ledger(data["privacy"])
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InvalidDataError):
@@ -402,10 +466,11 @@ class PrivateSynthesizer:
             raise InvalidDataError(f"synthesizer model file: a field is missing or malformed "
                                    f"({type(exc).__name__})") from None
         if not (len(names) == len(kinds) == len(dtypes) == len(marginals) == d
-                == copula.n_features_in_ and all(k in KINDS for k in kinds)):
+                == copula.n_features_in_ and all(k in KINDS for k in kinds)
+                and (grid is None or grid.d == d)):
             raise InvalidDataError("synthesizer model file: its columns do not agree")
         syn = cls(**estimator_kwargs(budget))
-        syn.marginals_, syn.copula_ = marginals, copula
+        syn.marginals_, syn.copula_, syn.grid_ = marginals, copula, grid
         syn.feature_names_in_, syn.kinds_, syn.dtypes_ = names, kinds, dtypes
         syn.n_features_in_ = d
         syn.budget_, syn.accountant_ = budget, acct
@@ -477,7 +542,7 @@ def cast_column(x: np.ndarray, dtype: str, kind: str) -> Any:
 
 def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None,
                epsilon: float | None = None, delta: float | None = None,
-               n_components: int | str = "auto",
+               n_components: int | str = "auto", dependence: str = "auto",
                kinds: Sequence[str] | Mapping[str, str] | None = None,
                bounds: Sequence[tuple[float, float] | None]
                | Mapping[str, tuple[float, float]] | None = None,
@@ -495,7 +560,7 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
         The private rows (numeric columns).
     n_samples : int, optional
         Rows to draw (default: as many as ``X`` has).
-    rho, epsilon, delta, n_components, kinds, bounds, accountant
+    rho, epsilon, delta, n_components, dependence, kinds, bounds, accountant
         As for :class:`PrivateSynthesizer`.
     public_X : array-like, optional
         Public rows of the same columns (they may help the copula's fit; privacy holds for any).
@@ -517,7 +582,8 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
     (4, 2)
     """
     syn = PrivateSynthesizer(rho=rho, epsilon=epsilon, delta=delta, n_components=n_components,
-                             kinds=kinds, bounds=bounds, random_state=random_state,
+                             dependence=dependence, kinds=kinds, bounds=bounds,
+                             random_state=random_state,
                              accountant=accountant).fit(X, public_X=public_X)
     n = int(np.shape(X)[0]) if n_samples is None else n_samples
     if getattr(X, "columns", None) is not None and not isinstance(X, np.ndarray):
