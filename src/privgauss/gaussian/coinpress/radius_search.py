@@ -28,6 +28,14 @@ step's radius up, by DP:
 
 "Beyond the cap" (more rows outside τ_cap than allowed) returns τ_cap and ``covered=False``:
 the step is biased by the rows it cuts, and the pooling of releases leaves it out.
+
+A *frame* search (``frame=True``: a cover step of :func:`~.cov_plan.with_cover_steps`, whose
+release only sets the next step's frame) may raise its noise std to
+:data:`_FRAME_NOISE_CAP`/√(2d) per entry — a noise matrix of spectral norm about
+:data:`_FRAME_NOISE_CAP`, which leaves the next frame within a factor of about 2 of the truth
+(the planner's model ℓ/(ℓ + η + √d σ)) — and spends :data:`_FRAME_SEARCH_SHARE` of its ρ on
+the counts, so that its threshold is below one row: it covers single gross rows, which the
+final step can then cover in the frame the cover step released.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from ...mechanisms import private_count
 from ...privacy import ZCDP, Accountant
 from ...sensitivity import count as count_sensitivity
 
-__all__ = ["RadiusSearch", "plan_search", "search_cap", "search_radius"]
+__all__ = ["RadiusSearch", "plan_search", "search_cap", "search_radius", "search_share"]
 
 #: share of a step's ρ spent on its radius search (when the step has room to grow)
 SEARCH_SHARE = 0.01
@@ -55,6 +63,12 @@ _GRID_RATIO = 2.0 ** 0.125
 #: whitened moment; held-out cost ≈ d²σ²/8 ≈ 0.001 nat/row) nor a mean's above 0.05/√d
 _COV_NOISE_CAP = 0.1
 _MEAN_NOISE_CAP = 0.05
+#: a frame search's noise cap (spectral norm of the noise matrix, ≈ σ√(2d)) and its search share:
+#: at ε = 1e4 the corpus's diamonds table has single rows ~850 sds out in the clean frame
+#: (np.cov's variance along one of them is ~18× the clean rows'); its cover steps
+#: then cut every row but one (share 0.01: a threshold of 2 rows) or none (share 0.1)
+_FRAME_NOISE_CAP = 1.0
+_FRAME_SEARCH_SHARE = 0.1
 #: a search runs only when the cap is at least this multiple of the planned radius: below it
 #: the radius could barely move, and the search's share of ρ would buy nothing. At 2 the
 #: corpus's fair table (d = 9, n = 5,092, ε = 1e4) had no covariance search (room 1.7-2.0:
@@ -87,24 +101,31 @@ class RadiusSearch:
 
 
 def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int,
-                model_fraction: float) -> RadiusSearch | None:
+                model_fraction: float, frame: bool = False) -> RadiusSearch | None:
     """The search for a step clipping at ``tau`` with noise std ``sigma`` there (growing as
     τ^``power``: 1 mean, 2 second moment) and budget ``rho``, or None when the noise cap leaves
-    no room to grow or the budget is infinite. Public quantities only."""
-    cap = search_cap(tau, sigma, rho, d, power)
+    no room to grow or the budget is infinite; ``frame``: a cover step's search (second
+    moment only: its larger noise cap and search share). Public quantities only."""
+    cap = search_cap(tau, sigma, rho, d, power, frame)
     if cap is None:
         return None
     steps = math.ceil(math.log(cap / tau) / math.log(_GRID_RATIO))
     m = max(1, math.ceil(math.log2(steps + 2)))
     grid = tuple(float(x) for x in np.geomspace(tau, cap, 2**m - 1))
-    rho_s = rho * SEARCH_SHARE
+    rho_s = rho * search_share(frame)
     sc = math.sqrt(m / (2.0 * rho_s))
     p = min(max(float(model_fraction), 0.0), 1.0)
     allowed = 2.0 * n * p + 4.0 * math.sqrt(n * p) + _COUNT_Z * sc
     return RadiusSearch(rho_s, grid, allowed)
 
 
-def search_cap(tau: float, sigma: float, rho: float, d: int, power: int) -> float | None:
+def search_share(frame: bool = False) -> float:
+    """The share of a step's ρ its search spends (a frame search's, or any other's)."""
+    return _FRAME_SEARCH_SHARE if frame else SEARCH_SHARE
+
+
+def search_cap(tau: float, sigma: float, rho: float, d: int, power: int,
+               frame: bool = False) -> float | None:
     """The cap of :func:`plan_search`'s grid, or None when it plans no search (the noise cap
     leaves no room, or the budget is infinite): what decides whether a step searches — and
     so its noise, ρ·(1 − :data:`SEARCH_SHARE`) left for the moment — without building the
@@ -112,8 +133,10 @@ def search_cap(tau: float, sigma: float, rho: float, d: int, power: int) -> floa
     if not (math.isfinite(rho) and rho > 0 and sigma > 0 and math.isfinite(sigma)):
         return None
     cap_sigma = (_COV_NOISE_CAP / d) if power == 2 else (_MEAN_NOISE_CAP / math.sqrt(d))
+    if frame and power == 2:
+        cap_sigma = max(cap_sigma, _FRAME_NOISE_CAP / math.sqrt(2.0 * d))
     # the moment keeps 1 − share of ρ: its noise at τ is σ/√(1 − share)
-    sig = sigma / math.sqrt(1.0 - SEARCH_SHARE)
+    sig = sigma / math.sqrt(1.0 - search_share(frame))
     cap = min(tau * (cap_sigma / sig) ** (1.0 / power), _MAX_RADIUS)
     return cap if cap >= tau * _MIN_ROOM else None
 
