@@ -63,12 +63,15 @@ _GRID_RATIO = 2.0 ** 0.125
 #: whitened moment; held-out cost ≈ d²σ²/8 ≈ 0.001 nat/row) nor a mean's above 0.05/√d
 _COV_NOISE_CAP = 0.1
 _MEAN_NOISE_CAP = 0.05
-#: a frame search's noise cap (spectral norm of the noise matrix, ≈ σ√(2d)) and its search share:
-#: at ε = 1e4 the corpus's diamonds table has single rows ~850 sds out in the clean frame
-#: (np.cov's variance along one of them is ~18× the clean rows'); its cover steps
-#: then cut every row but one (share 0.01: a threshold of 2 rows) or none (share 0.1)
+#: a frame search's noise cap (spectral norm of the noise matrix, ≈ σ√(2d)), its search share
+#: and its count threshold's noise margin: it must see a single row out. At share 0.01 the
+#: threshold is ~2 rows, and diamonds' cover steps (ε = 1e4) cut its one row 850 sds out; at
+#: 0.1 (count noise std ~0.3) a cover step of a single-row table (n = 20,000, ε = 1e4) read
+#: "0 outside" with the row out at one seed in three and re-expanded the frame along it; a
+#: false alarm costs less (a cover step's radius grows toward its cap)
 _FRAME_NOISE_CAP = 1.0
-_FRAME_SEARCH_SHARE = 0.1
+_FRAME_SEARCH_SHARE = 0.25
+_FRAME_MARGIN = 0.5
 #: a search runs only when the cap is at least this multiple of the planned radius: below it
 #: the radius could barely move, and the search's share of ρ would buy nothing. At 2 the
 #: corpus's fair table (d = 9, n = 5,092, ε = 1e4) had no covariance search (room 1.7-2.0:
@@ -115,7 +118,10 @@ def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int
     rho_s = rho * search_share(frame)
     sc = math.sqrt(m / (2.0 * rho_s))
     p = min(max(float(model_fraction), 0.0), 1.0)
-    allowed = 2.0 * n * p + 4.0 * math.sqrt(n * p) + _COUNT_Z * sc
+    # a frame search must see a single row out (a false alarm only grows a cover step's
+    # radius toward its cap): its noise margin stays below one row
+    margin = min(_COUNT_Z * sc, _FRAME_MARGIN) if frame else _COUNT_Z * sc
+    allowed = 2.0 * n * p + 4.0 * math.sqrt(n * p) + margin
     return RadiusSearch(rho_s, grid, allowed)
 
 
