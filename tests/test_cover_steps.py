@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import privgauss as pg
-from privgauss.gaussian.coinpress import coinpress_gaussian
+from privgauss.gaussian.coinpress import coinpress_covariance, coinpress_gaussian
 from privgauss.gaussian.coinpress import cov_plan as cp_cov
 from privgauss.gaussian.coinpress import plan as cp_plan
 from privgauss.gaussian.coinpress import radius_search as cr
@@ -142,3 +142,26 @@ def test_cover_steps_are_charged_as_planned() -> None:
     assert set(moments[-k - 1 :]) <= searched
     assert math.fsum(e.cost.rho for e in acct.ledger) == pytest.approx(rho, rel=1e-9)
     assert _kl_to_np_cov(X, mean, cov) <= 0.01
+
+
+def test_last_step_radius_is_what_the_rows_need_at_large_budgets() -> None:
+    """At a large budget the last step's planned radius is the noise-matched formula, which
+    grows without bound with n·ρ; its search then starts at the Gaussian radius, so on
+    Gaussian rows the released radius is a grid radius the rows fill, below the formula's
+    (its noise ∝ τ² smaller). At ε = 1-scale ρ a search only grows the planned radius."""
+    n, d, rho = 20_000, 4, 50.0
+    plan = cp_cov.covariance_schedule(n, d, 10.0, rho)
+    last = plan[-1]
+    assert last.search is not None and last.search.grid[0] < last.clip_radius / 2
+    # ε = 1-scale ρ: a search, if any, only grows the planned radius (as before)
+    for s in cp_cov.covariance_schedule(n, d, 10.0, 0.02):
+        assert s.search is None or s.search.grid[0] == s.clip_radius
+    X = np.random.default_rng(4).standard_normal((n, d)) @ np.diag([1.0, 2.0, 0.5, 3.0])
+    a = Accountant(ZCDP(rho))
+    coinpress_covariance(X, rho, cov_upper=10.0, accountant=a, noise=2)
+    e = [x for x in a.ledger if x.mechanism == "symmetric-gaussian"][-1]
+    tau = math.sqrt(e.sensitivity * n / math.sqrt(2))
+    assert last.search.grid[0] <= tau < last.clip_radius / 2
+    # the radius still covers the rows: at most a few of 20,000 Gaussian rows in the last
+    # frame lie beyond it (that frame whitens them: norms about χ_4, max ≈ 5.5)
+    assert tau >= 4.5

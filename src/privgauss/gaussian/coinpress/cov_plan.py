@@ -20,7 +20,7 @@ import numpy as np
 from ...mechanisms import gaussian_sigma_zcdp
 from ...sensitivity import clipped_second_moment_frobenius
 from . import schedule
-from .radius_search import RadiusSearch, plan_search
+from .radius_search import RadiusSearch, plan_search, search_noise_cap
 from .schedule import (
     check_fractions,
     check_schedule,
@@ -104,7 +104,7 @@ def _final_cov_step(n: int, d: int, rho_f: float, lower: float, tau: float) -> C
     """The last covariance step: the covering clip at ``tau`` or a clip at a χ_d quantile
     inside the bulk whose shrinkage is undone under the Gaussian model
     (:func:`undo_cov_clip`), whichever has the smaller predicted error."""
-    best = first = _cov_step(rho_f, tau, n, 0.0, lower, d)
+    best = first = _cov_step(rho_f, tau, n, 0.0, lower, d, down=True)
     tau = first.clip_radius
     err = cover = final_cov_error(n, d, best)
     if not COV_DEBIAS or lower < _COV_DEBIAS_MIN_LOWER or d < 2:  # (far from whitened: the model
@@ -157,16 +157,26 @@ def _practical_cov_chain(
 
 
 def _cov_step(rho: float, tau: float, n: int, eta: float, lower: float, d: int = 0,
-              frame: bool = False) -> CovStep:
+              frame: bool = False, down: bool = False) -> CovStep:
     """A practical covariance step clipping at ``tau`` or at its noise-matched radius; with
     ``d``, a radius search (:mod:`.radius_search`) may grow it from the data when the
     budget leaves room (rows in the step's frame have second moment ⪯ I: at most a χ_d tail
-    of Gaussian rows lies outside); ``frame``: a cover step's search."""
+    of Gaussian rows lies outside); ``frame``: a cover step's search. ``down`` (the last
+    step): in the regime of the cover steps (a cap τ_c, where the noise reaches 0.1/d, with
+    τ_c² ≥ n/:data:`COVER_GROUP`), the search's grid starts at ``tau``, below the
+    noise-matched radius, so the radius is what the rows need rather than the formula's
+    (which grows without bound with n·ρ)."""
+    tau0 = tau
     tau = noise_matched_radius(tau, sigma_cov(tau, n, rho), n, 2)
     sigma = sigma_cov(tau, n, rho)
     rs = None
     if schedule.SEARCH and d > 0:
-        rs = plan_search(tau, sigma, rho, n, d, 2, chi2_sf(tau * tau, d), frame)
+        start = None
+        if down and math.isfinite(rho) and tau > tau0:
+            cap_sq = tau * tau * search_noise_cap(d, 2) / sigma  # noise ∝ τ²
+            if cap_sq * COVER_GROUP >= n:
+                start = tau0
+        rs = plan_search(tau, sigma, rho, n, d, 2, chi2_sf(tau * tau, d), frame, start)
     if rs is not None:
         sigma = sigma_cov(tau, n, rho - rs.rho)
     return CovStep(rho, tau, sigma, eta, lower, search=rs)

@@ -36,6 +36,13 @@ release only sets the next step's frame) may raise its noise std to
 (the planner's model ℓ/(ℓ + η + √d σ)) — and spends :data:`_FRAME_SEARCH_SHARE` of its ρ on
 the counts, so that its threshold is below one row: it covers single gross rows, which the
 final step can then cover in the frame the cover step released.
+
+A search may also start *below* the planned radius (``start``: the last covariance step at
+large budgets, :func:`~.cov_plan._cov_step`): the planned radius there is a formula that
+grows without bound with n·ρ (:func:`~.schedule.noise_matched_radius`), so on the rows'
+data the grid from the Gaussian radius up finds the radius the rows need (its noise std
+∝ τ² then smaller by the square of the ratio) — breast_cancer at ε = 1e6: 59 planned against
+rows within 17.
 """
 
 from __future__ import annotations
@@ -53,7 +60,14 @@ from ...mechanisms import private_count
 from ...privacy import ZCDP, Accountant
 from ...sensitivity import count as count_sensitivity
 
-__all__ = ["RadiusSearch", "plan_search", "search_cap", "search_radius", "search_share"]
+__all__ = [
+    "RadiusSearch",
+    "plan_search",
+    "search_cap",
+    "search_noise_cap",
+    "search_radius",
+    "search_share",
+]
 
 #: share of a step's ρ spent on its radius search (when the step has room to grow)
 SEARCH_SHARE = 0.01
@@ -104,17 +118,24 @@ class RadiusSearch:
 
 
 def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int,
-                model_fraction: float, frame: bool = False) -> RadiusSearch | None:
+                model_fraction: float, frame: bool = False, start: float | None = None
+                ) -> RadiusSearch | None:
     """The search for a step clipping at ``tau`` with noise std ``sigma`` there (growing as
     τ^``power``: 1 mean, 2 second moment) and budget ``rho``, or None when the noise cap leaves
     no room to grow or the budget is infinite; ``frame``: a cover step's search (second
-    moment only: its larger noise cap and search share). Public quantities only."""
+    moment only: its larger noise cap and search share); ``start``: a radius below ``tau``
+    where the grid starts (a search that may also shrink the radius; planned even when the
+    cap leaves no room above ``tau``, if ``start`` leaves room below). Public quantities
+    only."""
     cap = search_cap(tau, sigma, rho, d, power, frame)
+    lo = tau if start is None else min(float(start), tau)
     if cap is None:
-        return None
-    steps = math.ceil(math.log(cap / tau) / math.log(_GRID_RATIO))
+        if lo * _MIN_ROOM > tau or not math.isfinite(rho):
+            return None
+        cap = tau  # a search down only
+    steps = math.ceil(math.log(cap / lo) / math.log(_GRID_RATIO))
     m = max(1, math.ceil(math.log2(steps + 2)))
-    grid = tuple(float(x) for x in np.geomspace(tau, cap, 2**m - 1))
+    grid = tuple(float(x) for x in np.geomspace(lo, cap, 2**m - 1))
     rho_s = rho * search_share(frame)
     sc = math.sqrt(m / (2.0 * rho_s))
     p = min(max(float(model_fraction), 0.0), 1.0)
@@ -123,6 +144,12 @@ def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int
     margin = min(_COUNT_Z * sc, _FRAME_MARGIN) if frame else _COUNT_Z * sc
     allowed = 2.0 * n * p + 4.0 * math.sqrt(n * p) + margin
     return RadiusSearch(rho_s, grid, allowed)
+
+
+def search_noise_cap(d: int, power: int) -> float:
+    """The noise std a (non-frame) search may raise a step's to: :data:`_COV_NOISE_CAP`/d for a
+    second moment (power 2), :data:`_MEAN_NOISE_CAP`/√d for a mean."""
+    return (_COV_NOISE_CAP / d) if power == 2 else (_MEAN_NOISE_CAP / math.sqrt(d))
 
 
 def search_share(frame: bool = False) -> float:
@@ -138,7 +165,7 @@ def search_cap(tau: float, sigma: float, rho: float, d: int, power: int,
     grid (the planner's inner loops). Public quantities only."""
     if not (math.isfinite(rho) and rho > 0 and sigma > 0 and math.isfinite(sigma)):
         return None
-    cap_sigma = (_COV_NOISE_CAP / d) if power == 2 else (_MEAN_NOISE_CAP / math.sqrt(d))
+    cap_sigma = search_noise_cap(d, power)
     if frame and power == 2:
         cap_sigma = max(cap_sigma, _FRAME_NOISE_CAP / math.sqrt(2.0 * d))
     # the moment keeps 1 − share of ρ: its noise at τ is σ/√(1 − share)
