@@ -149,13 +149,17 @@ def test_last_step_radius_is_what_the_rows_need_at_large_budgets() -> None:
     grows without bound with n·ρ; its search then starts at the Gaussian radius, so on
     Gaussian rows the released radius is a grid radius the rows fill, below the formula's
     (its noise ∝ τ² smaller). At ε = 1-scale ρ a search only grows the planned radius."""
-    n, d, rho = 20_000, 4, 50.0
+    n, d, rho = 20_000, 4, 5000.0
     plan = cp_cov.covariance_schedule(n, d, 10.0, rho)
     last = plan[-1]
     assert last.search is not None and last.search.grid[0] < last.clip_radius / 2
-    # ε = 1-scale ρ: a search, if any, only grows the planned radius (as before)
-    for s in cp_cov.covariance_schedule(n, d, 10.0, 0.02):
-        assert s.search is None or s.search.grid[0] == s.clip_radius
+    # ε = 1-scale ρ, and middling ρ whose counts cannot tell one row out (threshold ≥ 1 row:
+    # a search down could cut rows the planned radius keeps): a search, if any, only grows
+    # the planned radius
+    for r in (0.02, 600.0):
+        for s in cp_cov.covariance_schedule(n, d, 10.0, r):
+            assert s.search is None or s.search.grid[0] == s.clip_radius
+    assert last.search.allowed < 1.0
     X = np.random.default_rng(4).standard_normal((n, d)) @ np.diag([1.0, 2.0, 0.5, 3.0])
     a = Accountant(ZCDP(rho))
     coinpress_covariance(X, rho, cov_upper=10.0, accountant=a, noise=2)

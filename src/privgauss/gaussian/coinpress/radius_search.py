@@ -129,21 +129,38 @@ def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int
     only."""
     cap = search_cap(tau, sigma, rho, d, power, frame)
     lo = tau if start is None else min(float(start), tau)
+    if lo < tau and _allowed(n, model_fraction, _count_sigma(rho, frame, cap or tau, lo),
+                             frame) >= 1.0:
+        # its counts too noisy to tell one row out: a search down could cut rows the planned
+        # radius keeps (heavy tails at middling budgets), so it only grows the radius
+        lo = tau
     if cap is None:
         if lo * _MIN_ROOM > tau or not math.isfinite(rho):
             return None
         cap = tau  # a search down only
-    steps = math.ceil(math.log(cap / lo) / math.log(_GRID_RATIO))
-    m = max(1, math.ceil(math.log2(steps + 2)))
+    m = _queries(cap, lo)
     grid = tuple(float(x) for x in np.geomspace(lo, cap, 2**m - 1))
-    rho_s = rho * search_share(frame)
-    sc = math.sqrt(m / (2.0 * rho_s))
+    sc = _count_sigma(rho, frame, cap, lo)
+    return RadiusSearch(rho * search_share(frame), grid, _allowed(n, model_fraction, sc, frame))
+
+
+def _queries(cap: float, lo: float) -> int:
+    steps = math.ceil(math.log(cap / lo) / math.log(_GRID_RATIO))
+    return max(1, math.ceil(math.log2(steps + 2)))
+
+
+def _count_sigma(rho: float, frame: bool, cap: float, lo: float) -> float:
+    """The noise std of each count of a search on the grid lo..cap with budget ρ·share."""
+    return math.sqrt(_queries(cap, lo) / (2.0 * rho * search_share(frame)))
+
+
+def _allowed(n: int, model_fraction: float, sc: float, frame: bool) -> float:
+    """The threshold on a noisy count of rows outside (module docstring): a frame search must
+    see a single row out (a false alarm only grows a cover step's radius toward its cap), so
+    its noise margin stays below one row."""
     p = min(max(float(model_fraction), 0.0), 1.0)
-    # a frame search must see a single row out (a false alarm only grows a cover step's
-    # radius toward its cap): its noise margin stays below one row
     margin = min(_COUNT_Z * sc, _FRAME_MARGIN) if frame else _COUNT_Z * sc
-    allowed = 2.0 * n * p + 4.0 * math.sqrt(n * p) + margin
-    return RadiusSearch(rho_s, grid, allowed)
+    return 2.0 * n * p + 4.0 * math.sqrt(n * p) + margin
 
 
 def search_noise_cap(d: int, power: int) -> float:
