@@ -3,15 +3,16 @@
 Biswas, Dong, Kamath and Ullman, *CoinPress* (NeurIPS 2020), Alg. 2: the step count, the
 split ρ_i = ρ·f_i (:func:`~.schedule.split_rho`), each step's clip radius (in whitened
 coordinates), noise std and ridge, the planner's model of the smallest eigenvalue after each
-whitening, and (practical) DP radius searches (:mod:`.radius_search`, charged within each ρ_i).
-The runner (:func:`~.steps.run_cov`) charges ``ZCDP(ρ_i)`` per step before drawing noise:
-ρ-zCDP under **replace-one** neighbours (n public) for any plan.
+whitening, (practical) DP radius searches (:mod:`.radius_search`, charged within each ρ_i)
+and, at large budgets, cover steps before the last one (:func:`with_cover_steps`). The
+runner (:func:`~.steps.run_cov`) charges ``ZCDP(ρ_i)`` per step before drawing noise: ρ-zCDP
+under **replace-one** neighbours (n public) for any plan.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from ...mechanisms import gaussian_sigma_zcdp
 from ...sensitivity import clipped_second_moment_frobenius
 from . import schedule
-from .radius_search import RadiusSearch, plan_search
+from .radius_search import RadiusSearch, plan_search, search_noise_cap
 from .schedule import (
     check_fractions,
     check_schedule,
@@ -35,7 +36,14 @@ from .tails import (
     cov_clip_slope,
 )
 
-__all__ = ["COV_CLIP_TAIL", "CovStep", "covariance_schedule", "final_cov_error", "sigma_cov"]
+__all__ = [
+    "COV_CLIP_TAIL",
+    "CovStep",
+    "covariance_schedule",
+    "final_cov_error",
+    "sigma_cov",
+    "with_cover_steps",
+]
 
 _MAX_COV_STEPS = 40
 # Practical covariance: per-row clipping tail of the chi-square radius.
@@ -96,7 +104,7 @@ def _final_cov_step(n: int, d: int, rho_f: float, lower: float, tau: float) -> C
     """The last covariance step: the covering clip at ``tau`` or a clip at a χ_d quantile
     inside the bulk whose shrinkage is undone under the Gaussian model
     (:func:`undo_cov_clip`), whichever has the smaller predicted error."""
-    best = first = _cov_step(rho_f, tau, n, 0.0, lower, d)
+    best = first = _cov_step(rho_f, tau, n, 0.0, lower, d, down=True)
     tau = first.clip_radius
     err = cover = final_cov_error(n, d, best)
     if not COV_DEBIAS or lower < _COV_DEBIAS_MIN_LOWER or d < 2:  # (far from whitened: the model
@@ -148,19 +156,76 @@ def _practical_cov_chain(
     return out, lower
 
 
-def _cov_step(rho: float, tau: float, n: int, eta: float, lower: float, d: int = 0) -> CovStep:
+def _cov_step(rho: float, tau: float, n: int, eta: float, lower: float, d: int = 0,
+              frame: bool = False, down: bool = False) -> CovStep:
     """A practical covariance step clipping at ``tau`` or at its noise-matched radius; with
     ``d``, a radius search (:mod:`.radius_search`) may grow it from the data when the
     budget leaves room (rows in the step's frame have second moment ⪯ I: at most a χ_d tail
-    of Gaussian rows lies outside)."""
+    of Gaussian rows lies outside); ``frame``: a cover step's search. ``down`` (the last
+    step): in the regime of the cover steps (a cap τ_c, where the noise reaches 0.1/d, with
+    τ_c² ≥ n/:data:`COVER_GROUP`), the search's grid starts at ``tau``, below the
+    noise-matched radius, so the radius is what the rows need rather than the formula's
+    (which grows without bound with n·ρ)."""
+    tau0 = tau
     tau = noise_matched_radius(tau, sigma_cov(tau, n, rho), n, 2)
     sigma = sigma_cov(tau, n, rho)
     rs = None
     if schedule.SEARCH and d > 0:
-        rs = plan_search(tau, sigma, rho, n, d, 2, chi2_sf(tau * tau, d))
+        start = None
+        if down and math.isfinite(rho) and tau > tau0:
+            cap_sq = tau * tau * search_noise_cap(d, 2) / sigma  # noise ∝ τ²
+            if cap_sq * COVER_GROUP >= n:
+                start = tau0
+        rs = plan_search(tau, sigma, rho, n, d, 2, chi2_sf(tau * tau, d), frame, start)
     if rs is not None:
         sigma = sigma_cov(tau, n, rho - rs.rho)
     return CovStep(rho, tau, sigma, eta, lower, search=rs)
+
+
+#: cover steps inserted before a searching last step (:func:`with_cover_steps`). Each one that
+#: cannot reach a single gross row compresses its direction by about √(1 + τ²/n), so a later
+#: one covers it: diamonds at ε = 1e4 (n = 43,152), 850 → 400 → covered → the last step
+#: covers it at ~190 (one cover step left it at 250, outside the last step's reach). With
+#: two, 2 rows 3,000 sds out in 20,000 stayed cut (KL to np.cov's Gaussian 0.16); with three
+#: they were covered (KL ≤ 4e-4), as were a single row and 10 rows 800 sds out
+COVER_STEPS = 3
+#: ... and only when the last step's cap reaches √(n/k) for groups of k ≤ this many rows: such a
+#: group, alone in its direction, lies √(n/k) out in np.cov's frame, so below that budget no
+#: frame lets the last step cover a few gross rows and cover steps would only cost the mean
+#: budget (at ε = 1 they would run on the corpus's large tables and change their fits)
+COVER_GROUP = 10
+
+
+def with_cover_steps(plan: tuple[CovStep, ...], n: int, d: int, rho_cover: float
+                     ) -> tuple[CovStep, ...]:
+    """``plan`` with :data:`COVER_STEPS` *cover steps* of ρ ``rho_cover`` in all inserted
+    before its last step, when that step searches its radius up to a cap τ with τ² ≥ n /
+    :data:`COVER_GROUP` (a large budget; else ``plan`` unchanged). A cover step is a
+    whitening step whose radius search may raise its noise far above the last step's cap (a
+    *frame* search, :mod:`.radius_search`): it only sets the next frame, which needs to be
+    right within a constant factor. A few gross rows far out in the chain's frame (recording
+    errors, hundreds of standard deviations out) are then in the released frame only about
+    √(n/#rows) out along their direction, which the last step covers with its small noise;
+    without them the last step cuts those rows and the fit converges to the covariance of
+    the clean rows, not np.cov's (DESIGN.md rule 15). On Gaussian rows a cover step keeps its
+    planned radius and its release is one more whitening step. Public quantities only; the
+    plan then sums to its ρ plus ``rho_cover`` (:func:`.practical_plan` takes it from the
+    final mean's share)."""
+    last = plan[-1]
+    if (last.search is None or COVER_STEPS < 1
+            or not (rho_cover > 0 and math.isfinite(rho_cover))):
+        return plan
+    if last.search.grid[-1] ** 2 * COVER_GROUP < n:
+        return plan
+    eta = 0.5 * (2.0 * math.sqrt(d / n) + d / n)
+    tau = math.sqrt(chi2_isf(COV_CLIP_TAIL, d))
+    lower = last.lower
+    covers = []
+    for rho_c in split_rho(rho_cover, (1.0 / COVER_STEPS,) * COVER_STEPS):
+        step = _cov_step(rho_c, tau, n, eta, lower, d, frame=True)
+        covers.append(step)
+        lower = min(1.0, lower / (lower + eta + math.sqrt(d) * step.sigma))
+    return (*plan[:-1], *covers, replace(last, lower=lower))
 
 
 @lru_cache(maxsize=1024)

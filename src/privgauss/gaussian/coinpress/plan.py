@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .cov_plan import CovStep, covariance_schedule, final_cov_error
+from .cov_plan import CovStep, covariance_schedule, final_cov_error, with_cover_steps
 from .mean_plan import MeanStep, check_radii, mean_error_bound, mean_schedule
 
 __all__ = ["FINAL_MEAN_SHARE", "GaussianPlan", "cov_plans", "finite_prior", "practical_plan"]
@@ -23,6 +23,12 @@ __all__ = ["FINAL_MEAN_SHARE", "GaussianPlan", "cov_plans", "finite_prior", "pra
 # (the covariance steps).
 _ROUGH_MEAN_SHARE = 0.05
 FINAL_MEAN_SHARE = 0.20
+# At budgets where the last covariance step searches its radius, this share of the final
+# mean's ρ goes to cover steps before it (:func:`~.cov_plan.with_cover_steps`): the mean's noise
+# is then far below its sampling error (diamonds at ε = 1e4: 0.0004 against 0.005 per whitened
+# coordinate), while the last covariance step keeps its whole ρ and so its reach (its radius
+# at the noise cap: a row alone in its direction lies √n out in np.cov's frame, 208 there)
+_COVER_MEAN_SHARE = 0.5
 # Above this ω² (public Mahalanobis bound on the prior centre's offset) the coarse covariance
 # steps use pairwise differences instead of rows centred at the prior centre.
 _PAIRS_OMEGA2 = 4.0
@@ -78,6 +84,11 @@ def practical_plan(n: int, d: int, rho: float, R: float, lo: float, hi: float, o
     rho_rough = rho * _ROUGH_MEAN_SHARE
     rho_cov = rho * _cov_share(final_mean)
     rho_mean = rho - rho_cov - rho_rough if math.isfinite(rho) else math.inf
+    if final_mean and plan3[-1].search is not None and math.isfinite(rho):
+        covered = with_cover_steps(plan3, n, d, rho_mean * _COVER_MEAN_SHARE)
+        if covered is not plan3:
+            rho_mean -= math.fsum(s.rho for s in covered[len(plan3) - 1 : -1])
+            plan3 = covered
     beta_m = min(beta, 0.01)
     # stage 2 prior: ‖T(μ − c)‖ ≤ 1 (near: T S Tᵀ ⪯ I) or ≤ ‖T‖R ≤ R/√lo = ω (far: T Σ Tᵀ ⪯ I)
     rough = mean_schedule(n, d, 1.5 if not pairs else omega, rho_rough, beta=beta_m,

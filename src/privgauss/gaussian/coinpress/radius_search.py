@@ -28,6 +28,21 @@ step's radius up, by DP:
 
 "Beyond the cap" (more rows outside τ_cap than allowed) returns τ_cap and ``covered=False``:
 the step is biased by the rows it cuts, and the pooling of releases leaves it out.
+
+A *frame* search (``frame=True``: a cover step of :func:`~.cov_plan.with_cover_steps`, whose
+release only sets the next step's frame) may raise its noise std to
+:data:`_FRAME_NOISE_CAP`/√(2d) per entry — a noise matrix of spectral norm about
+:data:`_FRAME_NOISE_CAP`, which leaves the next frame within a factor of about 2 of the truth
+(the planner's model ℓ/(ℓ + η + √d σ)) — and spends :data:`_FRAME_SEARCH_SHARE` of its ρ on
+the counts, so that its threshold is below one row: it covers single gross rows, which the
+final step can then cover in the frame the cover step released.
+
+A search may also start *below* the planned radius (``start``: the last covariance step at
+large budgets, :func:`~.cov_plan._cov_step`): the planned radius there is a formula that
+grows without bound with n·ρ (:func:`~.schedule.noise_matched_radius`), so on the rows'
+data the grid from the Gaussian radius up finds the radius the rows need (its noise std
+∝ τ² then smaller by the square of the ratio) — breast_cancer at ε = 1e6: 59 planned against
+rows within 17.
 """
 
 from __future__ import annotations
@@ -45,7 +60,14 @@ from ...mechanisms import private_count
 from ...privacy import ZCDP, Accountant
 from ...sensitivity import count as count_sensitivity
 
-__all__ = ["RadiusSearch", "plan_search", "search_cap", "search_radius"]
+__all__ = [
+    "RadiusSearch",
+    "plan_search",
+    "search_cap",
+    "search_noise_cap",
+    "search_radius",
+    "search_share",
+]
 
 #: share of a step's ρ spent on its radius search (when the step has room to grow)
 SEARCH_SHARE = 0.01
@@ -55,6 +77,15 @@ _GRID_RATIO = 2.0 ** 0.125
 #: whitened moment; held-out cost ≈ d²σ²/8 ≈ 0.001 nat/row) nor a mean's above 0.05/√d
 _COV_NOISE_CAP = 0.1
 _MEAN_NOISE_CAP = 0.05
+#: a frame search's noise cap (spectral norm of the noise matrix, ≈ σ√(2d)), its search share
+#: and its count threshold's noise margin: it must see a single row out. At share 0.01 the
+#: threshold is ~2 rows, and diamonds' cover steps (ε = 1e4) cut its one row 850 sds out; at
+#: 0.1 (count noise std ~0.3) a cover step of a single-row table (n = 20,000, ε = 1e4) read
+#: "0 outside" with the row out at one seed in three and re-expanded the frame along it; a
+#: false alarm costs less (a cover step's radius grows toward its cap)
+_FRAME_NOISE_CAP = 1.0
+_FRAME_SEARCH_SHARE = 0.25
+_FRAME_MARGIN = 0.5
 #: a search runs only when the cap is at least this multiple of the planned radius: below it
 #: the radius could barely move, and the search's share of ρ would buy nothing. At 2 the
 #: corpus's fair table (d = 9, n = 5,092, ε = 1e4) had no covariance search (room 1.7-2.0:
@@ -87,33 +118,75 @@ class RadiusSearch:
 
 
 def plan_search(tau: float, sigma: float, rho: float, n: int, d: int, power: int,
-                model_fraction: float) -> RadiusSearch | None:
+                model_fraction: float, frame: bool = False, start: float | None = None
+                ) -> RadiusSearch | None:
     """The search for a step clipping at ``tau`` with noise std ``sigma`` there (growing as
     τ^``power``: 1 mean, 2 second moment) and budget ``rho``, or None when the noise cap leaves
-    no room to grow or the budget is infinite. Public quantities only."""
-    cap = search_cap(tau, sigma, rho, d, power)
+    no room to grow or the budget is infinite; ``frame``: a cover step's search (second
+    moment only: its larger noise cap and search share); ``start``: a radius below ``tau``
+    where the grid starts (a search that may also shrink the radius; planned even when the
+    cap leaves no room above ``tau``, if ``start`` leaves room below). Public quantities
+    only."""
+    cap = search_cap(tau, sigma, rho, d, power, frame)
+    lo = tau if start is None else min(float(start), tau)
+    if lo < tau and _allowed(n, model_fraction, _count_sigma(rho, frame, cap or tau, lo),
+                             frame) >= 1.0:
+        # its counts too noisy to tell one row out: a search down could cut rows the planned
+        # radius keeps (heavy tails at middling budgets), so it only grows the radius
+        lo = tau
     if cap is None:
-        return None
-    steps = math.ceil(math.log(cap / tau) / math.log(_GRID_RATIO))
-    m = max(1, math.ceil(math.log2(steps + 2)))
-    grid = tuple(float(x) for x in np.geomspace(tau, cap, 2**m - 1))
-    rho_s = rho * SEARCH_SHARE
-    sc = math.sqrt(m / (2.0 * rho_s))
+        if lo * _MIN_ROOM > tau or not math.isfinite(rho):
+            return None
+        cap = tau  # a search down only
+    m = _queries(cap, lo)
+    grid = tuple(float(x) for x in np.geomspace(lo, cap, 2**m - 1))
+    sc = _count_sigma(rho, frame, cap, lo)
+    return RadiusSearch(rho * search_share(frame), grid, _allowed(n, model_fraction, sc, frame))
+
+
+def _queries(cap: float, lo: float) -> int:
+    steps = math.ceil(math.log(cap / lo) / math.log(_GRID_RATIO))
+    return max(1, math.ceil(math.log2(steps + 2)))
+
+
+def _count_sigma(rho: float, frame: bool, cap: float, lo: float) -> float:
+    """The noise std of each count of a search on the grid lo..cap with budget ρ·share."""
+    return math.sqrt(_queries(cap, lo) / (2.0 * rho * search_share(frame)))
+
+
+def _allowed(n: int, model_fraction: float, sc: float, frame: bool) -> float:
+    """The threshold on a noisy count of rows outside (module docstring): a frame search must
+    see a single row out (a false alarm only grows a cover step's radius toward its cap), so
+    its noise margin stays below one row."""
     p = min(max(float(model_fraction), 0.0), 1.0)
-    allowed = 2.0 * n * p + 4.0 * math.sqrt(n * p) + _COUNT_Z * sc
-    return RadiusSearch(rho_s, grid, allowed)
+    margin = min(_COUNT_Z * sc, _FRAME_MARGIN) if frame else _COUNT_Z * sc
+    return 2.0 * n * p + 4.0 * math.sqrt(n * p) + margin
 
 
-def search_cap(tau: float, sigma: float, rho: float, d: int, power: int) -> float | None:
+def search_noise_cap(d: int, power: int) -> float:
+    """The noise std a (non-frame) search may raise a step's to: :data:`_COV_NOISE_CAP`/d for a
+    second moment (power 2), :data:`_MEAN_NOISE_CAP`/√d for a mean."""
+    return (_COV_NOISE_CAP / d) if power == 2 else (_MEAN_NOISE_CAP / math.sqrt(d))
+
+
+def search_share(frame: bool = False) -> float:
+    """The share of a step's ρ its search spends (a frame search's, or any other's)."""
+    return _FRAME_SEARCH_SHARE if frame else SEARCH_SHARE
+
+
+def search_cap(tau: float, sigma: float, rho: float, d: int, power: int,
+               frame: bool = False) -> float | None:
     """The cap of :func:`plan_search`'s grid, or None when it plans no search (the noise cap
     leaves no room, or the budget is infinite): what decides whether a step searches — and
     so its noise, ρ·(1 − :data:`SEARCH_SHARE`) left for the moment — without building the
     grid (the planner's inner loops). Public quantities only."""
     if not (math.isfinite(rho) and rho > 0 and sigma > 0 and math.isfinite(sigma)):
         return None
-    cap_sigma = (_COV_NOISE_CAP / d) if power == 2 else (_MEAN_NOISE_CAP / math.sqrt(d))
+    cap_sigma = search_noise_cap(d, power)
+    if frame and power == 2:
+        cap_sigma = max(cap_sigma, _FRAME_NOISE_CAP / math.sqrt(2.0 * d))
     # the moment keeps 1 − share of ρ: its noise at τ is σ/√(1 − share)
-    sig = sigma / math.sqrt(1.0 - SEARCH_SHARE)
+    sig = sigma / math.sqrt(1.0 - search_share(frame))
     cap = min(tau * (cap_sigma / sig) ** (1.0 / power), _MAX_RADIUS)
     return cap if cap >= tau * _MIN_ROOM else None
 
