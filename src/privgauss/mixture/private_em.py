@@ -93,7 +93,7 @@ budget and public rows; every frame after the first a function of releases):
    unspent are DP outputs. It is enabled (public, ``EMPlan.stop_from``) only where one step's
    noise alone moves the model by at most ``STOP_NOISE`` × ``STOP_TOL``
    (:func:`_noise_change`), i.e. the change measures EM's progress, not the noise: at
-   n = 5e4, d = 10, k = 3 from ε ≈ 1e4 on, never at ε = 1 (a step's noise there is 0.16).
+   n = 5e4, d = 10, k = 3 from ε ≈ 1e4 on, never at ε = 1 (a step's noise there is 0.08).
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
@@ -183,7 +183,7 @@ STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × 
 NOISE_TOL = 0.01  # an early EM step's covariance noise per row of a component allowing more steps
 MAX_STEPS = 60  # EM steps when the budget makes every step's noise negligible
 STOP_TOL = 3e-5  # a released step moving the model by less (KL per row): jump to the last step
-STOP_NOISE = 0.25  # a stop needs the step's noise to move the model by at most this × STOP_TOL
+STOP_NOISE = 0.5  # a stop needs the step's noise to move the model by at most this × STOP_TOL
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
 FADE = 0.85  # under the floor and below this × the previous count: fading, revived
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
@@ -494,15 +494,18 @@ def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int) -> float:
     alone makes in a model of k equal components (public): in a component's frame its mean
     moves by σ_S/n_j per coordinate and its covariance by σ_M/n_j per diagonal entry
     (σ_M/(√2 n_j) off it), n_j = n/k, and KL(N(0, I) ‖ N(δ, I + E)) ≈ ½‖δ‖² + ¼‖E‖²_F; the
-    weights add ½k²(σ_N/n)². Twice that: consecutive releases carry independent noise.
-    n = 5e4, d = 10, k = 3: 0.16 at ε = 1, 3e-3 at ε = 10, 3e-6 at ε = 1e4."""
+    weights add ½k²(σ_N/n)². n = 5e4, d = 10, k = 3: 0.08 at ε = 1, 1.5e-3 at ε = 10,
+    1.7e-6 at ε = 1e4 (measured there: the released change settles at 0.8–1.5e-6 per step).
+    A change ≤ ``STOP_TOL`` with this noise ≤ ``STOP_NOISE``·``STOP_TOL`` leaves EM's own
+    move at most (1 + √``STOP_NOISE``)² ≈ 2.9 × ``STOP_TOL`` (the noise can cancel part of
+    it)."""
     r = plan.step_radius(t)
     rc, rs, rm = plan.stat_rhos(t)
     nj = n / k
     s_n = soft_counts_l2() / math.sqrt(2.0 * rc) / n
     s_s = soft_sums_l2(r) / math.sqrt(2.0 * rs) / nj
     s_m = soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm) / nj
-    return 2.0 * (0.5 * d * s_s**2 + d * (d + 1) / 8.0 * s_m**2 + 0.5 * k * k * s_n**2)
+    return 0.5 * d * s_s**2 + d * (d + 1) / 8.0 * s_m**2 + 0.5 * k * k * s_n**2
 
 
 def _model_change(old: Run, new: Run) -> float:
