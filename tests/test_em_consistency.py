@@ -69,6 +69,18 @@ def test_the_stopping_rule_is_planned_only_where_a_steps_noise_is_small():
     assert pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6), n_steps=40).stop_from is None
 
 
+def test_the_stop_extrapolates_the_released_changes():
+    tol = pe.STOP_TOL
+    assert not pe._converged([0.0, 0.0])  # three changes at least
+    # halving changes (q = 1/2): what is still to come is 2 Δ_t
+    assert pe._converged([4 * 0.4 * tol, 2 * 0.4 * tol, 0.4 * tol])
+    assert not pe._converged([4 * 0.6 * tol, 2 * 0.6 * tol, 0.6 * tol])
+    # a slow EM, or changes that are the noise's, runs on until they are 10x below the tolerance
+    assert not pe._converged([0.5 * tol, 0.5 * tol, 0.5 * tol])
+    assert pe._converged([0.09 * tol, 0.09 * tol, 0.09 * tol])
+    assert not pe._converged([0.01 * tol, 0.05 * tol, 0.2 * tol])  # growing: q capped
+
+
 def _kl(m0, c0, m1, c1):
     d = len(m0)
     P1 = np.linalg.inv(c1)
