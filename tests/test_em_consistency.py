@@ -79,6 +79,10 @@ def test_the_stop_extrapolates_the_released_changes():
     assert not pe._converged([0.5 * tol, 0.5 * tol, 0.5 * tol])
     assert pe._converged([0.09 * tol, 0.09 * tol, 0.09 * tol])
     assert not pe._converged([0.01 * tol, 0.05 * tol, 0.2 * tol])  # growing: q capped
+    # released values that went wrong never stop it, nor raise
+    assert not pe._converged([float("nan")] * 3)
+    assert not pe._converged([0.0, 0.0, float("inf")])
+    assert pe._converged([0.0, 0.0, 0.0])  # three steps that did not move the model
 
 
 def _kl(m0, c0, m1, c1):
@@ -100,7 +104,12 @@ def test_the_model_change_is_the_weighted_kl_of_the_components_plus_the_weights(
     want = float(np.sum(w[0] * np.log(w[0] / w[1]))) + sum(
         w[0, j] * _kl(means[0, j], covs[0, j], means[1, j], covs[1, j]) for j in range(k))
     assert pe._model_change(old, new) == pytest.approx(want, rel=1e-10)
-    assert abs(pe._model_change(old, old)) < 1e-12
+    assert 0.0 <= pe._model_change(old, old) < 1e-12
+    broken = covs[1].copy()
+    broken[0] = -np.eye(d)  # not positive definite: an infinite change, no exception
+    assert pe._model_change(old, (w[1], means[1], broken)) == math.inf
+    broken[0] = np.nan
+    assert pe._model_change(old, (w[1], means[1], broken)) == math.inf
     # a tiny move of one mean by δ in its own frame: ½ w_j δ²
     shifted = means[0].copy()
     shifted[1] += 1e-3 * np.linalg.cholesky(covs[0, 1])[:, 0]

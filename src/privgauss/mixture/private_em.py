@@ -519,13 +519,17 @@ def _model_change(old: Run, new: Run) -> float:
     w1, m1, c1 = new
     d = m0.shape[1]
     total = float(np.sum(w0 * (np.log(w0) - np.log(w1))))
-    for j in range(w0.shape[0]):
-        L1 = np.linalg.cholesky(c1[j])
-        A = np.linalg.solve(L1, np.linalg.cholesky(c0[j]))  # L1⁻¹ L0
-        b = np.linalg.solve(L1, m1[j] - m0[j])
-        logdet = 2.0 * float(np.sum(np.log(np.diagonal(A))))  # ln|Σ0| − ln|Σ1|
-        total += 0.5 * float(w0[j]) * (float(np.sum(A * A)) - d + float(b @ b) - logdet)
-    return total if math.isfinite(total) else math.inf
+    try:
+        for j in range(w0.shape[0]):
+            L1 = np.linalg.cholesky(c1[j])
+            A = np.linalg.solve(L1, np.linalg.cholesky(c0[j]))  # L1⁻¹ L0
+            b = np.linalg.solve(L1, m1[j] - m0[j])
+            logdet = 2.0 * float(np.sum(np.log(np.diagonal(A))))  # ln|Σ0| − ln|Σ1|
+            total += 0.5 * float(w0[j]) * (float(np.sum(A * A)) - d + float(b @ b) - logdet)
+    except np.linalg.LinAlgError:  # a released covariance that is not numerically PD
+        return math.inf
+    # ≥ 0 in exact arithmetic; rounding can leave −1e-16 between near-equal models
+    return max(total, 0.0) if math.isfinite(total) else math.inf
 
 
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
@@ -955,8 +959,9 @@ def _converged(changes: list[float]) -> bool:
     changes are the noise's (q ≈ 1) runs on; a fast one stops once Δ_t ≤ (1 − q)·``STOP_TOL``."""
     if len(changes) < 3:
         return False
-    last = changes[-1]
-    rate = min(STOP_RATE, math.sqrt(last / changes[-3])) if changes[-3] > 0 else STOP_RATE
+    last, before = changes[-1], changes[-3]
+    ratio = last / before if before > 0 else math.inf
+    rate = min(STOP_RATE, math.sqrt(ratio)) if ratio >= 0 else STOP_RATE  # NaN: the cap
     return last <= (1.0 - rate) * STOP_TOL
 
 
@@ -1041,8 +1046,9 @@ def private_em_gmm(
     ``prior``. See the module docstring. ``prior`` (public, an :class:`EMPrior`) replaces the
     bound-free localisation when there are fewer than d+1 public rows; the final model is
     projected into it (as the estimator projects every release) before the DP count of rows
-    outside every component's final ball. ``info`` receives the ``"em_plan"`` and the
-    ``"clipped_count"`` (the noisy count with its public context)."""
+    outside every component's final ball. ``info`` receives the ``"em_plan"``, the
+    ``"clipped_count"`` (the noisy count with its public context) and ``"em_stopped_after"``
+    (the step after which the DP stopping rule skipped to the last one; None when all ran)."""
     X = as_rows(X, min_rows=2)
     n, d = int(X.shape[0]), int(X.shape[1])
     P = None if public_X is None else public_rows(public_X, name="public_X", n_features=d)
