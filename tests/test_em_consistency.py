@@ -53,6 +53,70 @@ def test_more_steps_only_when_the_budget_allows():
     assert [nm for nm, _ in big.parts()][-1] == "clipped count"
 
 
+def test_the_stopping_rule_is_planned_only_where_a_steps_noise_is_small():
+    small = pe.em_plan(50_000, 10, 3, ApproxDP(1.0, 1e-6))
+    big = pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6))
+    assert small.stop_from is None
+    assert not any(small.may_stop(t) for t in range(small.n_steps))
+    # at ε = 1 one step's noise alone moves the model by far more than the tolerance
+    assert pe._noise_change(small, small.explore_steps, 50_000, 10, 3) > 1e3 * pe.STOP_TOL
+    assert big.stop_from == big.explore_steps  # after the run pick, never while exploring
+    assert not big.may_stop(big.explore_steps - 1) and big.may_stop(big.explore_steps)
+    assert not big.may_stop(big.n_steps - 2)  # a stop always leaves the last step to run
+    assert (pe._noise_change(big, big.explore_steps, 50_000, 10, 3)
+            <= pe.STOP_NOISE * pe.STOP_TOL)
+    # an explicit step count is run in full
+    assert pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6), n_steps=40).stop_from is None
+
+
+def test_the_stop_extrapolates_the_released_changes():
+    tol = pe.STOP_TOL
+    assert not pe._converged([0.0, 0.0])  # three changes at least
+    # halving changes (q = 1/2): what is still to come is 2 Δ_t
+    assert pe._converged([4 * 0.4 * tol, 2 * 0.4 * tol, 0.4 * tol])
+    assert not pe._converged([4 * 0.6 * tol, 2 * 0.6 * tol, 0.6 * tol])
+    # a slow EM, or changes that are the noise's, runs on until they are 10x below the tolerance
+    assert not pe._converged([0.5 * tol, 0.5 * tol, 0.5 * tol])
+    assert pe._converged([0.09 * tol, 0.09 * tol, 0.09 * tol])
+    assert not pe._converged([0.01 * tol, 0.05 * tol, 0.2 * tol])  # growing: q capped
+    # released values that went wrong never stop it, nor raise
+    assert not pe._converged([float("nan")] * 3)
+    assert not pe._converged([0.0, 0.0, float("inf")])
+    assert pe._converged([0.0, 0.0, 0.0])  # three steps that did not move the model
+
+
+def _kl(m0, c0, m1, c1):
+    d = len(m0)
+    P1 = np.linalg.inv(c1)
+    diff = m1 - m0
+    return 0.5 * (np.trace(P1 @ c0) - d + diff @ P1 @ diff
+                  + np.linalg.slogdet(c1)[1] - np.linalg.slogdet(c0)[1])
+
+
+def test_the_model_change_is_the_weighted_kl_of_the_components_plus_the_weights():
+    rng = np.random.default_rng(0)
+    k, d = 3, 4
+    A = rng.standard_normal((2, k, d, d))
+    covs = np.einsum("sjab,sjcb->sjac", A, A) + 0.5 * np.eye(d)
+    means = rng.standard_normal((2, k, d))
+    w = np.array([[0.2, 0.3, 0.5], [0.25, 0.25, 0.5]])
+    old, new = (w[0], means[0], covs[0]), (w[1], means[1], covs[1])
+    want = float(np.sum(w[0] * np.log(w[0] / w[1]))) + sum(
+        w[0, j] * _kl(means[0, j], covs[0, j], means[1, j], covs[1, j]) for j in range(k))
+    assert pe._model_change(old, new) == pytest.approx(want, rel=1e-10)
+    assert 0.0 <= pe._model_change(old, old) < 1e-12
+    broken = covs[1].copy()
+    broken[0] = -np.eye(d)  # not positive definite: an infinite change, no exception
+    assert pe._model_change(old, (w[1], means[1], broken)) == math.inf
+    broken[0] = np.nan
+    assert pe._model_change(old, (w[1], means[1], broken)) == math.inf
+    # a tiny move of one mean by δ in its own frame: ½ w_j δ²
+    shifted = means[0].copy()
+    shifted[1] += 1e-3 * np.linalg.cholesky(covs[0, 1])[:, 0]
+    assert pe._model_change(old, (w[0], shifted, covs[0])) == pytest.approx(
+        0.5 * 0.3 * 1e-6, rel=1e-6)
+
+
 # ----------------------------------------------------------------------------- consistency
 
 
@@ -98,6 +162,34 @@ def test_at_a_huge_budget_em_lands_on_sklearns_optimum(seed, k, d, sep):
                             precisions_init=np.linalg.inv(m.covariances_), max_iter=200,
                             tol=1e-6).fit(X)
     assert again.score(X) - m.score(X) < 0.002
+
+
+def test_a_stopped_fit_charges_the_plan_in_order_without_the_skipped_steps(monkeypatch):
+    X, H = _family(1, 3, 4, 3.0)
+    P, H = H[:50], H[50:]  # public rows: the plan's parts are the ledger's entries one to one
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pg.PrivateGaussianMixture(3, method="em", rho=1e4, random_state=0).fit(
+            X, public_X=P)
+    plan, stop = m.fit_info_["em_plan"], m.fit_info_["em_stopped_after"]
+    assert stop is not None and plan.explore_steps < stop < plan.n_steps - 1
+    skipped = {f"step {t}" for t in range(stop + 1, plan.n_steps)}
+    kept = [(nm, b) for nm, b in plan.parts() if " ".join(nm.split()[:2]) not in skipped]
+    assert len(m.ledger_) == len(kept)
+    assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
+    steps = [e.step for e in m.ledger_ if e.step.startswith("em step")]
+    assert steps[-1].startswith(f"em step {plan.n_steps}/{plan.n_steps} ")  # the last step ran
+    assert not any(s.startswith(f"em step {stop + 1}/") for s in steps)
+    assert m.privacy_spent_.rho < 1e4
+    # and it lands where the full schedule does (the same noise up to the stop)
+    monkeypatch.setattr(pe, "STOP_TOL", 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = pg.PrivateGaussianMixture(3, method="em", rho=1e4, random_state=0).fit(
+            X, public_X=P)
+    assert full.fit_info_["em_stopped_after"] is None
+    assert len(full.ledger_) == len(plan.parts())
+    assert abs(full.score(H) - m.score(H)) < 1e-3
 
 
 def _real_looking(n: int, seed: int) -> np.ndarray:

@@ -532,9 +532,11 @@ def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
     assert np.all(worst <= stated * (1 + 1e-9)) and np.all(worst > stated / 2), (worst, stated)
 
 
-def _one_pass_per_run(Z, runs, plan, acct, src, n):
+def _one_pass_per_run(Z, runs, plan, acct, src, n, stops=None):
     """The EM steps before the passes were fused: one pass per run, and a separate pass for
-    the runs' scores before the winner's step."""
+    the runs' scores before the winner's step (the full schedule: at ε = 1 the plan has no
+    stopping rule, ``stops`` stays empty)."""
+    assert plan.stop_from is None
     from privgauss.backends import reduce_rows
 
     def models(rs):
