@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from scipy.special import erfcx, log_ndtr
 
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
-from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, pure_epsilon
+from .privacy import ZCDP, Accountant, ApproxDP, Budget, LedgerEntry, PureDP, pure_epsilon
 from .privacy.budgets import MIN_EPS
 from .sensitivity import (
     gaussian_stability_histogram_threshold,
@@ -29,6 +30,71 @@ from .sensitivity import (
     histogram_l2,
     stability_histogram_threshold,
 )
+
+
+@dataclass(frozen=True)
+class Release:
+    """Where a computation's releases go: the accountant charged, the noise source drawn from
+    and the prefix of its ledger steps — what the algorithms pass down instead of an
+    (accountant, noise, step) triple.
+
+    Parameters
+    ----------
+    accountant : Accountant
+        Charged (before any noise is drawn) for every release made through this context.
+    noise : NoiseSource
+        The noise source (its :attr:`~privgauss.noise.NoiseSource.rng` gives the non-noise
+        randomness: permutations, subsamples). Build a context with :meth:`of` to accept a
+        seed or None.
+    step : str
+        Prefix of the ledger steps charged through this context ("" for none).
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> from privgauss.mechanisms import Release
+    >>> rel = Release.of(pg.Accountant(pg.ZCDP(1.0)), 0, "fit")
+    >>> rel.at("round-1").step
+    'fit/round-1'
+    """
+
+    accountant: Accountant
+    noise: NoiseSource
+    step: str = ""
+
+    @classmethod
+    def of(cls, accountant: Accountant, noise: RandomState = None, step: str = "") -> Release:
+        """A context for ``accountant`` and the noise source of ``noise`` (a
+        :class:`NoiseSource`, a seed, a Generator, or None for secure noise)."""
+        return cls(accountant, as_noise(noise), step)
+
+    def name(self, step: str) -> str:
+        """The ledger name of ``step`` under this context's prefix."""
+        return f"{self.step}/{step}" if self.step and step else (self.step or step)
+
+    def at(self, step: str) -> Release:
+        """The same accountant and noise, with steps named under ``step`` (see :meth:`name`)."""
+        return replace(self, step=self.name(step))
+
+    def named(self, default: str) -> Release:
+        """This context, its step prefix ``default`` when it has none (an algorithm's own
+        name when its caller gave no prefix)."""
+        return self if self.step else replace(self, step=default)
+
+    def child(self, name: str, total: Budget | None = None) -> Release:
+        """A context charging a child accountant (:meth:`Accountant.child`) whose steps are
+        listed here under ``name``; the child's own steps start unprefixed."""
+        return Release(self.accountant.child(name, total), self.noise)
+
+    def prepaid(self, entry: LedgerEntry, total: Budget, name: str = "") -> Release:
+        """A context for a sub-computation already paid for by ``entry``
+        (:meth:`Accountant.prepaid`)."""
+        return Release(self.accountant.prepaid(entry, total, name), self.noise)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The noise source's generator for non-noise randomness."""
+        return self.noise.rng
 
 
 def _check_sensitivity(sensitivity: float) -> float:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..privacy import ApproxDP, Budget
-from ._mixture import learner_run, paper_requirements
+from ._mixture import paper_requirements, paper_run
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -41,7 +41,7 @@ METHOD = Method(
     "`separation=` ≥ 5); large n",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=learner_run("kssu", "kssu_gmm", KNOBS),
+    run=paper_run("kssu", "kssu_gmm", KNOBS, options="KSSUOptions"),
     requirements=_requirements,
     plan=_plan,
     knobs=KNOBS,

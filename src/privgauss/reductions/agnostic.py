@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError
-from ..mechanisms import truncated_laplace_bound
+from ..mechanisms import Release, truncated_laplace_bound
 from ..noise import RandomState, as_noise
 from ..privacy import Accountant, ApproxDP
 from .list_stable import choosing_threshold, list_stable_reduction, reduction_parameters
@@ -248,7 +248,7 @@ def _p2_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: fl
 def _producer(method: str, k: int, beta: float) -> Callable[..., Mixture]:
     def make(X: np.ndarray, budget: ApproxDP, acct: Accountant, noise: Any) -> Mixture:
         learner = _p2_learners()[method][0]
-        w, M, C = learner(X, k, budget, beta=beta, accountant=acct, noise=noise, info={})
+        w, M, C = learner(X, k, budget, beta=beta, release=Release.of(acct, noise), info={})
         return np.asarray(w), np.asarray(M), np.asarray(C)
 
     return make
