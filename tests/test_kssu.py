@@ -641,7 +641,8 @@ def test_a_failures_needed_n_is_the_stated_requirement_with_the_runs_knobs() -> 
     with pytest.raises(EstimationFailed) as info:
         kssu_gmm(X, 2, ApproxDP(EPS, DELTA), options=KSSUOptions(**knobs),
                  release=Release.of(acct, 0))
-    stated = requirements("kssu", n=20_000, d=2, k=2, epsilon=EPS, delta=DELTA, **knobs)
+    stated = requirements("kssu", n=20_000, d=2, k=2, epsilon=EPS, delta=DELTA,
+                          kssu_options=KSSUOptions(**knobs))
     assert info.value.needed_n == math.ceil(stated.n_needed)
     assert stated.n_needed != requirements("kssu", n=20_000, d=2, k=2, epsilon=EPS,
                                            delta=DELTA).n_needed  # the knobs matter

@@ -16,11 +16,13 @@ KNOBS = ("terrific_c", "radii", "n_radii_max", "max_points")
 
 
 def _requirements(facts: Facts) -> Any:
-    extra: dict[str, Any] = {"constants": facts.formula or "practical"}
-    for knob in ("max_points", "n_radii_max"):  # the run's knobs that move its search floor
-        if knob in facts.knobs:
-            extra[knob] = int(facts.knobs[knob])
-    return paper_requirements("kssu", facts, **extra)
+    from ..mixture.kssu import KSSUOptions
+
+    # the run's knobs that move its search floor
+    knobs = {knob: int(facts.knobs[knob]) for knob in ("max_points", "n_radii_max")
+             if knob in facts.knobs}
+    return paper_requirements("kssu", facts, constants=facts.formula or "practical",
+                              kssu_options=KSSUOptions(**knobs))
 
 
 def _plan(facts: Facts) -> tuple[tuple[str, Budget], ...]:
