@@ -30,7 +30,16 @@ from ..backends import as_rows
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_rows
 from ..mechanisms import Release, gaussian_mechanism, gaussian_sigma_zcdp, private_count
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, LedgerEntry, approx_to_zcdp
+from ..privacy import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Budget,
+    BudgetPlan,
+    LedgerEntry,
+    approx_to_zcdp,
+    has_delta,
+)
 from ..validation import check_positive_int
 from .component_estimation import fixed_size_subset
 from .good_radius import doubling_radii
@@ -157,7 +166,7 @@ def pegme(
     data = as_rows(data, min_rows=4)  # two halves of at least 2 rows
     n, d = data.shape
     ell = min(d, k if rank is None else check_positive_int(rank, "rank"))
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+    if not has_delta(budget):
         raise PrivacyBudgetError("PEGME needs an (epsilon, delta) budget with delta > 0")
     grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
     BudgetPlan.of(budget, {step: budget}).reserve(accountant, "PEGME")
