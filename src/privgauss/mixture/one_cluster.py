@@ -88,6 +88,7 @@ from ..privacy import (
     PureDP,
     approx_to_zcdp,
     charge_unused,
+    has_delta,
     is_pure,
     pure_epsilon,
 )
@@ -273,7 +274,7 @@ def search_floor(
     parts = plan_budget(budget, kinds, split, dims)
     gamma = above_threshold_slack(pure_epsilon(parts[0], "step"), n_radii, beta)
     box = parts[1]
-    if not isinstance(box, ApproxDP) or box.delta == 0:
+    if not has_delta(box):
         return gamma, math.inf
     return gamma, stability_histogram_threshold(box.epsilon, box.delta)
 

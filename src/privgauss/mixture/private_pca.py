@@ -43,7 +43,7 @@ from ..backends import as_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import clip_rows
 from ..mechanisms import Release, gaussian_sigma, symmetric_matrix_mechanism
-from ..privacy import ZCDP, ApproxDP, Budget, PureDP
+from ..privacy import ZCDP, ApproxDP, Budget, PureDP, is_pure
 from ..sensitivity import clipped_second_moment_frobenius, clipped_second_moment_upper_l1
 from ..validation import check_positive_int, check_probability
 
@@ -126,7 +126,7 @@ def private_pca(
     clipped, _ = clip_rows(data, c, radius)  # the count of clipped rows is private: dropped
     centred = clipped - c
     second_moment = centred.T @ centred / n
-    pure = isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
+    pure = is_pure(budget)
     if pure:
         sensitivity = clipped_second_moment_upper_l1(radius, n, d)
     else:
