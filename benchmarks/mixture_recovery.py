@@ -49,6 +49,7 @@ import numpy as np
 
 from privgauss import EstimationFailed
 from privgauss.datasets import make_mixture
+from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture.kssu import kssu_gmm
 from privgauss.mixture.requirements import requirements
@@ -102,10 +103,10 @@ def _run_once(
     t0 = time.perf_counter()
     try:
         if method == "kssu":
-            w, m, c = kssu_gmm(mix.X, k, budget, accountant=Accountant(budget), noise=seed)
+            w, m, c = kssu_gmm(mix.X, k, budget, release=Release.of(Accountant(budget), seed))
         else:
             w, m, c = sample_aggregate_gmm(
-                mix.X, k, budget, accountant=Accountant(budget), noise=seed
+                mix.X, k, budget, release=Release.of(Accountant(budget), seed)
             )
     except EstimationFailed as exc:
         probe.failures[exc.step] = probe.failures.get(exc.step, 0) + 1

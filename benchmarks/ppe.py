@@ -44,6 +44,7 @@ import privgauss as pg
 from privgauss import metrics, theory
 from privgauss.datasets import make_mixture
 from privgauss.exceptions import EstimationFailed, InvalidDataError
+from privgauss.mechanisms import Release
 
 EPS, DELTA = 1.0, 1e-6
 GRID = [5_000, 10_000, 20_000, 30_000, 50_000, 100_000, 200_000]
@@ -236,8 +237,13 @@ def part_faithful(dims: list[int], rows: list[dict]) -> list[str]:
                     from privgauss.privacy import Accountant, ApproxDP
                     from privgauss.reductions.ppe_gaussian import ppe_mixture
 
-                    ppe_mixture(X, k, EPS, DELTA, accountant=Accountant(ApproxDP(EPS, DELTA)),
-                                noise=0)
+                    ppe_mixture(
+                        X,
+                        k,
+                        EPS,
+                        DELTA,
+                        release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 0),
+                    )
                 outcome = "estimate"
             except InvalidDataError:
                 # the estimator refuses below the formula n; run the algorithm directly
@@ -245,8 +251,13 @@ def part_faithful(dims: list[int], rows: list[dict]) -> list[str]:
                 from privgauss.reductions.ppe_gaussian import ppe_gaussian
 
                 try:
-                    ppe_gaussian(X, EPS, DELTA, accountant=Accountant(ApproxDP(EPS, DELTA)),
-                                 noise=0, constants="theory")
+                    ppe_gaussian(
+                        X,
+                        EPS,
+                        DELTA,
+                        constants="theory",
+                        release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 0),
+                    )
                     outcome = "estimate"
                 except EstimationFailed as e:
                     outcome = f"⊥ ({e.step})"

@@ -32,6 +32,7 @@ import numpy as np
 
 from privgauss import EstimationFailed
 from privgauss.datasets import make_mixture
+from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture.kssu import kssu_gmm
 from privgauss.mixture.public_heavy import public_heavy_gmm
@@ -53,18 +54,18 @@ def _em(X: np.ndarray, k: int, seed: int):
 
 
 def _fit(method: str, X, P_heavy, P_light, k, w_min, budget, seed):
-    acct = Accountant(budget)
+    rel = Release.of(Accountant(budget), seed)
     if method == "em":
         return _em(X, k, seed)
     if method == "public-heavy":
         return public_heavy_gmm(X, k, budget, public_X=P_heavy, min_weight=w_min,
-                                accountant=acct, noise=seed)
+                                release=rel)
     if method == "public-light":
         return public_light_gmm(X, k, budget, public_X=P_light, min_weight=w_min,
-                                accountant=acct, noise=seed)
+                                release=rel)
     if method == "kssu":
-        return kssu_gmm(X, k, budget, accountant=acct, noise=seed)
-    return sample_aggregate_gmm(X, k, budget, accountant=acct, noise=seed)
+        return kssu_gmm(X, k, budget, release=rel)
+    return sample_aggregate_gmm(X, k, budget, release=rel)
 
 
 def run(args: argparse.Namespace) -> list[dict]:

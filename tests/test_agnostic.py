@@ -16,7 +16,7 @@ from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.estimators import PrivateGaussianMixture
 from privgauss.exceptions import EstimationFailed, InvalidDataError
-from privgauss.mechanisms import exponential_mechanism
+from privgauss.mechanisms import Release, exponential_mechanism
 from privgauss.noise import NoiseSource
 from privgauss.privacy import Accountant, ApproxDP, PureDP
 from privgauss.reductions import list_stable
@@ -44,8 +44,13 @@ def _choose(threshold_ok: bool):
                 return "⊥"
             return keys[src.noisy_argmax(np.array([scores[c] for c in keys], float), 4 / EPS)]
         try:
-            return str(choosing_mechanism(scores, 2, ApproxDP(EPS, DELTA), 0.1,
-                                          accountant=acct, noise=src))
+            return str(choosing_mechanism(
+                scores,
+                2,
+                ApproxDP(EPS, DELTA),
+                0.1,
+                release=Release.of(acct, src),
+            ))
         except EstimationFailed:
             return "⊥"
 
@@ -65,12 +70,17 @@ def test_choosing_mechanism_audit(ok: bool, flagged: bool) -> None:
 def test_choosing_mechanism_picks_the_popular_candidate_and_charges() -> None:
     scores = {"a": 400, "b": 3}
     acct = Accountant(ApproxDP(EPS, DELTA))
-    assert choosing_mechanism(scores, 4, ApproxDP(EPS, DELTA), 0.1, accountant=acct,
-                              noise=0) == "a"
+    chosen = choosing_mechanism(scores, 4, ApproxDP(EPS, DELTA), 0.1, release=Release.of(acct, 0))
+    assert chosen == "a"
     assert acct.spent.epsilon == pytest.approx(EPS)
     with pytest.raises(EstimationFailed):
-        choosing_mechanism({"a": 3}, 4, ApproxDP(EPS, DELTA), 0.1,
-                           accountant=Accountant(ApproxDP(EPS, DELTA)), noise=0)
+        choosing_mechanism(
+            {"a": 3},
+            4,
+            ApproxDP(EPS, DELTA),
+            0.1,
+            release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 0),
+        )
 
 
 def _group_of_two(eps: float, delta: float) -> tuple[float, float]:
@@ -87,7 +97,7 @@ def test_choosing_charge_is_the_exact_group_cost(eps: float, delta: float) -> No
     (ε/2, δ/2) cost (δ/2)(1 + e^{ε/2}) > δ: more δ than charged."""
     step = ApproxDP(eps, delta)
     acct = Accountant(step)
-    choosing_mechanism({"a": 10**12}, 4, step, 0.1, accountant=acct, noise=0)
+    choosing_mechanism({"a": 10**12}, 4, step, 0.1, release=Release.of(acct, 0))
     entry = acct.ledger[-1]
     assert entry.cost == step  # the ledger charges exactly the step's allotted budget
     e_run, d_run = (float(v) for v in
@@ -115,8 +125,16 @@ def test_list_reduction_ledger_is_exact_with_group_privacy() -> None:
     exactly (ε, δ), and the Choosing step's group cost at the δ̃ it ran at equals its charge."""
     X = np.full((1000, 1), 3.2) + np.random.default_rng(0).normal(0, 0.01, size=(1000, 1))
     acct = Accountant(ApproxDP(8.0, 1e-3))
-    list_stable_reduction(X, _rounded, 8.0, 1e-3, n_blocks=500, list_size=4, alpha=0.5,
-                          accountant=acct, noise=0)
+    list_stable_reduction(
+        X,
+        _rounded,
+        8.0,
+        1e-3,
+        n_blocks=500,
+        list_size=4,
+        alpha=0.5,
+        release=Release.of(acct, 0),
+    )
     rounds = len(acct.ledger) - 1
     e1, d1 = 8.0 / (1 + rounds), 1e-3 / (1 + rounds)
     assert all(x.cost == ApproxDP(e1, d1) for x in acct.ledger)
@@ -138,15 +156,28 @@ def test_list_reduction_returns_the_stable_candidate_with_exact_budget() -> None
     X = np.full((1000, 1), 3.2) + np.random.default_rng(0).normal(0, 0.01, size=(1000, 1))
     acct = Accountant(ApproxDP(8.0, 1e-3))
     out, info = list_stable_reduction(
-        X, _rounded, 8.0, 1e-3, n_blocks=500, list_size=4, alpha=0.5, accountant=acct, noise=0,
+        X,
+        _rounded,
+        8.0,
+        1e-3,
+        n_blocks=500,
+        list_size=4,
+        alpha=0.5,
+        release=Release.of(acct, 0),
     )
     assert out == 3
     assert acct.spent.epsilon == pytest.approx(8.0) and acct.spent.delta == pytest.approx(1e-3)
     assert len(acct.ledger) == info["rounds"] + 1
     # a list learner returning more than L items is truncated: the junk never counts
     out, _ = list_stable_reduction(
-        X, functools.partial(_rounded, extra=50), 8.0, 1e-3, n_blocks=500, list_size=4,
-        alpha=0.5, accountant=Accountant(ApproxDP(8.0, 1e-3)), noise=1,
+        X,
+        functools.partial(_rounded, extra=50),
+        8.0,
+        1e-3,
+        n_blocks=500,
+        list_size=4,
+        alpha=0.5,
+        release=Release.of(Accountant(ApproxDP(8.0, 1e-3)), 1),
     )
     assert out == 3
 
@@ -155,8 +186,16 @@ def test_list_reduction_fails_on_unstable_lists() -> None:
     X = np.arange(600.0)[:, None] * 7
     acct = Accountant(ApproxDP(8.0, 1e-3))
     with pytest.raises(EstimationFailed):
-        list_stable_reduction(X, _rounded, 8.0, 1e-3, n_blocks=300, list_size=4, alpha=0.5,
-                              accountant=acct, noise=0)
+        list_stable_reduction(
+            X,
+            _rounded,
+            8.0,
+            1e-3,
+            n_blocks=300,
+            list_size=4,
+            alpha=0.5,
+            release=Release.of(acct, 0),
+        )
     assert acct.spent.epsilon == pytest.approx(8.0)
 
 
@@ -204,18 +243,23 @@ def test_private_selection_picks_the_closest_candidate() -> None:
     X = rng.normal(3.0, 1.0, size=(3000, 1))
 
     def fixed(mu: float):
-        def make(Xg, budget, acct, noise):
+        def make(Xg, budget, release):
             return np.ones(1), np.full((1, 1), mu), np.ones((1, 1, 1))
 
         return make
 
-    def failing(Xg, budget, acct, noise):
-        acct.spend(budget, step="producer")
+    def failing(Xg, budget, release):
+        release.accountant.spend(budget, step="producer")
         raise EstimationFailed("no", step="producer")
 
     acct = Accountant(ApproxDP(1.0, 1e-6))
-    f, info = private_selection(X, [fixed(0.0), fixed(3.0), failing, fixed(-2.0)], 1.0, 1e-6,
-                                accountant=acct, noise=0)
+    f, info = private_selection(
+        X,
+        [fixed(0.0), fixed(3.0), failing, fixed(-2.0)],
+        1.0,
+        1e-6,
+        release=Release.of(acct, 0),
+    )
     assert float(f[1][0, 0]) == 3.0 and info["n_candidates"] == 3 and info["n_failed"] == 1
     assert acct.spent.epsilon <= 1.0 + 1e-9
 
@@ -263,8 +307,14 @@ def _reduction(broken: bool):
                 mp.setattr(list_stable, "choosing_mechanism", choosing)
             try:
                 out, _ = list_stable_reduction(
-                    X, _cell, AUD_EPS, DELTA, n_blocks=len(X), list_size=1, alpha=AUD_ALPHA,
-                    accountant=Accountant(ApproxDP(AUD_EPS, DELTA)), noise=src,
+                    X,
+                    _cell,
+                    AUD_EPS,
+                    DELTA,
+                    n_blocks=len(X),
+                    list_size=1,
+                    alpha=AUD_ALPHA,
+                    release=Release.of(Accountant(ApproxDP(AUD_EPS, DELTA)), src),
                 )
             except EstimationFailed:
                 return "⊥"
@@ -322,7 +372,7 @@ def test_faithful_route_returns_a_stable_fit_and_spends_the_budget() -> None:
     # returns that cell's mixture (the variance is sklearn's reg_covar floor)
     X = np.tile([2.0, -1.0], (faithful_plan(2, 1, 50.0, 1e-3).n_needed, 1))
     acct = Accountant(ApproxDP(50.0, 1e-3))
-    w, M, C = faithful_agnostic(X, 1, 50.0, 1e-3, accountant=acct, noise=0)
+    w, M, C = faithful_agnostic(X, 1, 50.0, 1e-3, release=Release.of(acct, 0))
     assert w == pytest.approx([1.0]) and M[0] == pytest.approx([2.0, -1.0], abs=0.01)
     assert acct.spent.epsilon == pytest.approx(50.0) and acct.spent.delta == pytest.approx(1e-3)
 

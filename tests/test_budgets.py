@@ -153,3 +153,21 @@ def test_a_huge_finite_budget_approaches_the_nonprivate_reference() -> None:
     g_small = pg.PrivateGaussian(rho=1e-3, mean_bound=100.0, cov_bounds=(0.01, 100.0),
                                  random_state=0).fit(X)
     assert np.linalg.norm(g_small.mean_ - mean) > np.linalg.norm(g.mean_ - mean)
+
+
+def test_delta_checks_are_one_helper() -> None:
+    """check_delta refuses anything outside (0, 1) — [0, 1) with zero_ok — including NaN,
+    bools and non-numbers, with the caller's message; has_delta is δ > 0 of an (ε, δ) budget."""
+    from privgauss.privacy import ZCDP, ApproxDP, PureDP, check_delta, has_delta
+
+    PrivacyBudgetError = pg.PrivacyBudgetError
+
+    assert check_delta(0.25) == 0.25 and check_delta(0, zero_ok=True) == 0.0
+    for bad in (0.0, 1.0, -1e-9, float("nan"), float("inf"), True, "0.1", None):
+        with pytest.raises(PrivacyBudgetError):
+            check_delta(bad)
+    for bad in (1.0, -1e-9, float("nan"), False):
+        with pytest.raises(PrivacyBudgetError, match="mine"):
+            check_delta(bad, zero_ok=True, message="mine")
+    assert has_delta(ApproxDP(1.0, 1e-9))
+    assert not any(has_delta(b) for b in (ApproxDP(1.0, 0.0), PureDP(1.0), ZCDP(1.0)))

@@ -18,6 +18,7 @@ from scipy.stats import norm
 
 from privgauss import EstimationFailed
 from privgauss.audit import audit_mechanism
+from privgauss.mechanisms import Release
 from privgauss.mixture import cluster_estimation as ce
 from privgauss.mixture.cluster_estimation import (
     ClusterFrame,
@@ -111,8 +112,15 @@ def _gaussian_epsilon(mu: float, delta: float) -> float:
 def _release(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     labels = np.array([0 if np.linalg.norm(x) < 25 else 1 for x in data])  # per-row routing
     acct = Accountant(ZCDP(A_RHO_V + A_RHO_M))
-    V, M = release_cluster_sums(data, labels, A_FRAMES, TAU, ZCDP(A_RHO_V), ZCDP(A_RHO_M),
-                                accountant=acct, noise=NoiseSource(rng))
+    V, M = release_cluster_sums(
+        data,
+        labels,
+        A_FRAMES,
+        TAU,
+        ZCDP(A_RHO_V),
+        ZCDP(A_RHO_M),
+        release=Release.of(acct, NoiseSource(rng)),
+    )
     iu = np.triu_indices(2)
     return np.concatenate([V.ravel(), M[:, iu[0], iu[1]].ravel()])
 
@@ -171,8 +179,14 @@ def test_large_rho_matches_the_non_private_cluster_estimates_and_ledger_sums() -
     X, labels, P, P_labels = _mixture(1)
     frames = [frame_from_public(P[P_labels == j]) for j in range(2)]
     acct = Accountant(ZCDP(1e8))
-    w, m, c = estimate_clusters(X, labels, frames, ZCDP(1e8), count_share=0.05,
-                                accountant=acct, noise=0)
+    w, m, c = estimate_clusters(
+        X,
+        labels,
+        frames,
+        ZCDP(1e8),
+        count_share=0.05,
+        release=Release.of(acct, 0),
+    )
     assert math.isclose(acct.spent.rho, 1e8, rel_tol=1e-12)
     for j in range(2):
         rows = X[labels == j]
@@ -190,8 +204,14 @@ def test_spend_and_noise_do_not_depend_on_the_data_or_public_frames() -> None:
     ledgers = []
     for data, frames in ((X, good), (X[::-1] * 3 + 7, bad)):
         acct = Accountant(ZCDP(0.4))
-        estimate_clusters(data, labels, frames, ZCDP(0.4), count_share=0.1, accountant=acct,
-                          noise=5)
+        estimate_clusters(
+            data,
+            labels,
+            frames,
+            ZCDP(0.4),
+            count_share=0.1,
+            release=Release.of(acct, 5),
+        )
         assert math.isclose(acct.spent.rho, 0.4, rel_tol=1e-12)
         ledgers.append([(e.step, e.cost.rho, e.sensitivity, e.noise_scale) for e in acct.ledger])
     assert ledgers[0] == ledgers[1]
@@ -204,6 +224,12 @@ def test_a_tiny_cluster_is_a_dp_failure_with_the_budget_spent() -> None:
     frames = [frame_from_public(P[P_labels == j]) for j in range(2)]
     acct = Accountant(ZCDP(50.0))
     with pytest.raises(EstimationFailed, match="d \\+ 2"):
-        estimate_clusters(X, labels, frames, ZCDP(50.0), count_share=0.05, accountant=acct,
-                          noise=0)
+        estimate_clusters(
+            X,
+            labels,
+            frames,
+            ZCDP(50.0),
+            count_share=0.05,
+            release=Release.of(acct, 0),
+        )
     assert math.isclose(acct.spent.rho, 50.0, rel_tol=1e-12)

@@ -14,7 +14,7 @@ from scipy.special import ndtr
 import privgauss.gaussian.hypothesis_selection as hs
 from privgauss.audit import audit_mechanism
 from privgauss.exceptions import PrivacyBudgetError
-from privgauss.mechanisms import exponential_mechanism
+from privgauss.mechanisms import Release, exponential_mechanism
 from privgauss.metrics import tv_distance, tv_distance_1d
 from privgauss.privacy import Accountant, ApproxDP, PureDP
 
@@ -98,10 +98,9 @@ def test_accuracy_1d(score: str) -> None:
         m, c = hs.hypothesis_selection_gaussian(
             X,
             EPS,
-            accountant=acct,
-            noise=seed,
             score=score,
             **kw,  # type: ignore[arg-type]
+            release=Release.of(acct, seed),
         )
         tv = tv_distance_1d(m[0], np.sqrt(c[0, 0]), mu, sigma)
         assert tv <= alpha and tv <= best + 0.03, (tv, best)
@@ -114,7 +113,13 @@ def test_accuracy_2d_mean_only(score: str) -> None:
     X = np.random.default_rng(4).normal(size=(3000, 2)) + mu
     acct = Accountant(PureDP(EPS))
     m, c = hs.hypothesis_selection_gaussian(
-        X, EPS, center=[0.0, 0.0], radius=5.0, alpha=alpha, accountant=acct, noise=0, score=score
+        X,
+        EPS,
+        center=[0.0, 0.0],
+        radius=5.0,
+        alpha=alpha,
+        score=score,
+        release=Release.of(acct, 0),
     )
     np.testing.assert_array_equal(c, np.eye(2))
     assert 2 * ndtr(np.linalg.norm(m - mu) / 2) - 1 <= alpha
@@ -132,8 +137,7 @@ def test_accuracy_2d_full_covariance() -> None:
         radius=3.0,
         cov_bounds=(1.0, 4.0),
         alpha=alpha,
-        accountant=acct,
-        noise=0,
+        release=Release.of(acct, 0),
     )
     assert acct.ledger[0].step.endswith("projection")  # 1.4e4 candidates: Scheffé too costly
     assert tv_distance(m, c, mu, C, n_samples=100_000, random_state=0).upper <= alpha
@@ -152,8 +156,7 @@ def test_ledger_is_one_pure_epsilon_charge() -> None:
         radius=3.0,
         cov_bounds=(0.5, 2.0),
         alpha=0.2,
-        accountant=acct,
-        noise=1,
+        release=Release.of(acct, 1),
     )
     assert len(acct.ledger) == 1
     assert acct.ledger[0].cost == PureDP(EPS) and acct.ledger[0].sensitivity == 1.0
@@ -190,7 +193,12 @@ def test_refuses_impractical_covers_before_spending() -> None:
     acct = Accountant(PureDP(EPS))
     with pytest.raises(ValueError, match="public.*coinpress.*clip"):
         hs.hypothesis_selection_gaussian(
-            X, EPS, center=np.zeros(4), radius=5.0, alpha=0.1, accountant=acct, noise=0
+            X,
+            EPS,
+            center=np.zeros(4),
+            radius=5.0,
+            alpha=0.1,
+            release=Release.of(acct, 0),
         )
     with pytest.raises(ValueError, match="d <= 2"):
         hs.hypothesis_selection_gaussian(
@@ -199,8 +207,7 @@ def test_refuses_impractical_covers_before_spending() -> None:
             center=np.zeros(3),
             radius=1.0,
             cov_bounds=(1.0, 2.0),
-            accountant=acct,
-            noise=0,
+            release=Release.of(acct, 0),
         )
     with pytest.raises(ValueError, match="max_candidates=50"):
         hs.hypothesis_selection_gaussian(
@@ -209,15 +216,18 @@ def test_refuses_impractical_covers_before_spending() -> None:
             center=[0.0],
             radius=20.0,
             alpha=0.1,
-            accountant=acct,
-            noise=0,
             max_candidates=50,
+            release=Release.of(acct, 0),
         )
     assert acct.ledger == []
     small = Accountant(PureDP(0.5))
     with pytest.raises(PrivacyBudgetError):
         hs.hypothesis_selection_gaussian(
-            X[:, :1], EPS, center=[0.0], radius=1.0, accountant=small, noise=0
+            X[:, :1],
+            EPS,
+            center=[0.0],
+            radius=1.0,
+            release=Release.of(small, 0),
         )
     assert small.ledger == []
 
@@ -228,7 +238,12 @@ def test_input_not_mutated() -> None:
     before = X.copy()
     acct = Accountant(ApproxDP(EPS, 1e-6))  # a pure charge fits an (ε, δ) accountant too
     hs.hypothesis_selection_gaussian(
-        X, EPS, center=[0.0, 0.0], radius=2.0, alpha=0.2, accountant=acct, noise=2
+        X,
+        EPS,
+        center=[0.0, 0.0],
+        radius=2.0,
+        alpha=0.2,
+        release=Release.of(acct, 2),
     )
     np.testing.assert_array_equal(X, before)
 
@@ -243,8 +258,7 @@ def test_secure_noise_path() -> None:
         radius=5.0,
         cov_bounds=(1.0, 9.0),
         alpha=0.1,
-        accountant=acct,
-        noise=None,
+        release=Release.of(acct, None),
     )
     assert tv_distance_1d(m[0], np.sqrt(c[0, 0]), 1.0, 2.0) <= 0.1
     assert acct.spent == PureDP(EPS)
@@ -256,7 +270,7 @@ def test_public_front_end() -> None:
     X = rng.normal(mu, sigma, size=(4000, 1))
     X_pub = rng.normal(mu, sigma, size=(8, 1))
     acct = Accountant(PureDP(EPS))
-    m, c = hs.hypothesis_selection_public(X, X_pub, EPS, accountant=acct, noise=3)
+    m, c = hs.hypothesis_selection_public(X, X_pub, EPS, release=Release.of(acct, 3))
     assert tv_distance_1d(m[0], np.sqrt(c[0, 0]), mu, sigma) <= 0.15
     assert acct.spent == PureDP(EPS)
     assert acct.ledger[0].step.startswith("hypothesis-selection-public")
@@ -281,9 +295,8 @@ def _selection(data: np.ndarray, rng: np.random.Generator) -> float:
         radius=3.0,
         cov=[[1.0]],
         alpha=0.2,
-        accountant=acct,
-        noise=rng,
         score="projection",
+        release=Release.of(acct, rng),
     )
     return float(m[0])
 

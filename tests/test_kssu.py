@@ -22,13 +22,14 @@ from _helpers import spent_equals as _spent_equals
 from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
+from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture import kssu
 from privgauss.mixture import sample_aggregate as sa
-from privgauss.mixture.kssu import kssu_gmm
+from privgauss.mixture.kssu import KSSUOptions, kssu_gmm
 from privgauss.mixture.kssu_budget import plan_kssu_budget
-from privgauss.mixture.one_cluster import Ball
-from privgauss.mixture.pegme import pegme
+from privgauss.mixture.one_cluster import Ball, BallSearch
+from privgauss.mixture.pegme import PegmeOptions, pegme
 from privgauss.mixture.private_pca import noise_spectral_norm_bound, private_pca
 from privgauss.mixture.requirements import (
     kssu_theory_terms,
@@ -52,7 +53,13 @@ EPS, DELTA = 5.0, 1e-6
 def test_recovers_a_separated_mixture(seed: int) -> None:
     mix = make_mixture(20_000, 2, 2, separation=5.0, random_state=seed)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    w, m, c = kssu_gmm(mix.X, 2, ApproxDP(EPS, DELTA), accountant=acct, noise=seed, max_points=3000)
+    w, m, c = kssu_gmm(
+        mix.X,
+        2,
+        ApproxDP(EPS, DELTA),
+        options=KSSUOptions(max_points=3000),
+        release=Release.of(acct, seed),
+    )
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert err.max_component_tv <= 0.1, err.component_tv
     assert err.weight_error <= 0.02
@@ -64,7 +71,12 @@ def test_three_components_in_ten_dimensions_use_the_projected_search() -> None:
     info: dict = {}
     budget = ApproxDP(10.0, DELTA)
     w, m, c = kssu_gmm(
-        mix.X, 3, budget, accountant=Accountant(budget), noise=2, max_points=4000, info=info
+        mix.X,
+        3,
+        budget,
+        info=info,
+        options=KSSUOptions(max_points=4000),
+        release=Release.of(Accountant(budget), 2),
     )
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert err.max_component_tv <= 0.15, err.component_tv
@@ -127,9 +139,9 @@ def test_a_row_moving_between_branches_is_charged_on_both(
         node_budgets.append(budget)
         return real_call(fn, rows, t, budget, **kw)
 
-    def spy_est(data, labels, *a, **kw):
-        labels_seen.append(labels.copy())
-        return real_est(data, labels, *a, **kw)
+    def spy_est(data, partition, *a, **kw):
+        labels_seen.append(partition.labels.copy())
+        return real_est(data, partition, *a, **kw)
 
     monkeypatch.setattr(kssu, "subsampled_call", spy_call)
     monkeypatch.setattr(kssu, "estimate_components", spy_est)
@@ -144,10 +156,9 @@ def test_a_row_moving_between_branches_is_charged_on_both(
             _two_clusters(10_000, move),
             2,
             budget,
-            accountant=acct,
-            noise=3,
-            max_points=3000,
             info=info,
+            options=KSSUOptions(max_points=3000),
+            release=Release.of(acct, 3),
         )
         ledgers.append([(e.step, e.cost) for e in acct.ledger])
         # the leaf holding row 0, identified by its released mean (near x = 0 or x = 40)
@@ -182,13 +193,15 @@ def test_amplification_by_subsampling() -> None:
 def test_subsampled_call_scales_t_and_budget() -> None:
     seen = {}
 
-    def fake(rows, t, budget, *, accountant, max_points, tag):
-        seen.update(n=rows.shape[0], t=t, budget=budget, total=accountant.total, mp=max_points)
+    def fake(rows, t, budget, *, search, release, tag):
+        seen.update(n=rows.shape[0], t=t, budget=budget, total=release.accountant.total,
+                    mp=search.max_points)
         return None
 
     rows = np.arange(10_000.0)[:, None]
     subsampled_call(
-        fake, rows, 400, ApproxDP(0.1, 1e-8), max_points=1000, rng=np.random.default_rng(0), tag=1
+        fake, rows, 400, ApproxDP(0.1, 1e-8), search=BallSearch(max_points=1000),
+        release=Release.of(Accountant(ApproxDP(0.1, 1e-8)), np.random.default_rng(0)), tag=1
     )
     assert seen["n"] == 1000 and seen["t"] == 40 and seen["mp"] > 1000
     assert seen["budget"] == amplified_budget(ApproxDP(0.1, 1e-8), 0.1) == seen["total"]
@@ -197,8 +210,8 @@ def test_subsampled_call_scales_t_and_budget() -> None:
         rows[:500],
         400,
         ApproxDP(0.1, 1e-8),
-        max_points=1000,
-        rng=np.random.default_rng(0),
+        search=BallSearch(max_points=1000),
+        release=Release.of(Accountant(ApproxDP(0.1, 1e-8)), np.random.default_rng(0)),
         tag=1,
     )
     assert seen["n"] == 500 and seen["t"] == 400 and seen["budget"] == ApproxDP(0.1, 1e-8)
@@ -215,7 +228,13 @@ def test_one_gaussian_gives_no_terrific_ball_and_fails_with_the_budget_spent() -
     for seed in range(3):
         acct = Accountant(ApproxDP(EPS, DELTA))
         with pytest.raises(EstimationFailed) as info:
-            kssu_gmm(X, 2, ApproxDP(EPS, DELTA), accountant=acct, noise=seed, max_points=3000)
+            kssu_gmm(
+                X,
+                2,
+                ApproxDP(EPS, DELTA),
+                options=KSSUOptions(max_points=3000),
+                release=Release.of(acct, seed),
+            )
         failures += info.value.step == "kssu/partition"
         assert _spent_equals(acct, EPS, DELTA)
         assert info.value.needed_n is not None
@@ -226,7 +245,7 @@ def test_too_small_a_budget_fails_at_the_root_with_the_budget_spent() -> None:
     mix = make_mixture(4000, 2, 2, separation=5.0, random_state=0)
     acct = Accountant(ApproxDP(0.05, DELTA))
     with pytest.raises(EstimationFailed) as info:
-        kssu_gmm(mix.X, 2, ApproxDP(0.05, DELTA), accountant=acct, noise=0)
+        kssu_gmm(mix.X, 2, ApproxDP(0.05, DELTA), release=Release.of(acct, 0))
     assert info.value.step.startswith("kssu/")
     assert info.value.needed_n > 4000
     assert _spent_equals(acct, 0.05, DELTA)
@@ -239,24 +258,26 @@ def test_over_budget_accountant_refuses_before_any_noise() -> None:
     gen = np.random.default_rng(0)
     state = gen.bit_generator.state
     with pytest.raises(PrivacyBudgetError):
-        kssu_gmm(mix.X, 2, ApproxDP(2.0, DELTA), accountant=acct, noise=gen)
+        kssu_gmm(mix.X, 2, ApproxDP(2.0, DELTA), release=Release.of(acct, gen))
     assert acct.ledger == [] and gen.bit_generator.state == state
     with pytest.raises(PrivacyBudgetError):
-        kssu_gmm(mix.X, 2, ZCDP(1.0), accountant=Accountant(ZCDP(1.0)))  # type: ignore[arg-type]
+        kssu_gmm(  # type: ignore[arg-type]
+            mix.X, 2, ZCDP(1.0), release=Release.of(Accountant(ZCDP(1.0)))
+        )
 
 
 def test_bad_knobs_are_refused_with_no_data_in_the_message() -> None:
     X = np.full((4000, 2), 987.654321)
     budget = ApproxDP(1.0, DELTA)
     for kwargs, needle in [
-        ({"terrific_c": 3.0}, "terrific_c"),
+        ({"options": KSSUOptions(terrific_c=3.0)}, "terrific_c"),
         ({"min_weight": 0.9}, "min_weight"),
-        ({"cond_range": 0.5}, "cond_range"),
-        ({"radii": [0.0, 1.0]}, "radii"),
+        ({"options": KSSUOptions(cond_range=0.5)}, "cond_range"),
+        ({"options": KSSUOptions(radii=[0.0, 1.0])}, "radii"),
     ]:
         acct = Accountant(budget)
         with pytest.raises(ValueError) as info:
-            kssu_gmm(X, 2, budget, accountant=acct, **kwargs)
+            kssu_gmm(X, 2, budget, **kwargs, release=Release.of(acct))
         assert needle in str(info.value) and "987" not in str(info.value)
         assert acct.ledger == []
 
@@ -283,7 +304,7 @@ def test_bad_input_is_refused_up_front_with_no_budget_spent(
     budget = ApproxDP(1.0, DELTA)
     acct = Accountant(budget)
     with pytest.raises(ValueError) as info:
-        learner(X, k, budget, accountant=acct, **kwargs)
+        learner(X, k, budget, release=Release.of(acct), **kwargs)
     assert needle in str(info.value) and "987" not in str(info.value)
     assert acct.ledger == []
 
@@ -296,7 +317,7 @@ def test_too_little_data_is_refused_saying_what_n_is_needed(learner, n: int, nee
     budget = ApproxDP(1.0, DELTA)
     acct = Accountant(budget)
     with pytest.raises(ValueError) as info:
-        learner(np.zeros((n, 2)), 2, budget, accountant=acct)
+        learner(np.zeros((n, 2)), 2, budget, release=Release.of(acct))
     assert needle in str(info.value)
     assert acct.ledger == []
 
@@ -309,9 +330,8 @@ def test_inputs_are_not_mutated() -> None:
         X,
         2,
         ApproxDP(EPS, DELTA),
-        accountant=Accountant(ApproxDP(EPS, DELTA)),
-        noise=4,
-        max_points=1500,
+        options=KSSUOptions(max_points=1500),
+        release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 4),
     )
     np.testing.assert_array_equal(X, mix.X)
 
@@ -335,15 +355,11 @@ def _kssu_mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
             data,
             2,
             budget,
-            accountant=Accountant(budget),
-            noise=rng,
-            radii=2.0 ** np.arange(-2, 9),
-            n_radii_max=6,
             beta=0.5,
-            cond_range=4.0,
             constants="theory",  # CoinPress's fixed schedule: fast to plan
-            terrific_c=4.0,
-            max_points=1500,
+            options=KSSUOptions(radii=2.0 ** np.arange(-2, 9), n_radii_max=6, cond_range=4.0,
+                                terrific_c=4.0, max_points=1500),
+            release=Release.of(Accountant(budget), rng),
         )
     except EstimationFailed:
         return np.array([-1.0, -1.0])
@@ -413,7 +429,12 @@ def test_private_pca_satisfies_lemma_3_1_and_the_weyl_bound() -> None:
     center = np.zeros(d)
     radius = float(np.max(np.linalg.norm(mix.X, axis=1))) + 1.0  # public in this test
     pca = private_pca(
-        mix.X, center, radius, k, ZCDP(0.5), accountant=Accountant(ZCDP(0.5)), noise=7
+        mix.X,
+        center,
+        radius,
+        k,
+        ZCDP(0.5),
+        release=Release.of(Accountant(ZCDP(0.5)), 7),
     )
     Xc = mix.X - center
     Pi = pca.components @ pca.components.T
@@ -437,14 +458,20 @@ def test_leaves_are_label_pure(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[np.ndarray] = []
     real = kssu.estimate_components
 
-    def spy(data, labels, *a, **kw):
-        seen.append(labels.copy())
-        return real(data, labels, *a, **kw)
+    def spy(data, partition, *a, **kw):
+        seen.append(partition.labels.copy())
+        return real(data, partition, *a, **kw)
 
     monkeypatch.setattr(kssu, "estimate_components", spy)
     mix = make_mixture(60_000, 3, 2, separation=6.0, random_state=8)
     budget = ApproxDP(10.0, DELTA)
-    kssu_gmm(mix.X, 3, budget, accountant=Accountant(budget), noise=8, max_points=4000)
+    kssu_gmm(
+        mix.X,
+        3,
+        budget,
+        options=KSSUOptions(max_points=4000),
+        release=Release.of(Accountant(budget), 8),
+    )
     labels = seen[0]
     assert np.mean(labels < 0) <= 0.01  # dropped annulus rows
     for j in range(3):
@@ -458,7 +485,13 @@ def test_leaves_are_label_pure(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_pegme_recovers_spherical_equal_weight_mixture() -> None:
     mix = make_mixture(40_000, 2, 10, separation=5.0, random_state=9)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    w, m, c = pegme(mix.X, 2, ApproxDP(EPS, DELTA), accountant=acct, noise=9, max_points=2000)
+    w, m, c = pegme(
+        mix.X,
+        2,
+        ApproxDP(EPS, DELTA),
+        options=PegmeOptions(max_points=2000),
+        release=Release.of(acct, 9),
+    )
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert err.max_component_tv <= 0.15, err.component_tv
     np.testing.assert_allclose(w, [0.5, 0.5])
@@ -471,7 +504,7 @@ def test_pegme_failure_spends_the_budget() -> None:
     X = np.random.default_rng(0).normal(size=(400, 3))
     acct = Accountant(ApproxDP(0.1, DELTA))
     with pytest.raises(EstimationFailed):
-        pegme(X, 2, ApproxDP(0.1, DELTA), accountant=acct, noise=0)
+        pegme(X, 2, ApproxDP(0.1, DELTA), release=Release.of(acct, 0))
     assert _spent_equals(acct, 0.1, DELTA)
 
 
@@ -482,7 +515,13 @@ def test_secure_noise_path_runs() -> None:
     mix = make_mixture(8000, 2, 2, separation=6.0, random_state=10)
     budget = ApproxDP(10.0, DELTA)
     acct = Accountant(budget)
-    w, m, c = kssu_gmm(mix.X, 2, budget, accountant=acct, noise=None, max_points=1000)
+    w, m, c = kssu_gmm(
+        mix.X,
+        2,
+        budget,
+        options=KSSUOptions(max_points=1000),
+        release=Release.of(acct, None),
+    )
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert err.max_component_tv <= 0.2
     assert _spent_equals(acct, 10.0, DELTA)
@@ -570,8 +609,13 @@ def test_pegme_is_reachable_from_the_estimator_and_refuses_unequal_weights() -> 
         2, epsilon=EPS, delta=DELTA, method="pegme", random_state=9,
         method_params={"max_points": 2000},
     ).fit(mix.X)
-    direct = pegme(mix.X, 2, ApproxDP(EPS, DELTA), accountant=Accountant(ApproxDP(EPS, DELTA)),
-                   noise=9, max_points=2000)
+    direct = pegme(
+        mix.X,
+        2,
+        ApproxDP(EPS, DELTA),
+        options=PegmeOptions(max_points=2000),
+        release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 9),
+    )
     np.testing.assert_array_equal(est.means_, direct[1])
     assert est.method_ == "pegme"
     acct = Accountant(ApproxDP(EPS, DELTA))
@@ -595,8 +639,10 @@ def test_a_failures_needed_n_is_the_stated_requirement_with_the_runs_knobs() -> 
     knobs = {"max_points": 3000, "n_radii_max": 12}
     acct = Accountant(ApproxDP(EPS, DELTA))
     with pytest.raises(EstimationFailed) as info:
-        kssu_gmm(X, 2, ApproxDP(EPS, DELTA), accountant=acct, noise=0, **knobs)
-    stated = requirements("kssu", n=20_000, d=2, k=2, epsilon=EPS, delta=DELTA, **knobs)
+        kssu_gmm(X, 2, ApproxDP(EPS, DELTA), options=KSSUOptions(**knobs),
+                 release=Release.of(acct, 0))
+    stated = requirements("kssu", n=20_000, d=2, k=2, epsilon=EPS, delta=DELTA,
+                          kssu_options=KSSUOptions(**knobs))
     assert info.value.needed_n == math.ceil(stated.n_needed)
     assert stated.n_needed != requirements("kssu", n=20_000, d=2, k=2, epsilon=EPS,
                                            delta=DELTA).n_needed  # the knobs matter

@@ -11,7 +11,7 @@ import pytest
 
 from privgauss.audit import audit_mechanism
 from privgauss.linalg import inv_sqrtm_psd, sqrtm_psd
-from privgauss.mechanisms import _analytic_delta
+from privgauss.mechanisms import Release, _analytic_delta
 from privgauss.noise import NoiseSource
 from privgauss.privacy import Accountant, ApproxDP
 from privgauss.reductions.masking import (
@@ -97,7 +97,8 @@ def test_mixture_mask_composition_choice() -> None:
     assert big.radius > big_basic.radius  # advanced wins for many components
     acct = Accountant(ApproxDP(1.0, 1e-6))
     out = small.apply(
-        [(0.5, np.zeros(2), np.eye(2)), (0.5, np.ones(2), np.eye(2))], accountant=acct, noise=0
+        [(0.5, np.zeros(2), np.eye(2)), (0.5, np.ones(2), np.eye(2))],
+        release=Release.of(acct, 0),
     )
     assert len(out) == 2 and acct.spent.epsilon == pytest.approx(1.0)
     assert all(np.linalg.eigvalsh(c[2]).min() > 0 for c in out)

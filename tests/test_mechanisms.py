@@ -596,3 +596,37 @@ def test_stability_histogram_from_counts_is_the_release_of_the_records() -> None
         with pytest.raises(ValueError, match="counts"):
             stability_histogram(bad_bins, budget, accountant=c, noise=7, counts=bad_counts)
     assert c.ledger == []
+
+
+def test_release_context_names_steps_and_forwards_to_child_ledgers() -> None:
+    """A Release charges its accountant under its step prefix: ``at`` nests a step, ``named``
+    only fills an empty prefix, ``child`` lists the child's charges under its name in the
+    parent ledger, ``prepaid`` keeps them in the paying entry's parts; the noise source (and
+    its rng) is shared, never re-seeded."""
+    from privgauss.mechanisms import Release
+    from privgauss.noise import NoiseSource
+    from privgauss.privacy import ZCDP, Accountant
+
+    acct = Accountant(ZCDP(1.0))
+    rel = Release.of(acct, 3, "fit")
+    assert isinstance(rel.noise, NoiseSource) and rel.rng is rel.noise.rng
+    assert rel.at("round-1").step == "fit/round-1" and rel.at("").step == "fit"
+    assert Release(acct, rel.noise).at("x").step == "x"
+    assert rel.named("other") is rel and Release(acct, rel.noise).named("kssu").step == "kssu"
+    assert rel.at("a").noise is rel.noise
+    gaussian_mechanism(1.0, 1.0, ZCDP(0.1), accountant=rel.accountant, noise=rel.noise,
+                       step=rel.name("mean"))
+    child = rel.child("sub", ZCDP(0.3))
+    assert child.step == "" and child.noise is rel.noise
+    gaussian_mechanism(1.0, 1.0, ZCDP(0.2), accountant=child.accountant, noise=child.noise,
+                       step="m")
+    assert [e.step for e in acct.ledger] == ["fit/mean", "sub/m"]
+    paid = acct.spend(ZCDP(0.4), step="paid")
+    inner = rel.prepaid(paid, ZCDP(0.4), "node")
+    gaussian_mechanism(1.0, 1.0, ZCDP(0.4), accountant=inner.accountant, noise=inner.noise,
+                       step="x")
+    assert len(acct.ledger) == 3 and [p.step for p in paid.parts] == ["node/x"]
+    # the same seeded draws as the bare noise source
+    a = Release.of(Accountant(ZCDP(1.0)), 7).noise.gaussian(np.zeros(3), 1.0)
+    b = NoiseSource(7).gaussian(np.zeros(3), 1.0)
+    np.testing.assert_array_equal(a, b)

@@ -35,11 +35,13 @@ import privgauss.mixture.terrific_ball as tb
 from privgauss import EstimationFailed, sensitivity
 from privgauss.audit import AuditResult, audit_mechanism
 from privgauss.linalg import clip_rows
-from privgauss.mechanisms import gaussian_mechanism
+from privgauss.mechanisms import Release, gaussian_mechanism
 from privgauss.mixture import component_estimation as ce
 from privgauss.mixture import sample_aggregate as sa
+from privgauss.mixture.component_estimation import Partition
 from privgauss.mixture.good_center import good_center
 from privgauss.mixture.good_radius import good_radius
+from privgauss.mixture.one_cluster import BallSearch
 from privgauss.mixture.terrific_ball import terrific_ball
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
@@ -102,7 +104,7 @@ def _radius_pair() -> tuple[np.ndarray, np.ndarray]:
 def _good_radius(data: np.ndarray, rng: np.random.Generator) -> float:
     budget = PureDP(R_EPS)
     acct = Accountant(budget)
-    r = good_radius(data, T_R, R_RADII, budget, beta=R_BETA, accountant=acct, noise=rng)
+    r = good_radius(data, T_R, R_RADII, budget, beta=R_BETA, release=Release.of(acct, rng))
     return -1.0 if r is None else r
 
 
@@ -146,8 +148,7 @@ def _box(budget: Any) -> Callable[[np.ndarray, np.random.Generator], float]:
             ZCDP(1.0),
             ZCDP(1.0),
             center_box=(-10.0, 110.0),
-            accountant=Accountant(ApproxDP(100.0, 0.5)),
-            noise=rng,
+            release=Release.of(Accountant(ApproxDP(100.0, 0.5)), rng),
         )
         return -1.0 if p is None else float(p[0] > 50.0)
 
@@ -208,9 +209,7 @@ def _set_mean(budget: Any) -> Callable[[np.ndarray, np.random.Generator], float]
             _ANCHOR,
             _RHO,
             budget,
-            accountant=Accountant(budget),
-            noise=NoiseSource(rng),
-            step="audit",
+            release=Release(Accountant(budget), NoiseSource(rng), "audit"),
         )
         return -1e3 if p is None else float(p[0])
 
@@ -278,9 +277,8 @@ def _check(data: np.ndarray, rng: np.random.Generator) -> float:
         CHECK_C,
         CHECK_RADII,
         CHECK_TOTAL,
-        center_box=(-10.0, 110.0),
-        accountant=acct,
-        noise=rng,
+        search=BallSearch(center_box=(-10.0, 110.0)),
+        release=Release.of(acct, rng),
     )
     return float(ball is not None)
 
@@ -380,17 +378,14 @@ def _parts(estimate: bool) -> Callable[[Any, np.random.Generator], Any]:
         try:
             _, means, _, noisy = ce.estimate_components(
                 data,
-                labels,
+                Partition(labels, _KEYS),
                 priors,
                 ZCDP(SIZES_RHO),
                 ZCDP(2 * EST_RHO),
-                keys=_KEYS,
                 beta=0.05,
                 constants="practical",
-                accountant=acct,
-                noise=NoiseSource(rng),
-                step="audit",
                 part_learner=learner,
+                release=Release.of(acct, NoiseSource(rng), "audit"),
             )
         except EstimationFailed:
             return np.full(2, -100.0)

@@ -29,9 +29,11 @@ from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, w
 from privgauss.gaussian import clip_mean as clip_mean_module
 from privgauss.gaussian.coinpress import chi_tail_radius, cov_plan, mean_plan, plan
 from privgauss.linalg import clip_rows
+from privgauss.mechanisms import Release
 from privgauss.mixture import component_estimation as ce_module
 from privgauss.mixture import kssu as kssu_module
 from privgauss.mixture import sample_aggregate as sa_module
+from privgauss.mixture.component_estimation import Partition
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, zcdp_to_epsilon
 
 N, MEAN_BOUND, BETA = 12, 4.0, 0.05
@@ -295,7 +297,11 @@ def _kssu_run() -> tuple[list[pg.LedgerEntry], Any]:
     info: dict[str, Any] = {}
     try:
         kssu_module.kssu_gmm(
-            _mixture_X(), 3, ApproxDP(2.0, 1e-3), accountant=acct, noise=0, info=info
+            _mixture_X(),
+            3,
+            ApproxDP(2.0, 1e-3),
+            info=info,
+            release=Release.of(acct, 0),
         )
     except pg.EstimationFailed:
         pass  # below its sample threshold: the charges are made all the same
@@ -334,8 +340,14 @@ def _estimate_parts(monkeypatch: pytest.MonkeyPatch, drop_double: bool) -> tuple
     ]
     acct = Accountant(ZCDP(1.0))
     ce_module.estimate_components(
-        data, labels, priors, ZCDP(0.1), ZCDP(0.9), keys=rng.random(800), beta=0.05,
-        constants="practical", accountant=acct, noise=pg.NoiseSource(0), step="parts",
+        data,
+        Partition(labels, rng.random(800)),
+        priors,
+        ZCDP(0.1),
+        ZCDP(0.9),
+        beta=0.05,
+        constants="practical",
+        release=Release.of(acct, pg.NoiseSource(0), "parts"),
     )
     charged = sum(e.cost.rho for e in acct.ledger if e.step == "parts/estimate")
     return charged, max(used)

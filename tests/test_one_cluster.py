@@ -20,6 +20,7 @@ from scipy import stats
 from privgauss import InvalidDataError, PrivacyBudgetError
 from privgauss.audit import audit_mechanism
 from privgauss.linalg import clip_rows
+from privgauss.mechanisms import Release
 from privgauss.mixture.good_center import _exponential_box, _noisy_set_mean
 from privgauss.mixture.good_radius import (
     ball_counts,
@@ -27,7 +28,7 @@ from privgauss.mixture.good_radius import (
     doubling_radii,
     good_radius,
 )
-from privgauss.mixture.one_cluster import Ball, one_cluster, plan_budget
+from privgauss.mixture.one_cluster import Ball, BallSearch, one_cluster, plan_budget
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP
 from privgauss.sensitivity import joint_sum_count
@@ -114,7 +115,7 @@ def test_mean_release_is_computed_on_the_clipped_rows() -> None:
     rows[0] = [1e9, 0.0, 0.0]
     acct = Accountant(ZCDP(1e16))
     mean, sd = _noisy_set_mean(
-        rows, a, rho, ZCDP(1e16), accountant=acct, noise=NoiseSource(0), step="m"
+        rows, a, rho, ZCDP(1e16), release=Release(acct, NoiseSource(0), "m")
     )
     clipped, _ = clip_rows(rows, a, rho)
     np.testing.assert_allclose(mean, clipped.mean(axis=0), rtol=1e-7)
@@ -137,7 +138,7 @@ def test_pure_box_choice_is_exactly_the_exponential_mechanism(key_hi: int) -> No
         tuple(
             int(v)
             for v in _exponential_box(
-                keys, lo, hi, PureDP(1.0), accountant=acct, noise=src, step="box"
+                keys, lo, hi, PureDP(1.0), release=Release(acct, src, "box")
             )
         )
         for _ in range(n)
@@ -189,7 +190,13 @@ def test_finds_the_cluster_among_background_noise(d: int, t: int) -> None:
     for seed in range(5):
         X, is_cluster, mu = cluster_in_background(t, d, seed)
         acct = Accountant(ApproxDP(EPS, DELTA))
-        ball = one_cluster(X, t, ApproxDP(EPS, DELTA), radii=RADII, accountant=acct, noise=seed)
+        ball = one_cluster(
+            X,
+            t,
+            ApproxDP(EPS, DELTA),
+            radii=RADII,
+            release=Release.of(acct, seed),
+        )
         ok += success(ball, X, is_cluster, mu)
     assert ok >= 4
 
@@ -200,7 +207,12 @@ def test_pure_budget_with_a_public_box() -> None:
         X, is_cluster, mu = cluster_in_background(600, 2, seed)
         acct = Accountant(PureDP(EPS))
         ball = one_cluster(
-            X, 600, PureDP(EPS), radii=RADII, center_box=(-100, 100), accountant=acct, noise=seed
+            X,
+            600,
+            PureDP(EPS),
+            radii=RADII,
+            search=BallSearch(center_box=(-100, 100)),
+            release=Release.of(acct, seed),
         )
         ok += success(ball, X, is_cluster, mu)
         assert [e.mechanism for e in acct.ledger] == [
@@ -211,13 +223,13 @@ def test_pure_budget_with_a_public_box() -> None:
         ]
     assert ok >= 3
     with pytest.raises(ValueError, match="center_box"):
-        one_cluster(X, 600, PureDP(EPS), radii=RADII, accountant=Accountant(PureDP(EPS)))
+        one_cluster(X, 600, PureDP(EPS), radii=RADII, release=Release.of(Accountant(PureDP(EPS))))
 
 
 def test_good_radius_on_a_subsample() -> None:
     X, _, _ = cluster_in_background(3000, 2, seed=9)
     acct = Accountant(PureDP(EPS))
-    r = good_radius(X, 3000, RADII, PureDP(EPS), max_points=1000, accountant=acct, noise=9)
+    r = good_radius(X, 3000, RADII, PureDP(EPS), max_points=1000, release=Release.of(acct, 9))
     assert r is not None and 1.0 <= r <= 10.0
 
 
@@ -241,7 +253,12 @@ def test_ledger_sums_to_the_budget_on_success(budget, d: int) -> None:
     X, _, _ = cluster_in_background(800, d, seed=4)
     acct = Accountant(budget)
     ball = one_cluster(
-        X, 800, budget, radii=RADII, center_box=(-120, 120), accountant=acct, noise=4
+        X,
+        800,
+        budget,
+        radii=RADII,
+        search=BallSearch(center_box=(-120, 120)),
+        release=Release.of(acct, 4),
     )
     assert ball is not None
     _spent_is(acct, budget)
@@ -259,7 +276,14 @@ def test_failure_is_a_dp_output_with_the_budget_spent(budget) -> None:
     # (a) t = 2n: no radius can pass, the search releases ⊥
     acct = Accountant(budget)
     assert (
-        one_cluster(X, 800, budget, radii=RADII, center_box=(-120, 120), accountant=acct, noise=5)
+        one_cluster(
+            X,
+            800,
+            budget,
+            radii=RADII,
+            search=BallSearch(center_box=(-120, 120)),
+            release=Release.of(acct, 5),
+        )
         is None
     )
     _spent_is(acct, budget)
@@ -269,7 +293,12 @@ def test_failure_is_a_dp_output_with_the_budget_spent(budget) -> None:
     if isinstance(budget, ApproxDP):
         acct = Accountant(budget)
         out = one_cluster(
-            X, 200, budget, radii=RADII, split=(1.0, 1e-3, 1.0, 1.0), accountant=acct, noise=5
+            X,
+            200,
+            budget,
+            radii=RADII,
+            search=BallSearch(split=(1.0, 1e-3, 1.0, 1.0)),
+            release=Release.of(acct, 5),
         )
         assert out is None
         _spent_is(acct, budget)
@@ -291,7 +320,7 @@ def test_budget_is_refused_before_anything_is_drawn() -> None:
         rng = np.random.default_rng(0)
         state = rng.bit_generator.state
         with pytest.raises(PrivacyBudgetError):
-            one_cluster(X, 100, ApproxDP(EPS, DELTA), radii=RADII, accountant=acct, noise=rng)
+            one_cluster(X, 100, ApproxDP(EPS, DELTA), radii=RADII, release=Release.of(acct, rng))
         assert acct.ledger == [] and rng.bit_generator.state == state
 
 
@@ -312,10 +341,8 @@ def _one_cluster_mechanism(data: np.ndarray, rng: np.random.Generator) -> float:
         T_AUDIT,
         PureDP(AUDIT_EPS),
         radii=[0.5, 1.0, 2.0, 4.0],
-        center_box=(-10, 100),
-        beta=0.5,
-        accountant=acct,
-        noise=rng,
+        search=BallSearch(center_box=(-10, 100), beta=0.5),
+        release=Release.of(acct, rng),
     )
     return -1000.0 if ball is None else float(ball.center[0])
 
@@ -342,18 +369,16 @@ def test_inputs_are_not_mutated() -> None:
         300,
         ApproxDP(EPS, DELTA),
         radii=radii,
-        center_box=(-50, 50),
-        accountant=Accountant(ApproxDP(EPS, DELTA)),
-        noise=7,
+        search=BallSearch(center_box=(-50, 50)),
+        release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 7),
     )
     one_cluster(
         X,
         300,
         PureDP(EPS),
         radii=radii,
-        center_box=(-50, 50),
-        accountant=Accountant(PureDP(EPS)),
-        noise=7,
+        search=BallSearch(center_box=(-50, 50)),
+        release=Release.of(Accountant(PureDP(EPS)), 7),
     )
     capped_count_score(X, 300, radii)
     np.testing.assert_array_equal(X, X_copy)
@@ -366,20 +391,47 @@ def test_error_messages_contain_no_data() -> None:
     bad[4, 1] = np.nan
     budget = ApproxDP(EPS, DELTA)
     # a non-finite row is handled per record, never an error on a private value (rule 10)
-    one_cluster(bad, 10, budget, radii=RADII, accountant=Accountant(budget), noise=0)
+    one_cluster(bad, 10, budget, radii=RADII, release=Release.of(Accountant(budget), 0))
     cases = [
-        lambda: one_cluster(X, 0, budget, radii=RADII, accountant=Accountant(budget)),
-        lambda: one_cluster(X, 10, budget, radii=[], accountant=Accountant(budget)),
-        lambda: one_cluster(X, 10, budget, radii=RADII, c=-1.0, accountant=Accountant(budget)),
+        lambda: one_cluster(X, 0, budget, radii=RADII, release=Release.of(Accountant(budget))),
+        lambda: one_cluster(X, 10, budget, radii=[], release=Release.of(Accountant(budget))),
         lambda: one_cluster(
-            X, 10, budget, radii=RADII, center_box=(5, -5), accountant=Accountant(budget)
+            X,
+            10,
+            budget,
+            radii=RADII,
+            c=-1.0,
+            release=Release.of(Accountant(budget)),
         ),
         lambda: one_cluster(
-            X, 10, budget, radii=RADII, split=(1, 1), accountant=Accountant(budget)
+            X,
+            10,
+            budget,
+            radii=RADII,
+            search=BallSearch(center_box=(5, -5)),
+            release=Release.of(Accountant(budget)),
         ),
-        lambda: one_cluster(X, 10, ZCDP(1.0), radii=RADII, accountant=Accountant(ZCDP(1.0))),
         lambda: one_cluster(
-            X, 10, budget, radii=RADII, accountant=Accountant(ApproxDP(0.1, DELTA))
+            X,
+            10,
+            budget,
+            radii=RADII,
+            search=BallSearch(split=(1, 1)),
+            release=Release.of(Accountant(budget)),
+        ),
+        lambda: one_cluster(
+            X,
+            10,
+            ZCDP(1.0),
+            radii=RADII,
+            release=Release.of(Accountant(ZCDP(1.0))),
+        ),
+        lambda: one_cluster(
+            X,
+            10,
+            budget,
+            radii=RADII,
+            release=Release.of(Accountant(ApproxDP(0.1, DELTA))),
         ),
     ]
     for case in cases:
@@ -392,7 +444,12 @@ def test_secure_noise_path() -> None:
     X, is_cluster, mu = cluster_in_background(300, 1, seed=8)
     acct = Accountant(PureDP(4.0))
     ball = one_cluster(
-        X, 300, PureDP(4.0), radii=doubling_radii(0.1, 100), center_box=(-100, 100), accountant=acct
+        X,
+        300,
+        PureDP(4.0),
+        radii=doubling_radii(0.1, 100),
+        search=BallSearch(center_box=(-100, 100)),
+        release=Release.of(acct),
     )
     assert ball is None or ball.center.shape == (1,)
     assert len(acct.ledger) == 4

@@ -13,7 +13,7 @@ import pytest
 from privgauss import metrics
 from privgauss.audit import audit_mechanism
 from privgauss.exceptions import EstimationFailed
-from privgauss.mechanisms import gaussian_sigma_analytic
+from privgauss.mechanisms import Release, gaussian_sigma_analytic
 from privgauss.noise import NoiseSource
 from privgauss.privacy import Accountant, ApproxDP
 from privgauss.reductions.ppe import (
@@ -90,8 +90,13 @@ def test_closure_learner_is_rejected_before_any_spend() -> None:
     acct = Accountant(ApproxDP(2 * EPS, 4 * math.e * DELTA))
     with pytest.raises(TypeError, match="closure"):
         populous_estimator(
-            np.zeros((50, 1)), closure, ABS, ScalarMask(1.0, EPS, DELTA),
-            default=0.0, accountant=acct, noise=0, n_blocks=10,
+            np.zeros((50, 1)),
+            closure,
+            ABS,
+            ScalarMask(1.0, EPS, DELTA),
+            default=0.0,
+            n_blocks=10,
+            release=Release.of(acct, 0),
         )
     assert acct.spent is None and calls[0] == 0
 
@@ -134,7 +139,13 @@ def test_ppe_budget_and_failure_is_dp_output() -> None:
     acct = Accountant(total)
     X = np.zeros((200, 1))
     y, info = populous_estimator(
-        X, block_mean, ABS, mask, default=0.0, accountant=acct, noise=1, n_blocks=100
+        X,
+        block_mean,
+        ABS,
+        mask,
+        default=0.0,
+        n_blocks=100,
+        release=Release.of(acct, 1),
     )
     assert abs(y) < 10 * mask.eta and info["t"] == 100
     assert acct.spent.epsilon == pytest.approx(total.epsilon)
@@ -144,7 +155,13 @@ def test_ppe_budget_and_failure_is_dp_output() -> None:
     X = np.arange(200.0)[:, None] * 10
     with pytest.raises(EstimationFailed) as err:
         populous_estimator(
-            X, block_mean, ABS, mask, default=0.0, accountant=acct, noise=1, n_blocks=100
+            X,
+            block_mean,
+            ABS,
+            mask,
+            default=0.0,
+            n_blocks=100,
+            release=Release.of(acct, 1),
         )
     assert err.value.step == "ppe-test" and acct.spent.epsilon == pytest.approx(total.epsilon)
     assert ppe_blocks(0.5, 1e-6) == math.ceil((20 / 0.5) * math.log1p(math.expm1(0.5) / 2e-6))
@@ -154,7 +171,7 @@ def _ppe_mech(mask: ScalarMask):
     def run(Ys: list[float], rng: np.random.Generator) -> float:
         acct = Accountant(ApproxDP(2 * EPS, 4 * math.exp(EPS) * DELTA))
         try:
-            return ppe_aggregate(Ys, ABS, mask, accountant=acct, noise=NoiseSource(rng))
+            return ppe_aggregate(Ys, ABS, mask, release=Release.of(acct, NoiseSource(rng)))
         except EstimationFailed:
             return -100.0
 
@@ -231,8 +248,8 @@ def _sa_mech(scale: float):
         src = NoiseSource(rng)
         if scale == 1.0:
             try:
-                return float(stable_average(U, 1.0, test, noise_b, accountant=acct,
-                                            noise=src).value[0])
+                out = stable_average(U, 1.0, test, noise_b, release=Release.of(acct, src))
+                return float(out.value[0])
             except EstimationFailed:
                 return -100.0
         # broken variant: the same average with noise `scale` times too small
@@ -266,7 +283,7 @@ def test_practical_ppe_gaussian_accuracy_and_ledger() -> None:
     mu = rng.normal(size=d) * 1e6  # far from the origin, large scale: no bounds are given
     X = rng.multivariate_normal(mu, S, size=n)
     acct = Accountant(ApproxDP(1.0, 1e-6))
-    m, C = ppe_gaussian(X, 1.0, 1e-6, accountant=acct, noise=0)
+    m, C = ppe_gaussian(X, 1.0, 1e-6, release=Release.of(acct, 0))
     np_mean = metrics.mahalanobis_mean_error(X.mean(axis=0), mu, S)
     np_cov = metrics.covariance_error(np.cov(X, rowvar=False), S)
     assert metrics.mahalanobis_mean_error(m, mu, S) < 3 * np_mean + 0.01
@@ -283,7 +300,7 @@ def test_practical_ppe_refuses_small_n_before_spending() -> None:
     assert not plan.ok
     acct = Accountant(ApproxDP(1.0, 1e-6))
     with pytest.raises(ValueError, match="needs about n >="):
-        ppe_gaussian(np.zeros((10_000, 2)), 1.0, 1e-6, accountant=acct, noise=0)
+        ppe_gaussian(np.zeros((10_000, 2)), 1.0, 1e-6, release=Release.of(acct, 0))
     assert acct.spent is None
 
 
@@ -292,7 +309,7 @@ def test_faithful_ppe_fails_at_realistic_n_with_budget_spent() -> None:
     X = rng.normal(size=(20_000, 1))
     acct = Accountant(ApproxDP(6.0, 1e-2))  # a large budget keeps t (and the test) small
     with pytest.raises(EstimationFailed, match="stability test failed"):
-        ppe_gaussian(X, 6.0, 1e-2, accountant=acct, noise=0, constants="theory")
+        ppe_gaussian(X, 6.0, 1e-2, constants="theory", release=Release.of(acct, 0))
     assert acct.spent.epsilon == pytest.approx(6.0)
     assert acct.spent.delta == pytest.approx(1e-2)
 
@@ -321,7 +338,7 @@ def test_estimators_ppe_methods() -> None:
     # the faithful mixture PPE at a large budget (few blocks): ⊥ with the budget spent
     acct = Accountant(ApproxDP(8.0, 1e-2))
     with pytest.raises(EstimationFailed):
-        ppe_mixture(X[:3000], 2, 8.0, 1e-2, accountant=acct, noise=0)
+        ppe_mixture(X[:3000], 2, 8.0, 1e-2, release=Release.of(acct, 0))
     assert acct.spent.epsilon == pytest.approx(8.0)
 
 

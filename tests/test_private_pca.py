@@ -19,7 +19,7 @@ from privgauss import PrivacyBudgetError
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.linalg import clip_rows
-from privgauss.mechanisms import gaussian_sigma_analytic, gaussian_sigma_zcdp
+from privgauss.mechanisms import Release, gaussian_sigma_analytic, gaussian_sigma_zcdp
 from privgauss.mixture.private_pca import (
     PrivatePCA,
     noise_spectral_norm_bound,
@@ -45,7 +45,7 @@ def full_matrix(res: PrivatePCA) -> np.ndarray:
 
 def run(X, center, radius, rank, budget, seed):
     acct = Accountant(budget)
-    return private_pca(X, center, radius, rank, budget, accountant=acct, noise=seed), acct
+    return private_pca(X, center, radius, rank, budget, release=Release.of(acct, seed)), acct
 
 
 # --------------------------------------------------------------------------- utility
@@ -227,7 +227,12 @@ AUDIT_D_PRIME[0] = [0.0, 1.0]
 def _audit_mechanism(data: np.ndarray, rng: np.random.Generator) -> float:
     acct = Accountant(AUDIT_BUDGET)
     res = private_pca(
-        data, np.zeros(D_AUDIT), 1.0, D_AUDIT, AUDIT_BUDGET, accountant=acct, noise=rng
+        data,
+        np.zeros(D_AUDIT),
+        1.0,
+        D_AUDIT,
+        AUDIT_BUDGET,
+        release=Release.of(acct, rng),
     )
     M = full_matrix(res)  # a function of the output only
     return float(M[0, 0] - M[1, 1])
@@ -288,15 +293,14 @@ def test_errors_do_not_leak_data_and_budget_is_checked_before_noise() -> None:
                 args["radius"],
                 args["rank"],
                 ZCDP(1.0),
-                accountant=Accountant(ZCDP(1.0)),
-                noise=0,
+                release=Release.of(Accountant(ZCDP(1.0)), 0),
             )
         assert "123.45" not in str(err.value)
     acct = Accountant(ZCDP(0.1))
     src = NoiseSource(0)
     state = src.rng.bit_generator.state
     with pytest.raises(PrivacyBudgetError) as err:
-        private_pca(X, np.zeros(3), 1.0, 1, ZCDP(0.5), accountant=acct, noise=src)
+        private_pca(X, np.zeros(3), 1.0, 1, ZCDP(0.5), release=Release.of(acct, src))
     assert "123.45" not in str(err.value)
     assert acct.ledger == [] and src.rng.bit_generator.state == state  # nothing drawn
 
@@ -304,7 +308,7 @@ def test_errors_do_not_leak_data_and_budget_is_checked_before_noise() -> None:
 def test_secure_noise_path() -> None:
     X = np.random.default_rng(11).standard_normal((50, 3))
     acct = Accountant(ZCDP(1.0))
-    res = private_pca(X, np.zeros(3), 3.0, 2, ZCDP(1.0), accountant=acct)
+    res = private_pca(X, np.zeros(3), 3.0, 2, ZCDP(1.0), release=Release.of(acct))
     np.testing.assert_allclose(res.components.T @ res.components, np.eye(2), atol=1e-12)
     assert res.eigenvalues[0] >= res.eigenvalues[1]
     assert len(acct.ledger) == 1

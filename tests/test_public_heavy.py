@@ -18,6 +18,7 @@ from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
 from privgauss.gaussian.public import public_gaussian
+from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture import public_heavy as ph
 from privgauss.mixture.public_heavy import min_public_rows, public_heavy_gmm
@@ -41,8 +42,15 @@ def test_recovers_every_component_at_a_fixed_seed(mix) -> None:
     budget = ApproxDP(1.0, 1e-6)
     acct = Accountant(budget)
     info: dict = {}
-    w, m, c = public_heavy_gmm(X, 3, budget, public_X=P, min_weight=0.2, accountant=acct,
-                               noise=0, info=info)
+    w, m, c = public_heavy_gmm(
+        X,
+        3,
+        budget,
+        public_X=P,
+        min_weight=0.2,
+        info=info,
+        release=Release.of(acct, 0),
+    )
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert (err.permutation >= 0).all()
     assert err.max_component_tv <= 0.2 and err.weight_error <= 0.05
@@ -55,8 +63,14 @@ def test_joint_estimator_ledger_sums_to_rho_with_no_double_charge(mix) -> None:
     """The default ("joint") path: counts + three steps of (vector, outer) sums, summing to ρ;
     the estimation gets ρ − ρ_counts once (not halved), and the learner path is not used."""
     acct = Accountant(ZCDP(0.3))
-    public_heavy_gmm(mix.X[500:], 3, ZCDP(0.3), public_X=mix.X[:500], min_weight=0.2,
-                     accountant=acct, noise=1)
+    public_heavy_gmm(
+        mix.X[500:],
+        3,
+        ZCDP(0.3),
+        public_X=mix.X[:500],
+        min_weight=0.2,
+        release=Release.of(acct, 1),
+    )
     assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
     steps = [e.step for e in acct.ledger]
     assert steps == ["public-heavy/counts"] + [
@@ -68,13 +82,26 @@ def test_joint_estimator_ledger_sums_to_rho_with_no_double_charge(mix) -> None:
 
 def test_theory_constants_keep_the_faithful_learner(mix) -> None:
     acct = Accountant(ZCDP(0.3))
-    public_heavy_gmm(AUDIT_X, 2, ZCDP(0.3), public_X=AUDIT_P, accountant=acct, noise=1,
-                     constants="theory")
+    public_heavy_gmm(
+        AUDIT_X,
+        2,
+        ZCDP(0.3),
+        public_X=AUDIT_P,
+        constants="theory",
+        release=Release.of(acct, 1),
+    )
     assert [e.step for e in acct.ledger] == ["public-heavy/counts", "public-heavy/estimate"]
     assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
     with pytest.raises(ValueError, match="estimator"):
-        public_heavy_gmm(mix.X[500:], 3, ZCDP(0.3), public_X=mix.X[:500], min_weight=0.2,
-                         accountant=Accountant(ZCDP(0.3)), estimator="both")
+        public_heavy_gmm(
+            mix.X[500:],
+            3,
+            ZCDP(0.3),
+            public_X=mix.X[:500],
+            min_weight=0.2,
+            estimator="both",
+            release=Release.of(Accountant(ZCDP(0.3))),
+        )
 
 
 def test_zcdp_ledger_sums_to_rho_and_charges_the_estimation_twice(mix, monkeypatch) -> None:
@@ -86,8 +113,15 @@ def test_zcdp_ledger_sums_to_rho_and_charges_the_estimation_twice(mix, monkeypat
 
     monkeypatch.setattr(ph, "public_gaussian", recording)
     acct = Accountant(ZCDP(0.3))
-    public_heavy_gmm(mix.X[500:], 3, ZCDP(0.3), public_X=mix.X[:500], min_weight=0.2,
-                     accountant=acct, noise=1, estimator="learner")
+    public_heavy_gmm(
+        mix.X[500:],
+        3,
+        ZCDP(0.3),
+        public_X=mix.X[:500],
+        min_weight=0.2,
+        estimator="learner",
+        release=Release.of(acct, 1),
+    )
     assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
     est = [e for e in acct.ledger if e.step.endswith("/estimate")]
     assert len(est) == 1 and len(used) == 3
@@ -104,8 +138,15 @@ def test_dropping_the_double_count_is_refused_by_the_cluster_accountant(mix, mon
 
     monkeypatch.setattr(ph, "public_gaussian", greedy)
     with pytest.raises(PrivacyBudgetError):
-        public_heavy_gmm(mix.X[500:], 3, ZCDP(0.3), public_X=mix.X[:500], min_weight=0.2,
-                         accountant=Accountant(ZCDP(0.3)), noise=1, estimator="learner")
+        public_heavy_gmm(
+            mix.X[500:],
+            3,
+            ZCDP(0.3),
+            public_X=mix.X[:500],
+            min_weight=0.2,
+            estimator="learner",
+            release=Release.of(Accountant(ZCDP(0.3)), 1),
+        )
 
 
 @pytest.mark.parametrize(
@@ -120,9 +161,14 @@ def test_dropping_the_double_count_is_refused_by_the_cluster_accountant(mix, mon
 def test_bad_public_input_is_refused_before_spending(mix, public, match) -> None:
     shared = Accountant(ApproxDP(1.0, 1e-6))
     with pytest.raises(InvalidDataError, match=match):
-        public_heavy_gmm(mix.X[500:], 3, ApproxDP(1.0, 1e-6), public_X=public(mix.X[:500]),
-                         min_weight=0.2, accountant=Accountant(ApproxDP(1.0, 1e-6), parent=shared),
-                         noise=0)
+        public_heavy_gmm(
+            mix.X[500:],
+            3,
+            ApproxDP(1.0, 1e-6),
+            public_X=public(mix.X[:500]),
+            min_weight=0.2,
+            release=Release.of(Accountant(ApproxDP(1.0, 1e-6), parent=shared), 0),
+        )
     assert shared.ledger == [] and shared.spent is None or shared.spent.epsilon == 0
 
 
@@ -131,8 +177,14 @@ def test_adversarial_public_rows_spend_exactly_the_budget_or_nothing(mix) -> Non
     for shift, seed in ((1e3, 2), (30.0, 3)):
         acct = Accountant(ZCDP(0.2))
         try:
-            public_heavy_gmm(mix.X[500:], 3, ZCDP(0.2), public_X=mix.X[:500] + shift,
-                             min_weight=0.2, accountant=acct, noise=seed)
+            public_heavy_gmm(
+                mix.X[500:],
+                3,
+                ZCDP(0.2),
+                public_X=mix.X[:500] + shift,
+                min_weight=0.2,
+                release=Release.of(acct, seed),
+            )
         except EstimationFailed:
             pass
         assert math.isclose(acct.spent.rho, 0.2, rel_tol=1e-12)
@@ -166,9 +218,15 @@ AUDIT_P = np.vstack([np.linspace(-1, 1, 12)[:, None], 20.0 + np.linspace(-1, 1, 
 def _heavy_mechanism(estimator: str):
     def mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         b = ZCDP(AUDIT_RHO)
-        w, m, c = public_heavy_gmm(data, 2, b, public_X=AUDIT_P, accountant=Accountant(b),
-                                   noise=NoiseSource(rng), estimator=estimator,
-                                   constants="theory" if estimator == "learner" else "practical")
+        w, m, c = public_heavy_gmm(
+            data,
+            2,
+            b,
+            public_X=AUDIT_P,
+            estimator=estimator,
+            constants="theory" if estimator == "learner" else "practical",
+            release=Release.of(Accountant(b), NoiseSource(rng)),
+        )
         order = np.argsort(m[:, 0])
         return np.r_[w[order][0], m[order, 0], c[order, 0, 0]]
 

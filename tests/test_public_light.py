@@ -20,8 +20,10 @@ from scipy.stats import norm
 from privgauss import EstimationFailed, InvalidDataError
 from privgauss.audit import audit_mechanism
 from privgauss.datasets import make_mixture
+from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture.public_light import (
+    LightOptions,
     public_cluster_count,
     public_light_gmm,
     q_priv_counts,
@@ -41,8 +43,15 @@ def test_recovers_every_component_at_a_fixed_seed(mix) -> None:
     budget = ZCDP(0.5)
     acct = Accountant(budget)
     info: dict = {}
-    w, m, c = public_light_gmm(mix.X[60:], 3, budget, public_X=mix.X[:60], min_weight=0.2,
-                               accountant=acct, noise=0, info=info)
+    w, m, c = public_light_gmm(
+        mix.X[60:],
+        3,
+        budget,
+        public_X=mix.X[:60],
+        min_weight=0.2,
+        info=info,
+        release=Release.of(acct, 0),
+    )
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert (err.permutation >= 0).all()
     assert err.max_component_tv <= 0.2 and err.weight_error <= 0.05
@@ -53,8 +62,14 @@ def test_recovers_every_component_at_a_fixed_seed(mix) -> None:
 def test_every_iteration_is_charged_and_the_ledger_sums_to_the_budget(mix) -> None:
     budget = ApproxDP(1.0, 1e-6)
     acct = Accountant(budget)
-    public_light_gmm(mix.X[60:], 3, budget, public_X=mix.X[:60], min_weight=0.2,
-                     accountant=acct, noise=1)
+    public_light_gmm(
+        mix.X[60:],
+        3,
+        budget,
+        public_X=mix.X[:60],
+        min_weight=0.2,
+        release=Release.of(acct, 1),
+    )
     assert math.isclose(acct.spent.epsilon, 1.0, rel_tol=1e-9)
     assert math.isclose(acct.spent.delta, 1e-6, rel_tol=1e-9)
     steps = [e.step for e in acct.ledger]
@@ -76,8 +91,14 @@ def test_a_failure_spends_the_whole_budget(mix) -> None:
     X = rng.standard_normal((3_000, 10))
     acct = Accountant(ZCDP(0.2))
     with pytest.raises(EstimationFailed, match=r"n = 3000.*spent") as exc:
-        public_light_gmm(X, 3, ZCDP(0.2), public_X=mix.X[:60], min_weight=0.2,
-                         accountant=acct, noise=3)
+        public_light_gmm(
+            X,
+            3,
+            ZCDP(0.2),
+            public_X=mix.X[:60],
+            min_weight=0.2,
+            release=Release.of(acct, 3),
+        )
     assert exc.value.step == "public-light/clustering"
     assert math.isclose(acct.spent.rho, 0.2, rel_tol=1e-12)
 
@@ -92,8 +113,14 @@ def test_public_rows_without_k_clusters_are_refused_before_spending() -> None:
     assert public_cluster_count(P, 3, 0.2, "practical") < 3
     shared = Accountant(ZCDP(1.0))
     with pytest.raises(InvalidDataError, match="nothing was spent.*method='em'"):
-        public_light_gmm(X, 3, ZCDP(0.2), public_X=P, min_weight=0.2,
-                         accountant=Accountant(ZCDP(0.2), parent=shared), noise=3)
+        public_light_gmm(
+            X,
+            3,
+            ZCDP(0.2),
+            public_X=P,
+            min_weight=0.2,
+            release=Release.of(Accountant(ZCDP(0.2), parent=shared), 3),
+        )
     assert shared.ledger == []
 
 
@@ -105,8 +132,14 @@ def test_the_public_replay_bounds_the_runs_cluster_count() -> None:
     P, X = mix.X[:30], mix.X[30:]
     assert public_cluster_count(P, 3, 1 / 3, "practical") == 3
     info: dict = {}
-    public_light_gmm(X, 3, ZCDP(1e4), public_X=P, accountant=Accountant(ZCDP(1e4)), noise=0,
-                     info=info)
+    public_light_gmm(
+        X,
+        3,
+        ZCDP(1e4),
+        public_X=P,
+        info=info,
+        release=Release.of(Accountant(ZCDP(1e4)), 0),
+    )
     assert len(info["public_balls"]) == 3
 
 
@@ -117,8 +150,14 @@ def test_the_public_replay_bounds_the_runs_cluster_count() -> None:
 def test_bad_public_input_is_refused_before_spending(mix, public, match) -> None:
     shared = Accountant(ZCDP(1.0))
     with pytest.raises(InvalidDataError, match=match):
-        public_light_gmm(mix.X[60:], 3, ZCDP(1.0), public_X=public(mix.X[:60]), min_weight=0.2,
-                         accountant=Accountant(ZCDP(1.0), parent=shared), noise=0)
+        public_light_gmm(
+            mix.X[60:],
+            3,
+            ZCDP(1.0),
+            public_X=public(mix.X[:60]),
+            min_weight=0.2,
+            release=Release.of(Accountant(ZCDP(1.0), parent=shared), 0),
+        )
     assert shared.ledger == []
 
 
@@ -136,8 +175,14 @@ def test_adversarial_public_rows_spend_exactly_the_budget(mix, make_public) -> N
     acct = Accountant(ZCDP(0.3))
     P = make_public(mix.X[:60])
     try:
-        public_light_gmm(mix.X[60:20_060], 3, ZCDP(0.3), public_X=P,
-                         min_weight=0.2, accountant=acct, noise=4)
+        public_light_gmm(
+            mix.X[60:20_060],
+            3,
+            ZCDP(0.3),
+            public_X=P,
+            min_weight=0.2,
+            release=Release.of(acct, 4),
+        )
     except EstimationFailed:
         pass
     except InvalidDataError:
@@ -175,8 +220,15 @@ def _gaussian_epsilon(mu: float, delta: float) -> float:
 def _q_priv(sensitivity: float | None):
     def mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         b = ZCDP(Q_RHO)
-        return q_priv_counts(data, np.zeros(1), 1.0, 2.0, b, accountant=Accountant(b),
-                             noise=NoiseSource(rng), sensitivity=sensitivity).astype(float)
+        return q_priv_counts(
+            data,
+            np.zeros(1),
+            1.0,
+            2.0,
+            b,
+            sensitivity=sensitivity,
+            release=Release.of(Accountant(b), NoiseSource(rng)),
+        ).astype(float)
 
     return mechanism
 
@@ -206,9 +258,15 @@ def _light_mechanism(estimator: str):
     def mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         b = ZCDP(E_RHO)
         try:
-            w, m, c = public_light_gmm(data, 2, b, public_X=E_P, accountant=Accountant(b),
-                                       noise=NoiseSource(rng), constants="theory",
-                                       estimator=estimator)
+            w, m, c = public_light_gmm(
+                data,
+                2,
+                b,
+                public_X=E_P,
+                constants="theory",
+                options=LightOptions(estimator=estimator),
+                release=Release.of(Accountant(b), NoiseSource(rng)),
+            )
         except EstimationFailed:
             return np.array([-1.0, -1.0, -1.0, -1.0])
         order = np.argsort(m[:, 0])

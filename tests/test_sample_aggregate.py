@@ -19,17 +19,20 @@ from _helpers import spent_equals as _spent_equals
 
 from privgauss import EstimationFailed, PrivacyBudgetError
 from privgauss.datasets import make_mixture
+from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture import component_estimation as ce
 from privgauss.mixture import sample_aggregate as sa
 from privgauss.mixture.component_estimation import (
     ComponentPrior,
+    Partition,
     estimate_components,
     fixed_size_subset,
     nearest_center,
 )
 from privgauss.mixture.requirements import requirements
 from privgauss.mixture.sample_aggregate import (
+    SAOptions,
     default_chunk_size,
     dummy_points,
     round_points,
@@ -49,7 +52,7 @@ EPS, DELTA = 5.0, 1e-6
 def test_recovers_a_separated_mixture(seed: int) -> None:
     mix = make_mixture(40_000, 2, 2, separation=3.0, random_state=seed)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    w, m, c = sample_aggregate_gmm(mix.X, 2, ApproxDP(EPS, DELTA), accountant=acct, noise=seed)
+    w, m, c = sample_aggregate_gmm(mix.X, 2, ApproxDP(EPS, DELTA), release=Release.of(acct, seed))
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert err.max_component_tv <= 0.1, err.component_tv
     assert err.weight_error <= 0.02
@@ -60,7 +63,11 @@ def test_recovers_unequal_weights_with_min_weight() -> None:
     mix = make_mixture(150_000, 3, 2, weights=[0.5, 0.3, 0.2], separation=3.0, random_state=3)
     acct = Accountant(ApproxDP(EPS, DELTA))
     w, m, c = sample_aggregate_gmm(
-        mix.X, 3, ApproxDP(EPS, DELTA), min_weight=0.2, accountant=acct, noise=3
+        mix.X,
+        3,
+        ApproxDP(EPS, DELTA),
+        min_weight=0.2,
+        release=Release.of(acct, 3),
     )
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert err.max_component_tv <= 0.15, err.component_tv
@@ -143,16 +150,13 @@ def test_estimation_is_charged_twice_per_part_budget(monkeypatch: pytest.MonkeyP
     acct = Accountant(ZCDP(1.0))
     w, m, c, _ = estimate_components(
         data,
-        labels,
+        Partition(labels, rng.random(len(data))),
         priors,
         ZCDP(0.1),
         ZCDP(0.6),
-        keys=rng.random(len(data)),
         beta=0.05,
         constants="practical",
-        accountant=acct,
-        noise=NoiseSource(0),
-        step="t",
+        release=Release.of(acct, NoiseSource(0), "t"),
     )
     assert seen == [pytest.approx(0.3), pytest.approx(0.3)]
     est = [e for e in acct.ledger if e.step == "t/estimate"]
@@ -171,16 +175,13 @@ def test_count_release_has_histogram_sensitivity() -> None:
     priors = [ComponentPrior(np.zeros(2), 1.0, (0.1, 10.0))] * 2
     estimate_components(
         data,
-        labels,
+        Partition(labels, np.arange(200) / 200),
         priors,
         ZCDP(0.1),
         ZCDP(0.2),
-        keys=np.arange(200) / 200,
         beta=0.05,
         constants="practical",
-        accountant=acct,
-        noise=NoiseSource(0),
-        step="t",
+        release=Release.of(acct, NoiseSource(0), "t"),
     )
     entry = acct.ledger[0]
     assert entry.step == "t/counts" and entry.sensitivity == pytest.approx(math.sqrt(2))
@@ -216,7 +217,7 @@ def test_failure_spends_the_whole_budget_and_names_the_step() -> None:
     budget = ApproxDP(0.5, DELTA)
     acct = Accountant(budget)
     with pytest.raises(EstimationFailed) as info:
-        sample_aggregate_gmm(mix.X, 3, budget, accountant=acct, noise=0)
+        sample_aggregate_gmm(mix.X, 3, budget, release=Release.of(acct, 0))
     assert info.value.step.startswith("sample-aggregate/round-")
     need = requirements("sample-aggregate", n=3000, d=2, k=3, epsilon=0.5, delta=DELTA)
     assert info.value.needed_n == math.ceil(need.n_needed) > 3000
@@ -230,11 +231,14 @@ def test_over_budget_accountant_refuses_before_any_noise() -> None:
     gen = np.random.default_rng(0)
     state = gen.bit_generator.state
     with pytest.raises(PrivacyBudgetError):
-        sample_aggregate_gmm(mix.X, 2, ApproxDP(2.0, DELTA), accountant=acct, noise=gen)
+        sample_aggregate_gmm(mix.X, 2, ApproxDP(2.0, DELTA), release=Release.of(acct, gen))
     assert acct.ledger == [] and gen.bit_generator.state == state
     with pytest.raises(PrivacyBudgetError):  # a zCDP total cannot take (epsilon, delta) charges
         sample_aggregate_gmm(
-            mix.X, 2, ApproxDP(1.0, DELTA), accountant=Accountant(ZCDP(10.0)), noise=0
+            mix.X,
+            2,
+            ApproxDP(1.0, DELTA),
+            release=Release.of(Accountant(ZCDP(10.0)), 0),
         )
 
 
@@ -258,9 +262,8 @@ def test_inputs_are_not_mutated_and_chunk_warnings_are_silenced() -> None:
             X,
             2,
             ApproxDP(EPS, DELTA),
-            learner=noisy_learner,
-            accountant=Accountant(ApproxDP(EPS, DELTA)),
-            noise=1,
+            options=SAOptions(learner=noisy_learner),
+            release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 1),
         )
     np.testing.assert_array_equal(X, mix.X)
 
@@ -269,16 +272,20 @@ def test_refusals_name_what_is_needed_and_contain_no_data() -> None:
     X = np.full((50, 2), 987.654321)
     budget = ApproxDP(1.0, DELTA)
     with pytest.raises(ValueError) as info:
-        sample_aggregate_gmm(X, 2, budget, accountant=Accountant(budget))
+        sample_aggregate_gmm(X, 2, budget, release=Release.of(Accountant(budget)))
     assert "chunks" in str(info.value) and "987" not in str(info.value)
     with pytest.raises(ValueError, match="min_weight"):
         sample_aggregate_gmm(
-            np.zeros((5000, 2)), 2, budget, min_weight=0.7, accountant=Accountant(budget)
+            np.zeros((5000, 2)),
+            2,
+            budget,
+            min_weight=0.7,
+            release=Release.of(Accountant(budget)),
         )
     bad = X.copy()
     bad[3, 1] = np.nan
     with pytest.raises(ValueError) as info:
-        sample_aggregate_gmm(bad, 2, budget, accountant=Accountant(budget))
+        sample_aggregate_gmm(bad, 2, budget, release=Release.of(Accountant(budget)))
     assert "987" not in str(info.value)
 
 
@@ -295,7 +302,7 @@ def test_secure_noise_path_runs() -> None:
     mix = make_mixture(12_000, 2, 2, separation=4.0, random_state=2)
     budget = ApproxDP(10.0, DELTA)
     acct = Accountant(budget)
-    w, m, c = sample_aggregate_gmm(mix.X, 2, budget, accountant=acct, noise=None)
+    w, m, c = sample_aggregate_gmm(mix.X, 2, budget, release=Release.of(acct, None))
     err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
     assert err.max_component_tv <= 0.2
     assert _spent_equals(acct, 10.0, DELTA)

@@ -19,7 +19,9 @@ import privgauss.mixture.good_radius as grm
 import privgauss.mixture.terrific_ball as tb
 from privgauss import InvalidDataError, PrivacyBudgetError, sensitivity
 from privgauss.audit import audit_mechanism
+from privgauss.mechanisms import Release
 from privgauss.mixture.good_radius import above_threshold_slack, doubling_radii
+from privgauss.mixture.one_cluster import BallSearch
 from privgauss.mixture.terrific_ball import (
     ball_query,
     point_scores,
@@ -105,7 +107,7 @@ def test_terrific_radius_uses_one_above_threshold_and_stops_at_the_first_top(
     X = two_clusters(300, 2, seed=0)[0]
     for seed in range(20):
         acct = Accountant(PureDP(0.5))
-        r = terrific_radius(X, 300, 5.0, RADII, PureDP(0.5), accountant=acct, noise=seed)
+        r = terrific_radius(X, 300, 5.0, RADII, PureDP(0.5), release=Release.of(acct, seed))
         hit, consumed, total = calls[-1]
         assert len(acct.ledger) == 1 and acct.ledger[0].mechanism == "above-threshold"
         assert acct.ledger[0].sensitivity == 2.0
@@ -150,7 +152,14 @@ def test_finds_a_ball_around_one_of_two_separated_clusters(d: int) -> None:
     for seed in range(5):
         X, labels, _ = two_clusters(500, d, seed)
         acct = Accountant(ApproxDP(EPS, DELTA))
-        ball = terrific_ball(X, 500, 5.0, RADII, ApproxDP(EPS, DELTA), accountant=acct, noise=seed)
+        ball = terrific_ball(
+            X,
+            500,
+            5.0,
+            RADII,
+            ApproxDP(EPS, DELTA),
+            release=Release.of(acct, seed),
+        )
         if ball is None:
             continue
         inside = np.linalg.norm(X - ball.center, axis=1) <= ball.radius
@@ -166,12 +175,19 @@ def test_single_gaussian_has_no_terrific_ball() -> None:
         X = rng.standard_normal((1200, 2)) * 3 + 7
         acct = Accountant(ApproxDP(EPS, DELTA))
         nones += (
-            terrific_ball(X, 300, 5.0, RADII, ApproxDP(EPS, DELTA), accountant=acct, noise=seed)
+            terrific_ball(
+                X,
+                300,
+                5.0,
+                RADII,
+                ApproxDP(EPS, DELTA),
+                release=Release.of(acct, seed),
+            )
             is None
         )
         acct = Accountant(PureDP(EPS))
         radius_nones += (
-            terrific_radius(X, 300, 5.0, RADII, PureDP(EPS), accountant=acct, noise=seed) is None
+            terrific_radius(X, 300, 5.0, RADII, PureDP(EPS), release=Release.of(acct, seed)) is None
         )
     assert nones >= 7 and radius_nones >= 7
 
@@ -185,9 +201,15 @@ def test_largest_flag_picks_the_larger_secluded_scale() -> None:
     small = large = 0
     for seed in range(5):
         acct = Accountant(PureDP(4.0))
-        r0 = terrific_radius(X, 300, 5.0, RADII, PureDP(2.0), accountant=acct, noise=seed)
+        r0 = terrific_radius(X, 300, 5.0, RADII, PureDP(2.0), release=Release.of(acct, seed))
         r1 = terrific_radius(
-            X, 300, 5.0, RADII, PureDP(2.0), largest=True, accountant=acct, noise=seed
+            X,
+            300,
+            5.0,
+            RADII,
+            PureDP(2.0),
+            largest=True,
+            release=Release.of(acct, seed),
         )
         small += r0 is not None and r0 <= 4.0  # a ball around A, B or C alone
         large += r1 is not None and 10.0 <= r1 <= 200.0  # A ∪ B secluded from C
@@ -200,9 +222,9 @@ def test_the_check_rejects_a_ball_that_is_not_terrific(monkeypatch: pytest.Monke
     X, _, means = two_clusters(500, 2, seed=9)
 
     def fake_center(center):
-        def center_with(X, r, parts, *, accountant, **kwargs):
+        def center_with(X, r, parts, search, release):
             for b in parts[1:4]:  # charged as the real GoodCenter would
-                accountant.spend(b, step="fake-center")
+                release.accountant.spend(b, step="fake-center")
             return center
 
         return center_with
@@ -211,13 +233,20 @@ def test_the_check_rejects_a_ball_that_is_not_terrific(monkeypatch: pytest.Monke
     rejected = 0
     for seed in range(5):
         acct = Accountant(ApproxDP(EPS, DELTA))
-        ball = terrific_ball(X, 500, 5.0, RADII, ApproxDP(EPS, DELTA), accountant=acct, noise=seed)
+        ball = terrific_ball(
+            X,
+            500,
+            5.0,
+            RADII,
+            ApproxDP(EPS, DELTA),
+            release=Release.of(acct, seed),
+        )
         rejected += ball is None
         _total_spent_ok(acct, ApproxDP(EPS, DELTA))
     assert rejected == 5
     monkeypatch.setattr(tb, "center_with", fake_center(means[0]))  # a good centre passes
     acct = Accountant(ApproxDP(EPS, DELTA))
-    ball = terrific_ball(X, 500, 5.0, RADII, ApproxDP(EPS, DELTA), accountant=acct, noise=0)
+    ball = terrific_ball(X, 500, 5.0, RADII, ApproxDP(EPS, DELTA), release=Release.of(acct, 0))
     assert ball is not None and np.array_equal(ball.center, means[0])
 
 
@@ -225,7 +254,13 @@ def test_subsampled_scoring_still_finds_the_ball() -> None:
     X, labels, _ = two_clusters(1500, 2, seed=3)
     acct = Accountant(ApproxDP(EPS, DELTA))
     ball = terrific_ball(
-        X, 1500, 5.0, RADII, ApproxDP(EPS, DELTA), max_points=800, accountant=acct, noise=3
+        X,
+        1500,
+        5.0,
+        RADII,
+        ApproxDP(EPS, DELTA),
+        search=BallSearch(max_points=800),
+        release=Release.of(acct, 3),
     )
     assert ball is not None
     inside = np.linalg.norm(X - ball.center, axis=1) <= ball.radius
@@ -251,7 +286,7 @@ def test_ledger_sums_to_the_budget_on_success_and_failure(d: int, found: bool) -
         X = np.random.default_rng(4).standard_normal((800, d))
     budget = ApproxDP(EPS, DELTA)
     acct = Accountant(budget)
-    ball = terrific_ball(X, 400, 5.0, RADII, budget, accountant=acct, noise=4)
+    ball = terrific_ball(X, 400, 5.0, RADII, budget, release=Release.of(acct, 4))
     assert (ball is not None) == found
     _total_spent_ok(acct, budget)
     steps = [e.step for e in acct.ledger]
@@ -272,7 +307,13 @@ def test_pure_budget_with_a_public_box() -> None:
     X, labels, _ = two_clusters(500, 2, seed=5)
     acct = Accountant(PureDP(EPS))
     ball = terrific_ball(
-        X, 500, 5.0, RADII, PureDP(EPS), center_box=(-200, 200), accountant=acct, noise=5
+        X,
+        500,
+        5.0,
+        RADII,
+        PureDP(EPS),
+        search=BallSearch(center_box=(-200, 200)),
+        release=Release.of(acct, 5),
     )
     assert ball is not None
     assert [e.mechanism for e in acct.ledger] == [
@@ -286,7 +327,14 @@ def test_pure_budget_with_a_public_box() -> None:
     inside = np.linalg.norm(X - ball.center, axis=1) <= ball.radius
     assert max(inside[labels == j].mean() for j in (0, 1)) >= 0.9
     with pytest.raises(ValueError, match="center_box"):
-        terrific_ball(X, 500, 5.0, RADII, PureDP(EPS), accountant=Accountant(PureDP(EPS)))
+        terrific_ball(
+            X,
+            500,
+            5.0,
+            RADII,
+            PureDP(EPS),
+            release=Release.of(Accountant(PureDP(EPS))),
+        )
 
 
 def test_budget_is_refused_before_anything_is_drawn() -> None:
@@ -295,11 +343,16 @@ def test_budget_is_refused_before_anything_is_drawn() -> None:
         rng = np.random.default_rng(0)
         state = rng.bit_generator.state
         with pytest.raises(PrivacyBudgetError):
-            terrific_ball(X, 100, 5.0, RADII, ApproxDP(EPS, DELTA), accountant=acct, noise=rng)
+            terrific_ball(X, 100, 5.0, RADII, ApproxDP(EPS, DELTA), release=Release.of(acct, rng))
         assert acct.ledger == [] and rng.bit_generator.state == state
     with pytest.raises(PrivacyBudgetError):
         terrific_radius(
-            X, 100, 5.0, RADII, ApproxDP(EPS, DELTA), accountant=Accountant(ApproxDP(EPS, DELTA))
+            X,
+            100,
+            5.0,
+            RADII,
+            ApproxDP(EPS, DELTA),
+            release=Release.of(Accountant(ApproxDP(EPS, DELTA))),
         )
 
 
@@ -319,7 +372,13 @@ AUDIT_EPS = 4.0  # with beta = 0.5 the threshold t − Γ sits close to the scor
 def _terrific_radius_mechanism(data: np.ndarray, rng: np.random.Generator) -> float:
     acct = Accountant(PureDP(AUDIT_EPS))
     r = terrific_radius(
-        data, T_AUDIT, 2.0, AUDIT_RADII, PureDP(AUDIT_EPS), beta=0.5, accountant=acct, noise=rng
+        data,
+        T_AUDIT,
+        2.0,
+        AUDIT_RADII,
+        PureDP(AUDIT_EPS),
+        beta=0.5,
+        release=Release.of(acct, rng),
     )
     return -1.0 if r is None else r  # the index of the radius, or ⊥
 
@@ -358,8 +417,15 @@ def test_inputs_are_not_mutated() -> None:
     radii.flags.writeable = False
     X_copy = X.copy()
     acct = Accountant(ApproxDP(EPS, DELTA))
-    terrific_ball(X, 300, 5.0, radii, ApproxDP(EPS, DELTA), accountant=acct, noise=7)
-    terrific_radius(X, 300, 5.0, radii, PureDP(EPS), accountant=Accountant(PureDP(EPS)), noise=7)
+    terrific_ball(X, 300, 5.0, radii, ApproxDP(EPS, DELTA), release=Release.of(acct, 7))
+    terrific_radius(
+        X,
+        300,
+        5.0,
+        radii,
+        PureDP(EPS),
+        release=Release.of(Accountant(PureDP(EPS)), 7),
+    )
     point_scores(X, 300, 5.0, radii)
     ball_query(X, X[0], 1.0, 5.0, 300)
     np.testing.assert_array_equal(X, X_copy)
@@ -371,17 +437,47 @@ def test_error_messages_contain_no_data() -> None:
     bad = X.copy()
     bad[2, 0] = np.inf
     # a non-finite row is handled per record, never an error on a private value (rule 10)
-    terrific_ball(bad, 10, 5.0, RADII, ApproxDP(EPS, DELTA),
-                  accountant=Accountant(ApproxDP(EPS, DELTA)), noise=0)
+    terrific_ball(
+        bad,
+        10,
+        5.0,
+        RADII,
+        ApproxDP(EPS, DELTA),
+        release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 0),
+    )
     cases = [
         lambda: terrific_ball(
-            X, 10, 2.5, RADII, ApproxDP(EPS, DELTA), accountant=Accountant(ApproxDP(EPS, DELTA))
+            X,
+            10,
+            2.5,
+            RADII,
+            ApproxDP(EPS, DELTA),
+            release=Release.of(Accountant(ApproxDP(EPS, DELTA))),
         ),
-        lambda: terrific_radius(X, 0, 5.0, RADII, PureDP(EPS), accountant=Accountant(PureDP(EPS))),
         lambda: terrific_radius(
-            X, 10, 5.0, [1.0, -2.0], PureDP(EPS), accountant=Accountant(PureDP(EPS))
+            X,
+            0,
+            5.0,
+            RADII,
+            PureDP(EPS),
+            release=Release.of(Accountant(PureDP(EPS))),
         ),
-        lambda: terrific_radius(X, 10, 5.0, RADII, PureDP(EPS), accountant=Accountant(PureDP(0.1))),
+        lambda: terrific_radius(
+            X,
+            10,
+            5.0,
+            [1.0, -2.0],
+            PureDP(EPS),
+            release=Release.of(Accountant(PureDP(EPS))),
+        ),
+        lambda: terrific_radius(
+            X,
+            10,
+            5.0,
+            RADII,
+            PureDP(EPS),
+            release=Release.of(Accountant(PureDP(0.1))),
+        ),
     ]
     for case in cases:
         with pytest.raises((ValueError, InvalidDataError, PrivacyBudgetError)) as err:
@@ -392,6 +488,13 @@ def test_error_messages_contain_no_data() -> None:
 def test_secure_noise_path() -> None:
     X, labels, _ = two_clusters(150, 1, seed=8)
     acct = Accountant(PureDP(4.0))
-    r = terrific_radius(X, 150, 5.0, doubling_radii(0.1, 100), PureDP(4.0), accountant=acct)
+    r = terrific_radius(
+        X,
+        150,
+        5.0,
+        doubling_radii(0.1, 100),
+        PureDP(4.0),
+        release=Release.of(acct),
+    )
     assert r is None or r in doubling_radii(0.1, 100)
     assert len(acct.ledger) == 1

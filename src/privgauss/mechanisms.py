@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,17 @@ from scipy.special import erfcx, log_ndtr
 
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
-from .privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, pure_epsilon
+from .privacy import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Budget,
+    LedgerEntry,
+    check_delta,
+    has_delta,
+    is_pure,
+    pure_epsilon,
+)
 from .privacy.budgets import MIN_EPS
 from .sensitivity import (
     gaussian_stability_histogram_threshold,
@@ -29,6 +40,71 @@ from .sensitivity import (
     histogram_l2,
     stability_histogram_threshold,
 )
+
+
+@dataclass(frozen=True)
+class Release:
+    """Where a computation's releases go: the accountant charged, the noise source drawn from
+    and the prefix of its ledger steps — what the algorithms pass down instead of an
+    (accountant, noise, step) triple.
+
+    Parameters
+    ----------
+    accountant : Accountant
+        Charged (before any noise is drawn) for every release made through this context.
+    noise : NoiseSource
+        The noise source (its :attr:`~privgauss.noise.NoiseSource.rng` gives the non-noise
+        randomness: permutations, subsamples). Build a context with :meth:`of` to accept a
+        seed or None.
+    step : str
+        Prefix of the ledger steps charged through this context ("" for none).
+
+    Examples
+    --------
+    >>> import privgauss as pg
+    >>> from privgauss.mechanisms import Release
+    >>> rel = Release.of(pg.Accountant(pg.ZCDP(1.0)), 0, "fit")
+    >>> rel.at("round-1").step
+    'fit/round-1'
+    """
+
+    accountant: Accountant
+    noise: NoiseSource
+    step: str = ""
+
+    @classmethod
+    def of(cls, accountant: Accountant, noise: RandomState = None, step: str = "") -> Release:
+        """A context for ``accountant`` and the noise source of ``noise`` (a
+        :class:`NoiseSource`, a seed, a Generator, or None for secure noise)."""
+        return cls(accountant, as_noise(noise), step)
+
+    def name(self, step: str) -> str:
+        """The ledger name of ``step`` under this context's prefix."""
+        return f"{self.step}/{step}" if self.step and step else (self.step or step)
+
+    def at(self, step: str) -> Release:
+        """The same accountant and noise, with steps named under ``step`` (see :meth:`name`)."""
+        return replace(self, step=self.name(step))
+
+    def named(self, default: str) -> Release:
+        """This context, its step prefix ``default`` when it has none (an algorithm's own
+        name when its caller gave no prefix)."""
+        return self if self.step else replace(self, step=default)
+
+    def child(self, name: str, total: Budget | None = None) -> Release:
+        """A context charging a child accountant (:meth:`Accountant.child`) whose steps are
+        listed here under ``name``; the child's own steps start unprefixed."""
+        return Release(self.accountant.child(name, total), self.noise)
+
+    def prepaid(self, entry: LedgerEntry, total: Budget, name: str = "") -> Release:
+        """A context for a sub-computation already paid for by ``entry``
+        (:meth:`Accountant.prepaid`)."""
+        return Release(self.accountant.prepaid(entry, total, name), self.noise)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The noise source's generator for non-noise randomness."""
+        return self.noise.rng
 
 
 def _check_sensitivity(sensitivity: float) -> float:
@@ -101,8 +177,7 @@ def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) ->
     epsilon = _check_budget_value("epsilon", epsilon)
     if sensitivity == 0:
         return 0.0
-    if not 0 < delta < 1:
-        raise PrivacyBudgetError("the analytic Gaussian mechanism needs 0 < delta < 1")
+    check_delta(delta, message="the analytic Gaussian mechanism needs 0 < delta < 1")
     lo, hi = sensitivity * 1e-6, sensitivity
     while _analytic_delta(hi, sensitivity, epsilon) > delta:
         hi *= 2
@@ -121,7 +196,7 @@ def gaussian_sigma(sensitivity: float, budget: Budget) -> float:
     """Gaussian noise scale for a budget: zCDP calibration or the analytic (ε, δ) one."""
     if isinstance(budget, ZCDP):
         return gaussian_sigma_zcdp(sensitivity, budget.rho)
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
+    if has_delta(budget):
         return gaussian_sigma_analytic(sensitivity, budget.epsilon, budget.delta)
     raise PrivacyBudgetError(
         f"the Gaussian mechanism needs a zCDP or (epsilon, delta>0) budget, got {budget}; "
@@ -254,7 +329,7 @@ def symmetric_matrix_mechanism(
         raise ValueError("symmetric_matrix_mechanism needs a square matrix or a stack of them")
     m = (m + np.swapaxes(m, -1, -2)) / 2
     src = as_noise(noise)
-    if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
+    if is_pure(budget):
         eps = pure_epsilon(budget, "symmetric Laplace mechanism")
         scale = _check_sensitivity(sensitivity) / eps
         _charge(accountant, budget, step, "symmetric-laplace", float(sensitivity), scale)
@@ -280,7 +355,7 @@ def truncated_laplace_mechanism(
     """Release ``value`` plus Laplace(Δ/ε) noise truncated to [−A, A] with
     A = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)); (ε, δ)-DP for a scalar statistic of sensitivity Δ.
     Its noise is bounded, which the PPE reduction needs."""
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+    if not has_delta(budget):
         raise PrivacyBudgetError(
             "the truncated Laplace mechanism needs an (epsilon, delta>0) budget"
         )
@@ -310,7 +385,7 @@ def private_count(
     """
     count = _counts(count)
     src = as_noise(noise)
-    if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
+    if is_pure(budget):
         eps = pure_epsilon(budget, "private count")
         scale = _check_sensitivity(sensitivity) / eps
         _charge(accountant, budget, step, "count-discrete-laplace", sensitivity, scale)
@@ -406,7 +481,7 @@ def stability_histogram(
     is instead the 1-D array of distinct bins in increasing order and ``counts`` their
     positive record counts: the release is then the one the records themselves would give.
     """
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+    if not has_delta(budget):
         raise PrivacyBudgetError("the stability histogram needs an (epsilon, delta>0) budget")
     k = np.asarray(keys)
     if k.ndim not in (1, 2) or k.shape[0] == 0:
@@ -481,7 +556,7 @@ def gaussian_stability_histograms(
         raise ValueError("columns must be (distinct bins, positive counts), one per histogram")
     rho = ZCDP(rho).rho
     budget_delta = ApproxDP(MIN_EPS, delta)
-    if not budget_delta.delta > 0:
+    if not has_delta(budget_delta):
         raise PrivacyBudgetError("the stability histogram needs delta > 0")
     h = len(columns)
     sens = histogram_l2() * math.sqrt(h)

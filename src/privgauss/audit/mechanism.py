@@ -57,6 +57,8 @@ from typing import Any
 
 import numpy as np
 
+from ..privacy import check_delta
+
 __all__ = ["AuditResult", "audit_mechanism"]
 
 _MAX_THRESHOLDS = 2000  # thresholds scanned per candidate statistic on the selection half
@@ -187,8 +189,7 @@ def _validate(*, epsilon: float, delta: float, n_runs: int, confidence: float) -
         raise ValueError("confidence must lie strictly between 0 and 1")
     if not (isinstance(epsilon, numbers.Real) and math.isfinite(epsilon) and epsilon > 0.0):
         raise ValueError("epsilon must be a finite number > 0")
-    if not (isinstance(delta, numbers.Real) and 0.0 <= delta < 1.0):
-        raise ValueError("delta must lie in [0, 1)")
+    check_delta(delta, zero_ok=True, message="delta must lie in [0, 1)")
 
 
 # --------------------------------------------------------------------------- bounds

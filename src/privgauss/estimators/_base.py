@@ -28,6 +28,7 @@ from ..privacy import (
     Budget,
     PureDP,
     budget_to_dict,
+    has_delta,
     make_budget,
 )
 from ..validation import check_data, validated_rows
@@ -543,7 +544,7 @@ def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
             "fine for experiments and tests, but fit with random_state=None (secure noise) to "
             "release results from real private data",
         )
-    if isinstance(budget, ApproxDP) and budget.delta > 0 and budget.delta >= 1.0 / n_rows:
+    if has_delta(budget) and budget.delta >= 1.0 / n_rows:
         warn_caller(
             LargeDeltaWarning,
             f"delta = {budget.delta:g} is at least 1/n = 1/{n_rows}: an (epsilon, delta) "

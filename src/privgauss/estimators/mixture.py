@@ -25,7 +25,7 @@ from ..densities import (
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..methods import Facts
 from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, has_delta
 from ..validation import check_positive_int
 from ..warnings import ClippedDataWarning
 from ._base import (
@@ -337,7 +337,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         budget = self._budget()
         zcdp_ok = isinstance(budget, ZCDP) and (self.method == "auto"
                                                  or methods.get("mixture", self.method).zcdp)
-        if not (zcdp_ok or (isinstance(budget, ApproxDP) and budget.delta > 0)):
+        if not (zcdp_ok or has_delta(budget)):
             raise PrivacyBudgetError(methods.mixture_budget_refusal(budget))
         assert isinstance(budget, ZCDP | ApproxDP)  # refused above otherwise
         return budget

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..exceptions import PrivacyBudgetError
 from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import RandomState, as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, make_budget
+from ..privacy import ZCDP, Accountant, Budget, has_delta, make_budget
 from ..sensitivity import bounded_mean
 from ._base import warn_before_fit
 from .gaussian import PrivateGaussian
@@ -234,7 +234,7 @@ class DPScorer:
         release = (
             gaussian_mechanism
             if isinstance(self.budget, ZCDP)
-            or (isinstance(self.budget, ApproxDP) and self.budget.delta > 0)
+            or has_delta(self.budget)
             else laplace_mechanism
         )
         noisy = release(

@@ -48,7 +48,7 @@ from scipy import stats
 from ..backends import reduce_rows
 from ..clipped_stats import Rows, affine_rows, mapped_inputs
 from ..mechanisms import private_count
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, zcdp_of
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, has_delta, zcdp_of
 from ..sensitivity import count as count_sensitivity
 
 __all__ = [
@@ -231,14 +231,13 @@ def split_for_count(budget: Budget, zcdp_method: bool) -> tuple[Budget, Budget]:
     the budget alone: a ρ-zCDP budget — or an (ε, δ) budget spent by a zCDP method, through
     its ρ (``zcdp_method``) — gives ρ(1 − s) and the rest; otherwise ε(1 − s) (δ unchanged)
     and a pure ε·s for the count, s = :data:`COUNT_SHARE`. The two compose to the budget."""
-    if isinstance(budget, ZCDP) or (zcdp_method and isinstance(budget, ApproxDP)
-                                    and budget.delta > 0):
+    if isinstance(budget, ZCDP) or (zcdp_method and has_delta(budget)):
         rho = zcdp_of(budget, "the clipped count")
         main = rho * (1.0 - COUNT_SHARE)
         return ZCDP(main), ZCDP(rho - main)
     eps = budget.epsilon
     main_eps = eps * (1.0 - COUNT_SHARE)
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
+    if has_delta(budget):
         return ApproxDP(main_eps, budget.delta), PureDP(eps - main_eps)
     return PureDP(main_eps), PureDP(eps - main_eps)
 

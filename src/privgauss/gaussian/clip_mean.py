@@ -16,7 +16,7 @@ import numpy as np
 from ..clipped_stats import Rows
 from ..mechanisms import gaussian_mechanism, laplace_mechanism
 from ..noise import RandomState
-from ..privacy import Accountant, ApproxDP, Budget, PureDP
+from ..privacy import Accountant, Budget, is_pure
 from ..sensitivity import clipped_mean_l1, clipped_mean_l2
 from .clip_diagnostics import MEAN_COUNT_TAIL, note_clip
 
@@ -37,7 +37,7 @@ def clip_mean(
     mean = rows.clipped_mean(None, None, np.asarray(center, dtype=np.float64), radius)
     # callers' radii cover all but a small tail of Gaussian rows (≤ 1 %, see clip_diagnostics)
     note_clip(rows, None, None, center, radius, "mean", MEAN_COUNT_TAIL)
-    if isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0):
+    if is_pure(budget):
         return laplace_mechanism(
             mean,
             clipped_mean_l1(radius, n, d),

@@ -136,7 +136,7 @@ from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..mechanisms import gaussian_stability_histograms, stability_histogram
 from ..noise import RandomState, as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, approx_to_zcdp
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, approx_to_zcdp, has_delta
 from ..privacy.budgets import MIN_EPS
 from ..sensitivity import (
     gaussian_stability_histogram_threshold,
@@ -879,7 +879,7 @@ def histogram_gaussian(
     from .coinpress import coinpress_gaussian, coinpress_mean
 
     budget = ApproxDP(epsilon, delta)
-    if budget.delta <= 0:
+    if not has_delta(budget):
         raise PrivacyBudgetError("histogram_gaussian needs delta > 0 (stability histograms)")
     beta = check_probability(beta, "beta")
     if not (isinstance(corr_condition, int | float) and corr_condition >= 1):

@@ -68,10 +68,9 @@ from scipy.special import ndtr, ndtri
 from ..backends import as_rows, public_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import cholesky_pd, sqrtm_psd, sym
-from ..mechanisms import exponential_mechanism
+from ..mechanisms import Release, exponential_mechanism
 from ..metrics import tv_distance_1d
-from ..noise import RandomState, as_noise
-from ..privacy import Accountant, PureDP
+from ..privacy import PureDP
 from ..validation import check_positive_int
 from .public_preconditioner import public_preconditioner
 
@@ -461,11 +460,9 @@ def hypothesis_selection_gaussian(
     cov_bounds: tuple[float, float] | None = None,
     cov: Any = None,
     alpha: float = 0.1,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     max_candidates: int = 200_000,
     score: Literal["auto", "scheffe", "projection"] = "auto",
-    step: str = "hypothesis-selection",
 ) -> tuple[np.ndarray, np.ndarray]:
     """ε-DP (replace-one, n public) Gaussian learning by private hypothesis selection (BKSW 2019).
 
@@ -473,12 +470,14 @@ def hypothesis_selection_gaussian(
     lo·I ⪯ Σ ⪯ hi·I for ``cov_bounds=(lo, hi)`` (d ≤ 2), or Σ = I when both are None. An
     ``alpha``-cover of it is built from these public parameters, every candidate is scored
     (sensitivity 1; see the module docstring) and one is drawn by the exponential mechanism,
-    charged as ``PureDP(epsilon)`` to ``accountant``. Returns the chosen (mean, cov).
+    charged as ``PureDP(epsilon)`` to ``release`` (step "hypothesis-selection-<score>", or its
+    own prefix). Returns the chosen (mean, cov).
 
     Raises ValueError (before anything is spent) when the cover would exceed
     ``max_candidates``, and :class:`PrivacyBudgetError` when the accountant cannot pay ε.
     """
     budget = PureDP(epsilon)
+    accountant, step = release.accountant, release.named("hypothesis-selection").step
     Xc = as_rows(X)
     n, d = Xc.shape
     max_candidates = check_positive_int(max_candidates, "max_candidates")
@@ -505,7 +504,7 @@ def hypothesis_selection_gaussian(
         raise PrivacyBudgetError(
             f"hypothesis selection needs {budget} from the accountant, which cannot pay it"
         )
-    src = as_noise(noise)
+    src = release.noise
     cover = build_cover(
         c, r, cov=C, cov_bounds=cov_bounds, alpha=alpha, max_candidates=max_candidates
     )
@@ -525,8 +524,7 @@ def hypothesis_selection_public(
     X_pub: Any,
     epsilon: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     alpha: float = 0.1,
     beta: float = 0.05,
     gamma: float = 0.0,
@@ -539,6 +537,7 @@ def hypothesis_selection_public(
     of :func:`privgauss.gaussian.public.public_preconditioner`, after which the private rows
     satisfy ‖μ‖ ≤ R and I ⪯ Σ ⪯ K·I w.h.p.; selection runs in those coordinates over the
     (0, R, (1, K)) cover and the result is mapped back. Replace-one neighbours on X, n public.
+    Charged to ``release`` (step "hypothesis-selection-public-<score>" unless it names one).
     """
     Xc = as_rows(X)
     Xp = public_rows(X_pub, name="X_pub", n_features=Xc.shape[1])
@@ -552,10 +551,8 @@ def hypothesis_selection_public(
         radius=float(pre.R),
         cov_bounds=(1.0, float(pre.K)),
         alpha=alpha,
-        accountant=accountant,
-        noise=noise,
+        release=release.named("hypothesis-selection-public"),
         max_candidates=max_candidates,
         score=score,
-        step="hypothesis-selection-public",
     )
     return pre.backward(mean_z, cov_z)

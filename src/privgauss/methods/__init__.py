@@ -331,7 +331,7 @@ accountant
     'kssu'
     """
     from ..exceptions import InvalidDataError, PrivacyBudgetError
-    from ..privacy import ZCDP, ApproxDP, make_budget
+    from ..privacy import ZCDP, has_delta, make_budget
 
     def facts_of(budget: Any) -> Facts:
         return Facts(
@@ -370,7 +370,7 @@ accountant
     elif (mean_bound is None) != (cov_bounds is None):
         refused = ValueError("mean_bound= and cov_bounds= (the mixture's prior) go together")
     elif not (isinstance(budget, ZCDP) and (method == "auto" or MIXTURE[method].zcdp)
-              or isinstance(budget, ApproxDP) and budget.delta > 0):
+              or has_delta(budget)):
         refused = PrivacyBudgetError(mixture_budget_refusal(budget))  # the estimator's
     facts = facts_of(budget)
     if refused is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..mechanisms import Release
 from ..noise import NoiseSource
 from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan
 from ._record import Facts
@@ -56,6 +57,36 @@ def learner_plan(facts: Facts, plan: BudgetPlan, step: str) -> BudgetPlan:
     budget as the total (to which they compose exactly)."""
     p = plan.prefixed(step + "/")
     return BudgetPlan.of(facts.budget, dict(p.parts), groups=p.groups)
+
+
+def paper_run(module: str, function: str, knobs: tuple[str, ...], public: bool = False,
+              options: str | None = None) -> Callable[..., Mixture]:
+    """A run function calling the paper learner ``privgauss.mixture.<module>.<function>`` with
+    the estimator's parameters, a :class:`~privgauss.mechanisms.Release` of the fit's
+    accountant and noise, and its knobs — packed into the module's parameter object named
+    ``options`` when given, else passed as keywords (and ``public_X=`` when ``public``)."""
+
+    def run(est: Any, X: np.ndarray, public_X: np.ndarray | None, budget: Budget,
+            acct: Accountant, noise: NoiseSource, info: dict[str, Any],
+            **extra: Any) -> Mixture:
+        mod = importlib.import_module(f"privgauss.mixture.{module}")
+        given = method_knobs(est, knobs)
+        packed = {"options": getattr(mod, options)(**given)} if options else given
+        return getattr(mod, function)(
+            X,
+            est.n_components,
+            budget,
+            min_weight=est.min_weight,
+            beta=est.beta,
+            constants=est.constants,
+            release=Release(acct, noise),
+            info=info,
+            **({"public_X": public_X} if public else {}),
+            **packed,
+            **extra,
+        )
+
+    return run
 
 
 def reduction_run(function: str) -> Callable[..., Mixture]:

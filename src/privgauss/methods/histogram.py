@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..privacy import ApproxDP, BudgetPlan
+from ..privacy import ApproxDP, BudgetPlan, has_delta
 from ._gaussian import GaussianJob, smallest_n
 from ._record import Facts, Method
 
@@ -80,7 +80,7 @@ def _tests(facts: Facts) -> dict[str, Callable[[int], bool]]:
 
 def _enough(facts: Facts) -> bool:
     """Whether n meets every term of the requirement (one evaluation each: a fit's check)."""
-    return not isinstance(facts.budget, ApproxDP) or facts.budget.delta <= 0 or all(
+    return not has_delta(facts.budget) or all(
         test(facts.n) for test in _tests(facts).values())
 
 
@@ -95,7 +95,7 @@ def _requirements(facts: Facts) -> Any:
     ``PLAN_MAX_ERROR``. Below it the capped thresholds exceed half the expected count
     of the bins the fit needs, or the refinement returns noise: a failure is likely, after
     spending."""
-    if not isinstance(facts.budget, ApproxDP) or facts.budget.delta <= 0:
+    if not has_delta(facts.budget):
         return None
     from ..gaussian.coinpress import PLAN_MAX_ERROR
     from ..mixture.sample_size import report

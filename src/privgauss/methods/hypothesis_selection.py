@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..mechanisms import Release
 from ..privacy import ApproxDP, BudgetPlan, PureDP
 from ._gaussian import GaussianJob
 from ._record import Facts, Method, is_pure
@@ -39,8 +40,8 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     X = in_memory(job.X, max_memory_bytes=facts.max_memory_bytes)
     Xp = job.public_X
     if Xp is not None and Xp.shape[0] >= X.shape[1] + 1 and not facts.public_unusable:
-        return hs.hypothesis_selection_public(X, Xp, eps, accountant=job.accountant,
-                                              noise=job.noise)
+        return hs.hypothesis_selection_public(X, Xp, eps,
+                                              release=Release.of(job.accountant, job.noise))
     if facts.mean_bound is None or (job.known is None and facts.cov_bounds is None):
         raise InvalidDataError(
             "method='hypothesis-selection' needs mean_bound= and cov_bounds= "
@@ -53,8 +54,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         radius=float(facts.mean_bound),
         cov_bounds=facts.cov_bounds,
         cov=job.known,
-        accountant=job.accountant,
-        noise=job.noise,
+        release=Release.of(job.accountant, job.noise),
     )
 
 

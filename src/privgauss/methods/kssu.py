@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import learner_plan, learner_run, paper_requirements
+from ._mixture import learner_plan, paper_requirements, paper_run
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -16,11 +16,13 @@ KNOBS = ("terrific_c", "radii", "n_radii_max", "max_points")
 
 
 def _requirements(facts: Facts) -> Any:
-    extra: dict[str, Any] = {"constants": facts.formula or "practical"}
-    for knob in ("max_points", "n_radii_max"):  # the run's knobs that move its search floor
-        if knob in facts.knobs:
-            extra[knob] = int(facts.knobs[knob])
-    return paper_requirements("kssu", facts, **extra)
+    from ..mixture.kssu import KSSUOptions
+
+    # the run's knobs that move its search floor
+    knobs = {knob: int(facts.knobs[knob]) for knob in ("max_points", "n_radii_max")
+             if knob in facts.knobs}
+    return paper_requirements("kssu", facts, constants=facts.formula or "practical",
+                              kssu_options=KSSUOptions(**knobs))
 
 
 def _plan(facts: Facts) -> BudgetPlan:
@@ -41,7 +43,7 @@ METHOD = Method(
     "`separation=` ≥ 5); large n",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=learner_run("kssu", "kssu_gmm", KNOBS),
+    run=paper_run("kssu", "kssu_gmm", KNOBS, options="KSSUOptions"),
     requirements=_requirements,
     plan=_plan,
     knobs=KNOBS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..privacy import BudgetPlan
-from ._mixture import learner_run
+from ._mixture import paper_run
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -26,7 +26,7 @@ METHOD = Method(
     needs="spherical, equal-weight, separated components (the KSSU19 warm-up)",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=learner_run("pegme", "pegme", KNOBS),
+    run=paper_run("pegme", "pegme", KNOBS, options="PegmeOptions"),
     plan=_plan,
     knobs=KNOBS,
     min_separation=math.inf,

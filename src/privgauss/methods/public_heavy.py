@@ -5,7 +5,7 @@ preconditioning + CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.pub
 from __future__ import annotations
 
 from ..privacy import BudgetPlan, zcdp_of
-from ._mixture import learner_plan, learner_run
+from ._mixture import learner_plan, paper_run
 from ._public_mixture import fewest_public_rows, public_mixture_requirements
 from ._record import Facts, Method
 
@@ -32,7 +32,7 @@ METHOD = Method(
     "`auto` runs it only with `separation=` ≥ 6)",
     privacy="ρ-zCDP or (ε, δ)-DP",
     budgets=frozenset({"zcdp", "approx"}),
-    run=learner_run("public_heavy", "public_heavy_gmm", KNOBS, public=True),
+    run=paper_run("public_heavy", "public_heavy_gmm", KNOBS, public=True),
     public="required",
     min_public=fewest_public_rows("public-heavy"),
     requirements=public_mixture_requirements("public-heavy"),

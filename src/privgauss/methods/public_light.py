@@ -5,7 +5,7 @@ CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.public_light`)."""
 from __future__ import annotations
 
 from ..privacy import BudgetPlan, zcdp_of
-from ._mixture import learner_plan, learner_run
+from ._mixture import learner_plan, paper_run
 from ._public_mixture import fewest_public_rows, public_mixture_requirements
 from ._record import Facts, Method
 
@@ -32,7 +32,8 @@ METHOD = Method(
     "`auto` runs it only with `separation=` ≥ 6)",
     privacy="ρ-zCDP or (ε, δ)-DP",
     budgets=frozenset({"zcdp", "approx"}),
-    run=learner_run("public_light", "public_light_gmm", KNOBS, public=True),
+    run=paper_run("public_light", "public_light_gmm", KNOBS, public=True,
+                  options="LightOptions"),
     public="required",
     min_public=fewest_public_rows("public-light"),
     requirements=public_mixture_requirements("public-light"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import learner_plan, learner_run, paper_requirements
+from ._mixture import learner_plan, paper_requirements, paper_run
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -38,7 +38,7 @@ METHOD = Method(
     "`separation=` ≥ 3); large n",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=learner_run("sample_aggregate", "sample_aggregate_gmm", KNOBS),
+    run=paper_run("sample_aggregate", "sample_aggregate_gmm", KNOBS, options="SAOptions"),
     requirements=_requirements,
     plan=_plan,
     knobs=KNOBS,

@@ -59,9 +59,8 @@ from scipy.special import gammainc, gammaincc
 from .. import sensitivity
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, project_psd, sym
-from ..mechanisms import gaussian_mechanism, private_count, symmetric_matrix_mechanism
-from ..noise import RandomState, as_noise
-from ..privacy import ZCDP, Accountant, Budget, BudgetPlan
+from ..mechanisms import Release, gaussian_mechanism, private_count, symmetric_matrix_mechanism
+from ..privacy import ZCDP, Budget, BudgetPlan
 
 __all__ = [
     "cluster_plan",
@@ -176,23 +175,23 @@ def release_cluster_sums(
     vector_budget: ZCDP,
     matrix_budget: ZCDP,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "cluster-sums",
+    release: Release,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Noisy (V, M) of :func:`cluster_sums`, released jointly over the clusters: Gaussian noise
     with L2 sensitivity 2τ on V, and the symmetric matrix mechanism with Frobenius sensitivity
     √2·τ² on the stack M (module docstring; σ/√2 on off-diagonal entries).
     ``vector_budget`` + ``matrix_budget`` zCDP under replace-one, for any frames and τ fixed by
-    public or released values."""
+    public or released values. Charged to ``release`` (step "cluster-sums" unless it names
+    one)."""
     k, d = len(frames), X.shape[1]
     V, M = cluster_sums(X, labels, frames, tau)
-    src = as_noise(noise)
+    rel = release.named("cluster-sums")
     noisy_v = gaussian_mechanism(V, sensitivity.joint_cluster_sum_l2(tau), vector_budget,
-                                 accountant=accountant, noise=src, step=f"{step}/vector-sums")
+                                 accountant=rel.accountant, noise=rel.noise,
+                                 step=rel.name("vector-sums"))
     noisy_m = symmetric_matrix_mechanism(M, sensitivity.joint_cluster_outer_sum_frobenius(tau),
-                                         matrix_budget, accountant=accountant, noise=src,
-                                         step=f"{step}/outer-sums")
+                                         matrix_budget, accountant=rel.accountant,
+                                         noise=rel.noise, step=rel.name("outer-sums"))
     return np.asarray(noisy_v).reshape(k, d), noisy_m
 
 
@@ -350,19 +349,20 @@ def estimate_clusters(
     budget: ZCDP,
     *,
     count_share: float,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     fractions: Sequence[float] = FRACTIONS,
     clip_scale: Sequence[float] = CLIP_SCALE,
     mean_share: float = MEAN_SHARE,
-    step: str = "clusters",
     needed_n: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights, means, covariances) of the clusters ``labels`` = 0..k−1 (other labels: in no
     cluster) from their public ``frames``; ρ-zCDP (ρ = ``budget.rho``) under replace-one, n
     public, for any frames (module docstring). ``count_share`` of ρ goes to the sizes; step t
     gets ``fractions[t]`` of the rest (split ``mean_share`` / 1 − ``mean_share`` between the
-    vector and outer-product sums) with τ_t² = ``clip_scale[t]``·d."""
+    vector and outer-product sums) with τ_t² = ``clip_scale[t]``·d. Charged to ``release``
+    (step "clusters" unless it names one)."""
+    rel = release.named("clusters")
+    accountant, step = rel.accountant, rel.step
     X = np.asarray(X, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.int64)
     k, d = len(frames), X.shape[1]
@@ -381,7 +381,7 @@ def estimate_clusters(
     ]
     if not accountant.can_spend(budget):
         raise PrivacyBudgetError(f"the accountant cannot pay {budget} for the cluster estimation")
-    src = as_noise(noise)
+    src = rel.noise
     counts = np.bincount(labels[(labels >= 0) & (labels < k)], minlength=k)
     noisy = private_count(counts, budget_plan["counts"], accountant=accountant, noise=src,
                           step=f"{step}/counts",
@@ -398,8 +398,8 @@ def estimate_clusters(
     total_m, total_c = np.zeros(k), np.zeros(k)
     for t, ((bv, bm), scale) in enumerate(zip(plan, clip_scale, strict=True)):
         tau = math.sqrt(float(scale) * d)
-        V, M = release_cluster_sums(X, labels, frames, tau, bv, bm, accountant=accountant,
-                                    noise=src, step=f"{step}/step-{t + 1}")
+        V, M = release_cluster_sums(X, labels, frames, tau, bv, bm,
+                                    release=rel.at(f"step-{t + 1}"))
         for j, frame in enumerate(frames):
             delta, cov = undo_clipping(V[j] / noisy[j], M[j] / noisy[j], tau)
             mean_t, cov_t = frame.backward(delta, cov)

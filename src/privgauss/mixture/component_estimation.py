@@ -19,8 +19,7 @@ from scipy.stats import norm
 from .. import sensitivity
 from ..exceptions import EstimationFailed
 from ..gaussian.coinpress import coinpress_gaussian
-from ..mechanisms import gaussian_sigma_zcdp, private_count
-from ..noise import NoiseSource
+from ..mechanisms import Release, gaussian_sigma_zcdp, private_count
 from ..privacy import (
     ZCDP,
     Accountant,
@@ -29,6 +28,7 @@ from ..privacy import (
 __all__ = [
     "ComponentPrior",
     "PartLearner",
+    "Partition",
     "estimate_components",
     "fixed_size_subset",
     "nearest_center",
@@ -47,6 +47,16 @@ class ComponentPrior:
     center: np.ndarray
     radius: float
     cov_bounds: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A released partition of the rows: each row's part (``labels``, 0..K−1, or another value
+    for a row in no part) and one public random key per row index (``keys``: a replaced row
+    keeps its key), which picks each part's fixed-size subset (:func:`fixed_size_subset`)."""
+
+    labels: np.ndarray
+    keys: np.ndarray
 
 
 def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -101,24 +111,21 @@ def _min_part_rows(d: int) -> int:
 
 def estimate_components(
     data: np.ndarray,
-    labels: np.ndarray,
+    partition: Partition,
     priors: Sequence[ComponentPrior],
     counts_budget: ZCDP,
     estimation_budget: ZCDP,
     *,
-    keys: np.ndarray,
     beta: float,
     constants: str,
-    accountant: Accountant,
-    noise: NoiseSource,
-    step: str,
+    release: Release,
     cov_bounds_of: Callable[[int, float], tuple[float, float]] | None = None,
     needed_n: int | None = None,
     part_learner: PartLearner | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Weights, means and covariances of the parts ``labels`` = 0..K−1 of a released partition
-    (K = len(priors); rows with another label, e.g. −1 for dropped rows, belong to no part), and
-    the released counts.
+    """Weights, means and covariances of the parts ``partition.labels`` = 0..K−1 of a released
+    partition (K = len(priors); rows with another label, e.g. −1 for dropped rows, belong to no
+    part), and the released counts; charged to ``release`` under its step.
 
     Releases (replace-one, n public): the K part sizes with discrete Gaussian noise of L2
     sensitivity √2 (``counts_budget``), then one CoinPress run per part on a fixed-size subset
@@ -132,7 +139,8 @@ def estimate_components(
     K = len(priors)
     n, d = data.shape
     l2 = sensitivity.histogram_l2()  # one row leaves a part and joins another
-    labels = np.asarray(labels, dtype=np.int64)
+    labels = np.asarray(partition.labels, dtype=np.int64)
+    keys, accountant, noise, step = partition.keys, release.accountant, release.noise, release.step
     counts = np.bincount(labels[(labels >= 0) & (labels < K)], minlength=K).astype(np.int64)
     noisy = private_count(
         counts,

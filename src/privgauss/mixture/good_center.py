@@ -20,15 +20,14 @@ from .. import sensitivity
 from ..backends import as_rows
 from ..linalg import clip_rows
 from ..mechanisms import (
+    Release,
     exponential_mechanism,
     gaussian_mechanism,
     gaussian_sigma,
     laplace_mechanism,
     stability_histogram,
 )
-from ..noise import NoiseSource, RandomState, as_noise
 from ..privacy import (
-    Accountant,
     Budget,
     is_pure,
     pure_epsilon,
@@ -74,9 +73,7 @@ def _noisy_set_mean(
     rho: float,
     budget: Budget,
     *,
-    accountant: Accountant,
-    noise: NoiseSource,
-    step: str,
+    release: Release,
 ) -> tuple[np.ndarray | None, float]:
     """Joint (sum, κ·count) release of ``rows`` clipped to B(anchor, rho); returns the noisy
     mean (None if the noisy count is below max(2, 3 sd)) and the per-coordinate noise sd of
@@ -93,7 +90,8 @@ def _noisy_set_mean(
         eps = pure_epsilon(budget, "step")
         sd = 0.0 if math.isinf(eps) else math.sqrt(2.0) * sens / eps
         released = laplace_mechanism(
-            value, sens, budget, accountant=accountant, noise=noise, step=step
+            value, sens, budget, accountant=release.accountant, noise=release.noise,
+            step=release.step,
         )
     else:
         sens, kappa = sensitivity.joint_sum_count(rho, d, "l2")
@@ -103,9 +101,9 @@ def _noisy_set_mean(
             value,
             sens,
             budget,
-            accountant=accountant,
-            noise=noise,
-            step=step,
+            accountant=release.accountant,
+            noise=release.noise,
+            step=release.step,
         )
     n_hat = float(released[-1]) / kappa if kappa > 0 else 0.0
     if not n_hat >= max(2.0, 3.0 * sd / kappa if kappa > 0 else 2.0):
@@ -136,9 +134,7 @@ def _exponential_box(
     key_hi: np.ndarray,
     budget: Budget,
     *,
-    accountant: Accountant,
-    noise: NoiseSource,
-    step: str,
+    release: Release,
 ) -> np.ndarray:
     """Exponential mechanism (utility = count, sensitivity 1) over all boxes in the public key
     range; the empty boxes enter as one candidate of weight (number of empty boxes)."""
@@ -156,11 +152,12 @@ def _exponential_box(
         scale = 0.0 if math.isinf(eps) else 2.0 * sensitivity.count() / eps
         utilities = np.append(utilities, scale * log_empty)
     choice = exponential_mechanism(
-        utilities, sensitivity.count(), budget, accountant=accountant, noise=noise, step=step
+        utilities, sensitivity.count(), budget, accountant=release.accountant,
+        noise=release.noise, step=release.step,
     )
     if choice < boxes.shape[0]:
         return boxes[choice]
-    return _uniform_empty_box(boxes, key_lo, key_hi, noise.rng)
+    return _uniform_empty_box(boxes, key_lo, key_hi, release.rng)
 
 
 def good_center(
@@ -172,9 +169,7 @@ def good_center(
     *,
     box_factor: float = 2.0,
     center_box: Any = None,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "good-center",
+    release: Release,
 ) -> np.ndarray | None:
     """A private centre near a cluster of radius ``radius`` (public or released): heavy box of a
     randomly rotated and shifted grid of side box_factor·radius, then a noisy mean of its rows,
@@ -184,13 +179,13 @@ def good_center(
     ``box_budget`` is (ε, δ>0) (stability histogram) or pure ε (exponential mechanism; needs
     ``center_box``); the mean budgets are ZCDP / (ε, δ>0) (Gaussian) or pure ε (Laplace).
     Returns None (⊥) when no box is released or a noisy count is too small; the caller charges
-    any unused budget."""
+    any unused budget. Charged to ``release`` (step "good-center" unless it names one)."""
+    rel = release.named("good-center")
     data = as_rows(X)
     n, d = data.shape
     radius = float(radius)
     if not (math.isfinite(radius) and radius > 0):
         raise ValueError("radius must be finite and > 0")
-    src = as_noise(noise)
     pure_box = is_pure(box_budget)
     if pure_box and center_box is None:
         raise ValueError("a pure-DP box choice needs a public center_box (lo, hi)")
@@ -198,8 +193,8 @@ def good_center(
     if not (math.isfinite(width) and width > 0):
         raise ValueError("box_factor must be finite and > 0")
 
-    Q = _random_rotation(d, src.rng)  # public randomness, independent of the data
-    offset = src.rng.uniform(0.0, width, size=d)
+    Q = _random_rotation(d, rel.rng)  # public randomness, independent of the data
+    offset = rel.rng.uniform(0.0, width, size=d)
     if center_box is not None:
         lo, hi = check_box(center_box, d)
         data = np.clip(data, lo, hi)  # a per-row map: privacy-neutral
@@ -216,17 +211,15 @@ def good_center(
             key_lo,
             key_hi,
             box_budget,
-            accountant=accountant,
-            noise=src,
-            step=f"{step}/box",
+            release=rel.at("box"),
         )
     else:
         released = stability_histogram(
             keys,
             box_budget,
-            accountant=accountant,
-            noise=src,
-            step=f"{step}/box",
+            accountant=rel.accountant,
+            noise=rel.noise,
+            step=rel.name("box"),
         )
         if not released:
             return None
@@ -241,9 +234,7 @@ def good_center(
         box_center,
         rho1,
         mean_budget,
-        accountant=accountant,
-        noise=src,
-        step=f"{step}/box-mean",
+        release=rel.at("box-mean"),
     )
     if p1 is None:
         return None
@@ -254,9 +245,7 @@ def good_center(
         p1,
         rho2,
         refine_budget,
-        accountant=accountant,
-        noise=src,
-        step=f"{step}/refine",
+        release=rel.at("refine"),
     )
     if p2 is None:
         return None

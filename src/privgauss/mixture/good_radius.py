@@ -19,15 +19,8 @@ import numpy as np
 
 from .. import sensitivity
 from ..backends import as_rows
-from ..mechanisms import (
-    above_threshold,
-)
-from ..noise import RandomState, as_noise
-from ..privacy import (
-    Accountant,
-    Budget,
-    pure_epsilon,
-)
+from ..mechanisms import Release, above_threshold
+from ..privacy import Budget, pure_epsilon
 from ..validation import check_positive_int, check_probability
 
 __all__ = [
@@ -178,14 +171,13 @@ def good_radius(
     beta: float = 0.05,
     constants: str = "practical",
     max_points: int = 5000,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "good-radius",
+    release: Release,
 ) -> float | None:
     """ε-DP (replace-one, n public) search for a radius r whose balls hold about t points:
     AboveThreshold on L(r) (sensitivity 2) over the public ``radii`` in increasing order with
     threshold t − Γ. Returns the first passing radius, or None (⊥). NSV16 GoodRadius in the
-    AboveThreshold form of KSSU19 §5.2 (spec §3.8)."""
+    AboveThreshold form of KSSU19 §5.2 (spec §3.8). Charged to ``release`` (step
+    "good-radius" unless it names one)."""
     return radius_search(
         capped_count_score,
         X,
@@ -196,9 +188,7 @@ def good_radius(
         beta=beta,
         constants=constants,
         max_points=max_points,
-        accountant=accountant,
-        noise=noise,
-        step=step,
+        release=release.named("good-radius"),
     )
 
 
@@ -213,36 +203,33 @@ def radius_search(
     beta: float,
     constants: str,
     max_points: int,
-    accountant: Accountant,
-    noise: RandomState,
-    step: str,
+    release: Release,
     descending: bool = False,
 ) -> float | None:
     """ε-DP AboveThreshold (replace-one, n public) over the public ``radii`` (increasing, or
     decreasing if ``descending``) on ``score(rows, t, radii)`` (a capped score of the given
     sensitivity, at most t) with threshold t − Γ; on a public random subsample of
     ``max_points`` rows (t rescaled) above that. The first passing radius, or None (⊥).
-    Shared by GoodRadius and TerrificRadius."""
+    Shared by GoodRadius and TerrificRadius; charged to ``release`` under its step."""
     eps = pure_epsilon(budget, "step")
     data = as_rows(X)
     t = check_positive_int(t, "t", minimum=1)
     grid = check_radii(radii)
     beta = check_probability(beta, "beta")
     max_points = check_positive_int(max_points, "max_points", minimum=1)
-    src = as_noise(noise)
     if descending:
         grid = grid[::-1]
     gamma = above_threshold_slack(
         eps, grid.size, beta, sensitivity=score_sensitivity, constants=constants
     )
-    sub, t_sub = _subsample(data, t, max_points, src.rng)
+    sub, t_sub = _subsample(data, t, max_points, release.rng)
     hit = above_threshold(
         score(sub, t_sub, grid).tolist(),
         t_sub - gamma,
         score_sensitivity,
         budget,
-        accountant=accountant,
-        noise=src,
-        step=step,
+        accountant=release.accountant,
+        noise=release.noise,
+        step=release.step,
     )
     return None if hit is None else float(grid[hit])

@@ -69,10 +69,8 @@ from scipy.stats import norm
 
 from .. import sensitivity
 from ..exceptions import EstimationFailed
-from ..mechanisms import gaussian_sigma_zcdp, private_count
-from ..noise import NoiseSource, RandomState, as_noise
+from ..mechanisms import Release, gaussian_sigma_zcdp, private_count
 from ..privacy import (
-    Accountant,
     ApproxDP,
     Budget,
     LedgerEntry,
@@ -80,23 +78,58 @@ from ..privacy import (
 )
 from ..progress import bar
 from ..validation import check_positive_int
-from .component_estimation import ComponentPrior, estimate_components, fixed_size_subset
+from .component_estimation import (
+    ComponentPrior,
+    Partition,
+    estimate_components,
+    fixed_size_subset,
+)
 from .good_radius import doubling_radii
 from .kssu_budget import KSSUBudget, plan_kssu_budget
 from .kssu_sample_size import VALIDATED_SEPARATION, needed_n
-from .one_cluster import Ball, one_cluster
+from .one_cluster import Ball, BallSearch, one_cluster
 from .private_pca import private_pca
 from .sample_aggregate import check_mixture_inputs, root_radius_grid
 from .subsampling import search_is_meaningful, subsampled_call
 from .terrific_ball import terrific_ball
 
-__all__ = ["kssu_gmm", "radius_grid_below"]
+__all__ = ["KSSUOptions", "kssu_gmm", "radius_grid_below"]
 
 #: The terrific-ball search constant of ``constants="practical"`` (the annulus B(p, c·r) \ B(p, r)
 #: must be almost empty). At 4 a projected search on a separation-5 mixture (d = 10, k = 3: nearest
 #: means 26σ apart) found no ball in 2 of 10 fits at 1.2x the stated n (the doubling grid has no
 #: radius r covering a component with 4r short of the next one); 3.5 leaves that room.
 PRACTICAL_TERRIFIC_C = 3.5
+
+
+@dataclass(frozen=True)
+class KSSUOptions:
+    """The public knobs of :func:`kssu_gmm`; they move accuracy and running time only.
+
+    Parameters
+    ----------
+    terrific_c : float, optional
+        Annulus constant of the terrific-ball search (> 3; default 3.5, or the paper's
+        c_search = 2·c_final + 1 = 9 with ``constants="theory"``).
+    radii : array-like, optional
+        Public grid for the root's enclosing ball (default
+        :data:`~.sample_aggregate.DEFAULT_RADIUS_RANGE`).
+    n_radii_max : int
+        Number of radii searched below a released radius.
+    max_points : int
+        Subsample size of the pairwise scores.
+    cond_range : float
+        Condition-number range of a leaf's covariance prior.
+    partition_share : float
+        Share of ε for the partition (the rest: weights and estimation).
+    """
+
+    terrific_c: float | None = None
+    radii: Any = None
+    n_radii_max: int = 24
+    max_points: int = 10_000
+    cond_range: float = 1e4
+    partition_share: float = 0.6
 
 
 # ----------------------------------------------------------------------------------------------
@@ -147,17 +180,10 @@ def kssu_gmm(
     budget: ApproxDP,
     *,
     min_weight: float | None = None,
-    terrific_c: float | None = None,
-    radii: Any = None,
-    n_radii_max: int = 24,
-    max_points: int = 10_000,
-    cond_range: float = 1e4,
-    partition_share: float = 0.6,
     beta: float = 0.05,
     constants: str = "practical",
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "kssu",
+    options: KSSUOptions | None = None,
+    release: Release,
     info: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Private k-component Gaussian mixture by recursive partitioning (RPGMP) and per-part
@@ -165,14 +191,15 @@ def kssu_gmm(
 
     (ε, δ)-DP for ``budget = ApproxDP(ε, δ)`` under replace-one neighbours with n public, for any
     data; see the module docstring for the budget derivation. Public knobs (accuracy only):
-    ``min_weight`` (default 1/k; sets t = ⌊n·min_weight/4⌋), ``terrific_c`` (> 3; default 3.5,
-    or the paper's c_search = 2·c_final + 1 = 9 with ``constants="theory"``; annulus
-    constant of the terrific search), ``radii`` (public grid for the root's enclosing ball,
-    default :data:`~.sample_aggregate.DEFAULT_RADIUS_RANGE`), ``n_radii_max`` (radii below a
-    released r_X), ``max_points`` (subsample size of the pairwise scores), ``cond_range``.
-    Raises :class:`EstimationFailed` (whole budget spent) when the root has no enclosing ball,
-    the number of leaves is not k, or a leaf is too small.
+    ``min_weight`` (default 1/k; sets t = ⌊n·min_weight/4⌋) and ``options``
+    (:class:`KSSUOptions`). Charged to ``release`` (step "kssu" unless it names one). Raises
+    :class:`EstimationFailed` (whole budget spent) when the root has no enclosing ball, the
+    number of leaves is not k, or a leaf is too small.
     """
+    opts = KSSUOptions() if options is None else options
+    terrific_c, n_radii_max, max_points = opts.terrific_c, opts.n_radii_max, opts.max_points
+    cond_range = opts.cond_range
+    rel = release.named("kssu")
     data, k, beta, w_min = check_mixture_inputs(
         X, k, beta=beta, constants=constants, min_weight=min_weight, cond_range=cond_range
     )
@@ -191,14 +218,13 @@ def kssu_gmm(
             f">= 2, i.e. n >= {math.ceil(8 / w_min)}; see privgauss.mixture_requirements for "
             "the n the learner needs to succeed"
         )
-    root_grid = root_radius_grid(radii)
-    plan = plan_kssu_budget(budget, k, d, partition_share=partition_share)
+    root_grid = root_radius_grid(opts.radii)
+    plan = plan_kssu_budget(budget, k, d, partition_share=opts.partition_share)
     # the plan composes to exactly the budget (tests); refusing it needs only "within"
-    plan.budget_plan(exact=False).reserve(accountant, "the KSSU learner")
-    src = as_noise(noise)
+    plan.budget_plan(exact=False).reserve(rel.accountant, "the KSSU learner")
     run = _Run(
         data=data,
-        keys=src.rng.random(int(n)),  # public per-row keys of the fixed-size subsets
+        keys=rel.rng.random(int(n)),  # public per-row keys of the fixed-size subsets
         plan=plan,
         k=k,
         t=t,
@@ -209,9 +235,7 @@ def kssu_gmm(
         beta=beta,
         constants=constants,
         cond_range=cond_range,
-        src=src,
-        accountant=accountant,
-        step=step,
+        release=rel,
         needed=needed_n(data.shape, k, budget, w_min, beta, max_points=max_points,
                         n_radii_max=n_radii_max),
     )
@@ -242,9 +266,7 @@ class _Run:
     beta: float
     constants: str
     cond_range: float
-    src: NoiseSource
-    accountant: Accountant
-    step: str
+    release: Release
     needed: int
     tree: KSSUTree = field(default_factory=KSSUTree)
     #: the current level's ledger entries, by step: each pays for that step at every node
@@ -258,14 +280,22 @@ class _Run:
     def c_out(self) -> float:
         return (self.terrific_c - 1.0) / 2.0
 
-    def node_accountant(self, name: str, total: Budget, node: _Node) -> Accountant:
-        """An accountant for node ``node``'s step ``name``, paid by the level's charge for it:
-        its entries are kept under that ledger entry, prefixed with the node's path."""
-        return self.accountant.prepaid(self.paid[name], total, node.path)
+    def node_release(self, name: str, total: Budget, node: _Node) -> Release:
+        """A context for node ``node``'s step ``name``, paid by the level's charge for it: its
+        entries are kept under that ledger entry, prefixed with the node's path."""
+        return Release(
+            self.release.accountant.prepaid(self.paid[name], total, node.path),
+            self.release.noise,
+            name,
+        )
 
     def subsampled(self, name: str, node: _Node) -> dict[str, Any]:
         """The keyword arguments of :func:`subsampled_call` for node ``node``'s step ``name``."""
-        return {"paid_by": (self.accountant, self.paid[name]), "name": node.path}
+        return {
+            "paid_by": self.paid[name],
+            "name": node.path,
+            "release": Release(self.release.accountant, self.release.noise, name),
+        }
 
 
 def _charge_level(run: _Run, level: int) -> None:
@@ -273,9 +303,9 @@ def _charge_level(run: _Run, level: int) -> None:
     plan = run.plan
     run.paid = {}
     for name, cost in plan.level_charges(level):
-        run.paid[name] = run.accountant.spend(
+        run.paid[name] = run.release.accountant.spend(
             cost,
-            step=f"{run.step}/level-{level}/{name}",
+            step=run.release.name(f"level-{level}/{name}"),
             mechanism="parallel nodes",
             note=(
                 "every node of this level; a replaced row can change two branches, so "
@@ -288,7 +318,7 @@ def _charge_level(run: _Run, level: int) -> None:
 
 def _partition(run: _Run) -> list[_Leaf]:
     """RPGMP: the levels of the recursion, each charged before its nodes run; the leaves."""
-    plan, accountant, step = run.plan, run.accountant, run.step
+    plan, accountant, step = run.plan, run.release.accountant, run.release.step
     level_nodes = [_Node(np.arange(run.data.shape[0]), run.k, 0, None)]
     leaves: list[_Leaf] = []
     for level in range(run.k):
@@ -362,16 +392,13 @@ def _estimate_leaves(
     ]
     return estimate_components(
         run.data,
-        labels,
+        Partition(labels, run.keys),
         priors,
         run.plan.weights,
         run.plan.estimation,
-        keys=run.keys,
         beta=run.beta,
         constants=run.constants,
-        accountant=run.accountant,
-        noise=run.src,
-        step=f"{run.step}/leaves",
+        release=run.release.at("leaves"),
         needed_n=run.needed,
     )
 
@@ -387,7 +414,7 @@ def _process_node(node: _Node, run: _Run, level: int) -> list[_Node] | _Leaf | N
         assert node.prior is not None
         return _Leaf(node.rows, node.prior, node.path)
     pad = node.prior.center if node.prior is not None else np.zeros(d)
-    T = fixed_size_subset(run.data, node.rows, run.keys, m, pad, run.src.rng)
+    T = fixed_size_subset(run.data, node.rows, run.keys, m, pad, run.release.rng)
     ball = _enclosing_ball(node, run, level, T, m)
     if ball is None:
         if node.prior is None:
@@ -408,8 +435,8 @@ def _node_size(node: _Node, run: _Run, level: int, record: dict[str, Any]) -> in
         private_count(
             node.rows.size,
             cnt_budget,
-            accountant=run.node_accountant("count", cnt_budget, node),
-            noise=run.src,
+            accountant=run.node_release("count", cnt_budget, node).accountant,
+            noise=run.release.noise,
             step="count",
             sensitivity=sensitivity.count(),
         )
@@ -437,13 +464,9 @@ def _enclosing_ball(node: _Node, run: _Run, level: int, T: np.ndarray, m: int) -
         T,
         t2,
         enclose,
-        max_points=run.max_points,
-        rng=run.src.rng,
+        search=BallSearch(beta=run.beta0, max_points=run.max_points),
         radii=grid,
         c=2.0,
-        beta=run.beta0,
-        step="enclosing-ball",
-        noise=run.src,
         **run.subsampled("enclosing-ball", node),
     )
 
@@ -475,14 +498,10 @@ def _split_node(
             points,
             run.t,
             terr,
-            max_points=run.max_points,
-            rng=run.src.rng,
+            search=BallSearch(beta=run.beta0, max_points=run.max_points),
             c=run.terrific_c,
             radii=tgrid,
             largest=largest,
-            beta=run.beta0,
-            noise=run.src,
-            step=name,
             **run.subsampled(name, node),
         )
 
@@ -508,9 +527,7 @@ def _split_node(
         ball.radius,
         min(node.k_node, run.data.shape[1]),
         pca_budget,
-        accountant=run.node_accountant("private-pca", pca_budget, node),
-        noise=run.src,
-        step="private-pca",
+        release=run.node_release("private-pca", pca_budget, node),
     )
     found = search(pca.project(T), True, "terrific-projected")
     if found is not None:

@@ -20,6 +20,7 @@ from ..privacy import (
     Budget,
     BudgetPlan,
     approx_to_zcdp,
+    has_delta,
 )
 from ..validation import check_positive_int
 
@@ -114,7 +115,7 @@ def plan_kssu_budget(
 ) -> KSSUBudget:
     """The public KSSU budget plan for ``ApproxDP(ε, δ)`` and k components (module docstring);
     the level charges, the leaf counts and the estimation compose to exactly (ε, δ)."""
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+    if not has_delta(budget):
         raise PrivacyBudgetError(
             "the KSSU learner needs an (epsilon, delta) budget with delta > 0 (its 1-cluster and "
             "terrific-ball steps use stability histograms)"

@@ -71,13 +71,14 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..backends import as_rows
 from ..exceptions import PrivacyBudgetError
-from ..noise import NoiseSource, RandomState, as_noise
+from ..mechanisms import Release
 from ..privacy import (
     ZCDP,
     Accountant,
@@ -87,6 +88,7 @@ from ..privacy import (
     PureDP,
     approx_to_zcdp,
     charge_unused,
+    has_delta,
     is_pure,
     pure_epsilon,
 )
@@ -97,6 +99,7 @@ from .good_radius import above_threshold_slack, check_radii, good_radius
 
 __all__ = [
     "Ball",
+    "BallSearch",
     "center_with",
     "one_cluster",
     "plan_budget",
@@ -117,6 +120,36 @@ class Ball(NamedTuple):
 
     center: np.ndarray
     radius: float
+
+
+@dataclass(frozen=True)
+class BallSearch:
+    """The public knobs of a private ball search (:func:`one_cluster`,
+    :func:`~privgauss.mixture.terrific_ball.terrific_ball`). They move accuracy and running time
+    only; the guarantee holds for any values.
+
+    Parameters
+    ----------
+    beta : float
+        Failure probability the search's slack Γ is set for.
+    constants : {"practical", "theory"}
+        The sharper union-bound slack or the paper's constants (spec §3.4).
+    center_box : (lo, hi), optional
+        A public box the centre lies in (rows are clipped into it); required for a pure budget.
+    box_factor : float
+        Side of GoodCenter's grid boxes over the radius.
+    split : sequence of float, optional
+        Relative ε weights of the search's releases (None: the algorithm's default).
+    max_points : int
+        Above this many rows the radius search runs on a public random subset of them.
+    """
+
+    beta: float = 0.05
+    constants: str = "practical"
+    center_box: Any = None
+    box_factor: float = 2.0
+    split: Sequence[float] | None = None
+    max_points: int = 5000
 
 
 # ----------------------------------------------------------------------------------------------
@@ -241,7 +274,7 @@ def search_floor(
     parts = plan_budget(budget, kinds, split, dims)
     gamma = above_threshold_slack(pure_epsilon(parts[0], "step"), n_radii, beta)
     box = parts[1]
-    if not isinstance(box, ApproxDP) or box.delta == 0:
+    if not has_delta(box):
         return gamma, math.inf
     return gamma, stability_histogram_threshold(box.epsilon, box.delta)
 
@@ -279,29 +312,19 @@ def prepare_search(
 
 
 def center_with(
-    data: np.ndarray,
-    radius: float,
-    plan: BudgetPlan,
-    *,
-    box_factor: float,
-    center_box: Any,
-    accountant: Accountant,
-    noise: NoiseSource,
-    step: str,
+    data: np.ndarray, radius: float, plan: BudgetPlan, search: BallSearch, release: Release
 ) -> np.ndarray | None:
     """:func:`good_center` with the "box", "mean" and "refine" budgets of a ball search's
-    plan."""
+    plan and its public ``box_factor`` and ``center_box``, its steps under ``release``'s."""
     return good_center(
         data,
         radius,
         plan["box"],
         plan["mean"],
         plan["refine"],
-        box_factor=box_factor,
-        center_box=center_box,
-        accountant=accountant,
-        noise=noise,
-        step=step,
+        box_factor=search.box_factor,
+        center_box=search.center_box,
+        release=release,
     )
 
 
@@ -317,23 +340,21 @@ def one_cluster(
     *,
     radii: Any,
     c: float = 2.0,
-    center_box: Any = None,
-    beta: float = 0.05,
-    constants: str = "practical",
-    box_factor: float = 2.0,
-    split: Sequence[float] = DEFAULT_SPLIT,
-    max_points: int = 5000,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "one-cluster",
+    search: BallSearch | None = None,
+    release: Release,
 ) -> Ball | None:
     """Private 1-cluster: a ball B(p, c·r) meant to hold a cluster of about t points, or None.
 
     (ε, δ)-DP for ``ApproxDP(ε, δ)``, ε-DP for ``PureDP(ε)`` (then ``center_box`` is required),
     under replace-one neighbours with n public; the whole budget is charged whatever the outcome
     (see the module docstring for the derivation and the split). ``radii`` is a public grid
-    (e.g. :func:`doubling_radii`). Simplified NS18 / KSSU19 Alg. 5 (spec §5.2, §6.6).
+    (e.g. :func:`doubling_radii`); ``search`` holds the public knobs (default
+    :class:`BallSearch`). Charged to ``release`` (step "one-cluster" unless it names one).
+    Simplified NS18 / KSSU19 Alg. 5 (spec §5.2, §6.6).
     """
+    knobs = BallSearch() if search is None else search
+    rel = release.named("one-cluster")
+    acct = rel.accountant
     data, plan, t, grid = prepare_search(
         X,
         t,
@@ -341,42 +362,30 @@ def one_cluster(
         budget,
         NAMES,
         KINDS,
-        split,
+        DEFAULT_SPLIT if knobs.split is None else knobs.split,
         lambda d: (1, 1, d, d),
-        center_box=center_box,
-        accountant=accountant,
+        center_box=knobs.center_box,
+        accountant=acct,
     )
     c = float(c)
     if not (math.isfinite(c) and c > 0):
         raise ValueError("c must be finite and > 0")
-    src = as_noise(noise)
 
-    before = len(accountant.ledger)
+    before = len(acct.ledger)
     r = good_radius(
         data,
         t,
         grid,
         plan["radius"],
-        beta=beta,
-        constants=constants,
-        max_points=max_points,
-        accountant=accountant,
-        noise=src,
-        step=f"{step}/radius",
+        beta=knobs.beta,
+        constants=knobs.constants,
+        max_points=knobs.max_points,
+        release=rel.at("radius"),
     )
     center = None
     if r is not None:
-        center = center_with(
-            data,
-            r,
-            plan,
-            box_factor=box_factor,
-            center_box=center_box,
-            accountant=accountant,
-            noise=src,
-            step=step,
-        )
+        center = center_with(data, r, plan, knobs, rel)
     if center is None or r is None:
-        charge_unused(accountant, plan.budgets()[len(accountant.ledger) - before :], step)
+        charge_unused(acct, plan.budgets()[len(acct.ledger) - before :], rel.step)
         return None
     return Ball(center=center, radius=c * r)

@@ -29,19 +29,50 @@ from .. import sensitivity
 from ..backends import as_rows
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_rows
-from ..mechanisms import gaussian_mechanism, gaussian_sigma_zcdp, private_count
-from ..noise import NoiseSource, RandomState, as_noise
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, LedgerEntry, approx_to_zcdp
+from ..mechanisms import Release, gaussian_mechanism, gaussian_sigma_zcdp, private_count
+from ..privacy import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Budget,
+    BudgetPlan,
+    LedgerEntry,
+    approx_to_zcdp,
+    has_delta,
+)
 from ..validation import check_positive_int
 from .component_estimation import fixed_size_subset
 from .good_radius import doubling_radii
 from .kssu import radius_grid_below
-from .one_cluster import Ball, one_cluster
+from .one_cluster import Ball, BallSearch, one_cluster
 from .private_pca import private_pca
 from .sample_aggregate import DEFAULT_RADIUS_RANGE, check_mixture_inputs, dummy_points
 from .subsampling import subsampled_call
 
-__all__ = ["pegme", "pegme_plan"]
+__all__ = ["PegmeOptions", "pegme", "pegme_plan"]
+
+
+@dataclass(frozen=True)
+class PegmeOptions:
+    """The public knobs of :func:`pegme`; they move accuracy and running time only.
+
+    Parameters
+    ----------
+    rank : int, optional
+        Rank ℓ of the private PCA (default k, at most d).
+    peel_factor : float
+        The released balls' radius over the cluster radius they were found at.
+    radii : array-like, optional
+        Public grid of the enclosing ball's radii (default
+        :data:`~.sample_aggregate.DEFAULT_RADIUS_RANGE`).
+    max_points : int
+        Subsample size of the 1-cluster searches.
+    """
+
+    rank: int | None = None
+    peel_factor: float = 3.0
+    radii: Any = None
+    max_points: int = 10_000
 
 
 def _psge(
@@ -50,13 +81,12 @@ def _psge(
     radius: float,
     rho_mean: float,
     rho_var: float,
-    accountant: Accountant,
-    noise: NoiseSource,
-    step: str,
+    release: Release,
 ) -> tuple[np.ndarray, float]:
     """PSGE on a fixed-size part (m public): clipped mean (sensitivity 2R/m) and the mean of
     ‖x − μ̂_c‖² over rows clipped to the ball, μ̂_c the released mean projected into the ball,
     each term in [0, 4R²] (sensitivity bounded_mean(4R², m) = 4R²/m); ρ-zCDP each."""
+    accountant, noise, step = release.accountant, release.noise, release.step
     m, d = rows.shape
     clipped, _ = clip_rows(rows, center, radius)
     mean = gaussian_mechanism(
@@ -105,16 +135,11 @@ def pegme(
     k: int,
     budget: ApproxDP,
     *,
-    rank: int | None = None,
     min_weight: float | None = None,
-    peel_factor: float = 3.0,
-    radii: Any = None,
-    max_points: int = 10_000,
     beta: float = 0.05,
     constants: str = "practical",
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "pegme",
+    options: PegmeOptions | None = None,
+    release: Release,
     info: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """KSSU19 warm-up PEGME (Alg. 1, spec §5) for spherical components of equal weight:
@@ -122,9 +147,14 @@ def pegme(
 
     ``min_weight`` may only be 1/k (equal weights). (ε, δ)-DP for ``ApproxDP(ε, δ)`` under
     replace-one neighbours, n public (module docstring:
-    each public half uses the whole budget). Raises :class:`EstimationFailed` (budget spent)
-    when a step returns ⊥ or a part is too small.
+    each public half uses the whole budget). ``options``: the public knobs
+    (:class:`PegmeOptions`). Charged to ``release`` (step "pegme" unless it names one). Raises
+    :class:`EstimationFailed` (budget spent) when a step returns ⊥ or a part is too small.
     """
+    opts = PegmeOptions() if options is None else options
+    rank, radii = opts.rank, opts.radii
+    rel = release.named("pegme")
+    accountant, step = rel.accountant, rel.step
     data, k, beta, _ = check_mixture_inputs(
         X, k, beta=beta, constants=constants, min_weight=None, cond_range=1.0
     )
@@ -136,29 +166,27 @@ def pegme(
     data = as_rows(data, min_rows=4)  # two halves of at least 2 rows
     n, d = data.shape
     ell = min(d, k if rank is None else check_positive_int(rank, "rank"))
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+    if not has_delta(budget):
         raise PrivacyBudgetError("PEGME needs an (epsilon, delta) budget with delta > 0")
     grid = doubling_radii(*DEFAULT_RADIUS_RANGE) if radii is None else np.asarray(radii, float)
     BudgetPlan.of(budget, {step: budget}).reserve(accountant, "PEGME")
-    src = as_noise(noise)
     paid = accountant.spend(
         budget,
         step=step,
         mechanism="two public halves",
         note="parallel composition: a row is in one half; each half uses the budget",
     )
-    perm = src.rng.permutation(n)  # public split
+    perm = rel.rng.permutation(n)  # public split
     plan_y, plan_z = pegme_plan(budget, k)
     run = _PegmeRun(
         k=k,
         ell=ell,
         grid=grid,
-        peel_factor=peel_factor,
-        max_points=max_points,
+        peel_factor=opts.peel_factor,
+        max_points=opts.max_points,
         beta=beta,
         constants=constants,
-        src=src,
-        step=step,
+        release=rel,
         plan_y=plan_y,
         plan_z=plan_z,
         # each half uses the whole budget under the one charge above: its entries are kept there
@@ -186,8 +214,7 @@ class _PegmeRun:
     max_points: int
     beta: float
     constants: str
-    src: NoiseSource
-    step: str
+    release: Release
     plan_y: BudgetPlan
     plan_z: BudgetPlan
     y_acct: Accountant
@@ -198,30 +225,27 @@ class _PegmeRun:
         return self.beta / (4 * self.k)
 
     def fail(self, what: str) -> EstimationFailed:
-        return EstimationFailed(f"PEGME: {what}", step=f"{self.step}/{what}", needed_n=None)
+        return EstimationFailed(f"PEGME: {what}", step=self.release.name(what), needed_n=None)
 
     def charge(self, acct: Accountant, plan: BudgetPlan, name: str) -> LedgerEntry:
         """Charge ``plan[name]`` to ``acct`` (a half's accountant) as step ``step/name``."""
-        return acct.spend(plan[name], step=f"{self.step}/{name}")
+        return acct.spend(plan[name], step=self.release.name(name))
 
 
 def _half_y(run: _PegmeRun, Y: np.ndarray) -> tuple[Ball, Any]:
     """Half Y: an enclosing ball of the rows, then private PCA of rank ℓ inside it."""
-    k, step = run.k, run.step
+    k = run.k
     enc = run.charge(run.y_acct, run.plan_y, "Y/enclosing-ball")
     ball = subsampled_call(
         one_cluster,
         Y,
         max(2, Y.shape[0] - Y.shape[0] // (8 * k)),
         run.plan_y.part("Y/enclosing-ball", ApproxDP),
-        max_points=run.max_points,
-        rng=run.src.rng,
-        paid_by=(run.y_acct, enc),
+        search=BallSearch(beta=run.beta0, max_points=run.max_points),
+        release=Release(run.y_acct, run.release.noise, run.release.name("Y/enclosing-ball")),
+        paid_by=enc,
         radii=run.grid,
         c=2.0,
-        beta=run.beta0,
-        noise=run.src,
-        step=f"{step}/Y/enclosing-ball",
     )
     if ball is None:
         raise run.fail("enclosing-ball")
@@ -232,9 +256,7 @@ def _half_y(run: _PegmeRun, Y: np.ndarray) -> tuple[Ball, Any]:
         ball.radius,
         run.ell,
         pca_budget,
-        accountant=run.y_acct,
-        noise=run.src,
-        step=f"{step}/Y/private-pca",
+        release=Release(run.y_acct, run.release.noise, run.release.name("Y/private-pca")),
     )
     return ball, pca
 
@@ -243,10 +265,10 @@ def _peel(run: _PegmeRun, P: np.ndarray, ball: Ball) -> tuple[np.ndarray, list[B
     """Half Z, projected: k peeling rounds of one_cluster, each claiming the free rows in its
     ball. A claimed row is replaced by its own public far point (a per-row map: row i's dummy
     depends on i only), keeping the size m public and neighbours one row apart."""
-    k, step = run.k, run.step
+    k = run.k
     m = P.shape[0]
     pgrid = radius_grid_below(ball.radius, 30)
-    dummies = dummy_points(m, run.ell, pgrid, run.peel_factor, run.src.rng)
+    dummies = dummy_points(m, run.ell, pgrid, run.peel_factor, run.release.rng)
     owner = np.full(m, -1, dtype=np.int64)
     balls: list[Ball] = []
     for j in range(k):
@@ -259,14 +281,11 @@ def _peel(run: _PegmeRun, P: np.ndarray, ball: Ball) -> tuple[np.ndarray, list[B
             pts,
             max(2, m // (2 * k)),
             run.plan_z.part(name, ApproxDP),
-            max_points=run.max_points,
-            rng=run.src.rng,
-            paid_by=(run.z_acct, paid),
+            search=BallSearch(beta=run.beta0, max_points=run.max_points),
+            release=Release(run.z_acct, run.release.noise, run.release.name(name)),
+            paid_by=paid,
             radii=pgrid,
             c=run.peel_factor,
-            beta=run.beta0,
-            noise=run.src,
-            step=f"{step}/{name}",
         )
         if b is None:
             raise run.fail(f"round-{j + 1}")
@@ -281,7 +300,7 @@ def _half_z_estimate(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Half Z: the parts' noisy counts, then PSGE per part (each ρ_E-zCDP; a moved row changes
     two parts: charged 2ρ_E once). Returns (noisy counts, means, covariances)."""
-    k, step, src = run.k, run.step, run.src
+    k, step, src = run.k, run.release.step, run.release.noise
     m: int = Z.shape[0]
     d: int = Z.shape[1]
     cnt_budget, psge_budget = run.plan_z.part("Z/counts", ZCDP), run.plan_z.part("Z/psge", ZCDP)
@@ -324,9 +343,7 @@ def _half_z_estimate(
             radius,
             0.5 * rho_e,
             0.5 * rho_e,
-            run.z_acct.prepaid(paid, ZCDP(rho_e)),
-            src,
-            f"{step}/Z/psge-{j + 1}",
+            Release(run.z_acct.prepaid(paid, ZCDP(rho_e)), src, f"{step}/Z/psge-{j + 1}"),
         )
         means[j] = mu
         covs[j] = var * np.eye(d)

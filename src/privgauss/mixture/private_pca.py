@@ -42,9 +42,8 @@ import numpy as np
 from ..backends import as_rows
 from ..exceptions import PrivacyBudgetError
 from ..linalg import clip_rows
-from ..mechanisms import gaussian_sigma, symmetric_matrix_mechanism
-from ..noise import RandomState
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP
+from ..mechanisms import Release, gaussian_sigma, symmetric_matrix_mechanism
+from ..privacy import ZCDP, ApproxDP, Budget, PureDP, is_pure
 from ..sensitivity import clipped_second_moment_frobenius, clipped_second_moment_upper_l1
 from ..validation import check_positive_int, check_probability
 
@@ -99,9 +98,7 @@ def private_pca(
     rank: int,
     budget: Budget,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "private-pca",
+    release: Release,
 ) -> PrivatePCA:
     """Analyze-Gauss private PCA of the rows of ``X`` clipped to B(center, radius).
 
@@ -109,7 +106,8 @@ def private_pca(
     δ > 0, sensitivity √2 r²/n in Frobenius norm; Laplace for pure ε, sensitivity (d+1) r²/n in
     L1 of the upper triangle) and returns its top-``rank`` eigenvectors by algebraic eigenvalue.
     Exactly ``budget``-DP under replace-one neighbours with n public; ``center``, ``radius`` and
-    ``rank`` must be public. DTTZ14; KSSU19 §3.7 of the spec.
+    ``rank`` must be public. Charged to ``release`` (step "private-pca" unless it names one).
+    DTTZ14; KSSU19 §3.7 of the spec.
     """
     if not isinstance(budget, ZCDP | ApproxDP | PureDP):
         raise PrivacyBudgetError("budget must be a ZCDP, ApproxDP or PureDP instance")
@@ -128,13 +126,14 @@ def private_pca(
     clipped, _ = clip_rows(data, c, radius)  # the count of clipped rows is private: dropped
     centred = clipped - c
     second_moment = centred.T @ centred / n
-    pure = isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
+    pure = is_pure(budget)
     if pure:
         sensitivity = clipped_second_moment_upper_l1(radius, n, d)
     else:
         sensitivity = clipped_second_moment_frobenius(radius, n)
     noisy = symmetric_matrix_mechanism(
-        second_moment, sensitivity, budget, accountant=accountant, noise=noise, step=step
+        second_moment, sensitivity, budget, accountant=release.accountant, noise=release.noise,
+        step=release.named("private-pca").step,
     )
     if pure:
         assert not isinstance(budget, ZCDP)  # pure: PureDP, or ApproxDP with delta 0

@@ -49,7 +49,7 @@ from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..gaussian.public import public_gaussian
 from ..gaussian.public_preconditioner import public_preconditioner
 from ..linalg import project_psd
-from ..noise import RandomState, as_noise
+from ..mechanisms import Release
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan, zcdp_of
 from ..theory import Bound
 from ..validation import check_positive_int
@@ -60,7 +60,7 @@ from .cluster_estimation import (
     estimate_clusters,
     frame_from_public,
 )
-from .component_estimation import ComponentPrior, estimate_components
+from .component_estimation import ComponentPrior, Partition, estimate_components
 from .public_clustering import PublicClusters, easy_clustering
 
 __all__ = [
@@ -183,8 +183,7 @@ def public_heavy_gmm(
     min_weight: float | None = None,
     beta: float = 0.05,
     constants: str = "practical",
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     info: dict[str, Any] | None = None,
     count_share: float = COUNT_SHARE,
     estimator: str | None = None,
@@ -194,8 +193,11 @@ def public_heavy_gmm(
 
     ``estimator``: ``"joint"`` or ``"learner"`` (default: ``"joint"`` for practical constants,
     ``"learner"`` for ``constants="theory"``). ``info`` (if given) receives
-    ``"public_clusters"`` (:class:`PublicClusters`, public only).
+    ``"public_clusters"`` (:class:`PublicClusters`, public only). Charged to ``release``
+    (step "public-heavy" unless it names one).
     """
+    rel = release.named("public-heavy")
+    accountant = rel.accountant
     if not (0 < count_share < 1):
         raise ValueError("count_share must be in (0, 1)")
     estimator = pick_estimator(estimator, constants)
@@ -206,14 +208,14 @@ def public_heavy_gmm(
     if info is not None:
         info["public_clusters"] = clusters
     _check_clusters(clusters, k, d, P.shape[0] * w_min / 2)
-    src = as_noise(noise)
+    src = rel.noise
     publics = [P[clusters.labels == j] for j in range(k)]
     for Pj in publics:  # degenerate public clusters are refused here, before anything is spent
         public_preconditioner(Pj, beta / (6 * k), outliers=True)
     if estimator == "joint":
         weights, means, covs = estimate_clusters(
             X, labels, [frame_from_public(Pj) for Pj in publics], ZCDP(rho),
-            count_share=count_share, accountant=accountant, noise=src, step="public-heavy",
+            count_share=count_share, release=rel,
         )
         return weights, means, positive_definite(covs)
     plan = heavy_plan(rho, count_share, "learner")
@@ -230,10 +232,8 @@ def public_heavy_gmm(
         ComponentPrior(clusters.means[j], 0.0, (1.0, 1.0)) for j in range(k)  # pad = centre
     ]
     weights, means, covs, _ = estimate_components(
-        X, labels, priors, plan.part("counts", ZCDP), plan.part("estimate", ZCDP), keys=keys,
-        beta=beta / 3,
-        constants=constants, accountant=accountant, noise=src, step="public-heavy",
-        part_learner=learner,
+        X, Partition(labels, keys), priors, plan.part("counts", ZCDP), plan.part("estimate", ZCDP),
+        beta=beta / 3, constants=constants, release=rel, part_learner=learner,
     )
     return weights, means, positive_definite(covs)
 

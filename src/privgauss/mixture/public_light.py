@@ -53,14 +53,14 @@ output: :class:`~privgauss.exceptions.EstimationFailed` after the whole budget i
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.spatial.distance import pdist
 
 from ..exceptions import EstimationFailed, InvalidDataError
-from ..mechanisms import private_count
-from ..noise import NoiseSource, RandomState, as_noise
+from ..mechanisms import Release, private_count
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan
 from ..sensitivity import histogram_l2
 from .cluster_estimation import (
@@ -70,7 +70,7 @@ from .cluster_estimation import (
     estimate_clusters,
     frame_from_public,
 )
-from .component_estimation import ComponentPrior, estimate_components
+from .component_estimation import ComponentPrior, Partition, estimate_components
 from .private_pca import private_pca, top_eigenvectors
 from .public_clustering import public_split, radius_grid, split_constants, supercluster
 from .public_heavy import joint_component_rows, pick_estimator, positive_definite, prepare
@@ -145,6 +145,29 @@ def light_plan(rho: float, k: int, clustering_share: float, pca_share: float) ->
     return BudgetPlan.of(ZCDP(rho), parts)
 
 
+@dataclass(frozen=True)
+class LightOptions:
+    """The public knobs of :func:`public_light_gmm`; they move accuracy only.
+
+    Parameters
+    ----------
+    cond_range : float
+        Condition-number range (≥ 1) of a cluster's covariance prior.
+    clustering_share : float, optional
+        Share of ρ for the hard clustering (default: the estimator's).
+    count_sensitivity : float, optional
+        Overrides Q_Priv's √2 (for audits of a broken variant only).
+    estimator : {"joint", "learner"}, optional
+        The per-cluster estimator (default: ``"joint"``, or ``"learner"`` for
+        ``constants="theory"``).
+    """
+
+    cond_range: float = 1e4
+    clustering_share: float | None = None
+    count_sensitivity: float | None = None
+    estimator: str | None = None
+
+
 def public_light_gmm(
     X: Any,
     k: int,
@@ -154,24 +177,24 @@ def public_light_gmm(
     min_weight: float | None = None,
     beta: float = 0.05,
     constants: str = "practical",
-    accountant: Accountant,
-    noise: RandomState = None,
+    options: LightOptions | None = None,
+    release: Release,
     info: dict[str, Any] | None = None,
-    cond_range: float = 1e4,
-    clustering_share: float | None = None,
-    count_sensitivity: float | None = None,
-    estimator: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights, means, covariances) of a k-component mixture, ρ-zCDP (or (ε, δ)-DP) w.r.t.
     the rows of ``X`` for any ``public_X``; replace-one, n public. See the module docstring.
 
     ``info`` (if given) receives ``"public_balls"``: the released/public balls (c_i, R_i) of the
-    clusters. ``count_sensitivity`` overrides Q_Priv's √2 (for audits of a broken variant only).
-    ``estimator``: ``"joint"`` or ``"learner"`` (default: ``"joint"``, or ``"learner"`` for
-    ``constants="theory"``).
+    clusters. ``options``: the public knobs (:class:`LightOptions`). Charged to ``release``
+    (step "public-light" unless it names one).
     """
-    joint = pick_estimator(estimator, constants) == "joint"
-    clustering_share = _clustering_share(clustering_share, joint)
+    opts = LightOptions() if options is None else options
+    cond_range = opts.cond_range
+    count_sensitivity = opts.count_sensitivity
+    rel = release.named("public-light")
+    accountant = rel.accountant
+    joint = pick_estimator(opts.estimator, constants) == "joint"
+    clustering_share = _clustering_share(opts.clustering_share, joint)
     if not (1.0 <= cond_range and math.isfinite(cond_range)):
         raise ValueError("cond_range must be finite and >= 1")
     if not (0 < clustering_share < 1 - COUNT_SHARE):
@@ -181,20 +204,19 @@ def public_light_gmm(
     n = X.shape[0]
     check_public_clusters(P, k, w_min, constants)  # before anything is spent
     plan = light_plan(rho, k, clustering_share, JOINT_PCA_SHARE if joint else PCA_SHARE)
-    src = as_noise(noise)
     sens = q_priv_sensitivity() if count_sensitivity is None else float(count_sensitivity)
-    clusters = _hard_clustering(P, X, k, w_min, plan, sens, constants, accountant, src)
+    clusters = _hard_clustering(P, X, k, w_min, plan, sens, constants, rel)
     if info is not None:
         info["public_balls"] = [(c.copy(), R) for _, _, c, R in clusters]
     counts, estimation = plan.part("counts", ZCDP), plan.part("estimate", ZCDP)
     if len(clusters) != k:
-        accountant.spend(counts, step="public-light/counts", note="unused: failed")
-        accountant.spend(estimation, step="public-light/estimate", note="unused: failed")
+        accountant.spend(counts, step=rel.name("counts"), note="unused: failed")
+        accountant.spend(estimation, step=rel.name("estimate"), note="unused: failed")
         raise EstimationFailed(
             f"the private hard clustering found {len(clusters)} clusters, not {k}: its noisy "
             f"counts (Q_Priv) did not confirm enough of the public split proposals on the n = "
             f"{n} private rows; the whole budget ({accountant.spent_str()}) was spent",
-            step="public-light/clustering",
+            step=rel.name("clustering"),
             needed_n=math.ceil(max(public_light_requirements(
                 n=n, d=X.shape[1], k=k, rho=rho, min_weight=w_min, beta=beta).values())),
         )
@@ -206,15 +228,14 @@ def public_light_gmm(
         weights, means, covs = estimate_clusters(
             X, labels, frames, ZCDP(counts.rho + estimation.rho),
             count_share=counts.rho / (counts.rho + estimation.rho),
-            accountant=accountant, noise=src, step="public-light", fractions=JOINT_FRACTIONS,
-            clip_scale=JOINT_CLIP_SCALE,
+            release=rel, fractions=JOINT_FRACTIONS, clip_scale=JOINT_CLIP_SCALE,
         )
         return weights, means, positive_definite(covs)
     priors = [_prior(P[pub], c, R, cond_range, constants) for _, pub, c, R in clusters]
-    keys = src.rng.random(n)
+    keys = rel.rng.random(n)
     weights, means, covs, _ = estimate_components(
-        X, labels, priors, counts, estimation, keys=keys, beta=beta / 3,
-        constants=constants, accountant=accountant, noise=src, step="public-light",
+        X, Partition(labels, keys), priors, counts, estimation, beta=beta / 3,
+        constants=constants, release=rel,
     )
     return weights, means, positive_definite(covs)
 
@@ -251,21 +272,21 @@ def _hard_clustering(
     plan: BudgetPlan,
     sensitivity: float,
     constants: str,
-    accountant: Accountant,
-    src: NoiseSource,
+    release: Release,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
     """Alg. 6: the clusters as (private row indices, public row indices, public centre c_i,
-    public radius R_i).
+    public radius R_i), charged to ``release`` under its step.
     The private index sets are **not** DP outputs; the balls are public or DP outputs."""
     m, d = P.shape
     n = X.shape[0]
+    accountant = release.accountant
     const = split_constants(constants)
     t_pub, t_priv = m * w_min / 2.0, n * w_min / 4.0
     rank = min(k, d)
     queue: list[tuple[np.ndarray, np.ndarray]] = [(np.arange(m), np.arange(n))]
     out: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = []
     for it in range(2 * k):
-        step = f"public-light/iteration-{it + 1}"
+        step = release.name(f"iteration-{it + 1}")
         pub = priv = None
         while queue and len(out) < k:  # empty public subsets: dropped (a public decision)
             pub, priv = queue.pop(0)
@@ -287,8 +308,8 @@ def _hard_clustering(
         padded = np.repeat(c[None, :], n, axis=0)
         padded[: priv.size] = X[priv]
         pca_budget = plan.part(f"iteration-{it + 1}/pca", ZCDP)
-        pca = private_pca(padded, c, R, rank, pca_budget, accountant=accountant, noise=src,
-                          step=f"{step}/pca")
+        pca = private_pca(padded, c, R, rank, pca_budget,
+                          release=Release(accountant, release.noise, f"{step}/pca"))
         Yp, Zp = pca.project(P[pub]), pca.project(X[priv])
         r_min = R / math.sqrt(d) if constants == "theory" else R / (8.0 * math.sqrt(d))
         found = public_split(Yp, t_pub, radius_grid(R, r_min, const.grid_ratio), const)
@@ -301,7 +322,7 @@ def _hard_clustering(
         centre, radius = Yp[j], 2.0 * r
         qpriv = plan.part(f"iteration-{it + 1}/q-priv", ZCDP)
         noisy = q_priv_counts(Zp, centre, radius, const.private_outer, qpriv,
-                              accountant=accountant, noise=src, step=f"{step}/q-priv",
+                              release=Release(accountant, release.noise, f"{step}/q-priv"),
                               sensitivity=sensitivity)
         ok = (
             noisy[0] >= t_priv
@@ -381,22 +402,21 @@ def q_priv_counts(
     outer: float,
     budget: ZCDP,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "q-priv",
+    release: Release,
     sensitivity: float | None = None,
 ) -> np.ndarray:
     """Q_Priv's three noisy counts (eq. (4)) of the rows of ``Z``: inside B_radius(centre), in
     the annulus up to outer·radius, outside; ``centre``, ``radius``, ``outer`` public. ρ-zCDP
     under replace-one (discrete Gaussian, L2 sensitivity :func:`q_priv_sensitivity` = √2: the
-    regions are disjoint and one row can leave one and enter another)."""
+    regions are disjoint and one row can leave one and enter another). Charged to ``release``
+    (step "q-priv" unless it names one)."""
     dist = np.linalg.norm(np.asarray(Z, dtype=np.float64) - centre, axis=1)
     inside = dist <= radius
     within = dist <= outer * radius
     counts = np.array([inside.sum(), (within & ~inside).sum(), (~within).sum()])
     sens = q_priv_sensitivity() if sensitivity is None else float(sensitivity)
-    return private_count(counts, budget, accountant=accountant, noise=noise, step=step,
-                         sensitivity=sens)
+    return private_count(counts, budget, accountant=release.accountant, noise=release.noise,
+                         step=release.named("q-priv").step, sensitivity=sens)
 
 
 def _frame(Y: np.ndarray, c: np.ndarray, R: float) -> ClusterFrame:

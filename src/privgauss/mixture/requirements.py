@@ -27,6 +27,7 @@ from typing import Any
 
 from ..privacy import Budget, zcdp_of
 from ..theory import Bound
+from .kssu import KSSUOptions
 from .kssu_sample_size import practical_terms as _kssu_practical
 from .public_heavy import min_public_rows, public_heavy_requirements, theory_terms
 from .public_light import public_light_requirements
@@ -259,8 +260,7 @@ def requirements(
     alpha: float = 0.2,
     beta: float = 0.05,
     constants: str = "practical",
-    max_points: int = 10_000,
-    n_radii_max: int = 24,
+    kssu_options: KSSUOptions | None = None,
 ) -> Requirements:
     """Whether ``n`` samples can work for the paper learner ``method`` ("kssu",
     "sample-aggregate" or "pegme"), from public quantities only (d, k, the (ε, δ) budget,
@@ -268,9 +268,11 @@ def requirements(
     reached through the method registry: ``pg.mixture_requirements``.
 
     ``constants="practical"``: this implementation's thresholds (see the module docstring);
-    ``"theory"``: the paper's theorem terms with constants 1 (indicative only). ``max_points``
-    is the KSSU learner's subsample size of the pairwise scores and ``n_radii_max`` its number
-    of radii below a released ball (its defaults)."""
+    ``"theory"``: the paper's theorem terms with constants 1 (indicative only).
+    ``kssu_options``: the KSSU learner's knobs that move its search floor (``max_points``, the
+    subsample size of the pairwise scores, and ``n_radii_max``, its number of radii below a
+    released ball; default :class:`~.kssu.KSSUOptions`)."""
+    opts = KSSUOptions() if kssu_options is None else kssu_options
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r} (every mixture "
                          "method's requirement: privgauss.mixture_requirements)")
@@ -299,8 +301,8 @@ def requirements(
         if method == "sample-aggregate":
             out = _sa_practical(n, d, k, epsilon, delta, w, beta)
         else:
-            out = _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=max_points,
-                                  n_radii_max=n_radii_max)
+            out = _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=opts.max_points,
+                                  n_radii_max=opts.n_radii_max)
         terms, knobs = out["terms"], out["knobs"]
         note = "practical thresholds of this implementation (measured safety factors)"
     return report(method, n, terms, constants, knobs, note)

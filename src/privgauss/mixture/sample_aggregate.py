@@ -59,9 +59,8 @@ import numpy as np
 
 from ..backends import as_rows
 from ..exceptions import EstimationFailed
-from ..noise import NoiseSource, RandomState, as_noise
+from ..mechanisms import Release
 from ..privacy import (
-    Accountant,
     ApproxDP,
     charge_unused,
 )
@@ -69,17 +68,19 @@ from ..progress import bar
 from ..validation import check_positive_int, check_probability
 from .component_estimation import (
     ComponentPrior,
+    Partition,
     estimate_components,
     nearest_center,
 )
 from .good_radius import doubling_radii
-from .one_cluster import Ball, one_cluster
+from .one_cluster import Ball, BallSearch, one_cluster
 from .sample_aggregate_budget import ROUND_SPLIT, SABudget, plan_sa_budget
 from .sample_size import one_cluster_floor
 
 __all__ = [
     "DEFAULT_RADIUS_RANGE",
     "Learner",
+    "SAOptions",
     "check_mixture_inputs",
     "default_chunk_size",
     "dummy_points",
@@ -278,44 +279,80 @@ def needed_n(shape: tuple[int, int], k: int, budget: ApproxDP, min_weight: float
 # ----------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SAOptions:
+    """The public knobs of :func:`sample_aggregate_gmm`; they move accuracy and running time
+    only.
+
+    Parameters
+    ----------
+    n_chunks : int, optional
+        Number of chunks (default n // :func:`default_chunk_size`, which uses the public
+        ``min_weight``).
+    learner : callable, optional
+        The non-private learner (rows, k, seed) → (weights, means) run on each chunk (default
+        :func:`gmm_learner`).
+    radii : array-like, optional
+        Public doubling grid of the 1-cluster rounds (default :data:`DEFAULT_RADIUS_RANGE`).
+    peel_factor : float
+        A round's ball radius over the radius it was found at (≥ 1).
+    t_fraction : float
+        Share (0, 1] of the chunks a round looks for, over the components left.
+    box_factor : float
+        Side of GoodCenter's grid boxes over the radius.
+    cov_margin : float
+        Margin of a part's covariance prior over its ball.
+    cond_range : float
+        Condition-number range of a part's covariance prior.
+    means_share, counts_share : float
+        Shares of ε for the rounds and of the rest for the counts (the remainder: estimation).
+    round_split : sequence of float
+        Relative ε weights of a round's releases.
+    max_points : int
+        Subsample size of a round's radius search.
+    """
+
+    n_chunks: int | None = None
+    learner: Learner | None = None
+    radii: Any = None
+    peel_factor: float = 3.0
+    t_fraction: float = 0.8
+    box_factor: float = 4.0
+    cov_margin: float = 8.0
+    cond_range: float = 1e4
+    means_share: float = 0.7
+    counts_share: float = 0.05
+    round_split: Sequence[float] = ROUND_SPLIT
+    max_points: int = 50_000
+
+
 def sample_aggregate_gmm(
     X: Any,
     k: int,
     budget: ApproxDP,
     *,
-    n_chunks: int | None = None,
     min_weight: float | None = None,
-    learner: Learner | None = None,
-    radii: Any = None,
-    peel_factor: float = 3.0,
-    t_fraction: float = 0.8,
-    box_factor: float = 4.0,
-    cov_margin: float = 8.0,
-    cond_range: float = 1e4,
-    means_share: float = 0.7,
-    counts_share: float = 0.05,
-    round_split: Sequence[float] = ROUND_SPLIT,
     beta: float = 0.05,
     constants: str = "practical",
-    max_points: int = 50_000,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "sample-aggregate",
+    options: SAOptions | None = None,
+    release: Release,
     info: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Private k-component Gaussian mixture by sample-and-aggregate (KSSU19 §6; spec §8):
     (weights (k,), means (k, d), covariances (k, d, d)).
 
     (ε, δ)-DP for ``budget = ApproxDP(ε, δ)`` under replace-one neighbours with n public, for any
-    data and any ``learner`` (a function (rows, k, seed) → (weights, means), run on each chunk).
-    ``n_chunks`` (default n // :func:`default_chunk_size`, which uses the public ``min_weight``,
-    default 1/k), ``radii`` (public doubling grid for
-    the 1-cluster rounds, default :data:`DEFAULT_RADIUS_RANGE`), ``peel_factor``, ``t_fraction``,
-    ``cov_margin`` and ``cond_range`` are public knobs that only affect accuracy. Raises
-    :class:`EstimationFailed` (with the whole budget spent) when a round finds no cluster or a
-    part is too small. ``info``, if given, receives public/DP facts (chunks, balls, counts).
-    See the module docstring for the derivation.
+    data and any chunk learner. ``min_weight`` (default 1/k) and ``options``
+    (:class:`SAOptions`) are public knobs that only affect accuracy. Charged to ``release``
+    (step "sample-aggregate" unless it names one). Raises :class:`EstimationFailed` (with the
+    whole budget spent) when a round finds no cluster or a part is too small. ``info``, if
+    given, receives public/DP facts (chunks, balls, counts). See the module docstring for the
+    derivation.
     """
+    opts = SAOptions() if options is None else options
+    n_chunks, t_fraction, cond_range = opts.n_chunks, opts.t_fraction, opts.cond_range
+    peel_factor, cov_margin = opts.peel_factor, opts.cov_margin
+    rel = release.named("sample-aggregate")
     data, k, beta, w_min = check_mixture_inputs(
         X, k, beta=beta, constants=constants, min_weight=min_weight, cond_range=cond_range
     )
@@ -330,31 +367,24 @@ def sample_aggregate_gmm(
             f"sample-and-aggregate needs at least {2 * k} chunks of at least {k + 1} rows "
             f"(n = {n}, n_chunks = {s}); it is meant for n of the order of {need:.2g} or more"
         )
-    grid = root_radius_grid(radii)
+    grid = root_radius_grid(opts.radii)
     plan = plan_sa_budget(
-        budget, k, d, means_share=means_share, counts_share=counts_share, round_split=round_split
+        budget, k, d, means_share=opts.means_share, counts_share=opts.counts_share,
+        round_split=opts.round_split,
     )
     # the plan composes to exactly the budget (tests); refusing it needs only "within"
-    plan.budget_plan(exact=False).reserve(accountant, "sample-and-aggregate")
+    plan.budget_plan(exact=False).reserve(rel.accountant, "sample-and-aggregate")
     run = _SARun(
         data=data,
         k=k,
         s=s,
         grid=grid,
         plan=plan,
-        learner=gmm_learner if learner is None else learner,
-        peel_factor=peel_factor,
-        t_fraction=t_fraction,
-        box_factor=box_factor,
-        cov_margin=cov_margin,
-        cond_range=cond_range,
-        round_split=tuple(round_split),
+        learner=gmm_learner if opts.learner is None else opts.learner,
+        opts=opts,
         beta=beta,
         constants=constants,
-        max_points=max_points,
-        accountant=accountant,
-        src=as_noise(noise),
-        step=step,
+        release=rel,
         needed=needed_n(data.shape, k, budget, w_min, beta),
     )
     balls, m_min = _aggregate(run)
@@ -380,51 +410,44 @@ class _SARun:
     grid: np.ndarray
     plan: SABudget
     learner: Learner
-    peel_factor: float
-    t_fraction: float
-    box_factor: float
-    cov_margin: float
-    cond_range: float
-    round_split: tuple[float, ...]
+    opts: SAOptions
     beta: float
     constants: str
-    max_points: int
-    accountant: Accountant
-    src: NoiseSource
-    step: str
+    release: Release
     needed: int
 
 
 def _aggregate(run: _SARun) -> tuple[list[Ball], int]:
     """The non-private learner on every chunk, then k private 1-cluster rounds peeling the
     chunk estimates: the k released balls and the chunk size."""
-    W, M, ok, m_min = _fit_chunks(run.data, run.k, run.s, run.learner, run.src.rng)
-    dummies = dummy_points(run.s, run.data.shape[1], run.grid, run.peel_factor, run.src.rng)
+    rel, opts = run.release, run.opts
+    W, M, ok, m_min = _fit_chunks(run.data, run.k, run.s, run.learner, rel.rng)
+    dummies = dummy_points(run.s, run.data.shape[1], run.grid, opts.peel_factor, rel.rng)
     alive = ok.copy()
     balls: list[Ball] = []
     for j in range(run.k):
-        t = max(2, int(run.t_fraction * run.s / (run.k - j)))
+        t = max(2, int(opts.t_fraction * run.s / (run.k - j)))
         P = round_points(W, M, alive, dummies)
         ball = one_cluster(
             P,
             t,
             run.plan.rounds[j],
             radii=run.grid,
-            c=run.peel_factor,
-            beta=run.beta / (4 * run.k),
-            constants=run.constants,
-            box_factor=run.box_factor,
-            split=run.round_split,
-            max_points=run.max_points,
-            accountant=run.accountant,
-            noise=run.src,
-            step=f"{run.step}/round-{j + 1}",
+            c=opts.peel_factor,
+            search=BallSearch(
+                beta=run.beta / (4 * run.k),
+                constants=run.constants,
+                box_factor=opts.box_factor,
+                split=tuple(opts.round_split),
+                max_points=opts.max_points,
+            ),
+            release=rel.at(f"round-{j + 1}"),
         )
         if ball is None:
-            charge_unused(run.accountant, run.plan.all(j + 1), run.step)
+            charge_unused(rel.accountant, run.plan.all(j + 1), rel.step)
             raise EstimationFailed(
                 f"round {j + 1} of {run.k} of the private 1-cluster aggregation found no cluster",
-                step=f"{run.step}/round-{j + 1}",
+                step=rel.name(f"round-{j + 1}"),
                 needed_n=run.needed,
             )
         balls.append(ball)
@@ -440,26 +463,24 @@ def _estimate_parts(
     """Every row to its nearest released centre, then the parts' counts and CoinPress runs."""
     centers = np.stack([b.center for b in balls])
     labels = nearest_center(run.data, centers)
-    keys = run.src.rng.random(int(run.data.shape[0]))  # public per-row keys (fixed-size subsets)
+    # public per-row keys (fixed-size subsets)
+    keys = run.release.rng.random(int(run.data.shape[0]))
     priors = [ComponentPrior(b.center, b.radius, (1.0, 1.0)) for b in balls]
 
     def cov_bounds_of(j: int, w: float) -> tuple[float, float]:
-        r = balls[j].radius / run.peel_factor
-        hi = run.cov_margin * r * r * m_min * max(w, 1.0 / run.s)
-        return hi / run.cond_range, hi
+        r = balls[j].radius / run.opts.peel_factor
+        hi = run.opts.cov_margin * r * r * m_min * max(w, 1.0 / run.s)
+        return hi / run.opts.cond_range, hi
 
     return estimate_components(
         run.data,
-        labels,
+        Partition(labels, keys),
         priors,
         run.plan.counts,
         run.plan.estimation,
-        keys=keys,
         beta=run.beta,
         constants=run.constants,
-        accountant=run.accountant,
-        noise=run.src,
-        step=run.step,
+        release=run.release,
         cov_bounds_of=cov_bounds_of,
         needed_n=run.needed,
     )

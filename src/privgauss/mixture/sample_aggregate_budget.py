@@ -21,6 +21,7 @@ from ..privacy import (
     Budget,
     BudgetPlan,
     approx_to_zcdp,
+    has_delta,
 )
 from .one_cluster import NAMES as ONE_CLUSTER_NAMES
 from .one_cluster import plan_budget
@@ -109,7 +110,7 @@ def plan_sa_budget(
     ρ_Z goes to the counts, the rest to the estimation charge, so the ledger composes to exactly
     (ε, δ) in the accountant's own arithmetic.
     """
-    if not isinstance(budget, ApproxDP) or budget.delta <= 0:
+    if not has_delta(budget):
         raise PrivacyBudgetError(
             "sample-and-aggregate needs an (epsilon, delta) budget with delta > 0 (its 1-cluster "
             "step uses a stability histogram)"

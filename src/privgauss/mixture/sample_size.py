@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..privacy import ApproxDP
+from ..privacy import ApproxDP, check_delta
 from .one_cluster import DEFAULT_SPLIT as ONE_CLUSTER_SPLIT
 from .one_cluster import KINDS as ONE_CLUSTER_KINDS
 from .one_cluster import search_floor
@@ -70,8 +70,9 @@ def report(method: str, n: int, terms: dict[str, float], constants: str,
 def check_sizes(n: int, d: int, k: int, epsilon: float, delta: float, min_weight: float) -> None:
     if n < 1 or d < 1 or k < 1:
         raise ValueError("n, d and k must be positive integers")
-    if not (epsilon > 0) or not (0 < delta < 1):
+    if not (epsilon > 0):
         raise ValueError("need epsilon > 0 and 0 < delta < 1")
+    check_delta(delta, message="need epsilon > 0 and 0 < delta < 1")
     if not (0 < min_weight <= 1.0 / k + 1e-12):
         raise ValueError(f"min_weight must be in (0, 1/k] = (0, {1.0 / k:.4g}]")
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from ..mechanisms import Release
 from ..privacy import (
     Accountant,
     ApproxDP,
@@ -24,7 +26,7 @@ from ..privacy import (
 )
 from . import one_cluster as one_cluster_module
 from . import terrific_ball as terrific_ball_module
-from .one_cluster import Ball, search_floor
+from .one_cluster import Ball, BallSearch, search_floor
 
 __all__ = ["search_is_meaningful", "subsampled_call"]
 
@@ -35,29 +37,33 @@ def subsampled_call(
     t: int,
     budget: ApproxDP,
     *,
-    max_points: int,
-    rng: np.random.Generator,
-    paid_by: tuple[Accountant, LedgerEntry] | None = None,
+    search: BallSearch,
+    release: Release,
+    paid_by: LedgerEntry | None = None,
     name: str = "",
     **kwargs: Any,
 ) -> Ball | None:
-    """Run ``fn(rows, t, budget, accountant=..., **kwargs)`` (one_cluster / terrific_ball, both
-    replace-one with n public) on at most ``max_points`` uniformly sampled rows with the
-    amplified budget and t scaled by the sampling rate; ``budget``-DP for ``rows`` (which the
-    caller has already charged: the entry of ``paid_by = (accountant, entry)``). The inner call
-    charges an accountant of the amplified total whose entries are kept in ``entry.parts``
-    (:meth:`~privgauss.privacy.Accountant.prepaid`, steps prefixed with ``name``); without
-    ``paid_by`` (a direct call) it charges a fresh accountant of that total."""
+    """Run ``fn(rows, t, budget, search=..., release=..., **kwargs)`` (one_cluster /
+    terrific_ball, both replace-one with n public) on at most ``search.max_points`` rows drawn
+    uniformly with ``release.rng``, with the amplified budget and t scaled by the sampling rate;
+    ``budget``-DP for ``rows`` (which the caller has already charged: ``paid_by``, an entry of
+    ``release.accountant``). The inner call charges an accountant of the amplified total whose
+    entries are kept in ``paid_by.parts`` (:meth:`~privgauss.privacy.Accountant.prepaid`, steps
+    prefixed with ``name``, then ``release.step``); without ``paid_by`` (a direct call) it
+    charges a fresh accountant of that total."""
     m = rows.shape[0]
+    max_points = search.max_points
     if m > max_points:
         rate = max_points / m
         inner = amplified_budget(budget, rate)
-        rows = rows[np.sort(rng.choice(m, size=max_points, replace=False))]
+        rows = rows[np.sort(release.rng.choice(m, size=max_points, replace=False))]
         t = max(1, int(round(t * rate)))
     else:
         inner = budget
-    acct = Accountant(inner) if paid_by is None else paid_by[0].prepaid(paid_by[1], inner, name)
-    return fn(rows, t, budget=inner, accountant=acct, max_points=rows.shape[0] + 1, **kwargs)
+    acct = (Accountant(inner) if paid_by is None
+            else release.accountant.prepaid(paid_by, inner, name))
+    return fn(rows, t, budget=inner, search=replace(search, max_points=rows.shape[0] + 1),
+              release=Release(acct, release.noise, release.step), **kwargs)
 
 
 def search_is_meaningful(

@@ -63,17 +63,14 @@ P14). GoodCenter and the check always use all rows (O(nd)).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import sensitivity
-from ..mechanisms import gaussian_mechanism, laplace_mechanism
-from ..noise import NoiseSource, RandomState, as_noise
+from ..mechanisms import Release, gaussian_mechanism, laplace_mechanism
 from ..privacy import (
-    Accountant,
     ApproxDP,
     Budget,
     BudgetPlan,
@@ -84,7 +81,7 @@ from ..privacy import (
 )
 from ..validation import check_positive_int, check_probability
 from .good_radius import above_threshold_slack, ball_counts, radius_search, subsample_t, top_t_mean
-from .one_cluster import Ball, center_with, prepare_search
+from .one_cluster import Ball, BallSearch, center_with, prepare_search
 
 __all__ = [
     "Ball",
@@ -150,13 +147,12 @@ def terrific_radius(
     beta: float = 0.05,
     constants: str = "practical",
     max_points: int = 5000,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "terrific-radius",
+    release: Release,
 ) -> float | None:
     """TerrificRadius (KSSU19 Alg. 2): ε-DP (replace-one, n public) AboveThreshold over the public
     ``radii`` (increasing, or decreasing if ``largest``) on Q_r (sensitivity 2) with threshold
-    t − Γ. Returns the first passing radius or None (⊥)."""
+    t − Γ. Returns the first passing radius or None (⊥). Charged to ``release`` (step
+    "terrific-radius" unless it names one)."""
     c = _check_c(c, 1.0)
     return radius_search(
         lambda rows, t_rows, grid: radius_scores(rows, t_rows, c, grid),
@@ -168,9 +164,7 @@ def terrific_radius(
         beta=beta,
         constants=constants,
         max_points=max_points,
-        accountant=accountant,
-        noise=noise,
-        step=step,
+        release=release.named("terrific-radius"),
         descending=largest,
     )
 
@@ -183,22 +177,20 @@ def terrific_ball(
     budget: ApproxDP | PureDP,
     *,
     largest: bool = False,
-    beta: float = 0.05,
-    constants: str = "practical",
-    center_box: Any = None,
-    box_factor: float = 2.0,
-    split: Sequence[float] = DEFAULT_SPLIT,
-    max_points: int = 5000,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "terrific-ball",
+    search: BallSearch | None = None,
+    release: Release,
 ) -> Ball | None:
     """PTerrificBall (KSSU19 §5.1, Lemma 5.7, simplified per spec §6.4–6.6): a released ball
     B(p, 2r) that passed the noisy check of being ((c − 1)/2, ·)-terrific, or None (⊥).
 
     (ε, δ)-DP for ``ApproxDP(ε, δ)``, ε-DP for ``PureDP(ε)`` (needs ``center_box``), replace-one
     neighbours with n public; the whole budget is charged whatever the outcome. Search constant
-    ``c`` > 3; the output's annulus constant is (c − 1)/2. See the module docstring."""
+    ``c`` > 3; the output's annulus constant is (c − 1)/2. ``search`` holds the public knobs
+    (default :class:`~privgauss.mixture.one_cluster.BallSearch`). Charged to ``release`` (step
+    "terrific-ball" unless it names one). See the module docstring."""
+    knobs = BallSearch() if search is None else search
+    rel = release.named("terrific-ball")
+    acct = rel.accountant
     data, plan, t, grid = prepare_search(
         X,
         t,
@@ -206,33 +198,20 @@ def terrific_ball(
         budget,
         NAMES,
         KINDS,
-        split,
+        DEFAULT_SPLIT if knobs.split is None else knobs.split,
         lambda d: (1, 1, d, d, 1),
-        center_box=center_box,
-        accountant=accountant,
+        center_box=knobs.center_box,
+        accountant=acct,
     )
-    search = _Search(
-        data,
-        t,
-        _check_c(c, 3.0),
-        grid,
-        plan,
-        largest=largest,
-        beta=check_probability(beta, "beta"),
-        constants=constants,
-        center_box=center_box,
-        box_factor=box_factor,
-        max_points=check_positive_int(max_points, "max_points", minimum=1),
-        accountant=accountant,
-        noise=as_noise(noise),
-        step=step,
-    )
-    before = len(accountant.ledger)
-    found = _find_ball(search)
+    check_probability(knobs.beta, "beta")
+    check_positive_int(knobs.max_points, "max_points", minimum=1)
+    run = _Search(data, t, _check_c(c, 3.0), grid, plan, largest, knobs, rel)
+    before = len(acct.ledger)
+    found = _find_ball(run)
     if found is None:  # ⊥ before the check: the parts not used are charged all the same
-        charge_unused(accountant, plan.budgets()[len(accountant.ledger) - before :], step)
+        charge_unused(acct, plan.budgets()[len(acct.ledger) - before :], rel.step)
         return None
-    return _checked(search, *found)
+    return _checked(run, *found)
 
 
 @dataclass(frozen=True)
@@ -245,14 +224,8 @@ class _Search:
     grid: np.ndarray
     plan: BudgetPlan
     largest: bool
-    beta: float
-    constants: str
-    center_box: Any
-    box_factor: float
-    max_points: int
-    accountant: Accountant
-    noise: NoiseSource
-    step: str
+    knobs: BallSearch
+    release: Release
 
 
 def _find_ball(s: _Search) -> tuple[float, np.ndarray] | None:
@@ -264,50 +237,39 @@ def _find_ball(s: _Search) -> tuple[float, np.ndarray] | None:
         s.grid,
         s.plan["radius"],
         largest=s.largest,
-        beta=s.beta,
-        constants=s.constants,
-        max_points=s.max_points,
-        accountant=s.accountant,
-        noise=s.noise,
-        step=f"{s.step}/radius",
+        beta=s.knobs.beta,
+        constants=s.knobs.constants,
+        max_points=s.knobs.max_points,
+        release=s.release.at("radius"),
     )
     if r is None:
         return None
-    center = center_with(
-        s.data,
-        r,
-        s.plan,
-        box_factor=s.box_factor,
-        center_box=s.center_box,
-        accountant=s.accountant,
-        noise=s.noise,
-        step=s.step,
-    )
+    center = center_with(s.data, r, s.plan, s.knobs, s.release)
     return None if center is None else (r, center)
 
 
 def _checked(s: _Search, r: float, center: np.ndarray) -> Ball | None:
     """The noisy check that B(p, 2r) is terrific, in full-data units (the radius search may
     have run on a subsample): the ball, or None (⊥)."""
-    t_sub = subsample_t(s.data.shape[0], s.t, s.max_points)
+    t_sub = subsample_t(s.data.shape[0], s.t, s.knobs.max_points)
     gamma = above_threshold_slack(
         pure_epsilon(s.plan["radius"], "step"),
         s.grid.size,
-        s.beta,
+        s.knobs.beta,
         sensitivity=sensitivity.capped_radius_score(),
-        constants=s.constants,
+        constants=s.knobs.constants,
     ) * (s.t / t_sub)
     c_out = (s.c - 1.0) / 2.0
     f = ball_query(s.data, center, 2.0 * r, c_out, s.t)
-    release = laplace_mechanism if is_pure(s.plan["check"]) else gaussian_mechanism
+    mechanism = laplace_mechanism if is_pure(s.plan["check"]) else gaussian_mechanism
     noisy = float(
-        release(
+        mechanism(
             f,
             sensitivity.ball_query(),
             s.plan["check"],
-            accountant=s.accountant,
-            noise=s.noise,
-            step=f"{s.step}/check",
+            accountant=s.release.accountant,
+            noise=s.release.noise,
+            step=s.release.name("check"),
         )
     )
     if noisy < s.t - gamma:

@@ -28,6 +28,7 @@ from .budgets import (
     PureDP,
     approx_to_zcdp,
     budget_to_dict,
+    has_delta,
     zcdp_to_epsilon,
 )
 from .ledger import LedgerEntry
@@ -460,7 +461,7 @@ class Accountant:
             c = e.cost
             if isinstance(c, ZCDP):
                 events.append(dp_accounting.ZCDpEvent(c.rho))
-            elif isinstance(c, ApproxDP) and c.delta > 0:
+            elif has_delta(c):
                 events.append(dp_accounting.UnsupportedDpEvent())
             else:
                 # P(keep) / P(flip) = (1 - p/2) / (p/2) = e^eps; written not to overflow

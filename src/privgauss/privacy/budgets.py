@@ -71,6 +71,20 @@ def _check_nonnegative(name: str, value: Any) -> float:
     return value
 
 
+def check_delta(delta: Any, *, zero_ok: bool = False, message: str | None = None) -> float:
+    """``delta`` as a float, refused with :class:`PrivacyBudgetError` (``message``, or a
+    generic one) unless it is a real number in (0, 1) — [0, 1) with ``zero_ok``. The one
+    range check of a δ value; for a budget, :func:`has_delta`."""
+    ok = not isinstance(delta, bool | np.bool_) and isinstance(delta, numbers.Real)
+    value = float(delta) if ok else math.nan
+    if not ok or math.isnan(value) or not (0.0 <= value < 1.0) or (value == 0 and not zero_ok):
+        shown = value if ok else f"an object of type {type(delta).__name__}"
+        raise PrivacyBudgetError(
+            message or f"delta must be in {'[0, 1)' if zero_ok else '(0, 1)'}, got {shown}"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class PureDP:
     """ε-differential privacy (pure DP).
@@ -186,14 +200,11 @@ class ApproxDP:
             raise PrivacyBudgetError(
                 f"delta must be a number in [0, 1), got an object of type {type(delta).__name__}"
             )
-        delta = float(delta)
-        if math.isnan(delta) or not 0.0 <= delta < 1.0:
-            raise PrivacyBudgetError(f"delta must be in [0, 1), got {delta}")
-        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "delta", check_delta(delta, zero_ok=True))
 
     def to_zcdp(self) -> ZCDP:
         """Only pure DP (δ = 0) converts to zCDP; (ε, δ) with δ > 0 does not."""
-        if self.delta > 0:
+        if has_delta(self):
             raise PrivacyBudgetError(
                 "an (epsilon, delta) guarantee with delta > 0 cannot be converted to zCDP; "
                 "use an ApproxDP accountant instead"
@@ -213,10 +224,10 @@ Budget = PureDP | ZCDP | ApproxDP
 
 
 def _check_delta(delta: float) -> float:
-    delta = float(delta)
-    if math.isnan(delta) or not 0.0 < delta < 1.0:
-        raise PrivacyBudgetError(f"delta must be in (0, 1) for a zCDP conversion, got {delta}")
-    return delta
+    value = float(delta)
+    return check_delta(
+        value, message=f"delta must be in (0, 1) for a zCDP conversion, got {value}"
+    )
 
 
 def zcdp_to_delta(rho: float, epsilon: float) -> float:
@@ -346,6 +357,12 @@ def compose_advanced(epsilon: float, delta: float, k: int, delta_prime: float) -
     return ApproxDP(min(adv, k * epsilon), k * delta + delta_prime)
 
 
+def has_delta(budget: Budget) -> TypeGuard[ApproxDP]:
+    """Whether ``budget`` is an (ε, δ) budget with δ > 0 (what stability histograms and the
+    (ε, δ) learners need)."""
+    return isinstance(budget, ApproxDP) and budget.delta > 0
+
+
 def is_pure(budget: Budget) -> TypeGuard[PureDP | ApproxDP]:
     """Whether ``budget`` is pure ε-DP (``PureDP``, or ``ApproxDP`` with δ = 0)."""
     return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
@@ -369,7 +386,7 @@ def zcdp_of(budget: Budget, what: str) -> float:
     :class:`PrivacyBudgetError` naming ``what`` for a pure budget."""
     if isinstance(budget, ZCDP):
         return budget.rho
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
+    if has_delta(budget):
         return approx_to_zcdp(budget.epsilon, budget.delta)
     raise PrivacyBudgetError(
         f"{what} is a zCDP algorithm and cannot give a pure epsilon-DP guarantee; pass rho= or "

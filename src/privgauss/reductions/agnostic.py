@@ -39,8 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError
-from ..mechanisms import truncated_laplace_bound
-from ..noise import RandomState, as_noise
+from ..mechanisms import Release, truncated_laplace_bound
 from ..privacy import Accountant, ApproxDP
 from .list_stable import choosing_threshold, list_stable_reduction, reduction_parameters
 from .quantised_lists import decode, quantised_em_lists
@@ -117,8 +116,7 @@ def faithful_agnostic(
     *,
     alpha: float = 0.2,
     beta: float = 0.05,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     progress: bool = False,
     info: dict[str, Any] | None = None,
 ) -> Mixture:
@@ -127,7 +125,7 @@ def faithful_agnostic(
     parameters from :func:`faithful_plan`. **Guarantee:** (ε, δ)-DP, replace-one, for any data
     (the list learner only sees its own block). A chosen dummy g0 is reported as
     :class:`EstimationFailed` (post-processing of the DP choice). Refuses n < ``n_needed``
-    before anything is spent."""
+    before anything is spent. Charged to a child of ``release``'s accountant."""
     from threadpoolctl import threadpool_limits
 
     n, d = X.shape
@@ -138,14 +136,13 @@ def faithful_agnostic(
             f"blocks of >= {plan.min_block} rows; d = {d}, k = {k}, epsilon = {epsilon:g}, "
             f"delta = {delta:g}), got n = {n}: give more rows, or use constants='practical'"
         )
-    src = as_noise(noise)
-    offset = src.rng.uniform(size=1 + d + d * (d + 1) // 2)  # public randomness
+    offset = release.rng.uniform(size=1 + d + d * (d + 1) // 2)  # public randomness
     learner = functools.partial(quantised_em_lists, k=k, step=plan.step, offset=offset,
                                 w_step=plan.w_step, restarts=plan.restarts)
     with threadpool_limits(1):  # thousands of tiny fits: BLAS threads only add overhead
         key, extra = list_stable_reduction(
             X, learner, epsilon, delta, n_blocks=plan.n_blocks, list_size=plan.list_size,
-            alpha=alpha, beta=beta, accountant=accountant, noise=src, progress=progress,
+            alpha=alpha, beta=beta, release=release, progress=progress,
         )
     if info is not None:
         info.update(extra, block_rows=n // plan.n_blocks, list_size=plan.list_size)
@@ -253,9 +250,9 @@ def p2_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: flo
 
 
 def _producer(method: str, k: int, beta: float) -> Callable[..., Mixture]:
-    def make(X: np.ndarray, budget: ApproxDP, acct: Accountant, noise: Any) -> Mixture:
+    def make(X: np.ndarray, budget: ApproxDP, release: Release) -> Mixture:
         learner = _p2_learners()[method][0]
-        w, M, C = learner(X, k, budget, beta=beta, accountant=acct, noise=noise, info={})
+        w, M, C = learner(X, k, budget, beta=beta, release=release, info={})
         return np.asarray(w), np.asarray(M), np.asarray(C)
 
     return make
@@ -271,12 +268,12 @@ def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct:
     k = int(est.n_components)
     if est.constants == "theory":
         return faithful_agnostic(X, k, budget.epsilon, budget.delta, beta=float(est.beta),
-                                 accountant=acct, noise=noise, info=info)
+                                 release=Release.of(acct, noise), info=info)
     if k == 1:
         from .ppe_gaussian import ppe_gaussian
 
-        def single(Xg: np.ndarray, b: ApproxDP, a: Accountant, nz: Any) -> Mixture:
-            m, C = ppe_gaussian(Xg, b.epsilon, b.delta, accountant=a, noise=nz)
+        def single(Xg: np.ndarray, b: ApproxDP, rel: Release) -> Mixture:
+            m, C = ppe_gaussian(Xg, b.epsilon, b.delta, release=rel)
             return np.ones(1), m[None], C[None]
 
         producers: list[Callable[..., Mixture]] = [single]
@@ -286,7 +283,7 @@ def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct:
         producers = [_producer(m, k, float(est.beta)) for m in chosen]
         info["producers"] = chosen
     f, extra = private_selection(X, producers, budget.epsilon, budget.delta,
-                                 accountant=acct, noise=noise)
+                                 release=Release.of(acct, noise))
     info.update(extra)
     return f
 
@@ -299,8 +296,8 @@ def run_ppe(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct: Acco
     if k == 1 and est.constants == "practical":
         from .ppe_gaussian import ppe_gaussian
 
-        m, C = ppe_gaussian(X, budget.epsilon, budget.delta, accountant=acct, noise=noise)
+        m, C = ppe_gaussian(X, budget.epsilon, budget.delta, release=Release.of(acct, noise))
         return np.ones(1), m[None], C[None]
     from .ppe_gaussian import ppe_mixture
 
-    return ppe_mixture(X, k, budget.epsilon, budget.delta, accountant=acct, noise=noise)
+    return ppe_mixture(X, k, budget.epsilon, budget.delta, release=Release.of(acct, noise))

@@ -19,8 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..exceptions import EstimationFailed
-from ..mechanisms import truncated_laplace_bound, truncated_laplace_mechanism
-from ..noise import RandomState, as_noise
+from ..mechanisms import Release, truncated_laplace_bound, truncated_laplace_mechanism
 from ..privacy import Accountant, ApproxDP
 from .ppe import run_blocks
 
@@ -56,16 +55,15 @@ def choosing_mechanism(
     budget: ApproxDP,
     beta: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "choosing",
+    release: Release,
 ) -> Hashable:
     """BNSV15 Lemma 3.8 / [B] Thm 13 for a growth-``growth`` score, run at the add/remove
     (ε', δ') = :func:`choosing_run_budget` (``budget``) so that a *replaced* list (removal +
     addition, group privacy 2) costs exactly ``budget`` = (ε, δ), which is charged.
     MAX + Lap(4/ε') must exceed (8/ε') ln(4L/(β ε' δ')); then a candidate of positive score is
-    drawn with probability ∝ exp(ε' score/4). Raises :class:`EstimationFailed` (⊥) otherwise."""
-    src = as_noise(noise)
+    drawn with probability ∝ exp(ε' score/4). Raises :class:`EstimationFailed` (⊥) otherwise.
+    Charged to ``release`` (step "choosing" unless it names one)."""
+    src, accountant, step = release.noise, release.accountant, release.named("choosing").step
     e, d = choosing_run_budget(budget)
     accountant.spend(budget, step=step, mechanism="choosing", sensitivity=1.0,
                      noise_scale=4 / e,
@@ -125,18 +123,18 @@ def list_stable_reduction(
     alpha: float,
     C: float = 3.0,
     beta: float = 0.1,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     progress: bool = False,
 ) -> tuple[Hashable, dict[str, Any]]:
     """[B] Algorithms 2–4 (see the module docstring). ``list_learner(block, seed)`` returns
     [(candidate, d_TV(candidate, block's MDE winner)), ...]; anything past ``list_size`` items
     is dropped deterministically, as are duplicates. The Choosing Mechanism gets [B]'s β'.
-    Returns the chosen candidate and the public facts (T, rounds, the final radius guess)."""
-    src = as_noise(noise)
+    Charged to a child of ``release``'s accountant. Returns the chosen candidate and the public
+    facts (T, rounds, the final radius guess)."""
+    src = release.noise
     T = int(n_blocks)
     p = reduction_parameters(epsilon, delta, alpha, beta, list_size, C)
-    acct = Accountant(ApproxDP(epsilon, delta), parent=accountant)
+    acct = Accountant(ApproxDP(epsilon, delta), parent=release.accountant)
     raw, ok = run_blocks(X, list_learner, T, src, progress=progress)
     lists = []
     for lst, good in zip(raw, ok, strict=True):
@@ -164,6 +162,6 @@ def list_stable_reduction(
     final = accepted_radius if accepted_radius is not None else 4 * C * hi + 5 * p.a1
     chosen = choosing_mechanism(
         dict(_filtered_scores(lists, final)), list_size, ApproxDP(p.e1, p.d1), p.b1,
-        accountant=acct, noise=src,
+        release=Release(acct, src),
     )
     return chosen, {"T": T, "rounds": p.rounds, "radius_guess": hi}

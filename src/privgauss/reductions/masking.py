@@ -78,9 +78,9 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from ..linalg import cholesky_pd, sym
-from ..mechanisms import gaussian_sigma_analytic
+from ..mechanisms import Release, gaussian_sigma_analytic
 from ..noise import NoiseSource, RandomState, as_noise
-from ..privacy import Accountant, ApproxDP, compose_advanced
+from ..privacy import ApproxDP, compose_advanced
 
 __all__ = [
     "Component",
@@ -391,15 +391,14 @@ class ComponentMask:
         LA = L @ A
         return w_out, mu_out, sym(LA @ LA.T)
 
-    def apply(
-        self, F: Component, *, accountant: Accountant, noise: RandomState = None, step: str = ""
-    ) -> Component:
-        """Charge (nε₀, nδ₀), then release B_COMP(F)."""
-        accountant.spend(
-            self.budget, step=step or "component-mask", mechanism="masking",
+    def apply(self, F: Component, *, release: Release) -> Component:
+        """Charge (nε₀, nδ₀) to ``release`` (step "component-mask" unless it names one), then
+        release B_COMP(F)."""
+        release.accountant.spend(
+            self.budget, step=release.named("component-mask").step, mechanism="masking",
             note=f"radius={self.radius:.6g}",
         )
-        return self.release(F, noise)
+        return self.release(F, release.noise)
 
 
 def _advanced_component_budget(k: int, epsilon: float, delta: float) -> ApproxDP | None:
@@ -467,16 +466,11 @@ class MixtureMask:
         order = src.rng.permutation(len(F))  # fresh each call (Lemma 6.1.1)
         return [comp.release(F[int(i)], src) for i in order]
 
-    def apply(
-        self,
-        F: Sequence[Component],
-        *,
-        accountant: Accountant,
-        noise: RandomState = None,
-        step: str = "",
-    ) -> list[Component]:
-        accountant.spend(
-            self.budget, step=step or "mixture-mask", mechanism="masking",
+    def apply(self, F: Sequence[Component], *, release: Release) -> list[Component]:
+        """Charge the mask's budget to ``release`` (step "mixture-mask" unless it names one),
+        then release B_GMM(F)."""
+        release.accountant.spend(
+            self.budget, step=release.named("mixture-mask").step, mechanism="masking",
             note=f"radius={self.radius:.6g}",
         )
-        return self.release(F, noise)
+        return self.release(F, release.noise)

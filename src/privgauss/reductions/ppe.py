@@ -48,9 +48,14 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import EstimationFailed, PrivacyBudgetError
-from ..mechanisms import gaussian_sigma, truncated_laplace_bound, truncated_laplace_mechanism
-from ..noise import NoiseSource, RandomState, as_noise
-from ..privacy import Accountant, ApproxDP
+from ..mechanisms import (
+    Release,
+    gaussian_sigma,
+    truncated_laplace_bound,
+    truncated_laplace_mechanism,
+)
+from ..noise import NoiseSource
+from ..privacy import ApproxDP
 from ..progress import bar
 from ..sensitivity import ppe_score_mean, stable_average_l2
 
@@ -173,19 +178,18 @@ def populous_estimator(
     mask: Any,
     *,
     default: Any,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     n_blocks: int | None = None,
     isolation: str = "copy",
     validate: Callable[[Any], bool] | None = None,
-    step: str = "ppe",
     progress: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """Thesis Algorithm 1. ``mask`` has ``radius`` (r), ``budget`` (the per-half (ε, δ) it
     certifies at r) and ``release(Y, noise)``. Charges (2ε, 4e^ε δ) in total — (ε, δ) to the
     truncated Laplace test and (ε, 4e^ε δ − δ) to the masked release — before any noise, and
     raises :class:`EstimationFailed` (⊥) when the test fails. ``default`` replaces a learner
-    output that raised or fails ``validate``. Returns (masked output, public info)."""
+    output that raised or fails ``validate``. Charged to ``release`` (step "ppe" unless it names
+    one). Returns (masked output, public info)."""
     half: ApproxDP = mask.budget
     eps, delta = half.epsilon, half.delta
     r = float(mask.radius)
@@ -197,15 +201,15 @@ def populous_estimator(
         raise ValueError("PPE needs t >= 5 blocks (Thm 4.3.1)")
     if n < t:
         raise ValueError(f"PPE needs at least one row per block: n >= t = {t}, got n = {n}")
-    src = as_noise(noise)
-    if not accountant.can_spend(ApproxDP(2 * eps, 4 * math.exp(eps) * delta)):
+    rel = release.named("ppe")
+    if not rel.accountant.can_spend(ApproxDP(2 * eps, 4 * math.exp(eps) * delta)):
         raise PrivacyBudgetError("the PPE budget (2 eps, 4 e^eps delta) exceeds the accountant's")
-    Ys, ok = run_blocks(X, learner, t, src, isolation=isolation, progress=progress)
+    Ys, ok = run_blocks(X, learner, t, rel.noise, isolation=isolation, progress=progress)
     Ys = [
         y if good and (validate is None or validate(y)) else default
         for y, good in zip(Ys, ok, strict=True)
     ]
-    out = ppe_aggregate(Ys, semimetric, mask, accountant=accountant, noise=src, step=step)
+    out = ppe_aggregate(Ys, semimetric, mask, release=rel)
     return out, {"t": t, "block_size": n // t, "radius": r}
 
 
@@ -232,19 +236,18 @@ def ppe_aggregate(
     semimetric: Semimetric,
     mask: Any,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "ppe",
+    release: Release,
 ) -> Any:
     """Lines 2–7 of Algorithm 1 on the t block outputs (in block order): (2ε, 4e^ε δ)-DP with
-    respect to replacing one block output, hence to replacing one row of the data."""
+    respect to replacing one block output, hence to replacing one row of the data. Charged to
+    ``release`` (steps "ppe-mask" and "ppe-test" unless it names another prefix)."""
     half: ApproxDP = mask.budget
     eps, delta = half.epsilon, half.delta
     r = float(mask.radius)
     t = len(Ys)
     if t < 5:
         raise ValueError("PPE needs t >= 5 blocks (Thm 4.3.1)")
-    src = as_noise(noise)
+    accountant, src, step = release.accountant, release.noise, release.named("ppe").step
     q = _closeness(Ys, semimetric, r / (2 * semimetric.z)).sum(axis=1) / t
     Q = float(q.mean())
     accountant.spend(
@@ -289,14 +292,14 @@ def stable_average(
     test_budget: ApproxDP,
     noise_budget: ApproxDP,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "stable-average",
+    release: Release,
 ) -> StableAverage:
     """The noisy weighted average of the t rows of ``U`` (block outputs) that agree within
     ``radius`` (Euclidean), behind a truncated-Laplace stability test; see the module docstring
     for the proof. (ε₁ + ε₂, δ₁ + δ₂)-DP w.r.t. replacing one row of ``U`` (one block), both
-    halves charged before the test. Raises :class:`EstimationFailed` (⊥) on a failed test."""
+    halves charged before the test. Raises :class:`EstimationFailed` (⊥) on a failed test.
+    Charged to ``release`` (steps "stable-average-noise", "-test" unless it names a prefix)."""
+    accountant, step = release.accountant, release.named("stable-average").step
     U = np.asarray(U, dtype=np.float64)
     t, p = U.shape
     sens_q = ppe_score_mean(t)
@@ -315,7 +318,7 @@ def stable_average(
     if not accountant.can_spend(ApproxDP(test_budget.epsilon + noise_budget.epsilon,
                                          test_budget.delta + noise_budget.delta)):
         raise PrivacyBudgetError("the stable-average budget does not fit the accountant")
-    src = as_noise(noise)
+    src = release.noise
     close = _close_pairs(U, radius)
     q = close.sum(axis=1) / t
     Q = float(q.mean())

@@ -55,8 +55,7 @@ from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed
 from ..gaussian.histogram import public_padding
 from ..linalg import project_psd, sym, upper_indices
-from ..mechanisms import truncated_laplace_bound
-from ..noise import RandomState, as_noise
+from ..mechanisms import Release, truncated_laplace_bound
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, approx_to_zcdp
 from .masking import ComponentMask, dist_comp, theory_etas
 from .ppe import (
@@ -196,8 +195,7 @@ def ppe_gaussian(
     epsilon: float,
     delta: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     constants: str = "practical",
     refine: bool = True,
     alpha: float = 0.1,
@@ -207,14 +205,15 @@ def ppe_gaussian(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ε, δ)-DP (mean, covariance) of Gaussian rows with no range parameters; see the module
     docstring. Raises :class:`EstimationFailed` (budget spent) when a stability test fails, and
-    ``ValueError`` before spending anything when n is below the plan's minimum."""
+    ``ValueError`` before spending anything when n is below the plan's minimum. Charged to a
+    child of ``release``'s accountant (its steps unprefixed)."""
     X = as_rows(X, min_rows=2)
     n, d = X.shape
-    src = as_noise(noise)
+    src = release.noise
     total = ApproxDP(epsilon, delta)
-    acct = Accountant(total, parent=accountant)
+    acct = Accountant(total, parent=release.accountant)
     if constants == "theory":
-        return _faithful(X, total, acct, src, alpha=alpha, beta=beta, progress=progress)
+        return _faithful(X, total, Release(acct, src), alpha=alpha, beta=beta, progress=progress)
     if constants != "practical":
         raise ValueError("constants must be 'practical' or 'theory'")
     plan = plan_practical(n, d, epsilon, delta)
@@ -228,7 +227,7 @@ def ppe_gaussian(
     blocks = run_blocks(X, _identity, plan.t, src)[0]
     U = np.stack([_scale_rows(b, 0) for b in blocks])
     rA = plan.radius_scale()
-    sa = stable_average(U, rA, a_test, a_noise, accountant=acct, noise=src, step="ppe-scale")
+    sa = stable_average(U, rA, a_test, a_noise, release=Release(acct, src, "ppe-scale"))
     scale = np.exp(sa.value / 2)
     if not np.all(np.isfinite(scale) & (scale > 0)):  # a function of the DP release only
         raise EstimationFailed("the released scale is outside the floating-point range",
@@ -240,7 +239,7 @@ def ppe_gaussian(
     learner = _mean_cov_rows if with_cov else _mean_rows
     # each block in the frame x / ŝ; a row that overflows there is sent far (per record)
     U = np.stack([learner(transform_rows(b, 1.0 / scale), 0) for b in blocks])
-    sb = stable_average(U, rB, b_test, b_noise, accountant=acct, noise=src, step="ppe-location")
+    sb = stable_average(U, rB, b_test, b_noise, release=Release(acct, src, "ppe-location"))
     center = sb.value[:d]
     if not refine:
         iu = upper_indices(d)
@@ -250,11 +249,11 @@ def ppe_gaussian(
         C = project_psd(sym(C + np.triu(C, 1).T), min_eig=1e-6 * max(np.trace(C) / d, 1e-300))
         return center * scale, C * np.outer(scale, scale)
     return _refine(X, scale, center, sb.sigma * (math.sqrt(d) + _Z_SCALE) + rB / 2,
-                   math.exp(scale_err), acct, src, beta, corr_condition)
+                   math.exp(scale_err), Release(acct, src), beta, corr_condition)
 
 
 def _refine(X: Any, scale: np.ndarray, center: np.ndarray, radius: float, infl: float,
-            acct: Accountant, src: Any, beta: float,
+            release: Release, beta: float,
             corr_condition: float) -> tuple[np.ndarray, np.ndarray]:
     """Stage (C): CoinPress with the rest of the budget in the frame x / ŝ, prior from the
     public error bounds. An axis whose released scale is at the float floor of
@@ -274,12 +273,12 @@ def _refine(X: Any, scale: np.ndarray, center: np.ndarray, radius: float, infl: 
     cov_bounds = (1.0 / (infl * corr_condition), d * infl)
     mu_z, cov_z = coinpress_gaussian(
         Z,
-        acct.remaining_zcdp(),
+        release.accountant.remaining_zcdp(),
         center=c,
         radius=radius,
         cov_bounds=cov_bounds,
-        accountant=acct,
-        noise=src,
+        accountant=release.accountant,
+        noise=release.noise,
         beta=beta,
         step="ppe-refine",
         prior_floor=False,  # the lower bound is the corr_condition assumption, not a prior
@@ -299,8 +298,7 @@ def _identity(block: np.ndarray, seed: int) -> np.ndarray:
 def _faithful(
     X: np.ndarray,
     total: ApproxDP,
-    acct: Accountant,
-    src: Any,
+    release: Release,
     *,
     alpha: float,
     beta: float,
@@ -323,11 +321,9 @@ def _faithful(
         semimetric,
         mask,
         default=(1.0, np.zeros(d), np.eye(d)),
-        accountant=acct,
-        noise=src,
+        release=release.at("ppe-faithful"),
         n_blocks=t,
         validate=_pd,
-        step="ppe-faithful",
         progress=progress,
     )
     return out[1], out[2]
@@ -426,8 +422,7 @@ def ppe_mixture(
     epsilon: float,
     delta: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     alpha: float = 0.1,
     beta: float = 0.1,
     progress: bool = False,
@@ -436,14 +431,14 @@ def ppe_mixture(
     dist_COMP, z = 3/2, r_tri = 1), B_GMM masking with the explicit radius (basic or advanced
     composition). (ε, δ)-DP under replace-one for any data; ⊥ (``EstimationFailed``) unless
     the blocks' EM fits agree within γ/3, i.e. at astronomically large n (see
-    :func:`privgauss.theory.ppe_n`). Weights are clipped and renormalised after masking."""
+    :func:`privgauss.theory.ppe_n`). Weights are clipped and renormalised after masking.
+    Charged to a child of ``release``'s accountant (steps "ppe-mixture-...")."""
     import functools
 
     from .masking import MixtureMask
 
     n, d = X.shape
-    src = as_noise(noise)
-    acct = Accountant(ApproxDP(epsilon, delta), parent=accountant)
+    acct = Accountant(ApproxDP(epsilon, delta), parent=release.accountant)
     eps, dl = ppe_halves(ApproxDP(epsilon, delta))
     t = ppe_blocks(eps, dl)
     if n < t * (k * (d + 1) + 1):
@@ -459,11 +454,9 @@ def ppe_mixture(
         Semimetric(lifted_distance, z=1.5, r_tri=1.0, name="dist_PARAM"),
         mask,
         default=default,
-        accountant=acct,
-        noise=src,
+        release=Release(acct, release.noise, "ppe-mixture"),
         n_blocks=t,
         validate=_valid_gmm,
-        step="ppe-mixture",
         progress=progress,
     )
     w = np.clip([c[0] for c in out], 0.0, 1.0)

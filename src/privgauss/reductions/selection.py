@@ -21,8 +21,7 @@ from scipy.special import logsumexp
 from ..densities import gaussian_logpdf
 from ..exceptions import EstimationFailed
 from ..linalg import project_psd
-from ..mechanisms import exponential_mechanism
-from ..noise import RandomState, as_noise
+from ..mechanisms import Release, exponential_mechanism
 from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan, PureDP
 
 Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]  # (weights (k,), means (k, d), covs (k, d, d))
@@ -114,30 +113,32 @@ def private_selection(
     epsilon: float,
     delta: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     select_share: float = 0.2,
     select_fraction: float = 0.3,
 ) -> tuple[Mixture, dict[str, Any]]:
     """Route P2: rows split by a public permutation into D_gen (1 − ``select_fraction``) and
-    D_sel. Each producer ``(X_gen, budget, accountant, noise) -> Mixture`` is run on D_gen with
-    an equal share of (ε(1 − select_share), δ) and charges what it spends; a producer that fails
-    (:class:`EstimationFailed`, a DP output) yields no candidate. The exponential mechanism
-    with the Yatracos score picks one candidate on D_sel with ε·select_share."""
-    src = as_noise(noise)
+    D_sel. Each producer ``(X_gen, budget, release) -> Mixture`` is run on D_gen with an equal
+    share of (ε(1 − select_share), δ) and charges what it spends to ``release`` (a child
+    context listed under the producer's name); a producer that fails (:class:`EstimationFailed`,
+    a DP output) yields no candidate. The exponential mechanism with the Yatracos score picks
+    one candidate on D_sel with ε·select_share. Charged to a child of ``release``'s
+    accountant."""
+    src = release.noise
     n = X.shape[0]
     perm = src.rng.permutation(n)
     n_sel = int(round(select_fraction * n))
     X_sel, X_gen = X[perm[:n_sel]], X[perm[n_sel:]]
     plan = selection_plan(epsilon, delta, len(producers), select_share)
-    acct = Accountant(plan.total, parent=accountant)
+    acct = Accountant(plan.total, parent=release.accountant)
+    rel = Release(acct, src)
     cands: list[Mixture] = []
     failed = 0
     for i, make in enumerate(producers):
         name = f"producer-{i + 1}"
         share = plan.part(name, ApproxDP)
         try:  # the producer's charges are listed in the ledger under its name
-            cands.append(make(X_gen, share, acct.child(name, share), src))
+            cands.append(make(X_gen, share, rel.child(name, share)))
         except EstimationFailed:
             failed += 1
     e2 = plan.part("private-selection", PureDP)
