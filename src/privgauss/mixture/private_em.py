@@ -101,21 +101,31 @@ compose, then convert with the δ left). With public rows: ρ_EM = everything (a
 as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 %
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
-80 % sums), 5 % the run pick, 1 % the clipped count; of the rest, half on the last EM
-step, the other half evenly on the T − 1 earlier ones (split between the runs while they
-explore); within a step 10 % counts, 30 % sums, 60 % second moments.
+80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count; of the rest, half
+on the last EM step, the other half evenly on the T − 1 earlier ones (split between the runs
+while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
 
-4. *Clipped count.* One pass counts the rows outside every component's final ball (in each
-   released component's frame, after the projection into a prior; radius the larger of the
-   last step's and the one a Gaussian row exceeds with probability 1 %);
+4. *Final pick* (:mod:`.em_final`). Candidates: the EM fit, the frame's standard normal (the
+   released Gaussian the rows were whitened by: free) and, with ≥ max(d + 1, k) public rows,
+   scikit-learn's mixture of the public rows alone (free), all projected into a prior when
+   there is one. One joint release of their clipped log-likelihood sums (the run pick's
+   score and sensitivity, 3 % of ρ_EM taken from the EM steps, "final selection") picks the
+   largest; a simpler candidate must beat the EM fit by 2 noise sds of a difference. So the
+   result is never worse than one Gaussian, or the public rows' own fit, but by the pick's
+   noise (``info["final_selection"]``; the estimator's ``selected_model_``).
+5. *Clipped count.* The final pick's pass also counts the rows outside every component's
+   final ball of each candidate (in each component's frame; radius the larger of the last
+   step's and the one a Gaussian row exceeds with probability 1 %); the winner's count is
    released with discrete Gaussian noise, sensitivity 1 (1 % of ρ_EM, "clipped count"): the
    estimator's ``clipped_fraction_``, ``ClippedDataWarning`` and background weight.
 
 **Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
 the budget spent so far stays spent; its message names the n it needs). Everything after it is
 post-processing that always returns a model: a component whose noisy count is too small keeps
-its previous estimate (or is revived by a split). No other exception on private data; the only
-warning (the estimator's ``ClippedDataWarning``) is a function of the DP clipped count.
+its previous estimate (or is revived by a split). No other exception on private data; the
+estimator's warnings are functions of DP outputs: ``ClippedDataWarning`` of the clipped count,
+``SimplerModelWarning`` of the final pick, ``DiscreteDataWarning`` of the EM fit's covariances
+in the released frame (``info["final_selection"]["em_thinnest_variance"]``).
 """
 
 from __future__ import annotations
