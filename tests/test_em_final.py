@@ -249,3 +249,18 @@ def test_other_methods_have_no_selected_model():
     assert m.selected_model_ is None
     assert not {"SimplerModelWarning", "DiscreteDataWarning"} & {
         w.category.__name__ for w in caught}
+
+
+def test_neighbours_with_an_extreme_record_end_alike_with_public_rows():
+    """With public rows (three candidates) a gross error in one private record changes neither
+    the outcome class nor the ledger's length: the pick is one planned release whatever wins."""
+    from privgauss.audit import fit_outcome
+
+    X, P = _separated(3000, 0), _separated(60, 9)
+    Xn = X.copy()
+    Xn[-1] = -1e150
+    outs = [fit_outcome(pg.PrivateGaussianMixture(3, epsilon=1.0, delta=1e-6, method="em",
+                                                  enforce_requirements=False, random_state=3),
+                        D, public_X=P) for D in (X, Xn)]
+    assert outs[0].kind == outs[1].kind == "success"
+    assert outs[0].ledger_length == outs[1].ledger_length
