@@ -220,6 +220,10 @@ def test_the_public_fit_wins_when_the_private_rows_are_few_and_the_public_rows_g
     assert {"SimplerModelWarning", "DiscreteDataWarning"} <= caught
     assert sel["noisy_scores_per_row"][2] - sel["noisy_scores_per_row"][0] > 1.0
     assert abs(alone - m.score(H)) < 0.02
+    back = pg.io.from_dict(m.to_dict())  # the model file keeps the pick
+    assert m.to_dict()["selected_model"] == back.selected_model_ == "public"
+    with pytest.raises(pg.InvalidDataError, match="selected_model"):
+        pg.io.from_dict({**m.to_dict(), "selected_model": "best"})
     bad = _separated(600, 3, 2)[:, ::-1] * 5.0 + 40.0  # a shifted, rescaled other population
     m2, _ = _fit(_separated(20000, 4, 2), P=bad, epsilon=1.0, delta=1e-6, seed=1)
     sel2 = m2.fit_info_["final_selection"]

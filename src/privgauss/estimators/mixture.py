@@ -601,4 +601,5 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     def _model_fields(self) -> dict[str, Any]:
         return {"n_components": int(self.n_components), "weights": self.weights_.tolist(),
-                "means": self.means_.tolist(), "covariances": self.covariances_.tolist()}
+                "means": self.means_.tolist(), "covariances": self.covariances_.tolist(),
+                "selected_model": getattr(self, "selected_model_", None)}
