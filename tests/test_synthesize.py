@@ -229,6 +229,18 @@ def test_cli_small_table_path_is_named(tmp_path: Path) -> None:
     assert "small-table path" in r.output
 
 
+def test_cli_grid_path_is_named(tmp_path: Path) -> None:
+    # a narrow table gets the dependence grid: the message names it, not the small-table path
+    data = tmp_path / "narrow.csv"
+    rng = np.random.default_rng(0)
+    z = rng.multivariate_normal([0, 0], [[1, .7], [.7, 1]], size=3000)
+    pd.DataFrame({"a": z[:, 0], "b": np.exp(z[:, 1])}).to_csv(data, index=False)
+    r = _run(["synthesize", str(data), "--epsilon", "1", "--delta", "1e-6", "-n", "10",
+              "-o", str(tmp_path / "o.csv"), "--seed", "0"])
+    assert r.exit_code == 0, r.output
+    assert "dependence grid of" in r.output and "small-table path" not in r.output
+
+
 def test_cli_refusals(tmp_path: Path, table: Any) -> None:
     data = tmp_path / "d.csv"
     table.assign(flag=table["flag"].astype(int)).to_csv(data, index=False)
