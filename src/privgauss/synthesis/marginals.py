@@ -287,18 +287,11 @@ class MarginalPlan:
     rho_types: float = 0.0
 
 
-#: the fine bins' constant: :data:`FINE_BIN_FACTOR` · (n/σ)^(2/3) bins per column (1.0 put
-#: about 13 noise counts in each of wavesurge's ~38 bins; 0.6 cut the DP marginals' 1-way TV
-#: there from 0.101 to 0.089, xclara and wages1 unchanged, on the tuning tables only)
-FINE_BIN_FACTOR = 0.6
-
-
 def n_fine_bins(n: int, rho_hist: float, n_columns: int) -> int:
-    """Fine bins per column from public facts: about :data:`FINE_BIN_FACTOR` · (n/σ)^(2/3)
-    (the bin width that balances the histogram's binning error with its cumulative noise),
-    between 8 and 128."""
+    """Fine bins per column from public facts: about (n/σ)^(2/3) (the bin width that balances
+    the histogram's binning error with its cumulative noise), between 8 and 128."""
     sigma = math.sqrt(2.0 * n_columns) / math.sqrt(2.0 * rho_hist)
-    return int(np.clip(round(FINE_BIN_FACTOR * (n / sigma) ** (2.0 / 3.0)), 8, 128))
+    return int(np.clip(round((n / sigma) ** (2.0 / 3.0)), 8, 128))
 
 
 #: a fine bin's noisy count below this many noise deviations, outside the bins that pass it,
