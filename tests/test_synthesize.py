@@ -420,6 +420,11 @@ def test_sign_probe_keeps_thin_negative_mass() -> None:
         m = _bench_marginal(x, seed)
         assert m.low < -8.0
         assert 0.03 < float(np.interp(0.0, m.edges, m.cdf)) < 0.09
+        # spread over octaves (equal mass each), not one uniform bin: a valid marginal whose
+        # mass below 0 is mostly at magnitudes under a quarter of the probe's width
+        marg.Marginal.from_dict(m.to_dict())
+        below = float(np.interp(0.0, m.edges, m.cdf))
+        assert float(np.interp(m.low / 4, m.edges, m.cdf)) < 0.5 * below
 
 
 def test_without_the_sign_probe_thin_negatives_are_lost(monkeypatch: pytest.MonkeyPatch) -> None:

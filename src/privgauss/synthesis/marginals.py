@@ -259,6 +259,28 @@ def _resolve_sign_probe(edges: np.ndarray, counts: np.ndarray, probe: int,
     return edges[:-1], counts[:-1]
 
 
+#: a kept sign probe's mass is spread equally over this many octaves of magnitude, the
+#: innermost reaching 0 (public shape: a sign's thin values are spread over octaves)
+PROBE_OCTAVES = 6
+
+
+def _spread_sign_probe(edges: np.ndarray, cdf: np.ndarray,
+                       probe: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split a kept probe's bin into :data:`PROBE_OCTAVES` octaves of equal mass (the released
+    probe mass, redistributed by a public shape: post-processing), not one uniform bin."""
+    k = np.arange(1, PROBE_OCTAVES)
+    if probe == 0:  # the probe is [edges[0], 0)
+        inner = edges[0] * np.exp2(-k)
+        mass = cdf[0] + (cdf[1] - cdf[0]) * k / PROBE_OCTAVES
+        return (np.concatenate([edges[:1], inner, edges[1:]]),
+                np.concatenate([cdf[:1], mass, cdf[1:]]))
+    # the probe is [0, edges[-1])
+    inner = edges[-1] * np.exp2(-(PROBE_OCTAVES - k))
+    mass = cdf[-2] + (cdf[-1] - cdf[-2]) * k / PROBE_OCTAVES
+    return (np.concatenate([edges[:-1], inner, edges[-1:]]),
+            np.concatenate([cdf[:-1], mass, cdf[-1:]]))
+
+
 def _integer_edges(edges: np.ndarray, n_bins: int) -> np.ndarray:
     """Edges at half-integers, so that each integer value falls inside one bin: one bin per
     value when the range holds few, else the given edges snapped to half-integers."""
@@ -382,6 +404,8 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         if probes[j] is not None:
             e, counts_j = _resolve_sign_probe(e, counts_j, int(probes[j]), sigma_hist)
         cdf = _cdf_of_counts(counts_j, sigma_hist, plan.kinds[j])
+        if probes[j] is not None and len(e) == size + 1:  # the probe was kept
+            e, cdf = _spread_sign_probe(e, cdf, int(probes[j]))
         out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf))
     return out
 
