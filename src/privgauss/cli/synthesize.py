@@ -239,8 +239,9 @@ def model_description(syn: PrivateSynthesizer, *, auto: bool) -> str:
     """The dependence model a fitted synthesizer used, in words (for the CLI's message)."""
     copula = ("a Gaussian copula" if syn.n_components_ == 1
               else f"a {syn.n_components_}-component Gaussian-copula mixture")
-    if getattr(syn, "grid_", None) is not None:
-        levels = syn.grid_.levels
+    grid = getattr(syn, "grid_", None)
+    if grid is not None:
+        levels = grid.levels
         return (f"a DP dependence grid of {levels} levels per column over {copula} (the "
                 "narrow-table path)")
     if syn.n_components_ == 1 and auto:

@@ -17,9 +17,10 @@ replace-one neighbours (n public) for the two releases together, ``rho_range + r
   cumulative sum of the noisy counts, those below two noise deviations set to zero. A float
   column whose released range has one sign gets one extra bin of the other sign (the *sign
   probe*, :data:`PROBE_FRACTION` of the range's far end wide), kept only when its noisy count
-  passes :data:`PROBE_SIGMAS` deviations: a sign's values spread over octaves too thin to pass
-  the range threshold are then not clipped to 0 (same release, same sensitivity: every record
-  still counts in exactly one bin per column).
+  passes :data:`PROBE_SIGMAS` deviations, its mass then spread over :data:`PROBE_OCTAVES`
+  octaves: a sign's values spread over octaves too thin to pass the range threshold are not
+  clipped to 0 (same release, same sensitivity: every record still counts in exactly one bin
+  per column).
 
 Every edge, CDF value and type rule is a function of DP releases, public n, the user's
 declared types and bounds: the maps :meth:`Marginal.to_uniform` / :meth:`Marginal.from_uniform`
@@ -401,11 +402,12 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         assert e is not None
         counts_j = noisy_flat[start:start + size]
         start += size
-        if probes[j] is not None:
-            e, counts_j = _resolve_sign_probe(e, counts_j, int(probes[j]), sigma_hist)
+        probe = probes[j]
+        if probe is not None:
+            e, counts_j = _resolve_sign_probe(e, counts_j, probe, sigma_hist)
         cdf = _cdf_of_counts(counts_j, sigma_hist, plan.kinds[j])
-        if probes[j] is not None and len(e) == size + 1:  # the probe was kept
-            e, cdf = _spread_sign_probe(e, cdf, int(probes[j]))
+        if probe is not None and len(e) == size + 1:  # the probe was kept
+            e, cdf = _spread_sign_probe(e, cdf, probe)
         out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf))
     return out
 
