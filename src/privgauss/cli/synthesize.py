@@ -4,10 +4,13 @@ step (DP marginals + a Gaussian-copula mixture, :mod:`privgauss.synthesis`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..synthesis import PrivateSynthesizer
 
 from ._common import EXIT_STATUS_HELP, Spending, budget_kwargs, budget_options, run_user
 
@@ -224,14 +227,27 @@ def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int |
         import json
 
         write_atomic(model_out, json.dumps(syn.to_dict(), indent=2) + "\n")
-    path = ("the small-table path: a Gaussian copula, one component, as a mixture needs more "
-            "rows at this budget" if syn.n_components_ == 1 and n_components == "auto" else
-            f"a {syn.n_components_}-component Gaussian-copula model")
+    path = model_description(syn, auto=n_components == "auto")
     plan = ", ".join(f"{step} {cost}" for step, cost in syn.plan_.items())
     click.echo(f"wrote {out} ({n_rows} synthetic rows from {path}; spent {syn.privacy_spent_}: "
                f"{plan})")
     if model_out is not None:
         click.echo(f"wrote {model_out}")
+
+
+def model_description(syn: PrivateSynthesizer, *, auto: bool) -> str:
+    """The dependence model a fitted synthesizer used, in words (for the CLI's message)."""
+    copula = ("a Gaussian copula" if syn.n_components_ == 1
+              else f"a {syn.n_components_}-component Gaussian-copula mixture")
+    grid = getattr(syn, "grid_", None)
+    if grid is not None:
+        levels = grid.levels
+        return (f"a DP dependence grid of {levels} levels per column over {copula} (the "
+                "narrow-table path)")
+    if syn.n_components_ == 1 and auto:
+        return (f"the small-table path: {copula}, one component, as a mixture needs more rows "
+                "at this budget")
+    return copula
 
 
 def write_typed_table(path: str, X: np.ndarray, names: list[str], kinds: list[str],

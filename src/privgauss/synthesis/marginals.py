@@ -14,7 +14,13 @@ replace-one neighbours (n public) for the two releases together, ``rho_range + r
 * **histogram**: the counts in a grid of fine bins built from the released range (each octave
   split into sub-bins in proportion to its noisy count: post-processing), released jointly for
   all columns with Gaussian noise (L2 sensitivity √(2m)); the CDF is the normalised
-  cumulative sum of the noisy counts, those below two noise deviations set to zero.
+  cumulative sum of the noisy counts, those below two noise deviations set to zero. A float
+  column whose released range has one sign gets one extra bin of the other sign (the *sign
+  probe*, :data:`PROBE_FRACTION` of the range's far end wide), kept only when its noisy count
+  passes :data:`PROBE_SIGMAS` deviations, its mass then spread over :data:`PROBE_OCTAVES`
+  octaves: a sign's values spread over octaves too thin to pass the range threshold are not
+  clipped to 0 (same release, same sensitivity: every record still counts in exactly one bin
+  per column).
 
 Every edge, CDF value and type rule is a function of DP releases, public n, the user's
 declared types and bounds: the maps :meth:`Marginal.to_uniform` / :meth:`Marginal.from_uniform`
@@ -224,6 +230,58 @@ def _allocation_weights(noisy: np.ndarray, sigma: float) -> np.ndarray:
     return np.where(noisy >= cut, noisy, 0.0)
 
 
+#: a released range of one sign (it starts or ends at 0) gets one extra fine bin of the other
+#: sign, of width this fraction of the range's far end: the values of that sign that were too
+#: thin per octave to pass the range threshold (xclara's 5.6 % of negatives over 6 octaves)
+PROBE_FRACTION = 0.125
+#: the sign probe's noisy count must pass this many noise deviations to be kept (a false
+#: alarm, a column of one sign given values of the other, has probability ≈ 3e-5 per column)
+PROBE_SIGMAS = 4.0
+
+
+def _with_sign_probe(edges: np.ndarray) -> tuple[np.ndarray, int | None]:
+    """A float column's fine edges with the sign probe (see :data:`PROBE_FRACTION`) added
+    when the released range is one-signed, and the probe's bin index (post-processing)."""
+    if edges[0] == 0.0:
+        return np.concatenate([[-PROBE_FRACTION * edges[-1]], edges]), 0
+    if edges[-1] == 0.0:
+        return np.concatenate([edges, [-PROBE_FRACTION * edges[0]]]), len(edges) - 1
+    return edges, None
+
+
+def _resolve_sign_probe(edges: np.ndarray, counts: np.ndarray, probe: int,
+                        sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the sign probe's bin if its noisy count passes :data:`PROBE_SIGMAS` deviations,
+    else drop it (the column keeps its one-signed range): post-processing of the release."""
+    if counts[probe] >= PROBE_SIGMAS * sigma:
+        return edges, counts
+    if probe == 0:
+        return edges[1:], counts[1:]
+    return edges[:-1], counts[:-1]
+
+
+#: a kept sign probe's mass is spread equally over this many octaves of magnitude, the
+#: innermost reaching 0 (public shape: a sign's thin values are spread over octaves)
+PROBE_OCTAVES = 6
+
+
+def _spread_sign_probe(edges: np.ndarray, cdf: np.ndarray,
+                       probe: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split a kept probe's bin into :data:`PROBE_OCTAVES` octaves of equal mass (the released
+    probe mass, redistributed by a public shape: post-processing), not one uniform bin."""
+    k = np.arange(1, PROBE_OCTAVES)
+    if probe == 0:  # the probe is [edges[0], 0)
+        inner = edges[0] * np.exp2(-k)
+        mass = cdf[0] + (cdf[1] - cdf[0]) * k / PROBE_OCTAVES
+        return (np.concatenate([edges[:1], inner, edges[1:]]),
+                np.concatenate([cdf[:1], mass, cdf[1:]]))
+    # the probe is [0, edges[-1])
+    inner = edges[-1] * np.exp2(-(PROBE_OCTAVES - k))
+    mass = cdf[-2] + (cdf[-1] - cdf[-2]) * k / PROBE_OCTAVES
+    return (np.concatenate([edges[:-1], inner, edges[-1:]]),
+            np.concatenate([cdf[:-1], mass, cdf[-1:]]))
+
+
 def _integer_edges(edges: np.ndarray, n_bins: int) -> np.ndarray:
     """Edges at half-integers, so that each integer value falls inside one bin: one bin per
     value when the range holds few, else the given edges snapped to half-integers."""
@@ -320,11 +378,14 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
             k_lo, k_hi = _octaves_of_range(noisy[i], thr)
             edges[j] = _fine_edges(k_lo, k_hi, _allocation_weights(noisy[i, k_lo:k_hi + 1],
                                                                    sigma), plan.n_bins)
+    probes: list[int | None] = [None] * d  # index of a column's sign probe among its bins
     for j in range(d):
         e = edges[j]
         assert e is not None
         if plan.kinds[j] == "integer":
             edges[j] = _integer_edges(e, plan.n_bins)
+        elif plan.kinds[j] == "float" and j in need_range:
+            edges[j], probes[j] = _with_sign_probe(e)
         lows[j] = float(e[0])
     # the fine histograms of all columns, one joint Gaussian release
     sizes = [len(e) - 1 for e in edges if e is not None]
@@ -339,8 +400,14 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
     for j, size in enumerate(sizes):
         e = edges[j]
         assert e is not None
-        cdf = _cdf_of_counts(noisy_flat[start:start + size], sigma_hist, plan.kinds[j])
+        counts_j = noisy_flat[start:start + size]
         start += size
+        probe = probes[j]
+        if probe is not None:
+            e, counts_j = _resolve_sign_probe(e, counts_j, probe, sigma_hist)
+        cdf = _cdf_of_counts(counts_j, sigma_hist, plan.kinds[j])
+        if probe is not None and len(e) == size + 1:  # the probe was kept
+            e, cdf = _spread_sign_probe(e, cdf, probe)
         out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf))
     return out
 
