@@ -48,7 +48,7 @@ from ...linalg import inv_sqrtm_psd, project_psd, sym
 from ...privacy import Accountant
 from .cov_plan import covariance_schedule, final_cov_error
 from .mean_plan import check_radii, mean_error_bound, mean_schedule
-from .steps import Release, pooled, run_cov, run_mean, whitener
+from .steps import PastRelease, pooled, run_cov, run_mean, whitener
 
 _ROUGH_SHARE = 0.15  # of ρ: the rough mean (step 1)
 _FINAL_SHARE = 0.1  # of ρ: the final means (steps 3 and 5); the covariance gets the rest
@@ -163,7 +163,7 @@ def mean_first_gaussian(
                    A=np.eye(d) / sh, shift=center) * sh
     # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]; start A₀ = I/√(hi + r₁²); all
     # steps but the last, which waits for the final mean
-    past: list[Release] = []
+    past: list[PastRelease] = []
     A, _ = run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2[:-1], accountant, noise,
                     f"{step} cov", final=False, shift=center + m1,
                     floor=lo if prior_floor else 0.0, past=past, labels=(0, len(plan2)))
@@ -217,7 +217,7 @@ def mean_first_gaussian(
                                            min_eig=lo * (1.0 - _MAX_OFFSET))
 
 
-def _pooled_moment(past: list[Release]) -> np.ndarray:
+def _pooled_moment(past: list[PastRelease]) -> np.ndarray:
     """The pooled estimate of the chain's moment in the rows' units (post-processing), in the
     frame of its last release."""
     A, Z, sigma, _, _ = past[-1]
@@ -226,8 +226,8 @@ def _pooled_moment(past: list[Release]) -> np.ndarray:
         return sym(Ainv @ project_psd(pooled(past[:-1], A, Z, sigma)) @ Ainv.T)
 
 
-def _recentred(past: list[Release], off: np.ndarray, B: np.ndarray, sigma_m: float, n: int,
-               A: np.ndarray) -> list[Release]:
+def _recentred(past: list[PastRelease], off: np.ndarray, B: np.ndarray, sigma_m: float, n: int,
+               A: np.ndarray) -> list[PastRelease]:
     """The chain's releases about m₁ moved to the centring mean m₁ + ``off``:
     Z_i − A_i off offᵀ A_iᵀ, with the extra error 2‖A off‖²·E‖A e‖² (e the centring mean's
     error: noise σ_m in its frame B, plus the sampling error ≈ the pooled S/n) in the last

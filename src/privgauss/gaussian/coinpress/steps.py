@@ -97,7 +97,7 @@ def run_cov(
     final: bool = True,
     shift: np.ndarray | None = None,
     floor: float = 0.0,
-    past: list[Release] | None = None,
+    past: list[PastRelease] | None = None,
     labels: tuple[int, int] | None = None,
     pool: bool = True,
     sigmas: list[float] | None = None,
@@ -199,10 +199,10 @@ def _scaled(search: RadiusSearch, k: float) -> RadiusSearch:
 # a released second moment: (frame A, release Z ≈ A S Aᵀ, noise σ, extra error x, clip radius
 # τ in the frame A): x is an expected squared Frobenius error already in the final frame (a
 # re-centring's), added to the noise's in the pooling weights
-Release = tuple[np.ndarray, np.ndarray, float, float, float]
+PastRelease = tuple[np.ndarray, np.ndarray, float, float, float]
 
 
-def _containing(past: list[Release], B: np.ndarray, tau: float) -> list[Release]:
+def _containing(past: list[PastRelease], B: np.ndarray, tau: float) -> list[PastRelease]:
     """The releases whose clipping ball contains the final one's (frame ``B``, radius τ):
     ‖A_i B⁻¹‖₂·τ ≤ τ_i (centres as the chain's: a caller's re-centring moves them by its
     small offset only). A release that clipped rows the final step keeps pulls the pooled
@@ -222,7 +222,7 @@ def _containing(past: list[Release], B: np.ndarray, tau: float) -> list[Release]
     return keep
 
 
-def pooled(past: list[Release], B: np.ndarray, Z: np.ndarray, sigma: float) -> np.ndarray:
+def pooled(past: list[PastRelease], B: np.ndarray, Z: np.ndarray, sigma: float) -> np.ndarray:
     """The final release ``Z`` (frame ``B``, noise σ) averaged with the chain's earlier releases
     mapped into that frame, G_i Z_i G_iᵀ with G_i = B A_i⁻¹ (post-processing: each is an unbiased
     estimate of the same second moment up to clipping, with independent noise), weighted by
