@@ -163,6 +163,7 @@ from .em_starts import (
     pick_run,
     repair_covariance,
     standardiser,
+    summary_start,
 )
 from .sample_size import Requirements, report
 
@@ -176,6 +177,7 @@ KMEANS_SHARE = 0.10  # of ρ_EM, the start's private k-means (Lloyd) steps
 KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
+OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
@@ -249,6 +251,7 @@ class EMPlan:
     step_radii: tuple[float, ...] = ()
     rho_count: float = 0.0
     stop_from: int | None = None
+    start_clusters: int = 0
 
     @property
     def rho_em(self) -> float:
@@ -485,7 +488,8 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   3.0 * math.sqrt(d), n_starts, max(1, T // 3) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count)
     radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
-    plan = dataclasses.replace(plan, step_radii=radii)
+    plan = dataclasses.replace(plan, step_radii=radii,
+                               start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
     quiet = first < T and _noise_change(plan, first, n, d, k) <= STOP_NOISE * STOP_TOL
     return dataclasses.replace(plan, stop_from=first if quiet and n_steps is None else None)
@@ -530,6 +534,17 @@ def _model_change(old: Run, new: Run) -> float:
         return math.inf
     # ≥ 0 in exact arithmetic; rounding can leave −1e-16 between near-equal models
     return max(total, 0.0) if math.isfinite(total) else math.inf
+
+
+def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
+    """K' (public): the summary start's Lloyd clusters, ``OVERCLUSTER``·k at most and no more
+    than leave an average cluster 4× the count at which a Lloyd step moves it (each cluster's
+    mean needs n/K' rows above its sums' noise); k when that leaves no room."""
+    if not plan.rho_kmeans_steps:
+        return k
+    rs = plan.kmeans_rhos(0)[1]
+    move = 2.0 * math.sqrt(d) * soft_sums_l2(1.0) / math.sqrt(2.0 * rs)
+    return int(max(k, min(OVERCLUSTER * k, math.floor(n / (4.0 * move)))))
 
 
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
@@ -1080,9 +1095,11 @@ def private_em_gmm(
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = standardiser(Winv)
-        hist_run, white_run = histogram_start(Z, Pz, k, plan, accountant, src, n, G)
+        hist_run, white_run, seeds = histogram_start(Z, Pz, k, plan, accountant, src, n, G)
         runs = [hist_run, white_run]
-        if plan.rho_kmeans_steps:
+        if plan.rho_kmeans_steps and plan.start_clusters > k:
+            runs.insert(0, summary_start(Z, seeds, k, plan, accountant, src, G, Ginv))
+        elif plan.rho_kmeans_steps:
             runs.insert(0, kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv,
                                                  _shrink))
         runs = runs[: max(plan.n_starts, 1)]
