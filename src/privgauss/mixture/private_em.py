@@ -178,6 +178,7 @@ KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
 OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
+SUMMARY_NOISE = 1e-4  # the summary start only where a step's noise moves a model at most this
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
@@ -488,8 +489,8 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   3.0 * math.sqrt(d), n_starts, max(1, T // 3) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count)
     radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
-    plan = dataclasses.replace(plan, step_radii=radii,
-                               start_clusters=_start_clusters(n, d, k, plan))
+    plan = dataclasses.replace(plan, step_radii=radii)
+    plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
     quiet = first < T and _noise_change(plan, first, n, d, k) <= STOP_NOISE * STOP_TOL
     return dataclasses.replace(plan, stop_from=first if quiet and n_steps is None else None)
@@ -539,8 +540,15 @@ def _model_change(old: Run, new: Run) -> float:
 def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
     """K' (public): the summary start's Lloyd clusters, ``OVERCLUSTER``·k at most and no more
     than leave an average cluster 4× the count at which a Lloyd step moves it (each cluster's
-    mean needs n/K' rows above its sums' noise); k when that leaves no room."""
-    if not plan.rho_kmeans_steps:
+    mean needs n/K' rows above its sums' noise); k (the k-means start) when that leaves no
+    room, or when the first EM step's noise alone moves a model by more than
+    ``SUMMARY_NOISE`` nat/row (:func:`_noise_change`): the summary start's better basin is
+    kept only by quiet steps (issue 27; noisier steps left it and the k-means start did
+    better — ε = 1: the families' first-step noise is 0.003–3, the pixels' 0.013;
+    ε = 1e4: ≤ 4e-5)."""
+    if not plan.rho_kmeans_steps or not plan.step_radii:
+        return k
+    if _noise_change(plan, 0, n, d, k) > SUMMARY_NOISE:
         return k
     rs = plan.kmeans_rhos(0)[1]
     move = 2.0 * math.sqrt(d) * soft_sums_l2(1.0) / math.sqrt(2.0 * rs)
