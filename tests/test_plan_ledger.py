@@ -118,6 +118,8 @@ MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
     ("public-light", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 40),
     ("ppe", {"epsilon": 5.0, "delta": 1e-6}, 40_000, 1, 1, 0),
     ("agnostic", {"epsilon": 5.0, "delta": 1e-6}, 40_000, 1, 1, 0),
+    # quiet steps: the summary start (K' = 3k Lloyd clusters) and the DP stop
+    ("em", {"epsilon": 1e4, "delta": 1e-6}, 6000, 2, 2, 0),
 ]
 
 
