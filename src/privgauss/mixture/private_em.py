@@ -41,9 +41,18 @@ budget and public rows; every frame after the first a function of releases):
    covariance in u. The same centres seed ``KMEANS_STEPS`` private Lloyd steps in u (hard
    assignments, y = clip_r(u − c_j); released: counts and sums, and with the last step the
    clusters' second moments): the *k-means start*, each cluster a Gaussian of its released
-   covariance, as scikit-learn's. (In the whitened frame the pixels' low-variance colour
-   directions are blown up 15-fold: k-means there, then EM, settled in a basin 0.059 nat/row
-   below sklearn's at every budget and seed; a histogram start built there was a decoy the
+   covariance, as scikit-learn's. Where the EM steps' noise is quiet (the first step's noise
+   alone moves a model by ≤ ``SUMMARY_NOISE`` = 1e-4 nat/row, :func:`_noise_change`; public:
+   ε = 1e4, never ε = 1 at n = 5e4) the *summary start* replaces it: the same Lloyd steps
+   and releases with K' ≤ 3k clusters, then a k-component mixture fitted to the K' released
+   clusters by EM on the summary (21 restarts, free;
+   :func:`~privgauss.mixture.em_starts.summary_start`). At ε = 1e4 it found sklearn's basin on
+   2 of 20 generated families the k-means start missed (0.168 and 0.064 nat/row below
+   sklearn → ≤ 0.000; ``benchmarks/results/mixture_families.md``); where the steps are noisy
+   their noise loses the basin it found (ε = 1, ungated: families 3, 4 and 1011 0.12–0.40
+   nat/row worse, pixels 0.007 → 0.056). (In the whitened frame the pixels' low-variance
+   colour directions are blown up 15-fold: k-means there, then EM, settled in a basin 0.059
+   nat/row below sklearn's at every budget and seed; a histogram start built there was a decoy the
    run pick below took at 3 of 12 seeds, ε = 1 with 500 public rows.)
 3. *T EM steps* (T = 8 + 4k within [10, 20] at a noisy budget, up to 60 as the noise allows:
    :func:`_n_steps`), one pass each
