@@ -19,7 +19,9 @@ every full-covariance density is degenerate there. On the same rows:
 Per cell: ``gap`` = sklearn's held-out mean log-likelihood minus ours (nat/row, > 0 worse; the
 median over seeds, and the worst seed), ``vs gauss`` = the single Gaussian's minus ours (> 0:
 our mixture is worse than one non-private Gaussian), the warnings the fit raised, its
-``clipped_fraction_`` and outcome (refused before spending / failed after spending). A table
+``clipped_fraction_``, ``picked`` (which candidate private EM's final DP pick returned,
+``selected_model_``: ``em``, ``single_gaussian`` or ``public``) and outcome (refused
+before spending / failed after spending). A table
 is *parked* when one of sklearn's components has, in some column, a variance below 1e-4 of that
 column's variance: the optimum there puts a component on a single discrete value, which no DP
 fit can resolve; the issue asks for "never worse than a single non-private Gaussian" there
@@ -98,11 +100,18 @@ def one_fit(private: np.ndarray, public: np.ndarray | None, test: np.ndarray, k:
     return {"status": "ok", "gap": ref["sklearn"] - score, "vs gauss": ref["gauss"] - score,
             "vs alone": None if ref["alone"] is None else ref["alone"] - score,
             "clipped": getattr(est, "clipped_fraction_", None), "warnings": noted,
-            "method": est.method_, "seconds": seconds}
+            "method": est.method_, "seconds": seconds,
+            "picked": getattr(est, "selected_model_", None)}
 
 
 def _med(values: list[float], fmt: str = ".3g") -> str:
     return format(statistics.median(values), fmt) if values else "—"
+
+
+def _picked(ok: list[dict[str, Any]]) -> str:
+    """How often each candidate of private EM's final pick was returned (``selected_model_``)."""
+    names = [r["picked"] for r in ok if r["picked"] is not None]
+    return ", ".join(f"{n}×{names.count(n)}" for n in sorted(set(names))) or "—"
 
 
 def misses(label: str, res: list[dict[str, Any]], parked: bool) -> list[str]:
@@ -130,13 +139,14 @@ def misses(label: str, res: list[dict[str, Any]], parked: bool) -> list[str]:
     return out
 
 
-def run(names: list[str], k: int, seeds: int, max_rows: int) -> tuple[list[str], list[str]]:
+def run(names: list[str], k: int, seeds: int, max_rows: int,
+        settings: tuple[tuple[str, float, bool], ...] = SETTINGS) -> tuple[list[str], list[str]]:
     lines = [
         "| table | n×d | held out | parked | setting | outcome | gap | worst gap | vs gauss "
-        "| vs public alone | clipped | warnings | s/fit | sklearn s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| vs public alone | clipped | picked | warnings | s/fit | sklearn s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    checks: dict[str, list[str]] = {label: [] for label, _, _ in SETTINGS}
+    checks: dict[str, list[str]] = {label: [] for label, _, _ in settings}
     for name in names:
         table = corpus.TABLES[name]
         rows = table.load()
@@ -151,7 +161,7 @@ def run(names: list[str], k: int, seeds: int, max_rows: int) -> tuple[list[str],
             refs.append(references(train, test, public, k, s))
             sk_seconds.append(time.perf_counter() - t0)
         parked = any(r["parked"] for r in refs)
-        for label, eps, pub in SETTINGS:
+        for label, eps, pub in settings:
             res = [one_fit(private if pub else train, public if pub else None, test, k, eps, s,
                            refs[s])
                    for s, (train, test, private, public) in enumerate(splits)]
@@ -170,7 +180,7 @@ def run(names: list[str], k: int, seeds: int, max_rows: int) -> tuple[list[str],
                 f"{_med([r['gap'] for r in ok])} | "
                 f"{format(max(r['gap'] for r in ok), '.3g') if ok else '—'} | "
                 f"{_med([r['vs gauss'] for r in ok])} | {_med(alone) if pub else ''} | "
-                f"{_med(clipped, '.3f')} | "
+                f"{_med(clipped, '.3f')} | {_picked(ok)} | "
                 f"{', '.join(w.removesuffix('Warning') for w in warned) or '—'} | "
                 f"{_med([r['seconds'] for r in ok], '.2g')} | "
                 f"{_med(sk_seconds, '.2g') if label == 'ε = 1' else ''} |")
@@ -188,11 +198,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--max-rows", type=int, default=50_000,
                         help="subsample larger tables to this many rows per seed")
+    parser.add_argument("--settings", nargs="+", choices=["eps1", "eps1-public", "eps1e4"],
+                        default=["eps1", "eps1-public", "eps1e4"],
+                        help="run only these settings (ε = 1, ε = 1 with 1%% public rows, "
+                        "ε = 1e4)")
     parser.add_argument("--out", default=None, help="write a markdown report here")
     args = parser.parse_args()
+    keys = ("eps1", "eps1-public", "eps1e4")
+    settings = tuple(s for key, s in zip(keys, SETTINGS, strict=True) if key in args.settings)
     command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
     t0 = time.perf_counter()
-    lines, summary = run(args.tables, args.k, args.seeds, args.max_rows)
+    lines, summary = run(args.tables, args.k, args.seeds, args.max_rows, settings)
     text = "\n".join([
         f"# PrivateGaussianMixture({args.k}) on the real-table corpus",
         "",

@@ -66,8 +66,10 @@ def test_mixture_round_trip(mixture: pg.PrivateGaussianMixture, tmp_path: Path) 
     save(mixture, path)
     stored = json.loads(path.read_text())
     assert set(stored) == MODEL_KEYS | {"n_components", "weights", "means", "covariances",
-                                        "clipped_fraction", "background_weight"}
+                                        "clipped_fraction", "background_weight",
+                                        "selected_model"}
     assert stored["privacy"]["neighbours"].startswith("replace-one")
+    assert stored["selected_model"] is None  # private EM's final pick only
     m = pg.load(path)
     assert isinstance(m, pg.PrivateGaussianMixture) and m.method_ == "sample-aggregate"
     assert m.to_dict() == mixture.to_dict()

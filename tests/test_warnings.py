@@ -27,9 +27,11 @@ from privgauss.noise import NoiseSource
 from privgauss.warnings import (
     BudgetSpentWarning,
     ClippedDataWarning,
+    DiscreteDataWarning,
     LargeDeltaWarning,
     PrivacyWarning,
     SeededNoiseWarning,
+    SimplerModelWarning,
 )
 
 N = 2000
@@ -39,7 +41,8 @@ NEIGHBOUR[-1] = [1e6, -1e6]  # replace-one: a gross error in one record
 # the histogram method releases no scale bin from rows without a common scale: EstimationFailed
 # after spending (5 rows are now refused before spending, by the method's requirement)
 TINY = scale_free_rows(N)
-ALL = (SeededNoiseWarning, LargeDeltaWarning, BudgetSpentWarning, ClippedDataWarning)
+ALL = (SeededNoiseWarning, LargeDeltaWarning, BudgetSpentWarning, ClippedDataWarning,
+       DiscreteDataWarning, SimplerModelWarning)
 
 
 def _clip(**kw: object) -> pg.PrivateGaussian:  # mean only, a few draws: fast even when secure

@@ -567,6 +567,11 @@ def from_dict(data: dict[str, Any]) -> Any:
             est.weights_ = w
             est.means_ = _array(data, "means", (k, d), MODEL_MAX_MEAN)
             est.covariances_ = _covariances(data, "covariances", (k, d, d))
+            # private EM's final DP pick (issue 27; older files and other methods: absent)
+            sel = data.get("selected_model")
+            if sel not in (None, "em", "single_gaussian", "public"):
+                raise _refuse("selected_model", "must be 'em', 'single_gaussian' or 'public'")
+            est.selected_model_ = sel
         # both kinds (mixtures since issue 27): a DP output and post-processing of it (older
         # files: absent)
         frac = data.get("clipped_fraction")

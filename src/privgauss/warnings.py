@@ -9,9 +9,11 @@ They are emitted only by the estimators' ``fit`` (``PrivateGaussian``,
 ``PrivateGaussianMixture``), outside the algorithm, and decided from **public quantities or DP
 outputs only**: the budget, the number of rows ``n`` (public under replace-one neighbours), the
 kind of ``random_state``, whether the fit ended in
-:class:`~privgauss.exceptions.EstimationFailed` (a DP output, ⊥), and the DP fraction of rows
-outside the fit's final clipping ball (``clipped_fraction_``). Two neighbouring datasets
-therefore get the same warnings unless a DP output differs (DESIGN.md, privacy rules 5 and 10).
+:class:`~privgauss.exceptions.EstimationFailed` (a DP output, ⊥), the DP fraction of rows
+outside the fit's final clipping ball (``clipped_fraction_``), and private EM's released models
+(its final DP pick, ``selected_model_``, and its fit's covariances in the released frame).
+Two neighbouring datasets therefore get the same warnings unless a DP output differs
+(DESIGN.md, privacy rules 5 and 10).
 Warnings raised *inside* an algorithm (numpy's, a non-private learner's) depend on the data and
 are captured and dropped, never re-emitted.
 
@@ -26,9 +28,11 @@ from __future__ import annotations
 __all__ = [
     "BudgetSpentWarning",
     "ClippedDataWarning",
+    "DiscreteDataWarning",
     "LargeDeltaWarning",
     "PrivacyWarning",
     "SeededNoiseWarning",
+    "SimplerModelWarning",
 ]
 
 
@@ -142,3 +146,51 @@ class ClippedDataWarning(PrivacyWarning):
     lie outside — the fit may have missed part of the data (zero-inflated or coded columns,
     clusters, a prior that cuts the data) — where ``clip_scale`` does not help: transform the
     columns, check the prior, give public rows or a larger budget."""
+
+
+class DiscreteDataWarning(PrivacyWarning):
+    """Private EM's fit collapsed a component onto a single value or a line as far as its
+    floors allow: the columns look discrete (counts, codes, 0/1 flags, rounded values) or
+    collinear, and a non-private mixture can score far higher on them.
+
+    **When**: after a successful ``PrivateGaussianMixture.fit`` with ``method="em"`` whose EM
+    fit has a component with a variance, in the released whitening frame (where the data's
+    covariance is about I), at or below private EM's eigenvalue floor (10⁻³ of the data's
+    variance in that direction). The EM fit and the frame are DP outputs (released values and
+    their post-processing), so neighbouring datasets differ in this warning only through them.
+
+    **Why**: on a column that takes few distinct values, the likelihood of a Gaussian mixture
+    is unbounded: a component parked on one value (variance → 0) scores ever higher on the rows
+    there. Non-private EM (scikit-learn's ``GaussianMixture``) goes there and reports held-out
+    log-likelihoods that can be many nat/row above any private fit's. Private EM keeps every
+    component's variance in every direction above a floor tied to its noise (10⁻³ of the
+    data's at ε ≈ 1, lower as the budget grows), because noise could fake a narrower
+    component: its fit spreads each parked component over at least that floor, so on those
+    rows it scores less than the collapsed fit by about ½·ln(floor / the collapsed variance)
+    nat, without bound as that variance goes to 0. The fit is still a sound density; the
+    comparison with the non-private likelihood is not.
+
+    **What to do**: compare models on the same footing: add uniform noise of the rounding width
+    to discrete columns before fitting (dequantisation: a non-private mixture then stops
+    collapsing too), or model the discrete columns apart (one mixture per value of a code).
+    A larger budget (``epsilon``) lowers the floor, and with it this gap."""
+
+
+class SimplerModelWarning(PrivacyWarning):
+    """Private EM's final DP pick preferred a simpler candidate to its k-component EM fit: the
+    single Gaussian the rows were whitened by, or the mixture fitted on the public rows alone
+    (``selected_model_`` says which).
+
+    **When**: after a successful ``PrivateGaussianMixture.fit`` with ``method="em"`` whose
+    final pick (a joint release of the candidates' clipped log-likelihoods on the private
+    rows, ledger entry "em final selection") did not select the EM fit. The pick is a DP
+    output.
+
+    **Why**: at a small budget or n the EM fit can end worse than one Gaussian (a wrong basin,
+    components flattened by noise), or worse than a non-private fit of a few good public rows;
+    the pick returns the best candidate up to its noise (``fit_info_["final_selection"]``
+    gives each candidate's noisy score per row and the noise). A single Gaussian is returned
+    as k equal components with equal weights, so shapes do not change.
+
+    **What to do**: read it as "k components did not pay off at this budget": try fewer
+    components, a larger budget, or more (or better) public rows."""

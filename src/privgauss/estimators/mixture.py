@@ -27,7 +27,7 @@ from ..methods import Facts
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, has_delta
 from ..validation import check_positive_int
-from ..warnings import ClippedDataWarning
+from ..warnings import ClippedDataWarning, DiscreteDataWarning, SimplerModelWarning
 from ._base import (
     FitPlan,
     PrivateEstimatorBase,
@@ -177,6 +177,14 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         shows here.
     clipped_fraction_alarm_ : float or None
         Public threshold above which ``fit`` warned (:class:`ClippedDataWarning`).
+    selected_model_ : str or None
+        ``"em"``: private EM's final DP pick among its candidates (a joint release of their
+        clipped log-likelihoods on the private rows, 3 % of the EM budget, ledger entry "em
+        final selection"): ``"em"`` (the EM fit), ``"single_gaussian"`` (the released Gaussian
+        the rows were whitened by, as k equal components) or ``"public"`` (a mixture fitted on
+        the public rows alone, with at least max(d + 1, k) of them);
+        ``fit_info_["final_selection"]`` has the noisy scores. Anything but ``"em"`` warns
+        (:class:`SimplerModelWarning`). None for the other methods.
     background_weight_ : float
         Weight of the broad background component that ``score_samples`` and ``sample`` add
         for the rows left out beyond a Gaussian component's own tail and the count's noise
@@ -439,6 +447,43 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.public_clusters_ = release.info.get("public_clusters",
                                                  release.info.get("public_balls"))
         self._record_clipped(release.info.get("clipped_count"))
+        self._record_selection(release.info.get("final_selection"))
+
+    def _record_selection(self, sel: dict[str, Any] | None) -> None:
+        """``selected_model_`` (private EM's final DP pick; None for the other methods), with a
+        :class:`~privgauss.warnings.SimplerModelWarning` when it is not the EM fit and a
+        :class:`~privgauss.warnings.DiscreteDataWarning` when the EM fit has a component at
+        its eigenvalue floor in the released frame (both functions of DP outputs)."""
+        from ..mixture.em_starts import EIG_FLOOR
+
+        self.selected_model_: str | None = None if sel is None else str(sel["selected"])
+        if sel is None:
+            return
+        if self.selected_model_ != "em":
+            scores = ", ".join(f"{name} {v:.3g}" for name, v in
+                               zip(sel["candidates"], sel["noisy_scores_per_row"], strict=True))
+            what = ("a single Gaussian (k equal components)"
+                    if self.selected_model_ == "single_gaussian"
+                    else "the mixture fitted on the public rows alone")
+            warn_caller(SimplerModelWarning,
+                        f"the final DP pick returned {what} (selected_model_="
+                        f"{self.selected_model_!r}): it scored higher on the private rows than "
+                        f"the {self.n_components}-component private EM fit (noisy clipped "
+                        f"log-likelihoods per row: {scores}; noise sd "
+                        f"{sel['noise_per_row']:.2g}). Try fewer components, a larger budget or "
+                        "more public rows")
+        if float(sel["em_thinnest_variance"]) <= EIG_FLOOR * (1.0 + 1e-6):
+            warn_caller(DiscreteDataWarning,
+                        "a component of the private EM fit reached the eigenvalue floor (its "
+                        "variance in some direction is 1e-3 of the data's or less, a DP "
+                        "output): the columns look discrete (counts, codes, flags, rounded "
+                        "values) or collinear. Non-private EM (sklearn's GaussianMixture) "
+                        "collapses components onto single values there and can score many "
+                        "nat/row higher; private EM keeps every variance above a floor tied "
+                        "to its noise, so the two likelihoods are not comparable. To compare "
+                        "on the same footing add uniform noise of the rounding width to the "
+                        "discrete columns (or model them apart); a larger budget lowers the "
+                        "floor")
 
     def _record_clipped(self, clipped: dict[str, float] | None) -> None:
         """``clipped_fraction_`` (post-processing of em's DP count of rows outside every
@@ -560,4 +605,5 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     def _model_fields(self) -> dict[str, Any]:
         return {"n_components": int(self.n_components), "weights": self.weights_.tolist(),
-                "means": self.means_.tolist(), "covariances": self.covariances_.tolist()}
+                "means": self.means_.tolist(), "covariances": self.covariances_.tolist(),
+                "selected_model": getattr(self, "selected_model_", None)}

@@ -122,21 +122,31 @@ compose, then convert with the δ left). With public rows: ρ_EM = everything (a
 as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 %
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
-80 % sums), 5 % the run pick, 1 % the clipped count; of the rest, half on the last EM
-step, the other half evenly on the T − 1 earlier ones (split between the runs while they
-explore); within a step 10 % counts, 30 % sums, 60 % second moments.
+80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count; of the rest, half
+on the last EM step, the other half evenly on the T − 1 earlier ones (split between the runs
+while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
 
-4. *Clipped count.* One pass counts the rows outside every component's final ball (in each
-   released component's frame, after the projection into a prior; radius the larger of the
-   last step's and the one a Gaussian row exceeds with probability 1 %);
+4. *Final pick* (:mod:`.em_final`). Candidates: the EM fit, the frame's standard normal (the
+   released Gaussian the rows were whitened by: free) and, with ≥ max(d + 1, k) public rows,
+   scikit-learn's mixture of the public rows alone (free), all projected into a prior when
+   there is one. One joint release of their clipped log-likelihood sums (the run pick's
+   score and sensitivity, 3 % of ρ_EM taken from the EM steps, "final selection") picks the
+   largest; a simpler candidate must beat the EM fit by 2 noise sds of a difference. So the
+   result is never worse than one Gaussian, or the public rows' own fit, but by the pick's
+   noise (``info["final_selection"]``; the estimator's ``selected_model_``).
+5. *Clipped count.* The final pick's pass also counts the rows outside every component's
+   final ball of each candidate (in each component's frame; radius the larger of the last
+   step's and the one a Gaussian row exceeds with probability 1 %); the winner's count is
    released with discrete Gaussian noise, sensitivity 1 (1 % of ρ_EM, "clipped count"): the
    estimator's ``clipped_fraction_``, ``ClippedDataWarning`` and background weight.
 
 **Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
 the budget spent so far stays spent; its message names the n it needs). Everything after it is
 post-processing that always returns a model: a component whose noisy count is too small keeps
-its previous estimate (or is revived by a split). No other exception on private data; the only
-warning (the estimator's ``ClippedDataWarning``) is a function of the DP clipped count.
+its previous estimate (or is revived by a split). No other exception on private data; the
+estimator's warnings are functions of DP outputs: ``ClippedDataWarning`` of the clipped count,
+``SimplerModelWarning`` of the final pick, ``DiscreteDataWarning`` of the EM fit's covariances
+in the released frame (``info["final_selection"]["em_thinnest_variance"]``).
 """
 
 from __future__ import annotations
@@ -164,6 +174,7 @@ from ..sensitivity import (
     soft_sums_l2,
 )
 from .cluster_estimation import undo_clipping
+from .em_final import final_pick, public_candidate, single_gaussian
 from .em_starts import (
     EIG_FLOOR,
     Run,
@@ -201,6 +212,8 @@ STOP_NOISE = 0.5  # a stop needs the step's noise to move the model by at most t
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
 FADE = 0.85  # under the floor and below this × the previous count: fading, revived
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
+FINAL_SHARE = 0.03  # of ρ_EM (taken from the EM steps), the final pick among the candidates
+CANDIDATES = ("em", "single_gaussian", "public")  # the final pick's candidates, in this order
 COUNT_TAIL = 0.01  # a Gaussian component's own rows outside its counting ball (at most)
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
 
@@ -262,11 +275,14 @@ class EMPlan:
     rho_count: float = 0.0
     stop_from: int | None = None
     start_clusters: int = 0
+    rho_final: float = 0.0
+    final_candidates: int = 0
 
     @property
     def rho_em(self) -> float:
         return (self.rho_rewhiten + self.rho_init + sum(self.rho_kmeans_steps)
-                + self.rho_spread + self.rho_score + sum(self.rho_steps) + self.rho_count)
+                + self.rho_spread + self.rho_score + sum(self.rho_steps) + self.rho_count
+                + self.rho_final)
 
     def step_radius(self, t: int) -> float:
         """The clipping radius of EM step t (component frames): :func:`step_radius` of that
@@ -332,6 +348,8 @@ class EMPlan:
                     out.append((f"step {t + 1}{run} {name}", ZCDP(r)))
             if t + 1 == self.explore_steps and self.rho_score > 0:
                 out.append(("run selection", ZCDP(self.rho_score)))
+        if self.rho_final > 0:
+            out.append(("final selection", ZCDP(self.rho_final)))
         if self.rho_count > 0:
             out.append(("clipped count", ZCDP(self.rho_count)))
         return out
@@ -484,7 +502,8 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     km_steps = tuple([(rho_km - rho_spread) / KMEANS_STEPS] * KMEANS_STEPS)
     rho_count = COUNT_SHARE * rho_em
     rho_score = SCORE_SHARE * rho_em  # dropped below when a single run needs no pick
-    rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count
+    rho_final = FINAL_SHARE * rho_em
+    rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count - rho_final
     T = _n_steps(n, d, k, rest) if n_steps is None else int(n_steps)
     n_starts = N_STARTS if T >= 2 else 1
     if n_starts == 1:
@@ -496,7 +515,8 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     plan = EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
                   rho_prior, 0.0 if loc is None else rho_hist, km_steps, rho_spread, rho_rw,
                   3.0 * math.sqrt(d), n_starts, max(1, T // 3) if n_starts > 1 else 0,
-                  rho_score, 2.0 * d + 10.0, rho_count=rho_count)
+                  rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
+                  final_candidates=3 if n_public >= max(d + 1, k) else 2)
     radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
     plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
@@ -997,41 +1017,32 @@ def _converged(changes: list[float]) -> bool:
     return last <= (1.0 - rate) * STOP_TOL
 
 
-def _outside_kernel(B: np.ndarray, means: np.ndarray, Linv: np.ndarray, radius: float
-                    ) -> tuple[np.ndarray]:
-    """The number of rows of a block outside every component's ball
-    ‖L_j^{-1}(z − μ_j)‖ ≤ radius (a row with a non-finite coordinate counts as outside: a
-    per-record map)."""
-    with np.errstate(all="ignore"):
-        inside = np.zeros(B.shape[0], dtype=bool)
-        for mu, Li in zip(means, Linv, strict=True):
-            Y = (B - mu) @ Li.T
-            inside |= np.einsum("ij,ij->i", Y, Y) <= radius * radius
-    return (np.array(float(np.count_nonzero(~inside))),)
+def _count_radius(plan: EMPlan, d: int) -> float:
+    """The clipped count's radius (public): the larger of the last step's and the χ²_d
+    quantile a Gaussian row exceeds with probability ``COUNT_TAIL`` (at the EM radius in
+    d = 10, 4 % of a clean fit's rows are outside, and 5 % gross errors would hide in that)."""
+    from scipy import stats
+
+    return max(plan.step_radius(plan.n_steps - 1), math.sqrt(float(stats.chi2.isf(COUNT_TAIL, d))))
 
 
-def _clipped_count(Z: Any, means: np.ndarray, covs: np.ndarray, plan: EMPlan,
+def _release_count(count: float, radius: float, d: int, n: int, plan: EMPlan,
                    acct: Accountant, src: NoiseSource) -> dict[str, float]:
-    """The DP number of rows outside every component's final ball (in each released
-    component's frame, radius the larger of the last step's and the χ²_d quantile a Gaussian
-    row exceeds with probability ``COUNT_TAIL``: at the EM radius in d = 10, 4 % of a clean
-    fit's rows are outside, and 5 % gross errors would hide in that): one pass, a count of
-    sensitivity 1 under replace-one, discrete Gaussian noise from ``plan.rho_count`` (planned:
-    "clipped count"). Returns the noisy count with its public context: ``model_fraction`` =
-    P(χ²_d > r²), the fraction of a Gaussian component's own rows outside its ball (so of a
-    Gaussian mixture's rows outside every ball, at most), and the noise's scale."""
+    """The DP number of rows outside every component's final ball (``count``: computed by the
+    final pass, :func:`~privgauss.mixture.em_final.final_pick`, for the picked model, in each
+    released component's frame): a count of sensitivity 1 under replace-one, discrete Gaussian
+    noise from ``plan.rho_count`` (planned: "clipped count"). Returns the noisy count with its
+    public context: ``model_fraction`` = P(χ²_d > r²), the fraction of a Gaussian component's
+    own rows outside its ball (so of a Gaussian mixture's rows outside every ball, at most),
+    and the noise's scale."""
     from scipy import stats
 
     from ..mechanisms import private_count
 
-    d = means.shape[1]
-    r = max(plan.step_radius(plan.n_steps - 1), math.sqrt(float(stats.chi2.isf(COUNT_TAIL, d))))
-    Linv = np.array([np.linalg.inv(np.linalg.cholesky(repair_covariance(C))) for C in covs])
-    (count,) = reduce_rows(Z, partial(_outside_kernel, means=means, Linv=Linv, radius=r))
-    noisy = private_count(int(round(float(count))), ZCDP(plan.rho_count), accountant=acct,
+    noisy = private_count(int(round(count)), ZCDP(plan.rho_count), accountant=acct,
                           noise=src, step="em clipped count")
-    return {"noisy": float(np.asarray(noisy).reshape(-1)[0]), "n": float(Z.shape[0]),
-            "model_fraction": float(stats.chi2.sf(r * r, d)), "radius": r,
+    return {"noisy": float(np.asarray(noisy).reshape(-1)[0]), "n": float(n),
+            "model_fraction": float(stats.chi2.sf(radius * radius, d)), "radius": radius,
             "noise_scale": 1.0 / math.sqrt(2.0 * plan.rho_count)}
 
 
@@ -1121,20 +1132,64 @@ def private_em_gmm(
                                                  _shrink))
         runs = runs[: max(plan.n_starts, 1)]
         stops: list[int] = []
-        weights, means, covs = _em_steps(Z, runs, plan, accountant, src, n, stops)
+        em = _em_steps(Z, runs, plan, accountant, src, n, stops)
         if info is not None:
             info["em_stopped_after"] = stops[0] + 1 if stops else None
-        out_means = m0 + means @ Winv.T
-        out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
-        if prior is not None:
-            out_means, out_covs = _inside(prior, out_means, out_covs)
-            means = (out_means - m0) @ W.T
-            covs = np.array([sym(W @ C @ W.T) for C in out_covs])
+        names, cands = _final_candidates(em, P, m0, W, k, plan, src)
+        outs = [_output(c, m0, W, Winv, prior) for c in cands]
+        if prior is not None:  # the candidates as the user gets them, back in the frame
+            cands = [(w, (om - m0) @ W.T, np.array([sym(W @ C @ W.T) for C in oc]))
+                     for w, om, oc in outs]
+        radius = _count_radius(plan, d)
+        win, outside, scores, noise_sd = final_pick(
+            Z, cands, radius=radius, bound=plan.score_bound, rho=plan.rho_final,
+            planned=plan.final_candidates, acct=accountant, src=src)
+        weights, out_means, out_covs = outs[win]
+        if info is not None:
+            info["final_selection"] = {
+                "selected": names[win], "candidates": names,
+                "noisy_scores_per_row": scores.tolist(), "noise_per_row": noise_sd,
+                "em_thinnest_variance": _thinnest(cands[0][2])}
         if plan.rho_count > 0:  # the rows the released (projected) model leaves out
-            clipped = _clipped_count(Z, means, covs, plan, accountant, src)
+            clipped = _release_count(outside, radius, d, n, plan, accountant, src)
             if info is not None:
                 info["clipped_count"] = clipped
     return weights, out_means, out_covs
+
+
+def _final_candidates(em: Run, P: np.ndarray | None, m0: np.ndarray, W: np.ndarray, k: int,
+                      plan: EMPlan, src: NoiseSource) -> tuple[list[str], list[Run]]:
+    """The final pick's candidates in the whitened frame, named (``CANDIDATES``): the EM fit,
+    the frame's standard normal, and — when the plan has room for it — the mixture fitted on
+    the public rows alone (:mod:`.em_final`). Public facts only decide which are there."""
+    d = em[1].shape[1]
+    names, cands = list(CANDIDATES[:2]), [em, single_gaussian(k, d)]
+    if plan.final_candidates > 2 and P is not None:
+        pub = public_candidate(P, k, src.rng, m0, W)
+        if pub is not None:
+            names.append(CANDIDATES[2])
+            cands.append(pub)
+    return names, cands
+
+
+def _output(run: Run, m0: np.ndarray, W: np.ndarray, Winv: np.ndarray,
+            prior: EMPrior | None) -> Run:
+    """A model of the whitened frame in the data's coordinates, projected into the user's
+    ``prior`` when there is one (post-processing)."""
+    weights, means, covs = run
+    out_means = m0 + means @ Winv.T
+    out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
+    if prior is not None:
+        out_means, out_covs = _inside(prior, out_means, out_covs)
+    return weights, out_means, out_covs
+
+
+def _thinnest(covs: np.ndarray) -> float:
+    """The smallest eigenvalue of the model's covariances in the whitened frame (where the
+    data's covariance is about I): a function of released values. At ``EIG_FLOOR`` or below, a
+    component has collapsed onto a discrete value or a collinear direction as far as the
+    floors let it (the estimator's :class:`~privgauss.warnings.DiscreteDataWarning`)."""
+    return float(min(np.linalg.eigvalsh(sym(C))[0] for C in covs))
 
 
 def _inside(prior: EMPrior, means: np.ndarray, covs: np.ndarray

@@ -1,0 +1,270 @@
+"""Private EM's final DP pick (issue 27, :mod:`privgauss.mixture.em_final`): the EM fit, the
+frame's single Gaussian or the public rows' own mixture, chosen by one planned joint release of
+clipped log-likelihood sums; its kernel against the definition and its sensitivity, plan =
+ledger, both branches of the pick, the public fit winning when the private rows are few, and
+the warnings decided from DP outputs."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from sklearn.mixture import GaussianMixture
+
+import privgauss as pg
+from privgauss import sensitivity
+from privgauss.mixture import em_final as ef
+from privgauss.mixture import private_em as pe
+from privgauss.privacy import ZCDP, ApproxDP
+
+
+def _model(k: int, d: int, seed: int, scale: float = 1.0):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(k, d, d)) * 0.3 + np.eye(d) * scale
+    return (rng.dirichlet(np.ones(k)), rng.normal(size=(k, d)) * 2,
+            np.einsum("kab,kcb->kac", A, A))
+
+
+def _definition(Z, cand, radius, bound):
+    """Σ clip(log p − log φ, ±b) and the number of rows outside every ball, by definition."""
+    from scipy.stats import multivariate_normal as mvn
+
+    w, mu, C = cand
+    d = Z.shape[1]
+    logp = logsumexp([np.log(w[j]) + mvn(mu[j], C[j]).logpdf(Z) for j in range(len(w))],
+                     axis=0)
+    score = np.clip(logp - mvn(np.zeros(d), np.eye(d)).logpdf(Z), -bound, bound).sum()
+    Cr = [ef.repair_covariance(c, ef.EIG_FLOOR) for c in C]
+    maha = np.array([np.einsum("ij,jk,ik->i", Z - mu[j], np.linalg.inv(Cr[j]), Z - mu[j])
+                     for j in range(len(w))])
+    return score, float(np.sum(np.all(maha > radius**2, axis=0)))
+
+
+def test_final_kernel_equals_its_definition():
+    """Scores and outside counts of three candidates over rows with far and overflowing ones,
+    sub-blocked, against scipy's densities."""
+    rng = np.random.default_rng(0)
+    d, k, r, b = 3, 2, 2.5, 8.0
+    Z = rng.normal(size=(9000, d)) * 1.5
+    Z[:5] *= 1e3
+    cands = [_model(k, d, 1), ef.single_gaussian(k, d), _model(k, d, 2, scale=0.5)]
+    scored = tuple(ef._terms(c, ef.SCORE_EIG_FLOOR) for c in cands)
+    counted = tuple(ef._terms(c, ef.EIG_FLOOR) for c in cands)
+    scores, outside = ef.final_kernel(Z, scored, counted, r, b)
+    for c, cand in enumerate(cands):
+        s, o = _definition(Z, cand, r, b)
+        assert scores[c] == pytest.approx(s, rel=1e-9)
+        assert outside[c] == o
+    assert np.all(outside >= 5)  # the far rows are outside every ball
+    Z[0, 0] = np.inf  # a row no candidate can score counts 0 and is outside
+    s2, o2 = ef.final_kernel(Z, scored, counted, r, b)
+    assert np.all(np.isfinite(s2)) and np.all(o2 == outside)
+
+
+def _worst(Z, scored, counted, r, b, seed):
+    rng = np.random.default_rng(seed)
+    base = ef.final_kernel(Z, scored, counted, r, b)[0]
+    worst = 0.0
+    for trial in range(300):
+        Z2 = Z.copy()
+        scale = 10.0 ** rng.uniform(-1, 3) if trial % 3 else 1e6
+        Z2[0 if trial == 0 else rng.integers(len(Z))] = rng.normal(size=Z.shape[1]) * scale
+        worst = max(worst, float(np.linalg.norm(
+            ef.final_kernel(Z2, scored, counted, r, b)[0] - base)))
+    return worst
+
+
+@pytest.mark.parametrize("n_cands", [1, 2, 3])
+def test_final_scores_stay_within_their_sensitivity(n_cands):
+    """Replacing one row moves the candidates' score sums by at most score_sums_l2(b, C), and
+    by more than half of it: row 0 sits on a narrow component of every candidate (score +b in
+    each) and is replaced by a far row (−b in each)."""
+    rng = np.random.default_rng(4)
+    d, k, b = 2, 3, 3.0
+    Z = rng.normal(size=(40, d))
+    Z[0] = 0.0
+    cands = []
+    for c in range(n_cands):
+        w, mu, C = _model(k, d, 5 + c, scale=0.1)
+        mu[0] = 0.0
+        cands.append((w, mu, C))
+    scored = tuple(ef._terms(c, ef.SCORE_EIG_FLOOR) for c in cands)
+    counted = tuple(ef._terms(c, ef.EIG_FLOOR) for c in cands)
+    worst = _worst(Z, scored, counted, 2.0, b, n_cands)
+    stated = sensitivity.score_sums_l2(b, n_cands)
+    assert stated / 2 < worst <= stated * (1 + 1e-9), (worst, stated)
+
+
+@pytest.mark.parametrize(("budget", "n_public"), [(ApproxDP(1.0, 1e-6), 0), (ZCDP(0.5), 40),
+                                                   (ApproxDP(1.0, 1e-6), 3)])
+def test_the_final_selection_is_planned_from_the_em_steps_share(budget, n_public):
+    """A 'final selection' part of FINAL_SHARE of ρ_EM, after the last step and before the
+    clipped count, taken from the EM steps (ρ_EM unchanged); a public candidate is planned only
+    with at least max(d + 1, k) public rows."""
+    plan = pe.em_plan(20000, 5, 3, budget, n_public=n_public)
+    names = [nm for nm, _ in plan.parts()]
+    assert names.index("final selection") == names.index("clipped count") - 1
+    assert names.index("final selection") > names.index(f"step {plan.n_steps} moments")
+    assert plan.rho_final == pytest.approx(pe.FINAL_SHARE * plan.rho_em, rel=1e-12)
+    assert plan.final_candidates == (3 if n_public >= 6 else 2)
+    spent = sum(b.rho for _, b in plan.parts() if isinstance(b, ZCDP))
+    steps = sum(plan.rho_steps)
+    assert steps + plan.rho_final == pytest.approx(
+        plan.rho_em - plan.rho_rewhiten - plan.rho_init - sum(plan.rho_kmeans_steps)
+        - plan.rho_spread - plan.rho_score - plan.rho_count, rel=1e-12)
+    assert spent > 0
+
+
+def _one_gaussian(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    A = np.array([[2.0, 0.5, 0.0], [0.0, 1.0, 0.3], [0.0, 0.0, 0.5]])
+    return rng.normal(size=(n, 3)) @ A.T + 10.0
+
+
+def _fit(X, P=None, **kw):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = pg.PrivateGaussianMixture(3, method="em", random_state=kw.pop("seed", 0),
+                                      **(kw or {"epsilon": 1.0, "delta": 1e-6})).fit(
+                                          X, public_X=P)
+    return m, {w.category.__name__ for w in caught}
+
+
+@pytest.mark.parametrize("favour", [0, 1])
+def test_the_pick_returns_the_candidate_whose_noisy_score_wins(monkeypatch, favour):
+    """On one-Gaussian data with k = 3 the pick's release is the planned one (sensitivity,
+    charge, one ledger entry per planned part) and the returned model is the candidate whose
+    noisy score is largest: forcing the release to favour the single Gaussian (1) returns k
+    equal components N(m₀, C₀) and warns; favouring the EM fit (0) returns it, silently."""
+    seen = {}
+    real = ef.gaussian_mechanism
+
+    def mech(value, sens, budget, **kw):
+        out = real(value, sens, budget, **kw)
+        seen.update(value=np.asarray(value), sens=sens, budget=budget, step=kw["step"])
+        out = np.array(out, dtype=np.float64)
+        out[favour] += 1e12
+        return out
+
+    monkeypatch.setattr(ef, "gaussian_mechanism", mech)
+    X = _one_gaussian(20000, 0)
+    m, caught = _fit(X, rho=0.5, P=_one_gaussian(30, 9))
+    plan = m.fit_info_["em_plan"]
+    entry = [e for e in m.ledger_ if e.step == "em final selection"]
+    assert len(entry) == 1 and len(m.ledger_) == len(plan.parts())
+    assert entry[0].cost.rho == pytest.approx(plan.rho_final, rel=1e-12)
+    assert seen["sens"] == sensitivity.score_sums_l2(plan.score_bound, plan.final_candidates)
+    assert entry[0].sensitivity == seen["sens"]
+    sel = m.fit_info_["final_selection"]
+    assert sel["candidates"][: 2] == ["em", "single_gaussian"]
+    assert m.selected_model_ == sel["candidates"][favour]
+    assert int(np.argmax(sel["noisy_scores_per_row"])) == favour
+    assert m.privacy_spent_.rho == pytest.approx(0.5, rel=1e-9)
+    if favour == 1:
+        assert "SimplerModelWarning" in caught
+        np.testing.assert_allclose(m.weights_, 1.0 / 3)
+        np.testing.assert_allclose(m.means_, m.means_[[0, 0, 0]], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(m.covariances_, m.covariances_[[0, 0, 0]], rtol=0,
+                                   atol=1e-12)
+        # the released Gaussian is the data's, up to the public frame's error
+        np.testing.assert_allclose(m.means_[0], X.mean(axis=0), atol=0.5)
+    else:
+        assert "SimplerModelWarning" not in caught
+        assert not np.allclose(m.means_, m.means_[[0, 0, 0]])
+
+
+def test_on_one_gaussian_data_the_pick_is_never_worse_than_its_noise():
+    """Unforced, on one-Gaussian data with k = 3 (ε = 1): whichever candidate wins, the held-out
+    score is within a few noise sds per row of the better of the EM fit and the single
+    Gaussian (both nearly the truth here), and the noisy scores are within 5 sds of each
+    other's truths."""
+    X, H = _one_gaussian(20000, 0), _one_gaussian(20000, 1)
+    m, _ = _fit(X)
+    sel = m.fit_info_["final_selection"]
+    truth = GaussianMixture(1).fit(X).score(H)
+    assert m.selected_model_ in ("em", "single_gaussian")
+    assert truth - m.score(H) < 0.05 + 5 * sel["noise_per_row"]
+
+
+def _separated(n: int, seed: int, d: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    means = np.zeros((3, d))
+    means[1, 0] = means[2, 1] = 4.0
+    lab = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
+    scale = np.ones(d)
+    scale[0] = 0.3
+    return means[lab] + rng.normal(size=(n, d)) * scale
+
+
+def _discrete(n: int, seed: int) -> np.ndarray:
+    """A zero-inflated count (60 % zeros), a noisy copy of it and an independent normal."""
+    rng = np.random.default_rng(seed)
+    zero = rng.random(n) < 0.6
+    counts = np.where(zero, 0.0, rng.poisson(4.0, n) + 1.0)
+    return np.column_stack([counts, rng.normal(size=n) + counts, rng.normal(size=n)])
+
+
+def test_the_public_fit_wins_when_the_private_rows_are_few_and_the_public_rows_good():
+    """3,000 private rows of a zero-inflated count at ρ = 0.5: the EM fit keeps its floors,
+    500 good public rows let scikit-learn park a component on the zeros (≈ 3 nat/row higher on
+    the private rows, the pick's noise 0.11): the pick returns the public rows' own mixture, as
+    good on held-out rows as sklearn's on them. Public rows of another population lose to the
+    EM fit of 20,000 private rows."""
+    X, H, P = _discrete(3000, 0), _discrete(20000, 1), _discrete(500, 2)
+    alone = GaussianMixture(3, n_init=5, random_state=0).fit(P).score(H)
+    m, caught = _fit(X, P=P, rho=0.5, enforce_requirements=False, seed=1)
+    sel = m.fit_info_["final_selection"]
+    assert m.selected_model_ == "public", sel
+    assert {"SimplerModelWarning", "DiscreteDataWarning"} <= caught
+    assert sel["noisy_scores_per_row"][2] - sel["noisy_scores_per_row"][0] > 1.0
+    assert abs(alone - m.score(H)) < 0.02
+    back = pg.io.from_dict(m.to_dict())  # the model file keeps the pick
+    assert m.to_dict()["selected_model"] == back.selected_model_ == "public"
+    with pytest.raises(pg.InvalidDataError, match="selected_model"):
+        pg.io.from_dict({**m.to_dict(), "selected_model": "best"})
+    bad = _separated(600, 3, 2)[:, ::-1] * 5.0 + 40.0  # a shifted, rescaled other population
+    m2, _ = _fit(_separated(20000, 4, 2), P=bad, epsilon=1.0, delta=1e-6, seed=1)
+    sel2 = m2.fit_info_["final_selection"]
+    assert sel2["candidates"] == ["em", "single_gaussian", "public"]
+    assert m2.selected_model_ == "em", sel2
+    assert sel2["noisy_scores_per_row"][0] - sel2["noisy_scores_per_row"][2] > 1.0
+
+
+def test_discrete_columns_warn_and_continuous_mixtures_do_not():
+    """A component parked on a count's zero reaches the eigenvalue floor (a DP output) and the
+    fit warns DiscreteDataWarning; a continuous mixture's fit does not."""
+    m, caught = _fit(_discrete(30000, 0))
+    assert m.fit_info_["final_selection"]["em_thinnest_variance"] <= pe.EIG_FLOOR * (1 + 1e-6)
+    assert "DiscreteDataWarning" in caught
+    m2, caught2 = _fit(_separated(30000, 0))
+    assert "DiscreteDataWarning" not in caught2
+    assert m2.fit_info_["final_selection"]["em_thinnest_variance"] > 2 * pe.EIG_FLOOR
+    assert m2.selected_model_ == "em"
+
+
+def test_other_methods_have_no_selected_model():
+    X = pg.datasets.make_mixture(20000, 2, 2, separation=8.0, random_state=0).X
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = pg.PrivateGaussianMixture(2, epsilon=1.0, delta=1e-6, method="public-light",
+                                      random_state=0).fit(X, public_X=X[::50])
+    assert m.selected_model_ is None
+    assert not {"SimplerModelWarning", "DiscreteDataWarning"} & {
+        w.category.__name__ for w in caught}
+
+
+def test_neighbours_with_an_extreme_record_end_alike_with_public_rows():
+    """With public rows (three candidates) a gross error in one private record changes neither
+    the outcome class nor the ledger's length: the pick is one planned release whatever wins."""
+    from privgauss.audit import fit_outcome
+
+    X, P = _separated(3000, 0), _separated(60, 9)
+    Xn = X.copy()
+    Xn[-1] = -1e150
+    outs = [fit_outcome(pg.PrivateGaussianMixture(3, epsilon=1.0, delta=1e-6, method="em",
+                                                  enforce_requirements=False, random_state=3),
+                        D, public_X=P) for D in (X, Xn)]
+    assert outs[0].kind == outs[1].kind == "success"
+    assert outs[0].ledger_length == outs[1].ledger_length
