@@ -131,6 +131,9 @@ def main() -> None:
                     help="comma-separated tuning family seeds (instead of --first/--families)")
     ap.add_argument("--held-out", type=int, default=0,
                     help=f"held-out family seeds {HELD_OUT_BASE}..")
+    ap.add_argument("--held-out-first", type=int, default=0,
+                    help=f"first held-out family: seeds {HELD_OUT_BASE}+F..{HELD_OUT_BASE}+F+H-1 "
+                    "(fresh families beyond those already looked at)")
     ap.add_argument("--n", type=int, default=50_000)
     ap.add_argument("--budgets", default="all", choices=["all", "eps1", "eps1e4"])
     ap.add_argument("--out", default=None)
@@ -140,7 +143,8 @@ def main() -> None:
     tuning = (list(range(args.first, args.families)) if args.seeds is None
               else [int(s) for s in args.seeds.split(",")])
     sets = {"tuning": tuning,
-            "held-out": list(range(HELD_OUT_BASE, HELD_OUT_BASE + args.held_out))}
+            "held-out": list(range(HELD_OUT_BASE + args.held_out_first,
+                                   HELD_OUT_BASE + args.held_out_first + args.held_out))}
     per_fit = ["| set | seed | family | " + " | ".join(f"gap {b}" for b in budgets)
                + " | single Gaussian gap | time / sklearn n_init=1 |",
                "|---|---|---|" + "---|" * len(budgets) + "---|---|"]

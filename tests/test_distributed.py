@@ -191,8 +191,9 @@ EM_N, EM_D, EM_CHUNK = 24_000, 3, 2500
 EM_CASES = [
     ({"epsilon": 1.0, "delta": 1e-6}, False),
     ({"rho": 0.5}, True),
+    ({"epsilon": 1e4, "delta": 1e-6}, False),  # quiet steps: the summary start, the DP stop
 ]
-EM_IDS = ["eps-delta", "rho-public"]
+EM_IDS = ["eps-delta", "rho-public", "eps-huge"]
 
 
 @pytest.fixture(scope="module")

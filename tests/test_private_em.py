@@ -344,6 +344,23 @@ def test_plan_pays_for_every_start_and_the_run_selection():
                    for nm, _ in pe.em_plan(50_000, 10, 3, ZCDP(0.5), n_public=500).parts())
 
 
+@pytest.mark.parametrize(("n", "d", "k"), [(50_000, 10, 3), (50_000, 3, 4), (6_000, 2, 2),
+                                           (270_000, 3, 4)])
+def test_summary_start_only_where_the_steps_noise_is_quiet(n: int, d: int, k: int) -> None:
+    """K' > k (the summary start) exactly where the first EM step's noise moves a model by at
+    most SUMMARY_NOISE (public): never at ε = 1 on these shapes (there the k-means start, as
+    before the summary start), always at ε = 1e4, and growing budgets never switch it off."""
+    clusters = []
+    for eps in (1.0, 10.0, 100.0, 1e4):
+        plan = pe.em_plan(n, d, k, ApproxDP(eps, 1e-6))
+        quiet = pe._noise_change(plan, 0, n, d, k) <= pe.SUMMARY_NOISE
+        assert (plan.start_clusters > k) == quiet, (eps, plan.start_clusters)
+        assert k <= plan.start_clusters <= pe.OVERCLUSTER * k
+        clusters.append(plan.start_clusters)
+    assert clusters[0] == k and clusters[-1] > k
+    assert clusters == sorted(clusters)
+
+
 def _synthetic(n: int, seed: int) -> np.ndarray:
     """benchmarks/private_em.py's synthetic set (k = 3, d = 10, weights .2/.3/.5, means 2
     apart), from the benchmark itself so that the two cannot drift apart."""

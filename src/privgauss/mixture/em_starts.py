@@ -61,6 +61,8 @@ class StartPlan(Protocol):
     def kmeans_radius(self) -> float: ...
     def kmeans_rhos(self, t: int) -> tuple[float, float]: ...
     @property
+    def start_clusters(self) -> int: ...
+    @property
     def rho_score(self) -> float: ...
     @property
     def score_bound(self) -> float: ...
@@ -235,7 +237,7 @@ def _best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random
 
 def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, acct: Accountant,
            src: NoiseSource, n: int, G: np.ndarray
-           ) -> tuple[Run, Run]:
+           ) -> tuple[Run, Run, np.ndarray]:
     """The histogram start (weights, means, covariances) in the whitened frame, whose means
     also seed the k-means start, and the whitened-frame start. The first two share the
     centres of the weighted k-means of the noisy cells (and public rows) in the standardised
@@ -282,7 +284,11 @@ def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, acct:
     hist = _cell_run(Cu @ Ginv.T, var, width, Ginv @ Ginv.T)
     # the same cells' k-means in the whitened frame: a third start (its own basin on some data)
     Cw, var_w = _best_kmeans(pts, wts, k, rng, init)
-    return hist, _cell_run(Cw @ V.T, var_w, width, np.eye(d))
+    white = _cell_run(Cw @ V.T, var_w, width, np.eye(d))
+    # the summary start's K' > k seeds: the same cells' k-means in u with K' centres
+    K = plan.start_clusters
+    seeds = hist[1] if K <= k else _best_kmeans(pts @ V.T @ G.T, wts, K, rng, None)[0] @ Ginv.T
+    return hist, white, seeds
 
 
 def _cell_run(means: np.ndarray, var: np.ndarray, width: float, unit: np.ndarray) -> Run:
@@ -306,22 +312,24 @@ def standardiser(Winv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return G, np.linalg.inv(G)
 
 
-def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
-                  src: NoiseSource, G: np.ndarray, Ginv: np.ndarray,
-                  shrink: Callable[[np.ndarray, float], np.ndarray]
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Private Lloyd steps from the histogram's ``centres`` (whitened frame), each one pass
-    releasing the clusters' counts and clipped sums (and, with the last, their clipped second
-    moments). Returns the start (weights, means, covariances), as scikit-learn's k-means start:
-    each cluster's released covariance (a cluster too small for its release: the frame's).
-    Post-processing of releases only. ``shrink(C, s)``: the EM steps' shrinkage of a released
-    covariance whose diagonal noise has standard deviation s."""
-    k, d = centres.shape
+def _private_lloyd(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
+                   src: NoiseSource, G: np.ndarray, Ginv: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None,
+                              float, float]:
+    """The private Lloyd steps from ``centres`` (whitened frame, any number K' of them: the
+    sensitivities do not grow with K'), each one pass releasing the clusters' counts and
+    clipped sums (and, with the last, their clipped second moments). Returns (the centres
+    after the last step, the last step's noisy counts, sums and second moments — around the
+    centres before its update, in the standardised frame —, the second moments' noise sd,
+    the sums' move floor)."""
+    K, d = centres.shape
     R = plan.kmeans_radius
     C = centres.copy()
     n_steps = len(plan.rho_kmeans_steps)
-    Nn = np.ones(k)
+    Nn, Sn = np.ones(K), np.zeros((K, d))
     Mn = None
+    sig_m = math.inf
+    floor = math.inf
     for t in range(n_steps):
         counts, S, M = reduce_rows(Z, partial(_lloyd_kernel, centres=C, G=G, radius=R))
         rc, rs = plan.kmeans_rhos(t)
@@ -329,7 +337,7 @@ def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
         Nn = gaussian_mechanism(counts, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
                                 step=f"{tag} counts")
         Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(R), ZCDP(rs), accountant=acct,
-                                noise=src, step=f"{tag} sums").reshape(k, d)
+                                noise=src, step=f"{tag} sums").reshape(K, d)
         if t == n_steps - 1 and plan.rho_spread > 0:
             Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(R),
                                             ZCDP(plan.rho_spread), accountant=acct, noise=src,
@@ -337,11 +345,29 @@ def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
             sig_m = soft_outer_sums_frobenius(R) / math.sqrt(2.0 * plan.rho_spread)
         # a cluster moves only when its noisy mean shift is at most R/2 in norm (in expectation)
         floor = 2.0 * math.sqrt(d) * soft_sums_l2(R) / math.sqrt(2.0 * rs) / R
-        for j in range(k):
+        if t == n_steps - 1:
+            before = C.copy()
+        for j in range(K):
             if Nn[j] > floor:
                 step = Sn[j] / Nn[j]
                 step *= min(1.0, R / max(float(np.linalg.norm(step)), 1e-300))
                 C[j] = C[j] + Ginv @ step
+    if n_steps == 0:
+        before = C.copy()
+    return C, before, Nn, Sn, Mn, sig_m, floor
+
+
+def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
+                  src: NoiseSource, G: np.ndarray, Ginv: np.ndarray,
+                  shrink: Callable[[np.ndarray, float], np.ndarray]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Private Lloyd steps (:func:`_private_lloyd`) from the histogram's ``centres`` (whitened
+    frame). Returns the start (weights, means, covariances), as scikit-learn's k-means start:
+    each cluster's released covariance (a cluster too small for its release: the frame's).
+    Post-processing of releases only. ``shrink(C, s)``: the EM steps' shrinkage of a released
+    covariance whose diagonal noise has standard deviation s."""
+    k, d = centres.shape
+    C, _, Nn, Sn, Mn, sig_m, _ = _private_lloyd(Z, centres, plan, acct, src, G, Ginv)
     sizes = np.maximum(Nn, 1.0)
     weights = sizes / sizes.sum()
     weights = np.maximum(weights, 1e-3)
@@ -352,6 +378,141 @@ def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
             Cu = shrink(Mn[j] / Nn[j] - np.outer(ybar, ybar), sig_m / Nn[j])
             covs[j] = repair_covariance(Ginv @ repair_covariance(Cu) @ Ginv.T)
     return weights / weights.sum(), C, covs
+
+
+def summary_start(Z: Any, seeds: np.ndarray, k: int, plan: StartPlan, acct: Accountant,
+                  src: NoiseSource, G: np.ndarray, Ginv: np.ndarray) -> Run:
+    """The *summary start*: the private Lloyd steps (:func:`_private_lloyd`) run with K' > k
+    ``seeds`` (whitened frame; over-clustering, as k-means‖ over-samples: a true cluster a
+    coarse start merged with a neighbour is still split among small clusters, one it split is
+    still covered), then a k-component mixture fitted to the K' released clusters by EM on
+    the summary (:func:`summary_gmm`, many restarts) — post-processing, free. Each released
+    cluster is a Gaussian blob in the standardised frame: its noisy count, its mean (the
+    centre it was clipped around plus its released mean shift, when its count clears the
+    sums' floor; else that centre) and its covariance, its own released one blended with the
+    pooled within-cluster covariance of all clusters in proportion to its count against
+    the second moments' noise reach (a small cluster's own is mostly noise). Everything
+    from releases: the same charges as :func:`kmeans_steps`."""
+    K, d = seeds.shape
+    _, before, Nn, Sn, Mn, sig_m, floor = _private_lloyd(Z, seeds, plan, acct, src, G, Ginv)
+    R = plan.kmeans_radius
+    counts = np.maximum(np.nan_to_num(Nn, nan=0.0), 0.0)
+    cu = before @ G.T
+    ok = counts > floor
+    means = cu.copy()
+    ybar = np.zeros((K, d))
+    for j in np.flatnonzero(ok).tolist():
+        ybar[j] = Sn[j] / counts[j]
+        ybar[j] *= min(1.0, R / max(float(np.linalg.norm(ybar[j])), 1e-300))
+        means[j] = cu[j] + ybar[j]
+    covs = np.array([np.eye(d) for _ in range(K)])
+    if Mn is not None and ok.any():
+        own = np.array([Mn[j] / counts[j] - np.outer(ybar[j], ybar[j]) if ok[j]
+                        else np.zeros((d, d)) for j in range(K)])
+        pooled = repair_covariance(np.einsum("j,jab->ab", counts[ok], own[ok])
+                                   / counts[ok].sum(), 1e-2)
+        reach = 2.0 * math.sqrt(d) * sig_m  # the noise's spectral norm on a cluster's sum
+        for j in range(K):
+            a = counts[j] / (counts[j] + reach) if ok[j] else 0.0
+            covs[j] = repair_covariance(a * own[j] + (1.0 - a) * pooled, 1e-2)
+    elif ok.any():
+        covs[:] = np.eye(d) * 0.25
+    w, mu, cov = summary_gmm(counts, means, covs, k, src.rng)
+    cov_z = np.array([repair_covariance(Ginv @ c @ Ginv.T) for c in cov])
+    return w, mu @ Ginv.T, cov_z
+
+
+SUMMARY_RESTARTS = 20  # k-means++ seedings of the summary EM (post-processing: free)
+SUMMARY_ITERS = 200  # EM iterations per seeding (K' blobs: microseconds each)
+SUMMARY_TOL = 1e-9  # relative: a restart this close to the best one's objective is as good
+
+
+def _blob_loglik(means: np.ndarray, covs: np.ndarray, mu: np.ndarray, S: np.ndarray
+                 ) -> np.ndarray:
+    """E[log N(x; mu, S)] for x from each blob N(means[j], covs[j]):
+    log N(means[j]; mu, S) − ½ tr(S⁻¹ covs[j])."""
+    d = means.shape[1]
+    L = np.linalg.cholesky(S)
+    Linv = np.linalg.inv(L)
+    Y = (means - mu) @ Linv.T
+    P = Linv.T @ Linv
+    tr = np.einsum("jab,ba->j", covs, P)
+    logdet = 2.0 * float(np.log(np.diag(L)).sum())
+    return np.asarray(-0.5 * (np.einsum("ij,ij->i", Y, Y) + tr + logdet
+                              + d * math.log(2.0 * math.pi)))
+
+
+def _summary_em(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np.ndarray
+                ) -> tuple[float, Run]:
+    """EM on the blobs (weights ``N``) from the responsibilities ``resp`` (K', k): each blob
+    counts as N_j rows spread as its Gaussian (the grouped-data form of EM). Returns (the
+    summary log-likelihood Σ_j N_j log Σ_c π_c exp E_j[log N_c], the fit)."""
+    K, d = means.shape
+    k = resp.shape[1]
+    eye = np.eye(d)
+    obj = -math.inf
+    fit: Run | None = None
+    for _ in range(SUMMARY_ITERS):
+        Nr = N[:, None] * resp
+        tot = Nr.sum(axis=0)
+        w = np.maximum(tot, 1e-12)
+        mu = (Nr.T @ means) / w[:, None]
+        S = np.empty((k, d, d))
+        for c in range(k):
+            D = means - mu[c]
+            S[c] = (np.einsum("j,jab->ab", Nr[:, c], covs) + (D * Nr[:, c, None]).T @ D) / w[c]
+            S[c] = repair_covariance(S[c], 1e-3) + 1e-6 * eye
+        pi = w / w.sum()
+        logp = np.array([_blob_loglik(means, covs, mu[c], S[c]) for c in range(k)]).T
+        logp += np.log(pi)
+        top = logp.max(axis=1, keepdims=True)
+        lse = top[:, 0] + np.log(np.exp(logp - top).sum(axis=1))
+        new = float(N @ lse)
+        resp = np.exp(logp - lse[:, None])
+        fit = (pi, mu, S)
+        if new - obj <= 1e-12 * abs(new):
+            obj = new
+            break
+        obj = new
+    assert fit is not None
+    return obj, fit
+
+
+def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
+                rng: np.random.Generator) -> Run:
+    """A k-component mixture fitted to K' weighted Gaussian blobs by EM on the summary
+    (:func:`_summary_em`) from the least-inertia k-means of the blobs' means and from
+    ``SUMMARY_RESTARTS`` k-means++ seedings: the first fit within ``SUMMARY_TOL`` (relative)
+    of the largest summary log-likelihood wins (a fit that equals the best up to rounding
+    does not take over: the in-memory and cluster fits, whose releases differ in the last
+    bits, pick the same restart). Post-processing of releases only."""
+    K = means.shape[0]
+    w = np.maximum(N, 0.0)
+    if K <= k or w.sum() <= 0:
+        pad = k - min(K, k)
+        idx = np.concatenate([np.arange(min(K, k)), np.zeros(pad, dtype=np.int64)])
+        pi = np.maximum(w[idx], 1.0)
+        return pi / pi.sum(), means[idx], covs[idx]
+    inits: list[np.ndarray] = []
+    C, _ = _best_kmeans(means, w, k, rng, None)
+    inits.append(C)
+    for _ in range(SUMMARY_RESTARTS):
+        inits.append(_kmeans(means, w, k, rng)[0])
+    fits = []
+    for C in inits:
+        lab = _nearest(_sq_dists(np.ascontiguousarray(means.T), C))
+        resp = (lab[:, None] == np.arange(k)).astype(np.float64)
+        empty = resp.sum(axis=0) == 0  # a centre no blob is nearest to: the farthest blob
+        for c in np.flatnonzero(empty).tolist():
+            j = int(np.argmin(((means - C[c]) ** 2).sum(axis=1)))
+            resp[j] = 0.0
+            resp[j, c] = 1.0
+        fits.append(_summary_em(w, means, covs, resp))
+    best = max(obj for obj, _ in fits)
+    for obj, fit in fits:
+        if obj >= best - SUMMARY_TOL * abs(best):
+            return fit
+    return fits[0][1]
 
 
 def repair_covariance(C: np.ndarray, lo: float = EIG_FLOOR) -> np.ndarray:

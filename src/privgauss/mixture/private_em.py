@@ -41,9 +41,18 @@ budget and public rows; every frame after the first a function of releases):
    covariance in u. The same centres seed ``KMEANS_STEPS`` private Lloyd steps in u (hard
    assignments, y = clip_r(u − c_j); released: counts and sums, and with the last step the
    clusters' second moments): the *k-means start*, each cluster a Gaussian of its released
-   covariance, as scikit-learn's. (In the whitened frame the pixels' low-variance colour
-   directions are blown up 15-fold: k-means there, then EM, settled in a basin 0.059 nat/row
-   below sklearn's at every budget and seed; a histogram start built there was a decoy the
+   covariance, as scikit-learn's. Where the EM steps' noise is quiet (the first step's noise
+   alone moves a model by ≤ ``SUMMARY_NOISE`` = 1e-4 nat/row, :func:`_noise_change`; public:
+   ε = 1e4, never ε = 1 at n = 5e4) the *summary start* replaces it: the same Lloyd steps
+   and releases with K' ≤ 3k clusters, then a k-component mixture fitted to the K' released
+   clusters by EM on the summary (21 restarts, free;
+   :func:`~privgauss.mixture.em_starts.summary_start`). At ε = 1e4 it found sklearn's basin on
+   2 of 20 generated families the k-means start missed (0.168 and 0.064 nat/row below
+   sklearn → ≤ 0.000; ``benchmarks/results/mixture_families.md``); where the steps are noisy
+   their noise loses the basin it found (ε = 1, ungated: families 3, 4 and 1011 0.12–0.40
+   nat/row worse, pixels 0.007 → 0.056). (In the whitened frame the pixels' low-variance
+   colour directions are blown up 15-fold: k-means there, then EM, settled in a basin 0.059
+   nat/row below sklearn's at every budget and seed; a histogram start built there was a decoy the
    run pick below took at 3 of 12 seeds, ε = 1 with 500 public rows.)
 3. *T EM steps* (T = 8 + 4k within [10, 20] at a noisy budget, up to 60 as the noise allows:
    :func:`_n_steps`), one pass each
@@ -174,6 +183,7 @@ from .em_starts import (
     pick_run,
     repair_covariance,
     standardiser,
+    summary_start,
 )
 from .sample_size import Requirements, report
 
@@ -187,6 +197,8 @@ KMEANS_SHARE = 0.10  # of ρ_EM, the start's private k-means (Lloyd) steps
 KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
+OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
+SUMMARY_NOISE = 1e-4  # the summary start only where a step's noise moves a model at most this
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
@@ -262,6 +274,7 @@ class EMPlan:
     step_radii: tuple[float, ...] = ()
     rho_count: float = 0.0
     stop_from: int | None = None
+    start_clusters: int = 0
     rho_final: float = 0.0
     final_candidates: int = 0
 
@@ -506,6 +519,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   final_candidates=3 if n_public >= max(d + 1, k) else 2)
     radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
+    plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
     quiet = first < T and _noise_change(plan, first, n, d, k) <= STOP_NOISE * STOP_TOL
     return dataclasses.replace(plan, stop_from=first if quiet and n_steps is None else None)
@@ -550,6 +564,24 @@ def _model_change(old: Run, new: Run) -> float:
         return math.inf
     # ≥ 0 in exact arithmetic; rounding can leave −1e-16 between near-equal models
     return max(total, 0.0) if math.isfinite(total) else math.inf
+
+
+def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
+    """K' (public): the summary start's Lloyd clusters, ``OVERCLUSTER``·k at most and no more
+    than leave an average cluster 4× the count at which a Lloyd step moves it (each cluster's
+    mean needs n/K' rows above its sums' noise); k (the k-means start) when that leaves no
+    room, or when the first EM step's noise alone moves a model by more than
+    ``SUMMARY_NOISE`` nat/row (:func:`_noise_change`): the summary start's better basin is
+    kept only by quiet steps (issue 27; noisier steps left it and the k-means start did
+    better — ε = 1: the families' first-step noise is 0.003–3, the pixels' 0.013;
+    ε = 1e4: ≤ 4e-5)."""
+    if not plan.rho_kmeans_steps or not plan.step_radii:
+        return k
+    if _noise_change(plan, 0, n, d, k) > SUMMARY_NOISE:
+        return k
+    rs = plan.kmeans_rhos(0)[1]
+    move = 2.0 * math.sqrt(d) * soft_sums_l2(1.0) / math.sqrt(2.0 * rs)
+    return int(max(k, min(OVERCLUSTER * k, math.floor(n / (4.0 * move)))))
 
 
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
@@ -1091,9 +1123,11 @@ def private_em_gmm(
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = standardiser(Winv)
-        hist_run, white_run = histogram_start(Z, Pz, k, plan, accountant, src, n, G)
+        hist_run, white_run, seeds = histogram_start(Z, Pz, k, plan, accountant, src, n, G)
         runs = [hist_run, white_run]
-        if plan.rho_kmeans_steps:
+        if plan.rho_kmeans_steps and plan.start_clusters > k:
+            runs.insert(0, summary_start(Z, seeds, k, plan, accountant, src, G, Ginv))
+        elif plan.rho_kmeans_steps:
             runs.insert(0, kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv,
                                                  _shrink))
         runs = runs[: max(plan.n_starts, 1)]
