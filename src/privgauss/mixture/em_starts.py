@@ -429,17 +429,18 @@ SUMMARY_TOL = 1e-9  # relative: a restart this close to the best one's objective
 
 def _blob_loglik(means: np.ndarray, covs: np.ndarray, mu: np.ndarray, S: np.ndarray
                  ) -> np.ndarray:
-    """E[log N(x; mu, S)] for x from each blob N(means[j], covs[j]):
-    log N(means[j]; mu, S) − ½ tr(S⁻¹ covs[j])."""
+    """E[log N(x; mu_c, S_c)] for x from each blob N(means[j], covs[j]), for every component
+    c at once (``mu`` (k, d), ``S`` (k, d, d); returns (K', k)):
+    log N(means[j]; mu_c, S_c) − ½ tr(S_c⁻¹ covs[j])."""
     d = means.shape[1]
     L = np.linalg.cholesky(S)
     Linv = np.linalg.inv(L)
-    Y = (means - mu) @ Linv.T
-    P = Linv.T @ Linv
-    tr = np.einsum("jab,ba->j", covs, P)
-    logdet = 2.0 * float(np.log(np.diag(L)).sum())
-    return np.asarray(-0.5 * (np.einsum("ij,ij->i", Y, Y) + tr + logdet
-                              + d * math.log(2.0 * math.pi)))
+    Y = np.einsum("cab,cjb->cja", Linv, means[None] - mu[:, None])
+    P = np.swapaxes(Linv, -1, -2) @ Linv
+    tr = np.einsum("jab,cba->cj", covs, P)
+    logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=1)
+    quad = np.einsum("cja,cja->cj", Y, Y)
+    return np.asarray(-0.5 * (quad + tr + logdet[:, None] + d * math.log(2.0 * math.pi))).T
 
 
 def _summary_em(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np.ndarray
@@ -448,7 +449,6 @@ def _summary_em(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np.nda
     counts as N_j rows spread as its Gaussian (the grouped-data form of EM). Returns (the
     summary log-likelihood Σ_j N_j log Σ_c π_c exp E_j[log N_c], the fit)."""
     K, d = means.shape
-    k = resp.shape[1]
     eye = np.eye(d)
     obj = -math.inf
     fit: Run | None = None
@@ -457,13 +457,12 @@ def _summary_em(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np.nda
         tot = Nr.sum(axis=0)
         w = np.maximum(tot, 1e-12)
         mu = (Nr.T @ means) / w[:, None]
-        S = np.empty((k, d, d))
-        for c in range(k):
-            D = means - mu[c]
-            S[c] = (np.einsum("j,jab->ab", Nr[:, c], covs) + (D * Nr[:, c, None]).T @ D) / w[c]
-            S[c] = repair_covariance(S[c], 1e-3) + 1e-6 * eye
+        D = means[None] - mu[:, None]  # (k, K', d)
+        S = (np.einsum("jc,jab->cab", Nr, covs)
+             + np.einsum("cja,cjb->cab", D * Nr.T[:, :, None], D)) / w[:, None, None]
+        S = repair_covariance(S, 1e-3) + 1e-6 * eye
         pi = w / w.sum()
-        logp = np.array([_blob_loglik(means, covs, mu[c], S[c]) for c in range(k)]).T
+        logp = _blob_loglik(means, covs, mu, S)
         logp += np.log(pi)
         top = logp.max(axis=1, keepdims=True)
         lse = top[:, 0] + np.log(np.exp(logp - top).sum(axis=1))
@@ -516,10 +515,11 @@ def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
 
 
 def repair_covariance(C: np.ndarray, lo: float = EIG_FLOOR) -> np.ndarray:
-    """``C`` symmetrised, its eigenvalues clipped to [``lo``, 1e4] (NaN ones set to 1)."""
+    """``C`` (one matrix or a stack of them) symmetrised, its eigenvalues clipped to
+    [``lo``, 1e4] (NaN ones set to 1)."""
     w, V = np.linalg.eigh(sym(C))
     w = np.clip(np.nan_to_num(w, nan=1.0), lo, 1e4)
-    return sym((V * w) @ V.T)
+    return sym((V * w[..., None, :]) @ np.swapaxes(V, -1, -2))
 
 
 def pick_run(scores: np.ndarray, plan: StartPlan, acct: Accountant, src: NoiseSource) -> int:
