@@ -162,6 +162,37 @@ def test_discrete_correlations_are_not_attenuated(monkeypatch: pytest.MonkeyPatc
     assert count_flag_error() > 0.1
 
 
+def test_a_failed_copula_fit_falls_back_to_independent_scores(
+        table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-component copula's EstimationFailed (⊥, a DP output) is not the synthesizer's
+    failure: it keeps the marginals it released, draws independent scores, warns, and its
+    model file samples the same rows. Without the fallback the fit raises."""
+    from privgauss.exceptions import EstimationFailed
+
+    def fail(self: Any, Z: np.ndarray) -> Any:
+        raise EstimationFailed("the fit missed the data", step="clipped count")
+
+    monkeypatch.setattr(pg.PrivateGaussian, "_fit_trusted", fail)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        syn = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, n_components=1,
+                                    random_state=3).fit(table)
+    assert any(isinstance(w.message, pg.warnings.SimplerModelWarning) for w in caught)
+    assert syn.method_.endswith("copula-independent")
+    np.testing.assert_array_equal(syn.copula_.covariance_, np.eye(4))
+    rows = syn.sample(20000, random_state=5)
+    assert np.max(np.abs(np.corrcoef(rows.T) - np.eye(4))) < 0.05  # independent columns
+    assert _tv_1way(table["income"].to_numpy(float), rows[:, 1]) < 0.1  # marginals kept
+    back = pg.PrivateSynthesizer.from_dict(json.loads(json.dumps(syn.to_dict())))
+    np.testing.assert_array_equal(back.sample(100, random_state=6), syn.sample(100, 6))
+    monkeypatch.setattr(synth_mod, "_independent_scores",
+                        lambda copula, d: (_ for _ in ()).throw(EstimationFailed("x")))
+    with pytest.raises(EstimationFailed), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, n_components=1,
+                              random_state=3).fit(table)
+
+
 # ----------------------------------------------------------------------------- command line
 
 

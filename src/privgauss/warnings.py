@@ -193,4 +193,9 @@ class SimplerModelWarning(PrivacyWarning):
     as k equal components with equal weights, so shapes do not change.
 
     **What to do**: read it as "k components did not pay off at this budget": try fewer
-    components, a larger budget, or more (or better) public rows."""
+    components, a larger budget, or more (or better) public rows.
+
+    Also raised by :class:`~privgauss.PrivateSynthesizer` when its one-component Gaussian
+    copula's fit ends in ``EstimationFailed`` (a DP output): the synthesizer keeps the
+    marginals and dependence grid it released and draws independent normal scores
+    (``method_`` names ``copula-independent``) instead of failing after spending."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,11 +33,12 @@ from scipy.special import ndtr, ndtri
 
 from ..estimators import PrivateGaussian, PrivateGaussianMixture
 from ..estimators._base import NEIGHBOURS, private_section, warn_before_fit
-from ..exceptions import InvalidDataError, PrivacyBudgetError
+from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_budget
 from ..privacy.budgets import approx_to_zcdp
 from ..validation import check_data
+from ..warnings import SimplerModelWarning
 from .grid import (
     PROPOSALS_PER_ROW,
     DependenceGrid,
@@ -273,7 +275,11 @@ class PrivateSynthesizer:
         ``public_X``: optional public rows (free, untrusted): their range, widened by half
         on each side, replaces the released one for columns without stated bounds.
         Raises ``InvalidDataError``/``PrivacyBudgetError`` before spending, and only
-        ``EstimationFailed`` after.
+        ``EstimationFailed`` after. When the one-component copula's fit ends in
+        ``EstimationFailed`` (⊥, a DP output) the synthesizer keeps the marginals (and the
+        dependence grid) it released and draws independent normal scores instead, with a
+        :class:`~privgauss.warnings.SimplerModelWarning` (post-processing of ⊥; ``method_``
+        then names ``copula-independent``).
         """
         del y
         budget = make_budget(rho=self.rho, epsilon=self.epsilon, delta=self.delta)
@@ -334,7 +340,14 @@ class PrivateSynthesizer:
                           if levels else None)
                 Z = np.asarray(ndtri(U))
                 copula = self._copula(k, n, d, acct, noise)
-                copula._fit_trusted(Z)
+                fell_back = False
+                try:
+                    copula._fit_trusted(Z)
+                except EstimationFailed:  # ⊥ is a DP output: acting on it is free
+                    if k != 1:
+                        raise
+                    _independent_scores(copula, d)
+                    fell_back = True
                 _standardise(copula)
                 _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
                 grid, self.grid_factor_ = None, None
@@ -344,6 +357,12 @@ class PrivateSynthesizer:
                     model = model_cell_masses(levels, ndtr(Zm))
                     grid, self.grid_factor_ = grid_from_counts(counts, n, grid_sigma(rho_grid),
                                                                model)
+        if fell_back:  # a function of ⊥ only, warned outside the private section
+            warnings.warn(SimplerModelWarning(
+                "the Gaussian copula's fit failed (EstimationFailed, a DP output): the synthetic "
+                "columns keep their DP marginals and are drawn independently but for the "
+                "dependence grid's cells (narrow tables). A larger budget or fewer columns gives "
+                "the copula's correlations"), stacklevel=2)
         self.marginals_ = marginals
         self.copula_ = copula
         self.grid_ = grid
@@ -477,6 +496,21 @@ class PrivateSynthesizer:
         syn.ledger_, syn.privacy_spent_ = list(acct.ledger), acct.spent
         syn.method_ = str(data.get("method", "copula"))
         return syn
+
+
+def _independent_scores(copula: PrivateGaussian, d: int) -> None:
+    """What a failed one-component copula fit leaves the synthesizer: independent standard
+    normal scores (mean 0, identity), recorded on ``copula`` with the budget its failed fit
+    spent — post-processing of ⊥, so the marginals and the dependence grid already released
+    still describe the columns and their joint cells."""
+    acct = copula.accountant
+    assert isinstance(acct, Accountant)  # the synthesizer's child accountant
+    copula._record(acct.total, acct, "independent",
+                   "the copula's fit ended in EstimationFailed (a DP output)")
+    copula.mean_, copula.covariance_ = np.zeros(d), np.eye(d)
+    copula._no_clipped_count()
+    copula.n_features_in_ = d
+    copula._cache_factors()
 
 
 def _standardise(copula: Any) -> None:
