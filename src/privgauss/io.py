@@ -568,9 +568,12 @@ def from_dict(data: dict[str, Any]) -> Any:
             est.means_ = _array(data, "means", (k, d), MODEL_MAX_MEAN)
             est.covariances_ = _covariances(data, "covariances", (k, d, d))
             # private EM's final DP pick (issue 27; older files and other methods: absent)
+            from .mixture.private_em import CANDIDATES
+
             sel = data.get("selected_model")
-            if sel not in (None, "em", "single_gaussian", "public"):
-                raise _refuse("selected_model", "must be 'em', 'single_gaussian' or 'public'")
+            if sel is not None and sel not in CANDIDATES:
+                raise _refuse("selected_model",
+                              "must be one of " + ", ".join(map(repr, CANDIDATES)))
             est.selected_model_ = sel
         # both kinds (mixtures since issue 27): a DP output and post-processing of it (older
         # files: absent)

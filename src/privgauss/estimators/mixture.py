@@ -455,15 +455,16 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         :class:`~privgauss.warnings.DiscreteDataWarning` when the EM fit has a component at
         its eigenvalue floor in the released frame (both functions of DP outputs)."""
         from ..mixture.em_starts import EIG_FLOOR
+        from ..mixture.private_em import CANDIDATES
 
         self.selected_model_: str | None = None if sel is None else str(sel["selected"])
         if sel is None:
             return
-        if self.selected_model_ != "em":
+        if self.selected_model_ != CANDIDATES[0]:  # not the EM fit
             scores = ", ".join(f"{name} {v:.3g}" for name, v in
                                zip(sel["candidates"], sel["noisy_scores_per_row"], strict=True))
             what = ("a single Gaussian (k equal components)"
-                    if self.selected_model_ == "single_gaussian"
+                    if self.selected_model_ == CANDIDATES[1]
                     else "the mixture fitted on the public rows alone")
             warn_caller(SimplerModelWarning,
                         f"the final DP pick returned {what} (selected_model_="
