@@ -4,6 +4,7 @@ route P2."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -301,8 +302,10 @@ def _reduction(broken: bool):
             if broken:
                 honest = list_stable.choosing_mechanism
 
-                def choosing(*args, noise, **kwargs):
-                    return honest(*args, noise=_NoMaxNoise(noise.rng), **kwargs)
+                def choosing(*args, release, **kwargs):
+                    broken_release = dataclasses.replace(
+                        release, noise=_NoMaxNoise(release.noise.rng))
+                    return honest(*args, release=broken_release, **kwargs)
 
                 mp.setattr(list_stable, "choosing_mechanism", choosing)
             try:
