@@ -124,18 +124,8 @@ def test_choosing_charge_is_the_exact_group_cost(eps: float, delta: float) -> No
 def test_list_reduction_ledger_is_exact_with_group_privacy() -> None:
     """Every Filter-and-Test round and the Choosing step are charged (ε', δ'); the total is
     exactly (ε, δ), and the Choosing step's group cost at the δ̃ it ran at equals its charge."""
-    X = np.full((1000, 1), 3.2) + np.random.default_rng(0).normal(0, 0.01, size=(1000, 1))
     acct = Accountant(ApproxDP(8.0, 1e-3))
-    list_stable_reduction(
-        X,
-        _rounded,
-        8.0,
-        1e-3,
-        n_blocks=500,
-        list_size=4,
-        alpha=0.5,
-        release=Release.of(acct, 0),
-    )
+    _stable_run(acct)
     rounds = len(acct.ledger) - 1
     e1, d1 = 8.0 / (1 + rounds), 1e-3 / (1 + rounds)
     assert all(x.cost == ApproxDP(e1, d1) for x in acct.ledger)
@@ -147,6 +137,17 @@ def test_list_reduction_ledger_is_exact_with_group_privacy() -> None:
     assert _group_of_two(e_run, d_run) == pytest.approx((e1, d1), rel=1e-12)
 
 
+def _near_3_2() -> np.ndarray:
+    """1000 rows near 3.2: every block's list leads with the key 3."""
+    return np.full((1000, 1), 3.2) + np.random.default_rng(0).normal(0, 0.01, size=(1000, 1))
+
+
+def _stable_run(acct: Accountant) -> tuple[object, dict]:
+    """The list reduction on :func:`_near_3_2`'s rows, T = 500 blocks, charged to ``acct``."""
+    return list_stable_reduction(_near_3_2(), _rounded, 8.0, 1e-3, n_blocks=500, list_size=4,
+                                 alpha=0.5, release=Release.of(acct, 0))
+
+
 def _rounded(block: np.ndarray, seed: int, extra: int = 0) -> list[tuple[object, float]]:
     key = int(np.floor(block.mean()))
     return [(key, 0.0)] + [(f"junk{seed}-{i}", 0.0) for i in range(extra)]
@@ -154,18 +155,9 @@ def _rounded(block: np.ndarray, seed: int, extra: int = 0) -> list[tuple[object,
 
 def test_list_reduction_returns_the_stable_candidate_with_exact_budget() -> None:
     # T = 500: the Choosing threshold at [B]'s beta' is ~407 lists here (choosing_threshold)
-    X = np.full((1000, 1), 3.2) + np.random.default_rng(0).normal(0, 0.01, size=(1000, 1))
     acct = Accountant(ApproxDP(8.0, 1e-3))
-    out, info = list_stable_reduction(
-        X,
-        _rounded,
-        8.0,
-        1e-3,
-        n_blocks=500,
-        list_size=4,
-        alpha=0.5,
-        release=Release.of(acct, 0),
-    )
+    out, info = _stable_run(acct)
+    X = _near_3_2()
     assert out == 3
     assert acct.spent.epsilon == pytest.approx(8.0) and acct.spent.delta == pytest.approx(1e-3)
     assert len(acct.ledger) == info["rounds"] + 1
