@@ -169,3 +169,35 @@ def test_last_step_radius_is_what_the_rows_need_at_large_budgets() -> None:
     # the radius still covers the rows: at most a few of 20,000 Gaussian rows in the last
     # frame lie beyond it (that frame whitens them: norms about χ_4, max ≈ 5.5)
     assert tau >= 4.5
+
+
+def test_prior_route_covers_gross_rows_where_split_mode_would_run() -> None:
+    """CoinPress inside a valid prior at ε = 200 (ρ ≈ 120) on 300,000 rows, 10 of them 800
+    sds off a collinear plane: the sequential plan has cover steps there, and the split mode
+    (a coarse frame from a random subset, then one final pass whose search cap cannot reach
+    those rows) would also run at this n·d. It must not: the fit is within 0.01 nat/row of
+    np.cov in KL (measured 7e-4 and 6e-4 at seeds 0-1); with the split mode it was 1.9
+    (the clean rows' covariance)."""
+    X = _single_gross_rows(300_000, 10, 800.0, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = pg.PrivateGaussian(epsilon=200.0, delta=1e-6, mean_bound=50.0,
+                               center=np.full(5, 10.0), cov_bounds=(1e-4, 1e4),
+                               random_state=0).fit(X)
+    assert g.method_ == "coinpress"
+    assert _kl_to_np_cov(X, g.mean_, g.covariance_) <= 0.01
+    assert not any("final second moment" in e.step for e in g.ledger_)  # no split mode
+
+
+def test_no_split_mode_when_the_sequential_plan_has_cover_steps() -> None:
+    """The split planner's gate, on public plans: at ρ = 100, d = 5, n = 3e5 the sequential
+    plan has cover steps and no split is planned; at ρ = 0.5 (no cover steps) the split mode
+    is still planned there."""
+    from privgauss.gaussian.coinpress import split_mode as sm
+
+    n, d, R, lo, hi, beta = 300_000, 5, 50.0, 1e-4, 1e4, 0.1
+    for rho, covered in ((100.0, True), (0.5, False)):
+        args = (d, rho, R, lo, hi, R / math.sqrt(lo), beta, 0.0)
+        p = cp_plan.practical_plan(n, *args)
+        assert any(s.cover for s in p.cov) == covered
+        assert (sm.plan_split(n, args, p) is None) == covered

@@ -67,6 +67,8 @@ class CovStep:
     #: a DP search that may grow the radius from the data (its cost is part of ``rho``;
     #: ``sigma`` is then the noise at the planned radius with the rest)
     search: RadiusSearch | None = None
+    #: a cover step (:func:`with_cover_steps`): its release only sets the next frame
+    cover: bool = False
 
 
 def sigma_cov(tau: float, n: int, rho: float) -> float:
@@ -222,7 +224,7 @@ def with_cover_steps(plan: tuple[CovStep, ...], n: int, d: int, rho_cover: float
     lower = last.lower
     covers = []
     for rho_c in split_rho(rho_cover, (1.0 / COVER_STEPS,) * COVER_STEPS):
-        step = _cov_step(rho_c, tau, n, eta, lower, d, frame=True)
+        step = replace(_cov_step(rho_c, tau, n, eta, lower, d, frame=True), cover=True)
         covers.append(step)
         lower = min(1.0, lower / (lower + eta + math.sqrt(d) * step.sigma))
     return (*plan[:-1], *covers, replace(last, lower=lower))

@@ -77,7 +77,12 @@ def plan_split(n: int, args: _PlanArgs, seq: GaussianPlan) -> _Split | None:
     """The split (coarse rows m = n·2^-k, coarse budget) of least predicted cost
     (:func:`_plan_cost`, below the sequential plan's) whose predicted covariance error is
     within :data:`_SPLIT_TOLERANCE` of the sequential plan's ``seq.cov_err``; None when there
-    is none (public: n, d, ρ, the prior, β). The
+    is none (public: n, d, ρ, the prior, β), and None when the sequential plan has cover
+    steps (:func:`~.cov_plan.with_cover_steps`, a large budget): a few gross rows far outside
+    the frame of the m coarse rows (which may not even hold them) lie beyond the final pass's
+    search cap, which then cuts them, and the fit converges to the clean rows' covariance,
+    not np.cov's (DESIGN.md rule 15: at ρ = 100, d = 5, n = 3e5 the split mode ran there and
+    left 10 rows 800 sds off a collinear plane out). The
     coarse fit is a *frame plan* (stages 1–3: its output is the rough mean ĉ and the second
     moment about ĉ, so the frame needs no allowance for the centre's error); its relative
     spectral error is modelled as e = 2√(d/m) + 2√d·σ₁/ℓ₁ (sampling, noise of its last
@@ -87,6 +92,8 @@ def plan_split(n: int, args: _PlanArgs, seq: GaussianPlan) -> _Split | None:
     u = 1 + 2e/√d, and its
     smallest eigenvalue is about ℓ = 1/((1 + e)u)."""
     d, rho = args[0], args[1]
+    if any(step.cover for step in seq.cov):
+        return None
     tau = math.sqrt(chi2_isf(COV_CLIP_TAIL, d))
     limit = ((1.0 + _SPLIT_TOLERANCE) ** 2) * seq.cov_err
     seq_cost = _plan_cost(seq, n, d)
