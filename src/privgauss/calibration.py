@@ -34,8 +34,6 @@ def check_sensitivity(sensitivity: float) -> float:
     return s
 
 
-
-
 def _check_budget_value(name: str, value: float) -> float:
     """A calibration's ε or ρ: a finite number > 0 (budgets are finite, DESIGN rule 12)."""
     v = float(value)

@@ -29,6 +29,7 @@ __all__ = [
     "fit_options",
     "input_options",
     "option_group",
+    "output_options",
     "prior_options",
 ]
 

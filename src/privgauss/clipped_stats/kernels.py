@@ -33,15 +33,14 @@ def trmm(T: np.ndarray, D: np.ndarray, *, lower: bool) -> np.ndarray:
     return dtrmm(1.0, T, D.T, side=0, lower=int(lower), overwrite_b=1)
 
 
-
 def moments_of(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(Σ W_i, Σ W_i W_iᵀ) of the rows of W."""
     return W.sum(axis=0), W.T @ W
 
 
 def clipped_block(B: np.ndarray, P: np.ndarray | None, p0: np.ndarray | None,
-                   A: np.ndarray | None, s: np.ndarray | None, center: np.ndarray,
-                   tau: float) -> np.ndarray:
+                  A: np.ndarray | None, s: np.ndarray | None, center: np.ndarray,
+                  tau: float) -> np.ndarray:
     """clip_{B(center, τ)}(A(y_i − s)) for the rows y_i = sanitize(P(x_i − p0)) of a block."""
     from ..linalg import clip_rows
 
@@ -65,7 +64,6 @@ def clipped_moments_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray, np.nda
     return moments_of(clipped_block(B, **kw))
 
 
-
 def centred_gram_kernel(B: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(DᵀD, Σ D) for D = B − q (the first summary pass)."""
     D = B - q
@@ -73,7 +71,7 @@ def centred_gram_kernel(B: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def whitened_kernel(B: np.ndarray, Tf: np.ndarray, q: np.ndarray, V: np.ndarray,
-                     U32: np.ndarray | None = None, a0: int = 0) -> tuple[np.ndarray, ...]:
+                    U32: np.ndarray | None = None, a0: int = 0) -> tuple[np.ndarray, ...]:
     """(‖u_i‖², Vᵀu_i) for u_i = T(x_i − q) (the second summary pass); in memory, the rows u_i
     are also written to ``U32[a0:]`` (float32)."""
     Ut = trmm(Tf, B - q, lower=True)
@@ -88,7 +86,7 @@ def projection_kernel(B: np.ndarray, q: np.ndarray, M: np.ndarray) -> tuple[np.n
 
 
 def triangular_norms_kernel(B: np.ndarray, Rf: np.ndarray, x0: np.ndarray, Rq: np.ndarray
-                             ) -> tuple[np.ndarray]:
+                            ) -> tuple[np.ndarray]:
     """(‖R(x_i − x0) − Rq‖²,) for an upper triangular R (Fortran order)."""
     Ut = trmm(Rf, B - x0, lower=False) - Rq
     return (np.einsum("ij,ij->j", Ut, Ut),)

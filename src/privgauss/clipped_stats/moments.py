@@ -30,7 +30,6 @@ def _exclusion(n: int, exclude: np.ndarray | None) -> np.ndarray:
     return idx
 
 
-
 def _rows_moments(rows: Rows, kernel: Kernel, idx: np.ndarray, count: int,
                   block: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(Σ, Σ outer) of ``kernel`` over all rows minus the rows ``idx``, divided by ``count``."""
@@ -204,7 +203,7 @@ def clipped_moments(rows: Rows, A: np.ndarray, s: np.ndarray, tau: float,
     if count_factor is not None:  # the excluded rows counted apart: the count is over all
         n_out = int(round(float(outside))) + sum(
             outside_count(take_rows(rows.X, idx[a0 : a0 + MOMENT_BLOCK]), A, s,
-                           np.zeros(d), tau) for a0 in range(0, idx.size, MOMENT_BLOCK))
+                          np.zeros(d), tau) for a0 in range(0, idx.size, MOMENT_BLOCK))
         rows.outside_memo = (A.copy(), s.copy(), float(tau), n_out)
     with np.errstate(over="ignore", invalid="ignore"):
         m1 = R @ sD + sZ

@@ -27,7 +27,7 @@ def _rowwise_map(D: np.ndarray, A: np.ndarray) -> np.ndarray:
 
 
 def outside_rows(Y: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
-                  center: np.ndarray, tau: float) -> np.ndarray:
+                 center: np.ndarray, tau: float) -> np.ndarray:
     """Per row y of Y, whether W = A(y − s) lies outside B(center, τ): the clip weight of
     :func:`~privgauss.linalg.clip_weights` is below 1, W as :func:`affine_rows` defines it
     (an overflowing row is the far point) but computed by :func:`_rowwise_map` — the verdict
@@ -45,7 +45,7 @@ def outside_rows(Y: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
 
 
 def outside_count(Y: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
-                   center: np.ndarray, tau: float) -> int:
+                  center: np.ndarray, tau: float) -> int:
     """Σ over the rows of Y of :func:`outside_rows`, evaluating it only on the rows that a
     BLAS product cannot place inside the ball with a rigorous margin.
 
@@ -79,11 +79,10 @@ def outside_count(Y: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
 
 
 def outside_exact_kernel(B: np.ndarray, A: np.ndarray | None, s: np.ndarray | None,
-                          center: np.ndarray, tau: float) -> tuple[np.ndarray]:
+                         center: np.ndarray, tau: float) -> tuple[np.ndarray]:
     """(number of rows of a block outside the ball,) by :func:`outside_count` (rows without
     an input map)."""
     return (np.array(float(outside_count(B, A, s, center, tau))),)
-
 
 
 def outside_count_kernel(B: np.ndarray, **kw: Any) -> tuple[np.ndarray]:

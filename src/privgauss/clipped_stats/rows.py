@@ -68,6 +68,7 @@ class Rows:
         self.outside_memo: tuple[np.ndarray, np.ndarray, float, int] | None = None
         # (A, s, τ0, per-block parts): prepare_moments' pass, for the next clipped_moments
         self.moments_memo: tuple[np.ndarray, np.ndarray, float, list[Any]] | None = None
+
     # ---- the per-record map
     def inputs(self, B: np.ndarray) -> np.ndarray:
         """y = sanitize(P(x − p0)) for a block of rows (the rows themselves without a map)."""
@@ -160,7 +161,6 @@ class Rows:
         if self.fast and A is not None:
             out = self.summaries.clipped_mean(A, np.zeros(self.d) if s is None else s, center, tau)
         return self.exact_clipped_mean(A, s, center, tau) if out is None else out
-
 
     def summary(self) -> dict[str, Any] | None:
         """The two-pass summaries (computed once), or None when they are not usable."""

@@ -332,6 +332,8 @@ class RowSummaries:
         return total
 
     def second_moment(self, A: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray | None:
+        """Σ_i clip_τ(W_i) clip_τ(W_i)ᵀ / n for W_i = A(y_i − s), from the summaries plus the
+        exact candidate rows; None when they cannot certify it (the exact pass decides)."""
         from ..linalg import clip_weights
 
         got = self._candidates(A, s, None, tau)
@@ -366,7 +368,9 @@ class RowSummaries:
         return out
 
     def clipped_mean(self, A: np.ndarray, s: np.ndarray, center: np.ndarray, tau: float
-                           ) -> np.ndarray | None:
+                     ) -> np.ndarray | None:
+        """mean_i clip_{B(center, τ)}(W_i) for W_i = A(y_i − s), from the summaries plus the
+        exact candidate rows; None when they cannot certify it (the exact pass decides)."""
         from ..linalg import clip_weights
 
         got = self._candidates(A, s, center, tau)
