@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scipy.optimize import brentq
 
-from privgauss.mechanisms import _analytic_delta
+from privgauss.calibration import analytic_delta
 
 HERE = Path(__file__).resolve().parent
 
@@ -39,7 +39,7 @@ def main() -> None:
     ]
     for eps, delta, eta in [*t.CASES, (1.0, 0.05, 0.2), (1.0, 0.05, 0.3)]:
         gw = t.weight_radius(eta, eps, delta)
-        xw = brentq(lambda c: _analytic_delta(eta, c * gw, eps) - delta, 1.0, 2.0,  # noqa: B023
+        xw = brentq(lambda c: analytic_delta(eta, c * gw, eps) - delta, 1.0, 2.0,  # noqa: B023
                     xtol=1e-15) - 1
         gm = t.mean_radius(eta, eps, delta)
         tm = t.mean_radius(eta, eps, delta, method="thesis")

@@ -1,5 +1,5 @@
 """The clipped count that clipped_moments' pass leaves for Rows.clipped_count equals the sum of
-the per-row verdict of its definition (_outside_rows) — on rows placed within a few ulps of the
+the per-row verdict of its definition (outside_rows) — on rows placed within a few ulps of the
 sphere in the clipping frame, in both the float32 and float64 tiers, with and without excluded
 rows — and so does the separate counting pass: one per-row function, sensitivity 1."""
 
@@ -12,6 +12,7 @@ import pytest
 
 from privgauss import clipped_stats as cs
 from privgauss.backends import reduce_rows
+from privgauss.clipped_stats import outside
 
 
 def _boundary_rows(rng: np.random.Generator, n: int, d: int, A: np.ndarray, s: np.ndarray,
@@ -37,11 +38,11 @@ def test_fused_count_is_the_per_row_definition(trial: int) -> None:
     exclude = np.sort(rng.choice(n, size=n // 10, replace=False)) if trial % 3 == 0 else None
     rows = cs.Rows(X)
     cs.clipped_moments(rows, A, s, tau, exclude=exclude)
-    want = int(np.count_nonzero(cs._outside_rows(X, A, s, np.zeros(d), tau)))
-    assert rows._outside_memo is not None and rows._outside_memo[3] == want
+    want = int(np.count_nonzero(outside.outside_rows(X, A, s, np.zeros(d), tau)))
+    assert rows.outside_memo is not None and rows.outside_memo[3] == want
     assert rows.clipped_count(A.copy(), s.copy(), np.zeros(d), tau) == want
     # the separate pass (a frame clipped_moments did not see) sums the same verdicts
-    passes = reduce_rows(X, partial(cs._outside_exact_kernel, A=A, s=s, center=np.zeros(d),
+    passes = reduce_rows(X, partial(outside.outside_exact_kernel, A=A, s=s, center=np.zeros(d),
                                     tau=tau))
     assert int(round(float(passes[0]))) == want
     assert cs.Rows(X).clipped_count(A, s, np.zeros(d), tau) == want

@@ -9,8 +9,9 @@ import pytest
 from scipy.stats import chi2, trim_mean
 
 import privgauss as pg
-from privgauss import clipped_stats as cs
 from privgauss.clipped_stats import Rows, affine_rows, sanitize_rows
+from privgauss.clipped_stats import rows as cs_rows
+from privgauss.clipped_stats import summaries as cs_summaries
 from privgauss.gaussian.coinpress import (
     chi_tail_bound,
     chi_tail_radius,
@@ -520,14 +521,14 @@ def _straight_mean(Y, A, s, c, tau):  # noqa: ANN001, ANN202
 def _check_fast(rows: Rows, Y: np.ndarray, A, s, c, tau) -> int:  # noqa: ANN001
     """Fast and straightforward clipped statistics agree; returns how many used the fast path."""
     used = 0
-    fast = rows._fast_second_moment(A, s, tau)
+    fast = rows.summaries.second_moment(A, s, tau)
     ref = _straight_cov(Y, A, s, tau)
     np.testing.assert_allclose(rows.second_moment(A, s, tau), ref, rtol=1e-9,
                                atol=1e-12 * np.abs(ref).max())
     if fast is not None:
         used += 1
         np.testing.assert_allclose(fast, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
-    fm = rows._fast_clipped_mean(A, s, c, tau)
+    fm = rows.summaries.clipped_mean(A, s, c, tau)
     ref_m = _straight_mean(Y, A, s, c, tau)
     np.testing.assert_allclose(rows.clipped_mean(A, s, c, tau), ref_m, rtol=1e-9,
                                atol=1e-12 * tau)
@@ -543,9 +544,9 @@ def test_fast_clipped_statistics_match_straightforward(
     far: int, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if tier != "bound":  # select candidate rows by norms (float32 rows, or the float64 pass)
-        monkeypatch.setattr(cs, "_MAX_BOUND_CANDIDATES", 0.0)
+        monkeypatch.setattr(cs_summaries, "_MAX_BOUND_CANDIDATES", 0.0)
     if tier == "norms64":
-        monkeypatch.setattr(cs, "U32_BYTES", 0)
+        monkeypatch.setattr(cs_summaries, "U32_BYTES", 0)
     rng = np.random.default_rng(3)
     n, d = 6000, 6
     X = rng.standard_normal((n, d)) @ np.diag(np.geomspace(1, 20, d))
@@ -598,7 +599,7 @@ def test_projection_directions_handle_an_anisotropic_transform(
 ) -> None:
     """A transform large on a few directions only: without float32 rows (large data) the
     stored directions are refreshed and the fast path stays exact."""
-    monkeypatch.setattr(cs, "U32_BYTES", 0)
+    monkeypatch.setattr(cs_summaries, "U32_BYTES", 0)
     rng = np.random.default_rng(8)
     n, d = 20000, 30
     X = rng.standard_normal((n, d))
@@ -618,8 +619,8 @@ def test_fast_gaussian_path_same_release_and_ledger(monkeypatch: pytest.MonkeyPa
     X = rng.standard_normal((n, d)) * [1, 2, 3, 4] + 5.0
     X[:20] += 1e3
     outs = []
-    for fast_min in (cs._FAST_MIN_ROWS, 10**12):
-        monkeypatch.setattr(cs, "_FAST_MIN_ROWS", fast_min)
+    for fast_min in (cs_rows._FAST_MIN_ROWS, 10**12):
+        monkeypatch.setattr(cs_rows, "_FAST_MIN_ROWS", fast_min)
         a = acct(1.0)
         m, C = coinpress_gaussian(X, 1.0, center=np.zeros(d), radius=10.0,
                                   cov_bounds=(0.5, 30.0), accountant=a, noise=7)
@@ -768,7 +769,7 @@ def test_float32_norm_tier_rows_a_hair_from_the_sphere(
 ) -> None:
     """Rows at (1 ± 1e-6)·τ in the step's frame, candidates chosen by float32 norms: rows just
     outside must be clipped (their Gram shrinks by ≈ 2e-6) and rows just inside must not."""
-    monkeypatch.setattr(cs, "_MAX_BOUND_CANDIDATES", 0.0)
+    monkeypatch.setattr(cs_summaries, "_MAX_BOUND_CANDIDATES", 0.0)
     rng = np.random.default_rng(12)
     n, d, tau = 6000, 20, 3.0
     A = np.eye(d) + 0.2 * rng.standard_normal((d, d))
@@ -778,7 +779,7 @@ def test_float32_norm_tier_rows_a_hair_from_the_sphere(
     u[:1000] *= 2.0 * (1 + excess)  # a sixth of the rows a hair from the sphere
     X = s + np.linalg.solve(A, u.T).T
     rows = Rows(X, fast=True)
-    fast = rows._fast_second_moment(A, s, tau)
+    fast = rows.summaries.second_moment(A, s, tau)
     assert fast is not None and rows.summary()["U32"] is not None
     ref = _straight_cov(X, A, s, tau)
     np.testing.assert_allclose(fast, ref, rtol=1e-9, atol=1e-11)

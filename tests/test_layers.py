@@ -16,7 +16,7 @@ LAYERS = [
     ("base", ["privgauss._version", "privgauss.exceptions", "privgauss.warnings",
               "privgauss.progress"]),
     ("privacy", ["privgauss.privacy"]),
-    ("noise", ["privgauss.noise", "privgauss.sensitivity"]),
+    ("noise", ["privgauss.noise", "privgauss.sensitivity", "privgauss.calibration"]),
     ("mechanisms", ["privgauss.mechanisms"]),
     ("beside", ["privgauss.linalg", "privgauss.backends", "privgauss.bin_counts",
                 "privgauss.clipped_stats",
@@ -28,9 +28,8 @@ LAYERS = [
     # the method registry: one module per method, reading the algorithms
     ("methods", ["privgauss.methods"]),
     ("estimators", ["privgauss.estimators"]),
-    ("entry", ["privgauss.io", "privgauss.synthesis", "privgauss.audit", "privgauss.experiments",
-               "privgauss.plots",
-               "privgauss.cli", "privgauss"]),
+    ("entry", ["privgauss.io", "privgauss.model_files", "privgauss.synthesis", "privgauss.audit",
+               "privgauss.experiments", "privgauss.plots", "privgauss.cli", "privgauss"]),
 ]
 
 

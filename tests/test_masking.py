@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from privgauss.audit import audit_mechanism
+from privgauss.calibration import analytic_delta
 from privgauss.linalg import inv_sqrtm_psd, sqrtm_psd
-from privgauss.mechanisms import Release, _analytic_delta
+from privgauss.mechanisms import Release
 from privgauss.noise import NoiseSource
 from privgauss.privacy import Accountant, ApproxDP
 from privgauss.reductions.masking import (
@@ -64,7 +65,7 @@ def test_lifted_distance_is_bottleneck_not_min_sum() -> None:
 def test_radii_are_the_explicit_bounds() -> None:
     eta = 0.3
     g = weight_radius(eta, EPS, DELTA)
-    assert _analytic_delta(eta, g, EPS) == pytest.approx(DELTA, rel=1e-6)  # exact calibration
+    assert analytic_delta(eta, g, EPS) == pytest.approx(DELTA, rel=1e-6)  # exact calibration
     gm = mean_radius(0.05, EPS, DELTA, method="thesis")
     assert 0 < gm < 0.5 and mean_privacy_loss(gm, 0.05, DELTA) == pytest.approx(EPS, rel=1e-6)
     assert mean_radius(0.05, EPS, DELTA) == max(gm, mean_radius(0.05, EPS, DELTA, method="renyi"))

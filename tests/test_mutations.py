@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import privgauss as pg
-from privgauss import linalg, mechanisms
+from privgauss import calibration, linalg
 from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, worst_case_pairs
 from privgauss.gaussian import clip_mean as clip_mean_module
 from privgauss.gaussian.coinpress import chi_tail_radius, cov_plan, mean_plan, plan
@@ -137,9 +137,9 @@ def test_halved_noise_calibration_is_flagged_by_the_ledger(
     assert all(ledger_noise_is_calibrated(ledger) for ledger in real)
     assert sum(1 for ledger in real for e in ledger if e.noise_scale) >= 4  # something checked
 
-    original = mechanisms.gaussian_sigma_zcdp
+    original = calibration.gaussian_sigma_zcdp
     monkeypatch.setattr(
-        mechanisms, "gaussian_sigma_zcdp", lambda s, rho: original(s, rho) / 2
+        calibration, "gaussian_sigma_zcdp", lambda s, rho: original(s, rho) / 2
     )
     broken = _zcdp_ledgers()
     assert not all(ledger_noise_is_calibrated(ledger) for ledger in broken)

@@ -13,6 +13,7 @@ import pytest
 
 from privgauss import clipped_stats as cs
 from privgauss.backends import reduce_rows
+from privgauss.clipped_stats import outside
 from privgauss.gaussian.coinpress import radius_search as cr
 
 
@@ -53,13 +54,13 @@ def test_counts_and_moments_from_one_pass(trial: int) -> None:
         ref = cs.clipped_moments(ref_rows, A, s, tau)
         rows = cs.Rows(X)
         got_counts = cr.outside_counts(rows, A, s, np.zeros(d), grid)
-        assert rows._moments_memo is not None  # the fused pass ran
+        assert rows.moments_memo is not None  # the fused pass ran
         np.testing.assert_array_equal(got_counts, want_counts)
         got = cs.clipped_moments(rows, A.copy(), s.copy(), tau)
-        assert rows._moments_memo is None  # used once
+        assert rows.moments_memo is None  # used once
         assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1], ref[1])
-        assert rows._outside_memo is not None and ref_rows._outside_memo is not None
-        assert rows._outside_memo[3] == ref_rows._outside_memo[3]
+        assert rows.outside_memo is not None and ref_rows.outside_memo is not None
+        assert rows.outside_memo[3] == ref_rows.outside_memo[3]
 
 
 def test_a_different_frame_or_a_smaller_radius_reads_the_rows() -> None:
@@ -117,5 +118,5 @@ def test_clipped_count_from_the_summaries(trial: int) -> None:
     rows = cs.Rows(X)
     assert rows.summary() is not None
     assert rows.outside_candidates(A, s, center, tau) is not None
-    want = int(np.count_nonzero(cs._outside_rows(X, A, s, center, tau)))
+    want = int(np.count_nonzero(outside.outside_rows(X, A, s, center, tau)))
     assert rows.clipped_count(A, s, center, tau) == want

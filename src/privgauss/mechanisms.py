@@ -17,9 +17,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import erfcx, log_ndtr
 
+from .calibration import (
+    check_sensitivity,
+    gaussian_sigma,
+    gaussian_sigma_analytic,
+    gaussian_sigma_zcdp,
+    truncated_laplace_bound,
+)
 from .exceptions import PrivacyBudgetError
 from .noise import NoiseSource, RandomState, as_noise
 from .privacy import (
@@ -28,7 +33,6 @@ from .privacy import (
     ApproxDP,
     Budget,
     LedgerEntry,
-    check_delta,
     has_delta,
     is_pure,
     pure_epsilon,
@@ -107,13 +111,6 @@ class Release:
         return self.noise.rng
 
 
-def _check_sensitivity(sensitivity: float) -> float:
-    s = float(sensitivity)
-    if not s >= 0 or math.isinf(s):
-        raise ValueError("sensitivity must be finite and >= 0")
-    return s
-
-
 def _values(value: Any, what: str = "released value") -> np.ndarray:
     """``value`` as a float array, refused before any charge when it is not numeric (the message
     never quotes the data)."""
@@ -132,90 +129,6 @@ def _counts(count: Any) -> np.ndarray:
     if not (np.all(np.isfinite(c)) and np.all(c == np.round(c)) and np.all(np.abs(c) < 2**62)):
         raise ValueError("counts must be finite integers")
     return c.astype(np.int64)
-
-
-# ----------------------------------------------------------------------------------------------
-# Calibration (no accounting, no noise): public functions so tests can check them exactly
-# ----------------------------------------------------------------------------------------------
-
-
-def _check_budget_value(name: str, value: float) -> float:
-    """A calibration's ε or ρ: a finite number > 0 (budgets are finite, DESIGN rule 12)."""
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise PrivacyBudgetError(f"{name} must be a finite number > 0, got {v}")
-    return v
-
-
-def gaussian_sigma_zcdp(sensitivity: float, rho: float) -> float:
-    """σ = Δ₂ / √(2ρ) gives ρ-zCDP (Bun–Steinke 2016, Prop. 1.6)."""
-    r, s = float(rho), float(sensitivity)
-    if not (0.0 < r < math.inf and 0.0 <= s < math.inf):  # the checks' errors (NaN: too)
-        r, s = _check_budget_value("rho", rho), _check_sensitivity(sensitivity)
-    return s / math.sqrt(2.0 * r)
-
-
-def _analytic_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
-    a = sensitivity / (2 * sigma)
-    b = epsilon * sigma / sensitivity
-    if b >= a:
-        # e^ε = e^{2ab}, so δ = ½ e^{−(b−a)²/2} [erfcx((b−a)/√2) − erfcx((b+a)/√2)]: a
-        # difference of two smooth O(1) terms, far less cancellation than the form below
-        r = 1 / math.sqrt(2)
-        mills = erfcx((b - a) * r) - erfcx((b + a) * r)
-        return max(0.5 * math.exp(-((b - a) ** 2) / 2) * mills, 0.0)
-    # Φ(a − b) − e^ε Φ(−a − b), computed in log space to avoid cancellation
-    log1 = log_ndtr(a - b)
-    log2 = epsilon + log_ndtr(-a - b)
-    return math.exp(log1) * -math.expm1(log2 - log1) if log2 < log1 else 0.0
-
-
-def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) -> float:
-    """Smallest σ for which the Gaussian mechanism is (ε, δ)-DP (Balle–Wang 2018, Thm. 8):
-    Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) ≤ δ, found by bisection and rounded up."""
-    sensitivity = _check_sensitivity(sensitivity)
-    epsilon = _check_budget_value("epsilon", epsilon)
-    if sensitivity == 0:
-        return 0.0
-    check_delta(delta, message="the analytic Gaussian mechanism needs 0 < delta < 1")
-    lo, hi = sensitivity * 1e-6, sensitivity
-    while _analytic_delta(hi, sensitivity, epsilon) > delta:
-        hi *= 2
-    while _analytic_delta(lo, sensitivity, epsilon) <= delta:
-        lo /= 2
-    sigma = brentq(
-        lambda s: _analytic_delta(s, sensitivity, epsilon) - delta, lo, hi, xtol=1e-15, rtol=1e-14
-    )
-    # round up, with a margin for the ~1e-11 relative float error of _analytic_delta
-    while _analytic_delta(sigma, sensitivity, epsilon) > delta * (1 - 1e-10):
-        sigma *= 1 + 1e-12
-    return sigma
-
-
-def gaussian_sigma(sensitivity: float, budget: Budget) -> float:
-    """Gaussian noise scale for a budget: zCDP calibration or the analytic (ε, δ) one."""
-    if isinstance(budget, ZCDP):
-        return gaussian_sigma_zcdp(sensitivity, budget.rho)
-    if has_delta(budget):
-        return gaussian_sigma_analytic(sensitivity, budget.epsilon, budget.delta)
-    raise PrivacyBudgetError(
-        f"the Gaussian mechanism needs a zCDP or (epsilon, delta>0) budget, got {budget}; "
-        "use the Laplace mechanism for pure DP"
-    )
-
-
-def truncated_laplace_bound(sensitivity: float, epsilon: float, delta: float) -> float:
-    """Truncation A = (Δ/ε) ln(1 + (e^ε − 1)/(2δ)) of the truncated Laplace mechanism with scale
-    Δ/ε, which makes it (ε, δ)-DP (Geng, Ding, Guo, Kumar 2020). Computed in log space where
-    (e^ε − 1)/(2δ) overflows, so a huge (finite) ε does not."""
-    epsilon = _check_budget_value("epsilon", epsilon)
-    if epsilon < 700:
-        a = (sensitivity / epsilon) * math.log1p(math.expm1(epsilon) / (2 * delta))
-        if math.isfinite(a):
-            return a
-    # ln(1 + (e^ε − 1)/(2δ)) = logaddexp(0, ln(e^ε − 1) − ln 2δ), ln(e^ε − 1) = ε + ln(1 − e^−ε)
-    log_em1 = epsilon + math.log1p(-math.exp(-epsilon))
-    return (sensitivity / epsilon) * float(np.logaddexp(0.0, log_em1 - math.log(2 * delta)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -270,7 +183,7 @@ def laplace_mechanism(
     L1 norm of the change between neighbours."""
     value = _values(value)
     eps = pure_epsilon(budget, "Laplace mechanism")
-    scale = _check_sensitivity(sensitivity) / eps
+    scale = check_sensitivity(sensitivity) / eps
     _charge(accountant, budget, step, "laplace", float(sensitivity), scale)
     return as_noise(noise).laplace(value, scale)
 
@@ -331,7 +244,7 @@ def symmetric_matrix_mechanism(
     src = as_noise(noise)
     if is_pure(budget):
         eps = pure_epsilon(budget, "symmetric Laplace mechanism")
-        scale = _check_sensitivity(sensitivity) / eps
+        scale = check_sensitivity(sensitivity) / eps
         _charge(accountant, budget, step, "symmetric-laplace", float(sensitivity), scale)
         if m.ndim == 2:
             return src.symmetric(m, scale, "laplace")
@@ -360,7 +273,7 @@ def truncated_laplace_mechanism(
             "the truncated Laplace mechanism needs an (epsilon, delta>0) budget"
         )
     value = _values(value)
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = check_sensitivity(sensitivity)
     scale = sensitivity / budget.epsilon
     bound = truncated_laplace_bound(sensitivity, budget.epsilon, budget.delta)
     _charge(accountant, budget, step, "truncated-laplace", sensitivity, scale, f"bound={bound:.6g}")
@@ -387,7 +300,7 @@ def private_count(
     src = as_noise(noise)
     if is_pure(budget):
         eps = pure_epsilon(budget, "private count")
-        scale = _check_sensitivity(sensitivity) / eps
+        scale = check_sensitivity(sensitivity) / eps
         _charge(accountant, budget, step, "count-discrete-laplace", sensitivity, scale)
         return src.integer_laplace(count, scale)
     sigma = gaussian_sigma(sensitivity, budget)
@@ -418,7 +331,7 @@ def exponential_mechanism(
     if utilities.size == 0:
         raise ValueError("the exponential mechanism needs at least one candidate utility")
     eps = pure_epsilon(budget, "exponential mechanism")
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = check_sensitivity(sensitivity)
     factor = 1.0 if monotone else 2.0
     scale = factor * sensitivity / eps
     _charge(accountant, budget, step, "exponential", sensitivity, scale)
@@ -447,7 +360,7 @@ def above_threshold(
     evaluated lazily, so the scan stops at the first hit.
     """
     eps = pure_epsilon(budget, "AboveThreshold")
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = check_sensitivity(sensitivity)
     t_scale = 2 * sensitivity / eps
     q_scale = t_scale if monotone else 2 * t_scale
     _charge(accountant, budget, step, "above-threshold", sensitivity, q_scale)

@@ -1,7 +1,8 @@
 """Shared pieces of the ``privgauss`` command line: error exits and their statuses,
-registry-backed choices, budget and fit options, input reading and atomic outputs. The module
-is private to the package; the names the command modules import from it are its public ones
-(no other module's ``_private`` names are imported)."""
+registry-backed choices, budget checks, input reading and atomic outputs (the option groups
+that deliver them to the commands are in :mod:`privgauss.cli.options`). The module is private
+to the package; the names the command modules import from it are its public ones (no other
+module's ``_private`` names are imported)."""
 
 from __future__ import annotations
 
@@ -106,49 +107,8 @@ def experiment_names() -> list[str]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Shared options and plumbing
+# Shared plumbing
 # ----------------------------------------------------------------------------------------------
-
-
-def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    for opt in reversed(
-        [
-            click.option("--rho", type=float, default=None, help="rho-zCDP budget"),
-            click.option("--epsilon", type=float, default=None, help="epsilon (alone: pure DP)"),
-            click.option("--delta", type=float, default=None, help="delta of (eps, delta)-DP"),
-        ]
-    ):
-        fn = opt(fn)
-    return fn
-
-
-def fit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    opts: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
-        click.argument("data", type=click.Path(dir_okay=False)),
-        click.option("--columns", default=None,
-                     help="comma-separated columns to use, each once (names; with --no-header "
-                     "or a .npy file, positions 0, 1, ...)"),
-        click.option("--no-header", is_flag=True,
-                     help="DATA and --public are CSV/TSV files without a header line (by "
-                     "default their first line is the header); columns are then named 0, 1, ..."),
-        click.option("--public", default=None, type=click.Path(dir_okay=False),
-                     help="file of public rows; never charged to the budget. When it and DATA "
-                     "both name their columns, its columns are matched to DATA's by name"),
-        budget_options,
-        click.option("--seed", type=int, default=None,
-                     help="seed for reproducible (NOT secure) noise; omit for secure noise"),
-        click.option("--out", type=click.Path(dir_okay=False), default=None,
-                     help="write the model JSON here (default: print it)"),
-        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-                     help="write a PNG of the fitted ellipses (needs matplotlib)"),
-        click.option("--dims", default="0,1", show_default=True,
-                     help="two coordinates (indices or column names) for --plot"),
-        click.option("--show-data", is_flag=True,
-                     help="draw the private rows on --plot (the picture is NOT private)"),
-    ]
-    for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
 
 
 def check_budget_flags(**flags: float | None) -> None:

@@ -10,33 +10,25 @@ from ._common import (
     EXIT_STATUS_HELP,
     RegistryChoice,
     Spending,
-    budget_kwargs,
-    check_outputs,
-    finish_fit,
-    fit_options,
     gaussian_methods,
     mixture_methods,
-    read_inputs,
     run_user,
 )
+from .options import BudgetFlags, InputFlags, OutputFlags, PriorFlags, fit_options, prior_options
 
 
 @click.command("fit-gaussian", epilog=EXIT_STATUS_HELP)
 @fit_options
 @click.option("--method", default="auto", show_default=True,
               type=RegistryChoice(gaussian_methods), help="estimation method")
-@click.option("--mean-bound", type=float, default=None, help="prior radius R around the origin")
-@click.option("--cov-bounds", type=(float, float), default=None, help="eigenvalue bounds LO HI")
+@prior_options("prior radius R around the origin", "eigenvalue bounds LO HI")
 @click.option("--identity-covariance", is_flag=True, help="estimate the mean only (Sigma = I)")
 @click.option("--clip-scale", type=click.FloatRange(min=0, min_open=True), default=1.0,
               show_default=True, help="multiplier of the covariance clipping radii: above 1 the "
               "fit covers more of heavy-tailed data, with more noise")
-def fit_gaussian(data: str, columns: str | None, no_header: bool, public: str | None,
-                 rho: float | None,
-                 epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
-                 plot_path: str | None, dims: str, show_data: bool, method: str,
-                 mean_bound: float | None, cov_bounds: tuple[float, float] | None,
-                 identity_covariance: bool, clip_scale: float) -> None:
+def fit_gaussian(data: str, inputs: InputFlags, budget: BudgetFlags, seed: int | None,
+                 output: OutputFlags, method: str, prior: PriorFlags, identity_covariance: bool,
+                 clip_scale: float) -> None:
     """Fit a private Gaussian to the rows of DATA (CSV, Parquet or .npy).
 
     \b
@@ -51,15 +43,16 @@ def fit_gaussian(data: str, columns: str | None, no_header: bool, public: str | 
     spending = Spending()
 
     def run() -> None:
-        budget = budget_kwargs(rho, epsilon, delta)
-        inputs = read_inputs(data, public, columns, header=not no_header)
-        ij = check_outputs(out, plot_path, dims, inputs.names)
-        g = PrivateGaussian(**budget, method=method, mean_bound=mean_bound, cov_bounds=cov_bounds,
+        kw = budget.kwargs()
+        rows = inputs.read(data)
+        ij = output.check(rows.names)
+        g = PrivateGaussian(**kw, method=method, mean_bound=prior.mean_bound,
+                            cov_bounds=prior.cov_bounds,
                             covariance="identity" if identity_covariance else None,
                             clip_scale=clip_scale, random_state=seed,
-                            accountant=spending.accountant_for(budget))
-        g.fit(inputs.X, public_X=inputs.public)
-        finish_fit(g, inputs, out, plot_path, ij, show_data)
+                            accountant=spending.accountant_for(kw))
+        g.fit(rows.X, public_X=rows.public)
+        output.finish(g, rows, ij)
 
     run_user(run, spending)
 
@@ -74,21 +67,15 @@ def fit_gaussian(data: str, columns: str | None, no_header: bool, public: str | 
 @click.option("--separation", type=float, default=None,
               help="assumed separation ratio of the components: with it, auto may run a paper "
               "learner validated at that separation")
-@click.option("--mean-bound", type=float, default=None,
-              help="prior: every component's mean within R of the origin (with --cov-bounds)")
-@click.option("--cov-bounds", type=(float, float), default=None,
-              help="prior: eigenvalue bounds LO HI of every component's covariance (with "
-              "--mean-bound)")
+@prior_options("prior: every component's mean within R of the origin (with --cov-bounds)",
+               "prior: eigenvalue bounds LO HI of every component's covariance (with "
+               "--mean-bound)")
 @click.option("--constants", type=click.Choice(["practical", "theory"]), default="practical",
               show_default=True, help="tuned constants, or the paper's (agnostic: the faithful "
               "list-stability route); privacy is the same")
-def fit_mixture(data: str, columns: str | None, no_header: bool, public: str | None,
-                rho: float | None,
-                epsilon: float | None, delta: float | None, seed: int | None, out: str | None,
-                plot_path: str | None, dims: str, show_data: bool, n_components: int,
-                method: str, min_weight: float | None, separation: float | None,
-                mean_bound: float | None, cov_bounds: tuple[float, float] | None,
-                constants: str) -> None:
+def fit_mixture(data: str, inputs: InputFlags, budget: BudgetFlags, seed: int | None,
+                output: OutputFlags, n_components: int, method: str, min_weight: float | None,
+                separation: float | None, prior: PriorFlags, constants: str) -> None:
     """Fit a private Gaussian mixture to the rows of DATA (CSV, Parquet or .npy).
 
     Budgets: --epsilon with --delta (delta > 0) works for every method; --rho (zCDP) works
@@ -110,18 +97,18 @@ def fit_mixture(data: str, columns: str | None, no_header: bool, public: str | N
     spending = Spending()
 
     def run() -> None:
-        budget = budget_kwargs(rho, epsilon, delta)
-        inputs = read_inputs(data, public, columns, header=not no_header)
-        ij = check_outputs(out, plot_path, dims, inputs.names)
-        m = PrivateGaussianMixture(n_components, **budget, method=method, min_weight=min_weight,
-                                   separation=separation, mean_bound=mean_bound,
-                                   cov_bounds=cov_bounds, constants=constants,
-                                   random_state=seed, accountant=spending.accountant_for(budget))
+        kw = budget.kwargs()
+        rows = inputs.read(data)
+        ij = output.check(rows.names)
+        m = PrivateGaussianMixture(n_components, **kw, method=method, min_weight=min_weight,
+                                   separation=separation, mean_bound=prior.mean_bound,
+                                   cov_bounds=prior.cov_bounds, constants=constants,
+                                   random_state=seed, accountant=spending.accountant_for(kw))
         if sys.stderr.isatty():
             click.echo(f"fitting a {n_components}-component mixture (method {method}) ...",
                        err=True)
-        m.fit(inputs.X, public_X=inputs.public)
-        finish_fit(m, inputs, out, plot_path, ij, show_data)
+        m.fit(rows.X, public_X=rows.public)
+        output.finish(m, rows, ij)
 
     run_user(run, spending)
 

@@ -10,13 +10,12 @@ import click
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ._common import (
     RegistryChoice,
-    budget_kwargs,
-    budget_options,
     gaussian_methods,
     in_cli_words,
     mixture_methods,
     run_user,
 )
+from .options import BudgetFlags, PriorFlags, budget_options, prior_options
 
 # -- requirements ------------------------------------------------------------------------------
 
@@ -53,9 +52,8 @@ def gaussian_bound(method: str, d: int, budget: Any, *, alpha: float, beta: floa
 
 
 def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha: float,
-                     beta: float, mean_bound: float | None, cond: float, mean_only: bool,
-                     gamma: float, n_public: int | None,
-                     cov_bounds: tuple[float, float] | None = None) -> bool | None:
+                     beta: float, prior: PriorFlags, cond: float, mean_only: bool,
+                     gamma: float, n_public: int | None) -> bool | None:
     """Print the theorem's bound and, when the method has one, the n this implementation's
     own plan needs (:mod:`privgauss.methods`); the verdict (None without ``n``) follows the
     practical requirement when there is one, else the theorem."""
@@ -68,13 +66,14 @@ def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha
     bound = None
     if spec.theory_bound is not None:
         bound, needs = gaussian_bound(method, d, budget, alpha=alpha, beta=beta,
-                                      mean_bound=mean_bound, cond=cond, mean_only=mean_only,
-                                      gamma=gamma)
+                                      mean_bound=prior.mean_bound, cond=cond,
+                                      mean_only=mean_only, gamma=gamma)
         click.echo(f"{method}: {bound}")
         click.echo(f"also needs: {needs}")
     facts = methods.Facts("gaussian", budget, 0 if n is None else int(n), d,
-                          n_public=n_public, mean_bound=mean_bound, cov_bounds=cov_bounds,
-                          known_covariance=mean_only, beta=beta, gamma=gamma)
+                          n_public=n_public, mean_bound=prior.mean_bound,
+                          cov_bounds=prior.cov_bounds, known_covariance=mean_only, beta=beta,
+                          gamma=gamma)
     req = None if spec.requirements is None else spec.requirements(facts)
     if req is not None:
         click.echo(f"practical: this implementation needs n >~ {req.n_needed:.3g} "
@@ -100,21 +99,18 @@ def _gaussian_report(method: str, d: int, n: float | None, budget: Any, *, alpha
 @budget_options
 @click.option("--alpha", type=float, default=0.1, show_default=True, help="target TV error")
 @click.option("--beta", type=float, default=0.05, show_default=True, help="failure probability")
-@click.option("--mean-bound", type=float, default=None, help="prior radius R")
+@prior_options("prior radius R",
+               "eigenvalue bounds LO HI of the covariance (coinpress: its own plan)")
 @click.option("--cond", type=float, default=1.0, show_default=True,
               help="covariance condition-number bound K")
-@click.option("--cov-bounds", type=(float, float), default=None,
-              help="eigenvalue bounds LO HI of the covariance (coinpress: its own plan)")
 @click.option("--mean-only", is_flag=True, help="known covariance: estimate the mean only")
 @click.option("--gamma", type=float, default=0.0, show_default=True,
               help="TV distance between public and private distributions")
 @click.option("--n-public", type=int, default=None,
               help="your number of public rows (default: the fewest the method takes)")
-def requirements_gaussian(method: str, d: int, n: float | None, rho: float | None,
-                          epsilon: float | None, delta: float | None, alpha: float, beta: float,
-                          mean_bound: float | None, cond: float,
-                          cov_bounds: tuple[float, float] | None, mean_only: bool,
-                          gamma: float, n_public: int | None) -> None:
+def requirements_gaussian(method: str, d: int, n: float | None, budget: BudgetFlags,
+                          alpha: float, beta: float, prior: PriorFlags, cond: float,
+                          mean_only: bool, gamma: float, n_public: int | None) -> None:
     """Sample size of a Gaussian METHOD: the paper's theorem (indicative: constants 1) and,
     for methods whose fit can fail or refuse at small n (public, histogram, ppe; coinpress
     with --mean-bound and --cov-bounds), the n this implementation's own plan needs — the
@@ -129,16 +125,16 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
     from ..privacy import make_budget
 
     def run() -> None:
-        budget = make_budget(**budget_kwargs(rho, epsilon, delta))
+        stated = make_budget(**budget.kwargs())
         if d < 1 or (n is not None and not (math.isfinite(n) and n >= 1)) or (
                 n_public is not None and n_public < 0):
             raise InvalidDataError("--d must be at least 1, --n a finite number >= 1 and "
                                    "--n-public at least 0")
-        if cov_bounds is not None and not 0 < cov_bounds[0] <= cov_bounds[1] < math.inf:
+        cov = prior.cov_bounds
+        if cov is not None and not 0 < cov[0] <= cov[1] < math.inf:
             raise InvalidDataError("--cov-bounds must be LO HI with 0 < LO <= HI < inf")
-        ok = _gaussian_report(method, d, n, budget, alpha=alpha, beta=beta,
-                              mean_bound=mean_bound, cond=cond, mean_only=mean_only,
-                              gamma=gamma, n_public=n_public, cov_bounds=cov_bounds)
+        ok = _gaussian_report(method, d, n, stated, alpha=alpha, beta=beta, prior=prior,
+                              cond=cond, mean_only=mean_only, gamma=gamma, n_public=n_public)
         if ok is not None:
             enough.append(ok)
 
@@ -159,21 +155,18 @@ def requirements_gaussian(method: str, d: int, n: float | None, rho: float | Non
               help="your number of public rows (--public of fit-mixture)")
 @click.option("--separation", type=float, default=None,
               help="the separation ratio you assume (fit-mixture's --separation)")
-@click.option("--mean-bound", type=float, default=None,
-              help="prior radius R of the components' means (with --cov-bounds)")
-@click.option("--cov-bounds", type=(float, float), default=None,
-              help="eigenvalue bounds LO HI of the components' covariances (with --mean-bound)")
+@prior_options("prior radius R of the components' means (with --cov-bounds)",
+               "eigenvalue bounds LO HI of the components' covariances (with --mean-bound)")
 @click.option("--constants", type=click.Choice(["practical", "theory"]), default="practical",
               show_default=True, help="this implementation's thresholds, or the theorem's "
               "(auto: fit-mixture's --constants; its choice reads the practical ones)")
 @click.option("--plan", "show_plan", is_flag=True,
               help="also print the budget plan: every step the fit's ledger would record, "
               "with its cost")
-def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | None,
-                         epsilon: float | None, delta: float | None, min_weight: float | None,
-                         n_public: int | None, separation: float | None,
-                         mean_bound: float | None, cov_bounds: tuple[float, float] | None,
-                         constants: str, show_plan: bool) -> None:
+def requirements_mixture(method: str, n: float, d: int, k: int, budget: BudgetFlags,
+                         min_weight: float | None, n_public: int | None,
+                         separation: float | None, prior: PriorFlags, constants: str,
+                         show_plan: bool) -> None:
     """Whether n rows can work for a mixture METHOD, and what n it needs; `auto`: which method
     `fit-mixture` would run with these flags, and why, before anything is read or spent.
 
@@ -194,7 +187,8 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
     from ..privacy import make_budget
 
     def run() -> None:
-        budget = make_budget(**budget_kwargs(rho, epsilon, delta))
+        stated = make_budget(**budget.kwargs())
+        mean_bound, cov_bounds = prior.mean_bound, prior.cov_bounds
         if not (math.isfinite(n) and n >= 1) or d < 1 or k < 1 or (
                 n_public is not None and n_public < 0):
             raise InvalidDataError("--n must be a finite number >= 1, --d and --k at least 1, "
@@ -207,19 +201,19 @@ def requirements_mixture(method: str, n: float, d: int, k: int, rho: float | Non
         if cov_bounds is not None and not 0 < cov_bounds[0] <= cov_bounds[1] < math.inf:
             raise InvalidDataError("--cov-bounds must be LO HI with 0 < LO <= HI < inf")
         if method == "auto":
-            enough.append(_auto_report(int(n), d, k, budget, min_weight=min_weight,
+            enough.append(_auto_report(int(n), d, k, stated, min_weight=min_weight,
                                        n_public=n_public or 0, separation=separation,
                                        mean_bound=mean_bound, cov_bounds=cov_bounds,
                                        constants=constants, show_plan=show_plan))
             return
         spec = methods.get("mixture", method)
-        if not spec.accepts(budget):
+        if not spec.accepts(stated):
             takes = " or ".join(sorted({"zcdp": "--rho", "approx": "--epsilon and --delta "
                                         "(delta > 0)", "pure": "--epsilon alone"}[b]
                                        for b in spec.budgets))
             raise PrivacyBudgetError(f"method {method!r} takes {takes}")
         # the formula the command's --constants names; public rows are checked when stated
-        facts = methods.Facts("mixture", budget, int(n), d, k=k, n_public=n_public,
+        facts = methods.Facts("mixture", stated, int(n), d, k=k, n_public=n_public,
                               min_weight=min_weight, separation=separation,
                               mean_bound=mean_bound, cov_bounds=cov_bounds, formula=constants,
                               constants=constants)

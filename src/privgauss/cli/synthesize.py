@@ -3,6 +3,7 @@ step (DP marginals + a Gaussian-copula mixture, :mod:`privgauss.synthesis`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,8 @@ import numpy as np
 if TYPE_CHECKING:
     from ..synthesis import PrivateSynthesizer
 
-from ._common import EXIT_STATUS_HELP, Spending, budget_kwargs, budget_options, run_user
+from ._common import EXIT_STATUS_HELP, Spending, run_user
+from .options import BudgetFlags, InputFlags, budget_options, input_options, option_group
 
 _KIND_FLAGS = ("integer", "binary", "float")
 
@@ -25,6 +27,47 @@ def _names(text: str | None) -> list[str]:
     return [] if not text else [c.strip() for c in text.split(",") if c.strip()]
 
 
+@dataclass(frozen=True)
+class SynthesisFlags:
+    """The flags of a one-step synthesis from a data file beyond its budget and input flags:
+    declared column kinds, stated ranges, the copula model's size and the model file."""
+
+    integer_cols: str | None
+    binary_cols: str | None
+    float_cols: str | None
+    bounds: tuple[tuple[str, float, float], ...]
+    n_components: str
+    model_out: str | None
+
+    def kinds(self) -> dict[str, list[str]]:
+        """The columns flagged as each kind (``--integer``, ``--binary``, ``--float``)."""
+        return {"integer": _names(self.integer_cols), "binary": _names(self.binary_cols),
+                "float": _names(self.float_cols)}
+
+
+synthesis_options = option_group(
+    SynthesisFlags, "synthesis",
+    click.option("--integer", "integer_cols", default=None,
+                 help="data file: comma-separated columns that hold integers (Parquet and .npy "
+                 "files declare theirs; a CSV column is a float unless named here)"),
+    click.option("--binary", "binary_cols", default=None,
+                 help="data file: comma-separated 0/1 columns (a Parquet boolean is one)"),
+    click.option("--float", "float_cols", default=None,
+                 help="data file: columns to treat as real numbers whatever their declared "
+                 "type"),
+    click.option("--bounds", "bounds", type=(str, float, float), multiple=True,
+                 help="data file: COL LO HI, a stated (public) range of a column: no budget is "
+                 "spent finding it and its synthetic values stay inside; repeat for more "
+                 "columns"),
+    click.option("--n-components", default="auto", show_default=True,
+                 help="data file: components of the copula model (1: a Gaussian copula; auto: "
+                 "chosen from n, d and the budget)"),
+    click.option("--model-out", type=click.Path(dir_okay=False), default=None,
+                 help="data file: also write the fitted synthesizer (a JSON model file; "
+                 "'synthesize MODEL.json' samples it again)"),
+)
+
+
 @click.command("synthesize", epilog=EXIT_STATUS_HELP)
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-n", "--n-rows", "n_rows", type=int, required=True, help="rows to draw")
@@ -34,35 +77,15 @@ def _names(text: str | None) -> list[str]:
               help="seed of the sampler (and, for a data file, of the fit's noise: "
               "reproducible but NOT secure; omit it to release from real private data)")
 @budget_options
-@click.option("--columns", default=None,
-              help="data file: comma-separated columns to use (names; positions 0, 1, ... "
-              "with --no-header or a .npy file)")
-@click.option("--no-header", is_flag=True, help="data file: a CSV/TSV without a header line")
-@click.option("--public", default=None, type=click.Path(dir_okay=False),
-              help="data file: public rows (free, untrusted); their range, widened, replaces "
-              "the released one for columns without --bounds")
-@click.option("--integer", "integer_cols", default=None,
-              help="data file: comma-separated columns that hold integers (Parquet and .npy "
-              "files declare theirs; a CSV column is a float unless named here)")
-@click.option("--binary", "binary_cols", default=None,
-              help="data file: comma-separated 0/1 columns (a Parquet boolean is one)")
-@click.option("--float", "float_cols", default=None,
-              help="data file: columns to treat as real numbers whatever their declared type")
-@click.option("--bounds", "bounds", type=(str, float, float), multiple=True,
-              help="data file: COL LO HI, a stated (public) range of a column: no budget is "
-              "spent finding it and its synthetic values stay inside; repeat for more columns")
-@click.option("--n-components", default="auto", show_default=True,
-              help="data file: components of the copula model (1: a Gaussian copula; auto: "
-              "chosen from n, d and the budget)")
-@click.option("--model-out", type=click.Path(dir_okay=False), default=None,
-              help="data file: also write the fitted synthesizer (a JSON model file; "
-              "'synthesize MODEL.json' samples it again)")
-def synthesize(source: str, n_rows: int, out: str, seed: int | None, rho: float | None,
-               epsilon: float | None, delta: float | None, columns: str | None,
-               no_header: bool, public: str | None, integer_cols: str | None,
-               binary_cols: str | None, float_cols: str | None,
-               bounds: tuple[tuple[str, float, float], ...], n_components: str,
-               model_out: str | None) -> None:
+@input_options(
+    "data file: comma-separated columns to use (names; positions 0, 1, ... with --no-header or "
+    "a .npy file)",
+    "data file: a CSV/TSV without a header line",
+    "data file: public rows (free, untrusted); their range, widened, replaces the released one "
+    "for columns without --bounds")
+@synthesis_options
+def synthesize(source: str, n_rows: int, out: str, seed: int | None, budget: BudgetFlags,
+               inputs: InputFlags, synthesis: SynthesisFlags) -> None:
     """Draw N synthetic rows, from a private MODEL file or from a DATA file in one step.
 
     SOURCE ending in .json is a model file (written by fit-gaussian, fit-mixture or
@@ -94,12 +117,15 @@ def synthesize(source: str, n_rows: int, out: str, seed: int | None, rho: float 
         if not Path(out).resolve().parent.is_dir():
             raise InvalidDataError(f"cannot write {out}: its folder does not exist")
         if is_model:
-            data_flags = {"--rho": rho, "--epsilon": epsilon, "--delta": delta,
-                          "--columns": columns, "--public": public, "--integer": integer_cols,
-                          "--binary": binary_cols, "--float": float_cols,
-                          "--bounds": bounds or None, "--model-out": model_out,
-                          "--no-header": no_header or None,
-                          "--n-components": None if n_components == "auto" else n_components}
+            syn = synthesis
+            data_flags = {"--rho": budget.rho, "--epsilon": budget.epsilon,
+                          "--delta": budget.delta, "--columns": inputs.columns,
+                          "--public": inputs.public, "--integer": syn.integer_cols,
+                          "--binary": syn.binary_cols, "--float": syn.float_cols,
+                          "--bounds": syn.bounds or None, "--model-out": syn.model_out,
+                          "--no-header": inputs.no_header or None,
+                          "--n-components": (None if syn.n_components == "auto"
+                                             else syn.n_components)}
             given = [k for k, v in data_flags.items() if v is not None]
             if given:
                 raise InvalidDataError(
@@ -108,10 +134,7 @@ def synthesize(source: str, n_rows: int, out: str, seed: int | None, rho: float 
                     "(already fitted: sampling it costs nothing)")
             _from_model(source, n_rows, out, seed)
         else:
-            _from_data(spending, source, n_rows, out, seed, budget_kwargs(rho, epsilon, delta),
-                       columns, no_header, public,
-                       {"integer": _names(integer_cols), "binary": _names(binary_cols),
-                        "float": _names(float_cols)}, bounds, n_components, model_out)
+            _from_data(spending, source, n_rows, out, seed, budget.kwargs(), inputs, synthesis)
 
     run_user(run, spending)
 
@@ -179,15 +202,13 @@ def declared_types(path: str, names: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int | None,
-               budget: dict[str, Any], columns: str | None, no_header: bool,
-               public: str | None, flags: dict[str, list[str]],
-               bounds: tuple[tuple[str, float, float], ...], n_components: str,
-               model_out: str | None) -> None:
+               budget: dict[str, Any], read: InputFlags, synthesis: SynthesisFlags) -> None:
     """Fit a synthesizer to a data file and sample it (one command)."""
     from ..exceptions import InvalidDataError
     from ..io import write_atomic
     from ..synthesis import PrivateSynthesizer
-    from ._common import read_inputs
+
+    model_out, n_components = synthesis.model_out, synthesis.n_components
 
     if model_out is not None and not Path(model_out).resolve().parent.is_dir():
         raise InvalidDataError(f"cannot write {model_out}: its folder does not exist")
@@ -196,11 +217,11 @@ def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int |
         if not n_components.isdigit() or int(n_components) < 1:
             raise InvalidDataError("--n-components must be 'auto' or an integer >= 1")
         k = int(n_components)
-    inputs = read_inputs(data, public, columns, header=not no_header)
+    inputs = read.read(data)
     X = np.asarray(inputs.X, dtype=np.float64)
     names = inputs.names
     kinds, dtypes = declared_types(data, names)
-    for kind, cols in flags.items():
+    for kind, cols in synthesis.kinds().items():
         for c in cols:
             if c not in names:
                 raise InvalidDataError(f"--{kind} names column {c!r}, which the data does not "
@@ -209,7 +230,7 @@ def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int |
             kinds[j] = kind
             dtypes[j] = {"integer": "int64", "binary": "int64", "float": "float64"}[kind]
     stated: list[tuple[float, float] | None] = [None] * len(names)
-    for c, lo, hi in bounds:
+    for c, lo, hi in synthesis.bounds:
         if c not in names:
             raise InvalidDataError(f"--bounds names column {c!r}, which the data does not have "
                                    f"(its columns: {names})")

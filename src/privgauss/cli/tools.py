@@ -20,13 +20,12 @@ from ._common import (
     DEMO_PLOT,
     RegistryChoice,
     atomic_outputs,
-    budget_kwargs,
-    budget_options,
     check_budget_flags,
     experiment_names,
     gaussian_methods,
     run_user,
 )
+from .options import BudgetFlags, budget_options
 
 # -- experiment ---------------------------------------------------------------------------------
 
@@ -181,9 +180,8 @@ def _outcome_counts(counts: Counter[str]) -> str:
               help="mechanisms only: calibrate the noise to this multiple of the true "
               "sensitivity (< 1 is a deliberately broken mechanism the audit should flag)")
 @click.option("--seed", type=int, default=0, show_default=True)
-def audit(target: str, rho: float | None, epsilon: float | None, delta: float | None,
-          claim_delta: float, runs: int, n: int | None, mean_bound: float, sensitivity_scale: float,
-          seed: int) -> None:
+def audit(target: str, budget: BudgetFlags, claim_delta: float, runs: int, n: int | None,
+          mean_bound: float, sensitivity_scale: float, seed: int) -> None:
     """Empirical privacy audit of TARGET on a worst-case pair of neighbouring datasets.
 
     Runs TARGET many times on both datasets (seeded noise) and prints a 99.9%-confidence lower
@@ -202,23 +200,23 @@ def audit(target: str, rho: float | None, epsilon: float | None, delta: float | 
     from ..privacy import ZCDP, ApproxDP, PureDP, make_budget, zcdp_to_epsilon
 
     def run() -> None:
-        if rho is None and epsilon is None:
+        if not budget.given:
             kw = _audit_default_budget(target)
         else:
-            kw = {k: v for k, v in budget_kwargs(rho, epsilon, delta).items() if v is not None}
-        budget = make_budget(**kw)
+            kw = {k: v for k, v in budget.kwargs().items() if v is not None}
+        stated = make_budget(**kw)
         rows = n if n is not None else _audit_rows(target)
         if runs < 100 or rows < 2 or not (0 < sensitivity_scale <= 1e6):
             raise InvalidDataError("need --runs >= 100, --n >= 2 and --sensitivity-scale > 0")
-        if target == "laplace-mechanism" and not isinstance(budget, PureDP):
+        if target == "laplace-mechanism" and not isinstance(stated, PureDP):
             raise PrivacyBudgetError("laplace-mechanism needs a pure --epsilon budget")
-        if target == "gaussian-mechanism" and isinstance(budget, PureDP):
+        if target == "gaussian-mechanism" and isinstance(stated, PureDP):
             raise PrivacyBudgetError("gaussian-mechanism needs --rho or --epsilon with --delta")
-        if isinstance(budget, ZCDP):
-            claim, at_delta = zcdp_to_epsilon(budget.rho, claim_delta), claim_delta
+        if isinstance(stated, ZCDP):
+            claim, at_delta = zcdp_to_epsilon(stated.rho, claim_delta), claim_delta
         else:
-            claim = budget.epsilon
-            at_delta = budget.delta if isinstance(budget, ApproxDP) else 0.0
+            claim = stated.epsilon
+            at_delta = stated.delta if isinstance(stated, ApproxDP) else 0.0
         D, D2, public = _audit_pair(target, rows)
         outcomes: dict[str, Counter[str]] = {"D": Counter(), "D'": Counter()}
 
@@ -228,7 +226,7 @@ def audit(target: str, rho: float | None, epsilon: float | None, delta: float | 
         mech = _audit_mechanism_fn(target, kw, sensitivity_scale, mean_bound, public, count)
         res = audit_mechanism(mech, D, D2, epsilon=claim, delta=at_delta, n_runs=runs,
                               random_state=seed, progress=True)
-        click.echo(f"{target} at {budget}: claimed epsilon {claim:.4g} at delta {at_delta:g}")
+        click.echo(f"{target} at {stated}: claimed epsilon {claim:.4g} at delta {at_delta:g}")
         for name, counts in outcomes.items():
             if counts:  # estimators only: how every fit ended (a difference is audited too)
                 click.echo(f"fits on {name}: {_outcome_counts(counts)}")
