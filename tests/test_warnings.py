@@ -29,6 +29,7 @@ from privgauss.warnings import (
     ClippedDataWarning,
     DiscreteDataWarning,
     LargeDeltaWarning,
+    NoisyFitWarning,
     PrivacyWarning,
     SeededNoiseWarning,
     SimplerModelWarning,
@@ -42,7 +43,7 @@ NEIGHBOUR[-1] = [1e6, -1e6]  # replace-one: a gross error in one record
 # after spending (5 rows are now refused before spending, by the method's requirement)
 TINY = scale_free_rows(N)
 ALL = (SeededNoiseWarning, LargeDeltaWarning, BudgetSpentWarning, ClippedDataWarning,
-       DiscreteDataWarning, SimplerModelWarning)
+       DiscreteDataWarning, SimplerModelWarning, NoisyFitWarning)
 
 
 def _clip(**kw: object) -> pg.PrivateGaussian:  # mean only, a few draws: fast even when secure

@@ -27,7 +27,12 @@ from ..methods import Facts
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, has_delta
 from ..validation import check_positive_int
-from ..warnings import ClippedDataWarning, DiscreteDataWarning, SimplerModelWarning
+from ..warnings import (
+    ClippedDataWarning,
+    DiscreteDataWarning,
+    NoisyFitWarning,
+    SimplerModelWarning,
+)
 from ._base import (
     FitPlan,
     PrivateEstimatorBase,
@@ -179,12 +184,14 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         Public threshold above which ``fit`` warned (:class:`ClippedDataWarning`).
     selected_model_ : str or None
         ``"em"``: private EM's final DP pick among its candidates (a joint release of their
-        clipped log-likelihoods on the private rows, 3 % of the EM budget, ledger entry "em
-        final selection"): ``"em"`` (the EM fit), ``"single_gaussian"`` (the released Gaussian
-        the rows were whitened by, as k equal components) or ``"public"`` (a mixture fitted on
-        the public rows alone, with at least max(d + 1, k) of them);
-        ``fit_info_["final_selection"]`` has the noisy scores. Anything but ``"em"`` warns
-        (:class:`SimplerModelWarning`). None for the other methods.
+        clipped log-likelihood ratios to the EM fit on the private rows, 3 % of the EM
+        budget, ledger entry "em final selection"): ``"em"`` (the EM fit),
+        ``"single_gaussian"`` (the released Gaussian the rows were whitened by, as k equal
+        components) or ``"public"`` (a mixture fitted on the public rows alone, with at least
+        max(d + 1, k) of them); ``fit_info_["final_selection"]`` has the noisy ratios per row
+        (the EM fit's 0) and the plan's ``noise_cost``. Anything but ``"em"`` warns
+        (:class:`SimplerModelWarning`); a plan whose noise alone costs more than 0.05 nat/row
+        warns :class:`NoisyFitWarning`. None for the other methods.
     background_weight_ : float
         Weight of the broad background component that ``score_samples`` and ``sample`` add
         for the rows left out beyond a Gaussian component's own tail and the count's noise
@@ -451,9 +458,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     def _record_selection(self, sel: dict[str, Any] | None) -> None:
         """``selected_model_`` (private EM's final DP pick; None for the other methods), with a
-        :class:`~privgauss.warnings.SimplerModelWarning` when it is not the EM fit and a
+        :class:`~privgauss.warnings.SimplerModelWarning` when it is not the EM fit, a
+        :class:`~privgauss.warnings.NoisyFitWarning` when the plan's noise alone costs more
+        than its alarm (public quantities), and a
         :class:`~privgauss.warnings.DiscreteDataWarning` when the EM fit has a component at
-        its eigenvalue floor in the released frame (both functions of DP outputs)."""
+        its eigenvalue floor in the released frame (functions of DP outputs)."""
         from ..mixture.em_starts import EIG_FLOOR
         from ..mixture.private_em import CANDIDATES
 
@@ -470,9 +479,20 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                         f"the final DP pick returned {what} (selected_model_="
                         f"{self.selected_model_!r}): it scored higher on the private rows than "
                         f"the {self.n_components}-component private EM fit (noisy clipped "
-                        f"log-likelihoods per row: {scores}; noise sd "
+                        f"log-likelihood ratios to the EM fit per row: {scores}; noise sd "
                         f"{sel['noise_per_row']:.2g}). Try fewer components, a larger budget or "
                         "more public rows")
+        cost = sel.get("noise_cost")
+        if cost is not None and float(cost["per_row"]) > float(cost["alarm"]):
+            warn_caller(NoisyFitWarning,
+                        f"private EM's noise alone costs this fit at least about "
+                        f"{float(cost['per_row']):.2g} nat/row of log-likelihood (its last "
+                        f"step's, from n, d, k and the budget only; earlier steps' noise can "
+                        f"send EM to a worse basin: on small real tables the fits ended 5-25x "
+                        f"that below a non-private mixture). About n >= "
+                        f"{float(cost['rows_needed']):.3g} private rows would bring the "
+                        f"estimate to {float(cost['alarm']):g} at this budget; a larger budget "
+                        "(epsilon), fewer components or fewer columns also lower it")
         if float(sel["em_thinnest_variance"]) <= EIG_FLOOR * (1.0 + 1e-6):
             warn_caller(DiscreteDataWarning,
                         "a component of the private EM fit reached the eigenvalue floor (its "
