@@ -205,8 +205,15 @@ def _real_looking(n: int, seed: int) -> np.ndarray:
 
 
 def test_the_step_eig_floor_vanishes_with_the_noise():
-    assert pe._step_eig_floor(0.1, 4) == pe.EIG_FLOOR  # a noisy step: the guard
-    assert pe._step_eig_floor(1e-4, 4) == pytest.approx((4e-4) ** 2)
+    # f = 2√d·s: the guard while the noise's reach is at least STEP_FLOOR, fading below
+    assert pe._step_eig_floor(0.1, 4) == pe.EIG_FLOOR  # f = 0.4: a noisy step, the guard
+    assert pe._step_eig_floor(1.0, 4) == pe.EIG_FLOOR
+    assert pe._step_eig_floor(0.05, 4) == pytest.approx(pe.EIG_FLOOR * 0.5**4)  # f = 0.2
+    # movies at ε = 1e4 (d = 22, f ≈ 0.05): the former min(EIG_FLOOR, f²) was EIG_FLOOR
+    assert pe._step_eig_floor(0.05 / (2 * math.sqrt(22)), 22) < 1e-6
+    floors = [pe._step_eig_floor(s, 9) for s in np.geomspace(1e-6, 1.0, 40)]
+    assert all(b >= a for a, b in zip(floors, floors[1:], strict=False))
+    assert pe._step_eig_floor(1e-4, 4) == pe.NUMERIC_FLOOR == 1e-8
     assert pe._step_eig_floor(0.0, 4) == 1e-8
 
 
@@ -225,6 +232,34 @@ def test_at_a_huge_budget_em_narrows_a_collinear_pair_as_em_does():
                             precisions_init=np.linalg.inv(m.covariances_), max_iter=200,
                             tol=1e-6).fit(X)
     assert again.score(X) - m.score(X) < 0.02
+
+
+def _parked(n: int, seed: int) -> np.ndarray:
+    """A survey-like table (d = 8): half the rows sit on one value in three columns (a
+    component scikit-learn parks there), a third carry rounded codes in two more."""
+    rng = np.random.default_rng([27, 5, seed])
+    lab = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
+    X = rng.standard_normal((n, 8)) * np.linspace(0.5, 3.0, 8)
+    X[lab == 1] += 2.0
+    X[lab == 2] -= 2.0
+    X[lab == 0, :3] = 0.0
+    X[lab == 1, 3:5] = np.round(X[lab == 1, 3:5])
+    return X
+
+
+def test_at_a_huge_budget_em_parks_a_component_on_a_discrete_value_as_em_does():
+    # the optimum puts a component on a single value (variance 0 there: scikit-learn stops at
+    # its reg_covar, 1e-6); at ε = 1e4 the noise reach 2√d·s is 0.02-0.05 before the last
+    # step, where the former floor min(1e-3, (2√d·s)²) held the component at 4e-4 to 1e-3
+    # (1.77 nat/row below scikit-learn's best of 5, thinnest variance 1.1e-5)
+    X, H = _parked(2000, 0), _parked(1000, 1)
+    best = GaussianMixture(3, n_init=5, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pg.PrivateGaussianMixture(3, method="em", epsilon=1e4, delta=1e-6,
+                                      random_state=0).fit(X)
+    assert best.score(H) - m.score(H) < 0.02
+    assert m.fit_info_["final_selection"]["em_thinnest_variance"] < 1e-6
 
 
 # ----------------------------------------------------------------------------- diagnostics

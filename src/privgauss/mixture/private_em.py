@@ -68,9 +68,11 @@ budget and public rows; every frame after the first a function of releases):
    tr(C)/d·I for the known noise and its eigenvalues floored at min(0.4, 2√d·s)× their mean
    for the noise s on an entry (a direction shrinks at most as far as noise could fake per
    step: noise flattened a component and it died), and in the whitened frame at
-   min(1e-3, (2√d·s)²) (a component narrows onto a collinear pair or a discrete value only
-   as far as the noise allows); shrinkage and floors vanish with the noise and the mean-move
-   cap r_t grows, so as ρ → ∞ the steps are scikit-learn's. π_j ∝ N_j.
+   1e-3·min(1, 2√d·s/0.4)⁴, at least 1e-8 (:func:`_step_eig_floor`: the guard stands while
+   noise could shrink a direction by 0.4 per step, and fades below; a component narrows onto
+   a collinear pair or a discrete value as far as the noise allows); shrinkage and floors
+   vanish with the noise and the mean-move cap r_t grows, so as ρ → ∞ the steps are
+   scikit-learn's. π_j ∝ N_j.
    A component whose noisy count is below the step's noise floor keeps its estimate; it is
    revived (before the last two steps) by splitting the alive one of largest w_j·λ_max(Σ_j)
    along its main axis only when it is dead (its count within 3 noise sds of 0, or under
@@ -205,6 +207,8 @@ SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the r
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean (at most)
+FLOOR_POWER = 4  # the whitened-frame eigenvalue floor fades like (noise reach / STEP_FLOOR)^this
+NUMERIC_FLOOR = 1e-8  # the smallest eigenvalue of a released covariance (whitened frame)
 NOISE_TOL = 0.01  # an early EM step's covariance noise per row of a component allowing more steps
 MAX_STEPS = 60  # EM steps when the budget makes every step's noise negligible
 STOP_TOL = 3e-5  # the change still to come (KL per row) below which EM jumps to its last step
@@ -857,15 +861,22 @@ def _floor(C: np.ndarray, s: float = math.inf) -> np.ndarray:
 def _step_eig_floor(s: float, d: int) -> float:
     """The eigenvalue floor of a component's covariance in the whitened frame after an EM step
     whose second-moment noise has standard deviation ``s`` per row of the component (its own
-    frame), public: min(EIG_FLOOR, (2√d·s)²), 2√d·s the noise's spectral reach relative to
-    the component (as in :func:`_floor`). While that reach is ≥ √EIG_FLOOR ≈ 0.03 (ε = 1 at
-    the benchmark sizes) the floor is EIG_FLOOR, a guard against noise narrowing a direction
-    step after step; as the noise vanishes so does the floor, and a component narrows onto a
-    discrete value or a collinear pair as far as the rows say, as EM does. A fixed 1e-3 kept
-    tuna's fit 0.46 (ε = 1e4) and 0.22 (ε = 1e6) nat/row below sklearn's best of 5 although
-    sklearn's EM from that fit ends above it. Never below 1e-8 (with the cap 1e4, a condition
-    number 1e12: the factors and the user's inverses stay accurate)."""
-    return max(min(EIG_FLOOR, (2.0 * math.sqrt(d) * s) ** 2), 1e-8)
+    frame), public: ``EIG_FLOOR``·min(1, f/``STEP_FLOOR``)^``FLOOR_POWER``, f = 2√d·s the
+    noise's spectral reach relative to the component (as in :func:`_floor`), never below
+    ``NUMERIC_FLOOR``. While f ≥ ``STEP_FLOOR`` the per-step floor of :func:`_floor` is capped
+    and noise alone can shrink a direction by that factor step after step: the absolute
+    guard EIG_FLOOR stands (the early steps at ε = 1 at the benchmark sizes). Below it one step
+    shrinks a direction by no more than the noise's reach f, and a direction of true variance
+    v settles near v/(1 + f) under the noise (about) instead of collapsing: the guard fades, and
+    a component narrows onto a discrete value or a collinear pair as far as the rows say, as
+    EM does. The former min(EIG_FLOOR, f²) pinned every component of movies (d = 22, f ≈
+    0.05) and bfi (f ≈ 0.1) at 1e-3 for all but the last of 60 steps at ε = 1e4, and fair's
+    parked component at f² (gaps 12.6, 0.94 and 1.08 nat/row to scikit-learn's best of 5;
+    issue 27); a fixed 1e-3 kept tuna's fit 0.46 nat/row below it. Never below 1e-8 (with
+    the cap 1e4, a condition number 1e12: the factors and the user's inverses stay
+    accurate)."""
+    f = 2.0 * math.sqrt(d) * s
+    return max(EIG_FLOOR * min(1.0, f / STEP_FLOOR) ** FLOOR_POWER, NUMERIC_FLOOR)
 
 
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
