@@ -25,7 +25,9 @@ table reports each metric's median over the seeds. The row "real" trains the two
 the real training rows: the ceiling R² of a perfect synthesizer.
 
 The peers' synthetic rows are cached under ``--cache`` (per table, seed and row cap), so a
-rerun after a privgauss change re-runs only privgauss.
+rerun after a privgauss change re-runs only privgauss; ``--cached-only`` uses, per table, only
+the seeds whose peers' rows are cached (the peers' slow runs for more seeds can fill the cache
+in the background: the same command without ``--out`` and with other ``--seeds``).
 
     python3 -m venv /work/venv-snsynth && /work/venv-snsynth/bin/pip install smartnoise-synth
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/synth_peers.py \\
@@ -254,6 +256,18 @@ def _run_table(name: str, seed: int, args: argparse.Namespace) -> dict[str, dict
     return rows
 
 
+def _cached(name: str, seed: int, args: argparse.Namespace) -> bool:
+    """Whether every peer's rows for table ``name`` at ``seed`` are in the cache."""
+    if not args.cache:
+        return False
+    work = Path(args.cache) / f"{name}-s{seed}-r{args.max_rows}-c{args.max_cols}"
+    times_file = work / "times.json"
+    if not times_file.exists():
+        return False
+    times = json.loads(times_file.read_text())
+    return all(m in times and (work / f"{m}.npy").exists() for m in args.peers.split(","))
+
+
 def _median_rows(runs: list[dict[str, dict]]) -> dict[str, dict]:
     """Each synthesizer's median of each metric over the seeds' runs."""
     out = {who: {key: float(np.median([run[who][key] for run in runs
@@ -290,6 +304,9 @@ def main() -> None:
                     help="python of the venv with smartnoise-synth (omit: privgauss only)")
     ap.add_argument("--peers", default="mst,aim")
     ap.add_argument("--cache", default=None, help="directory keeping the peers' rows")
+    ap.add_argument("--cached-only", action="store_true",
+                    help="per table, only the seeds whose peers' rows are in --cache (the peers "
+                         "are not run; privgauss runs on the same splits)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     import privgauss.synthesis  # noqa: F401  # imports outside the timings, as the peers'
@@ -299,8 +316,13 @@ def main() -> None:
     lines = ["| table | held out | n train | d | target | synthesizer | " + " | ".join(cols)
              + " |", "|---" * (6 + len(cols)) + "|"]
     verdicts = []
+    used = {}
     for name in args.tables.split(","):
-        runs = [_run_table(name, seed, args) for seed in seeds]
+        mine = [s for s in seeds if not args.cached_only or _cached(name, s, args)]
+        if not mine:
+            continue
+        used[name] = mine
+        runs = [_run_table(name, seed, args) for seed in mine]
         rows = _median_rows(runs)
         held = "yes" if _held_out(name) else ""
         for who, m in rows.items():
@@ -312,8 +334,9 @@ def main() -> None:
         verdicts.append(f"- {name}{' (held out)' if held else ''}: privgauss {_verdict(rows)}"
                         + (f" (privgauss failed on {failed} of {len(seeds)} seeds: medians of "
                            "the others)" if failed else ""))
+    per = "; ".join(f"{t}: {','.join(map(str, s))}" for t, s in used.items())
     text = ("# DP synthetic tables against MST and AIM (ε = 1, δ = 1e-6)\n\n"
-            f"Medians over seeds {args.seeds}. Regenerate with the command in "
+            f"Medians over seeds ({per}). Regenerate with the command in "
             "`benchmarks/synth_peers.py`'s docstring (target: the predicted column's index; "
             "\"real\": models trained on the real training rows).\n\n"
             + "\n".join(lines) + "\n\n" + "\n".join(verdicts) + "\n")
