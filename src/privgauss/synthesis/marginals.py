@@ -14,7 +14,10 @@ replace-one neighbours (n public) for the two releases together, ``rho_range + r
 * **histogram**: the counts in a grid of fine bins built from the released range (each octave
   split into sub-bins in proportion to its noisy count: post-processing), released jointly for
   all columns with Gaussian noise (L2 sensitivity √(2m)); the CDF is the normalised
-  cumulative sum of the noisy counts, those below two noise deviations set to zero. A float
+  cumulative sum of the noisy counts, those below two noise deviations past the column's
+  support set to zero and, for a float column, the bin densities shrunk towards their
+  three-bin moving average by a James–Stein factor (smoothing where the differences are
+  noise, not where a column's levels make them signal). A float
   column whose released range has one sign gets one extra bin of the other sign (the *sign
   probe*, :data:`PROBE_FRACTION` of the range's far end wide), kept only when its noisy count
   passes :data:`PROBE_SIGMAS` deviations, its mass then spread over :data:`PROBE_OCTAVES`
@@ -324,12 +327,38 @@ def n_fine_bins(n: int, rho_hist: float, n_columns: int) -> int:
 EMPTY_BIN_SIGMAS = 2.0
 
 
-def _cdf_of_counts(counts: np.ndarray, sigma: float, kind: str = "float") -> np.ndarray:
+#: weight of each neighbour in the smoothing of a float column's bin densities (see
+#: :func:`_smoothed`): a moving average over three bins
+SMOOTH_WEIGHT = 1.0 / 3.0
+
+
+def _smoothed(counts: np.ndarray, widths: np.ndarray, sigma: float) -> np.ndarray:
+    """Noisy counts (each with noise deviation ``sigma``) of adjacent bins of ``widths``, their
+    densities shrunk towards a three-bin moving average by the James–Stein factor λ = (the
+    change's expected squared norm under noise alone) / (its squared norm), in [0, 1]: a
+    smooth column (the change is mostly noise) is smoothed, a rough one (levels, atoms: the
+    change is mostly signal) kept. Post-processing of a DP release."""
+    if len(counts) < 3:
+        return counts
+    w = SMOOTH_WEIGHT
+    a = widths[1:-1] / widths[:-2]  # the change at bin i: w·(a_i x_{i-1} - 2 x_i + b_i x_{i+1})
+    b = widths[1:-1] / widths[2:]
+    change = np.zeros_like(counts)
+    change[1:-1] = w * (a * counts[:-2] - 2.0 * counts[1:-1] + b * counts[2:])
+    noise = float(np.sum((w * sigma) ** 2 * (a * a + 4.0 + b * b)))
+    size = float(change @ change)
+    lam = float(np.clip(noise / size, 0.0, 1.0)) if size > 0 else 0.0
+    return np.asarray(np.clip(counts + lam * change, 0.0, None))
+
+
+def _cdf_of_counts(counts: np.ndarray, sigma: float, kind: str = "float",
+                   edges: np.ndarray | None = None) -> np.ndarray:
     """The CDF at the edges from noisy bin counts: the column's support runs from the first
     to the last bin whose count passes the cut (:data:`EMPTY_BIN_SIGMAS`); outside it counts are
     set to 0 (an empty bin's noise would otherwise put spurious mass there — values a column
     never takes, past its end), inside it they are clipped at 0 (cutting a sparse interior
-    bin too would drop real mass, tails included), then normalised (post-processing)."""
+    bin too would drop real mass, tails included) and, for a float column whose ``edges`` are
+    given, smoothed (:func:`_smoothed`), then normalised (post-processing)."""
     family = float(ndtri(1.0 - RANGE_BETA / len(counts))) if kind != "float" else 0.0
     cut = sigma * max(EMPTY_BIN_SIGMAS, family)
     passed = np.flatnonzero(counts >= cut)
@@ -337,6 +366,8 @@ def _cdf_of_counts(counts: np.ndarray, sigma: float, kind: str = "float") -> np.
     if passed.size:
         f, last = int(passed[0]), int(passed[-1])
         kept[f:last + 1] = np.clip(counts[f:last + 1], 0.0, None)
+        if kind == "float" and edges is not None:
+            kept[f:last + 1] = _smoothed(kept[f:last + 1], np.diff(edges)[f:last + 1], sigma)
     total = kept.sum()
     if not total > 0:
         return np.linspace(0.0, 1.0, len(counts) + 1)
@@ -405,7 +436,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         probe = probes[j]
         if probe is not None:
             e, counts_j = _resolve_sign_probe(e, counts_j, probe, sigma_hist)
-        cdf = _cdf_of_counts(counts_j, sigma_hist, plan.kinds[j])
+        cdf = _cdf_of_counts(counts_j, sigma_hist, plan.kinds[j], e)
         if probe is not None and len(e) == size + 1:  # the probe was kept
             e, cdf = _spread_sign_probe(e, cdf, probe)
         out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf))
