@@ -423,7 +423,11 @@ def test_localisation_is_cheap_at_small_n() -> None:
 def test_localisation_rows_is_all_rows_unless_n_is_large() -> None:
     """The subset size is a public function of n, d and the budgets: all rows at the sizes the
     plan is tight for, and for large n a subset with 16× the rows each threshold needs."""
-    from privgauss.gaussian.histogram import _needed_n_location, _needed_n_scale, _threshold
+    from privgauss.gaussian.histogram_budget import (
+        histogram_threshold,
+        needed_n_location,
+        needed_n_scale,
+    )
 
     for n, d, eps in [(20_000, 10, 1.0), (100_000, 10, 1.0), (400_000, 10, 1.0),
                       (10**6, 10, 0.1), (10**6, 50, 0.3)]:
@@ -433,15 +437,15 @@ def test_localisation_rows_is_all_rows_unless_n_is_large() -> None:
         s_b, l_b, _ = localisation_plan(n, d, eps, DELTA)
         m = localisation_rows(n, d, s_b, l_b)
         assert 200_000 <= m <= n // 2
-        assert m >= 8 * _needed_n_scale(_threshold(s_b, d))
-        assert m >= 8 * _needed_n_location(_threshold(l_b, d))
+        assert m >= 8 * needed_n_scale(histogram_threshold(s_b, d))
+        assert m >= 8 * needed_n_location(histogram_threshold(l_b, d))
         assert m == localisation_rows(n + 1, d, s_b, l_b)  # not a function of the data
 
 
 def test_localise_reads_a_random_subset_not_a_prefix_and_charges_the_same() -> None:
     """On a sorted file of 6e5 rows the subset localisation (2e5 rows) still brackets the
     mean and scale — a prefix would not — and its ledger is the all-rows one."""
-    import privgauss.gaussian.histogram as hist
+    import privgauss.gaussian.histogram_budget as hist  # localisation_rows reads _SUBSET_MIN
 
     n, d = 600_000, 2
     rng = np.random.default_rng(5)
