@@ -25,6 +25,7 @@ from privgauss.gaussian.histogram import (
     localisation_rows,
     localise,
 )
+from privgauss.mechanisms import Release
 from privgauss.metrics import covariance_error, gaussian_logpdf, mahalanobis_mean_error
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, approx_to_zcdp, zcdp_to_epsilon
 
@@ -191,7 +192,7 @@ def test_location_grid_is_public() -> None:
     for shift in (0.0, 12345.678):
         X, _, _ = make_gaussian(2000, 2, mean=[shift, -shift], random_state=5)
         acct = Accountant(ApproxDP(EPS, DELTA))
-        centers.append(localise(X, None, loc_b, accountant=acct, noise=9).center)
+        centers.append(localise(X, None, loc_b, release=Release.of(acct, 9)).center)
     k = (centers[1] - centers[0]) / 2.0
     np.testing.assert_allclose(k, np.round(k), atol=1e-6)
 
@@ -242,7 +243,7 @@ def _localisation_release(data: np.ndarray, rng: np.random.Generator,
     l_b = ApproxDP(0.5, 0.5e-4) if l_b is None else l_b
     acct = Accountant(ApproxDP(_AUDIT_EPS, _AUDIT_DELTA))
     try:
-        loc = localise(data, s_b, l_b, accountant=acct, noise=rng)
+        loc = localise(data, s_b, l_b, release=Release.of(acct, rng))
     except EstimationFailed:
         return -1.0
     far_scale = any(k >= 10 for h in loc.scale_histograms for k in h)
@@ -459,7 +460,7 @@ def test_localise_reads_a_random_subset_not_a_prefix_and_charges_the_same() -> N
         hist._SUBSET_MIN = saved if subset else 10**15
         try:
             acct = Accountant(ApproxDP(EPS, DELTA))
-            loc = localise(X, s_b, l_b, accountant=acct, noise=11)
+            loc = localise(X, s_b, l_b, release=Release.of(acct, 11))
         finally:
             hist._SUBSET_MIN = saved
         ledgers.append([(e.step, e.cost) for e in acct.ledger])
@@ -480,7 +481,7 @@ def test_subset_localisation_counts_tied_columns_over_all_rows() -> None:
     X = np.column_stack([rng.standard_normal(n) * 2.0 + 5.0, flag])
     s_b, l_b, _ = localisation_plan(n, 2, EPS, DELTA)
     assert localisation_rows(n, 2, s_b, l_b) == 200_000
-    loc = localise(X, s_b, l_b, accountant=Accountant(ApproxDP(EPS, DELTA)), noise=4)
+    loc = localise(X, s_b, l_b, release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 4))
     assert loc.degenerate is not None and not loc.degenerate[1]
     assert sorted(np.int64(k).view(np.float64) for k in loc.location_histograms[1]) == [0, 1, 2]
     assert abs(loc.center[0] - 5.0) <= loc.radius[0]

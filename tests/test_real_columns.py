@@ -15,6 +15,7 @@ import privgauss as pg
 from privgauss.gaussian.histogram import histogram_gaussian, localisation_plan
 from privgauss.gaussian.histogram_budget import TIE_SHARE
 from privgauss.gaussian.histogram_ties import octave_spreads
+from privgauss.mechanisms import Release
 from privgauss.privacy import ZCDP, Accountant, ApproxDP
 
 DELTA = 1e-6
@@ -128,7 +129,7 @@ def test_octave_spreads_reads_the_rms_distance() -> None:
     y = np.where(rng.random(n) < 0.1, rng.choice([-300.0, 500.0], n), 7.0)
     X = np.column_stack([x, y, np.full(n, 3.0)])
     got = octave_spreads(X, np.array([0, 1, 2]), np.array([0.0, 7.0, 3.0]), 1.0,
-                         accountant=Accountant(ZCDP(1.0)), noise=0, step="t")
+                         release=Release.of(Accountant(ZCDP(1.0)), 0, "t"))
     rms = [np.sqrt(np.mean((X[:, k] - v) ** 2)) for k, v in ((0, 0.0), (1, 7.0))]
     for g, r in zip(got[:2], rms, strict=True):
         assert g is not None and r / 1.5 < g < r * 1.5

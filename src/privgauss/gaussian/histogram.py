@@ -68,6 +68,7 @@ from ..backends import as_rows, is_dask
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
+from ..mechanisms import Release
 from ..noise import RandomState, as_noise
 from ..privacy import Accountant, ApproxDP, has_delta
 from ..validation import check_probability
@@ -153,12 +154,13 @@ def histogram_gaussian(
     elif mean_only:
         known = np.eye(d)
     src = as_noise(noise)
+    rel = Release(accountant, src)  # the localisation's steps: localise-*
 
     s_budget, l_budget, rho_ref = budget_split(n, d, budget, known is not None, constants)
     if known is not None:
         w = inv_sqrtm_psd(known)
         Xw = transform_rows(Xc, w)  # w symmetric: rows x ↦ w x, an overflow sent far
-        loc = localise(Xw, None, l_budget, accountant=accountant, noise=src)
+        loc = localise(Xw, None, l_budget, release=rel)
         rho = _refinement_rho(accountant, rho_ref, 0.0)
         radius = float(np.linalg.norm(loc.radius))
         mean_w = coinpress_mean(
@@ -166,8 +168,7 @@ def histogram_gaussian(
         )
         return np.asarray(mean_w) @ sqrtm_psd(known), known.copy()
 
-    loc = localise(Xc, s_budget, l_budget, accountant=accountant, noise=src,
-                   tie_rho=TIE_SHARE * rho_ref)
+    loc = localise(Xc, s_budget, l_budget, release=rel, tie_rho=TIE_SHARE * rho_ref)
     rho = _refinement_rho(accountant, rho_ref, loc.tie_rho)
     deg = np.zeros(d, dtype=bool) if loc.degenerate is None else loc.degenerate
     # a degenerate axis (a constant column: one released value, scale 0) is known exactly; in the

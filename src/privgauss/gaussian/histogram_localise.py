@@ -64,9 +64,8 @@ import numpy as np
 from ..backends import as_rows, is_dask, pair_differences
 from ..bin_counts import log_scale_key_counts
 from ..exceptions import EstimationFailed
-from ..mechanisms import gaussian_stability_histograms, stability_histogram
-from ..noise import RandomState, as_noise
-from ..privacy import Accountant, ApproxDP
+from ..mechanisms import Release, gaussian_stability_histograms, stability_histogram
+from ..privacy import ApproxDP
 from .histogram_budget import (
     FIT_HALF_WIDTH,
     RADIUS_FACTOR,
@@ -140,21 +139,19 @@ def _axis_top_bins(
     needed_n: int,
     released: list[dict[Any, int]],
     *,
-    accountant: Accountant,
-    noise: Any,
-    step: str,
-    axis_step: str | None = None,
+    release: Release,
+    fail_step: str,
 ) -> Iterator[Any]:
     """Per axis k < d, release the stability histogram of ``keys(k)`` (appended to
-    ``released``) and yield its top bin; EstimationFailed (a DP output) when an axis releases
-    no bin. The histograms' ledger steps are ``{axis_step or step}-axis-{k}`` (Laplace, one
-    (ε, δ) release per axis) or ``{axis_step or step}-axes`` (a :class:`JointBudget`: one joint
-    release of the d histograms)."""
+    ``released``) and yield its top bin; EstimationFailed (a DP output, naming ``fail_step``)
+    when an axis releases no bin. The histograms are charged to ``release``, their ledger steps
+    ``{release.step}-axis-{k}`` (Laplace, one (ε, δ) release per axis) or
+    ``{release.step}-axes`` (a :class:`JointBudget`: one joint release of the d histograms)."""
     joint = None
     if isinstance(budget, JointBudget):
         joint = gaussian_stability_histograms(
-            None, budget.rho, budget.delta, accountant=accountant, noise=noise,
-            step=f"{axis_step or step}-axes",
+            None, budget.rho, budget.delta, accountant=release.accountant, noise=release.noise,
+            step=f"{release.step}-axes",
             columns=[axis_counts(keys, k) for k in range(d)],
         )
     for k in range(d):
@@ -164,8 +161,8 @@ def _axis_top_bins(
             assert isinstance(budget, ApproxDP)
             axis_keys, counts = keys(k)
             hist = stability_histogram(
-                axis_keys, budget, accountant=accountant, noise=noise,
-                step=f"{axis_step or step}-axis-{k}", counts=counts,
+                axis_keys, budget, accountant=release.accountant, noise=release.noise,
+                step=f"{release.step}-axis-{k}", counts=counts,
             )
         released.append(hist)
         if not hist:
@@ -173,7 +170,7 @@ def _axis_top_bins(
                 f"no {what} bin was released for axis {k}: no bin held enough rows — the "
                 "column's values spread over many orders of magnitude (no common scale: "
                 "transform it, e.g. log, or give bounds), or too few rows for this budget",
-                step=step,
+                step=fail_step,
                 needed_n=needed_n,
             )
         yield top_bin(hist)
@@ -184,9 +181,7 @@ def localise(
     scale_budget: ApproxDP | JointBudget | None,
     location_budget: ApproxDP | JointBudget,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "localise",
+    release: Release,
     tie_rho: float = 0.0,
 ) -> Localisation:
     """Private coarse location (and per-axis scale) of Gaussian rows, steps (a)–(b) of the module
@@ -206,13 +201,17 @@ def localise(
     histogram per axis at that budget; a :class:`JointBudget` releases the d histograms of the
     step jointly with discrete Gaussian noise (δ-approximate ρ-zCDP in all).
 
+    Every histogram is charged to ``release``, its ledger steps named under the context's
+    prefix, or "localise" (``localise-scale-axes``, ``localise-axes``, ``localise-ties``).
+
     ``tie_rho`` > 0: a tied axis whose one released value leaves more than 1 % of the rows
     elsewhere (a DP output) gets its spread from a ``tie_rho``-zCDP octave release
     (:func:`~privgauss.gaussian.histogram_ties.octave_spreads`, run once for all such axes,
     only when there are any; ``Localisation.tie_rho`` says what it spent); 0: such an axis
     fails.
     """
-    src = as_noise(noise)
+    step = release.named("localise").step
+    src = release.noise
     Xc = as_rows(X)
     n, d = Xc.shape
     # the histograms read n_l rows: all rows in a random order, or when n is large a uniformly
@@ -253,8 +252,9 @@ def localise(
         b = np.zeros(d)
         for k, _ in enumerate(
             _axis_top_bins(scale_keys, d, scale_budget, "scale",
-                           needed_n_scale(tau), scale_h, accountant=accountant, noise=src,
-                           step=f"{step}-scale")
+                           needed_n_scale(tau), scale_h,
+                           release=Release(release.accountant, src, f"{step}-scale"),
+                           fail_step=f"{step}-scale")
         ):
             top = scale_bin(scale_h[k])
             tied[k] = top is None
@@ -294,8 +294,8 @@ def localise(
     spread_of: dict[int, float] = {}  # tied axes left to the octave release
     for k, top in enumerate(
         _axis_top_bins(loc_keys, d, location_budget, "location", needed_n_location(tau_l),
-                       loc_h, accountant=accountant, noise=src, step=f"{step}-location",
-                       axis_step=step)
+                       loc_h, release=Release(release.accountant, src, step),
+                       fail_step=f"{step}-location")
     ):
         if tied[k]:
             center[k], spread = tied_axis(loc_h[k])
@@ -322,8 +322,8 @@ def localise(
         from .histogram_ties import octave_spreads
 
         axes = np.array(sorted(spread_of), dtype=np.int64)
-        spreads = octave_spreads(Xc, axes, center[axes], tie_rho, accountant=accountant,
-                                 noise=src, step=f"{step}-ties")
+        spreads = octave_spreads(Xc, axes, center[axes], tie_rho,
+                                 release=Release(release.accountant, src, f"{step}-ties"))
         spent_ties = tie_rho
         for k, got in zip(map(int, axes), spreads, strict=True):
             if got is None:
