@@ -107,10 +107,14 @@ class JointBudget:
 
 
 def needed_n_scale(tau: float) -> int:
+    """The rows whose scale histograms (threshold ``tau``) keep their modal bin within the
+    plan's safety margin: the ``needed_n`` a failed scale step reports."""
     return int(math.ceil(2 * tau / (_SAFETY * P_SCALE)))  # pairs: n/2 * 0.32 * 0.5 >= tau
 
 
 def needed_n_location(tau: float) -> int:
+    """The rows whose location histograms (threshold ``tau``) keep the bin holding μ within
+    the plan's safety margin: the ``needed_n`` a failed location step reports."""
     return int(math.ceil(tau / (_SAFETY * P_LOCATION)))
 
 
@@ -279,6 +283,8 @@ def count_noise_sd(budget: ApproxDP | JointBudget, d: int) -> float:
 
 
 def histogram_threshold(budget: ApproxDP | JointBudget, d: int) -> float:
+    """The release threshold τ of each of the d histograms released at ``budget`` (a
+    per-axis Laplace histogram, or one of a joint Gaussian release)."""
     if isinstance(budget, JointBudget):
         return budget.threshold(d)
     return stability_histogram_threshold(budget.epsilon, budget.delta)

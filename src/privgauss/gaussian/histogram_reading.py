@@ -64,7 +64,8 @@ def fitted_log_scale(
 
 
 def top_bin(hist: dict[Any, int]) -> Any:
-    # Deterministic post-processing of the release: highest noisy count, smallest key on ties.
+    """The key of the highest released count, the smallest on ties (deterministic
+    post-processing of the release)."""
     best = max(hist.values())
     return min(k for k, c in hist.items() if c == best)
 
