@@ -201,8 +201,9 @@ def localise(
     histogram per axis at that budget; a :class:`JointBudget` releases the d histograms of the
     step jointly with discrete Gaussian noise (δ-approximate ρ-zCDP in all).
 
-    Every histogram is charged to ``release``, its ledger steps named under the context's
-    prefix, or "localise" (``localise-scale-axes``, ``localise-axes``, ``localise-ties``).
+    Every histogram is charged to ``release``; the ledger steps are ``<s>-scale-axes``,
+    ``<s>-axes`` and ``<s>-ties`` (``-axis-k`` for per-axis Laplace histograms), ``<s>`` the
+    context's step, or "localise" when it has none.
 
     ``tie_rho`` > 0: a tied axis whose one released value leaves more than 1 % of the rows
     elsewhere (a DP output) gets its spread from a ``tie_rho``-zCDP octave release
