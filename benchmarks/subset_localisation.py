@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-import privgauss.gaussian.histogram as hist
+import privgauss.gaussian.histogram_budget as hist  # localisation_rows reads _SUBSET_MIN
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402

@@ -14,6 +14,7 @@ from privgauss import backends as bk
 from privgauss import clipped_stats as cs
 from privgauss.exceptions import InvalidDataError
 from privgauss.linalg import clip_rows
+from privgauss.mechanisms import Release
 from privgauss.validation import validated_rows
 
 da = pytest.importorskip("dask.array")
@@ -325,7 +326,7 @@ def _same_localisation(X: np.ndarray, chunks: tuple[int, int], s_b, l_b, total) 
     out = []
     for rows in (X, da.from_array(X, chunks=chunks)):
         acct = pg.Accountant(total)
-        out.append((localise(rows, s_b, l_b, accountant=acct, noise=3), acct.ledger))
+        out.append((localise(rows, s_b, l_b, release=Release.of(acct, 3)), acct.ledger))
     (a, la), (b, lb) = out
     assert a.scale_histograms == b.scale_histograms
     assert a.location_histograms == b.location_histograms

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from privgauss.bin_counts import key_counts, location_key_counts, log_scale_key_counts
-from privgauss.gaussian import histogram as h
+from privgauss.gaussian import histogram_keys as h
 
 
 def _tables() -> list[np.ndarray]:
@@ -34,9 +34,9 @@ def test_scale_counts_equal_the_reference_keys(t: int) -> None:
     n, d = X.shape
     perm, u, m = rng.permutation(n), rng.random(d), n // 2
     Y = np.abs(X[perm[0 : 2 * m : 2]] - X[perm[1 : 2 * m : 2]])
-    got = log_scale_key_counts(X, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2], u, h._ZERO_KEY)
+    got = log_scale_key_counts(X, perm[1 : 2 * m : 2], perm[0 : 2 * m : 2], u, h.ZERO_KEY)
     for k in range(d):
-        want = _unique(h._scale_keys(Y, u, k)[0])
+        want = _unique(h.pair_scale_keys(Y, u, k)[0])
         np.testing.assert_array_equal(got[k][0], want[0])
         np.testing.assert_array_equal(got[k][1], want[1])
         assert got[k][0].dtype == np.int64 and got[k][1].dtype == np.int64
@@ -52,8 +52,8 @@ def test_location_counts_equal_the_reference_keys(t: int, scale: float) -> None:
         w = np.exp(rng.standard_normal(d) * 4) * scale
         off = rng.random(d) * w
         with np.errstate(all="ignore"):
-            K = h._location_keys(X, off, w, tied)
-        got = location_key_counts(X, off, w, h._KEY_LIMIT, tied)
+            K = h.location_keys(X, off, w, tied)
+        got = location_key_counts(X, off, w, h.KEY_LIMIT, tied)
         for k in range(d):
             want = _unique(K[:, k])
             np.testing.assert_array_equal(got[k][0], want[0])
@@ -91,6 +91,6 @@ def test_log2_keys_equal_the_float_formula_at_bin_edges_and_special_values() -> 
     scratch = (np.empty(y.shape, dtype=np.int64), np.empty(y.shape, dtype=np.int64),
                np.empty(y.shape, dtype=bool), np.empty(y.shape, dtype=bool))
     with np.errstate(all="ignore"):
-        _log2_keys(y, u, h._ZERO_KEY, out, *scratch)
-        want = np.where(y > 0, np.floor(np.log2(y) + u), h._ZERO_KEY).astype(np.int64)
+        _log2_keys(y, u, h.ZERO_KEY, out, *scratch)
+        want = np.where(y > 0, np.floor(np.log2(y) + u), h.ZERO_KEY).astype(np.int64)
     np.testing.assert_array_equal(out, want)

@@ -25,6 +25,7 @@ from privgauss.gaussian.histogram import (
     localisation_rows,
     localise,
 )
+from privgauss.mechanisms import Release
 from privgauss.metrics import covariance_error, gaussian_logpdf, mahalanobis_mean_error
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, approx_to_zcdp, zcdp_to_epsilon
 
@@ -191,7 +192,7 @@ def test_location_grid_is_public() -> None:
     for shift in (0.0, 12345.678):
         X, _, _ = make_gaussian(2000, 2, mean=[shift, -shift], random_state=5)
         acct = Accountant(ApproxDP(EPS, DELTA))
-        centers.append(localise(X, None, loc_b, accountant=acct, noise=9).center)
+        centers.append(localise(X, None, loc_b, release=Release.of(acct, 9)).center)
     k = (centers[1] - centers[0]) / 2.0
     np.testing.assert_allclose(k, np.round(k), atol=1e-6)
 
@@ -242,7 +243,7 @@ def _localisation_release(data: np.ndarray, rng: np.random.Generator,
     l_b = ApproxDP(0.5, 0.5e-4) if l_b is None else l_b
     acct = Accountant(ApproxDP(_AUDIT_EPS, _AUDIT_DELTA))
     try:
-        loc = localise(data, s_b, l_b, accountant=acct, noise=rng)
+        loc = localise(data, s_b, l_b, release=Release.of(acct, rng))
     except EstimationFailed:
         return -1.0
     far_scale = any(k >= 10 for h in loc.scale_histograms for k in h)
@@ -423,7 +424,11 @@ def test_localisation_is_cheap_at_small_n() -> None:
 def test_localisation_rows_is_all_rows_unless_n_is_large() -> None:
     """The subset size is a public function of n, d and the budgets: all rows at the sizes the
     plan is tight for, and for large n a subset with 16× the rows each threshold needs."""
-    from privgauss.gaussian.histogram import _needed_n_location, _needed_n_scale, _threshold
+    from privgauss.gaussian.histogram_budget import (
+        histogram_threshold,
+        needed_n_location,
+        needed_n_scale,
+    )
 
     for n, d, eps in [(20_000, 10, 1.0), (100_000, 10, 1.0), (400_000, 10, 1.0),
                       (10**6, 10, 0.1), (10**6, 50, 0.3)]:
@@ -433,15 +438,15 @@ def test_localisation_rows_is_all_rows_unless_n_is_large() -> None:
         s_b, l_b, _ = localisation_plan(n, d, eps, DELTA)
         m = localisation_rows(n, d, s_b, l_b)
         assert 200_000 <= m <= n // 2
-        assert m >= 8 * _needed_n_scale(_threshold(s_b, d))
-        assert m >= 8 * _needed_n_location(_threshold(l_b, d))
+        assert m >= 8 * needed_n_scale(histogram_threshold(s_b, d))
+        assert m >= 8 * needed_n_location(histogram_threshold(l_b, d))
         assert m == localisation_rows(n + 1, d, s_b, l_b)  # not a function of the data
 
 
 def test_localise_reads_a_random_subset_not_a_prefix_and_charges_the_same() -> None:
     """On a sorted file of 6e5 rows the subset localisation (2e5 rows) still brackets the
     mean and scale — a prefix would not — and its ledger is the all-rows one."""
-    import privgauss.gaussian.histogram as hist
+    import privgauss.gaussian.histogram_budget as hist  # localisation_rows reads _SUBSET_MIN
 
     n, d = 600_000, 2
     rng = np.random.default_rng(5)
@@ -455,7 +460,7 @@ def test_localise_reads_a_random_subset_not_a_prefix_and_charges_the_same() -> N
         hist._SUBSET_MIN = saved if subset else 10**15
         try:
             acct = Accountant(ApproxDP(EPS, DELTA))
-            loc = localise(X, s_b, l_b, accountant=acct, noise=11)
+            loc = localise(X, s_b, l_b, release=Release.of(acct, 11))
         finally:
             hist._SUBSET_MIN = saved
         ledgers.append([(e.step, e.cost) for e in acct.ledger])
@@ -476,7 +481,7 @@ def test_subset_localisation_counts_tied_columns_over_all_rows() -> None:
     X = np.column_stack([rng.standard_normal(n) * 2.0 + 5.0, flag])
     s_b, l_b, _ = localisation_plan(n, 2, EPS, DELTA)
     assert localisation_rows(n, 2, s_b, l_b) == 200_000
-    loc = localise(X, s_b, l_b, accountant=Accountant(ApproxDP(EPS, DELTA)), noise=4)
+    loc = localise(X, s_b, l_b, release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 4))
     assert loc.degenerate is not None and not loc.degenerate[1]
     assert sorted(np.int64(k).view(np.float64) for k in loc.location_histograms[1]) == [0, 1, 2]
     assert abs(loc.center[0] - 5.0) <= loc.radius[0]

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 import privgauss as pg
-from privgauss.gaussian import histogram as hist
+from privgauss.gaussian import histogram_budget as hist
 from privgauss.gaussian.ridge import transform_jittered
 
 

@@ -16,6 +16,7 @@ from privgauss.gaussian.public import (
     public_mean_one_sample,
     public_preconditioner,
 )
+from privgauss.mechanisms import Release
 
 
 def acct(rho: float = 0.5) -> pg.Accountant:
@@ -159,7 +160,7 @@ def test_bad_public_data_refused_before_any_budget_is_spent() -> None:
         assert "nan" not in str(err.value).lower() or "NaN" in str(err.value)
     for x in [np.full(d, np.nan), np.zeros(d + 1), np.zeros((2, d))]:
         with pytest.raises(pg.InvalidDataError):
-            public_mean_one_sample(X, x, 0.5, accountant=a, noise=0)
+            public_mean_one_sample(X, x, 0.5, release=Release.of(a, 0))
     with pytest.raises(pg.InvalidDataError):
         public_preconditioner(good[:d], 0.1)
     assert a.ledger == []
@@ -210,7 +211,7 @@ def test_public_mean_ledger(constants: str) -> None:
     keys = []
     for x in [X[0] + 1, np.full(d, -1e8)]:  # a good and an absurd public sample
         a = acct(rho)
-        public_mean_one_sample(X, x, rho, accountant=a, noise=0, constants=constants)
+        public_mean_one_sample(X, x, rho, release=Release.of(a, 0), constants=constants)
         assert math.fsum(e.cost.rho for e in a.ledger) == pytest.approx(rho, rel=1e-12, abs=0)
         keys.append(ledger_key(a))
     assert keys[0] == keys[1]
@@ -234,8 +235,8 @@ def test_inputs_never_mutated() -> None:
     cov = frozen(np.diag([1.0, 2.0, 3.0]))
     X0, P0, c0 = X.copy(), P.copy(), cov.copy()
     public_gaussian(X, P, 0.5, accountant=acct(), noise=0)
-    public_mean_one_sample(X, P[0], 0.5, accountant=acct(), noise=0, cov=cov)
-    public_mean(X, P, 0.5, accountant=acct(), noise=0)
+    public_mean_one_sample(X, P[0], 0.5, release=Release.of(acct(), 0), cov=cov)
+    public_mean(X, P, 0.5, release=Release.of(acct(), 0))
     assert np.array_equal(X, X0) and np.array_equal(P, P0) and np.array_equal(cov, c0)
 
 
@@ -248,11 +249,11 @@ def test_huge_rho_approaches_the_nonprivate_estimators() -> None:
     assert np.allclose(m, X.mean(axis=0), atol=1e-8)
     assert np.allclose(S, np.cov(X.T, bias=True), atol=1e-6)
     Xs = 0.3 * rng.standard_normal((n, d)) + 7
-    m1 = public_mean_one_sample(Xs, Xs[0], HUGE_RHO, accountant=acct(HUGE_RHO), noise=0)
+    m1 = public_mean_one_sample(Xs, Xs[0], HUGE_RHO, release=Release.of(acct(HUGE_RHO), 0))
     assert np.allclose(m1, Xs.mean(axis=0), atol=1e-8)
     cov = np.diag([4.0, 1.0, 9.0, 0.25])
     Xc = Xs @ np.sqrt(cov)
-    m2 = public_mean_one_sample(Xc, Xc[0], HUGE_RHO, accountant=acct(HUGE_RHO), noise=0,
+    m2 = public_mean_one_sample(Xc, Xc[0], HUGE_RHO, release=Release.of(acct(HUGE_RHO), 0),
                                 cov=cov)
     assert np.allclose(m2, Xc.mean(axis=0), atol=1e-8)
 
@@ -285,9 +286,9 @@ def test_public_mean_is_translation_equivariant(constants: str) -> None:
     n, d = 1000, 20
     X = rng.standard_normal((n, d))
     x = rng.standard_normal(d)
-    base = public_mean_one_sample(X, x, 0.5, accountant=acct(), noise=5, constants=constants)
+    base = public_mean_one_sample(X, x, 0.5, release=Release.of(acct(), 5), constants=constants)
     for k in (10.0, 1000.0):
-        shifted = public_mean_one_sample(X + k, x + k, 0.5, accountant=acct(), noise=5,
+        shifted = public_mean_one_sample(X + k, x + k, 0.5, release=Release.of(acct(), 5),
                                          constants=constants)
         assert np.allclose(shifted, base + k, rtol=0, atol=1e-9 * k)
 
@@ -312,7 +313,7 @@ def test_one_public_sample_mean_accuracy() -> None:
         x = mu + rng.standard_normal(d)
         err["np"].append(np.linalg.norm(X.mean(axis=0) - mu))
         for c in ("practical", "paper-code"):
-            est = public_mean_one_sample(X, x, rho, accountant=acct(), noise=rng, constants=c)
+            est = public_mean_one_sample(X, x, rho, release=Release.of(acct(), rng), constants=c)
             err[c].append(np.linalg.norm(est - mu))
     tm = {k: trim_mean(v, 0.1) for k, v in err.items()}
     assert tm["practical"] < 1.22 * tm["np"]
@@ -330,9 +331,9 @@ def test_known_covariance_and_several_public_rows() -> None:
         P = mu + rng.standard_normal((8, d)) @ C.T
         enp.append(np.linalg.norm(W @ (X.mean(axis=0) - mu)))
         e1.append(np.linalg.norm(W @ (public_mean_one_sample(
-            X, P[0], 0.5, accountant=acct(), noise=rng, cov=Sigma) - mu)))
+            X, P[0], 0.5, release=Release.of(acct(), rng), cov=Sigma) - mu)))
         e8.append(np.linalg.norm(W @ (public_mean(
-            X, P, 0.5, accountant=acct(), noise=rng, cov=Sigma) - mu)))
+            X, P, 0.5, release=Release.of(acct(), rng), cov=Sigma) - mu)))
     p, a, b = (trim_mean(e, 0.1) for e in (enp, e1, e8))
     assert a < 1.3 * p and b < 1.3 * p
 
@@ -364,7 +365,7 @@ def test_secure_noise_path_runs() -> None:
     rng = np.random.default_rng(15)
     X = rng.standard_normal((100, 3)) + 20
     a = acct(1.0)
-    est = public_mean_one_sample(X, X[0] + 0.1, 1.0, accountant=a, noise=None)
+    est = public_mean_one_sample(X, X[0] + 0.1, 1.0, release=Release.of(a, None))
     assert np.all(np.isfinite(est)) and np.linalg.norm(est - 20) < 2.0
     assert math.fsum(e.cost.rho for e in a.ledger) == pytest.approx(1.0)
 

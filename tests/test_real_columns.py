@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 import privgauss as pg
-from privgauss.gaussian.histogram import _TIE_SHARE, histogram_gaussian, localisation_plan
+from privgauss.gaussian.histogram import histogram_gaussian, localisation_plan
+from privgauss.gaussian.histogram_budget import TIE_SHARE
 from privgauss.gaussian.histogram_ties import octave_spreads
+from privgauss.mechanisms import Release
 from privgauss.privacy import ZCDP, Accountant, ApproxDP
 
 DELTA = 1e-6
@@ -96,7 +98,7 @@ def test_rare_flag_among_many_columns_fits(seed: int) -> None:
 
 
 def test_the_octave_release_is_charged_and_the_total_unchanged() -> None:
-    """The fallback's cost is in the ledger: one zCDP entry of _TIE_SHARE of the refinement's
+    """The fallback's cost is in the ledger: one zCDP entry of TIE_SHARE of the refinement's
     planned ρ, taken from the refinement, so the zCDP entries still sum to the plan's ρ_all and
     the fit spends exactly (ε, δ)."""
     n = 16_000
@@ -107,7 +109,7 @@ def test_the_octave_release_is_charged_and_the_total_unchanged() -> None:
     assert len(ties) == 1 and isinstance(ties[0].cost, ZCDP)
     s_b, l_b, rho_all = localisation_plan(n, 17, 1.0, DELTA)
     assert s_b is not None
-    assert ties[0].cost.rho == pytest.approx(_TIE_SHARE * (rho_all - s_b.rho - l_b.rho))
+    assert ties[0].cost.rho == pytest.approx(TIE_SHARE * (rho_all - s_b.rho - l_b.rho))
     zc = [e.cost.rho for e in acct.ledger if isinstance(e.cost, ZCDP)]
     assert sum(zc) == pytest.approx(rho_all, rel=1e-9)
     assert acct.spent is not None
@@ -127,7 +129,7 @@ def test_octave_spreads_reads_the_rms_distance() -> None:
     y = np.where(rng.random(n) < 0.1, rng.choice([-300.0, 500.0], n), 7.0)
     X = np.column_stack([x, y, np.full(n, 3.0)])
     got = octave_spreads(X, np.array([0, 1, 2]), np.array([0.0, 7.0, 3.0]), 1.0,
-                         accountant=Accountant(ZCDP(1.0)), noise=0, step="t")
+                         release=Release.of(Accountant(ZCDP(1.0)), 0, "t"))
     rms = [np.sqrt(np.mean((X[:, k] - v) ** 2)) for k, v in ((0, 0.0), (1, 7.0))]
     for g, r in zip(got[:2], rms, strict=True):
         assert g is not None and r / 1.5 < g < r * 1.5

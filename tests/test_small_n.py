@@ -21,7 +21,7 @@ from privgauss.gaussian.coinpress import cov_plan as cp_cov
 from privgauss.gaussian.coinpress import mean_first as mf
 from privgauss.gaussian.coinpress import plan as cp_plan
 from privgauss.gaussian.coinpress import tails as cp_tails
-from privgauss.gaussian.histogram import _fitted_log_scale
+from privgauss.gaussian.histogram_reading import fitted_log_scale
 from privgauss.metrics import covariance_error, mahalanobis_mean_error
 from privgauss.privacy import ZCDP, Accountant
 
@@ -100,10 +100,10 @@ def test_fitted_scale_recovers_the_position_in_the_bin() -> None:
     tau = 1500.0
     hist = {int(j): int(round(c)) for j, c in zip(js, counts, strict=True) if c > tau}
     top = max(hist, key=hist.__getitem__)
-    a = _fitted_log_scale(hist, top, m, tau, 50.0)
+    a = fitted_log_scale(hist, top, m, tau, 50.0)
     assert a is not None and abs(a - a_true) < 0.02
     # one released bin (e.g. a 0/1 column): no fit, the wide bracket stays
-    assert _fitted_log_scale({top: hist[top]}, top, m, tau, 50.0) is None
+    assert fitted_log_scale({top: hist[top]}, top, m, tau, 50.0) is None
 
 
 def test_mean_first_replaces_a_failing_sequential_plan() -> None:

@@ -23,6 +23,7 @@ from ..gaussian.clip_diagnostics import (
     release_clipped_count,
 )
 from ..gaussian.public_frame import public_verdict
+from ..mechanisms import Release
 from ..methods import Facts, GaussianJob, Method
 from ..noise import NoiseSource
 from ..privacy import Accountant, Budget
@@ -349,7 +350,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             noisy = None
             count_budget = clips.reserved if from_refinement else plan.count_budget
             if count_budget is not None and ball is not None:
-                noisy = release_clipped_count(ball, count_budget, accountant=acct, noise=noise)
+                noisy = release_clipped_count(ball, count_budget, release=Release(acct, noise))
                 _refuse_a_missed_fit(noisy, ball.rows.n, acct.ledger[-1])
             means, covs = self._inside_prior(  # may fail: inside
                 np.asarray(mean)[None], np.asarray(cov)[None], plan.center,

@@ -47,8 +47,8 @@ from scipy import stats
 
 from ..backends import reduce_rows
 from ..clipped_stats import Rows, affine_rows, mapped_inputs
-from ..mechanisms import private_count
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, has_delta, zcdp_of
+from ..mechanisms import Release, private_count
+from ..privacy import ZCDP, ApproxDP, Budget, PureDP, has_delta, zcdp_of
 from ..sensitivity import count as count_sensitivity
 
 __all__ = [
@@ -242,14 +242,14 @@ def split_for_count(budget: Budget, zcdp_method: bool) -> tuple[Budget, Budget]:
     return PureDP(main_eps), PureDP(eps - main_eps)
 
 
-def release_clipped_count(ball: ClipBall, budget: Budget, *, accountant: Accountant,
-                          noise: Any, step: str = "clipped count") -> float:
-    """The DP number of rows outside ``ball``: charged to ``accountant`` before the noise
-    (one ledger entry, sensitivity 1). Returns the noisy count (may be negative or exceed n:
-    clamp its fraction as post-processing)."""
+def release_clipped_count(ball: ClipBall, budget: Budget, *, release: Release) -> float:
+    """The DP number of rows outside ``ball``: charged to ``release`` before the noise (one
+    ledger entry, sensitivity 1, step "clipped count" unless the context names one). Returns
+    the noisy count (may be negative or exceed n: clamp its fraction as post-processing)."""
+    rel = release.named("clipped count")
     exact = outside_count(ball)
-    noisy = private_count(exact, budget, accountant=accountant, noise=noise, step=step,
-                          sensitivity=count_sensitivity())
+    noisy = private_count(exact, budget, accountant=rel.accountant, noise=rel.noise,
+                          step=rel.step, sensitivity=count_sensitivity())
     return float(np.asarray(noisy).reshape(-1)[0])
 
 

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..clipped_stats import Rows
-from ..mechanisms import gaussian_mechanism, laplace_mechanism
-from ..noise import RandomState
-from ..privacy import Accountant, Budget, is_pure
+from ..mechanisms import Release, gaussian_mechanism, laplace_mechanism
+from ..privacy import Budget, is_pure
 from ..sensitivity import clipped_mean_l1, clipped_mean_l2
 from .clip_diagnostics import MEAN_COUNT_TAIL, note_clip
 
@@ -27,25 +26,18 @@ def clip_mean(
     radius: float,
     budget: Budget,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
-    step: str = "clip-mean",
+    release: Release,
 ) -> np.ndarray:
-    """Private mean of the rows of ``X`` clipped to B(center, radius)."""
+    """Private mean of the rows of ``X`` clipped to B(center, radius), charged to ``release``
+    (one step: its prefix, or "clip-mean")."""
+    rel = release.named("clip-mean")
     rows = X if isinstance(X, Rows) else Rows(X, fast=False)
     n, d = rows.n, rows.d
     mean = rows.clipped_mean(None, None, np.asarray(center, dtype=np.float64), radius)
     # callers' radii cover all but a small tail of Gaussian rows (≤ 1 %, see clip_diagnostics)
     note_clip(rows, None, None, center, radius, "mean", MEAN_COUNT_TAIL)
     if is_pure(budget):
-        return laplace_mechanism(
-            mean,
-            clipped_mean_l1(radius, n, d),
-            budget,
-            accountant=accountant,
-            noise=noise,
-            step=step,
-        )
-    return gaussian_mechanism(
-        mean, clipped_mean_l2(radius, n), budget, accountant=accountant, noise=noise, step=step
-    )
+        return laplace_mechanism(mean, clipped_mean_l1(radius, n, d), budget,
+                                 accountant=rel.accountant, noise=rel.noise, step=rel.step)
+    return gaussian_mechanism(mean, clipped_mean_l2(radius, n), budget,
+                              accountant=rel.accountant, noise=rel.noise, step=rel.step)

@@ -39,9 +39,8 @@ import numpy as np
 from scipy.stats import norm
 
 from ..backends import reduce_rows
-from ..mechanisms import gaussian_mechanism
-from ..noise import RandomState
-from ..privacy import ZCDP, Accountant
+from ..mechanisms import Release, gaussian_mechanism
+from ..privacy import ZCDP
 from ..sensitivity import histogram_l2
 
 __all__ = ["octave_spreads"]
@@ -73,22 +72,22 @@ def octave_spreads(
     values: np.ndarray,
     rho: float,
     *,
-    accountant: Accountant,
-    noise: RandomState,
-    step: str,
+    release: Release,
 ) -> list[float | None]:
     """Release (ρ-zCDP, replace-one, n public) the octave histograms of |x_k − v_k| on ``axes``
     and return each axis's spread (post-processing; see the module docstring), or None for an
     axis none of whose octaves was read as held by rows. ``axes`` and ``values`` must be DP
-    outputs or public; ρ is charged before any noise is drawn."""
+    outputs or public; ρ is charged to ``release`` (one step, its prefix, or
+    "octave-spreads") before any noise is drawn."""
+    rel = release.named("octave-spreads")
     axes = np.asarray(axes, dtype=np.int64)
     values = np.asarray(values, dtype=np.float64)
     n = int(X.shape[0])  # type: ignore[attr-defined]
     (counts,) = reduce_rows(X, partial(_octave_counts, axes=axes, values=values))
     h = len(axes)
     sens = histogram_l2() * math.sqrt(h)
-    noisy = gaussian_mechanism(counts, sens, ZCDP(rho), accountant=accountant, noise=noise,
-                               step=step).reshape(h, N_KEYS)
+    noisy = gaussian_mechanism(counts, sens, ZCDP(rho), accountant=rel.accountant,
+                               noise=rel.noise, step=rel.step).reshape(h, N_KEYS)
     sigma = sens / math.sqrt(2.0 * rho)
     read = sigma * float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS)))
     with np.errstate(over="ignore"):

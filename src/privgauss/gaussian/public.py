@@ -31,7 +31,8 @@ from ..backends import as_rows, public_rows
 from ..clipped_stats import Rows, transform_rows
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
-from ..noise import RandomState, as_noise
+from ..mechanisms import Release
+from ..noise import RandomState
 from ..privacy import ZCDP, Accountant
 from ..privacy import check_accountant as _check_accountant
 from ..privacy import check_rho as _check_rho
@@ -145,8 +146,7 @@ def public_mean(
     X_pub: Any,
     rho: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     cov: Any = None,
     beta: float = 0.01,
     constants: str = "practical",
@@ -165,15 +165,18 @@ def public_mean(
     R_pub = γ(d, β/2), one clip-and-noise step at λ = R_pub + γ(d, β/(2n)) (Lemma 3.2(1));
     ``"paper-code"`` — the published experiment: CoinPress t = 2, [1/4, 3/4], with the code's
     radius γ(**n**, 0.01) (its n-for-d bug, spec §6.1), for the Figure-1 reproduction.
+
+    Charged to ``release``, its steps named under the context's prefix, or "public-mean".
     """
     _check_constants(constants, ("practical", "theory", "paper-code"))
     X = as_rows(X)
     n, d = int(X.shape[0]), int(X.shape[1])
     P = _check_public_rows(X_pub, d, 1)
     maps = _known_cov_maps(cov, d)
-    accountant = _check_accountant(accountant)
+    accountant = _check_accountant(release.accountant)
     rho = _check_rho(rho)
     beta = _check_beta(beta)
+    step = release.named("public-mean").step
     root = None
     W = np.eye(d)
     if maps is not None:
@@ -182,7 +185,7 @@ def public_mean(
     m = P.shape[0]
     p_bar = P.mean(axis=0)
     x_bar = p_bar @ W
-    src = as_noise(noise)
+    src = release.noise
     # private rows y = sanitize(Σ^{-1/2}(x − p̄)), mapped block by block (never materialised)
     Y = Rows(X, input_map=(W.T, p_bar))
     zero = np.zeros(d)
@@ -190,8 +193,7 @@ def public_mean(
     if constants == "theory":
         r_pub = chi_tail_bound(d, beta / 2) / math.sqrt(m)
         lam = r_pub + chi_tail_bound(d, beta / (2 * n))
-        est = clip_mean(Y, zero, lam, ZCDP(rho), accountant=accountant, noise=src,
-                        step="public-mean")
+        est = clip_mean(Y, zero, lam, ZCDP(rho), release=Release(accountant, src, step))
     else:
         if constants == "practical":
             r_pub = math.sqrt(float(chi2.isf(beta / 2, d)) / m)
@@ -200,7 +202,7 @@ def public_mean(
             r_pub = chi_tail_bound(n, 0.01)
             plan = mean_schedule(n, d, r_pub, rho, steps=2, fractions=(0.25, 0.75),
                                  constants="theory", beta=0.01)
-        est = _run_mean(Y, zero, plan, accountant, src, "public-mean")
+        est = _run_mean(Y, zero, plan, accountant, src, step)
     out = est + x_bar
     return out if root is None else out @ root
 
@@ -210,8 +212,7 @@ def public_mean_one_sample(
     x_pub: Any,
     rho: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     cov: Any = None,
     beta: float = 0.01,
     constants: str = "practical",
@@ -221,8 +222,8 @@ def public_mean_one_sample(
     x = np.asarray(x_pub)
     if not (x.ndim == 1 or (x.ndim == 2 and x.shape[0] == 1)):
         raise InvalidDataError("x_pub must be one public sample of shape (d,) or (1, d)")
-    return public_mean(X, x.reshape(1, -1), rho, accountant=accountant, noise=noise, cov=cov,
-                       beta=beta, constants=constants)
+    return public_mean(X, x.reshape(1, -1), rho, release=release, cov=cov, beta=beta,
+                       constants=constants)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -264,15 +265,15 @@ def public_gaussian(
     """
     X = as_rows(X, min_rows=2)
     if not checks:
-        return public_gaussian_validated(X, X_pub, rho, accountant=accountant, noise=noise,
+        return public_gaussian_validated(X, X_pub, rho, release=Release.of(accountant, noise),
                                          beta=beta, gamma=gamma, constants=constants)
     _check_constants(constants)
     d = int(X.shape[1])
     P = _check_public_rows(X_pub, d, d + 1)
     _check_accountant(accountant)
     check_public_plan(int(X.shape[0]), d, P.shape[0], rho, beta, gamma, constants)
-    mean, cov = public_gaussian_validated(X, P, rho, accountant=accountant, noise=noise, beta=beta,
-                                 gamma=gamma, constants=constants)
+    mean, cov = public_gaussian_validated(X, P, rho, release=Release.of(accountant, noise),
+                                          beta=beta, gamma=gamma, constants=constants)
     n, rho = int(X.shape[0]), _check_rho(rho)
     check_public_collapse(P, cov, beta, gamma, public_jitter(n, rho, constants),
                           public_resolves(n, P.shape[0], d, rho, beta, gamma, constants))
@@ -284,24 +285,24 @@ def public_gaussian_validated(
     X_pub: Any,
     rho: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     beta: float = 0.1,
     gamma: float = 0.0,
     constants: str = "practical",
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`public_gaussian` on rows already validated by
     :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask), without the plan
-    and collapse checks (the caller runs them)."""
+    and collapse checks (the caller runs them). Charged to ``release``, its steps named under
+    the context's prefix, or "public-gaussian"."""
     _check_constants(constants)
     d = int(X.shape[1])
     P = _check_public_rows(X_pub, d, d + 1)
-    accountant = _check_accountant(accountant)
+    accountant = _check_accountant(release.accountant)
     rho = _check_rho(rho)
     beta = _check_beta(beta)
     pre = public_preconditioner(P, beta / 2, gamma)
     _reserve(accountant, rho)
-    src = as_noise(noise)
+    src = release.noise
     # the private rows y = sanitize(F(x − μ̂)) of pre.forward, mapped block by block
     n = int(X.shape[0])
     eta2 = public_jitter(n, rho, constants)
@@ -318,7 +319,7 @@ def public_gaussian_validated(
             prefer_fewer = _FEWER_STEPS_TOLERANCE
     mean_Y, cov_Y = _gaussian(
         Y, rho, np.zeros(d), pre.R, 1.0, pre.K, omega, accountant, src, constants,
-        beta / 2, "public-gaussian", prefer_fewer,
+        beta / 2, release.named("public-gaussian").step, prefer_fewer,
     )
     if eta2 > 0:
         _check_jittered(np.asarray(cov_Y), eta2)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
+from ..mechanisms import Release
 from ..privacy import BudgetPlan, as_rho
 from ._gaussian import GaussianJob, prior_radius, run_plan, whitened_mean
 from ._record import Facts, Method, is_pure
@@ -39,8 +40,8 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         # the mean lies within `bound` of center, and a row within the chi tail of the mean
         n, d = X.shape
         radius = bound + chi_tail_radius(d, job.facts.beta / n)  # type: ignore[operator]
-        return clip_mean(X, center, radius, job.budget, accountant=job.accountant,
-                         noise=job.noise)
+        return clip_mean(X, center, radius, job.budget,
+                         release=Release(job.accountant, job.noise))
 
     return whitened_mean(job, mean)
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
+from ..mechanisms import Release
 from ..privacy import BudgetPlan, as_rho
 from ._gaussian import GaussianJob, run_plan, smallest_n, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
@@ -69,7 +70,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         def mean_identity(X: Any, Xp: np.ndarray | None, center: np.ndarray,
                  bound: float | None) -> np.ndarray:
             return public_mean(X, Xp, zcdp_of(job.budget, "the public-data mean estimator"),
-                               accountant=job.accountant, noise=job.noise, beta=facts.beta,
+                               release=Release(job.accountant, job.noise), beta=facts.beta,
                                constants=facts.constants)
 
         return whitened_mean(job, mean_identity)
@@ -86,8 +87,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         job.X,
         job.public_X,
         rho,
-        accountant=job.accountant,
-        noise=job.noise,
+        release=Release(job.accountant, job.noise),
         beta=facts.beta,
         gamma=facts.gamma,
         constants=facts.constants,
