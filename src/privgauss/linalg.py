@@ -16,6 +16,7 @@ from scipy.linalg import solve_triangular
 from .exceptions import InvalidDataError
 
 __all__ = [
+    "clip_eigenvalues",
     "scaled_cholesky",
     "cholesky_pd",
     "clip_rows",
@@ -116,6 +117,41 @@ def scaled_cholesky(C: Any, *, ridge: float = 0.0) -> tuple[np.ndarray, np.ndarr
         if not ridge > 0:
             raise InvalidDataError("covariance is not positive definite") from None
         return s, np.linalg.cholesky(project_psd(R, min_eig=ridge))
+
+
+def clip_eigenvalues(C: Any, lo: float, hi: float) -> np.ndarray:
+    """The symmetric part of ``C`` with its eigenvalues clipped into [lo, hi] (0 < lo ≤ hi);
+    ``C`` itself (a float64 copy) when they already lie there.
+
+    An eigendecomposition of ``C`` in its own units resolves eigenvalues only down to about
+    d·eps·λ_max: with columns 1e-2 and 1e8 units apart (λ_max ≈ 1e16) a variance of 2e-4 comes
+    out as round-off, may read as below ``lo`` and would be replaced, destroying that column.
+    When ``lo`` is not resolved that way, the spectrum is taken scale-free instead: with
+    D the standard deviations and the correlation matrix D⁻¹CD⁻¹ = Q diag(c) Qᵀ (its
+    eigenvalues raised to 1e-12 of the largest), K = diag(c)^{-1/2} Qᵀ D⁻¹ = U Σ Vᵀ whitens C,
+    C's eigenvalues are 1/σ², and the result is M U diag(clip(1, lo·σ², hi·σ²)) Uᵀ Mᵀ with
+    M = K⁻¹ — the small eigenvalues (large σ) are the ones an SVD resolves."""
+    C0 = _square(C).copy()
+    C = sym(C0)
+    lo, hi = float(lo), float(hi)
+    if not (0 < lo <= hi):
+        raise ValueError("need 0 < lo <= hi")
+    w, V = np.linalg.eigh(C)
+    d = w.shape[0]
+    if lo >= 1e6 * d * _EPS * float(w[-1]) or not w[-1] > 0:
+        if w[0] >= lo and w[-1] <= hi:
+            return C0
+        return sym((V * np.clip(w, lo, hi)) @ V.T)
+    v = np.diag(C)
+    s = np.sqrt(np.where(v > 0, v, float(w[-1])))
+    c, Q = np.linalg.eigh(sym(C / np.outer(s, s)))
+    c = np.sqrt(np.maximum(c, 1e-12 * float(c[-1])))
+    U, sig, _ = np.linalg.svd((Q / c).T / s)
+    t = np.clip(1.0, lo * sig * sig, hi * sig * sig)
+    if (t == 1.0).all():
+        return C0
+    H = (s[:, None] * (Q * c)) @ U
+    return sym((H * t) @ H.T)
 
 
 def whitened_sq_norms(X: Any, mean: Any, chol: np.ndarray) -> np.ndarray:
