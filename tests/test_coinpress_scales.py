@@ -134,3 +134,38 @@ def test_coinpress_with_a_valid_wide_prior_at_any_scale(eps):
             except pg.EstimationFailed:  # a DP outcome would be honest; none is expected here
                 pytest.fail("the fit failed inside a valid prior")
         assert _kl(g.mean_, g.covariance_, mu, S) < limit
+
+
+def test_a_prior_wider_than_float64_resolves_is_refused_before_spending():
+    # columns ~1e21 sd apart (condition ~1e42): coinpress inside a valid prior came back
+    # singular without a warning; any prior containing such a truth is wider than
+    # MAX_PRIOR_CONDITION, so method='coinpress' refuses it before spending and auto takes the
+    # bound-free route, which standardises each axis by DP first
+    from privgauss.gaussian.coinpress.frames import MAX_PRIOR_CONDITION
+
+    rng = np.random.default_rng(0)
+    scales = np.array([1e12, 1e12, 1e-9, 1.0])
+    X = rng.multivariate_normal(np.zeros(4), CORR, size=20_000) * scales + 2 * scales
+    mu, S = X.mean(axis=0), np.cov(X, rowvar=False)
+    sd = np.sqrt(np.diag(S))
+    lam = np.linalg.eigvalsh(S / np.outer(sd, sd))[0] * sd.min() ** 2
+    prior = dict(mean_bound=10 * float(np.linalg.norm(mu)), cov_bounds=(lam / 2, 8 * sd.max() ** 2))
+    assert prior["cov_bounds"][1] / prior["cov_bounds"][0] > MAX_PRIOR_CONDITION
+    g = pg.PrivateGaussian(epsilon=1e4, delta=1e-6, method="coinpress", random_state=0, **prior)
+    with pytest.raises(pg.InvalidDataError, match="float64"):
+        g.fit(X)
+    assert not getattr(g, "ledger_", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = pg.PrivateGaussian(epsilon=1e4, delta=1e-6, random_state=0, **prior).fit(X)
+    assert g.method_ == "histogram" and "'coinpress' cannot work here" in g.method_reason_
+    assert _kl(g.mean_, g.covariance_, mu, S) < 1e-3
+    # a prior just inside the limit is still run (mhtdata's valid priors span ~1e29)
+    lo, hi = 1e-6, 1e-6 * MAX_PRIOR_CONDITION / 2
+    Y = _table(5000)
+    est = pg.PrivateGaussian(rho=1e3, method="coinpress", cov_bounds=(lo, hi),
+                             mean_bound=1e9, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(Y)
+    assert est.method_ == "coinpress"

@@ -19,9 +19,19 @@ import math
 import numpy as np
 
 from ...exceptions import EstimationFailed
-from ...linalg import project_psd, sym
+from ...linalg import correlation_factor, project_psd, sym
 
-__all__ = ["floor_in_frame", "whitener"]
+__all__ = ["MAX_PRIOR_CONDITION", "floor_in_frame", "whitener"]
+
+# Widest cov_bounds (hi/lo) a CoinPress fit accepts: the frames are float64 matrices, and past
+# a covariance condition of ~1e36 (columns ~1e18 sd apart) the whitened rows lose their small
+# directions to round-off. Measured at eps = 1e4, n = 20,000, d = 4 (two collinear columns at
+# sd s_big, one at s_small, one at 1; KL to np.cov over seeds): condition 1e34 and 1e36 fit
+# (KL <= 6e-4; mhtdata's 3e25 at 1e-7), 1e40 missed (a DP failure, or KL 0.3-0.9 with a clip
+# warning), 1e42 came back singular without a warning. The prior bounds the truth's condition,
+# so a prior within this width is resolved whatever the data; a wider one is refused before
+# anything is spent (the bound-free route standardises each axis by DP first).
+MAX_PRIOR_CONDITION = 1e36
 
 _EPS = float(np.finfo(np.float64).eps)
 # an eigendecomposition in the rows' units is trusted when the quantity it must resolve is at
@@ -74,13 +84,15 @@ def floor_in_frame(Z: np.ndarray, A: np.ndarray, floor: float) -> np.ndarray:
 
 
 def whitener(cov: np.ndarray, floor: float, step: str, rel: float = 1e-6) -> np.ndarray:
-    """Symmetric inverse square root of a released covariance (post-processing), eigenvalues
-    floored at max(floor·rel, 1e-12·λ_max) — the second term a round-off guard, taken on the
-    correlation matrix when the covariance's own eigenvalues are not all resolved (columns
-    of very different scales): there cov = D C D (D its standard deviations), C's eigenvalues
-    are raised to 1e-12 of its largest, K = C^{-1/2} D⁻¹ = U Σ Vᵀ whitens it, and the result is
-    V diag(min(σ, (floor·rel)^{-1/2})) Vᵀ. A non-finite release (overflow on absurd inputs)
-    is a DP failure output."""
+    """A whitener B (B cov Bᵀ ⪯ I, = I above the floor) of a released covariance
+    (post-processing): its symmetric inverse square root with eigenvalues floored at
+    max(floor·rel, 1e-12·λ_max), the second term a round-off guard. When the covariance's own
+    eigenvalues are not all resolved (columns of very different scales) it is taken through a
+    factor that keeps the columns' scales instead, cov = M Mᵀ (:func:`~privgauss.linalg.
+    clip_eigenvalues`), not symmetric: K = M⁻¹ = U Σ Vᵀ whitens exactly, and
+    B = U diag(min(1, cap/σ)) Uᵀ K caps the magnification at cap = (floor·rel)^{-1/2} where
+    it exceeds it (the large σ, the ones an SVD resolves). A non-finite release (overflow on
+    absurd inputs) is a DP failure output."""
     if not np.isfinite(cov).all():
         raise EstimationFailed(
             "the private covariance overflowed; rescale the data or tighten the bounds",
@@ -91,10 +103,7 @@ def whitener(cov: np.ndarray, floor: float, step: str, rel: float = 1e-6) -> np.
     if _resolved(float(w[0]), float(w[-1]), d) or not w[-1] > 0:
         w = np.maximum(w, max(floor * rel, _GUARD * float(w[-1]), np.finfo(float).tiny))
         return sym((V / np.sqrt(w)) @ V.T)
-    v = np.diag(cov).copy()
-    s = np.sqrt(np.where(v > 0, v, float(w[-1])))
-    c, Q = np.linalg.eigh(sym(cov / np.outer(s, s)))
-    c = np.maximum(c, _GUARD * float(c[-1]))
-    _, sig, Vt = np.linalg.svd((Q / np.sqrt(c)).T / s)
+    K = np.linalg.inv(correlation_factor(sym(cov), float(w[-1])))
+    U, sig, _ = np.linalg.svd(K)
     cap = 1.0 / math.sqrt(max(floor * rel, np.finfo(float).tiny))
-    return sym((Vt.T * np.minimum(sig, cap)) @ Vt)
+    return np.asarray((U * np.minimum(1.0, cap / sig)) @ U.T @ K)
