@@ -16,6 +16,8 @@ from scipy.linalg import solve_triangular
 from .exceptions import InvalidDataError
 
 __all__ = [
+    "clip_eigenvalues",
+    "correlation_factor",
     "scaled_cholesky",
     "cholesky_pd",
     "clip_rows",
@@ -116,6 +118,54 @@ def scaled_cholesky(C: Any, *, ridge: float = 0.0) -> tuple[np.ndarray, np.ndarr
         if not ridge > 0:
             raise InvalidDataError("covariance is not positive definite") from None
         return s, np.linalg.cholesky(project_psd(R, min_eig=ridge))
+
+
+def correlation_factor(C: np.ndarray, top: float) -> np.ndarray:
+    """M with M Mᵀ = C (eigenvalues of the correlation matrix raised to 1e-12 of its
+    largest): M = D Q diag(c)^{1/2}, D the standard deviations (√``top`` for a column of
+    variance ≤ 0), D⁻¹CD⁻¹ = Q diag(c) Qᵀ — a factor whose entries keep every column's scale."""
+    v = np.diag(C)
+    s = np.sqrt(np.where(v > 0, v, top))
+    c, Q = np.linalg.eigh(sym(C / np.outer(s, s)))
+    return s[:, None] * (Q * np.sqrt(np.maximum(c, 1e-12 * float(c[-1]))))
+
+
+def clip_eigenvalues(C: Any, lo: float, hi: float) -> np.ndarray:
+    """The symmetric part of ``C`` with its eigenvalues clipped into [lo, hi] (0 < lo ≤ hi);
+    ``C`` itself (a float64 copy) when they already lie there.
+
+    An eigendecomposition of ``C`` in its own units resolves eigenvalues only down to about
+    d·eps·λ_max: with columns 1e-2 and 1e8 units apart (λ_max ≈ 1e16) a variance of 2e-4 comes
+    out as round-off, may read as below ``lo`` and would be replaced, destroying that column.
+    When ``lo`` is not resolved that way, each end is clipped through a factor C = M Mᵀ that
+    keeps the columns' scales (:func:`correlation_factor`) and an SVD, which resolves the
+    singular values near its largest: the upper end through M = U Σ Vᵀ (C's eigenvalues σ²,
+    C' = M V diag(min(1, hi/σ²)) Vᵀ Mᵀ), then the lower end through M⁻¹ = U Σ Vᵀ (eigenvalues
+    1/σ², C' = M U diag(max(1, lo·σ²)) Uᵀ Mᵀ)."""
+    C0 = _square(C).copy()
+    C = sym(C0)
+    lo, hi = float(lo), float(hi)
+    if not (0 < lo <= hi):
+        raise ValueError("need 0 < lo <= hi")
+    w, V = np.linalg.eigh(C)
+    d = w.shape[0]
+    if lo >= 1e6 * d * _EPS * float(w[-1]) or not w[-1] > 0:
+        if w[0] >= lo and w[-1] <= hi:
+            return C0
+        return sym((V * np.clip(w, lo, hi)) @ V.T)
+    out = C0
+    if w[-1] > hi:  # the largest eigenvalues are resolved in C's own units
+        M = correlation_factor(C, float(w[-1]))
+        _, sig, Vt = np.linalg.svd(M)
+        H = M @ Vt.T
+        C = out = sym((H * np.minimum(1.0, hi / (sig * sig))) @ H.T)
+    M = correlation_factor(C, float(w[-1]))
+    U, sig, _ = np.linalg.svd(np.linalg.inv(M))
+    t = np.maximum(1.0, lo * sig * sig)
+    if (t == 1.0).all():
+        return out
+    H = M @ U
+    return sym((H * t) @ H.T)
 
 
 def whitened_sq_norms(X: Any, mean: Any, chol: np.ndarray) -> np.ndarray:

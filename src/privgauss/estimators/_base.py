@@ -19,6 +19,7 @@ import numpy as np
 from .. import methods
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..gaussian.clip_diagnostics import clipped_advice
+from ..linalg import clip_eigenvalues
 from ..methods import Facts, is_pure, zcdp_of  # noqa: F401  # re-exported: their home is the registry
 from ..noise import NoiseSource, as_noise
 from ..privacy import (
@@ -298,10 +299,7 @@ class PrivateEstimatorBase(BudgetMixin):
                                                   / norm * (1.0 - 1e-12))
             if project_cov:
                 lo, hi = (float(v) for v in cov_bounds)  # type: ignore[union-attr]  # checked
-                w, V = np.linalg.eigh((covs[j] + covs[j].T) / 2)
-                if w[0] < lo or w[-1] > hi:
-                    c = (V * np.clip(w, lo, hi)) @ V.T
-                    covs[j] = (c + c.T) / 2
+                covs[j] = clip_eigenvalues(covs[j], lo, hi)  # scale-free at any units
         return means, covs
 
     def _record(self, budget: Budget, acct: Accountant, method: str, reason: str) -> None:

@@ -29,6 +29,7 @@ def _auto(facts: Facts) -> str | None:
 
 
 def _check(facts: Facts) -> None:
+    _check_width(facts)
     if facts.known_mean:
         if facts.cov_bounds is None:
             raise InvalidDataError("method='coinpress' with a known mean needs cov_bounds=")
@@ -56,6 +57,26 @@ def _check(facts: Facts) -> None:
             "and mean_bound to what you know, give about n >= "
             f"{req.n_needed:.0f} rows or a larger budget; or, with an (epsilon, delta) budget, "
             "drop the bounds (the bound-free method='histogram')"
+        )
+
+
+def _check_width(facts: Facts) -> None:
+    """Refuse, before spending, cov_bounds wider than float64 frames resolve
+    (:data:`~privgauss.gaussian.coinpress.frames.MAX_PRIOR_CONDITION`): a truth that
+    ill-conditioned would come back wrong without a sign."""
+    from ..gaussian.coinpress.frames import MAX_PRIOR_CONDITION
+
+    if facts.cov_bounds is None:
+        return
+    lo, hi = facts.cov_bounds
+    if hi / lo > MAX_PRIOR_CONDITION:
+        raise InvalidDataError(
+            f"method='coinpress' cannot resolve cov_bounds = ({lo:g}, {hi:g}): a condition "
+            f"number of {hi / lo:.3g}, beyond the {MAX_PRIOR_CONDITION:.0e} its float64 "
+            "frames resolve (columns about 1e18 standard deviations apart). Nothing was "
+            "spent. Tighten cov_bounds to what you know, rescale the columns, or, with an "
+            "(epsilon, delta) budget, drop the bounds (the bound-free method='histogram' "
+            "standardises each axis first)"
         )
 
 

@@ -27,6 +27,7 @@ from ..clip_diagnostics import (
     note_clip,
 )
 from .cov_plan import CovStep, sigma_cov
+from .frames import floor_in_frame, whitener
 from .mean_plan import MeanStep, sigma_mean
 from .plan import GaussianPlan
 from .radius_search import RadiusSearch, search_radius
@@ -182,7 +183,7 @@ def run_cov(
                 )
             return A, cov
         past.append((A, Z, sigma, extra, tau))
-        Zp = project_psd(Z) if floor <= 0 else _prior_floor(Z, A, floor)
+        Zp = project_psd(Z) if floor <= 0 else floor_in_frame(Z, A, floor)
         if s.debias:
             Zp = undo_cov_clip(Zp, tau)
         A = inv_sqrtm_psd(Zp + s.eta * np.eye(d)) @ A
@@ -245,22 +246,6 @@ def pooled(past: list[PastRelease], B: np.ndarray, Z: np.ndarray, sigma: float) 
     return sym(acc / wsum)
 
 
-def _prior_floor(Z: np.ndarray, A: np.ndarray, floor: float) -> np.ndarray:
-    """The release Z of the frame A projected so that A⁻¹ Z A⁻ᵀ ⪰ floor·I (post-processing);
-    Z unchanged (up to PSD repair) when that already holds or the frame cannot be inverted."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        Ainv = np.linalg.inv(A)
-        S = sym(Ainv @ Z @ Ainv.T)
-    if not np.isfinite(S).all():
-        return project_psd(Z)
-    w, V = np.linalg.eigh(S)
-    if w[0] >= floor:
-        return project_psd(Z)
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = sym(A @ ((V * np.maximum(w, floor)) @ V.T) @ A.T)
-    return out if np.isfinite(out).all() else project_psd(Z)
-
-
 def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, accountant: Accountant,
                    src: Any, step: str, prior_floor: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Stages 1–4 of :func:`coinpress_gaussian` (``practical``) on ``rows``. ``prior_floor``:
@@ -290,17 +275,3 @@ def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, acco
     m_w = run_mean(rows, np.zeros(d), plan.mean, accountant, src, f"{step} mean", A=B,
                     shift=mu_rough)
     return mu_rough + np.linalg.solve(B, m_w), cov
-
-
-def whitener(cov: np.ndarray, floor: float, step: str, rel: float = 1e-6) -> np.ndarray:
-    """Symmetric inverse square root of a released covariance (post-processing), eigenvalues
-    floored at max(floor·rel, 1e-12·λ_max). A non-finite release (overflow on absurd inputs)
-    is a DP failure output."""
-    if not np.isfinite(cov).all():
-        raise EstimationFailed(
-            "the private covariance overflowed; rescale the data or tighten the bounds",
-            step=step,
-        )
-    w, V = np.linalg.eigh(sym(cov))
-    w = np.maximum(w, max(floor * rel, 1e-12 * float(w[-1]), np.finfo(float).tiny))
-    return sym((V / np.sqrt(w)) @ V.T)
