@@ -27,6 +27,7 @@ import privgauss as pg
 from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, worst_case_pairs
 from privgauss.estimators.gaussian import METHODS as GAUSSIAN_METHODS
 from privgauss.estimators.mixture import METHODS as MIXTURE_METHODS
+from privgauss.mechanisms import Release
 from privgauss.privacy import zcdp_to_epsilon
 
 RHO, EPS, DELTA = 0.5, 1.0, 1e-3
@@ -210,7 +211,7 @@ def test_histogram_near_its_sample_threshold() -> None:
         budget = pg.ApproxDP(cfg.epsilon, cfg.delta)
         try:
             mean, _ = histogram_gaussian(rows, cfg.epsilon, cfg.delta,
-                                         accountant=pg.Accountant(budget), noise=rng)
+                                         release=Release.of(pg.Accountant(budget), rng))
         except pg.EstimationFailed:
             return np.zeros(1 + rows.shape[1]) + np.eye(1, 1 + rows.shape[1])[0]
         return np.concatenate([[0.0], np.clip(mean, -1e6, 1e6)])

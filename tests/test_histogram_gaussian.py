@@ -41,7 +41,7 @@ def base() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _errors(X: np.ndarray, mu: np.ndarray, cov: np.ndarray, seed: int) -> tuple[float, float]:
     acct = Accountant(ApproxDP(EPS, DELTA))
-    m, c = histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=seed)
+    m, c = histogram_gaussian(X, EPS, DELTA, release=Release.of(acct, seed))
     return mahalanobis_mean_error(m, mu, cov), covariance_error(c, cov)
 
 
@@ -84,7 +84,7 @@ def test_ledger_sums_to_budget_and_shows_localisation() -> None:
     # ZCDP(ρ) plus its δ event; the refinement's zCDP steps use the rest
     X, _, _ = make_gaussian(4000, 3, mean=[1e4, -3.0, 0.0], random_state=1)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=0)
+    histogram_gaussian(X, EPS, DELTA, release=Release.of(acct, 0))
     _assert_spent_exactly(acct)
     steps = [e.step for e in acct.ledger]
     assert steps[:4] == ["localise-scale-axes", "localise-scale-axes (delta)", "localise-axes",
@@ -106,7 +106,7 @@ def test_theory_ledger_is_per_axis_laplace() -> None:
     # constants="theory" keeps one Laplace stability histogram per axis at (ε_i, δ_i)
     X, _, _ = make_gaussian(20_000, 3, mean=[1e4, -3.0, 0.0], random_state=1)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=0, constants="theory")
+    histogram_gaussian(X, EPS, DELTA, release=Release.of(acct, 0), constants="theory")
     _assert_spent_exactly(acct)
     steps = [e.step for e in acct.ledger]
     for k in range(3):
@@ -137,7 +137,7 @@ def test_too_few_rows_is_a_dp_failure_with_budget_spent() -> None:
         X *= scale
         acct = Accountant(ApproxDP(EPS, DELTA))
         with pytest.raises(EstimationFailed) as info:
-            histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=0)
+            histogram_gaussian(X, EPS, DELTA, release=Release.of(acct, 0))
         assert info.value.step.startswith("localise")
         assert info.value.needed_n is not None and info.value.needed_n > 150
         assert acct.spent is not None and acct.spent.epsilon > 0  # the budget stays spent
@@ -150,7 +150,7 @@ def test_input_not_mutated_and_read_only_input() -> None:
     X.flags.writeable = False
     before = X.copy()
     acct = Accountant(ApproxDP(EPS, DELTA))
-    histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=1)
+    histogram_gaussian(X, EPS, DELTA, release=Release.of(acct, 1))
     np.testing.assert_array_equal(X, before)
 
 
@@ -171,7 +171,7 @@ def test_known_covariance_estimates_mean_only() -> None:
     cov = np.array([[4.0, 1.0], [1.0, 2.0]])
     X, mu, _ = make_gaussian(5000, 2, mean=[-2e5, 7e5], cov=cov, random_state=4)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    m, c = histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=2, cov=cov)
+    m, c = histogram_gaussian(X, EPS, DELTA, release=Release.of(acct, 2), cov=cov)
     np.testing.assert_array_equal(c, cov)
     assert mahalanobis_mean_error(m, mu, cov) <= 3 * math.sqrt(2 / 5000) + 0.02
     assert not any("scale" in e.step for e in acct.ledger)
@@ -179,7 +179,7 @@ def test_known_covariance_estimates_mean_only() -> None:
     # mean_only without cov: the covariance is the identity
     Xi, mui, _ = make_gaussian(5000, 2, mean=[3e3, -1e2], cov=np.eye(2), random_state=5)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    m, c = histogram_gaussian(Xi, EPS, DELTA, accountant=acct, noise=2, mean_only=True)
+    m, c = histogram_gaussian(Xi, EPS, DELTA, release=Release.of(acct, 2), mean_only=True)
     np.testing.assert_array_equal(c, np.eye(2))
     assert np.linalg.norm(m - mui) <= 3 * math.sqrt(2 / 5000) + 0.02
 
@@ -201,18 +201,18 @@ def test_refused_before_any_noise() -> None:
     X, _, _ = make_gaussian(2000, 2, random_state=6)
     small = Accountant(ApproxDP(0.5, DELTA))
     with pytest.raises(PrivacyBudgetError):
-        histogram_gaussian(X, EPS, DELTA, accountant=small, noise=0)
+        histogram_gaussian(X, EPS, DELTA, release=Release.of(small, 0))
     assert small.ledger == []
     zcdp = Accountant(ZCDP(1.0))
     with pytest.raises(PrivacyBudgetError):
-        histogram_gaussian(X, EPS, DELTA, accountant=zcdp, noise=0)
+        histogram_gaussian(X, EPS, DELTA, release=Release.of(zcdp, 0))
     assert zcdp.ledger == []
 
 
 def test_theory_constants_spend_exactly_the_budget() -> None:
     X, mu, cov = make_gaussian(20_000, 2, mean=[5.0, 5.0], random_state=8)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    m, c = histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=3, constants="theory")
+    m, c = histogram_gaussian(X, EPS, DELTA, release=Release.of(acct, 3), constants="theory")
     assert acct.spent.epsilon >= 0.999 * EPS  # type: ignore[union-attr]
     assert mahalanobis_mean_error(m, mu, cov) < 0.2 and covariance_error(c, cov) < 0.5
 
@@ -220,7 +220,7 @@ def test_theory_constants_spend_exactly_the_budget() -> None:
 def test_secure_noise_path() -> None:
     X, mu, cov = make_gaussian(3000, 2, mean=[-40.0, 8.0], random_state=10)
     acct = Accountant(ApproxDP(2.0, DELTA))
-    m, c = histogram_gaussian(X, 2.0, DELTA, accountant=acct, noise=None)
+    m, c = histogram_gaussian(X, 2.0, DELTA, release=Release.of(acct, None))
     assert np.isfinite(m).all() and np.isfinite(c).all()
     assert mahalanobis_mean_error(m, mu, cov) < 0.5
     assert acct.spent.epsilon >= 0.999 * 2.0  # type: ignore[union-attr]
@@ -311,7 +311,7 @@ def test_condition_beyond_the_prior_fits_with_a_ridge() -> None:
     for cond, seed in ((1e8, 1), (1e8, 7), (1e10, 2)):
         A = _conditioned(cond, seed=seed)
         acct = Accountant(ApproxDP(EPS, DELTA))
-        m, c = histogram_gaussian(Z @ A.T, EPS, DELTA, accountant=acct, noise=seed)
+        m, c = histogram_gaussian(Z @ A.T, EPS, DELTA, release=Release.of(acct, seed))
         assert acct.spent is not None and acct.spent.epsilon == pytest.approx(EPS)
         root = np.linalg.inv(A)  # A symmetric: Σ = A², Σ^-½ = A^-1
         assert np.linalg.eigvalsh(root @ c @ root.T)[0] > 0.75
@@ -320,8 +320,8 @@ def test_condition_beyond_the_prior_fits_with_a_ridge() -> None:
         assert 0.0 < gap < 10.0
     # a condition the assumption covers is estimated as before
     A = _conditioned(1e4)
-    m, c = histogram_gaussian(Z @ A.T, EPS, DELTA, accountant=Accountant(ApproxDP(EPS, DELTA)),
-                              noise=1)
+    m, c = histogram_gaussian(Z @ A.T, EPS, DELTA,
+                              release=Release.of(Accountant(ApproxDP(EPS, DELTA)), 1))
     assert covariance_error(c, A @ A.T) < 0.2
 
 
@@ -397,7 +397,7 @@ def test_joint_histogram_ledger_composes_as_approximate_zcdp() -> None:
     # ρ with δ − δ_h, exactly the δ_h-approximate zCDP bound, and the fit spends all of (ε, δ)
     X, _, _ = make_gaussian(5000, 4, random_state=3)
     acct = Accountant(ApproxDP(EPS, DELTA))
-    histogram_gaussian(X, EPS, DELTA, accountant=acct, noise=1)
+    histogram_gaussian(X, EPS, DELTA, release=Release.of(acct, 1))
     rho = sum(e.cost.rho for e in acct.ledger if isinstance(e.cost, ZCDP))
     delta_h = sum(e.cost.delta for e in acct.ledger if isinstance(e.cost, ApproxDP))
     assert delta_h == pytest.approx(DELTA / 4)

@@ -156,7 +156,7 @@ def test_bad_public_data_refused_before_any_budget_is_spent() -> None:
     ]
     for P in cases:
         with pytest.raises(pg.InvalidDataError) as err:
-            public_gaussian(X, P, 0.5, accountant=a, noise=0)
+            public_gaussian(X, P, 0.5, release=Release.of(a, 0))
         assert "nan" not in str(err.value).lower() or "NaN" in str(err.value)
     for x in [np.full(d, np.nan), np.zeros(d + 1), np.zeros((2, d))]:
         with pytest.raises(pg.InvalidDataError):
@@ -195,7 +195,7 @@ def test_public_gaussian_ledger_is_the_same_for_any_data(constants: str) -> None
     for X, P in [(X1, good), (X2, good), (X1, far), (X2, near_dup)]:
         a = acct(rho)
         try:  # far public rows may collapse the chain: a DP failure, the budget stays spent
-            public_gaussian(X, P, rho, accountant=a, noise=1, constants=constants)
+            public_gaussian(X, P, rho, release=Release.of(a, 1), constants=constants)
         except pg.EstimationFailed:
             pass
         assert math.fsum(e.cost.rho for e in a.ledger) == pytest.approx(rho, rel=1e-12, abs=0)
@@ -234,7 +234,7 @@ def test_inputs_never_mutated() -> None:
     P = frozen(rng.standard_normal((d + 1, d)) + 4)
     cov = frozen(np.diag([1.0, 2.0, 3.0]))
     X0, P0, c0 = X.copy(), P.copy(), cov.copy()
-    public_gaussian(X, P, 0.5, accountant=acct(), noise=0)
+    public_gaussian(X, P, 0.5, release=Release.of(acct(), 0))
     public_mean_one_sample(X, P[0], 0.5, release=Release.of(acct(), 0), cov=cov)
     public_mean(X, P, 0.5, release=Release.of(acct(), 0))
     assert np.array_equal(X, X0) and np.array_equal(P, P0) and np.array_equal(cov, c0)
@@ -245,7 +245,7 @@ def test_huge_rho_approaches_the_nonprivate_estimators() -> None:
     n, d = 1000, 4
     X = rng.uniform(-1, 1, size=(n, d)) @ np.diag([1, 2, 3, 4]) + 7  # bounded Mahalanobis norms
     P = rng.uniform(-1, 1, size=(d + 1, d)) @ np.diag([1, 2, 3, 4]) + 7
-    m, S = public_gaussian(X, P, HUGE_RHO, accountant=acct(HUGE_RHO), noise=0)
+    m, S = public_gaussian(X, P, HUGE_RHO, release=Release.of(acct(HUGE_RHO), 0))
     assert np.allclose(m, X.mean(axis=0), atol=1e-8)
     assert np.allclose(S, np.cov(X.T, bias=True), atol=1e-6)
     Xs = 0.3 * rng.standard_normal((n, d)) + 7
@@ -273,8 +273,8 @@ def test_public_gaussian_is_affine_equivariant(constants: str, extra: int) -> No
     P = mu + rng.standard_normal((d + 1 + extra, d)) @ C.T
     B = rng.standard_normal((d, d)) * 5 + 10 * np.eye(d)
     b = rng.standard_normal(d) * 1e3
-    m1, S1 = public_gaussian(X, P, 0.5, accountant=acct(), noise=3, constants=constants)
-    m2, S2 = public_gaussian(X @ B.T + b, P @ B.T + b, 0.5, accountant=acct(), noise=3,
+    m1, S1 = public_gaussian(X, P, 0.5, release=Release.of(acct(), 3), constants=constants)
+    m2, S2 = public_gaussian(X @ B.T + b, P @ B.T + b, 0.5, release=Release.of(acct(), 3),
                              constants=constants)
     assert np.linalg.norm(m2 - (B @ m1 + b)) <= 1e-6 * np.linalg.norm(m2)
     assert np.linalg.norm(S2 - B @ S1 @ B.T) <= 1e-6 * np.linalg.norm(S2)
@@ -351,7 +351,7 @@ def test_public_gaussian_covariance_accuracy() -> None:
         P = mu + rng.standard_normal((d + 1, d)) @ C.T
         err["np"].append(np.linalg.norm(W @ np.cov(X.T) @ W.T - np.eye(d)))
         for c in ("practical", "theory"):
-            m, S = public_gaussian(X, P, 0.5, accountant=acct(), noise=rng, constants=c)
+            m, S = public_gaussian(X, P, 0.5, release=Release.of(acct(), rng), constants=c)
             err[c].append(np.linalg.norm(W @ S @ W.T - np.eye(d)))
             if c == "practical":
                 err["mean"].append(np.linalg.norm(W @ (m - mu)))
@@ -376,7 +376,7 @@ def test_gamma_shifted_public_data_runs_and_spends_rho() -> None:
     X = rng.standard_normal((n, d)) * 2 + 5
     P = rng.standard_normal((d + 1, d)) * 2.5 + 5.5  # a shifted public distribution
     a = acct()
-    m, S = public_gaussian(X, P, 0.5, accountant=a, noise=2, gamma=0.3)
+    m, S = public_gaussian(X, P, 0.5, release=Release.of(a, 2), gamma=0.3)
     assert math.fsum(e.cost.rho for e in a.ledger) == pytest.approx(0.5, rel=1e-12, abs=0)
     assert np.linalg.norm(m - 5) < 0.5
     assert np.linalg.norm(S - 4 * np.eye(d)) < 2.0
@@ -399,7 +399,7 @@ def test_fast_data_path_gives_the_reference_release(
     for fast_min in (cs_rows._FAST_MIN_ROWS, 10**12):
         monkeypatch.setattr(cs_rows, "_FAST_MIN_ROWS", fast_min)
         a = acct()
-        m, S = public_gaussian(X, P, 0.5, accountant=a, noise=5)
+        m, S = public_gaussian(X, P, 0.5, release=Release.of(a, 5))
         outs.append((m, S, [(e.step, e.cost) for e in a.ledger]))
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-9, atol=1e-9 * max(offset, 1))
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-8, atol=1e-10)
@@ -448,7 +448,7 @@ def test_function_refuses_a_hopeless_plan_before_spending_and_says_what_works() 
     for rows in (X, 1e9 * X[::-1] + 7):  # the verdict reads public sizes only, not the rows
         a = acct(rho)
         with pytest.raises(pg.InvalidDataError, match="private rows") as info:
-            public_gaussian(rows, P, rho, accountant=a, noise=0, beta=beta)
+            public_gaussian(rows, P, rho, release=Release.of(a, 0), beta=beta)
         assert a.spent is None and a.ledger == []
         messages.append(str(info.value))
     assert messages[0] == messages[1]
@@ -486,7 +486,7 @@ def test_function_runs_a_feasible_plan_once_and_spends_exactly_rho(
     X = mu + rng.standard_normal((n, d)) @ C.T
     P = mu + rng.standard_normal((d + 1, d)) @ C.T
     a = acct(rho)
-    m, S = public_gaussian(X, P, rho, accountant=a, noise=4, constants=constants)
+    m, S = public_gaussian(X, P, rho, release=Release.of(a, 4), constants=constants)
     assert math.fsum(e.cost.rho for e in a.ledger) == pytest.approx(rho, rel=1e-12, abs=0)
     W = np.linalg.inv(C)
     assert np.linalg.norm(W @ S @ W.T - np.eye(d)) < 1.0
@@ -524,9 +524,9 @@ def test_collapse_check_flags_a_collapsed_release_and_passes_a_good_one(
     monkeypatch.setattr(pub, "public_gaussian_validated", collapsed)
     a = acct(0.5)
     with pytest.raises(pg.EstimationFailed, match="did not converge"):
-        public_gaussian(X, P, 0.5, accountant=a, noise=0, beta=beta)
+        public_gaussian(X, P, 0.5, release=Release.of(a, 0), beta=beta)
     assert a.spent.rho == pytest.approx(0.5)
-    m, S = public_gaussian(X, P, 0.5, accountant=acct(0.5), noise=0, beta=beta, checks=False)
+    m, S = public_gaussian(X, P, 0.5, release=Release.of(acct(0.5), 0), beta=beta, checks=False)
     assert np.all(np.isfinite(S))  # checks=False returns the release as is
 
 

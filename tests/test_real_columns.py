@@ -104,7 +104,7 @@ def test_the_octave_release_is_charged_and_the_total_unchanged() -> None:
     n = 16_000
     X = np.column_stack([_gaussian(n, 16, 1), _flag(n, 1)])
     acct = Accountant(ApproxDP(1.0, DELTA))
-    histogram_gaussian(X, 1.0, DELTA, accountant=acct, noise=1)
+    histogram_gaussian(X, 1.0, DELTA, release=Release.of(acct, 1))
     ties = [e for e in acct.ledger if e.step.endswith("-ties")]
     assert len(ties) == 1 and isinstance(ties[0].cost, ZCDP)
     s_b, l_b, rho_all = localisation_plan(n, 17, 1.0, DELTA)
@@ -116,7 +116,7 @@ def test_the_octave_release_is_charged_and_the_total_unchanged() -> None:
     assert acct.spent.epsilon == pytest.approx(1.0) and acct.spent.delta == pytest.approx(DELTA)
     # ... and a table without such a column has no such entry
     acct2 = Accountant(ApproxDP(1.0, DELTA))
-    histogram_gaussian(_gaussian(n, 17, 1), 1.0, DELTA, accountant=acct2, noise=1)
+    histogram_gaussian(_gaussian(n, 17, 1), 1.0, DELTA, release=Release.of(acct2, 1))
     assert not [e for e in acct2.ledger if e.step.endswith("-ties")]
 
 

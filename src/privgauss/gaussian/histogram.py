@@ -69,7 +69,6 @@ from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..mechanisms import Release
-from ..noise import RandomState, as_noise
 from ..privacy import Accountant, ApproxDP, has_delta
 from ..validation import check_probability
 
@@ -104,8 +103,7 @@ def histogram_gaussian(
     epsilon: float,
     delta: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     mean_only: bool = False,
     cov: Any = None,
     beta: float = 0.05,
@@ -125,8 +123,9 @@ def histogram_gaussian(
     returned as the covariance. ``mean_only=True`` without ``cov`` means the covariance is the
     identity. ``beta`` is the failure probability passed to the CoinPress refinement.
     ``corr_condition`` is the assumed bound on the condition number of Σ's correlation matrix
-    (utility only). All releases are charged to ``accountant`` (an (ε, δ) accountant with room
-    for ``ApproxDP(epsilon, delta)``); the call spends exactly (ε, δ), unless it fails.
+    (utility only). All releases are charged to ``release`` (its accountant an (ε, δ) one with
+    room for ``ApproxDP(epsilon, delta)``; its steps named under the context's prefix); the
+    call spends exactly (ε, δ), unless it fails.
 
     Raises :class:`EstimationFailed` (a DP output, budget spent) when localisation fails, and
     :class:`PrivacyBudgetError` before anything is drawn when the accountant cannot pay.
@@ -141,6 +140,7 @@ def histogram_gaussian(
         raise ValueError("corr_condition must be a number >= 1")
     Xc = as_rows(X, min_rows=2)
     n, d = Xc.shape
+    accountant = release.accountant
     if not accountant.can_spend(budget):
         raise PrivacyBudgetError(
             f"histogram_gaussian needs {budget} from the accountant, which cannot pay it; "
@@ -153,22 +153,20 @@ def histogram_gaussian(
             raise ValueError(f"cov must have shape ({d}, {d})")
     elif mean_only:
         known = np.eye(d)
-    src = as_noise(noise)
-    rel = Release(accountant, src)  # the localisation's steps: localise-*
+    src = release.noise
 
     s_budget, l_budget, rho_ref = budget_split(n, d, budget, known is not None, constants)
     if known is not None:
         w = inv_sqrtm_psd(known)
         Xw = transform_rows(Xc, w)  # w symmetric: rows x ↦ w x, an overflow sent far
-        loc = localise(Xw, None, l_budget, release=rel)
+        loc = localise(Xw, None, l_budget, release=release)
         rho = _refinement_rho(accountant, rho_ref, 0.0)
         radius = float(np.linalg.norm(loc.radius))
-        mean_w = coinpress_mean(
-            Xw, loc.center, radius, rho, accountant=accountant, noise=src, beta=beta
-        )
+        mean_w = coinpress_mean(Xw, loc.center, radius, rho, accountant=accountant, noise=src,
+                                beta=beta, step=release.name("coinpress-mean"))
         return np.asarray(mean_w) @ sqrtm_psd(known), known.copy()
 
-    loc = localise(Xc, s_budget, l_budget, release=rel, tie_rho=TIE_SHARE * rho_ref)
+    loc = localise(Xc, s_budget, l_budget, release=release, tie_rho=TIE_SHARE * rho_ref)
     rho = _refinement_rho(accountant, rho_ref, loc.tie_rho)
     deg = np.zeros(d, dtype=bool) if loc.degenerate is None else loc.degenerate
     # a degenerate axis (a constant column: one released value, scale 0) is known exactly; in the
@@ -210,6 +208,7 @@ def histogram_gaussian(
         noise=src,
         constants=constants,
         beta=beta,
+        step=release.name("coinpress-gaussian"),
         prior_floor=False,  # lo is an assumption, judged from the release by _check_prior
     )
     _check_prior(np.asarray(cov_z), eta2 if eta2 > 0 else lo)

@@ -32,8 +32,7 @@ from ..clipped_stats import Rows, transform_rows
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..mechanisms import Release
-from ..noise import RandomState
-from ..privacy import ZCDP, Accountant
+from ..privacy import ZCDP
 from ..privacy import check_accountant as _check_accountant
 from ..privacy import check_rho as _check_rho
 from ..privacy import reserve_rho as _reserve
@@ -236,8 +235,7 @@ def public_gaussian(
     X_pub: Any,
     rho: float,
     *,
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     beta: float = 0.1,
     gamma: float = 0.0,
     constants: str = "practical",
@@ -262,18 +260,19 @@ def public_gaussian(
     that would do), and EstimationFailed (budget spent) when the release collapsed in the
     preconditioner's frame (:func:`check_public_collapse`). ``checks=False`` runs Alg. 2 as
     written and returns whatever it releases (for experiments on the algorithm itself).
+    Charged to ``release``, its steps named under the context's prefix, or "public-gaussian".
     """
     X = as_rows(X, min_rows=2)
     if not checks:
-        return public_gaussian_validated(X, X_pub, rho, release=Release.of(accountant, noise),
-                                         beta=beta, gamma=gamma, constants=constants)
+        return public_gaussian_validated(X, X_pub, rho, release=release, beta=beta, gamma=gamma,
+                                         constants=constants)
     _check_constants(constants)
     d = int(X.shape[1])
     P = _check_public_rows(X_pub, d, d + 1)
-    _check_accountant(accountant)
+    _check_accountant(release.accountant)
     check_public_plan(int(X.shape[0]), d, P.shape[0], rho, beta, gamma, constants)
-    mean, cov = public_gaussian_validated(X, P, rho, release=Release.of(accountant, noise),
-                                          beta=beta, gamma=gamma, constants=constants)
+    mean, cov = public_gaussian_validated(X, P, rho, release=release, beta=beta, gamma=gamma,
+                                          constants=constants)
     n, rho = int(X.shape[0]), _check_rho(rho)
     check_public_collapse(P, cov, beta, gamma, public_jitter(n, rho, constants),
                           public_resolves(n, P.shape[0], d, rho, beta, gamma, constants))

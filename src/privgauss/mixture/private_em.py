@@ -813,10 +813,11 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
             constants=constants, beta=beta, step="em localisation in the prior")
     else:
         from ..gaussian.histogram import histogram_gaussian
+        from ..mechanisms import Release
 
         loc = plan.localisation
         # the practical (joint-histogram) route whatever ``constants``: em_plan assumes it
-        mean, cov = histogram_gaussian(X, loc.epsilon, loc.delta, accountant=acct, noise=src,
+        mean, cov = histogram_gaussian(X, loc.epsilon, loc.delta, release=Release(acct, src),
                                        beta=beta, constants="practical")
     with np.errstate(all="ignore"):
         cov = sym(cov)

@@ -225,7 +225,7 @@ def public_heavy_gmm(
         j: int, rows: np.ndarray, rho_j: float, acct: Accountant
     ) -> tuple[np.ndarray, np.ndarray]:
         # checks=False: Alg. 2 as written; its plan check would refuse after the spending
-        return public_gaussian(rows, publics[j], rho_j, accountant=acct, noise=src,
+        return public_gaussian(rows, publics[j], rho_j, release=Release(acct, src),
                                beta=beta / (3 * k), constants=constants, checks=False)
 
     priors = [
