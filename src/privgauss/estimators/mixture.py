@@ -343,11 +343,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                     f"privgauss.datasets.separation_ratio) must be finite and > 0, got {sep!r}"
                 )
         if self.method_params is not None:  # a dict, by _parameter_constraints
-            known = {knob for spec in methods.table("mixture").values() for knob in spec.knobs}
-            unknown = sorted(set(self.method_params) - known)
-            if unknown:
-                raise ValueError(f"unknown method_params {unknown}; known knobs: {sorted(known)}")
-            self._check_knobs(d)
+            methods.check_knobs("mixture", self.method_params)
         self._check_prior(d)
         budget = self._budget()
         zcdp_ok = isinstance(budget, ZCDP) and (self.method == "auto"
@@ -356,37 +352,6 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             raise PrivacyBudgetError(methods.mixture_budget_refusal(budget))
         assert isinstance(budget, ZCDP | ApproxDP)  # refused above otherwise
         return budget
-
-    def _check_knobs(self, d: int) -> None:
-        p = self.method_params or {}
-        if "terrific_c" in p and not (3.0 < float(p["terrific_c"]) <= 1e3):
-            raise ValueError(
-                "terrific_c (annulus constant of the terrific-ball search) must be in (3, 1000]"
-            )
-        if "max_points" in p:
-            check_positive_int(p["max_points"], "max_points", minimum=100)
-        if "n_radii_max" in p:
-            check_positive_int(p["n_radii_max"], "n_radii_max", minimum=2)
-        if "peel_factor" in p and not (1.0 <= float(p["peel_factor"]) <= 100.0):
-            raise ValueError(
-                "peel_factor (released ball = peel_factor x found radius) must be in [1, 100]"
-            )
-        if "t_fraction" in p and not (0.0 < float(p["t_fraction"]) <= 1.0):
-            raise ValueError("t_fraction must be in (0, 1]")
-        if "box_factor" in p and not (0.5 <= float(p["box_factor"]) <= 100.0):
-            raise ValueError("box_factor must be in [0.5, 100]")
-        if "n_steps" in p:
-            check_positive_int(p["n_steps"], "n_steps", minimum=1)
-            if int(p["n_steps"]) > 100:
-                raise ValueError("n_steps (EM steps of method='em') must be at most 100")
-        if "n_chunks" in p:
-            check_positive_int(p["n_chunks"], "n_chunks", minimum=2)
-        if "radii" in p:
-            r = np.asarray(p["radii"], dtype=np.float64)
-            if r.ndim != 1 or r.size == 0 or not (np.isfinite(r).all() and (r > 0).all()):
-                raise ValueError("radii must be a non-empty 1-D grid of finite positive radii")
-        if "learner" in p and not callable(p["learner"]):
-            raise TypeError("learner must be a callable (rows, k, seed) -> (weights, means)")
 
     def _facts(self, budget: Budget, n: int, d: int, public: np.ndarray | None) -> Facts:
         """The public quantities of this fit, as the method registry reads them."""

@@ -37,6 +37,7 @@ from . import public_light as _public_light
 from . import sample_aggregate as _sample_aggregate
 from ._auto import MixturePlan
 from ._gaussian import GaussianJob
+from ._knobs import check_knob_ranges
 from ._record import Facts, Method, budget_notion, is_pure, zcdp_of
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "Method",
     "MixturePlan",
     "budget_notion",
+    "check_knobs",
     "choose",
     "choose_auto",
     "fallback",
@@ -94,6 +96,23 @@ def table(kind: str) -> dict[str, Method]:
     if kind == "mixture":
         return MIXTURE
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def check_knobs(kind: str, params: dict[str, Any]) -> None:
+    """Refuse, before anything is spent, ``method_params`` that no method of ``kind`` knows
+    (the message lists the known knobs) or a knob outside its range, whichever method runs.
+
+    Raises
+    ------
+    ValueError
+        For an unknown knob or one out of range (TypeError for a ``learner`` that is not
+        callable).
+    """
+    known = {knob for spec in table(kind).values() for knob in spec.knobs}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"unknown method_params {unknown}; known knobs: {sorted(known)}")
+    check_knob_ranges(params)
 
 
 def names(kind: str) -> tuple[str, ...]:
