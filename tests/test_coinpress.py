@@ -29,6 +29,7 @@ from privgauss.gaussian.coinpress import split_mode as cps
 from privgauss.gaussian.coinpress import steps as cps_steps
 from privgauss.gaussian.coinpress import tails as cp_tails
 from privgauss.linalg import clip_rows
+from privgauss.mechanisms import Release
 from privgauss.privacy import zcdp_to_epsilon
 
 
@@ -276,7 +277,7 @@ def test_transform_bookkeeping_for_many_steps_with_nonsymmetric_start() -> None:
     assert not np.allclose(A0, A0.T)
     plan = covariance_schedule(n, d, 10.0, HUGE_RHO, steps=5, constants="practical")
     a = acct(HUGE_RHO)
-    A, S = cps_steps.run_cov(Rows(X), A0, plan, a, pg.NoiseSource(0), "t")
+    A, S = cps_steps.run_cov(Rows(X), A0, plan, Release(a, pg.NoiseSource(0), "t"))
     assert not np.allclose(A, A.T)
     assert np.allclose(S, X.T @ X / n, rtol=1e-6, atol=1e-9)
     # one release per step, after its radius search's counts when the plan has one
@@ -666,8 +667,8 @@ def _run_split(X: np.ndarray, rho: float = 1.0, seed: int = 5) -> tuple:
     a = acct(rho)
     info: dict = {}
     m, C = cp_estimate.run_gaussian(Rows(X), rho, np.zeros(d), 10.0, 0.1, 10.0,
-                                    10.0 / math.sqrt(0.1), a, pg.noise.as_noise(seed),
-                                    "practical", 0.1, "g", 0.0, info)
+                                    10.0 / math.sqrt(0.1), Release.of(a, seed, "g"),
+                                    "practical", 0.1, 0.0, info)
     return m, C, a, info
 
 

@@ -20,6 +20,7 @@ from privgauss.gaussian.coinpress import mean_plan as cp_mean
 from privgauss.gaussian.coinpress import plan as cp_plan
 from privgauss.gaussian.coinpress import radius_search as cr
 from privgauss.gaussian.coinpress import schedule as cp_schedule
+from privgauss.mechanisms import Release
 from privgauss.metrics import gaussian_logpdf
 from privgauss.privacy import ZCDP, Accountant, zcdp_to_epsilon
 
@@ -134,22 +135,22 @@ def test_search_covers_every_row_at_a_huge_budget_and_keeps_the_plan_on_gaussian
     s = cr.plan_search(4.0, 1e-6, 1e6, n, d, 2, float(chi2.sf(16.0, d)))
     assert s is not None and s.grid[0] == 4.0 and s.grid[-1] > 100.0
     a = Accountant(ZCDP(1e6))
-    tau, covered = cr.search_radius(Rows(X), None, None, np.zeros(d), s, accountant=a,
-                                    noise=0, step="t")
+    tau, covered = cr.search_radius(Rows(X), None, None, np.zeros(d), s,
+                                    release=Release.of(a, 0, "t"))
     assert covered and tau == s.grid[0]  # Gaussian rows: nothing beyond the plan's tail
     # 40 gross errors (1 %) at norm 50, more than the Gaussian tail allows: the smallest grid
     # radius with at most ``allowed`` rows outside (the count noise is negligible here)
     Y = X.copy()
     Y[:40] = 50.0 / math.sqrt(d)
-    tau, covered = cr.search_radius(Rows(Y), None, None, np.zeros(d), s, accountant=a,
-                                    noise=0, step="t")
+    tau, covered = cr.search_radius(Rows(Y), None, None, np.zeros(d), s,
+                                    release=Release.of(a, 0, "t"))
     norms = np.linalg.norm(Y, axis=1)
     want = min(g for g in s.grid if np.sum(norms > g) <= s.allowed)
     assert covered and tau == want and tau >= 50.0
     # beyond the cap: the cap, flagged
     Y[:40] = 10.0 * s.grid[-1]
-    tau, covered = cr.search_radius(Rows(Y), None, None, np.zeros(d), s, accountant=a,
-                                    noise=0, step="t")
+    tau, covered = cr.search_radius(Rows(Y), None, None, np.zeros(d), s,
+                                    release=Release.of(a, 0, "t"))
     assert not covered and tau == s.grid[-1]
     # the number of releases is the plan's, whatever the rows
     assert len(a.ledger) == 3 * s.queries
@@ -171,7 +172,7 @@ def _search_mechanism(search: cr.RadiusSearch):
     def mech(X: np.ndarray, rng: np.random.Generator) -> float:
         a = Accountant(ZCDP(search.rho))
         tau, _ = cr.search_radius(Rows(X, fast=False), None, None, np.zeros(1), search,
-                                  accountant=a, noise=rng, step="audit")
+                                  release=Release.of(a, rng, "audit"))
         return tau
 
     return mech

@@ -22,6 +22,7 @@ from privgauss.gaussian.coinpress import mean_first as mf
 from privgauss.gaussian.coinpress import plan as cp_plan
 from privgauss.gaussian.coinpress import tails as cp_tails
 from privgauss.gaussian.histogram_reading import fitted_log_scale
+from privgauss.mechanisms import Release
 from privgauss.metrics import covariance_error, mahalanobis_mean_error
 from privgauss.privacy import ZCDP, Accountant
 
@@ -204,7 +205,7 @@ def test_mean_first_is_exact_at_huge_rho() -> None:
     X = rng.uniform(-1.0, 1.0, size=(n, d)) @ np.diag([1.0, 0.5, 2.0, 0.1]) + 3.0
     acct = Accountant(ZCDP(1e200))  # the noise shrinks slowly as the radii grow with rho
     m, C = mf.mean_first_gaussian(Rows(X), 1e200, center=np.zeros(d), radius=20.0,
-                                  cov_bounds=(1e-3, 10.0), accountant=acct, noise=0)
+                                  cov_bounds=(1e-3, 10.0), release=Release.of(acct, 0))
     np.testing.assert_allclose(m, X.mean(0), atol=1e-6)
     np.testing.assert_allclose(C, np.cov(X.T, bias=True), atol=1e-6)
     steps = [e.step for e in acct.ledger]

@@ -90,6 +90,11 @@ class Release:
         """The same accountant and noise, with steps named under ``step`` (see :meth:`name`)."""
         return replace(self, step=self.name(step))
 
+    def sub(self, label: str) -> Release:
+        """The same accountant and noise, with steps named ``"<step> <label>"``: a numbered or
+        named part of this context's step (CoinPress's "coinpress-gaussian cov 2/4")."""
+        return replace(self, step=f"{self.step} {label}")
+
     def named(self, default: str) -> Release:
         """This context, its step prefix ``default`` when it has none (an algorithm's own
         name when its caller gave no prefix)."""

@@ -201,7 +201,7 @@ def public_mean(
             r_pub = chi_tail_bound(n, 0.01)
             plan = mean_schedule(n, d, r_pub, rho, steps=2, fractions=(0.25, 0.75),
                                  constants="theory", beta=0.01)
-        est = _run_mean(Y, zero, plan, accountant, src, step)
+        est = _run_mean(Y, zero, plan, Release(accountant, src, step))
     out = est + x_bar
     return out if root is None else out @ root
 
@@ -317,8 +317,9 @@ def public_gaussian_validated(
         if int(X.shape[0]) * d >= _FEWER_STEPS_MIN_VALUES:  # public sizes only
             prefer_fewer = _FEWER_STEPS_TOLERANCE
     mean_Y, cov_Y = _gaussian(
-        Y, rho, np.zeros(d), pre.R, 1.0, pre.K, omega, accountant, src, constants,
-        beta / 2, release.named("public-gaussian").step, prefer_fewer,
+        Y, rho, np.zeros(d), pre.R, 1.0, pre.K, omega,
+        Release(accountant, src, release.named("public-gaussian").step), constants, beta / 2,
+        prefer_fewer,
     )
     if eta2 > 0:
         _check_jittered(np.asarray(cov_Y), eta2)

@@ -43,7 +43,8 @@ import numpy as np
 from ...backends import as_rows
 from ...clipped_stats import Rows
 from ...exceptions import InvalidDataError
-from ...noise import RandomState, as_noise
+from ...mechanisms import Release
+from ...noise import RandomState
 from ...privacy import Accountant, check_accountant, check_rho, reserve_rho
 from ..clip_diagnostics import take_count_share
 from . import split_mode as sm
@@ -126,7 +127,7 @@ def coinpress_mean(
         debias=bool(debias),
     )
     check_radii(plan)
-    return run_mean(Rows(X), c, plan, accountant, as_noise(noise), step)
+    return run_mean(Rows(X), c, plan, Release.of(accountant, noise, step))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -171,8 +172,8 @@ def coinpress_covariance(
     )
     reserve_rho(accountant, rho)
     A0 = np.eye(d) / math.sqrt(u)
-    _, cov = run_cov(Rows(X), A0, plan, accountant, as_noise(noise), step,
-                      pool=constants != "theory")
+    _, cov = run_cov(Rows(X), A0, plan, Release.of(accountant, noise, step),
+                     pool=constants != "theory")
     assert cov is not None
     return cov
 
@@ -271,8 +272,9 @@ def gaussian_of_rows(
     if mahalanobis_radius is not None:
         omega = min(omega, _check_radius(mahalanobis_radius, "mahalanobis_radius"))
     reserve_rho(accountant, rho)
-    return run_gaussian(Rows(X, center=c), rho, c, R, lo, hi, omega, accountant, as_noise(noise),
-                     constants, beta, step, prior_floor=prior_floor)
+    return run_gaussian(Rows(X, center=c), rho, c, R, lo, hi, omega,
+                        Release.of(accountant, noise, step), constants, beta,
+                        prior_floor=prior_floor)
 
 
 def run_gaussian(
@@ -283,11 +285,9 @@ def run_gaussian(
     lo: float,
     hi: float,
     omega: float,
-    accountant: Accountant,
-    src: Any,
+    release: Release,
     constants: str,
     beta: float,
-    step: str,
     prefer_fewer: float = 0.0,
     info: dict[str, Any] | None = None,
     prior_floor: bool = False,
@@ -297,11 +297,12 @@ def run_gaussian(
     :func:`covariance_schedule` (used when the range parameters are known, e.g. public data).
     Large data (n·d ≥ 2^20) may run in split mode (:mod:`.split_mode`) when the planner
     predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers.
-    ``prior_floor``: see :func:`coinpress_gaussian`."""
+    ``prior_floor``: see :func:`coinpress_gaussian`. Charged to ``release``, its steps named
+    under its step."""
     n, d = rows.n, rows.d
     rho = take_count_share(rho)  # a fit's diagnostics may set 2 % aside (clip_diagnostics)
     if constants == "theory":
-        return _gaussian_theory(rows, rho, c, R, lo, hi, accountant, src, beta, step)
+        return _gaussian_theory(rows, rho, c, R, lo, hi, release, beta)
     args = (d, rho, R, lo, hi, omega, beta, prefer_fewer)
     plan = practical_plan(n, *args)
     from . import mean_first as mf  # it calls this module's estimators
@@ -309,14 +310,12 @@ def run_gaussian(
     # small n·ρ: the sequential chain eats ρ
     if mf.use_mean_first(n, d, plan.cov_err, rho, R, (lo, hi), trusted_prior=prior_floor):
         return mf.mean_first_gaussian(rows, rho, center=c, radius=R, cov_bounds=(lo, hi),
-                                      accountant=accountant, noise=src, beta=beta, step=step,
-                                      prior_floor=prior_floor)
+                                      release=release, beta=beta, prior_floor=prior_floor)
 
     split = sm.plan_split(n, args, plan) if n * d >= sm.SPLIT_MIN_VALUES else None
     if split is not None:
-        return sm.split_gaussian(rows, split, args, c, accountant, src, step, info,
-                                  prior_floor)
-    return run_practical(rows, plan, c, lo, accountant, src, step, prior_floor)
+        return sm.split_gaussian(rows, split, args, c, release, info, prior_floor)
+    return run_practical(rows, plan, c, lo, release, prior_floor)
 
 
 # Largest planned relative covariance error (planned_covariance_error) a fit may start with:
@@ -359,25 +358,22 @@ def _gaussian_theory(
     R: float,
     lo: float,
     hi: float,
-    accountant: Accountant,
-    src: Any,
+    release: Release,
     beta: float,
-    step: str,
 ) -> tuple[np.ndarray, np.ndarray]:
     n, d = rows.n, rows.d
     half = rho / 2.0 if math.isfinite(rho) else math.inf
     rest = rho - half if math.isfinite(rho) else math.inf
     m = n // 2
-    P = rows.pairs(src.rng)
+    P = rows.pairs(release.rng)
     plan = covariance_schedule(m, d, finite_prior(hi / lo), half, beta=beta, constants="theory")
     # ‖B(μ − c)‖ ≤ R/√lo when B ≈ Σ^{-1/2} and Σ ⪰ lo·I: a public radius
     plan_m = mean_schedule(n, d, finite_prior(R / math.sqrt(lo)), rest, constants="theory",
                            beta=0.01)
     check_radii(plan_m)
     # CoinPress on the rescaled pairs P/√lo with A₀ = I·√(lo/hi), i.e. A₀ = I/√hi on P
-    _, cov = run_cov(P, np.eye(d) / math.sqrt(hi), plan, accountant, src, f"{step} cov",
-                      pool=False)
+    _, cov = run_cov(P, np.eye(d) / math.sqrt(hi), plan, release.sub("cov"), pool=False)
     assert cov is not None
-    B = whitener(cov, lo, step)
-    m_w = run_mean(rows, B @ c, plan_m, accountant, src, f"{step} mean", A=B)
+    B = whitener(cov, lo, release.step)
+    m_w = run_mean(rows, B @ c, plan_m, release.sub("mean"), A=B)
     return np.linalg.solve(B, m_w), cov

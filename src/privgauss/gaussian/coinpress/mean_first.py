@@ -39,13 +39,12 @@ dispatches here on it.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from ...clipped_stats import Rows
 from ...linalg import inv_sqrtm_psd, project_psd, sym
-from ...privacy import Accountant
+from ...mechanisms import Release
 from .cov_plan import covariance_schedule, final_cov_error
 from .mean_plan import check_radii, mean_error_bound, mean_schedule
 from .steps import PastRelease, pooled, run_cov, run_mean, whitener
@@ -127,10 +126,8 @@ def mean_first_gaussian(
     center: np.ndarray,
     radius: float,
     cov_bounds: tuple[float, float],
-    accountant: Accountant,
-    noise: Any,
+    release: Release,
     beta: float = 0.05,
-    step: str = "mean-first",
     prior_floor: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ρ-zCDP (mean, covariance) of the private rows y_i ~ N(μ, Σ) of ``rows`` (with their
@@ -140,7 +137,9 @@ def mean_first_gaussian(
     drawing noise (the runners of :mod:`.steps`). ``prior_floor``: lo is a prior
     the data satisfy (S ⪰ Σ ⪰ lo·I), so step 2's frames never whiten a direction past it (as
     :func:`~privgauss.gaussian.coinpress.coinpress_gaussian`): a constant column keeps its
-    mean."""
+    mean. Charged to ``release``, its steps named under its step, or "mean-first"."""
+    release = release.named("mean-first")
+    step = release.step
     n, d = rows.n, rows.d
     center = np.asarray(center, dtype=float)
     lo, hi = cov_bounds
@@ -159,14 +158,14 @@ def mean_first_gaussian(
     plan5 = mean_schedule(n, d, r3, rho3 * (1.0 - _CENTRE_PART), beta=_MEAN_BETA, search=True)
     check_radii(plan1, plan3, plan5)  # every plan is public and checked before anything is spent
     # every statistic is of y_i − center − (offset): ``shift`` keeps the map (a public frame)
-    m1 = run_mean(rows, np.zeros(d), plan1, accountant, noise, f"{step} mean-rough",
-                   A=np.eye(d) / sh, shift=center) * sh
+    m1 = run_mean(rows, np.zeros(d), plan1, release.sub("mean-rough"), A=np.eye(d) / sh,
+                  shift=center) * sh
     # 2. second moment about m₁: eigenvalues in [lo, hi + r₁²]; start A₀ = I/√(hi + r₁²); all
     # steps but the last, which waits for the final mean
     past: list[PastRelease] = []
-    A, _ = run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2[:-1], accountant, noise,
-                    f"{step} cov", final=False, shift=center + m1,
-                    floor=lo if prior_floor else 0.0, past=past, labels=(0, len(plan2)))
+    A, _ = run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2[:-1], release.sub("cov"),
+                   final=False, shift=center + m1, floor=lo if prior_floor else 0.0, past=past,
+                   labels=(0, len(plan2)))
     # 3. centring mean in the frame whitened by the chain's pooled estimate of S
     S = project_psd(_pooled_moment(past), min_eig=lo)
     # eigenvalues floored (a released S may be singular) — at the prior's lo when it is trusted
@@ -174,8 +173,7 @@ def mean_first_gaussian(
     # ball misses the rows, e.g. along a constant column), far below it when lo is assumed
     rel = 1.0 if prior_floor else 1e-6
     B = whitener(S, lo, step, rel)
-    mw = run_mean(rows, np.zeros(d), plan3, accountant, noise, f"{step} mean", A=B,
-                  shift=center + m1)
+    mw = run_mean(rows, np.zeros(d), plan3, release.sub("mean"), A=B, shift=center + m1)
     off = np.linalg.solve(B, np.asarray(mw))
     # 4. the last covariance step about the centring mean (S' = Σ + eeᵀ, e its small error);
     # the chain's releases about m₁ are re-centred by off·offᵀ, whose error, about
@@ -188,9 +186,9 @@ def mean_first_gaussian(
         A = inv_sqrtm_psd(project_psd(A @ Sc @ A.T) + plan2[-2].eta * np.eye(d)) @ A
     past = _recentred(past, off, B, plan3[-1].sigma, n, A)
     sig_last: list[float] = []
-    _, cov = run_cov(rows, A, plan2[-1:], accountant, noise, f"{step} cov",
-                      shift=center + m1 + off, floor=lo if prior_floor else 0.0, past=past,
-                      labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last)
+    _, cov = run_cov(rows, A, plan2[-1:], release.sub("cov"), shift=center + m1 + off,
+                      floor=lo if prior_floor else 0.0, past=past,
+                     labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last)
     assert cov is not None
     # 5. a second mean in the frame of the final covariance, about the centring mean; the
     # output mean pools both (their noise covariances σ²B⁻¹B⁻ᵀ; post-processing)
@@ -201,8 +199,8 @@ def mean_first_gaussian(
     ridge = math.sqrt(d) * sig_last[-1] * sym(Ainv @ Ainv.T)
     B2 = whitener(cov + ridge, lo, step, rel)
     sig5: list[float] = []
-    mw2 = run_mean(rows, np.zeros(d), plan5, accountant, noise, f"{step} mean-final", A=B2,
-                    shift=center + m1 + off, sigmas=sig5)
+    mw2 = run_mean(rows, np.zeros(d), plan5, release.sub("mean-final"), A=B2,
+                   shift=center + m1 + off, sigmas=sig5)
     off2 = off + np.linalg.solve(B2, np.asarray(mw2))
     # precisions of the two means: (σ²B⁻¹B⁻ᵀ)⁻¹ = BᵀB/σ²
     W1, W2 = B.T @ B / plan3[-1].sigma ** 2, B2.T @ B2 / sig5[-1] ** 2

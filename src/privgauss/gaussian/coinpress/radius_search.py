@@ -56,8 +56,8 @@ import numpy as np
 
 from ...backends import is_dask, reduce_rows, take_rows
 from ...clipped_stats import Rows, affine_rows, mapped_inputs, prepare_moments
-from ...mechanisms import private_count
-from ...privacy import ZCDP, Accountant
+from ...mechanisms import Release, private_count
+from ...privacy import ZCDP
 from ...sensitivity import count as count_sensitivity
 
 __all__ = [
@@ -235,14 +235,14 @@ _COUNT_BLOCK = 1 << 14  # candidate rows evaluated per block
 
 
 def search_radius(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None,
-                  center: np.ndarray, search: RadiusSearch, *, accountant: Accountant,
-                  noise: Any, step: str, exclude: Rows | None = None
-                  ) -> tuple[float, bool]:
+                  center: np.ndarray, search: RadiusSearch, *, release: Release,
+                  exclude: Rows | None = None) -> tuple[float, bool]:
     """(radius, covered): the smallest grid radius whose noisy count of rows outside is at most
     ``search.allowed`` (binary search, exactly ``search.queries`` releases of ρ_s/m each), or
     the cap with covered=False when every queried count says more. ρ_s-zCDP (replace-one).
     ``exclude``: rows of ``rows`` picked by a public index set, counted out (a split mode's
-    final pass reads only the other rows), exactly: the counts of all rows minus theirs."""
+    final pass reads only the other rows), exactly: the counts of all rows minus theirs.
+    Charged to ``release``, the counts named "<step> radius k/m"."""
     counts = outside_counts(rows, A, shift, center, search.grid)
     if exclude is not None:
         counts = counts - outside_counts(exclude, A, shift, center, search.grid)
@@ -251,8 +251,8 @@ def search_radius(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None,
     lo, hi = 0, len(search.grid)  # index len(grid): "beyond the cap" (never queried)
     for k in range(m):
         mid = (lo + hi) // 2
-        noisy = private_count(int(counts[mid]), budget, accountant=accountant, noise=noise,
-                              step=f"{step} radius {k + 1}/{m}",
+        noisy = private_count(int(counts[mid]), budget, accountant=release.accountant,
+                              noise=release.noise, step=release.sub(f"radius {k + 1}/{m}").step,
                               sensitivity=count_sensitivity())
         if float(np.asarray(noisy).reshape(-1)[0]) <= search.allowed:
             hi = mid

@@ -23,7 +23,7 @@ from ...backends import take_rows
 from ...clipped_stats import Rows, clipped_moments
 from ...exceptions import EstimationFailed
 from ...linalg import project_psd, sym
-from ...mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
+from ...mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
 from ...privacy import ZCDP, Accountant
 from ...sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
 from ..clip_diagnostics import chi_tail, cov_clip_scale, note_clip
@@ -148,10 +148,9 @@ def _split_rows(n: int, m: int, src: Any) -> np.ndarray:
     return np.sort(src.rng.choice(n, size=m, replace=False))
 
 
-def split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
-                    accountant: Accountant, src: Any, step: str,
-                    info: dict[str, Any] | None = None, prior_floor: bool = False,
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray, release: Release,
+                   info: dict[str, Any] | None = None, prior_floor: bool = False,
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Split modes of the practical estimator: ρ-zCDP, replace-one neighbours, n public.
 
     A public random subset S₁ of m rows (:func:`_split_rows`, independent of the data) runs
@@ -175,7 +174,9 @@ def split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
     runs under its own prepaid accountant of total ρ (its entries kept under that charge); in
     the subsample mode the two parts charge the
     accountant directly. ``info`` (tests) receives the split, the coarse output and the two
-    parts' ledgers; ``prior_floor`` as in :func:`~.steps.run_practical`."""
+    parts' ledgers; ``prior_floor`` as in :func:`~.steps.run_practical`. Charged to
+    ``release``, its steps named "<step> split", "<step> coarse …" and "<step> final …"."""
+    accountant, src, step = release.accountant, release.noise, release.step
     n = rows.n
     rho, lo = args[1], args[3]
     if sp.parallel:
@@ -195,16 +196,16 @@ def split_gaussian(rows: Rows, sp: _Split, args: _PlanArgs, c: np.ndarray,
         assert rows.p0 is not None  # an input map sets P and p0 together
         input_map = (rows.P, rows.p0)
     rows1 = Rows(take_rows(rows.X, idx), input_map=input_map, center=rows.center)
-    mu1, cov1 = run_practical(rows1, sp.coarse, c, lo, part1, src, f"{step} coarse",
-                               prior_floor)
+    mu1, cov1 = run_practical(rows1, sp.coarse, c, lo, Release(part1, src, f"{step} coarse"),
+                              prior_floor)
     A = whitener(cov1, lo, step, rel=1.0 if prior_floor else WHITEN_REL) / math.sqrt(sp.u)
     k = cov_clip_scale()  # the fit's public multiplier (1 by default)
     tau, rho_cov = sp.tau * k, sp.rho_cov
     if sp.search is not None:  # the final radius from the final rows, by DP
         search = sp.search if k == 1.0 else RadiusSearch(
             sp.search.rho, tuple(g * k for g in sp.search.grid), sp.search.allowed)
-        tau, _ = search_radius(rows, A, mu1, np.zeros(rows.d), search, accountant=part2,
-                               noise=src, step=f"{step} final",
+        tau, _ = search_radius(rows, A, mu1, np.zeros(rows.d), search,
+                               release=Release(part2, src, f"{step} final"),
                                exclude=rows1 if sp.parallel else None)
         rho_cov = sp.rho_cov - sp.search.rho
     m1, M2 = clipped_moments(rows, A, mu1, tau, exclude=idx if sp.parallel else None)

@@ -9,15 +9,14 @@ Biswas, Dong, Kamath, Ullman, *CoinPress* (NeurIPS 2020), Alg. 1–2.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from ...clipped_stats import Rows
 from ...exceptions import EstimationFailed
 from ...linalg import inv_sqrtm_psd, project_psd, sym
-from ...mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
-from ...privacy import ZCDP, Accountant
+from ...mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
+from ...privacy import ZCDP
 from ...sensitivity import clipped_mean_l2, clipped_second_moment_frobenius
 from ..clip_diagnostics import (
     MEAN_COUNT_TAIL,
@@ -42,9 +41,7 @@ def run_mean(
     rows: Rows,
     center: np.ndarray,
     plan: tuple[MeanStep, ...],
-    accountant: Accountant,
-    noise: Any,
-    step: str,
+    release: Release,
     *,
     A: np.ndarray | None = None,
     shift: np.ndarray | None = None,
@@ -54,15 +51,16 @@ def run_mean(
     never materialised: each step releases mean_i clip_{B(c, τ)}(W_i) (one pass, or the
     Gram-based fast evaluation of :class:`~privgauss.clipped_stats.Rows`). A step with a
     radius search first releases its radius (:func:`.search_radius`); ``sigmas`` receives
-    each step's noise std at the radius used (a function of DP outputs)."""
+    each step's noise std at the radius used (a function of DP outputs). Charged to
+    ``release``, step i of t named "<step> i/t"."""
     n, d = rows.n, rows.d
     c = center
     t = len(plan)
     for i, s in enumerate(plan):
         tau, rho = s.clip_radius, s.rho
         if s.search is not None:
-            tau, _ = search_radius(rows, A, shift, c, s.search, accountant=accountant,
-                                   noise=noise, step=f"{step} {i + 1}/{t}")
+            tau, _ = search_radius(rows, A, shift, c, s.search,
+                                   release=release.sub(f"{i + 1}/{t}"))
             rho = s.rho - s.search.rho
         stat = rows.clipped_mean(A, shift, c, tau)
         # the ball counted, and the Gaussian tail outside it (its centre within the prior
@@ -74,9 +72,9 @@ def run_mean(
             stat,
             clipped_mean_l2(tau, n),
             ZCDP(rho),
-            accountant=accountant,
-            noise=noise,
-            step=f"{step} {i + 1}/{t}",
+            accountant=release.accountant,
+            noise=release.noise,
+            step=release.sub(f"{i + 1}/{t}").step,
         )
         if sigmas is not None:
             sigmas.append(s.sigma if s.search is None else sigma_mean(tau, n, rho))
@@ -91,9 +89,7 @@ def run_cov(
     rows: Rows,
     A: np.ndarray,
     plan: tuple[CovStep, ...],
-    accountant: Accountant,
-    noise: Any,
-    step: str,
+    release: Release,
     *,
     final: bool = True,
     shift: np.ndarray | None = None,
@@ -145,8 +141,7 @@ def run_cov(
         tau, rho, sigma, extra = s.clip_radius * k, s.rho, s.sigma * k * k, 0.0
         if s.search is not None:  # the radius from the data, by DP (radius_search)
             tau, covered = search_radius(rows, A, sh, np.zeros(d), _scaled(s.search, k),
-                                         accountant=accountant, noise=noise,
-                                         step=f"{step} {i0 + i + 1}/{total}")
+                                         release=release.sub(f"{i0 + i + 1}/{total}"))
             rho = s.rho - s.search.rho
             sigma = sigma_cov(tau, n, rho)
             # a release that cut more rows than allowed even at the cap is biased by them:
@@ -159,9 +154,9 @@ def run_cov(
             stat,
             clipped_second_moment_frobenius(tau, n),
             ZCDP(rho),
-            accountant=accountant,
-            noise=noise,
-            step=f"{step} {i0 + i + 1}/{total}",
+            accountant=release.accountant,
+            noise=release.noise,
+            step=release.sub(f"{i0 + i + 1}/{total}").step,
         )
         if sigmas is not None:
             sigmas.append(sigma)
@@ -179,7 +174,7 @@ def run_cov(
             if not np.isfinite(cov).all():
                 raise EstimationFailed(
                     "the private covariance overflowed; rescale the data or tighten the bounds",
-                    step=step,
+                    step=release.step,
                 )
             return A, cov
         past.append((A, Z, sigma, extra, tau))
@@ -246,32 +241,30 @@ def pooled(past: list[PastRelease], B: np.ndarray, Z: np.ndarray, sigma: float) 
     return sym(acc / wsum)
 
 
-def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, accountant: Accountant,
-                   src: Any, step: str, prior_floor: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, release: Release,
+                  prior_floor: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Stages 1–4 of :func:`coinpress_gaussian` (``practical``) on ``rows``. ``prior_floor``:
     the lower bound ``lo`` is a prior the data are known to satisfy (the user's ``cov_bounds``),
     so no frame whitens a direction past it (see :func:`run_cov`'s ``floor``) — a constant
-    column then keeps its mean instead of dragging every coordinate's mean off."""
+    column then keeps its mean instead of dragging every coordinate's mean off. Charged to
+    ``release``, its stages named "<step> cov-coarse", "mean-rough", "cov" and "mean"."""
     d = rows.d
     floor = lo if prior_floor else 0.0
     # Stage 1: coarse whitening steps → T (= A).
     A = np.eye(d) / math.sqrt(plan.s_hi)
     if plan.coarse:
-        src1, shift1 = (rows.pairs(src.rng), None) if plan.pairs else (rows, c)
-        A, _ = run_cov(src1, A, plan.coarse, accountant, src, f"{step} cov-coarse",
-                        final=False, shift=shift1, floor=floor)
+        src1, shift1 = (rows.pairs(release.rng), None) if plan.pairs else (rows, c)
+        A, _ = run_cov(src1, A, plan.coarse, release.sub("cov-coarse"), final=False,
+                       shift=shift1, floor=floor)
     # Stage 2: rough mean in T-coordinates (cov(TX) ⪯ I).
-    m_t = run_mean(rows, np.zeros(d), plan.rough, accountant, src, f"{step} mean-rough", A=A,
-                    shift=c)
+    m_t = run_mean(rows, np.zeros(d), plan.rough, release.sub("mean-rough"), A=A, shift=c)
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
-    _, cov = run_cov(rows, A, plan.cov, accountant, src, f"{step} cov", shift=mu_rough,
-                      floor=floor)
+    _, cov = run_cov(rows, A, plan.cov, release.sub("cov"), shift=mu_rough, floor=floor)
     assert cov is not None
     if not plan.mean:  # a frame plan: the rough mean and the second moment about it
         return mu_rough, cov
     # Stage 4: mean of the rows whitened by the released covariance.
-    B = whitener(cov, lo, step, rel=1.0 if prior_floor else WHITEN_REL)
-    m_w = run_mean(rows, np.zeros(d), plan.mean, accountant, src, f"{step} mean", A=B,
-                    shift=mu_rough)
+    B = whitener(cov, lo, release.step, rel=1.0 if prior_floor else WHITEN_REL)
+    m_w = run_mean(rows, np.zeros(d), plan.mean, release.sub("mean"), A=B, shift=mu_rough)
     return mu_rough + np.linalg.solve(B, m_w), cov
