@@ -17,7 +17,7 @@ Guarantee: the budget given (ρ-zCDP, or (ε, δ)-DP with δ > 0), replace-one n
 public). The per-record maps (clipping, jitter, normal scores) change one record's scores
 only, so the model fit keeps its guarantee on the transformed rows; the releases compose by
 zCDP composition (converted with the whole δ for an (ε, δ) budget). Column kinds come from
-declared dtypes or the caller, never from the values.
+declared dtypes or the caller, never from the values (:mod:`.column_kinds`).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_b
 from ..privacy.budgets import approx_to_zcdp
 from ..validation import check_data
 from ..warnings import SimplerModelWarning
+from .column_kinds import cast_array, declared_dtypes, kinds_of
+from .column_kinds import cast_column as cast_column  # re-exported (the CLI's import)
+from .column_kinds import kind_of_dtype as kind_of_dtype  # re-exported (the CLI's import)
 from .grid import (
     PROPOSALS_PER_ROW,
     DependenceGrid,
@@ -130,45 +133,6 @@ def choose_components(n: int, d: int, rho: float, requested: int | str = "auto")
         if plan(int(math.ceil(n * EM_MARGIN)), k).method is not None:
             return k
     return 1
-
-
-def _kinds_of(X: Any, d: int, kinds: Sequence[str] | Mapping[str, str] | None,
-              names: list[str]) -> list[str]:
-    """Each column's kind: the caller's, else the declared dtype (bool: binary, integer:
-    integer, else float) — never the values."""
-    if isinstance(kinds, Mapping):
-        unknown = [c for c in kinds if c not in names]
-        if unknown:
-            raise InvalidDataError(f"kinds names unknown column(s) {unknown}")
-        declared = _declared_kinds(X, d)
-        out = [kinds.get(c, declared[j]) for j, c in enumerate(names)]
-    elif kinds is not None:
-        out = list(kinds)
-    else:
-        out = _declared_kinds(X, d)
-    if len(out) != d or any(k not in (*KINDS, "auto") for k in out):
-        raise InvalidDataError(f"kinds must give one of {(*KINDS, 'auto')} for each of the {d} "
-                               "columns")
-    return out
-
-
-def _declared_kinds(X: Any, d: int) -> list[str]:
-    dtypes = getattr(X, "dtypes", None)
-    if dtypes is not None and not isinstance(X, np.ndarray):  # a DataFrame: per column
-        return [kind_of_dtype(t) for t in list(dtypes)]
-    dt = getattr(X, "dtype", None)
-    return [kind_of_dtype(dt)] * d
-
-
-def kind_of_dtype(dt: Any) -> str:
-    """A column's kind from its public dtype: ``binary``, ``integer`` or ``auto``."""
-    try:
-        kind = np.dtype(dt).kind
-    except TypeError:  # pandas extension dtypes
-        name = str(dt).lower()
-        kind = "b" if name.startswith("bool") else "i" if "int" in name else "f"
-    # a float dtype does not say whether the values are whole: a DP test decides ("auto")
-    return {"b": "binary", "i": "integer", "u": "integer"}.get(kind, "auto")
 
 
 class PrivateSynthesizer:
@@ -294,7 +258,7 @@ class PrivateSynthesizer:
         n, d = rows.shape
         names = ([str(c) for c in cols] if cols is not None and not isinstance(X, np.ndarray)
                  else [f"x{j}" for j in range(d)])
-        kinds = _kinds_of(X, d, self.kinds, names)
+        kinds = kinds_of(X, d, self.kinds, names)
         bounds = self._bounds_list(names)
         if public_X is not None:
             P = check_data(public_X, name="public_X", min_rows=1, n_features=d)
@@ -302,9 +266,7 @@ class PrivateSynthesizer:
                 lo, hi = float(P[:, j].min()), float(P[:, j].max())
                 if bounds[j] is None and kinds[j] != "binary" and hi > lo:
                     bounds[j] = (lo - (hi - lo) / 2, hi + (hi - lo) / 2)
-        self.dtypes_ = ([str(t) for t in getattr(X, "dtypes", [])]
-                        if cols is not None and not isinstance(X, np.ndarray)
-                        else [str(getattr(X, "dtype", "float64"))] * d)
+        self.dtypes_ = declared_dtypes(X, d)
         needs_range = any(b is None and k != "binary" for b, k in zip(bounds, kinds, strict=True))
         rho_range = RANGE_SHARE * rho_total if needs_range else 0.0
         rho_types = TYPES_SHARE * rho_total if "auto" in kinds else 0.0
@@ -558,22 +520,6 @@ def _undo_jitter_attenuation(copula: Any, factors: list[float]) -> None:
         copula.covariances_ = out
 
 
-def cast_column(x: np.ndarray, dtype: str, kind: str) -> Any:
-    """A synthetic column in the input's dtype (bool for 0/1 flags declared bool)."""
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        dt = np.dtype("float64") if kind == "float" else np.dtype("int64")
-    if dt.kind == "b":
-        return x.astype(bool)
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return np.clip(x, info.min, info.max).astype(dt)
-    if kind != "float" and dt.kind == "f":
-        return x.astype(dt)
-    return x.astype(dt) if dt.kind == "f" else x
-
-
 def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None,
                epsilon: float | None = None, delta: float | None = None,
                n_components: int | str = "auto", dependence: str = "auto",
@@ -622,11 +568,4 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
     n = int(np.shape(X)[0]) if n_samples is None else n_samples
     if getattr(X, "columns", None) is not None and not isinstance(X, np.ndarray):
         return syn.sample_table(n, random_state)
-    rows = syn.sample(n, random_state)
-    dt = getattr(X, "dtype", None)
-    return cast_column(rows, str(dt), syn.kinds_[0]) if dt is not None and _one_kind(syn) else rows
-
-
-def _one_kind(syn: PrivateSynthesizer) -> bool:
-    """Whether every column has one kind (an array's single dtype can be kept)."""
-    return len(set(syn.kinds_)) == 1
+    return cast_array(syn.sample(n, random_state), getattr(X, "dtype", None), syn.kinds_)
