@@ -666,8 +666,8 @@ def _run_split(X: np.ndarray, rho: float = 1.0, seed: int = 5) -> tuple:
     d = X.shape[1]
     a = acct(rho)
     info: dict = {}
-    m, C = cp_estimate.run_gaussian(Rows(X), rho, np.zeros(d), 10.0, 0.1, 10.0,
-                                    10.0 / math.sqrt(0.1), Release.of(a, seed, "g"),
+    prior = cp_estimate.GaussianPrior(np.zeros(d), 10.0, 0.1, 10.0, 10.0 / math.sqrt(0.1))
+    m, C = cp_estimate.run_gaussian(Rows(X), rho, prior, Release.of(a, seed, "g"),
                                     "practical", 0.1, 0.0, info)
     return m, C, a, info
 

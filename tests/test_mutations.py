@@ -323,15 +323,16 @@ def test_kssu_double_count_dropped_is_caught(monkeypatch: pytest.MonkeyPatch) ->
 def _estimate_parts(monkeypatch: pytest.MonkeyPatch, drop_double: bool) -> tuple[float, float]:
     """(charged estimation ρ, largest ρ a part's CoinPress run was given)."""
     used: list[float] = []
-    original = ce_module.coinpress_gaussian
+    original = ce_module.gaussian_of_rows
 
     def spy(rows: np.ndarray, rho: float, **kwargs: Any) -> Any:
         rho = 2 * rho if drop_double else rho  # the mutant gives each part the whole budget
         used.append(rho)
-        kwargs["accountant"] = Accountant(ZCDP(rho))
+        part = kwargs["release"]
+        kwargs["release"] = Release(Accountant(ZCDP(rho)), part.noise, part.step)
         return original(rows, rho, **kwargs)
 
-    monkeypatch.setattr(ce_module, "coinpress_gaussian", spy)
+    monkeypatch.setattr(ce_module, "gaussian_of_rows", spy)
     rng = np.random.default_rng(0)
     data = np.concatenate([rng.normal(-20, 1, (400, 1)), rng.normal(20, 1, (400, 1))])
     labels = np.repeat([0, 1], 400)

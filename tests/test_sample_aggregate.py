@@ -135,13 +135,13 @@ def test_estimation_is_charged_twice_per_part_budget(monkeypatch: pytest.MonkeyP
     """k CoinPress runs on disjoint parts: each gets ρ_E, the accountant is charged 2ρ_E (a
     replaced row can leave one part and join another)."""
     seen: list[float] = []
-    real = ce.coinpress_gaussian
+    real = ce.gaussian_of_rows
 
     def spy(rows, rho, **kw):
         seen.append(rho)
         return real(rows, rho, **kw)
 
-    monkeypatch.setattr(ce, "coinpress_gaussian", spy)
+    monkeypatch.setattr(ce, "gaussian_of_rows", spy)
     rng = np.random.default_rng(4)
     data = np.vstack([rng.normal(size=(3000, 2)), rng.normal(size=(3000, 2)) + 20])
     centers = np.array([[0.0, 0.0], [20.0, 20.0]])

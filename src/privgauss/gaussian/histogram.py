@@ -130,7 +130,7 @@ def histogram_gaussian(
     Raises :class:`EstimationFailed` (a DP output, budget spent) when localisation fails, and
     :class:`PrivacyBudgetError` before anything is drawn when the accountant cannot pay.
     """
-    from .coinpress import coinpress_gaussian, coinpress_mean
+    from .coinpress import gaussian_of_rows, mean_of_rows
 
     budget = ApproxDP(epsilon, delta)
     if not has_delta(budget):
@@ -162,8 +162,9 @@ def histogram_gaussian(
         loc = localise(Xw, None, l_budget, release=release)
         rho = _refinement_rho(accountant, rho_ref, 0.0)
         radius = float(np.linalg.norm(loc.radius))
-        mean_w = coinpress_mean(Xw, loc.center, radius, rho, accountant=accountant, noise=src,
-                                beta=beta, step=release.name("coinpress-mean"))
+        mean_w = mean_of_rows(as_rows(Xw), loc.center, radius, rho,
+                              release=Release(accountant, src, release.name("coinpress-mean")),
+                              beta=beta)
         return np.asarray(mean_w) @ sqrtm_psd(known), known.copy()
 
     loc = localise(Xc, s_budget, l_budget, release=release, tie_rho=TIE_SHARE * rho_ref)
@@ -198,17 +199,15 @@ def histogram_gaussian(
         if seed is not None:
             Z = jitter_rows(Z, math.sqrt(eta2), src, owned=bool(deg.any()) or Z is not Xc,
                             seed=seed)
-    mean_z, cov_z = coinpress_gaussian(
-        Z,
+    mean_z, cov_z = gaussian_of_rows(
+        as_rows(Z, min_rows=2),
         rho,
         center=np.zeros(d),
         radius=radius,
         cov_bounds=(lo, hi),
-        accountant=accountant,
-        noise=src,
+        release=Release(accountant, src, release.name("coinpress-gaussian")),
         constants=constants,
         beta=beta,
-        step=release.name("coinpress-gaussian"),
         prior_floor=False,  # lo is an assumption, judged from the release by _check_prior
     )
     _check_prior(np.asarray(cov_z), eta2 if eta2 > 0 else lo)

@@ -38,6 +38,7 @@ from ..privacy import check_rho as _check_rho
 from ..privacy import reserve_rho as _reserve
 from .clip_mean import clip_mean
 from .coinpress import chi_tail_bound, covariance_schedule, mean_schedule
+from .coinpress.estimate import GaussianPrior
 from .coinpress.estimate import run_gaussian as _gaussian
 from .coinpress.plan import practical_plan as _practical_plan
 from .coinpress.schedule import check_beta as _check_beta
@@ -317,7 +318,7 @@ def public_gaussian_validated(
         if int(X.shape[0]) * d >= _FEWER_STEPS_MIN_VALUES:  # public sizes only
             prefer_fewer = _FEWER_STEPS_TOLERANCE
     mean_Y, cov_Y = _gaussian(
-        Y, rho, np.zeros(d), pre.R, 1.0, pre.K, omega,
+        Y, rho, GaussianPrior(np.zeros(d), pre.R, 1.0, pre.K, omega),
         Release(accountant, src, release.named("public-gaussian").step), constants, beta / 2,
         prefer_fewer,
     )

@@ -1,6 +1,6 @@
 """Shared pieces of the mixture methods: the run function calling one of the library's mixture
-learners with the estimator's parameters, and the requirement of the learners whose formula
-lives in :func:`privgauss.mixture.requirements.requirements`."""
+learners with the estimator's parameters (:func:`paper_run`), and the requirement of the
+learners whose formula lives in :func:`privgauss.mixture.requirements.requirements`."""
 
 from __future__ import annotations
 
@@ -22,33 +22,6 @@ def method_knobs(est: Any, knobs: tuple[str, ...]) -> dict[str, Any]:
     """The estimator's ``method_params`` that are knobs of the method (``knobs``)."""
     params = dict(est.method_params or {})
     return {key: value for key, value in params.items() if key in knobs}
-
-
-def learner_run(module: str, function: str, knobs: tuple[str, ...],
-                public: bool = False) -> Callable[..., Mixture]:
-    """A run function calling ``privgauss.mixture.<module>.<function>`` with the estimator's
-    parameters and knobs (and ``public_X=`` when ``public``)."""
-
-    def run(est: Any, X: np.ndarray, public_X: np.ndarray | None, budget: Budget,
-            acct: Accountant, noise: NoiseSource, info: dict[str, Any],
-            **extra: Any) -> Mixture:
-        learner = getattr(importlib.import_module(f"privgauss.mixture.{module}"), function)
-        return learner(
-            X,
-            est.n_components,
-            budget,
-            min_weight=est.min_weight,
-            beta=est.beta,
-            constants=est.constants,
-            accountant=acct,
-            noise=noise,
-            info=info,
-            **({"public_X": public_X} if public else {}),
-            **method_knobs(est, knobs),
-            **extra,
-        )
-
-    return run
 
 
 def learner_plan(facts: Facts, plan: BudgetPlan, step: str) -> BudgetPlan:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
+from ..mechanisms import Release
 from ..privacy import BudgetPlan, as_rho
 from ._gaussian import GaussianJob, prior_radius, run_plan, smallest_n, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
@@ -133,8 +134,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         center=job.center,
         radius=float(facts.mean_bound),  # type: ignore[arg-type]
         cov_bounds=facts.cov_bounds,  # type: ignore[arg-type]
-        accountant=job.accountant,
-        noise=job.noise,
+        release=Release.of(job.accountant, job.noise),
         constants=facts.constants,
     )
 

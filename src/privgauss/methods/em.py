@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..privacy import Budget, BudgetPlan
-from ._mixture import learner_run
+from ._mixture import paper_run
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -90,7 +90,7 @@ def _plan(facts: Facts) -> BudgetPlan:
                          branches=[with_head(b) for b in local.branches])
 
 
-_learn = learner_run("private_em", "private_em_gmm", KNOBS, public=True)
+_learn = paper_run("private_em", "private_em_gmm", KNOBS, public=True)
 
 
 def _run(est: Any, X: Any, public_X: Any, budget: Budget, acct: Any, noise: Any,

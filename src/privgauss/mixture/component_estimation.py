@@ -17,8 +17,9 @@ import numpy as np
 from scipy.stats import norm
 
 from .. import sensitivity
+from ..backends import as_rows
 from ..exceptions import EstimationFailed
-from ..gaussian.coinpress import coinpress_gaussian
+from ..gaussian.coinpress import gaussian_of_rows
 from ..mechanisms import Release, gaussian_sigma_zcdp, private_count
 from ..privacy import (
     ZCDP,
@@ -186,17 +187,15 @@ def estimate_components(
         if part_learner is not None:
             means[j], covs[j] = part_learner(j, rows, rho_e, scratch)
             continue
-        means[j], covs[j] = coinpress_gaussian(
-            rows,
+        means[j], covs[j] = gaussian_of_rows(
+            as_rows(rows, min_rows=2),
             rho_e,
             center=prior.center,
             radius=prior.radius,
             cov_bounds=bounds,
-            accountant=scratch,
-            noise=noise,
+            release=Release.of(scratch, noise, f"{step}/part-{j + 1}"),
             constants=constants,
             beta=beta,
-            step=f"{step}/part-{j + 1}",
             prior_floor=False,  # derived bounds: behaviour as before the prior floor
         )
     return weights, means, covs, noisy

@@ -175,8 +175,8 @@ from ..backends import as_rows, public_rows, reduce_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_weights, sym
-from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
-from ..noise import NoiseSource, RandomState, as_noise
+from ..mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
+from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
 from ..privacy.budgets import MIN_EPS as _MIN_EPS
 from ..sensitivity import (
@@ -809,11 +809,11 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
         assert prior is not None  # the plan has a prior localisation only when given one
         mean, cov = _coinpress_gaussian(
             X, plan.rho_prior_localisation, center=prior.center, radius=prior.radius,
-            cov_bounds=prior.data_cov_bounds, accountant=acct, noise=src,
-            constants=constants, beta=beta, step="em localisation in the prior")
+            cov_bounds=prior.data_cov_bounds,
+            release=Release(acct, src, "em localisation in the prior"),
+            constants=constants, beta=beta)
     else:
         from ..gaussian.histogram import histogram_gaussian
-        from ..mechanisms import Release
 
         loc = plan.localisation
         # the practical (joint-histogram) route whatever ``constants``: em_plan assumes it
@@ -1126,8 +1126,7 @@ def private_em_gmm(
     min_weight: float | None = None,
     beta: float = 0.05,
     constants: str = "practical",
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     info: dict[str, Any] | None = None,
     n_steps: int | None = None,
     prior: EMPrior | None = None,
@@ -1139,7 +1138,9 @@ def private_em_gmm(
     projected into it (as the estimator projects every release) before the DP count of rows
     outside every component's final ball. ``info`` receives the ``"em_plan"``, the
     ``"clipped_count"`` (the noisy count with its public context) and ``"em_stopped_after"``
-    (the step after which the DP stopping rule skipped to the last one; None when all ran)."""
+    (the step after which the DP stopping rule skipped to the last one; None when all ran).
+    Charged to ``release``'s accountant, noise from its noise source."""
+    accountant = release.accountant
     X = as_rows(X, min_rows=2)
     n, d = int(X.shape[0]), int(X.shape[1])
     P = None if public_X is None else public_rows(public_X, name="public_X", n_features=d)
@@ -1154,7 +1155,7 @@ def private_em_gmm(
         _refuse_untrusted_public(P)
     if info is not None:
         info["em_plan"] = plan
-    src = as_noise(noise)
+    src = release.noise
     from threadpoolctl import threadpool_limits
 
     # one BLAS thread: the passes' products are small (a few thousand rows by d), and BLAS

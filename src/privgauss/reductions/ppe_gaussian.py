@@ -260,7 +260,7 @@ def _refine(X: Any, scale: np.ndarray, center: np.ndarray, radius: float, infl: 
     :func:`_scale_rows` (post-processing of stages A–B) is constant: it keeps its released
     centre, variance 0, and enters CoinPress as a column of public N(0, 1) noise, so the plan
     and the ledger are those of d ordinary axes whatever was degenerate."""
-    from ..gaussian.coinpress import coinpress_gaussian
+    from ..gaussian.coinpress import gaussian_of_rows
 
     n, d = X.shape
     deg = (scale <= _DEGENERATE_REL * np.abs(center * scale)) | (scale <= _DEGENERATE_ABS)
@@ -271,16 +271,14 @@ def _refine(X: Any, scale: np.ndarray, center: np.ndarray, radius: float, infl: 
         Z = np.array(Z, dtype=np.float64, copy=True)
         Z[:, deg] = public_padding(n, int(deg.sum()))
     cov_bounds = (1.0 / (infl * corr_condition), d * infl)
-    mu_z, cov_z = coinpress_gaussian(
-        Z,
+    mu_z, cov_z = gaussian_of_rows(
+        as_rows(Z, min_rows=2),
         release.accountant.remaining_zcdp(),
         center=c,
         radius=radius,
         cov_bounds=cov_bounds,
-        accountant=release.accountant,
-        noise=release.noise,
+        release=Release(release.accountant, release.noise, "ppe-refine"),
         beta=beta,
-        step="ppe-refine",
         prior_floor=False,  # the lower bound is the corr_condition assumption, not a prior
     )
     mean = np.where(deg, center * scale, np.asarray(mu_z) * s)

@@ -2,9 +2,10 @@
 
 Biswas, Dong, Kamath and Ullman, *CoinPress: Practical Private Mean and Covariance Estimation*
 (NeurIPS 2020). The public surface: the estimators (:func:`coinpress_mean`,
-:func:`coinpress_covariance`, :func:`coinpress_gaussian`, and :func:`gaussian_of_rows` for rows
-already validated at the entry), their public plans (:func:`mean_schedule`,
-:func:`covariance_schedule`) and the planner's predicted error (:func:`planned_covariance_error`,
+:func:`coinpress_covariance`, :func:`coinpress_gaussian`, and :func:`mean_of_rows` and
+:func:`gaussian_of_rows` for rows already validated at the entry, charged to a release context),
+their public plans (:func:`mean_schedule`, :func:`covariance_schedule`) and the planner's predicted
+error (:func:`planned_covariance_error`,
 :data:`PLAN_MAX_ERROR`). Modules: :mod:`.estimate` (entry points and dispatch), :mod:`.steps`
 (the runners that charge and release), :mod:`.split_mode` and :mod:`.mean_first` (the large-data
 and small-budget routes), :mod:`.radius_search` (DP clip radii); the public plans in
@@ -19,6 +20,7 @@ from .estimate import (
     coinpress_gaussian,
     coinpress_mean,
     gaussian_of_rows,
+    mean_of_rows,
     planned_covariance_error,
 )
 from .mean_plan import MeanStep, mean_schedule
@@ -35,6 +37,7 @@ __all__ = [
     "coinpress_mean",
     "covariance_schedule",
     "gaussian_of_rows",
+    "mean_of_rows",
     "mean_schedule",
     "planned_covariance_error",
 ]

@@ -36,6 +36,7 @@ predicted covariance error is within 1 % of the sequential plan's.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,10 +57,12 @@ from .steps import run_cov, run_mean, run_practical, whitener
 
 __all__ = [
     "PLAN_MAX_ERROR",
+    "GaussianPrior",
     "coinpress_covariance",
     "coinpress_gaussian",
     "coinpress_mean",
     "gaussian_of_rows",
+    "mean_of_rows",
     "planned_covariance_error",
     "run_gaussian",
 ]
@@ -99,7 +102,6 @@ def coinpress_mean(
     beta: float = 0.01,
     constants: str = "practical",
     debias: bool = False,
-    step: str = "coinpress-mean",
 ) -> np.ndarray:
     """ρ-zCDP mean of rows ~ N(μ, I) with the public prior ‖μ − center‖ ≤ ``radius``.
 
@@ -111,13 +113,35 @@ def coinpress_mean(
 
     ``debias`` (practical only) lets the planner clip the last step inside the bulk and undo
     the shrinkage under the Gaussian model: more accurate on Gaussian data, biased on skewed
-    columns (a 0/1 flag with p = 0.1: 0.17 standard deviations), so off by default.
+    columns (a 0/1 flag with p = 0.1: 0.17 standard deviations), so off by default. Its
+    ledger steps are named "coinpress-mean …" (:func:`mean_of_rows` names them from a
+    release context).
     """
-    X = as_rows(X)
+    return mean_of_rows(as_rows(X), center, radius, rho,
+                        release=Release.of(accountant, noise, "coinpress-mean"), steps=steps,
+                        fractions=fractions, beta=beta, constants=constants, debias=debias)
+
+
+def mean_of_rows(
+    X: Any,
+    center: Any,
+    radius: float,
+    rho: float,
+    *,
+    release: Release,
+    steps: int | None = None,
+    fractions: Any = None,
+    beta: float = 0.01,
+    constants: str = "practical",
+    debias: bool = False,
+) -> np.ndarray:
+    """:func:`coinpress_mean` on rows already validated by
+    :func:`~privgauss.backends.as_rows`, charged to ``release`` (its steps named under its
+    step, "coinpress-mean" when it has none)."""
     n, d = int(X.shape[0]), int(X.shape[1])
     c = _check_center(center, d)
     radius = _check_radius(radius)
-    accountant = check_accountant(accountant)
+    accountant = check_accountant(release.accountant)
     rho = check_rho(rho)
     fr = None if fractions is None else tuple(float(f) for f in fractions)
     reserve_rho(accountant, rho)
@@ -127,7 +151,7 @@ def coinpress_mean(
         debias=bool(debias),
     )
     check_radii(plan)
-    return run_mean(Rows(X), c, plan, Release.of(accountant, noise, step))
+    return run_mean(Rows(X), c, plan, release.named("coinpress-mean"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -205,7 +229,6 @@ def coinpress_gaussian(
     constants: str = "practical",
     beta: float = 0.1,
     mahalanobis_radius: float | None = None,
-    step: str = "coinpress-gaussian",
     prior_floor: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ρ-zCDP estimate (mean, covariance) of rows ~ N(μ, Σ) with the public prior
@@ -235,12 +258,14 @@ def coinpress_gaussian(
     lo is an assumption they check afterwards (the bound-free methods) turn it off. ``theory``: the
     classic reduction — CoinPress covariance on the ⌊n/2⌋ pairwise differences
     (X_{2j} − X_{2j−1})/√2 with ρ/2, then CoinPress mean (t = 2) on rows whitened by it with ρ/2.
+    Its ledger steps are named "coinpress-gaussian …" (:func:`gaussian_of_rows` names them
+    from a release context).
     """
     X = as_rows(X, min_rows=2)
     return gaussian_of_rows(X, rho, center=center, radius=radius, cov_bounds=cov_bounds,
-                               accountant=accountant, noise=noise, constants=constants,
-                               beta=beta, mahalanobis_radius=mahalanobis_radius, step=step,
-                               prior_floor=prior_floor)
+                            release=Release.of(accountant, noise, "coinpress-gaussian"),
+                            constants=constants, beta=beta,
+                            mahalanobis_radius=mahalanobis_radius, prior_floor=prior_floor)
 
 
 def gaussian_of_rows(
@@ -250,41 +275,49 @@ def gaussian_of_rows(
     center: Any,
     radius: float,
     cov_bounds: tuple[float, float],
-    accountant: Accountant,
-    noise: RandomState = None,
+    release: Release,
     constants: str = "practical",
     beta: float = 0.1,
     mahalanobis_radius: float | None = None,
-    step: str = "coinpress-gaussian",
     prior_floor: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on rows already validated by
-    :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask)."""
+    :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask), charged to ``release``
+    (its steps named under its step, "coinpress-gaussian" when it has none)."""
     check_constants(constants)
     d = int(X.shape[1])
     c = _check_center(center, d)
     R = _check_radius(radius)
     lo, hi = _check_bounds(cov_bounds)
-    accountant = check_accountant(accountant)
+    accountant = check_accountant(release.accountant)
     rho = check_rho(rho)
     beta = check_beta(beta)
     omega = R / math.sqrt(lo)
     if mahalanobis_radius is not None:
         omega = min(omega, _check_radius(mahalanobis_radius, "mahalanobis_radius"))
     reserve_rho(accountant, rho)
-    return run_gaussian(Rows(X, center=c), rho, c, R, lo, hi, omega,
-                        Release.of(accountant, noise, step), constants, beta,
+    return run_gaussian(Rows(X, center=c), rho, GaussianPrior(c, R, lo, hi, omega),
+                        release.named("coinpress-gaussian"), constants, beta,
                         prior_floor=prior_floor)
+
+
+@dataclass(frozen=True)
+class GaussianPrior:
+    """A validated public prior on N(μ, Σ): ‖μ − ``center``‖ ≤ ``radius``,
+    ``lo``·I ⪯ Σ ⪯ ``hi``·I and ‖Σ^{-1/2}(μ − ``center``)‖ ≤ ``omega`` (the Mahalanobis
+    radius, at most radius/√lo). Public: every plan is a function of it, n, d, ρ and β."""
+
+    center: np.ndarray
+    radius: float
+    lo: float
+    hi: float
+    omega: float
 
 
 def run_gaussian(
     rows: Rows,
     rho: float,
-    c: np.ndarray,
-    R: float,
-    lo: float,
-    hi: float,
-    omega: float,
+    prior: GaussianPrior,
     release: Release,
     constants: str,
     beta: float,
@@ -292,7 +325,8 @@ def run_gaussian(
     info: dict[str, Any] | None = None,
     prior_floor: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`coinpress_gaussian` on validated rows (finite, |x| ≤ 1e150). Every plan is
+    """:func:`coinpress_gaussian` on validated rows (finite, |x| ≤ 1e150) inside the public
+    ``prior``. Every plan is
     computed (from public quantities) before anything is spent. ``prefer_fewer``: see
     :func:`covariance_schedule` (used when the range parameters are known, e.g. public data).
     Large data (n·d ≥ 2^20) may run in split mode (:mod:`.split_mode`) when the planner
@@ -300,6 +334,7 @@ def run_gaussian(
     ``prior_floor``: see :func:`coinpress_gaussian`. Charged to ``release``, its steps named
     under its step."""
     n, d = rows.n, rows.d
+    c, R, lo, hi, omega = prior.center, prior.radius, prior.lo, prior.hi, prior.omega
     rho = take_count_share(rho)  # a fit's diagnostics may set 2 % aside (clip_diagnostics)
     if constants == "theory":
         return _gaussian_theory(rows, rho, c, R, lo, hi, release, beta)
