@@ -695,7 +695,7 @@ def test_a_small_component_under_a_steps_noise_floor_keeps_its_estimate() -> Non
         stats = (N, np.zeros((k, d)), N[:, None, None] * np.eye(d))
         run = (np.array(weights), means.copy(), covs.copy())
         return pe._em_release(stats, run, L, plan, t, Accountant(ApproxDP(1e9, 0.5)),
-                              pe.as_noise(seed), n)
+                              pg.noise.as_noise(seed), n)
 
     for seed in range(5):
         _, m, c = step([2_500, 22_500, 12_500, 12_500], [0.05, 0.45, 0.25, 0.25], seed)
