@@ -157,7 +157,7 @@ def test_every_registered_method_is_covered() -> None:
 
 
 def _mixture(n: int, d: int, k: int, separation: float = 8.0, seed: int = 12) -> np.ndarray:
-    return pg.datasets.make_mixture(n, d, k, separation=separation, random_state=seed).X
+    return pg.datasets.make_mixture(n, k, d, separation=separation, random_state=seed).X
 
 
 MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
