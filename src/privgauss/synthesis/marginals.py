@@ -530,7 +530,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
 INTEGER_TOLERANCE = 0.02
 #: the public ladder of resolutions a float column's values may lie on (nested grids: each
 #: rung's grid holds the coarser rungs'); 1 is the integer test
-RESOLUTIONS = (1.0, 0.5, 0.1, 0.05, 0.01, 0.001)
+RESOLUTIONS = (1.0, 0.5, 0.1, 0.05, 0.01)
 
 
 def _rung(x: np.ndarray) -> np.ndarray:
