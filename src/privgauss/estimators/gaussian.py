@@ -498,13 +498,14 @@ def draw_gaussian(rng: np.random.Generator, mean: np.ndarray, factor: DensityFac
     return mean + (rng.standard_normal((size, mean.shape[0])) @ factor.chol.T) * factor.scale
 
 
-def _collapsed(plan: FitPlan, final: tuple[float, float, float] | None) -> float | None:
-    """The final covariance release's smallest whitened eigenvalue when it says that
-    ``method='coinpress'`` inside the user's ``cov_bounds`` collapsed in a direction
+def _collapsed(plan: _GaussianPlan, final: tuple[float, float, float] | None) -> float | None:
+    """The final covariance release's smallest whitened eigenvalue when it says that a
+    method's CoinPress chain inside the user's ``cov_bounds`` (a method that requires the
+    prior) collapsed in a direction
     (:func:`~privgauss.gaussian.clip_diagnostics.is_collapsed`: DP outputs and public
-    quantities only); None otherwise."""
+    quantities only); None otherwise (the bound-free routes' priors are their own)."""
     facts = plan.facts
-    if (plan.method != "coinpress" or facts.cov_bounds is None or facts.known_mean
+    if (plan.spec.prior != "required" or facts.cov_bounds is None or facts.known_mean
             or facts.known_covariance or final is None):
         return None
     return final[0] if is_collapsed(*final) else None
