@@ -368,7 +368,8 @@ def collapse_advice(z_min: float) -> str:
         f"direction at {z_min:.2g} (a DP estimate; about 1 on a Gaussian sample): a failed "
         "fit in that direction, not heavy tails — its rows are spread but lie beyond the "
         "clipping radius, which cuts them at every whitening step (a 0/1 column with a few "
-        "percent of ones or fewer, a count with few non-zeros), so the variance there is "
+        "percent of ones or fewer, a count with few non-zeros, a few gross errors off a "
+        "collinear plane), so the variance there is "
         "underestimated, down to cov_bounds' lower bound. Drop mean_bound and cov_bounds (the "
         "bound-free route reads such columns from histograms), or give public rows; "
         "clip_scale helps only partly")
