@@ -73,14 +73,10 @@ budget and public rows; every frame after the first a function of releases):
    a collinear pair or a discrete value as far as the noise allows); shrinkage and floors
    vanish with the noise and the mean-move cap r_t grows, so as ρ → ∞ the steps are
    scikit-learn's. π_j ∝ N_j.
-   A component whose noisy count is below the step's noise floor (twice its second moments'
-   noise) but above its sums' (:func:`_mean_floor`) gets what that noise allows
-   (:func:`_noisy_update`: its mean moved by the James–Stein-shrunk step, its covariance
-   shrunk towards the previous one by the noise's share of the change; both vanish with the
-   noise); under both floors it keeps its estimate (its weight moves). It is
+   A component whose noisy count is below the step's noise floor keeps its estimate; it is
    revived (before the last two steps) by splitting the alive one of largest w_j·λ_max(Σ_j)
    along its main axis only when it is dead (its count within 3 noise sds of 0, or under
-   the last step's floor) or fading (under the sums' floor and fallen from its previous count by
+   the last step's floor) or fading (under the floor and fallen from its previous count by
    more than 15 % and the counts' noise): splitting every component under an early step's
    floor split true 5 % components (issue 27: from scikit-learn's optimum, 0.19 below it).
    *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of
@@ -150,10 +146,10 @@ while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
 **Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
 the budget spent so far stays spent; its message names the n it needs). Everything after it is
 post-processing that always returns a model: a component whose noisy count is too small keeps
-its previous estimate, or part of it (or is revived by a split). No other exception on private
-data; the estimator's warnings are functions of DP outputs: ``ClippedDataWarning`` of the
-clipped count, ``SimplerModelWarning`` of the final pick, ``DiscreteDataWarning`` of the EM
-fit's covariances in the released frame (``info["final_selection"]["em_thinnest_variance"]``).
+its previous estimate (or is revived by a split). No other exception on private data; the
+estimator's warnings are functions of DP outputs: ``ClippedDataWarning`` of the clipped count,
+``SimplerModelWarning`` of the final pick, ``DiscreteDataWarning`` of the EM fit's covariances
+in the released frame (``info["final_selection"]["em_thinnest_variance"]``).
 """
 
 from __future__ import annotations
@@ -909,15 +905,9 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     new_w = np.maximum(new_w, 1e-3)
     new_w /= new_w.sum()
     new_means, new_covs = means.copy(), covs.copy()
-    sig_s = soft_sums_l2(r) / math.sqrt(2.0 * rs)
-    mean_floor = _mean_floor(plan, t, n, k)
     for j in range(k):
-        if not Nn[j] > mean_floor:
-            continue  # too few rows even for its mean: keep the previous estimate
-        if not Nn[j] > floor:  # its mean and covariance as far as their noise allows
-            new_means[j], new_covs[j] = _noisy_update(Sn[j], Mn[j], Nn[j], means[j], L[j], r,
-                                                      sig_s / Nn[j], sig_m / Nn[j])
-            continue
+        if not Nn[j] > floor:
+            continue  # too few rows for this component's release: keep the previous estimate
         ybar = Sn[j] / Nn[j]
         # the Gaussian whose rows, clipped at r, have the released first and second moments:
         # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
@@ -933,16 +923,13 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
                                         _step_eig_floor(sig_m / Nn[j], d))
     if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
-        # dead: a released count near 0; fading: under this step's sums' floor (too few rows
-        # even for its mean; with the second moments' floor here, tuning families 3 and 13
-        # ended 0.068 and 0.316 below sklearn at ε = 1, with this one 0.021 and 0.037, but
-        # family 7 −0.228 → 0.334) and shrinking
+        # dead: a released count near 0; fading: under this step's floor and shrinking
         # (EM alone does not bring it back: family 7 at ε = 1 slid from 8,200 rows to 1,000
         # and ended 0.32 below sklearn), the previous count from the run's released weights
         prev = n * weights
         drop = np.maximum((1.0 - FADE) * prev, 3.0 * math.sqrt(2.0) * soft_counts_l2()
                           / math.sqrt(2.0 * rc))  # beyond the two counts' noise
-        fading = (Nn <= mean_floor) & (prev - Nn > drop) if t > 0 else False
+        fading = (Nn <= floor) & (prev - Nn > drop) if t > 0 else False
         for dead in np.flatnonzero(~(Nn > _dead_floor(plan, t, n, k)) | fading).tolist():
             _split(new_w, new_means, new_covs, int(dead), n * new_w > floor)
     return new_w, new_means, new_covs
@@ -957,47 +944,11 @@ def _release_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
                2.0 * soft_sums_l2(r) / math.sqrt(2.0 * rs), 1e-3 * n / k)
 
 
-def _mean_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
-    """The released count above which one run's step-t sums update a component's mean
-    (public): twice the noise of its sums at the step's ρ, at least 10⁻³·n/k. Between this
-    and :func:`_release_floor` (set by the second moments, whose noise is ≈ 2× the sums') the
-    component gets :func:`_noisy_update`."""
-    r = plan.step_radius(t)
-    _, rs, _ = plan.stat_rhos(t)
-    return max(2.0 * soft_sums_l2(r) / math.sqrt(2.0 * rs), 1e-3 * n / k)
-
-
-def _noisy_update(S: np.ndarray, M: np.ndarray, N: float, mean: np.ndarray, L: np.ndarray,
-                  r: float, s_mean: float, s_cov: float) -> tuple[np.ndarray, np.ndarray]:
-    """A component's (mean, covariance) from released sums ``S``, second moments ``M`` and
-    count ``N`` too noisy for the full update (under :func:`_release_floor`), in its frame
-    y = L^{-1}(z − μ) where the previous estimate is N(0, I); ``s_mean``, ``s_cov``: the noise's
-    standard deviation per row on a coordinate of the mean and a diagonal entry of the second
-    moments. The move of the mean is shrunk towards 0 (positive-part James–Stein for the
-    known noise), the covariance towards I by the fraction of ‖C − I‖²_F that noise would
-    make; both factors tend to 1 as the noise vanishes. Post-processing. Freezing such a
-    component (a 5 % component at ε = 1, d ≈ 10: under the floor for 19 of 20 steps) kept its
-    start estimate while the others moved around it (issue 27)."""
-    d = mean.shape[0]
-    ybar = S / N  # not de-clipped: de-clipping noisy moments near the sphere blew them up
-    Cy = M / N - np.outer(ybar, ybar)
-    sq = float(ybar @ ybar)
-    ybar = ybar * (max(0.0, 1.0 - max(d - 2, 1) * s_mean * s_mean / sq) if sq > 0 else 0.0)
-    ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
-    D = sym(Cy) - np.eye(d)
-    disp = float((D * D).sum())
-    alpha = max(0.0, 1.0 - s_cov * s_cov * d * (d + 1.0) / 2.0 / disp) if disp > 0 else 0.0
-    Cy = _floor(np.eye(d) + alpha * D, s_cov)
-    return mean + L @ ybar, repair_covariance(L @ repair_covariance(Cy) @ L.T,
-                                              _step_eig_floor(s_cov, d))
-
-
 def _dead_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
     """The released count at or below which a component is dead and revived by a split
     (public): ``DEAD_SIGMAS`` standard deviations of step t's count noise, or the floor of
     the last, best-funded step (a component that even that step could not update). Below
-    step t's own :func:`_release_floor` but above this, a component is not split (it keeps its
-    estimate or gets :func:`_noisy_update`): a
+    step t's own :func:`_release_floor` but above this, a component keeps its estimate: a
     5 %-weight component in d = 9 (2,500 rows) sat under an early exploring step's floor
     (3,954) and was split-revived at once — private EM started from scikit-learn's optimum
     ended 0.19 nat/row below it (family 4 of ``benchmarks/mixture_families.py``, ε = 1)."""
