@@ -19,7 +19,7 @@ from privgauss.estimators import PrivateGaussianMixture
 from privgauss.exceptions import EstimationFailed, InvalidDataError
 from privgauss.mechanisms import Release, exponential_mechanism
 from privgauss.noise import NoiseSource
-from privgauss.privacy import Accountant, ApproxDP, PureDP
+from privgauss.privacy import Accountant, ApproxDP, PureDP, ledger_mismatch
 from privgauss.reductions import list_stable
 from privgauss.reductions.agnostic import faithful_agnostic, faithful_plan
 from privgauss.reductions.list_stable import (
@@ -395,6 +395,11 @@ def test_estimator_faithful_route_end_to_end() -> None:
     assert shared.spent.epsilon == pytest.approx(eps) and shared.spent.delta == pytest.approx(delta)
     rounds = list_stable.reduction_parameters(eps, delta, 0.2, 0.05, 5, 3.0).rounds
     assert len(shared.ledger) == rounds + 1
+    # whether it returned or ended in ⊥ (a DP output), the ledger is the route's plan
+    plan = pg.mixture_plan(int(need), 1, 2, method="agnostic", epsilon=eps, delta=delta,
+                           constants="theory").budget_plan
+    assert plan is not None and len(plan) == rounds + 1
+    assert ledger_mismatch(plan, shared.ledger) is None, ledger_mismatch(plan, shared.ledger)
 
 
 def test_cli_fit_mixture_reaches_the_faithful_route(tmp_path) -> None:

@@ -237,7 +237,12 @@ def _assert_same_mixture(got: pg.PrivateGaussianMixture, ref: pg.PrivateGaussian
     assert [(e.step, e.cost) for e in got.ledger_] == [(e.step, e.cost) for e in ref.ledger_]
 
 
-@pytest.mark.parametrize(("budget", "public"), EM_CASES, ids=EM_IDS)
+# the (ε, δ) case (private localisation on the cluster) runs by default; the public frame and
+# the quiet steps of a huge budget in the slow set (every case's graphs are pickled without
+# cloudpickle by default: test_every_graph_of_a_fit_pickles_without_cloudpickle)
+@pytest.mark.parametrize(("budget", "public"), [
+    pytest.param(*case, id=name, marks=[pytest.mark.slow] if i else [])
+    for i, (case, name) in enumerate(zip(EM_CASES, EM_IDS, strict=True))])
 def test_cluster_em_mixture_gives_the_in_memory_fit(client: Any, em_data: tuple,
                                                     em_reference: Any, budget: dict,
                                                     public: bool) -> None:

@@ -364,20 +364,20 @@ def test_bad_public_input_is_refused_before_spending(public_mix, method, k, publ
     assert shared.ledger == []
 
 
-def test_dask_and_npy_inputs_give_the_in_memory_fit_and_large_ones_are_refused(tmp_path) -> None:
+def test_dask_and_npy_inputs_give_the_in_memory_fit_and_large_ones_are_refused(
+        tmp_path, mix, fitted) -> None:
     import dask.array as da
 
     import privgauss as pg
-    from privgauss.datasets import make_mixture
 
-    mix = make_mixture(30_000, 2, 2, separation=6.0, random_state=3)
-    kwargs = dict(epsilon=5.0, delta=1e-6, method="sample-aggregate")
-    ref = pg.PrivateGaussianMixture(2, random_state=11, **kwargs).fit(mix.X)
-    lazy = pg.PrivateGaussianMixture(2, random_state=11, **kwargs).fit(
+    # the reference is the module's in-memory fit (sample-aggregate, seed 5, the same rows)
+    kwargs = dict(epsilon=EPS, delta=DELTA, method="sample-aggregate")
+    ref = fitted
+    lazy = pg.PrivateGaussianMixture(2, random_state=5, **kwargs).fit(
         da.from_array(mix.X, chunks=(3000, 2))
     )
     np.save(tmp_path / "x.npy", mix.X)
-    path = pg.PrivateGaussianMixture(2, random_state=11, **kwargs).fit(str(tmp_path / "x.npy"))
+    path = pg.PrivateGaussianMixture(2, random_state=5, **kwargs).fit(str(tmp_path / "x.npy"))
     for other in (lazy, path):
         np.testing.assert_array_equal(other.means_, ref.means_)
         np.testing.assert_array_equal(other.weights_, ref.weights_)

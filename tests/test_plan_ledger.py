@@ -70,6 +70,65 @@ def test_gaussian_fit_follows_its_plan(method: str, params: dict[str, Any], n: i
         est.fit(X, public_X=P)
     assert est.method_ == method
     _check(est, est.budget_plan_)
+    if method == "coinpress":
+        _check_coinpress_steps(est, params, X, P)
+
+
+def _stage(prefix: str, steps: Any) -> list[tuple[str, ZCDP]]:
+    """The ledger entries of one planned CoinPress stage (``steps.run_mean``/``run_cov``):
+    ``"<prefix> i/t"`` at each step's ρ, after its radius search's m counts
+    ``"<prefix> i/t radius j/m"`` at ρ_search/m each when the step plans one."""
+    out = []
+    for i, s in enumerate(steps):
+        name, rho = f"{prefix} {i + 1}/{len(steps)}", s.rho
+        if s.search is not None:
+            m = s.search.queries
+            out += [(f"{name} radius {j + 1}/{m}", ZCDP(s.search.rho / m)) for j in range(m)]
+            rho = s.rho - s.search.rho
+        out.append((name, ZCDP(rho)))
+    return out
+
+
+def _check_coinpress_steps(est: Any, params: dict[str, Any], X: np.ndarray,
+                           P: np.ndarray | None) -> None:
+    """The CoinPress group step by step: its steps are planned from public quantities only
+    (n, d, ρ, the prior, β), so the plan knows each entry's name and amount. The known-mean,
+    known-covariance and sequential routes are expanded from their public schedules; the
+    mean-first route (chosen from public quantities too) is checked to charge the same
+    entries on other rows of the same shape."""
+    from privgauss.gaussian.coinpress import mean_first, split_mode
+    from privgauss.gaussian.coinpress import plan as cp_plan
+    from privgauss.gaussian.coinpress.cov_plan import covariance_schedule
+    from privgauss.gaussian.coinpress.mean_plan import mean_schedule
+
+    plan = est.budget_plan_
+    (group,) = plan.groups
+    rho = plan.part(group, ZCDP).rho
+    n, d = X.shape
+    assert n * d < split_mode.SPLIT_MIN_VALUES  # the split mode's steps are not expanded here
+    if group == "coinpress-mean":
+        steps = _stage(group, mean_schedule(n, d, params["mean_bound"], rho, beta=0.01))
+    elif group == "coinpress-cov":
+        lo, hi = params["cov_bounds"]
+        steps = _stage(group, covariance_schedule(n, d, hi / lo, rho, beta=est.beta))
+    else:
+        R, (lo, hi) = params["mean_bound"], params["cov_bounds"]
+        gp = cp_plan.practical_plan(n, d, rho, R, lo, hi, R / lo**0.5, 0.1, 0.0)
+        if mean_first.use_mean_first(n, d, gp.cov_err, rho, R, (lo, hi), trusted_prior=True):
+            other = pg.PrivateGaussian(method="coinpress", random_state=1, **params)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                other.fit(X[::-1] * 1.5 - 2.0, public_X=P)
+            assert [(e.step, e.cost) for e in other.ledger_] == [
+                (e.step, e.cost) for e in est.ledger_]
+            return
+        steps = [e for prefix, stage in [("cov-coarse", gp.coarse), ("mean-rough", gp.rough),
+                                         ("cov", gp.cov), ("mean", gp.mean)]
+                 for e in _stage(f"{group} {prefix}", stage)]
+    assert plan.names()[0] == group  # the group's steps come first, then the other parts
+    full = BudgetPlan.of(plan.total, {**dict(steps), **dict(plan.parts[1:])})
+    why = ledger_mismatch(full, est.ledger_)
+    assert why is None, why
 
 
 def test_tied_axes_follow_the_histogram_plans_branch() -> None:
@@ -98,7 +157,7 @@ def test_every_registered_method_is_covered() -> None:
 
 
 def _mixture(n: int, d: int, k: int, separation: float = 8.0, seed: int = 12) -> np.ndarray:
-    return pg.datasets.make_mixture(n, d, k, separation=separation, random_state=seed).X
+    return pg.datasets.make_mixture(n, k, d, separation=separation, random_state=seed).X
 
 
 MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
@@ -242,3 +301,22 @@ def test_agnostic_with_learner_producers_follows_its_plan() -> None:
         est.fit(X)
     _check(est, est.budget_plan_)
     assert est.budget_plan_.groups == {"producer-1"}  # type: ignore[union-attr]
+
+
+def test_the_faithful_agnostic_route_follows_its_plan() -> None:
+    """constants="theory": R Filter-and-Test rounds and the Choosing Mechanism, each charged
+    on every dataset; identical rows (every block's list holds their cell) fit, and the ledger
+    is the plan (a ⊥ after the Choosing Mechanism's charge ends the same way:
+    test_agnostic.py::test_estimator_faithful_route_end_to_end)."""
+    from privgauss.reductions.agnostic import faithful_plan
+
+    eps, delta = 50.0, 1e-3
+    n = faithful_plan(2, 1, eps, delta).n_needed
+    est = pg.PrivateGaussianMixture(1, method="agnostic", constants="theory", epsilon=eps,
+                                    delta=delta, random_state=0, enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(np.tile([2.0, -1.0], (n, 1)))
+    _check(est, est.budget_plan_)
+    assert est.budget_plan_.names()[-1] == "choosing"  # type: ignore[union-attr]
+    assert len(est.budget_plan_) >= 2  # type: ignore[arg-type]

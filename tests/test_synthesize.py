@@ -512,3 +512,74 @@ def test_smoothing_shrinks_noise_of_a_smooth_column_and_keeps_levels() -> None:
     out = marg._smoothed(np.clip(noisy, 0, None), np.ones(levels.size), sigma)
     assert np.all(out[1::2] < 0.05 * 400.0)  # the empty bins between levels stay nearly empty
     assert np.all(marg._smoothed(np.array([5.0, 7.0]), np.ones(2), sigma) == [5.0, 7.0])
+
+
+# ------------------------------------------------------------------------------- resolution
+
+
+def test_types_release_a_float_columns_resolution() -> None:
+    """One ``types`` charge resolves integer, a float column on the 0.5 grid (a few values
+    off it, below the tolerance, are rounded onto it), one on the 0.01 grid and a continuous
+    one; a float column's synthetic values then lie on its grid, within its range, and each
+    grid value falls inside one bin (edges at half-steps)."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    halves = rng.integers(0, 40, n) / 2.0
+    halves[:20] += 0.25  # 0.5 % off the grid
+    X = np.column_stack([rng.integers(0, 30, n).astype(float), halves,
+                         np.round(rng.normal(5.0, 1.0, n), 2), rng.normal(5.0, 1.0, n)])
+    rho = approx_to_zcdp(EPS, DELTA)
+    acct = Accountant(ZCDP(rho))
+    kinds, steps = marg.release_types(X, ["auto"] * 4, 0.02 * rho, accountant=acct,
+                                      noise=NoiseSource(0))
+    assert kinds == ["integer", "float", "float", "float"] and steps == [0.0, 0.5, 0.01, 0.0]
+    assert [e.step for e in acct.ledger] == ["types"]
+    plan = MarginalPlan(["auto"] * 4, [None] * 4, marg.n_fine_bins(n, 0.4 * rho, 4),
+                        0.1 * rho, 0.4 * rho, 0.02 * rho)
+    ms = release_marginals(X, plan, accountant=Accountant(ZCDP(rho)), noise=NoiseSource(1))
+    assert [m.step for m in ms] == [0.0, 0.5, 0.01, 0.0]
+    u = np.random.default_rng(2).uniform(size=5000)
+    for m in ms[1:3]:
+        x = m.from_uniform(u)
+        assert np.allclose(x / m.step, np.rint(x / m.step), atol=1e-9)
+        assert x.min() >= m.low and x.max() <= m.high
+        half = m.edges / m.step - 0.5
+        assert np.allclose(half, np.rint(half), atol=1e-9)
+    x = ms[3].from_uniform(u)
+    assert len(np.unique(x)) > 4000  # a continuous column is not rounded
+    # the 0.5-grid column's levels are reproduced: most synthetic mass on the true levels
+    syn = ms[1].from_uniform(u)
+    assert np.mean(np.isin(syn, np.unique(halves[20:]))) > 0.95
+
+
+def test_a_marginals_step_round_trips_and_old_models_load() -> None:
+    m = marg.Marginal("float", np.array([-0.25, 0.25, 0.75]), np.array([0.0, 0.5, 1.0]), 0.5)
+    d = m.to_dict()
+    assert d["step"] == 0.5 and marg.Marginal.from_dict(d).step == 0.5
+    d.pop("step")  # a model saved before resolutions: continuous
+    assert marg.Marginal.from_dict(d).step == 0.0
+    with pytest.raises(ValueError):
+        marg.Marginal.from_dict({**d, "step": -1.0})
+    assert set(m.from_uniform(np.linspace(0, 1, 101)).tolist()) == {0.0, 0.5}
+
+
+def test_a_smooth_continuous_column_gets_a_cubic_inverse_cdf() -> None:
+    """A normal column (its bins' differences mostly noise: λ ≥ SMOOTH_LAMBDA) is marked smooth
+    and drawn through the monotone cubic inverse CDF, which keeps every bin's released mass; a
+    float column of 20 levels off every grid of the ladder (λ near 0) keeps the lines."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    levels = (np.arange(20) + 0.5625) / 12.0
+    X = np.column_stack([rng.normal(0.0, 1.0, n), levels[rng.binomial(19, 0.5, n)]])
+    rho = approx_to_zcdp(EPS, DELTA)
+    plan = MarginalPlan(["auto"] * 2, [None] * 2, marg.n_fine_bins(n, 0.48 * rho, 2),
+                        0.1 * rho, 0.48 * rho, 0.02 * rho)
+    ms = release_marginals(X, plan, accountant=Accountant(ZCDP(rho)), noise=NoiseSource(3))
+    assert [m.step for m in ms] == [0.0, 0.0]
+    assert ms[0].smooth and not ms[1].smooth
+    u = np.random.default_rng(1).uniform(size=200_000)
+    x = ms[0].from_uniform(u)
+    mass = np.histogram(x, ms[0].edges)[0] / len(u)
+    assert np.max(np.abs(mass - np.diff(ms[0].cdf))) < 0.004
+    assert np.all(np.diff(ms[0].from_uniform(np.linspace(0, 1, 1001))) >= 0)
+    assert marg.Marginal.from_dict(ms[0].to_dict()).smooth

@@ -147,7 +147,16 @@ class ClippedDataWarning(PrivacyWarning):
     which the fit ends in ``EstimationFailed`` instead) the message says that more than tails
     lie outside — the fit may have missed part of the data (zero-inflated or coded columns,
     clusters, a prior that cuts the data) — where ``clip_scale`` does not help: transform the
-    columns, check the prior, give public rows or a larger budget."""
+    columns, check the prior, give public rows or a larger budget.
+
+    **Also** after a fit inside ``cov_bounds`` (``method="coinpress"``) whose final covariance
+    release, in the frame meant to whiten the rows, says a direction collapsed (a DP output
+    against public thresholds,
+    :func:`~privgauss.gaussian.clip_diagnostics.is_collapsed`): rows spread in that direction
+    lie beyond the clipping radius at every step — a 0/1 column with a few percent of ones or
+    fewer — and its variance came out far too small, down to the prior's lower bound. The
+    message says so; the bound-free route (drop the bounds) reads such columns from
+    histograms."""
 
 
 class DiscreteDataWarning(PrivacyWarning):

@@ -18,7 +18,9 @@ from ..densities import DensityFactor, background_factor, factored_logpdf, gauss
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..gaussian.clip_diagnostics import (
     alarm_fraction,
+    collapse_advice,
     count_noise_quantile,
+    is_collapsed,
     recording_clips,
     release_clipped_count,
 )
@@ -27,10 +29,12 @@ from ..mechanisms import Release
 from ..methods import Facts, GaussianJob, Method
 from ..noise import NoiseSource
 from ..privacy import Accountant, Budget
+from ..warnings import ClippedDataWarning
 from ._base import (
     FitPlan,
     PrivateEstimatorBase,
     require_finite,
+    warn_caller,
     warn_clipped,
 )
 
@@ -65,6 +69,9 @@ class _GaussianRelease:
     cov: np.ndarray
     ball: Any
     noisy: float | None
+    #: the final covariance release's smallest whitened eigenvalue when it says the chain
+    #: collapsed in a direction (:func:`_collapsed`); else None
+    collapsed: float | None = None
 
 
 @dataclass(frozen=True)
@@ -346,6 +353,7 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 mean, cov = known_mean, spec.run_known_mean(job)
             else:
                 mean, cov = spec.run(job)
+            collapsed = _collapsed(plan, clips.final_moment)
             ball = clips.final()
             noisy = None
             count_budget = clips.reserved if from_refinement else plan.count_budget
@@ -357,11 +365,13 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                 mean_known=known_mean is not None, cov_known=plan.known is not None)
             mean, cov = means[0], covs[0]
             require_finite(mean, cov)
-        return _GaussianRelease(mean, cov, ball, noisy)
+        return _GaussianRelease(mean, cov, ball, noisy, collapsed)
 
     def _record_release(self, plan: FitPlan, release: Any, acct: Accountant) -> None:
         self.mean_, self.covariance_ = release.mean, release.cov
         self._record_clipped(release.ball, release.noisy, acct)
+        if release.collapsed is not None:  # a function of DP outputs and the public prior
+            warn_caller(ClippedDataWarning, collapse_advice(release.collapsed))
 
     @staticmethod
     def _count_plan(budget: Budget, spec: Method) -> tuple[Budget, Budget | None]:
@@ -486,3 +496,16 @@ def draw_gaussian(rng: np.random.Generator, mean: np.ndarray, factor: DensityFac
     gaussian_factor`, scale free as the scores), in time bounded by ``size`` and d (the
     sampler of both estimators; callers refuse non-finite parameters first)."""
     return mean + (rng.standard_normal((size, mean.shape[0])) @ factor.chol.T) * factor.scale
+
+
+def _collapsed(plan: _GaussianPlan, final: tuple[float, float, float] | None) -> float | None:
+    """The final covariance release's smallest whitened eigenvalue when it says that a
+    method's CoinPress chain inside the user's ``cov_bounds`` (a method that requires the
+    prior) collapsed in a direction
+    (:func:`~privgauss.gaussian.clip_diagnostics.is_collapsed`: DP outputs and public
+    quantities only); None otherwise (the bound-free routes' priors are their own)."""
+    facts = plan.facts
+    if (plan.spec.prior != "required" or facts.cov_bounds is None or facts.known_mean
+            or facts.known_covariance or final is None):
+        return None
+    return final[0] if is_collapsed(*final) else None

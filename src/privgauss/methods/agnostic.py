@@ -25,14 +25,16 @@ def _plan(facts: Facts) -> BudgetPlan | None:
     — each candidate producer's share (one group: its own learner's steps, under its name),
     then the private selection. A producer that fails (⊥, a DP output) stops early and the
     selection tops up what it left (``producers-unused``): that ledger departs from the plan.
-    None for the faithful route (``constants="theory"``), whose rounds may stop early."""
-    from ..reductions.agnostic import p2_producers
+    The faithful route (``constants="theory"``):
+    :func:`~privgauss.reductions.agnostic.faithful_budget_plan` — its R Filter-and-Test rounds
+    and the Choosing Mechanism, each charged on every dataset."""
+    from ..reductions.agnostic import faithful_budget_plan, p2_producers
     from ..reductions.selection import selection_plan
 
     budget = facts.budget
     assert isinstance(budget, ApproxDP)
     if facts.constants == "theory":
-        return None
+        return faithful_budget_plan(budget.epsilon, budget.delta)
     count = 1 if facts.k == 1 else len(p2_producers(facts.n, facts.d, facts.k, budget.epsilon,
                                                       budget.delta, float(facts.beta)))
     plan = selection_plan(budget.epsilon, budget.delta, count)

@@ -526,7 +526,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     n_starts = N_STARTS if T >= 2 else 1
     if n_starts == 1:
         rest, rho_score = rest + rho_score, 0.0
-    explore = max(1, T // EXPLORE_DIV) if n_starts > 1 else 0
+    explore = max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0
     p, m = _grid(n, d, rho_init)
     plan = EMPlan(budget, loc, hist, rho_ref, rho_init, (), p, m, clip_radius(n, d),
                   rho_prior, 0.0 if loc is None else rho_hist, km_steps, rho_spread, rho_rw,

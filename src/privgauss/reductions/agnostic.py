@@ -40,14 +40,20 @@ import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..mechanisms import Release, truncated_laplace_bound
-from ..privacy import Accountant, ApproxDP
-from .list_stable import choosing_threshold, list_stable_reduction, reduction_parameters
+from ..privacy import Accountant, ApproxDP, BudgetPlan
+from .list_stable import (
+    choosing_threshold,
+    list_stable_reduction,
+    reduction_parameters,
+    reduction_plan,
+)
 from .quantised_lists import decode, quantised_em_lists
 from .selection import Mixture, private_selection
 
 __all__ = [
     "FaithfulPlan",
     "faithful_agnostic",
+    "faithful_budget_plan",
     "faithful_plan",
     "reduction_requirements",
     "run_agnostic",
@@ -85,9 +91,12 @@ class FaithfulPlan:
     theory_n: float
 
 
+_C = 3.0  # [B]'s constant C of the agnostic bound, as the faithful route runs it
+
+
 def faithful_plan(
     d: int, k: int, epsilon: float, delta: float, *, alpha: float = 0.2, beta: float = 0.05,
-    C: float = 3.0, restarts: int = 4,
+    C: float = _C, restarts: int = 4,
 ) -> FaithfulPlan:
     """:class:`FaithfulPlan` for these public quantities."""
     from ..theory import agnostic_n
@@ -106,6 +115,15 @@ def faithful_plan(
         n_needed=T * min_block,
         theory_n=agnostic_n(epsilon, delta, alpha, beta, L, min_block // 2, C).n,
     )
+
+
+def faithful_budget_plan(epsilon: float, delta: float, *, alpha: float = 0.2) -> BudgetPlan:
+    """The faithful route's budget plan (:func:`~.list_stable.reduction_plan`, the parts
+    :func:`faithful_agnostic` charges at these (ε, δ, α)): R Filter-and-Test rounds and the
+    Choosing Mechanism, (ε, δ)/(1 + R) each. Every round runs on every dataset and the
+    Choosing Mechanism is charged before its ⊥ may be drawn, so a fit's ledger is this plan
+    whatever the data (a refusal for too few rows comes before anything is spent)."""
+    return reduction_plan(epsilon, delta, alpha, _C)
 
 
 def faithful_agnostic(
@@ -142,7 +160,7 @@ def faithful_agnostic(
     with threadpool_limits(1):  # thousands of tiny fits: BLAS threads only add overhead
         key, extra = list_stable_reduction(
             X, learner, epsilon, delta, n_blocks=plan.n_blocks, list_size=plan.list_size,
-            alpha=alpha, beta=beta, release=release, progress=progress,
+            alpha=alpha, C=_C, beta=beta, release=release, progress=progress,
         )
     if info is not None:
         info.update(extra, block_rows=n // plan.n_blocks, list_size=plan.list_size)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..exceptions import EstimationFailed
 from ..mechanisms import Release, truncated_laplace_bound, truncated_laplace_mechanism
-from ..privacy import Accountant, ApproxDP
+from ..privacy import Accountant, ApproxDP, BudgetPlan
 from .ppe import run_blocks
 
 # ------------------------------------------------------------------------------ Choosing
@@ -32,6 +32,7 @@ __all__ = [
     "choosing_threshold",
     "list_stable_reduction",
     "reduction_parameters",
+    "reduction_plan",
 ]
 
 
@@ -95,14 +96,31 @@ class ReductionParams(NamedTuple):
     b1: float  # β' of [B] Alg. 2, the Choosing Mechanism's failure probability
 
 
+def _rounds(a1: float) -> int:
+    return math.ceil(math.log2(1 / a1))  # the binary search's length at accuracy α'
+
+
 def reduction_parameters(epsilon: float, delta: float, alpha: float, beta: float, list_size: int,
                 C: float) -> ReductionParams:
     """[B] Alg. 2's public parameters (α', rounds, ε', δ', β')."""
     a1 = alpha / (9 + 4 * C)
-    rounds = math.ceil(math.log2(1 / a1))
+    rounds = _rounds(a1)
     e1, d1 = epsilon / (1 + rounds), delta / (1 + rounds)
     b1 = beta * e1 / (7680 * math.log(9830400 * list_size / (e1**3 * beta * d1)) * rounds)
     return ReductionParams(a1, rounds, e1, d1, b1)
+
+
+def reduction_plan(epsilon: float, delta: float, alpha: float, C: float = 3.0) -> BudgetPlan:
+    """[B] Alg. 2's budget as data: ``filter-and-test-0`` … ``filter-and-test-{R-1}`` and
+    ``choosing``, each (ε', δ') = (ε, δ)/(1 + R) (:func:`reduction_parameters`; R depends on
+    α and C only), composing to exactly (ε, δ) by basic composition. Every round runs whatever
+    the data (a binary search of fixed length), and the Choosing Mechanism is charged before
+    its ⊥ may be drawn, so a run's ledger is this plan on every dataset.
+    :func:`list_stable_reduction` charges each release its part."""
+    rounds = _rounds(alpha / (9 + 4 * C))
+    total = ApproxDP(epsilon, delta)
+    weights = {**{f"filter-and-test-{r}": 1.0 for r in range(rounds)}, "choosing": 1.0}
+    return BudgetPlan.basic(total, weights)
 
 
 def choosing_threshold(epsilon: float, delta: float, growth: int, beta: float) -> float:
@@ -134,7 +152,9 @@ def list_stable_reduction(
     src = release.noise
     T = int(n_blocks)
     p = reduction_parameters(epsilon, delta, alpha, beta, list_size, C)
-    acct = Accountant(ApproxDP(epsilon, delta), parent=release.accountant)
+    plan = reduction_plan(epsilon, delta, alpha, C)
+    assert len(plan) == p.rounds + 1
+    acct = Accountant(plan.total, parent=release.accountant)
     raw, ok = run_blocks(X, list_learner, T, src, progress=progress)
     lists = []
     for lst, good in zip(raw, ok, strict=True):
@@ -150,9 +170,9 @@ def list_stable_reduction(
         g = (lo + hi) / 2
         radius = 4 * C * g + 5 * p.a1
         top = max(_filtered_scores(lists, radius).values(), default=0)
+        step = f"filter-and-test-{r}"
         noisy = float(truncated_laplace_mechanism(
-            float(top), 1.0, ApproxDP(p.e1, p.d1), accountant=acct, noise=src,
-            step=f"filter-and-test-{r}",
+            float(top), 1.0, plan.part(step, ApproxDP), accountant=acct, noise=src, step=step,
         ))
         if noisy < 0.8 * T + bound:
             lo = g
@@ -161,7 +181,7 @@ def list_stable_reduction(
             accepted_radius = radius
     final = accepted_radius if accepted_radius is not None else 4 * C * hi + 5 * p.a1
     chosen = choosing_mechanism(
-        dict(_filtered_scores(lists, final)), list_size, ApproxDP(p.e1, p.d1), p.b1,
+        dict(_filtered_scores(lists, final)), list_size, plan.part("choosing", ApproxDP), p.b1,
         release=Release(acct, src),
     )
     return chosen, {"T": T, "rounds": p.rounds, "radius_guess": hi}

@@ -2,7 +2,8 @@
 
 Our own method (issue 28), not from the seed papers; the histogram CDF is the classic one
 (Dwork–Roth §3.3; MST/AIM measure the same 1-way marginals). Guarantee: ρ-zCDP under
-replace-one neighbours (n public) for the two releases together, ``rho_range + rho_hist``:
+replace-one neighbours (n public) for the releases together, ``rho_types + rho_range +
+rho_hist``:
 
 * **range** (columns without a stated range): the counts of every column's records in a fixed,
   data-independent grid of signed octaves ``±[2^e, 2^(e+1))`` (``e`` from
@@ -24,6 +25,12 @@ replace-one neighbours (n public) for the two releases together, ``rho_range + r
   octaves: a sign's values spread over octaves too thin to pass the range threshold are not
   clipped to 0 (same release, same sensitivity: every record still counts in exactly one bin
   per column).
+
+The ``"auto"`` columns' types come from a third release (:func:`release_types`, charged to
+the plan's ``types`` share): integer, or float with a resolution from a public ladder (a
+column of heights to 0.1 or a duration in half-years: its edges sit at half-steps of its grid
+and its synthetic values on the grid, as an integer column's, instead of being spread between
+its levels).
 
 Every edge, CDF value and type rule is a function of DP releases, public n, the user's
 declared types and bounds: the maps :meth:`Marginal.to_uniform` / :meth:`Marginal.from_uniform`
@@ -61,11 +68,23 @@ CENTRAL_OCTAVES = 8
 @dataclass(frozen=True)
 class Marginal:
     """A released marginal: a piecewise-linear CDF ``cdf`` at the strictly increasing bin
-    ``edges``, the column's ``kind`` and the range its synthetic values keep."""
+    ``edges``, the column's ``kind`` and the range its synthetic values keep. A float column
+    of DP-released resolution ``step`` > 0 (:func:`release_types`) has its values on the grid
+    ``step``·ℤ: edges at half-steps, synthetic values rounded to the grid. A ``smooth``
+    marginal's inverse CDF is monotone cubic through the knots (edge, CDF) — the same bin
+    masses, a density without steps at the edges — not piecewise linear."""
 
     kind: str
     edges: np.ndarray
     cdf: np.ndarray
+    step: float = 0.0
+    smooth: bool = False
+
+    @property
+    def grid(self) -> float:
+        """The grid the column's values lie on: 1 for a discrete kind, ``step`` for a gridded
+        float column, 0 for a continuous one."""
+        return 1.0 if self.kind != "float" else self.step
 
     @property
     def low(self) -> float:
@@ -82,19 +101,22 @@ class Marginal:
         any float is handled, values outside the range count as its end points."""
         x = np.nan_to_num(np.asarray(x, dtype=np.float64), nan=self.low)
         x = np.clip(x, self.low, self.high)
-        if self.kind != "float":
-            x = np.clip(np.rint(x), self.low, self.high)
+        if self.grid > 0:
+            x = np.clip(_on_grid(x, self.grid), self.low, self.high)
         k = np.clip(np.searchsorted(self.edges, x, side="right") - 1, 0, len(self.edges) - 2)
         lo, hi = self.cdf[k], self.cdf[k + 1]
         return np.asarray(lo + rng.uniform(0.0, 1.0, x.shape) * (hi - lo))
 
     def from_uniform(self, u: np.ndarray) -> np.ndarray:
         """The values at CDF levels ``u`` (the inverse CDF), of this column's kind and range."""
-        x = _inverse_cdf(np.clip(u, 0.0, 1.0), self.cdf, self.edges)
-        if self.kind == "float":
+        u = np.clip(u, 0.0, 1.0)
+        x = (_smooth_inverse_cdf(u, self.cdf, self.edges) if self.smooth
+             else _inverse_cdf(u, self.cdf, self.edges))
+        g = self.grid
+        if g == 0:
             return np.clip(x, self.low, self.high)
-        lo, hi = math.ceil(self.low), math.floor(self.high)
-        return np.clip(np.rint(x), lo, hi)
+        lo, hi = math.ceil(self.low / g - 1e-9), math.floor(self.high / g + 1e-9)
+        return np.clip(np.rint(x / g), lo, hi) * g
 
     def jitter_attenuation(self) -> float:
         """The factor c² by which the jittered scores (:meth:`to_uniform`) shrink the
@@ -112,7 +134,13 @@ class Marginal:
         return float(np.clip(np.sum(p[keep] * m * m), 1e-3, 1.0))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "edges": self.edges.tolist(), "cdf": self.cdf.tolist()}
+        out: dict[str, Any] = {"kind": self.kind, "edges": self.edges.tolist(),
+                               "cdf": self.cdf.tolist()}
+        if self.step:
+            out["step"] = self.step
+        if self.smooth:
+            out["smooth"] = True
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Marginal:
@@ -122,9 +150,28 @@ class Marginal:
               and edges.size >= 2 and np.all(np.isfinite(edges)) and np.all(np.diff(edges) > 0)
               and np.all(np.isfinite(cdf)) and np.all(np.diff(cdf) >= 0)
               and cdf[0] == 0.0 and cdf[-1] == 1.0)
-        if not ok:
-            raise ValueError("a marginal needs a kind, increasing edges and a CDF from 0 to 1")
-        return cls(str(d["kind"]), edges, cdf)
+        step, smooth = d.get("step", 0.0), d.get("smooth", False)
+        if not ok or not (isinstance(step, (int, float)) and math.isfinite(step) and step >= 0
+                          and isinstance(smooth, bool)):
+            raise ValueError("a marginal needs a kind, increasing edges, a CDF from 0 to 1, "
+                             "a non-negative step and a boolean smooth")
+        return cls(str(d["kind"]), edges, cdf, float(step), smooth)
+
+
+def _smooth_inverse_cdf(u: np.ndarray, cdf: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Monotone cubic (PCHIP) inverse of the CDF through its knots where it rises (flat
+    stretches, bins of no mass, skipped): each bin keeps its mass, as with :func:`_inverse_cdf`."""
+    from scipy.interpolate import PchipInterpolator
+
+    rises = np.concatenate([[True], np.diff(cdf) > 0])
+    if np.count_nonzero(rises) < 3:
+        return _inverse_cdf(u, cdf, edges)
+    return np.asarray(PchipInterpolator(cdf[rises], edges[rises])(u))
+
+
+def _on_grid(x: np.ndarray, step: float) -> np.ndarray:
+    """``x`` rounded to the grid ``step``·ℤ."""
+    return np.asarray(np.rint(x / step) * step)
 
 
 def _inverse_cdf(u: np.ndarray, cdf: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -285,13 +332,14 @@ def _spread_sign_probe(edges: np.ndarray, cdf: np.ndarray,
             np.concatenate([cdf[:-1], mass, cdf[-1:]]))
 
 
-def _integer_edges(edges: np.ndarray, n_bins: int) -> np.ndarray:
-    """Edges at half-integers, so that each integer value falls inside one bin: one bin per
-    value when the range holds few, else the given edges snapped to half-integers."""
-    lo, hi = math.floor(edges[0]), math.ceil(edges[-1])
+def _integer_edges(edges: np.ndarray, n_bins: int, step: float = 1.0) -> np.ndarray:
+    """Edges at half-steps of the grid ``step``·ℤ (half-integers for an integer column), so
+    that each value on the grid falls inside one bin: one bin per grid value when the range
+    holds few, else the given edges snapped to half-steps."""
+    lo, hi = math.floor(edges[0] / step), math.ceil(edges[-1] / step)
     if hi - lo + 1 <= max(n_bins, 2):
-        return np.arange(lo - 0.5, hi + 1.0, 1.0)
-    return np.unique(np.floor(edges) + 0.5)
+        return np.arange(lo - 0.5, hi + 1.0, 1.0) * step
+    return np.unique(np.floor(edges / step) + 0.5) * step
 
 
 # ----------------------------------------------------------------------------------------------
@@ -340,40 +388,66 @@ def _smoothed(counts: np.ndarray, widths: np.ndarray, sigma: float) -> np.ndarra
     change is mostly signal) kept. Post-processing of a DP release."""
     if len(counts) < 3:
         return counts
+    change, lam = _smoothing(counts, widths, sigma)
+    return np.asarray(np.clip(counts + lam * change, 0.0, None))
+
+
+def _smoothing(counts: np.ndarray, widths: np.ndarray,
+               sigma: float) -> tuple[np.ndarray, float]:
+    """The change towards the three-bin moving average of :func:`_smoothed` and its James–Stein
+    factor λ (0 for fewer than three bins: nothing to smooth)."""
+    change = np.zeros_like(counts)
+    if len(counts) < 3:
+        return change, 0.0
     w = SMOOTH_WEIGHT
     a = widths[1:-1] / widths[:-2]  # the change at bin i: w·(a_i x_{i-1} - 2 x_i + b_i x_{i+1})
     b = widths[1:-1] / widths[2:]
-    change = np.zeros_like(counts)
     change[1:-1] = w * (a * counts[:-2] - 2.0 * counts[1:-1] + b * counts[2:])
     noise = float(np.sum((w * sigma) ** 2 * (a * a + 4.0 + b * b)))
     size = float(change @ change)
-    lam = float(np.clip(noise / size, 0.0, 1.0)) if size > 0 else 0.0
-    return np.asarray(np.clip(counts + lam * change, 0.0, None))
+    return change, float(np.clip(noise / size, 0.0, 1.0)) if size > 0 else 0.0
 
 
 def _cdf_of_counts(counts: np.ndarray, sigma: float, kind: str = "float",
                    edges: np.ndarray | None = None) -> np.ndarray:
+    """The CDF of :func:`_cdf_and_smoothness`."""
+    return _cdf_and_smoothness(counts, sigma, kind, edges)[0]
+
+
+#: a continuous float column whose smoothing factor λ (:func:`_smoothed`) is at least this is
+#: *smooth* (its bins' differences mostly noise): its inverse CDF is interpolated by monotone
+#: cubic pieces through the released knots instead of straight lines (a level-bearing column,
+#: λ ≈ 0.01–0.05 at the benchmark's budget, keeps the lines)
+SMOOTH_LAMBDA = 0.3
+
+
+def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
+                        edges: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """The CDF at the edges from noisy bin counts: the column's support runs from the first
     to the last bin whose count passes the cut (:data:`EMPTY_BIN_SIGMAS`); outside it counts are
     set to 0 (an empty bin's noise would otherwise put spurious mass there — values a column
     never takes, past its end), inside it they are clipped at 0 (cutting a sparse interior
     bin too would drop real mass, tails included) and, for a float column whose ``edges`` are
-    given, smoothed (:func:`_smoothed`), then normalised (post-processing)."""
+    given, smoothed (:func:`_smoothed`), then normalised (post-processing). Also returns the
+    smoothing factor λ (0 when not smoothed)."""
     family = float(ndtri(1.0 - RANGE_BETA / len(counts))) if kind != "float" else 0.0
     cut = sigma * max(EMPTY_BIN_SIGMAS, family)
     passed = np.flatnonzero(counts >= cut)
     kept = np.zeros_like(counts)
+    lam = 0.0
     if passed.size:
         f, last = int(passed[0]), int(passed[-1])
         kept[f:last + 1] = np.clip(counts[f:last + 1], 0.0, None)
         if kind == "float" and edges is not None:
-            kept[f:last + 1] = _smoothed(kept[f:last + 1], np.diff(edges)[f:last + 1], sigma)
+            widths = np.diff(edges)[f:last + 1]
+            lam = _smoothing(kept[f:last + 1], widths, sigma)[1]
+            kept[f:last + 1] = _smoothed(kept[f:last + 1], widths, sigma)
     total = kept.sum()
     if not total > 0:
-        return np.linspace(0.0, 1.0, len(counts) + 1)
+        return np.linspace(0.0, 1.0, len(counts) + 1), 0.0
     cdf = np.concatenate([[0.0], np.cumsum(kept) / total])
     cdf[-1] = 1.0
-    return np.minimum(cdf, 1.0)
+    return np.minimum(cdf, 1.0), lam
 
 
 def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accountant,
@@ -382,8 +456,10 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
     charges, ``range`` (ZCDP(plan.rho_range), when some column's range is not stated) and
     ``histogram`` (ZCDP(plan.rho_hist)), each made before its noise is drawn."""
     n, d = X.shape
+    steps = [0.0] * d  # a float column's released resolution (0: continuous)
     if "auto" in plan.kinds:
-        kinds = release_types(X, plan.kinds, plan.rho_types, accountant=accountant, noise=noise)
+        kinds, steps = release_types(X, plan.kinds, plan.rho_types, accountant=accountant,
+                                     noise=noise)
         plan = replace(plan, kinds=kinds)
     lows: list[float] = [0.0] * d
     edges: list[np.ndarray | None] = [None] * d
@@ -415,6 +491,8 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         assert e is not None
         if plan.kinds[j] == "integer":
             edges[j] = _integer_edges(e, plan.n_bins)
+        elif steps[j] > 0:  # a gridded float column: as an integer one, on its grid
+            edges[j] = _integer_edges(e, plan.n_bins, steps[j])
         elif plan.kinds[j] == "float" and j in need_range:
             edges[j], probes[j] = _with_sign_probe(e)
         lows[j] = float(e[0])
@@ -436,35 +514,67 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         probe = probes[j]
         if probe is not None:
             e, counts_j = _resolve_sign_probe(e, counts_j, probe, sigma_hist)
-        cdf = _cdf_of_counts(counts_j, sigma_hist, plan.kinds[j], e)
+        cdf, lam = _cdf_and_smoothness(counts_j, sigma_hist, plan.kinds[j], e)
         if probe is not None and len(e) == size + 1:  # the probe was kept
             e, cdf = _spread_sign_probe(e, cdf, probe)
-        out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf))
+        smooth = plan.kinds[j] == "float" and steps[j] == 0 and lam >= SMOOTH_LAMBDA
+        out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf, steps[j],
+                            smooth))
     return out
 
 
 #: an "auto" column is integer when its noisy count of non-integer values is below this
-#: fraction of n or three noise deviations, whichever is larger (those few values are rounded)
+#: fraction of n or three noise deviations, whichever is larger (those few values are rounded);
+#: a float column's resolution is the coarsest rung of :data:`RESOLUTIONS` whose noisy count
+#: of values off its grid passes the same test
 INTEGER_TOLERANCE = 0.02
+#: the public ladder of resolutions a float column's values may lie on (nested grids: each
+#: rung's grid holds the coarser rungs'); 1 is the integer test
+RESOLUTIONS = (1.0, 0.5, 0.1, 0.05, 0.01)
+
+
+def _rung(x: np.ndarray) -> np.ndarray:
+    """Each value's category in the resolution release: the index of the coarsest rung of
+    :data:`RESOLUTIONS` whose grid holds it (exactly for the integers, to a relative 1e-6 of
+    the rung for the others), ``len(RESOLUTIONS)`` when none does."""
+    out = np.full(x.shape, len(RESOLUTIONS), dtype=np.int64)
+    for i in range(len(RESOLUTIONS) - 1, -1, -1):
+        r = RESOLUTIONS[i]
+        on = x == np.rint(x) if r == 1.0 else np.abs(x / r - np.rint(x / r)) <= 1e-6
+        out[on] = i
+    return out
 
 
 def release_types(X: np.ndarray, kinds: Sequence[str], rho: float, *, accountant: Accountant,
-                  noise: NoiseSource) -> list[str]:
-    """Resolve the ``"auto"`` kinds: float or integer, from the noisy counts of each such
-    column's non-integer values (one charge, step ``types``: replace-one changes each count
-    by at most one, L2 sensitivity √m for m columns; ρ-zCDP). A CSV file declares no types,
-    and reading them off the values would let one record (a 1.5 among integers) flip one."""
+                  noise: NoiseSource) -> tuple[list[str], list[float]]:
+    """Resolve the ``"auto"`` kinds: integer, or float with a resolution (a step of
+    :data:`RESOLUTIONS`, 0 for none), from one release (step ``types``, ρ-zCDP): per such
+    column, the histogram of its values over the coarsest rung whose grid holds each
+    (:func:`_rung`; replace-one moves one record between two cells per column, L2
+    sensitivity √(2m) for m columns). The noisy count of values off rung i's grid is n minus
+    the noisy cells 0..i (n public); the column lies on the coarsest rung whose count is below
+    :data:`INTEGER_TOLERANCE` n or three of its noise deviations, integer for rung 0. A CSV
+    file declares no types, and reading them off the values would let one record (a 1.5
+    among integers) flip one. Returns the kinds and each column's step (0 but for a gridded
+    float column)."""
+    n = X.shape[0]
     auto = [j for j, k in enumerate(kinds) if k == "auto"]
-    counts = np.array([np.count_nonzero(X[:, j] != np.rint(X[:, j])) for j in auto], float)
-    sens = math.sqrt(len(auto))
+    cells = len(RESOLUTIONS) + 1
+    counts = np.concatenate([np.bincount(_rung(np.asarray(X[:, j], np.float64)),
+                                         minlength=cells) for j in auto]).astype(np.float64)
+    sens = histogram_l2() * math.sqrt(len(auto))
     noisy = gaussian_mechanism(counts, sens, ZCDP(rho), accountant=accountant, noise=noise,
-                               step="types")
+                               step="types").reshape(len(auto), cells)
     sigma = sens / math.sqrt(2.0 * rho)
-    cut = max(INTEGER_TOLERANCE * X.shape[0], 3.0 * sigma)
-    out = list(kinds)
-    for j, c in zip(auto, np.atleast_1d(noisy), strict=True):
-        out[j] = "integer" if c < cut else "float"
-    return out
+    out, steps = list(kinds), [0.0] * len(kinds)
+    for j, h in zip(auto, noisy, strict=True):
+        off = n - np.cumsum(h[:-1])  # values off each rung's grid
+        cut = np.maximum(INTEGER_TOLERANCE * n, 3.0 * sigma * np.sqrt(np.arange(1, cells)))
+        on = np.flatnonzero(off < cut)
+        out[j] = "integer" if on.size and on[0] == 0 else "float"
+        if on.size and on[0] > 0:
+            steps[j] = RESOLUTIONS[int(on[0])]
+    return out, steps
 
 
 def _fine_counts(x: np.ndarray, edges: np.ndarray, kind: str) -> np.ndarray:

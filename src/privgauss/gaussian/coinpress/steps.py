@@ -24,6 +24,7 @@ from ..clip_diagnostics import (
     cov_clip_scale,
     mean_ball_radius,
     note_clip,
+    note_final_moment,
 )
 from .cov_plan import CovStep, sigma_cov
 from .frames import floor_in_frame, whitener
@@ -166,6 +167,7 @@ def run_cov(
                     past = _containing(past, A, tau)  # only releases that kept its rows pool
                 Z = pooled(past, A, Z, sigma)
             Zp = project_psd(Z)
+            note_final_moment(float(np.linalg.eigvalsh(Zp)[0]), sigma, s.lower)
             if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
                 Zp = undo_cov_clip(Zp, tau)
             Ainv = np.linalg.inv(A)
