@@ -276,7 +276,11 @@ def test_em_fit_passes_an_empirical_audit_on_an_outlier_pair():
 
 @pytest.mark.slow
 def test_the_audit_flags_em_with_a_halved_sensitivity(monkeypatch):
-    """The audit above has teeth: with the step's sensitivities 20 times too small it fails."""
+    """The audit above has teeth: with the step's sensitivities 20 times too small it fails.
+    The final pick's public-rows candidate is taken out: a model of the 10 public rows alone
+    releases nothing of X, and since that candidate needs no margin (em_final) it is picked
+    often enough here to hide the broken steps from a 300-run audit."""
+    monkeypatch.setattr(pe, "public_candidate", lambda *a, **k: None)
     for mod in (pe, es):  # the EM steps' releases and the start's Lloyd steps'
         monkeypatch.setattr(mod, "soft_sums_l2", lambda r: sensitivity.soft_sums_l2(r) / 20)
         monkeypatch.setattr(mod, "soft_counts_l2", lambda: sensitivity.soft_counts_l2() / 20)
