@@ -125,17 +125,8 @@ as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. �
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
 80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count; of the rest, half
-on the last EM step, the other half on the T − 1 earlier ones, evenly (split between the runs
-while they explore) but for a ramp into the last step; within a step 10 % counts, 30 % sums,
-60 % second moments (:func:`_step_rhos`). The ramp, where the steps are noisy (the stopping
-rule is off): the ``FINAL_STEPS`` − 1 = 2 steps before the last get 2× and 4× an even step's
-ρ (``FINAL_GROWTH`` = 2). The even steps wander around the basin by their noise (ε = 1,
-d = 9–10, k = 4: 0.1–0.3 nat/row below scikit-learn's optimum before the last step), and one
-clean EM step only contracts that by EM's rate λ (error after a step ≈ λ·error before + its
-noise: the best split of a fixed ρ over the last steps grows geometrically, ratio 1/λ); two
-increasingly clean steps first leave the last step less to correct
-(``benchmarks/results/mixture_families.md``). Where the steps are quiet (ε = 1e4) there is
-no ramp: half on the last step, the rest evenly, as before.
+on the last EM step, the other half evenly on the T − 1 earlier ones (split between the runs
+while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
 
 4. *Final pick* (:mod:`.em_final`). Candidates: the EM fit, the frame's standard normal (the
    released Gaussian the rows were whitened by: free) and, with ≥ max(d + 1, k) public rows,
@@ -211,12 +202,10 @@ KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (la
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
 OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
 SUMMARY_NOISE = 1e-4  # the summary start only where a step's noise moves a model at most this
+EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run pick
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
-EXPLORE_DIV = 3  # the runs explore for the first T // this steps
-FINAL_STEPS = 3  # noisy steps: the FINAL_STEPS - 1 before the last ramp up (FINAL_GROWTH^i ...
-FINAL_GROWTH = 2.0  # ... × an even step's ρ): they settle the even steps' noise
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean (at most)
 FLOOR_POWER = 4  # the whitened-frame eigenvalue floor fades like (noise reach / STEP_FLOOR)^this
@@ -526,43 +515,22 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     n_starts = N_STARTS if T >= 2 else 1
     if n_starts == 1:
         rest, rho_score = rest + rho_score, 0.0
-    explore = max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0
+    last = LAST_SHARE * rest if T > 1 else rest
+    steps = tuple([(rest - last) / (T - 1)] * (T - 1) + [rest - (rest - last)]) if T > 1 else (
+        rest,)
     p, m = _grid(n, d, rho_init)
-    plan = EMPlan(budget, loc, hist, rho_ref, rho_init, (), p, m, clip_radius(n, d),
+    plan = EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
                   rho_prior, 0.0 if loc is None else rho_hist, km_steps, rho_spread, rho_rw,
-                  3.0 * math.sqrt(d), n_starts, explore,
+                  3.0 * math.sqrt(d), n_starts,
+                  max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
                   final_candidates=3 if n_public >= max(d + 1, k) else 2)
-    plan = _with_steps(plan, _step_rhos(rest, T, explore, 1), n, d, k)
+    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
+    plan = dataclasses.replace(plan, step_radii=radii)
+    plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
     quiet = first < T and _noise_change(plan, first, n, d, k) <= STOP_NOISE * STOP_TOL
-    if not quiet and FINAL_STEPS > 1:  # noisy steps: a ramp of well-funded last steps
-        plan = _with_steps(plan, _step_rhos(rest, T, explore, FINAL_STEPS), n, d, k)
     return dataclasses.replace(plan, stop_from=first if quiet and n_steps is None else None)
-
-
-def _with_steps(plan: EMPlan, steps: tuple[float, ...], n: int, d: int, k: int) -> EMPlan:
-    """``plan`` with the EM steps' ρ ``steps`` and what depends on them: the steps' radii
-    and the start's cluster count."""
-    plan = dataclasses.replace(plan, rho_steps=steps)
-    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(len(steps)))
-    plan = dataclasses.replace(plan, step_radii=radii)
-    return dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
-
-
-def _step_rhos(rest: float, T: int, explore: int, final_steps: int) -> tuple[float, ...]:
-    """The T EM steps' ρ (public; ``rest`` in all): ``LAST_SHARE`` of it on the last step,
-    the other half on the T − 1 earlier ones, evenly (split between the runs while they
-    explore) but for a ramp into the last step: the m − 1 steps before it (m =
-    ``final_steps``, at most the steps after the run pick) get ``FINAL_GROWTH``^i × an even
-    step's ρ, i = 1 … m − 1. m = 1: no ramp."""
-    if T <= 1:
-        return (rest,)
-    m = int(max(1, min(final_steps, T - 1 - explore)))
-    last = LAST_SHARE * rest
-    wts = [1.0] * (T - m) + [FINAL_GROWTH**i for i in range(1, m)]
-    early = [(rest - last) * w / sum(wts) for w in wts]
-    return tuple(early + [rest - (rest - last)])
 
 
 def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int) -> float:
