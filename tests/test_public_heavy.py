@@ -37,6 +37,12 @@ def _spent(acct: Accountant) -> tuple[float, float]:
     return (s.epsilon, s.delta) if isinstance(s, ApproxDP) else (s.rho, 0.0)
 
 
+def _heavy_fit(mix, release: Release, estimator: str | None = None):
+    """public_heavy_gmm at ρ = 0.3 on the fixture's private rows, its first 500 rows public."""
+    return public_heavy_gmm(mix.X[500:], 3, ZCDP(0.3), public_X=mix.X[:500], min_weight=0.2,
+                            estimator=estimator, release=release)
+
+
 def test_recovers_every_component_at_a_fixed_seed(mix) -> None:
     P, X = mix.X[:500], mix.X[500:]
     budget = ApproxDP(1.0, 1e-6)
@@ -63,14 +69,7 @@ def test_joint_estimator_ledger_sums_to_rho_with_no_double_charge(mix) -> None:
     """The default ("joint") path: counts + three steps of (vector, outer) sums, summing to ρ;
     the estimation gets ρ − ρ_counts once (not halved), and the learner path is not used."""
     acct = Accountant(ZCDP(0.3))
-    public_heavy_gmm(
-        mix.X[500:],
-        3,
-        ZCDP(0.3),
-        public_X=mix.X[:500],
-        min_weight=0.2,
-        release=Release.of(acct, 1),
-    )
+    _heavy_fit(mix, Release.of(acct, 1))
     assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
     steps = [e.step for e in acct.ledger]
     assert steps == ["public-heavy/counts"] + [
@@ -93,15 +92,7 @@ def test_theory_constants_keep_the_faithful_learner(mix) -> None:
     assert [e.step for e in acct.ledger] == ["public-heavy/counts", "public-heavy/estimate"]
     assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
     with pytest.raises(ValueError, match="estimator"):
-        public_heavy_gmm(
-            mix.X[500:],
-            3,
-            ZCDP(0.3),
-            public_X=mix.X[:500],
-            min_weight=0.2,
-            estimator="both",
-            release=Release.of(Accountant(ZCDP(0.3))),
-        )
+        _heavy_fit(mix, Release.of(Accountant(ZCDP(0.3))), estimator="both")
 
 
 def test_zcdp_ledger_sums_to_rho_and_charges_the_estimation_twice(mix, monkeypatch) -> None:
@@ -113,15 +104,7 @@ def test_zcdp_ledger_sums_to_rho_and_charges_the_estimation_twice(mix, monkeypat
 
     monkeypatch.setattr(ph, "public_gaussian", recording)
     acct = Accountant(ZCDP(0.3))
-    public_heavy_gmm(
-        mix.X[500:],
-        3,
-        ZCDP(0.3),
-        public_X=mix.X[:500],
-        min_weight=0.2,
-        estimator="learner",
-        release=Release.of(acct, 1),
-    )
+    _heavy_fit(mix, Release.of(acct, 1), estimator="learner")
     assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
     est = [e for e in acct.ledger if e.step.endswith("/estimate")]
     assert len(est) == 1 and len(used) == 3
@@ -138,15 +121,7 @@ def test_dropping_the_double_count_is_refused_by_the_cluster_accountant(mix, mon
 
     monkeypatch.setattr(ph, "public_gaussian", greedy)
     with pytest.raises(PrivacyBudgetError):
-        public_heavy_gmm(
-            mix.X[500:],
-            3,
-            ZCDP(0.3),
-            public_X=mix.X[:500],
-            min_weight=0.2,
-            estimator="learner",
-            release=Release.of(Accountant(ZCDP(0.3)), 1),
-        )
+        _heavy_fit(mix, Release.of(Accountant(ZCDP(0.3)), 1), estimator="learner")
 
 
 @pytest.mark.parametrize(
