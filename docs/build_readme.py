@@ -13,6 +13,7 @@ function here.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -337,8 +338,9 @@ def heavy_background(ctx: Context) -> str:
                                "alone"))
     w = _heavy(k + "background weight")
     return (f"In the example below a held-out gross row gets a log-density of {fit} nats "
-            f"(median) instead of {alone:.2g} under the Gaussian alone, and a typical row "
-            f"{typical:+.2g} nat (the weight w = {w} of the background, about log(1 − w)).\n\n"
+            f"(median) instead of {alone:.2g} under the Gaussian alone, and a typical t(3) "
+            f"row {typical:+.2g} nat against the Gaussian alone (the background's weight is "
+            f"w = {w}: never below log(1 − w) = {math.log(1 - float(w)):.2g}).\n\n"
             + ctx.source("heavy_tails.md"))
 
 
