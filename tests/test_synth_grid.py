@@ -199,9 +199,9 @@ def test_clusters_2way_better_than_the_copula_alone(table: Any,
                                                     fitted: pg.PrivateSynthesizer) -> None:
     """Three 2-D clusters: a Gaussian copula smears them into one blob; the grid keeps the
     empty space between them. 2-way TV on the real rows' 6×6 quantile cells, the grid's the
-    median over three fits (noise seeds 3, 4, 5; sample seed 1): over noise seeds 0–7 one fit
-    gives 0.05–0.115, mean 0.085, so one seed's 0.1 bound failed on a shift of the noise
-    stream alone; the copula ≈ 0.2; the bounds leave room for noise only."""
+    median over eight fits (noise seeds 0–7; sample seed 1): one fit gives 0.06–0.11 (mean
+    0.082), so a median over fewer seeds failed on a shift of the noise stream alone; the
+    copula ≈ 0.2; the bounds leave room for noise only."""
     real = _clusters(20000, seed=9).to_numpy(float)
 
     def tv(rows: np.ndarray) -> float:
@@ -212,8 +212,8 @@ def test_clusters_2way_better_than_the_copula_alone(table: Any,
 
     copula = _fit(table, random_state=0, dependence="copula")
     assert copula.grid_ is None
-    ours = float(np.median([tv(f.sample(20000, 1)) for f in
-                            (fitted, _fit(table, random_state=4), _fit(table, random_state=5))]))
+    fits = [fitted if s == 3 else _fit(table, random_state=s) for s in range(8)]
+    ours = float(np.median([tv(f.sample(20000, 1)) for f in fits]))
     theirs = tv(copula.sample(20000, 1))
     assert ours < 0.1 and theirs > 0.15 and ours < 0.6 * theirs
 

@@ -51,7 +51,14 @@ from .grid import (
     model_cell_masses,
     release_grid_counts,
 )
-from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_marginals
+from .marginals import (
+    KINDS,
+    Marginal,
+    MarginalPlan,
+    n_continuous_bins,
+    n_fine_bins,
+    release_marginals,
+)
 
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
 #: (the types' share, when a column's kind is "auto", comes out of the histograms')
@@ -282,7 +289,7 @@ class PrivateSynthesizer:
         rho_model = rho_total - rho_range - rho_hist - rho_types - rho_grid
         k = choose_components(n, d, rho_model, self.n_components)
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
-                            rho_types)
+                            rho_types, n_continuous_bins(n, rho_hist, d))
         shared = self.accountant
         if shared is not None and not shared.can_spend(budget):
             raise PrivacyBudgetError(
