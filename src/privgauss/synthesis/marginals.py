@@ -393,10 +393,16 @@ class MarginalPlan:
         return self.n_bins
 
 
+def histogram_sigma(rho_hist: float, n_columns: int) -> float:
+    """The noise deviation of each fine bin's count: the joint release of ``n_columns``
+    histograms at ``rho_hist`` (L2 sensitivity √(2m))."""
+    return math.sqrt(2.0 * n_columns) / math.sqrt(2.0 * rho_hist)
+
+
 def n_fine_bins(n: int, rho_hist: float, n_columns: int) -> int:
     """Fine bins per column from public facts: about (n/σ)^(2/3) (the bin width that balances
     the histogram's binning error with its cumulative noise), between 8 and 128."""
-    sigma = math.sqrt(2.0 * n_columns) / math.sqrt(2.0 * rho_hist)
+    sigma = histogram_sigma(rho_hist, n_columns)
     return int(np.clip(round((n / sigma) ** (2.0 / 3.0)), 8, 128))
 
 
@@ -411,7 +417,7 @@ def n_continuous_bins(n: int, rho_hist: float, n_columns: int) -> int:
     density is ∝ B⁻² on an interval's mass: the two balance at B ∝ (n/σ)^(2/5) — fewer bins
     than :func:`n_fine_bins` gives the discrete and gridded columns, whose levels need
     them."""
-    sigma = math.sqrt(2.0 * n_columns) / math.sqrt(2.0 * rho_hist)
+    sigma = histogram_sigma(rho_hist, n_columns)
     return int(np.clip(round(CONTINUOUS_BINS_FACTOR * (n / sigma) ** 0.4), 8, 128))
 
 
