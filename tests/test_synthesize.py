@@ -491,6 +491,42 @@ def test_sign_probe_audit_passes() -> None:
     assert res.passed, str(res)
 
 
+def test_octave_sub_bins_hold_equal_mass_under_the_linear_density() -> None:
+    """Each piece of :func:`_equal_mass_cuts` holds 1/m of the mass under the density linear
+    from ``left`` to ``right``; equal ends give equal widths."""
+    for left, right in [(0.0078, 0.0008), (0.5, 2.0), (0.0, 1.0), (1.0, 0.0)]:
+        cuts = marg._equal_mass_cuts(64.0, 128.0, left, right, 5)
+        t = np.concatenate([[0.0], (cuts - 64.0) / 64.0])
+        mass = left * t + (right - left) * t * t / 2
+        assert cuts[-1] == 128.0 and np.allclose(np.diff(mass), mass[-1] / 5)
+    assert np.allclose(marg._equal_mass_cuts(0.0, 1.0, 3.0, 3.0, 4), [0.25, 0.5, 0.75, 1.0])
+
+
+def test_a_thin_tail_octaves_bins_crowd_towards_the_mass() -> None:
+    """A range whose top octave [64, 128) holds a thin tail next to a heavy [32, 64) octave
+    (xclara's second column): the top octave's sub-bins are narrow next to 64, wide towards
+    128, instead of equal widths spread over its empty upper half."""
+    mid = marg._N_OCT
+    lo_key = mid + 1 + (5 - marg.E_MIN)  # [32, 64)
+    edges = marg._fine_edges(lo_key, lo_key + 1, np.array([900.0, 300.0]), 16)
+    top = np.diff(edges[edges >= 64.0])
+    assert len(top) == 4 and np.all(np.diff(top) > 0) and top[0] < 0.7 * 64.0 / 4
+
+
+def test_continuous_columns_get_fewer_bins_than_discrete_ones() -> None:
+    """At the benchmark's sizes (ε = 1, n ≈ 2,300–10,000) a continuous float column gets
+    fewer fine bins than a discrete or gridded one (the (n/σ)^(2/5) rule against
+    (n/σ)^(2/3)); the plan hands each column its count."""
+    rho = approx_to_zcdp(1.0, 1e-6)
+    for n, d, share in [(2315, 2, 0.48), (2635, 3, 0.43), (10000, 7, 0.23)]:
+        cont, fine = (f(n, share * rho, d) for f in (marg.n_continuous_bins, marg.n_fine_bins))
+        assert 8 <= cont < fine
+        plan = MarginalPlan(["float"], [None], fine, 0.1 * rho, share * rho, 0.0, cont)
+        assert plan.bins_for("float", 0.0) == cont
+        assert plan.bins_for("float", 0.01) == plan.bins_for("integer", 0.0) == fine
+    assert MarginalPlan(["float"], [None], 20, 0.1, 0.1).bins_for("float", 0.0) == 20
+
+
 def test_smoothing_shrinks_noise_of_a_smooth_column_and_keeps_levels() -> None:
     """The James–Stein smoothing of a float column's noisy bin counts (post-processing): on a
     smooth density it removes much of the noise; on a column of levels (every other bin

@@ -9,8 +9,11 @@ on [0, 1]^d, jointly with Gaussian noise. Post-processing (:func:`grid_from_coun
 cell frequencies are shrunk towards the copula model's cell masses by the James–Stein factor
 (1 − cells · noise variance / squared distance, in [0, 1]: the grid where the model misses the
 dependence, the model where the two differ by noise alone), negative masses set to 0, then the
-table raked (iterative proportional fitting) to uniform margins, so the synthetic columns keep
-the DP marginals; a sample picks a cell from the raked table and a point inside it from the
+table raked (iterative proportional fitting) to margins that combine the two DP measurements
+of each column's mass in each of its g slices — 1/g by its marginal, the slice's noisy sum by
+the grid — by inverse noise variance (:func:`combined_margins`; uniform when the grid is
+used alone), so the synthetic columns follow the DP marginals corrected where the grid's sums
+measure them better; a sample picks a cell from the raked table and a point inside it from the
 copula model's draws that fall there (uniform in the cell when too few do), so the model sets
 the shape within a cell and the grid the mass of each.
 
@@ -36,7 +39,7 @@ GRID_MIN_LEVELS = 5
 #: most levels per column and most cells in all
 GRID_MAX_LEVELS = 32
 GRID_MAX_CELLS = 4096
-#: iterations of the raking to uniform margins
+#: iterations of the raking to the margins
 RAKE_ITERATIONS = 50
 #: copula draws per synthetic row offered to the cells (see :meth:`DependenceGrid.sample`)
 PROPOSALS_PER_ROW = 8
@@ -58,7 +61,7 @@ def grid_levels(n: int, d: int, rho: float) -> int:
 @dataclass(frozen=True)
 class DependenceGrid:
     """A released dependence grid: ``levels`` per column and the cell probabilities ``probs``
-    (shape (levels,) * d, non-negative, summing to 1, uniform margins up to the raking)."""
+    (shape (levels,) * d, non-negative, summing to 1, margins those of the raking)."""
 
     levels: int
     probs: np.ndarray
@@ -118,9 +121,11 @@ class DependenceGrid:
         return cls(g, probs.reshape(shape))
 
 
-def rake(table: np.ndarray, iterations: int = RAKE_ITERATIONS) -> np.ndarray:
-    """Iterative proportional fitting of a non-negative table to uniform margins (each axis's
-    sums 1/g); a slice with no mass stays empty, so its margin cannot be met exactly."""
+def rake(table: np.ndarray, iterations: int = RAKE_ITERATIONS,
+         margins: np.ndarray | None = None) -> np.ndarray:
+    """Iterative proportional fitting of a non-negative table to the ``margins`` (one row of
+    g masses per axis; default uniform, each axis's sums 1/g); a slice with no mass stays
+    empty, so its margin cannot be met exactly."""
     p = np.asarray(table, dtype=np.float64)
     total = p.sum()
     if not total > 0:
@@ -130,7 +135,10 @@ def rake(table: np.ndarray, iterations: int = RAKE_ITERATIONS) -> np.ndarray:
         for axis in range(p.ndim):
             other = tuple(a for a in range(p.ndim) if a != axis)
             sums = p.sum(axis=other, keepdims=True)
-            target = 1.0 / p.shape[axis]
+            shape = [1] * p.ndim
+            shape[axis] = p.shape[axis]
+            target = (1.0 / p.shape[axis] if margins is None
+                      else np.asarray(margins[axis], dtype=np.float64).reshape(shape))
             p = p * np.where(sums > 0, target / np.where(sums > 0, sums, 1.0), 0.0)
     return p / p.sum()
 
@@ -161,15 +169,33 @@ def model_cell_masses(levels: int, proposals: np.ndarray) -> np.ndarray:
     return (hits / max(len(proposals), 1)).reshape((levels,) * d)
 
 
-def grid_from_counts(noisy: np.ndarray, n: int, sigma: float,
-                     model: np.ndarray) -> tuple[DependenceGrid, float]:
+def grid_from_counts(noisy: np.ndarray, n: int, sigma: float, model: np.ndarray,
+                     margins: np.ndarray | None = None) -> tuple[DependenceGrid, float]:
     """The grid from its noisy counts (``sigma`` per cell, ``n`` public rows) and the model's
     cell masses: the frequencies shrunk towards the model by the James–Stein factor, clipped
-    at 0 and raked; returns the grid and the factor (1: the released counts alone; 0: the
-    model alone). Post-processing of DP releases."""
+    at 0 and raked (to ``margins``, default uniform); returns the grid and the factor (1: the
+    released counts alone; 0: the model alone). Post-processing of DP releases."""
     f = noisy / n
     dist = float(np.sum((f - model) ** 2))
     noise_var = f.size * (sigma / n) ** 2
     factor = float(np.clip(1.0 - noise_var / dist, 0.0, 1.0)) if dist > 0 else 0.0
     p = np.clip(model + factor * (f - model), 0.0, None)
-    return DependenceGrid(noisy.shape[0], rake(p)), factor
+    return DependenceGrid(noisy.shape[0], rake(p, margins=margins)), factor
+
+
+def combined_margins(noisy: np.ndarray, n: int, sigma: float,
+                     marginal_vars: np.ndarray) -> np.ndarray:
+    """Each column's mass in each of the grid's g slices of its uniform scores, two DP
+    measurements combined by inverse variance: 1/g by the column's released marginal (its
+    noise variance ``marginal_vars[j, a]``, shape (d, g)) and the grid's slice sums (noise
+    variance g^(d-1) σ²/n²); floored at a fifth of 1/g and normalised (post-processing)."""
+    g, d = noisy.shape[0], noisy.ndim
+    out = np.empty((d, g))
+    grid_var = g ** (d - 1) * (sigma / n) ** 2
+    for j in range(d):
+        other = tuple(a for a in range(d) if a != j)
+        slices = noisy.sum(axis=other) / n
+        w = grid_var / (grid_var + np.asarray(marginal_vars[j], dtype=np.float64))
+        m = np.clip((1.0 - w) * slices + w / g, 0.2 / g, None)
+        out[j] = m / m.sum()
+    return out

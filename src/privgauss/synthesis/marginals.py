@@ -13,7 +13,9 @@ rho_hist``:
   highest octave whose noisy count passes a public threshold (always including the octave with
   the largest noisy count), widened by one octave on each side — post-processing.
 * **histogram**: the counts in a grid of fine bins built from the released range (each octave
-  split into sub-bins in proportion to its noisy count: post-processing), released jointly for
+  split into sub-bins in proportion to its noisy count, of equal mass under a density linear
+  between its neighbours' released densities; fewer bins for a continuous float column than
+  for a discrete or gridded one, :func:`n_continuous_bins`: post-processing), released jointly for
   all columns with Gaussian noise (L2 sensitivity √(2m)); the CDF is the normalised
   cumulative sum of the noisy counts, those below two noise deviations past the column's
   support set to zero and, for a float column, the bin densities shrunk towards their
@@ -243,7 +245,9 @@ def _octaves_of_range(noisy: np.ndarray, threshold: float) -> tuple[int, int]:
 def _fine_edges(lo_key: int, hi_key: int, weights: np.ndarray, n_bins: int) -> np.ndarray:
     """Fine bin edges over the octaves ``lo_key..hi_key``: octaves far below the range's
     largest magnitude merge into one central bin; each octave gets sub-bins in proportion to
-    its (noisy, non-negative) weight, at least one."""
+    its (noisy, non-negative) weight, at least one, of equal mass under a density running
+    linearly across the octave between its ends' densities (the means of its own and its
+    neighbours' weight per unit length): narrower where the mass is, not of equal width."""
     spans = [_bin_edges(k) for k in range(lo_key, hi_key + 1)]
     # a range that starts (ends) at the central bin is non-negative (non-positive): it starts
     # (ends) at 0, so an integer column's lowest value is 0, not -1
@@ -262,12 +266,32 @@ def _fine_edges(lo_key: int, hi_key: int, weights: np.ndarray, n_bins: int) -> n
         else:
             merged.append((a, b, float(w)))
     total = sum(max(w, 0.0) for *_, w in merged)
+    dens = [max(w, 0.0) / (b - a) for a, b, w in merged]
     edges = [merged[0][0]]
-    for a, b, w in merged:
+    for i, (a, b, w) in enumerate(merged):
         share = max(w, 0.0) / total if total > 0 else 1.0 / len(merged)
         m = max(1, int(round(share * n_bins)))
-        edges.extend(np.linspace(a, b, m + 1)[1:].tolist())
+        # the density at the octave's ends: the mean of its and its neighbour's (0 past the
+        # range's ends), so a thin tail octave's bins crowd towards the mass next to it
+        left = 0.5 * (dens[i] + (dens[i - 1] if i > 0 else 0.0))
+        right = 0.5 * (dens[i] + (dens[i + 1] if i + 1 < len(merged) else 0.0))
+        edges.extend(_equal_mass_cuts(a, b, left, right, m).tolist())
     return np.unique(np.asarray(edges))
+
+
+def _equal_mass_cuts(a: float, b: float, left: float, right: float, m: int) -> np.ndarray:
+    """The cuts splitting [a, b] into ``m`` pieces of equal mass under the density running
+    linearly from ``left`` at ``a`` to ``right`` at ``b`` (equal widths when the two are
+    equal or both 0), ``b`` last."""
+    q = np.arange(1, m + 1) / m
+    if m == 1 or left + right <= 0 or abs(right - left) <= 1e-9 * (left + right):
+        t = q
+    else:  # the mass up to a fraction t of the width is left·t + (right - left)·t²/2
+        c = right - left
+        t = (np.sqrt(np.maximum(left * left + c * (left + right) * q, 0.0)) - left) / c
+    out = a + np.clip(t, 0.0, 1.0) * (b - a)
+    out[-1] = b
+    return np.asarray(out)
 
 
 def _allocation_weights(noisy: np.ndarray, sigma: float) -> np.ndarray:
@@ -351,7 +375,8 @@ def _integer_edges(edges: np.ndarray, n_bins: int, step: float = 1.0) -> np.ndar
 class MarginalPlan:
     """Public inputs of the marginals' release: per column its kind (``"auto"``: float or
     integer, decided by :func:`release_types`) and stated range (None: released), the number
-    of fine bins, and the zCDP budgets of the three releases."""
+    of fine bins (``n_bins``; ``n_bins_continuous`` for a continuous float column, 0: the
+    same), and the zCDP budgets of the three releases."""
 
     kinds: Sequence[str]
     bounds: Sequence[tuple[float, float] | None]
@@ -359,13 +384,41 @@ class MarginalPlan:
     rho_range: float
     rho_hist: float
     rho_types: float = 0.0
+    n_bins_continuous: int = 0
+
+    def bins_for(self, kind: str, step: float) -> int:
+        """The fine bins of a column of ``kind`` and released resolution ``step``."""
+        if kind == "float" and step == 0 and self.n_bins_continuous > 0:
+            return self.n_bins_continuous
+        return self.n_bins
+
+
+def histogram_sigma(rho_hist: float, n_columns: int) -> float:
+    """The noise deviation of each fine bin's count: the joint release of ``n_columns``
+    histograms at ``rho_hist`` (L2 sensitivity √(2m))."""
+    return math.sqrt(2.0 * n_columns) / math.sqrt(2.0 * rho_hist)
 
 
 def n_fine_bins(n: int, rho_hist: float, n_columns: int) -> int:
     """Fine bins per column from public facts: about (n/σ)^(2/3) (the bin width that balances
     the histogram's binning error with its cumulative noise), between 8 and 128."""
-    sigma = math.sqrt(2.0 * n_columns) / math.sqrt(2.0 * rho_hist)
+    sigma = histogram_sigma(rho_hist, n_columns)
     return int(np.clip(round((n / sigma) ** (2.0 / 3.0)), 8, 128))
+
+
+#: factor of the continuous float columns' fine bins (:func:`n_continuous_bins`)
+CONTINUOUS_BINS_FACTOR = 3.0
+
+
+def n_continuous_bins(n: int, rho_hist: float, n_columns: int) -> int:
+    """Fine bins of a continuous float column from public facts: about
+    3 (n/σ)^(2/5), between 8 and 128. An interval's released mass has noise variance ∝ B σ²/n²
+    over B bins, and the error of the piecewise-linear CDF within the bins of a smooth
+    density is ∝ B⁻² on an interval's mass: the two balance at B ∝ (n/σ)^(2/5) — fewer bins
+    than :func:`n_fine_bins` gives the discrete and gridded columns, whose levels need
+    them."""
+    sigma = histogram_sigma(rho_hist, n_columns)
+    return int(np.clip(round(CONTINUOUS_BINS_FACTOR * (n / sigma) ** 0.4), 8, 128))
 
 
 #: a fine bin's noisy count below this many noise deviations, outside the bins that pass it,
@@ -470,7 +523,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
             edges[j] = np.array([-0.5, 0.5, 1.5])
         elif b is not None:
             lo, hi = float(b[0]), float(b[1])
-            edges[j] = np.linspace(lo, hi, plan.n_bins + 1)
+            edges[j] = np.linspace(lo, hi, plan.bins_for(plan.kinds[j], steps[j]) + 1)
     if need_range:
         m = len(need_range)
         counts = np.zeros((m, N_RANGE_BINS))
@@ -484,7 +537,8 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         for i, j in enumerate(need_range):
             k_lo, k_hi = _octaves_of_range(noisy[i], thr)
             edges[j] = _fine_edges(k_lo, k_hi, _allocation_weights(noisy[i, k_lo:k_hi + 1],
-                                                                   sigma), plan.n_bins)
+                                                                   sigma),
+                                   plan.bins_for(plan.kinds[j], steps[j]))
     probes: list[int | None] = [None] * d  # index of a column's sign probe among its bins
     for j in range(d):
         e = edges[j]

@@ -9,9 +9,10 @@ in a box known from n alone (|z| ≤ Φ⁻¹(1 − 1/(2n))), which is the fit's 
 asked of the user. A narrow table (levels per column, from public n, d and the budget, enough:
 :func:`~privgauss.synthesis.grid.grid_levels`) also gets a DP dependence grid — the joint
 histogram of the uniform scores (:mod:`privgauss.synthesis.grid`), which sets each cell's mass
-while the model sets the shape inside a cell. Sampling draws scores from the model (and the
-grid) and maps them back through the marginals, with each column's kind (float, integer, 0/1)
-and range: post-processing of DP releases only.
+while the model sets the shape inside a cell; its slice sums, a second measurement of each
+column's mass in g slices, are combined with the marginal's by inverse noise variance.
+Sampling draws scores from the model (and the grid) and maps them back through the marginals,
+with each column's kind (float, integer, 0/1) and range: post-processing of DP releases only.
 
 Guarantee: the budget given (ρ-zCDP, or (ε, δ)-DP with δ > 0), replace-one neighbours (n
 public). The per-record maps (clipping, jitter, normal scores) change one record's scores
@@ -45,13 +46,22 @@ from .column_kinds import kind_of_dtype as kind_of_dtype  # re-exported (the CLI
 from .grid import (
     PROPOSALS_PER_ROW,
     DependenceGrid,
+    combined_margins,
     grid_from_counts,
     grid_levels,
     grid_sigma,
     model_cell_masses,
     release_grid_counts,
 )
-from .marginals import KINDS, Marginal, MarginalPlan, n_fine_bins, release_marginals
+from .marginals import (
+    KINDS,
+    Marginal,
+    MarginalPlan,
+    histogram_sigma,
+    n_continuous_bins,
+    n_fine_bins,
+    release_marginals,
+)
 
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
 #: (the types' share, when a column's kind is "auto", comes out of the histograms')
@@ -282,7 +292,7 @@ class PrivateSynthesizer:
         rho_model = rho_total - rho_range - rho_hist - rho_types - rho_grid
         k = choose_components(n, d, rho_model, self.n_components)
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
-                            rho_types)
+                            rho_types, n_continuous_bins(n, rho_hist, d))
         shared = self.accountant
         if shared is not None and not shared.can_spend(budget):
             raise PrivacyBudgetError(
@@ -317,8 +327,11 @@ class PrivateSynthesizer:
                     draw = copula.sample(GRID_MODEL_DRAWS, random_state=noise.rng)
                     Zm = draw[0] if isinstance(draw, tuple) else draw
                     model = model_cell_masses(levels, ndtr(Zm))
-                    grid, self.grid_factor_ = grid_from_counts(counts, n, grid_sigma(rho_grid),
-                                                               model)
+                    sg = grid_sigma(rho_grid)
+                    sh = histogram_sigma(rho_hist, d)
+                    margins = combined_margins(counts, n, sg, np.array(
+                        [_slice_variances(m, levels, sh, n) for m in marginals]))
+                    grid, self.grid_factor_ = grid_from_counts(counts, n, sg, model, margins)
         if fell_back:  # a function of ⊥ only, warned outside the private section
             warnings.warn(SimplerModelWarning(
                 "the Gaussian copula's fit failed (EstimationFailed, a DP output): the synthetic "
@@ -458,6 +471,19 @@ class PrivateSynthesizer:
         syn.ledger_, syn.privacy_spent_ = list(acct.ledger), acct.spent
         syn.method_ = str(data.get("method", "copula"))
         return syn
+
+
+def _slice_variances(marginal: Marginal, g: int, sigma: float, n: int) -> np.ndarray:
+    """The noise variance of the released marginal's mass in each of the g equal slices of
+    its CDF levels: each fine bin's count carries noise of deviation ``sigma``, a bin inside
+    a slice all of it, a bin the slice cuts its share (its fraction squared)."""
+    lo, hi = marginal.cdf[:-1], marginal.cdf[1:]
+    p = hi - lo
+    keep = p > 0
+    lo, hi, p = lo[keep], hi[keep], p[keep]
+    a = np.arange(g)[:, None] / g
+    share = np.clip(np.minimum(hi[None], a + 1.0 / g) - np.maximum(lo[None], a), 0.0, None) / p
+    return np.asarray((sigma / n) ** 2 * np.sum(share**2, axis=1))
 
 
 def _independent_scores(copula: PrivateGaussian, d: int) -> None:
