@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import reduction_requirements, reduction_run
+from ._mixture import Mixture, MixtureJob, reduction_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -42,6 +42,15 @@ def _plan(facts: Facts) -> BudgetPlan | None:
                          groups=[n for n in plan.names() if n.startswith("producer-")])
 
 
+def _run(job: MixtureJob) -> Mixture:
+    from ..reductions.agnostic import run_agnostic
+
+    budget = job.budget
+    assert isinstance(budget, ApproxDP)  # the method takes (ε, δ) budgets only
+    return run_agnostic(job.X, job.facts.k, budget, constants=job.facts.constants,
+                        beta=job.facts.beta, release=job.release, info=job.info)
+
+
 METHOD = Method(
     name="agnostic",
     kind="mixture",
@@ -49,7 +58,7 @@ METHOD = Method(
     needs="no separation assumption; candidates from the private learners",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=reduction_run("run_agnostic"),
+    run=_run,
     requirements=_requirements,
     plan=_plan,
     min_separation=math.inf,

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import reduction_requirements, reduction_run
+from ._mixture import Mixture, MixtureJob, reduction_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -32,6 +32,15 @@ def _plan(facts: Facts) -> BudgetPlan:
     return BudgetPlan.of(budget, populous_parts(ApproxDP(*ppe_halves(budget)), "ppe-mixture"))
 
 
+def _run(job: MixtureJob) -> Mixture:
+    from ..reductions.agnostic import run_ppe
+
+    budget = job.budget
+    assert isinstance(budget, ApproxDP)  # the method takes (ε, δ) budgets only
+    return run_ppe(job.X, job.facts.k, budget, constants=job.facts.constants,
+                   release=job.release)
+
+
 METHOD = Method(
     name="ppe",
     kind="mixture",
@@ -39,7 +48,7 @@ METHOD = Method(
     needs="any non-private learner; a large n",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=reduction_run("run_ppe"),
+    run=_run,
     requirements=_requirements,
     plan=_plan,
     min_separation=math.inf,

@@ -13,7 +13,7 @@ import secrets
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -559,6 +559,20 @@ def reserve_rho(accountant: Accountant, rho: float) -> None:
             f"this estimator needs {rho:g}-zCDP but the accountant cannot pay it "
             f"(total {accountant.total}, spent {accountant.spent_str()})"
         )
+
+
+def charge_rest(accountant: Accountant, note: str) -> None:
+    """Charge what ``accountant`` has not yet spent (step and mechanism ``"unused"``), so that
+    a computation that ended early costs its whole total whichever release it ended after.
+    Under an (ε, δ) total the rest is charged as the largest ρ still possible (keeping the δ
+    a zCDP charge converts with); nothing when nothing is left or it cannot be charged."""
+    rest: Budget | None = accountant.remaining
+    if isinstance(accountant.total, ApproxDP) and accountant.remaining_zcdp() > 0:
+        rest = ZCDP(accountant.remaining_zcdp())  # keeps the δ a zCDP total converts with
+    if rest is None:
+        return
+    with suppress(PrivacyBudgetError):
+        accountant.spend(rest, step="unused", mechanism="unused", note=note)
 
 
 def charge_unused(accountant: Accountant, parts: Sequence[Budget], step: str) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..mechanisms import Release, truncated_laplace_bound
-from ..privacy import Accountant, ApproxDP, BudgetPlan
+from ..privacy import ApproxDP, BudgetPlan
 from .list_stable import (
     choosing_threshold,
     list_stable_reduction,
@@ -276,17 +276,19 @@ def _producer(method: str, k: int, beta: float) -> Callable[..., Mixture]:
     return make
 
 
-def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct: Accountant,
-                 noise: Any, info: dict[str, Any]) -> Mixture:
+def run_agnostic(X: np.ndarray, k: int, budget: ApproxDP, *, constants: str = "practical",
+                 beta: float = 0.05, release: Release,
+                 info: dict[str, Any] | None = None) -> Mixture:
     """``PrivateGaussianMixture(method="agnostic")``: with ``constants="theory"`` the faithful
     route (:func:`faithful_agnostic`); otherwise route P2 with candidates from the library's
     private mixture learners (sample-and-aggregate and/or KSSU, chosen from public quantities
     by :func:`_p2_producers`) — for k = 1, the practical PPE — selected by the private
-    Yatracos tournament."""
-    k = int(est.n_components)
-    if est.constants == "theory":
-        return faithful_agnostic(X, k, budget.epsilon, budget.delta, beta=float(est.beta),
-                                 release=Release.of(acct, noise), info=info)
+    Yatracos tournament. (ε, δ)-DP for ``budget``, replace-one; charged to ``release``;
+    ``info`` receives the producers and the selection's public facts."""
+    info = {} if info is None else info
+    if constants == "theory":
+        return faithful_agnostic(X, k, budget.epsilon, budget.delta, beta=beta,
+                                 release=release, info=info)
     if k == 1:
         from .ppe_gaussian import ppe_gaussian
 
@@ -296,26 +298,24 @@ def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct:
 
         producers: list[Callable[..., Mixture]] = [single]
     else:
-        chosen = _p2_producers(X.shape[0], X.shape[1], k, budget.epsilon, budget.delta,
-                               float(est.beta))
-        producers = [_producer(m, k, float(est.beta)) for m in chosen]
+        chosen = _p2_producers(X.shape[0], X.shape[1], k, budget.epsilon, budget.delta, beta)
+        producers = [_producer(m, k, beta) for m in chosen]
         info["producers"] = chosen
-    f, extra = private_selection(X, producers, budget.epsilon, budget.delta,
-                                 release=Release.of(acct, noise))
+    f, extra = private_selection(X, producers, budget.epsilon, budget.delta, release=release)
     info.update(extra)
     return f
 
 
-def run_ppe(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct: Accountant,
-            noise: Any, info: dict[str, Any]) -> Mixture:
+def run_ppe(X: np.ndarray, k: int, budget: ApproxDP, *, constants: str = "practical",
+            release: Release) -> Mixture:
     """``PrivateGaussianMixture(method="ppe")``: the practical stable-average PPE for k = 1 and
-    the faithful mixture PPE (EM per block, B_GMM masking) for k ≥ 2."""
-    k = int(est.n_components)
-    if k == 1 and est.constants == "practical":
+    the faithful mixture PPE (EM per block, B_GMM masking) for k ≥ 2. (ε, δ)-DP for
+    ``budget``, replace-one; charged to ``release``."""
+    if k == 1 and constants == "practical":
         from .ppe_gaussian import ppe_gaussian
 
-        m, C = ppe_gaussian(X, budget.epsilon, budget.delta, release=Release.of(acct, noise))
+        m, C = ppe_gaussian(X, budget.epsilon, budget.delta, release=release)
         return np.ones(1), m[None], C[None]
     from .ppe_gaussian import ppe_mixture
 
-    return ppe_mixture(X, k, budget.epsilon, budget.delta, release=Release.of(acct, noise))
+    return ppe_mixture(X, k, budget.epsilon, budget.delta, release=release)
