@@ -21,11 +21,10 @@ def _requirements(facts: Facts) -> Any:
 
 
 def _plan(facts: Facts) -> BudgetPlan | None:
-    """Route P2 (practical constants): :func:`~privgauss.reductions.selection.selection_plan`
-    — each candidate producer's share (one group: its own learner's steps, under its name),
-    then the private selection. A producer that fails (⊥, a DP output) stops early and the
-    selection tops up what it left (``producers-unused``): that ledger departs from the plan.
-    The faithful route (``constants="theory"``):
+    """Route P2 (practical constants):
+    :func:`~privgauss.reductions.selection.selection_plan` — each candidate producer's share,
+    one entry each (its own learner's releases kept in the entry's parts) whether it succeeds
+    or fails, then the private selection. The faithful route (``constants="theory"``):
     :func:`~privgauss.reductions.agnostic.faithful_budget_plan` — its R Filter-and-Test rounds
     and the Choosing Mechanism, each charged on every dataset."""
     from ..reductions.agnostic import faithful_budget_plan, p2_producers
@@ -37,9 +36,7 @@ def _plan(facts: Facts) -> BudgetPlan | None:
         return faithful_budget_plan(budget.epsilon, budget.delta)
     count = 1 if facts.k == 1 else len(p2_producers(facts.n, facts.d, facts.k, budget.epsilon,
                                                       budget.delta, float(facts.beta)))
-    plan = selection_plan(budget.epsilon, budget.delta, count)
-    return BudgetPlan.of(budget, dict(plan.parts),
-                         groups=[n for n in plan.names() if n.startswith("producer-")])
+    return selection_plan(budget.epsilon, budget.delta, count)
 
 
 def _run(job: MixtureJob) -> Mixture:
