@@ -138,7 +138,7 @@ class Accountant:
     _paid_by: LedgerEntry | None = field(default=None, repr=False)
     # (payer, step, note): the accountant charged this one's whole total, as one entry, at its
     # first charge (see paid_on_first_charge)
-    _payer: tuple[Accountant, str, str] | None = field(default=None, repr=False)
+    _payer: tuple[Accountant, str, str] | None = field(default=None, init=False, repr=False)
     # the process that may spend through this accountant (None: a read-only record)
     _owner_pid: int | None = field(default=None, init=False, repr=False)
     _key: str | None = field(default=None, init=False, repr=False)  # set when first pickled
