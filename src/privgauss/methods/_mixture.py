@@ -85,11 +85,3 @@ def paper_requirements(name: str, facts: Facts, **extra: Any) -> Any:
                         **extra)
 
 
-def reduction_requirements(name: str, facts: Facts, constants: str) -> Any:
-    """The requirement of the reduction ``name`` ("ppe" or "agnostic") for an (ε, δ) budget."""
-    from ..reductions.agnostic import reduction_requirements as of_reduction
-
-    budget = facts.budget
-    assert isinstance(budget, ApproxDP)
-    return of_reduction(name, n=facts.n, d=facts.d, k=facts.k, epsilon=budget.epsilon,
-                        delta=budget.delta, beta=float(facts.beta), constants=constants)

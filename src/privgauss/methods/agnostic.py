@@ -9,15 +9,21 @@ import math
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import Mixture, MixtureJob, reduction_requirements
+from ._mixture import Mixture, MixtureJob
 from ._record import Facts, Method
 
 __all__: list[str] = []
 
 
 def _requirements(facts: Facts) -> Any:
+    from ..reductions.agnostic import agnostic_requirements
+
+    budget = facts.budget
+    assert isinstance(budget, ApproxDP)
     # constants="theory" is a different route (the faithful one): its own requirement
-    return reduction_requirements("agnostic", facts, facts.formula or facts.constants)
+    return agnostic_requirements(n=facts.n, d=facts.d, k=facts.k, epsilon=budget.epsilon,
+                                 delta=budget.delta, beta=float(facts.beta),
+                                 constants=facts.formula or facts.constants)
 
 
 def _plan(facts: Facts) -> BudgetPlan | None:

@@ -8,14 +8,19 @@ import math
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import Mixture, MixtureJob, reduction_requirements
+from ._mixture import Mixture, MixtureJob
 from ._record import Facts, Method
 
 __all__: list[str] = []
 
 
 def _requirements(facts: Facts) -> Any:
-    return reduction_requirements("ppe", facts, facts.formula or "practical")
+    from ..reductions.ppe_gaussian import ppe_requirements
+
+    budget = facts.budget
+    assert isinstance(budget, ApproxDP)
+    return ppe_requirements(facts.n, facts.d, budget.epsilon, budget.delta,
+                            facts.formula or "practical", facts.k)
 
 
 def _plan(facts: Facts) -> BudgetPlan:

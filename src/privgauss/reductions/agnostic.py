@@ -55,7 +55,7 @@ __all__ = [
     "faithful_agnostic",
     "faithful_budget_plan",
     "faithful_plan",
-    "reduction_requirements",
+    "agnostic_requirements",
     "run_agnostic",
     "run_ppe",
 ]
@@ -178,8 +178,7 @@ def faithful_agnostic(
 # ------------------------------------------------------------------------------ requirements
 
 
-def reduction_requirements(
-    method: str,
+def agnostic_requirements(
     *,
     n: int,
     d: int,
@@ -190,12 +189,11 @@ def reduction_requirements(
     beta: float = 0.05,
     constants: str = "practical",
 ) -> Any:
-    """The n ``method`` ("ppe" or "agnostic") needs, from public quantities only."""
+    """The n the agnostic reduction needs (the route ``constants`` selects), from public
+    quantities only."""
     from ..mixture.sample_size import Requirements
     from .ppe_gaussian import ppe_requirements
 
-    if method == "ppe":
-        return ppe_requirements(n, d, epsilon, delta, constants, k)
     if constants == "theory":  # the faithful route: what its plan needs to run
         plan = faithful_plan(d, k, epsilon, delta, alpha=alpha, beta=beta)
         term = f"{plan.n_blocks} blocks x {plan.min_block} rows"
