@@ -432,6 +432,10 @@ def test_a_share_paid_on_first_charge() -> None:
     poor = pg.Accountant(ApproxDP(0.4, 1e-6))
     sub = poor.paid_on_first_charge(share, "part")
     assert not sub.can_spend(ZCDP(1e-4))
+    # a reservation through it sees the payer's parents too
+    fit = pg.Accountant(ApproxDP(1.0, 1e-6), parent=poor)
+    with pytest.raises(pg.PrivacyBudgetError):
+        BudgetPlan.of(share, {"a": share}).reserve(fit.paid_on_first_charge(share, "p"), "x")
     with pytest.raises(pg.PrivacyBudgetError):
         sub.spend(ZCDP(1e-4), step="a")
     assert poor.ledger == [] and sub.ledger == []

@@ -263,8 +263,9 @@ class Accountant:
             if not self._fits(t):
                 return False
         if self._payer is not None and self._paid_by is None and costs:
-            # the first charge makes the payer pay the whole total
-            if not self._payer[0].can_spend_all([self.total], parents=parents):
+            # the first charge makes the payer (and its parents, which a reservation's walk
+            # up through ``parent`` does not reach from here) pay the whole total
+            if not self._payer[0].can_spend_all([self.total]):
                 return False
         return not parents or self.parent is None or self.parent.can_spend_all(costs)
 
