@@ -46,6 +46,28 @@ def test_only_the_registry_and_the_algorithms_name_methods() -> None:
     assert found == [], f"method names outside privgauss.methods (read the registry): {found}"
 
 
+def test_run_functions_take_a_job_never_the_estimator() -> None:
+    """Every registered run function takes one job (public facts, parameter objects and the
+    fit's release context: GaussianJob or MixtureJob), and no function of the registry or the
+    reductions takes an estimator (a parameter ``est``) or both an accountant and a noise
+    source (they take a ``Release``)."""
+    import inspect
+
+    for kind in methods.KINDS:
+        for name, m in methods.table(kind).items():
+            for run in (m.run, m.run_known_mean):
+                if run is not None:
+                    assert list(inspect.signature(run).parameters) == ["job"], (kind, name)
+    for package in ("methods", "reductions"):
+        for path in sorted((SRC / package).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.FunctionDef):
+                    args = {a.arg for a in [*node.args.args, *node.args.kwonlyargs]}
+                    where = f"{package}/{path.name}: {node.name}"
+                    assert "est" not in args, where
+                    assert not ({"acct", "accountant"} & args and "noise" in args), where
+
+
 def test_the_name_check_sees_a_dispatch() -> None:
     """The check above flags a dispatch on a method's name (it would pass vacuously if the
     names or the literals were not found)."""

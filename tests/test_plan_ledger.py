@@ -13,7 +13,7 @@ import pytest
 
 import privgauss as pg
 from privgauss import methods
-from privgauss.privacy import ZCDP, ApproxDP, BudgetPlan, PureDP, ledger_mismatch
+from privgauss.privacy import ZCDP, ApproxDP, BudgetPlan, PureDP, composed, ledger_mismatch
 
 RHO = {"rho": 0.5}
 APPROX = {"epsilon": 1.0, "delta": 1e-6}
@@ -149,10 +149,20 @@ def test_tied_axes_follow_the_histogram_plans_branch() -> None:
     assert ledger_mismatch(main, est.ledger_) is not None
 
 
-def test_every_registered_method_is_covered() -> None:
-    covered = {g[0] for g in GAUSSIAN}
-    assert covered == set(methods.names("gaussian"))
-    assert {m[0] for m in MIXTURE} == set(methods.names("mixture"))
+def _notion(params: dict[str, Any]) -> str:
+    if "rho" in params:
+        return "zcdp"
+    return "approx" if "delta" in params else "pure"
+
+
+def test_every_registered_method_and_budget_notion_is_covered() -> None:
+    """Every (method, budget notion) the registry accepts has a fit checked step by step
+    above (CoinPress's split mode aside: its steps are planned inside its group)."""
+    for kind, cases in (("gaussian", GAUSSIAN), ("mixture", MIXTURE)):
+        covered = {(c[0], _notion(c[1])) for c in cases}
+        registered = {(name, notion) for name, m in methods.table(kind).items()
+                      for notion in m.budgets}
+        assert covered == registered, registered ^ covered
     assert all(m.plan is not None for k in methods.KINDS for m in methods.table(k).values())
 
 
@@ -291,8 +301,25 @@ def test_the_preview_and_the_command_show_the_plan() -> None:
     assert "em clipped count" in res.output and "(several steps)" in res.output
 
 
+def _producer_follows_its_learners_plan(entry: Any, learner: str, d: int, k: int) -> None:
+    """A P2 producer's entry (its share, one (ε, δ) entry) keeps its learner's releases in its
+    parts, and they follow the learner's own plan at that share step by step."""
+    from privgauss.mixture.kssu_budget import plan_kssu_budget
+    from privgauss.mixture.sample_aggregate_budget import plan_sa_budget
+
+    share = entry.cost
+    own = {"kssu": plan_kssu_budget, "sample-aggregate": plan_sa_budget}[learner]
+    plan = own(share, k, d).budget_plan().prefixed(f"{entry.step}/{learner}/")
+    why = ledger_mismatch(BudgetPlan.of(share, dict(plan.parts), groups=plan.groups),
+                          entry.parts)
+    assert why is None, why
+
+
 @pytest.mark.slow  # ~20 s: a KSSU producer, then the selection
 def test_agnostic_with_learner_producers_follows_its_plan() -> None:
+    """One producer (KSSU) at this n: the top-level ledger is the selection's plan, one entry
+    per producer share (before, the producer's releases were top-level entries grouped under
+    its name; now they are the share's parts), and the parts follow KSSU's own plan."""
     X = _mixture(19_000, 2, 2)
     est = pg.PrivateGaussianMixture(2, method="agnostic", epsilon=5.0, delta=1e-6,
                                     random_state=0, enforce_requirements=False)
@@ -300,7 +327,69 @@ def test_agnostic_with_learner_producers_follows_its_plan() -> None:
         warnings.simplefilter("ignore")
         est.fit(X)
     _check(est, est.budget_plan_)
-    assert est.budget_plan_.groups == {"producer-1"}  # type: ignore[union-attr]
+    assert est.budget_plan_.names() == ["producer-1", "private-selection"]  # type: ignore[union-attr]
+    assert est.fit_info_["producers"] == ["kssu"]
+    _producer_follows_its_learners_plan(est.ledger_[0], "kssu", 2, 2)
+
+
+def test_agnostic_with_failing_producers_follows_its_plan() -> None:
+    """Too few rows for the KSSU producer (requirements not enforced): it fails (⊥, a DP
+    output) and the selection has no candidate; the failed fit's ledger is still the plan,
+    and the producer's releases (its unused parts included) compose to its share."""
+    params = {"epsilon": 5.0, "delta": 1e-6}
+    acct = pg.Accountant(ApproxDP(5.0, 1e-6))
+    est = pg.PrivateGaussianMixture(2, method="agnostic", random_state=0, accountant=acct,
+                                    enforce_requirements=False, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(pg.EstimationFailed, match="every candidate producer failed"):
+            est.fit(_mixture(3000, 2, 2))
+    preview = pg.mixture_plan(3000, 2, 2, method="agnostic", enforce_requirements=False,
+                              **params)
+    plan = methods.get("mixture", "agnostic").plan(preview.facts)  # type: ignore[misc]
+    assert plan is not None and plan.sums_to_total()
+    assert ledger_mismatch(plan, acct.ledger) is None
+    assert [e.step for e in acct.ledger] == ["producer-1", "private-selection"]
+    entry = acct.ledger[0]
+    got = composed(entry.cost, [p.cost for p in entry.parts])
+    assert entry.parts and isinstance(got, ApproxDP)
+    assert got.epsilon == pytest.approx(entry.cost.epsilon, rel=1e-9)
+    assert got.delta == pytest.approx(entry.cost.delta, rel=1e-9)
+
+
+def test_private_selection_ledger_is_its_plan_whatever_the_producers_do() -> None:
+    """Producers that spend all their share as zCDP (which the selection's (ε, δ) total would
+    compose more tightly than their shares), stop early and fail, or fail before any charge:
+    the ledger is :func:`selection_plan` step by step, each share one entry holding what its
+    producer released, and the whole budget is spent exactly."""
+    from privgauss.mechanisms import Release
+    from privgauss.reductions.selection import private_selection, selection_plan
+
+    X = np.random.default_rng(0).normal(size=(600, 1))
+
+    def spending(fraction: float, fail: bool) -> Any:
+        def make(Xg: np.ndarray, share: ApproxDP, release: Release) -> Any:
+            rho = release.accountant.remaining_zcdp() * fraction
+            release.accountant.spend(ZCDP(rho / 2), step="a")
+            release.accountant.spend(ZCDP(rho / 2), step="b")
+            if fail:
+                raise pg.EstimationFailed("stopped", step="b")
+            return np.ones(1), np.full((1, 1), float(np.mean(Xg))), np.ones((1, 1, 1))
+
+        return make
+
+    def silent(Xg: np.ndarray, share: ApproxDP, release: Release) -> Any:
+        raise pg.EstimationFailed("nothing released")
+
+    producers = [spending(1.0, False), spending(0.3, True), silent, spending(1.0, False)]
+    acct = pg.Accountant(ApproxDP(2.0, 1e-6))
+    _, info = private_selection(X, producers, 2.0, 1e-6, release=Release.of(acct, 0))
+    assert info["n_candidates"] == 2 and info["n_failed"] == 2
+    plan = selection_plan(2.0, 1e-6, len(producers))
+    assert ledger_mismatch(plan, acct.ledger) is None
+    assert [len(e.parts) for e in acct.ledger] == [2, 2, 0, 2, 0]
+    assert acct.ledger[1].parts[0].step == "producer-2/a"
+    assert acct.remaining is None  # spent exactly: no top-up, no rest
 
 
 def test_the_faithful_agnostic_route_follows_its_plan() -> None:
@@ -320,3 +409,33 @@ def test_the_faithful_agnostic_route_follows_its_plan() -> None:
     _check(est, est.budget_plan_)
     assert est.budget_plan_.names()[-1] == "choosing"  # type: ignore[union-attr]
     assert len(est.budget_plan_) >= 2  # type: ignore[arg-type]
+
+
+def test_a_share_paid_on_first_charge() -> None:
+    """``Accountant.paid_on_first_charge``: the share is one entry of the payer's ledger,
+    charged at the sub-computation's first charge (refused, changing nothing, when the payer
+    cannot pay it) or by ``settle``; its charges are its parts, refused beyond the share."""
+    acct = pg.Accountant(ApproxDP(1.0, 1e-6))
+    share = ApproxDP(0.5, 5e-7)
+    sub = acct.paid_on_first_charge(share, "part")
+    assert acct.ledger == [] and sub.can_spend(ZCDP(1e-3))
+    assert not sub.can_spend(PureDP(0.6))  # beyond the share
+    sub.spend(ZCDP(1e-3), step="a")
+    sub.spend(ZCDP(2e-3), step="b")
+    sub.settle()  # already paid: nothing more
+    assert [(e.step, e.cost) for e in acct.ledger] == [("part", share)]
+    assert [p.step for p in acct.ledger[0].parts] == ["part/a", "part/b"]
+    quiet = acct.paid_on_first_charge(share, "quiet")
+    quiet.settle()  # charged nothing: pays its share now
+    assert [e.step for e in acct.ledger] == ["part", "quiet"] and acct.remaining is None
+
+    poor = pg.Accountant(ApproxDP(0.4, 1e-6))
+    sub = poor.paid_on_first_charge(share, "part")
+    assert not sub.can_spend(ZCDP(1e-4))
+    # a reservation through it sees the payer's parents too
+    fit = pg.Accountant(ApproxDP(1.0, 1e-6), parent=poor)
+    with pytest.raises(pg.PrivacyBudgetError):
+        BudgetPlan.of(share, {"a": share}).reserve(fit.paid_on_first_charge(share, "p"), "x")
+    with pytest.raises(pg.PrivacyBudgetError):
+        sub.spend(ZCDP(1e-4), step="a")
+    assert poor.ledger == [] and sub.ledger == []

@@ -20,16 +20,17 @@ from .. import methods
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..gaussian.clip_diagnostics import clipped_advice
 from ..linalg import clip_eigenvalues
-from ..methods import Facts, is_pure, zcdp_of  # noqa: F401  # re-exported: their home is the registry
+from ..mechanisms import Release
+from ..methods import Facts
 from ..noise import NoiseSource, as_noise
 from ..privacy import (
     ZCDP,
     Accountant,
-    ApproxDP,
     Budget,
     PureDP,
     budget_to_dict,
-    has_delta,
+    charge_rest,
+    delta_at_least,
     make_budget,
 )
 from ..validation import check_data, validated_rows
@@ -156,10 +157,10 @@ class PrivateEstimatorBase(BudgetMixin):
         """The rest of the fit's plan, refused or decided before spending (default: none)."""
         return plan
 
-    def _run(self, plan: FitPlan, acct: Accountant,
-             noise: NoiseSource) -> Any:  # pragma: no cover - subclasses
-        """The algorithm, called inside :func:`private_section`: every release charged to
-        ``acct``; returns the release, projected into the prior and checked finite. It may
+    def _run(self, plan: FitPlan, context: Release) -> Any:  # pragma: no cover - subclasses
+        """The algorithm, called inside :func:`private_section`: every release charged through
+        ``context`` (the fit's accountant and noise source, no step prefix); returns the
+        release, projected into the prior and checked finite. It may
         replace ``plan.method`` and ``plan.reason`` (a registry fall-back decided before
         anything was spent)."""
         raise NotImplementedError
@@ -262,7 +263,7 @@ class PrivateEstimatorBase(BudgetMixin):
         noise = as_noise(self.random_state)  # type: ignore[attr-defined]
         self._warn_before_fit(budget, n, noise)
         with private_section(acct):
-            release = self._run(plan, acct, noise)
+            release = self._run(plan, Release(acct, noise))
         self._record(budget, acct, plan.method, plan.reason)
         spec = methods.get(self._family, plan.method)
         self.budget_plan_ = None if spec.plan is None else spec.plan(plan.facts)
@@ -455,7 +456,8 @@ def private_section(accountant: Accountant | None = None) -> Iterator[None]:
             # after the first charge only EstimationFailed (DESIGN.md rule 13): whatever went
             # wrong (a singular matrix, NaN probabilities, an overflow, a budget error), its
             # type and text could depend on a record, so neither is kept
-            _charge_rest(accountant)
+            charge_rest(accountant, "the rest of the fit's budget; the fit failed before "
+                        "using it")
             raise EstimationFailed(
                 "the private computation failed after spending (a numerical or internal "
                 "failure inside the algorithm); the whole budget of the fit counts as spent",
@@ -477,19 +479,6 @@ def require_finite(*released: np.ndarray) -> None:
     overflow inside the algorithm); called inside :func:`private_section`."""
     if not all(np.all(np.isfinite(a)) for a in released):
         raise EstimationFailed("the released parameters are not finite (an overflow)")
-
-
-def _charge_rest(accountant: Accountant) -> None:
-    """Charge what the failed fit had not yet spent, so that what it cost is its whole budget
-    whichever release it failed after."""
-    rest: Budget | None = accountant.remaining
-    if isinstance(accountant.total, ApproxDP) and accountant.remaining_zcdp() > 0:
-        rest = ZCDP(accountant.remaining_zcdp())  # keeps the δ a zCDP total converts with
-    if rest is None:
-        return
-    with contextlib.suppress(PrivacyBudgetError):
-        accountant.spend(rest, step="unused", mechanism="unused",
-                         note="the rest of the fit's budget; the fit failed before using it")
 
 
 def failure_text(exc: EstimationFailed, accountant: Accountant) -> str:
@@ -542,7 +531,7 @@ def warn_before_fit(budget: Budget, n_rows: int, noise: NoiseSource) -> None:
             "fine for experiments and tests, but fit with random_state=None (secure noise) to "
             "release results from real private data",
         )
-    if has_delta(budget) and budget.delta >= 1.0 / n_rows:
+    if delta_at_least(budget, n_rows):
         warn_caller(
             LargeDeltaWarning,
             f"delta = {budget.delta:g} is at least 1/n = 1/{n_rows}: an (epsilon, delta) "

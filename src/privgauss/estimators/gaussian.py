@@ -27,7 +27,6 @@ from ..gaussian.clip_diagnostics import (
 from ..gaussian.public_frame import public_verdict
 from ..mechanisms import Release
 from ..methods import Facts, GaussianJob, Method
-from ..noise import NoiseSource
 from ..privacy import Accountant, Budget
 from ..warnings import ClippedDataWarning
 from ._base import (
@@ -339,13 +338,13 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         return _GaussianPlan(**vars(plan), spec=spec, center=center, known=known,
                              known_mean=known_mean, run_budget=main, count_budget=count_budget)
 
-    def _run(self, plan: FitPlan, acct: Accountant, noise: NoiseSource) -> _GaussianRelease:
+    def _run(self, plan: FitPlan, context: Release) -> _GaussianRelease:
         """The method's run, then the DP count of rows outside its final clipping ball, the
         projection into the prior and the finiteness check (inside the private section)."""
         assert isinstance(plan, _GaussianPlan)
         spec, known_mean = plan.spec, plan.known_mean
         from_refinement = spec.clipped_count == "refinement"
-        job = GaussianJob(plan.X, plan.public, plan.facts, acct, noise, plan.center, plan.known,
+        job = GaussianJob(plan.X, plan.public, plan.facts, context, plan.center, plan.known,
                           known_mean, run_budget=plan.run_budget)
         with recording_clips(float(self.clip_scale), from_refinement) as clips:
             if known_mean is not None:
@@ -358,8 +357,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             noisy = None
             count_budget = clips.reserved if from_refinement else plan.count_budget
             if count_budget is not None and ball is not None:
-                noisy = release_clipped_count(ball, count_budget, release=Release(acct, noise))
-                _refuse_a_missed_fit(noisy, ball.rows.n, acct.ledger[-1])
+                noisy = release_clipped_count(ball, count_budget, release=context)
+                _refuse_a_missed_fit(noisy, ball.rows.n, context.accountant.ledger[-1])
             means, covs = self._inside_prior(  # may fail: inside
                 np.asarray(mean)[None], np.asarray(cov)[None], plan.center,
                 mean_known=known_mean is not None, cov_known=plan.known is not None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -23,8 +23,8 @@ from ..densities import (
     gaussian_factor,
 )
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..methods import Facts
-from ..noise import NoiseSource
+from ..mechanisms import Release
+from ..methods import Facts, MixtureJob
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, has_delta
 from ..validation import check_positive_int
 from ..warnings import (
@@ -283,16 +283,6 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.max_memory_bytes = max_memory_bytes
 
     # ------------------------------------------------------------------------------------
-    def _em_prior(self, d: int) -> Any:
-        """The user's prior as a :class:`~privgauss.mixture.private_em.EMPrior` (public; None
-        without ``mean_bound``). Checked by :meth:`_check_prior` before anything is spent."""
-        if self.mean_bound is None:
-            return None
-        from ..mixture.private_em import EMPrior
-
-        lo, hi = (float(v) for v in self.cov_bounds)  # type: ignore[union-attr]  # checked
-        return EMPrior(self._prior_center(d), float(self.mean_bound), (lo, hi))
-
     def _prior_center(self, d: int) -> np.ndarray:
         return np.zeros(d) if self.center is None else np.asarray(self.center, dtype=np.float64)
 
@@ -379,36 +369,33 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             plan.X = in_memory(plan.X, max_memory_bytes=self.max_memory_bytes)
         return plan
 
-    def _run(self, plan: FitPlan, acct: Accountant, noise: NoiseSource) -> _MixtureRelease:
+    def _run(self, plan: FitPlan, context: Release) -> _MixtureRelease:
         """The learner's run (inside the private section), its release projected into the
         prior and checked finite. A public-data method that refuses the public rows alone
         before spending anything (e.g. the public clustering found fewer clusters than
         ``n_components``) falls back, under ``method="auto"``, to the registry's fall-back
         (private EM seeded by the public rows); ``plan.method`` and ``plan.reason`` say so."""
-        X, Xp, budget = plan.X, plan.public, plan.budget
-        info: dict[str, Any] = {}
+        X = plan.X
+        job = MixtureJob(X, plan.public, plan.facts, context, self._prior_center(int(X.shape[1])))
         try:
-            weights, means, covs = methods.get("mixture", plan.method).run(
-                self, X, Xp, budget, acct, noise, info)
+            weights, means, covs = methods.get("mixture", plan.method).run(job)
         except InvalidDataError:
             fallback = None
             if (self.method == "auto" and methods.get("mixture", plan.method).uses_public
-                    and not acct.ledger):
+                    and not context.accountant.ledger):
                 fallback = methods.fallback(
                     "mixture", plan.facts,
                     f"{plan.method!r} refused these public rows (nothing was spent)")
             if fallback is None:
                 raise
             plan.method, plan.reason = fallback
-            info = {}
-            weights, means, covs = methods.get("mixture", plan.method).run(
-                self, X, Xp, budget, acct, noise, info)
+            job = replace(job, info={})
+            weights, means, covs = methods.get("mixture", plan.method).run(job)
         means, covs = self._inside_prior(  # may fail on a degenerate release: inside
-            np.asarray(means, dtype=np.float64), np.asarray(covs, dtype=np.float64),
-            self._prior_center(int(X.shape[1])))
+            np.asarray(means, dtype=np.float64), np.asarray(covs, dtype=np.float64), job.center)
         weights = np.asarray(weights, dtype=np.float64)
         require_finite(weights, means, covs)
-        return _MixtureRelease(weights, means, covs, info)
+        return _MixtureRelease(weights, means, covs, job.info)
 
     def _record_release(self, plan: FitPlan, release: Any, acct: Accountant) -> None:
         self.weights_ = release.weights

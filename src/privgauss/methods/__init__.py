@@ -38,7 +38,8 @@ from . import sample_aggregate as _sample_aggregate
 from ._auto import MixturePlan
 from ._gaussian import GaussianJob
 from ._knobs import check_knob_ranges
-from ._record import Facts, Method, budget_notion, is_pure, zcdp_of
+from ._mixture import MixtureJob
+from ._record import Facts, Method
 
 __all__ = [
     "GAUSSIAN",
@@ -47,14 +48,13 @@ __all__ = [
     "Facts",
     "GaussianJob",
     "Method",
+    "MixtureJob",
     "MixturePlan",
-    "budget_notion",
     "check_knobs",
     "choose",
     "choose_auto",
     "fallback",
     "get",
-    "is_pure",
     "known_mean_refusal",
     "method_table",
     "mixture_budget_refusal",
@@ -63,7 +63,6 @@ __all__ = [
     "names",
     "requirements",
     "table",
-    "zcdp_of",
 ]
 
 KINDS = ("gaussian", "mixture")

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..privacy import ZCDP, ApproxDP, Budget, PureDP
-from ._record import Facts, Method, is_pure
+from ..privacy import ZCDP, is_pure, scaled
+from ._record import Facts, Method
 
 Table = Mapping[str, Method]
 
@@ -102,14 +102,6 @@ def _too_large(spec: Method, facts: Facts) -> bool:
             and facts.n * facts.d * 8 > facts.max_memory_bytes)
 
 
-def _larger(budget: Budget, factor: float = 4.0) -> Budget:
-    if isinstance(budget, ZCDP):
-        return ZCDP(budget.rho * factor)
-    if isinstance(budget, ApproxDP):
-        return ApproxDP(budget.epsilon * factor, budget.delta)
-    return PureDP(budget.epsilon * factor)
-
-
 def remedies(spec: Method, facts: Facts, req: Any) -> tuple[str, ...]:
     """What lowers the n ``spec`` needs here, besides more rows: each change of the public facts
     below is tried on the method's own requirement formula, and named only when it lowers the
@@ -125,7 +117,7 @@ def remedies(spec: Method, facts: Facts, req: Any) -> tuple[str, ...]:
         return other is not None and float(other.n_needed) < base * (1.0 - 1e-9)
 
     out: list[str] = []
-    if lowers(budget=_larger(facts.budget)):
+    if lowers(budget=scaled(facts.budget, 4.0)):
         out.append("a larger budget")
     if spec.public != "unused":
         need = spec.fewest_public(facts) if spec.uses_public else facts.d + 1

@@ -14,6 +14,7 @@ import numpy as np
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd
+from ..mechanisms import Release
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan, zcdp_of
 from ._record import Facts, Method
@@ -22,7 +23,8 @@ from ._record import Facts, Method
 @dataclass(frozen=True)
 class GaussianJob:
     """What a Gaussian run function receives: the validated rows, the public facts, the fit's
-    accountant and noise, and the prior's public vectors.
+    release context (its accountant and noise source, :class:`~privgauss.mechanisms.Release`),
+    and the prior's public vectors.
 
     ``known`` is the known covariance (None: estimated), ``known_mean`` the known mean
     (None: estimated), ``center`` the centre of the prior ball (zeros when not given),
@@ -31,8 +33,7 @@ class GaussianJob:
     X: Any
     public_X: np.ndarray | None
     facts: Facts
-    accountant: Accountant
-    noise: NoiseSource
+    release: Release
     center: np.ndarray
     known: np.ndarray | None = None
     known_mean: np.ndarray | None = None
@@ -43,6 +44,16 @@ class GaussianJob:
         """The budget the run may spend: the fit's, less what the estimator set aside (the
         clipped count's share), when ``run_budget`` is given."""
         return self.facts.budget if self.run_budget is None else self.run_budget
+
+    @property
+    def accountant(self) -> Accountant:
+        """The fit's accountant (``release.accountant``)."""
+        return self.release.accountant
+
+    @property
+    def noise(self) -> NoiseSource:
+        """The fit's noise source (``release.noise``)."""
+        return self.release.noise
 
 
 MeanFn = Callable[[Any, np.ndarray | None, np.ndarray, float | None], np.ndarray]

@@ -1,27 +1,48 @@
-"""Shared pieces of the mixture methods: the run function calling one of the library's mixture
-learners with the estimator's parameters (:func:`paper_run`), and the requirement of the
-learners whose formula lives in :func:`privgauss.mixture.requirements.requirements`."""
+"""Shared pieces of the mixture methods: the :class:`MixtureJob` a mixture run function
+receives, the call of one of the library's paper learners with the fit's public parameters
+(:func:`learner_call`), and the requirement of the learners whose formula lives in
+:func:`privgauss.mixture.requirements.requirements`."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..mechanisms import Release
-from ..noise import NoiseSource
-from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan
+from ..privacy import ApproxDP, Budget, BudgetPlan
 from ._record import Facts
 
 Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def method_knobs(est: Any, knobs: tuple[str, ...]) -> dict[str, Any]:
-    """The estimator's ``method_params`` that are knobs of the method (``knobs``)."""
-    params = dict(est.method_params or {})
-    return {key: value for key, value in params.items() if key in knobs}
+@dataclass(frozen=True)
+class MixtureJob:
+    """What a mixture run function receives: the validated rows (in memory unless the method
+    streams), the public rows, the fit's public facts (budget, k, ``min_weight``, ``beta``,
+    ``constants``, the prior's bounds, the method knobs), the fit's release context, the
+    prior's centre, and the dict the learner reports its public facts and DP outputs into
+    (``fit_info_``).
+
+    ``center`` is the centre of the prior ball (zeros when ``center=`` is not given)."""
+
+    X: Any
+    public_X: np.ndarray | None
+    facts: Facts
+    release: Release
+    center: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def budget(self) -> Budget:
+        """The fit's budget."""
+        return self.facts.budget
+
+    def knobs(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """The method knobs given (``method_params``) among ``names``."""
+        return {key: value for key, value in self.facts.knobs.items() if key in names}
 
 
 def learner_plan(facts: Facts, plan: BudgetPlan, step: str) -> BudgetPlan:
@@ -32,45 +53,25 @@ def learner_plan(facts: Facts, plan: BudgetPlan, step: str) -> BudgetPlan:
     return BudgetPlan.of(facts.budget, dict(p.parts), groups=p.groups)
 
 
-def paper_run(module: str, function: str, knobs: tuple[str, ...], public: bool = False,
-              options: str | None = None) -> Callable[..., Mixture]:
-    """A run function calling the paper learner ``privgauss.mixture.<module>.<function>`` with
-    the estimator's parameters, a :class:`~privgauss.mechanisms.Release` of the fit's
-    accountant and noise, and its knobs — packed into the module's parameter object named
-    ``options`` when given, else passed as keywords (and ``public_X=`` when ``public``)."""
-
-    def run(est: Any, X: np.ndarray, public_X: np.ndarray | None, budget: Budget,
-            acct: Accountant, noise: NoiseSource, info: dict[str, Any],
-            **extra: Any) -> Mixture:
-        mod = importlib.import_module(f"privgauss.mixture.{module}")
-        given = method_knobs(est, knobs)
-        packed = {"options": getattr(mod, options)(**given)} if options else given
-        return getattr(mod, function)(
-            X,
-            est.n_components,
-            budget,
-            min_weight=est.min_weight,
-            beta=est.beta,
-            constants=est.constants,
-            release=Release(acct, noise),
-            info=info,
-            **({"public_X": public_X} if public else {}),
-            **packed,
-            **extra,
-        )
-
-    return run
-
-
-def reduction_run(function: str) -> Callable[..., Mixture]:
-    """A run function calling ``privgauss.reductions.agnostic.<function>``."""
-
-    def run(*args: Any) -> Mixture:
-        from ..reductions import agnostic
-
-        return getattr(agnostic, function)(*args)
-
-    return run
+def learner_call(learner: Callable[..., Mixture], job: MixtureJob, *, public: bool = False,
+                 **extra: Any) -> Mixture:
+    """``learner(X, k, budget, min_weight=, beta=, constants=, release=, info=, ...)`` — a
+    paper learner of :mod:`privgauss.mixture` called with the fit's public parameters, its
+    release context and ``extra`` (the method's knobs, packed or as keywords), and
+    ``public_X=`` when ``public``."""
+    facts = job.facts
+    return learner(
+        job.X,
+        facts.k,
+        job.budget,
+        min_weight=facts.min_weight,
+        beta=facts.beta,
+        constants=facts.constants,
+        release=job.release,
+        info=job.info,
+        **({"public_X": job.public_X} if public else {}),
+        **extra,
+    )
 
 
 def paper_requirements(name: str, facts: Facts, **extra: Any) -> Any:
@@ -84,11 +85,3 @@ def paper_requirements(name: str, facts: Facts, **extra: Any) -> Any:
                         **extra)
 
 
-def reduction_requirements(name: str, facts: Facts, constants: str) -> Any:
-    """The requirement of the reduction ``name`` ("ppe" or "agnostic") for an (ε, δ) budget."""
-    from ..reductions.agnostic import reduction_requirements as of_reduction
-
-    budget = facts.budget
-    assert isinstance(budget, ApproxDP)
-    return of_reduction(name, n=facts.n, d=facts.d, k=facts.k, epsilon=budget.epsilon,
-                        delta=budget.delta, beta=float(facts.beta), constants=constants)

@@ -133,10 +133,10 @@ class Method:
     budgets : frozenset of {"zcdp", "approx", "pure"}
         The budget notions it accepts.
     run : callable
-        The run function. Gaussian: ``run(job)`` → (mean, covariance) for a
-        :class:`~privgauss.methods.gaussian_job.GaussianJob`; mixture:
-        ``run(est, X, public_X, budget, accountant, noise, info)`` → (weights, means,
-        covariances).
+        The run function: ``run(job)`` of public facts, parameter objects and the fit's
+        release context, never the estimator. Gaussian: → (mean, covariance) for a
+        :class:`~privgauss.methods.GaussianJob`; mixture: → (weights, means, covariances)
+        for a :class:`~privgauss.methods.MixtureJob`.
     public : {"unused", "optional", "required"}
         Whether it uses public rows.
     prior : {"unused", "optional", "required"}

@@ -9,23 +9,28 @@ import math
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import reduction_requirements, reduction_run
+from ._mixture import Mixture, MixtureJob
 from ._record import Facts, Method
 
 __all__: list[str] = []
 
 
 def _requirements(facts: Facts) -> Any:
+    from ..reductions.agnostic import agnostic_requirements
+
+    budget = facts.budget
+    assert isinstance(budget, ApproxDP)
     # constants="theory" is a different route (the faithful one): its own requirement
-    return reduction_requirements("agnostic", facts, facts.formula or facts.constants)
+    return agnostic_requirements(n=facts.n, d=facts.d, k=facts.k, epsilon=budget.epsilon,
+                                 delta=budget.delta, beta=float(facts.beta),
+                                 constants=facts.formula or facts.constants)
 
 
 def _plan(facts: Facts) -> BudgetPlan | None:
-    """Route P2 (practical constants): :func:`~privgauss.reductions.selection.selection_plan`
-    — each candidate producer's share (one group: its own learner's steps, under its name),
-    then the private selection. A producer that fails (⊥, a DP output) stops early and the
-    selection tops up what it left (``producers-unused``): that ledger departs from the plan.
-    The faithful route (``constants="theory"``):
+    """Route P2 (practical constants):
+    :func:`~privgauss.reductions.selection.selection_plan` — each candidate producer's share,
+    one entry each (its own learner's releases kept in the entry's parts) whether it succeeds
+    or fails, then the private selection. The faithful route (``constants="theory"``):
     :func:`~privgauss.reductions.agnostic.faithful_budget_plan` — its R Filter-and-Test rounds
     and the Choosing Mechanism, each charged on every dataset."""
     from ..reductions.agnostic import faithful_budget_plan, p2_producers
@@ -37,9 +42,16 @@ def _plan(facts: Facts) -> BudgetPlan | None:
         return faithful_budget_plan(budget.epsilon, budget.delta)
     count = 1 if facts.k == 1 else len(p2_producers(facts.n, facts.d, facts.k, budget.epsilon,
                                                       budget.delta, float(facts.beta)))
-    plan = selection_plan(budget.epsilon, budget.delta, count)
-    return BudgetPlan.of(budget, dict(plan.parts),
-                         groups=[n for n in plan.names() if n.startswith("producer-")])
+    return selection_plan(budget.epsilon, budget.delta, count)
+
+
+def _run(job: MixtureJob) -> Mixture:
+    from ..reductions.agnostic import run_agnostic
+
+    budget = job.budget
+    assert isinstance(budget, ApproxDP)  # the method takes (ε, δ) budgets only
+    return run_agnostic(job.X, job.facts.k, budget, constants=job.facts.constants,
+                        beta=job.facts.beta, release=job.release, info=job.info)
 
 
 METHOD = Method(
@@ -49,7 +61,7 @@ METHOD = Method(
     needs="no separation assumption; candidates from the private learners",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=reduction_run("run_agnostic"),
+    run=_run,
     requirements=_requirements,
     plan=_plan,
     min_separation=math.inf,

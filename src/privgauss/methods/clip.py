@@ -8,10 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ..mechanisms import Release
-from ..privacy import BudgetPlan, as_rho
+from ..privacy import BudgetPlan, as_rho, is_pure
 from ._gaussian import GaussianJob, prior_radius, run_plan, whitened_mean
-from ._record import Facts, Method, is_pure
+from ._record import Facts, Method
 
 __all__: list[str] = []
 
@@ -41,7 +40,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         n, d = X.shape
         radius = bound + chi_tail_radius(d, job.facts.beta / n)  # type: ignore[operator]
         return clip_mean(X, center, radius, job.budget,
-                         release=Release(job.accountant, job.noise))
+                         release=job.release)
 
     return whitened_mean(job, mean)
 

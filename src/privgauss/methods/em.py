@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..privacy import Budget, BudgetPlan
-from ._mixture import paper_run
+from ..privacy import BudgetPlan
+from ._mixture import Mixture, MixtureJob, learner_call
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -90,15 +90,24 @@ def _plan(facts: Facts) -> BudgetPlan:
                          branches=[with_head(b) for b in local.branches])
 
 
-_learn = paper_run("private_em", "private_em_gmm", KNOBS, public=True)
+def _prior(job: MixtureJob) -> Any:
+    """The user's prior as an :class:`~privgauss.mixture.private_em.EMPrior` (public; None
+    without ``mean_bound``; the estimator checked it before anything was spent)."""
+    facts = job.facts
+    if facts.mean_bound is None:
+        return None
+    from ..mixture.private_em import EMPrior
+
+    assert facts.cov_bounds is not None  # mean_bound= and cov_bounds= come together
+    return EMPrior(job.center, facts.mean_bound, facts.cov_bounds)
 
 
-def _run(est: Any, X: Any, public_X: Any, budget: Budget, acct: Any, noise: Any,
-         info: dict[str, Any]) -> Any:
-    # public rows optional: passed through (None without them); the user's prior (an EMPrior,
-    # None without mean_bound=) goes to the learner
-    return _learn(est, X, public_X, budget, acct, noise, info,
-                  prior=est._em_prior(int(X.shape[1])))
+def _run(job: MixtureJob) -> Mixture:
+    from ..mixture.private_em import private_em_gmm
+
+    # public rows optional: passed through (None without them); the user's prior (None
+    # without mean_bound=) goes to the learner
+    return learner_call(private_em_gmm, job, public=True, **job.knobs(KNOBS), prior=_prior(job))
 
 
 METHOD = Method(

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..mechanisms import Release
 from ..privacy import ApproxDP, BudgetPlan, has_delta
 from ._gaussian import GaussianJob, smallest_n
 from ._record import Facts, Method
@@ -48,7 +47,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         job.X,
         budget.epsilon,
         budget.delta,
-        release=Release(job.accountant, job.noise),
+        release=job.release,
         mean_only=job.known is not None,
         cov=job.known,
         beta=facts.beta,

@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..mechanisms import Release
-from ..privacy import ApproxDP, BudgetPlan, PureDP
+from ..privacy import ApproxDP, BudgetPlan, PureDP, is_pure
 from ._gaussian import GaussianJob
-from ._record import Facts, Method, is_pure
+from ._record import Facts, Method
 
 __all__: list[str] = []
 
@@ -41,7 +40,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     Xp = job.public_X
     if Xp is not None and Xp.shape[0] >= X.shape[1] + 1 and not facts.public_unusable:
         return hs.hypothesis_selection_public(X, Xp, eps,
-                                              release=Release.of(job.accountant, job.noise))
+                                              release=job.release)
     if facts.mean_bound is None or (job.known is None and facts.cov_bounds is None):
         raise InvalidDataError(
             "method='hypothesis-selection' needs mean_bound= and cov_bounds= "
@@ -54,7 +53,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         radius=float(facts.mean_bound),
         cov_bounds=facts.cov_bounds,
         cov=job.known,
-        release=Release.of(job.accountant, job.noise),
+        release=job.release,
     )
 
 

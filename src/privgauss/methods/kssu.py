@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import learner_plan, paper_requirements, paper_run
+from ._mixture import Mixture, MixtureJob, learner_call, learner_plan, paper_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -35,6 +35,12 @@ def _plan(facts: Facts) -> BudgetPlan:
                         "kssu")
 
 
+def _run(job: MixtureJob) -> Mixture:
+    from ..mixture.kssu import KSSUOptions, kssu_gmm
+
+    return learner_call(kssu_gmm, job, options=KSSUOptions(**job.knobs(KNOBS)))
+
+
 METHOD = Method(
     name="kssu",
     kind="mixture",
@@ -43,7 +49,7 @@ METHOD = Method(
     "`separation=` ≥ 5); large n",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=paper_run("kssu", "kssu_gmm", KNOBS, options="KSSUOptions"),
+    run=_run,
     requirements=_requirements,
     plan=_plan,
     knobs=KNOBS,

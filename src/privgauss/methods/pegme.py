@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..privacy import BudgetPlan
-from ._mixture import paper_run
+from ._mixture import Mixture, MixtureJob, learner_call
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -19,6 +19,12 @@ def _plan(facts: Facts) -> BudgetPlan:
     return BudgetPlan.of(facts.budget, {"pegme": facts.budget})
 
 
+def _run(job: MixtureJob) -> Mixture:
+    from ..mixture.pegme import PegmeOptions, pegme
+
+    return learner_call(pegme, job, options=PegmeOptions(**job.knobs(KNOBS)))
+
+
 METHOD = Method(
     name="pegme",
     kind="mixture",
@@ -26,7 +32,7 @@ METHOD = Method(
     needs="spherical, equal-weight, separated components (the KSSU19 warm-up)",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=paper_run("pegme", "pegme", KNOBS, options="PegmeOptions"),
+    run=_run,
     plan=_plan,
     knobs=KNOBS,
     min_separation=math.inf,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
-from ..mechanisms import Release
 from ..privacy import ApproxDP, BudgetPlan
 from ._gaussian import GaussianJob
 from ._record import Facts, Method
@@ -48,7 +47,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         in_memory(job.X, max_memory_bytes=facts.max_memory_bytes),
         budget.epsilon,
         budget.delta,
-        release=Release.of(job.accountant, job.noise),
+        release=job.release,
         constants=facts.constants,
         beta=facts.beta,
         corr_condition=float(facts.corr_condition),

@@ -8,14 +8,19 @@ import math
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import reduction_requirements, reduction_run
+from ._mixture import Mixture, MixtureJob
 from ._record import Facts, Method
 
 __all__: list[str] = []
 
 
 def _requirements(facts: Facts) -> Any:
-    return reduction_requirements("ppe", facts, facts.formula or "practical")
+    from ..reductions.ppe_gaussian import ppe_requirements
+
+    budget = facts.budget
+    assert isinstance(budget, ApproxDP)
+    return ppe_requirements(facts.n, facts.d, budget.epsilon, budget.delta,
+                            facts.formula or "practical", facts.k)
 
 
 def _plan(facts: Facts) -> BudgetPlan:
@@ -32,6 +37,15 @@ def _plan(facts: Facts) -> BudgetPlan:
     return BudgetPlan.of(budget, populous_parts(ApproxDP(*ppe_halves(budget)), "ppe-mixture"))
 
 
+def _run(job: MixtureJob) -> Mixture:
+    from ..reductions.agnostic import run_ppe
+
+    budget = job.budget
+    assert isinstance(budget, ApproxDP)  # the method takes (ε, δ) budgets only
+    return run_ppe(job.X, job.facts.k, budget, constants=job.facts.constants,
+                   release=job.release)
+
+
 METHOD = Method(
     name="ppe",
     kind="mixture",
@@ -39,7 +53,7 @@ METHOD = Method(
     needs="any non-private learner; a large n",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=reduction_run("run_ppe"),
+    run=_run,
     requirements=_requirements,
     plan=_plan,
     min_separation=math.inf,

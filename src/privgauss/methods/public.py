@@ -10,10 +10,9 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ..mechanisms import Release
-from ..privacy import BudgetPlan, as_rho
+from ..privacy import BudgetPlan, as_rho, is_pure, zcdp_of
 from ._gaussian import GaussianJob, run_plan, smallest_n, whitened_mean
-from ._record import Facts, Method, is_pure, zcdp_of
+from ._record import Facts, Method
 
 __all__: list[str] = []
 
@@ -70,7 +69,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         def mean_identity(X: Any, Xp: np.ndarray | None, center: np.ndarray,
                  bound: float | None) -> np.ndarray:
             return public_mean(X, Xp, zcdp_of(job.budget, "the public-data mean estimator"),
-                               release=Release(job.accountant, job.noise), beta=facts.beta,
+                               release=job.release, beta=facts.beta,
                                constants=facts.constants)
 
         return whitened_mean(job, mean_identity)
@@ -87,7 +86,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         job.X,
         job.public_X,
         rho,
-        release=Release(job.accountant, job.noise),
+        release=job.release,
         beta=facts.beta,
         gamma=facts.gamma,
         constants=facts.constants,

@@ -5,7 +5,7 @@ preconditioning + CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.pub
 from __future__ import annotations
 
 from ..privacy import BudgetPlan, zcdp_of
-from ._mixture import learner_plan, paper_run
+from ._mixture import Mixture, MixtureJob, learner_call, learner_plan
 from ._public_mixture import fewest_public_rows, public_mixture_requirements
 from ._record import Facts, Method
 
@@ -24,6 +24,12 @@ def _plan(facts: Facts) -> BudgetPlan:
     return learner_plan(facts, plan, "public-heavy")
 
 
+def _run(job: MixtureJob) -> Mixture:
+    from ..mixture.public_heavy import public_heavy_gmm
+
+    return learner_call(public_heavy_gmm, job, public=True, **job.knobs(KNOBS))
+
+
 METHOD = Method(
     name="public-heavy",
     kind="mixture",
@@ -32,7 +38,7 @@ METHOD = Method(
     "`auto` runs it only with `separation=` ≥ 6)",
     privacy="ρ-zCDP or (ε, δ)-DP",
     budgets=frozenset({"zcdp", "approx"}),
-    run=paper_run("public_heavy", "public_heavy_gmm", KNOBS, public=True),
+    run=_run,
     public="required",
     min_public=fewest_public_rows("public-heavy"),
     requirements=public_mixture_requirements("public-heavy"),

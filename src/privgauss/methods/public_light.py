@@ -5,7 +5,7 @@ CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.public_light`)."""
 from __future__ import annotations
 
 from ..privacy import BudgetPlan, zcdp_of
-from ._mixture import learner_plan, paper_run
+from ._mixture import Mixture, MixtureJob, learner_call, learner_plan
 from ._public_mixture import fewest_public_rows, public_mixture_requirements
 from ._record import Facts, Method
 
@@ -24,6 +24,13 @@ def _plan(facts: Facts) -> BudgetPlan:
     return learner_plan(facts, plan, "public-light")
 
 
+def _run(job: MixtureJob) -> Mixture:
+    from ..mixture.public_light import LightOptions, public_light_gmm
+
+    return learner_call(public_light_gmm, job, public=True,
+                        options=LightOptions(**job.knobs(KNOBS)))
+
+
 METHOD = Method(
     name="public-light",
     kind="mixture",
@@ -32,8 +39,7 @@ METHOD = Method(
     "`auto` runs it only with `separation=` ≥ 6)",
     privacy="ρ-zCDP or (ε, δ)-DP",
     budgets=frozenset({"zcdp", "approx"}),
-    run=paper_run("public_light", "public_light_gmm", KNOBS, public=True,
-                  options="LightOptions"),
+    run=_run,
     public="required",
     min_public=fewest_public_rows("public-light"),
     requirements=public_mixture_requirements("public-light"),

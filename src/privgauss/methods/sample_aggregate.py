@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..privacy import ApproxDP, BudgetPlan
-from ._mixture import learner_plan, paper_requirements, paper_run
+from ._mixture import Mixture, MixtureJob, learner_call, learner_plan, paper_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -30,6 +30,12 @@ def _plan(facts: Facts) -> BudgetPlan:
                         "sample-aggregate")
 
 
+def _run(job: MixtureJob) -> Mixture:
+    from ..mixture.sample_aggregate import SAOptions, sample_aggregate_gmm
+
+    return learner_call(sample_aggregate_gmm, job, options=SAOptions(**job.knobs(KNOBS)))
+
+
 METHOD = Method(
     name="sample-aggregate",
     kind="mixture",
@@ -38,7 +44,7 @@ METHOD = Method(
     "`separation=` ≥ 3); large n",
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
-    run=paper_run("sample_aggregate", "sample_aggregate_gmm", KNOBS, options="SAOptions"),
+    run=_run,
     requirements=_requirements,
     plan=_plan,
     knobs=KNOBS,

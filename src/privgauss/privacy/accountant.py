@@ -13,7 +13,7 @@ import secrets
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -136,6 +136,9 @@ class Accountant:
     prefix: str = field(default="", repr=False)
     # the entry (of another accountant) that paid for everything charged here (prepaid)
     _paid_by: LedgerEntry | None = field(default=None, repr=False)
+    # (payer, step, note): the accountant charged this one's whole total, as one entry, at its
+    # first charge (see paid_on_first_charge)
+    _payer: tuple[Accountant, str, str] | None = field(default=None, init=False, repr=False)
     # the process that may spend through this accountant (None: a read-only record)
     _owner_pid: int | None = field(default=None, init=False, repr=False)
     _key: str | None = field(default=None, init=False, repr=False)  # set when first pickled
@@ -259,6 +262,11 @@ class Accountant:
                 return False
             if not self._fits(t):
                 return False
+        if self._payer is not None and self._paid_by is None and costs:
+            # the first charge makes the payer (and its parents, which a reservation's walk
+            # up through ``parent`` does not reach from here) pay the whole total
+            if not self._payer[0].can_spend_all([self.total]):
+                return False
         return not parents or self.parent is None or self.parent.can_spend_all(costs)
 
     def can_spend(self, cost: Budget) -> bool:
@@ -308,6 +316,8 @@ class Accountant:
                 "use a fresh Accountant"
             )
         parts: list[LedgerEntry] = [] if _parts is None else _parts
+        if self._payer is not None and self._paid_by is None:
+            self._pay()  # the whole total, charged to the payer before this charge's noise
         if self.parent is not None:
             self.parent.spend(
                 cost,
@@ -376,6 +386,52 @@ class Accountant:
         acct._paid_by = entry
         acct._lock = self._lock  # its charges append to this ledger's entry
         return acct
+
+    def paid_on_first_charge(self, total: Budget, step: str, note: str = "") -> Accountant:
+        """An accountant for a sub-computation whose whole cost is ``total``, charged here as
+        one entry ``step`` at the sub-computation's first charge (before its noise is drawn),
+        or by :meth:`settle`. Like :meth:`prepaid`, its charges are refused beyond ``total``,
+        are not charged here again and are kept in that entry's ``parts`` (steps prefixed
+        with ``step``); a sub-computation that refuses before charging anything costs nothing.
+
+        Composing the sub-computation as one (ε, δ) entry (basic composition) is what a plan
+        of (ε, δ) shares states; its own zCDP charges convert within ``total`` alone.
+
+        Parameters
+        ----------
+        total : Budget
+            What the sub-computation costs (and may spend).
+        step : str
+            The entry's step in this ledger, and the prefix of the sub-computation's steps in
+            its ``parts``.
+        note : str, optional
+            The entry's note.
+
+        Returns
+        -------
+        Accountant
+            A fresh accountant of total ``total``.
+        """
+        if not step:
+            raise ValueError("paid_on_first_charge needs a step name")
+        acct = Accountant(total, prefix=step)
+        acct._payer = (self, step, note)
+        acct._lock = self._lock
+        return acct
+
+    def _pay(self) -> None:
+        assert self._payer is not None
+        payer, step, note = self._payer
+        self._paid_by = payer.spend(self.total, step=step, mechanism="sub-computation",
+                                    note=note)
+
+    def settle(self) -> None:
+        """An accountant of :meth:`paid_on_first_charge`: charge its payer the whole total now
+        if no charge has yet (a sub-computation that ended, or failed, before charging), so
+        that what it cost does not depend on the data."""
+        with self._lock:
+            if self._payer is not None and self._paid_by is None:
+                self._pay()
 
     @property
     def spent(self) -> Budget | None:
@@ -559,6 +615,20 @@ def reserve_rho(accountant: Accountant, rho: float) -> None:
             f"this estimator needs {rho:g}-zCDP but the accountant cannot pay it "
             f"(total {accountant.total}, spent {accountant.spent_str()})"
         )
+
+
+def charge_rest(accountant: Accountant, note: str) -> None:
+    """Charge what ``accountant`` has not yet spent (step and mechanism ``"unused"``), so that
+    a computation that ended early costs its whole total whichever release it ended after.
+    Under an (ε, δ) total the rest is charged as the largest ρ still possible (keeping the δ
+    a zCDP charge converts with); nothing when nothing is left or it cannot be charged."""
+    rest: Budget | None = accountant.remaining
+    if isinstance(accountant.total, ApproxDP) and accountant.remaining_zcdp() > 0:
+        rest = ZCDP(accountant.remaining_zcdp())  # keeps the δ a zCDP total converts with
+    if rest is None:
+        return
+    with suppress(PrivacyBudgetError):
+        accountant.spend(rest, step="unused", mechanism="unused", note=note)
 
 
 def charge_unused(accountant: Accountant, parts: Sequence[Budget], step: str) -> None:

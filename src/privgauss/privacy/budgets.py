@@ -363,6 +363,12 @@ def has_delta(budget: Budget) -> TypeGuard[ApproxDP]:
     return isinstance(budget, ApproxDP) and budget.delta > 0
 
 
+def delta_at_least(budget: Budget, n: int) -> TypeGuard[ApproxDP]:
+    """Whether ``budget`` is an (ε, δ) budget with δ ≥ 1/n: weak enough to allow publishing
+    one of n records outright (the estimators warn)."""
+    return has_delta(budget) and budget.delta >= 1.0 / n
+
+
 def is_pure(budget: Budget) -> TypeGuard[PureDP | ApproxDP]:
     """Whether ``budget`` is pure ε-DP (``PureDP``, or ``ApproxDP`` with δ = 0)."""
     return isinstance(budget, PureDP) or (isinstance(budget, ApproxDP) and budget.delta == 0)
@@ -446,6 +452,26 @@ def make_budget(
     if delta is None or (not isinstance(delta, str) and delta == 0):
         return PureDP(epsilon)
     return ApproxDP(epsilon, delta)
+
+
+def scaled(budget: Budget, factor: float) -> Budget:
+    """``budget`` with its ρ or ε multiplied by ``factor`` (δ kept): a larger or smaller budget
+    of the same notion."""
+    if isinstance(budget, ZCDP):
+        return ZCDP(budget.rho * factor)
+    if isinstance(budget, ApproxDP):
+        return ApproxDP(budget.epsilon * factor, budget.delta)
+    return PureDP(budget.epsilon * factor)
+
+
+def zcdp_rest(total: ApproxDP, parts: Iterable[PureDP | ApproxDP]) -> float:
+    """The largest ρ that, converted with the δ the (ε, δ) ``parts`` leave of ``total``,
+    composes with them (basic composition) to exactly ``total``: the zCDP rest of a plan
+    whose first parts are pure or approximate."""
+    parts = list(parts)
+    eps = math.fsum(b.epsilon for b in parts)
+    delta = math.fsum(b.delta if isinstance(b, ApproxDP) else 0.0 for b in parts)
+    return approx_to_zcdp(total.epsilon - eps, total.delta - delta)
 
 
 def split(budget: ZCDP, weights: Sequence[float]) -> list[ZCDP]:

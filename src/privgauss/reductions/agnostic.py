@@ -40,7 +40,7 @@ import numpy as np
 
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..mechanisms import Release, truncated_laplace_bound
-from ..privacy import Accountant, ApproxDP, BudgetPlan
+from ..privacy import ApproxDP, BudgetPlan
 from .list_stable import (
     choosing_threshold,
     list_stable_reduction,
@@ -55,7 +55,7 @@ __all__ = [
     "faithful_agnostic",
     "faithful_budget_plan",
     "faithful_plan",
-    "reduction_requirements",
+    "agnostic_requirements",
     "run_agnostic",
     "run_ppe",
 ]
@@ -178,8 +178,7 @@ def faithful_agnostic(
 # ------------------------------------------------------------------------------ requirements
 
 
-def reduction_requirements(
-    method: str,
+def agnostic_requirements(
     *,
     n: int,
     d: int,
@@ -190,12 +189,11 @@ def reduction_requirements(
     beta: float = 0.05,
     constants: str = "practical",
 ) -> Any:
-    """The n ``method`` ("ppe" or "agnostic") needs, from public quantities only."""
+    """The n the agnostic reduction needs (the route ``constants`` selects), from public
+    quantities only."""
     from ..mixture.sample_size import Requirements
     from .ppe_gaussian import ppe_requirements
 
-    if method == "ppe":
-        return ppe_requirements(n, d, epsilon, delta, constants, k)
     if constants == "theory":  # the faithful route: what its plan needs to run
         plan = faithful_plan(d, k, epsilon, delta, alpha=alpha, beta=beta)
         term = f"{plan.n_blocks} blocks x {plan.min_block} rows"
@@ -211,7 +209,7 @@ def reduction_requirements(
     if k == 1:
         need = ppe_requirements(n, d, 0.8 * epsilon, delta).n_needed / 0.7
     else:
-        need = min(_producer_needs(n, d, k, 0.8 * epsilon, delta, beta).values()) / 0.7
+        need = min(_producer_needs(n, d, k, 0.8 * epsilon, delta, beta)) / 0.7
     return Requirements("agnostic", int(n), need, bool(n >= need), constants,
                         {"n": need}, "n", {},
                         "route P2: the n its best candidate producer needs (on 70% of the rows)")
@@ -220,73 +218,90 @@ def reduction_requirements(
 # ------------------------------------------------------------------------------ estimator hooks
 
 
-_P2_PRODUCERS = ("sample-aggregate", "kssu")
+@dataclass(frozen=True)
+class _Producer:
+    """A route-P2 candidate producer: its label (reported in ``fit_info_["producers"]``; the
+    ledger lists producers as ``producer-i``), its private learner and its practical
+    sample-size terms."""
+
+    label: str
+    learner: Callable[..., Any]
+    terms: Callable[..., dict[str, Any]]
+
+    def need(self, n: int, d: int, k: int, epsilon: float, delta: float, beta: float) -> float:
+        """The n it needs with the budget (ε, δ) (public: its own practical terms, as
+        ``requirements`` reports them)."""
+        terms = self.terms(n, d, k, epsilon, delta, 1.0 / k, beta)["terms"]
+        return float(max(terms.values()))
+
+    def make(self, k: int, beta: float) -> Callable[..., Mixture]:
+        """The producer ``(X, budget, release) -> Mixture`` that private selection runs."""
+
+        def make(X: np.ndarray, budget: ApproxDP, release: Release) -> Mixture:
+            w, M, C = self.learner(X, k, budget, beta=beta, release=release, info={})
+            return np.asarray(w), np.asarray(M), np.asarray(C)
+
+        return make
 
 
-def _p2_learners() -> dict[str, tuple[Callable[..., Any], Callable[..., dict[str, Any]]]]:
-    """Each P2 producer's learner and its practical sample-size terms (imported on use: the
+def _p2_catalogue() -> tuple[_Producer, ...]:
+    """Route P2's producers, in order: sample-and-aggregate, then KSSU (imported on use: the
     mixture learners are heavy and not needed by the faithful route)."""
     from ..mixture.kssu import kssu_gmm
     from ..mixture.kssu_sample_size import practical_terms as kssu_terms
     from ..mixture.sample_aggregate import practical_terms as sa_terms
     from ..mixture.sample_aggregate import sample_aggregate_gmm
 
-    return {"sample-aggregate": (sample_aggregate_gmm, sa_terms), "kssu": (kssu_gmm, kssu_terms)}
+    return (_Producer("sample-aggregate", sample_aggregate_gmm, sa_terms),
+            _Producer("kssu", kssu_gmm, kssu_terms))
 
 
 def _producer_needs(n: int, d: int, k: int, epsilon: float, delta: float, beta: float
-                    ) -> dict[str, float]:
-    """The n each P2 producer needs with the budget (ε, δ) (public: each producer's own
-    practical terms, as ``requirements`` reports them)."""
-    learners = _p2_learners()
+                    ) -> list[float]:
+    """The n each P2 producer (in :func:`_p2_catalogue`'s order) needs with the budget (ε, δ)."""
+    return [p.need(n, d, k, epsilon, delta, beta) for p in _p2_catalogue()]
 
-    def need(method: str) -> float:
-        terms = learners[method][1](n, d, k, epsilon, delta, 1.0 / k, beta)["terms"]
-        return float(max(terms.values()))
 
-    return {m: need(m) for m in _P2_PRODUCERS}
+def _chosen_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: float
+                      ) -> list[_Producer]:
+    """Route P2's candidate producers for k ≥ 2, from public quantities: both when each can
+    work on the generating rows (70 %) with half the producers' 0.8 ε, else the one that needs
+    the fewest rows with all of it (a split that starves both producers returns nothing)."""
+    catalogue = _p2_catalogue()
+    n_gen = n - int(round(0.3 * n))
+    half = _producer_needs(n, d, k, 0.4 * epsilon, delta / 2, beta)
+    if all(need <= n_gen for need in half):
+        return list(catalogue)
+    full = _producer_needs(n, d, k, 0.8 * epsilon, delta, beta)
+    return [catalogue[min(range(len(full)), key=full.__getitem__)]]
 
 
 def _p2_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: float
                   ) -> list[str]:
-    """Route P2's candidate producers for k ≥ 2, from public quantities: both when each can
-    work on the generating rows (70 %) with half the producers' 0.8 ε, else the one that needs
-    the fewest rows with all of it (a split that starves both producers returns nothing)."""
-    n_gen = n - int(round(0.3 * n))
-    half = _producer_needs(n, d, k, 0.4 * epsilon, delta / 2, beta)
-    if all(need <= n_gen for need in half.values()):
-        return list(_P2_PRODUCERS)
-    full = _producer_needs(n, d, k, 0.8 * epsilon, delta, beta)
-    return [min(full, key=full.__getitem__)]
+    """The labels of :func:`_chosen_producers`."""
+    return [p.label for p in _chosen_producers(n, d, k, epsilon, delta, beta)]
 
 
 def p2_producers(n: int, d: int, k: int, epsilon: float, delta: float, beta: float
                  ) -> list[str]:
     """Route P2's candidate producers for k ≥ 2 (public quantities only; the method's budget
-    plan reads them): :func:`_p2_producers`."""
+    plan reads how many): :func:`_chosen_producers`' labels."""
     return _p2_producers(n, d, k, epsilon, delta, beta)
 
 
-def _producer(method: str, k: int, beta: float) -> Callable[..., Mixture]:
-    def make(X: np.ndarray, budget: ApproxDP, release: Release) -> Mixture:
-        learner = _p2_learners()[method][0]
-        w, M, C = learner(X, k, budget, beta=beta, release=release, info={})
-        return np.asarray(w), np.asarray(M), np.asarray(C)
-
-    return make
-
-
-def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct: Accountant,
-                 noise: Any, info: dict[str, Any]) -> Mixture:
+def run_agnostic(X: np.ndarray, k: int, budget: ApproxDP, *, constants: str = "practical",
+                 beta: float = 0.05, release: Release,
+                 info: dict[str, Any] | None = None) -> Mixture:
     """``PrivateGaussianMixture(method="agnostic")``: with ``constants="theory"`` the faithful
     route (:func:`faithful_agnostic`); otherwise route P2 with candidates from the library's
     private mixture learners (sample-and-aggregate and/or KSSU, chosen from public quantities
     by :func:`_p2_producers`) — for k = 1, the practical PPE — selected by the private
-    Yatracos tournament."""
-    k = int(est.n_components)
-    if est.constants == "theory":
-        return faithful_agnostic(X, k, budget.epsilon, budget.delta, beta=float(est.beta),
-                                 release=Release.of(acct, noise), info=info)
+    Yatracos tournament. (ε, δ)-DP for ``budget``, replace-one; charged to ``release``;
+    ``info`` receives the producers and the selection's public facts."""
+    info = {} if info is None else info
+    if constants == "theory":
+        return faithful_agnostic(X, k, budget.epsilon, budget.delta, beta=beta,
+                                 release=release, info=info)
     if k == 1:
         from .ppe_gaussian import ppe_gaussian
 
@@ -296,26 +311,25 @@ def run_agnostic(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct:
 
         producers: list[Callable[..., Mixture]] = [single]
     else:
-        chosen = _p2_producers(X.shape[0], X.shape[1], k, budget.epsilon, budget.delta,
-                               float(est.beta))
-        producers = [_producer(m, k, float(est.beta)) for m in chosen]
-        info["producers"] = chosen
-    f, extra = private_selection(X, producers, budget.epsilon, budget.delta,
-                                 release=Release.of(acct, noise))
+        chosen = _chosen_producers(X.shape[0], X.shape[1], k, budget.epsilon, budget.delta,
+                                   beta)
+        producers = [p.make(k, beta) for p in chosen]
+        info["producers"] = [p.label for p in chosen]
+    f, extra = private_selection(X, producers, budget.epsilon, budget.delta, release=release)
     info.update(extra)
     return f
 
 
-def run_ppe(est: Any, X: np.ndarray, public_X: Any, budget: ApproxDP, acct: Accountant,
-            noise: Any, info: dict[str, Any]) -> Mixture:
+def run_ppe(X: np.ndarray, k: int, budget: ApproxDP, *, constants: str = "practical",
+            release: Release) -> Mixture:
     """``PrivateGaussianMixture(method="ppe")``: the practical stable-average PPE for k = 1 and
-    the faithful mixture PPE (EM per block, B_GMM masking) for k ≥ 2."""
-    k = int(est.n_components)
-    if k == 1 and est.constants == "practical":
+    the faithful mixture PPE (EM per block, B_GMM masking) for k ≥ 2. (ε, δ)-DP for
+    ``budget``, replace-one; charged to ``release``."""
+    if k == 1 and constants == "practical":
         from .ppe_gaussian import ppe_gaussian
 
-        m, C = ppe_gaussian(X, budget.epsilon, budget.delta, release=Release.of(acct, noise))
+        m, C = ppe_gaussian(X, budget.epsilon, budget.delta, release=release)
         return np.ones(1), m[None], C[None]
     from .ppe_gaussian import ppe_mixture
 
-    return ppe_mixture(X, k, budget.epsilon, budget.delta, release=Release.of(acct, noise))
+    return ppe_mixture(X, k, budget.epsilon, budget.delta, release=release)

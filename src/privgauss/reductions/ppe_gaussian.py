@@ -56,7 +56,7 @@ from ..exceptions import EstimationFailed
 from ..gaussian.histogram import public_padding
 from ..linalg import project_psd, sym, upper_indices
 from ..mechanisms import Release, truncated_laplace_bound
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, approx_to_zcdp
+from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, zcdp_rest
 from .masking import ComponentMask, dist_comp, theory_etas
 from .ppe import (
     SA_FLOOR,
@@ -139,9 +139,7 @@ class PracticalPlan:
         ``total`` (used in full only with ``refine=True``)."""
         names = ("scale/test", "scale/noise", "location/test", "location/noise")
         parts: dict[str, Budget] = dict(zip(names, self.budgets, strict=True))
-        eps = math.fsum(b.epsilon for b in self.budgets)
-        delta = math.fsum(b.delta for b in self.budgets)
-        parts["coinpress"] = ZCDP(approx_to_zcdp(total.epsilon - eps, total.delta - delta))
+        parts["coinpress"] = ZCDP(zcdp_rest(total, self.budgets))
         return BudgetPlan.of(total, parts)
 
     def radius_scale(self) -> float:

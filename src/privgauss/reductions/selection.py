@@ -3,10 +3,12 @@
 Devroye and Lugosi, *Combinatorial Methods in Density Estimation* (2001), Thm 6.4, with the
 exponential mechanism (spec ``ppe-agnostic.md`` Part B, P2; not in [B]). **Neighbours:**
 replace one row (n public). **Guarantee:** :func:`private_selection` is (ε, δ)-DP: a public
-permutation splits the rows; the producers run on the generation rows with (ε(1 − s), δ), each
-charging what it spends, and the exponential mechanism picks one candidate on the selection rows
-with ε·s, the Yatracos score having sensitivity 1 (candidates and the Monte Carlo samples of the
-Yatracos sets are earlier DP outputs or public). The accuracy bound is in :mod:`.agnostic`.
+permutation splits the rows; the producers run on the generation rows, each with its share of
+(ε(1 − s), δ) charged as one (ε, δ) entry whatever it spends (basic composition), and the
+exponential mechanism picks one candidate on the selection rows with ε·s, the Yatracos score
+having sensitivity 1 (candidates and the Monte Carlo samples of the Yatracos sets are earlier
+DP outputs or public). The ledger is :func:`selection_plan` on every dataset. The accuracy
+bound is in :mod:`.agnostic`.
 """
 
 from __future__ import annotations
@@ -99,7 +101,9 @@ def selection_plan(
 ) -> BudgetPlan:
     """Route P2's budget plan (public): each of the ``n_producers`` producers gets
     (ε(1 − ``select_share``)/P, δ/P) ("producer-i"), the exponential mechanism ε·``select_share``
-    ("private-selection"). The parts compose to exactly (ε, δ)."""
+    ("private-selection"). The parts compose to exactly (ε, δ); a fit's top-level ledger is
+    these parts, one entry each, on every dataset (each producer's releases are kept in its
+    entry's ``parts``)."""
     e1 = epsilon * (1 - select_share) / n_producers
     share = ApproxDP(e1, delta / n_producers)
     parts: dict[str, Budget] = {f"producer-{i + 1}": share for i in range(n_producers)}
@@ -119,11 +123,13 @@ def private_selection(
 ) -> tuple[Mixture, dict[str, Any]]:
     """Route P2: rows split by a public permutation into D_gen (1 − ``select_fraction``) and
     D_sel. Each producer ``(X_gen, budget, release) -> Mixture`` is run on D_gen with an equal
-    share of (ε(1 − select_share), δ) and charges what it spends to ``release`` (a child
-    context listed under the producer's name); a producer that fails (:class:`EstimationFailed`,
-    a DP output) yields no candidate. The exponential mechanism with the Yatracos score picks
-    one candidate on D_sel with ε·select_share. Charged to a child of ``release``'s
-    accountant."""
+    share of (ε(1 − select_share), δ), charged as one entry named for the producer at its first
+    release (:meth:`~privgauss.privacy.Accountant.paid_on_first_charge`; its releases are
+    that entry's parts) — or after it, when it charged nothing — so a producer that stops early
+    costs its whole share; a producer that fails (:class:`EstimationFailed`, a DP output)
+    yields no candidate. The exponential mechanism with the Yatracos score picks one candidate
+    on D_sel with ε·select_share. Charged to a child of ``release``'s accountant, exactly as
+    :func:`selection_plan` states."""
     src = release.noise
     n = X.shape[0]
     perm = src.rng.permutation(n)
@@ -131,23 +137,21 @@ def private_selection(
     X_sel, X_gen = X[perm[:n_sel]], X[perm[n_sel:]]
     plan = selection_plan(epsilon, delta, len(producers), select_share)
     acct = Accountant(plan.total, parent=release.accountant)
-    rel = Release(acct, src)
     cands: list[Mixture] = []
     failed = 0
     for i, make in enumerate(producers):
         name = f"producer-{i + 1}"
         share = plan.part(name, ApproxDP)
-        try:  # the producer's charges are listed in the ledger under its name
-            cands.append(make(X_gen, share, rel.child(name, share)))
+        # the producer's share is one entry of the ledger, charged at its first release (its
+        # releases are kept in that entry's parts), whether it succeeds or fails: the ledger
+        # is the plan on every dataset
+        sub = acct.paid_on_first_charge(share, name, note="a candidate producer's share")
+        try:
+            cands.append(make(X_gen, share, Release(sub, src)))
         except EstimationFailed:
             failed += 1
+        sub.settle()
     e2 = plan.part("private-selection", PureDP)
-    # top up what the producers left unused (a failed producer may stop early; zCDP parts
-    # convert more tightly here), so the total spend never depends on the data
-    left = acct.remaining
-    assert left is None or isinstance(left, ApproxDP)  # the remainder of an ApproxDP total
-    if left is not None and left.epsilon > e2.epsilon * (1 + 1e-9):
-        acct.spend(PureDP((left.epsilon - e2.epsilon) * (1 - 1e-9)), step="producers-unused")
     if not cands:  # every producer returned ⊥ (DP outputs): the selection budget is still spent
         acct.spend(e2, step="private-selection", mechanism="exponential", note="no candidate")
         raise EstimationFailed("every candidate producer failed", step="private-selection")
