@@ -46,6 +46,7 @@ from ...clipped_stats import Rows
 from ...linalg import inv_sqrtm_psd, project_psd, sym
 from ...mechanisms import Release
 from .cov_plan import covariance_schedule, final_cov_error
+from .direction_cover import Cover
 from .mean_plan import check_radii, mean_error_bound, mean_schedule
 from .steps import PastRelease, pooled, run_cov, run_mean, whitener
 
@@ -186,9 +187,12 @@ def mean_first_gaussian(
         A = inv_sqrtm_psd(project_psd(A @ Sc @ A.T) + plan2[-2].eta * np.eye(d)) @ A
     past = _recentred(past, off, B, plan3[-1].sigma, n, A)
     sig_last: list[float] = []
-    _, cov = run_cov(rows, A, plan2[-1:], release.sub("cov"), shift=center + m1 + off,
-                      floor=lo if prior_floor else 0.0, past=past,
-                     labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last)
+    # inside the user's prior, directions the clipping shrinks are covered (direction_cover),
+    # checked on the chain's re-centred releases (the last one's frame: plan2[-2]'s λ_min)
+    cover = Cover(plan2[-2].lower) if prior_floor else None
+    A, cov = run_cov(rows, A, plan2[-1:], release.sub("cov"), shift=center + m1 + off,
+                     floor=lo if prior_floor else 0.0, past=past,
+                     labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last, cover=cover)
     assert cov is not None
     # 5. a second mean in the frame of the final covariance, about the centring mean; the
     # output mean pools both (their noise covariances σ²B⁻¹B⁻ᵀ; post-processing)
