@@ -10,8 +10,9 @@ design, for the practical chain inside a user's prior (:func:`~.steps.run_cov`, 
 
 1. **Check** (post-processing): the release before the last step, in the frame it was made in,
    should be ≥ about the plan's modelled λ_min ℓ of that frame in every direction, less its
-   noise; a direction below that (:func:`shrunk`) may have spread rows beyond the radius. At
-   most :data:`MAX_DIRECTIONS`, the lowest, are taken (a DP output and public constants).
+   noise, and above a constant column's 0 (:func:`shrunk`), has spread rows beyond the
+   radius. At most :data:`MAX_DIRECTIONS`, the lowest, are taken (a DP output and public
+   constants).
 2. **Radius along the direction** (ρ-zCDP): in the last step's frame A, the rows' coordinate
    f_i = ĥᵀA(y_i − shift) along the flagged direction ĥ — the image A·e_j of a column when ĥ
    is within :data:`SNAP_COS` of it (:func:`snap_to_column`: a rare flag's far rows lie along
@@ -26,9 +27,8 @@ design, for the practical chain inside a user's prior (:func:`~.steps.run_cov`, 
    rows lie at about r along ĥ, with r² + (the 0.9 quantile of χ²_{d−1}) = τ²: inside the
    ball with the rest of their coordinates. The last step then reads that direction's moment,
    far rows included (a 1.5 % flag at 0.1 of a unit variance in the frame, with the step's
-   noise), and the estimate A⁻¹ZA⁻ᵀ maps it back. On a Gaussian direction (a false flag) or
-   a constant column's (0 ± σ in the release) t = r₀ and nothing changes but the last step's
-   noise (its ρ less the counts').
+   noise), and the estimate A⁻¹ZA⁻ᵀ maps it back. On a Gaussian direction (a false flag)
+   t = r₀ and nothing changes but the last step's noise (its ρ less the counts').
 
 Privacy: the direction, grid, threshold and frame are functions of DP releases and public
 quantities; each count is charged before its noise; the last step's statistic keeps its
@@ -65,6 +65,10 @@ _REST_QUANTILE = 0.9  # of χ²_{d−1}: the far rows' other coordinates, kept i
 #: the threshold is not the 280 rows (n = 20,000) a first radius at the target 2.7 allows —
 #: above a 1 % flag's 200 ones
 _FIRST_RADIUS = 4.0
+#: noise stds above 0 a flagged eigenvalue must lie (a constant column's release is 0 ± σ;
+#: the mean-first route's re-centring adds its own error there: a constant column came out at
+#: -0.06 to 0.024 with σ = 0.045, randhie's shrunk flag at 0.10 with σ = 0.027)
+LOWER_SIGMAS = 2.0
 #: a flagged direction this close in angle to a column's image is taken as that column's: the
 #: eigenvector of a noisy release can be far off (cosine 0.74 to randhie's flag rows at
 #: seed 1 inside a 10× prior, where the flag column's image had 0.996); on a direction the
@@ -94,17 +98,17 @@ class Covered:
 
 def shrunk(z: float, sigma: float, lower: float, d: int) -> bool:
     """Whether an eigenvalue ``z`` of a release (noise std σ per diagonal entry, made in a frame
-    whose modelled λ_min is ℓ = ``lower``) may be a direction shrunk by clipping: below
-    ℓ − √(2d)·σ, the smallest eigenvalue a frame of true λ_min ≥ ℓ shows under the release's
-    noise (the spectral edge of a symmetric noise matrix with σ²/2 off the diagonal).
-    Measured on Gaussian rows at ε = 1, d = 10 (n = 3,000-20,000, priors 10× and 100× outside
-    the spectrum, 20 fits each): the release before the last step lay 2.0-2.6σ above that
-    bound at worst, 3.6-4.9σ in the median; randhie's 1.5 % flag 0.7-2.9σ below it. There is
-    no lower end: a constant column (0 ± σ) is flagged too — its search finds no far rows and
-    changes nothing but the last step's ρ — because the mean-first route's re-centred releases
-    put a shrunk flag at 0 as well (randhie inside a 10× prior, one seed in three: its
-    centring mean's error along the magnified direction is subtracted)."""
-    return z < lower - math.sqrt(2.0 * d) * sigma
+    whose modelled λ_min is ℓ = ``lower``) says its direction is shrunk by clipping: above a
+    constant column's 0 ± σ (:data:`LOWER_SIGMAS`·σ) and below ℓ − √(2d)·σ, the smallest
+    eigenvalue a frame of true λ_min ≥ ℓ shows under the release's noise (the spectral edge
+    of a symmetric noise matrix with σ²/2 off the diagonal). Measured on Gaussian rows at
+    ε = 1, d = 10 (n = 3,000-20,000, priors 10× and 100× outside the spectrum, 20 fits each):
+    the release before the last step lay 2.0-2.6σ above that bound at worst, 3.6-4.9σ in the
+    median; randhie's 1.5 % flag 0.7-2.9σ below it. A constant column is left alone (no
+    count, no change to the fit); so is, in the mean-first route, a shrunk flag whose
+    re-centred release came out near 0 too (randhie inside a 10× prior: 2 seeds in 10, its
+    centring mean's error along the magnified direction subtracted)."""
+    return LOWER_SIGMAS * sigma < z < lower - math.sqrt(2.0 * d) * sigma
 
 
 def flagged_directions(Z: np.ndarray, sigma: float, lower: float) -> np.ndarray:
