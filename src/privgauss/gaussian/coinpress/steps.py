@@ -271,11 +271,13 @@ def pooled_release(past: list[PastRelease], B: np.ndarray, Z: np.ndarray, sigma:
 
 
 def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, release: Release,
-                  prior_floor: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                  prior_floor: bool = False, cover: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Stages 1–4 of :func:`coinpress_gaussian` (``practical``) on ``rows``. ``prior_floor``:
     the lower bound ``lo`` is a prior the data are known to satisfy (the user's ``cov_bounds``),
     so no frame whitens a direction past it (see :func:`run_cov`'s ``floor``) — a constant
-    column then keeps its mean instead of dragging every coordinate's mean off. Charged to
+    column then keeps its mean instead of dragging every coordinate's mean off. ``cover``:
+    stage 3 covers directions its clipping shrinks (:mod:`.direction_cover`). Charged to
     ``release``, its stages named "<step> cov-coarse", "mean-rough", "cov" and "mean"."""
     d = rows.d
     floor = lo if prior_floor else 0.0
@@ -290,9 +292,9 @@ def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, rele
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
     # inside the user's prior, directions the clipping shrinks are covered (direction_cover)
-    cover = Cover(plan.cov[0].lower) if prior_floor else None
+    check = Cover(plan.cov[0].lower) if cover else None
     _, cov = run_cov(rows, A, plan.cov, release.sub("cov"), shift=mu_rough, floor=floor,
-                     cover=cover)
+                     cover=check)
     assert cov is not None
     if not plan.mean:  # a frame plan: the rough mean and the second moment about it
         return mu_rough, cov
