@@ -8,8 +8,9 @@ the training rows. Printed per (table, w): the method that ran, KL(np.cov ‖ fi
 worst over seeds), the held-out gap (np.cov's mean log-likelihood minus the fit's ``score``,
 median and worst), the fits with a ``ClippedDataWarning``, the fits whose chain covered a
 shrunk direction (ledger entries "… cover k …": :mod:`privgauss.gaussian.coinpress.direction_cover`)
-and the fits more than 1 nat/row off without a warning. ``--method histogram`` runs the
-bound-free route (no prior) on the same splits.
+and the fits more than 1 nat/row off without a warning; fits refused before spending or failed
+after it are named in the method column. ``--method histogram`` runs the bound-free route (no
+prior) on the same splits.
 
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src \\
         python benchmarks/prior_tables.py --tables randhie fair --widths 100 10 2 --seeds 5
@@ -45,7 +46,7 @@ def prior_of(train: np.ndarray, width: float) -> dict[str, Any]:
 
 def row(table: str, width: float, seeds: int, epsilon: float, method: str) -> str:
     rows = np.array(corpus.load(table))
-    gaps, kls, warned, covered, silent, ran = [], [], 0, 0, 0, set()
+    gaps, kls, warned, covered, silent, ran, out = [], [], 0, 0, 0, set(), []
     for s in range(seeds):
         train, test, _, _ = split(rows, s, 500_000)
         mean, S = train.mean(0), np.cov(train, rowvar=False)
@@ -58,7 +59,14 @@ def row(table: str, width: float, seeds: int, epsilon: float, method: str) -> st
                                  **prior)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            est.fit(train)
+            try:
+                est.fit(train)
+            except pg.EstimationFailed:
+                out.append("failed")
+                continue
+            except (pg.InvalidDataError, pg.PrivacyBudgetError):
+                out.append("refused")
+                continue
         warn = any(issubclass(c.category, pg.warnings.ClippedDataWarning) for c in caught)
         gap = float((ref - _model_score(est, test, keep)).mean())
         gaps.append(gap)
@@ -69,9 +77,12 @@ def row(table: str, width: float, seeds: int, epsilon: float, method: str) -> st
         silent += gap > 1.0 and not warn
         ran.add(est.method_)
     w = "none" if method == "histogram" else f"{width:g}"
-    return (f"| {table} | {w} | {'/'.join(sorted(ran))} | {np.median(kls):.3g} | {max(kls):.3g} "
-            f"| {np.median(gaps):.4f} | {max(gaps):.4f} | {warned}/{seeds} | {covered}/{seeds} "
-            f"| {silent} |")
+    if not kls:
+        return f"| {table} | {w} | {', '.join(out)} | | | | | | | |"
+    note = f" ({len(out)} {'/'.join(sorted(set(out)))})" if out else ""
+    return (f"| {table} | {w} | {'/'.join(sorted(ran))}{note} | {np.median(kls):.3g} "
+            f"| {max(kls):.3g} | {np.median(gaps):.4f} | {max(gaps):.4f} | {warned}/{seeds} "
+            f"| {covered}/{seeds} | {silent} |")
 
 
 def main() -> None:
