@@ -185,9 +185,20 @@ def _planned_length(outcome, est):
     """Private EM's stopping rule (a function of released models: a DP output) skips the
     planned steps between its stop and its last step, three releases each (one run after the
     pick). Checked here that the ledger misses exactly those; the outcome is compared between
-    neighbours with the planned ledger length."""
+    neighbours with the planned ledger length. Likewise CoinPress inside a prior covers a
+    direction its releases show shrunk (a function of released moments: a DP output) with
+    the counts of a radius search taken from its last covariance step
+    (:mod:`privgauss.gaussian.coinpress.direction_cover`): those entries, whole searches
+    inside the coinpress group, are left out of the planned length."""
     import dataclasses
 
+    if outcome.kind == "success" and est.method_ == "coinpress":
+        from privgauss.gaussian.coinpress.direction_cover import _QUERIES
+
+        cover = [e.step for e in est.ledger_ if " cover " in e.step]
+        assert len(cover) % _QUERIES == 0, cover
+        assert all(e.startswith("coinpress-") for e in cover), cover
+        outcome = dataclasses.replace(outcome, ledger_length=outcome.ledger_length - len(cover))
     info = getattr(est, "fit_info_", None) or {}
     stop = info.get("em_stopped_after") if outcome.kind == "success" else None
     if stop is None:

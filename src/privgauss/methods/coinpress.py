@@ -26,7 +26,21 @@ def _auto(facts: Facts) -> str | None:
     unused = facts.unused_note
     if facts.known_mean:
         return unused + "known mean and cov_bounds given" if facts.cov_bounds is not None else None
-    return unused + "mean_bound (and covariance bounds) given" if facts.has_prior else None
+    if not facts.has_prior:
+        return None
+    from ..gaussian.coinpress import PLAN_MAX_ERROR
+    from .histogram import BOUND_FREE_GAIN, bound_free_preferred, prior_against_bound_free
+
+    preferred = bound_free_preferred(facts)
+    if preferred is not None and preferred[0] <= PLAN_MAX_ERROR:
+        return None  # the bound-free route plans a clearly smaller error: auto gives way
+    # (past PLAN_MAX_ERROR its own check refuses, and auto's reason says so)
+    why = unused + "mean_bound (and covariance bounds) given"
+    errors = prior_against_bound_free(facts)
+    if errors is not None:
+        why += (f"; its planned relative covariance error {errors[0]:.3g} is at most "
+                f"{1.0 / BOUND_FREE_GAIN:g}× the bound-free route's {errors[1]:.3g}")
+    return why
 
 
 def _check(facts: Facts) -> None:
@@ -136,6 +150,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         cov_bounds=facts.cov_bounds,  # type: ignore[arg-type]
         release=Release.of(job.accountant, job.noise),
         constants=facts.constants,
+        cover=True,  # the user's prior: directions the clipping shrinks are covered
     )
 
 

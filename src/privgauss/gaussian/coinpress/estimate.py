@@ -280,10 +280,15 @@ def gaussian_of_rows(
     beta: float = 0.1,
     mahalanobis_radius: float | None = None,
     prior_floor: bool = True,
+    cover: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on rows already validated by
     :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask), charged to ``release``
-    (its steps named under its step, "coinpress-gaussian" when it has none)."""
+    (its steps named under its step, "coinpress-gaussian" when it has none). ``cover`` (with
+    ``prior_floor``: the single-Gaussian method inside the user's prior): directions the
+    chain's clipping shrinks are covered before its last covariance step
+    (:mod:`.direction_cover`; its counts come out of that step's ρ, only when a direction is
+    flagged)."""
     check_constants(constants)
     d = int(X.shape[1])
     c = _check_center(center, d)
@@ -298,7 +303,7 @@ def gaussian_of_rows(
     reserve_rho(accountant, rho)
     return run_gaussian(Rows(X, center=c), rho, GaussianPrior(c, R, lo, hi, omega),
                         release.named("coinpress-gaussian"), constants, beta,
-                        prior_floor=prior_floor)
+                        prior_floor=prior_floor, cover=cover and prior_floor)
 
 
 @dataclass(frozen=True)
@@ -324,6 +329,7 @@ def run_gaussian(
     prefer_fewer: float = 0.0,
     info: dict[str, Any] | None = None,
     prior_floor: bool = False,
+    cover: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on validated rows (finite, |x| ≤ 1e150) inside the public
     ``prior``. Every plan is
@@ -331,8 +337,9 @@ def run_gaussian(
     :func:`covariance_schedule` (used when the range parameters are known, e.g. public data).
     Large data (n·d ≥ 2^20) may run in split mode (:mod:`.split_mode`) when the planner
     predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers.
-    ``prior_floor``: see :func:`coinpress_gaussian`. Charged to ``release``, its steps named
-    under its step."""
+    ``prior_floor``: see :func:`coinpress_gaussian`; ``cover``: see :func:`gaussian_of_rows`
+    (sequential and mean-first routes). Charged to ``release``, its steps named under its
+    step."""
     n, d = rows.n, rows.d
     c, R, lo, hi, omega = prior.center, prior.radius, prior.lo, prior.hi, prior.omega
     rho = take_count_share(rho)  # a fit's diagnostics may set 2 % aside (clip_diagnostics)
@@ -345,12 +352,13 @@ def run_gaussian(
     # small n·ρ: the sequential chain eats ρ
     if mf.use_mean_first(n, d, plan.cov_err, rho, R, (lo, hi), trusted_prior=prior_floor):
         return mf.mean_first_gaussian(rows, rho, center=c, radius=R, cov_bounds=(lo, hi),
-                                      release=release, beta=beta, prior_floor=prior_floor)
+                                      release=release, beta=beta, prior_floor=prior_floor,
+                                      cover=cover)
 
     split = sm.plan_split(n, args, plan) if n * d >= sm.SPLIT_MIN_VALUES else None
     if split is not None:
         return sm.split_gaussian(rows, split, args, c, release, info, prior_floor)
-    return run_practical(rows, plan, c, lo, release, prior_floor)
+    return run_practical(rows, plan, c, lo, release, prior_floor, cover)
 
 
 # Largest planned relative covariance error (planned_covariance_error) a fit may start with:

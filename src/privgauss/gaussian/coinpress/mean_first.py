@@ -46,6 +46,7 @@ from ...clipped_stats import Rows
 from ...linalg import inv_sqrtm_psd, project_psd, sym
 from ...mechanisms import Release
 from .cov_plan import covariance_schedule, final_cov_error
+from .direction_cover import Cover
 from .mean_plan import check_radii, mean_error_bound, mean_schedule
 from .steps import PastRelease, pooled, run_cov, run_mean, whitener
 
@@ -129,6 +130,7 @@ def mean_first_gaussian(
     release: Release,
     beta: float = 0.05,
     prior_floor: bool = False,
+    cover: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ρ-zCDP (mean, covariance) of the private rows y_i ~ N(μ, Σ) of ``rows`` (with their
     public per-record map, if any) with ‖μ − center‖ ≤ ``radius`` and lo·I ⪯ Σ ⪯ hi·I
@@ -137,7 +139,9 @@ def mean_first_gaussian(
     drawing noise (the runners of :mod:`.steps`). ``prior_floor``: lo is a prior
     the data satisfy (S ⪰ Σ ⪰ lo·I), so step 2's frames never whiten a direction past it (as
     :func:`~privgauss.gaussian.coinpress.coinpress_gaussian`): a constant column keeps its
-    mean. Charged to ``release``, its steps named under its step, or "mean-first"."""
+    mean. ``cover``: step 4 covers directions the chain's clipping shrinks
+    (:mod:`.direction_cover`). Charged to ``release``, its steps named under its step, or
+    "mean-first"."""
     release = release.named("mean-first")
     step = release.step
     n, d = rows.n, rows.d
@@ -186,9 +190,12 @@ def mean_first_gaussian(
         A = inv_sqrtm_psd(project_psd(A @ Sc @ A.T) + plan2[-2].eta * np.eye(d)) @ A
     past = _recentred(past, off, B, plan3[-1].sigma, n, A)
     sig_last: list[float] = []
-    _, cov = run_cov(rows, A, plan2[-1:], release.sub("cov"), shift=center + m1 + off,
-                      floor=lo if prior_floor else 0.0, past=past,
-                     labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last)
+    # inside the user's prior, directions the clipping shrinks are covered (direction_cover),
+    # checked on the chain's re-centred releases (the last one's frame: plan2[-2]'s λ_min)
+    check = Cover(plan2[-2].lower) if cover else None
+    A, cov = run_cov(rows, A, plan2[-1:], release.sub("cov"), shift=center + m1 + off,
+                     floor=lo if prior_floor else 0.0, past=past,
+                     labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last, cover=check)
     assert cov is not None
     # 5. a second mean in the frame of the final covariance, about the centring mean; the
     # output mean pools both (their noise covariances σ²B⁻¹B⁻ᵀ; post-processing)

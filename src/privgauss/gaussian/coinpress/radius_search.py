@@ -236,14 +236,18 @@ _COUNT_BLOCK = 1 << 14  # candidate rows evaluated per block
 
 def search_radius(rows: Rows, A: np.ndarray | None, shift: np.ndarray | None,
                   center: np.ndarray, search: RadiusSearch, *, release: Release,
-                  exclude: Rows | None = None) -> tuple[float, bool]:
+                  exclude: Rows | None = None, counts: np.ndarray | None = None
+                  ) -> tuple[float, bool]:
     """(radius, covered): the smallest grid radius whose noisy count of rows outside is at most
     ``search.allowed`` (binary search, exactly ``search.queries`` releases of ρ_s/m each), or
     the cap with covered=False when every queried count says more. ρ_s-zCDP (replace-one).
     ``exclude``: rows of ``rows`` picked by a public index set, counted out (a split mode's
     final pass reads only the other rows), exactly: the counts of all rows minus theirs.
-    Charged to ``release``, the counts named "<step> radius k/m"."""
-    counts = outside_counts(rows, A, shift, center, search.grid)
+    ``counts``: the exact numbers of rows outside each radius of the grid, when the caller
+    counted them (another statistic than a ball's: :mod:`.direction_cover`'s distances along
+    a direction). Charged to ``release``, the counts named "<step> radius k/m"."""
+    if counts is None:
+        counts = outside_counts(rows, A, shift, center, search.grid)
     if exclude is not None:
         counts = counts - outside_counts(exclude, A, shift, center, search.grid)
     m = search.queries

@@ -27,6 +27,7 @@ from ..clip_diagnostics import (
     note_final_moment,
 )
 from .cov_plan import CovStep, sigma_cov
+from .direction_cover import Cover, cover_directions
 from .frames import floor_in_frame, whitener
 from .mean_plan import MeanStep, sigma_mean
 from .plan import GaussianPlan
@@ -99,6 +100,7 @@ def run_cov(
     labels: tuple[int, int] | None = None,
     pool: bool = True,
     sigmas: list[float] | None = None,
+    cover: Cover | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Run the plan on rows y_i − shift (second moment S) starting from the transform A
     (A S Aᵀ ⪯ I). Each step whitens W_i = A(y_i − shift), clips rows to the planned radius,
@@ -129,7 +131,11 @@ def run_cov(
     search (:mod:`.radius_search`) first releases its radius from the data; a release
     whose search hit the cap enters the pooling with infinite extra error (left out);
     ``sigmas`` receives each step's noise std at the radius used. ``pool=False`` (the papers'
-    algorithms as written, ``constants="theory"``): the final release alone.
+    algorithms as written, ``constants="theory"``): the final release alone. ``cover`` (the
+    practical chain inside a user's prior): before the final step (and its radius search),
+    the release before it is checked for directions the clipping shrinks, and any found are
+    covered by the last step's frame (:mod:`.direction_cover`; ``cover.lower`` is the
+    modelled λ_min of that release's frame when it comes from ``past``, not this plan).
 
     Returns (A, None) when ``final`` is False, else (A_used, Ŝ = A⁻¹ Z Aᵀ⁻¹)."""
     n, d = rows.n, rows.d
@@ -140,10 +146,21 @@ def run_cov(
     i0, total = (0, t) if labels is None else labels
     for i, s in enumerate(plan):
         tau, rho, sigma, extra = s.clip_radius * k, s.rho, s.sigma * k * k, 0.0
+        fix, spent = None, 0.0
+        if final and i == t - 1 and cover is not None and past and not s.debias:
+            lower = plan[i - 1].lower if i > 0 else cover.lower
+            # the chain's releases pooled in the frame of its last one: less noise to judge by
+            A_c, Z_c, s_c = past[-1][:3]
+            Z_c, s_c = pooled_release(past[:-1], A_c, Z_c, s_c)
+            fix = cover_directions(rows, A, sh, (A_c, Z_c, s_c), lower, tau, rho,
+                                   release.sub(f"{i0 + i + 1}/{total}"))
+            if fix.rho != rho:
+                A, rho, spent = fix.A, fix.rho, rho - fix.rho
+                sigma = sigma_cov(tau, n, rho)
         if s.search is not None:  # the radius from the data, by DP (radius_search)
             tau, covered = search_radius(rows, A, sh, np.zeros(d), _scaled(s.search, k),
                                          release=release.sub(f"{i0 + i + 1}/{total}"))
-            rho = s.rho - s.search.rho
+            rho = s.rho - s.search.rho - spent
             sigma = sigma_cov(tau, n, rho)
             # a release that cut more rows than allowed even at the cap is biased by them:
             # left out of the pooling of the chain's releases
@@ -162,12 +179,15 @@ def run_cov(
         if sigmas is not None:
             sigmas.append(sigma)
         if final and i == t - 1:
+            compressed = fix is not None and fix.compressed
             if pool and not s.debias:
-                if s.search is not None:  # a budget where noise no longer hides clipping:
-                    past = _containing(past, A, tau)  # only releases that kept its rows pool
+                if s.search is not None or compressed:  # releases that clipped rows this
+                    past = _containing(past, A, tau)  # step keeps would pull it back: left out
                 Z = pooled(past, A, Z, sigma)
             Zp = project_psd(Z)
-            note_final_moment(float(np.linalg.eigvalsh(Zp)[0]), sigma, s.lower)
+            # judged in the chain's frame (a covered direction is compressed on purpose)
+            Zj = sym(fix.undo @ Zp @ fix.undo.T) if fix is not None and compressed else Zp
+            note_final_moment(float(np.linalg.eigvalsh(Zj)[0]), sigma, s.lower)
             if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
                 Zp = undo_cov_clip(Zp, tau)
             Ainv = np.linalg.inv(A)
@@ -221,11 +241,18 @@ def _containing(past: list[PastRelease], B: np.ndarray, tau: float) -> list[Past
 
 
 def pooled(past: list[PastRelease], B: np.ndarray, Z: np.ndarray, sigma: float) -> np.ndarray:
+    """:func:`pooled_release` without its noise level."""
+    return pooled_release(past, B, Z, sigma)[0]
+
+
+def pooled_release(past: list[PastRelease], B: np.ndarray, Z: np.ndarray, sigma: float
+                   ) -> tuple[np.ndarray, float]:
     """The final release ``Z`` (frame ``B``, noise σ) averaged with the chain's earlier releases
     mapped into that frame, G_i Z_i G_iᵀ with G_i = B A_i⁻¹ (post-processing: each is an unbiased
     estimate of the same second moment up to clipping, with independent noise), weighted by
     the inverse of the expected squared Frobenius norm of the mapped noise,
-    σ_i²(tr(P)² + tr(P²))/2 with P = G_iᵀG_i, plus the release's extra error x_i."""
+    σ_i²(tr(P)² + tr(P²))/2 with P = G_iᵀG_i, plus the release's extra error x_i; and the
+    noise std per entry of a single release with the pooled one's weight, 1/√(W(d² + d))."""
     d = B.shape[0]
     acc = Z / (sigma * sigma * (d * d + d))
     wsum = 1.0 / (sigma * sigma * (d * d + d))
@@ -240,15 +267,17 @@ def pooled(past: list[PastRelease], B: np.ndarray, Z: np.ndarray, sigma: float) 
             continue
         acc = acc + M / v
         wsum += 1.0 / v
-    return sym(acc / wsum)
+    return sym(acc / wsum), 1.0 / math.sqrt(wsum * (d * d + d))
 
 
 def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, release: Release,
-                  prior_floor: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                  prior_floor: bool = False, cover: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Stages 1–4 of :func:`coinpress_gaussian` (``practical``) on ``rows``. ``prior_floor``:
     the lower bound ``lo`` is a prior the data are known to satisfy (the user's ``cov_bounds``),
     so no frame whitens a direction past it (see :func:`run_cov`'s ``floor``) — a constant
-    column then keeps its mean instead of dragging every coordinate's mean off. Charged to
+    column then keeps its mean instead of dragging every coordinate's mean off. ``cover``:
+    stage 3 covers directions its clipping shrinks (:mod:`.direction_cover`). Charged to
     ``release``, its stages named "<step> cov-coarse", "mean-rough", "cov" and "mean"."""
     d = rows.d
     floor = lo if prior_floor else 0.0
@@ -262,7 +291,10 @@ def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, rele
     m_t = run_mean(rows, np.zeros(d), plan.rough, release.sub("mean-rough"), A=A, shift=c)
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
-    _, cov = run_cov(rows, A, plan.cov, release.sub("cov"), shift=mu_rough, floor=floor)
+    # inside the user's prior, directions the clipping shrinks are covered (direction_cover)
+    check = Cover(plan.cov[0].lower) if cover else None
+    _, cov = run_cov(rows, A, plan.cov, release.sub("cov"), shift=mu_rough, floor=floor,
+                     cover=check)
     assert cov is not None
     if not plan.mean:  # a frame plan: the rough mean and the second moment about it
         return mu_rough, cov
