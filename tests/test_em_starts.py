@@ -132,7 +132,7 @@ def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> Non
         assert a.bit_generator.state == b.bit_generator.state
 
 
-@pytest.mark.parametrize("k,d", [(1, 1), (2, 2), (3, 10), (4, 5), (6, 15)])
+@pytest.mark.parametrize("k,d", [(1, 1), (2, 2), (3, 10), (4, 5), (6, 15), (9, 3), (12, 2)])
 def test_summary_em_over_restarts_equals_one_restart_at_a_time(k: int, d: int) -> None:
     """The restarts advanced together give each restart's objective and fit exactly as
     :func:`_summary_em` run on its own does (restarts that converge at different steps)."""

@@ -581,48 +581,55 @@ def _summary_m_step(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np
     return w, mu, S
 
 
-def _summary_e_step(N: np.ndarray, logp: np.ndarray, pi: np.ndarray
-                    ) -> tuple[float, np.ndarray]:
-    """The E-step of :func:`_summary_em` from one restart's (K', k) expected log-densities:
-    (the summary log-likelihood, the responsibilities)."""
-    logp += np.log(pi)
-    top = logp.max(axis=1, keepdims=True)
-    lse = top[:, 0] + np.log(np.exp(logp - top).sum(axis=1))
-    return float(N @ lse), np.exp(logp - lse[:, None])
-
-
 def _summary_em_batch(N: np.ndarray, means: np.ndarray, covs: np.ndarray,
                       resps: list[np.ndarray]) -> list[tuple[float, Run]]:
     """:func:`_summary_em` from each of the restarts' responsibilities ``resps`` ((K', k)
-    each), the restarts advanced together: the per-matrix linear algebra (the covariances'
-    repair, the Cholesky factors and the blobs' expected log-densities) in one stacked call
-    per step, the sums and products whose rounding depends on the operands' layout restart
-    by restart in :func:`_summary_em`'s own code (:func:`_summary_m_step`,
-    :func:`_summary_e_step`), so that every restart's objective and fit are
-    :func:`_summary_em`'s bit for bit; a restart drops out at its own convergence."""
+    each), the restarts advanced together in stacked operations, every restart's objective and
+    fit :func:`_summary_em`'s bit for bit; a restart drops out at its own convergence.
+    Rounding follows the operands' memory layout, so the stacks keep each restart's layout:
+    from the second step on :func:`_summary_em`'s responsibilities are transposed (K', k)
+    arrays (its log-densities come transposed from :func:`_blob_loglik`), held here as one
+    C-ordered (R, k, K') stack; the first M-step (ordinary (K', k) arrays) and the products
+    with the blobs' means (a stacked product takes another BLAS path) run restart by
+    restart."""
     K, d = means.shape
     eye = np.eye(d)
     obj = [-math.inf] * len(resps)
     fits: list[Run | None] = [None] * len(resps)
-    resps = list(resps)
-    active = list(range(len(resps)))
-    for _ in range(SUMMARY_ITERS):
-        steps = [_summary_m_step(N, means, covs, resps[r]) for r in active]
-        k = steps[0][1].shape[0]
-        w = [x[0] for x in steps]
-        mu = np.concatenate([x[1] for x in steps])
-        S = repair_covariance(np.concatenate([x[2] for x in steps]), 1e-3) + 1e-6 * eye
-        logp = _blob_loglik(means, covs, mu, S).T  # (m k, K'), C-ordered
-        still = []
-        for i, r in enumerate(active):
-            pi = w[i] / w[i].sum()
-            new, resps[r] = _summary_e_step(N, logp[i * k : (i + 1) * k].T, pi)
-            fits[r] = (pi, mu[i * k : (i + 1) * k], S[i * k : (i + 1) * k])
-            if not new - obj[r] <= 1e-12 * abs(new):
-                still.append(r)
+    active = np.arange(len(resps))
+    RT = np.empty((len(resps), resps[0].shape[1], K))  # restart r's responsibilities: RT[r].T
+    for it in range(SUMMARY_ITERS):
+        m = active.size
+        if it == 0:
+            steps = [_summary_m_step(N, means, covs, resps[r]) for r in active.tolist()]
+            k = steps[0][1].shape[0]
+            w = np.array([x[0] for x in steps])
+            mu = np.concatenate([x[1] for x in steps])
+            S = np.concatenate([x[2] for x in steps])
+        else:
+            NrT = N * RT[active]  # (m, k, K'): restart i's N_j r_jc, transposed
+            w = np.maximum(NrT.sum(axis=2), 1e-12)
+            mu3 = np.array([x @ means for x in NrT]) / w[:, :, None]
+            mu = mu3.reshape(m * k, d)
+            D = means[None] - mu[:, None]  # (m k, K', d)
+            S = (np.einsum("jc,jab->cab", NrT.reshape(m * k, K).T, covs)
+                 + np.einsum("cja,cjb->cab", D * NrT.reshape(m * k, K, 1), D)) \
+                / w.reshape(m * k, 1, 1)
+        S = repair_covariance(S, 1e-3) + 1e-6 * eye
+        pi = w / w.sum(axis=1, keepdims=True)
+        LT = _blob_loglik(means, covs, mu, S).T.reshape(m, k, K)  # C-ordered
+        LT += np.log(pi)[:, :, None]
+        top = LT.max(axis=1, keepdims=True)
+        lse = top[:, 0, :] + np.log(np.exp(LT - top).sum(axis=1))
+        RT[active] = np.exp(LT - lse[:, None, :])
+        done = np.zeros(m, dtype=bool)
+        for i, r in enumerate(active.tolist()):
+            new = float(N @ lse[i])
+            fits[r] = (pi[i], mu[i * k : (i + 1) * k], S[i * k : (i + 1) * k])
+            done[i] = new - obj[r] <= 1e-12 * abs(new)
             obj[r] = new
-        active = still
-        if not active:
+        active = active[~done]
+        if active.size == 0:
             break
     return [(o, f) for o, f in zip(obj, fits, strict=True) if f is not None]
 
