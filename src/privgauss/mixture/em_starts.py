@@ -204,8 +204,9 @@ class _Bounds:
     """Elkan's k-means bounds, kept so that a point's label is recomputed only when they leave
     it open: ``upper`` ≥ the distance to the labelled centre, ``lower[j]`` ≤ the distance to
     centre j (+inf at the label). A point with upper < min_j lower[j], with ``BOUND_SLACK``
-    of relative room for the bounds' and the squared distances' rounding, has its labelled
-    centre strictly nearest in the computed squared distances too (each a sum of non-negative
+    of room relative to the bounds and to ``scale`` (the lower bounds are differences, whose
+    rounding is relative to the distances and moves they came from), has its labelled centre
+    strictly nearest in the computed squared distances too (each a sum of non-negative
     terms, accurate to ~p·2⁻⁵³ relative), so its label is the full computation's bit for bit;
     every other point's distances are :func:`_sq_dists`' own (a point's distances do not
     depend on the other points)."""
@@ -213,12 +214,18 @@ class _Bounds:
     def __init__(self, PT: np.ndarray, C: np.ndarray) -> None:
         self.lab, self.upper, self.lower = _labels(PT, C)
         self.changed: np.ndarray | None = None  # clusters that gained or lost a point
+        finite = self.lower[np.isfinite(self.lower)]
+        self.scale = max(float(self.upper.max(initial=0.0)), float(finite.max(initial=0.0)))
 
     def relabel(self, PT: np.ndarray, C: np.ndarray) -> None:
         """``_nearest(_sq_dists(PT, C))`` into ``lab``, the bounds updated."""
         gap = self.lower.min(axis=0)
         gap *= 1.0 - BOUND_SLACK
-        open_ = np.flatnonzero(self.upper * (1.0 + BOUND_SLACK) >= gap)
+        gap -= BOUND_SLACK * self.scale
+        if math.isfinite(self.scale):
+            open_ = np.flatnonzero(self.upper * (1.0 + BOUND_SLACK) >= gap)
+        else:
+            open_ = np.arange(self.lab.size)
         self.changed = np.zeros(C.shape[0], dtype=bool)
         if open_.size == 0:
             return
@@ -235,6 +242,7 @@ class _Bounds:
             step = np.sqrt(((after - before) ** 2).sum(axis=1)) * (1.0 + BOUND_SLACK)
         self.upper += step[self.lab]
         self.lower -= step[:, None]
+        self.scale += float(step.max())
 
 
 def _lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
