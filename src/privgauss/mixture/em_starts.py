@@ -230,7 +230,11 @@ class _Bounds:
         if open_.size == 0:
             return
         old = self.lab[open_]
-        lab, self.upper[open_], self.lower[:, open_] = _labels(PT[:, open_], C)
+        if 2 * open_.size > self.lab.size:  # most points open: all of them, no gathered copy
+            lab_all, self.upper, self.lower = _labels(PT, C)
+            lab = lab_all[open_]
+        else:
+            lab, self.upper[open_], self.lower[:, open_] = _labels(PT[:, open_], C)
         moved = lab != old
         self.changed[old[moved]] = True
         self.changed[lab[moved]] = True
@@ -295,6 +299,7 @@ def _lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Gener
         if bounds is not None:
             bounds.move(C, newC)
         C = newC
+    bounds = None  # its (k, n) bounds freed before the last distances
     D = _sq_dists(PT, C)
     lab = _nearest(D)
     var = np.empty(k)
