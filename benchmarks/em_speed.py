@@ -11,11 +11,12 @@ For each data seed and fit: the median wall and CPU time of ``--repeats`` fits, 
 held-out gap (sklearn's mean log-likelihood minus ours, nat/row: a speed-up that loses
 accuracy shows there). ``--profile`` prints a cProfile of one private fit instead.
 
-``--dump FILE`` fits 10 private models at fixed seeds (n = 3e4; ε = 1, ε = 1e4, ρ = 0.5 with
-public rows, k = 3 and 4) and saves their weights, means, covariances and ledgers;
-``--compare FILE`` refits them with the code on ``PYTHONPATH`` and prints the largest
-relative difference (a pure speed-up must leave fits equal to round-off, ≤ 1e-9) and whether
-the ledgers (step names, costs) are identical.
+``--dump FILE`` fits 14 private models at fixed seeds (n = 3e4; ε = 1, ε = 1e4, ρ = 0.5 with
+public rows, k = 3 and 4; and two k = 6, d = 15 families of ``mixture_families.py`` at n = 5e4,
+ε = 1 and 1e4) and saves their weights, means, covariances and ledgers; ``--compare FILE``
+refits them with the code on ``PYTHONPATH`` and prints the largest relative difference,
+whether the fits are bit-identical (what a pure speed-up should give) and whether the ledgers
+(step names, costs) are identical.
 
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src \\
         python benchmarks/em_speed.py --seeds 3 --repeats 3 --out benchmarks/results/em_speed.md
@@ -78,10 +79,12 @@ CHECK_FITS = [  # (k, budget, public rows, data seed, noise seed)
     *[(3, {"rho": 0.5}, True, s, s) for s in range(2)],
     (4, {"epsilon": 1.0, "delta": 1e-6}, False, 7, 7),
 ]
+# k = 6, d = 15 families (``mixture_families.py``'s generator, n = 5e4): (family seed, budget)
+FAMILY_FITS = [(s, {"epsilon": e, "delta": 1e-6}) for s in (1, 2) for e in (1.0, 1e4)]
 
 
 def _check_fits() -> dict[str, np.ndarray]:
-    """The 10 fits of the before/after check (n = 3e4), flattened into named arrays."""
+    """The 14 fits of the before/after check (n = 3e4), flattened into named arrays."""
     out: dict[str, np.ndarray] = {}
     for i, (k, budget, public, seed, noise) in enumerate(CHECK_FITS):
         X = _rows(30_000, np.random.default_rng(3000 + seed))
@@ -95,6 +98,19 @@ def _check_fits() -> dict[str, np.ndarray]:
                                        f"{e.noise_scale!r}" for e in m.ledger_])
         print(f"fit {i}: k={k} {budget} public={public} seed={seed}: "
               f"{len(m.ledger_)} releases", flush=True)
+    from mixture_families import family
+    for i, (fseed, budget) in enumerate(FAMILY_FITS, start=len(CHECK_FITS)):
+        fam = family(fseed, k=6, d=15)
+        X = fam.sample(50_000, np.random.default_rng([fseed, 1]))
+        m = pg.PrivateGaussianMixture(6, method="em", random_state=fseed, **budget)
+        m.fit(X)
+        out[f"{i}/weights"] = np.asarray(m.weights_)
+        out[f"{i}/means"] = np.asarray(m.means_)
+        out[f"{i}/covariances"] = np.asarray(m.covariances_)
+        out[f"{i}/ledger"] = np.array([f"{e.step}|{e.mechanism}|{e.cost!r}|{e.sensitivity!r}|"
+                                       f"{e.noise_scale!r}" for e in m.ledger_])
+        print(f"fit {i}: family {fseed} k=6 d=15 {budget}: {len(m.ledger_)} releases",
+              flush=True)
     return out
 
 
@@ -103,6 +119,7 @@ def _compare(path: str) -> None:
     after = _check_fits()
     worst = 0.0
     same_ledgers = True
+    identical = True
     for key, old in before.items():
         new = after[key]
         if key.endswith("/ledger"):
@@ -110,11 +127,12 @@ def _compare(path: str) -> None:
                 same_ledgers = False
                 print(f"{key}: ledgers differ")
             continue
+        identical &= old.shape == new.shape and bool((old == new).all())
         rel = float(np.max(np.abs(new - old)) / max(float(np.max(np.abs(old))), 1e-300))
         worst = max(worst, rel)
         print(f"{key}: max |after - before| / max |before| = {rel:.2e}")
-    print(f"largest relative difference over {len(CHECK_FITS)} fits: {worst:.2e}; "
-          f"ledgers identical: {same_ledgers}")
+    print(f"largest relative difference over {len(CHECK_FITS) + len(FAMILY_FITS)} fits: "
+          f"{worst:.2e}; bit-identical: {identical}; ledgers identical: {same_ledgers}")
 
 
 def _git() -> str:
@@ -132,9 +150,9 @@ def main() -> None:
     ap.add_argument("--epsilons", default=",".join(str(e) for e in EPSILONS))
     ap.add_argument("--profile", type=float, default=None, metavar="EPS",
                     help="print a cProfile of one private fit at this epsilon (seed 0)")
-    ap.add_argument("--dump", default=None, metavar="FILE", help="save the 10 check fits")
+    ap.add_argument("--dump", default=None, metavar="FILE", help="save the 14 check fits")
     ap.add_argument("--compare", default=None, metavar="FILE",
-                    help="refit the 10 check fits and compare them with FILE")
+                    help="refit the 14 check fits and compare them with FILE")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     warnings.simplefilter("ignore")

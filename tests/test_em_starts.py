@@ -80,3 +80,75 @@ def test_summary_gmm_with_no_more_blobs_than_components() -> None:
     pi, means, covs = summary_gmm(N, M, S, 3, np.random.default_rng(0))
     assert pi.shape == (3,) and means.shape == (3, 2) and covs.shape == (3, 2, 2)
     assert abs(pi.sum() - 1.0) < 1e-12 and (pi > 0).all()
+
+
+def _plain_lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+                 iters: int = 50) -> tuple[np.ndarray, np.ndarray, float]:
+    """The weighted Lloyd steps written plainly (every distance every step): the reference the
+    bounded :func:`~privgauss.mixture.em_starts._lloyd` must equal bit for bit."""
+    from privgauss.mixture.em_starts import _nearest, _sq_dists
+
+    w = np.maximum(weights, 0.0)
+    PT = np.ascontiguousarray(points.T)
+    seeds = [points[rng.choice(len(w), p=w / w.sum())]]
+    for _ in range(1, k):
+        q = w * np.min(_sq_dists(PT, np.array(seeds)), axis=0)
+        seeds.append(points[rng.choice(len(w), p=q / q.sum())] if q.sum() > 0 else seeds[-1])
+    C = np.array(seeds)
+    for _ in range(iters):
+        lab = _nearest(_sq_dists(PT, C))
+        newC = C.copy()
+        for j in range(k):
+            wj = w * (lab == j)
+            if wj.sum() > 0:
+                newC[j] = wj @ points / wj.sum()
+        if np.allclose(newC, C):
+            break
+        C = newC
+    D = _sq_dists(PT, C)
+    lab = _nearest(D)
+    var = np.array([(w * (lab == j)) @ D[j] / (w * (lab == j)).sum() / points.shape[1]
+                    if (w * (lab == j)).sum() > 0 else 1.0 for j in range(k)])
+    return C, var, float(w @ np.min(D, axis=0))
+
+
+@pytest.mark.parametrize("p,k", [(1, 2), (2, 5), (3, 9), (6, 3), (10, 9), (17, 4), (130, 3)])
+def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> None:
+    """The Lloyd steps that skip points their bounds settle, and centres whose cluster did not
+    change, give the plain steps' centres, variances, inertia and generator state exactly —
+    on grid-like points with many near-ties and on blobs that take many steps."""
+    from privgauss.mixture.em_starts import _lloyd
+
+    rng = np.random.default_rng(p * 100 + k)
+    grid = np.round(rng.standard_normal((3000, p)) * 2.0) / 2.0
+    blobs = rng.standard_normal((3000, p)) + rng.integers(0, 4, (3000, 1)) * 1.5
+    for points in (grid, blobs):
+        weights = rng.uniform(0.0, 3.0, len(points))
+        a, b = np.random.default_rng(1), np.random.default_rng(1)
+        got, want = _lloyd(points, weights, k, a), _plain_lloyd(points, weights, k, b)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[2] == want[2]
+        assert a.bit_generator.state == b.bit_generator.state
+
+
+@pytest.mark.parametrize("k,d", [(1, 1), (2, 2), (3, 10), (4, 5), (6, 15), (9, 3), (12, 2)])
+def test_summary_em_over_restarts_equals_one_restart_at_a_time(k: int, d: int) -> None:
+    """The restarts advanced together give each restart's objective and fit exactly as
+    :func:`_summary_em` run on its own does (restarts that converge at different steps)."""
+    from privgauss.mixture.em_starts import _summary_em, _summary_em_batch
+
+    rng = np.random.default_rng(10 * k + d)
+    K = 3 * k
+    N = rng.uniform(10.0, 1000.0, K)
+    means = rng.standard_normal((K, d)) * 2.0
+    A = rng.standard_normal((K, d, d)) * 0.3
+    covs = A @ np.swapaxes(A, 1, 2) + 0.1 * np.eye(d)
+    resps = [np.eye(k)[rng.integers(0, k, K)] for _ in range(7)]
+    batch = _summary_em_batch(N, means, covs, resps)
+    assert len(batch) == len(resps)
+    for resp, (obj, fit) in zip(resps, batch, strict=True):
+        want_obj, want = _summary_em(N, means, covs, resp)
+        assert obj == want_obj
+        for x, y in zip(fit, want, strict=True):
+            np.testing.assert_array_equal(x, y)

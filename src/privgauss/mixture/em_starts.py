@@ -40,6 +40,7 @@ BOX = 3.0  # half-width of the start grid's box (whitened frame)
 EIG_FLOOR = 1e-3  # eigenvalue floor of Σ_j in the whitened frame
 PUBLIC_WEIGHT = 0.1  # total weight of the public rows in the start, as a fraction of n
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
+WIDE_RESTARTS = 2  # k-means++ seedings of the summary start's K'-centre k-means
 
 Run = tuple[np.ndarray, np.ndarray, np.ndarray]  # an EM run: (weights, means, covariances)
 
@@ -115,47 +116,60 @@ def _lloyd_kernel(B: np.ndarray, centres: np.ndarray, G: np.ndarray, radius: flo
 # ----------------------------------------------------------------------------------------------
 
 
+SQ_CHUNK = 1 << 16  # centres × points per elementwise operation of :func:`_sq_dists`
+
+
 def _sq_dists(PT: np.ndarray, C: np.ndarray) -> np.ndarray:
     """(k, n) squared distances of the points (given transposed, ``PT`` of shape (p, n)) to
     the centres ``C``, bit for bit what ``((points[:, None, :] - C[None]) ** 2).sum(-1)``
     gives, 3-7 times faster (no (n, k, p) temporaries): numpy sums a row's p squares in one
     running sum (p < 8) or in eight running sums combined pairwise (8 ≤ p ≤ 128), which is
-    reproduced here coordinate by coordinate on contiguous rows of ``PT``."""
+    reproduced here coordinate by coordinate on contiguous rows of ``PT``, for as many
+    centres at once as keep an operation within ``SQ_CHUNK`` elements (few points: all of
+    them, and few calls)."""
     p, n = PT.shape
-    D = np.empty((C.shape[0], n))
+    k = C.shape[0]
+    D = np.empty((k, n))
     if p > 128:  # numpy's pairwise sum recurses here: one centre at a time, numpy's own sum
-        for j in range(C.shape[0]):
+        for j in range(k):
             D[j] = ((PT.T - C[j]) ** 2).sum(-1)
         return D
-    t = np.empty(n)
-    S = np.empty((8, n))
+    step = max(1, SQ_CHUNK // max(n, 1))
+    for a in range(0, k, step):
+        _sq_dists_into(PT, C[a : a + step], D[a : a + step])
+    return D
 
-    def square(c: int, j: int, out: np.ndarray) -> np.ndarray:
-        np.subtract(PT[c], C[j, c], out=out)
+
+def _sq_dists_into(PT: np.ndarray, C: np.ndarray, acc: np.ndarray) -> None:
+    """:func:`_sq_dists` of a few centres (p ≤ 128) into ``acc`` (m, n)."""
+    p = PT.shape[0]
+    t = np.empty(acc.shape)
+    S = np.empty((8, *acc.shape))
+    CT = np.ascontiguousarray(C.T)[:, :, None]  # (p, m, 1): coordinate c of every centre
+
+    def square(c: int, out: np.ndarray) -> np.ndarray:
+        np.subtract(PT[c], CT[c], out=out)
         out *= out
         return out
 
-    for j in range(C.shape[0]):
-        acc = D[j]
-        if p < 8:
-            square(0, j, acc)
-            for c in range(1, p):
-                acc += square(c, j, t)
-            continue
-        for c in range(8):
-            square(c, j, S[c])
-        for c in range(8, p - p % 8):
-            S[c % 8] += square(c, j, t)
-        S[0] += S[1]
-        S[2] += S[3]
-        S[4] += S[5]
-        S[6] += S[7]
-        S[0] += S[2]
-        S[4] += S[6]
-        np.add(S[0], S[4], out=acc)
-        for c in range(p - p % 8, p):
-            acc += square(c, j, t)
-    return D
+    if p < 8:
+        square(0, acc)
+        for c in range(1, p):
+            acc += square(c, t)
+        return
+    for c in range(8):
+        square(c, S[c])
+    for c in range(8, p - p % 8):
+        S[c % 8] += square(c, t)
+    S[0] += S[1]
+    S[2] += S[3]
+    S[4] += S[5]
+    S[6] += S[7]
+    S[0] += S[2]
+    S[4] += S[6]
+    np.add(S[0], S[4], out=acc)
+    for c in range(p - p % 8, p):
+        acc += square(c, t)
 
 
 def _nearest(D: np.ndarray) -> np.ndarray:
@@ -171,27 +185,108 @@ def _nearest(D: np.ndarray) -> np.ndarray:
     return lab
 
 
+BOUND_SLACK = 1e-9  # relative: a point's bounds decide its label only with this much room
+
+
+def _labels(PT: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(labels, distance to the nearest centre, distances to the others (k, n), +inf at the
+    nearest) of the points (given transposed, (p, n)): :func:`_nearest` of :func:`_sq_dists`,
+    with the distances the bounded Lloyd steps carry (square roots of the squared ones)."""
+    D = _sq_dists(PT, C)
+    lab = _nearest(D)
+    cols = np.arange(D.shape[1])
+    near = np.sqrt(D[lab, cols])
+    D[lab, cols] = np.inf
+    return lab, near, np.sqrt(D, out=D)
+
+
+class _Bounds:
+    """Elkan's k-means bounds, kept so that a point's label is recomputed only when they leave
+    it open: ``upper`` ≥ the distance to the labelled centre, ``lower[j]`` ≤ the distance to
+    centre j (+inf at the label). A point with upper < min_j lower[j], with ``BOUND_SLACK``
+    of room relative to the bounds and to ``scale`` (the lower bounds are differences, whose
+    rounding is relative to the distances and moves they came from), has its labelled centre
+    strictly nearest in the computed squared distances too (each a sum of non-negative
+    terms, accurate to ~p·2⁻⁵³ relative), so its label is the full computation's bit for bit;
+    every other point's distances are :func:`_sq_dists`' own (a point's distances do not
+    depend on the other points)."""
+
+    def __init__(self, PT: np.ndarray, C: np.ndarray) -> None:
+        self.lab, self.upper, self.lower = _labels(PT, C)
+        self.changed: np.ndarray | None = None  # clusters that gained or lost a point
+        finite = self.lower[np.isfinite(self.lower)]
+        self.scale = max(float(self.upper.max(initial=0.0)), float(finite.max(initial=0.0)))
+
+    def relabel(self, PT: np.ndarray, C: np.ndarray) -> None:
+        """``_nearest(_sq_dists(PT, C))`` into ``lab``, the bounds updated."""
+        gap = self.lower.min(axis=0)
+        gap *= 1.0 - BOUND_SLACK
+        gap -= BOUND_SLACK * self.scale
+        if math.isfinite(self.scale):
+            open_ = np.flatnonzero(self.upper * (1.0 + BOUND_SLACK) >= gap)
+        else:
+            open_ = np.arange(self.lab.size)
+        self.changed = np.zeros(C.shape[0], dtype=bool)
+        if open_.size == 0:
+            return
+        old = self.lab[open_]
+        if 2 * open_.size > self.lab.size:  # most points open: all of them, no gathered copy
+            lab_all, self.upper, self.lower = _labels(PT, C)
+            lab = lab_all[open_]
+        else:
+            lab, self.upper[open_], self.lower[:, open_] = _labels(PT[:, open_], C)
+        moved = lab != old
+        self.changed[old[moved]] = True
+        self.changed[lab[moved]] = True
+        self.lab[open_] = lab
+
+    def move(self, before: np.ndarray, after: np.ndarray) -> None:
+        """Loosen the bounds by the centres' moves (each inflated by ``BOUND_SLACK``)."""
+        with np.errstate(invalid="ignore"):
+            step = np.sqrt(((after - before) ** 2).sum(axis=1)) * (1.0 + BOUND_SLACK)
+        self.upper += step[self.lab]
+        self.lower -= step[:, None]
+        self.scale += float(step.max())
+
+
 def _lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
            init: np.ndarray | None = None, iters: int = 50
            ) -> tuple[np.ndarray, np.ndarray, float]:
-    """:func:`_kmeans` and the run's weighted inertia (for :func:`_best_kmeans`)."""
+    """:func:`_kmeans` and the run's weighted inertia (for :func:`_best_kmeans`). The
+    assignment step recomputes only the points whose bounds (:class:`_Bounds`) leave their
+    label open, and a centre only when its cluster gained or lost a point: the labels,
+    centres and variances are the plain Lloyd steps' bit for bit."""
     w = np.maximum(weights, 0.0)
     if w.sum() <= 0 or points.shape[0] == 0:
         points, w = np.zeros((1, points.shape[1])), np.ones(1)
     PT = np.ascontiguousarray(points.T)
     if init is None:
         seeds = [points[rng.choice(len(w), p=w / w.sum())]]
-        for _ in range(1, k):
-            d2 = np.min(_sq_dists(PT, np.array(seeds)), axis=0)
+        d2 = _sq_dists(PT, np.array(seeds))[0]
+        for i in range(1, k):
             q = w * d2
             seeds.append(points[rng.choice(len(w), p=q / q.sum())] if q.sum() > 0 else seeds[-1])
+            if i < k - 1:  # the distance to the nearest seed so far (min is exact)
+                np.minimum(d2, _sq_dists(PT, seeds[-1][None])[0], out=d2)
         C = np.array(seeds)
     else:
         C = np.array(init, dtype=np.float64)
+    finite = bool(np.isfinite(points).all())
+    bounds: _Bounds | None = None
     for _ in range(iters):
-        lab = _nearest(_sq_dists(PT, C))
+        if not (finite and np.isfinite(C).all()):
+            bounds = None
+            lab = _nearest(_sq_dists(PT, C))
+        elif bounds is None:
+            bounds = _Bounds(PT, C)
+            lab = bounds.lab
+        else:
+            bounds.relabel(PT, C)
+            lab = bounds.lab
         newC = C.copy()
         for j in range(k):
+            if bounds is not None and bounds.changed is not None and not bounds.changed[j]:
+                continue  # the same rows as for C[j]: the same centre
             wj = w * (lab == j)
             sj = wj.sum()
             if sj > 0:
@@ -201,7 +296,10 @@ def _lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Gener
         if close.all() if np.isfinite(newC).all() and np.isfinite(C).all() \
                 else np.allclose(newC, C):
             break
+        if bounds is not None:
+            bounds.move(C, newC)
         C = newC
+    bounds = None  # its (k, n) bounds freed before the last distances
     D = _sq_dists(PT, C)
     lab = _nearest(D)
     var = np.empty(k)
@@ -220,13 +318,14 @@ def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Gene
 
 
 def _best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-                 init: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_kmeans` from ``init`` (when given) and from ``KMEANS_RESTARTS`` k-means++
-    seedings; the run of least weighted inertia wins (post-processing of released cells and
-    public rows). One seeding alone put two centres in one of two clusters 6.9 standard
-    deviations apart in 2 of 4 fits, and EM never left that basin."""
+                 init: np.ndarray | None, restarts: int = KMEANS_RESTARTS
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_kmeans` from ``init`` (when given) and from ``restarts`` k-means++ seedings;
+    the run of least weighted inertia wins (post-processing of released cells and public
+    rows). One seeding alone put two centres in one of two clusters 6.9 standard deviations
+    apart in 2 of 4 fits, and EM never left that basin."""
     best: tuple[float, np.ndarray, np.ndarray] | None = None
-    starts = [init] + [None] * KMEANS_RESTARTS
+    starts = [init] + [None] * restarts
     for start in starts:
         C, var, inertia = _lloyd(points, weights, k, rng, init=start)
         if best is None or inertia < best[0]:
@@ -285,9 +384,13 @@ def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, acct:
     # the same cells' k-means in the whitened frame: a third start (its own basin on some data)
     Cw, var_w = _best_kmeans(pts, wts, k, rng, init)
     white = _cell_run(Cw @ V.T, var_w, width, np.eye(d))
-    # the summary start's K' > k seeds: the same cells' k-means in u with K' centres
+    # the summary start's K' > k seeds: the same cells' k-means in u with K' centres. Only
+    # ``WIDE_RESTARTS`` seedings: over-clustering makes every seeding nearly as good (the 11
+    # runs' inertias within 0.3 % of the best, n = 5e4, d = 10, k = 3, ε = 1e4), the private
+    # Lloyd steps move the centres anyway, and these runs were half of such a fit's time
     K = plan.start_clusters
-    seeds = hist[1] if K <= k else _best_kmeans(pts @ V.T @ G.T, wts, K, rng, None)[0] @ Ginv.T
+    seeds = hist[1] if K <= k else _best_kmeans(pts @ V.T @ G.T, wts, K, rng, None,
+                                                WIDE_RESTARTS)[0] @ Ginv.T
     return hist, white, seeds
 
 
@@ -477,6 +580,73 @@ def _summary_em(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np.nda
     return obj, fit
 
 
+def _summary_m_step(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The M-step of :func:`_summary_em` from one restart's responsibilities: (the components'
+    blob weights clamped at 1e-12, their means, their covariances before the repair)."""
+    Nr = N[:, None] * resp
+    tot = Nr.sum(axis=0)
+    w = np.maximum(tot, 1e-12)
+    mu = (Nr.T @ means) / w[:, None]
+    D = means[None] - mu[:, None]  # (k, K', d)
+    S = (np.einsum("jc,jab->cab", Nr, covs)
+         + np.einsum("cja,cjb->cab", D * Nr.T[:, :, None], D)) / w[:, None, None]
+    return w, mu, S
+
+
+def _summary_em_batch(N: np.ndarray, means: np.ndarray, covs: np.ndarray,
+                      resps: list[np.ndarray]) -> list[tuple[float, Run]]:
+    """:func:`_summary_em` from each of the restarts' responsibilities ``resps`` ((K', k)
+    each), the restarts advanced together in stacked operations, every restart's objective and
+    fit :func:`_summary_em`'s bit for bit; a restart drops out at its own convergence.
+    Rounding follows the operands' memory layout, so the stacks keep each restart's layout:
+    from the second step on :func:`_summary_em`'s responsibilities are transposed (K', k)
+    arrays (its log-densities come transposed from :func:`_blob_loglik`), held here as one
+    C-ordered (R, k, K') stack; the first M-step (ordinary (K', k) arrays) and the products
+    with the blobs' means (a stacked product takes another BLAS path) run restart by
+    restart."""
+    K, d = means.shape
+    eye = np.eye(d)
+    obj = [-math.inf] * len(resps)
+    fits: list[Run | None] = [None] * len(resps)
+    active = np.arange(len(resps))
+    RT = np.empty((len(resps), resps[0].shape[1], K))  # restart r's responsibilities: RT[r].T
+    for it in range(SUMMARY_ITERS):
+        m = active.size
+        if it == 0:
+            steps = [_summary_m_step(N, means, covs, resps[r]) for r in active.tolist()]
+            k = steps[0][1].shape[0]
+            w = np.array([x[0] for x in steps])
+            mu = np.concatenate([x[1] for x in steps])
+            S = np.concatenate([x[2] for x in steps])
+        else:
+            NrT = N * RT[active]  # (m, k, K'): restart i's N_j r_jc, transposed
+            w = np.maximum(NrT.sum(axis=2), 1e-12)
+            mu3 = np.array([x @ means for x in NrT]) / w[:, :, None]
+            mu = mu3.reshape(m * k, d)
+            D = means[None] - mu[:, None]  # (m k, K', d)
+            S = (np.einsum("jc,jab->cab", NrT.reshape(m * k, K).T, covs)
+                 + np.einsum("cja,cjb->cab", D * NrT.reshape(m * k, K, 1), D)) \
+                / w.reshape(m * k, 1, 1)
+        S = repair_covariance(S, 1e-3) + 1e-6 * eye
+        pi = w / w.sum(axis=1, keepdims=True)
+        LT = _blob_loglik(means, covs, mu, S).T.reshape(m, k, K)  # C-ordered
+        LT += np.log(pi)[:, :, None]
+        top = LT.max(axis=1, keepdims=True)
+        lse = top[:, 0, :] + np.log(np.exp(LT - top).sum(axis=1))
+        RT[active] = np.exp(LT - lse[:, None, :])
+        done = np.zeros(m, dtype=bool)
+        for i, r in enumerate(active.tolist()):
+            new = float(N @ lse[i])
+            fits[r] = (pi[i], mu[i * k : (i + 1) * k], S[i * k : (i + 1) * k])
+            done[i] = new - obj[r] <= 1e-12 * abs(new)
+            obj[r] = new
+        active = active[~done]
+        if active.size == 0:
+            break
+    return [(o, f) for o, f in zip(obj, fits, strict=True) if f is not None]
+
+
 def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
                 rng: np.random.Generator) -> Run:
     """A k-component mixture fitted to K' weighted Gaussian blobs by EM on the summary
@@ -497,7 +667,7 @@ def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
     inits.append(C)
     for _ in range(SUMMARY_RESTARTS):
         inits.append(_kmeans(means, w, k, rng)[0])
-    fits = []
+    resps = []
     for C in inits:
         lab = _nearest(_sq_dists(np.ascontiguousarray(means.T), C))
         resp = (lab[:, None] == np.arange(k)).astype(np.float64)
@@ -506,7 +676,8 @@ def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
             j = int(np.argmin(((means - C[c]) ** 2).sum(axis=1)))
             resp[j] = 0.0
             resp[j, c] = 1.0
-        fits.append(_summary_em(w, means, covs, resp))
+        resps.append(resp)
+    fits = _summary_em_batch(w, means, covs, resps)
     best = max(obj for obj, _ in fits)
     for obj, fit in fits:
         if obj >= best - SUMMARY_TOL * abs(best):
