@@ -1,4 +1,5 @@
-"""The requirement and public-row count shared by ``public-light`` and ``public-heavy``."""
+"""The requirement, public-row count and public-row check shared by ``public-light`` and
+``public-heavy``."""
 
 from __future__ import annotations
 
@@ -32,3 +33,8 @@ def fewest_public_rows(name: str) -> Callable[[int, float], int]:
         return min_public_rows(d, w, name)
 
     return fewest
+
+
+def min_weight_of(facts: Facts) -> float:
+    """The fit's w_min: ``min_weight`` when given, else 1/k (as the learners default it)."""
+    return 1.0 / facts.k if facts.min_weight is None else float(facts.min_weight)

@@ -4,9 +4,11 @@ preconditioning + CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.pub
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..privacy import BudgetPlan, zcdp_of
 from ._mixture import Mixture, MixtureJob, learner_call, learner_plan
-from ._public_mixture import fewest_public_rows, public_mixture_requirements
+from ._public_mixture import fewest_public_rows, min_weight_of, public_mixture_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -22,6 +24,16 @@ def _plan(facts: Facts) -> BudgetPlan:
     plan = heavy_plan(zcdp_of(facts.budget, "public-heavy"), share,
                       pick_estimator(None, facts.constants))
     return learner_plan(facts, plan, "public-heavy")
+
+
+def _check_public(facts: Facts, public: Any) -> None:
+    """Refuses, from the public rows alone, those its public clustering cannot use
+    (:func:`~privgauss.mixture.public_heavy.check_public_clustering`)."""
+    from ..mixture.public_heavy import check_public, check_public_clustering
+
+    w = min_weight_of(facts)
+    P = check_public(public, facts.d, facts.k, w, "public-heavy")
+    check_public_clustering(P, facts.n, facts.k, w, float(facts.beta), facts.constants)
 
 
 def _run(job: MixtureJob) -> Mixture:
@@ -41,6 +53,7 @@ METHOD = Method(
     run=_run,
     public="required",
     min_public=fewest_public_rows("public-heavy"),
+    check_public=_check_public,
     requirements=public_mixture_requirements("public-heavy"),
     plan=_plan,
     knobs=KNOBS,

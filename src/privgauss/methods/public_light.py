@@ -4,9 +4,11 @@ CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.public_light`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..privacy import BudgetPlan, zcdp_of
 from ._mixture import Mixture, MixtureJob, learner_call, learner_plan
-from ._public_mixture import fewest_public_rows, public_mixture_requirements
+from ._public_mixture import fewest_public_rows, min_weight_of, public_mixture_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -22,6 +24,17 @@ def _plan(facts: Facts) -> BudgetPlan:
     plan = run_plan(zcdp_of(facts.budget, "public-light"), facts.k, facts.constants,
                     None if share is None else float(share))
     return learner_plan(facts, plan, "public-light")
+
+
+def _check_public(facts: Facts, public: Any) -> None:
+    """Refuses, from the public rows alone, those on which its public split cannot end with k
+    clusters (:func:`~privgauss.mixture.public_light.check_public_clusters`)."""
+    from ..mixture.public_heavy import check_public
+    from ..mixture.public_light import check_public_clusters
+
+    w = min_weight_of(facts)
+    P = check_public(public, facts.d, facts.k, w, "public-light")
+    check_public_clusters(P, facts.k, w, facts.constants)
 
 
 def _run(job: MixtureJob) -> Mixture:
@@ -42,6 +55,7 @@ METHOD = Method(
     run=_run,
     public="required",
     min_public=fewest_public_rows("public-light"),
+    check_public=_check_public,
     requirements=public_mixture_requirements("public-light"),
     plan=_plan,
     knobs=KNOBS,

@@ -64,6 +64,7 @@ from .component_estimation import ComponentPrior, Partition, estimate_components
 from .public_clustering import PublicClusters, easy_clustering
 
 __all__ = [
+    "check_public_clustering",
     "heavy_plan",
     "joint_component_rows",
     "min_public_rows",
@@ -268,6 +269,19 @@ def positive_definite(covs: np.ndarray, floor: float = 1e-6) -> np.ndarray:
         scale = max(float(np.trace(C)) / C.shape[0], 1e-300)
         out[j] = project_psd(C, min_eig=floor * scale)
     return out
+
+
+def check_public_clustering(P: np.ndarray, n: int, k: int, w_min: float, beta: float,
+                            constants: str) -> None:
+    """Refuse (InvalidDataError), from the public rows ``P`` and public n alone, public rows on
+    which :func:`public_heavy_gmm` cannot run: the same public clustering (Alg. 9) and the same
+    checks (k clusters of ≥ d+1 rows, no large leftover group, no degenerate cluster) that it
+    makes before spending. Nothing private is read, so it can run before the fit."""
+    d = P.shape[1]
+    clusters, _ = easy_clustering(P, None, k, w_min, beta=beta / 3, constants=constants, n=n)
+    _check_clusters(clusters, k, d, P.shape[0] * w_min / 2)
+    for j in range(k):
+        public_preconditioner(P[clusters.labels == j], beta / (6 * k), outliers=True)
 
 
 def _check_clusters(clusters: PublicClusters, k: int, d: int, t: float) -> None:
