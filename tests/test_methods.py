@@ -72,8 +72,8 @@ def test_nothing_outside_the_registry_dispatches_on_a_method_name() -> None:
 def test_run_functions_take_a_job_never_the_estimator() -> None:
     """Every registered run function takes one job (public facts, parameter objects and the
     fit's release context: GaussianJob or MixtureJob), and no function of the registry or the
-    reductions takes an estimator (a parameter ``est``) or both an accountant and a noise
-    source (they take a ``Release``)."""
+    reductions (nor of synthesis) takes an estimator (a parameter ``est``) or both an
+    accountant and a noise source (they take a ``Release``)."""
     import inspect
 
     for kind in methods.KINDS:
@@ -81,7 +81,7 @@ def test_run_functions_take_a_job_never_the_estimator() -> None:
             for run in (m.run, m.run_known_mean):
                 if run is not None:
                     assert list(inspect.signature(run).parameters) == ["job"], (kind, name)
-    for package in ("methods", "reductions"):
+    for package in ("methods", "reductions", "synthesis"):
         for path in sorted((SRC / package).glob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.FunctionDef):
