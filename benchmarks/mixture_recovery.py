@@ -47,12 +47,11 @@ from pathlib import Path
 
 import numpy as np
 
-from privgauss import EstimationFailed
+from privgauss import EstimationFailed, mixture_requirements
 from privgauss.datasets import make_mixture
 from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture.kssu import kssu_gmm
-from privgauss.mixture.requirements import requirements
 from privgauss.mixture.sample_aggregate import sample_aggregate_gmm
 from privgauss.privacy import Accountant, ApproxDP
 
@@ -349,7 +348,7 @@ def main() -> None:
     for d, k, eps in cells:
         for method in args.methods.split(","):
             key = _key(method, d, k, eps)
-            req = requirements(method, n=10**6, d=d, k=k, epsilon=eps, delta=DELTA).n_needed
+            req = mixture_requirements(method, n=10**6, d=d, k=k, epsilon=eps, delta=DELTA).n_needed
             cell = previous.get(key) or Cell(method, d, k, eps, req, status="not started")
             if key in chosen:
                 start = GRID[_grid_index(chosen[key])]

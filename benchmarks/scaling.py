@@ -340,10 +340,10 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def requirement_note() -> str:
-    from privgauss.mixture.requirements import requirements
+    from privgauss.mixture.requirements import sample_aggregate_requirements
 
-    need = requirements("sample-aggregate", n=MIX_N_FULL[-1], d=MIX_D, k=MIX_K, epsilon=EPS,
-                        delta=DELTA, min_weight=MIX_W)
+    need = sample_aggregate_requirements(n=MIX_N_FULL[-1], d=MIX_D, k=MIX_K, epsilon=EPS,
+                                         delta=DELTA, min_weight=MIX_W)
     return (f"Mixture fits run with `enforce_requirements=False`; sample-aggregate's own "
             f"requirement at this setting (`mixture.requirements`) is n ≳ {need.n_needed:.3g} "
             f"({need.dominant}), so below it the fit is expected to end in `EstimationFailed` "

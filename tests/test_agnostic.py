@@ -424,15 +424,16 @@ def test_cli_fit_mixture_reaches_the_faithful_route(tmp_path) -> None:
 
 
 def test_p2_producers_share_the_budget_only_when_both_can_work() -> None:
-    from privgauss.mixture.requirements import requirements
+    from privgauss.mixture.requirements import kssu_requirements, sample_aggregate_requirements
     from privgauss.reductions.agnostic import _p2_producers
 
     # d = 2, k = 3: at n = 1e5 neither producer works on 70 % of the rows with half of 0.8 ε,
     # so the one needing the fewest rows with all of it runs alone; at 1e8 both share it
     alone = _p2_producers(100_000, 2, 3, 1.0, 1e-6, 0.05)
     assert len(alone) == 1
-    need = {m: requirements(m, n=100_000, d=2, k=3, epsilon=0.8, delta=1e-6,
-                            beta=0.05).n_needed for m in ("sample-aggregate", "kssu")}
+    formulas = {"sample-aggregate": sample_aggregate_requirements, "kssu": kssu_requirements}
+    need = {m: f(n=100_000, d=2, k=3, epsilon=0.8, delta=1e-6, beta=0.05).n_needed
+            for m, f in formulas.items()}
     assert alone[0] == min(need, key=need.__getitem__)
     assert _p2_producers(10**8, 2, 3, 1.0, 1e-6, 0.05) == ["sample-aggregate", "kssu"]
     # the rule reads public quantities only: the same answer every time

@@ -329,9 +329,9 @@ def test_requirements_coinpress_reads_its_plan_with_cov_bounds() -> None:
 
 
 def test_requirements_mixture_matches_library() -> None:
-    from privgauss.mixture.requirements import requirements
+    from privgauss.mixture.requirements import kssu_requirements
 
-    expected = requirements("kssu", n=50_000, d=2, k=3, epsilon=1.0, delta=1e-6)
+    expected = kssu_requirements(n=50_000, d=2, k=3, epsilon=1.0, delta=1e-6)
     res = _invoke("requirements", "mixture", "kssu", "--n", 5e4, "--d", 2, "--k", 3,
                   "--epsilon", 1, "--delta", 1e-6)
     assert res.exit_code == (0 if expected.ok else 1), res.output

@@ -20,7 +20,7 @@ from privgauss import EstimationFailed, InvalidDataError, PrivacyBudgetError, me
 from privgauss.datasets import make_mixture
 from privgauss.estimators.mixture import METHODS, PrivateGaussianMixture
 from privgauss.metrics import mixture_error
-from privgauss.mixture.requirements import requirements
+from privgauss.mixture.requirements import sample_aggregate_requirements
 from privgauss.privacy import Accountant, ApproxDP
 
 EPS, DELTA = 5.0, 1e-6
@@ -168,7 +168,7 @@ def test_budgets_without_delta_are_refused(budget: dict) -> None:
 
 def test_too_little_data_is_refused_with_the_n_needed() -> None:
     X = np.full((3000, 2), 987.654321)
-    need = requirements("sample-aggregate", n=3000, d=2, k=2, epsilon=1.0, delta=DELTA)
+    need = sample_aggregate_requirements(n=3000, d=2, k=2, epsilon=1.0, delta=DELTA)
     assert not need.ok
     msg = _refused(
         lambda acct: PrivateGaussianMixture(

@@ -46,11 +46,34 @@ def test_only_the_registry_and_the_algorithms_name_methods() -> None:
     assert found == [], f"method names outside privgauss.methods (read the registry): {found}"
 
 
+def _name_comparisons(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, literal) of every comparison (``==``, ``in``, ...) involving a method name."""
+    return [(node.lineno, c.value) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Compare)
+            for part in (node.left, *node.comparators) for c in ast.walk(part)
+            if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in names]
+
+
+def test_nothing_outside_the_registry_dispatches_on_a_method_name() -> None:
+    """The algorithm packages may name methods (their ledger steps, their own reports) but
+    never branch on one (``if method == "kssu"``): which formula, public-row count or check a
+    method has is a fact of its registry record (``mixture/requirements.py`` has one function
+    per learner, reached through the registry: ``pg.mixture_requirements``)."""
+    names = _registered() - {"auto"}
+    paths = [p for p in sorted(SRC.rglob("*.py")) if p.relative_to(SRC).parts[0] != "methods"]
+    assert SRC / "mixture" / "requirements.py" in paths
+    found = [(str(path.relative_to(SRC)), line, value) for path in paths
+             for line, value in _name_comparisons(path.read_text(), names)]
+    assert found == [], f"dispatch on method names outside privgauss.methods: {found}"
+    assert _name_comparisons("if m == 'kssu' or m in ('em',):\n    pass\n", names) == [
+        (1, "kssu"), (1, "em")]
+
+
 def test_run_functions_take_a_job_never_the_estimator() -> None:
     """Every registered run function takes one job (public facts, parameter objects and the
     fit's release context: GaussianJob or MixtureJob), and no function of the registry or the
-    reductions takes an estimator (a parameter ``est``) or both an accountant and a noise
-    source (they take a ``Release``)."""
+    reductions (nor of synthesis) takes an estimator (a parameter ``est``) or both an
+    accountant and a noise source (they take a ``Release``)."""
     import inspect
 
     for kind in methods.KINDS:
@@ -58,7 +81,7 @@ def test_run_functions_take_a_job_never_the_estimator() -> None:
             for run in (m.run, m.run_known_mean):
                 if run is not None:
                     assert list(inspect.signature(run).parameters) == ["job"], (kind, name)
-    for package in ("methods", "reductions"):
+    for package in ("methods", "reductions", "synthesis"):
         for path in sorted((SRC / package).glob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.FunctionDef):

@@ -299,3 +299,33 @@ def test_requirements_mixture_auto_previews_the_choice() -> None:
     em = _cli("requirements", "mixture", "em", "--n", 5000, "--d", 3, "--k", 2, "--rho", 0.5,
               "--n-public", 4)
     assert em.exit_code == 0 and "is enough" in em.output, em.output
+
+
+# ------------------------------------------------------------------ the public-row fall-back
+
+
+def test_the_fall_back_is_settled_on_the_public_rows_before_the_private_section() -> None:
+    """A public learner that cannot use the public rows (overlapping components: public-light's
+    split and public-heavy's clustering find fewer than k clusters) is replaced under ``auto``
+    by the registry's fall-back, from the public rows alone (``methods.settle_public``, no
+    private rows passed); asked by name it is refused there, before the private section; rows
+    it can use keep it. The estimator catches nothing inside the private section."""
+    from privgauss.exceptions import InvalidDataError
+
+    mix = make_mixture(40_040, 3, 2, separation=1.0, random_state=5)
+    P = mix.X[:40]
+    facts = methods.Facts("mixture", pg.ApproxDP(1.0, DELTA), 40_000, 2, k=3, n_public=40,
+                          separation=6.0)
+    for name in ("public-light", "public-heavy"):
+        method, reason = methods.settle_public("mixture", "auto", name, "chosen", facts, P)
+        assert method == "em"
+        assert reason.startswith(f"{name!r} refused these public rows (nothing was spent)")
+        with pytest.raises(InvalidDataError, match="nothing was spent"):
+            methods.settle_public("mixture", name, name, "requested", facts, P)
+    sep = make_mixture(40_040, 2, 2, separation=8.0, random_state=5)
+    ok = methods.Facts("mixture", pg.ApproxDP(1.0, DELTA), 40_000, 2, k=2, n_public=40,
+                       separation=6.0)
+    assert methods.settle_public("mixture", "auto", "public-heavy", "chosen", ok,
+                                 sep.X[:40]) == ("public-heavy", "chosen")
+    source = (Path(pg.__file__).parent / "estimators" / "mixture.py").read_text()
+    assert "except InvalidDataError" not in source

@@ -22,7 +22,7 @@ from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture import public_heavy as ph
 from privgauss.mixture.public_heavy import min_public_rows, public_heavy_gmm
-from privgauss.mixture.requirements import public_requirements
+from privgauss.mixture.requirements import public_heavy_report
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 
@@ -167,15 +167,15 @@ def test_adversarial_public_rows_spend_exactly_the_budget_or_nothing(mix) -> Non
 
 
 def test_requirements_are_public_and_monotone() -> None:
-    small = public_requirements("public-heavy", n=10_000, d=10, k=3, budget=ApproxDP(1, 1e-6),
+    small = public_heavy_report(n=10_000, d=10, k=3, budget=ApproxDP(1, 1e-6),
                                 min_weight=0.2)
-    big = public_requirements("public-heavy", n=10_000, d=10, k=3, budget=ApproxDP(8, 1e-6),
+    big = public_heavy_report(n=10_000, d=10, k=3, budget=ApproxDP(8, 1e-6),
                               min_weight=0.2)
     assert big.n_needed < small.n_needed
-    few = public_requirements("public-heavy", n=10**9, d=10, k=3, budget=ZCDP(1.0),
+    few = public_heavy_report(n=10**9, d=10, k=3, budget=ZCDP(1.0),
                               min_weight=0.2, n_public=50)
     assert not few.ok and few.dominant == "too few public rows"
-    theory = public_requirements("public-heavy", n=10, d=10, k=3, budget=ZCDP(1.0),
+    theory = public_heavy_report(n=10, d=10, k=3, budget=ZCDP(1.0),
                                  constants="theory")
     assert theory.n_needed > 0 and "indicative" in theory.note
 

@@ -29,7 +29,7 @@ from privgauss.mixture.public_light import (
     q_priv_counts,
     q_priv_sensitivity,
 )
-from privgauss.mixture.requirements import public_requirements
+from privgauss.mixture.requirements import public_light_report
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
 
@@ -193,10 +193,10 @@ def test_adversarial_public_rows_spend_exactly_the_budget(mix, make_public) -> N
 
 
 def test_requirements_for_public_light_are_public_facts() -> None:
-    r = public_requirements("public-light", n=50_000, d=10, k=3, budget=ApproxDP(1.0, 1e-6),
+    r = public_light_report(n=50_000, d=10, k=3, budget=ApproxDP(1.0, 1e-6),
                             min_weight=0.2)
     assert set(r.terms) >= {"Q_Priv counts", "private PCA noise", "per-component estimation"}
-    few = public_requirements("public-light", n=10**9, d=10, k=3, budget=ZCDP(1.0),
+    few = public_light_report(n=10**9, d=10, k=3, budget=ZCDP(1.0),
                               min_weight=0.2, n_public=5)
     assert not few.ok
 

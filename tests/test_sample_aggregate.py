@@ -30,7 +30,7 @@ from privgauss.mixture.component_estimation import (
     fixed_size_subset,
     nearest_center,
 )
-from privgauss.mixture.requirements import requirements
+from privgauss.mixture.requirements import sample_aggregate_requirements
 from privgauss.mixture.sample_aggregate import (
     SAOptions,
     default_chunk_size,
@@ -219,7 +219,7 @@ def test_failure_spends_the_whole_budget_and_names_the_step() -> None:
     with pytest.raises(EstimationFailed) as info:
         sample_aggregate_gmm(mix.X, 3, budget, release=Release.of(acct, 0))
     assert info.value.step.startswith("sample-aggregate/round-")
-    need = requirements("sample-aggregate", n=3000, d=2, k=3, epsilon=0.5, delta=DELTA)
+    need = sample_aggregate_requirements(n=3000, d=2, k=3, epsilon=0.5, delta=DELTA)
     assert info.value.needed_n == math.ceil(need.n_needed) > 3000
     assert _spent_equals(acct, 0.5, DELTA)
     assert any(e.mechanism == "unused" for e in acct.ledger)

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 import privgauss as pg
 from privgauss.audit import audit_mechanism
 from privgauss.cli import main
+from privgauss.mechanisms import Release
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, approx_to_zcdp, zcdp_to_epsilon
 from privgauss.synthesis import grid as grid_mod
@@ -251,8 +252,8 @@ AUDIT_DELTA = 1e-3
 def _grid_mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The grid's noisy counts (what the post-processing sees)."""
     acct = Accountant(ZCDP(AUDIT_RHO))
-    return release_grid_counts(data, 3, AUDIT_RHO, accountant=acct,
-                               noise=NoiseSource(rng)).ravel()
+    return release_grid_counts(data, 3, AUDIT_RHO,
+                               release=Release(acct, NoiseSource(rng))).ravel()
 
 
 def _grid_pair() -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ from scipy.special import ndtr
 import privgauss as pg
 from privgauss.audit import audit_mechanism, fit_outcome
 from privgauss.cli import main
+from privgauss.mechanisms import Release
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, approx_to_zcdp, zcdp_to_epsilon
 from privgauss.synthesis import marginals as marg
@@ -312,7 +313,7 @@ def _marginal_mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarra
     """Both releases (range, then histogram on the released grid) and what a reader sees."""
     plan = MarginalPlan(["float"], [None], 16, AUDIT_RHO, AUDIT_RHO)
     acct = Accountant(ZCDP(2 * AUDIT_RHO))
-    (m,) = release_marginals(data, plan, accountant=acct, noise=NoiseSource(rng))
+    (m,) = release_marginals(data, plan, release=Release(acct, NoiseSource(rng)))
     return np.concatenate([np.interp(PROBES, m.edges, m.cdf), [math.log2(m.high), m.low]])
 
 
@@ -320,7 +321,7 @@ def _histogram_mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarr
     """The histogram alone, on a stated range (fixed bins): the released bin masses."""
     plan = MarginalPlan(["float"], [(0.0, 4.0)], 8, 0.0, AUDIT_RHO)
     acct = Accountant(ZCDP(AUDIT_RHO))
-    (m,) = release_marginals(data, plan, accountant=acct, noise=NoiseSource(rng))
+    (m,) = release_marginals(data, plan, release=Release(acct, NoiseSource(rng)))
     return np.diff(m.cdf)
 
 
@@ -388,8 +389,8 @@ def test_fine_bins_go_where_the_values_are() -> None:
     (clipped at 0 and summed they used to take most of them)."""
     x = np.random.default_rng(0).uniform(1.0, 8.0, size=(3000, 1))
     plan = MarginalPlan(["float"], [None], 32, 0.005, 0.005)
-    m = release_marginals(x, plan, accountant=Accountant(ZCDP(0.01)),
-                          noise=NoiseSource(np.random.default_rng(1)))[0]
+    m = release_marginals(x, plan, release=Release(Accountant(ZCDP(0.01)),
+                                                   NoiseSource(np.random.default_rng(1))))[0]
     assert m.low == 0.0
     inside = np.count_nonzero((m.edges > 1.0) & (m.edges < 8.0))
     assert inside >= 0.75 * (len(m.edges) - 1)
@@ -438,8 +439,8 @@ def _bench_marginal(x: np.ndarray, seed: int) -> marg.Marginal:
     rho = approx_to_zcdp(1.0, 1e-6)
     plan = MarginalPlan(["float"], [None], marg.n_fine_bins(len(x), 0.4 * rho, 2),
                         0.1 * rho, 0.4 * rho)
-    (m,) = release_marginals(x, plan, accountant=Accountant(ZCDP(0.5 * rho)),
-                             noise=NoiseSource(seed))
+    (m,) = release_marginals(x, plan, release=Release(Accountant(ZCDP(0.5 * rho)),
+                                                      NoiseSource(seed)))
     return m
 
 
@@ -476,7 +477,7 @@ def _probe_mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Both releases of a one-signed column and what a reader sees of its other sign."""
     plan = MarginalPlan(["float"], [None], 16, AUDIT_RHO, AUDIT_RHO)
     acct = Accountant(ZCDP(2 * AUDIT_RHO))
-    (m,) = release_marginals(data, plan, accountant=acct, noise=NoiseSource(rng))
+    (m,) = release_marginals(data, plan, release=Release(acct, NoiseSource(rng)))
     return np.array([m.low, float(np.interp(0.0, m.edges, m.cdf)), math.log2(m.high)])
 
 
@@ -566,13 +567,13 @@ def test_types_release_a_float_columns_resolution() -> None:
                          np.round(rng.normal(5.0, 1.0, n), 2), rng.normal(5.0, 1.0, n)])
     rho = approx_to_zcdp(EPS, DELTA)
     acct = Accountant(ZCDP(rho))
-    kinds, steps = marg.release_types(X, ["auto"] * 4, 0.02 * rho, accountant=acct,
-                                      noise=NoiseSource(0))
+    kinds, steps = marg.release_types(X, ["auto"] * 4, 0.02 * rho,
+                                      release=Release(acct, NoiseSource(0)))
     assert kinds == ["integer", "float", "float", "float"] and steps == [0.0, 0.5, 0.01, 0.0]
     assert [e.step for e in acct.ledger] == ["types"]
     plan = MarginalPlan(["auto"] * 4, [None] * 4, marg.n_fine_bins(n, 0.4 * rho, 4),
                         0.1 * rho, 0.4 * rho, 0.02 * rho)
-    ms = release_marginals(X, plan, accountant=Accountant(ZCDP(rho)), noise=NoiseSource(1))
+    ms = release_marginals(X, plan, release=Release(Accountant(ZCDP(rho)), NoiseSource(1)))
     assert [m.step for m in ms] == [0.0, 0.5, 0.01, 0.0]
     u = np.random.default_rng(2).uniform(size=5000)
     for m in ms[1:3]:
@@ -610,7 +611,7 @@ def test_a_smooth_continuous_column_gets_a_cubic_inverse_cdf() -> None:
     rho = approx_to_zcdp(EPS, DELTA)
     plan = MarginalPlan(["auto"] * 2, [None] * 2, marg.n_fine_bins(n, 0.48 * rho, 2),
                         0.1 * rho, 0.48 * rho, 0.02 * rho)
-    ms = release_marginals(X, plan, accountant=Accountant(ZCDP(rho)), noise=NoiseSource(3))
+    ms = release_marginals(X, plan, release=Release(Accountant(ZCDP(rho)), NoiseSource(3)))
     assert [m.step for m in ms] == [0.0, 0.0]
     assert ms[0].smooth and not ms[1].smooth
     u = np.random.default_rng(1).uniform(size=200_000)

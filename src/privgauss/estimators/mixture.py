@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -361,36 +361,26 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
 
     # -- the fit's hooks (the protocol is the base class's) -------------------------------
     def _plan(self, plan: FitPlan) -> FitPlan:
-        """A dask array (or an on-disk file, opened as one) streams through ``method="em"``;
-        the other learners need random access to all rows, so for them it is loaded into
-        memory here, refused (before anything is spent) when larger than
-        ``max_memory_bytes``."""
+        """Settle the method on the public rows (:func:`~privgauss.methods.settle_public`): a
+        public-data method that refuses them alone (e.g. its public clustering finds fewer
+        clusters than ``n_components``) is refused here, or, under ``method="auto"``, replaced
+        by the registry's fall-back (private EM seeded by the public rows), before anything is
+        spent; ``plan.method`` and ``plan.reason`` say so. A dask array (or an on-disk file,
+        opened as one) streams through ``method="em"``; the other learners need random access
+        to all rows, so for them it is loaded into memory here, refused (before anything is
+        spent) when larger than ``max_memory_bytes``."""
+        plan.method, plan.reason = methods.settle_public(
+            "mixture", self.method, plan.method, plan.reason, plan.facts, plan.public)
         if not METHODS[plan.method].streams:
             plan.X = in_memory(plan.X, max_memory_bytes=self.max_memory_bytes)
         return plan
 
     def _run(self, plan: FitPlan, context: Release) -> _MixtureRelease:
         """The learner's run (inside the private section), its release projected into the
-        prior and checked finite. A public-data method that refuses the public rows alone
-        before spending anything (e.g. the public clustering found fewer clusters than
-        ``n_components``) falls back, under ``method="auto"``, to the registry's fall-back
-        (private EM seeded by the public rows); ``plan.method`` and ``plan.reason`` say so."""
+        prior and checked finite."""
         X = plan.X
         job = MixtureJob(X, plan.public, plan.facts, context, self._prior_center(int(X.shape[1])))
-        try:
-            weights, means, covs = methods.get("mixture", plan.method).run(job)
-        except InvalidDataError:
-            fallback = None
-            if (self.method == "auto" and methods.get("mixture", plan.method).uses_public
-                    and not context.accountant.ledger):
-                fallback = methods.fallback(
-                    "mixture", plan.facts,
-                    f"{plan.method!r} refused these public rows (nothing was spent)")
-            if fallback is None:
-                raise
-            plan.method, plan.reason = fallback
-            job = replace(job, info={})
-            weights, means, covs = methods.get("mixture", plan.method).run(job)
+        weights, means, covs = methods.get("mixture", plan.method).run(job)
         means, covs = self._inside_prior(  # may fail on a degenerate release: inside
             np.asarray(means, dtype=np.float64), np.asarray(covs, dtype=np.float64), job.center)
         weights = np.asarray(weights, dtype=np.float64)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..exceptions import InvalidDataError
 from . import _auto
 from . import agnostic as _agnostic
 from . import clip as _clip
@@ -54,6 +55,7 @@ __all__ = [
     "choose",
     "choose_auto",
     "fallback",
+    "settle_public",
     "get",
     "known_mean_refusal",
     "method_table",
@@ -184,6 +186,27 @@ def fallback(kind: str, facts: Facts, why: str) -> tuple[str, str] | None:
     """(name, reason) of the method ``auto`` falls back to when no other can work (``why``
     starts the reason), or None when none can."""
     return _auto.fallback(table(kind), facts, why)
+
+
+def settle_public(kind: str, requested: str, method: str, reason: str, facts: Facts,
+                  public: Any) -> tuple[str, str]:
+    """The method to run once the public rows are seen, before anything is spent: ``method``
+    (chosen by :func:`choose`) when its ``check_public`` accepts ``public``; under ``"auto"``,
+    the registry's :func:`fallback` when it refuses them (private EM seeded by the public rows;
+    the reason says which method refused); otherwise the refusal (InvalidDataError) itself.
+    Reads public rows and public facts only."""
+    spec = get(kind, method)
+    if spec.check_public is None or public is None:
+        return method, reason
+    try:
+        spec.check_public(facts, public)
+    except InvalidDataError:
+        found = None if requested != "auto" else fallback(
+            kind, facts, f"{method!r} refused these public rows (nothing was spent)")
+        if found is None:
+            raise
+        return found
+    return method, reason
 
 
 def known_mean_refusal(facts: Facts, name: str) -> str:

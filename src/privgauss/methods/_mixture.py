@@ -1,7 +1,7 @@
 """Shared pieces of the mixture methods: the :class:`MixtureJob` a mixture run function
 receives, the call of one of the library's paper learners with the fit's public parameters
-(:func:`learner_call`), and the requirement of the learners whose formula lives in
-:func:`privgauss.mixture.requirements.requirements`."""
+(:func:`learner_call`), and the requirement of a learner from its own formula in
+:mod:`privgauss.mixture.requirements` (:func:`paper_requirements`)."""
 
 from __future__ import annotations
 
@@ -74,14 +74,10 @@ def learner_call(learner: Callable[..., Mixture], job: MixtureJob, *, public: bo
     )
 
 
-def paper_requirements(name: str, facts: Facts, **extra: Any) -> Any:
-    """:func:`privgauss.mixture.requirements.requirements` of ``name`` for an (ε, δ) budget."""
-    from ..mixture.requirements import requirements
-
+def paper_requirements(formula: Callable[..., Any], facts: Facts, **extra: Any) -> Any:
+    """``formula`` (a learner's own function of :mod:`privgauss.mixture.requirements`) of the
+    fit's public facts, for an (ε, δ) budget."""
     budget = facts.budget
     assert isinstance(budget, ApproxDP)
-    return requirements(name, n=facts.n, d=facts.d, k=facts.k, epsilon=budget.epsilon,
-                        delta=budget.delta, min_weight=facts.min_weight, beta=float(facts.beta),
-                        **extra)
-
-
+    return formula(n=facts.n, d=facts.d, k=facts.k, epsilon=budget.epsilon, delta=budget.delta,
+                   min_weight=facts.min_weight, beta=float(facts.beta), **extra)

@@ -150,6 +150,11 @@ class Method:
         Mixture: ``min_public(d, min_weight)``: the fewest public rows it accepts.
     check : callable, optional
         ``check(facts)``: refuses, before anything is spent, inputs it cannot use.
+    check_public : callable, optional
+        Mixture: ``check_public(facts, public_rows)``: refuses (InvalidDataError), from the
+        public rows alone and before anything is spent, public rows it cannot use (e.g. its
+        public clustering finds fewer than k clusters); ``auto`` then falls back
+        (:func:`~privgauss.methods.settle_public`).
     requirements : callable, optional
         ``requirements(facts)``: a :class:`~privgauss.mixture.sample_size.Requirements`
         (the n it needs) or None.
@@ -206,6 +211,7 @@ class Method:
     known_mean: str = ""
     min_public: Callable[[int, float], int] | None = None
     check: Callable[[Facts], None] | None = None
+    check_public: Callable[[Facts, Any], None] | None = None
     requirements: Callable[[Facts], Any] | None = None
     theory_bound: Callable[..., tuple[Any, str]] | None = None
     plan: Callable[[Facts], BudgetPlan | None] | None = None

@@ -17,11 +17,12 @@ KNOBS = ("terrific_c", "radii", "n_radii_max", "max_points")
 
 def _requirements(facts: Facts) -> Any:
     from ..mixture.kssu import KSSUOptions
+    from ..mixture.requirements import kssu_requirements
 
     # the run's knobs that move its search floor
     knobs = {knob: int(facts.knobs[knob]) for knob in ("max_points", "n_radii_max")
              if knob in facts.knobs}
-    return paper_requirements("kssu", facts, constants=facts.formula or "practical",
+    return paper_requirements(kssu_requirements, facts, constants=facts.formula or "practical",
                               kssu_options=KSSUOptions(**knobs))
 
 

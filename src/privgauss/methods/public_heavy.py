@@ -4,9 +4,11 @@ preconditioning + CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.pub
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..privacy import BudgetPlan, zcdp_of
 from ._mixture import Mixture, MixtureJob, learner_call, learner_plan
-from ._public_mixture import fewest_public_rows, public_mixture_requirements
+from ._public_mixture import min_weight_of, public_mixture_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -22,6 +24,31 @@ def _plan(facts: Facts) -> BudgetPlan:
     plan = heavy_plan(zcdp_of(facts.budget, "public-heavy"), share,
                       pick_estimator(None, facts.constants))
     return learner_plan(facts, plan, "public-heavy")
+
+
+def _min_public(d: int, min_weight: float) -> int:
+    """The fewest public rows it accepts
+    (:func:`~privgauss.mixture.public_heavy.min_public_rows`)."""
+    from ..mixture.public_heavy import min_public_rows
+
+    return min_public_rows(d, min_weight)
+
+
+def _report(**facts: Any) -> Any:
+    """Its requirement (:func:`~privgauss.mixture.requirements.public_heavy_report`)."""
+    from ..mixture.requirements import public_heavy_report
+
+    return public_heavy_report(**facts)
+
+
+def _check_public(facts: Facts, public: Any) -> None:
+    """Refuses, from the public rows alone, those its public clustering cannot use
+    (:func:`~privgauss.mixture.public_heavy.check_public_clustering`)."""
+    from ..mixture.public_heavy import check_public, check_public_clustering, min_public_rows
+
+    w = min_weight_of(facts)
+    P = check_public(public, facts.d, facts.k, w, "public-heavy", min_public_rows(facts.d, w))
+    check_public_clustering(P, facts.n, facts.k, w, float(facts.beta), facts.constants)
 
 
 def _run(job: MixtureJob) -> Mixture:
@@ -40,8 +67,9 @@ METHOD = Method(
     budgets=frozenset({"zcdp", "approx"}),
     run=_run,
     public="required",
-    min_public=fewest_public_rows("public-heavy"),
-    requirements=public_mixture_requirements("public-heavy"),
+    min_public=_min_public,
+    check_public=_check_public,
+    requirements=public_mixture_requirements(_report),
     plan=_plan,
     knobs=KNOBS,
     # the separation ratio it was measured at (benchmarks/results/public_mixtures*.md)

@@ -4,9 +4,11 @@ CoinPress; ρ-zCDP or (ε, δ)-DP (:mod:`privgauss.mixture.public_light`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..privacy import BudgetPlan, zcdp_of
 from ._mixture import Mixture, MixtureJob, learner_call, learner_plan
-from ._public_mixture import fewest_public_rows, public_mixture_requirements
+from ._public_mixture import min_weight_of, public_mixture_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
@@ -22,6 +24,32 @@ def _plan(facts: Facts) -> BudgetPlan:
     plan = run_plan(zcdp_of(facts.budget, "public-light"), facts.k, facts.constants,
                     None if share is None else float(share))
     return learner_plan(facts, plan, "public-light")
+
+
+def _min_public(d: int, min_weight: float) -> int:
+    """The fewest public rows it accepts
+    (:func:`~privgauss.mixture.public_light.min_public_rows`)."""
+    from ..mixture.public_light import min_public_rows
+
+    return min_public_rows(d, min_weight)
+
+
+def _report(**facts: Any) -> Any:
+    """Its requirement (:func:`~privgauss.mixture.requirements.public_light_report`)."""
+    from ..mixture.requirements import public_light_report
+
+    return public_light_report(**facts)
+
+
+def _check_public(facts: Facts, public: Any) -> None:
+    """Refuses, from the public rows alone, those on which its public split cannot end with k
+    clusters (:func:`~privgauss.mixture.public_light.check_public_clusters`)."""
+    from ..mixture.public_heavy import check_public
+    from ..mixture.public_light import check_public_clusters, min_public_rows
+
+    w = min_weight_of(facts)
+    P = check_public(public, facts.d, facts.k, w, "public-light", min_public_rows(facts.d, w))
+    check_public_clusters(P, facts.k, w, facts.constants)
 
 
 def _run(job: MixtureJob) -> Mixture:
@@ -41,8 +69,9 @@ METHOD = Method(
     budgets=frozenset({"zcdp", "approx"}),
     run=_run,
     public="required",
-    min_public=fewest_public_rows("public-light"),
-    requirements=public_mixture_requirements("public-light"),
+    min_public=_min_public,
+    check_public=_check_public,
+    requirements=public_mixture_requirements(_report),
     plan=_plan,
     knobs=KNOBS,
     # the separation ratio it was measured at (benchmarks/results/public_mixtures*.md)

@@ -17,7 +17,10 @@ KNOBS = ("n_chunks", "learner", "radii", "peel_factor", "t_fraction", "box_facto
 
 
 def _requirements(facts: Facts) -> Any:
-    return paper_requirements("sample-aggregate", facts, constants=facts.formula or "practical")
+    from ..mixture.requirements import sample_aggregate_requirements
+
+    return paper_requirements(sample_aggregate_requirements, facts,
+                              constants=facts.formula or "practical")
 
 
 def _plan(facts: Facts) -> BudgetPlan:

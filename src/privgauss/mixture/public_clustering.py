@@ -172,12 +172,13 @@ def _public_summary(
 
 def easy_clustering(
     public_X: np.ndarray,
-    X: np.ndarray,
+    X: np.ndarray | None,
     k: int,
     min_weight: float,
     *,
     beta: float = 0.05,
     constants: str = "practical",
+    n: int | None = None,
 ) -> tuple[PublicClusters, np.ndarray]:
     """Alg. 9 (EasyClustering): split public and private rows together by balls chosen on the
     public rows alone; returns (public clusters, private labels).
@@ -191,18 +192,25 @@ def easy_clustering(
     private sets) are returned, the ⊥ branch appends the popped set, empty public subsets are
     dropped (public decision).
 
-    Privacy: zero cost — every decision is a function of ``public_X``; a private row's label is a
-    function of that row and the public data only. The private labels are **not** DP outputs.
+    Privacy: zero cost — every decision is a function of ``public_X`` (and public n); a private
+    row's label is a function of that row and the public data only. The private labels are
+    **not** DP outputs. With ``X=None`` and ``n`` given, the public clustering alone (the same
+    clusters, no private labels: an empty label array): a check that reads public data only.
     """
     P = np.asarray(public_X, dtype=np.float64)
-    Z = np.asarray(X, dtype=np.float64)
     m, d = P.shape
-    n = Z.shape[0]
-    if Z.ndim != 2 or Z.shape[1] != d:
-        raise InvalidDataError(f"X must have {d} columns like public_X")
+    if X is None:
+        if n is None:
+            raise ValueError("easy_clustering needs X or n")
+        Z = np.zeros((0, d))
+    else:
+        Z = np.asarray(X, dtype=np.float64)
+        if Z.ndim != 2 or Z.shape[1] != d:
+            raise InvalidDataError(f"X must have {d} columns like public_X")
+        n = Z.shape[0]
     const = split_constants(constants)
     t = m * min_weight / 2.0
-    queue: list[tuple[np.ndarray, np.ndarray]] = [(np.arange(m), np.arange(n))]
+    queue: list[tuple[np.ndarray, np.ndarray]] = [(np.arange(m), np.arange(Z.shape[0]))]
     done: list[tuple[np.ndarray, np.ndarray]] = []
     splits: list[tuple[np.ndarray, float]] = []
     log_term = math.sqrt(2 * k * math.log(2 * (n + m) * k / beta)) / (4 * math.sqrt(d))
@@ -233,7 +241,7 @@ def easy_clustering(
         in_priv = np.linalg.norm((Z[priv] - center) @ V - c, axis=1) <= radius
         queue.append((pub[in_pub], priv[in_priv]))
         queue.append((pub[~in_pub], priv[~in_priv]))
-    labels = np.full(n, -1, dtype=np.int64)
+    labels = np.full(Z.shape[0], -1, dtype=np.int64)
     for j, (_, priv) in enumerate(done):
         labels[priv] = j
     return _public_summary(P, [pub for pub, _ in done], splits), labels

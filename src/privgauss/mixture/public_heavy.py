@@ -40,6 +40,7 @@ public clustering that does not find k clusters of at least d+1 public rows each
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,7 @@ from .component_estimation import ComponentPrior, Partition, estimate_components
 from .public_clustering import PublicClusters, easy_clustering
 
 __all__ = [
+    "check_public_clustering",
     "heavy_plan",
     "joint_component_rows",
     "min_public_rows",
@@ -77,13 +79,11 @@ COUNT_SHARE = 0.04
 
 
 
-def min_public_rows(d: int, min_weight: float, method: str = "public-heavy") -> int:
-    """The fewest public rows the method accepts. public-heavy: every cluster needs ≥ d+1
-    public rows for Alg. 2 and holds about m·w_min/2 of them, so m ≥ 2(d+1)/w_min.
-    public-light: Alg. 3/5 need t = m·w_min/2 ≥ 2 public rows per ball, so m ≥ 4/w_min."""
-    if method == "public-heavy":
-        return math.ceil(2 * (d + 1) / min_weight)
-    return math.ceil(4 / min_weight)
+def min_public_rows(d: int, min_weight: float) -> int:
+    """The fewest public rows public-heavy accepts: every cluster needs ≥ d+1 public rows for
+    Alg. 2 and holds about m·w_min/2 of them, so m ≥ 2(d+1)/w_min (public-light's:
+    :func:`~.public_light.min_public_rows`)."""
+    return math.ceil(2 * (d + 1) / min_weight)
 
 
 def joint_component_rows(d: int, rho_estimation: float, min_weight: float) -> float:
@@ -125,8 +125,10 @@ def theory_terms(*, d: int, k: int, rho: float, min_weight: float, alpha: float 
     }
 
 
-def check_public(public_X: Any, d: int, k: int, min_weight: float, method: str) -> np.ndarray:
-    """Validate the public rows for ``method`` (before any budget is spent)."""
+def check_public(public_X: Any, d: int, k: int, min_weight: float, method: str,
+                 need: int) -> np.ndarray:
+    """Validate the public rows for ``method`` (its name, for the messages), which needs at
+    least ``need`` of them (before any budget is spent)."""
     if public_X is None:
         raise InvalidDataError(f"method={method!r} needs public rows: pass public_X")
     P = public_rows(public_X, name="public_X")
@@ -135,7 +137,6 @@ def check_public(public_X: Any, d: int, k: int, min_weight: float, method: str) 
             f"public_X has {P.shape[1]} columns but X has {d}: give public rows of the same "
             "dimension"
         )
-    need = min_public_rows(d, min_weight, method)
     if P.shape[0] < need:
         raise InvalidDataError(
             f"method={method!r} needs at least {need} public rows here (d = {d}, k = {k}, "
@@ -154,9 +155,11 @@ def prepare(
     beta: float,
     accountant: Accountant,
     method: str,
+    min_public: Callable[[int, float], int],
 ) -> tuple[np.ndarray, np.ndarray, int, float, float]:
     """Validate everything a public-data mixture learner needs, before anything is spent:
-    (X, public rows, k, w_min, ρ)."""
+    (X, public rows, k, w_min, ρ); ``method`` names the learner in the messages,
+    ``min_public(d, w_min)`` is the fewest public rows it accepts."""
     X = as_rows(X, min_rows=2)
     k = check_positive_int(k, "k", minimum=1)
     w_min = 1.0 / k if min_weight is None else float(min_weight)
@@ -164,7 +167,7 @@ def prepare(
         raise ValueError(f"min_weight must be in (0, 1/k] = (0, {1.0 / k:.4g}]")
     if not (0 < beta < 1):
         raise ValueError("beta must be in (0, 1)")
-    P = check_public(public_X, X.shape[1], k, w_min, method)
+    P = check_public(public_X, X.shape[1], k, w_min, method, min_public(X.shape[1], w_min))
     rho = zcdp_of(budget, method)
     if not accountant.can_spend(ZCDP(rho)):
         raise PrivacyBudgetError(
@@ -202,7 +205,7 @@ def public_heavy_gmm(
         raise ValueError("count_share must be in (0, 1)")
     estimator = pick_estimator(estimator, constants)
     X, P, k, w_min, rho = prepare(X, k, budget, public_X, min_weight, beta, accountant,
-                                  "public-heavy")
+                                  "public-heavy", min_public_rows)
     n, d = X.shape
     clusters, labels = easy_clustering(P, X, k, w_min, beta=beta / 3, constants=constants)
     if info is not None:
@@ -268,6 +271,19 @@ def positive_definite(covs: np.ndarray, floor: float = 1e-6) -> np.ndarray:
         scale = max(float(np.trace(C)) / C.shape[0], 1e-300)
         out[j] = project_psd(C, min_eig=floor * scale)
     return out
+
+
+def check_public_clustering(P: np.ndarray, n: int, k: int, w_min: float, beta: float,
+                            constants: str) -> None:
+    """Refuse (InvalidDataError), from the public rows ``P`` and public n alone, public rows on
+    which :func:`public_heavy_gmm` cannot run: the same public clustering (Alg. 9) and the same
+    checks (k clusters of ≥ d+1 rows, no large leftover group, no degenerate cluster) that it
+    makes before spending. Nothing private is read, so it can run before the fit."""
+    d = P.shape[1]
+    clusters, _ = easy_clustering(P, None, k, w_min, beta=beta / 3, constants=constants, n=n)
+    _check_clusters(clusters, k, d, P.shape[0] * w_min / 2)
+    for j in range(k):
+        public_preconditioner(P[clusters.labels == j], beta / (6 * k), outliers=True)
 
 
 def _check_clusters(clusters: PublicClusters, k: int, d: int, t: float) -> None:

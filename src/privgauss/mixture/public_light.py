@@ -78,6 +78,7 @@ from .public_heavy import joint_component_rows, pick_estimator, positive_definit
 __all__ = [
     "check_public_clusters",
     "light_plan",
+    "min_public_rows",
     "public_cluster_count",
     "public_light_gmm",
     "public_light_requirements",
@@ -168,6 +169,12 @@ class LightOptions:
     estimator: str | None = None
 
 
+def min_public_rows(d: int, min_weight: float) -> int:
+    """The fewest public rows public-light accepts: Alg. 3/5 need t = m·w_min/2 ≥ 2 public rows
+    per ball, so m ≥ 4/w_min (whatever d)."""
+    return math.ceil(4 / min_weight)
+
+
 def public_light_gmm(
     X: Any,
     k: int,
@@ -200,7 +207,7 @@ def public_light_gmm(
     if not (0 < clustering_share < 1 - COUNT_SHARE):
         raise ValueError(f"clustering_share must be in (0, {1 - COUNT_SHARE:g})")
     X, P, k, w_min, rho = prepare(X, k, budget, public_X, min_weight, beta, accountant,
-                                  "public-light")
+                                  "public-light", min_public_rows)
     n = X.shape[0]
     check_public_clusters(P, k, w_min, constants)  # before anything is spent
     plan = light_plan(rho, k, clustering_share, JOINT_PCA_SHARE if joint else PCA_SHARE)

@@ -17,12 +17,16 @@ Two kinds of numbers (spec ``kssu19.md`` §2, §12):
   little separation, not too few rows.
 
 Nothing here looks at data; every function is safe to call before spending any budget, and
-:class:`Requirements` says what n (or which knob) is needed.
+:class:`Requirements` says what n (or which knob) is needed. There is one function per learner
+(:func:`kssu_requirements`, :func:`sample_aggregate_requirements`, :func:`pegme_requirements`,
+:func:`public_heavy_report`, :func:`public_light_report`); the registry's records call them, and
+reaching one by its method name is the registry's: ``pg.mixture_requirements``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ..privacy import Budget, zcdp_of
@@ -30,32 +34,26 @@ from ..theory import Bound
 from .kssu import KSSUOptions
 from .kssu_sample_size import practical_terms as _kssu_practical
 from .public_heavy import min_public_rows, public_heavy_requirements, theory_terms
+from .public_light import min_public_rows as light_public_rows
 from .public_light import public_light_requirements
 from .sample_aggregate import practical_terms as _sa_practical
 from .sample_size import Requirements, check_sizes, report
 from .sample_size import lg as _lg
 
 __all__ = [
-    "METHODS",
     "Requirements",
+    "kssu_requirements",
     "kssu_theory_terms",
-    "public_requirements",
-    "requirements",
+    "pegme_requirements",
+    "public_heavy_report",
+    "public_light_report",
+    "sample_aggregate_requirements",
     "sample_aggregate_theory",
     "separation_main",
     "separation_sample_aggregate",
     "separation_warmup",
     "warmup_theory_terms",
 ]
-
-METHODS = ("kssu", "sample-aggregate", "pegme")
-
-
-
-# ----------------------------------------------------------------------------------------------
-# Practical thresholds, from the implementation's own budget split
-# ----------------------------------------------------------------------------------------------
-
 
 # ----------------------------------------------------------------------------------------------
 # Theory formulas (constants 1, polylog -> log): spec §2
@@ -244,12 +242,55 @@ def sample_aggregate_theory(
 
 
 # ----------------------------------------------------------------------------------------------
-# The entry point
+# Each learner's requirement (its registry record calls it: privgauss.mixture_requirements)
 # ----------------------------------------------------------------------------------------------
 
 
-def requirements(
-    method: str,
+def _constants(constants: str) -> None:
+    if constants not in ("practical", "theory"):
+        raise ValueError("constants must be 'practical' or 'theory'")
+
+
+def _paper_report(
+    name: str,
+    theory: Callable[..., dict[str, Bound]],
+    practical: Callable[[float], dict[str, Any]],
+    *,
+    n: int,
+    d: int,
+    k: int,
+    epsilon: float,
+    delta: float,
+    min_weight: float | None,
+    alpha: float,
+    beta: float,
+    constants: str,
+    with_weight: bool = True,
+    keep: str | None = None,
+) -> Requirements:
+    """The :class:`Requirements` of a paper learner (``name`` labels the report): its
+    ``theory(...)`` terms (``keep``: only that one; ``with_weight``: it takes ``min_weight``)
+    or its ``practical(w)`` ``{"terms", "knobs"}``."""
+    _constants(constants)
+    w = 1.0 / k if min_weight is None else float(min_weight)
+    check_sizes(n, d, k, epsilon, delta, w)
+    if constants == "theory":
+        extra = {"min_weight": w} if with_weight else {}
+        bounds = theory(n=n, d=d, k=k, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta,
+                        **extra)
+        if keep is not None:
+            bounds = {keep: bounds[keep]}
+        terms = {term: b.n for term, b in bounds.items()}
+        note = "theorem terms with constants 1 and polylog -> log: indicative only"
+        knobs: dict[str, Any] = {}
+    else:
+        out = practical(w)
+        terms, knobs = out["terms"], out["knobs"]
+        note = "practical thresholds of this implementation (measured safety factors)"
+    return report(name, n, terms, constants, knobs, note)
+
+
+def kssu_requirements(
     *,
     n: int,
     d: int,
@@ -262,54 +303,106 @@ def requirements(
     constants: str = "practical",
     kssu_options: KSSUOptions | None = None,
 ) -> Requirements:
-    """Whether ``n`` samples can work for the paper learner ``method`` ("kssu",
-    "sample-aggregate" or "pegme"), from public quantities only (d, k, the (ε, δ) budget,
-    min_weight defaulting to 1/k). Every mixture method's requirement, these included, is
-    reached through the method registry: ``pg.mixture_requirements``.
+    """Whether ``n`` samples can work for ``kssu`` (KSSU19 Thm 1.1 / 5.1), from public
+    quantities only (d, k, the (ε, δ) budget, min_weight defaulting to 1/k).
 
     ``constants="practical"``: this implementation's thresholds (see the module docstring);
-    ``"theory"``: the paper's theorem terms with constants 1 (indicative only).
-    ``kssu_options``: the KSSU learner's knobs that move its search floor (``max_points``, the
-    subsample size of the pairwise scores, and ``n_radii_max``, its number of radii below a
-    released ball; default :class:`~.kssu.KSSUOptions`)."""
+    ``"theory"``: the theorem's terms with constants 1 (indicative only). ``kssu_options``:
+    the learner's knobs that move its search floor (``max_points``, the subsample size of the
+    pairwise scores, and ``n_radii_max``, its number of radii below a released ball; default
+    :class:`~.kssu.KSSUOptions`)."""
     opts = KSSUOptions() if kssu_options is None else kssu_options
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r} (every mixture "
-                         "method's requirement: privgauss.mixture_requirements)")
-    if constants not in ("practical", "theory"):
-        raise ValueError("constants must be 'practical' or 'theory'")
+    return _paper_report(
+        "kssu", kssu_theory_terms,
+        lambda w: _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=opts.max_points,
+                                  n_radii_max=opts.n_radii_max),
+        n=n, d=d, k=k, epsilon=epsilon, delta=delta, min_weight=min_weight, alpha=alpha,
+        beta=beta, constants=constants)
+
+
+def pegme_requirements(
+    *,
+    n: int,
+    d: int,
+    k: int,
+    epsilon: float,
+    delta: float,
+    min_weight: float | None = None,
+    alpha: float = 0.2,
+    beta: float = 0.05,
+    constants: str = "practical",
+) -> Requirements:
+    """Whether ``n`` samples can work for ``pegme`` (the KSSU19 warm-up, Thm 4.4), from public
+    quantities only. ``"theory"``: terms W1–W4 with constants 1 (indicative only);
+    ``"practical"``: the KSSU practical thresholds (its partition and per-component
+    estimation are bounded by the same terms), with the default :class:`~.kssu.KSSUOptions`."""
+    opts = KSSUOptions()
+    return _paper_report(
+        "pegme", warmup_theory_terms,
+        lambda w: _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=opts.max_points,
+                                  n_radii_max=opts.n_radii_max),
+        n=n, d=d, k=k, epsilon=epsilon, delta=delta, min_weight=min_weight, alpha=alpha,
+        beta=beta, constants=constants, with_weight=False)
+
+
+def sample_aggregate_requirements(
+    *,
+    n: int,
+    d: int,
+    k: int,
+    epsilon: float,
+    delta: float,
+    min_weight: float | None = None,
+    alpha: float = 0.2,
+    beta: float = 0.05,
+    constants: str = "practical",
+) -> Requirements:
+    """Whether ``n`` samples can work for ``sample-aggregate`` (KSSU19 Thm 6.1 / 6.4 with
+    VW02), from public quantities only. ``"theory"``: n = m·s with constants 1 (indicative
+    only); ``"practical"``: this implementation's thresholds."""
+    return _paper_report(
+        "sample-aggregate", sample_aggregate_theory,
+        lambda w: _sa_practical(n, d, k, epsilon, delta, w, beta),
+        n=n, d=d, k=k, epsilon=epsilon, delta=delta, min_weight=min_weight, alpha=alpha,
+        beta=beta, constants=constants, keep="n = m s")
+
+
+def _public_report(
+    name: str,
+    practical: Callable[..., dict[str, float]],
+    fewest: Callable[[int, float], int],
+    extra_theory: Callable[[int, int, float], dict[str, float]],
+    *,
+    n: int,
+    d: int,
+    k: int,
+    budget: Budget,
+    min_weight: float | None,
+    beta: float,
+    alpha: float,
+    constants: str,
+    n_public: int | None,
+) -> Requirements:
+    """The :class:`Requirements` of a BKS22 public-data learner (``name`` labels the report):
+    its ``practical(...)`` terms or the Thm 4.29 terms plus ``extra_theory(d, k, ρ)``, and
+    ``fewest(d, w)`` public rows."""
     w = 1.0 / k if min_weight is None else float(min_weight)
-    check_sizes(n, d, k, epsilon, delta, w)
+    rho = zcdp_of(budget, name)
+    knobs: dict[str, Any] = {"public rows": f">= {fewest(d, w)}"}
     if constants == "theory":
-        if method == "kssu":
-            bounds = kssu_theory_terms(
-                n=n, d=d, k=k, epsilon=epsilon, delta=delta, min_weight=w, alpha=alpha, beta=beta
-            )
-        elif method == "pegme":
-            bounds = warmup_theory_terms(
-                n=n, d=d, k=k, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta
-            )
-        else:
-            bounds = sample_aggregate_theory(
-                n=n, d=d, k=k, epsilon=epsilon, delta=delta, min_weight=w, alpha=alpha, beta=beta
-            )
-            bounds = {"n = m s": bounds["n = m s"]}
-        terms = {name: b.n for name, b in bounds.items()}
+        bounds = theory_terms(d=d, k=k, rho=rho, min_weight=w, alpha=alpha, beta=beta)
+        terms = {term: b.n for term, b in bounds.items() if term != "public rows m"}
+        terms.update(extra_theory(d, k, rho))
         note = "theorem terms with constants 1 and polylog -> log: indicative only"
-        knobs: dict[str, Any] = {}
     else:
-        if method == "sample-aggregate":
-            out = _sa_practical(n, d, k, epsilon, delta, w, beta)
-        else:
-            out = _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=opts.max_points,
-                                  n_radii_max=opts.n_radii_max)
-        terms, knobs = out["terms"], out["knobs"]
+        terms = practical(n=n, d=d, k=k, rho=rho, min_weight=w, beta=beta)
         note = "practical thresholds of this implementation (measured safety factors)"
-    return report(method, n, terms, constants, knobs, note)
+    if n_public is not None and n_public < fewest(d, w):
+        terms["too few public rows"] = math.inf
+    return report(name, n, terms, constants, knobs, note)
 
 
-def public_requirements(
-    method: str,
+def public_heavy_report(
     *,
     n: int,
     d: int,
@@ -320,26 +413,36 @@ def public_requirements(
     alpha: float = 0.2,
     constants: str = "practical",
     n_public: int | None = None,
-) -> Any:
-    """:class:`~.requirements.Requirements` of ``"public-heavy"`` or ``"public-light"`` from
-    public quantities only (``budget`` ZCDP or (ε, δ) with δ > 0). ``"practical"``: this
-    implementation's measured thresholds; ``"theory"``: Thm 4.29 / 4.24 terms with constants 1
-    (indicative only). ``n_public`` (if given) is checked against :func:`min_public_rows`."""
-    if method not in ("public-heavy", "public-light"):
-        raise ValueError(f"method must be 'public-heavy' or 'public-light', got {method!r}")
-    w = 1.0 / k if min_weight is None else float(min_weight)
-    rho = zcdp_of(budget, method)
-    knobs: dict[str, Any] = {"public rows": f">= {min_public_rows(d, w, method)}"}
-    if constants == "theory":
-        bounds = theory_terms(d=d, k=k, rho=rho, min_weight=w, alpha=alpha, beta=beta)
-        terms = {name: b.n for name, b in bounds.items() if name != "public rows m"}
-        if method == "public-light":
-            terms["clustering d^1.5 k^2.5"] = d**1.5 * k**2.5 / math.sqrt(rho)
-        note = "theorem terms with constants 1 and polylog -> log: indicative only"
-    else:
-        fn = public_heavy_requirements if method == "public-heavy" else public_light_requirements
-        terms = fn(n=n, d=d, k=k, rho=rho, min_weight=w, beta=beta)
-        note = "practical thresholds of this implementation (measured safety factors)"
-    if n_public is not None and n_public < min_public_rows(d, w, method):
-        terms["too few public rows"] = math.inf
-    return report(method, n, terms, constants, knobs, note)
+) -> Requirements:
+    """:class:`Requirements` of ``public-heavy`` from public quantities only (``budget`` ZCDP
+    or (ε, δ) with δ > 0). ``"practical"``: this implementation's measured thresholds;
+    ``"theory"``: Thm 4.29 terms with constants 1 (indicative only). ``n_public`` (if given)
+    is checked against :func:`~.public_heavy.min_public_rows`."""
+    return _public_report(
+        "public-heavy", public_heavy_requirements, min_public_rows, lambda d, k, rho: {},
+        n=n, d=d, k=k, budget=budget, min_weight=min_weight, beta=beta, alpha=alpha,
+        constants=constants, n_public=n_public)
+
+
+def public_light_report(
+    *,
+    n: int,
+    d: int,
+    k: int,
+    budget: Budget,
+    min_weight: float | None = None,
+    beta: float = 0.05,
+    alpha: float = 0.2,
+    constants: str = "practical",
+    n_public: int | None = None,
+) -> Requirements:
+    """:class:`Requirements` of ``public-light`` from public quantities only (``budget`` ZCDP
+    or (ε, δ) with δ > 0). ``"practical"``: this implementation's measured thresholds;
+    ``"theory"``: Thm 4.24 terms with constants 1 and its d^1.5 k^2.5 clustering term
+    (indicative only). ``n_public`` (if given) is checked against
+    :func:`~.public_light.min_public_rows`."""
+    return _public_report(
+        "public-light", public_light_requirements, light_public_rows,
+        lambda d, k, rho: {"clustering d^1.5 k^2.5": d**1.5 * k**2.5 / math.sqrt(rho)},
+        n=n, d=d, k=k, budget=budget, min_weight=min_weight, beta=beta, alpha=alpha,
+        constants=constants, n_public=n_public)

@@ -387,16 +387,16 @@ def budget_notion(budget: Budget) -> str:
     return "pure" if is_pure(budget) else "approx"
 
 
-def zcdp_of(budget: Budget, what: str) -> float:
+def zcdp_of(budget: Budget, what: str, *, refusal: str | None = None) -> float:
     """The ρ a zCDP algorithm may use within ``budget`` (ApproxDP: the largest ρ implying it);
-    :class:`PrivacyBudgetError` naming ``what`` for a pure budget."""
+    :class:`PrivacyBudgetError` for a pure budget, naming ``what`` (or saying ``refusal``)."""
     if isinstance(budget, ZCDP):
         return budget.rho
     if has_delta(budget):
         return approx_to_zcdp(budget.epsilon, budget.delta)
     raise PrivacyBudgetError(
-        f"{what} is a zCDP algorithm and cannot give a pure epsilon-DP guarantee; pass rho= or "
-        "epsilon= with delta=, or choose a pure-DP method"
+        refusal or f"{what} is a zCDP algorithm and cannot give a pure epsilon-DP guarantee; "
+        "pass rho= or epsilon= with delta=, or choose a pure-DP method"
     )
 
 

@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms import gaussian_mechanism
-from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant
+from ..mechanisms import Release, gaussian_mechanism
+from ..privacy import ZCDP
 from ..sensitivity import histogram_l2
 
 #: fewest levels per column for the grid to be used (below, the copula mixture alone)
@@ -148,16 +147,17 @@ def grid_sigma(rho: float) -> float:
     return histogram_l2() / math.sqrt(2.0 * rho)
 
 
-def release_grid_counts(U: np.ndarray, levels: int, rho: float, *, accountant: Accountant,
-                        noise: NoiseSource) -> np.ndarray:
+def release_grid_counts(U: np.ndarray, levels: int, rho: float, *,
+                        release: Release) -> np.ndarray:
     """The noisy cell counts of the uniform scores ``U`` (n, d), shape (levels,) * d: one
-    charge, step ``grid`` (ZCDP(rho), before the noise is drawn)."""
+    charge to ``release``, step ``grid`` under its prefix (ZCDP(rho), before the noise is
+    drawn)."""
     d = U.shape[1]
     shape = (levels,) * d
     empty = DependenceGrid(levels, np.full(shape, 1.0 / levels**d))
     counts = np.bincount(empty.cells(U), minlength=levels**d).astype(np.float64)
-    noisy = gaussian_mechanism(counts, histogram_l2(), ZCDP(rho), accountant=accountant,
-                               noise=noise, step="grid")
+    noisy = gaussian_mechanism(counts, histogram_l2(), ZCDP(rho), accountant=release.accountant,
+                               noise=release.noise, step=release.name("grid"))
     return np.asarray(noisy, dtype=np.float64).reshape(shape)
 
 

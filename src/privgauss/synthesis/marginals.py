@@ -50,9 +50,8 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
-from ..mechanisms import gaussian_mechanism
-from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant
+from ..mechanisms import Release, gaussian_mechanism
+from ..privacy import ZCDP
 from ..sensitivity import histogram_l2
 
 #: column kinds: real values, integers, 0/1 flags
@@ -503,16 +502,17 @@ def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
     return np.minimum(cdf, 1.0), lam
 
 
-def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accountant,
-                      noise: NoiseSource) -> list[Marginal]:
-    """The DP marginals of the columns of ``X`` (validated finite rows, n public): at most two
-    charges, ``range`` (ZCDP(plan.rho_range), when some column's range is not stated) and
-    ``histogram`` (ZCDP(plan.rho_hist)), each made before its noise is drawn."""
+def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
+                      release: Release) -> list[Marginal]:
+    """The DP marginals of the columns of ``X`` (validated finite rows, n public): at most three
+    charges to ``release`` (steps under its prefix), ``types`` (ZCDP(plan.rho_types), when
+    some column's kind is "auto": :func:`release_types`), ``range`` (ZCDP(plan.rho_range),
+    when some column's range is not stated) and ``bins`` (ZCDP(plan.rho_hist)), each made
+    before its noise is drawn."""
     n, d = X.shape
     steps = [0.0] * d  # a float column's released resolution (0: continuous)
     if "auto" in plan.kinds:
-        kinds, steps = release_types(X, plan.kinds, plan.rho_types, accountant=accountant,
-                                     noise=noise)
+        kinds, steps = release_types(X, plan.kinds, plan.rho_types, release=release)
         plan = replace(plan, kinds=kinds)
     lows: list[float] = [0.0] * d
     edges: list[np.ndarray | None] = [None] * d
@@ -530,8 +530,9 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
         for i, j in enumerate(need_range):
             counts[i] = np.bincount(_octave_keys(X[:, j]), minlength=N_RANGE_BINS)
         sens = histogram_l2() * math.sqrt(m)  # one record moves between two bins per column
-        noisy = gaussian_mechanism(counts, sens, ZCDP(plan.rho_range), accountant=accountant,
-                                   noise=noise, step="range").reshape(m, N_RANGE_BINS)
+        noisy = gaussian_mechanism(counts, sens, ZCDP(plan.rho_range),
+                                   accountant=release.accountant, noise=release.noise,
+                                   step=release.name("range")).reshape(m, N_RANGE_BINS)
         sigma = sens / math.sqrt(2.0 * plan.rho_range)
         thr = range_threshold(sigma, m)
         for i, j in enumerate(need_range):
@@ -555,8 +556,9 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *, accountant: Accounta
     flat = np.concatenate([_fine_counts(X[:, j], e, plan.kinds[j])
                            for j, e in enumerate(edges) if e is not None])
     sens = histogram_l2() * math.sqrt(d)
-    noisy_flat = gaussian_mechanism(flat, sens, ZCDP(plan.rho_hist), accountant=accountant,
-                                    noise=noise, step="bins")
+    noisy_flat = gaussian_mechanism(flat, sens, ZCDP(plan.rho_hist),
+                                    accountant=release.accountant, noise=release.noise,
+                                    step=release.name("bins"))
     sigma_hist = sens / math.sqrt(2.0 * plan.rho_hist)
     out = []
     start = 0
@@ -599,15 +601,16 @@ def _rung(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def release_types(X: np.ndarray, kinds: Sequence[str], rho: float, *, accountant: Accountant,
-                  noise: NoiseSource) -> tuple[list[str], list[float]]:
+def release_types(X: np.ndarray, kinds: Sequence[str], rho: float, *,
+                  release: Release) -> tuple[list[str], list[float]]:
     """Resolve the ``"auto"`` kinds: integer, or float with a resolution (a step of
     :data:`RESOLUTIONS`, 0 for none), from one release (step ``types``, ρ-zCDP): per such
     column, the histogram of its values over the coarsest rung whose grid holds each
     (:func:`_rung`; replace-one moves one record between two cells per column, L2
     sensitivity √(2m) for m columns). The noisy count of values off rung i's grid is n minus
     the noisy cells 0..i (n public); the column lies on the coarsest rung whose count is below
-    :data:`INTEGER_TOLERANCE` n or three of its noise deviations, integer for rung 0. A CSV
+    :data:`INTEGER_TOLERANCE` n or three of its noise deviations, integer for rung 0. Charged
+    to ``release`` (step ``types`` under its prefix). A CSV
     file declares no types, and reading them off the values would let one record (a 1.5
     among integers) flip one. Returns the kinds and each column's step (0 but for a gridded
     float column)."""
@@ -617,8 +620,9 @@ def release_types(X: np.ndarray, kinds: Sequence[str], rho: float, *, accountant
     counts = np.concatenate([np.bincount(_rung(np.asarray(X[:, j], np.float64)),
                                          minlength=cells) for j in auto]).astype(np.float64)
     sens = histogram_l2() * math.sqrt(len(auto))
-    noisy = gaussian_mechanism(counts, sens, ZCDP(rho), accountant=accountant, noise=noise,
-                               step="types").reshape(len(auto), cells)
+    noisy = gaussian_mechanism(counts, sens, ZCDP(rho), accountant=release.accountant,
+                               noise=release.noise,
+                               step=release.name("types")).reshape(len(auto), cells)
     sigma = sens / math.sqrt(2.0 * rho)
     out, steps = list(kinds), [0.0] * len(kinds)
     for j, h in zip(auto, noisy, strict=True):

@@ -35,9 +35,9 @@ from scipy.special import ndtr, ndtri
 from ..estimators import PrivateGaussian, PrivateGaussianMixture
 from ..estimators._base import NEIGHBOURS, private_section, warn_before_fit
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
+from ..mechanisms import Release
 from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, budget_to_dict, make_budget
-from ..privacy.budgets import approx_to_zcdp
+from ..privacy import ZCDP, Accountant, budget_to_dict, make_budget, zcdp_of
 from ..validation import check_data
 from ..warnings import SimplerModelWarning
 from .column_kinds import cast_array, declared_dtypes, kinds_of
@@ -63,6 +63,9 @@ from .marginals import (
     release_marginals,
 )
 
+#: the refusal of a pure ε-DP budget (every release is Gaussian)
+PURE_REFUSAL = ("synthesis needs a rho-zCDP budget or (epsilon, delta) with delta > 0 (its "
+                "releases are Gaussian); pure epsilon-DP is not supported")
 #: share of the budget (as zCDP) spent on the marginals' ranges and on their histograms
 #: (the types' share, when a column's kind is "auto", comes out of the histograms')
 TYPES_SHARE = 0.02
@@ -94,17 +97,6 @@ DEPENDENCE = ("auto", "grid", "copula")
 def score_bound(n: int) -> float:
     """The largest |normal score|: Φ⁻¹(1 − 1/(2n)), a function of public n."""
     return float(ndtri(1.0 - 0.5 / n))
-
-
-def _zcdp_total(budget: Budget) -> float:
-    if isinstance(budget, ZCDP):
-        return budget.rho
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
-        return approx_to_zcdp(budget.epsilon, budget.delta)
-    raise PrivacyBudgetError(
-        "synthesis needs a rho-zCDP budget or (epsilon, delta) with delta > 0 (its releases "
-        "are Gaussian); pure epsilon-DP is not supported"
-    )
 
 
 def score_prior(n: int, d: int) -> tuple[float, tuple[float, float]]:
@@ -257,7 +249,7 @@ class PrivateSynthesizer:
         """
         del y
         budget = make_budget(rho=self.rho, epsilon=self.epsilon, delta=self.delta)
-        rho_total = _zcdp_total(budget)
+        rho_total = zcdp_of(budget, "synthesis", refusal=PURE_REFUSAL)
         if self.n_components != "auto" and not (
                 isinstance(self.n_components, int) and self.n_components >= 1):
             raise InvalidDataError("n_components must be 'auto' or an integer >= 1")
@@ -301,17 +293,17 @@ class PrivateSynthesizer:
         acct = Accountant(budget, parent=shared)
         noise = NoiseSource(self.random_state)
         warn_before_fit(budget, n, noise)
+        release = Release(acct, noise)
         with contextlib.ExitStack() as stack:
             if shared is not None:
                 stack.enter_context(shared.exclusive())
             with private_section(acct):
-                marginals = release_marginals(rows, plan, accountant=acct.child("marginals"),
-                                              noise=noise)
-                U = self._uniform(rows, marginals, n, noise.rng)
-                counts = (release_grid_counts(U, levels, rho_grid, accountant=acct, noise=noise)
+                marginals = release_marginals(rows, plan, release=release.child("marginals"))
+                U = self._uniform(rows, marginals, n, release.rng)
+                counts = (release_grid_counts(U, levels, rho_grid, release=release)
                           if levels else None)
                 Z = np.asarray(ndtri(U))
-                copula = self._copula(k, n, d, acct, noise)
+                copula = self._copula(k, n, d, release)
                 fell_back = False
                 try:
                     copula._fit_trusted(Z)
@@ -324,7 +316,7 @@ class PrivateSynthesizer:
                 _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
                 grid, self.grid_factor_ = None, None
                 if counts is not None:
-                    draw = copula.sample(GRID_MODEL_DRAWS, random_state=noise.rng)
+                    draw = copula.sample(GRID_MODEL_DRAWS, random_state=release.rng)
                     Zm = draw[0] if isinstance(draw, tuple) else draw
                     model = model_cell_masses(levels, ndtr(Zm))
                     sg = grid_sigma(rho_grid)
@@ -368,11 +360,13 @@ class PrivateSynthesizer:
         U = np.column_stack([m.to_uniform(rows[:, j], rng) for j, m in enumerate(marginals)])
         return np.clip(U, umin, 1.0 - umin)
 
-    def _copula(self, k: int, n: int, d: int, acct: Accountant, noise: NoiseSource) -> Any:
+    def _copula(self, k: int, n: int, d: int, release: Release) -> Any:
+        """The unfitted copula model: the rest of ``release``'s budget as zCDP, charged to its
+        child ``copula``, seeded by its noise source unless that is secure."""
         bound, cov = score_prior(n, d)
-        rho = acct.remaining_zcdp()
-        child = acct.child("copula")
-        seeded = None if noise.secure else noise.rng
+        rho = release.accountant.remaining_zcdp()
+        child = release.accountant.child("copula")
+        seeded = None if release.noise.secure else release.rng
         if k == 1:
             # the scores' mean is 0 by construction (and set so afterwards, _standardise):
             # only the covariance, a correlation matrix (eigenvalues at most d), is released
