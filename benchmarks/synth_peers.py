@@ -384,9 +384,10 @@ def main() -> None:
               "the peers' ε = 1, δ = 1e-6 runs (add/remove neighbours) are at least this "
               "under replace-one" if args.equal_neighbours else "ε = 1, δ = 1e-6")
     text = (f"# DP synthetic tables against MST and AIM ({budget})\n\n"
-            f"Medians over seeds ({per}). Regenerate with the command in "
-            "`benchmarks/synth_peers.py`'s docstring (target: the predicted column's index; "
-            "\"real\": models trained on the real training rows).\n\n"
+            f"Command: `python benchmarks/{Path(sys.argv[0]).name} {' '.join(sys.argv[1:])}`\n\n"
+            f"Medians over seeds ({per}); the script's docstring says what each column means "
+            "(target: the predicted column's index; \"real\": models trained on the real "
+            "training rows).\n\n"
             + "\n".join(lines) + "\n\n" + "\n".join(verdicts) + "\n")
     if args.out:
         Path(args.out).write_text(text)
