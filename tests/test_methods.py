@@ -71,9 +71,9 @@ def test_nothing_outside_the_registry_dispatches_on_a_method_name() -> None:
 
 def test_run_functions_take_a_job_never_the_estimator() -> None:
     """Every registered run function takes one job (public facts, parameter objects and the
-    fit's release context: GaussianJob or MixtureJob), and no function of the registry or the
-    reductions (nor of synthesis) takes an estimator (a parameter ``est``) or both an
-    accountant and a noise source (they take a ``Release``)."""
+    fit's release context: GaussianJob or MixtureJob), and no function of the registry, the
+    reductions, synthesis or the mixture learners takes an estimator (a parameter ``est``)
+    or both an accountant and a noise source (they take a ``Release``)."""
     import inspect
 
     for kind in methods.KINDS:
@@ -81,14 +81,22 @@ def test_run_functions_take_a_job_never_the_estimator() -> None:
             for run in (m.run, m.run_known_mean):
                 if run is not None:
                     assert list(inspect.signature(run).parameters) == ["job"], (kind, name)
-    for package in ("methods", "reductions", "synthesis"):
+    checked = 0
+    for package in ("methods", "reductions", "synthesis", "mixture"):
         for path in sorted((SRC / package).glob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.FunctionDef):
-                    args = {a.arg for a in [*node.args.args, *node.args.kwonlyargs]}
+                    params = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                    args = {a.arg for a in params}
+                    annots = " ".join(ast.unparse(a.annotation) for a in params if a.annotation)
                     where = f"{package}/{path.name}: {node.name}"
                     assert "est" not in args, where
-                    assert not ({"acct", "accountant"} & args and "noise" in args), where
+                    takes_acct = bool({"acct", "accountant"} & args) or "Accountant" in annots
+                    takes_noise = bool({"noise", "src", "noise_source"} & args) or (
+                        "NoiseSource" in annots)
+                    assert not (takes_acct and takes_noise), where
+                    checked += "Release" in annots
+    assert checked >= 20  # the walk saw the functions that take a Release (not vacuous)
 
 
 def test_the_name_check_sees_a_dispatch() -> None:

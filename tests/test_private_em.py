@@ -15,6 +15,7 @@ from sklearn.mixture import GaussianMixture
 import privgauss as pg
 from privgauss import sensitivity
 from privgauss.audit import audit_mechanism, estimator_mechanism, fit_outcome
+from privgauss.mechanisms import Release
 from privgauss.mixture import em_starts as es
 from privgauss.mixture import private_em as pe
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, zcdp_to_epsilon
@@ -553,7 +554,7 @@ def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
     assert np.all(worst <= stated * (1 + 1e-9)) and np.all(worst > stated / 2), (worst, stated)
 
 
-def _one_pass_per_run(Z, runs, plan, acct, src, n, stops=None):
+def _one_pass_per_run(Z, runs, plan, release, n, stops=None):
     """The EM steps before the passes were fused: one pass per run, and a separate pass for
     the runs' scores before the winner's step (the full schedule: at ε = 1 the plan has no
     stopping rule, ``stops`` stays empty)."""
@@ -568,13 +569,13 @@ def _one_pass_per_run(Z, runs, plan, acct, src, n, stops=None):
             scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs),
                                             radius=plan.radius, bound=plan.score_bound),
                                  block=pe.EM_BLOCK_ROWS)[3]
-            runs = [runs[pe.pick_run(scores, plan, acct, src)]]
+            runs = [runs[pe.pick_run(scores, plan, release)]]
         new = []
         for c, run in enumerate(runs):
             stats = reduce_rows(Z, partial(pe._em_kernel, models=models([run]),
                                            radius=plan.radius), block=pe.EM_BLOCK_ROWS)
             new.append(pe._em_release(tuple(s[0] for s in stats), run,
-                                      pe._model_terms(run[0], run[2])[0], plan, t, acct, src,
+                                      pe._model_terms(run[0], run[2])[0], plan, t, release,
                                       n, f" run {c + 1}" if len(runs) > 1 else ""))
         runs = new
     return runs[0]
@@ -670,8 +671,8 @@ def test_a_small_component_under_a_steps_noise_floor_keeps_its_estimate() -> Non
         N = np.array(counts)
         stats = (N, np.zeros((k, d)), N[:, None, None] * np.eye(d))
         run = (np.array(weights), means.copy(), covs.copy())
-        return pe._em_release(stats, run, L, plan, t, Accountant(ApproxDP(1e9, 0.5)),
-                              pg.noise.as_noise(seed), n)
+        return pe._em_release(stats, run, L, plan, t,
+                              Release.of(Accountant(ApproxDP(1e9, 0.5)), seed), n)
 
     for seed in range(5):
         _, m, c = step([2_500, 22_500, 12_500, 12_500], [0.05, 0.45, 0.25, 0.25], seed)

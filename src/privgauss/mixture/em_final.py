@@ -59,9 +59,8 @@ from typing import Any
 import numpy as np
 
 from ..backends import reduce_rows
-from ..mechanisms import gaussian_mechanism
-from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant
+from ..mechanisms import Release, gaussian_mechanism
+from ..privacy import ZCDP
 from ..sensitivity import score_sums_l2
 from .em_starts import EIG_FLOOR, Run, repair_covariance
 
@@ -175,7 +174,7 @@ def final_kernel(B: np.ndarray, scored: tuple[Terms, ...], counted: tuple[Terms,
 
 
 def final_pick(Z: Any, candidates: list[Run], *, radius: float, bound: float, rho: float,
-               planned: int, acct: Accountant, src: NoiseSource,
+               planned: int, release: Release,
                margins: tuple[float, ...] | None = None
                ) -> tuple[int, float, np.ndarray, float]:
     """Release the candidates' clipped log-likelihood ratios to the first (the EM fit) jointly
@@ -195,8 +194,8 @@ def final_pick(Z: Any, candidates: list[Run], *, radius: float, bound: float, rh
         return 0, float(np.asarray(outside)[0]), np.full(len(candidates), np.nan), math.inf
     sens = score_sums_l2(bound, planned - 1)
     ratios = np.asarray(scores, dtype=np.float64)[1:]
-    noisy = gaussian_mechanism(ratios, sens, ZCDP(rho), accountant=acct, noise=src,
-                               step="em final selection")
+    noisy = gaussian_mechanism(ratios, sens, ZCDP(rho), accountant=release.accountant,
+                               noise=release.noise, step=release.name("em final selection"))
     noisy = np.concatenate([[0.0], np.atleast_1d(np.asarray(noisy, dtype=np.float64))])
     sigma = sens / math.sqrt(2.0 * rho)
     lead = np.zeros(len(candidates)) if margins is None else np.asarray(margins, dtype=float)

@@ -23,9 +23,8 @@ import numpy as np
 
 from ..backends import reduce_rows
 from ..linalg import clip_weights, sym
-from ..mechanisms import gaussian_mechanism, symmetric_matrix_mechanism
-from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant
+from ..mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
+from ..privacy import ZCDP
 from ..sensitivity import (
     histogram_l2,
     score_sums_l2,
@@ -334,9 +333,9 @@ def _best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random
     return best[1], best[2]
 
 
-def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, acct: Accountant,
-           src: NoiseSource, n: int, G: np.ndarray
-           ) -> tuple[Run, Run, np.ndarray]:
+def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, release: Release,
+                    n: int, G: np.ndarray
+                    ) -> tuple[Run, Run, np.ndarray]:
     """The histogram start (weights, means, covariances) in the whitened frame, whose means
     also seed the k-means start, and the whitened-frame start. The first two share the
     centres of the weighted k-means of the noisy cells (and public rows) in the standardised
@@ -347,15 +346,16 @@ def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, acct:
     poor optimum and ended 0.332 nat/row below sklearn; with the third run, 0.000."""
     d = int(Z.shape[1])
     p, m = plan.grid_dims, plan.grid_cells
-    rng = src.rng
+    rng = release.rng
     if p < d:
         V = np.linalg.qr(rng.normal(size=(d, p)))[0]
     else:
         V = np.eye(d)
     width = 2.0 * BOX / m
     (counts,) = reduce_rows(Z, partial(_cell_kernel, V=V, width=width, m=m))
-    noisy = gaussian_mechanism(counts, histogram_l2(), ZCDP(plan.rho_init), accountant=acct,
-                               noise=src, step="em start histogram")
+    noisy = gaussian_mechanism(counts, histogram_l2(), ZCDP(plan.rho_init),
+                               accountant=release.accountant, noise=release.noise,
+                               step=release.name("em start histogram"))
     sigma = histogram_l2() / math.sqrt(2.0 * plan.rho_init)
     # an empty cell's noisy count exceeds σ·√(2 ln C) with probability ≲ 1/C: among C cells
     # about one spurious cell at most (at 2σ, 2.3 % of the empty cells were kept, and k-means
@@ -415,8 +415,8 @@ def standardiser(Winv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return G, np.linalg.inv(G)
 
 
-def _private_lloyd(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
-                   src: NoiseSource, G: np.ndarray, Ginv: np.ndarray
+def _private_lloyd(Z: Any, centres: np.ndarray, plan: StartPlan, release: Release,
+                   G: np.ndarray, Ginv: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None,
                               float, float]:
     """The private Lloyd steps from ``centres`` (whitened frame, any number K' of them: the
@@ -437,14 +437,17 @@ def _private_lloyd(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountan
         counts, S, M = reduce_rows(Z, partial(_lloyd_kernel, centres=C, G=G, radius=R))
         rc, rs = plan.kmeans_rhos(t)
         tag = f"em start k-means step {t + 1}/{n_steps}"
-        Nn = gaussian_mechanism(counts, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
-                                step=f"{tag} counts")
-        Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(R), ZCDP(rs), accountant=acct,
-                                noise=src, step=f"{tag} sums").reshape(K, d)
+        Nn = gaussian_mechanism(counts, soft_counts_l2(), ZCDP(rc),
+                                accountant=release.accountant, noise=release.noise,
+                                step=release.name(f"{tag} counts"))
+        Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(R), ZCDP(rs),
+                                accountant=release.accountant, noise=release.noise,
+                                step=release.name(f"{tag} sums")).reshape(K, d)
         if t == n_steps - 1 and plan.rho_spread > 0:
             Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(R),
-                                            ZCDP(plan.rho_spread), accountant=acct, noise=src,
-                                            step="em start k-means second moments")
+                                            ZCDP(plan.rho_spread), accountant=release.accountant,
+                                            noise=release.noise,
+                                            step=release.name("em start k-means second moments"))
             sig_m = soft_outer_sums_frobenius(R) / math.sqrt(2.0 * plan.rho_spread)
         # a cluster moves only when its noisy mean shift is at most R/2 in norm (in expectation)
         floor = 2.0 * math.sqrt(d) * soft_sums_l2(R) / math.sqrt(2.0 * rs) / R
@@ -460,8 +463,8 @@ def _private_lloyd(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountan
     return C, before, Nn, Sn, Mn, sig_m, floor
 
 
-def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
-                  src: NoiseSource, G: np.ndarray, Ginv: np.ndarray,
+def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, release: Release,
+                  G: np.ndarray, Ginv: np.ndarray,
                   shrink: Callable[[np.ndarray, float], np.ndarray]
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Private Lloyd steps (:func:`_private_lloyd`) from the histogram's ``centres`` (whitened
@@ -470,7 +473,7 @@ def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
     Post-processing of releases only. ``shrink(C, s)``: the EM steps' shrinkage of a released
     covariance whose diagonal noise has standard deviation s."""
     k, d = centres.shape
-    C, _, Nn, Sn, Mn, sig_m, _ = _private_lloyd(Z, centres, plan, acct, src, G, Ginv)
+    C, _, Nn, Sn, Mn, sig_m, _ = _private_lloyd(Z, centres, plan, release, G, Ginv)
     sizes = np.maximum(Nn, 1.0)
     weights = sizes / sizes.sum()
     weights = np.maximum(weights, 1e-3)
@@ -483,8 +486,8 @@ def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, acct: Accountant,
     return weights / weights.sum(), C, covs
 
 
-def summary_start(Z: Any, seeds: np.ndarray, k: int, plan: StartPlan, acct: Accountant,
-                  src: NoiseSource, G: np.ndarray, Ginv: np.ndarray) -> Run:
+def summary_start(Z: Any, seeds: np.ndarray, k: int, plan: StartPlan, release: Release,
+                  G: np.ndarray, Ginv: np.ndarray) -> Run:
     """The *summary start*: the private Lloyd steps (:func:`_private_lloyd`) run with K' > k
     ``seeds`` (whitened frame; over-clustering, as k-means‖ over-samples: a true cluster a
     coarse start merged with a neighbour is still split among small clusters, one it split is
@@ -497,7 +500,7 @@ def summary_start(Z: Any, seeds: np.ndarray, k: int, plan: StartPlan, acct: Acco
     the second moments' noise reach (a small cluster's own is mostly noise). Everything
     from releases: the same charges as :func:`kmeans_steps`."""
     K, d = seeds.shape
-    _, before, Nn, Sn, Mn, sig_m, floor = _private_lloyd(Z, seeds, plan, acct, src, G, Ginv)
+    _, before, Nn, Sn, Mn, sig_m, floor = _private_lloyd(Z, seeds, plan, release, G, Ginv)
     R = plan.kmeans_radius
     counts = np.maximum(np.nan_to_num(Nn, nan=0.0), 0.0)
     cu = before @ G.T
@@ -520,7 +523,7 @@ def summary_start(Z: Any, seeds: np.ndarray, k: int, plan: StartPlan, acct: Acco
             covs[j] = repair_covariance(a * own[j] + (1.0 - a) * pooled, 1e-2)
     elif ok.any():
         covs[:] = np.eye(d) * 0.25
-    w, mu, cov = summary_gmm(counts, means, covs, k, src.rng)
+    w, mu, cov = summary_gmm(counts, means, covs, k, release.rng)
     cov_z = np.array([repair_covariance(Ginv @ c @ Ginv.T) for c in cov])
     return w, mu @ Ginv.T, cov_z
 
@@ -693,12 +696,13 @@ def repair_covariance(C: np.ndarray, lo: float = EIG_FLOOR) -> np.ndarray:
     return sym((V * w[..., None, :]) @ np.swapaxes(V, -1, -2))
 
 
-def pick_run(scores: np.ndarray, plan: StartPlan, acct: Accountant, src: NoiseSource) -> int:
+def pick_run(scores: np.ndarray, plan: StartPlan, release: Release) -> int:
     """The run whose model has the largest noisy clipped log-likelihood ratio to the frame's
     standard normal (``scores``: the runs' sums from :func:`_em_kernel`; one joint release over
     the runs: each row moves each run's sum by at most 2b, L2 sensitivity 2b√C; the pick is
     post-processing)."""
     b = plan.score_bound
     noisy = gaussian_mechanism(scores, score_sums_l2(b, len(scores)), ZCDP(plan.rho_score),
-                               accountant=acct, noise=src, step="em run selection")
+                               accountant=release.accountant, noise=release.noise,
+                               step=release.name("em run selection"))
     return int(np.argmax(np.nan_to_num(noisy, nan=-np.inf)))

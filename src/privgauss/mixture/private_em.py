@@ -167,8 +167,7 @@ from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_weights, sym
 from ..mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
-from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, approx_to_zcdp
+from ..privacy import ZCDP, ApproxDP, Budget, approx_to_zcdp
 from ..privacy.budgets import MIN_EPS as _MIN_EPS
 from ..sensitivity import (
     histogram_l2,
@@ -760,7 +759,7 @@ def _row_reduce(op: np.ufunc, A: np.ndarray, out: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 
 
-def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: NoiseSource,
+def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, release: Release,
            beta: float, constants: str, prior: EMPrior | None = None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(m₀, W, W^{-1}): the whitening frame z = W(x − m₀): public (``P``), or released —
@@ -778,14 +777,14 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
         mean, cov = _coinpress_gaussian(
             X, plan.rho_prior_localisation, center=prior.center, radius=prior.radius,
             cov_bounds=prior.data_cov_bounds,
-            release=Release(acct, src, "em localisation in the prior"),
+            release=release.at("em localisation in the prior"),
             constants=constants, beta=beta)
     else:
         from ..gaussian.histogram import histogram_gaussian
 
         loc = plan.localisation
         # the practical (joint-histogram) route whatever ``constants``: em_plan assumes it
-        mean, cov = histogram_gaussian(X, loc.epsilon, loc.delta, release=Release(acct, src),
+        mean, cov = histogram_gaussian(X, loc.epsilon, loc.delta, release=release,
                                        beta=beta, constants="practical")
     with np.errstate(all="ignore"):
         cov = sym(cov)
@@ -796,7 +795,7 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, acct: Accountant, src: No
     return mean, W, Winv
 
 
-def _rewhiten(Z: Any, plan: EMPlan, acct: Accountant, src: NoiseSource
+def _rewhiten(Z: Any, plan: EMPlan, release: Release
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(m₁, W₁, W₁^{-1}): a second frame z' = W₁(z − m₁) from the released clipped mean and
     second moment of the z-rows (radius 3√d; one component of responsibility 1, so the soft
@@ -807,10 +806,12 @@ def _rewhiten(Z: Any, plan: EMPlan, acct: Accountant, src: NoiseSource
     R = plan.rewhiten_radius
     S, M = reduce_rows(Z, partial(_moment_kernel, radius=R))
     rs, rm = plan.rewhiten_rhos()
-    Sn = gaussian_mechanism(S, soft_sums_l2(R), ZCDP(rs), accountant=acct, noise=src,
-                            step="em re-whitening sums")
+    acct, noise = release.accountant, release.noise
+    Sn = gaussian_mechanism(S, soft_sums_l2(R), ZCDP(rs), accountant=acct, noise=noise,
+                            step=release.name("em re-whitening sums"))
     Mn = symmetric_matrix_mechanism(M, soft_outer_sums_frobenius(R), ZCDP(rm), accountant=acct,
-                                    noise=src, step="em re-whitening second moments")
+                                    noise=noise,
+                                    step=release.name("em re-whitening second moments"))
     mean = Sn / n
     mean *= min(1.0, R / max(float(np.linalg.norm(mean)), 1e-300))
     cov = Mn / n - np.outer(mean, mean)
@@ -883,7 +884,7 @@ def _step_eig_floor(s: float, d: int) -> float:
 
 
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
-                plan: EMPlan, t: int, acct: Accountant, src: NoiseSource, n: int, run_tag: str = ""
+                plan: EMPlan, t: int, release: Release, n: int, run_tag: str = ""
                 ) -> Run:
     """Release one run's step-t statistics ``stats`` = (N, S, M) (computed by
     :func:`_em_kernel` under the run's current model, whose Cholesky factors are ``L``) and
@@ -894,13 +895,14 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     r = plan.step_radius(t)
     rc, rs, rm = plan.stat_rhos(t)
     tag = f"em step {t + 1}/{plan.n_steps}{run_tag}"
-    Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=src,
-                            step=f"{tag} soft counts")
-    Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct, noise=src,
-                            step=f"{tag} weighted sums").reshape(k, d)
+    acct, noise = release.accountant, release.noise
+    Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=noise,
+                            step=release.name(f"{tag} soft counts"))
+    Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct, noise=noise,
+                            step=release.name(f"{tag} weighted sums")).reshape(k, d)
     Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(r), ZCDP(rm),
-                                    accountant=acct, noise=src,
-                                    step=f"{tag} weighted second moments")
+                                    accountant=acct, noise=noise,
+                                    step=release.name(f"{tag} weighted second moments"))
     # post-processing of the releases
     sig_m = soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm)
     floor = _release_floor(plan, t, n, k)
@@ -983,7 +985,7 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
     w[dead] = w[h] = 0.5 * (w[h] + w[dead])
 
 
-def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: NoiseSource,
+def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
               n: int, stops: list[int] | None = None) -> Run:
     """The T EM steps, one pass over the rows each: while exploring, the pass computes every
     run's statistics (released run by run); at the end of the exploration the same pass also
@@ -1000,10 +1002,10 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, acct: Accountant, src: Nois
                           block=EM_BLOCK_ROWS)
         keep = range(len(runs))
         if pick:
-            winner = pick_run(out[3], plan, acct, src)
+            winner = pick_run(out[3], plan, release)
             keep = range(winner, winner + 1)
         new = [_em_release((out[0][c], out[1][c], out[2][c]), runs[c], terms[c][0], plan, t,
-                           acct, src, n, f" run {c + 1}" if len(keep) > 1 else "")
+                           release, n, f" run {c + 1}" if len(keep) > 1 else "")
                for c in keep]
         # the stopping rule: a function of released models only (see the module docstring)
         if len(new) == 1 and plan.may_stop(t):
@@ -1043,7 +1045,7 @@ def _count_radius(plan: EMPlan, d: int) -> float:
 
 
 def _release_count(count: float, radius: float, d: int, n: int, plan: EMPlan,
-                   acct: Accountant, src: NoiseSource) -> dict[str, float]:
+                   release: Release) -> dict[str, float]:
     """The DP number of rows outside every component's final ball (``count``: computed by the
     final pass, :func:`~privgauss.mixture.em_final.final_pick`, for the picked model, in each
     released component's frame): a count of sensitivity 1 under replace-one, discrete Gaussian
@@ -1055,8 +1057,9 @@ def _release_count(count: float, radius: float, d: int, n: int, plan: EMPlan,
 
     from ..mechanisms import private_count
 
-    noisy = private_count(int(round(count)), ZCDP(plan.rho_count), accountant=acct,
-                          noise=src, step="em clipped count")
+    noisy = private_count(int(round(count)), ZCDP(plan.rho_count),
+                          accountant=release.accountant, noise=release.noise,
+                          step=release.name("em clipped count"))
     return {"noisy": float(np.asarray(noisy).reshape(-1)[0]), "n": float(n),
             "model_fraction": float(stats.chi2.sf(radius * radius, d)), "radius": radius,
             "noise_scale": 1.0 / math.sqrt(2.0 * plan.rho_count)}
@@ -1123,36 +1126,34 @@ def private_em_gmm(
         _refuse_untrusted_public(P)
     if info is not None:
         info["em_plan"] = plan
-    src = release.noise
     from threadpoolctl import threadpool_limits
 
     # one BLAS thread: the passes' products are small (a few thousand rows by d), and BLAS
     # threads made a fit 5x slower on a loaded 2-core machine (scikit-learn's k-means does
     # the same); dask runs the chunks in parallel instead
     with np.errstate(all="ignore"), threadpool_limits(1, user_api="blas"):
-        m0, W, Winv = _frame(X, P if plan.localisation is None else None, plan, accountant,
-                             src, beta, constants, prior)
+        m0, W, Winv = _frame(X, P if plan.localisation is None else None, plan, release,
+                             beta, constants, prior)
         Z = transform_rows(X, W, m0)
         if plan.rho_rewhiten > 0:
-            m1, W1, W1inv = _rewhiten(Z, plan, accountant, src)
+            m1, W1, W1inv = _rewhiten(Z, plan, release)
             m0, W, Winv = m0 + Winv @ m1, W1 @ W, Winv @ W1inv
             del Z  # in memory the rows are copied into a frame: never two copies at once
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = standardiser(Winv)
-        hist_run, white_run, seeds = histogram_start(Z, Pz, k, plan, accountant, src, n, G)
+        hist_run, white_run, seeds = histogram_start(Z, Pz, k, plan, release, n, G)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps and plan.start_clusters > k:
-            runs.insert(0, summary_start(Z, seeds, k, plan, accountant, src, G, Ginv))
+            runs.insert(0, summary_start(Z, seeds, k, plan, release, G, Ginv))
         elif plan.rho_kmeans_steps:
-            runs.insert(0, kmeans_steps(Z, hist_run[1], plan, accountant, src, G, Ginv,
-                                                 _shrink))
+            runs.insert(0, kmeans_steps(Z, hist_run[1], plan, release, G, Ginv, _shrink))
         runs = runs[: max(plan.n_starts, 1)]
         stops: list[int] = []
-        em = _em_steps(Z, runs, plan, accountant, src, n, stops)
+        em = _em_steps(Z, runs, plan, release, n, stops)
         if info is not None:
             info["em_stopped_after"] = stops[0] + 1 if stops else None
-        names, cands = _final_candidates(em, P, m0, W, k, plan, src)
+        names, cands = _final_candidates(em, P, m0, W, k, plan, release.rng)
         outs = [_output(c, m0, W, Winv, prior) for c in cands]
         if prior is not None:  # the candidates as the user gets them, back in the frame
             cands = [(w, (om - m0) @ W.T, np.array([sym(W @ C @ W.T) for C in oc]))
@@ -1160,7 +1161,7 @@ def private_em_gmm(
         radius = _count_radius(plan, d)
         win, outside, scores, noise_sd = final_pick(
             Z, cands, radius=radius, bound=final_bound(d), rho=plan.rho_final,
-            planned=plan.final_candidates, acct=accountant, src=src,
+            planned=plan.final_candidates, release=release,
             margins=tuple(MARGIN if nm == CANDIDATES[1] else 0.0 for nm in names))
         weights, out_means, out_covs = outs[win]
         if info is not None:
@@ -1171,7 +1172,7 @@ def private_em_gmm(
                 "noise_cost": noise_cost(n, d, k, budget, n_public=n_pub, n_steps=n_steps,
                                          prior=prior is not None)}
         if plan.rho_count > 0:  # the rows the released (projected) model leaves out
-            clipped = _release_count(outside, radius, d, n, plan, accountant, src)
+            clipped = _release_count(outside, radius, d, n, plan, release)
             if info is not None:
                 info["clipped_count"] = clipped
     return weights, out_means, out_covs
@@ -1203,14 +1204,15 @@ def noise_cost(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
 
 
 def _final_candidates(em: Run, P: np.ndarray | None, m0: np.ndarray, W: np.ndarray, k: int,
-                      plan: EMPlan, src: NoiseSource) -> tuple[list[str], list[Run]]:
+                      plan: EMPlan, rng: np.random.Generator
+                      ) -> tuple[list[str], list[Run]]:
     """The final pick's candidates in the whitened frame, named (``CANDIDATES``): the EM fit,
     the frame's standard normal, and — when the plan has room for it — the mixture fitted on
     the public rows alone (:mod:`.em_final`). Public facts only decide which are there."""
     d = em[1].shape[1]
     names, cands = list(CANDIDATES[:2]), [em, single_gaussian(k, d)]
     if plan.final_candidates > 2 and P is not None:
-        pub = public_candidate(P, k, src.rng, m0, W)
+        pub = public_candidate(P, k, rng, m0, W)
         if pub is not None:
             names.append(CANDIDATES[2])
             cands.append(pub)
