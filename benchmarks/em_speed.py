@@ -16,18 +16,24 @@ public rows, k = 3 and 4; and two k = 6, d = 15 families of ``mixture_families.p
 ε = 1 and 1e4) and saves their weights, means, covariances and ledgers; ``--compare FILE``
 refits them with the code on ``PYTHONPATH`` and prints the largest relative difference,
 whether the fits are bit-identical (what a pure speed-up should give) and whether the ledgers
-(step names, costs) are identical.
+(step names, costs) are identical. ``--declip-dump FILE`` records ``undo_clipping``'s inputs on
+4 fits (families 1 and 2 at ε = 1, the k = 3 mixture at ε = 1 and 1e4) with the outputs of the
+code on ``PYTHONPATH``; ``--declip-compare FILE`` re-runs them with this code and prints the
+clipped-moment evaluations per call, the CPU time and the outputs' relative differences.
 
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src \\
         python benchmarks/em_speed.py --seeds 3 --repeats 3 --out benchmarks/results/em_speed.md
     PYTHONPATH=<old src> python benchmarks/em_speed.py --dump before.npz
     PYTHONPATH=src python benchmarks/em_speed.py --compare before.npz
+    PYTHONPATH=<old src> python benchmarks/em_speed.py --declip-dump declip.npz
+    PYTHONPATH=src python benchmarks/em_speed.py --declip-compare declip.npz
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import math
 import os
 import platform
 import pstats
@@ -135,6 +141,93 @@ def _compare(path: str) -> None:
           f"{worst:.2e}; bit-identical: {identical}; ledgers identical: {same_ledgers}")
 
 
+DECLIP_FITS = [  # (family seed or None for em_scale's k = 3 mixture at n = 3e4, epsilon)
+    (1, 1.0), (2, 1.0), (None, 1.0), (None, 1e4)]
+
+
+def _declip_runs(calls: list[tuple[np.ndarray, np.ndarray, float]]) -> dict[str, np.ndarray]:
+    """``undo_clipping`` (the code on PYTHONPATH) on the recorded inputs: outputs, clipped-
+    moment evaluations per call and the CPU time of all the calls."""
+    from privgauss.mixture import cluster_estimation as ce
+    real = ce._Sample.clipped_moments
+    count = [0]
+
+    def counted(self: object, *args: object) -> object:
+        count[0] += 1
+        return real(self, *args)  # type: ignore[arg-type]
+
+    ce._Sample.clipped_moments = counted  # type: ignore[method-assign]
+    deltas, covs, evals = [], [], []
+    try:
+        c0 = time.process_time()
+        for v, S, tau in calls:
+            count[0] = 0
+            dl, cov = ce.undo_clipping(v, S, tau)
+            deltas.append(dl)
+            covs.append(cov)
+            evals.append(count[0])
+        cpu = time.process_time() - c0
+    finally:
+        ce._Sample.clipped_moments = real  # type: ignore[method-assign]
+    return {"delta": np.array(deltas, dtype=object), "cov": np.array(covs, dtype=object),
+            "evals": np.array(evals), "cpu": np.array(cpu)}
+
+
+def _declip_dump(path: str) -> None:
+    """Record ``undo_clipping``'s inputs on the fits of ``DECLIP_FITS`` and save them with
+    this code's outputs."""
+    from mixture_families import family
+
+    import privgauss.mixture.private_em as pem
+    calls: list[tuple[np.ndarray, np.ndarray, float]] = []
+    real = pem.undo_clipping
+
+    def recorded(v: np.ndarray, S: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+        calls.append((np.array(v), np.array(S), float(tau)))
+        return real(v, S, tau)
+
+    pem.undo_clipping = recorded  # type: ignore[assignment]
+    try:
+        for fseed, eps in DECLIP_FITS:
+            if fseed is None:
+                X, k, seed = _rows(30_000, np.random.default_rng(3000)), 3, 0
+            else:
+                fam = family(fseed, k=6, d=15)
+                X, k, seed = fam.sample(50_000, np.random.default_rng([fseed, 1])), 6, fseed
+            pg.PrivateGaussianMixture(k, method="em", epsilon=eps, delta=1e-6,
+                                      random_state=seed).fit(X)
+    finally:
+        pem.undo_clipping = real  # type: ignore[assignment]
+    out = _declip_runs(calls)
+    np.savez(path, v=np.array([c[0] for c in calls], dtype=object),
+             S=np.array([c[1] for c in calls], dtype=object),
+             tau=np.array([c[2] for c in calls]), **out)  # type: ignore[arg-type]
+    ev = out["evals"]
+    print(f"{len(calls)} calls: {ev.mean():.1f} evaluations each (median "
+          f"{np.median(ev):g}, {int((ev >= 60).sum())} at 60), CPU {float(out['cpu']):.2f} s")
+
+
+def _declip_compare(path: str) -> None:
+    """The dump's inputs through this code's ``undo_clipping``: evaluations, CPU and the
+    largest relative difference of (δ, Σ) from the dump's outputs."""
+    old = np.load(path, allow_pickle=True)
+    calls = list(zip(old["v"], old["S"], (float(t) for t in old["tau"]), strict=True))
+    new = _declip_runs(calls)
+    rel = []
+    for d0, c0, d1, c1 in zip(old["delta"], old["cov"], new["delta"], new["cov"], strict=True):
+        sc = max(float(np.abs(c0).max()), 1e-300)
+        rel.append(max(float(np.abs(d1 - d0).max()) / max(float(np.abs(d0).max()),
+                                                           math.sqrt(sc)),
+                       float(np.abs(c1 - c0).max()) / sc))
+    for name, res in (("dump", old), ("now", new)):
+        ev = res["evals"]
+        print(f"{name}: {len(calls)} calls, {ev.mean():.1f} evaluations each (median "
+              f"{np.median(ev):g}, {int((ev >= 60).sum())} at 60), CPU {float(res['cpu']):.2f} s")
+    q = np.quantile(rel, [0.5, 0.9, 0.99, 1.0])
+    print("relative difference of (delta, Sigma), quantiles 50/90/99/max: "
+          + " ".join(f"{x:.2e}" for x in q))
+
+
 def _git() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
@@ -153,6 +246,10 @@ def main() -> None:
     ap.add_argument("--dump", default=None, metavar="FILE", help="save the 14 check fits")
     ap.add_argument("--compare", default=None, metavar="FILE",
                     help="refit the 14 check fits and compare them with FILE")
+    ap.add_argument("--declip-dump", default=None, metavar="FILE",
+                    help="record undo_clipping's inputs on 4 fits, save them with its outputs")
+    ap.add_argument("--declip-compare", default=None, metavar="FILE",
+                    help="re-run undo_clipping on FILE's inputs and compare the outputs")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     warnings.simplefilter("ignore")
@@ -163,6 +260,12 @@ def main() -> None:
             return
         if a.compare:
             _compare(a.compare)
+            return
+        if a.declip_dump:
+            _declip_dump(a.declip_dump)
+            return
+        if a.declip_compare:
+            _declip_compare(a.declip_compare)
             return
         if a.profile is not None:
             X = _rows(N, np.random.default_rng(1000))

@@ -164,6 +164,39 @@ def test_undo_clipping_recovers_the_gaussian_and_no_correction_does_not() -> Non
     assert naive > 10 * np.linalg.norm(c_hat - cov)
 
 
+def test_undo_clipping_stops_at_a_constrained_fixed_point_with_the_capped_answer(
+        monkeypatch) -> None:
+    """Noisy moments with a negative eigenvalue pin Σ's eigenvalue at its floor: the residual
+    cannot vanish, and the iteration stops once (δ, Σ) stops moving, with what running all
+    _ITERATIONS steps gives (the stop rule saves the steps, not the answer)."""
+    rng = np.random.default_rng(3)
+    d = 8
+    tau = math.sqrt(1.2 * d)
+    B = rng.standard_normal((d, d))
+    S_obs = 0.4 * np.eye(d) + 0.025 * (B + B.T)
+    S_obs[0, 0] = -0.3  # no Gaussian's clipped rows have this covariance
+    v = 0.3 * rng.standard_normal(d)
+    S = S_obs + np.outer(v, v)
+    calls = [0]
+    real = ce._Sample.clipped_moments
+
+    def counted(self, *args):
+        calls[0] += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(ce._Sample, "clipped_moments", counted)
+    m_fast, c_fast = undo_clipping(v, S, tau)
+    fast_calls = calls[0]
+    assert np.linalg.eigvalsh(c_fast)[0] <= ce._MIN_EIG * tau * tau / d * (1 + 1e-9)
+    monkeypatch.setattr(ce, "_STILL", 0.0)
+    calls[0] = 0
+    m_cap, c_cap = undo_clipping(v, S, tau)
+    assert calls[0] == ce._ITERATIONS and fast_calls < ce._ITERATIONS // 2
+    scale = float(np.abs(c_cap).max())
+    assert np.abs(m_fast - m_cap).max() < 1e-6 * max(float(np.abs(m_cap).max()), 1.0)
+    assert np.abs(c_fast - c_cap).max() < 1e-6 * scale
+
+
 def _mixture(seed: int, n: int = 6000):
     rng = np.random.default_rng(seed)
     mus = np.array([[0.0, 0.0, 0.0], [20.0, 0.0, 0.0]])

@@ -87,6 +87,7 @@ _MC_PAIRS = 5_000  # antithetic pairs of the public Monte Carlo sample of undo_c
 _MC_SEED = 20_221  # fixed: the sample is public and the same for every fit
 _ITERATIONS = 60
 _TOLERANCE = 1e-7  # stop once the model moments match the released ones this closely
+_STILL = _TOLERANCE  # or once a step moves (δ, Σ) less than this (a constrained fixed point)
 _MIN_EIG = 1e-4  # eigenvalue floor (relative to the frame) of the de-clipped covariance
 _MAX_EIG = 1e4  # and its cap: noise can ask for an unattainable clipped moment
 
@@ -251,7 +252,8 @@ class _Sample:
         cross = np.outer(As, delta)
         second = A @ self.G @ A + cross + cross.T + n * np.outer(delta, delta)
         reach = (tau - float(np.linalg.norm(delta))) / max(a_norm, 1e-300)
-        m = int(np.count_nonzero(self.norms > reach * (1.0 - 1e-9)))  # a margin for rounding
+        # the rows with norm > reach (a margin for rounding): a prefix, norms decrease
+        m = int(np.searchsorted(-self.norms, -reach * (1.0 - 1e-9), side="left"))
         if m == 0:
             return total / n, second / n
         P = self.H[:m] @ A  # rows u·A = (A u)ᵀ
@@ -314,11 +316,19 @@ def undo_clipping(
         if max(float(np.abs(step_mean).max()), float(np.abs(step_cov).max())) < _TOLERANCE:
             break
         slope_m, a, b = _clip_slopes(d, tau * tau * d / max(float(np.trace(cov)), 1e-300))
-        delta = delta + step_mean / slope_m
+        new_delta = delta + step_mean / slope_m
         tr = float(np.trace(step_cov)) / max(a + b * d, 1e-3)
         w, Q = np.linalg.eigh(sym(cov + (step_cov - b * tr * np.eye(d)) / a))
         w = np.clip(w, lo, hi)
-        cov = sym((Q * w) @ Q.T)
+        new_cov = sym((Q * w) @ Q.T)
+        moved = max(float(np.abs(new_delta - delta).max()), float(np.abs(new_cov - cov).max()))
+        delta, cov = new_delta, new_cov
+        if moved < _STILL:
+            # a fixed point with an eigenvalue at its floor or cap (noisy moments no Gaussian
+            # clips to): the residual stays, the iterate does not move (it contracts ~10×
+            # a step); the remaining steps to the cap of _ITERATIONS changed it by < 3e-8
+            # relative on 604 calls of 4 fits, and were 2/3 of de-clipping's time
+            break
         root = sym((Q * np.sqrt(w)) @ Q.T)  # cov's square root from the same eigenpairs
     return delta, cov
 
