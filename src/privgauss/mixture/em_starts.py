@@ -559,13 +559,7 @@ def _summary_em(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np.nda
     obj = -math.inf
     fit: Run | None = None
     for _ in range(SUMMARY_ITERS):
-        Nr = N[:, None] * resp
-        tot = Nr.sum(axis=0)
-        w = np.maximum(tot, 1e-12)
-        mu = (Nr.T @ means) / w[:, None]
-        D = means[None] - mu[:, None]  # (k, K', d)
-        S = (np.einsum("jc,jab->cab", Nr, covs)
-             + np.einsum("cja,cjb->cab", D * Nr.T[:, :, None], D)) / w[:, None, None]
+        w, mu, S = _summary_m_step(N, means, covs, resp)
         S = repair_covariance(S, 1e-3) + 1e-6 * eye
         pi = w / w.sum()
         logp = _blob_loglik(means, covs, mu, S)
