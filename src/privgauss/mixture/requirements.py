@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..privacy import Budget, zcdp_of
@@ -251,33 +252,45 @@ def _constants(constants: str) -> None:
         raise ValueError("constants must be 'practical' or 'theory'")
 
 
+@dataclass(frozen=True)
+class _Query:
+    """What every learner's requirement is asked: the public sizes, the smallest weight
+    (``None``: 1/k), the accuracy and failure targets and which constants."""
+
+    n: int
+    d: int
+    k: int
+    min_weight: float | None
+    alpha: float
+    beta: float
+    constants: str
+
+    @property
+    def weight(self) -> float:
+        return 1.0 / self.k if self.min_weight is None else float(self.min_weight)
+
+
 def _paper_report(
     name: str,
     theory: Callable[..., dict[str, Bound]],
     practical: Callable[[float], dict[str, Any]],
-    *,
-    n: int,
-    d: int,
-    k: int,
+    q: _Query,
     epsilon: float,
     delta: float,
-    min_weight: float | None,
-    alpha: float,
-    beta: float,
-    constants: str,
+    *,
     with_weight: bool = True,
     keep: str | None = None,
 ) -> Requirements:
     """The :class:`Requirements` of a paper learner (``name`` labels the report): its
     ``theory(...)`` terms (``keep``: only that one; ``with_weight``: it takes ``min_weight``)
     or its ``practical(w)`` ``{"terms", "knobs"}``."""
-    _constants(constants)
-    w = 1.0 / k if min_weight is None else float(min_weight)
+    _constants(q.constants)
+    n, d, k, w = q.n, q.d, q.k, q.weight
     check_sizes(n, d, k, epsilon, delta, w)
-    if constants == "theory":
+    if q.constants == "theory":
         extra = {"min_weight": w} if with_weight else {}
-        bounds = theory(n=n, d=d, k=k, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta,
-                        **extra)
+        bounds = theory(n=n, d=d, k=k, epsilon=epsilon, delta=delta, alpha=q.alpha,
+                        beta=q.beta, **extra)
         if keep is not None:
             bounds = {keep: bounds[keep]}
         terms = {term: b.n for term, b in bounds.items()}
@@ -287,7 +300,7 @@ def _paper_report(
         out = practical(w)
         terms, knobs = out["terms"], out["knobs"]
         note = "practical thresholds of this implementation (measured safety factors)"
-    return report(name, n, terms, constants, knobs, note)
+    return report(name, n, terms, q.constants, knobs, note)
 
 
 def kssu_requirements(
@@ -316,8 +329,7 @@ def kssu_requirements(
         "kssu", kssu_theory_terms,
         lambda w: _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=opts.max_points,
                                   n_radii_max=opts.n_radii_max),
-        n=n, d=d, k=k, epsilon=epsilon, delta=delta, min_weight=min_weight, alpha=alpha,
-        beta=beta, constants=constants)
+        _Query(n, d, k, min_weight, alpha, beta, constants), epsilon, delta)
 
 
 def pegme_requirements(
@@ -341,8 +353,8 @@ def pegme_requirements(
         "pegme", warmup_theory_terms,
         lambda w: _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=opts.max_points,
                                   n_radii_max=opts.n_radii_max),
-        n=n, d=d, k=k, epsilon=epsilon, delta=delta, min_weight=min_weight, alpha=alpha,
-        beta=beta, constants=constants, with_weight=False)
+        _Query(n, d, k, min_weight, alpha, beta, constants), epsilon, delta,
+        with_weight=False)
 
 
 def sample_aggregate_requirements(
@@ -363,8 +375,7 @@ def sample_aggregate_requirements(
     return _paper_report(
         "sample-aggregate", sample_aggregate_theory,
         lambda w: _sa_practical(n, d, k, epsilon, delta, w, beta),
-        n=n, d=d, k=k, epsilon=epsilon, delta=delta, min_weight=min_weight, alpha=alpha,
-        beta=beta, constants=constants, keep="n = m s")
+        _Query(n, d, k, min_weight, alpha, beta, constants), epsilon, delta, keep="n = m s")
 
 
 def _public_report(
@@ -372,25 +383,18 @@ def _public_report(
     practical: Callable[..., dict[str, float]],
     fewest: Callable[[int, float], int],
     extra_theory: Callable[[int, int, float], dict[str, float]],
-    *,
-    n: int,
-    d: int,
-    k: int,
+    q: _Query,
     budget: Budget,
-    min_weight: float | None,
-    beta: float,
-    alpha: float,
-    constants: str,
     n_public: int | None,
 ) -> Requirements:
     """The :class:`Requirements` of a BKS22 public-data learner (``name`` labels the report):
     its ``practical(...)`` terms or the Thm 4.29 terms plus ``extra_theory(d, k, ρ)``, and
     ``fewest(d, w)`` public rows."""
-    w = 1.0 / k if min_weight is None else float(min_weight)
+    n, d, k, w, beta = q.n, q.d, q.k, q.weight, q.beta
     rho = zcdp_of(budget, name)
     knobs: dict[str, Any] = {"public rows": f">= {fewest(d, w)}"}
-    if constants == "theory":
-        bounds = theory_terms(d=d, k=k, rho=rho, min_weight=w, alpha=alpha, beta=beta)
+    if q.constants == "theory":
+        bounds = theory_terms(d=d, k=k, rho=rho, min_weight=w, alpha=q.alpha, beta=beta)
         terms = {term: b.n for term, b in bounds.items() if term != "public rows m"}
         terms.update(extra_theory(d, k, rho))
         note = "theorem terms with constants 1 and polylog -> log: indicative only"
@@ -399,7 +403,7 @@ def _public_report(
         note = "practical thresholds of this implementation (measured safety factors)"
     if n_public is not None and n_public < fewest(d, w):
         terms["too few public rows"] = math.inf
-    return report(name, n, terms, constants, knobs, note)
+    return report(name, n, terms, q.constants, knobs, note)
 
 
 def public_heavy_report(
@@ -420,8 +424,7 @@ def public_heavy_report(
     is checked against :func:`~.public_heavy.min_public_rows`."""
     return _public_report(
         "public-heavy", public_heavy_requirements, min_public_rows, lambda d, k, rho: {},
-        n=n, d=d, k=k, budget=budget, min_weight=min_weight, beta=beta, alpha=alpha,
-        constants=constants, n_public=n_public)
+        _Query(n, d, k, min_weight, alpha, beta, constants), budget, n_public)
 
 
 def public_light_report(
@@ -444,5 +447,4 @@ def public_light_report(
     return _public_report(
         "public-light", public_light_requirements, light_public_rows,
         lambda d, k, rho: {"clustering d^1.5 k^2.5": d**1.5 * k**2.5 / math.sqrt(rho)},
-        n=n, d=d, k=k, budget=budget, min_weight=min_weight, beta=beta, alpha=alpha,
-        constants=constants, n_public=n_public)
+        _Query(n, d, k, min_weight, alpha, beta, constants), budget, n_public)
