@@ -83,6 +83,9 @@ class Cover:
     call, as in the mean-first route; within one call the step's own plan gives it)."""
 
     lower: float
+    #: the user's columns to search whatever the check says (a DP output: the bound-free
+    #: route's tied axes whose spread came from rare values, :mod:`..histogram_ties`)
+    columns: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -186,19 +189,21 @@ def line_search(n: int, d: int, tau: float, rho: float) -> RadiusSearch:
 
 def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tuple[np.ndarray,
                      np.ndarray, float], lower: float, tau: float, rho: float,
-                     release: Release) -> Covered:
+                     release: Release, columns: tuple[int, ...] = ()) -> Covered:
     """Steps 1–3 of the module docstring for the last covariance step (frame ``A``, rows
     y − ``shift``, radius τ, budget ρ): ``checked`` is the earlier release (its frame, Z and
     noise std σ) and ``lower`` its frame's modelled λ_min. Charges the counts to ``release``
-    (named "<step> cover k radius j/m") only when a direction is flagged."""
+    (named "<step> cover k radius j/m") only when a direction is flagged. ``columns``
+    (public or DP outputs): the user's columns whose images are searched too, after the
+    flagged directions (at most :data:`MAX_DIRECTIONS` in all): a rare flag the chain shrank
+    to a fixed point where the clipped ones still fill the frame's unit variance (p·τ² ≈ 1,
+    no gap for the check to see: a 2 % flag at d = 10, ε = 1, 0.12× its sd at 1 seed in 12)."""
     A_prev, Z_prev, sigma_prev = checked
     d = A.shape[0]
     U = flagged_directions(Z_prev, sigma_prev, lower)
-    if U.shape[0] == 0 or not (math.isfinite(rho) and rho > 0):
+    forced = [int(j) for j in columns if 0 <= int(j) < d]
+    if U.shape[0] + len(forced) == 0 or not (math.isfinite(rho) and rho > 0):
         return Covered(A, rho, False, np.eye(d))
-    spend = rho * COVER_SHARE
-    search = line_search(rows.n, d, tau, spend / U.shape[0])
-    r = target_radius(tau, d)
     A0 = A
     # each direction in the last step's frame before any compression (a compression along one
     # inflates it in every direction mapped through the compressed frame), snapped to a column
@@ -214,6 +219,13 @@ def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tupl
                 if j is not None:
                     used.add(j)
                 targets.append((h, j))
+        for j in forced:
+            if j not in used and len(targets) < MAX_DIRECTIONS:
+                used.add(j)
+                targets.append((A0[:, j] / np.linalg.norm(A0[:, j]), j))
+        spend = rho * COVER_SHARE
+        search = line_search(rows.n, d, tau, spend / max(len(targets), 1))
+        r = target_radius(tau, d)
         for k, (h0, j) in enumerate(targets):
             # the same direction in the current frame: the column's image, or h0 mapped
             v = A[:, j] if j is not None else A @ np.linalg.solve(A0, h0)
