@@ -86,6 +86,10 @@ class Cover:
     #: the user's columns to search whatever the check says (a DP output: the bound-free
     #: route's tied axes whose spread came from rare values, :mod:`..histogram_ties`)
     columns: tuple[int, ...] = ()
+    #: inside the user's prior (its lower bound floors every frame, so a constant column's
+    #: release is 0 ± σ in each): directions released at or below a constant column's band
+    #: that lie along a column are searched too (:func:`near_zero_directions`)
+    zeros: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,19 @@ def flagged_directions(Z: np.ndarray, sigma: float, lower: float) -> np.ndarray:
     and public numbers."""
     w, V = np.linalg.eigh(project_psd(np.asarray(Z, dtype=np.float64)))
     keep = [j for j in range(w.size) if shrunk(float(w[j]), sigma, lower, w.size)]
+    return V[:, keep[:MAX_DIRECTIONS]].T
+
+
+def near_zero_directions(Z: np.ndarray, sigma: float) -> np.ndarray:
+    """The unit eigenvectors (rows) of the release ``Z`` whose eigenvalues are at most
+    :data:`LOWER_SIGMAS`·σ — where a constant column's release lies, and, in the mean-first
+    route, a shrunk flag's re-centred one (randhie inside a 10× prior, seeds 2 and 4: −0.003
+    and 0.009 with σ = 0.03, its flag 0.30× its sd) — lowest first, at most
+    :data:`MAX_DIRECTIONS`. The release cannot tell them apart; a count of rows far along
+    the column can (:func:`cover_directions`): a constant column has none, and its search
+    stays at its first radius (no change to the frame). Post-processing."""
+    w, V = np.linalg.eigh(project_psd(np.asarray(Z, dtype=np.float64)))
+    keep = [j for j in range(w.size) if float(w[j]) <= LOWER_SIGMAS * sigma]
     return V[:, keep[:MAX_DIRECTIONS]].T
 
 
@@ -189,7 +206,8 @@ def line_search(n: int, d: int, tau: float, rho: float) -> RadiusSearch:
 
 def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tuple[np.ndarray,
                      np.ndarray, float], lower: float, tau: float, rho: float,
-                     release: Release, columns: tuple[int, ...] = ()) -> Covered:
+                     release: Release, columns: tuple[int, ...] = (), zeros: bool = False
+                     ) -> Covered:
     """Steps 1–3 of the module docstring for the last covariance step (frame ``A``, rows
     y − ``shift``, radius τ, budget ρ): ``checked`` is the earlier release (its frame, Z and
     noise std σ) and ``lower`` its frame's modelled λ_min. Charges the counts to ``release``
@@ -197,11 +215,24 @@ def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tupl
     (public or DP outputs): the user's columns whose images are searched too, after the
     flagged directions (at most :data:`MAX_DIRECTIONS` in all): a rare flag the chain shrank
     to a fixed point where the clipped ones still fill the frame's unit variance (p·τ² ≈ 1,
-    no gap for the check to see: a 2 % flag at d = 10, ε = 1, 0.12× its sd at 1 seed in 12)."""
+    no gap for the check to see: a 2 % flag at d = 10, ε = 1, 0.12× its sd at 1 seed in 12).
+    ``zeros``: the :func:`near_zero_directions` that lie along a column (:func:`snap_to_column`)
+    are searched too, after the flagged ones."""
     A_prev, Z_prev, sigma_prev = checked
     d = A.shape[0]
     U = flagged_directions(Z_prev, sigma_prev, lower)
     forced = [int(j) for j in columns if 0 <= int(j) < d]
+    zero_cols: list[int] = []
+    if zeros:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for u in near_zero_directions(Z_prev, sigma_prev):
+                h = np.linalg.solve(A.T, A_prev.T @ u)
+                norm = float(np.linalg.norm(h))
+                if math.isfinite(norm) and norm > 0:
+                    _, j = snap_to_column(A, h / norm, set(zero_cols))
+                    if j is not None:
+                        zero_cols.append(j)
+    forced = zero_cols + [j for j in forced if j not in zero_cols]
     if U.shape[0] + len(forced) == 0 or not (math.isfinite(rho) and rho > 0):
         return Covered(A, rho, False, np.eye(d))
     A0 = A

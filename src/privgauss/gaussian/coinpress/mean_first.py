@@ -193,7 +193,7 @@ def mean_first_gaussian(
     sig_last: list[float] = []
     # inside the user's prior, directions the clipping shrinks are covered (direction_cover),
     # checked on the chain's re-centred releases (the last one's frame: plan2[-2]'s λ_min)
-    check = Cover(plan2[-2].lower, cover_columns) if cover else None
+    check = Cover(plan2[-2].lower, cover_columns, zeros=prior_floor) if cover else None
     A, cov = run_cov(rows, A, plan2[-1:], release.sub("cov"), shift=center + m1 + off,
                      floor=lo if prior_floor else 0.0, past=past,
                      labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last, cover=check)

@@ -153,7 +153,8 @@ def run_cov(
             A_c, Z_c, s_c = past[-1][:3]
             Z_c, s_c = pooled_release(past[:-1], A_c, Z_c, s_c)
             fix = cover_directions(rows, A, sh, (A_c, Z_c, s_c), lower, tau, rho,
-                                   release.sub(f"{i0 + i + 1}/{total}"), cover.columns)
+                                   release.sub(f"{i0 + i + 1}/{total}"), cover.columns,
+                                   cover.zeros)
             if fix.rho != rho:
                 A, rho, spent = fix.A, fix.rho, rho - fix.rho
                 sigma = sigma_cov(tau, n, rho)
@@ -293,7 +294,7 @@ def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, rele
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
     # inside the user's prior, directions the clipping shrinks are covered (direction_cover)
-    check = Cover(plan.cov[0].lower, cover_columns) if cover else None
+    check = Cover(plan.cov[0].lower, cover_columns, zeros=prior_floor) if cover else None
     _, cov = run_cov(rows, A, plan.cov, release.sub("cov"), shift=mu_rough, floor=floor,
                      cover=check)
     assert cov is not None
