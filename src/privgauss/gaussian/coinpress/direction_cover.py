@@ -6,13 +6,19 @@ a few far rows — a 0/1 column with a fraction p of ones has them ~1/√p stand
 keeps only about p·τ² of its variance at each step when p·τ² < 1, so each whitening magnifies
 it further and the chain shrinks it step after step, down to the prior's lower bound (issue 26:
 randhie's 1.5 % flag came back with 0.06× its standard deviation inside a valid prior). Our
-design, for the practical chain inside a user's prior (:func:`~.steps.run_cov`, ``cover``):
+design, for the practical chain inside a user's prior and the bound-free route's refinement
+(:func:`~.steps.run_cov`, ``cover``):
 
 1. **Check** (post-processing): the release before the last step, in the frame it was made in,
    should be ≥ about the plan's modelled λ_min ℓ of that frame in every direction, less its
    noise, and above a constant column's 0 (:func:`shrunk`), has spread rows beyond the
-   radius. At most :data:`MAX_DIRECTIONS`, the lowest, are taken (a DP output and public
-   constants).
+   radius. Searched too (step 2 tells them from a column with nothing far): inside the
+   user's prior, directions released at or below a constant column's 0 ± σ that lie along a
+   column (:func:`near_zero_directions`; the mean-first route's re-centring can put a shrunk
+   flag there); and columns the caller names (``Cover.columns``, a DP output: the bound-free
+   route's axes whose spread its octave release read — a rare flag the chain can shrink to a
+   fixed point with no gap for the check, p·τ² ≈ 1). At most :data:`MAX_DIRECTIONS` in all,
+   the flagged ones first (DP outputs and public constants).
 2. **Radius along the direction** (ρ-zCDP): in the last step's frame A, the rows' coordinate
    f_i = ĥᵀA(y_i − shift) along the flagged direction ĥ — the image A·e_j of a column when ĥ
    is within :data:`SNAP_COS` of it (:func:`snap_to_column`: a rare flag's far rows lie along
@@ -51,7 +57,7 @@ from ...mechanisms import Release
 from .radius_search import RadiusSearch, search_radius
 
 __all__ = ["COVER_SHARE", "MAX_DIRECTIONS", "Cover", "cover_directions", "flagged_directions",
-           "shrunk"]
+           "near_zero_directions", "shrunk"]
 
 #: share of the last covariance step's ρ spent on the counts when a direction is flagged
 COVER_SHARE = 0.2
@@ -111,10 +117,8 @@ def shrunk(z: float, sigma: float, lower: float, d: int) -> bool:
     of a symmetric noise matrix with σ²/2 off the diagonal). Measured on Gaussian rows at
     ε = 1, d = 10 (n = 3,000-20,000, priors 10× and 100× outside the spectrum, 20 fits each):
     the release before the last step lay 2.0-2.6σ above that bound at worst, 3.6-4.9σ in the
-    median; randhie's 1.5 % flag 0.7-2.9σ below it. A constant column is left alone (no
-    count, no change to the fit); so is, in the mean-first route, a shrunk flag whose
-    re-centred release came out near 0 too (randhie inside a 10× prior: 2 seeds in 10, its
-    centring mean's error along the magnified direction subtracted)."""
+    median; randhie's 1.5 % flag 0.7-2.9σ below it. A release at or below a constant
+    column's band is not judged here (:func:`near_zero_directions`)."""
     return LOWER_SIGMAS * sigma < z < lower - math.sqrt(2.0 * d) * sigma
 
 

@@ -132,9 +132,10 @@ def run_cov(
     whose search hit the cap enters the pooling with infinite extra error (left out);
     ``sigmas`` receives each step's noise std at the radius used. ``pool=False`` (the papers'
     algorithms as written, ``constants="theory"``): the final release alone. ``cover`` (the
-    practical chain inside a user's prior): before the final step (and its radius search),
-    the release before it is checked for directions the clipping shrinks, and any found are
-    covered by the last step's frame (:mod:`.direction_cover`; ``cover.lower`` is the
+    practical chain inside a user's prior, or the bound-free refinement): before the final
+    step (and its radius search), the release before it is checked for directions the
+    clipping shrinks, and any found (or named by ``cover``) are covered by the last step's
+    frame (:mod:`.direction_cover`; ``cover.lower`` is the
     modelled λ_min of that release's frame when it comes from ``past``, not this plan).
 
     Returns (A, None) when ``final`` is False, else (A_used, Ŝ = A⁻¹ Z Aᵀ⁻¹)."""
