@@ -59,8 +59,12 @@ from .radius_search import RadiusSearch, search_radius
 __all__ = ["COVER_SHARE", "MAX_DIRECTIONS", "Cover", "cover_directions", "flagged_directions",
            "near_zero_directions", "shrunk"]
 
-#: share of the last covariance step's ρ spent on the counts when a direction is flagged
+#: share of the last covariance step's ρ spent on the counts of each searched direction ...
 COVER_SHARE = 0.2
+#: ... and on all of them together (several: vietnam_health inside a 10×-100× prior searches
+#: its 1 % flag and a count with 0.7 % non-zero values; splitting one share between them
+#: raised each count's noise √2× and left the count at 0.01× its sd, 0.03× with one search)
+MAX_COVER_SHARE = 0.4
 #: most directions covered in one fit (the lowest flagged eigenvalues)
 MAX_DIRECTIONS = 3
 _QUERIES = 5  # noisy counts per direction: a grid of 2^5 − 1 radii
@@ -258,7 +262,7 @@ def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tupl
             if j not in used and len(targets) < MAX_DIRECTIONS:
                 used.add(j)
                 targets.append((A0[:, j] / np.linalg.norm(A0[:, j]), j))
-        spend = rho * COVER_SHARE
+        spend = rho * min(COVER_SHARE * max(len(targets), 1), MAX_COVER_SHARE)
         search = line_search(rows.n, d, tau, spend / max(len(targets), 1))
         r = target_radius(tau, d)
         for k, (h0, j) in enumerate(targets):
