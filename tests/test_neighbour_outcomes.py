@@ -185,14 +185,15 @@ def _planned_length(outcome, est):
     """Private EM's stopping rule (a function of released models: a DP output) skips the
     planned steps between its stop and its last step, three releases each (one run after the
     pick). Checked here that the ledger misses exactly those; the outcome is compared between
-    neighbours with the planned ledger length. Likewise CoinPress inside a prior covers a
-    direction its releases show shrunk (a function of released moments: a DP output) with
+    neighbours with the planned ledger length. Likewise a CoinPress chain — inside a prior,
+    or the bound-free route's refinement (also inside EM's initialisation) — covers a
+    direction its releases show shrunk, or a column its DP outputs name (issue 26), with
     the counts of a radius search taken from its last covariance step
     (:mod:`privgauss.gaussian.coinpress.direction_cover`): those entries, whole searches
-    inside the coinpress group, are left out of the planned length."""
+    inside a coinpress group, are left out of the planned length."""
     import dataclasses
 
-    if outcome.kind == "success" and est.method_ == "coinpress":
+    if outcome.kind == "success":
         from privgauss.gaussian.coinpress.direction_cover import _QUERIES
 
         cover = [e.step for e in est.ledger_ if " cover " in e.step]

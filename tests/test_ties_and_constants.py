@@ -210,11 +210,13 @@ def test_constant_near_constant_and_neighbours_end_alike(name: str) -> None:
             # refinement plan (read off released scale brackets) may take other steps
             assert o.ledger_length == first.ledger_length, (k, o)
         # and the estimate is right: the constant's value, a variance at most the prior's floor
-        # (4e-3: 0.04 of the prior floor's standard deviation √0.01; measured at seed 3 on the
-        # four tables: coinpress's mean-first route 0.0024-0.0025, its sequential route
+        # (6e-3: 0.06 of the prior floor's standard deviation √0.01; coinpress's mean-first
+        # route's error there is its final mean's noise: 0.0003-0.0053 over seeds 0-5 before
+        # issue 26's count along near-zero columns, 0.0001-0.0047 with it (0.0042 at seed 3,
+        # where the earlier bound of 4e-3 had been set from one draw); its sequential route
         # 0.0010-0.0011 — the former gives the final mean 10 % of ρ, the latter 20 %; a
         # constant column that drags the means is off by 0.1 or more)
-        assert abs(fits[k].mean_[3] - CONST) < 4e-3, (k, fits[k].mean_)
+        assert abs(fits[k].mean_[3] - CONST) < 6e-3, (k, fits[k].mean_)
         assert 0 <= fits[k].covariance_[3, 3] <= 1.01e-2, (k, fits[k].covariance_[3, 3])
 
 

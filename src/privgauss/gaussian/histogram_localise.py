@@ -116,7 +116,9 @@ class Localisation:
     variance such an axis is released with: the released fraction of rows away from that value
     (plus one noise sd of its count), times one unit of the column squared (so a rare flag read
     as constant still gives its held-out 1s a finite, moderate log-likelihood); 0 elsewhere.
-    ``tie_rho`` is the zCDP the octave release of tied axes spent (0 when it did not run).
+    ``tie_rho`` is the zCDP the octave release of tied axes spent (0 when it did not run);
+    ``rare`` the axes whose spread that release gave (a rare flag: the refinement searches
+    their far rows, :mod:`.coinpress.direction_cover`).
     """
 
     center: np.ndarray
@@ -129,6 +131,7 @@ class Localisation:
     degenerate: np.ndarray | None = None
     degenerate_var: np.ndarray | None = None
     tie_rho: float = 0.0
+    rare: tuple[int, ...] = ()
 
 
 def _axis_top_bins(
@@ -319,6 +322,7 @@ def localise(
             )
         center[k] = offset[k] + (top + 0.5) * w[k]
     spent_ties = 0.0
+    rare: tuple[int, ...] = ()
     if spread_of:  # a DP output: tied axes whose other values were each too rare
         from .histogram_ties import octave_spreads
 
@@ -326,6 +330,7 @@ def localise(
         spreads = octave_spreads(Xc, axes, center[axes], tie_rho,
                                  release=Release(release.accountant, src, f"{step}-ties"))
         spent_ties = tie_rho
+        rare = tuple(map(int, axes))
         for k, got in zip(map(int, axes), spreads, strict=True):
             if got is None:
                 raise not_localised(k, loc_h[k], int(rows_of[k]), f"{step}-ties")
@@ -341,4 +346,5 @@ def localise(
         degenerate=tied & (s_mid == 0),
         degenerate_var=deg_var,
         tie_rho=spent_ties,
+        rare=rare,
     )

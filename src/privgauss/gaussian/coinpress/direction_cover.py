@@ -6,13 +6,19 @@ a few far rows — a 0/1 column with a fraction p of ones has them ~1/√p stand
 keeps only about p·τ² of its variance at each step when p·τ² < 1, so each whitening magnifies
 it further and the chain shrinks it step after step, down to the prior's lower bound (issue 26:
 randhie's 1.5 % flag came back with 0.06× its standard deviation inside a valid prior). Our
-design, for the practical chain inside a user's prior (:func:`~.steps.run_cov`, ``cover``):
+design, for the practical chain inside a user's prior and the bound-free route's refinement
+(:func:`~.steps.run_cov`, ``cover``):
 
 1. **Check** (post-processing): the release before the last step, in the frame it was made in,
    should be ≥ about the plan's modelled λ_min ℓ of that frame in every direction, less its
    noise, and above a constant column's 0 (:func:`shrunk`), has spread rows beyond the
-   radius. At most :data:`MAX_DIRECTIONS`, the lowest, are taken (a DP output and public
-   constants).
+   radius. Searched too (step 2 tells them from a column with nothing far): inside the
+   user's prior, directions released at or below a constant column's 0 ± σ that lie along a
+   column (:func:`near_zero_directions`; the mean-first route's re-centring can put a shrunk
+   flag there); and columns the caller names (``Cover.columns``, a DP output: the bound-free
+   route's axes whose spread its octave release read — a rare flag the chain can shrink to a
+   fixed point with no gap for the check, p·τ² ≈ 1). At most :data:`MAX_DIRECTIONS` in all,
+   the flagged ones first (DP outputs and public constants).
 2. **Radius along the direction** (ρ-zCDP): in the last step's frame A, the rows' coordinate
    f_i = ĥᵀA(y_i − shift) along the flagged direction ĥ — the image A·e_j of a column when ĥ
    is within :data:`SNAP_COS` of it (:func:`snap_to_column`: a rare flag's far rows lie along
@@ -51,10 +57,14 @@ from ...mechanisms import Release
 from .radius_search import RadiusSearch, search_radius
 
 __all__ = ["COVER_SHARE", "MAX_DIRECTIONS", "Cover", "cover_directions", "flagged_directions",
-           "shrunk"]
+           "near_zero_directions", "shrunk"]
 
-#: share of the last covariance step's ρ spent on the counts when a direction is flagged
+#: share of the last covariance step's ρ spent on the counts of each searched direction ...
 COVER_SHARE = 0.2
+#: ... and on all of them together (several: vietnam_health inside a 10×-100× prior searches
+#: its 1 % flag and a count with 0.7 % non-zero values; splitting one share between them
+#: raised each count's noise √2× and left the count at 0.01× its sd, 0.03× with one search)
+MAX_COVER_SHARE = 0.4
 #: most directions covered in one fit (the lowest flagged eigenvalues)
 MAX_DIRECTIONS = 3
 _QUERIES = 5  # noisy counts per direction: a grid of 2^5 − 1 radii
@@ -83,6 +93,13 @@ class Cover:
     call, as in the mean-first route; within one call the step's own plan gives it)."""
 
     lower: float
+    #: the user's columns to search whatever the check says (a DP output: the bound-free
+    #: route's tied axes whose spread came from rare values, :mod:`..histogram_ties`)
+    columns: tuple[int, ...] = ()
+    #: inside the user's prior (its lower bound floors every frame, so a constant column's
+    #: release is 0 ± σ in each): directions released at or below a constant column's band
+    #: that lie along a column are searched too (:func:`near_zero_directions`)
+    zeros: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,10 +121,8 @@ def shrunk(z: float, sigma: float, lower: float, d: int) -> bool:
     of a symmetric noise matrix with σ²/2 off the diagonal). Measured on Gaussian rows at
     ε = 1, d = 10 (n = 3,000-20,000, priors 10× and 100× outside the spectrum, 20 fits each):
     the release before the last step lay 2.0-2.6σ above that bound at worst, 3.6-4.9σ in the
-    median; randhie's 1.5 % flag 0.7-2.9σ below it. A constant column is left alone (no
-    count, no change to the fit); so is, in the mean-first route, a shrunk flag whose
-    re-centred release came out near 0 too (randhie inside a 10× prior: 2 seeds in 10, its
-    centring mean's error along the magnified direction subtracted)."""
+    median; randhie's 1.5 % flag 0.7-2.9σ below it. A release at or below a constant
+    column's band is not judged here (:func:`near_zero_directions`)."""
     return LOWER_SIGMAS * sigma < z < lower - math.sqrt(2.0 * d) * sigma
 
 
@@ -117,6 +132,19 @@ def flagged_directions(Z: np.ndarray, sigma: float, lower: float) -> np.ndarray:
     and public numbers."""
     w, V = np.linalg.eigh(project_psd(np.asarray(Z, dtype=np.float64)))
     keep = [j for j in range(w.size) if shrunk(float(w[j]), sigma, lower, w.size)]
+    return V[:, keep[:MAX_DIRECTIONS]].T
+
+
+def near_zero_directions(Z: np.ndarray, sigma: float) -> np.ndarray:
+    """The unit eigenvectors (rows) of the release ``Z`` whose eigenvalues are at most
+    :data:`LOWER_SIGMAS`·σ — where a constant column's release lies, and, in the mean-first
+    route, a shrunk flag's re-centred one (randhie inside a 10× prior, seeds 2 and 4: −0.003
+    and 0.009 with σ = 0.03, its flag 0.30× its sd) — lowest first, at most
+    :data:`MAX_DIRECTIONS`. The release cannot tell them apart; a count of rows far along
+    the column can (:func:`cover_directions`): a constant column has none, and its search
+    stays at its first radius (no change to the frame). Post-processing."""
+    w, V = np.linalg.eigh(project_psd(np.asarray(Z, dtype=np.float64)))
+    keep = [j for j in range(w.size) if float(w[j]) <= LOWER_SIGMAS * sigma]
     return V[:, keep[:MAX_DIRECTIONS]].T
 
 
@@ -186,19 +214,35 @@ def line_search(n: int, d: int, tau: float, rho: float) -> RadiusSearch:
 
 def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tuple[np.ndarray,
                      np.ndarray, float], lower: float, tau: float, rho: float,
-                     release: Release) -> Covered:
+                     release: Release, columns: tuple[int, ...] = (), zeros: bool = False
+                     ) -> Covered:
     """Steps 1–3 of the module docstring for the last covariance step (frame ``A``, rows
     y − ``shift``, radius τ, budget ρ): ``checked`` is the earlier release (its frame, Z and
     noise std σ) and ``lower`` its frame's modelled λ_min. Charges the counts to ``release``
-    (named "<step> cover k radius j/m") only when a direction is flagged."""
+    (named "<step> cover k radius j/m") only when a direction is flagged. ``columns``
+    (public or DP outputs): the user's columns whose images are searched too, after the
+    flagged directions (at most :data:`MAX_DIRECTIONS` in all): a rare flag the chain shrank
+    to a fixed point where the clipped ones still fill the frame's unit variance (p·τ² ≈ 1,
+    no gap for the check to see: a 2 % flag at d = 10, ε = 1, 0.12× its sd at 1 seed in 12).
+    ``zeros``: the :func:`near_zero_directions` that lie along a column (:func:`snap_to_column`)
+    are searched too, after the flagged ones."""
     A_prev, Z_prev, sigma_prev = checked
     d = A.shape[0]
     U = flagged_directions(Z_prev, sigma_prev, lower)
-    if U.shape[0] == 0 or not (math.isfinite(rho) and rho > 0):
+    forced = [int(j) for j in columns if 0 <= int(j) < d]
+    zero_cols: list[int] = []
+    if zeros:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for u in near_zero_directions(Z_prev, sigma_prev):
+                h = np.linalg.solve(A.T, A_prev.T @ u)
+                norm = float(np.linalg.norm(h))
+                if math.isfinite(norm) and norm > 0:
+                    _, j = snap_to_column(A, h / norm, set(zero_cols))
+                    if j is not None:
+                        zero_cols.append(j)
+    forced = zero_cols + [j for j in forced if j not in zero_cols]
+    if U.shape[0] + len(forced) == 0 or not (math.isfinite(rho) and rho > 0):
         return Covered(A, rho, False, np.eye(d))
-    spend = rho * COVER_SHARE
-    search = line_search(rows.n, d, tau, spend / U.shape[0])
-    r = target_radius(tau, d)
     A0 = A
     # each direction in the last step's frame before any compression (a compression along one
     # inflates it in every direction mapped through the compressed frame), snapped to a column
@@ -214,6 +258,13 @@ def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tupl
                 if j is not None:
                     used.add(j)
                 targets.append((h, j))
+        for j in forced:
+            if j not in used and len(targets) < MAX_DIRECTIONS:
+                used.add(j)
+                targets.append((A0[:, j] / np.linalg.norm(A0[:, j]), j))
+        spend = rho * min(COVER_SHARE * max(len(targets), 1), MAX_COVER_SHARE)
+        search = line_search(rows.n, d, tau, spend / max(len(targets), 1))
+        r = target_radius(tau, d)
         for k, (h0, j) in enumerate(targets):
             # the same direction in the current frame: the column's image, or h0 mapped
             v = A[:, j] if j is not None else A @ np.linalg.solve(A0, h0)

@@ -281,14 +281,16 @@ def gaussian_of_rows(
     mahalanobis_radius: float | None = None,
     prior_floor: bool = True,
     cover: bool = False,
+    cover_columns: tuple[int, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on rows already validated by
     :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask), charged to ``release``
-    (its steps named under its step, "coinpress-gaussian" when it has none). ``cover`` (with
-    ``prior_floor``: the single-Gaussian method inside the user's prior): directions the
-    chain's clipping shrinks are covered before its last covariance step
+    (its steps named under its step, "coinpress-gaussian" when it has none). ``cover`` (the
+    single-Gaussian method inside the user's prior, and the bound-free route's refinement):
+    directions the chain's clipping shrinks are covered before its last covariance step
     (:mod:`.direction_cover`; its counts come out of that step's ρ, only when a direction is
-    flagged)."""
+    flagged); ``cover_columns`` (public or DP outputs) are searched whatever the check
+    says."""
     check_constants(constants)
     d = int(X.shape[1])
     c = _check_center(center, d)
@@ -303,7 +305,7 @@ def gaussian_of_rows(
     reserve_rho(accountant, rho)
     return run_gaussian(Rows(X, center=c), rho, GaussianPrior(c, R, lo, hi, omega),
                         release.named("coinpress-gaussian"), constants, beta,
-                        prior_floor=prior_floor, cover=cover and prior_floor)
+                        prior_floor=prior_floor, cover=cover, cover_columns=cover_columns)
 
 
 @dataclass(frozen=True)
@@ -330,6 +332,7 @@ def run_gaussian(
     info: dict[str, Any] | None = None,
     prior_floor: bool = False,
     cover: bool = False,
+    cover_columns: tuple[int, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on validated rows (finite, |x| ≤ 1e150) inside the public
     ``prior``. Every plan is
@@ -337,7 +340,8 @@ def run_gaussian(
     :func:`covariance_schedule` (used when the range parameters are known, e.g. public data).
     Large data (n·d ≥ 2^20) may run in split mode (:mod:`.split_mode`) when the planner
     predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers.
-    ``prior_floor``: see :func:`coinpress_gaussian`; ``cover``: see :func:`gaussian_of_rows`
+    ``prior_floor``: see :func:`coinpress_gaussian`; ``cover``, ``cover_columns``: see
+    :func:`gaussian_of_rows`
     (sequential and mean-first routes). Charged to ``release``, its steps named under its
     step."""
     n, d = rows.n, rows.d
@@ -353,12 +357,12 @@ def run_gaussian(
     if mf.use_mean_first(n, d, plan.cov_err, rho, R, (lo, hi), trusted_prior=prior_floor):
         return mf.mean_first_gaussian(rows, rho, center=c, radius=R, cov_bounds=(lo, hi),
                                       release=release, beta=beta, prior_floor=prior_floor,
-                                      cover=cover)
+                                      cover=cover, cover_columns=cover_columns)
 
     split = sm.plan_split(n, args, plan) if n * d >= sm.SPLIT_MIN_VALUES else None
     if split is not None:
         return sm.split_gaussian(rows, split, args, c, release, info, prior_floor)
-    return run_practical(rows, plan, c, lo, release, prior_floor, cover)
+    return run_practical(rows, plan, c, lo, release, prior_floor, cover, cover_columns)
 
 
 # Largest planned relative covariance error (planned_covariance_error) a fit may start with:

@@ -131,6 +131,7 @@ def mean_first_gaussian(
     beta: float = 0.05,
     prior_floor: bool = False,
     cover: bool = False,
+    cover_columns: tuple[int, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """ρ-zCDP (mean, covariance) of the private rows y_i ~ N(μ, Σ) of ``rows`` (with their
     public per-record map, if any) with ‖μ − center‖ ≤ ``radius`` and lo·I ⪯ Σ ⪯ hi·I
@@ -140,8 +141,8 @@ def mean_first_gaussian(
     the data satisfy (S ⪰ Σ ⪰ lo·I), so step 2's frames never whiten a direction past it (as
     :func:`~privgauss.gaussian.coinpress.coinpress_gaussian`): a constant column keeps its
     mean. ``cover``: step 4 covers directions the chain's clipping shrinks
-    (:mod:`.direction_cover`). Charged to ``release``, its steps named under its step, or
-    "mean-first"."""
+    (:mod:`.direction_cover`; ``cover_columns``: searched whatever the check says). Charged
+    to ``release``, its steps named under its step, or "mean-first"."""
     release = release.named("mean-first")
     step = release.step
     n, d = rows.n, rows.d
@@ -192,7 +193,7 @@ def mean_first_gaussian(
     sig_last: list[float] = []
     # inside the user's prior, directions the clipping shrinks are covered (direction_cover),
     # checked on the chain's re-centred releases (the last one's frame: plan2[-2]'s λ_min)
-    check = Cover(plan2[-2].lower) if cover else None
+    check = Cover(plan2[-2].lower, cover_columns, zeros=prior_floor) if cover else None
     A, cov = run_cov(rows, A, plan2[-1:], release.sub("cov"), shift=center + m1 + off,
                      floor=lo if prior_floor else 0.0, past=past,
                      labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last, cover=check)

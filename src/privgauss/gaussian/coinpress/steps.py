@@ -132,9 +132,10 @@ def run_cov(
     whose search hit the cap enters the pooling with infinite extra error (left out);
     ``sigmas`` receives each step's noise std at the radius used. ``pool=False`` (the papers'
     algorithms as written, ``constants="theory"``): the final release alone. ``cover`` (the
-    practical chain inside a user's prior): before the final step (and its radius search),
-    the release before it is checked for directions the clipping shrinks, and any found are
-    covered by the last step's frame (:mod:`.direction_cover`; ``cover.lower`` is the
+    practical chain inside a user's prior, or the bound-free refinement): before the final
+    step (and its radius search), the release before it is checked for directions the
+    clipping shrinks, and any found (or named by ``cover``) are covered by the last step's
+    frame (:mod:`.direction_cover`; ``cover.lower`` is the
     modelled λ_min of that release's frame when it comes from ``past``, not this plan).
 
     Returns (A, None) when ``final`` is False, else (A_used, Ŝ = A⁻¹ Z Aᵀ⁻¹)."""
@@ -153,7 +154,8 @@ def run_cov(
             A_c, Z_c, s_c = past[-1][:3]
             Z_c, s_c = pooled_release(past[:-1], A_c, Z_c, s_c)
             fix = cover_directions(rows, A, sh, (A_c, Z_c, s_c), lower, tau, rho,
-                                   release.sub(f"{i0 + i + 1}/{total}"))
+                                   release.sub(f"{i0 + i + 1}/{total}"), cover.columns,
+                                   cover.zeros)
             if fix.rho != rho:
                 A, rho, spent = fix.A, fix.rho, rho - fix.rho
                 sigma = sigma_cov(tau, n, rho)
@@ -271,13 +273,14 @@ def pooled_release(past: list[PastRelease], B: np.ndarray, Z: np.ndarray, sigma:
 
 
 def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, release: Release,
-                  prior_floor: bool = False, cover: bool = False
-                  ) -> tuple[np.ndarray, np.ndarray]:
+                  prior_floor: bool = False, cover: bool = False,
+                  cover_columns: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Stages 1–4 of :func:`coinpress_gaussian` (``practical``) on ``rows``. ``prior_floor``:
     the lower bound ``lo`` is a prior the data are known to satisfy (the user's ``cov_bounds``),
     so no frame whitens a direction past it (see :func:`run_cov`'s ``floor``) — a constant
     column then keeps its mean instead of dragging every coordinate's mean off. ``cover``:
-    stage 3 covers directions its clipping shrinks (:mod:`.direction_cover`). Charged to
+    stage 3 covers directions its clipping shrinks (:mod:`.direction_cover`), and searches
+    ``cover_columns`` (DP outputs) whatever its check says. Charged to
     ``release``, its stages named "<step> cov-coarse", "mean-rough", "cov" and "mean"."""
     d = rows.d
     floor = lo if prior_floor else 0.0
@@ -292,7 +295,7 @@ def run_practical(rows: Rows, plan: GaussianPlan, c: np.ndarray, lo: float, rele
     mu_rough = c + np.linalg.solve(A, m_t)
     # Stage 3: covariance of all rows centred at the rough mean, continuing from T.
     # inside the user's prior, directions the clipping shrinks are covered (direction_cover)
-    check = Cover(plan.cov[0].lower) if cover else None
+    check = Cover(plan.cov[0].lower, cover_columns, zeros=prior_floor) if cover else None
     _, cov = run_cov(rows, A, plan.cov, release.sub("cov"), shift=mu_rough, floor=floor,
                      cover=check)
     assert cov is not None
