@@ -48,7 +48,7 @@ from ...mechanisms import Release
 from .cov_plan import covariance_schedule, final_cov_error
 from .direction_cover import Cover
 from .mean_plan import check_radii, mean_error_bound, mean_schedule
-from .steps import PastRelease, pooled, run_cov, run_mean, whitener
+from .steps import ChainPart, PastRelease, pooled, run_cov, run_mean, whitener
 
 _ROUGH_SHARE = 0.15  # of ρ: the rough mean (step 1)
 _FINAL_SHARE = 0.1  # of ρ: the final means (steps 3 and 5); the covariance gets the rest
@@ -169,8 +169,8 @@ def mean_first_gaussian(
     # steps but the last, which waits for the final mean
     past: list[PastRelease] = []
     A, _ = run_cov(rows, np.eye(d) / math.sqrt(lo * cond), plan2[:-1], release.sub("cov"),
-                   final=False, shift=center + m1, floor=lo if prior_floor else 0.0, past=past,
-                   labels=(0, len(plan2)))
+                   final=False, shift=center + m1, floor=lo if prior_floor else 0.0,
+                   part=ChainPart(past, (0, len(plan2))))
     # 3. centring mean in the frame whitened by the chain's pooled estimate of S
     S = project_psd(_pooled_moment(past), min_eig=lo)
     # eigenvalues floored (a released S may be singular) — at the prior's lo when it is trusted
@@ -195,8 +195,8 @@ def mean_first_gaussian(
     # checked on the chain's re-centred releases (the last one's frame: plan2[-2]'s λ_min)
     check = Cover(plan2[-2].lower, cover_columns, zeros=prior_floor) if cover else None
     A, cov = run_cov(rows, A, plan2[-1:], release.sub("cov"), shift=center + m1 + off,
-                     floor=lo if prior_floor else 0.0, past=past,
-                     labels=(len(plan2) - 1, len(plan2)), sigmas=sig_last, cover=check)
+                     floor=lo if prior_floor else 0.0,
+                     part=ChainPart(past, (len(plan2) - 1, len(plan2)), sig_last), cover=check)
     assert cov is not None
     # 5. a second mean in the frame of the final covariance, about the centring mean; the
     # output mean pools both (their noise covariances σ²B⁻¹B⁻ᵀ; post-processing)

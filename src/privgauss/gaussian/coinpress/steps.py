@@ -9,6 +9,7 @@ Biswas, Dong, Kamath, Ullman, *CoinPress* (NeurIPS 2020), Alg. 1–2.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -87,6 +88,17 @@ def run_mean(
     return np.asarray(c, dtype=np.float64)
 
 
+@dataclass(frozen=True)
+class ChainPart:
+    """A part of a covariance chain a caller runs in several :func:`run_cov` calls: the
+    chain's releases so far (appended to), the ledger numbering (index of the part's first
+    step, the chain's total) and, if given, a list receiving each step's noise std."""
+
+    past: list[PastRelease]
+    labels: tuple[int, int]
+    sigmas: list[float] | None = None
+
+
 def run_cov(
     rows: Rows,
     A: np.ndarray,
@@ -96,10 +108,8 @@ def run_cov(
     final: bool = True,
     shift: np.ndarray | None = None,
     floor: float = 0.0,
-    past: list[PastRelease] | None = None,
-    labels: tuple[int, int] | None = None,
+    part: ChainPart | None = None,
     pool: bool = True,
-    sigmas: list[float] | None = None,
     cover: Cover | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Run the plan on rows y_i − shift (second moment S) starting from the transform A
@@ -124,14 +134,15 @@ def run_cov(
     chain's information (bound-free, d = 10, ε = 1, n = 5,000: covariance 3.87× non-private →
     2.80×, 20 draws).
 
-    ``past``: a list the steps' releases are appended to (frame, release, σ, 0), which may
-    already hold earlier releases of the same moment (a caller's chain, re-centred); the final
-    release is pooled with all of them. ``labels`` = (index of the first step, total): the
-    ledger's step numbers when a caller runs one plan in parts. A step with a radius
-    search (:mod:`.radius_search`) first releases its radius from the data; a release
-    whose search hit the cap enters the pooling with infinite extra error (left out);
-    ``sigmas`` receives each step's noise std at the radius used. ``pool=False`` (the papers'
-    algorithms as written, ``constants="theory"``): the final release alone. ``cover`` (the
+    ``part`` (a caller running one chain in parts, :class:`ChainPart`): its ``past`` list the
+    steps' releases are appended to (frame, release, σ, 0), which may already hold earlier
+    releases of the same moment (the caller's chain, re-centred) — the final release is
+    pooled with all of them; its ``labels`` = (index of the first step, total), the ledger's
+    step numbers; its ``sigmas``, which receives each step's noise std at the radius used.
+    A step with a radius search (:mod:`.radius_search`) first releases its radius from the
+    data; a release whose search hit the cap enters the pooling with infinite extra error
+    (left out). ``pool=False`` (the papers' algorithms as written, ``constants="theory"``):
+    the final release alone. ``cover`` (the
     practical chain inside a user's prior, or the bound-free refinement): before the final
     step (and its radius search), the release before it is checked for directions the
     clipping shrinks, and any found (or named by ``cover``) are covered by the last step's
@@ -143,8 +154,9 @@ def run_cov(
     t = len(plan)
     sh = np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64)
     k = cov_clip_scale()  # the fit's public multiplier of the planned radii (1 by default)
-    past = [] if past is None else past
-    i0, total = (0, t) if labels is None else labels
+    past: list[PastRelease] = [] if part is None else part.past
+    i0, total = (0, t) if part is None else part.labels
+    sigmas = None if part is None else part.sigmas
     for i, s in enumerate(plan):
         tau, rho, sigma, extra = s.clip_radius * k, s.rho, s.sigma * k * k, 0.0
         fix, spent = None, 0.0
