@@ -4,7 +4,8 @@ and nearest-centre labels agree with the plain broadcast formula and ``np.argmin
 import numpy as np
 import pytest
 
-from privgauss.mixture.em_starts import _nearest, _sq_dists
+from privgauss.mixture.weighted_kmeans import nearest as _nearest
+from privgauss.mixture.weighted_kmeans import sq_dists as _sq_dists
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 7, 8, 9, 17, 128, 130])
@@ -85,8 +86,9 @@ def test_summary_gmm_with_no_more_blobs_than_components() -> None:
 def _plain_lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
                  iters: int = 50) -> tuple[np.ndarray, np.ndarray, float]:
     """The weighted Lloyd steps written plainly (every distance every step): the reference the
-    bounded :func:`~privgauss.mixture.em_starts._lloyd` must equal bit for bit."""
-    from privgauss.mixture.em_starts import _nearest, _sq_dists
+    bounded :func:`~privgauss.mixture.weighted_kmeans.lloyd` must equal bit for bit."""
+    from privgauss.mixture.weighted_kmeans import nearest as _nearest
+    from privgauss.mixture.weighted_kmeans import sq_dists as _sq_dists
 
     w = np.maximum(weights, 0.0)
     PT = np.ascontiguousarray(points.T)
@@ -117,7 +119,7 @@ def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> Non
     """The Lloyd steps that skip points their bounds settle, and centres whose cluster did not
     change, give the plain steps' centres, variances, inertia and generator state exactly —
     on grid-like points with many near-ties and on blobs that take many steps."""
-    from privgauss.mixture.em_starts import _lloyd
+    from privgauss.mixture.weighted_kmeans import lloyd as _lloyd
 
     rng = np.random.default_rng(p * 100 + k)
     grid = np.round(rng.standard_normal((3000, p)) * 2.0) / 2.0
