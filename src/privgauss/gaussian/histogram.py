@@ -215,8 +215,7 @@ def histogram_gaussian(
         prior_floor=False,  # lo is an assumption, judged from the release by _check_prior
         # directions the clipping shrinks are covered, and the far rows of the axes whose
         # spread came from rare values (a DP output) searched whatever the check says
-        cover=True,
-        cover_columns=loc.rare,
+        cover=loc.rare,
     )
     _check_prior(np.asarray(cov_z), eta2 if eta2 > 0 else lo)
     if eta2 > 0:

@@ -150,7 +150,7 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         cov_bounds=facts.cov_bounds,  # type: ignore[arg-type]
         release=Release.of(job.accountant, job.noise),
         constants=facts.constants,
-        cover=True,  # the user's prior: directions the clipping shrinks are covered
+        cover=(),  # the user's prior: directions the clipping shrinks are covered
     )
 
 

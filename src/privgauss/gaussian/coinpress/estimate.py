@@ -280,17 +280,16 @@ def gaussian_of_rows(
     beta: float = 0.1,
     mahalanobis_radius: float | None = None,
     prior_floor: bool = True,
-    cover: bool = False,
-    cover_columns: tuple[int, ...] = (),
+    cover: tuple[int, ...] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`coinpress_gaussian` on rows already validated by
     :func:`~privgauss.backends.as_rows` (numpy, not copied, or dask), charged to ``release``
     (its steps named under its step, "coinpress-gaussian" when it has none). ``cover`` (the
-    single-Gaussian method inside the user's prior, and the bound-free route's refinement):
-    directions the chain's clipping shrinks are covered before its last covariance step
-    (:mod:`.direction_cover`; its counts come out of that step's ρ, only when a direction is
-    flagged); ``cover_columns`` (public or DP outputs) are searched whatever the check
-    says."""
+    single-Gaussian method inside the user's prior, and the bound-free route's refinement;
+    None: off): directions the chain's clipping shrinks are covered before its last
+    covariance step (:mod:`.direction_cover`; its counts come out of that step's ρ, only when
+    a direction is flagged), and the columns it lists (public or DP outputs) are searched
+    whatever the check says."""
     check_constants(constants)
     d = int(X.shape[1])
     c = _check_center(center, d)
@@ -305,7 +304,8 @@ def gaussian_of_rows(
     reserve_rho(accountant, rho)
     return run_gaussian(Rows(X, center=c), rho, GaussianPrior(c, R, lo, hi, omega),
                         release.named("coinpress-gaussian"), constants, beta,
-                        prior_floor=prior_floor, cover=cover, cover_columns=cover_columns)
+                        prior_floor=prior_floor, cover=cover is not None,
+                        cover_columns=() if cover is None else tuple(cover))
 
 
 @dataclass(frozen=True)
@@ -340,8 +340,8 @@ def run_gaussian(
     :func:`covariance_schedule` (used when the range parameters are known, e.g. public data).
     Large data (n·d ≥ 2^20) may run in split mode (:mod:`.split_mode`) when the planner
     predicts the same accuracy; ``info`` (tests) receives its public split and sub-ledgers.
-    ``prior_floor``: see :func:`coinpress_gaussian`; ``cover``, ``cover_columns``: see
-    :func:`gaussian_of_rows`
+    ``prior_floor``: see :func:`coinpress_gaussian`; ``cover`` (on or off) and
+    ``cover_columns``: see :func:`gaussian_of_rows`'s ``cover``
     (sequential and mean-first routes). Charged to ``release``, its steps named under its
     step."""
     n, d = rows.n, rows.d
