@@ -167,7 +167,7 @@ from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_weights, sym
 from ..mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
-from ..privacy import ZCDP, ApproxDP, Budget, approx_to_zcdp
+from ..privacy import ZCDP, ApproxDP, Budget, approx_to_zcdp, has_delta, zcdp_of
 from ..privacy.budgets import MIN_EPS as _MIN_EPS
 from ..sensitivity import (
     histogram_l2,
@@ -468,15 +468,11 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     loc: ApproxDP | None = None
     hist: ApproxDP | None = None
     rho_ref = rho_prior = rho_hist = 0.0
-    if not (isinstance(budget, ZCDP) or (isinstance(budget, ApproxDP) and budget.delta > 0)):
-        raise PrivacyBudgetError(
-            f"method='em' needs a rho (zCDP) or (epsilon, delta > 0) budget, got {budget}"
-        )
+    rho_total = zcdp_of(budget, "em", refusal="method='em' needs a rho (zCDP) or (epsilon, "
+                        f"delta > 0) budget, got {budget}")
     rho_all = budget.rho if isinstance(budget, ZCDP) else None
     if use_public or prior:
-        if rho_all is None:
-            assert isinstance(budget, ApproxDP)
-            rho_all = approx_to_zcdp(budget.epsilon, budget.delta)
+        rho_all = rho_total
         rho_prior = 0.0 if use_public else PRIOR_LOC_SHARE * rho_all
         rho_em = rho_all - rho_prior
     elif isinstance(budget, ZCDP):
@@ -636,9 +632,7 @@ def _start_rows(d: int, budget: Budget) -> float:
     n = 200; ρ = 1000, n = 50; ρ = 1e4, n = 20–50 (asked: 285, 135, 76, 43, 24 rows). d = 5,
     ρ = 100: breaks at n = 60, sane at 130 (asked 126). d = 1, ρ = 0.5: breaks at n = 200,
     sane at 300 (asked 285)."""
-    rho = budget.rho if isinstance(budget, ZCDP) else (
-        approx_to_zcdp(budget.epsilon, budget.delta)
-        if isinstance(budget, ApproxDP) and budget.delta > 0 else math.inf)
+    rho = zcdp_of(budget, "em") if isinstance(budget, ZCDP) or has_delta(budget) else math.inf
     return float(max(d + 1.0, 40.0 * max(d, 3) * rho ** -0.25))
 
 
