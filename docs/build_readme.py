@@ -208,7 +208,8 @@ def gaussian_speed(ctx: Context) -> str:
     pairs = len(r["ratios of the pairs"].split(","))
     return (f"At n = 1e6 (d = 10, ε = 1) the default fit's covariance error is {err / ref:.2f}× "
             f"`np.cov`'s, and it takes {first(r['**CPU ratio**']):.3g}× the CPU time of numpy's "
-            f"`mean` + `cov` on the same rows (median of {pairs} timings on a shared machine).\n\n"
+            f"`mean` + `cov` on the same rows (median of {pairs} timings on one machine; the "
+            f"load it saw is in the file).\n\n"
             + ctx.source("gaussian_speed.md"))
 
 
