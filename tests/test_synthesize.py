@@ -620,3 +620,26 @@ def test_a_smooth_continuous_column_gets_a_cubic_inverse_cdf() -> None:
     assert np.max(np.abs(mass - np.diff(ms[0].cdf))) < 0.004
     assert np.all(np.diff(ms[0].from_uniform(np.linspace(0, 1, 1001))) >= 0)
     assert marg.Marginal.from_dict(ms[0].to_dict()).smooth
+
+
+def test_a_range_false_alarm_far_from_the_data_is_ignored() -> None:
+    """An empty octave's noisy count passing the range threshold (probability RANGE_BETA per
+    fit) hundreds of octaves from the data used to stretch the range to -2^190 and put every
+    synthetic value there (wavesurge, 1 fit in 18: held-out loglik -125 instead of -1.2); it
+    must now pass the far threshold. Octaves near the data, a zero-only central bin and a
+    genuine far cluster passing the far threshold still count."""
+    mid = marg._N_OCT
+    sigma, thr, far = 30.0, 120.0, 190.0
+    noisy = np.random.default_rng(0).normal(0.0, sigma, marg.N_RANGE_BINS).clip(None, 100.0)
+    pos = mid + 1 - marg.E_MIN  # key of the octave [1, 2)
+    noisy[pos - 1:pos + 4] = [300.0, 900.0, 800.0, 400.0, 130.0]  # [0.5, 16)
+    noisy[mid - 190] = 150.0  # a false alarm at about -2^-310 ... far from [0.5, 16)
+    noisy[mid + 700] = 150.0  # and one at 2^199
+    lo, hi = marg._octaves_of_range(noisy, thr, far)
+    assert (lo, hi) == (mid, pos + 4)  # down to zero (factor >= 4), up to [16, 32)
+    assert marg._octaves_of_range(noisy, thr)[1] == mid + 701  # the old rule: to 2^200
+    noisy[mid + 700] = 200.0  # a far cluster passing the far threshold is kept
+    assert marg._octaves_of_range(noisy, thr, far)[1] == mid + 701
+    zeros = np.zeros(marg.N_RANGE_BINS)
+    zeros[mid], zeros[pos + 2] = 2000.0, 500.0  # mostly exact zeros, some values in [4, 8)
+    assert marg._octaves_of_range(zeros, thr, far) == (mid, pos + 3)
