@@ -69,6 +69,12 @@ class DependenceGrid:
     def d(self) -> int:
         return int(self.probs.ndim)
 
+    def column_masses(self) -> np.ndarray:
+        """Each column's mass in each of its ``levels`` slices (d, levels): the raked margins."""
+        d = self.d
+        return np.array([self.probs.sum(axis=tuple(a for a in range(d) if a != j))
+                         for j in range(d)])
+
     def cells(self, U: np.ndarray) -> np.ndarray:
         """The flat cell index of each row of uniform scores ``U`` (n, d); any float is
         handled (clipped into [0, 1], NaN as 0)."""

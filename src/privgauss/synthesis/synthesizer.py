@@ -11,8 +11,11 @@ asked of the user. A narrow table (levels per column, from public n, d and the b
 histogram of the uniform scores (:mod:`privgauss.synthesis.grid`), which sets each cell's mass
 while the model sets the shape inside a cell; its slice sums, a second measurement of each
 column's mass in g slices, are combined with the marginal's by inverse noise variance.
-Sampling draws scores from the model (and the grid) and maps them back through the marginals,
-with each column's kind (float, integer, 0/1) and range: post-processing of DP releases only.
+Sampling draws scores from the model (and the grid), gives each column one level per stratum of
+its released marginal in the order of the draws (:func:`stratified_levels`: the model's joint
+ranks, the marginal without the noise of independent draws) and maps them back through the
+marginals, with each column's kind (float, integer, 0/1) and range: post-processing of DP
+releases only.
 
 Guarantee: the budget given (ρ-zCDP, or (ε, δ)-DP with δ > 0), replace-one neighbours (n
 public). The per-record maps (clipping, jitter, normal scores) change one record's scores
@@ -378,7 +381,9 @@ class PrivateSynthesizer:
     # -- sample ------------------------------------------------------------------------------
     def sample(self, n_samples: int, random_state: Any = None) -> np.ndarray:
         """``n_samples`` synthetic rows (float array; integer and 0/1 columns hold whole
-        numbers, every column within its released or stated range): post-processing, free."""
+        numbers, every column within its released or stated range): post-processing, free.
+        Each column's levels are stratified over its released marginal
+        (:func:`stratified_levels`), so the rows are exchangeable, not independent, draws."""
         if not hasattr(self, "copula_"):
             raise InvalidDataError("this PrivateSynthesizer is not fitted yet: call fit first")
         if not (isinstance(n_samples, int | np.integer) and n_samples >= 1):
@@ -391,6 +396,7 @@ class PrivateSynthesizer:
         U = ndtr(Z)
         if grid is not None:
             U = grid.sample(int(n_samples), U, rng)
+        U = stratified_levels(U, rng, None if grid is None else grid.column_masses())
         return np.column_stack([m.from_uniform(U[:, j]) for j, m in enumerate(self.marginals_)])
 
     def sample_table(self, n_samples: int, random_state: Any = None) -> Any:
@@ -465,6 +471,30 @@ class PrivateSynthesizer:
         syn.ledger_, syn.privacy_spent_ = list(acct.ledger), acct.spent
         syn.method_ = str(data.get("method", "copula"))
         return syn
+
+
+def stratified_levels(U: np.ndarray, rng: np.random.Generator,
+                      masses: np.ndarray | None = None) -> np.ndarray:
+    """The drawn uniform scores ``U`` (m, d) with each column's values replaced, in the same
+    order, by one level from each of the m strata of its target distribution: the i-th smallest
+    gets ``F⁻¹((i + V)/m)``, V uniform — F uniform on [0, 1], or, with ``masses`` (d, g: each
+    column's mass in the g equal slices of [0, 1], the dependence grid's raked margins),
+    piecewise linear with those slice masses. The rows keep the draws' joint ranks (the
+    model's dependence) while each column's synthetic values follow its released marginal
+    without the multinomial noise of m independent draws (stratified sampling, as
+    Private-PGM's rounding of each marginal's counts gives MST's rows): post-processing."""
+    m, d = U.shape
+    out = np.empty((m, d))
+    for j in range(d):
+        t = (np.arange(m) + rng.uniform(0.0, 1.0, m)) / m
+        if masses is not None:
+            w = np.clip(np.asarray(masses[j], dtype=np.float64), 0.0, None)
+            if w.sum() > 0:
+                g = w.size
+                knots = np.concatenate([[0.0], np.cumsum(w / w.sum())])
+                t = np.interp(t, knots, np.linspace(0.0, 1.0, g + 1))
+        out[np.argsort(U[:, j], kind="stable"), j] = t
+    return out
 
 
 def _slice_variances(marginal: Marginal, g: int, sigma: float, n: int) -> np.ndarray:
