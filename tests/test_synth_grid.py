@@ -342,3 +342,19 @@ def test_sampled_columns_follow_the_released_marginals_closely(
         assert inner.size >= 10
         below = np.array([np.mean(X[:, j] < marg.edges[k]) for k in inner])
         assert np.max(np.abs(below - target[inner])) <= 5.0 / m
+
+
+def test_grid_correlations_recover_the_copulas_and_feed_the_one_component_model(
+        fitted: pg.PrivateSynthesizer) -> None:
+    """A pair's correlation fitted to the bivariate normal's own cell masses is recovered;
+    a one-component copula with a grid takes its correlation from the released grid (the
+    discrete column's jitter attenuation undone)."""
+    for r in (-0.6, 0.0, 0.3, 0.9):
+        q = grid_mod.normal_cell_masses(6, r)
+        assert abs(grid_mod.grid_correlations(DependenceGrid(6, q / q.sum()))[0, 1] - r) < 2e-3
+    if fitted.n_components_ == 1 and fitted.grid_ is not None:
+        r = grid_mod.grid_correlations(fitted.grid_)[0, 1]
+        c = [m.jitter_attenuation() for m in fitted.marginals_]
+        want = np.clip(r / (c[0] * c[1]), -0.99, 0.99)
+        cov = fitted.copula_.covariance_
+        assert abs(cov[0, 1] / math.sqrt(cov[0, 0] * cov[1, 1]) - want) < 0.01

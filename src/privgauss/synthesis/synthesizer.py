@@ -10,7 +10,9 @@ asked of the user. A narrow table (levels per column, from public n, d and the b
 :func:`~privgauss.synthesis.grid.grid_levels`) also gets a DP dependence grid — the joint
 histogram of the uniform scores (:mod:`privgauss.synthesis.grid`), which sets each cell's mass
 while the model sets the shape inside a cell; its slice sums, a second measurement of each
-column's mass in g slices, are combined with the marginal's by inverse noise variance.
+column's mass in g slices, are combined with the marginal's by inverse noise variance, and a
+one-component model takes its correlations from the grid's cells
+(:func:`~privgauss.synthesis.grid.grid_correlations`, post-processing).
 Sampling draws scores from the model (and the grid), gives each column one level per stratum of
 its released marginal in the order of the draws (:func:`stratified_levels`: the model's joint
 ranks, the marginal without the noise of independent draws) and maps them back through the
@@ -50,6 +52,7 @@ from .grid import (
     PROPOSALS_PER_ROW,
     DependenceGrid,
     combined_margins,
+    grid_correlations,
     grid_from_counts,
     grid_levels,
     grid_sigma,
@@ -90,6 +93,9 @@ MAX_CORRELATION = 0.99
 SCORE_COV_FLOOR = 1e-2
 #: share of the budget spent on the dependence grid when one is used (out of the model's)
 GRID_SHARE = 0.30
+#: a one-component copula takes its correlations from the grid when one is released
+#: (:func:`~.grid.grid_correlations`)
+GRID_CORRELATIONS = True
 #: copula draws that estimate the model's cell masses (the grid's shrinkage target)
 GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
@@ -319,14 +325,21 @@ class PrivateSynthesizer:
                 _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
                 grid, self.grid_factor_ = None, None
                 if counts is not None:
-                    draw = copula.sample(GRID_MODEL_DRAWS, random_state=release.rng)
-                    Zm = draw[0] if isinstance(draw, tuple) else draw
-                    model = model_cell_masses(levels, ndtr(Zm))
                     sg = grid_sigma(rho_grid)
                     sh = histogram_sigma(rho_hist, d)
                     margins = combined_margins(counts, n, sg, np.array(
                         [_slice_variances(m, levels, sh, n) for m in marginals]))
-                    grid, self.grid_factor_ = grid_from_counts(counts, n, sg, model, margins)
+                    grid, self.grid_factor_ = grid_from_counts(
+                        counts, n, sg, self._model_masses(copula, levels, release.rng), margins)
+                    if k == 1 and GRID_CORRELATIONS:
+                        # the Gaussian copula's correlations from the grid's cells (far less
+                        # noisy than the model's share), then the grid shrunk towards it
+                        _set_correlations(copula, grid_correlations(grid))
+                        _undo_jitter_attenuation(copula,
+                                                 [m.jitter_attenuation() for m in marginals])
+                        grid, self.grid_factor_ = grid_from_counts(
+                            counts, n, sg, self._model_masses(copula, levels, release.rng),
+                            margins)
         if fell_back:  # a function of ⊥ only, warned outside the private section
             warnings.warn(SimplerModelWarning(
                 "the Gaussian copula's fit failed (EstimationFailed, a DP output): the synthetic "
@@ -353,6 +366,13 @@ class PrivateSynthesizer:
                       "grid": ZCDP(rho_grid) if rho_grid else None, "copula": ZCDP(rho_model)}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
+
+    @staticmethod
+    def _model_masses(copula: Any, levels: int, rng: np.random.Generator) -> np.ndarray:
+        """The copula model's mass in each grid cell, from :data:`GRID_MODEL_DRAWS` draws."""
+        draw = copula.sample(GRID_MODEL_DRAWS, random_state=rng)
+        Zm = draw[0] if isinstance(draw, tuple) else draw
+        return model_cell_masses(levels, ndtr(Zm))
 
     @staticmethod
     def _uniform(rows: np.ndarray, marginals: list[Marginal], n: int,
@@ -522,6 +542,17 @@ def _independent_scores(copula: PrivateGaussian, d: int) -> None:
     copula.mean_, copula.covariance_ = np.zeros(d), np.eye(d)
     copula._no_clipped_count()
     copula.n_features_in_ = d
+    copula._cache_factors()
+
+
+def _set_correlations(copula: PrivateGaussian, corr: np.ndarray) -> None:
+    """Give a one-component copula the correlation matrix ``corr`` (kept positive definite;
+    mean 0, unit variances): post-processing of the grid it was fitted to."""
+    w, V = np.linalg.eigh(np.asarray(corr, dtype=np.float64))
+    c = (V * np.clip(w, 1e-3, None)) @ V.T
+    dd = np.sqrt(np.diag(c))
+    copula.mean_ = np.zeros(len(dd))
+    copula.covariance_ = c / np.outer(dd, dd)
     copula._cache_factors()
 
 
