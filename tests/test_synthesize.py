@@ -647,19 +647,17 @@ def test_a_range_false_alarm_far_from_the_data_is_ignored() -> None:
 
 def test_a_spurious_bin_at_the_supports_end_is_dropped() -> None:
     """An end bin passing two deviations (noise alone: ~2 % of fits per end) but not the
-    Bonferroni cut is dropped when wide (the range's margin octave as one bin) or isolated
-    beyond empty bins; a thin tail bin next to the data, or one passing the Bonferroni cut,
-    is kept."""
+    Bonferroni cut is dropped when isolated beyond empty bins (the range's margin octave past
+    the data); a thin tail bin next to the data, however wide, or one passing the Bonferroni
+    cut, is kept."""
     sigma = 10.0
-    edges = np.array([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 40])  # the last bin is wide
+    edges = np.array([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 20, 21, 22])  # bin 8 spans [8, 20)
     counts = np.array([50.0, 200, 300, 300, 200, 120, 60, 25, 0, 0, 24])
     p = np.diff(marg._cdf_of_counts(counts, sigma, "float", edges))
-    assert p[-1] == 0 and p[7] > 0  # the wide end bin goes; the thin tail bin 7 stays
+    assert p[-1] == 0 and p[7] > 0  # the isolated end bin goes; the thin tail bin 7 stays
+    assert np.diff(marg._cdf_of_counts(counts, sigma))[-1] > 0  # no edges: the 2-sigma rule
     counts[-1] = 40.0  # above the Bonferroni cut (2.84 sigma for 11 bins): kept
     assert np.diff(marg._cdf_of_counts(counts, sigma, "float", edges))[-1] > 0
-    edges = np.arange(12.0)  # equal widths: the end bin is isolated beyond bins 8, 9
-    edges[-2:] = [20.0, 21.0]  # bins 8 ... 9 span [8, 20): a gap wider than the data's
-    counts[-1] = 24.0
-    p = np.diff(marg._cdf_of_counts(counts, sigma, "float", edges))
-    assert p[-1] == 0 and p[7] > 0
-    assert np.diff(marg._cdf_of_counts(counts, sigma))[-1] > 0  # no edges: the old 2-sigma rule
+    edges = np.array([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 40])  # a wide tail bin next to
+    counts = np.array([50.0, 200, 300, 300, 200, 120, 60, 40, 30, 25, 24])  # the data: kept
+    assert np.diff(marg._cdf_of_counts(counts, sigma, "float", edges))[-1] > 0

@@ -506,34 +506,26 @@ def _cdf_of_counts(counts: np.ndarray, sigma: float, kind: str = "float",
 SMOOTH_LAMBDA = 0.3
 
 
-#: a float column's bin this many times wider than the median bin of its support is *wide*
-#: (an empty octave of the range's margin, one bin): at the support's end it must pass the
-#: Bonferroni cut, not :data:`EMPTY_BIN_SIGMAS` (see :func:`_without_wide_ends`)
-WIDE_BIN_FACTOR = 4.0
-#: an end bin beyond empty bins spanning this fraction of the rest of the support is
-#: *isolated* (see :func:`_without_wide_ends`)
+#: an end bin of a float column's support beyond non-passing bins spanning this fraction of
+#: the rest of the support is *isolated* (see :func:`_without_isolated_ends`)
 ISOLATION_FRACTION = 0.25
 
 
-def _without_wide_ends(passed: np.ndarray, counts: np.ndarray, edges: np.ndarray,
-                       cut: float) -> np.ndarray:
+def _without_isolated_ends(passed: np.ndarray, counts: np.ndarray, edges: np.ndarray,
+                           cut: float) -> np.ndarray:
     """The passing bins less any end bin of the support whose count is below ``cut``
-    (Bonferroni over the bins) and that is *wide* (:data:`WIDE_BIN_FACTOR` times the support's
-    median bin) or *isolated* (beyond a run of non-passing bins wider than
-    :data:`ISOLATION_FRACTION` of the span of the other passing bins). Such a bin lies in the
-    octave of margin the range adds beyond the data: its noise alone passes two deviations in
-    ~2 % of fits per end, and the column then put ~1 % of its synthetic values up to twice
-    past the data's largest (macdonell's heights to 15.7 against 6.4, halving the synthetic
-    correlation). Post-processing."""
-    widths = np.diff(edges)
+    (Bonferroni over the bins) and that is *isolated*: beyond a run of non-passing bins wider
+    than :data:`ISOLATION_FRACTION` of the span of the other passing bins. Such a bin lies in
+    the octave of margin the range adds beyond the data: its noise alone passes two
+    deviations in ~2 % of fits per end, and the column then put ~1 % of its synthetic values
+    up to twice past the data's largest (macdonell's heights to 15.7 against 6.4, halving the
+    synthetic correlation). A thin tail next to the data is kept, however wide its bin
+    (wavesurge's wave heights of 8 to 11 in the one-bin octave [8, 16)). Post-processing."""
     keep = [int(k) for k in passed]
 
-    def spurious(end: int, inner: int) -> bool:
+    def isolated(end: int, inner: int) -> bool:
         if counts[end] >= cut:
             return False
-        median = float(np.median(widths[min(keep):max(keep) + 1]))
-        if widths[end] > WIDE_BIN_FACTOR * median:
-            return True
         rest = keep[1:] if end == keep[0] else keep[:-1]
         span = float(edges[max(rest) + 1] - edges[min(rest)])
         gap = (float(edges[end] - edges[inner + 1]) if end > inner
@@ -541,9 +533,9 @@ def _without_wide_ends(passed: np.ndarray, counts: np.ndarray, edges: np.ndarray
         return gap > ISOLATION_FRACTION * span
 
     while len(keep) > 1:
-        if spurious(keep[-1], keep[-2]):
+        if isolated(keep[-1], keep[-2]):
             keep.pop()
-        elif spurious(keep[0], keep[1]):
+        elif isolated(keep[0], keep[1]):
             keep.pop(0)
         else:
             break
@@ -564,7 +556,8 @@ def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
     cut = sigma * max(EMPTY_BIN_SIGMAS, family)
     passed = np.flatnonzero(counts >= cut)
     if passed.size > 1 and kind == "float" and edges is not None:
-        passed = _without_wide_ends(passed, counts, np.asarray(edges), sigma * bonferroni)
+        passed = _without_isolated_ends(passed, counts, np.asarray(edges),
+                                        sigma * bonferroni)
     kept = np.zeros_like(counts)
     lam = 0.0
     if passed.size:
