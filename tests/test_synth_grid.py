@@ -300,3 +300,61 @@ def test_neighbours_end_in_the_same_outcome(seed: int) -> None:
     assert a.kind == b.kind == "success"
     assert a.warning_categories == b.warning_categories
     assert a.ledger_length == b.ledger_length
+
+
+def test_stratified_levels_keep_the_ranks_and_fill_every_stratum() -> None:
+    """Each column gets exactly one level per stratum of its target distribution (uniform, or
+    the grid's slice masses), assigned in the order of the drawn scores: the joint ranks (the
+    dependence) are the draws', the marginal has no multinomial noise."""
+    rng = np.random.default_rng(0)
+    m = 1000
+    U = rng.uniform(size=(m, 2))
+    U[:, 1] = 0.5 * U[:, 0] + 0.5 * rng.uniform(size=m)
+    out = synth_mod.stratified_levels(U, np.random.default_rng(1))
+    for j in range(2):
+        assert np.array_equal(np.argsort(out[:, j]), np.argsort(U[:, j]))
+        assert np.array_equal(np.sort(np.floor(out[:, j] * m)), np.arange(m))
+    masses = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]])
+    out = synth_mod.stratified_levels(U, np.random.default_rng(1), masses)
+    counts = np.histogram(out[:, 0], np.linspace(0, 1, 5))[0]
+    assert np.all(np.abs(counts - m * masses[0]) <= 1)
+    assert np.array_equal(np.argsort(out[:, 0]), np.argsort(U[:, 0]))
+
+
+def test_sampled_columns_follow_the_released_marginals_closely(
+        fitted: pg.PrivateSynthesizer) -> None:
+    """The synthetic columns' masses below each released edge match the released CDF (through
+    the grid's raked margins) to within a few rows, far closer than the ±√(m p(1-p)) of m
+    independent draws."""
+    m = 4000
+    X = fitted.sample(m, random_state=3)
+    masses = fitted.grid_.column_masses() if fitted.grid_ is not None else None
+    for j, marg in enumerate(fitted.marginals_):
+        if marg.kind != "float" or marg.grid > 0:
+            continue
+        g = masses.shape[1] if masses is not None else 1
+        w = masses[j] / masses[j].sum() if masses is not None else np.ones(1)
+        knots = np.concatenate([[0.0], np.cumsum(w)])
+        target = np.interp(marg.cdf, np.linspace(0.0, 1.0, g + 1), knots)
+        # the edges between two bins of positive mass (the inverse CDF's knots)
+        p = np.diff(marg.cdf)
+        inner = np.flatnonzero((p[:-1] > 0) & (p[1:] > 0)) + 1
+        assert inner.size >= 10
+        below = np.array([np.mean(X[:, j] < marg.edges[k]) for k in inner])
+        assert np.max(np.abs(below - target[inner])) <= 5.0 / m
+
+
+def test_grid_correlations_recover_the_copulas_and_feed_the_one_component_model(
+        fitted: pg.PrivateSynthesizer) -> None:
+    """A pair's correlation fitted to the bivariate normal's own cell masses is recovered;
+    a one-component copula with a grid takes its correlation from the released grid (the
+    discrete column's jitter attenuation undone)."""
+    for r in (-0.6, 0.0, 0.3, 0.9):
+        q = grid_mod.normal_cell_masses(6, r)
+        assert abs(grid_mod.grid_correlations(DependenceGrid(6, q / q.sum()))[0, 1] - r) < 2e-3
+    if fitted.n_components_ == 1 and fitted.grid_ is not None:
+        r = grid_mod.grid_correlations(fitted.grid_)[0, 1]
+        c = [m.jitter_attenuation() for m in fitted.marginals_]
+        want = np.clip(r / (c[0] * c[1]), -0.99, 0.99)
+        cov = fitted.copula_.covariance_
+        assert abs(cov[0, 1] / math.sqrt(cov[0, 0] * cov[1, 1]) - want) < 0.01

@@ -620,3 +620,44 @@ def test_a_smooth_continuous_column_gets_a_cubic_inverse_cdf() -> None:
     assert np.max(np.abs(mass - np.diff(ms[0].cdf))) < 0.004
     assert np.all(np.diff(ms[0].from_uniform(np.linspace(0, 1, 1001))) >= 0)
     assert marg.Marginal.from_dict(ms[0].to_dict()).smooth
+
+
+def test_a_range_false_alarm_far_from_the_data_is_ignored() -> None:
+    """An empty octave's noisy count passing the range threshold (probability RANGE_BETA per
+    fit) hundreds of octaves from the data used to stretch the range to -2^190 and put every
+    synthetic value there (wavesurge, 1 fit in 18: held-out loglik -125 instead of -1.2); it
+    must now pass the far threshold. Octaves near the data, a zero-only central bin and a
+    genuine far cluster passing the far threshold still count."""
+    mid = marg._N_OCT
+    sigma, thr, far = 30.0, 120.0, 190.0
+    noisy = np.random.default_rng(0).normal(0.0, sigma, marg.N_RANGE_BINS).clip(None, 100.0)
+    pos = mid + 1 - marg.E_MIN  # key of the octave [1, 2)
+    noisy[pos - 1:pos + 4] = [300.0, 900.0, 800.0, 400.0, 130.0]  # [0.5, 16)
+    noisy[mid - 190] = 150.0  # a false alarm at about -2^-310 ... far from [0.5, 16)
+    noisy[mid + 700] = 150.0  # and one at 2^199
+    lo, hi = marg._octaves_of_range(noisy, thr, far)
+    assert (lo, hi) == (mid, pos + 4)  # down to zero (factor >= 4), up to [16, 32)
+    assert marg._octaves_of_range(noisy, thr)[1] == mid + 701  # the old rule: to 2^200
+    noisy[mid + 700] = 200.0  # a far cluster passing the far threshold is kept
+    assert marg._octaves_of_range(noisy, thr, far)[1] == mid + 701
+    zeros = np.zeros(marg.N_RANGE_BINS)
+    zeros[mid], zeros[pos + 2] = 2000.0, 500.0  # mostly exact zeros, some values in [4, 8)
+    assert marg._octaves_of_range(zeros, thr, far) == (mid, pos + 3)
+
+
+def test_a_spurious_bin_at_the_supports_end_is_dropped() -> None:
+    """An end bin passing two deviations (noise alone: ~2 % of fits per end) but not the
+    Bonferroni cut is dropped when isolated beyond empty bins (the range's margin octave past
+    the data); a thin tail bin next to the data, however wide, or one passing the Bonferroni
+    cut, is kept."""
+    sigma = 10.0
+    edges = np.array([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 20, 21, 22])  # bin 8 spans [8, 20)
+    counts = np.array([50.0, 200, 300, 300, 200, 120, 60, 25, 0, 0, 24])
+    p = np.diff(marg._cdf_of_counts(counts, sigma, "float", edges))
+    assert p[-1] == 0 and p[7] > 0  # the isolated end bin goes; the thin tail bin 7 stays
+    assert np.diff(marg._cdf_of_counts(counts, sigma))[-1] > 0  # no edges: the 2-sigma rule
+    counts[-1] = 40.0  # above the Bonferroni cut (2.84 sigma for 11 bins): kept
+    assert np.diff(marg._cdf_of_counts(counts, sigma, "float", edges))[-1] > 0
+    edges = np.array([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 40])  # a wide tail bin next to
+    counts = np.array([50.0, 200, 300, 300, 200, 120, 60, 40, 30, 25, 24])  # the data: kept
+    assert np.diff(marg._cdf_of_counts(counts, sigma, "float", edges))[-1] > 0

@@ -10,9 +10,14 @@ asked of the user. A narrow table (levels per column, from public n, d and the b
 :func:`~privgauss.synthesis.grid.grid_levels`) also gets a DP dependence grid — the joint
 histogram of the uniform scores (:mod:`privgauss.synthesis.grid`), which sets each cell's mass
 while the model sets the shape inside a cell; its slice sums, a second measurement of each
-column's mass in g slices, are combined with the marginal's by inverse noise variance.
-Sampling draws scores from the model (and the grid) and maps them back through the marginals,
-with each column's kind (float, integer, 0/1) and range: post-processing of DP releases only.
+column's mass in g slices, are combined with the marginal's by inverse noise variance, and a
+one-component model takes its correlations from the grid's cells
+(:func:`~privgauss.synthesis.grid.grid_correlations`, post-processing).
+Sampling draws scores from the model (and the grid), gives each column one level per stratum of
+its released marginal in the order of the draws (:func:`stratified_levels`: the model's joint
+ranks, the marginal without the noise of independent draws) and maps them back through the
+marginals, with each column's kind (float, integer, 0/1) and range: post-processing of DP
+releases only.
 
 Guarantee: the budget given (ρ-zCDP, or (ε, δ)-DP with δ > 0), replace-one neighbours (n
 public). The per-record maps (clipping, jitter, normal scores) change one record's scores
@@ -47,6 +52,7 @@ from .grid import (
     PROPOSALS_PER_ROW,
     DependenceGrid,
     combined_margins,
+    grid_correlations,
     grid_from_counts,
     grid_levels,
     grid_sigma,
@@ -87,6 +93,9 @@ MAX_CORRELATION = 0.99
 SCORE_COV_FLOOR = 1e-2
 #: share of the budget spent on the dependence grid when one is used (out of the model's)
 GRID_SHARE = 0.30
+#: a one-component copula takes its correlations from the grid when one is released
+#: (:func:`~.grid.grid_correlations`)
+GRID_CORRELATIONS = True
 #: copula draws that estimate the model's cell masses (the grid's shrinkage target)
 GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
@@ -316,14 +325,21 @@ class PrivateSynthesizer:
                 _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
                 grid, self.grid_factor_ = None, None
                 if counts is not None:
-                    draw = copula.sample(GRID_MODEL_DRAWS, random_state=release.rng)
-                    Zm = draw[0] if isinstance(draw, tuple) else draw
-                    model = model_cell_masses(levels, ndtr(Zm))
                     sg = grid_sigma(rho_grid)
                     sh = histogram_sigma(rho_hist, d)
                     margins = combined_margins(counts, n, sg, np.array(
                         [_slice_variances(m, levels, sh, n) for m in marginals]))
-                    grid, self.grid_factor_ = grid_from_counts(counts, n, sg, model, margins)
+                    grid, self.grid_factor_ = grid_from_counts(
+                        counts, n, sg, self._model_masses(copula, levels, release.rng), margins)
+                    if k == 1 and GRID_CORRELATIONS:
+                        # the Gaussian copula's correlations from the grid's cells (far less
+                        # noisy than the model's share), then the grid shrunk towards it
+                        _set_correlations(copula, grid_correlations(grid))
+                        _undo_jitter_attenuation(copula,
+                                                 [m.jitter_attenuation() for m in marginals])
+                        grid, self.grid_factor_ = grid_from_counts(
+                            counts, n, sg, self._model_masses(copula, levels, release.rng),
+                            margins)
         if fell_back:  # a function of ⊥ only, warned outside the private section
             warnings.warn(SimplerModelWarning(
                 "the Gaussian copula's fit failed (EstimationFailed, a DP output): the synthetic "
@@ -352,6 +368,13 @@ class PrivateSynthesizer:
         return self
 
     @staticmethod
+    def _model_masses(copula: Any, levels: int, rng: np.random.Generator) -> np.ndarray:
+        """The copula model's mass in each grid cell, from :data:`GRID_MODEL_DRAWS` draws."""
+        draw = copula.sample(GRID_MODEL_DRAWS, random_state=rng)
+        Zm = draw[0] if isinstance(draw, tuple) else draw
+        return model_cell_masses(levels, ndtr(Zm))
+
+    @staticmethod
     def _uniform(rows: np.ndarray, marginals: list[Marginal], n: int,
                  rng: np.random.Generator) -> np.ndarray:
         """Uniform scores of the rows through the released marginals, kept within
@@ -378,7 +401,9 @@ class PrivateSynthesizer:
     # -- sample ------------------------------------------------------------------------------
     def sample(self, n_samples: int, random_state: Any = None) -> np.ndarray:
         """``n_samples`` synthetic rows (float array; integer and 0/1 columns hold whole
-        numbers, every column within its released or stated range): post-processing, free."""
+        numbers, every column within its released or stated range): post-processing, free.
+        Each column's levels are stratified over its released marginal
+        (:func:`stratified_levels`), so the rows are exchangeable, not independent, draws."""
         if not hasattr(self, "copula_"):
             raise InvalidDataError("this PrivateSynthesizer is not fitted yet: call fit first")
         if not (isinstance(n_samples, int | np.integer) and n_samples >= 1):
@@ -391,6 +416,7 @@ class PrivateSynthesizer:
         U = ndtr(Z)
         if grid is not None:
             U = grid.sample(int(n_samples), U, rng)
+        U = stratified_levels(U, rng, None if grid is None else grid.column_masses())
         return np.column_stack([m.from_uniform(U[:, j]) for j, m in enumerate(self.marginals_)])
 
     def sample_table(self, n_samples: int, random_state: Any = None) -> Any:
@@ -467,6 +493,30 @@ class PrivateSynthesizer:
         return syn
 
 
+def stratified_levels(U: np.ndarray, rng: np.random.Generator,
+                      masses: np.ndarray | None = None) -> np.ndarray:
+    """The drawn uniform scores ``U`` (m, d) with each column's values replaced, in the same
+    order, by one level from each of the m strata of its target distribution: the i-th smallest
+    gets ``F⁻¹((i + V)/m)``, V uniform — F uniform on [0, 1], or, with ``masses`` (d, g: each
+    column's mass in the g equal slices of [0, 1], the dependence grid's raked margins),
+    piecewise linear with those slice masses. The rows keep the draws' joint ranks (the
+    model's dependence) while each column's synthetic values follow its released marginal
+    without the multinomial noise of m independent draws (stratified sampling, as
+    Private-PGM's rounding of each marginal's counts gives MST's rows): post-processing."""
+    m, d = U.shape
+    out = np.empty((m, d))
+    for j in range(d):
+        t = (np.arange(m) + rng.uniform(0.0, 1.0, m)) / m
+        if masses is not None:
+            w = np.clip(np.asarray(masses[j], dtype=np.float64), 0.0, None)
+            if w.sum() > 0:
+                g = w.size
+                knots = np.concatenate([[0.0], np.cumsum(w / w.sum())])
+                t = np.interp(t, knots, np.linspace(0.0, 1.0, g + 1))
+        out[np.argsort(U[:, j], kind="stable"), j] = t
+    return out
+
+
 def _slice_variances(marginal: Marginal, g: int, sigma: float, n: int) -> np.ndarray:
     """The noise variance of the released marginal's mass in each of the g equal slices of
     its CDF levels: each fine bin's count carries noise of deviation ``sigma``, a bin inside
@@ -492,6 +542,17 @@ def _independent_scores(copula: PrivateGaussian, d: int) -> None:
     copula.mean_, copula.covariance_ = np.zeros(d), np.eye(d)
     copula._no_clipped_count()
     copula.n_features_in_ = d
+    copula._cache_factors()
+
+
+def _set_correlations(copula: PrivateGaussian, corr: np.ndarray) -> None:
+    """Give a one-component copula the correlation matrix ``corr`` (kept positive definite;
+    mean 0, unit variances): post-processing of the grid it was fitted to."""
+    w, V = np.linalg.eigh(np.asarray(corr, dtype=np.float64))
+    c = (V * np.clip(w, 1e-3, None)) @ V.T
+    dd = np.sqrt(np.diag(c))
+    copula.mean_ = np.zeros(len(dd))
+    copula.covariance_ = c / np.outer(dd, dd)
     copula._cache_factors()
 
 
