@@ -115,10 +115,13 @@ def _plain_lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random
 
 
 @pytest.mark.parametrize("p,k", [(1, 2), (2, 5), (3, 9), (6, 3), (10, 9), (17, 4), (130, 3)])
-def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> None:
-    """The Lloyd steps that skip points their bounds settle, and centres whose cluster did not
-    change, give the plain steps' centres, variances, inertia and generator state exactly —
-    on grid-like points with many near-ties and on blobs that take many steps."""
+def test_bounded_lloyd_equals_the_plain_steps(p: int, k: int) -> None:
+    """The Lloyd steps that skip points their bounds settle, label the rest by a matrix
+    product and update the clusters' sums by the points that moved give the plain steps'
+    centres, variances and inertia up to the rounding of those updates, and the generator
+    state exactly — on grid-like points with many near-ties and on blobs that take many
+    steps. (Bit for bit until the sums were updated incrementally; one point labelled
+    differently would move a centre by ~1e-4 here, far above the tolerance.)"""
     from privgauss.mixture.weighted_kmeans import lloyd as _lloyd
 
     rng = np.random.default_rng(p * 100 + k)
@@ -128,10 +131,45 @@ def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> Non
         weights = rng.uniform(0.0, 3.0, len(points))
         a, b = np.random.default_rng(1), np.random.default_rng(1)
         got, want = _lloyd(points, weights, k, a), _plain_lloyd(points, weights, k, b)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
-        assert got[2] == want[2]
+        np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+        assert abs(got[2] - want[2]) <= 1e-12 * want[2]
         assert a.bit_generator.state == b.bit_generator.state
+
+
+@pytest.mark.parametrize("p,k", [(1, 2), (3, 9), (10, 3), (17, 4)])
+def test_bounded_labels_are_the_exact_nearest_centres(p: int, k: int) -> None:
+    """The product-form distances label every point as :func:`nearest` of :func:`sq_dists`
+    does, ties and near-ties included (points on the bisector of two centres, and far from
+    the origin, where the product form cancels), and their two distances are within the
+    stated error of the exact ones."""
+    from privgauss.mixture.weighted_kmeans import _Frame
+    from privgauss.mixture.weighted_kmeans import nearest as _nearest
+    from privgauss.mixture.weighted_kmeans import sq_dists as _sq_dists
+
+    rng = np.random.default_rng(p + 10 * k)
+    for offset in (0.0, 1e3):
+        C = rng.standard_normal((k, p)) + offset
+        grid = np.round(rng.standard_normal((2000, p)) * 2.0) / 2.0 + offset
+        mid = (C[0] + C[min(1, k - 1)]) / 2.0  # on the bisector of two centres
+        near_tie = mid + rng.standard_normal((500, 1)) * 1e-15 * (C[0] - C[min(1, k - 1)])
+        points = np.vstack([grid, near_tie, mid, C])
+        PT = np.ascontiguousarray(points.T)
+        frame = _Frame(points, rng.uniform(0.5, 2.0, len(points)), PT)
+        err = frame.error(C)
+        D = _sq_dists(PT, C)
+        idx = np.sort(rng.choice(len(points), 700, replace=False))
+        for sel in (None, idx):
+            lab, near, second = frame.labels(sel, C, err)
+            E = D if sel is None else D[:, sel]
+            np.testing.assert_array_equal(lab, _nearest(E))
+            cols = np.arange(E.shape[1])
+            np.testing.assert_allclose(near, np.sqrt(E[lab, cols]), rtol=0,
+                                       atol=np.sqrt(2 * err))
+            E = E.copy()
+            E[lab, cols] = np.inf
+            want = np.sqrt(E.min(axis=0)) if k > 1 else np.full(E.shape[1], np.inf)
+            np.testing.assert_allclose(second, want, rtol=0, atol=np.sqrt(2 * err))
 
 
 @pytest.mark.parametrize("k,d", [(1, 1), (2, 2), (3, 10), (4, 5), (6, 15), (9, 3), (12, 2)])
