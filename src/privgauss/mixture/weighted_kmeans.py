@@ -95,7 +95,8 @@ REFRESH = 0.125  # more than this fraction of the points changed cluster: sums r
 class _Frame:
     """The points for the bounded assignment: shifted by their weighted mean (distances are
     unchanged, and the product form below loses little to cancellation), with their squared
-    norms and the largest norm; ``PT`` the unshifted points transposed, for exact distances."""
+    norms and the largest norm; ``PT`` the unshifted points transposed, for exact
+    distances."""
 
     def __init__(self, points: np.ndarray, w: np.ndarray, PT: np.ndarray) -> None:
         self.PT = PT
@@ -219,24 +220,39 @@ class _Bounds:
         self.scale += 2.0 * float(step.max())
 
 
-def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-           init: np.ndarray | None = None, iters: int = 50
-           ) -> tuple[np.ndarray, np.ndarray, float]:
-    """:func:`kmeans` and the run's weighted inertia (for :func:`best_kmeans`). The
-    k-means++ seeding is exact (:func:`sq_dists`; the generator's draws are the plain
-    algorithm's). The assignment step recomputes only the points whose bounds
-    (:class:`_Bounds`) leave their label open, by a matrix product; a cluster's weighted sum
-    and weight are updated by the points that left or joined it (recomputed in full when
-    more than ``REFRESH`` of the points moved). The steps are the plain Lloyd steps up to
-    rounding: a centre differs from ``w_j @ points / Σ w_j`` by ≲ 1e-14 relative, and a point
-    within ~1e-7 of a tie may take the other centre. The variances and inertia of the last
-    centres are exact (:func:`sq_dists`). On private EM's start cells at ε = 1e4 (22,151
-    cells, n = 5e4, d = 10, k = 3; ``benchmarks/em_speed.py``) the start's k-means took
-    1.42 s of CPU with exact distances, Elkan's bounds and full sums, 1.0 s here."""
+_Prepared = tuple[np.ndarray, np.ndarray, np.ndarray, "_Frame | None"]
+
+
+def _prepare(points: np.ndarray, weights: np.ndarray) -> _Prepared:
+    """(points, clipped weights, points transposed, :class:`_Frame` or None when a point is
+    not finite): what every run on these points needs; no points or no weight: one point at
+    the origin of weight 1."""
     w = np.maximum(weights, 0.0)
     if w.sum() <= 0 or points.shape[0] == 0:
         points, w = np.zeros((1, points.shape[1])), np.ones(1)
     PT = np.ascontiguousarray(points.T)
+    return points, w, PT, _Frame(points, w, PT) if np.isfinite(points).all() else None
+
+
+def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+           init: np.ndarray | None = None, iters: int = 50, prepared: _Prepared | None = None
+           ) -> tuple[np.ndarray, np.ndarray, float]:
+    """:func:`kmeans` and the run's weighted inertia (for :func:`best_kmeans`). The
+    k-means++ seeding is exact (:func:`sq_dists`; the generator's draws are the plain
+    algorithm's). The assignment step recomputes only the points whose bounds
+    (:class:`_Bounds`) leave their label open, by a matrix product with an exact fallback at
+    near-ties: the labels are the plain steps' for the same centres bit for bit. A cluster's
+    weighted sum and weight are updated by the points that left or joined it (recomputed in
+    full when more than ``REFRESH`` of the points moved), so a centre differs from the plain
+    step's ``w_j @ points / Σ w_j`` by the rounding of those updates (~1e-15 relative). The
+    variances and inertia of the last centres are exact (:func:`sq_dists`). On private EM's
+    start cells at ε = 1e4 (22,151 cells, n = 5e4, d = 10, k = 3;
+    ``benchmarks/em_speed.py``) the start's k-means took 1.42 s of CPU with exact distances,
+    Elkan's bounds and full sums, 1.0 s here. ``prepared``: :func:`_prepare` of the same
+    points and weights (:func:`best_kmeans` shares it between its runs)."""
+    if prepared is None:
+        prepared = _prepare(points, weights)
+    points, w, PT, frame = prepared
     if init is None:
         seeds = [points[rng.choice(len(w), p=w / w.sum())]]
         d2 = sq_dists(PT, np.array(seeds))[0]
@@ -248,8 +264,6 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
         C = np.array(seeds)
     else:
         C = np.array(init, dtype=np.float64)
-    finite = bool(np.isfinite(points).all())
-    frame = _Frame(points, w, PT) if finite else None
     bounds: _Bounds | None = None
     pos = w > 0  # a cluster has a centre while one of its points has weight (Σ w_j > 0)
     sums, mass, count = np.zeros((k, points.shape[1])), np.zeros(k), np.zeros(k, dtype=np.intp)
@@ -275,16 +289,16 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
                 _cluster_sums(points, w, pos, lab == j, j, sums, mass, count)
         elif bounds is not None and bounds.moved.size:
             mv, old = bounds.moved, bounds.old
-            wm, pm, Pm = w[mv], pos[mv], points[mv]
-            into_all = lab[mv]
-            for j in np.flatnonzero(changed).tolist():
-                into, out = into_all == j, old == j
-                wi, wo = wm * into, wm * out
-                mass[j] += wi.sum() - wo.sum()
-                sums[j] += wi @ Pm - wo @ Pm
-                count[j] += np.count_nonzero(into & pm) - np.count_nonzero(out & pm)
-                if count[j] == 0:  # no point of weight left: no rounding residue carried
-                    sums[j], mass[j] = 0.0, 0.0
+            new, cols = lab[mv], np.arange(mv.size)
+            delta = np.zeros((k, mv.size))  # +w into the new cluster, −w out of the old
+            delta[new, cols] = w[mv]
+            delta[old, cols] -= w[mv]
+            sums += delta @ points[mv]
+            mass += delta.sum(axis=1)
+            pm = pos[mv]
+            count += np.bincount(new[pm], minlength=k) - np.bincount(old[pm], minlength=k)
+            empty = count == 0  # no point of weight left: no rounding residue carried
+            sums[empty], mass[empty] = 0.0, 0.0
         newC = C.copy()
         for j in np.flatnonzero(changed).tolist():
             if count[j] > 0:
@@ -336,8 +350,9 @@ def best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.
     apart in 2 of 4 fits, and EM never left that basin."""
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     starts = [init] + [None] * restarts
+    prepared = _prepare(points, weights)
     for start in starts:
-        C, var, inertia = lloyd(points, weights, k, rng, init=start)
+        C, var, inertia = lloyd(points, weights, k, rng, init=start, prepared=prepared)
         if best is None or inertia < best[0]:
             best = (inertia, C, var)
     assert best is not None
