@@ -14,9 +14,17 @@ import math
 
 import numpy as np
 
-__all__ = ["best_kmeans", "kmeans", "lloyd", "nearest", "sq_dists"]
+__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "sq_dists"]
 
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
+# Lloyd steps per run at most (post-processing: no privacy effect). On private EM's ~22k start
+# cells at ε = 1e4 (n = 5e4, d = 10, k = 3) every run was still moving at the former cap of 50
+# and the k-means was a third of the fit (issue 27). With 25, every generated family's gap
+# (benchmarks/mixture_families.py, 20 tuning and 10 held-out families, ε = 1 and 1e4) equals
+# the 50-step fits' to 4 decimals, and em_speed.py's check fits at ε = 1 and ρ = 0.5 with
+# public rows are unchanged (their runs stop earlier); at 20 one of those public fits moved
+# by 0.007 nat/row
+LLOYD_STEPS = 25
 
 
 SQ_CHUNK = 1 << 16  # centres × points per elementwise operation of :func:`sq_dists`
@@ -89,7 +97,6 @@ def nearest(D: np.ndarray) -> np.ndarray:
 
 
 BOUND_SLACK = 1e-9  # relative: a point's bounds decide its label only with this much room
-REFRESH = 0.125  # more than this fraction of the points changed cluster: sums recomputed
 
 
 class _Frame:
@@ -166,8 +173,8 @@ class _Bounds:
         self.drift, self.other = np.zeros(k), np.zeros(k)
         self.ustar, self.lstar = near, second
         self.key = second - near  # lstar − ustar: the room the moves have used up
-        self.moved = np.arange(self.lab.size)  # points that changed cluster in the last step
-        self.old = np.full(self.lab.size, -1)  # their previous labels (-1: none)
+        self.moved = np.empty(0, dtype=np.intp)  # points that changed cluster in the last step
+        self.old = np.empty(0, dtype=np.intp)  # their previous labels
         finite = second[np.isfinite(second)]
         self.scale = max(float(near.max(initial=0.0)), float(finite.max(initial=0.0)))
 
@@ -235,21 +242,19 @@ def _prepare(points: np.ndarray, weights: np.ndarray) -> _Prepared:
 
 
 def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-           init: np.ndarray | None = None, iters: int = 50, prepared: _Prepared | None = None
-           ) -> tuple[np.ndarray, np.ndarray, float]:
-    """:func:`kmeans` and the run's weighted inertia (for :func:`best_kmeans`). The
-    k-means++ seeding is exact (:func:`sq_dists`; the generator's draws are the plain
-    algorithm's). The assignment step recomputes only the points whose bounds
-    (:class:`_Bounds`) leave their label open, by a matrix product with an exact fallback at
-    near-ties: the labels are the plain steps' for the same centres bit for bit. A cluster's
-    weighted sum and weight are updated by the points that left or joined it (recomputed in
-    full when more than ``REFRESH`` of the points moved), so a centre differs from the plain
-    step's ``w_j @ points / Σ w_j`` by the rounding of those updates (~1e-15 relative). The
-    variances and inertia of the last centres are exact (:func:`sq_dists`). On private EM's
-    start cells at ε = 1e4 (22,151 cells, n = 5e4, d = 10, k = 3;
-    ``benchmarks/em_speed.py``) the start's k-means took 1.42 s of CPU with exact distances,
-    Elkan's bounds and full sums, 1.0 s here. ``prepared``: :func:`_prepare` of the same
-    points and weights (:func:`best_kmeans` shares it between its runs)."""
+           init: np.ndarray | None = None, iters: int = LLOYD_STEPS,
+           prepared: _Prepared | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """:func:`kmeans` and the run's weighted inertia (for :func:`best_kmeans`), the plain
+    Lloyd steps' bit for bit (at most ``iters`` of them). The assignment step recomputes only
+    the points whose bounds (:class:`_Bounds`) leave their label open, by a matrix product
+    with an exact fallback at near-ties, and a centre only when its cluster gained or lost a
+    point (``w_j @ points / Σ w_j``, as the plain step). On private EM's start cells at
+    ε = 1e4 (22,151 cells, n = 5e4, d = 10, k = 3; ``benchmarks/em_speed.py``, seed 0) the
+    start's four k-means at 50 steps took 1.42 s of CPU with exact distances for the open
+    points and Elkan's bounds, 1.30 s here (the centres' sums are most of the rest; updating
+    them by the moved points, 0.92 s, changed ε = 1 fits on lattice-like cells through
+    near-ties). ``prepared``: :func:`_prepare` of the same points and weights
+    (:func:`best_kmeans` shares it between its runs)."""
     if prepared is None:
         prepared = _prepare(points, weights)
     points, w, PT, frame = prepared
@@ -265,46 +270,30 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
     else:
         C = np.array(init, dtype=np.float64)
     bounds: _Bounds | None = None
-    pos = w > 0  # a cluster has a centre while one of its points has weight (Σ w_j > 0)
-    sums, mass, count = np.zeros((k, points.shape[1])), np.zeros(k), np.zeros(k, dtype=np.intp)
     for _ in range(iters):
         if frame is None or not np.isfinite(C).all():
             bounds = None
             lab = nearest(sq_dists(PT, C))
             changed = np.ones(k, dtype=bool)
-            full = True
         else:
-            full = bounds is None
+            first = bounds is None
             if bounds is None:
                 bounds = _Bounds(frame, C)
             else:
                 bounds.relabel(frame, C)
             lab = bounds.lab
             changed = np.zeros(k, dtype=bool)
-            changed[lab[bounds.moved]] = True
-            changed[bounds.old[bounds.old >= 0]] = True
-            full = full or bounds.moved.size > REFRESH * lab.size
-        if full:
-            for j in range(k):
-                _cluster_sums(points, w, pos, lab == j, j, sums, mass, count)
-        elif bounds is not None and bounds.moved.size:
-            mv, old = bounds.moved, bounds.old
-            new, cols = lab[mv], np.arange(mv.size)
-            delta = np.zeros((k, mv.size))  # +w into the new cluster, −w out of the old
-            delta[new, cols] = w[mv]
-            delta[old, cols] -= w[mv]
-            sums += delta @ points[mv]
-            mass += delta.sum(axis=1)
-            pm = pos[mv]
-            count += np.bincount(new[pm], minlength=k) - np.bincount(old[pm], minlength=k)
-            empty = count == 0  # no point of weight left: no rounding residue carried
-            sums[empty], mass[empty] = 0.0, 0.0
+            if first:
+                changed[:] = True
+            else:  # a cluster that neither gained nor lost a point keeps its centre
+                changed[lab[bounds.moved]] = True
+                changed[bounds.old] = True
         newC = C.copy()
         for j in np.flatnonzero(changed).tolist():
-            if count[j] > 0:
-                if not mass[j] > 0:  # rounding of the updates: the cluster's sums afresh
-                    _cluster_sums(points, w, pos, lab == j, j, sums, mass, count)
-                newC[j] = sums[j] / mass[j]
+            wj = w * (lab == j)
+            sj = wj.sum()
+            if sj > 0:
+                newC[j] = wj @ points / sj
         # np.allclose(newC, C) without its overhead (numpy's own when a value is not finite)
         close = np.abs(newC - C) <= 1e-8 + 1e-5 * np.abs(C)
         if close.all() if np.isfinite(newC).all() and np.isfinite(C).all() \
@@ -323,18 +312,9 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
     return C, var, float(w @ np.min(D, axis=0))
 
 
-def _cluster_sums(points: np.ndarray, w: np.ndarray, pos: np.ndarray, member: np.ndarray, j: int,
-                  sums: np.ndarray, mass: np.ndarray, count: np.ndarray) -> None:
-    """Cluster j's weighted sum, weight and number of points of positive weight, afresh (the
-    plain Lloyd step's ``w_j @ points`` and ``w_j.sum()``)."""
-    wj = w * member
-    mass[j] = wj.sum()
-    sums[j] = wj @ points
-    count[j] = np.count_nonzero(member & pos)
-
-
 def kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-            init: np.ndarray | None = None, iters: int = 50) -> tuple[np.ndarray, np.ndarray]:
+            init: np.ndarray | None = None, iters: int = LLOYD_STEPS
+            ) -> tuple[np.ndarray, np.ndarray]:
     """Weighted Lloyd (k-means++ seeding unless ``init``) — post-processing of DP/public points.
     Returns (centres, per-centre weighted variance per coordinate)."""
     C, var, _ = lloyd(points, weights, k, rng, init, iters)
