@@ -22,8 +22,7 @@ KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processi
 # and the k-means was a third of the fit (issue 27). With 25, every generated family's gap
 # (benchmarks/mixture_families.py, 20 tuning and 10 held-out families, ε = 1 and 1e4) equals
 # the 50-step fits' to 4 decimals, and em_speed.py's check fits at ε = 1 and ρ = 0.5 with
-# public rows are unchanged (their runs stop earlier); at 20 one of those public fits moved
-# by 0.007 nat/row
+# public rows are bit-identical; at 20 one of those public fits moved by 0.007 nat/row
 LLOYD_STEPS = 25
 
 
