@@ -116,9 +116,11 @@ def _plain_lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random
 
 @pytest.mark.parametrize("p,k", [(1, 2), (2, 5), (3, 9), (6, 3), (10, 9), (17, 4), (130, 3)])
 def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> None:
-    """The Lloyd steps that skip points their bounds settle, and centres whose cluster did not
-    change, give the plain steps' centres, variances, inertia and generator state exactly —
-    on grid-like points with many near-ties and on blobs that take many steps."""
+    """The Lloyd steps that skip points their bounds settle (labelling the rest by a matrix
+    product, exact at near-ties) and centres whose cluster did not change give the plain
+    steps' centres, variances, inertia and generator state exactly — on grid-like points
+    with many near-ties and on blobs that take many steps, at the default cap and at 50."""
+    from privgauss.mixture.weighted_kmeans import LLOYD_STEPS
     from privgauss.mixture.weighted_kmeans import lloyd as _lloyd
 
     rng = np.random.default_rng(p * 100 + k)
@@ -126,12 +128,49 @@ def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> Non
     blobs = rng.standard_normal((3000, p)) + rng.integers(0, 4, (3000, 1)) * 1.5
     for points in (grid, blobs):
         weights = rng.uniform(0.0, 3.0, len(points))
-        a, b = np.random.default_rng(1), np.random.default_rng(1)
-        got, want = _lloyd(points, weights, k, a), _plain_lloyd(points, weights, k, b)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
-        assert got[2] == want[2]
-        assert a.bit_generator.state == b.bit_generator.state
+        for steps in (LLOYD_STEPS, 50):
+            a, b = np.random.default_rng(1), np.random.default_rng(1)
+            got = _lloyd(points, weights, k, a, iters=steps)
+            want = _plain_lloyd(points, weights, k, b, steps)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+            assert got[2] == want[2]
+            assert a.bit_generator.state == b.bit_generator.state
+
+
+@pytest.mark.parametrize("p,k", [(1, 2), (3, 9), (10, 3), (17, 4)])
+def test_bounded_labels_are_the_exact_nearest_centres(p: int, k: int) -> None:
+    """The product-form distances label every point as :func:`nearest` of :func:`sq_dists`
+    does, ties and near-ties included (points on the bisector of two centres, and far from
+    the origin, where the product form cancels), and their two distances are within the
+    stated error of the exact ones."""
+    from privgauss.mixture.weighted_kmeans import _Frame
+    from privgauss.mixture.weighted_kmeans import nearest as _nearest
+    from privgauss.mixture.weighted_kmeans import sq_dists as _sq_dists
+
+    rng = np.random.default_rng(p + 10 * k)
+    for offset in (0.0, 1e3):
+        C = rng.standard_normal((k, p)) + offset
+        grid = np.round(rng.standard_normal((2000, p)) * 2.0) / 2.0 + offset
+        mid = (C[0] + C[min(1, k - 1)]) / 2.0  # on the bisector of two centres
+        near_tie = mid + rng.standard_normal((500, 1)) * 1e-15 * (C[0] - C[min(1, k - 1)])
+        points = np.vstack([grid, near_tie, mid, C])
+        PT = np.ascontiguousarray(points.T)
+        frame = _Frame(points, rng.uniform(0.5, 2.0, len(points)), PT)
+        err = frame.error(C)
+        D = _sq_dists(PT, C)
+        idx = np.sort(rng.choice(len(points), 700, replace=False))
+        for sel in (None, idx):
+            lab, near, second = frame.labels(sel, C, err)
+            E = D if sel is None else D[:, sel]
+            np.testing.assert_array_equal(lab, _nearest(E))
+            cols = np.arange(E.shape[1])
+            np.testing.assert_allclose(near, np.sqrt(E[lab, cols]), rtol=0,
+                                       atol=np.sqrt(2 * err))
+            E = E.copy()
+            E[lab, cols] = np.inf
+            want = np.sqrt(E.min(axis=0)) if k > 1 else np.full(E.shape[1], np.inf)
+            np.testing.assert_allclose(second, want, rtol=0, atol=np.sqrt(2 * err))
 
 
 @pytest.mark.parametrize("k,d", [(1, 1), (2, 2), (3, 10), (4, 5), (6, 15), (9, 3), (12, 2)])
