@@ -76,14 +76,19 @@ def test_levels_from_public_facts() -> None:
 
 def test_release_charges_its_plan_with_sensitivity_sqrt2(fitted: pg.PrivateSynthesizer) -> None:
     total = approx_to_zcdp(EPS, DELTA)
-    (entry,) = [e for e in fitted.ledger_ if e.step == "grid"]
-    rho = synth_mod.GRID_SHARE * total
-    assert entry.mechanism == "gaussian" and entry.sensitivity == pytest.approx(math.sqrt(2))
-    assert isinstance(entry.cost, ZCDP) and entry.cost.rho == pytest.approx(rho)
-    assert entry.noise_scale == pytest.approx(math.sqrt(2) / math.sqrt(2 * rho))
+    # two columns: the coarse grid and its refinement, each a histogram of sensitivity √2
+    shares = {"grid": synth_mod.GRID_SHARE - synth_mod.REFINE_SHARE,
+              "grid/fine": synth_mod.REFINE_SHARE}
+    for step, share in shares.items():
+        (entry,) = [e for e in fitted.ledger_ if e.step == step]
+        rho = share * total
+        assert entry.mechanism == "gaussian" and entry.sensitivity == pytest.approx(math.sqrt(2))
+        assert isinstance(entry.cost, ZCDP) and entry.cost.rho == pytest.approx(rho)
+        assert entry.noise_scale == pytest.approx(math.sqrt(2) / math.sqrt(2 * rho))
     steps = [e.step for e in fitted.ledger_]
-    assert steps[:4] == ["marginals/types", "marginals/range", "marginals/bins", "grid"]
-    assert all(s.startswith("copula/") for s in steps[4:]) and len(steps) > 4
+    assert steps[:5] == ["marginals/types", "marginals/range", "marginals/bins", "grid",
+                         "grid/fine"]
+    assert all(s.startswith("copula/") for s in steps[5:]) and len(steps) > 5
     # the plan equals the ledger, step by step, and composes to the whole budget
     spent: dict[str, float] = {}
     for e in fitted.ledger_:
@@ -358,3 +363,76 @@ def test_grid_correlations_recover_the_copulas_and_feed_the_one_component_model(
         want = np.clip(r / (c[0] * c[1]), -0.99, 0.99)
         cov = fitted.copula_.covariance_
         assert abs(cov[0, 1] / math.sqrt(cov[0, 0] * cov[1, 1]) - want) < 0.01
+
+
+# -- the two-level grid -----------------------------------------------------------------------
+def test_refined_grid_is_released_and_consistent(fitted: pg.PrivateSynthesizer) -> None:
+    grid = fitted.grid_
+    assert grid is not None and grid.refine == synth_mod.GRID_REFINE == 2
+    assert grid.within is not None and grid.within.shape == (grid.levels**2, 4)
+    assert np.all(grid.within >= 0) and np.allclose(grid.within.sum(axis=1), 1.0)
+    back = DependenceGrid.from_dict(json.loads(json.dumps(grid.to_dict())))
+    assert back.refine == 2 and np.array_equal(back.within, grid.within)
+    assert np.array_equal(back.probs, grid.probs)
+
+
+def test_refinement_only_for_two_columns() -> None:
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200_000, 3))
+    syn = _fit(X, random_state=1, n_components=1)
+    assert syn.grid_ is not None and syn.grid_.refine == 1 and syn.grid_.within is None
+    assert all(e.step != "grid/fine" for e in syn.ledger_)
+    assert syn.plan_["grid"].rho == pytest.approx(
+        synth_mod.GRID_SHARE * approx_to_zcdp(EPS, DELTA))
+
+
+def test_to_blocks_orders_sub_cells_as_sampling_does() -> None:
+    g, r = 3, 2
+    grid = DependenceGrid(g, np.full((g, g), 1.0 / g**2), r, np.full((g * g, r * r), 0.25))
+    # a point in fine cell (i, j) of the 6 × 6 grid lands at row c, column s of the blocks
+    fine = np.arange(36.0).reshape(6, 6)
+    blocks = grid_mod.to_blocks(fine, r)
+    for i in range(6):
+        for j in range(6):
+            U = np.array([[(i + 0.5) / 6, (j + 0.5) / 6]])
+            key = int(grid._sub_cells(U)[0])
+            assert blocks.ravel()[key] == fine[i, j]
+    assert np.allclose(blocks.sum(axis=1).reshape(g, g),
+                       fine.reshape(g, r, g, r).sum(axis=(1, 3)))
+
+
+def test_combine_counts_weights_by_inverse_variance() -> None:
+    coarse = np.array([[10.0, 20.0], [30.0, 40.0]])
+    fine = np.full((4, 4), 5.0)  # block sums 20 each
+    out, sd = grid_mod.combine_counts(coarse, 1.0, fine, 1.0, 2)
+    # coarse variance 1, block sums' 4: weights 4/5 and 1/5
+    assert np.allclose(out, 0.8 * coarse + 0.2 * 20.0)
+    assert sd == pytest.approx(math.sqrt(4.0 / 5.0))
+
+
+def test_refinement_follows_the_counts_and_falls_back_to_the_model() -> None:
+    r, n = 2, 10_000
+    model = np.full((4, 4), 1.0 / 16)
+    fine = np.zeros((4, 4))
+    fine[0, 0] = n / 4  # coarse cell (0, 0): all its mass in sub-cell (0, 0)
+    fine[2:, 2:] = n / 16  # coarse cell (1, 1): spread evenly
+    within = grid_mod.refinement_from_counts(fine, n, 1e-6, model, r)
+    assert np.allclose(within[0], [1.0, 0.0, 0.0, 0.0], atol=1e-6)
+    assert np.allclose(within[3], 0.25)
+    assert np.allclose(within[1], 0.25)  # no released mass: the model's (uniform) split
+    # pure noise (σ huge): the model's split everywhere
+    assert np.allclose(grid_mod.refinement_from_counts(fine, n, 1e9, model, r), 0.25)
+
+
+def test_refined_sampling_follows_cells_and_sub_cells() -> None:
+    g, r = 2, 2
+    probs = np.array([[0.5, 0.2], [0.2, 0.1]])
+    within = np.array([[1.0, 0, 0, 0], [0.25] * 4, [0, 0, 0, 1.0], [0.5, 0.5, 0, 0]])
+    grid = DependenceGrid(g, probs, r, within)
+    rng = np.random.default_rng(0)
+    U = grid.sample(40_000, rng.uniform(size=(80_000, 2)), rng)
+    keys = grid._sub_cells(U)
+    freq = np.bincount(keys, minlength=16).reshape(4, 4) / len(U)
+    assert np.allclose(freq, probs.reshape(4, 1) * within, atol=0.01)
+    assert np.allclose(freq.sum(axis=1), probs.ravel(), atol=0.01)
+    assert np.all((U >= 0) & (U <= 1))

@@ -17,8 +17,16 @@ measure them better; a sample picks a cell from the raked table and a point insi
 copula model's draws that fall there (uniform in the cell when too few do), so the model sets
 the shape within a cell and the grid the mass of each.
 
+Two levels (:func:`refinement_from_counts`): a second noisy histogram on the grid of r times
+the levels (r^d sub-cells per cell) measures the shape inside each cell — its block sums are
+combined with the coarse counts by inverse variance (:func:`combine_counts`), and its
+frequencies, shrunk towards the model's like the coarse ones, split each cell's mass among its
+sub-cells, so the coarse masses (and the raked margins the metric's quantile bins see) stay
+those of the coarse grid while a sample follows the finer conditional shape.
+
 Guarantee: ρ-zCDP under replace-one neighbours (n public): the per-record scores move one
-record from one cell to another, L2 sensitivity √2 (:func:`privgauss.sensitivity.histogram_l2`).
+record from one cell to another, L2 sensitivity √2 (:func:`privgauss.sensitivity.histogram_l2`),
+for each of the two histograms (charged separately, steps ``grid`` and ``grid/fine``).
 """
 
 from __future__ import annotations
@@ -63,10 +71,14 @@ def grid_levels(n: int, d: int, rho: float) -> int:
 @dataclass(frozen=True)
 class DependenceGrid:
     """A released dependence grid: ``levels`` per column and the cell probabilities ``probs``
-    (shape (levels,) * d, non-negative, summing to 1, margins those of the raking)."""
+    (shape (levels,) * d, non-negative, summing to 1, margins those of the raking); with
+    ``refine`` r > 1, ``within`` (levels^d, r^d) splits each cell's mass among its r^d
+    sub-cells (rows non-negative, summing to 1: :func:`refinement_from_counts`)."""
 
     levels: int
     probs: np.ndarray
+    refine: int = 1
+    within: np.ndarray | None = None
 
     @property
     def d(self) -> int:
@@ -78,24 +90,42 @@ class DependenceGrid:
         return np.array([self.probs.sum(axis=tuple(a for a in range(d) if a != j))
                          for j in range(d)])
 
-    def cells(self, U: np.ndarray) -> np.ndarray:
-        """The flat cell index of each row of uniform scores ``U`` (n, d); any float is
-        handled (clipped into [0, 1], NaN as 0)."""
-        g = self.levels
+    def cells(self, U: np.ndarray, levels: int | None = None) -> np.ndarray:
+        """The flat cell index of each row of uniform scores ``U`` (n, d) on the grid of
+        ``levels`` per column (default the grid's); any float is handled (clipped into
+        [0, 1], NaN as 0)."""
+        g = self.levels if levels is None else int(levels)
         U = np.nan_to_num(np.asarray(U, dtype=np.float64), nan=0.0)
         idx = np.clip(np.floor(U * g).astype(np.int64), 0, g - 1)
         return np.asarray(np.ravel_multi_index(tuple(idx.T), (g,) * self.d))
 
+    def _sub_cells(self, U: np.ndarray) -> np.ndarray:
+        """Each row's index ``cell * r^d + sub-cell`` on the refined grid (r = ``refine``)."""
+        g, r, d = self.levels, self.refine, self.d
+        U = np.nan_to_num(np.asarray(U, dtype=np.float64), nan=0.0)
+        idx = np.clip(np.floor(U * (g * r)).astype(np.int64), 0, g * r - 1)
+        cell = np.ravel_multi_index(tuple((idx // r).T), (g,) * d)
+        sub = np.ravel_multi_index(tuple((idx % r).T), (r,) * d)
+        return np.asarray(cell * r**d + sub)
+
     def sample(self, n: int, proposals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``n`` rows of uniform scores: cell counts drawn from ``probs``; in each cell, the
+        """``n`` rows of uniform scores: cell counts drawn from ``probs`` (and, refined, each
+        cell's count split among its sub-cells by ``within``); in each (sub-)cell, the
         ``proposals`` (draws of the copula model's uniform scores) that fall there, taken
-        without replacement, then uniform points in the cell for any shortfall; rows shuffled."""
+        without replacement, then uniform points in it for any shortfall; rows shuffled."""
         g, d = self.levels, self.d
         p = self.probs.ravel()
         want = rng.multinomial(n, p / p.sum())
-        have = self.cells(proposals)
+        if self.within is not None and self.refine > 1:
+            r = self.refine
+            sub = np.zeros((p.size, r**d), dtype=np.int64)
+            for c in np.flatnonzero(want):
+                sub[c] = rng.multinomial(int(want[c]), self.within[c] / self.within[c].sum())
+            want, have, width = sub.ravel(), self._sub_cells(proposals), 1.0 / (g * r)
+        else:
+            r, have, width = 1, self.cells(proposals), 1.0 / g
         order = np.argsort(have, kind="stable")
-        starts = np.searchsorted(have[order], np.arange(p.size + 1))
+        starts = np.searchsorted(have[order], np.arange(want.size + 1))
         out = np.empty((n, d))
         at = 0
         for c in np.flatnonzero(want):
@@ -106,14 +136,20 @@ class DependenceGrid:
             at += take.size
             short = k - take.size
             if short:
-                lo = np.array(np.unravel_index(c, (g,) * d), dtype=np.float64) / g
-                out[at:at + short] = lo + rng.uniform(0.0, 1.0 / g, (short, d))
+                cell, s = divmod(int(c), r**d)
+                lo = (np.array(np.unravel_index(cell, (g,) * d), dtype=np.float64) * r
+                      + np.array(np.unravel_index(s, (r,) * d), dtype=np.float64)) * width
+                out[at:at + short] = lo + rng.uniform(0.0, width, (short, d))
                 at += short
         return out[rng.permutation(n)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"levels": self.levels, "shape": list(self.probs.shape),
-                "probs": self.probs.ravel().tolist()}
+        out: dict[str, Any] = {"levels": self.levels, "shape": list(self.probs.shape),
+                               "probs": self.probs.ravel().tolist()}
+        if self.within is not None and self.refine > 1:
+            out["refine"] = self.refine
+            out["within"] = self.within.ravel().tolist()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DependenceGrid:
@@ -123,10 +159,19 @@ class DependenceGrid:
         ok = (g >= 1 and len(shape) >= 1 and all(s == g for s in shape)
               and probs.size == g ** len(shape) and np.all(np.isfinite(probs))
               and np.all(probs >= 0) and abs(float(probs.sum()) - 1.0) < 1e-6)
-        if not ok:
+        r, within = int(data.get("refine", 1)), None
+        if ok and r > 1:
+            within = np.asarray(data.get("within", []), dtype=np.float64)
+            ok = (within.size == probs.size * r ** len(shape) and np.all(np.isfinite(within))
+                  and np.all(within >= 0))
+            if ok:
+                within = within.reshape(probs.size, r ** len(shape))
+                ok = bool(np.all(np.abs(within.sum(axis=1) - 1.0) < 1e-6))
+        if not ok or r < 1:
             raise ValueError("a dependence grid needs levels, a shape of that many levels per "
-                             "column and non-negative probabilities summing to 1")
-        return cls(g, probs.reshape(shape))
+                             "column and non-negative probabilities summing to 1 (refined: "
+                             "each cell's sub-cell shares summing to 1)")
+        return cls(g, probs.reshape(shape), r, within)
 
 
 def rake(table: np.ndarray, iterations: int = RAKE_ITERATIONS,
@@ -157,16 +202,16 @@ def grid_sigma(rho: float) -> float:
 
 
 def release_grid_counts(U: np.ndarray, levels: int, rho: float, *,
-                        release: Release) -> np.ndarray:
+                        release: Release, step: str = "grid") -> np.ndarray:
     """The noisy cell counts of the uniform scores ``U`` (n, d), shape (levels,) * d: one
-    charge to ``release``, step ``grid`` under its prefix (ZCDP(rho), before the noise is
+    charge to ``release``, ``step`` under its prefix (ZCDP(rho), before the noise is
     drawn)."""
     d = U.shape[1]
     shape = (levels,) * d
     empty = DependenceGrid(levels, np.full(shape, 1.0 / levels**d))
     counts = np.bincount(empty.cells(U), minlength=levels**d).astype(np.float64)
     noisy = gaussian_mechanism(counts, histogram_l2(), ZCDP(rho), accountant=release.accountant,
-                               noise=release.noise, step=release.name("grid"))
+                               noise=release.noise, step=release.name(step))
     return np.asarray(noisy, dtype=np.float64).reshape(shape)
 
 
@@ -249,3 +294,40 @@ def _fitted_correlation(p: np.ndarray) -> float:
                           bounds=(-GRID_MAX_CORRELATION, GRID_MAX_CORRELATION),
                           method="bounded", options={"xatol": 1e-3})
     return float(res.x)
+
+
+def to_blocks(fine: np.ndarray, refine: int) -> np.ndarray:
+    """A table on the refined grid ((g·r,) * d) as (g^d, r^d): row c the r^d sub-cells of the
+    coarse cell c (flat, C order), in the order of :meth:`DependenceGrid._sub_cells`."""
+    d, r = fine.ndim, int(refine)
+    g = fine.shape[0] // r
+    t = fine.reshape(sum(((g, r) for _ in range(d)), ()))
+    t = t.transpose(tuple(range(0, 2 * d, 2)) + tuple(range(1, 2 * d, 2)))
+    return np.asarray(t.reshape(g**d, r**d))
+
+
+def combine_counts(coarse: np.ndarray, sigma_c: float, fine: np.ndarray, sigma_f: float,
+                   refine: int) -> tuple[np.ndarray, float]:
+    """Two DP measurements of the coarse cells' counts combined by inverse variance: the
+    coarse release (deviation ``sigma_c`` per cell) and the sums of each cell's r^d fine
+    counts (``sigma_f`` each); returns the counts and their deviation (post-processing)."""
+    vc, vf = sigma_c**2, refine ** fine.ndim * sigma_f**2
+    sums = to_blocks(fine, refine).sum(axis=1).reshape(coarse.shape)
+    w = vf / (vc + vf)
+    return w * coarse + (1.0 - w) * sums, math.sqrt(vc * vf / (vc + vf))
+
+
+def refinement_from_counts(fine: np.ndarray, n: int, sigma: float, model: np.ndarray,
+                           refine: int) -> np.ndarray:
+    """Each coarse cell's split among its r^d sub-cells (g^d, r^d) from the noisy fine counts
+    (``sigma`` each) and the model's fine cell masses: the frequencies shrunk towards the
+    model by the James–Stein factor (as :func:`grid_from_counts`), clipped at 0 and
+    normalised within each cell (the model's split, else uniform, where nothing is left).
+    Post-processing of DP releases."""
+    f = fine / n
+    dist = float(np.sum((f - model) ** 2))
+    factor = float(np.clip(1.0 - f.size * (sigma / n) ** 2 / dist, 0.0, 1.0)) if dist > 0 else 0.0
+    p = to_blocks(np.clip(model + factor * (f - model), 0.0, None), refine)
+    m = to_blocks(np.clip(model, 0.0, None), refine) + 1e-300
+    p = np.where(p.sum(axis=1, keepdims=True) > 0, p, m)
+    return np.asarray(p / p.sum(axis=1, keepdims=True))

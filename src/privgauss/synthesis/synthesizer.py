@@ -12,7 +12,10 @@ histogram of the uniform scores (:mod:`privgauss.synthesis.grid`), which sets ea
 while the model sets the shape inside a cell; its slice sums, a second measurement of each
 column's mass in g slices, are combined with the marginal's by inverse noise variance, and a
 one-component model takes its correlations from the grid's cells
-(:func:`~privgauss.synthesis.grid.grid_correlations`, post-processing).
+(:func:`~privgauss.synthesis.grid.grid_correlations`, post-processing). On a two-column table
+a second histogram with twice the levels splits each cell's mass among its sub-cells
+(:func:`~privgauss.synthesis.grid.refinement_from_counts`; its block sums also sharpen the
+cells' counts), so the conditional shape inside a cell is measured, not the model's.
 Sampling draws scores from the model (and the grid), gives each column one level per stratum of
 its released marginal in the order of the draws (:func:`stratified_levels`: the model's joint
 ranks, the marginal without the noise of independent draws) and maps them back through the
@@ -49,14 +52,17 @@ from .column_kinds import cast_array, declared_dtypes, kinds_of
 from .column_kinds import cast_column as cast_column  # re-exported (the CLI's import)
 from .column_kinds import kind_of_dtype as kind_of_dtype  # re-exported (the CLI's import)
 from .grid import (
+    GRID_MAX_CELLS,
     PROPOSALS_PER_ROW,
     DependenceGrid,
+    combine_counts,
     combined_margins,
     grid_correlations,
     grid_from_counts,
     grid_levels,
     grid_sigma,
     model_cell_masses,
+    refinement_from_counts,
     release_grid_counts,
 )
 from .marginals import (
@@ -93,6 +99,12 @@ MAX_CORRELATION = 0.99
 SCORE_COV_FLOOR = 1e-2
 #: share of the budget spent on the dependence grid when one is used (out of the model's)
 GRID_SHARE = 0.30
+#: the grid's cells split in GRID_REFINE^d sub-cells, measured by a second histogram of
+#: GRID_REFINE times the levels at REFINE_SHARE of the budget (out of GRID_SHARE), for tables
+#: of at most REFINE_MAX_COLUMNS columns (see :func:`~.grid.refinement_from_counts`)
+GRID_REFINE = 2
+REFINE_SHARE = 0.10
+REFINE_MAX_COLUMNS = 2
 #: a one-component copula takes its correlations from the grid when one is released
 #: (:func:`~.grid.grid_correlations`)
 GRID_CORRELATIONS = True
@@ -290,7 +302,12 @@ class PrivateSynthesizer:
                 f"than its minimum levels per column, or too many cells); dependence='copula' "
                 "can fit")
         rho_grid = GRID_SHARE * rho_total if levels else 0.0
-        rho_model = rho_total - rho_range - rho_hist - rho_types - rho_grid
+        refine = GRID_REFINE if levels and d <= REFINE_MAX_COLUMNS else 1
+        if refine > 1 and (levels * refine) ** d > GRID_MAX_CELLS:
+            refine = 1
+        rho_fine = REFINE_SHARE * rho_total if refine > 1 else 0.0
+        rho_grid -= rho_fine
+        rho_model = rho_total - rho_range - rho_hist - rho_types - rho_grid - rho_fine
         k = choose_components(n, d, rho_model, self.n_components)
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
                             rho_types, n_continuous_bins(n, rho_hist, d))
@@ -311,6 +328,8 @@ class PrivateSynthesizer:
                 U = self._uniform(rows, marginals, n, release.rng)
                 counts = (release_grid_counts(U, levels, rho_grid, release=release)
                           if levels else None)
+                fine = (release_grid_counts(U, levels * refine, rho_fine, release=release,
+                                            step="grid/fine") if refine > 1 else None)
                 Z = np.asarray(ndtri(U))
                 copula = self._copula(k, n, d, release)
                 fell_back = False
@@ -326,6 +345,9 @@ class PrivateSynthesizer:
                 grid, self.grid_factor_ = None, None
                 if counts is not None:
                     sg = grid_sigma(rho_grid)
+                    if fine is not None:
+                        counts, sg = combine_counts(counts, sg, fine, grid_sigma(rho_fine),
+                                                    refine)
                     sh = histogram_sigma(rho_hist, d)
                     margins = combined_margins(counts, n, sg, np.array(
                         [_slice_variances(m, levels, sh, n) for m in marginals]))
@@ -340,6 +362,11 @@ class PrivateSynthesizer:
                         grid, self.grid_factor_ = grid_from_counts(
                             counts, n, sg, self._model_masses(copula, levels, release.rng),
                             margins)
+                    if fine is not None and grid is not None:
+                        within = refinement_from_counts(
+                            fine, n, grid_sigma(rho_fine),
+                            self._model_masses(copula, levels * refine, release.rng), refine)
+                        grid = DependenceGrid(levels, grid.probs, refine, within)
         if fell_back:  # a function of ⊥ only, warned outside the private section
             warnings.warn(SimplerModelWarning(
                 "the Gaussian copula's fit failed (EstimationFailed, a DP output): the synthetic "
@@ -363,7 +390,8 @@ class PrivateSynthesizer:
         self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
                       "marginals/bins": ZCDP(rho_hist),
-                      "grid": ZCDP(rho_grid) if rho_grid else None, "copula": ZCDP(rho_model)}
+                      "grid": ZCDP(rho_grid + rho_fine) if rho_grid else None,
+                      "copula": ZCDP(rho_model)}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
 
