@@ -32,7 +32,14 @@ from ..sensitivity import (
     soft_outer_sums_frobenius,
     soft_sums_l2,
 )
-from .weighted_kmeans import KMEANS_RESTARTS, best_kmeans, kmeans, nearest, sq_dists
+from .weighted_kmeans import (
+    KMEANS_RESTARTS,
+    best_kmeans,
+    kmeans,
+    nearest,
+    skip_seedings,
+    sq_dists,
+)
 
 __all__: list[str] = []
 
@@ -162,17 +169,21 @@ def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, relea
     # are blown up 15-fold and the histogram run went to a basin 0.059 nat/row below
     # sklearn's at every one of 12 seeds (benchmark, ε = 1, 500 public rows)
     # Beside a summary start (K' > k: public, only where the EM steps are quiet) the two
-    # k-centre runs below are its back-ups, and ``QUIET_RESTARTS`` seedings each instead of
-    # ``KMEANS_RESTARTS`` (20 of the 22 cell k-means' runs were a third of an ε = 1e4 fit,
-    # n = 5e4, d = 10, k = 3); elsewhere (ε = 1) they are the start, and unchanged
+    # k-centre runs below are its back-ups: the first ``QUIET_RESTARTS`` of their
+    # ``KMEANS_RESTARTS`` seedings each, the rest skipped (the generator advanced past them:
+    # every later draw, the summary start's among them, is unchanged). Their 22 runs were a
+    # third of an ε = 1e4 fit (n = 5e4, d = 10, k = 3). Elsewhere (ε = 1) they are the start,
+    # and unchanged
     K = plan.start_clusters
     restarts = QUIET_RESTARTS if K > k else KMEANS_RESTARTS
     Cu, var = best_kmeans(pts @ V.T @ G.T, wts, k, rng, None if init is None else
                            init @ V.T @ G.T, restarts)
+    skip_seedings(rng, k, KMEANS_RESTARTS - restarts)
     Ginv = np.linalg.inv(G)
     hist = _cell_run(Cu @ Ginv.T, var, width, Ginv @ Ginv.T)
     # the same cells' k-means in the whitened frame: a third start (its own basin on some data)
     Cw, var_w = best_kmeans(pts, wts, k, rng, init, restarts)
+    skip_seedings(rng, k, KMEANS_RESTARTS - restarts)
     white = _cell_run(Cw @ V.T, var_w, width, np.eye(d))
     # the summary start's K' > k seeds: the same cells' k-means in u with K' centres. Only
     # ``WIDE_RESTARTS`` seedings: over-clustering makes every seeding nearly as good (the 11
