@@ -255,3 +255,24 @@ def test_fewer_cell_seedings_only_beside_a_summary_start(monkeypatch: pytest.Mon
     for a, b in zip((*h, *w, seeds), (*h2, *w2, seeds2), strict=True):
         np.testing.assert_array_equal(a, b)
     assert state == state2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_summary_gmm_skips_the_seedings_it_no_longer_runs(seed: int,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """The summary EM runs ``SUMMARY_RESTARTS`` seedings and skips ``SUMMARY_SKIPPED`` more
+    in the generator: the generator ends where all of them would leave it, and on these blobs
+    (the best restart among the first) the fit is the one of all of them."""
+    import privgauss.mixture.em_starts as es
+
+    N, M, S, _, _ = _blobs(seed)
+    a = np.random.default_rng(seed)
+    fit = es.summary_gmm(N, M, S, 3, a)
+    monkeypatch.setattr(es, "SUMMARY_RESTARTS", es.SUMMARY_RESTARTS + es.SUMMARY_SKIPPED)
+    monkeypatch.setattr(es, "SUMMARY_SKIPPED", 0)
+    b = np.random.default_rng(seed)
+    fit_all = es.summary_gmm(N, M, S, 3, b)
+    assert a.bit_generator.state == b.bit_generator.state
+    for x, y in zip(fit, fit_all, strict=True):
+        np.testing.assert_array_equal(x, y)
