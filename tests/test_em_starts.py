@@ -243,9 +243,10 @@ def test_fewer_cell_seedings_only_beside_a_summary_start(monkeypatch: pytest.Mon
     ``QUIET_RESTARTS`` seedings and skip the rest: the K'-centre seeds and the generator after
     the start are those of all ``KMEANS_RESTARTS`` seedings. With K' = k (noisy budgets) the
     starts do not depend on ``QUIET_RESTARTS`` at all."""
+    from privgauss.mixture.em_starts import QUIET_RESTARTS
     from privgauss.mixture.weighted_kmeans import KMEANS_RESTARTS
 
-    (h, w, seeds), state = _starts(9, monkeypatch, 2)
+    (h, w, seeds), state = _starts(9, monkeypatch, QUIET_RESTARTS)
     (h_all, w_all, seeds_all), state_all = _starts(9, monkeypatch, KMEANS_RESTARTS)
     np.testing.assert_array_equal(seeds, seeds_all)
     assert state == state_all

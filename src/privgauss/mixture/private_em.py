@@ -34,10 +34,10 @@ budget and public rows; every frame after the first a function of releases):
    to the *standardised* frame u = G z (the columns x − m₀ divided by their released
    standard deviations, as a user's k-means on standardised columns); weighted k-means there
    (weights: the noisy counts above σ·√(2 ln C), C = m^p cells) gives k start centres, the
-   least-inertia run of 10 k-means++ seedings (2 beside a summary start, below: a back-up
-   there) and of the public seed; with public rows, a k-means on the public rows is that
-   seed and the public rows join the noisy cells with a total weight of 10 % of n — they
-   seed the start, they do not dictate it. The *histogram
+   least-inertia run of 10 k-means++ seedings (1 beside a summary start, below: a back-up
+   there) and of the public seed (without one: a seeding more); with public rows, a k-means
+   on the public rows is that seed and the public rows join the noisy cells with a total
+   weight of 10 % of n — they seed the start, they do not dictate it. The *histogram
    start*: these centres, equal weights, each cluster's within-cell variance as an isotropic
    covariance in u. The same centres seed ``KMEANS_STEPS`` private Lloyd steps in u (hard
    assignments, y = clip_r(u − c_j); released: counts and sums, and with the last step the
