@@ -193,3 +193,87 @@ def test_summary_em_over_restarts_equals_one_restart_at_a_time(k: int, d: int) -
         assert obj == want_obj
         for x, y in zip(fit, want, strict=True):
             np.testing.assert_array_equal(x, y)
+
+
+def test_skip_seedings_advances_the_generator_as_the_seedings_would() -> None:
+    """A k-means++ seeding draws k uniforms: skipping it leaves the generator where running
+    it would (so fewer seedings change no later draw)."""
+    from privgauss.mixture.weighted_kmeans import best_kmeans, lloyd, skip_seedings
+
+    pts = np.random.default_rng(3).standard_normal((400, 3))
+    w = np.random.default_rng(4).uniform(0.1, 2.0, 400)
+    for k in (1, 3, 6):
+        a, b = np.random.default_rng(k), np.random.default_rng(k)
+        lloyd(pts, w, k, a)
+        skip_seedings(b, k, 1)
+        assert a.bit_generator.state == b.bit_generator.state
+        a, b = np.random.default_rng(k), np.random.default_rng(k)
+        best_kmeans(pts, w, k, a, None, 10)
+        best_kmeans(pts, w, k, b, None, 2)
+        skip_seedings(b, k, 8)
+        assert a.bit_generator.state == b.bit_generator.state
+
+
+def _start_inputs(K: int, k: int = 3) -> tuple[object, object, np.ndarray]:
+    from types import SimpleNamespace
+
+    import privgauss as pg
+    from privgauss.mechanisms import Release
+
+    rng = np.random.default_rng(7)
+    Z = np.concatenate([rng.standard_normal((3000, 4)) * 0.4 + c
+                        for c in ([1.5, 0, 0, 0], [-1.5, 0, 0, 0], [0, 1.5, 0, 0])])
+    plan = SimpleNamespace(grid_dims=4, grid_cells=8, rho_init=1e3, start_clusters=K)
+    release = Release.of(pg.Accountant(pg.ZCDP(1e3)), 11, "t")
+    return Z, plan, release
+
+
+def _starts(K: int, monkeypatch: pytest.MonkeyPatch, quiet: int) -> tuple[object, dict]:
+    import privgauss.mixture.em_starts as es
+
+    monkeypatch.setattr(es, "QUIET_RESTARTS", quiet)
+    Z, plan, release = _start_inputs(K)
+    out = es.histogram_start(Z, None, 3, plan, release, len(Z), np.eye(4))
+    return out, release.rng.bit_generator.state
+
+
+def test_fewer_cell_seedings_only_beside_a_summary_start(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """With K' > k (a summary start: quiet budgets) the two k-centre cell k-means run
+    ``QUIET_RESTARTS`` seedings and skip the rest: the K'-centre seeds and the generator after
+    the start are those of all ``KMEANS_RESTARTS`` seedings. With K' = k (noisy budgets) the
+    starts do not depend on ``QUIET_RESTARTS`` at all."""
+    from privgauss.mixture.em_starts import QUIET_RESTARTS
+    from privgauss.mixture.weighted_kmeans import KMEANS_RESTARTS
+
+    (h, w, seeds), state = _starts(9, monkeypatch, QUIET_RESTARTS)
+    (h_all, w_all, seeds_all), state_all = _starts(9, monkeypatch, KMEANS_RESTARTS)
+    np.testing.assert_array_equal(seeds, seeds_all)
+    assert state == state_all
+    # K' = k: the k-means start; QUIET_RESTARTS is never read
+    (h, w, seeds), state = _starts(3, monkeypatch, 0)
+    (h2, w2, seeds2), state2 = _starts(3, monkeypatch, KMEANS_RESTARTS)
+    for a, b in zip((*h, *w, seeds), (*h2, *w2, seeds2), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert state == state2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_summary_gmm_skips_the_seedings_it_no_longer_runs(seed: int,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """The summary EM runs ``SUMMARY_RESTARTS`` seedings and skips ``SUMMARY_SKIPPED`` more
+    in the generator: the generator ends where all of them would leave it, and on these blobs
+    (the best restart among the first) the fit is the one of all of them."""
+    import privgauss.mixture.em_starts as es
+
+    N, M, S, _, _ = _blobs(seed)
+    a = np.random.default_rng(seed)
+    fit = es.summary_gmm(N, M, S, 3, a)
+    monkeypatch.setattr(es, "SUMMARY_RESTARTS", es.SUMMARY_RESTARTS + es.SUMMARY_SKIPPED)
+    monkeypatch.setattr(es, "SUMMARY_SKIPPED", 0)
+    b = np.random.default_rng(seed)
+    fit_all = es.summary_gmm(N, M, S, 3, b)
+    assert a.bit_generator.state == b.bit_generator.state
+    for x, y in zip(fit, fit_all, strict=True):
+        np.testing.assert_array_equal(x, y)

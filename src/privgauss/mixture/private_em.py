@@ -34,9 +34,10 @@ budget and public rows; every frame after the first a function of releases):
    to the *standardised* frame u = G z (the columns x − m₀ divided by their released
    standard deviations, as a user's k-means on standardised columns); weighted k-means there
    (weights: the noisy counts above σ·√(2 ln C), C = m^p cells) gives k start centres, the
-   least-inertia run of 10 k-means++ seedings (and of the public seed); with public rows, a
-   k-means on the public rows is that seed and the public rows join the noisy cells with a
-   total weight of 10 % of n — they seed the start, they do not dictate it. The *histogram
+   least-inertia run of 10 k-means++ seedings (1 beside a summary start, below: a back-up
+   there) and of the public seed (without one: a seeding more); with public rows, a k-means
+   on the public rows is that seed and the public rows join the noisy cells with a total
+   weight of 10 % of n — they seed the start, they do not dictate it. The *histogram
    start*: these centres, equal weights, each cluster's within-cell variance as an isotropic
    covariance in u. The same centres seed ``KMEANS_STEPS`` private Lloyd steps in u (hard
    assignments, y = clip_r(u − c_j); released: counts and sums, and with the last step the
@@ -45,7 +46,7 @@ budget and public rows; every frame after the first a function of releases):
    alone moves a model by ≤ ``SUMMARY_NOISE`` = 1e-4 nat/row, :func:`_noise_change`; public:
    ε = 1e4, never ε = 1 at n = 5e4) the *summary start* replaces it: the same Lloyd steps
    and releases with K' ≤ 3k clusters, then a k-component mixture fitted to the K' released
-   clusters by EM on the summary (21 restarts, free;
+   clusters by EM on the summary (11 restarts, free;
    :func:`~privgauss.mixture.em_starts.summary_start`). At ε = 1e4 it found sklearn's basin on
    2 of 20 generated families the k-means start missed (0.168 and 0.064 nat/row below
    sklearn → ≤ 0.000; ``benchmarks/results/mixture_families.md``); where the steps are noisy

@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 
-__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "sq_dists"]
+__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "skip_seedings",
+           "sq_dists"]
 
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 # Lloyd steps per run at most (post-processing: no privacy effect). On private EM's ~22k start
@@ -336,3 +337,12 @@ def best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.
             best = (inertia, C, var)
     assert best is not None
     return best[1], best[2]
+
+
+def skip_seedings(rng: np.random.Generator, k: int, seedings: int) -> None:
+    """Advance ``rng`` past ``seedings`` k-means++ seedings of k centres without running them:
+    :func:`lloyd` draws one uniform per centre (``rng.choice`` with probabilities; fewer only
+    when the points have fewer than k distinct ones of positive weight). A caller that runs
+    fewer seedings than before keeps every later draw, and so every later run, as it was."""
+    if seedings > 0 and k > 0:
+        rng.random(k * seedings)
