@@ -105,9 +105,6 @@ GRID_SHARE = 0.30
 GRID_REFINE = 2
 REFINE_SHARE = 0.10
 REFINE_MAX_COLUMNS = 2
-#: a one-component copula takes its correlations from the grid when one is released
-#: (:func:`~.grid.grid_correlations`)
-GRID_CORRELATIONS = True
 #: copula draws that estimate the model's cell masses (the grid's shrinkage target)
 GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
@@ -353,7 +350,7 @@ class PrivateSynthesizer:
                         [_slice_variances(m, levels, sh, n) for m in marginals]))
                     grid, self.grid_factor_ = grid_from_counts(
                         counts, n, sg, self._model_masses(copula, levels, release.rng), margins)
-                    if k == 1 and GRID_CORRELATIONS:
+                    if k == 1:
                         # the Gaussian copula's correlations from the grid's cells (far less
                         # noisy than the model's share), then the grid shrunk towards it
                         _set_correlations(copula, grid_correlations(grid))
