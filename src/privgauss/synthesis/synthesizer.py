@@ -110,7 +110,7 @@ REFINE_MAX_COLUMNS = 2
 #: where the model's share goes when a one-component copula takes the grid's correlations
 #: (no copula release of its own): fractions to the histograms, the coarse grid, the fine grid
 #: (to the coarse grid when there is no fine one)
-FREED_SHARES = (1.0, 0.0, 0.0)
+FREED_SHARES = (0.5, 0.0, 0.5)
 #: copula draws that estimate the model's cell masses (the grid's shrinkage target)
 GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
