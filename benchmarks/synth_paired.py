@@ -54,6 +54,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="seeded privgauss fits per split")
     ap.add_argument("--equal-neighbours", action="store_true",
                     help="privgauss at 2x the peers' rho (as synth_peers.py's flag)")
+    ap.add_argument("--epsilon", type=float, default=1.0,
+                    help="privgauss's epsilon (delta 1e-6); the peers' cached runs stay at "
+                         "epsilon = 1, so with another value only the privgauss columns of two "
+                         "checkouts compare")
     ap.add_argument("--cache", default="/tmp/synth_peers_cache", help="the peers' cached runs")
     ap.add_argument("--metrics-cache", default="/tmp/synth_paired_metrics")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -70,7 +74,7 @@ def main() -> None:
     runs, store = Path(args.cache), Path(args.metrics_cache)
     store.mkdir(parents=True, exist_ok=True)
     budget = ({"rho": 2 * sp.PEERS_RHO} if args.equal_neighbours
-              else {"epsilon": 1.0, "delta": 1e-6})
+              else {"epsilon": args.epsilon, "delta": 1e-6})
     for name in args.tables.split(","):
         X = sp._load(name)[:, :10]
         target = sp.TARGETS[name]
