@@ -10,13 +10,16 @@ per split) and the share of fits at least as good as that split's best peer.
 
     PYTHONPATH=src python benchmarks/synth_paired.py xclara,wavesurge,macdonell --reps 5
 
-Run it with another checkout's ``src`` on ``PYTHONPATH`` for the "before" column. The peers'
-metrics are computed once per split from the cache and kept in ``--metrics-cache``.
+Run it with another checkout's ``src`` on ``PYTHONPATH`` for the "before" column, or sweep a
+constant of :mod:`privgauss.synthesis.synthesizer` with ``--set`` (repeatable), e.g.
+``--set "FREED_SHARES=(1.0, 0.0, 0.0)"``. The peers' metrics are computed once per split from
+the cache and kept in ``--metrics-cache``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import time
 import warnings
@@ -51,13 +54,27 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="seeded privgauss fits per split")
     ap.add_argument("--equal-neighbours", action="store_true",
                     help="privgauss at 2x the peers' rho (as synth_peers.py's flag)")
+    ap.add_argument("--epsilon", type=float, default=1.0,
+                    help="privgauss's epsilon (delta 1e-6); the peers' cached runs stay at "
+                         "epsilon = 1, so with another value only the privgauss columns of two "
+                         "checkouts compare")
     ap.add_argument("--cache", default="/tmp/synth_peers_cache", help="the peers' cached runs")
     ap.add_argument("--metrics-cache", default="/tmp/synth_paired_metrics")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a constant of privgauss.synthesis.synthesizer (a literal)")
     args = ap.parse_args()
+    from privgauss.synthesis import synthesizer
+
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if not hasattr(synthesizer, key):
+            ap.error(f"--set: privgauss.synthesis.synthesizer has no {key!r}")
+        setattr(synthesizer, key, ast.literal_eval(value))
+        print(f"# {key} = {getattr(synthesizer, key)!r}", flush=True)
     runs, store = Path(args.cache), Path(args.metrics_cache)
     store.mkdir(parents=True, exist_ok=True)
     budget = ({"rho": 2 * sp.PEERS_RHO} if args.equal_neighbours
-              else {"epsilon": 1.0, "delta": 1e-6})
+              else {"epsilon": args.epsilon, "delta": 1e-6})
     for name in args.tables.split(","):
         X = sp._load(name)[:, :10]
         target = sp.TARGETS[name]

@@ -76,19 +76,26 @@ def test_levels_from_public_facts() -> None:
 
 def test_release_charges_its_plan_with_sensitivity_sqrt2(fitted: pg.PrivateSynthesizer) -> None:
     total = approx_to_zcdp(EPS, DELTA)
-    # two columns: the coarse grid and its refinement, each a histogram of sensitivity √2
-    shares = {"grid": synth_mod.GRID_SHARE - synth_mod.REFINE_SHARE,
-              "grid/fine": synth_mod.REFINE_SHARE}
+    # two columns: the coarse grid and its refinement, each a histogram of sensitivity √2;
+    # the one-component copula takes the grid's correlations, so the model's share (what
+    # the ranges, histograms and grid leave) goes to the histograms and grids instead
+    assert fitted.n_components_ == 1
+    model = 1.0 - synth_mod.RANGE_SHARE - synth_mod.histogram_share(2) - synth_mod.GRID_SHARE
+    to_hist, to_grid, to_fine = synth_mod.FREED_SHARES
+    shares = {"grid": synth_mod.GRID_SHARE - synth_mod.REFINE_SHARE + to_grid * model,
+              "grid/fine": synth_mod.REFINE_SHARE + to_fine * model}
     for step, share in shares.items():
         (entry,) = [e for e in fitted.ledger_ if e.step == step]
         rho = share * total
         assert entry.mechanism == "gaussian" and entry.sensitivity == pytest.approx(math.sqrt(2))
         assert isinstance(entry.cost, ZCDP) and entry.cost.rho == pytest.approx(rho)
         assert entry.noise_scale == pytest.approx(math.sqrt(2) / math.sqrt(2 * rho))
+    (bins,) = [e for e in fitted.ledger_ if e.step == "marginals/bins"]
+    assert bins.cost.rho == pytest.approx(
+        (synth_mod.histogram_share(2) - synth_mod.TYPES_SHARE + to_hist * model) * total)
     steps = [e.step for e in fitted.ledger_]
-    assert steps[:5] == ["marginals/types", "marginals/range", "marginals/bins", "grid",
-                         "grid/fine"]
-    assert all(s.startswith("copula/") for s in steps[5:]) and len(steps) > 5
+    assert steps == ["marginals/types", "marginals/range", "marginals/bins", "grid",
+                     "grid/fine"]
     # the plan equals the ledger, step by step, and composes to the whole budget
     spent: dict[str, float] = {}
     for e in fitted.ledger_:
@@ -350,19 +357,56 @@ def test_sampled_columns_follow_the_released_marginals_closely(
 
 
 def test_grid_correlations_recover_the_copulas_and_feed_the_one_component_model(
-        fitted: pg.PrivateSynthesizer) -> None:
-    """A pair's correlation fitted to the bivariate normal's own cell masses is recovered;
-    a one-component copula with a grid takes its correlation from the released grid (the
-    discrete column's jitter attenuation undone)."""
+        table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair's correlation fitted to the bivariate normal's own cell masses is recovered,
+    from a released grid's masses and from noise-free counts; a one-component copula with a
+    grid takes its correlation from the released counts (the discrete column's jitter
+    attenuation undone) and makes no release of its own."""
     for r in (-0.6, 0.0, 0.3, 0.9):
         q = grid_mod.normal_cell_masses(6, r)
         assert abs(grid_mod.grid_correlations(DependenceGrid(6, q / q.sum()))[0, 1] - r) < 2e-3
-    if fitted.n_components_ == 1 and fitted.grid_ is not None:
-        r = grid_mod.grid_correlations(fitted.grid_)[0, 1]
-        c = [m.jitter_attenuation() for m in fitted.marginals_]
-        want = np.clip(r / (c[0] * c[1]), -0.99, 0.99)
-        cov = fitted.copula_.covariance_
-        assert abs(cov[0, 1] / math.sqrt(cov[0, 0] * cov[1, 1]) - want) < 0.01
+        got = grid_mod.count_correlations(1e4 * q / q.sum(), 10_000, 1e-3)[0, 1]
+        assert abs(got - r) < 2e-3
+    seen: list[np.ndarray] = []
+
+    def spy(noisy: np.ndarray, n: int, sigma: float) -> np.ndarray:
+        seen.append(grid_mod.count_correlations(noisy, n, sigma))
+        return seen[-1]
+
+    monkeypatch.setattr(synth_mod, "count_correlations", spy)
+    fitted = _fit(table, random_state=3)
+    assert fitted.n_components_ == 1 and fitted.grid_ is not None and len(seen) == 1
+    c = [m.jitter_attenuation() for m in fitted.marginals_]
+    want = np.clip(seen[0][0, 1] / (c[0] * c[1]), -0.99, 0.99)
+    cov = fitted.copula_.covariance_
+    assert abs(cov[0, 1] / math.sqrt(cov[0, 0] * cov[1, 1]) - want) < 0.01
+    copula = fitted.copula_
+    assert copula.method_ == "grid-correlations" and copula.ledger_ == []
+    assert copula.privacy_spent_ is None and "copula" not in fitted.plan_
+    assert not any(e.step.startswith("copula") for e in fitted.ledger_)
+    # without the grid, the copula's correlations are its own release, planned and charged
+    alone = _fit(table, random_state=3, dependence="copula")
+    assert alone.grid_ is None and "copula" in alone.plan_
+    assert any(e.step.startswith("copula/") for e in alone.ledger_)
+
+
+def test_count_correlations_are_unbiased_where_clipped_counts_are_not() -> None:
+    """A strong dependence leaves the off-diagonal cells nearly empty: the noise's negative
+    counts clipped at 0 there pull the correlation of the raked grid towards 0, the fit to
+    the unclipped counts does not (n = 2400, 5 × 5 cells, noise 13.5 per cell, as xclara's
+    grid at ε = 1)."""
+    rng = np.random.default_rng(0)
+    n, g, sigma, r = 2400, 5, 13.5, 0.9
+    q = grid_mod.normal_cell_masses(g, r)
+    q = q / q.sum()
+    fits, clipped = [], []
+    for _ in range(40):
+        noisy = rng.multinomial(n, q.ravel()).reshape(g, g) + rng.normal(0.0, sigma, (g, g))
+        fits.append(grid_mod.count_correlations(noisy, n, sigma)[0, 1])
+        raked = rake(np.clip(noisy / n, 0.0, None))  # a released grid without shrinkage
+        clipped.append(grid_mod.grid_correlations(DependenceGrid(g, raked))[0, 1])
+    assert abs(np.mean(fits) - r) < 0.006
+    assert np.mean(clipped) < r - 0.015
 
 
 # -- the two-level grid -----------------------------------------------------------------------
@@ -382,8 +426,13 @@ def test_refinement_only_for_two_columns() -> None:
     syn = _fit(X, random_state=1, n_components=1)
     assert syn.grid_ is not None and syn.grid_.refine == 1 and syn.grid_.within is None
     assert all(e.step != "grid/fine" for e in syn.ledger_)
+    # the one-component copula takes the grid's correlations: the model's share goes to the
+    # histograms and the coarse grid (the fine grid's part too, there being none)
+    model = 1.0 - synth_mod.RANGE_SHARE - synth_mod.histogram_share(3) - synth_mod.GRID_SHARE
+    to_grid = synth_mod.FREED_SHARES[1] + synth_mod.FREED_SHARES[2]
     assert syn.plan_["grid"].rho == pytest.approx(
-        synth_mod.GRID_SHARE * approx_to_zcdp(EPS, DELTA))
+        (synth_mod.GRID_SHARE + to_grid * model) * approx_to_zcdp(EPS, DELTA))
+    assert "copula" not in syn.plan_
 
 
 def test_to_blocks_orders_sub_cells_as_sampling_does() -> None:

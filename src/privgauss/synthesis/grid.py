@@ -255,7 +255,8 @@ def combined_margins(noisy: np.ndarray, n: int, sigma: float,
     return out
 
 
-#: largest |correlation| a grid's pair is fitted with (:func:`grid_correlations`)
+#: largest |correlation| a grid's pair is fitted with (:func:`grid_correlations`,
+#: :func:`count_correlations`)
 GRID_MAX_CORRELATION = 0.99
 
 
@@ -284,6 +285,34 @@ def grid_correlations(grid: DependenceGrid) -> np.ndarray:
             other = tuple(a for a in range(d) if a not in (i, j))
             p = grid.probs.sum(axis=other) if other else grid.probs
             out[i, j] = out[j, i] = _fitted_correlation(p / p.sum())
+    return out
+
+
+def count_correlations(noisy: np.ndarray, n: int, sigma: float) -> np.ndarray:
+    """The Gaussian copula's correlation matrix fitted to a grid's noisy counts (``sigma``
+    per cell, ``n`` public rows), unclipped: each pair's r maximises the Gaussian
+    approximation of the likelihood of its 2-D margin's counts x — mean n·q(r), variance
+    n·q(r)(1 − q(r)) (the rows' sampling) plus the summed cells' noise g^(d−2)·σ² —
+    |r| ≤ :data:`GRID_MAX_CORRELATION` (post-processing). Clipping the noise's negative
+    counts at 0 first (as :func:`grid_correlations` on a released grid sees them) would add
+    mass to the cells a strong dependence leaves nearly empty and pull r towards 0."""
+    d = noisy.ndim
+    g = noisy.shape[0]
+    noise_var = g ** (d - 2) * sigma**2
+    out = np.eye(d)
+    for i in range(d):
+        for j in range(i + 1, d):
+            other = tuple(a for a in range(d) if a not in (i, j))
+            x = noisy.sum(axis=other) if other else noisy
+
+            def nll(r: float, x: np.ndarray = x) -> float:
+                q = normal_cell_masses(g, r)
+                v = n * q * (1.0 - q) + noise_var
+                return float(np.sum((x - n * q) ** 2 / v + np.log(v)))
+
+            res = minimize_scalar(nll, bounds=(-GRID_MAX_CORRELATION, GRID_MAX_CORRELATION),
+                                  method="bounded", options={"xatol": 1e-3})
+            out[i, j] = out[j, i] = float(res.x)
     return out
 
 

@@ -11,8 +11,10 @@ asked of the user. A narrow table (levels per column, from public n, d and the b
 histogram of the uniform scores (:mod:`privgauss.synthesis.grid`), which sets each cell's mass
 while the model sets the shape inside a cell; its slice sums, a second measurement of each
 column's mass in g slices, are combined with the marginal's by inverse noise variance, and a
-one-component model takes its correlations from the grid's cells
-(:func:`~privgauss.synthesis.grid.grid_correlations`, post-processing). On a two-column table
+one-component model takes its correlations from the grid's counts
+(:func:`~privgauss.synthesis.grid.count_correlations`, post-processing) with no release of
+its own, its share of the budget going to the histograms and the grids (:data:`FREED_SHARES`).
+On a two-column table
 a second histogram with twice the levels splits each cell's mass among its sub-cells
 (:func:`~privgauss.synthesis.grid.refinement_from_counts`; its block sums also sharpen the
 cells' counts), so the conditional shape inside a cell is measured, not the model's.
@@ -57,7 +59,7 @@ from .grid import (
     DependenceGrid,
     combine_counts,
     combined_margins,
-    grid_correlations,
+    count_correlations,
     grid_from_counts,
     grid_levels,
     grid_sigma,
@@ -105,6 +107,10 @@ GRID_SHARE = 0.30
 GRID_REFINE = 2
 REFINE_SHARE = 0.10
 REFINE_MAX_COLUMNS = 2
+#: where the model's share goes when a one-component copula takes the grid's correlations
+#: (no copula release of its own): fractions to the histograms, the coarse grid, the fine grid
+#: (to the coarse grid when there is no fine one)
+FREED_SHARES = (0.5, 0.0, 0.5)
 #: copula draws that estimate the model's cell masses (the grid's shrinkage target)
 GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
@@ -199,7 +205,8 @@ class PrivateSynthesizer:
         Column kinds and the input's dtypes (for :meth:`sample_table`).
     ledger_, privacy_spent_, budget_
         The privacy report: steps ``marginals/range``, ``marginals/bins``, ``grid`` (when
-        a grid is used), ``copula/...``.
+        a grid is used), ``copula/...`` (none when a one-component copula takes its
+        correlations from the grid).
 
     Examples
     --------
@@ -259,9 +266,9 @@ class PrivateSynthesizer:
         ``public_X``: optional public rows (free, untrusted): their range, widened by half
         on each side, replaces the released one for columns without stated bounds.
         Raises ``InvalidDataError``/``PrivacyBudgetError`` before spending, and only
-        ``EstimationFailed`` after. When the one-component copula's fit ends in
-        ``EstimationFailed`` (⊥, a DP output) the synthesizer keeps the marginals (and the
-        dependence grid) it released and draws independent normal scores instead, with a
+        ``EstimationFailed`` after. When the one-component copula's fit (a table without a
+        dependence grid) ends in ``EstimationFailed`` (⊥, a DP output) the synthesizer keeps
+        the marginals it released and draws independent normal scores instead, with a
         :class:`~privgauss.warnings.SimplerModelWarning` (post-processing of ⊥; ``method_``
         then names ``copula-independent``).
         """
@@ -306,6 +313,18 @@ class PrivateSynthesizer:
         rho_grid -= rho_fine
         rho_model = rho_total - rho_range - rho_hist - rho_types - rho_grid - rho_fine
         k = choose_components(n, d, rho_model, self.n_components)
+        # a one-component copula with a grid takes its correlations from the grid's cells
+        # (post-processing): a covariance release would buy nothing, so the model's share
+        # goes to the histograms and the grid (FREED_SHARES), planned from public n, d, ρ
+        from_grid = bool(levels) and k == 1
+        if from_grid:
+            to_hist, to_grid, to_fine = FREED_SHARES
+            if refine == 1:
+                to_grid += to_fine
+            rho_hist += to_hist * rho_model
+            rho_grid += to_grid * rho_model
+            rho_fine += to_fine * rho_model if refine > 1 else 0.0
+            rho_model = 0.0
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
                             rho_types, n_continuous_bins(n, rho_hist, d))
         shared = self.accountant
@@ -327,18 +346,21 @@ class PrivateSynthesizer:
                           if levels else None)
                 fine = (release_grid_counts(U, levels * refine, rho_fine, release=release,
                                             step="grid/fine") if refine > 1 else None)
-                Z = np.asarray(ndtri(U))
-                copula = self._copula(k, n, d, release)
                 fell_back = False
-                try:
-                    copula._fit_trusted(Z)
-                except EstimationFailed:  # ⊥ is a DP output: acting on it is free
-                    if k != 1:
-                        raise
-                    _independent_scores(copula, d)
-                    fell_back = True
-                _standardise(copula)
-                _undo_jitter_attenuation(copula, [m.jitter_attenuation() for m in marginals])
+                if from_grid:  # no release: its correlations are set from the grid below
+                    copula = _grid_copula(d, budget, release.accountant.child("copula"))
+                else:
+                    copula = self._copula(k, n, d, release)
+                    try:
+                        copula._fit_trusted(np.asarray(ndtri(U)))
+                    except EstimationFailed:  # ⊥ is a DP output: acting on it is free
+                        if k != 1:
+                            raise
+                        _independent_scores(copula, d)
+                        fell_back = True
+                    _standardise(copula)
+                    _undo_jitter_attenuation(copula,
+                                             [m.jitter_attenuation() for m in marginals])
                 grid, self.grid_factor_ = None, None
                 if counts is not None:
                     sg = grid_sigma(rho_grid)
@@ -348,17 +370,14 @@ class PrivateSynthesizer:
                     sh = histogram_sigma(rho_hist, d)
                     margins = combined_margins(counts, n, sg, np.array(
                         [_slice_variances(m, levels, sh, n) for m in marginals]))
-                    grid, self.grid_factor_ = grid_from_counts(
-                        counts, n, sg, self._model_masses(copula, levels, release.rng), margins)
-                    if k == 1:
-                        # the Gaussian copula's correlations from the grid's cells (far less
-                        # noisy than the model's share), then the grid shrunk towards it
-                        _set_correlations(copula, grid_correlations(grid))
+                    if from_grid:
+                        # the Gaussian copula's correlations fitted to the released counts
+                        # (unclipped: see count_correlations), then the grid shrunk towards it
+                        _set_correlations(copula, count_correlations(counts, n, sg))
                         _undo_jitter_attenuation(copula,
                                                  [m.jitter_attenuation() for m in marginals])
-                        grid, self.grid_factor_ = grid_from_counts(
-                            counts, n, sg, self._model_masses(copula, levels, release.rng),
-                            margins)
+                    grid, self.grid_factor_ = grid_from_counts(
+                        counts, n, sg, self._model_masses(copula, levels, release.rng), margins)
                     if fine is not None and grid is not None:
                         within = refinement_from_counts(
                             fine, n, grid_sigma(rho_fine),
@@ -367,9 +386,8 @@ class PrivateSynthesizer:
         if fell_back:  # a function of ⊥ only, warned outside the private section
             warnings.warn(SimplerModelWarning(
                 "the Gaussian copula's fit failed (EstimationFailed, a DP output): the synthetic "
-                "columns keep their DP marginals and are drawn independently but for the "
-                "dependence grid's cells (narrow tables). A larger budget or fewer columns gives "
-                "the copula's correlations"), stacklevel=2)
+                "columns keep their DP marginals and are drawn independently. A larger budget or "
+                "fewer columns gives the copula's correlations"), stacklevel=2)
         self.marginals_ = marginals
         self.copula_ = copula
         self.grid_ = grid
@@ -388,7 +406,7 @@ class PrivateSynthesizer:
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
                       "marginals/bins": ZCDP(rho_hist),
                       "grid": ZCDP(rho_grid + rho_fine) if rho_grid else None,
-                      "copula": ZCDP(rho_model)}
+                      "copula": ZCDP(rho_model) if rho_model else None}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
 
@@ -558,8 +576,8 @@ def _slice_variances(marginal: Marginal, g: int, sigma: float, n: int) -> np.nda
 def _independent_scores(copula: PrivateGaussian, d: int) -> None:
     """What a failed one-component copula fit leaves the synthesizer: independent standard
     normal scores (mean 0, identity), recorded on ``copula`` with the budget its failed fit
-    spent — post-processing of ⊥, so the marginals and the dependence grid already released
-    still describe the columns and their joint cells."""
+    spent — post-processing of ⊥, so the marginals already released still describe the
+    columns."""
     acct = copula.accountant
     assert isinstance(acct, Accountant)  # the synthesizer's child accountant
     copula._record(acct.total, acct, "independent",
@@ -568,6 +586,24 @@ def _independent_scores(copula: PrivateGaussian, d: int) -> None:
     copula._no_clipped_count()
     copula.n_features_in_ = d
     copula._cache_factors()
+
+
+def _grid_copula(d: int, budget: Any, acct: Accountant) -> PrivateGaussian:
+    """The one-component copula of a table with a grid: no release of its own (``acct``, its
+    child accountant, is never charged); its correlations are set from the released grid
+    (:func:`_set_correlations`, post-processing). Until then, independent scores."""
+    from ..privacy import estimator_kwargs
+
+    copula = PrivateGaussian(**estimator_kwargs(budget), mean=np.zeros(d),
+                             cov_bounds=(SCORE_COV_FLOOR, d))
+    copula._record(acct.total, acct, "grid-correlations",
+                   "its correlations are fitted to the released dependence grid's cells "
+                   "(post-processing: no release of its own)")
+    copula.mean_, copula.covariance_ = np.zeros(d), np.eye(d)
+    copula._no_clipped_count()
+    copula.n_features_in_ = d
+    copula._cache_factors()
+    return copula
 
 
 def _set_correlations(copula: PrivateGaussian, corr: np.ndarray) -> None:
