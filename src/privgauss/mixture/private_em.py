@@ -212,6 +212,7 @@ FLOOR_POWER = 4  # the whitened-frame eigenvalue floor fades like (noise reach /
 NUMERIC_FLOOR = 1e-8  # the smallest eigenvalue of a released covariance (whitened frame)
 NOISE_TOL = 0.01  # an early EM step's covariance noise per row of a component allowing more steps
 MAX_STEPS = 60  # EM steps when the budget makes every step's noise negligible
+T_FULL_GRID = 10  # the fewest EM steps when the start's grid sees every direction
 STOP_TOL = 3e-5  # the change still to come (KL per row) below which EM jumps to its last step
 STOP_RATE = 0.9  # the largest per-step decay of the released changes the stop extrapolates
 STOP_NOISE = 0.5  # a stop needs the step's noise to move the model by at most this × STOP_TOL
@@ -410,7 +411,8 @@ def _step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     return hi
 
 
-def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None) -> int:
+def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None,
+             full_grid: bool = False) -> int:
     """T (public): at a noisy budget T₀ = 8 + 4k within [10, 20]; overlapping components need
     many EM steps from a coarse start. Measured (k = 3, d = 5, n = 30000, ε = 1, δ = 1e-6; gap
     to sklearn's held-out log-likelihood over 4 noise seeds): T = 6: 0.05–0.44, T = 10:
@@ -425,13 +427,26 @@ def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None) -> int:
     σ_M/(n/k) at r₀, stays below ``NOISE_TOL`` — so T grows with ρ (T ∝ ρ once the noise
     is small) and EM runs to its fixed point when noise no longer limits it. Family seed 4
     of ``benchmarks/mixture_families.py`` at ε = 1e4: T = 20 picked a run 0.17 nat/row below
-    sklearn (the exploring runs had not yet separated), T = 60 one at −0.0000."""
+    sklearn (the exploring runs had not yet separated), T = 60 one at −0.0000.
+
+    ``full_grid`` (public: the start histogram's grid has a direction per column, p = d, which
+    happens at low d): the starts already see the whole shape, and where the steps are noisy
+    fewer of them do better — T₀ = :data:`T_FULL_GRID` · (1 + min(1, a)), a the early steps'
+    ρ over what the tolerance needs (10 steps at the noisiest, 20 once a ≥ 1).
+    Generated families (``mixture_families.family(seed, d=2 + seed % 3)``, ε = 1, noise
+    seed 0), against T₀ = 8 + 4k ≤ 20: n = 8000, the 20 of seeds 0–29 em fits, mean gap
+    0.329 → 0.210, wrong basins (> 0.05) 14 → 11; n = 20000, seeds 0–11, mean 0.036 →
+    0.015, wrong 3 → 1. Real tables (``benchmarks/real_mixtures.py``, 2 seeds): treering
+    0.093 → 0.012 at ε = 1; 40,000 pixel rows (a ≈ 1.1) unchanged — at T₀ = 10 there
+    china_pixels went 0.003 → 0.059, hence the ramp in a."""
     t0 = int(min(20, max(10, 8 + 4 * k)))
     if rho_steps is None or not rho_steps > 0 or not math.isfinite(rho_steps):
         return t0
     r2 = clip_radius(n, d) ** 2
     need = (r2 * k / (n * NOISE_TOL)) ** 2  # ρ_m of one early step at the tolerance
     early = STAT_SHARES[2] * (1.0 - LAST_SHARE) * rho_steps  # their moments' ρ, all together
+    if full_grid:
+        t0 = min(t0, round(T_FULL_GRID * (1.0 + min(1.0, early / need))))
     fit = 1 + math.floor(min(early / need, 10.0 * MAX_STEPS))
     return int(min(MAX_STEPS, max(t0, fit)))
 
@@ -507,14 +522,14 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     rho_score = SCORE_SHARE * rho_em  # dropped below when a single run needs no pick
     rho_final = FINAL_SHARE * rho_em
     rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count - rho_final
-    T = _n_steps(n, d, k, rest) if n_steps is None else int(n_steps)
+    p, m = _grid(n, d, rho_init)
+    T = _n_steps(n, d, k, rest, p == d) if n_steps is None else int(n_steps)
     n_starts = N_STARTS if T >= 2 else 1
     if n_starts == 1:
         rest, rho_score = rest + rho_score, 0.0
     last = LAST_SHARE * rest if T > 1 else rest
     steps = tuple([(rest - last) / (T - 1)] * (T - 1) + [rest - (rest - last)]) if T > 1 else (
         rest,)
-    p, m = _grid(n, d, rho_init)
     plan = EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
                   rho_prior, 0.0 if loc is None else rho_hist, km_steps, rho_spread, rho_rw,
                   3.0 * math.sqrt(d), n_starts,
