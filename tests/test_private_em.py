@@ -354,16 +354,18 @@ def test_plan_pays_for_every_start_and_the_run_selection():
 def test_summary_start_only_where_the_steps_noise_is_quiet(n: int, d: int, k: int) -> None:
     """K' > k (the summary start) exactly where the first EM step's noise moves a model by at
     most SUMMARY_NOISE (public): never at ε = 1 on these shapes (there the k-means start, as
-    before the summary start), always at ε = 1e4, and growing budgets never switch it off."""
-    clusters = []
+    before the summary start), always at ε = 1e4, and growing budgets never switch it off.
+    The start fits ``plan.fitted(k)`` clusters (k' > k where the plan is over-parameterised)."""
+    summary = []
     for eps in (1.0, 10.0, 100.0, 1e4):
         plan = pe.em_plan(n, d, k, ApproxDP(eps, 1e-6))
+        kf = plan.fitted(k)
         quiet = pe._noise_change(plan, 0, n, d, k) <= pe.SUMMARY_NOISE
-        assert (plan.start_clusters > k) == quiet, (eps, plan.start_clusters)
-        assert k <= plan.start_clusters <= pe.OVERCLUSTER * k
-        clusters.append(plan.start_clusters)
-    assert clusters[0] == k and clusters[-1] > k
-    assert clusters == sorted(clusters)
+        assert (plan.start_clusters > kf) == quiet, (eps, plan.start_clusters)
+        assert kf <= plan.start_clusters <= pe.OVERCLUSTER * kf
+        summary.append(plan.start_clusters > kf)
+    assert not summary[0] and summary[-1]
+    assert summary == sorted(summary)
 
 
 def _synthetic(n: int, seed: int) -> np.ndarray:
@@ -684,3 +686,58 @@ def test_a_small_component_under_a_steps_noise_floor_keeps_its_estimate() -> Non
         assert np.linalg.norm(m[0] - means[0]) > 3.0
         _, m, _ = step([0.0, 25_000, 12_500, 12_500], [0.05, 0.45, 0.25, 0.25], seed)  # dead
         assert np.linalg.norm(m[0] - means[0]) > 3.0
+
+
+def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:
+    """k' = OVERPARAM·k components (public) where the first exploring step's noise moves a
+    k-model by more than OVER_NOISE, with the default schedule only, reduced before the last
+    REDUCE_STEPS steps (after the run pick); never where k' components would fail em's own
+    rows-per-component needs where k passes."""
+    budget = ApproxDP(1.0, 1e-6)
+    plan = pe.em_plan(50_000, 10, 3, budget)
+    assert pe._noise_change(pe._base_plan(50_000, 10, 3, budget), 0, 50_000, 10, 3) > \
+        pe.OVER_NOISE
+    assert plan.components == 6 and plan.fitted(3) == 6
+    assert plan.reduce_at == plan.n_steps - pe.REDUCE_STEPS > plan.explore_steps
+    for quiet in (pe.em_plan(50_000, 3, 3, budget), pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6)),
+                  pe.em_plan(50_000, 10, 3, budget, n_steps=20)):
+        assert quiet.components == 0 and quiet.reduce_at is None and quiet.fitted(3) == 3
+    # the base plan's ledger and the over-parameterised one's name the same parts (the k' run
+    # is an em run: its steps cost what k components' do)
+    base = pe._base_plan(50_000, 10, 3, budget)
+    assert [nm for nm, _ in plan.parts()] == [nm for nm, _ in base.parts()]
+    assert math.isclose(plan.rho_em, base.rho_em, rel_tol=1e-12)
+    # with 50 public rows (no localisation) the rows per component bind: at n = 1,850, d = 2,
+    # 6 components pass and 12 would not; the exploring step is loud there, yet no k'
+    for n in (1_500, 1_850, 2_500, 4_000, 10_000):
+        p = pe.em_plan(n, 2, 6, budget, n_public=50)
+        if pe.em_requirements(n, 2, 6, budget, n_public=50).ok and p.components:
+            assert pe.em_requirements(n, 2, p.components, budget, n_public=50).ok, n
+    assert pe.em_requirements(1_850, 2, 6, budget, n_public=50).ok
+    assert not pe.em_requirements(1_850, 2, 12, budget, n_public=50).ok
+    loud = pe._noise_change(pe._base_plan(1_850, 2, 6, budget, n_public=50), 0, 1_850, 2, 6)
+    assert loud > pe.OVER_NOISE and pe.em_plan(1_850, 2, 6, budget, n_public=50).components == 0
+    assert pe.em_plan(10_000, 2, 6, budget, n_public=50).components == 12
+
+
+def test_reduce_run_merges_close_components_by_their_moments() -> None:
+    """The free reduction of k' released components to k: two far pairs of blobs become two
+    components with each pair's mass, mean and covariance (within plus between) — EM on the
+    summary is exact on Gaussian blobs."""
+    from privgauss.mixture.em_starts import reduce_run
+
+    d = 3
+    means = np.array([[0.0, 0.0, 0.0], [0.4, 0.0, 0.0], [30.0, 0.0, 0.0], [30.0, 0.5, 0.0]])
+    covs = np.array([np.eye(d) * s for s in (1.0, 0.5, 2.0, 1.0)])
+    w = np.array([0.1, 0.3, 0.4, 0.2])
+    pi, mu, S = reduce_run((w, means, covs), 2, 10_000, np.random.default_rng(0))
+    order = np.argsort(mu[:, 0])
+    pi, mu, S = pi[order], mu[order], S[order]
+    for c, pair in enumerate(((0, 1), (2, 3))):
+        ww = w[list(pair)] / w[list(pair)].sum()
+        m = ww @ means[list(pair)]
+        C = sum(ww[j] * (covs[p] + np.outer(means[p] - m, means[p] - m))
+                for j, p in enumerate(pair))
+        assert pi[c] == pytest.approx(w[list(pair)].sum(), abs=1e-6)
+        np.testing.assert_allclose(mu[c], m, atol=1e-6)
+        np.testing.assert_allclose(S[c], C, atol=1e-5)
