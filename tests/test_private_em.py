@@ -556,17 +556,21 @@ def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
     assert np.all(worst <= stated * (1 + 1e-9)) and np.all(worst > stated / 2), (worst, stated)
 
 
-def _one_pass_per_run(Z, runs, plan, release, n, stops=None):
+def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None):
     """The EM steps before the passes were fused: one pass per run, and a separate pass for
     the runs' scores before the winner's step (the full schedule: at ε = 1 the plan has no
-    stopping rule, ``stops`` stays empty)."""
+    stopping rule, ``stops`` stays empty); an over-parameterised run reduced to k before step
+    ``plan.reduce_at``."""
     assert plan.stop_from is None
     from privgauss.backends import reduce_rows
+    from privgauss.mixture.em_starts import reduce_run
 
     def models(rs):
         return tuple((m, *pe._model_terms(w, c)[1:]) for w, m, c in rs)
 
     for t in range(plan.n_steps):
+        if t == plan.reduce_at:
+            runs = [reduce_run(runs[0], k, n, release.rng)]
         if t == plan.explore_steps and len(runs) > 1:
             scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs),
                                             radius=plan.radius, bound=plan.score_bound),
@@ -583,15 +587,18 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None):
     return runs[0]
 
 
-@pytest.mark.parametrize("public", [False, True])
-def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public):
+@pytest.mark.parametrize(("public", "n", "over"), [(False, 4000, 0), (True, 4000, 6),
+                                                   (False, 12_000, 6)])
+def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public, n, over):
     """The whole fit (both starts exploring, the pick, the winner's steps) through the fused
     passes equals, bit for bit, the fit through one pass per run and a separate scoring pass
     at the same seed (a model's statistics do not depend on the other models of its pass).
     The kernel's arithmetic is checked against the definitions above, not here: at this small
     n the fit is not continuous in rounding (the same driver on the plain definitions, equal
-    to the kernel's statistics within 1e-12, ends in another model at this seed)."""
-    X, P = _mixture(4000, 0), (_mixture(40, 9) if public else None)
+    to the kernel's statistics within 1e-12, ends in another model at this seed). With
+    public rows, or at n = 12,000, the plan is over-parameterised (``over`` = k' = 6, reduced
+    before the last step)."""
+    X, P = _mixture(n, 0), (_mixture(40, 9) if public else None)
 
     def fit():
         with warnings.catch_warnings():
@@ -604,6 +611,7 @@ def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public):
     monkeypatch.setattr(pe, "_em_steps", _one_pass_per_run)
     plain = fit()
     assert fused.fit_info_["em_plan"].n_starts == 3
+    assert fused.fit_info_["em_plan"].components == over  # both schedules
     assert [e.step for e in fused.ledger_] == [e.step for e in plain.ledger_]
     for a in ("weights_", "means_", "covariances_"):
         np.testing.assert_array_equal(getattr(fused, a), getattr(plain, a))
