@@ -226,6 +226,7 @@ COUNT_TAIL = 0.01  # a Gaussian component's own rows outside its counting ball (
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
 OVERPARAM = 2.0  # the over-parameterised run fits ⌈this × k⌉ components (≤ 1: never)
 OVER_NOISE = 0.1  # ... where an exploring step's noise moves a k-model by more than this
+OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it by more than this
 REDUCE_STEPS = 1  # its last this many steps run with k components, from the free reduction
 OVER_SHARE = 0.5  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
 
@@ -498,13 +499,18 @@ def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
     of k components by more than ``OVER_NOISE`` nat/row (:func:`_noise_change`; n = 5e4,
     ε = 1: the generated families' wrong basins all lie there), and where k' equal components
     meet em's own requirements (:func:`em_requirements` at k')."""
-    k_over = int(math.ceil(OVERPARAM * k - 1e-9))
-    if k_over <= k or n_steps is not None or not plan.explore_steps:
+    top = int(math.ceil(OVERPARAM * k - 1e-9))
+    if top <= k or n_steps is not None or not plan.explore_steps:
         return 0
     if not _noise_change(plan, 0, n, d, k) > OVER_NOISE:
         return 0
-    need = _requirements(n, d, k_over, budget, None, n_public, prior, over=False)
-    return k_over if need.ok else 0
+    for k_over in range(top, k, -1):  # the most components whose run stays usable
+        over = _base_plan(n, d, k_over, budget, n_public=n_public, prior=prior)
+        if _noise_change(over, over.n_steps - 1, n, d, k_over) > OVER_CAP:
+            continue
+        if _requirements(n, d, k_over, budget, None, n_public, prior, over=False).ok:
+            return k_over
+    return 0
 
 
 def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
