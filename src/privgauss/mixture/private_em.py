@@ -227,7 +227,7 @@ PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside 
 OVERPARAM = 2.0  # the over-parameterised run fits ⌈this × k⌉ components (≤ 1: never)
 OVER_NOISE = 0.1  # ... where an exploring step's noise moves a k-model by more than this
 OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it by more than this
-REDUCE_STEPS = 1  # its last this many steps run with k components, from the free reduction
+REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
 OVER_SHARE = 0.5  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
