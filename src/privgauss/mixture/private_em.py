@@ -108,6 +108,23 @@ budget and public rows; every frame after the first a function of releases):
    (:func:`_noise_change`), i.e. the change measures EM's progress, not the noise: at
    n = 5e4, d = 10, k = 3 from ε ≈ 1e4 on, never at ε = 1 (a step's noise there is 0.08).
 
+   *Over-parameterised run* (issue 27; ``OVERPARAM``, :func:`_over_components`). Where the
+   first exploring step's noise alone moves a k-model by more than ``OVER_NOISE`` = 0.1
+   nat/row (public; n = 5e4, ε = 1: the generated families that landed in wrong basins), the
+   starts, the exploring runs, the pick and the EM steps up to ``reduce_at`` = T −
+   ``REDUCE_STEPS`` (8) fit k' > k components: the most up to 2k whose last step's noise
+   would move a k'-model by at most ``OVER_CAP`` = 0.1 nat/row and that meet
+   :func:`em_requirements` at k'. Over-parameterised EM puts a component in every true
+   cluster more often (Dwivedi et al. 2020; Xu, Hsu, Maleki, NeurIPS 2018). Before step
+   ``reduce_at`` the released k'-model is reduced to k components by EM on its components
+   as Gaussian blobs (:func:`~privgauss.mixture.em_starts.reduce_run`, restarts; free), and
+   the last 8 steps (half of the steps' ρ, half of that on the last) refine it with k
+   components. Each step's releases cost what they would with k (the k components cost what
+   one does), so the plan names the same parts. Measured (``benchmarks/results/
+   mixture_families.md``, "Over-parameterised EM"): tuning families 0–19 at ε = 1, noise
+   seeds 0/1: 4/4 wrong basins (main 6/9); fresh held-out 1020–1029: 0 (main 3); seen
+   held-out 1000–1019: 5 (main 3); bundesliga 0.066 nat/row (main −0.003).
+
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
 r − r' (‖·‖₂ ≤ √2: :func:`~privgauss.sensitivity.soft_counts_l2`), S_j by r_j y_j − r'_j y'_j
