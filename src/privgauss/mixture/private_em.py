@@ -280,7 +280,8 @@ class EMPlan:
     ``STAT_SHARES`` over (counts, sums, second moments). :meth:`parts` lists every charge
     in order; they compose to ``total``. ``stop_from``: the first step after which the DP
     stopping rule may skip to the last step (None: never); a fit that stops charges the
-    parts in order without the skipped steps'."""
+    parts in order without the skipped steps'. ``components``: k' > k when the run is
+    over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never)."""
 
     total: Budget
     localisation: ApproxDP | None
