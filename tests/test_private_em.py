@@ -711,6 +711,7 @@ def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:
         pe.OVER_NOISE
     assert plan.components == 6 and plan.fitted(3) == 6
     assert plan.reduce_at == plan.n_steps - pe.REDUCE_STEPS > plan.explore_steps
+    assert pe.em_plan(6000, 2, 3, budget).components == 6  # test_plan_ledger's case
     for quiet in (pe.em_plan(50_000, 3, 3, budget), pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6)),
                   pe.em_plan(50_000, 10, 3, budget, n_steps=20)):
         assert quiet.components == 0 and quiet.reduce_at is None and quiet.fitted(3) == 3
