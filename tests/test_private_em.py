@@ -96,7 +96,11 @@ def test_plan_parts_compose_to_the_total(budget, n_public):
     else:
         assert spent.epsilon == pytest.approx(budget.epsilon, rel=1e-6)
         assert spent.delta == pytest.approx(budget.delta, rel=1e-9)
-    assert plan.rho_steps[-1] == pytest.approx(0.5 * sum(plan.rho_steps))
+    # half on the last step; over-parameterised, half of the refining steps' share
+    last = 0.5
+    if plan.components:
+        last = (1.0 - pe.OVER_SHARE) * (0.5 if pe.REDUCE_STEPS > 1 else 1.0)
+    assert plan.rho_steps[-1] == pytest.approx(last * sum(plan.rho_steps))
 
 
 # ----------------------------------------------------------------------------- recovery
@@ -354,16 +358,18 @@ def test_plan_pays_for_every_start_and_the_run_selection():
 def test_summary_start_only_where_the_steps_noise_is_quiet(n: int, d: int, k: int) -> None:
     """K' > k (the summary start) exactly where the first EM step's noise moves a model by at
     most SUMMARY_NOISE (public): never at ε = 1 on these shapes (there the k-means start, as
-    before the summary start), always at ε = 1e4, and growing budgets never switch it off."""
-    clusters = []
+    before the summary start), always at ε = 1e4, and growing budgets never switch it off.
+    The start fits ``plan.fitted(k)`` clusters (k' > k where the plan is over-parameterised)."""
+    summary = []
     for eps in (1.0, 10.0, 100.0, 1e4):
         plan = pe.em_plan(n, d, k, ApproxDP(eps, 1e-6))
+        kf = plan.fitted(k)
         quiet = pe._noise_change(plan, 0, n, d, k) <= pe.SUMMARY_NOISE
-        assert (plan.start_clusters > k) == quiet, (eps, plan.start_clusters)
-        assert k <= plan.start_clusters <= pe.OVERCLUSTER * k
-        clusters.append(plan.start_clusters)
-    assert clusters[0] == k and clusters[-1] > k
-    assert clusters == sorted(clusters)
+        assert (plan.start_clusters > kf) == quiet, (eps, plan.start_clusters)
+        assert kf <= plan.start_clusters <= pe.OVERCLUSTER * kf
+        summary.append(plan.start_clusters > kf)
+    assert not summary[0] and summary[-1]
+    assert summary == sorted(summary)
 
 
 def _synthetic(n: int, seed: int) -> np.ndarray:
@@ -554,17 +560,21 @@ def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
     assert np.all(worst <= stated * (1 + 1e-9)) and np.all(worst > stated / 2), (worst, stated)
 
 
-def _one_pass_per_run(Z, runs, plan, release, n, stops=None):
+def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None):
     """The EM steps before the passes were fused: one pass per run, and a separate pass for
     the runs' scores before the winner's step (the full schedule: at ε = 1 the plan has no
-    stopping rule, ``stops`` stays empty)."""
+    stopping rule, ``stops`` stays empty); an over-parameterised run reduced to k before step
+    ``plan.reduce_at``."""
     assert plan.stop_from is None
     from privgauss.backends import reduce_rows
+    from privgauss.mixture.em_starts import reduce_run
 
     def models(rs):
         return tuple((m, *pe._model_terms(w, c)[1:]) for w, m, c in rs)
 
     for t in range(plan.n_steps):
+        if t == plan.reduce_at:
+            runs = [reduce_run(runs[0], k, n, release.rng)]
         if t == plan.explore_steps and len(runs) > 1:
             scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs),
                                             radius=plan.radius, bound=plan.score_bound),
@@ -581,15 +591,18 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None):
     return runs[0]
 
 
-@pytest.mark.parametrize("public", [False, True])
-def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public):
+@pytest.mark.parametrize(("public", "n", "over"), [(False, 4000, 0), (True, 4000, 0),
+                                                   (False, 12_000, 6)])
+def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public, n, over):
     """The whole fit (both starts exploring, the pick, the winner's steps) through the fused
     passes equals, bit for bit, the fit through one pass per run and a separate scoring pass
     at the same seed (a model's statistics do not depend on the other models of its pass).
     The kernel's arithmetic is checked against the definitions above, not here: at this small
     n the fit is not continuous in rounding (the same driver on the plain definitions, equal
-    to the kernel's statistics within 1e-12, ends in another model at this seed)."""
-    X, P = _mixture(4000, 0), (_mixture(40, 9) if public else None)
+    to the kernel's statistics within 1e-12, ends in another model at this seed). At
+    n = 12,000 the plan is over-parameterised (``over`` = k' = 6, reduced before its last
+    ``REDUCE_STEPS`` steps)."""
+    X, P = _mixture(n, 0), (_mixture(40, 9) if public else None)
 
     def fit():
         with warnings.catch_warnings():
@@ -602,6 +615,7 @@ def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public):
     monkeypatch.setattr(pe, "_em_steps", _one_pass_per_run)
     plain = fit()
     assert fused.fit_info_["em_plan"].n_starts == 3
+    assert fused.fit_info_["em_plan"].components == over  # both schedules
     assert [e.step for e in fused.ledger_] == [e.step for e in plain.ledger_]
     for a in ("weights_", "means_", "covariances_"):
         np.testing.assert_array_equal(getattr(fused, a), getattr(plain, a))
@@ -684,3 +698,59 @@ def test_a_small_component_under_a_steps_noise_floor_keeps_its_estimate() -> Non
         assert np.linalg.norm(m[0] - means[0]) > 3.0
         _, m, _ = step([0.0, 25_000, 12_500, 12_500], [0.05, 0.45, 0.25, 0.25], seed)  # dead
         assert np.linalg.norm(m[0] - means[0]) > 3.0
+
+
+def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:
+    """k' = OVERPARAM·k components (public) where the first exploring step's noise moves a
+    k-model by more than OVER_NOISE, with the default schedule only, reduced before the last
+    REDUCE_STEPS steps (after the run pick); never where k' components would fail em's own
+    rows-per-component needs where k passes."""
+    budget = ApproxDP(1.0, 1e-6)
+    plan = pe.em_plan(50_000, 10, 3, budget)
+    assert pe._noise_change(pe._base_plan(50_000, 10, 3, budget), 0, 50_000, 10, 3) > \
+        pe.OVER_NOISE
+    assert plan.components == 6 and plan.fitted(3) == 6
+    assert plan.reduce_at == plan.n_steps - pe.REDUCE_STEPS > plan.explore_steps
+    assert pe.em_plan(6000, 2, 3, budget).components == 6  # test_plan_ledger's case
+    for quiet in (pe.em_plan(50_000, 3, 3, budget), pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6)),
+                  pe.em_plan(50_000, 10, 3, budget, n_steps=20)):
+        assert quiet.components == 0 and quiet.reduce_at is None and quiet.fitted(3) == 3
+    # the base plan's ledger and the over-parameterised one's name the same parts (the k' run
+    # is an em run: its steps cost what k components' do)
+    base = pe._base_plan(50_000, 10, 3, budget)
+    assert [nm for nm, _ in plan.parts()] == [nm for nm, _ in base.parts()]
+    assert math.isclose(plan.rho_em, base.rho_em, rel_tol=1e-12)
+    # with 50 public rows (no localisation) the rows per component bind: at n = 1,850, d = 2,
+    # 6 components pass and 12 would not; the exploring step is loud there, yet no k'
+    for n in (1_500, 1_850, 2_500, 4_000, 10_000):
+        p = pe.em_plan(n, 2, 6, budget, n_public=50)
+        if pe.em_requirements(n, 2, 6, budget, n_public=50).ok and p.components:
+            assert pe.em_requirements(n, 2, p.components, budget, n_public=50).ok, n
+    assert pe.em_requirements(1_850, 2, 6, budget, n_public=50).ok
+    assert not pe.em_requirements(1_850, 2, 12, budget, n_public=50).ok
+    loud = pe._noise_change(pe._base_plan(1_850, 2, 6, budget, n_public=50), 0, 1_850, 2, 6)
+    assert loud > pe.OVER_NOISE and pe.em_plan(1_850, 2, 6, budget, n_public=50).components == 0
+    assert pe.em_plan(10_000, 2, 6, budget, n_public=50).components == 12
+
+
+def test_reduce_run_merges_close_components_by_their_moments() -> None:
+    """The free reduction of k' released components to k: two far pairs of blobs become two
+    components with each pair's mass, mean and covariance (within plus between) — EM on the
+    summary is exact on Gaussian blobs."""
+    from privgauss.mixture.em_starts import reduce_run
+
+    d = 3
+    means = np.array([[0.0, 0.0, 0.0], [0.4, 0.0, 0.0], [30.0, 0.0, 0.0], [30.0, 0.5, 0.0]])
+    covs = np.array([np.eye(d) * s for s in (1.0, 0.5, 2.0, 1.0)])
+    w = np.array([0.1, 0.3, 0.4, 0.2])
+    pi, mu, S = reduce_run((w, means, covs), 2, 10_000, np.random.default_rng(0))
+    order = np.argsort(mu[:, 0])
+    pi, mu, S = pi[order], mu[order], S[order]
+    for c, pair in enumerate(((0, 1), (2, 3))):
+        ww = w[list(pair)] / w[list(pair)].sum()
+        m = ww @ means[list(pair)]
+        C = sum(ww[j] * (covs[p] + np.outer(means[p] - m, means[p] - m))
+                for j, p in enumerate(pair))
+        assert pi[c] == pytest.approx(w[list(pair)].sum(), abs=1e-6)
+        np.testing.assert_allclose(mu[c], m, atol=1e-6)
+        np.testing.assert_allclose(S[c], C, atol=1e-5)

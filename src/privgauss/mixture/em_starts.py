@@ -488,6 +488,19 @@ def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
     return fits[0][1]
 
 
+def reduce_run(run: Run, k: int, n: int, rng: np.random.Generator) -> Run:
+    """A released run of k' > k components reduced to k (post-processing, free): each
+    component a Gaussian blob of n·w_j rows, fitted by EM on the summary with restarts
+    (:func:`summary_gmm`). Over-parameterised EM puts a component in every true cluster more
+    often than EM with k (Dwivedi et al., "Singularity, misspecification and the convergence
+    rate of EM", Ann. Statist. 2020; Xu, Hsu, Maleki, "Benefits of over-parameterization with
+    EM", NeurIPS 2018); the reduction searches the k-component basins at no privacy cost."""
+    w, means, covs = run
+    pi, mu, S = summary_gmm(n * np.asarray(w, dtype=np.float64), means, covs, k, rng)
+    pi = np.maximum(pi, 1e-3)
+    return pi / pi.sum(), mu, repair_covariance(S)
+
+
 def repair_covariance(C: np.ndarray, lo: float = EIG_FLOOR) -> np.ndarray:
     """``C`` (one matrix or a stack of them) symmetrised, its eigenvalues clipped to
     [``lo``, 1e4] (NaN ones set to 1)."""

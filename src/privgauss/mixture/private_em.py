@@ -108,6 +108,23 @@ budget and public rows; every frame after the first a function of releases):
    (:func:`_noise_change`), i.e. the change measures EM's progress, not the noise: at
    n = 5e4, d = 10, k = 3 from ε ≈ 1e4 on, never at ε = 1 (a step's noise there is 0.08).
 
+   *Over-parameterised run* (issue 27; ``OVERPARAM``, :func:`_over_components`). Where the
+   first exploring step's noise alone moves a k-model by more than ``OVER_NOISE`` = 0.1
+   nat/row (public; n = 5e4, ε = 1: the generated families that landed in wrong basins), the
+   starts, the exploring runs, the pick and the EM steps up to ``reduce_at`` = T −
+   ``REDUCE_STEPS`` (8) fit k' > k components: the most up to 2k whose last step's noise
+   would move a k'-model by at most ``OVER_CAP`` = 0.1 nat/row and that meet
+   :func:`em_requirements` at k'. Over-parameterised EM puts a component in every true
+   cluster more often (Dwivedi et al. 2020; Xu, Hsu, Maleki, NeurIPS 2018). Before step
+   ``reduce_at`` the released k'-model is reduced to k components by EM on its components
+   as Gaussian blobs (:func:`~privgauss.mixture.em_starts.reduce_run`, restarts; free), and
+   the last 8 steps (half of the steps' ρ, half of that on the last) refine it with k
+   components. Each step's releases cost what they would with k (the k components cost what
+   one does), so the plan names the same parts. Measured (``benchmarks/results/
+   mixture_families.md``, "Over-parameterised EM"): tuning families 0–19 at ε = 1, noise
+   seeds 0/1: 4/4 wrong basins (main 6/9); fresh held-out 1020–1029: 0 (main 3); seen
+   held-out 1000–1019: 5 (main 3); bundesliga 0.066 nat/row (main −0.003).
+
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
 r − r' (‖·‖₂ ≤ √2: :func:`~privgauss.sensitivity.soft_counts_l2`), S_j by r_j y_j − r'_j y'_j
@@ -184,6 +201,7 @@ from .em_starts import (
     histogram_start,
     kmeans_steps,
     pick_run,
+    reduce_run,
     repair_covariance,
     standardiser,
     summary_start,
@@ -224,6 +242,11 @@ CANDIDATES = ("em", "single_gaussian", "public")  # the final pick's candidates,
 NOISE_COST_ALARM = 0.05  # nat/row the last step's noise may cost before the estimator warns
 COUNT_TAIL = 0.01  # a Gaussian component's own rows outside its counting ball (at most)
 PRIOR_LOC_SHARE = 0.1  # of the whole ρ, for the CoinPress localisation inside a user's prior
+OVERPARAM = 2.0  # the over-parameterised run fits ⌈this × k⌉ components (≤ 1: never)
+OVER_NOISE = 0.1  # ... where an exploring step's noise moves a k-model by more than this
+OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it by more than this
+REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
+OVER_SHARE = 0.5  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
@@ -258,7 +281,8 @@ class EMPlan:
     ``STAT_SHARES`` over (counts, sums, second moments). :meth:`parts` lists every charge
     in order; they compose to ``total``. ``stop_from``: the first step after which the DP
     stopping rule may skip to the last step (None: never); a fit that stops charges the
-    parts in order without the skipped steps'."""
+    parts in order without the skipped steps'. ``components``: k' > k when the run is
+    over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never)."""
 
     total: Budget
     localisation: ApproxDP | None
@@ -285,6 +309,8 @@ class EMPlan:
     start_clusters: int = 0
     rho_final: float = 0.0
     final_candidates: int = 0
+    components: int = 0
+    reduce_at: int | None = None
 
     @property
     def rho_em(self) -> float:
@@ -316,6 +342,11 @@ class EMPlan:
         from ``stop_from`` on, and only while at least one planned step lies between t and
         the last (a stop jumps to the last step)."""
         return self.stop_from is not None and self.stop_from <= t < self.n_steps - 2
+
+    def fitted(self, k: int) -> int:
+        """How many components the run starts and explores with (public): ``components``
+        when the plan is over-parameterised, else k."""
+        return self.components if self.components else k
 
     def runs(self, t: int) -> int:
         """How many EM runs step t advances (one per start while exploring)."""
@@ -479,7 +510,48 @@ def _grid(n: int, d: int, rho_init: float) -> tuple[int, int]:
 def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
             n_steps: int | None = None, prior: bool = False) -> EMPlan:
     """The budget plan (see the module docstring), from public quantities only. ``prior``:
-    the user gave an :class:`EMPrior` (used when there are fewer than d+1 public rows)."""
+    the user gave an :class:`EMPrior` (used when there are fewer than d+1 public rows).
+    Over-parameterised (``components`` = k' > k, :func:`_over_components`) where an exploring
+    step's noise is loud and k' components meet em's own rows-per-component needs."""
+    plan = _base_plan(n, d, k, budget, n_public=n_public, n_steps=n_steps, prior=prior)
+    k_over = _over_components(plan, n, d, k, budget, n_steps, n_public, prior)
+    if not k_over:
+        return plan
+    over = _base_plan(n, d, k_over, budget, n_public=n_public, n_steps=None, prior=prior,
+                      reduce_steps=REDUCE_STEPS)
+    reduce_at = over.n_steps - REDUCE_STEPS
+    if over.stop_from is not None or reduce_at <= over.explore_steps:
+        return plan
+    return dataclasses.replace(over, components=k_over, reduce_at=reduce_at)
+
+
+def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
+                     n_steps: int | None, n_public: int, prior: bool) -> int:
+    """k' (public): ⌈``OVERPARAM``·k⌉ components for the over-parameterised run, or 0 (none) —
+    only with the default schedule, where the first exploring step's noise alone moves a model
+    of k components by more than ``OVER_NOISE`` nat/row (:func:`_noise_change`; n = 5e4,
+    ε = 1: the generated families' wrong basins all lie there), and where k' equal components
+    meet em's own requirements (:func:`em_requirements` at k')."""
+    top = int(math.ceil(OVERPARAM * k - 1e-9))
+    if top <= k or n_steps is not None or not plan.explore_steps:
+        return 0
+    if not _noise_change(plan, 0, n, d, k) > OVER_NOISE:
+        return 0
+    for k_over in range(top, k, -1):  # the most components whose run stays usable
+        over = _base_plan(n, d, k_over, budget, n_public=n_public, prior=prior)
+        if _noise_change(over, over.n_steps - 1, n, d, k_over) > OVER_CAP:
+            continue
+        if _requirements(n, d, k_over, budget, None, n_public, prior, over=False).ok:
+            return k_over
+    return 0
+
+
+def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
+               n_steps: int | None = None, prior: bool = False,
+               reduce_steps: int = 0) -> EMPlan:
+    """:func:`em_plan` for k fitted components; with ``reduce_steps`` = R > 0 the last R EM
+    steps (after the reduction) get 1 − ``OVER_SHARE`` of the steps' ρ (half of it on the
+    last, the rest evenly), the T − R before them the rest, evenly."""
     use_public = n_public >= d + 1
     loc: ApproxDP | None = None
     hist: ApproxDP | None = None
@@ -530,6 +602,11 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     last = LAST_SHARE * rest if T > 1 else rest
     steps = tuple([(rest - last) / (T - 1)] * (T - 1) + [rest - (rest - last)]) if T > 1 else (
         rest,)
+    if 0 < reduce_steps < T:
+        post = (1.0 - OVER_SHARE) * rest
+        tail = [post] if reduce_steps == 1 else (
+            [0.5 * post / (reduce_steps - 1)] * (reduce_steps - 1) + [post - 0.5 * post])
+        steps = tuple([(rest - post) / (T - reduce_steps)] * (T - reduce_steps) + tail)
     plan = EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
                   rho_prior, 0.0 if loc is None else rho_hist, km_steps, rho_spread, rho_rw,
                   3.0 * math.sqrt(d), n_starts,
@@ -609,6 +686,13 @@ def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float
     localisation's n (without public rows or a prior), and enough rows per component for the
     last step's covariance noise to be ≤ ½ of a unit-variance component's (rows per component
     ≥ 2σ_M)."""
+    return _requirements(n, d, k, budget, min_weight, n_public, prior, over=True)
+
+
+def _requirements(n: int, d: int, k: int, budget: Budget, min_weight: float | None,
+                  n_public: int, prior: bool, over: bool) -> Requirements:
+    """:func:`em_requirements`; ``over=False``: of the plan for k fitted components without
+    over-parameterising it (what :func:`_over_components` asks of k')."""
     w = 1.0 / k if min_weight is None else float(min_weight)
     terms: dict[str, float] = {}
     knobs: dict[str, Any] = {}
@@ -629,7 +713,8 @@ def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float
         terms["histogram localisation"] = float(hi)
     plan_budget = budget if not (isinstance(budget, ZCDP) and not localised) else None
     if plan_budget is not None:
-        plan = em_plan(max(n, 2), d, k, plan_budget, n_public=n_public, prior=prior)
+        make = em_plan if over else _base_plan
+        plan = make(max(n, 2), d, k, plan_budget, n_public=n_public, prior=prior)
         rho_m = plan.stat_rhos(plan.n_steps - 1)[2]
         sigma_m = (soft_outer_sums_frobenius(plan.step_radius(plan.n_steps - 1))
                    / math.sqrt(2.0 * rho_m))
@@ -996,13 +1081,19 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
 
 
 def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
-              n: int, stops: list[int] | None = None) -> Run:
+              n: int, stops: list[int] | None = None, k: int | None = None) -> Run:
     """The T EM steps, one pass over the rows each: while exploring, the pass computes every
     run's statistics (released run by run); at the end of the exploration the same pass also
-    scores the runs, the pick is released first and only the winner's statistics after it."""
+    scores the runs, the pick is released first and only the winner's statistics after it.
+    An over-parameterised plan's run is reduced to ``k`` components (free:
+    :func:`~privgauss.mixture.em_starts.reduce_run`) before step ``plan.reduce_at``."""
     t = 0
     changes: list[float] = []
     while t < plan.n_steps:
+        if (plan.reduce_at is not None and k is not None and t >= plan.reduce_at
+                and len(runs) == 1 and runs[0][0].shape[0] > k):
+            runs = [reduce_run(runs[0], k, n, release.rng)]
+            changes.clear()
         terms = [_model_terms(w, c) for w, _, c in runs]
         models = tuple((m, Linv, ln) for (_, m, _), (_, Linv, ln) in zip(runs, terms,
                                                                          strict=True))
@@ -1152,15 +1243,16 @@ def private_em_gmm(
             Z = transform_rows(X, W, m0)
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = standardiser(Winv)
-        hist_run, white_run, seeds = histogram_start(Z, Pz, k, plan, release, n, G)
+        kf = plan.fitted(k)  # k' > k components until the reduction when over-parameterised
+        hist_run, white_run, seeds = histogram_start(Z, Pz, kf, plan, release, n, G)
         runs = [hist_run, white_run]
-        if plan.rho_kmeans_steps and plan.start_clusters > k:
-            runs.insert(0, summary_start(Z, seeds, k, plan, release, G, Ginv))
+        if plan.rho_kmeans_steps and plan.start_clusters > kf:
+            runs.insert(0, summary_start(Z, seeds, kf, plan, release, G, Ginv))
         elif plan.rho_kmeans_steps:
             runs.insert(0, kmeans_steps(Z, hist_run[1], plan, release, G, Ginv, _shrink))
         runs = runs[: max(plan.n_starts, 1)]
         stops: list[int] = []
-        em = _em_steps(Z, runs, plan, release, n, stops)
+        em = _em_steps(Z, runs, plan, release, n, stops, k=k)
         if info is not None:
             info["em_stopped_after"] = stops[0] + 1 if stops else None
         names, cands = _final_candidates(em, P, m0, W, k, plan, release.rng)
