@@ -176,9 +176,9 @@ MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
     ("em", {**APPROX, "mean_bound": 50.0, "cov_bounds": (0.01, 100.0)}, 6000, 2, 2, 0),
     ("em", {**RHO, "mean_bound": 50.0, "cov_bounds": (0.01, 100.0)}, 6000, 2, 2, 0),
     ("em", APPROX, 6000, 2, 2, 10),
-    # a loud exploring step: the over-parameterised run (k' = 6; test_private_em checks the
-    # plan is), reduced to k = 3 before its last REDUCE_STEPS steps
-    ("em", APPROX, 6000, 2, 3, 0),
+    # a loud exploring step: the over-parameterised run (k' = 4; test_private_em checks the
+    # plan is), reduced to k = 2 before its last REDUCE_STEPS steps
+    ("em", APPROX, 12_000, 5, 2, 0),
     ("kssu", {"epsilon": 5.0, "delta": 1e-6, "method_params": {"max_points": 2000}},
      19_000, 2, 2, 0),
     ("sample-aggregate", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 0),

@@ -711,7 +711,11 @@ def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:
         pe.OVER_NOISE
     assert plan.components == 6 and plan.fitted(3) == 6
     assert plan.reduce_at == plan.n_steps - pe.REDUCE_STEPS > plan.explore_steps
-    assert pe.em_plan(6000, 2, 3, budget).components == 6  # test_plan_ledger's case
+    assert pe.em_plan(12_000, 5, 2, budget).components == 4  # test_plan_ledger's case
+    # where the start grid sees every column and the steps are loud, T0 = 10 leaves too few
+    # steps before the last REDUCE_STEPS to explore with k' (test_fewer_steps_where...)
+    low = pe.em_plan(6000, 2, 3, budget)
+    assert low.n_steps == 10 and low.components == 0 and low.reduce_at is None
     for quiet in (pe.em_plan(50_000, 3, 3, budget), pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6)),
                   pe.em_plan(50_000, 10, 3, budget, n_steps=20)):
         assert quiet.components == 0 and quiet.reduce_at is None and quiet.fitted(3) == 3
@@ -730,7 +734,14 @@ def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:
     assert not pe.em_requirements(1_850, 2, 12, budget, n_public=50).ok
     loud = pe._noise_change(pe._base_plan(1_850, 2, 6, budget, n_public=50), 0, 1_850, 2, 6)
     assert loud > pe.OVER_NOISE and pe.em_plan(1_850, 2, 6, budget, n_public=50).components == 0
-    assert pe.em_plan(10_000, 2, 6, budget, n_public=50).components == 12
+    # at d = 2 the start grid sees both columns and T0 = 10 leaves no room for a k' run; at
+    # d = 5 (grid of 4 directions) k' = 2k where its last step is quiet enough, fewer where not
+    assert pe.em_plan(10_000, 2, 6, budget, n_public=50).components == 0
+    assert pe.em_plan(20_000, 5, 6, budget, n_public=50).components == 12
+    capped = pe.em_plan(10_000, 5, 6, budget, n_public=50).components
+    assert 6 < capped < 12
+    over = pe._base_plan(10_000, 5, capped + 1, budget, n_public=50)
+    assert pe._noise_change(over, over.n_steps - 1, 10_000, 5, capped + 1) > pe.OVER_CAP
 
 
 def test_reduce_run_merges_close_components_by_their_moments() -> None:
@@ -754,3 +765,25 @@ def test_reduce_run_merges_close_components_by_their_moments() -> None:
         assert pi[c] == pytest.approx(w[list(pair)].sum(), abs=1e-6)
         np.testing.assert_allclose(mu[c], m, atol=1e-6)
         np.testing.assert_allclose(S[c], C, atol=1e-5)
+
+
+def test_fewer_steps_where_the_start_grid_sees_every_column_and_steps_are_loud() -> None:
+    """T0 = T_FULL_GRID·(1 + min(1, a)) when the start histogram's grid has a direction per
+    column (p = d, public): 10 steps at a loud budget, the old 8 + 4k ≤ 20 once the early
+    steps' ρ is what the tolerance needs (a ≥ 1), and more steps than that only from the
+    budget (T ∝ ρ); the wide tables' plans are unchanged."""
+    budget = ApproxDP(1.0, 1e-6)
+    for n, d, k in ((3000, 2, 3), (8000, 2, 3), (8000, 3, 5), (20_000, 4, 6)):
+        plan = pe.em_plan(n, d, k, budget, n_public=30 if n < 4000 else 0)
+        assert plan.grid_dims == d
+        assert 10 <= plan.n_steps < 20, (n, d, k, plan.n_steps)
+    assert pe.em_plan(6000, 2, 3, budget).n_steps == 10  # a ≈ 0.04: round(10.4)
+    wide = pe.em_plan(50_000, 10, 3, budget)
+    assert wide.grid_dims < 10 and wide.n_steps == 20
+    # the ramp: the same n, d, k with and without a full grid differ only while a < 1
+    for rho in (1e-4, 1e-2, 1.0, 100.0):
+        full, part = pe._n_steps(8000, 2, 3, rho, True), pe._n_steps(8000, 2, 3, rho, False)
+        assert full <= part
+        assert (full == part) == (pe._n_steps(8000, 2, 3, rho, False) > 20 or full == 20)
+    assert pe._n_steps(8000, 2, 3, 1e-6, True) == pe.T_FULL_GRID
+    assert pe._n_steps(8000, 2, 3, 1e4, True) == pe._n_steps(8000, 2, 3, 1e4, False) > 20
