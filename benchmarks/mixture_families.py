@@ -122,10 +122,13 @@ def _reference(fam: Family, n: int, X: np.ndarray, H: np.ndarray,
 
 
 def run_family(fam: Family, n: int, budgets: dict[str, dict[str, float]], noise_seed: int = 0,
-               method: str = "em", cache: str | None = None) -> dict[str, object]:
-    """One family: sklearn's best of 5 and the private fits' gaps, times on one BLAS thread."""
+               method: str = "em", cache: str | None = None, public: int = 0
+               ) -> dict[str, object]:
+    """One family: sklearn's best of 5 and the private fits' gaps, times on one BLAS thread;
+    ``public`` > 0: that many more rows of the family (their own stream) as ``public_X``."""
     rng = np.random.default_rng([fam.seed, 1])
     X, H = fam.sample(n, rng), fam.sample(20_000, rng)
+    P = fam.sample(public, np.random.default_rng([fam.seed, 2])) if public else None
     out: dict[str, object] = {"family": fam.describe()}
     with threadpool_limits(1, user_api="blas"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -137,7 +140,7 @@ def run_family(fam: Family, n: int, budgets: dict[str, dict[str, float]], noise_
             t0 = time.perf_counter()
             est = pg.PrivateGaussianMixture(fam.k, method=method, random_state=noise_seed,
                                             **kw)
-            est.fit(X)
+            est.fit(X, public_X=P)
             out[f"t {name}"] = time.perf_counter() - t0
             out[f"gap {name}"] = best - est.score(H)
     return out
@@ -189,7 +192,16 @@ def main() -> None:
                     help="instead of private fits: R single-init sklearn fits per family, "
                     "counted against the same best of 5 (how often k-means++ + EM alone "
                     "lands in a wrong basin)")
+    ap.add_argument("--public", type=int, default=0, metavar="R",
+                    help="give each private fit R more rows of the family as public_X")
+    ap.add_argument("--overparam", type=float, default=None, metavar="X",
+                    help="set privgauss.mixture.private_em.OVERPARAM (1: no over-parameterised "
+                    "run; an experiment switch, not an estimator option)")
     args = ap.parse_args()
+    if args.overparam is not None:
+        from privgauss.mixture import private_em
+
+        private_em.OVERPARAM = args.overparam
     budgets = BUDGETS if args.budgets == "all" else {
         k: v for k, v in BUDGETS.items() if (args.budgets == "eps1") == (v["epsilon"] == 1.0)}
     tuning = (list(range(args.first, args.families)) if args.seeds is None
@@ -217,7 +229,7 @@ def main() -> None:
         rows = []
         for s in seeds:
             r = run_family(family(s), args.n, budgets, noise_seed=args.noise_seed,
-                           cache=args.sklearn_cache)
+                           cache=args.sklearn_cache, public=args.public)
             rows.append(r)
             first = next(iter(budgets))
             line = (f"| {set_name} | {s} | {r['family']} | "
