@@ -38,8 +38,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import corpus  # noqa: E402  (benchmarks/ put on the path above)
-from real_corpus import DELTA, determined_columns, guarded_fit, split  # noqa: E402
-from real_mixtures import references  # noqa: E402
+from real_corpus import DELTA, guarded_fit, split  # noqa: E402
+from real_mixtures import load_rows, references  # noqa: E402
 
 import privgauss as pg  # noqa: E402
 
@@ -71,10 +71,7 @@ def run(names: list[str], k: int, seeds: int, draws: int) -> list[str]:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         table = corpus.TABLES[name]
-        rows = table.load()
-        drop = determined_columns(rows)
-        if drop:
-            rows = np.delete(rows, drop, axis=1)
+        rows, _ = load_rows(name)
         em: list[dict[str, Any]] = []
         syn_gap, syn_gauss, secs, parked = [], [], [], False
         for s in range(seeds):

@@ -68,6 +68,15 @@ GOAL_EPS1, GOAL_PUBLIC, GOAL_LARGE, SILENT = 0.10, 0.05, 0.02, 1.0
 SETTINGS = (("ε = 1", 1.0, False), ("ε = 1, 1% public", 1.0, True), ("ε = 1e4", 1e4, False))
 
 
+def load_rows(name: str) -> tuple[np.ndarray, list[int]]:
+    """A corpus table's rows without its determined columns (:func:`determined_columns`: exact
+    linear functions of earlier ones, degenerate for every full-covariance density), and
+    the indices of the columns dropped."""
+    rows = corpus.TABLES[name].load()
+    drop = determined_columns(rows)
+    return (np.delete(rows, drop, axis=1) if drop else rows), drop
+
+
 def _sklearn(rows: np.ndarray, k: int, seed: int) -> Any:
     from sklearn.mixture import GaussianMixture
 
@@ -149,10 +158,7 @@ def run(names: list[str], k: int, seeds: int, max_rows: int,
     checks: dict[str, list[str]] = {label: [] for label, _, _ in settings}
     for name in names:
         table = corpus.TABLES[name]
-        rows = table.load()
-        drop = determined_columns(rows)
-        if drop:
-            rows = np.delete(rows, drop, axis=1)
+        rows, drop = load_rows(name)
         _log(f"[{name}] n={rows.shape[0]} d={rows.shape[1]} ...")
         splits = [split(rows, s, max_rows) for s in range(seeds)]
         refs, sk_seconds = [], []
