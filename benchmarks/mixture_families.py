@@ -197,7 +197,16 @@ def main() -> None:
     ap.add_argument("--overparam", type=float, default=None, metavar="X",
                     help="set privgauss.mixture.private_em.OVERPARAM (1: no over-parameterised "
                     "run; an experiment switch, not an estimator option)")
+    ap.add_argument("--low-d", action="store_true",
+                    help="families of d = 2 + seed % 3 columns (the full-grid step count's set)")
+    ap.add_argument("--full-grid-steps", type=int, default=None, metavar="T",
+                    help="set privgauss.mixture.private_em.T_FULL_GRID (20: the old step count "
+                    "at low d; an experiment switch)")
     args = ap.parse_args()
+    if args.full_grid_steps is not None:
+        from privgauss.mixture import private_em as pem
+
+        pem.T_FULL_GRID = args.full_grid_steps
     if args.overparam is not None:
         from privgauss.mixture import private_em
 
@@ -228,7 +237,8 @@ def main() -> None:
     for set_name, seeds in sets.items():
         rows = []
         for s in seeds:
-            r = run_family(family(s), args.n, budgets, noise_seed=args.noise_seed,
+            fam = family(s, d=2 + s % 3) if args.low_d else family(s)
+            r = run_family(fam, args.n, budgets, noise_seed=args.noise_seed,
                            cache=args.sklearn_cache, public=args.public)
             rows.append(r)
             first = next(iter(budgets))
