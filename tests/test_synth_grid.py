@@ -91,11 +91,14 @@ def test_release_charges_its_plan_with_sensitivity_sqrt2(fitted: pg.PrivateSynth
         assert isinstance(entry.cost, ZCDP) and entry.cost.rho == pytest.approx(rho)
         assert entry.noise_scale == pytest.approx(math.sqrt(2) / math.sqrt(2 * rho))
     (bins,) = [e for e in fitted.ledger_ if e.step == "marginals/bins"]
-    assert bins.cost.rho == pytest.approx(
-        (synth_mod.histogram_share(2) - synth_mod.TYPES_SHARE + to_hist * model) * total)
+    hist = (synth_mod.histogram_share(2) - synth_mod.TYPES_SHARE + to_hist * model) * total
+    (zoom,) = [e for e in fitted.ledger_ if e.step == "marginals/zoom"]
+    assert bins.cost.rho == pytest.approx((1 - synth_mod.ZOOM_SHARE) * hist)
+    assert zoom.cost.rho == pytest.approx(synth_mod.ZOOM_SHARE * hist)
+    assert zoom.sensitivity == pytest.approx(math.sqrt(2))  # one integer column zoomed
     steps = [e.step for e in fitted.ledger_]
-    assert steps == ["marginals/types", "marginals/range", "marginals/bins", "grid",
-                     "grid/fine"]
+    assert steps == ["marginals/types", "marginals/range", "marginals/bins", "marginals/zoom",
+                     "grid", "grid/fine"]
     # the plan equals the ledger, step by step, and composes to the whole budget
     spent: dict[str, float] = {}
     for e in fitted.ledger_:

@@ -100,16 +100,19 @@ def test_ndarray_in_ndarray_out() -> None:
 def test_ledger_composes_to_the_budget_with_named_steps(fitted: pg.PrivateSynthesizer) -> None:
     steps = [e.step for e in fitted.ledger_]
     # income is a float64 column: its kind ("auto") is a DP release too
-    assert steps[:3] == ["marginals/types", "marginals/range", "marginals/bins"]
-    assert len(steps) > 3 and all(s.startswith("copula/") for s in steps[3:])
+    assert steps[:4] == ["marginals/types", "marginals/range", "marginals/bins",
+                         "marginals/zoom"]
+    assert len(steps) > 4 and all(s.startswith("copula/") for s in steps[4:])
     rho = sum(e.cost.rho for e in fitted.ledger_ if isinstance(e.cost, ZCDP))
     assert rho == pytest.approx(approx_to_zcdp(EPS, DELTA), rel=1e-9)
     spent = fitted.privacy_spent_
     assert spent.epsilon == pytest.approx(EPS, rel=1e-6) and spent.delta == DELTA
     total = approx_to_zcdp(EPS, DELTA)
-    # d = 4 columns: the histograms get 0.25 + 0.05 (7 - 4) = 0.40, less the types' 0.02
-    assert [e.cost.rho for e in fitted.ledger_[:3]] == pytest.approx(
-        [0.02 * total, 0.10 * total, 0.38 * total])
+    # d = 4 columns: the histograms get 0.25 + 0.05 (7 - 4) = 0.40, less the types' 0.02,
+    # ZOOM_SHARE of that to the zoom into each column's heaviest bins
+    z = synth_mod.ZOOM_SHARE
+    assert [e.cost.rho for e in fitted.ledger_[:4]] == pytest.approx(
+        [0.02 * total, 0.10 * total, 0.38 * (1 - z) * total, 0.38 * z * total])
     assert fitted.kinds_ == ["integer", "float", "integer", "binary"]
 
 

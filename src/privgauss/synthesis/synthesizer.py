@@ -75,6 +75,7 @@ from .marginals import (
     n_continuous_bins,
     n_fine_bins,
     release_marginals,
+    zoomable,
 )
 
 #: the refusal of a pure ε-DP budget (every release is Gaussian)
@@ -111,6 +112,10 @@ REFINE_MAX_COLUMNS = 2
 #: (no copula release of its own): fractions to the histograms, the coarse grid, the fine grid
 #: (to the coarse grid when there is no fine one)
 FREED_SHARES = (0.5, 0.0, 0.5)
+#: of the histograms' share, the zoom into each column's heaviest bins
+#: (:func:`~privgauss.synthesis.marginals._zoom`): a column whose values crowd into one bin
+#: (years 1980-1987 in an octave [1024, 2048)) gets one sub-bin per level
+ZOOM_SHARE = 0.10
 #: copula draws that estimate the model's cell masses (the grid's shrinkage target)
 GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
@@ -325,8 +330,12 @@ class PrivateSynthesizer:
             rho_grid += to_grid * rho_model
             rho_fine += to_fine * rho_model if refine > 1 else 0.0
             rho_model = 0.0
+        # the zoom's share of the histograms', spent when some column is integer or gridded
+        # (declared, or by the DP types release: else it joins the histograms' share)
+        rho_zoom = ZOOM_SHARE * rho_hist if any(k != "binary" for k in kinds) else 0.0
+        rho_hist -= rho_zoom
         plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
-                            rho_types, n_continuous_bins(n, rho_hist, d))
+                            rho_types, n_continuous_bins(n, rho_hist, d), rho_zoom)
         shared = self.accountant
         if shared is not None and not shared.can_spend(budget):
             raise PrivacyBudgetError(
@@ -341,6 +350,8 @@ class PrivateSynthesizer:
                 stack.enter_context(shared.exclusive())
             with private_section(acct):
                 marginals = release_marginals(rows, plan, release=release.child("marginals"))
+                if not any(zoomable(m.kind, m.step) for m in marginals):
+                    rho_hist, rho_zoom = rho_hist + rho_zoom, 0.0  # the plan's rule, DP kinds
                 U = self._uniform(rows, marginals, n, release.rng)
                 counts = (release_grid_counts(U, levels, rho_grid, release=release)
                           if levels else None)
@@ -405,6 +416,7 @@ class PrivateSynthesizer:
         self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
                       "marginals/bins": ZCDP(rho_hist),
+                      "marginals/zoom": ZCDP(rho_zoom) if rho_zoom else None,
                       "grid": ZCDP(rho_grid + rho_fine) if rho_grid else None,
                       "copula": ZCDP(rho_model) if rho_model else None}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}

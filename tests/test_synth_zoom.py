@@ -1,0 +1,178 @@
+"""The marginals' zoom into each column's heaviest bins (issue 28; ``synthesis.marginals._zoom``):
+a year column's levels come back at ε = 1, the marginals reach the data's values as the budget
+grows, the plan equals the ledger, and an audit sees the release's sensitivity."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privgauss as pg
+import privgauss.synthesis.marginals as marg
+import privgauss.synthesis.synthesizer as synth_mod
+from privgauss.audit import audit_mechanism
+from privgauss.mechanisms import Release
+from privgauss.noise import NoiseSource
+from privgauss.privacy import ZCDP, Accountant, approx_to_zcdp, zcdp_to_epsilon
+from privgauss.synthesis.marginals import MarginalPlan, release_marginals
+
+EPS, DELTA = 1.0, 1e-6
+YEARS = np.arange(1980, 1988)
+
+
+def _years_table(n: int, seed: int) -> pd.DataFrame:
+    """A panel's year column (eight levels in the octave [1024, 2048), int64) and a value."""
+    rng = np.random.default_rng(seed)
+    year = rng.choice(YEARS, size=n)
+    return pd.DataFrame({"year": year.astype(np.int64),
+                         "value": rng.normal(0.1 * (year - 1980), 1.0)})
+
+
+def _year_shares(n: int, seed: int, **budget: float) -> tuple[np.ndarray, pg.PrivateSynthesizer]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = pg.PrivateSynthesizer(random_state=seed, **budget).fit(_years_table(n, seed))
+        out = syn.sample_table(n, random_state=seed + 1)
+    years = out["year"].to_numpy()
+    return np.array([np.mean(years == y) for y in YEARS]), syn
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_year_columns_levels_come_back_at_eps1(seed: int) -> None:
+    shares, syn = _year_shares(4000, seed, epsilon=EPS, delta=DELTA)
+    # every synthetic year is one of the eight, each near its share of 1/8
+    assert shares.sum() == pytest.approx(1.0)
+    assert np.abs(shares - 1 / 8).max() < 0.04, shares
+    assert any(e.step == "marginals/zoom" for e in syn.ledger_)
+
+
+def test_without_the_zoom_a_year_column_spreads_over_decades(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test above has teeth: with no zoom the eight levels share one or two bins of the
+    first histogram, and a large part of the synthetic years are not 1980-1987."""
+    monkeypatch.setattr(synth_mod, "ZOOM_SHARE", 0.0)
+    shares, syn = _year_shares(4000, 0, epsilon=EPS, delta=DELTA)
+    assert shares.sum() < 0.6
+    assert not any(e.step == "marginals/zoom" for e in syn.ledger_)
+
+
+def test_marginals_reach_the_datas_values_as_the_budget_grows() -> None:
+    """Consistency: at a huge budget the years' shares are the data's, and a float column's
+    atoms off every decimal grid (heights in feet) are reproduced to within 5e-3 — the first
+    histogram's bins, about 3e-3 wide here: their number grows with n/σ, no longer capped at
+    128, which left them 3e-2 wide (a continuous column is not zoomed)."""
+    n = 6000
+    rng = np.random.default_rng(5)
+    atoms = np.array([4.714, 5.0, 5.381, 6.047])
+    table = _years_table(n, 5).assign(height=rng.choice(atoms, size=n, p=[.1, .4, .3, .2]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = pg.PrivateSynthesizer(rho=1e6, random_state=0).fit(table)
+        out = syn.sample_table(n, random_state=1)
+    real = table["year"].to_numpy()
+    years = out["year"].to_numpy()
+    tv = 0.5 * sum(abs(np.mean(years == y) - np.mean(real == y)) for y in YEARS)
+    assert tv < 0.02 and set(np.unique(years)) <= set(YEARS.tolist())
+    h = out["height"].to_numpy()
+    near = np.min(np.abs(h[:, None] - atoms[None, :]), axis=1)
+    assert np.mean(near < 5e-3) > 0.99
+
+
+def test_the_zoom_is_planned_and_charged_with_sensitivity_sqrt_2m() -> None:
+    _, syn = _year_shares(3000, 2, epsilon=EPS, delta=DELTA)
+    total = approx_to_zcdp(EPS, DELTA)
+    (zoom,) = [e for e in syn.ledger_ if e.step == "marginals/zoom"]
+    (bins,) = [e for e in syn.ledger_ if e.step == "marginals/bins"]
+    # one discrete column (the year; the value is continuous); the zoom takes ZOOM_SHARE of
+    # the histograms' share
+    assert zoom.sensitivity == pytest.approx(math.sqrt(2))
+    assert zoom.cost.rho == pytest.approx(
+        synth_mod.ZOOM_SHARE / (1 - synth_mod.ZOOM_SHARE) * bins.cost.rho)
+    assert syn.plan_["marginals/zoom"].rho == pytest.approx(zoom.cost.rho)
+    assert sum(e.cost.rho for e in syn.ledger_) == pytest.approx(total, rel=1e-9)
+
+
+def test_a_binary_only_table_plans_no_zoom() -> None:
+    X = pd.DataFrame({"a": np.r_[np.zeros(1500), np.ones(1500)].astype(bool),
+                      "b": np.tile([True, False], 1500)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, random_state=0).fit(X)
+    assert "marginals/zoom" not in syn.plan_
+    assert not any(e.step == "marginals/zoom" for e in syn.ledger_)
+
+
+def test_a_dense_bins_noise_leaves_it_whole() -> None:
+    """A bin whose sub-counts depart from its even density by noise alone is not split: the
+    few sub-counts its noise lifts past the cut would otherwise take all its mass."""
+    rng = np.random.default_rng(0)
+    widths = np.full(64, 1.0)
+    sub = 40.0 + rng.normal(0.0, 40.0, 64)
+    assert marg._zoomed_masses(2560.0, 30.0, sub, 40.0, widths, 130.0) is None
+    levels = np.zeros(64)
+    levels[[10, 11, 12]] = 800.0
+    mass = marg._zoomed_masses(2400.0, 30.0, levels + rng.normal(0.0, 40.0, 64), 40.0, widths,
+                               130.0)
+    assert mass is not None and mass[[10, 11, 12]].sum() > 0.97 * mass.sum()
+
+
+# ------------------------------------------------------------------------------- privacy
+
+AUDIT_RHO = 0.125
+AUDIT_DELTA = 1e-3
+
+
+def _zoom_mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """An integer column on a stated range (fixed first bins 8 wide), the histogram and its
+    zoom: the zoom's released sub-counts (the first histogram, identical in distribution on
+    the pair below, is released too and claimed)."""
+    plan = MarginalPlan(["integer"], [(0.0, 64.0)], 8, 0.0, AUDIT_RHO, rho_zoom=AUDIT_RHO)
+    acct = Accountant(ZCDP(2 * AUDIT_RHO))
+    seen: list[np.ndarray] = []
+    real = marg.gaussian_mechanism
+
+    def spy(*args: object, **kwargs: object) -> np.ndarray:
+        out = real(*args, **kwargs)  # type: ignore[arg-type]
+        if str(kwargs.get("step", "")).endswith("zoom"):
+            seen.append(np.asarray(out))
+        return np.asarray(out)
+
+    marg.gaussian_mechanism = spy  # type: ignore[assignment]
+    try:
+        release_marginals(data, plan, release=Release(acct, NoiseSource(rng)))
+    finally:
+        marg.gaussian_mechanism = real
+    (zoom,) = seen
+    return zoom
+
+
+def _zoom_pair() -> tuple[np.ndarray, np.ndarray]:
+    """Twenty records at 9 and twenty at 12 — one first-level bin [8.5, 16.5), two of its
+    sub-bins; in D′ one moves from 9 to 12: the first histogram is unchanged, the zoom's
+    counts move by the whole sensitivity."""
+    base = np.r_[np.full(20, 9.0), np.full(20, 12.0)][:, None]
+    moved = base.copy()
+    moved[0] = 12.0
+    return base, moved
+
+
+def test_zoom_audit_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(marg, "ZOOM_BINS", 1)  # one slot: the bin both spikes lie in
+    res = audit_mechanism(_zoom_mechanism, *_zoom_pair(),
+                          epsilon=zcdp_to_epsilon(2 * AUDIT_RHO, AUDIT_DELTA),
+                          delta=AUDIT_DELTA, n_runs=3000)
+    assert res.passed, str(res)
+
+
+def test_zoom_with_a_quarter_of_the_sensitivity_is_flagged(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(marg, "ZOOM_BINS", 1)
+    monkeypatch.setattr(marg, "histogram_l2", lambda: math.sqrt(2.0) / 4)
+    res = audit_mechanism(_zoom_mechanism, *_zoom_pair(),
+                          epsilon=zcdp_to_epsilon(2 * AUDIT_RHO, AUDIT_DELTA),
+                          delta=AUDIT_DELTA, n_runs=3000)
+    assert not res.passed, str(res)
