@@ -176,3 +176,59 @@ def test_zoom_with_a_quarter_of_the_sensitivity_is_flagged(
                           epsilon=zcdp_to_epsilon(2 * AUDIT_RHO, AUDIT_DELTA),
                           delta=AUDIT_DELTA, n_runs=3000)
     assert not res.passed, str(res)
+
+
+# ------------------------------------------------------------------ 0/1 integer columns
+
+
+def _flags_out(seed: int) -> pd.DataFrame:
+    """Eight 0/1 columns read as int64 (a CSV's flags) and a value, 2,000 rows, ε = 1."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({f"f{i}": (rng.random(2000) < 0.2 + 0.07 * i).astype(np.int64)
+                      for i in range(8)}).assign(v=rng.normal(size=2000))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, random_state=seed).fit(X)
+        return syn.sample_table(2000, random_state=seed + 1)
+
+
+def test_integer_flags_come_back_as_0_and_1() -> None:
+    """A 0/1 column declared int64 gets a released range [0, 4) (its octaves and one of
+    margin); the margin's bins pass a stricter cut (MARGIN_BETA), so noise does not put 2s
+    and 3s into a flag."""
+    for seed in range(4):
+        out = _flags_out(seed)
+        vals = np.unique(out.filter(like="f").to_numpy())
+        assert set(vals.tolist()) <= {0, 1}, (seed, vals)
+
+
+def test_a_flags_margin_bin_needs_the_stricter_cut() -> None:
+    """Deterministic: a 0/1 column's histogram over [-0.5, 4.5] with noise of 2.6 deviations in
+    the margin bin 2. Inside the range less its margin, [0, 2), the cut is the Bonferroni one
+    (2.33 deviations over 5 bins: 2 would pass, as before); in the margin it is MARGIN_BETA's
+    (2.88): the flag stays 0/1. A count column of many levels keeps the old cut there."""
+    sigma = 30.0
+    edges = np.arange(-0.5, 5.0, 1.0)
+    counts = np.array([1000.0, 900.0, 2.6 * sigma, 0.0, 0.0])
+    core = (-(2.0 ** marg.E_MIN), 2.0)
+    cdf, _ = marg._cdf_and_smoothness(counts, sigma, "integer", edges, None, core)
+    assert cdf[2] == 1.0  # no mass at 2
+    old, _ = marg._cdf_and_smoothness(counts, sigma, "integer", edges, None, None)
+    assert old[2] < 1.0  # the old cut kept the noise at 2
+    wide = marg._cdf_and_smoothness(counts, sigma, "integer", edges, None, (-(2.0 ** marg.E_MIN),
+                                                                           8.0))[0]
+    assert wide[2] < 1.0
+
+
+def test_an_isolated_end_level_of_a_discrete_column_needs_the_far_cut() -> None:
+    """mid's 0/1 'conflict' column gave 107 synthetic 4s in 2,500 rows: noise of 3.1 deviations
+    in bin 4, past empty bins 2 and 3. An isolated end bin of a discrete column must pass the
+    range's far cut (RANGE_FAR_BETA); one next to the support keeps the Bonferroni cut."""
+    sigma = 34.0
+    edges = np.arange(-0.5, 5.0, 1.0)
+    cdf, _ = marg._cdf_and_smoothness(np.array([1600.0, 800.0, 0.0, 0.0, 3.1 * sigma]), sigma,
+                                      "integer", edges)
+    assert cdf[2] == 1.0
+    near, _ = marg._cdf_and_smoothness(np.array([1600.0, 800.0, 3.1 * sigma, 0.0, 0.0]), sigma,
+                                       "integer", edges)
+    assert near[2] < 1.0

@@ -245,7 +245,8 @@ def range_threshold(sigma: float, n_columns: int, beta: float = RANGE_BETA) -> f
 
 
 def _octaves_of_range(noisy: np.ndarray, threshold: float,
-                      far_threshold: float | None = None) -> tuple[int, int]:
+                      far_threshold: float | None = None,
+                      core: list[int] | None = None) -> tuple[int, int]:
     """Lowest and highest grid bins of a column's range from its noisy octave counts.
 
     The range grows from the octave of largest noisy count by the octaves passing
@@ -255,7 +256,8 @@ def _octaves_of_range(noisy: np.ndarray, threshold: float,
     it passes ``far_threshold`` (default: ``threshold``). A false alarm among the ~10³ empty
     octaves (probability :data:`RANGE_BETA` at ``threshold``) sits, almost surely, hundreds
     of octaves from the data: it no longer stretches the range to ±2^190 and the column's
-    mass into one fine bin."""
+    mass into one fine bin. ``core`` (optional, a list) gets the lowest and highest octaves
+    before the margin."""
     far = threshold if far_threshold is None else far_threshold
     mid = _N_OCT
     best = int(np.argmax(noisy))
@@ -279,6 +281,8 @@ def _octaves_of_range(noisy: np.ndarray, threshold: float,
                     mags.append(abs(k - mid))
                 grew = True
     lo, hi = min(inside), max(inside)
+    if core is not None:
+        core.extend([lo, hi])
     # one octave of margin on each side, never across zero (a non-negative column stays so)
     lo = lo if lo == mid else max(lo - 1, 0)
     hi = hi if hi == mid else min(hi + 1, N_RANGE_BINS - 1)
@@ -479,6 +483,15 @@ def n_continuous_bins(n: int, rho_hist: float, n_columns: int) -> int:
     return int(np.clip(round(CONTINUOUS_BINS_FACTOR * (n / sigma) ** 0.4), 8, MAX_BINS))
 
 
+#: a discrete column's bins in the released range's margin (the octave added on each side,
+#: where no octave passed the range's threshold) pass the cut at which a false alarm among
+#: its bins has probability ≤ this: at RANGE_BETA = 0.05 there, 0/1 integer columns of
+#: benchmarks/synth_corpus.py's tables gave 2s at ε = 1 (immi1's gender: 65 in 1,988 rows)
+MARGIN_BETA = 0.01
+#: ... when the range less its margin spans at most this many integers (a flag, a small code:
+#: a column of many levels keeps its thin tails there — weeks worked 5-52, mostly 40-52, lost
+#: every week below 44 to the stricter cut)
+MARGIN_LEVELS = 4
 #: a fine bin's noisy count below this many noise deviations, outside the bins that pass it,
 #: counts as empty (for a discrete column, one bin per value over a range widened by an
 #: octave, the cut is at least the one at which a false alarm among its bins has probability
@@ -569,7 +582,8 @@ def _without_isolated_ends(passed: np.ndarray, counts: np.ndarray, edges: np.nda
 
 
 def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
-                        edges: np.ndarray | None = None, decided: np.ndarray | None = None
+                        edges: np.ndarray | None = None, decided: np.ndarray | None = None,
+                        core: tuple[float, float] | None = None
                         ) -> tuple[np.ndarray, float]:
     """The CDF at the edges from noisy bin counts: the column's support runs from the first
     to the last bin whose count passes the cut (:data:`EMPTY_BIN_SIGMAS`); outside it counts are
@@ -579,17 +593,26 @@ def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
     given, smoothed (:func:`_smoothed`), then normalised (post-processing). Also returns the
     smoothing factor λ (0 when not smoothed). ``decided`` (optional, per bin): 1 a bin that
     passes, −1 one that does not, 0 the test above (the zoom's sub-bins, tested by their own
-    noise in :func:`_zoom`)."""
+    noise in :func:`_zoom`). ``core`` (optional): the released range less the octave of
+    margin on each side; a discrete column's bins outside it pass a stricter cut
+    (:data:`MARGIN_BETA`) when it spans at most :data:`MARGIN_LEVELS` integers."""
     bonferroni = float(ndtri(1.0 - RANGE_BETA / len(counts)))
     family = bonferroni if kind != "float" else 0.0
-    cut = sigma * max(EMPTY_BIN_SIGMAS, family)
+    cut = np.full(len(counts), sigma * max(EMPTY_BIN_SIGMAS, family))
+    if (kind != "float" and core is not None and edges is not None
+            and core[1] - core[0] <= MARGIN_LEVELS):
+        mid = (np.asarray(edges)[:-1] + np.asarray(edges)[1:]) / 2
+        margin = (mid < core[0]) | (mid >= core[1])  # an octave is [2^e, 2^(e+1))
+        cut[margin] = sigma * max(EMPTY_BIN_SIGMAS, float(ndtri(1.0 - MARGIN_BETA / len(counts))))
     ok = counts >= cut
     if decided is not None:
         ok = np.where(decided == 0, ok, decided > 0)
     passed = np.flatnonzero(ok)
-    if passed.size > 1 and kind == "float" and edges is not None:
-        passed = _without_isolated_ends(passed, counts, np.asarray(edges),
-                                        sigma * bonferroni)
+    if passed.size > 1 and edges is not None:
+        # an isolated end bin must pass a stricter cut: Bonferroni for a float column, the
+        # range's far cut for a discrete one (a 0/1 column's noise at 4, past an empty 2 and 3)
+        far = bonferroni if kind == "float" else float(ndtri(1.0 - RANGE_FAR_BETA / len(counts)))
+        passed = _without_isolated_ends(passed, counts, np.asarray(edges), sigma * far)
     kept = np.zeros_like(counts)
     lam = 0.0
     if passed.size:
@@ -767,6 +790,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
     lows: list[float] = [0.0] * d
     edges: list[np.ndarray | None] = [None] * d
     need_range = [j for j in range(d) if plan.bounds[j] is None and plan.kinds[j] != "binary"]
+    cores: list[tuple[float, float] | None] = [None] * d  # the released range less its margin
     for j in range(d):
         b = plan.bounds[j]
         if plan.kinds[j] == "binary":
@@ -787,7 +811,9 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         thr = range_threshold(sigma, m)
         far = range_threshold(sigma, m, RANGE_FAR_BETA)
         for i, j in enumerate(need_range):
-            k_lo, k_hi = _octaves_of_range(noisy[i], thr, far)
+            core: list[int] = []
+            k_lo, k_hi = _octaves_of_range(noisy[i], thr, far, core)
+            cores[j] = (_bin_edges(core[0])[0], _bin_edges(core[1])[1])
             edges[j] = _fine_edges(k_lo, k_hi, _allocation_weights(noisy[i, k_lo:k_hi + 1],
                                                                    sigma),
                                    plan.bins_for(plan.kinds[j], steps[j]))
@@ -829,7 +855,8 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
     out = []
     for j, (e, counts_j, decided) in enumerate(cols):
         probe = probes[j]
-        cdf, lam = _cdf_and_smoothness(counts_j, sigma_hist, plan.kinds[j], e, decided)
+        cdf, lam = _cdf_and_smoothness(counts_j, sigma_hist, plan.kinds[j], e, decided,
+                                       cores[j])
         if probe is not None and kept_probe[j]:
             e, cdf = _spread_sign_probe(e, cdf, probe)
         smooth = plan.kinds[j] == "float" and steps[j] == 0 and lam >= SMOOTH_LAMBDA
