@@ -76,6 +76,15 @@ EXTRA = {t.name: t for t in [
           _pydataset("MacdonellDF")),
     Table("wages1", "pydataset Wages1 (Ecdat)", "d = 3, experience and schooling in whole "
           "years (18 and 14 levels), wage skewed", False, _pydataset("Wages1")),
+    # tables with a year column (synth_corpus.py's sweep, 2026-11-29): their marginals were
+    # looked at while building the marginals' zoom, no constant was tuned on them; targets
+    # chosen before measuring
+    Table("males", "pydataset Males (Ecdat)", "d = 5, a panel: id, year 1980-1987, "
+          "schooling, experience, log wage", False, _pydataset("Males")),
+    Table("cpsch3", "pydataset CPSch3 (Ecdat)", "d = 2, year (1992, 1998) and hourly "
+          "earnings", False, _pydataset("CPSch3")),
+    Table("laborsupply", "pydataset LaborSupply (Ecdat)", "d = 7, a panel: hours, wage, "
+          "kids, age, disability flag, id, year 1979-1988", False, _pydataset("LaborSupply")),
 ]}
 
 
@@ -92,6 +101,9 @@ TARGETS = {"fair": 2,               # yrs_married, from age, children, ...
            "wavesurge": 1,          # surge, from wave height
            "diamonds": 3,           # price, from carat, x, y, z, ...
            "treering": 1,           # ring width, from time
+           "males": 4,              # log wage, from schooling and experience
+           "cpsch3": 1,             # hourly earnings, from the year
+           "laborsupply": 1,        # log wage
            "budget_food": 0,        # food share of spending
            "health_insurance": 0,   # wife's hours worked per week
            "xclara": 1,             # V2 from V1
