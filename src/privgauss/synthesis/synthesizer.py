@@ -67,6 +67,7 @@ from .grid import (
     refinement_from_counts,
     release_grid_counts,
 )
+from .grid_mixture import fit_grid_mixture
 from .marginals import (
     KINDS,
     Marginal,
@@ -111,6 +112,9 @@ REFINE_MAX_COLUMNS = 2
 #: (no copula release of its own): fractions to the histograms, the coarse grid, the fine grid
 #: (to the coarse grid when there is no fine one)
 FREED_SHARES = (0.5, 0.0, 0.5)
+#: most components of the mixture fitted to a two-column table's grid counts (the copula when
+#: its BIC picks k > 1: :func:`~.grid_mixture.fit_grid_mixture`); 1: the one-component copula
+GRID_MIXTURE_MAX = 4
 #: copula draws that estimate the model's cell masses (the grid's shrinkage target)
 GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
@@ -362,26 +366,41 @@ class PrivateSynthesizer:
                     _undo_jitter_attenuation(copula,
                                              [m.jitter_attenuation() for m in marginals])
                 grid, self.grid_factor_ = None, None
+                self.grid_mixture_bic_ = None
                 if counts is not None:
                     sg = grid_sigma(rho_grid)
+                    coarse = counts
                     if fine is not None:
                         counts, sg = combine_counts(counts, sg, fine, grid_sigma(rho_fine),
                                                     refine)
                     sh = histogram_sigma(rho_hist, d)
                     margins = combined_margins(counts, n, sg, np.array(
                         [_slice_variances(m, levels, sh, n) for m in marginals]))
+                    mixture = None
+                    if from_grid and fine is not None and d == 2 and GRID_MIXTURE_MAX > 1:
+                        # a mixture of scores fitted to both grids' counts, k by BIC
+                        wts, means, covs, self.grid_mixture_bic_ = fit_grid_mixture(
+                            coarse, grid_sigma(rho_grid), fine, grid_sigma(rho_fine), n,
+                            refine, GRID_MIXTURE_MAX)
+                        if len(wts) > 1:
+                            mixture = (wts, means, covs)
                     if from_grid:
                         # the Gaussian copula's correlations fitted to the released counts
                         # (unclipped: see count_correlations), then the grid shrunk towards it
                         _set_correlations(copula, count_correlations(counts, n, sg))
                         _undo_jitter_attenuation(copula,
                                                  [m.jitter_attenuation() for m in marginals])
+                    target = copula  # the grids' shrinkage target
+                    if mixture is not None:
+                        # the rows inside each (sub-)cell follow the mixture: the copula sampled
+                        copula = _mixture_copula(mixture, budget, copula.accountant_)
+                        k = len(mixture[0])
                     grid, self.grid_factor_ = grid_from_counts(
-                        counts, n, sg, self._model_masses(copula, levels, release.rng), margins)
+                        counts, n, sg, self._model_masses(target, levels, release.rng), margins)
                     if fine is not None and grid is not None:
                         within = refinement_from_counts(
                             fine, n, grid_sigma(rho_fine),
-                            self._model_masses(copula, levels * refine, release.rng), refine)
+                            self._model_masses(target, levels * refine, release.rng), refine)
                         grid = DependenceGrid(levels, grid.probs, refine, within)
         if fell_back:  # a function of ⊥ only, warned outside the private section
             warnings.warn(SimplerModelWarning(
@@ -600,6 +619,29 @@ def _grid_copula(d: int, budget: Any, acct: Accountant) -> PrivateGaussian:
                    "its correlations are fitted to the released dependence grid's cells "
                    "(post-processing: no release of its own)")
     copula.mean_, copula.covariance_ = np.zeros(d), np.eye(d)
+    copula._no_clipped_count()
+    copula.n_features_in_ = d
+    copula._cache_factors()
+    return copula
+
+
+def _mixture_copula(params: tuple[np.ndarray, np.ndarray, np.ndarray], budget: Any,
+                    acct: Accountant) -> PrivateGaussianMixture:
+    """The copula of a two-column table whose grid counts a mixture fits better
+    (:func:`~.grid_mixture.fit_grid_mixture`): no release of its own (``acct``, the copula's
+    child accountant, is never charged), post-processing of the released grids."""
+    from ..privacy import estimator_kwargs
+
+    weights, means, covs = params
+    d = means.shape[1]
+    copula = PrivateGaussianMixture(len(weights), **estimator_kwargs(budget))
+    copula._record(acct.total, acct, "grid-mixture",
+                   "a mixture of normal scores fitted to the released dependence grid's "
+                   "counts (post-processing: no release of its own)")
+    copula.weights_ = np.asarray(weights, dtype=np.float64)
+    copula.means_ = np.asarray(means, dtype=np.float64)
+    copula.covariances_ = np.asarray(covs, dtype=np.float64)
+    copula.fit_info_, copula.public_clusters_, copula.selected_model_ = {}, None, None
     copula._no_clipped_count()
     copula.n_features_in_ = d
     copula._cache_factors()
