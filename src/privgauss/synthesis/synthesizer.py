@@ -17,7 +17,11 @@ its own, its share of the budget going to the histograms and the grids (:data:`F
 On a two-column table
 a second histogram with twice the levels splits each cell's mass among its sub-cells
 (:func:`~privgauss.synthesis.grid.refinement_from_counts`; its block sums also sharpen the
-cells' counts), so the conditional shape inside a cell is measured, not the model's.
+cells' counts), so the conditional shape inside a cell is measured, not the model's; and a
+mixture of normal scores fitted to both grids' counts
+(:func:`~privgauss.synthesis.grid_mixture.fit_grid_mixture`, k by BIC, post-processing), when
+it has more than one component, places the rows inside each sub-cell (clusters, not one
+tilted Gaussian), while the grids stay shrunk towards the one-component copula.
 Sampling draws scores from the model (and the grid), gives each column one level per stratum of
 its released marginal in the order of the draws (:func:`stratified_levels`: the model's joint
 ranks, the marginal without the noise of independent draws) and maps them back through the
@@ -197,12 +201,19 @@ class PrivateSynthesizer:
     marginals_ : list of Marginal
         The released marginals.
     copula_ : PrivateGaussian or PrivateGaussianMixture
-        The model of the normal scores.
+        The model of the normal scores (with a grid, what places the rows inside its cells;
+        on a two-column table the mixture fitted to the grids' counts when BIC picks k > 1,
+        method ``grid-mixture``, no release of its own).
+    n_components_ : int
+        The components of ``copula_``.
     grid_ : DependenceGrid or None
         The released dependence grid (None: the copula model alone).
     grid_factor_ : float or None
-        The grid's shrinkage factor (1: its released counts alone, 0: the copula model's cell
-        masses; see :func:`~privgauss.synthesis.grid.grid_from_counts`).
+        The grid's shrinkage factor (1: its released counts alone, 0: the one-component
+        copula's cell masses; see :func:`~privgauss.synthesis.grid.grid_from_counts`).
+    grid_mixture_bic_ : dict or None
+        Each k's BIC of the mixture fitted to a two-column table's grid counts
+        (:func:`~privgauss.synthesis.grid_mixture.fit_grid_mixture`; None when not fitted).
     feature_names_in_ : list of str
         Column names (a DataFrame's, else "x0", "x1", ...).
     kinds_, dtypes_ : list of str
