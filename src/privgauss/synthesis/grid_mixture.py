@@ -27,19 +27,29 @@ from scipy.special import logsumexp, ndtri
 
 #: quadrature points per fine cell and column (midpoints)
 QUADRATURE = 3
-#: component standard deviations kept in [SD_MIN, SD_MAX] (normal scores), |r| ≤ R_MAX
-SD_MIN, SD_MAX, R_MAX = 0.05, 3.0, 0.95
+#: component standard deviations kept in [s, SD_MAX] (normal scores), s the fine grid's
+#: central cell's width in scores times SD_MIN_CELLS (a component narrower than a cell is
+#: the counts' noise, not a shape they resolve), |r| ≤ R_MAX
+SD_MIN_CELLS, SD_MAX, R_MAX = 0.5, 3.0, 0.95
 #: the optimiser's iterations per k
 MAX_ITER = 300
 
 
-def _unpack(theta: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sd_floor(fine_levels: int) -> float:
+    """The smallest component deviation: :data:`SD_MIN_CELLS` times the width, in normal
+    scores, of the fine grid's central cell."""
+    h = 0.5 / fine_levels
+    return float(SD_MIN_CELLS * (ndtri(0.5 + h) - ndtri(0.5 - h)))
+
+
+def _unpack(theta: np.ndarray, k: int, sd_min: float
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights (k,), means (k, 2), covariances (k, 2, 2)) from the free parameters."""
     a = np.concatenate([[0.0], theta[:k - 1]])
     w = np.exp(a - logsumexp(a))
     rest = theta[k - 1:].reshape(k, 5)
     mu = rest[:, :2]
-    sd = SD_MIN + (SD_MAX - SD_MIN) / (1.0 + np.exp(-rest[:, 2:4]))
+    sd = sd_min + (SD_MAX - sd_min) / (1.0 + np.exp(-rest[:, 2:4]))
     r = R_MAX * np.tanh(rest[:, 4])
     cov = np.empty((k, 2, 2))
     cov[:, 0, 0], cov[:, 1, 1] = sd[:, 0] ** 2, sd[:, 1] ** 2
@@ -47,12 +57,12 @@ def _unpack(theta: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return w, mu, cov
 
 
-def _pack(w: np.ndarray, mu: np.ndarray, cov: np.ndarray) -> np.ndarray:
+def _pack(w: np.ndarray, mu: np.ndarray, cov: np.ndarray, sd_min: float) -> np.ndarray:
     """The free parameters of (weights, means, covariances), inside their bounds."""
     k = len(w)
     lw = np.log(np.clip(w, 1e-6, None))
     sd = np.sqrt(np.stack([cov[:, 0, 0], cov[:, 1, 1]], axis=1))
-    s = np.clip((sd - SD_MIN) / (SD_MAX - SD_MIN), 1e-4, 1.0 - 1e-4)
+    s = np.clip((sd - sd_min) / (SD_MAX - sd_min), 1e-4, 1.0 - 1e-4)
     r = np.clip(cov[:, 0, 1] / (sd[:, 0] * sd[:, 1]) / R_MAX, -0.999, 0.999)
     rest = np.column_stack([mu, np.log(s / (1.0 - s)), np.arctanh(r)])
     return np.concatenate([lw[1:] - lw[0], rest.ravel()]) if k > 1 else rest.ravel()
@@ -72,6 +82,7 @@ class _Quadrature:
         i1, i2 = np.meshgrid(idx, idx, indexing="ij")
         self.cell = (i1 * fine_levels + i2).ravel()
         self.levels = fine_levels
+        self.sd_min = sd_floor(fine_levels)
 
     def masses(self, w: np.ndarray, mu: np.ndarray, cov: np.ndarray) -> np.ndarray:
         """The mixture's mass in each fine cell (levels, levels): the mean of its copula
@@ -81,28 +92,30 @@ class _Quadrature:
     def terms(self, w: np.ndarray, mu: np.ndarray, cov: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
         """(cell masses (levels, levels), each component's density ratio at each point
-        (k, points), the centred points (k, points, 2), the inverse covariances (k, 2, 2),
-        the number of points)."""
+        before its weight (k, points), the centred points (k, points, 2), the inverse
+        covariances (k, 2, 2), the number of points)."""
         k = len(w)
         x = self.z[None] - mu[:, None, :]
         inv = np.linalg.inv(cov)
         q = np.einsum("kpi,kij,kpj->kp", x, inv, x)
         logdet = np.log(np.linalg.det(cov))
-        logs = (np.log(w)[:, None] - 0.5 * q - 0.5 * logdet[:, None] - math.log(2 * math.pi)
+        logs = (-0.5 * q - 0.5 * logdet[:, None] - math.log(2 * math.pi)
                 - self.log_base[None])
-        e = np.exp(np.clip(logs, -700.0, 700.0)).reshape(k, -1)
-        cells = np.bincount(self.cell, weights=e.sum(axis=0), minlength=self.levels**2)
+        unweighted = np.exp(np.clip(logs, -700.0, 700.0)).reshape(k, -1)
+        cells = np.bincount(self.cell, weights=w @ unweighted, minlength=self.levels**2)
         total = float(len(self.cell))  # the quadrature's weight, not renormalised: a
         # component's mass outside the points' span is not redistributed over them
-        return (np.asarray(cells / total).reshape(self.levels, self.levels), e, x, inv, total)
+        return (np.asarray(cells / total).reshape(self.levels, self.levels), unweighted, x, inv,
+                total)
 
 
 def _nll(q: np.ndarray, x: np.ndarray, n: int, sigma: float) -> tuple[float, np.ndarray]:
     """−2 log of the Gaussian approximation of the counts' ``x`` likelihood at masses ``q``,
     and its gradient in ``q``."""
-    v = n * q * (1.0 - q) + sigma**2
+    inside = (q > 0.0) & (q < 1.0)  # quadrature could step outside [0, 1]: no sampling term
+    v = np.where(inside, n * q * (1.0 - q), 0.0) + sigma**2
     r = x - n * q
-    dv = n * (1.0 - 2.0 * q)
+    dv = np.where(inside, n * (1.0 - 2.0 * q), 0.0)
     grad = -2.0 * n * r / v + dv * (1.0 / v - r**2 / v**2)
     return float(np.sum(r**2 / v + np.log(v))), grad
 
@@ -111,27 +124,27 @@ def _objective(theta: np.ndarray, k: int, quad: _Quadrature, coarse: np.ndarray,
                sigma_c: float, fine: np.ndarray, sigma_f: float, n: int,
                refine: int) -> tuple[float, np.ndarray]:
     """The two grids' −2 log-likelihood at the parameters ``theta`` and its gradient."""
-    w, mu, cov = _unpack(theta, k)
-    qf, e, x, inv, total = quad.terms(w, mu, cov)
+    w, mu, cov = _unpack(theta, k, quad.sd_min)
+    qf, e0, x, inv, total = quad.terms(w, mu, cov)
     lf, gf = _nll(qf, fine, n, sigma_f)
     lc, gc = _nll(_blocks(qf, refine), coarse, n, sigma_c)
     g = gf + np.kron(gc, np.ones((refine, refine)))  # d/d(fine masses)
     g = g.ravel()
     a = g[quad.cell] / total  # d/d(each point's density ratio)
-    ae = a[None] * e  # (k, points)
-    gw = ae.sum(axis=1) / w
+    gw = e0 @ a  # d/d(weights)
+    ae = w[:, None] * e0 * a[None]  # (k, points)
     y = np.einsum("kij,kpj->kpi", inv, x)  # Σ⁻¹ (z − μ)
     gmu = np.einsum("kp,kpi->ki", ae, y)
     gcov = 0.5 * (np.einsum("kp,kpi,kpj->kij", ae, y, y) - ae.sum(axis=1)[:, None, None] * inv)
     rest = theta[k - 1:].reshape(k, 5)
     sig = 1.0 / (1.0 + np.exp(-rest[:, 2:4]))
-    sd = SD_MIN + (SD_MAX - SD_MIN) * sig
+    sd = quad.sd_min + (SD_MAX - quad.sd_min) * sig
     t = np.tanh(rest[:, 4])
     r = R_MAX * t
     gs1 = gcov[:, 0, 0] * 2 * sd[:, 0] + 2 * gcov[:, 0, 1] * r * sd[:, 1]
     gs2 = gcov[:, 1, 1] * 2 * sd[:, 1] + 2 * gcov[:, 0, 1] * r * sd[:, 0]
     gr = 2 * gcov[:, 0, 1] * sd[:, 0] * sd[:, 1]
-    dsd = (SD_MAX - SD_MIN) * sig * (1.0 - sig)
+    dsd = (SD_MAX - quad.sd_min) * sig * (1.0 - sig)
     grest = np.column_stack([gmu, gs1 * dsd[:, 0], gs2 * dsd[:, 1], gr * R_MAX * (1 - t**2)])
     ga = w * (gw - float(np.sum(w * gw)))
     return lf + lc, np.concatenate([ga[1:], grest.ravel()])
@@ -166,10 +179,10 @@ def fit_grid_mixture(coarse: np.ndarray, sigma_c: float, fine: np.ndarray, sigma
             w = np.append(w * (1.0 - 1.0 / k), 1.0 / k)
             mu = np.vstack([mu, [zc[i], zc[j]]])
             cov = np.concatenate([cov, np.eye(2)[None] * 0.25])
-        res = minimize(_objective, _pack(w, mu, cov), jac=True, method="L-BFGS-B",
+        res = minimize(_objective, _pack(w, mu, cov, quad.sd_min), jac=True, method="L-BFGS-B",
                        args=(k, quad, coarse, sigma_c, fine, sigma_f, n, refine),
                        options={"maxiter": MAX_ITER})
-        w, mu, cov = _unpack(np.asarray(res.x), k)
+        w, mu, cov = _unpack(np.asarray(res.x), k, quad.sd_min)
         bic = float(res.fun) + (6 * k - 1) * math.log(cells)
         bics[str(k)] = bic
         if best is None or bic < best[0]:
