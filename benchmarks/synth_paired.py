@@ -12,7 +12,8 @@ per split) and the share of fits at least as good as that split's best peer.
 
 Run it with another checkout's ``src`` on ``PYTHONPATH`` for the "before" column, or sweep a
 constant of :mod:`privgauss.synthesis.synthesizer` with ``--set`` (repeatable), e.g.
-``--set "FREED_SHARES=(1.0, 0.0, 0.0)"``. The peers' metrics are computed once per split from
+``--set "FREED_SHARES=(1.0, 0.0, 0.0)"`` (``grid.NAME=...`` for a constant of
+:mod:`privgauss.synthesis.grid`). The peers' metrics are computed once per split from
 the cache and kept in ``--metrics-cache``.
 """
 
@@ -61,16 +62,25 @@ def main() -> None:
     ap.add_argument("--cache", default="/tmp/synth_peers_cache", help="the peers' cached runs")
     ap.add_argument("--metrics-cache", default="/tmp/synth_paired_metrics")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a constant of privgauss.synthesis.synthesizer (a literal)")
+                    help="override a constant of privgauss.synthesis.synthesizer (a literal; "
+                         "grid.NAME, grid_mixture.NAME, marginals.NAME for those')")
     args = ap.parse_args()
-    from privgauss.synthesis import synthesizer
+    import importlib
 
+    modules = {}  # a checkout without one of them (a "before" column) still runs
+    for mod in ("grid", "grid_mixture", "marginals", "synthesizer"):
+        try:
+            modules[mod] = importlib.import_module(f"privgauss.synthesis.{mod}")
+        except ImportError:
+            pass
     for item in args.set:
         key, _, value = item.partition("=")
-        if not hasattr(synthesizer, key):
-            ap.error(f"--set: privgauss.synthesis.synthesizer has no {key!r}")
-        setattr(synthesizer, key, ast.literal_eval(value))
-        print(f"# {key} = {getattr(synthesizer, key)!r}", flush=True)
+        where, _, name = key.rpartition(".")
+        module = modules.get(where or "synthesizer")
+        if module is None or not hasattr(module, name):
+            ap.error(f"--set: no constant {key!r} (synthesizer's, or grid.NAME, marginals.NAME)")
+        setattr(module, name, ast.literal_eval(value))
+        print(f"# {key} = {getattr(module, name)!r}", flush=True)
     runs, store = Path(args.cache), Path(args.metrics_cache)
     store.mkdir(parents=True, exist_ok=True)
     budget = ({"rho": 2 * sp.PEERS_RHO} if args.equal_neighbours

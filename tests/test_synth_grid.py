@@ -77,9 +77,13 @@ def test_levels_from_public_facts() -> None:
 def test_release_charges_its_plan_with_sensitivity_sqrt2(fitted: pg.PrivateSynthesizer) -> None:
     total = approx_to_zcdp(EPS, DELTA)
     # two columns: the coarse grid and its refinement, each a histogram of sensitivity √2;
-    # the one-component copula takes the grid's correlations, so the model's share (what
-    # the ranges, histograms and grid leave) goes to the histograms and grids instead
-    assert fitted.n_components_ == 1
+    # the one-component copula planned (from public n, d, ρ) takes the grid's correlations,
+    # so the model's share (what the ranges, histograms and grid leave) goes to the
+    # histograms and grids instead; the three clusters' counts then pick a mixture of
+    # scores for the rows inside the cells (post-processing: no copula step, no charge)
+    assert synth_mod.choose_components(3000, 2, 0.1 * total) == 1
+    assert "copula" not in fitted.plan_ and fitted.copula_.ledger_ == []
+    assert fitted.n_components_ == len(fitted.copula_.weights_) > 1
     model = 1.0 - synth_mod.RANGE_SHARE - synth_mod.histogram_share(2) - synth_mod.GRID_SHARE
     to_hist, to_grid, to_fine = synth_mod.FREED_SHARES
     shares = {"grid": synth_mod.GRID_SHARE - synth_mod.REFINE_SHARE + to_grid * model,
@@ -377,6 +381,9 @@ def test_grid_correlations_recover_the_copulas_and_feed_the_one_component_model(
         return seen[-1]
 
     monkeypatch.setattr(synth_mod, "count_correlations", spy)
+    # the one-component copula sampled (on this clustered table a mixture fitted to the
+    # counts would take over the rows inside the cells: test_grid_mixture_*)
+    monkeypatch.setattr(synth_mod, "GRID_MIXTURE_MAX", 1)
     fitted = _fit(table, random_state=3)
     assert fitted.n_components_ == 1 and fitted.grid_ is not None and len(seen) == 1
     c = [m.jitter_attenuation() for m in fitted.marginals_]

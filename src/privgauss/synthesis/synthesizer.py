@@ -17,7 +17,11 @@ its own, its share of the budget going to the histograms and the grids (:data:`F
 On a two-column table
 a second histogram with twice the levels splits each cell's mass among its sub-cells
 (:func:`~privgauss.synthesis.grid.refinement_from_counts`; its block sums also sharpen the
-cells' counts), so the conditional shape inside a cell is measured, not the model's.
+cells' counts), so the conditional shape inside a cell is measured, not the model's; and a
+mixture of normal scores fitted to both grids' counts
+(:func:`~privgauss.synthesis.grid_mixture.fit_grid_mixture`, k by BIC, post-processing), when
+it has more than one component, places the rows inside each sub-cell (clusters, not one
+tilted Gaussian), while the grids stay shrunk towards the one-component copula.
 Sampling draws scores from the model (and the grid), gives each column one level per stratum of
 its released marginal in the order of the draws (:func:`stratified_levels`: the model's joint
 ranks, the marginal without the noise of independent draws) and maps them back through the
@@ -67,6 +71,7 @@ from .grid import (
     refinement_from_counts,
     release_grid_counts,
 )
+from .grid_mixture import fit_grid_mixture
 from .marginals import (
     KINDS,
     Marginal,
@@ -116,6 +121,9 @@ FREED_SHARES = (0.5, 0.0, 0.5)
 #: (:func:`~privgauss.synthesis.marginals._zoom`): a column whose values crowd into one bin
 #: (years 1980-1987 in an octave [1024, 2048)) gets one sub-bin per level
 ZOOM_SHARE = 0.10
+#: most components of the mixture fitted to a two-column table's grid counts (the copula when
+#: its BIC picks k > 1: :func:`~.grid_mixture.fit_grid_mixture`); 1: the one-component copula
+GRID_MIXTURE_MAX = 4
 #: copula draws that estimate the model's cell masses (the grid's shrinkage target)
 GRID_MODEL_DRAWS = 200_000
 #: the dependence models: "auto" (the grid when :func:`~.grid.grid_levels` allows one at
@@ -198,12 +206,19 @@ class PrivateSynthesizer:
     marginals_ : list of Marginal
         The released marginals.
     copula_ : PrivateGaussian or PrivateGaussianMixture
-        The model of the normal scores.
+        The model of the normal scores (with a grid, what places the rows inside its cells;
+        on a two-column table the mixture fitted to the grids' counts when BIC picks k > 1,
+        method ``grid-mixture``, no release of its own).
+    n_components_ : int
+        The components of ``copula_``.
     grid_ : DependenceGrid or None
         The released dependence grid (None: the copula model alone).
     grid_factor_ : float or None
-        The grid's shrinkage factor (1: its released counts alone, 0: the copula model's cell
-        masses; see :func:`~privgauss.synthesis.grid.grid_from_counts`).
+        The grid's shrinkage factor (1: its released counts alone, 0: the one-component
+        copula's cell masses; see :func:`~privgauss.synthesis.grid.grid_from_counts`).
+    grid_mixture_bic_ : dict or None
+        Each k's BIC of the mixture fitted to a two-column table's grid counts
+        (:func:`~privgauss.synthesis.grid_mixture.fit_grid_mixture`; None when not fitted).
     feature_names_in_ : list of str
         Column names (a DataFrame's, else "x0", "x1", ...).
     kinds_, dtypes_ : list of str
@@ -373,26 +388,41 @@ class PrivateSynthesizer:
                     _undo_jitter_attenuation(copula,
                                              [m.jitter_attenuation() for m in marginals])
                 grid, self.grid_factor_ = None, None
+                self.grid_mixture_bic_ = None
                 if counts is not None:
                     sg = grid_sigma(rho_grid)
+                    coarse = counts
                     if fine is not None:
                         counts, sg = combine_counts(counts, sg, fine, grid_sigma(rho_fine),
                                                     refine)
                     sh = histogram_sigma(rho_hist, d)
                     margins = combined_margins(counts, n, sg, np.array(
                         [_slice_variances(m, levels, sh, n) for m in marginals]))
+                    mixture = None
+                    if from_grid and fine is not None and d == 2 and GRID_MIXTURE_MAX > 1:
+                        # a mixture of scores fitted to both grids' counts, k by BIC
+                        wts, means, covs, self.grid_mixture_bic_ = fit_grid_mixture(
+                            coarse, grid_sigma(rho_grid), fine, grid_sigma(rho_fine), n,
+                            refine, GRID_MIXTURE_MAX)
+                        if len(wts) > 1:
+                            mixture = (wts, means, covs)
                     if from_grid:
                         # the Gaussian copula's correlations fitted to the released counts
                         # (unclipped: see count_correlations), then the grid shrunk towards it
                         _set_correlations(copula, count_correlations(counts, n, sg))
                         _undo_jitter_attenuation(copula,
                                                  [m.jitter_attenuation() for m in marginals])
+                    target = copula  # the grids' shrinkage target
+                    if mixture is not None:
+                        # the rows inside each (sub-)cell follow the mixture: the copula sampled
+                        copula = _mixture_copula(mixture, budget, copula.accountant_)
+                        k = len(mixture[0])
                     grid, self.grid_factor_ = grid_from_counts(
-                        counts, n, sg, self._model_masses(copula, levels, release.rng), margins)
+                        counts, n, sg, self._model_masses(target, levels, release.rng), margins)
                     if fine is not None and grid is not None:
                         within = refinement_from_counts(
                             fine, n, grid_sigma(rho_fine),
-                            self._model_masses(copula, levels * refine, release.rng), refine)
+                            self._model_masses(target, levels * refine, release.rng), refine)
                         grid = DependenceGrid(levels, grid.probs, refine, within)
         if fell_back:  # a function of ⊥ only, warned outside the private section
             warnings.warn(SimplerModelWarning(
@@ -612,6 +642,29 @@ def _grid_copula(d: int, budget: Any, acct: Accountant) -> PrivateGaussian:
                    "its correlations are fitted to the released dependence grid's cells "
                    "(post-processing: no release of its own)")
     copula.mean_, copula.covariance_ = np.zeros(d), np.eye(d)
+    copula._no_clipped_count()
+    copula.n_features_in_ = d
+    copula._cache_factors()
+    return copula
+
+
+def _mixture_copula(params: tuple[np.ndarray, np.ndarray, np.ndarray], budget: Any,
+                    acct: Accountant) -> PrivateGaussianMixture:
+    """The copula of a two-column table whose grid counts a mixture fits better
+    (:func:`~.grid_mixture.fit_grid_mixture`): no release of its own (``acct``, the copula's
+    child accountant, is never charged), post-processing of the released grids."""
+    from ..privacy import estimator_kwargs
+
+    weights, means, covs = params
+    d = means.shape[1]
+    copula = PrivateGaussianMixture(len(weights), **estimator_kwargs(budget))
+    copula._record(acct.total, acct, "grid-mixture",
+                   "a mixture of normal scores fitted to the released dependence grid's "
+                   "counts (post-processing: no release of its own)")
+    copula.weights_ = np.asarray(weights, dtype=np.float64)
+    copula.means_ = np.asarray(means, dtype=np.float64)
+    copula.covariances_ = np.asarray(covs, dtype=np.float64)
+    copula.fit_info_, copula.public_clusters_, copula.selected_model_ = {}, None, None
     copula._no_clipped_count()
     copula.n_features_in_ = d
     copula._cache_factors()
