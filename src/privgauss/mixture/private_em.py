@@ -247,6 +247,12 @@ OVER_NOISE = 0.1  # ... where an exploring step's noise moves a k-model by more 
 OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it by more than this
 REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
 OVER_SHARE = 0.5  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
+OVER_TIED = False  # the k'-component steps fit one pooled (tied) covariance, released once
+TIED_SHARES = (0.1, 0.3, 0.6)  # counts, sums, pooled second moment within a tied step
+UNTIED_LAST = 1  # the last this many k'-component steps release full covariances again
+POOL_SHRINK = False  # untied k'-component steps shrink each covariance towards the pooled one
+TIED_WEIGHT = 1.0  # a tied step's ρ relative to an untied k'-component step's
+TIED_AFTER_PICK = 2  # the tied steps end at most this many steps after the run pick
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
@@ -282,7 +288,9 @@ class EMPlan:
     in order; they compose to ``total``. ``stop_from``: the first step after which the DP
     stopping rule may skip to the last step (None: never); a fit that stops charges the
     parts in order without the skipped steps'. ``components``: k' > k when the run is
-    over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never)."""
+    over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never); its
+    steps before ``tied_until`` (None: none) fit one pooled covariance, their second moments
+    one matrix (``TIED_SHARES`` of the step's ρ)."""
 
     total: Budget
     localisation: ApproxDP | None
@@ -311,6 +319,7 @@ class EMPlan:
     final_candidates: int = 0
     components: int = 0
     reduce_at: int | None = None
+    tied_until: int | None = None
 
     @property
     def rho_em(self) -> float:
@@ -352,10 +361,16 @@ class EMPlan:
         """How many EM runs step t advances (one per start while exploring)."""
         return self.n_starts if t < self.explore_steps else 1
 
+    def is_tied(self, t: int) -> bool:
+        """Whether step t fits the over-parameterised run's pooled (tied) covariance (public):
+        the k'-component steps before ``tied_until``."""
+        return self.tied_until is not None and t < self.tied_until
+
     def stat_rhos(self, t: int) -> tuple[float, float, float]:
-        """(counts, sums, moments) ρ of one run's step t."""
+        """(counts, sums, moments) ρ of one run's step t (a tied step's moments: the one
+        pooled matrix, ``TIED_SHARES``)."""
         rho = self.rho_steps[t] / self.runs(t)
-        c, s, _ = STAT_SHARES
+        c, s, _ = TIED_SHARES if self.is_tied(t) else STAT_SHARES
         return rho * c, rho * s, rho - rho * c - rho * s
 
     def rewhiten_rhos(self) -> tuple[float, float]:
@@ -522,7 +537,19 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     reduce_at = over.n_steps - REDUCE_STEPS
     if over.stop_from is not None or reduce_at <= over.explore_steps:
         return plan
-    return dataclasses.replace(over, components=k_over, reduce_at=reduce_at)
+    over = dataclasses.replace(over, components=k_over, reduce_at=reduce_at,
+                               tied_until=min(reduce_at - UNTIED_LAST,
+                                              over.explore_steps + TIED_AFTER_PICK)
+                               if OVER_TIED else None)
+    if over.tied_until is not None and TIED_WEIGHT != 1.0:  # the k' steps' ρ, re-split
+        wts = [TIED_WEIGHT if over.is_tied(t) else 1.0 for t in range(reduce_at)]
+        head = sum(over.rho_steps[:reduce_at])
+        over = dataclasses.replace(over, rho_steps=tuple(
+            [head * w / sum(wts) for w in wts] + list(over.rho_steps[reduce_at:])))
+    # a tied step's pooled moments average over all n rows (as one component's would)
+    radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2])
+                  for t in range(over.n_steps))
+    return dataclasses.replace(over, step_radii=radii)
 
 
 def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
@@ -926,7 +953,16 @@ def _model_terms(weights: np.ndarray, covs: np.ndarray) -> tuple[np.ndarray, np.
     return L, Linv, log_norm
 
 
-def _shrink(C: np.ndarray, s: float, strength: float = 1.0) -> np.ndarray:
+def _pooled(fits: dict[int, tuple[np.ndarray, np.ndarray]], Nn: np.ndarray, L: np.ndarray
+            ) -> np.ndarray:
+    """The released components' covariances pooled (whitened frame), weighted by their noisy
+    counts (post-processing)."""
+    tot = sum(float(Nn[j]) for j in fits)
+    return sym(sum(float(Nn[j]) * (L[j] @ C @ L[j].T) for j, (_, C) in fits.items()) / tot)
+
+
+def _shrink(C: np.ndarray, s: float, strength: float = 1.0,
+            target: np.ndarray | None = None) -> np.ndarray:
     """James–Stein shrinkage of a released covariance ``C`` (the current component's frame,
     where the truth is near a multiple of I) towards tr(C)/d·I, given the noise's standard
     deviation ``s`` on a diagonal entry (s/√2 off it: the symmetric matrix mechanism): the
@@ -937,11 +973,15 @@ def _shrink(C: np.ndarray, s: float, strength: float = 1.0) -> np.ndarray:
     ``strength`` < 1 takes back that fraction of the shrinkage only."""
     d = C.shape[0]
     mu = float(np.trace(C)) / d
-    D = C - mu * np.eye(d)
+    base = mu * np.eye(d) if target is None else target
+    D = C - base
     disp = float((D * D).sum())
-    alpha = max(0.0, 1.0 - s * s * (d - 1.0) * (d + 2.0) / 2.0 / disp) if disp > 0 else 0.0
+    # the noise's share of the dispersion: around tr(C)/d·I (d − 1 free diagonal directions),
+    # or around a (nearly noise-free) target, s²·d(d + 1)/2
+    spread = (d - 1.0) * (d + 2.0) / 2.0 if target is None else d * (d + 1.0) / 2.0
+    alpha = max(0.0, 1.0 - s * s * spread / disp) if disp > 0 else 0.0
     alpha = 1.0 - strength * (1.0 - alpha)
-    return sym(mu * np.eye(d) + alpha * D)
+    return sym(base + alpha * D)
 
 
 def _floor(C: np.ndarray, s: float = math.inf) -> np.ndarray:
@@ -995,7 +1035,11 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
                             step=release.name(f"{tag} soft counts"))
     Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct, noise=noise,
                             step=release.name(f"{tag} weighted sums")).reshape(k, d)
-    Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(r), ZCDP(rm),
+    # a tied step releases the pooled Σ_j M_j (one matrix; the same sensitivity: one row's
+    # Σ_j r_ij y_ij y_ijᵀ is a convex combination of PSD matrices of norm ≤ r²)
+    tied = plan.is_tied(t)
+    Mn = symmetric_matrix_mechanism(np.asarray(M).sum(axis=0) if tied else np.asarray(M),
+                                    soft_outer_sums_frobenius(r), ZCDP(rm),
                                     accountant=acct, noise=noise,
                                     step=release.name(f"{tag} weighted second moments"))
     # post-processing of the releases
@@ -1005,17 +1049,26 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     new_w = np.maximum(new_w, 1e-3)
     new_w /= new_w.sum()
     new_means, new_covs = means.copy(), covs.copy()
-    for j in range(k):
-        if not Nn[j] > floor:
-            continue  # too few rows for this component's release: keep the previous estimate
-        ybar = Sn[j] / Nn[j]
-        # the Gaussian whose rows, clipped at r, have the released first and second moments:
-        # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
-        ybar, Cy = undo_clipping(ybar, Mn[j] / Nn[j], r)
-        # half the James–Stein shrinkage (all of it slowed EM: 3 of 8 synthetic fits ended
-        # 0.2–0.34 below sklearn), then no direction shrinks below the noise's reach (at most
-        # STEP_FLOOR of the mean); both vanish with the noise
-        Cy = _floor(_shrink(Cy, sig_m / Nn[j], strength=0.5), sig_m / Nn[j])
+    if tied:
+        _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
+    alive = [j for j in range(k if not tied else 0) if Nn[j] > floor]
+    # the Gaussians whose rows, clipped at r, have the released first and second moments:
+    # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
+    fits = {j: undo_clipping(Sn[j] / Nn[j], Mn[j] / Nn[j], r) for j in alive}
+    pooled = (_pooled(fits, Nn, L) if POOL_SHRINK and plan.reduce_at is not None
+              and t < plan.reduce_at and len(alive) > 1 else None)
+    for j in alive:  # the others: too few rows for their release, keep the previous estimate
+        ybar, Cy = fits[j]
+        if pooled is not None:  # James–Stein towards the pooled covariance (its frame)
+            Lj_inv = np.linalg.inv(L[j])
+            Cy = _shrink(Cy, sig_m / Nn[j], target=sym(Lj_inv @ pooled @ Lj_inv.T))
+        else:
+            # half the James–Stein shrinkage (all of it slowed EM: 3 of 8 synthetic fits
+            # ended 0.2–0.34 below sklearn)
+            Cy = _shrink(Cy, sig_m / Nn[j], strength=0.5)
+        # no direction shrinks below the noise's reach (at most STEP_FLOOR of the mean); both
+        # vanish with the noise
+        Cy = _floor(Cy, sig_m / Nn[j])
         # rows were clipped at r around the current mean: they cannot move it further (noisy
         # moments near the clipping sphere de-clip to a far point: a mean jumped 250 away)
         ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
@@ -1035,13 +1088,44 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     return new_w, new_means, new_covs
 
 
+def _tied_update(Nn: np.ndarray, Sn: np.ndarray, Mn: np.ndarray, L: np.ndarray, floor: float,
+                 sig_m: float, r: float, n: int, means: np.ndarray, covs: np.ndarray) -> None:
+    """A tied step's update (in place; post-processing): each component above ``floor`` moves
+    its mean by L·S_j/N_j (at most r), and every component gets the one pooled covariance
+    L C Lᵀ, C = (M − Σ_j S_j S_jᵀ/N_j)/n de-clipped as one centred Gaussian's, half
+    James–Stein-shrunk and floored for its noise ``sig_m``/n (Σ_j N_j = n: every row's
+    responsibilities sum to 1). ``L``: the pooled covariance's Cholesky factor, the frame all
+    components' rows were clipped in."""
+    d = means.shape[1]
+    centred = np.asarray(Mn, dtype=np.float64).copy()
+    for j in np.flatnonzero(Nn > floor).tolist():
+        ybar = Sn[j] / Nn[j]
+        centred -= Nn[j] * np.outer(ybar, ybar)
+        ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
+        means[j] = means[j] + L @ ybar
+    s = sig_m / n
+    _, Cy = undo_clipping(np.zeros(d), centred / n, r)
+    Cy = _floor(_shrink(Cy, s, strength=0.5), s)
+    covs[:] = repair_covariance(L @ repair_covariance(Cy) @ L.T, _step_eig_floor(s, d))
+
+
+def _tie(run: Run) -> Run:
+    """A run's covariances replaced by their weighted mean (post-processing): the pooled
+    covariance a tied step's rows are clipped in (the starts fit one per component)."""
+    w, means, covs = run
+    pooled = sym(np.einsum("j,jab->ab", w / w.sum(), covs))
+    return w, means, np.repeat(pooled[None], w.shape[0], axis=0)
+
+
 def _release_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
     """The released count above which one run's step-t moments update a component (public):
-    twice the noise of its second moments (and sums) at the step's ρ, at least 10⁻³·n/k."""
+    twice the noise of its second moments (and sums) at the step's ρ, at least 10⁻³·n/k; a
+    tied step's second moments are pooled over all rows, so only its sums' noise counts."""
     r = plan.step_radius(t)
     _, rs, rm = plan.stat_rhos(t)
-    return max(2.0 * soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm),
-               2.0 * soft_sums_l2(r) / math.sqrt(2.0 * rs), 1e-3 * n / k)
+    moments = 0.0 if plan.is_tied(t) else 2.0 * soft_outer_sums_frobenius(r) / math.sqrt(
+        2.0 * rm)
+    return max(moments, 2.0 * soft_sums_l2(r) / math.sqrt(2.0 * rs), 1e-3 * n / k)
 
 
 def _dead_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
@@ -1094,6 +1178,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
             runs = [reduce_run(runs[0], k, n, release.rng)]
             changes.clear()
+        if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
+            runs = [_tie(run) for run in runs]
         terms = [_model_terms(w, c) for w, _, c in runs]
         models = tuple((m, Linv, ln) for (_, m, _), (_, Linv, ln) in zip(runs, terms,
                                                                          strict=True))
