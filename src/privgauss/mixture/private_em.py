@@ -118,12 +118,22 @@ budget and public rows; every frame after the first a function of releases):
    cluster more often (Dwivedi et al. 2020; Xu, Hsu, Maleki, NeurIPS 2018). Before step
    ``reduce_at`` the released k'-model is reduced to k components by EM on its components
    as Gaussian blobs (:func:`~privgauss.mixture.em_starts.reduce_run`, restarts; free), and
-   the last 8 steps (half of the steps' ρ, half of that on the last) refine it with k
-   components. Each step's releases cost what they would with k (the k components cost what
-   one does), so the plan names the same parts. Measured (``benchmarks/results/
-   mixture_families.md``, "Over-parameterised EM"): tuning families 0–19 at ε = 1, noise
-   seeds 0/1: 4/4 wrong basins (main 6/9); fresh held-out 1020–1029: 0 (main 3); seen
-   held-out 1000–1019: 5 (main 3); bundesliga 0.066 nat/row (main −0.003).
+   the last 8 steps (1 − ``OVER_SHARE`` = 75 % of the steps' ρ, half of that on the last)
+   refine it with k components. Each step's releases cost what they would with k (the k
+   components cost what one does), so the plan names the same parts.
+   *Tied steps* (``OVER_TIED``; ``EMPlan.tied_until``). The k' run needs the structure —
+   where the mass is — not each component's shape, and k' full covariances are noisy (each
+   divided by its own N_j; a k'-fit ended 0.2–0.9 nat/row below sklearn). Its exploring
+   steps and the first ``TIED_AFTER_PICK`` (2) after the run pick fit one pooled (tied)
+   covariance: all components share Σ (a start's covariances are replaced by their
+   weighted mean, free), the rows are clipped in its one frame around each μ_j, and the
+   step releases N, S and the pooled second moment Σ_j M_j (one matrix, the same
+   sensitivity; ``TIED_SHARES`` of the step's ρ), whose noise is divided by n
+   (:func:`_tied_update`). The k' steps after them are full again: on clusters that differ
+   in shape (the synthetic set) a run tied to the reduction ended 0.6 nat/row below sklearn
+   there and its 8 refining steps did not recover (4 of 6 noise seeds wrong). Measured
+   (``benchmarks/results/mixture_families.md``, "Tied k' steps"): the gated tuning families,
+   noise seeds 0–7, 11 wrong basins of 96 (full k' steps: 30).
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
@@ -131,6 +141,8 @@ r − r' (‖·‖₂ ≤ √2: :func:`~privgauss.sensitivity.soft_counts_l2`), 
 (Σ_j r²(r_j + r'_j)² ≤ 4r²: 2r, :func:`~privgauss.sensitivity.soft_sums_l2`), M_j by
 r_j P − r'_j P' with P, P' PSD of norm ≤ r² (Σ_j (r_j² + r'_j²) r⁴ ≤ 2r⁴: √2·r²,
 :func:`~privgauss.sensitivity.soft_outer_sums_frobenius`). The k components cost what one does.
+A tied step's pooled Σ_j M_j moves by A − A', A = Σ_j r_j P_j and A' convex combinations of
+PSD matrices of norm ≤ r², so ‖A − A'‖²_F ≤ ‖A‖² + ‖A'‖² ≤ 2r⁴: √2·r² again.
 The Lloyd steps' hard assignments and the re-whitening's single component of responsibility 1
 are vertices of the simplex: the same bounds. The run scores: each of the C sums moves by at
 most 2b, 2b√C (:func:`~privgauss.sensitivity.score_sums_l2`).
@@ -145,6 +157,9 @@ k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 
 80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count; of the rest, half
 on the last EM step, the other half evenly on the T − 1 earlier ones (split between the runs
 while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
+Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − 8 k' steps, the
+rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
+``TIED_SHARES``.
 
 4. *Final pick* (:mod:`.em_final`). Candidates: the EM fit, the frame's standard normal (the
    released Gaussian the rows were whitened by: free) and, with ≥ max(d + 1, k) public rows,
@@ -246,12 +261,10 @@ OVERPARAM = 2.0  # the over-parameterised run fits ⌈this × k⌉ components (�
 OVER_NOISE = 0.1  # ... where an exploring step's noise moves a k-model by more than this
 OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it by more than this
 REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
-OVER_SHARE = 0.5  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
-OVER_TIED = False  # the k'-component steps fit one pooled (tied) covariance, released once
+OVER_SHARE = 0.25  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
+OVER_TIED = True  # the k'-component steps fit one pooled (tied) covariance, released once
 TIED_SHARES = (0.1, 0.3, 0.6)  # counts, sums, pooled second moment within a tied step
 UNTIED_LAST = 1  # the last this many k'-component steps release full covariances again
-POOL_SHRINK = False  # untied k'-component steps shrink each covariance towards the pooled one
-TIED_WEIGHT = 1.0  # a tied step's ρ relative to an untied k'-component step's
 TIED_AFTER_PICK = 2  # the tied steps end at most this many steps after the run pick
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
@@ -541,11 +554,6 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                                tied_until=min(reduce_at - UNTIED_LAST,
                                               over.explore_steps + TIED_AFTER_PICK)
                                if OVER_TIED else None)
-    if over.tied_until is not None and TIED_WEIGHT != 1.0:  # the k' steps' ρ, re-split
-        wts = [TIED_WEIGHT if over.is_tied(t) else 1.0 for t in range(reduce_at)]
-        head = sum(over.rho_steps[:reduce_at])
-        over = dataclasses.replace(over, rho_steps=tuple(
-            [head * w / sum(wts) for w in wts] + list(over.rho_steps[reduce_at:])))
     # a tied step's pooled moments average over all n rows (as one component's would)
     radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2])
                   for t in range(over.n_steps))
@@ -953,16 +961,7 @@ def _model_terms(weights: np.ndarray, covs: np.ndarray) -> tuple[np.ndarray, np.
     return L, Linv, log_norm
 
 
-def _pooled(fits: dict[int, tuple[np.ndarray, np.ndarray]], Nn: np.ndarray, L: np.ndarray
-            ) -> np.ndarray:
-    """The released components' covariances pooled (whitened frame), weighted by their noisy
-    counts (post-processing)."""
-    tot = sum(float(Nn[j]) for j in fits)
-    return sym(sum(float(Nn[j]) * (L[j] @ C @ L[j].T) for j, (_, C) in fits.items()) / tot)
-
-
-def _shrink(C: np.ndarray, s: float, strength: float = 1.0,
-            target: np.ndarray | None = None) -> np.ndarray:
+def _shrink(C: np.ndarray, s: float, strength: float = 1.0) -> np.ndarray:
     """James–Stein shrinkage of a released covariance ``C`` (the current component's frame,
     where the truth is near a multiple of I) towards tr(C)/d·I, given the noise's standard
     deviation ``s`` on a diagonal entry (s/√2 off it: the symmetric matrix mechanism): the
@@ -973,15 +972,11 @@ def _shrink(C: np.ndarray, s: float, strength: float = 1.0,
     ``strength`` < 1 takes back that fraction of the shrinkage only."""
     d = C.shape[0]
     mu = float(np.trace(C)) / d
-    base = mu * np.eye(d) if target is None else target
-    D = C - base
+    D = C - mu * np.eye(d)
     disp = float((D * D).sum())
-    # the noise's share of the dispersion: around tr(C)/d·I (d − 1 free diagonal directions),
-    # or around a (nearly noise-free) target, s²·d(d + 1)/2
-    spread = (d - 1.0) * (d + 2.0) / 2.0 if target is None else d * (d + 1.0) / 2.0
-    alpha = max(0.0, 1.0 - s * s * spread / disp) if disp > 0 else 0.0
+    alpha = max(0.0, 1.0 - s * s * (d - 1.0) * (d + 2.0) / 2.0 / disp) if disp > 0 else 0.0
     alpha = 1.0 - strength * (1.0 - alpha)
-    return sym(base + alpha * D)
+    return sym(mu * np.eye(d) + alpha * D)
 
 
 def _floor(C: np.ndarray, s: float = math.inf) -> np.ndarray:
@@ -1051,24 +1046,17 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     new_means, new_covs = means.copy(), covs.copy()
     if tied:
         _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
-    alive = [j for j in range(k if not tied else 0) if Nn[j] > floor]
-    # the Gaussians whose rows, clipped at r, have the released first and second moments:
-    # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
-    fits = {j: undo_clipping(Sn[j] / Nn[j], Mn[j] / Nn[j], r) for j in alive}
-    pooled = (_pooled(fits, Nn, L) if POOL_SHRINK and plan.reduce_at is not None
-              and t < plan.reduce_at and len(alive) > 1 else None)
-    for j in alive:  # the others: too few rows for their release, keep the previous estimate
-        ybar, Cy = fits[j]
-        if pooled is not None:  # James–Stein towards the pooled covariance (its frame)
-            Lj_inv = np.linalg.inv(L[j])
-            Cy = _shrink(Cy, sig_m / Nn[j], target=sym(Lj_inv @ pooled @ Lj_inv.T))
-        else:
-            # half the James–Stein shrinkage (all of it slowed EM: 3 of 8 synthetic fits
-            # ended 0.2–0.34 below sklearn)
-            Cy = _shrink(Cy, sig_m / Nn[j], strength=0.5)
-        # no direction shrinks below the noise's reach (at most STEP_FLOOR of the mean); both
-        # vanish with the noise
-        Cy = _floor(Cy, sig_m / Nn[j])
+    for j in range(k if not tied else 0):
+        if not Nn[j] > floor:
+            continue  # too few rows for this component's release: keep the previous estimate
+        ybar = Sn[j] / Nn[j]
+        # the Gaussian whose rows, clipped at r, have the released first and second moments:
+        # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
+        ybar, Cy = undo_clipping(ybar, Mn[j] / Nn[j], r)
+        # half the James–Stein shrinkage (all of it slowed EM: 3 of 8 synthetic fits ended
+        # 0.2–0.34 below sklearn), then no direction shrinks below the noise's reach (at most
+        # STEP_FLOOR of the mean); both vanish with the noise
+        Cy = _floor(_shrink(Cy, sig_m / Nn[j], strength=0.5), sig_m / Nn[j])
         # rows were clipped at r around the current mean: they cannot move it further (noisy
         # moments near the clipping sphere de-clip to a far point: a mean jumped 250 away)
         ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
