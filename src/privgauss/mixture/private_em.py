@@ -133,7 +133,9 @@ budget and public rows; every frame after the first a function of releases):
    in shape (the synthetic set) a run tied to the reduction ended 0.6 nat/row below sklearn
    there and its 8 refining steps did not recover (4 of 6 noise seeds wrong). Measured
    (``benchmarks/results/mixture_families.md``, "Tied k' steps"): the gated tuning families,
-   noise seeds 0–7, 11 wrong basins of 96 (full k' steps: 30).
+   noise seeds 0–7, 11 wrong basins of 96 (full k' steps: 30); the synthetic set 0 of 6;
+   ``benchmarks/em_scale.py``'s rotated, unequally scaled mixture is worse (median gap 0.157
+   → 0.208 over 12 fits; both fail it, 11 and 12 of 12; the smaller ``OVER_SHARE`` does it).
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
