@@ -135,7 +135,8 @@ budget and public rows; every frame after the first a function of releases):
    (``benchmarks/results/mixture_families.md``, "Tied k' steps"): the gated tuning families,
    noise seeds 0–7, 11 wrong basins of 96 (full k' steps: 30); the synthetic set 0 of 6;
    ``benchmarks/em_scale.py``'s rotated, unequally scaled mixture is worse (median gap 0.157
-   → 0.208 over 12 fits; both fail it, 11 and 12 of 12; the smaller ``OVER_SHARE`` does it).
+   → 0.208 over 12 fits; both fail it, 11 and 12 of 12; full k' steps at this share: 0.256,
+   tied at ``OVER_SHARE`` 0.4 / 0.5: 0.217 / 0.262).
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
