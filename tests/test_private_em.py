@@ -76,6 +76,31 @@ def test_soft_statistics_sensitivities_hold_and_are_tight(k, d):
         assert np.all(worst[1:] > stated[1:] / 2)
 
 
+def test_pooled_second_moments_have_one_components_sensitivity():
+    """A tied step releases Σ_j M_j (one matrix): one row's Σ_j r_ij y_ij y_ijᵀ is a convex
+    combination of PSD matrices of Frobenius norm ≤ r², so replacing it moves the pooled sum
+    by at most √2·r² — soft_outer_sums_frobenius, not k times it — and the bound is reached
+    (a row at one vertex replaced by one at another, orthogonal y), so half of it is exceeded."""
+    r = 1.3
+    stated = sensitivity.soft_outer_sums_frobenius(r)
+    for k, d in ((2, 3), (6, 4), (8, 2)):
+        rng = np.random.default_rng(k * 10 + d)
+        worst = 0.0
+        for _ in range(300):
+            R = rng.dirichlet(np.ones(k) * rng.choice([0.1, 1.0]), size=(2, ))
+            Y = rng.normal(size=(2, k, d))
+            Y *= r * rng.uniform(0.5, 1, size=(2, k, 1)) / np.linalg.norm(Y, axis=2, keepdims=True)
+            pooled = [np.einsum("j,jd,je->de", R[i], Y[i], Y[i]) for i in range(2)]
+            worst = max(worst, float(np.linalg.norm(pooled[0] - pooled[1])))
+        u, v = np.eye(d)[0] * r, np.eye(d)[1] * r
+        R2, Y2 = np.eye(k)[[0, k - 1]], np.zeros((2, k, d))
+        Y2[0, 0], Y2[1, k - 1] = u, v
+        pooled = [np.einsum("j,jd,je->de", R2[i], Y2[i], Y2[i]) for i in range(2)]
+        tight = float(np.linalg.norm(pooled[0] - pooled[1]))
+        assert worst <= stated * (1 + 1e-9) and tight <= stated * (1 + 1e-9), (worst, stated)
+        assert tight == pytest.approx(stated)  # a halved (or 1/k) sensitivity is exceeded
+
+
 # ----------------------------------------------------------------------------- budget plan
 
 
@@ -575,15 +600,18 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None):
     for t in range(plan.n_steps):
         if t == plan.reduce_at:
             runs = [reduce_run(runs[0], k, n, release.rng)]
+        if plan.is_tied(t):  # one pooled covariance per run
+            runs = [pe._tie(run) for run in runs]
+        r = plan.step_radius(t)
         if t == plan.explore_steps and len(runs) > 1:
             scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs),
-                                            radius=plan.radius, bound=plan.score_bound),
+                                            radius=r, bound=plan.score_bound),
                                  block=pe.EM_BLOCK_ROWS)[3]
             runs = [runs[pe.pick_run(scores, plan, release)]]
         new = []
         for c, run in enumerate(runs):
             stats = reduce_rows(Z, partial(pe._em_kernel, models=models([run]),
-                                           radius=plan.radius), block=pe.EM_BLOCK_ROWS)
+                                           radius=r), block=pe.EM_BLOCK_ROWS)
             new.append(pe._em_release(tuple(s[0] for s in stats), run,
                                       pe._model_terms(run[0], run[2])[0], plan, t, release,
                                       n, f" run {c + 1}" if len(runs) > 1 else ""))
@@ -671,9 +699,11 @@ def test_a_small_component_under_a_steps_noise_floor_keeps_its_estimate() -> Non
     # split it and private EM started from sklearn's optimum ended 0.19 below it); a component
     # whose count fell far below its previous one (fading) and one with no rows (dead) are
     # revived by a split
+    # (the k-component plan: em_plan's is over-parameterised here, its exploring steps tied,
+    # their floor the sums' noise alone; test_tied_steps_... checks those)
     n, d, k, t = 50_000, 9, 4, 1
-    plan = pe.em_plan(n, d, k, ApproxDP(1.0, 1e-6))
-    assert plan.runs(t) == 3
+    plan = pe._base_plan(n, d, k, ApproxDP(1.0, 1e-6))
+    assert plan.runs(t) == 3 and not plan.is_tied(t)
     floor, dead = pe._release_floor(plan, t, n, k), pe._dead_floor(plan, t, n, k)
     assert dead < 1_500 < 2_500 < floor  # the small component: under the floor, not dead
     means = np.array([[-6.0] + [0.0] * (d - 1), [6.0] + [0.0] * (d - 1),
@@ -742,6 +772,48 @@ def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:
     assert 6 < capped < 12
     over = pe._base_plan(10_000, 5, capped + 1, budget, n_public=50)
     assert pe._noise_change(over, over.n_steps - 1, 10_000, 5, capped + 1) > pe.OVER_CAP
+
+
+def test_tied_steps_release_one_pooled_matrix_at_their_planned_share(monkeypatch) -> None:
+    """The over-parameterised run's tied steps (before ``tied_until``) release the k'
+    components' second moments as one pooled d×d matrix at ``TIED_SHARES`` of the step's ρ;
+    the untied k' steps and the refining k steps release one matrix per component at
+    ``STAT_SHARES``. With shares other than STAT_SHARES, a release at the wrong split, of the
+    wrong shape, or a plan that does not name it fails here (and the ledger must equal the
+    plan)."""
+    from privgauss.privacy.plans import ledger_mismatch
+
+    monkeypatch.setattr(pe, "TIED_SHARES", (0.2, 0.5, 0.3))
+    monkeypatch.setattr(pe, "OVER_TIED", True)
+    seen: list[tuple[str, tuple[int, ...], float]] = []
+    real = pe.symmetric_matrix_mechanism
+
+    def spy(matrix, sens, budget, **kw):
+        seen.append((kw["step"], np.shape(matrix), budget.rho))
+        return real(matrix, sens, budget, **kw)
+
+    monkeypatch.setattr(pe, "symmetric_matrix_mechanism", spy)
+    d, k = 5, 2
+    X = pg.datasets.make_mixture(12_000, k, d, separation=8.0, random_state=12).X
+    est = pg.PrivateGaussianMixture(k, method="em", epsilon=1.0, delta=1e-6, random_state=0,
+                                    enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    plan = est.fit_info_["em_plan"]
+    kp = plan.components
+    assert kp > k and plan.tied_until is not None
+    assert plan.explore_steps <= plan.tied_until <= plan.reduce_at
+    steps = [(nm, shape, rho) for nm, shape, rho in seen if nm.startswith("em step ")]
+    assert len(steps) == sum(plan.runs(t) for t in range(plan.n_steps))
+    for nm, shape, rho in steps:
+        t = int(nm.split()[2].split("/")[0]) - 1
+        share = (0.3 if plan.is_tied(t) else pe.STAT_SHARES[2])
+        assert rho == pytest.approx(share * plan.rho_steps[t] / plan.runs(t), rel=1e-12), nm
+        width = kp if t < plan.reduce_at else k
+        assert shape == ((d, d) if plan.is_tied(t) else (width, d, d)), (nm, shape)
+    assert any(plan.is_tied(t) for t in range(plan.n_steps))
+    assert ledger_mismatch(est.budget_plan_, est.ledger_) is None
 
 
 def test_reduce_run_merges_close_components_by_their_moments() -> None:

@@ -118,12 +118,25 @@ budget and public rows; every frame after the first a function of releases):
    cluster more often (Dwivedi et al. 2020; Xu, Hsu, Maleki, NeurIPS 2018). Before step
    ``reduce_at`` the released k'-model is reduced to k components by EM on its components
    as Gaussian blobs (:func:`~privgauss.mixture.em_starts.reduce_run`, restarts; free), and
-   the last 8 steps (half of the steps' ρ, half of that on the last) refine it with k
-   components. Each step's releases cost what they would with k (the k components cost what
-   one does), so the plan names the same parts. Measured (``benchmarks/results/
-   mixture_families.md``, "Over-parameterised EM"): tuning families 0–19 at ε = 1, noise
-   seeds 0/1: 4/4 wrong basins (main 6/9); fresh held-out 1020–1029: 0 (main 3); seen
-   held-out 1000–1019: 5 (main 3); bundesliga 0.066 nat/row (main −0.003).
+   the last 8 steps (1 − ``OVER_SHARE`` = 75 % of the steps' ρ, half of that on the last)
+   refine it with k components. Each step's releases cost what they would with k (the k
+   components cost what one does), so the plan names the same parts.
+   *Tied steps* (``OVER_TIED``; ``EMPlan.tied_until``). The k' run needs the structure —
+   where the mass is — not each component's shape, and k' full covariances are noisy (each
+   divided by its own N_j; a k'-fit ended 0.2–0.9 nat/row below sklearn). Its exploring
+   steps and the first ``TIED_AFTER_PICK`` (2) after the run pick fit one pooled (tied)
+   covariance: all components share Σ (a start's covariances are replaced by their
+   weighted mean, free), the rows are clipped in its one frame around each μ_j, and the
+   step releases N, S and the pooled second moment Σ_j M_j (one matrix, the same
+   sensitivity; ``TIED_SHARES`` of the step's ρ), whose noise is divided by n
+   (:func:`_tied_update`). The k' steps after them are full again: on clusters that differ
+   in shape (the synthetic set) a run tied to the reduction ended 0.6 nat/row below sklearn
+   there and its 8 refining steps did not recover (4 of 6 noise seeds wrong). Measured
+   (``benchmarks/results/mixture_families.md``, "Tied k' steps"): the gated tuning families,
+   noise seeds 0–7, 11 wrong basins of 96 (full k' steps: 30); the synthetic set 0 of 6;
+   ``benchmarks/em_scale.py``'s rotated, unequally scaled mixture is worse (median gap 0.157
+   → 0.208 over 12 fits; both fail it, 11 and 12 of 12; full k' steps at this share: 0.256,
+   tied at ``OVER_SHARE`` 0.4 / 0.5: 0.217 / 0.262).
 
 **Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
@@ -131,6 +144,8 @@ r − r' (‖·‖₂ ≤ √2: :func:`~privgauss.sensitivity.soft_counts_l2`), 
 (Σ_j r²(r_j + r'_j)² ≤ 4r²: 2r, :func:`~privgauss.sensitivity.soft_sums_l2`), M_j by
 r_j P − r'_j P' with P, P' PSD of norm ≤ r² (Σ_j (r_j² + r'_j²) r⁴ ≤ 2r⁴: √2·r²,
 :func:`~privgauss.sensitivity.soft_outer_sums_frobenius`). The k components cost what one does.
+A tied step's pooled Σ_j M_j moves by A − A', A = Σ_j r_j P_j and A' convex combinations of
+PSD matrices of norm ≤ r², so ‖A − A'‖²_F ≤ ‖A‖² + ‖A'‖² ≤ 2r⁴: √2·r² again.
 The Lloyd steps' hard assignments and the re-whitening's single component of responsibility 1
 are vertices of the simplex: the same bounds. The run scores: each of the C sums moves by at
 most 2b, 2b√C (:func:`~privgauss.sensitivity.score_sums_l2`).
@@ -145,6 +160,9 @@ k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 
 80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count; of the rest, half
 on the last EM step, the other half evenly on the T − 1 earlier ones (split between the runs
 while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
+Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − 8 k' steps, the
+rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
+``TIED_SHARES``.
 
 4. *Final pick* (:mod:`.em_final`). Candidates: the EM fit, the frame's standard normal (the
    released Gaussian the rows were whitened by: free) and, with ≥ max(d + 1, k) public rows,
@@ -246,7 +264,11 @@ OVERPARAM = 2.0  # the over-parameterised run fits ⌈this × k⌉ components (�
 OVER_NOISE = 0.1  # ... where an exploring step's noise moves a k-model by more than this
 OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it by more than this
 REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
-OVER_SHARE = 0.5  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
+OVER_SHARE = 0.25  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
+OVER_TIED = True  # the k'-component steps fit one pooled (tied) covariance, released once
+TIED_SHARES = (0.1, 0.3, 0.6)  # counts, sums, pooled second moment within a tied step
+UNTIED_LAST = 1  # the last this many k'-component steps release full covariances again
+TIED_AFTER_PICK = 2  # the tied steps end at most this many steps after the run pick
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
@@ -282,7 +304,9 @@ class EMPlan:
     in order; they compose to ``total``. ``stop_from``: the first step after which the DP
     stopping rule may skip to the last step (None: never); a fit that stops charges the
     parts in order without the skipped steps'. ``components``: k' > k when the run is
-    over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never)."""
+    over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never); its
+    steps before ``tied_until`` (None: none) fit one pooled covariance, their second moments
+    one matrix (``TIED_SHARES`` of the step's ρ)."""
 
     total: Budget
     localisation: ApproxDP | None
@@ -311,6 +335,7 @@ class EMPlan:
     final_candidates: int = 0
     components: int = 0
     reduce_at: int | None = None
+    tied_until: int | None = None
 
     @property
     def rho_em(self) -> float:
@@ -352,10 +377,16 @@ class EMPlan:
         """How many EM runs step t advances (one per start while exploring)."""
         return self.n_starts if t < self.explore_steps else 1
 
+    def is_tied(self, t: int) -> bool:
+        """Whether step t fits the over-parameterised run's pooled (tied) covariance (public):
+        the k'-component steps before ``tied_until``."""
+        return self.tied_until is not None and t < self.tied_until
+
     def stat_rhos(self, t: int) -> tuple[float, float, float]:
-        """(counts, sums, moments) ρ of one run's step t."""
+        """(counts, sums, moments) ρ of one run's step t (a tied step's moments: the one
+        pooled matrix, ``TIED_SHARES``)."""
         rho = self.rho_steps[t] / self.runs(t)
-        c, s, _ = STAT_SHARES
+        c, s, _ = TIED_SHARES if self.is_tied(t) else STAT_SHARES
         return rho * c, rho * s, rho - rho * c - rho * s
 
     def rewhiten_rhos(self) -> tuple[float, float]:
@@ -522,7 +553,14 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     reduce_at = over.n_steps - REDUCE_STEPS
     if over.stop_from is not None or reduce_at <= over.explore_steps:
         return plan
-    return dataclasses.replace(over, components=k_over, reduce_at=reduce_at)
+    over = dataclasses.replace(over, components=k_over, reduce_at=reduce_at,
+                               tied_until=min(reduce_at - UNTIED_LAST,
+                                              over.explore_steps + TIED_AFTER_PICK)
+                               if OVER_TIED else None)
+    # a tied step's pooled moments average over all n rows (as one component's would)
+    radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2])
+                  for t in range(over.n_steps))
+    return dataclasses.replace(over, step_radii=radii)
 
 
 def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
@@ -995,7 +1033,11 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
                             step=release.name(f"{tag} soft counts"))
     Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct, noise=noise,
                             step=release.name(f"{tag} weighted sums")).reshape(k, d)
-    Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(r), ZCDP(rm),
+    # a tied step releases the pooled Σ_j M_j (one matrix; the same sensitivity: one row's
+    # Σ_j r_ij y_ij y_ijᵀ is a convex combination of PSD matrices of norm ≤ r²)
+    tied = plan.is_tied(t)
+    Mn = symmetric_matrix_mechanism(np.asarray(M).sum(axis=0) if tied else np.asarray(M),
+                                    soft_outer_sums_frobenius(r), ZCDP(rm),
                                     accountant=acct, noise=noise,
                                     step=release.name(f"{tag} weighted second moments"))
     # post-processing of the releases
@@ -1005,7 +1047,9 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     new_w = np.maximum(new_w, 1e-3)
     new_w /= new_w.sum()
     new_means, new_covs = means.copy(), covs.copy()
-    for j in range(k):
+    if tied:
+        _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
+    for j in range(k if not tied else 0):
         if not Nn[j] > floor:
             continue  # too few rows for this component's release: keep the previous estimate
         ybar = Sn[j] / Nn[j]
@@ -1035,13 +1079,44 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     return new_w, new_means, new_covs
 
 
+def _tied_update(Nn: np.ndarray, Sn: np.ndarray, Mn: np.ndarray, L: np.ndarray, floor: float,
+                 sig_m: float, r: float, n: int, means: np.ndarray, covs: np.ndarray) -> None:
+    """A tied step's update (in place; post-processing): each component above ``floor`` moves
+    its mean by L·S_j/N_j (at most r), and every component gets the one pooled covariance
+    L C Lᵀ, C = (M − Σ_j S_j S_jᵀ/N_j)/n de-clipped as one centred Gaussian's, half
+    James–Stein-shrunk and floored for its noise ``sig_m``/n (Σ_j N_j = n: every row's
+    responsibilities sum to 1). ``L``: the pooled covariance's Cholesky factor, the frame all
+    components' rows were clipped in."""
+    d = means.shape[1]
+    centred = np.asarray(Mn, dtype=np.float64).copy()
+    for j in np.flatnonzero(Nn > floor).tolist():
+        ybar = Sn[j] / Nn[j]
+        centred -= Nn[j] * np.outer(ybar, ybar)
+        ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
+        means[j] = means[j] + L @ ybar
+    s = sig_m / n
+    _, Cy = undo_clipping(np.zeros(d), centred / n, r)
+    Cy = _floor(_shrink(Cy, s, strength=0.5), s)
+    covs[:] = repair_covariance(L @ repair_covariance(Cy) @ L.T, _step_eig_floor(s, d))
+
+
+def _tie(run: Run) -> Run:
+    """A run's covariances replaced by their weighted mean (post-processing): the pooled
+    covariance a tied step's rows are clipped in (the starts fit one per component)."""
+    w, means, covs = run
+    pooled = sym(np.einsum("j,jab->ab", w / w.sum(), covs))
+    return w, means, np.repeat(pooled[None], w.shape[0], axis=0)
+
+
 def _release_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
     """The released count above which one run's step-t moments update a component (public):
-    twice the noise of its second moments (and sums) at the step's ρ, at least 10⁻³·n/k."""
+    twice the noise of its second moments (and sums) at the step's ρ, at least 10⁻³·n/k; a
+    tied step's second moments are pooled over all rows, so only its sums' noise counts."""
     r = plan.step_radius(t)
     _, rs, rm = plan.stat_rhos(t)
-    return max(2.0 * soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm),
-               2.0 * soft_sums_l2(r) / math.sqrt(2.0 * rs), 1e-3 * n / k)
+    moments = 0.0 if plan.is_tied(t) else 2.0 * soft_outer_sums_frobenius(r) / math.sqrt(
+        2.0 * rm)
+    return max(moments, 2.0 * soft_sums_l2(r) / math.sqrt(2.0 * rs), 1e-3 * n / k)
 
 
 def _dead_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
@@ -1094,6 +1169,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
             runs = [reduce_run(runs[0], k, n, release.rng)]
             changes.clear()
+        if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
+            runs = [_tie(run) for run in runs]
         terms = [_model_terms(w, c) for w, _, c in runs]
         models = tuple((m, Linv, ln) for (_, m, _), (_, Linv, ln) in zip(runs, terms,
                                                                          strict=True))
