@@ -83,9 +83,7 @@ def _tables(min_rows: int, max_cols: int) -> list[tuple[str, object]]:
 
 def _seen_names() -> set[str]:
     """pydataset items the corpus or the peers' benchmark load (used in tuning, or held out
-    of it but looked at)."""
-    for t in list(corpus.TABLES.values()) + list(sp.EXTRA.values()):
-        del t  # importing the modules registers their pydataset items
+    of it but looked at): importing the two modules registered them."""
     return {s.lower() for s in corpus._PYDATASET_ITEMS}
 
 

@@ -716,14 +716,9 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
         picks = _zoom_bins(e, counts, grids[j], probe)
         chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j], split))
                      for k in picks]
-        x = np.nan_to_num(np.asarray(X[:, j], dtype=np.float64), nan=float(e[0]))
-        x = np.clip(x, e[0], e[-1])
-        if plan.kinds[j] != "float":
-            x = np.clip(np.rint(x), e[0], e[-1])
-        k_of = np.clip(np.searchsorted(e, x, side="right") - 1, 0, len(e) - 2)
+        x, k_of = _binned(X[:, j], e, plan.kinds[j])  # as the first histogram counted them
         for slot, (k, sub) in enumerate(chosen[j]):
-            xs = x[k_of == k]
-            idx = np.clip(np.searchsorted(sub, xs, side="right") - 1, 0, len(sub) - 2)
+            idx = _bin_index(sub, x[k_of == k])
             flat[i, slot, :len(sub) - 1] = np.bincount(idx, minlength=len(sub) - 1)
     noisy = gaussian_mechanism(flat.ravel(), sens, ZCDP(plan.rho_zoom),
                                accountant=release.accountant, noise=release.noise,
@@ -929,12 +924,22 @@ def release_types(X: np.ndarray, kinds: Sequence[str], rho: float, *,
     return out, steps
 
 
-def _fine_counts(x: np.ndarray, edges: np.ndarray, kind: str) -> np.ndarray:
-    """Counts of the (clipped into the range; a discrete column's values rounded first)
-    values in the bins of ``edges``: every record counts in exactly one bin."""
+def _bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Each value's bin among ``edges`` (values past the ends in the end bins)."""
+    return np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
+
+
+def _binned(x: np.ndarray, edges: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The values as the histograms count them — clipped into the range, a discrete column's
+    rounded first — and each one's bin among ``edges``: every record in exactly one bin."""
     x = np.nan_to_num(np.asarray(x, dtype=np.float64), nan=edges[0])
     x = np.clip(x, edges[0], edges[-1])
     if kind != "float":
         x = np.clip(np.rint(x), edges[0], edges[-1])
-    k = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
+    return x, _bin_index(edges, x)
+
+
+def _fine_counts(x: np.ndarray, edges: np.ndarray, kind: str) -> np.ndarray:
+    """Counts of the values in the bins of ``edges`` (:func:`_binned`)."""
+    k = _binned(x, edges, kind)[1]
     return np.bincount(k, minlength=len(edges) - 1).astype(np.float64)
