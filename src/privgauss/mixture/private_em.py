@@ -211,6 +211,7 @@ from ..sensitivity import (
     soft_outer_sums_frobenius,
     soft_sums_l2,
 )
+from .atoms import ATOM_SHARE, release_atom_counts
 from .cluster_estimation import undo_clipping
 from .em_final import MARGIN, final_bound, final_pick, public_candidate, single_gaussian
 from .em_starts import (
@@ -336,12 +337,13 @@ class EMPlan:
     components: int = 0
     reduce_at: int | None = None
     tied_until: int | None = None
+    rho_atoms: float = 0.0
 
     @property
     def rho_em(self) -> float:
         return (self.rho_rewhiten + self.rho_init + sum(self.rho_kmeans_steps)
                 + self.rho_spread + self.rho_score + sum(self.rho_steps) + self.rho_count
-                + self.rho_final)
+                + self.rho_final + self.rho_atoms)
 
     def step_radius(self, t: int) -> float:
         """The clipping radius of EM step t (component frames): :func:`step_radius` of that
@@ -422,6 +424,8 @@ class EMPlan:
             out.append(("final selection", ZCDP(self.rho_final)))
         if self.rho_count > 0:
             out.append(("clipped count", ZCDP(self.rho_count)))
+        if self.rho_atoms > 0:
+            out.append(("atom counts", ZCDP(self.rho_atoms)))
         return out
 
 
@@ -631,7 +635,8 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     rho_count = COUNT_SHARE * rho_em
     rho_score = SCORE_SHARE * rho_em  # dropped below when a single run needs no pick
     rho_final = FINAL_SHARE * rho_em
-    rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count - rho_final
+    rho_atoms = ATOM_SHARE * rho_em
+    rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count - rho_final - rho_atoms
     p, m = _grid(n, d, rho_init)
     T = _n_steps(n, d, k, rest, p == d) if n_steps is None else int(n_steps)
     n_starts = N_STARTS if T >= 2 else 1
@@ -650,7 +655,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   3.0 * math.sqrt(d), n_starts,
                   max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
-                  final_candidates=3 if n_public >= max(d + 1, k) else 2)
+                  final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms)
     radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
     plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
@@ -1354,6 +1359,10 @@ def private_em_gmm(
             clipped = _release_count(outside, radius, d, n, plan, release)
             if info is not None:
                 info["clipped_count"] = clipped
+        if plan.rho_atoms > 0:  # the columns' heaviest cells (DiscreteDataWarning)
+            atoms = release_atom_counts(X, m0, Winv, plan.rho_atoms, release)
+            if info is not None:
+                info["atom_counts"] = atoms
     return weights, out_means, out_covs
 
 
