@@ -171,7 +171,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     covariances_ : ndarray of shape (k, d, d)
         Released component covariances (positive definite).
     fit_info_ : dict
-        What the learner reports about its run (DP outputs and public facts only).
+        What the learner reports about its run (DP outputs and public facts only). ``"em"``:
+        ``fit_info_["atom_counts"]`` has the columns' released heaviest-cell counts (1 % of
+        the EM budget, ledger entry "em atom counts") and ``fit_info_["atom_gain"]`` what a
+        component parked on such a point mass would gain over the fit (nat/row; from 1, a
+        :class:`DiscreteDataWarning`).
     public_clusters_ : object or None
         The public clustering (public-heavy, public-light), else None.
     clipped_fraction_ : float or None
@@ -460,10 +464,10 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                        "output)")
         if parked:
             assert gain is not None
-            why.append(f"column {int(gain['column'])} has a point mass: about "
-                       f"{gain['mass']:.0%} of the rows or more share one value (a DP "
-                       f"estimate), where a component parked on it would score about "
-                       f"{gain['gain']:.2g} nat/row above this fit")
+            why.append(f"column {int(gain['column'])} (0-based) has a point mass: about "
+                       f"{gain['mass']:.0%} of the rows or more share one value (within 1e-3 "
+                       f"of the column's sd; a DP estimate), where a component parked on it "
+                       f"would score about {gain['gain']:.2g} nat/row above this fit")
         warn_caller(DiscreteDataWarning,
                     f"{'; and '.join(why)}: the columns look discrete (counts, codes, flags, "
                     "rounded values) or collinear. Non-private EM (sklearn's "

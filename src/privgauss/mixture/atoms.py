@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import reduce_rows
+from ..backends import block_rows, reduce_rows
 from ..mechanisms import Release, gaussian_mechanism
 from ..privacy import ZCDP
 from ..sensitivity import column_max_counts_l2
@@ -83,8 +83,11 @@ def heaviest_cells(X: Any, m0: np.ndarray, Winv: np.ndarray) -> np.ndarray:
     or dask), cells of width ``ATOM_WIDTH`` × the frame's standard deviation of the column
     (the rows of ``Winv`` give the frame's covariance Winv·Winvᵀ) from ``m0``."""
     sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", Winv, Winv), 1e-300))
+    # blocks of at least 4 × ATOM_CELLS rows: each block's (d, ATOM_CELLS) counts are added
+    # to the total, which would dominate on the default ~1 MB blocks at large d
+    block = max(block_rows(int(X.shape[1])), 4 * ATOM_CELLS)
     counts = reduce_rows(X, partial(atom_kernel, origin=np.asarray(m0, dtype=np.float64),
-                                    width=ATOM_WIDTH * sd))[0]
+                                    width=ATOM_WIDTH * sd), block=block)[0]
     return np.asarray(counts, dtype=np.float64).max(axis=1)
 
 

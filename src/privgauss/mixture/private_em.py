@@ -157,7 +157,8 @@ compose, then convert with the δ left). With public rows: ρ_EM = everything (a
 as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 %
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
-80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count; of the rest, half
+80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count, 1 % the atom
+counts; of the rest, half
 on the last EM step, the other half evenly on the T − 1 earlier ones (split between the runs
 while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
 Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − 8 k' steps, the
@@ -178,6 +179,13 @@ rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
    step's and the one a Gaussian row exceeds with probability 1 %); the winner's count is
    released with discrete Gaussian noise, sensitivity 1 (1 % of ρ_EM, "clipped count"): the
    estimator's ``clipped_fraction_``, ``ClippedDataWarning`` and background weight.
+6. *Atom counts* (:mod:`.atoms`; issue 27). One more pass bins each column of the rows on a
+   fine grid of the released frame (cells 10⁻³ of the column's released sd wide, from m₀)
+   and releases every column's heaviest cell count jointly, Gaussian noise of L2 sensitivity
+   √d (1 % of ρ_EM, "atom counts"; ``info["atom_counts"]``): a point mass (many rows at one
+   value) falls in one cell, continuous rows spread thinly. With the released fit it tells
+   what a non-private mixture parked on that value would gain
+   (:func:`~privgauss.mixture.atoms.atom_gain`: the estimator's ``DiscreteDataWarning``).
 
 **Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
 the budget spent so far stays spent; its message names the n it needs). Everything after it is
@@ -185,7 +193,8 @@ post-processing that always returns a model: a component whose noisy count is to
 its previous estimate (or is revived by a split). No other exception on private data; the
 estimator's warnings are functions of DP outputs: ``ClippedDataWarning`` of the clipped count,
 ``SimplerModelWarning`` of the final pick, ``DiscreteDataWarning`` of the EM fit's covariances
-in the released frame (``info["final_selection"]["em_thinnest_variance"]``).
+in the released frame (``info["final_selection"]["em_thinnest_variance"]``) or of the atom
+counts with the released fit.
 """
 
 from __future__ import annotations
@@ -307,7 +316,8 @@ class EMPlan:
     parts in order without the skipped steps'. ``components``: k' > k when the run is
     over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never); its
     steps before ``tied_until`` (None: none) fit one pooled covariance, their second moments
-    one matrix (``TIED_SHARES`` of the step's ρ)."""
+    one matrix (``TIED_SHARES`` of the step's ρ). ``rho_atoms``: the columns' heaviest-cell
+    counts (:mod:`.atoms`), the last part."""
 
     total: Budget
     localisation: ApproxDP | None
@@ -1290,8 +1300,9 @@ def private_em_gmm(
     ``prior``. See the module docstring. ``prior`` (public, an :class:`EMPrior`) replaces the
     bound-free localisation when there are fewer than d+1 public rows; the final model is
     projected into it (as the estimator projects every release) before the DP count of rows
-    outside every component's final ball. ``info`` receives the ``"em_plan"``, the
-    ``"clipped_count"`` (the noisy count with its public context) and ``"em_stopped_after"``
+    outside every component's final ball, then the columns' heaviest-cell counts
+    (:mod:`.atoms`). ``info`` receives the ``"em_plan"``, the ``"clipped_count"`` (the noisy
+    count with its public context), the ``"atom_counts"`` (likewise) and ``"em_stopped_after"``
     (the step after which the DP stopping rule skipped to the last one; None when all ran).
     Charged to ``release``'s accountant, noise from its noise source."""
     accountant = release.accountant
