@@ -242,7 +242,8 @@ def test_neighbours_get_the_same_warnings_and_ledger() -> None:
 def test_parked_rows_warn_and_continuous_rows_do_not() -> None:
     """At ε = 1: 40 % of a column at one value warns (the fit is not at its floor there, so
     the floor test alone would not); a continuous mixture of the same size does not."""
-    m, caught = _fit(_parked(20000, 8))
+    m, caught = _fit(_parked(20000, 2))
+    assert m.fit_info_["final_selection"]["em_thinnest_variance"] > pe.EIG_FLOOR * (1 + 1e-6)
     assert m.fit_info_["atom_gain"]["gain"] >= at.ATOM_ALARM
     assert "DiscreteDataWarning" in caught
     m2, caught2 = _fit(_continuous(20000, 8))

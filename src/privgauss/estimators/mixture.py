@@ -462,8 +462,7 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
             why.append("a component of the private EM fit reached the eigenvalue floor (its "
                        "variance in some direction is 1e-3 of the data's or less, a DP "
                        "output)")
-        if parked:
-            assert gain is not None
+        if parked and gain is not None:
             why.append(f"column {int(gain['column'])} (0-based) has a point mass: about "
                        f"{gain['mass']:.0%} of the rows or more share one value (within 1e-3 "
                        f"of the column's sd; a DP estimate), where a component parked on it "

@@ -158,9 +158,9 @@ as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. �
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
 80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count, 1 % the atom
-counts; of the rest, half
-on the last EM step, the other half evenly on the T − 1 earlier ones (split between the runs
-while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
+counts; of the rest, half on the last EM step, the other half evenly on the T − 1 earlier
+ones (split between the runs while they explore); within a step 10 % counts, 30 % sums,
+60 % second moments.
 Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − 8 k' steps, the
 rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
 ``TIED_SHARES``.
