@@ -46,9 +46,13 @@ from ..sensitivity import histogram_l2
 
 #: fewest levels per column for the grid to be used (below, the copula mixture alone)
 GRID_MIN_LEVELS = 5
-#: most levels per column and most cells in all
-GRID_MAX_LEVELS = 32
-GRID_MAX_CELLS = 4096
+#: most cells in all: a bound on memory and time (each of the grid's tables holds this many
+#: floats, the raking sweeps them), not a guard against noise — the levels grow with n/σ
+#: (:func:`grid_levels`) and reach it only at n/σ ≈ GRID_MAX_CELLS^((d+1)/d) (10⁹ at d = 2).
+#: Until 2026-11-29 the grid also stopped at 32 levels and 4,096 cells, a resolution floor
+#: that kept the synthetic 2-way tables above their sampling floor at any budget (six
+#: columns or more never got a grid: benchmarks/results/synth_corpus.md)
+GRID_MAX_CELLS = 2**20
 #: iterations of the raking to the margins
 RAKE_ITERATIONS = 50
 #: copula draws per synthetic row offered to the cells (see :meth:`DependenceGrid.sample`)
@@ -58,13 +62,15 @@ PROPOSALS_PER_ROW = 8
 def grid_levels(n: int, d: int, rho: float) -> int:
     """Levels per column from public n, d and the grid's ρ: ⌊(n/σ)^(1/(d+1))⌋ (the cell width
     that balances the histogram's binning error, ∝ 1/g, with its noise's, ∝ g^d σ/n), σ the
-    noise per cell, at most :data:`GRID_MAX_LEVELS` and :data:`GRID_MAX_CELLS` cells in all;
-    0 (no grid) when that is below :data:`GRID_MIN_LEVELS` or d < 2."""
+    noise per cell, at most :data:`GRID_MAX_CELLS` cells in all (memory); 0 (no grid) when
+    that is below :data:`GRID_MIN_LEVELS` or d < 2. The levels grow without bound as σ → 0,
+    so the released grid tends to the rows' joint histogram of scores at any resolution."""
     if not (rho > 0 and n > 0 and d >= 2):  # one column has no dependence
         return 0
     sigma = histogram_l2() / math.sqrt(2.0 * rho)
-    cap = int(round(GRID_MAX_CELLS ** (1.0 / d), 9))  # the most levels within the cells' cap
-    g = min(int((n / sigma) ** (1.0 / (d + 1))), GRID_MAX_LEVELS, cap)
+    g = int((n / sigma) ** (1.0 / (d + 1)))
+    while g >= GRID_MIN_LEVELS and g**d > GRID_MAX_CELLS:  # the most levels within the cap
+        g -= 1
     return g if g >= GRID_MIN_LEVELS else 0
 
 
