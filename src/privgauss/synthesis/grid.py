@@ -115,18 +115,19 @@ class DependenceGrid:
         return np.asarray(cell * r**d + sub)
 
     def sample(self, n: int, proposals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``n`` rows of uniform scores: cell counts drawn from ``probs`` (and, refined, each
-        cell's count split among its sub-cells by ``within``); in each (sub-)cell, the
+        """``n`` rows of uniform scores: cell counts n·``probs`` rounded by systematic
+        sampling (:func:`systematic_counts`; refined, each cell's count split among its
+        sub-cells by ``within`` the same way); in each (sub-)cell, the
         ``proposals`` (draws of the copula model's uniform scores) that fall there, taken
         without replacement, then uniform points in it for any shortfall; rows shuffled."""
         g, d = self.levels, self.d
         p = self.probs.ravel()
-        want = rng.multinomial(n, p / p.sum())
+        want = systematic_counts(n, p, rng)
         if self.within is not None and self.refine > 1:
             r = self.refine
             sub = np.zeros((p.size, r**d), dtype=np.int64)
             for c in np.flatnonzero(want):
-                sub[c] = rng.multinomial(int(want[c]), self.within[c] / self.within[c].sum())
+                sub[c] = systematic_counts(int(want[c]), self.within[c], rng)
             want, have, width = sub.ravel(), self._sub_cells(proposals), 1.0 / (g * r)
         else:
             r, have, width = 1, self.cells(proposals), 1.0 / g
@@ -178,6 +179,23 @@ class DependenceGrid:
                              "column and non-negative probabilities summing to 1 (refined: "
                              "each cell's sub-cell shares summing to 1)")
         return cls(g, probs.reshape(shape), r, within)
+
+
+def systematic_counts(n: int, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``n`` draws' counts over the cells of probabilities ``p`` (non-negative, any sum > 0)
+    by systematic sampling: the points (i + U)/n, i = 0 … n − 1, one uniform U, counted in
+    the cells' intervals of the cumulative probabilities — each count ⌊n p_k⌋ or ⌈n p_k⌉,
+    its mean n p_k, summing to n. Multinomial draws (until 2026-11-29) added their own
+    sampling noise to the cells' masses — at a huge budget, when the released grid is the
+    rows' own histogram, a second sample's worth of error over the sampling floor."""
+    q = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
+    total = q.sum()
+    if not total > 0 or n <= 0:
+        return np.zeros(q.size, dtype=np.int64)
+    edges = np.concatenate([[0.0], np.cumsum(q / total)])
+    edges[-1] = 1.0
+    points = (np.arange(n) + rng.uniform(0.0, 1.0)) / n
+    return np.diff(np.searchsorted(points, edges, side="left")).astype(np.int64)
 
 
 def rake(table: np.ndarray, iterations: int = RAKE_ITERATIONS,
