@@ -157,16 +157,20 @@ def histogram_share(d: int) -> float:
 
 
 def em_noise_rows(n: int, d: int, k: int, rho: float) -> float:
-    """The rows ``em``'s requirement asks for its noise at ρ inside the score prior (public n,
-    d, k, ρ): its practical requirement
-    (:func:`~privgauss.methods.mixture_requirements`) less its noise-free floor, d + 1 rows
-    per component (a full covariance each); 0 when the floor dominates. It falls to 0 as ρ
-    grows (em's start term ∝ ρ^(-1/4), its last step's noise ∝ ρ^(-1/2))."""
-    from ..methods import mixture_requirements
+    """The rows the mixture's method (``auto``: em, inside the score prior) asks for its noise
+    at ρ (public n, d, k, ρ): its practical requirement
+    (:func:`~privgauss.methods.mixture_plan`'s ``requirements``) less its noise-free floor,
+    d + 1 rows per component (a full covariance each); 0 when the floor dominates, infinite
+    when it states none. It falls to 0 as ρ grows (em's start term ∝ ρ^(-1/4), its last
+    step's noise ∝ ρ^(-1/2))."""
+    from ..methods import mixture_plan
 
     bound, cov = score_prior(n, d)
-    req = mixture_requirements("em", n=n, d=d, k=k, rho=rho, mean_bound=bound, cov_bounds=cov)
-    return max(0.0, float(req.n_needed) - (d + 1.0) * k)
+    req = mixture_plan(n, d, k, rho=rho, mean_bound=bound, cov_bounds=cov).requirements
+    need = getattr(req, "n_needed", None)
+    if need is None:
+        return math.inf
+    return max(0.0, float(need) - (d + 1.0) * k)
 
 
 def choose_components(n: int, d: int, rho: float, requested: int | str = "auto") -> int:
