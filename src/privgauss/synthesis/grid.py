@@ -13,9 +13,12 @@ table raked (iterative proportional fitting) to margins that combine the two DP 
 of each column's mass in each of its g slices — 1/g by its marginal, the slice's noisy sum by
 the grid — by inverse noise variance (:func:`combined_margins`; uniform when the grid is
 used alone), so the synthetic columns follow the DP marginals corrected where the grid's sums
-measure them better; a sample picks a cell from the raked table and a point inside it from the
-copula model's draws that fall there (uniform in the cell when too few do), so the model sets
-the shape within a cell and the grid the mass of each.
+measure them better; a sample of m rows gives each cell m times its raked mass, rounded by
+systematic sampling (:func:`systematic_counts`: no multinomial noise on top of the release's),
+and each row a point inside its cell from the copula model's draws that fall there (uniform
+in the cell when too few do), so the model sets the shape within a cell and the grid the mass
+of each. The levels grow with n/σ, bounded only by memory (:data:`GRID_MAX_CELLS`): as the
+noise vanishes the grid tends to the rows' own histogram of scores at any resolution.
 
 Two levels (:func:`refinement_from_counts`): a second noisy histogram on the grid of r times
 the levels (r^d sub-cells per cell) measures the shape inside each cell — its block sums are
