@@ -18,7 +18,7 @@ import privgauss as pg
 import privgauss.synthesis.grid as grid_mod
 import privgauss.synthesis.marginals as marg
 import privgauss.synthesis.synthesizer as synth_mod
-from privgauss.audit import audit_mechanism
+from privgauss.audit import audit_mechanism, fit_outcome
 from privgauss.mechanisms import Release
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant, approx_to_zcdp, zcdp_to_epsilon
@@ -300,3 +300,31 @@ def test_a_mixtures_overall_correlation_is_the_one_corrected() -> None:
     got = after / np.outer(np.sqrt(np.diag(after)), np.sqrt(np.diag(after)))
     assert np.allclose(got, want, atol=1e-9)
     assert np.allclose(np.einsum("kjj->kj", cop.covariances_), [np.diag(cov)] * 2)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_neighbours_end_in_the_same_outcome_at_a_huge_budget(seed: int) -> None:
+    """A table and its neighbour (one row replaced by a gross error) at ρ = 1e6, where the
+    zoom is fine (two rounds, float columns split) and k, the grid's levels and the bins are
+    the large ones: same outcome class and warnings, and the same ledger steps outside the
+    copula's (whose em may stop early on a DP test: a DP output, DESIGN.md rule 10)."""
+    X = _mht_end(3000, seed).to_numpy(np.float64)
+    Y = X.copy()
+    Y[0] = [1e12, -1e9]
+    outs, steps = [], []
+    for data in (X, Y):
+        est = pg.PrivateSynthesizer(rho=HUGE, random_state=seed, kinds=["integer", "float"])
+        outs.append(fit_outcome(est, data))
+        fitted = pg.PrivateSynthesizer(rho=HUGE, random_state=seed,
+                                       kinds=["integer", "float"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted.fit(data)
+        steps.append([(e.step, e.cost.rho) for e in fitted.ledger_
+                      if not e.step.startswith("copula/")])
+    a, b = outs
+    assert a.kind == b.kind == "success"
+    assert a.warning_categories == b.warning_categories
+    assert steps[0] == steps[1]
+    assert [s for s, _ in steps[0]][:4] == ["marginals/range", "marginals/bins",
+                                            "marginals/zoom", "marginals/zoom/2"]
