@@ -50,12 +50,13 @@ from ..sensitivity import histogram_l2
 #: fewest levels per column for the grid to be used (below, the copula mixture alone)
 GRID_MIN_LEVELS = 5
 #: most cells in all: a bound on memory and time (each of the grid's tables holds this many
-#: floats, the raking sweeps them), not a guard against noise — the levels grow with n/σ
-#: (:func:`grid_levels`) and reach it only at n/σ ≈ GRID_MAX_CELLS^((d+1)/d) (10⁹ at d = 2).
+#: floats, the raking sweeps them, and secure noise costs ~40 µs a cell: 2^20 cells were 42 s
+#: of noise), not a guard against noise — the levels grow with n/σ (:func:`grid_levels`) and
+#: reach it only at n/σ ≈ GRID_MAX_CELLS^((d+1)/d) (2·10⁸ at d = 2).
 #: Until 2026-11-29 the grid also stopped at 32 levels and 4,096 cells, a resolution floor
 #: that kept the synthetic 2-way tables above their sampling floor at any budget (six
 #: columns or more never got a grid: benchmarks/results/synth_corpus.md)
-GRID_MAX_CELLS = 2**20
+GRID_MAX_CELLS = 2**18
 #: iterations of the raking to the margins
 RAKE_ITERATIONS = 50
 #: copula draws per synthetic row offered to the cells (see :meth:`DependenceGrid.sample`)

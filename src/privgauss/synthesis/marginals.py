@@ -703,6 +703,27 @@ def zoom_split(n: int, sigma_z: float) -> int:
 ZOOM_BINS_DIVISOR = 4.0
 
 
+#: most noisy counts one zoom round releases (all columns' slots × sub-bins): a bound on time,
+#: not a guard against noise — secure noise (OpenDP's exact sampler) costs ~40 µs a count, and
+#: the unbounded sizes of :func:`zoom_split` × :func:`zoom_bins` asked mhtdata (159,312 × 6)
+#: at ε = 1e4 for 4.4 million counts a round, 400 s of noise; at this bound a round's noise
+#: costs at most ~10 s. A corpus table of 10⁴ rows reaches it only past ε ≈ 100.
+ZOOM_MAX_COUNTS = 2**18
+
+
+def zoom_sizes(columns: int, split: int, slots: int) -> tuple[int, int]:
+    """(sub-bins per bin, bins per column) of a zoom round over ``columns`` columns: ``split``
+    and ``slots`` (:func:`zoom_split`, :func:`zoom_bins`), the sub-bins cut first (down to
+    :data:`ZOOM_SPLIT`), then the bins (down to :data:`ZOOM_BINS`), until the round releases
+    at most :data:`ZOOM_MAX_COUNTS` counts. Public: a function of the sizes only."""
+    per = max(1, ZOOM_MAX_COUNTS // max(1, columns))
+    if slots * split > per:
+        split = max(ZOOM_SPLIT, per // slots)
+    if slots * split > per:
+        slots = max(ZOOM_BINS, per // split)
+    return split, slots
+
+
 def zoom_bins(n: int, sigma_z: float, fine: bool = False) -> int:
     """Bins per column the zoom splits, from public facts: :data:`ZOOM_BINS`, or about
     (n/σ)^(1/3) / :data:`ZOOM_BINS_DIVISOR` when that is more. A bin's sub-counts stand above
@@ -780,8 +801,7 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
     grids = [1.0 if plan.kinds[j] != "float" else float(steps[j]) for j in range(d)]
     sens = histogram_l2() * math.sqrt(len(zoomed))
     sigma_z = sens / math.sqrt(2.0 * rho_round)
-    split = zoom_split(n, sigma_z)
-    slots = zoom_bins(n, sigma_z, fine)
+    split, slots = zoom_sizes(len(zoomed), zoom_split(n, sigma_z), zoom_bins(n, sigma_z, fine))
     cut = sigma_z * max(EMPTY_BIN_SIGMAS, float(ndtri(1.0 - RANGE_BETA / split)))
     out = list(cols)
     # each bin's noise deviation: the first histogram's, a sub-bin's the zoom's
