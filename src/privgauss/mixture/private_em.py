@@ -269,6 +269,11 @@ OVER_TIED = True  # the k'-component steps fit one pooled (tied) covariance, rel
 TIED_SHARES = (0.1, 0.3, 0.6)  # counts, sums, pooled second moment within a tied step
 UNTIED_LAST = 1  # the last this many k'-component steps release full covariances again
 TIED_AFTER_PICK = 2  # the tied steps end at most this many steps after the run pick
+WIDE_STARTS = 6  # exploring runs where the steps are quiet (issue 27: sklearn's n_init)
+WIDE_EXPLORE = 2.0 / 3.0  # ... and the share of the T steps they explore before the pick
+WIDE_STEPS = 150  # EM steps of a wide plan where the budget gives the default MAX_STEPS
+FREEZE_TOL = 1e-3  # an exploring run stops when its change still to come is at most this
+WIDE_NOISE = 1e-3  # quiet: a wide plan's exploring step's noise moves a model ≤ this
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
@@ -336,6 +341,7 @@ class EMPlan:
     components: int = 0
     reduce_at: int | None = None
     tied_until: int | None = None
+    freeze: bool = False
 
     @property
     def rho_em(self) -> float:
@@ -367,6 +373,11 @@ class EMPlan:
         from ``stop_from`` on, and only while at least one planned step lies between t and
         the last (a stop jumps to the last step)."""
         return self.stop_from is not None and self.stop_from <= t < self.n_steps - 2
+
+    def may_freeze(self, t: int) -> bool:
+        """Whether an exploring run whose released changes meet the stopping rule stops at
+        step t (public): in a quiet wide plan (``freeze``), while exploring."""
+        return self.freeze and t < self.explore_steps
 
     def fitted(self, k: int) -> int:
         """How many components the run starts and explores with (public): ``components``
@@ -545,6 +556,9 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     Over-parameterised (``components`` = k' > k, :func:`_over_components`) where an exploring
     step's noise is loud and k' components meet em's own rows-per-component needs."""
     plan = _base_plan(n, d, k, budget, n_public=n_public, n_steps=n_steps, prior=prior)
+    wide = _wide_plan(plan, n, d, k, budget, n_steps, n_public, prior)
+    if wide is not None:
+        return wide
     k_over = _over_components(plan, n, d, k, budget, n_steps, n_public, prior)
     if not k_over:
         return plan
@@ -561,6 +575,42 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2])
                   for t in range(over.n_steps))
     return dataclasses.replace(over, step_radii=radii)
+
+
+def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: int | None,
+               n_public: int, prior: bool) -> EMPlan | None:
+    """The plan with ``WIDE_STARTS`` exploring runs over the first ``WIDE_EXPLORE`` of the T
+    steps (public), or None: only with the default schedule and where each run's first
+    exploring step's noise alone moves a model by at most ``WIDE_NOISE`` nat/row
+    (:func:`_noise_change`): with T = ``WIDE_STEPS`` where the budget gives the default
+    schedule its most steps (``MAX_STEPS``) and that is quiet, else with the default T.
+    ε = 1e4 on the corpus' 2,000–20,000-row tables up to d = 9 and at n = 5e4, d = 10,
+    k = 3; never at ε = 1 there (its first step's noise is 0.06–170). The parts are those of
+    the plan with three runs, the exploring steps' ρ split over more runs for more steps; the
+    run pick's sensitivity grows with the runs (``score_sums_l2``)."""
+    if n_steps is not None or plan.n_starts < 2 or WIDE_STARTS <= plan.n_starts:
+        return None
+    bases = [plan]
+    if WIDE_STEPS > plan.n_steps >= MAX_STEPS:
+        bases.insert(0, _base_plan(n, d, k, budget, n_public=n_public, n_steps=WIDE_STEPS,
+                                   prior=prior))
+    wides = []
+    for base in bases:
+        T = base.n_steps
+        explore = max(base.explore_steps, int(math.floor(WIDE_EXPLORE * T)))
+        if explore < T - 1:
+            wides.append(dataclasses.replace(base, n_starts=WIDE_STARTS, explore_steps=explore))
+    for wide in wides:  # the longest quiet one
+        T, explore = wide.n_steps, wide.explore_steps
+        if not _noise_change(wide, 0, n, d, k) <= WIDE_NOISE:
+            continue
+        radii = tuple(step_radius(n, d, k, wide.stat_rhos(t)[2]) for t in range(T))
+        wide = dataclasses.replace(wide, step_radii=radii)
+        quiet = _noise_change(wide, explore, n, d, k) <= STOP_NOISE * STOP_TOL
+        freeze = _noise_change(wide, 0, n, d, k) <= STOP_NOISE * FREEZE_TOL
+        return dataclasses.replace(wide, start_clusters=_start_clusters(n, d, k, wide),
+                                   stop_from=explore if quiet else None, freeze=freeze)
+    return None
 
 
 def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
@@ -1156,14 +1206,23 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
 
 
 def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
-              n: int, stops: list[int] | None = None, k: int | None = None) -> Run:
+              n: int, stops: list[int] | None = None, k: int | None = None,
+              frozen: list[tuple[int, int]] | None = None) -> Run:
     """The T EM steps, one pass over the rows each: while exploring, the pass computes every
     run's statistics (released run by run); at the end of the exploration the same pass also
     scores the runs, the pick is released first and only the winner's statistics after it.
     An over-parameterised plan's run is reduced to ``k`` components (free:
-    :func:`~privgauss.mixture.em_starts.reduce_run`) before step ``plan.reduce_at``."""
+    :func:`~privgauss.mixture.em_starts.reduce_run`) before step ``plan.reduce_at``.
+    Where the plan lets exploring runs stop (``plan.may_freeze``: quiet wide plans), a run
+    whose released changes meet the stopping rule (:func:`_converged`) is *frozen*: its
+    later exploring steps are skipped (it waits for the pick as it is, as scikit-learn's
+    init stops at its ``tol``), and once every run is frozen the exploration ends and the
+    pick's step runs next. Each freeze is appended to ``frozen`` as (run, step): a function
+    of released models (post-processing), like the stop."""
     t = 0
     changes: list[float] = []
+    active = [True] * len(runs)
+    run_changes: list[list[float]] = [[] for _ in runs]
     while t < plan.n_steps:
         if (plan.reduce_at is not None and k is not None and t >= plan.reduce_at
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
@@ -1171,35 +1230,52 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             changes.clear()
         if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
             runs = [_tie(run) for run in runs]
-        terms = [_model_terms(w, c) for w, _, c in runs]
-        models = tuple((m, Linv, ln) for (_, m, _), (_, Linv, ln) in zip(runs, terms,
-                                                                         strict=True))
         pick = t == plan.explore_steps and len(runs) > 1
+        exploring = t < plan.explore_steps and len(runs) > 1
+        idx = [c for c in range(len(runs)) if active[c]] if exploring else list(range(len(runs)))
+        terms = [_model_terms(runs[c][0], runs[c][2]) for c in idx]
+        models = tuple((runs[c][1], Linv, ln) for c, (_, Linv, ln) in zip(idx, terms,
+                                                                           strict=True))
         out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.step_radius(t),
                                      bound=plan.score_bound if pick else 0.0),
                           block=EM_BLOCK_ROWS)
-        keep = range(len(runs))
+        keep = range(len(idx))  # positions in idx
         if pick:
             winner = pick_run(out[3], plan, release)
             keep = range(winner, winner + 1)
-        new = [_em_release((out[0][c], out[1][c], out[2][c]), runs[c], terms[c][0], plan, t,
-                           release, n, f" run {c + 1}" if len(keep) > 1 else "")
-               for c in keep]
+        tag = plan.runs(t) > 1
+        new = {idx[a]: _em_release((out[0][a], out[1][a], out[2][a]), runs[idx[a]],
+                                   terms[a][0], plan, t, release, n,
+                                   f" run {idx[a] + 1}" if tag else "")
+               for a in keep}
+        if exploring and plan.may_freeze(t):  # released models only: post-processing
+            for c, run in new.items():
+                run_changes[c].append(_model_change(runs[c], run))
+                if _converged(run_changes[c], FREEZE_TOL):
+                    active[c] = False
+                    if frozen is not None:
+                        frozen.append((c, t))
         # the stopping rule: a function of released models only (see the module docstring)
         if len(new) == 1 and plan.may_stop(t):
-            changes.append(_model_change(runs[keep[0]], new[0]))
+            (c, run), = new.items()
+            changes.append(_model_change(runs[c], run))
+        if pick or not exploring:
+            runs = list(new.values())
+        else:
+            runs = [new.get(c, run) for c, run in enumerate(runs)]
         if _converged(changes):
             if stops is not None:
                 stops.append(t)
             t = plan.n_steps - 1
             changes.clear()
+        elif exploring and not any(active):
+            t = plan.explore_steps  # every run frozen: the pick's step next
         else:
             t += 1
-        runs = new
     return runs[0]
 
 
-def _converged(changes: list[float]) -> bool:
+def _converged(changes: list[float], tol: float = STOP_TOL) -> bool:
     """The stopping rule on the released changes of the steps so far (post-processing): the
     change still to come, extrapolated geometrically from the last three,
     Δ_t/(1 − q) with q = min(``STOP_RATE``, √(Δ_t/Δ_{t−2})), is at most ``STOP_TOL``. A slow
@@ -1210,7 +1286,7 @@ def _converged(changes: list[float]) -> bool:
     last, before = changes[-1], changes[-3]
     ratio = last / before if before > 0 else math.inf
     rate = min(STOP_RATE, math.sqrt(ratio)) if ratio >= 0 else STOP_RATE  # NaN: the cap
-    return last <= (1.0 - rate) * STOP_TOL
+    return last <= (1.0 - rate) * tol
 
 
 def _count_radius(plan: EMPlan, d: int) -> float:
@@ -1321,17 +1397,22 @@ def private_em_gmm(
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = standardiser(Winv)
         kf = plan.fitted(k)  # k' > k components until the reduction when over-parameterised
-        hist_run, white_run, seeds = histogram_start(Z, Pz, kf, plan, release, n, G)
+        extras: list[Run] = []
+        hist_run, white_run, seeds = histogram_start(Z, Pz, kf, plan, release, n, G,
+                                                     extra=plan.n_starts - N_STARTS,
+                                                     Winv=Winv, extras=extras)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps and plan.start_clusters > kf:
             runs.insert(0, summary_start(Z, seeds, kf, plan, release, G, Ginv))
         elif plan.rho_kmeans_steps:
             runs.insert(0, kmeans_steps(Z, hist_run[1], plan, release, G, Ginv, _shrink))
-        runs = runs[: max(plan.n_starts, 1)]
+        runs = (runs + extras)[: max(plan.n_starts, 1)]
         stops: list[int] = []
-        em = _em_steps(Z, runs, plan, release, n, stops, k=k)
+        frozen: list[tuple[int, int]] = []
+        em = _em_steps(Z, runs, plan, release, n, stops, k=k, frozen=frozen)
         if info is not None:
             info["em_stopped_after"] = stops[0] + 1 if stops else None
+            info["em_frozen"] = [(c + 1, t + 1) for c, t in frozen]
         names, cands = _final_candidates(em, P, m0, W, k, plan, release.rng)
         outs = [_output(c, m0, W, Winv, prior) for c in cands]
         if prior is not None:  # the candidates as the user gets them, back in the frame
