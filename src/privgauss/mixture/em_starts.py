@@ -1,6 +1,8 @@
 """The starts of private EM (:mod:`privgauss.mixture.private_em`): the noisy grid histogram of
 the whitened rows and its k-means (histogram and whitened-frame starts), the private Lloyd steps
-seeded by it (the k-means start), and the DP pick among runs.
+seeded by it (the k-means start), more starts from the same cells' k-means in other frames
+(the raw columns' frame among them: :func:`frame_starts`, a wide plan's, where the steps are
+quiet) and the DP pick among runs.
 
 **Reference.** Park, Foulds, Chaudhuri, Welling, "DP-EM", AISTATS 2017 (the EM steps); the
 start's private Lloyd steps follow DP k-means via noisy counts and sums (Su, Cao, Li, Bertino,
