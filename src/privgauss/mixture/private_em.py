@@ -97,11 +97,12 @@ budget and public rows; every frame after the first a function of releases):
    unreleased): T passes in all.
    *Wide exploration where quiet* (issue 27: scikit-learn's ``n_init``; :func:`_wide_plan`).
    Where even ``WIDE_STARTS`` = 6 runs' first exploring step's noise alone moves a model by
-   at most ``WIDE_NOISE`` = 1e-3 nat/row (public; ε = 1e4 on the corpus' 2,000–20,000-row
-   tables up to d ≈ 9 and at n = 5e4, d = 10, k = 3; never at ε = 1 there, where it is
-   0.06–170), the plan explores with 6 runs over the first ``WIDE_EXPLORE`` = 2/3 of
-   T = ``WIDE_STEPS`` = 150 steps (where the default schedule has its ``MAX_STEPS`` and 150
-   are still that quiet; else of the default T). The three starts above are joined by the
+   at most ``WIDE_NOISE`` = 1e-3 nat/row (public; ε = 1e4 on 34 of the 39 fresh corpus
+   tables — not on the five with d = 7–10 and 1,900–2,700 training rows — and at n = 5e4,
+   d = 10, k = 3; never at ε = 1 there, where it is 0.06–170), the plan explores with 6
+   runs over the first ``WIDE_EXPLORE`` = 2/3 of T = ``WIDE_STEPS`` = 150 steps (where the
+   default schedule has its ``MAX_STEPS`` and 150 are still that quiet and keep its
+   stopping rule; else of the default T). The three starts above are joined by the
    same cells' k-means in the released frame's raw coordinates x − m₀ = W⁻¹z (the frame a
    user's scikit-learn clusters in; least inertia of 2 seedings) and single k-means++
    seedings in the whitened and raw frames, each cluster's covariance that of its cells
@@ -113,7 +114,10 @@ budget and public rows; every frame after the first a function of releases):
    pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
    ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
    released models, as with the stop below; ``info["em_frozen"]``). It bounds the time where
-   the runs converge fast (n = 5e4, d = 10, k = 3: see ``benchmarks/results/em_starts.md``).
+   the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
+   ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
+   mostly too noisy for it, a fit takes up to 2.6 s instead of 0.2–0.6 s (rwm5yr,
+   19,609 × 15: 6.1 s).
    Why (diagnosed on Males and Benefits at ε = 1e4, seed 0, the two tables this was tuned
    on): the three-run fit sat at a fixed point of EM (scikit-learn from it moves < 0.001
    nat/row), not in noise. On Males (0.109 nat/row below scikit-learn's best of 5 held
@@ -612,9 +616,13 @@ def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: in
     steps (public), or None: only with the default schedule and where each run's first
     exploring step's noise alone moves a model by at most ``WIDE_NOISE`` nat/row
     (:func:`_noise_change`): with T = ``WIDE_STEPS`` where the budget gives the default
-    schedule its most steps (``MAX_STEPS``) and that is quiet, else with the default T.
-    ε = 1e4 on the corpus' 2,000–20,000-row tables up to d = 9 and at n = 5e4, d = 10,
-    k = 3; never at ε = 1 there (its first step's noise is 0.06–170). The parts are those of
+    schedule its most steps (``MAX_STEPS``) and that is quiet — and, where the three-run plan
+    may stop early (``stop_from``), still may (else a run picked early ran all 150 steps:
+    generated families with d = 15 took 2–2.7× as long) —, else with the default T.
+    Exploring runs may freeze (``freeze``) where a step's noise is at most ``STOP_NOISE`` ×
+    ``FREEZE_TOL``.
+    ε = 1e4 on 34 of the 39 fresh corpus tables and at n = 5e4, d = 10, k = 3;
+    never at ε = 1 there (its first step's noise is 0.06–170). The parts are those of
     the plan with three runs, the exploring steps' ρ split over more runs for more steps; the
     run pick's sensitivity grows with the runs (``score_sums_l2``)."""
     if n_steps is not None or plan.n_starts < 2 or WIDE_STARTS <= plan.n_starts:
