@@ -12,13 +12,16 @@ tables, and for each splits the rows at random 80/20 (at most ``--max-rows`` tra
 
 Per table and budget it records the outcome (a refusal's message), and against the real
 held-out rows: correlation MAE, 1-way TV on 20 quantile bins per column, 2-way TV on 5×5
-quantile bins per pair (``synth_peers.py``'s metrics, here on values rounded to float32: the
-files' float32 artefacts, 7.90000009536743 for 7.9, would put a synthetic 7.9 into the
-quantile bin below its level), the same three for the real *training*
-rows (the sampling floor: what a perfect synthesizer of this size would score), and checks of
-the output's form — the column names and dtypes those of the input, every integer column's
-values whole, each 0/1 integer column's values 0 or 1, and the share of values outside the
-training rows' [min, max] (the synthesizer releases a DP range, which may be wider).
+quantile bins per pair (``synth_peers.py``'s metrics, here on values rounded to float32 and
+non-integers to 6 significant digits: the files' float32 artefacts, 7.90000009536743 or
+7.9000004 for 7.9, would put a synthetic 7.9 into the quantile bin below its level), the
+same three for the real *training* rows (the sampling floor: what a perfect synthesizer of
+this size would score), and checks of the output's form — the column names and dtypes those
+of the input, every integer column's values whole, each 0/1 integer column's values 0 or 1,
+and the share of values outside the training rows' [min, max] (the synthesizer releases a
+DP range, which may be wider), exactly and at the metrics' rounding ("outside (6 digits)":
+a float column's point mass at its largest value, synthesized 5e-9 above it, is not
+outside there).
 
 **Consistency**: at a huge budget the metrics must fall to the floor (the marginals and the
 grid sharpen as the noise vanishes); the table reports each metric's excess over the floor.
@@ -93,7 +96,7 @@ def _form(train: object, syn: object) -> dict:
 
     assert isinstance(train, pd.DataFrame) and isinstance(syn, pd.DataFrame)
     same = list(syn.columns) == list(train.columns) and list(syn.dtypes) == list(train.dtypes)
-    whole, binary, outside = True, True, 0.0
+    whole, binary, outside, outside6 = True, True, 0.0, 0.0
     for c in train.columns:
         t, s = train[c].to_numpy(), syn[c].to_numpy(dtype=np.float64)
         if pd.api.types.is_integer_dtype(train[c].dtype):
@@ -102,14 +105,27 @@ def _form(train: object, syn: object) -> dict:
                 binary &= bool(np.all((s == 0) | (s == 1)))
         lo, hi = float(np.min(t)), float(np.max(t))
         outside = max(outside, float(np.mean((s < lo) | (s > hi))))
-    return {"form": same, "whole": whole, "binary": binary, "outside": outside}
+        t6, s6 = _rounded(t), _rounded(s)
+        outside6 = max(outside6, float(np.mean((s6 < t6.min()) | (s6 > t6.max()))))
+    return {"form": same, "whole": whole, "binary": binary, "outside": outside,
+            "outside6": outside6}
+
+
+def _rounded(a: np.ndarray) -> np.ndarray:
+    """Values at float32 precision, the non-integers then rounded to 6 significant digits."""
+    x = np.asarray(a, np.float32).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = 10.0 ** (np.floor(np.log10(np.abs(x))) - 5.0)
+        r = np.where(np.isfinite(scale) & (scale > 0), np.round(x / scale) * scale, x)
+    return np.where(x == np.rint(x), x, r)
 
 
 def _scores(real: np.ndarray, syn: np.ndarray) -> dict[str, float]:
-    # at float32 precision: pydataset's files carry float32 values (7.90000009536743 for 7.9)
+    # at float32 precision, non-integers to 6 significant digits: pydataset's files carry
+    # float32 values (7.90000009536743 for 7.9, and Yogurt's 7.9000004, two float32 steps off)
     # and a synthetic 7.9 on the column's released 0.1 grid would otherwise fall below the
     # real level, into the quantile bin beneath it
-    real, syn = (np.asarray(a, np.float32).astype(np.float64) for a in (real, syn))
+    real, syn = (_rounded(a) for a in (real, syn))
     return {"corr MAE": sp._corr_mae(real, syn),
             "1-way TV": float(np.mean([sp._tv_1way(real[:, j], syn[:, j])
                                        for j in range(real.shape[1])])),
@@ -173,7 +189,14 @@ def _report(rows: list[dict], seen: set[str], args: argparse.Namespace) -> str:
                   f"{sum(r['binary'] for r in ok)}; largest share of a column's values "
                   f"outside the training range: median "
                   f"{np.median([r['outside'] for r in ok]) if ok else float('nan'):.4f}, max "
-                  f"{max([r['outside'] for r in ok], default=float('nan')):.4f}"]
+                  f"{max([r['outside'] for r in ok], default=float('nan')):.4f} (at the "
+                  f"metrics' 6 digits: median "
+                  f"{np.median([r['outside6'] for r in ok]) if ok else float('nan'):.4f}, max "
+                  f"{max([r['outside6'] for r in ok], default=float('nan')):.4f})"]
+        if ok:
+            secs = [r["s"] for r in ok]
+            lines.append(f"* seconds per table (fit and sample, one thread): median "
+                         f"{np.median(secs):.2f}, max {max(secs):.2f}")
         for label, group in (("all fitted", ok), ("never used in tuning", fresh)):
             if not group:
                 continue
@@ -219,9 +242,15 @@ def main() -> None:
     ap.add_argument("--max-rows", type=int, default=10000, help="training rows at most")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=0, help="first this many tables (0: all)")
+    ap.add_argument("--tables", nargs="+", default=None,
+                    help="only these tables (names, case-insensitive)")
+    ap.add_argument("--json", type=Path, help="also write the per-table rows as JSON")
     ap.add_argument("--out", type=Path, help="markdown report (default: stdout)")
     args = ap.parse_args()
     tables = _tables(args.min_rows, args.max_cols)
+    if args.tables:
+        wanted = {t.lower() for t in args.tables}
+        tables = [t for t in tables if t[0].lower() in wanted]
     if args.limit:
         tables = tables[:args.limit]
     seen = _seen_names()
@@ -232,6 +261,10 @@ def main() -> None:
             rows.append(r)
             print(f"[{i + 1}/{len(tables)}] {name} {r['n']}x{r['d']} eps={eps:g}: "
                   f"{r['outcome'][:90]} {r['s']:.1f}s", file=sys.stderr, flush=True)
+    if args.json:
+        import json
+
+        args.json.write_text(json.dumps(rows, indent=1, default=str))
     text = _report(rows, seen, args)
     if args.out:
         args.out.write_text(text)

@@ -44,6 +44,23 @@ def test_reduce_and_map_rows_agree_for_numpy_and_dask() -> None:
     np.testing.assert_array_equal(bk.take_rows(Xd, idx), X[idx])
 
 
+def test_reduce_rows_adds_many_dask_chunks_in_a_tree() -> None:
+    """More chunks than two levels of the tree add (REDUCE_FAN² chunks): every chunk counted
+    exactly once, the sums those of the rows; a tree task adds its results in order."""
+    X, _ = _data(3000, 2)
+    Xd = da.from_array(X, chunks=(37, 2))  # 82 chunks: three levels at a fan of 8
+    assert Xd.numblocks[0] > bk.REDUCE_FAN ** 2
+
+    def kernel(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([B.shape[0]], dtype=np.int64), B.sum(axis=0)
+
+    rows, sums = bk.reduce_rows(Xd, kernel)
+    assert rows.tolist() == [3000]
+    np.testing.assert_allclose(sums, X.sum(axis=0), rtol=1e-12)
+    parts = bk._add_parts([np.ones(2)], [np.ones(2)], [np.ones(2)])
+    np.testing.assert_array_equal(parts[0], [3.0, 3.0])
+
+
 def _fit(X, P, method: str, **kw):  # noqa: ANN001, ANN202
     g = pg.PrivateGaussian(rho=0.5, random_state=3, method=method, **kw)
     return g.fit(X, public_X=P)

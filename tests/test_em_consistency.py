@@ -50,9 +50,9 @@ def test_more_steps_only_when_the_budget_allows():
     assert pe._base_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6)).n_steps == pe.MAX_STEPS
     assert big.n_steps == pe.WIDE_STEPS and big.n_starts == pe.WIDE_STARTS
     assert big.step_radii[-1] > small.step_radii[-1] >= small.radius
-    # explicit n_steps wins, and every plan still pays for its clipped count
+    # explicit n_steps wins, and every plan still pays for its clipped count and atom counts
     assert pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6), n_steps=7).n_steps == 7
-    assert [nm for nm, _ in big.parts()][-1] == "clipped count"
+    assert [nm for nm, _ in big.parts()][-2:] == ["clipped count", "atom counts"]
 
 
 def test_the_stopping_rule_is_planned_only_where_a_steps_noise_is_small():

@@ -121,7 +121,7 @@ def test_the_final_selection_is_planned_from_the_em_steps_share(budget, n_public
     steps = sum(plan.rho_steps)
     assert steps + plan.rho_final == pytest.approx(
         plan.rho_em - plan.rho_rewhiten - plan.rho_init - sum(plan.rho_kmeans_steps)
-        - plan.rho_spread - plan.rho_score - plan.rho_count, rel=1e-12)
+        - plan.rho_spread - plan.rho_score - plan.rho_count - plan.rho_atoms, rel=1e-12)
     assert spent > 0
 
 

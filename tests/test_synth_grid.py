@@ -70,8 +70,10 @@ def test_levels_from_public_facts() -> None:
     assert grid_levels(3000, 2, rho) == int((3000 / sigma) ** (1 / 3)) >= 5
     assert grid_levels(3000, 1, rho) == 0        # one column: no dependence
     assert grid_levels(5000, 9, rho) == 0        # too coarse
-    assert grid_levels(10**9, 3, 1.0) == 16      # 32 levels would make too many cells
-    assert grid_levels(10**9, 2, 1.0) == grid_mod.GRID_MAX_LEVELS
+    # no cap on the levels but memory's: 177 would make more than GRID_MAX_CELLS cells
+    assert grid_levels(10**9, 3, 1.0) == 101
+    assert 101**3 <= grid_mod.GRID_MAX_CELLS < 102**3
+    assert grid_levels(10**9, 2, 1.0) == int((10**9) ** (1 / 3))  # 999: no longer 32
 
 
 def test_release_charges_its_plan_with_sensitivity_sqrt2(fitted: pg.PrivateSynthesizer) -> None:

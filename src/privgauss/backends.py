@@ -138,7 +138,8 @@ def reduce_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.
 
     ``X`` is a 2-D numpy array (never copied: the kernel sees views of row blocks) or a
     ``dask.array`` (each row chunk is computed, cut into blocks and reduced; the chunk results
-    are added in chunk order). The kernel gets float64 blocks of at most ``block`` rows.
+    are added in a tree, :data:`REDUCE_FAN` at a time in chunk order, on the workers). The
+    kernel gets float64 blocks of at most ``block`` rows.
 
     For dask input the kernel is shipped to the workers: it must pickle with the standard
     :mod:`pickle` — a module-level function, a :func:`functools.partial` of one, or an
@@ -153,7 +154,23 @@ def reduce_rows(X: Any, kernel: Kernel, *, block: int | None = None) -> list[np.
         dask.delayed(_reduce_chunk)(chunk, kernel, block)
         for chunk in row_chunks(X).to_delayed().ravel()
     ]
-    results = dask.compute(*parts)
+    # a tree of sums where the chunks are (REDUCE_FAN at a time, in chunk order): only the
+    # total comes back, and a kernel with a large output (the atom counts' d × 2^14 cells)
+    # never has every chunk's result in memory at once
+    while len(parts) > 1:
+        parts = [dask.delayed(_add_parts)(*parts[a : a + REDUCE_FAN])
+                 for a in range(0, len(parts), REDUCE_FAN)]
+    (total,) = dask.compute(parts[0])
+    return [np.asarray(t) for t in total]
+
+
+#: chunk results added per task of :func:`reduce_rows`' tree (dask input)
+REDUCE_FAN = 8
+
+
+def _add_parts(*results: list[np.ndarray]) -> list[np.ndarray]:
+    """Task of :func:`reduce_rows`' tree: the elementwise sum of chunk results, in order
+    (module level: picklable to workers)."""
     total = [np.array(p, copy=True) for p in results[0]]
     for r in results[1:]:
         for t, p in zip(total, r, strict=True):

@@ -97,6 +97,18 @@ def histogram_l2() -> float:
     return math.sqrt(2.0)
 
 
+def column_max_counts_l2(d: int) -> float:
+    """L2 sensitivity of the d per-column maxima of bin counts, (max_b c_1(b), …, max_b c_d(b)),
+    c_j(b) the number of rows whose column j falls in bin b of a fixed (public) partition of
+    the line, under replace-one: √d. In each column the replaced row leaves one bin and joins
+    one (possibly the same): every count moves by at most 1, so their maximum does too
+    (max_b c(b) ≤ max_b c'(b) + 1 and back). Equality: every column's heaviest bin loses the
+    row (ties elsewhere below). (privgauss.mixture.atoms)"""
+    if not (isinstance(d, int) and d >= 1):
+        raise ValueError("d must be an int >= 1")
+    return math.sqrt(d)
+
+
 def bounded_mean(width: float, n: int) -> float:
     """Sensitivity of the mean of n values that each lie in an interval of length ``width``:
     width/n (replace-one changes one term by at most the width). E.g. the mean of ‖x − μ‖² over

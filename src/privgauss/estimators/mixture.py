@@ -171,7 +171,11 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
     covariances_ : ndarray of shape (k, d, d)
         Released component covariances (positive definite).
     fit_info_ : dict
-        What the learner reports about its run (DP outputs and public facts only).
+        What the learner reports about its run (DP outputs and public facts only). ``"em"``:
+        ``fit_info_["atom_counts"]`` has the columns' released heaviest-cell counts (1 % of
+        the EM budget, ledger entry "em atom counts") and ``fit_info_["atom_gain"]`` what a
+        component parked on such a point mass would gain over the fit (nat/row; from 1, a
+        :class:`DiscreteDataWarning`).
     public_clusters_ : object or None
         The public clustering (public-heavy, public-light), else None.
     clipped_fraction_ : float or None
@@ -397,15 +401,13 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                                                  release.info.get("public_balls"))
         self._record_clipped(release.info.get("clipped_count"))
         self._record_selection(release.info.get("final_selection"))
+        self._record_discrete(release.info)
 
     def _record_selection(self, sel: dict[str, Any] | None) -> None:
         """``selected_model_`` (private EM's final DP pick; None for the other methods), with a
-        :class:`~privgauss.warnings.SimplerModelWarning` when it is not the EM fit, a
-        :class:`~privgauss.warnings.NoisyFitWarning` when the plan's noise alone costs more
-        than its alarm (public quantities), and a
-        :class:`~privgauss.warnings.DiscreteDataWarning` when the EM fit has a component at
-        its eigenvalue floor in the released frame (functions of DP outputs)."""
-        from ..mixture.em_starts import EIG_FLOOR
+        :class:`~privgauss.warnings.SimplerModelWarning` when it is not the EM fit (a DP
+        output) and a :class:`~privgauss.warnings.NoisyFitWarning` when the plan's noise alone
+        costs more than its alarm (public quantities)."""
         from ..mixture.private_em import CANDIDATES
 
         self.selected_model_: str | None = None if sel is None else str(sel["selected"])
@@ -435,18 +437,44 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
                         f"{float(cost['rows_needed']):.3g} private rows would bring the "
                         f"estimate to {float(cost['alarm']):g} at this budget; a larger budget "
                         "(epsilon), fewer components or fewer columns also lower it")
-        if float(sel["em_thinnest_variance"]) <= EIG_FLOOR * (1.0 + 1e-6):
-            warn_caller(DiscreteDataWarning,
-                        "a component of the private EM fit reached the eigenvalue floor (its "
-                        "variance in some direction is 1e-3 of the data's or less, a DP "
-                        "output): the columns look discrete (counts, codes, flags, rounded "
-                        "values) or collinear. Non-private EM (sklearn's GaussianMixture) "
-                        "collapses components onto single values there and can score many "
-                        "nat/row higher; private EM keeps every variance above a floor tied "
-                        "to its noise, so the two likelihoods are not comparable. To compare "
-                        "on the same footing add uniform noise of the rounding width to the "
-                        "discrete columns (or model them apart); a larger budget lowers the "
-                        "floor")
+
+    def _record_discrete(self, info: dict[str, Any]) -> None:
+        """One :class:`~privgauss.warnings.DiscreteDataWarning` when private EM's fit has a
+        component at its eigenvalue floor in the released frame, or when the released
+        heaviest-cell counts of the columns and the released fit say a component parked on a
+        single value would gain at least ``ATOM_ALARM`` nat/row
+        (:func:`~privgauss.mixture.atoms.atom_gain`, stored as ``fit_info_["atom_gain"]``):
+        functions of DP outputs only. Nothing for the other methods."""
+        from ..mixture.atoms import atom_gain
+        from ..mixture.em_starts import EIG_FLOOR
+
+        sel, atoms = info.get("final_selection"), info.get("atom_counts")
+        floored = sel is not None and float(sel["em_thinnest_variance"]) <= EIG_FLOOR * (
+            1.0 + 1e-6)
+        gain = None if atoms is None else atom_gain(atoms, self.covariances_)
+        if gain is not None:
+            info["atom_gain"] = gain
+        parked = gain is not None and gain["gain"] >= gain["alarm"]
+        if not (floored or parked):
+            return
+        why = []
+        if floored:
+            why.append("a component of the private EM fit reached the eigenvalue floor (its "
+                       "variance in some direction is 1e-3 of the data's or less, a DP "
+                       "output)")
+        if parked and gain is not None:
+            why.append(f"column {int(gain['column'])} (0-based) has a point mass: about "
+                       f"{gain['mass']:.0%} of the rows or more share one value (within 1e-3 "
+                       f"of the column's sd; a DP estimate), where a component parked on it "
+                       f"would score about {gain['gain']:.2g} nat/row above this fit")
+        warn_caller(DiscreteDataWarning,
+                    f"{'; and '.join(why)}: the columns look discrete (counts, codes, flags, "
+                    "rounded values) or collinear. Non-private EM (sklearn's "
+                    "GaussianMixture) collapses components onto single values there and can "
+                    "score many nat/row higher; private EM keeps every variance above a floor "
+                    "tied to its noise, so the two likelihoods are not comparable. To compare "
+                    "on the same footing add uniform noise of the rounding width to the "
+                    "discrete columns (or model them apart); a larger budget lowers the floor")
 
     def _record_clipped(self, clipped: dict[str, float] | None) -> None:
         """``clipped_fraction_`` (post-processing of em's DP count of rows outside every

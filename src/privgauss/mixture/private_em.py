@@ -190,9 +190,10 @@ compose, then convert with the δ left). With public rows: ρ_EM = everything (a
 as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 %
 re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
-80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count; of the rest, half
-on the last EM step, the other half evenly on the T − 1 earlier ones (split between the runs
-while they explore); within a step 10 % counts, 30 % sums, 60 % second moments.
+80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count, 1 % the atom
+counts; of the rest, half on the last EM step, the other half evenly on the T − 1 earlier
+ones (split between the runs while they explore); within a step 10 % counts, 30 % sums,
+60 % second moments.
 Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − 8 k' steps, the
 rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
 ``TIED_SHARES``.
@@ -211,6 +212,13 @@ rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
    step's and the one a Gaussian row exceeds with probability 1 %); the winner's count is
    released with discrete Gaussian noise, sensitivity 1 (1 % of ρ_EM, "clipped count"): the
    estimator's ``clipped_fraction_``, ``ClippedDataWarning`` and background weight.
+6. *Atom counts* (:mod:`.atoms`; issue 27). One more pass bins each column of the rows on a
+   fine grid of the released frame (cells 10⁻³ of the column's released sd wide, from m₀)
+   and releases every column's heaviest cell count jointly, Gaussian noise of L2 sensitivity
+   √d (1 % of ρ_EM, "atom counts"; ``info["atom_counts"]``): a point mass (many rows at one
+   value) falls in one cell, continuous rows spread thinly. With the released fit it tells
+   what a non-private mixture parked on that value would gain
+   (:func:`~privgauss.mixture.atoms.atom_gain`: the estimator's ``DiscreteDataWarning``).
 
 **Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
 the budget spent so far stays spent; its message names the n it needs). Everything after it is
@@ -218,7 +226,8 @@ post-processing that always returns a model: a component whose noisy count is to
 its previous estimate (or is revived by a split). No other exception on private data; the
 estimator's warnings are functions of DP outputs: ``ClippedDataWarning`` of the clipped count,
 ``SimplerModelWarning`` of the final pick, ``DiscreteDataWarning`` of the EM fit's covariances
-in the released frame (``info["final_selection"]["em_thinnest_variance"]``).
+in the released frame (``info["final_selection"]["em_thinnest_variance"]``) or of the atom
+counts with the released fit.
 """
 
 from __future__ import annotations
@@ -244,6 +253,7 @@ from ..sensitivity import (
     soft_outer_sums_frobenius,
     soft_sums_l2,
 )
+from .atoms import ATOM_SHARE, release_atom_counts
 from .cluster_estimation import undo_clipping
 from .em_final import MARGIN, final_bound, final_pick, public_candidate, single_gaussian
 from .em_starts import (
@@ -344,7 +354,10 @@ class EMPlan:
     parts in order without the skipped steps'. ``components``: k' > k when the run is
     over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never); its
     steps before ``tied_until`` (None: none) fit one pooled covariance, their second moments
-    one matrix (``TIED_SHARES`` of the step's ρ)."""
+    one matrix (``TIED_SHARES`` of the step's ρ). ``rho_atoms``: the columns' heaviest-cell
+    counts (:mod:`.atoms`), the last part. ``freeze``: a wide plan's exploring runs stop
+    once their released changes meet the stopping rule at ``FREEZE_TOL`` (their later
+    exploring steps are then missing from the ledger)."""
 
     total: Budget
     localisation: ApproxDP | None
@@ -374,13 +387,14 @@ class EMPlan:
     components: int = 0
     reduce_at: int | None = None
     tied_until: int | None = None
+    rho_atoms: float = 0.0
     freeze: bool = False
 
     @property
     def rho_em(self) -> float:
         return (self.rho_rewhiten + self.rho_init + sum(self.rho_kmeans_steps)
                 + self.rho_spread + self.rho_score + sum(self.rho_steps) + self.rho_count
-                + self.rho_final)
+                + self.rho_final + self.rho_atoms)
 
     def step_radius(self, t: int) -> float:
         """The clipping radius of EM step t (component frames): :func:`step_radius` of that
@@ -466,6 +480,8 @@ class EMPlan:
             out.append(("final selection", ZCDP(self.rho_final)))
         if self.rho_count > 0:
             out.append(("clipped count", ZCDP(self.rho_count)))
+        if self.rho_atoms > 0:
+            out.append(("atom counts", ZCDP(self.rho_atoms)))
         return out
 
 
@@ -720,7 +736,8 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     rho_count = COUNT_SHARE * rho_em
     rho_score = SCORE_SHARE * rho_em  # dropped below when a single run needs no pick
     rho_final = FINAL_SHARE * rho_em
-    rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count - rho_final
+    rho_atoms = ATOM_SHARE * rho_em
+    rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count - rho_final - rho_atoms
     p, m = _grid(n, d, rho_init)
     T = _n_steps(n, d, k, rest, p == d) if n_steps is None else int(n_steps)
     n_starts = N_STARTS if T >= 2 else 1
@@ -739,7 +756,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   3.0 * math.sqrt(d), n_starts,
                   max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
-                  final_candidates=3 if n_public >= max(d + 1, k) else 2)
+                  final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms)
     radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
     plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
@@ -1400,8 +1417,9 @@ def private_em_gmm(
     ``prior``. See the module docstring. ``prior`` (public, an :class:`EMPrior`) replaces the
     bound-free localisation when there are fewer than d+1 public rows; the final model is
     projected into it (as the estimator projects every release) before the DP count of rows
-    outside every component's final ball. ``info`` receives the ``"em_plan"``, the
-    ``"clipped_count"`` (the noisy count with its public context) and ``"em_stopped_after"``
+    outside every component's final ball, then the columns' heaviest-cell counts
+    (:mod:`.atoms`). ``info`` receives the ``"em_plan"``, the ``"clipped_count"`` (the noisy
+    count with its public context), the ``"atom_counts"`` (likewise) and ``"em_stopped_after"``
     (the step after which the DP stopping rule skipped to the last one; None when all ran).
     Charged to ``release``'s accountant, noise from its noise source."""
     accountant = release.accountant
@@ -1474,6 +1492,10 @@ def private_em_gmm(
             clipped = _release_count(outside, radius, d, n, plan, release)
             if info is not None:
                 info["clipped_count"] = clipped
+        if plan.rho_atoms > 0:  # the columns' heaviest cells (DiscreteDataWarning)
+            atoms = release_atom_counts(X, m0, Winv, plan.rho_atoms, release)
+            if info is not None:
+                info["atom_counts"] = atoms
     return weights, out_means, out_covs
 
 

@@ -13,9 +13,12 @@ table raked (iterative proportional fitting) to margins that combine the two DP 
 of each column's mass in each of its g slices — 1/g by its marginal, the slice's noisy sum by
 the grid — by inverse noise variance (:func:`combined_margins`; uniform when the grid is
 used alone), so the synthetic columns follow the DP marginals corrected where the grid's sums
-measure them better; a sample picks a cell from the raked table and a point inside it from the
-copula model's draws that fall there (uniform in the cell when too few do), so the model sets
-the shape within a cell and the grid the mass of each.
+measure them better; a sample of m rows gives each cell m times its raked mass, rounded by
+systematic sampling (:func:`systematic_counts`: no multinomial noise on top of the release's),
+and each row a point inside its cell from the copula model's draws that fall there (uniform
+in the cell when too few do), so the model sets the shape within a cell and the grid the mass
+of each. The levels grow with n/σ, bounded only by memory (:data:`GRID_MAX_CELLS`): as the
+noise vanishes the grid tends to the rows' own histogram of scores at any resolution.
 
 Two levels (:func:`refinement_from_counts`): a second noisy histogram on the grid of r times
 the levels (r^d sub-cells per cell) measures the shape inside each cell — its block sums are
@@ -46,9 +49,13 @@ from ..sensitivity import histogram_l2
 
 #: fewest levels per column for the grid to be used (below, the copula mixture alone)
 GRID_MIN_LEVELS = 5
-#: most levels per column and most cells in all
-GRID_MAX_LEVELS = 32
-GRID_MAX_CELLS = 4096
+#: most cells in all: a bound on memory and time (each of the grid's tables holds this many
+#: floats, the raking sweeps them), not a guard against noise — the levels grow with n/σ
+#: (:func:`grid_levels`) and reach it only at n/σ ≈ GRID_MAX_CELLS^((d+1)/d) (10⁹ at d = 2).
+#: Until 2026-11-29 the grid also stopped at 32 levels and 4,096 cells, a resolution floor
+#: that kept the synthetic 2-way tables above their sampling floor at any budget (six
+#: columns or more never got a grid: benchmarks/results/synth_corpus.md)
+GRID_MAX_CELLS = 2**20
 #: iterations of the raking to the margins
 RAKE_ITERATIONS = 50
 #: copula draws per synthetic row offered to the cells (see :meth:`DependenceGrid.sample`)
@@ -58,13 +65,15 @@ PROPOSALS_PER_ROW = 8
 def grid_levels(n: int, d: int, rho: float) -> int:
     """Levels per column from public n, d and the grid's ρ: ⌊(n/σ)^(1/(d+1))⌋ (the cell width
     that balances the histogram's binning error, ∝ 1/g, with its noise's, ∝ g^d σ/n), σ the
-    noise per cell, at most :data:`GRID_MAX_LEVELS` and :data:`GRID_MAX_CELLS` cells in all;
-    0 (no grid) when that is below :data:`GRID_MIN_LEVELS` or d < 2."""
+    noise per cell, at most :data:`GRID_MAX_CELLS` cells in all (memory); 0 (no grid) when
+    that is below :data:`GRID_MIN_LEVELS` or d < 2. The levels grow without bound as σ → 0,
+    so the released grid tends to the rows' joint histogram of scores at any resolution."""
     if not (rho > 0 and n > 0 and d >= 2):  # one column has no dependence
         return 0
     sigma = histogram_l2() / math.sqrt(2.0 * rho)
-    cap = int(round(GRID_MAX_CELLS ** (1.0 / d), 9))  # the most levels within the cells' cap
-    g = min(int((n / sigma) ** (1.0 / (d + 1))), GRID_MAX_LEVELS, cap)
+    g = int((n / sigma) ** (1.0 / (d + 1)))
+    while g >= GRID_MIN_LEVELS and g**d > GRID_MAX_CELLS:  # the most levels within the cap
+        g -= 1
     return g if g >= GRID_MIN_LEVELS else 0
 
 
@@ -109,18 +118,19 @@ class DependenceGrid:
         return np.asarray(cell * r**d + sub)
 
     def sample(self, n: int, proposals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``n`` rows of uniform scores: cell counts drawn from ``probs`` (and, refined, each
-        cell's count split among its sub-cells by ``within``); in each (sub-)cell, the
+        """``n`` rows of uniform scores: cell counts n·``probs`` rounded by systematic
+        sampling (:func:`systematic_counts`; refined, each cell's count split among its
+        sub-cells by ``within`` the same way); in each (sub-)cell, the
         ``proposals`` (draws of the copula model's uniform scores) that fall there, taken
         without replacement, then uniform points in it for any shortfall; rows shuffled."""
         g, d = self.levels, self.d
         p = self.probs.ravel()
-        want = rng.multinomial(n, p / p.sum())
+        want = systematic_counts(n, p, rng)
         if self.within is not None and self.refine > 1:
             r = self.refine
             sub = np.zeros((p.size, r**d), dtype=np.int64)
             for c in np.flatnonzero(want):
-                sub[c] = rng.multinomial(int(want[c]), self.within[c] / self.within[c].sum())
+                sub[c] = systematic_counts(int(want[c]), self.within[c], rng)
             want, have, width = sub.ravel(), self._sub_cells(proposals), 1.0 / (g * r)
         else:
             r, have, width = 1, self.cells(proposals), 1.0 / g
@@ -172,6 +182,23 @@ class DependenceGrid:
                              "column and non-negative probabilities summing to 1 (refined: "
                              "each cell's sub-cell shares summing to 1)")
         return cls(g, probs.reshape(shape), r, within)
+
+
+def systematic_counts(n: int, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``n`` draws' counts over the cells of probabilities ``p`` (non-negative, any sum > 0)
+    by systematic sampling: the points (i + U)/n, i = 0 … n − 1, one uniform U, counted in
+    the cells' intervals of the cumulative probabilities — each count ⌊n p_k⌋ or ⌈n p_k⌉,
+    its mean n p_k, summing to n. Multinomial draws (until 2026-11-29) added their own
+    sampling noise to the cells' masses — at a huge budget, when the released grid is the
+    rows' own histogram, a second sample's worth of error over the sampling floor."""
+    q = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
+    total = q.sum()
+    if not total > 0 or n <= 0:
+        return np.zeros(q.size, dtype=np.int64)
+    edges = np.concatenate([[0.0], np.cumsum(q / total)])
+    edges[-1] = 1.0
+    points = (np.arange(n) + rng.uniform(0.0, 1.0)) / n
+    return np.diff(np.searchsorted(points, edges, side="left")).astype(np.int64)
 
 
 def rake(table: np.ndarray, iterations: int = RAKE_ITERATIONS,

@@ -31,7 +31,14 @@ rho_hist``:
 **zoom** (when planned): the heaviest bins of each integer or gridded column's histogram, chosen
 from its noisy counts, are split into sub-bins — one per level — and counted again
 (:func:`_zoom`): a column whose values crowd into one bin of the first histogram (a year
-1980-1987 in a released octave [1024, 2048)) gets its levels back.
+1980-1987 in a released octave [1024, 2048)) gets its levels back. The number of bins split
+(:func:`zoom_bins`) and of sub-bins (:func:`zoom_split`) grow with n/σ; at a large budget the
+zoom is *fine* (:func:`fine_zoom`): it splits continuous float columns' bins too and runs a
+second round into the heaviest sub-bins of the first, so that a point mass — at the top of a
+bin of thousands of integers, or a float column's √½ — lies in a sub-bin of its own.
+
+Consistency: every guard against noise here vanishes with it; the bin counts are bounded only
+by memory (:data:`MAX_BINS`, reached at n/σ ≈ 1.7e7).
 
 The ``"auto"`` columns' types come from a further release (:func:`release_types`, charged to
 the plan's ``types`` share): integer, or float with a resolution from a public ladder (a
@@ -454,11 +461,15 @@ def histogram_sigma(rho_hist: float, n_columns: int) -> float:
     return math.sqrt(2.0 * n_columns) / math.sqrt(2.0 * rho_hist)
 
 
-#: most fine bins per column. The bin counts below grow with n/σ, so that the marginals sharpen
-#: as the noise vanishes; at 128 bins (the cap until 2026-11-29) a year column's eight levels
-#: in [1980, 1987] shared one bin of a released octave [1024, 2048) at any budget, its
-#: synthetic years spread over 1977-1992 even at ε = 1e4 (benchmarks/synth_corpus.py)
-MAX_BINS = 4096
+#: most fine bins per column (and sub-bins per zoomed bin): a bound on memory, time and the
+#: model file's size (two floats per bin), not a guard against noise. The bin counts below
+#: grow with n/σ, so that the marginals sharpen as the noise vanishes; they reach this bound
+#: only at n/σ ≈ 1.7e7 ((n/σ)^(2/3) = 2^16). At 128 bins (the cap until 2026-11-29) a year
+#: column's eight levels in [1980, 1987] shared one bin of a released octave [1024, 2048) at
+#: any budget, its synthetic years spread over 1977-1992 even at ε = 1e4; at 4,096 (the cap
+#: until the next change of 2026-11-29) the bins stopped narrowing at n/σ ≈ 2.6e5
+#: (benchmarks/synth_corpus.py)
+MAX_BINS = 2**16
 
 
 def n_fine_bins(n: int, rho_hist: float, n_columns: int) -> int:
@@ -583,7 +594,7 @@ def _without_isolated_ends(passed: np.ndarray, counts: np.ndarray, edges: np.nda
 
 def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
                         edges: np.ndarray | None = None, decided: np.ndarray | None = None,
-                        core: tuple[float, float] | None = None
+                        core: tuple[float, float] | None = None, continuous: bool = False
                         ) -> tuple[np.ndarray, float]:
     """The CDF at the edges from noisy bin counts: the column's support runs from the first
     to the last bin whose count passes the cut (:data:`EMPTY_BIN_SIGMAS`); outside it counts are
@@ -595,7 +606,9 @@ def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
     passes, −1 one that does not, 0 the test above (the zoom's sub-bins, tested by their own
     noise in :func:`_zoom`). ``core`` (optional): the released range less the octave of
     margin on each side; a discrete column's bins outside it pass a stricter cut
-    (:data:`MARGIN_BETA`) when it spans at most :data:`MARGIN_LEVELS` integers."""
+    (:data:`MARGIN_BETA`) when it spans at most :data:`MARGIN_LEVELS` integers.
+    ``continuous`` (a float column with no released resolution): not smoothed once the zoom
+    has split some of its bins."""
     bonferroni = float(ndtri(1.0 - RANGE_BETA / len(counts)))
     family = bonferroni if kind != "float" else 0.0
     cut = np.full(len(counts), sigma * max(EMPTY_BIN_SIGMAS, family))
@@ -618,7 +631,11 @@ def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
     if passed.size:
         f, last = int(passed[0]), int(passed[-1])
         kept[f:last + 1] = np.clip(counts[f:last + 1], 0.0, None)
-        if kind == "float" and edges is not None:
+        # a continuous float column split by the (fine) zoom is not smoothed: its sub-bins
+        # are measured, and a point mass's neighbours, a thousandth of its width, would take
+        # its mass
+        if kind == "float" and edges is not None and not (
+                continuous and decided is not None and decided.any()):
             widths = np.diff(edges)[f:last + 1]
             lam = _smoothing(kept[f:last + 1], widths, sigma)[1]
             kept[f:last + 1] = _smoothed(kept[f:last + 1], widths, sigma)
@@ -641,12 +658,36 @@ ZOOM_SPLIT = 64
 ZOOM_GATE = 2.0
 
 
-def zoomable(kind: str, step: float) -> bool:
+#: the *fine* zoom (:func:`fine_zoom`): when the zoom's noise is this small — n/σ at least
+#: FINE_ZOOM_AT, σ its deviation were all d columns zoomed — it runs :data:`ZOOM_ROUNDS`
+#: rounds and reaches the continuous float columns too
+FINE_ZOOM_AT = 4096.0
+ZOOM_ROUNDS = 2
+
+
+def fine_zoom(n: int, d: int, rho_zoom: float) -> bool:
+    """Whether the zoom is *fine*, from public n, d and its ρ: n/σ ≥ :data:`FINE_ZOOM_AT`, σ
+    the deviation of its counts were all d columns zoomed (:func:`histogram_sigma`). A fine
+    zoom splits again, in a second round (:data:`ZOOM_ROUNDS`, each at an equal share of
+    ``rho_zoom``), the heaviest sub-bins of the first that still hold more than one level,
+    and splits continuous float columns' bins as well: a point mass — 65 % of mhtdata's ends
+    at one value, at the top of a bin of ~30,000 integers; mfblong's √½ or macdonell's heights
+    in sixteenths of an inch, in a float column — then lies in a sub-bin of one level, or one
+    ~10⁻⁸ of the bin wide, instead of being spread over its bin (half of mhtdata's synthetic
+    ends past the data's largest at ε = 1e4). At ε = 1 (n/σ of a few hundred on tables of
+    10⁴ rows) the zoom is one round of the discrete columns, as before."""
+    if not (rho_zoom > 0 and n > 0 and d > 0):
+        return False
+    return bool(n / histogram_sigma(rho_zoom, d) >= FINE_ZOOM_AT)
+
+
+def zoomable(kind: str, step: float, fine: bool = False) -> bool:
     """Whether a column of ``kind`` and released resolution ``step`` gets the zoom: integer
-    and gridded float columns, whose sub-bins hold one level each (a continuous column's
-    atoms would still be spread across their sub-bins, and the quantile bins of tied values
-    see that: macdonell's heights, 1-way TV 0.07 → 0.15)."""
-    return kind == "integer" or (kind == "float" and step > 0)
+    and gridded float columns, whose sub-bins hold one level each, and with a ``fine`` zoom
+    (:func:`fine_zoom`) continuous float columns too (at a small budget their atoms would
+    still be spread across their sub-bins, and the quantile bins of tied values see that:
+    macdonell's heights, 1-way TV 0.07 → 0.15 at ε = 1)."""
+    return kind == "integer" or (kind == "float" and (step > 0 or fine))
 
 
 def zoom_split(n: int, sigma_z: float) -> int:
@@ -657,10 +698,35 @@ def zoom_split(n: int, sigma_z: float) -> int:
     return int(np.clip(round((n / sigma_z) ** (2.0 / 3.0)), ZOOM_SPLIT, MAX_BINS))
 
 
+#: the zoom splits about (n/σ)^(1/3) / ZOOM_BINS_DIVISOR bins per column (at least
+#: :data:`ZOOM_BINS`; :func:`zoom_bins`)
+ZOOM_BINS_DIVISOR = 4.0
+
+
+def zoom_bins(n: int, sigma_z: float, fine: bool = False) -> int:
+    """Bins per column the zoom splits, from public facts: :data:`ZOOM_BINS`, or about
+    (n/σ)^(1/3) / :data:`ZOOM_BINS_DIVISOR` when that is more. A bin's sub-counts stand above
+    their noise when it holds about :func:`zoom_split` · σ records, and at most
+    n / (split · σ) = (n/σ)^(1/3) bins can: the number grows as the noise vanishes, so that
+    every level of a column of a few levels spread over a wide range (Chile's incomes, seven
+    levels in [2500, 200000]) gets its own sub-bin at a large budget, not only the two
+    heaviest. (The release's sensitivity does not change: a record counts in one slot per
+    column.) The divisor keeps it at :data:`ZOOM_BINS` at ε = 1 on the corpus's tables
+    (n/σ < 1728); a ``fine`` zoom (:func:`fine_zoom`, never at ε = 1 there) splits all
+    (n/σ)^(1/3) (a float column of 22 heights, each in a bin of its own, gets every one
+    back)."""
+    z = (n / sigma_z) ** (1.0 / 3.0)
+    return max(ZOOM_BINS, int(math.floor(z if fine else z / ZOOM_BINS_DIVISOR)))
+
+
 def _zoom_edges(a: float, b: float, grid: float, split: int) -> np.ndarray:
     """Sub-bin edges of the bin [a, b]: one sub-bin per value of the grid ``grid``·ℤ it holds
     when at most ``split`` (its edges sit at half-steps), else ``split`` sub-bins at
     half-steps."""
+    if grid <= 0:  # a continuous column: split equal sub-bins
+        cuts = np.linspace(a, b, split + 1)
+        cuts[-1] = b
+        return np.unique(cuts)
     w = int(round((b - a) / grid))
     ticks = np.arange(w + 1) if w <= split else np.round(np.linspace(0, w, split + 1))
     out = a + grid * ticks
@@ -668,17 +734,17 @@ def _zoom_edges(a: float, b: float, grid: float, split: int) -> np.ndarray:
     return np.asarray(out)
 
 
-def _zoom_bins(e: np.ndarray, counts: np.ndarray, grid: float, probe: int | None
-               ) -> list[int]:
+def _zoom_bins(e: np.ndarray, counts: np.ndarray, grid: float, probe: int | None,
+               how_many: int = ZOOM_BINS) -> list[int]:
     """The bins a column's zoom splits (post-processing of the first histogram): the
-    :data:`ZOOM_BINS` of largest noisy count among those holding more than one grid value,
-    the sign probe's bin excepted."""
+    ``how_many`` (:func:`zoom_bins`) of largest noisy count among those holding more than one
+    grid value, the sign probe's bin excepted."""
     widths = np.diff(e)
     can = widths > 1.5 * grid if grid > 0 else widths > 0
     if probe is not None:
         can[0 if probe == 0 else len(can) - 1] = False
     order = [int(k) for k in np.argsort(-counts, kind="stable") if can[k]]
-    return sorted(order[:ZOOM_BINS])
+    return sorted(order[:how_many])
 
 
 def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
@@ -686,11 +752,11 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
           probes: Sequence[int | None], release: Release
           ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """The zoom: the counts of each discrete column's (:func:`zoomable`) values in the sub-bins
-    (:func:`_zoom_edges`) of its :data:`ZOOM_BINS` heaviest bins (:func:`_zoom_bins`, chosen
+    (:func:`_zoom_edges`) of its :func:`zoom_bins` heaviest bins (:func:`_zoom_bins`, chosen
     from the first histogram's noisy counts), released jointly (step ``zoom``, ZCDP
     ``plan.rho_zoom``; a record counts in at most one sub-bin per column: replace-one moves
     it out of one and into one, L2 sensitivity √(2m) for m columns; the release's shape —
-    :data:`ZOOM_BINS` × :func:`zoom_split` slots per column — is public, unused slots count
+    :func:`zoom_bins` × :func:`zoom_split` slots per column — is public, unused slots count
     no record). A split bin becomes its sub-bins (post-processing): its mass, the inverse-
     variance combination of its first count and its sub-counts' sum, goes to the sub-bins in
     proportion to those of its sub-counts that pass their noise's cut
@@ -698,46 +764,64 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
     whose sub-counts depart from even density by little more than noise stays whole
     (:data:`ZOOM_GATE`). A year column's levels 1980-1987,
     one bin of the first histogram at ε = 1, get a sub-bin each; a smooth column's sub-counts,
-    noise, leave its bin whole. Consistent: as σ → 0 the cut falls to 0 and the sub-bins'
-    masses are the data's."""
-    d = X.shape[1]
-    zoomed = [j for j in range(d) if zoomable(plan.kinds[j], steps[j])]
+    noise, leave its bin whole. A *fine* zoom (:func:`fine_zoom`, from public n, d and
+    ``plan.rho_zoom``) reaches continuous float columns too and runs :data:`ZOOM_ROUNDS`
+    rounds, each at an equal share of ``plan.rho_zoom`` (steps ``zoom``, ``zoom/2``; the same
+    sensitivity): a later round splits the heaviest bins of the earlier ones' result, chosen
+    from their noisy masses (post-processing). Consistent: as σ → 0 the cut falls to 0 and
+    the sub-bins' masses are the data's."""
+    n, d = X.shape
+    fine = fine_zoom(n, d, plan.rho_zoom)
+    zoomed = [j for j in range(d) if zoomable(plan.kinds[j], steps[j], fine)]
     if not zoomed:
         return cols
+    rounds = ZOOM_ROUNDS if fine else 1
+    rho_round = plan.rho_zoom / rounds
     grids = [1.0 if plan.kinds[j] != "float" else float(steps[j]) for j in range(d)]
     sens = histogram_l2() * math.sqrt(len(zoomed))
-    sigma_z = sens / math.sqrt(2.0 * plan.rho_zoom)
-    split = zoom_split(X.shape[0], sigma_z)
-    chosen: dict[int, list[tuple[int, np.ndarray]]] = {}
-    flat = np.zeros((len(zoomed), ZOOM_BINS, split))
-    for i, j in enumerate(zoomed):
-        e, counts, _ = cols[j]
-        probe = probes[j] if kept_probe[j] else None
-        picks = _zoom_bins(e, counts, grids[j], probe)
-        chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j], split))
-                     for k in picks]
-        x, k_of = _binned(X[:, j], e, plan.kinds[j])  # as the first histogram counted them
-        for slot, (k, sub) in enumerate(chosen[j]):
-            idx = _bin_index(sub, x[k_of == k])
-            flat[i, slot, :len(sub) - 1] = np.bincount(idx, minlength=len(sub) - 1)
-    noisy = gaussian_mechanism(flat.ravel(), sens, ZCDP(plan.rho_zoom),
-                               accountant=release.accountant, noise=release.noise,
-                               step=release.name("zoom")).reshape(flat.shape)
+    sigma_z = sens / math.sqrt(2.0 * rho_round)
+    split = zoom_split(n, sigma_z)
+    slots = zoom_bins(n, sigma_z, fine)
     cut = sigma_z * max(EMPTY_BIN_SIGMAS, float(ndtri(1.0 - RANGE_BETA / split)))
     out = list(cols)
-    for i, j in enumerate(zoomed):
-        e, counts, _ = cols[j]
-        decided = np.zeros(len(counts), dtype=np.int8)
-        for slot, (k, sub) in reversed(list(enumerate(chosen[j]))):
-            s = noisy[i, slot, :len(sub) - 1]
-            mass = _zoomed_masses(float(counts[k]), sigma, s, sigma_z, np.diff(sub), cut)
-            if mass is None:
-                continue
-            e = np.concatenate([e[:k], sub, e[k + 2:]])
-            counts = np.concatenate([counts[:k], mass, counts[k + 1:]])
-            decided = np.concatenate([decided[:k], np.where(mass > 0, 1, -1).astype(np.int8),
-                                      decided[k + 1:]])
-        out[j] = (e, counts, decided)
+    # each bin's noise deviation: the first histogram's, a sub-bin's the zoom's
+    sds = {j: np.full(len(cols[j][1]), float(sigma)) for j in zoomed}
+    for r in range(rounds):
+        chosen: dict[int, list[tuple[int, np.ndarray]]] = {}
+        flat = np.zeros((len(zoomed), slots, split))
+        for i, j in enumerate(zoomed):
+            e, counts, _ = out[j]
+            probe = probes[j] if kept_probe[j] else None
+            picks = _zoom_bins(e, counts, grids[j], probe, slots)
+            chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j], split))
+                         for k in picks]
+            x, k_of = _binned(X[:, j], e, plan.kinds[j])  # as the histograms counted them
+            for slot, (k, sub) in enumerate(chosen[j]):
+                idx = _bin_index(sub, x[k_of == k])
+                flat[i, slot, :len(sub) - 1] = np.bincount(idx, minlength=len(sub) - 1)
+        step = "zoom" if r == 0 else f"zoom/{r + 1}"
+        noisy = gaussian_mechanism(flat.ravel(), sens, ZCDP(rho_round),
+                                   accountant=release.accountant, noise=release.noise,
+                                   step=release.name(step)).reshape(flat.shape)
+        for i, j in enumerate(zoomed):
+            e, counts, decided = out[j]
+            if decided is None:
+                decided = np.zeros(len(counts), dtype=np.int8)
+            sd = sds[j]
+            for slot, (k, sub) in reversed(list(enumerate(chosen[j]))):
+                s = noisy[i, slot, :len(sub) - 1]
+                mass = _zoomed_masses(float(counts[k]), float(sd[k]), s, sigma_z,
+                                      np.diff(sub), cut)
+                if mass is None:
+                    continue
+                e = np.concatenate([e[:k], sub, e[k + 2:]])
+                counts = np.concatenate([counts[:k], mass, counts[k + 1:]])
+                decided = np.concatenate([decided[:k],
+                                          np.where(mass > 0, 1, -1).astype(np.int8),
+                                          decided[k + 1:]])
+                sd = np.concatenate([sd[:k], np.full(len(mass), sigma_z), sd[k + 1:]])
+            out[j] = (e, counts, decided)
+            sds[j] = sd
     return out
 
 
@@ -778,8 +862,9 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
     if "auto" in plan.kinds:
         kinds, steps = release_types(X, plan.kinds, plan.rho_types, release=release)
         plan = replace(plan, kinds=kinds)
-    if plan.rho_zoom > 0 and not any(zoomable(k, s) for k, s in zip(plan.kinds, steps,
-                                                                       strict=True)):
+    fine = fine_zoom(n, d, plan.rho_zoom)
+    if plan.rho_zoom > 0 and not any(zoomable(k, s, fine) for k, s in zip(plan.kinds, steps,
+                                                                             strict=True)):
         # no column has levels to zoom into: the zoom's share goes to the histograms
         plan = replace(plan, rho_hist=plan.rho_hist + plan.rho_zoom, rho_zoom=0.0)
     lows: list[float] = [0.0] * d
@@ -851,7 +936,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
     for j, (e, counts_j, decided) in enumerate(cols):
         probe = probes[j]
         cdf, lam = _cdf_and_smoothness(counts_j, sigma_hist, plan.kinds[j], e, decided,
-                                       cores[j])
+                                       cores[j], steps[j] == 0)
         if probe is not None and kept_probe[j]:
             e, cdf = _spread_sign_probe(e, cdf, probe)
         smooth = plan.kinds[j] == "float" and steps[j] == 0 and lam >= SMOOTH_LAMBDA
