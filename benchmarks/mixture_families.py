@@ -181,7 +181,9 @@ def main() -> None:
                     help=f"first held-out family: seeds {HELD_OUT_BASE}+F..{HELD_OUT_BASE}+F+H-1 "
                     "(fresh families beyond those already looked at)")
     ap.add_argument("--n", type=int, default=50_000)
-    ap.add_argument("--budgets", default="all", choices=["all", "eps1", "eps1e4"])
+    ap.add_argument("--budgets", default="all", choices=["all", "eps1", "eps1e4", "mid"],
+                    help="mid: eps = 10, 100 and 1000 (where private EM's wide exploration "
+                    "starts to apply)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--noise-seed", type=int, default=0,
                     help="the private fits' random_state (their noise)")
@@ -213,6 +215,9 @@ def main() -> None:
         private_em.OVERPARAM = args.overparam
     budgets = BUDGETS if args.budgets == "all" else {
         k: v for k, v in BUDGETS.items() if (args.budgets == "eps1") == (v["epsilon"] == 1.0)}
+    if args.budgets == "mid":
+        budgets = {f"eps={e:g}, delta=1e-6": {"epsilon": e, "delta": 1e-6}
+                   for e in (10.0, 100.0, 1000.0)}
     tuning = (list(range(args.first, args.families)) if args.seeds is None
               else [int(s) for s in args.seeds.split(",")])
     sets = {"tuning": tuning,

@@ -46,7 +46,9 @@ def test_more_steps_only_when_the_budget_allows():
     small = pe.em_plan(50_000, 10, 3, ApproxDP(1.0, 1e-6))
     big = pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6))
     assert small.n_steps == 20  # the noisy regime's 8 + 4k within [10, 20]
-    assert big.n_steps == pe.MAX_STEPS
+    # the default schedule's most steps, then a wide plan's (quiet: more runs, more steps)
+    assert pe._base_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6)).n_steps == pe.MAX_STEPS
+    assert big.n_steps == pe.WIDE_STEPS and big.n_starts == pe.WIDE_STARTS
     assert big.step_radii[-1] > small.step_radii[-1] >= small.radius
     # explicit n_steps wins, and every plan still pays for its clipped count and atom counts
     assert pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6), n_steps=7).n_steps == 7
@@ -174,7 +176,14 @@ def test_a_stopped_fit_charges_the_plan_in_order_without_the_skipped_steps(monke
     plan, stop = m.fit_info_["em_plan"], m.fit_info_["em_stopped_after"]
     assert stop is not None and plan.explore_steps < stop < plan.n_steps - 1
     skipped = {f"step {t}" for t in range(stop + 1, plan.n_steps)}
-    kept = [(nm, b) for nm, b in plan.parts() if " ".join(nm.split()[:2]) not in skipped]
+    # a wide plan's exploring runs stop too (frozen after their step f: their later exploring
+    # steps are skipped)
+    frozen = m.fit_info_["em_frozen"]
+    assert plan.freeze and frozen
+    skipped |= {f"step {t} run {c}" for c, f in frozen for t in range(f + 1,
+                                                                      plan.explore_steps + 1)}
+    kept = [(nm, b) for nm, b in plan.parts() if " ".join(nm.split()[:2]) not in skipped
+            and " ".join(nm.split()[:4]) not in skipped]
     assert len(m.ledger_) == len(kept)
     assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
     steps = [e.step for e in m.ledger_ if e.step.startswith("em step")]
@@ -183,11 +192,12 @@ def test_a_stopped_fit_charges_the_plan_in_order_without_the_skipped_steps(monke
     assert m.privacy_spent_.rho < 1e4
     # and it lands where the full schedule does (the same noise up to the stop)
     monkeypatch.setattr(pe, "STOP_TOL", 0.0)
+    monkeypatch.setattr(pe, "FREEZE_TOL", 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = pg.PrivateGaussianMixture(3, method="em", rho=1e4, random_state=0).fit(
             X, public_X=P)
-    assert full.fit_info_["em_stopped_after"] is None
+    assert full.fit_info_["em_stopped_after"] is None and not full.fit_info_["em_frozen"]
     assert len(full.ledger_) == len(plan.parts())
     assert abs(full.score(H) - m.score(H)) < 1e-3
 

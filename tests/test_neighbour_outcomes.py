@@ -201,6 +201,12 @@ def _planned_length(outcome, est):
         assert all(e.startswith("coinpress-") for e in cover), cover
         outcome = dataclasses.replace(outcome, ledger_length=outcome.ledger_length - len(cover))
     info = getattr(est, "fit_info_", None) or {}
+    frozen = info.get("em_frozen") if outcome.kind == "success" else None
+    if frozen:  # a wide plan's exploring runs frozen after step f skip their later ones
+        plan = info["em_plan"]
+        assert plan.freeze and all(f <= plan.explore_steps for _, f in frozen), frozen
+        outcome = dataclasses.replace(outcome, ledger_length=outcome.ledger_length + 3 * sum(
+            plan.explore_steps - f for _, f in frozen))
     stop = info.get("em_stopped_after") if outcome.kind == "success" else None
     if stop is None:
         return outcome

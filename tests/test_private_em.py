@@ -585,12 +585,12 @@ def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
     assert np.all(worst <= stated * (1 + 1e-9)) and np.all(worst > stated / 2), (worst, stated)
 
 
-def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None):
+def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None):
     """The EM steps before the passes were fused: one pass per run, and a separate pass for
     the runs' scores before the winner's step (the full schedule: at ε = 1 the plan has no
-    stopping rule, ``stops`` stays empty); an over-parameterised run reduced to k before step
-    ``plan.reduce_at``."""
-    assert plan.stop_from is None
+    stopping rule and no frozen runs, ``stops`` and ``frozen`` stay empty); an
+    over-parameterised run reduced to k before step ``plan.reduce_at``."""
+    assert plan.stop_from is None and not plan.freeze
     from privgauss.backends import reduce_rows
     from privgauss.mixture.em_starts import reduce_run
 

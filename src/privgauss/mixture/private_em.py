@@ -95,6 +95,39 @@ budget and public rows; every frame after the first a function of releases):
    (released run by run), and the scores share a pass with the next step's statistics of all
    runs (the pick is released first, then the winner's statistics; the losers' are dropped
    unreleased): T passes in all.
+   *Wide exploration where quiet* (issue 27: scikit-learn's ``n_init``; :func:`_wide_plan`).
+   Where even ``WIDE_STARTS`` = 6 runs' first exploring step's noise alone moves a model by
+   at most ``WIDE_NOISE`` = 1e-3 nat/row (public; ε = 1e4 on 34 of the 39 fresh corpus
+   tables — not on the five with d = 7–10 and 1,900–2,700 training rows — and at n = 5e4,
+   d = 10, k = 3; never at ε = 1 there, where it is 0.06–170), the plan explores with 6
+   runs over the first ``WIDE_EXPLORE`` = 2/3 of T = ``WIDE_STEPS`` = 150 steps (where the
+   default schedule has its ``MAX_STEPS`` and 150 are still that quiet and keep its
+   stopping rule; else of the default T). The three starts above are joined by the
+   same cells' k-means in the released frame's raw coordinates x − m₀ = W⁻¹z (the frame a
+   user's scikit-learn clusters in; least inertia of 2 seedings) and single k-means++
+   seedings in the whitened and raw frames, each cluster's covariance that of its cells
+   (:func:`~privgauss.mixture.em_starts.frame_starts`, post-processing). Everything else is
+   as above: one pass per step for all runs, each run's step at 1/6 of the step's ρ, the run
+   pick a joint release of 6 scores (sensitivity 2b√6). An exploring run whose released
+   changes meet the stopping rule at ``FREEZE_TOL`` = 1e-3 (scikit-learn's ``tol``) is
+   *frozen* — its later exploring steps are skipped — and once every run is frozen the
+   pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
+   ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
+   released models, as with the stop below; ``info["em_frozen"]``). It bounds the time where
+   the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
+   ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
+   mostly too noisy for it, a fit takes up to 2.6 s instead of 0.2–0.6 s (rwm5yr,
+   19,609 × 15: 6.1 s).
+   Why (diagnosed on Males and Benefits at ε = 1e4, seed 0, the two tables this was tuned
+   on): the three-run fit sat at a fixed point of EM (scikit-learn from it moves < 0.001
+   nat/row), not in noise. On Males (0.109 nat/row below scikit-learn's best of 5 held
+   out) scikit-learn's k-means on the raw columns starts every one of 10 seedings in a basin
+   2.3 nat/row higher that EM reaches after 60–100 steps (its default ``tol`` stops it at
+   53 steps on the way: that is its best of 5), the summary start's run after ~200; on
+   Benefits (0.053 below held out, 0.005 *above* on the training rows) 2 of 10 k-means++
+   seedings in the whitened frame reach a basin 0.12 nat/row higher after 90–120 steps,
+   still below the others at step 60. A pick after 20 steps, or among three starts, took
+   neither; the wide plan takes both (held out: −3.03 and −0.15, i.e. above scikit-learn).
    *Stopping* (plan = the full schedule of T steps). After the pick, each step's change
    Δ_t between consecutive released models (:func:`_model_change`: Σ_j w_j KL(N_j ‖ N'_j) +
    KL(w ‖ w'), a bound on the mixtures' KL per row; scikit-learn stops at a log-likelihood
@@ -279,6 +312,11 @@ OVER_TIED = True  # the k'-component steps fit one pooled (tied) covariance, rel
 TIED_SHARES = (0.1, 0.3, 0.6)  # counts, sums, pooled second moment within a tied step
 UNTIED_LAST = 1  # the last this many k'-component steps release full covariances again
 TIED_AFTER_PICK = 2  # the tied steps end at most this many steps after the run pick
+WIDE_STARTS = 6  # exploring runs where the steps are quiet (issue 27: sklearn's n_init)
+WIDE_EXPLORE = 2.0 / 3.0  # ... and the share of the T steps they explore before the pick
+WIDE_STEPS = 150  # EM steps of a wide plan where the budget gives the default MAX_STEPS
+FREEZE_TOL = 1e-3  # an exploring run stops when its change still to come is at most this
+WIDE_NOISE = 1e-3  # quiet: a wide plan's exploring step's noise moves a model ≤ this
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
@@ -317,7 +355,9 @@ class EMPlan:
     over-parameterised (0: not), reduced to k before step ``reduce_at`` (None: never); its
     steps before ``tied_until`` (None: none) fit one pooled covariance, their second moments
     one matrix (``TIED_SHARES`` of the step's ρ). ``rho_atoms``: the columns' heaviest-cell
-    counts (:mod:`.atoms`), the last part."""
+    counts (:mod:`.atoms`), the last part. ``freeze``: a wide plan's exploring runs stop
+    once their released changes meet the stopping rule at ``FREEZE_TOL`` (their later
+    exploring steps are then missing from the ledger)."""
 
     total: Budget
     localisation: ApproxDP | None
@@ -348,6 +388,7 @@ class EMPlan:
     reduce_at: int | None = None
     tied_until: int | None = None
     rho_atoms: float = 0.0
+    freeze: bool = False
 
     @property
     def rho_em(self) -> float:
@@ -379,6 +420,11 @@ class EMPlan:
         from ``stop_from`` on, and only while at least one planned step lies between t and
         the last (a stop jumps to the last step)."""
         return self.stop_from is not None and self.stop_from <= t < self.n_steps - 2
+
+    def may_freeze(self, t: int) -> bool:
+        """Whether an exploring run whose released changes meet the stopping rule stops at
+        step t (public): in a quiet wide plan (``freeze``), while exploring."""
+        return self.freeze and t < self.explore_steps
 
     def fitted(self, k: int) -> int:
         """How many components the run starts and explores with (public): ``components``
@@ -559,6 +605,9 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     Over-parameterised (``components`` = k' > k, :func:`_over_components`) where an exploring
     step's noise is loud and k' components meet em's own rows-per-component needs."""
     plan = _base_plan(n, d, k, budget, n_public=n_public, n_steps=n_steps, prior=prior)
+    wide = _wide_plan(plan, n, d, k, budget, n_steps, n_public, prior)
+    if wide is not None:
+        return wide
     k_over = _over_components(plan, n, d, k, budget, n_steps, n_public, prior)
     if not k_over:
         return plan
@@ -575,6 +624,48 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2])
                   for t in range(over.n_steps))
     return dataclasses.replace(over, step_radii=radii)
+
+
+def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: int | None,
+               n_public: int, prior: bool) -> EMPlan | None:
+    """The plan with ``WIDE_STARTS`` exploring runs over the first ``WIDE_EXPLORE`` of the T
+    steps (public), or None: only with the default schedule and where each run's first
+    exploring step's noise alone moves a model by at most ``WIDE_NOISE`` nat/row
+    (:func:`_noise_change`): with T = ``WIDE_STEPS`` where the budget gives the default
+    schedule its most steps (``MAX_STEPS``) and that is quiet — and, where the three-run plan
+    may stop early (``stop_from``), still may (else a run picked early ran all 150 steps:
+    generated families with d = 15 took 2–2.7× as long) —, else with the default T.
+    Exploring runs may freeze (``freeze``) where a step's noise is at most ``STOP_NOISE`` ×
+    ``FREEZE_TOL``.
+    ε = 1e4 on 34 of the 39 fresh corpus tables and at n = 5e4, d = 10, k = 3;
+    never at ε = 1 there (its first step's noise is 0.06–170). The parts are those of
+    the plan with three runs, the exploring steps' ρ split over more runs for more steps; the
+    run pick's sensitivity grows with the runs (``score_sums_l2``)."""
+    if n_steps is not None or plan.n_starts < 2 or WIDE_STARTS <= plan.n_starts:
+        return None
+    bases = [plan]
+    if WIDE_STEPS > plan.n_steps >= MAX_STEPS:
+        bases.insert(0, _base_plan(n, d, k, budget, n_public=n_public, n_steps=WIDE_STEPS,
+                                   prior=prior))
+    wides = []
+    for base in bases:
+        T = base.n_steps
+        explore = max(base.explore_steps, int(math.floor(WIDE_EXPLORE * T)))
+        if explore < T - 1:
+            wides.append(dataclasses.replace(base, n_starts=WIDE_STARTS, explore_steps=explore))
+    for wide in wides:  # the longest quiet one
+        T, explore = wide.n_steps, wide.explore_steps
+        if not _noise_change(wide, 0, n, d, k) <= WIDE_NOISE:
+            continue
+        radii = tuple(step_radius(n, d, k, wide.stat_rhos(t)[2]) for t in range(T))
+        wide = dataclasses.replace(wide, step_radii=radii)
+        quiet = _noise_change(wide, explore, n, d, k) <= STOP_NOISE * STOP_TOL
+        if plan.stop_from is not None and not quiet:
+            continue  # more steps, but none may stop: the time of all of them (d = 15)
+        freeze = _noise_change(wide, 0, n, d, k) <= STOP_NOISE * FREEZE_TOL
+        return dataclasses.replace(wide, start_clusters=_start_clusters(n, d, k, wide),
+                                   stop_from=explore if quiet else None, freeze=freeze)
+    return None
 
 
 def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
@@ -1171,14 +1262,23 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
 
 
 def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
-              n: int, stops: list[int] | None = None, k: int | None = None) -> Run:
+              n: int, stops: list[int] | None = None, k: int | None = None,
+              frozen: list[tuple[int, int]] | None = None) -> Run:
     """The T EM steps, one pass over the rows each: while exploring, the pass computes every
     run's statistics (released run by run); at the end of the exploration the same pass also
     scores the runs, the pick is released first and only the winner's statistics after it.
     An over-parameterised plan's run is reduced to ``k`` components (free:
-    :func:`~privgauss.mixture.em_starts.reduce_run`) before step ``plan.reduce_at``."""
+    :func:`~privgauss.mixture.em_starts.reduce_run`) before step ``plan.reduce_at``.
+    Where the plan lets exploring runs stop (``plan.may_freeze``: quiet wide plans), a run
+    whose released changes meet the stopping rule (:func:`_converged`) is *frozen*: its
+    later exploring steps are skipped (it waits for the pick as it is, as scikit-learn's
+    init stops at its ``tol``), and once every run is frozen the exploration ends and the
+    pick's step runs next. Each freeze is appended to ``frozen`` as (run, step): a function
+    of released models (post-processing), like the stop."""
     t = 0
     changes: list[float] = []
+    active = [True] * len(runs)
+    run_changes: list[list[float]] = [[] for _ in runs]
     while t < plan.n_steps:
         if (plan.reduce_at is not None and k is not None and t >= plan.reduce_at
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
@@ -1186,35 +1286,52 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             changes.clear()
         if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
             runs = [_tie(run) for run in runs]
-        terms = [_model_terms(w, c) for w, _, c in runs]
-        models = tuple((m, Linv, ln) for (_, m, _), (_, Linv, ln) in zip(runs, terms,
-                                                                         strict=True))
         pick = t == plan.explore_steps and len(runs) > 1
+        exploring = t < plan.explore_steps and len(runs) > 1
+        idx = [c for c in range(len(runs)) if active[c]] if exploring else list(range(len(runs)))
+        terms = [_model_terms(runs[c][0], runs[c][2]) for c in idx]
+        models = tuple((runs[c][1], Linv, ln) for c, (_, Linv, ln) in zip(idx, terms,
+                                                                           strict=True))
         out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.step_radius(t),
                                      bound=plan.score_bound if pick else 0.0),
                           block=EM_BLOCK_ROWS)
-        keep = range(len(runs))
+        keep = range(len(idx))  # positions in idx
         if pick:
             winner = pick_run(out[3], plan, release)
             keep = range(winner, winner + 1)
-        new = [_em_release((out[0][c], out[1][c], out[2][c]), runs[c], terms[c][0], plan, t,
-                           release, n, f" run {c + 1}" if len(keep) > 1 else "")
-               for c in keep]
+        tag = plan.runs(t) > 1
+        new = {idx[a]: _em_release((out[0][a], out[1][a], out[2][a]), runs[idx[a]],
+                                   terms[a][0], plan, t, release, n,
+                                   f" run {idx[a] + 1}" if tag else "")
+               for a in keep}
+        if exploring and plan.may_freeze(t):  # released models only: post-processing
+            for c, run in new.items():
+                run_changes[c].append(_model_change(runs[c], run))
+                if _converged(run_changes[c], FREEZE_TOL):
+                    active[c] = False
+                    if frozen is not None:
+                        frozen.append((c, t))
         # the stopping rule: a function of released models only (see the module docstring)
         if len(new) == 1 and plan.may_stop(t):
-            changes.append(_model_change(runs[keep[0]], new[0]))
+            (c, run), = new.items()
+            changes.append(_model_change(runs[c], run))
+        if pick or not exploring:
+            runs = list(new.values())
+        else:
+            runs = [new.get(c, run) for c, run in enumerate(runs)]
         if _converged(changes):
             if stops is not None:
                 stops.append(t)
             t = plan.n_steps - 1
             changes.clear()
+        elif exploring and not any(active):
+            t = plan.explore_steps  # every run frozen: the pick's step next
         else:
             t += 1
-        runs = new
     return runs[0]
 
 
-def _converged(changes: list[float]) -> bool:
+def _converged(changes: list[float], tol: float = STOP_TOL) -> bool:
     """The stopping rule on the released changes of the steps so far (post-processing): the
     change still to come, extrapolated geometrically from the last three,
     Δ_t/(1 − q) with q = min(``STOP_RATE``, √(Δ_t/Δ_{t−2})), is at most ``STOP_TOL``. A slow
@@ -1225,7 +1342,7 @@ def _converged(changes: list[float]) -> bool:
     last, before = changes[-1], changes[-3]
     ratio = last / before if before > 0 else math.inf
     rate = min(STOP_RATE, math.sqrt(ratio)) if ratio >= 0 else STOP_RATE  # NaN: the cap
-    return last <= (1.0 - rate) * STOP_TOL
+    return last <= (1.0 - rate) * tol
 
 
 def _count_radius(plan: EMPlan, d: int) -> float:
@@ -1337,17 +1454,22 @@ def private_em_gmm(
         Pz = None if P is None else (P - m0) @ W.T
         G, Ginv = standardiser(Winv)
         kf = plan.fitted(k)  # k' > k components until the reduction when over-parameterised
-        hist_run, white_run, seeds = histogram_start(Z, Pz, kf, plan, release, n, G)
+        extras: list[Run] = []
+        hist_run, white_run, seeds = histogram_start(Z, Pz, kf, plan, release, n, G,
+                                                     extra=plan.n_starts - N_STARTS,
+                                                     Winv=Winv, extras=extras)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps and plan.start_clusters > kf:
             runs.insert(0, summary_start(Z, seeds, kf, plan, release, G, Ginv))
         elif plan.rho_kmeans_steps:
             runs.insert(0, kmeans_steps(Z, hist_run[1], plan, release, G, Ginv, _shrink))
-        runs = runs[: max(plan.n_starts, 1)]
+        runs = (runs + extras)[: max(plan.n_starts, 1)]
         stops: list[int] = []
-        em = _em_steps(Z, runs, plan, release, n, stops, k=k)
+        frozen: list[tuple[int, int]] = []
+        em = _em_steps(Z, runs, plan, release, n, stops, k=k, frozen=frozen)
         if info is not None:
             info["em_stopped_after"] = stops[0] + 1 if stops else None
+            info["em_frozen"] = [(c + 1, t + 1) for c, t in frozen]
         names, cands = _final_candidates(em, P, m0, W, k, plan, release.rng)
         outs = [_output(c, m0, W, Winv, prior) for c in cands]
         if prior is not None:  # the candidates as the user gets them, back in the frame
