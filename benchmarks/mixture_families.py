@@ -200,7 +200,7 @@ def main() -> None:
                     help="set privgauss.mixture.private_em.OVERPARAM (1: no over-parameterised "
                     "run; an experiment switch, not an estimator option)")
     ap.add_argument("--low-d", action="store_true",
-                    help="families of d = 2 + seed % 3 columns (the full-grid step count's set)")
+                    help="families of d = 2 + seed %% 3 columns (the full-grid step count's set)")
     ap.add_argument("--full-grid-steps", type=int, default=None, metavar="T",
                     help="set privgauss.mixture.private_em.T_FULL_GRID (20: the old step count "
                     "at low d; an experiment switch)")
