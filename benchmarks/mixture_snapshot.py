@@ -112,6 +112,9 @@ def compare(new: dict[str, dict[str, Any]], ref: dict[str, dict[str, Any]]) -> i
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):  # -h/--help: no file named so
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) > 1 else 2)
     path = sys.argv[1]
     only = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None
     snap = snapshot(only)

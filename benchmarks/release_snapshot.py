@@ -82,6 +82,9 @@ def compare(new: dict, ref: dict) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):  # -h/--help: no file named so
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) > 1 else 2)
     snap = snapshot()
     Path(sys.argv[1]).write_bytes(pickle.dumps(snap))
     if len(sys.argv) > 2:
