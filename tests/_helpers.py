@@ -52,3 +52,35 @@ def all_axes(fig: Any) -> list[Any]:
     for sub in getattr(fig, "subfigs", []):
         out += [ax for ax in all_axes(sub) if ax not in out]
     return out
+
+
+def zoom_release(data: np.ndarray, plan: Any, total_rho: float, rng: np.random.Generator,
+                 step: str, shrink: float = 1.0) -> np.ndarray:
+    """The noisy counts :func:`~privgauss.synthesis.marginals.release_marginals` releases at
+    its step named ``…/step`` (``zoom``, ``zoom/2``), that step's sensitivity divided by
+    ``shrink`` (an audit's deliberately broken variant); the other steps are released and
+    claimed as planned. For the zoom's audits."""
+    import privgauss.synthesis.marginals as marg
+    from privgauss.mechanisms import Release
+    from privgauss.noise import NoiseSource
+    from privgauss.privacy import ZCDP
+
+    seen: list[np.ndarray] = []
+    real = marg.gaussian_mechanism
+
+    def spy(values: np.ndarray, sensitivity: float, *args: Any, **kwargs: Any) -> np.ndarray:
+        name = str(kwargs.get("step", ""))
+        mine = name == step or name.endswith("/" + step)
+        out = np.asarray(real(values, sensitivity / (shrink if mine else 1.0), *args, **kwargs))
+        if mine:
+            seen.append(out)
+        return out
+
+    marg.gaussian_mechanism = spy  # type: ignore[assignment]
+    try:
+        marg.release_marginals(data, plan, release=Release(Accountant(ZCDP(total_rho)),
+                                                           NoiseSource(rng)))
+    finally:
+        marg.gaussian_mechanism = real
+    (released,) = seen
+    return released

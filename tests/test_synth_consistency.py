@@ -13,16 +13,15 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import zoom_release
 
 import privgauss as pg
 import privgauss.synthesis.grid as grid_mod
 import privgauss.synthesis.marginals as marg
 import privgauss.synthesis.synthesizer as synth_mod
 from privgauss.audit import audit_mechanism, fit_outcome
-from privgauss.mechanisms import Release
-from privgauss.noise import NoiseSource
-from privgauss.privacy import ZCDP, Accountant, approx_to_zcdp, zcdp_to_epsilon
-from privgauss.synthesis.marginals import MarginalPlan, release_marginals
+from privgauss.privacy import approx_to_zcdp, zcdp_to_epsilon
+from privgauss.synthesis.marginals import MarginalPlan
 
 HUGE = 1e6  # ρ
 
@@ -169,26 +168,7 @@ def _second_round(data: np.ndarray, rng: np.random.Generator, shrink: float = 1.
     """A float column on a stated range (first bins 8 wide) with a fine zoom: the second
     round's released sub-counts (its sensitivity divided by ``shrink``)."""
     plan = MarginalPlan(["float"], [(0.0, 64.0)], 8, 0.0, AUDIT_RHO, rho_zoom=2 * AUDIT_RHO)
-    acct = Accountant(ZCDP(3 * AUDIT_RHO))
-    seen: list[np.ndarray] = []
-    real = marg.gaussian_mechanism
-
-    def spy(values: np.ndarray, sensitivity: float, *args: object,
-            **kwargs: object) -> np.ndarray:
-        second = str(kwargs.get("step", "")).endswith("zoom/2")
-        out = real(values, sensitivity / (shrink if second else 1.0),  # type: ignore[arg-type]
-                   *args, **kwargs)
-        if second:
-            seen.append(np.asarray(out))
-        return np.asarray(out)
-
-    marg.gaussian_mechanism = spy  # type: ignore[assignment]
-    try:
-        release_marginals(data, plan, release=Release(acct, NoiseSource(rng)))
-    finally:
-        marg.gaussian_mechanism = real
-    (zoom,) = seen
-    return zoom
+    return zoom_release(data, plan, 3 * AUDIT_RHO, rng, "zoom/2", shrink)
 
 
 def _second_round_pair() -> tuple[np.ndarray, np.ndarray]:

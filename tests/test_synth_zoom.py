@@ -10,15 +10,14 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import zoom_release
 
 import privgauss as pg
 import privgauss.synthesis.marginals as marg
 import privgauss.synthesis.synthesizer as synth_mod
 from privgauss.audit import audit_mechanism
-from privgauss.mechanisms import Release
-from privgauss.noise import NoiseSource
-from privgauss.privacy import ZCDP, Accountant, approx_to_zcdp, zcdp_to_epsilon
-from privgauss.synthesis.marginals import MarginalPlan, release_marginals
+from privgauss.privacy import approx_to_zcdp, zcdp_to_epsilon
+from privgauss.synthesis.marginals import MarginalPlan
 
 EPS, DELTA = 1.0, 1e-6
 YEARS = np.arange(1980, 1988)
@@ -131,23 +130,7 @@ def _zoom_mechanism(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     zoom: the zoom's released sub-counts (the first histogram, identical in distribution on
     the pair below, is released too and claimed)."""
     plan = MarginalPlan(["integer"], [(0.0, 64.0)], 8, 0.0, AUDIT_RHO, rho_zoom=AUDIT_RHO)
-    acct = Accountant(ZCDP(2 * AUDIT_RHO))
-    seen: list[np.ndarray] = []
-    real = marg.gaussian_mechanism
-
-    def spy(*args: object, **kwargs: object) -> np.ndarray:
-        out = real(*args, **kwargs)  # type: ignore[arg-type]
-        if str(kwargs.get("step", "")).endswith("zoom"):
-            seen.append(np.asarray(out))
-        return np.asarray(out)
-
-    marg.gaussian_mechanism = spy  # type: ignore[assignment]
-    try:
-        release_marginals(data, plan, release=Release(acct, NoiseSource(rng)))
-    finally:
-        marg.gaussian_mechanism = real
-    (zoom,) = seen
-    return zoom
+    return zoom_release(data, plan, 2 * AUDIT_RHO, rng, "zoom")
 
 
 def _zoom_pair() -> tuple[np.ndarray, np.ndarray]:
