@@ -594,8 +594,8 @@ def _without_isolated_ends(passed: np.ndarray, counts: np.ndarray, edges: np.nda
 
 def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
                         edges: np.ndarray | None = None, decided: np.ndarray | None = None,
-                        core: tuple[float, float] | None = None, continuous: bool = False
-                        ) -> tuple[np.ndarray, float]:
+                        core: tuple[float, float] | None = None, continuous: bool = False,
+                        gridded: bool = False) -> tuple[np.ndarray, float]:
     """The CDF at the edges from noisy bin counts: the column's support runs from the first
     to the last bin whose count passes the cut (:data:`EMPTY_BIN_SIGMAS`); outside it counts are
     set to 0 (an empty bin's noise would otherwise put spurious mass there — values a column
@@ -610,7 +610,7 @@ def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
     ``continuous`` (a float column with no released resolution): not smoothed once the zoom
     has split some of its bins."""
     bonferroni = float(ndtri(1.0 - RANGE_BETA / len(counts)))
-    family = bonferroni if kind != "float" else 0.0
+    family = bonferroni if kind != "float" or gridded else 0.0
     cut = np.full(len(counts), sigma * max(EMPTY_BIN_SIGMAS, family))
     if (kind != "float" and core is not None and edges is not None
             and core[1] - core[0] <= MARGIN_LEVELS):
@@ -956,7 +956,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
     for j, (e, counts_j, decided) in enumerate(cols):
         probe = probes[j]
         cdf, lam = _cdf_and_smoothness(counts_j, sigma_hist, plan.kinds[j], e, decided,
-                                       cores[j], steps[j] == 0)
+                                       cores[j], steps[j] == 0, steps[j] > 0)
         if probe is not None and kept_probe[j]:
             e, cdf = _spread_sign_probe(e, cdf, probe)
         smooth = plan.kinds[j] == "float" and steps[j] == 0 and lam >= SMOOTH_LAMBDA
