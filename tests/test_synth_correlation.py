@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import privgauss as pg
+import privgauss.synthesis.grid as grid_mod
 import privgauss.synthesis.marginals as marg
 
 
@@ -64,3 +65,46 @@ def test_the_gridded_cut_is_the_discrete_columns() -> None:
     integer, _ = marg._cdf_and_smoothness(counts, sigma, "integer", edges)
     assert gridded[10] == 1.0 and integer[10] == 1.0  # nothing past the data's bins
     assert plain[10] < 0.99  # the 2σ rule keeps the false alarms (and the bins between)
+
+
+def test_a_grid_keeps_no_mass_in_the_cells_the_model_and_the_counts_leave_empty() -> None:
+    """The grid's cells the model leaves empty keep no mass unless their counts pass the
+    Bonferroni cut: before, each kept its clipped noise, ~0.4 σ/n, and over 5^6 cells of
+    which the data fill a diagonal band that was several per cent of the mass spread
+    uniformly."""
+    g, d, n, sigma = 5, 6, 3000, 0.02
+    idx = np.arange(g)
+    true = np.zeros((g,) * d)
+    true[(idx,) * d] = n / g  # all rows on the diagonal cells
+    model = true / n
+    noisy = true + np.random.default_rng(0).normal(0.0, sigma, true.shape)
+    grid, _ = grid_mod.grid_from_counts(noisy, n, sigma, model)
+    off = 1.0 - float(grid.probs[(idx,) * d].sum())
+    assert off == 0.0
+    # a cell the model leaves empty but whose count passes the cut keeps mass, alone
+    noisy[(0, 1, 0, 1, 0, 1)] = 30.0
+    grid, _ = grid_mod.grid_from_counts(noisy, n, sigma, model)
+    probs = grid.probs.copy()
+    probs[(idx,) * d] = 0.0
+    assert probs[0, 1, 0, 1, 0, 1] > 0 and np.count_nonzero(probs) == 1
+
+
+def test_a_wide_tables_grid_keeps_strong_correlations_at_a_huge_budget() -> None:
+    """Six columns correlated 0.98, 3,000 rows, ε = 1e4: a grid of 5^6 cells; the
+    synthetic rows' Spearman correlations stay within 0.01 of the data's on every pair
+    (before: ~0.04 lower, the empty cells' clipped noise)."""
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(3)
+    n, d, r = 3000, 6, 0.98
+    cov = np.full((d, d), r) + (1.0 - r) * np.eye(d)
+    X = pd.DataFrame(rng.multivariate_normal(np.zeros(d), cov, n),
+                     columns=[f"c{j}" for j in range(d)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = pg.PrivateSynthesizer(epsilon=1e4, delta=1e-6, random_state=0).fit(X)
+        S = syn.sample(n, random_state=1)
+    assert syn.grid_ is not None  # the grid is what the test needs
+    iu = np.triu_indices(d, 1)
+    gap = spearmanr(S).statistic[iu] - spearmanr(X.to_numpy()).statistic[iu]
+    assert np.abs(gap).max() < 0.01, gap
