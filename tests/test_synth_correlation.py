@@ -50,8 +50,8 @@ def test_a_gridded_columns_tails_and_correlation_converge(seed: int) -> None:
 
 
 def test_the_gridded_cut_is_the_discrete_columns() -> None:
-    """A gridded float column's empty bins pass the Bonferroni cut over its bins (as an
-    integer column's), a continuous one's the 2σ rule; the default (gridded=False) is as
+    """A gridded float column with one bin per grid value (levelled) has its empty bins pass
+    the Bonferroni cut over its bins (as an integer column's); otherwise the 2σ rule, as
     before."""
     sigma, nb = 1.0, 1000
     counts = np.zeros(nb)
@@ -60,7 +60,7 @@ def test_the_gridded_cut_is_the_discrete_columns() -> None:
     # of them isolated (each within a quarter of the support's span of the next)
     edges = np.arange(nb + 1) * 0.01
     gridded, _ = marg._cdf_and_smoothness(counts, sigma, "float", edges, None, None, False,
-                                          True)
+                                          levelled=True)
     plain, _ = marg._cdf_and_smoothness(counts, sigma, "float", edges, None, None, False)
     integer, _ = marg._cdf_and_smoothness(counts, sigma, "integer", edges)
     assert gridded[10] == 1.0 and integer[10] == 1.0  # nothing past the data's bins
