@@ -933,10 +933,11 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         if plan.kinds[j] == "integer":
             edges[j] = _integer_edges(e, plan.n_bins)
         elif steps[j] > 0:  # a gridded float column: as an integer one, on its grid
-            edges[j] = _integer_edges(e, plan.n_bins, steps[j])
+            snapped = _integer_edges(e, plan.n_bins, steps[j])
+            edges[j] = snapped
             # one bin per grid value (a discrete column's histogram): its empty bins pass
             # the discrete columns' cut (see _cdf_and_smoothness's ``levelled``)
-            levelled[j] = bool(np.allclose(np.diff(edges[j]), steps[j]))
+            levelled[j] = bool(np.allclose(np.diff(snapped), steps[j]))
         elif plan.kinds[j] == "float" and j in need_range:
             edges[j], probes[j] = _with_sign_probe(e)
         lows[j] = float(e[0])
