@@ -251,17 +251,33 @@ def model_cell_masses(levels: int, proposals: np.ndarray) -> np.ndarray:
     return (hits / max(len(proposals), 1)).reshape((levels,) * d)
 
 
+#: false-alarm probability, over all of a grid's cells, of the cut a cell the model leaves
+#: empty must pass to keep its count (:func:`grid_from_counts`)
+GRID_EMPTY_BETA = 0.05
+
+
 def grid_from_counts(noisy: np.ndarray, n: int, sigma: float, model: np.ndarray,
                      margins: np.ndarray | None = None) -> tuple[DependenceGrid, float]:
     """The grid from its noisy counts (``sigma`` per cell, ``n`` public rows) and the model's
     cell masses: the frequencies shrunk towards the model by the James–Stein factor, clipped
     at 0 and raked (to ``margins``, default uniform); returns the grid and the factor (1: the
-    released counts alone; 0: the model alone). Post-processing of DP releases."""
+    released counts alone; 0: the model alone). A cell the model leaves empty (none of its
+    draws) whose count does not pass the cut at which a false alarm among all the cells has
+    probability ≤ :data:`GRID_EMPTY_BETA` (Bonferroni, as the marginals' empty bins) is
+    empty: clipping its noise at 0 instead left it ~0.4 σ/n of mass, and over the thousands
+    of cells a wide table's grid has at a large budget (diamonds at ε = 1e4: 5^7 cells, 94 %
+    of them empty) that spread 5 % of the rows uniformly over the cube — its normal-score
+    correlations of 0.99 fell to 0.93 (benchmarks/results/synth_correlation.md). The cut
+    vanishes with σ. Post-processing of DP releases."""
     f = noisy / n
     dist = float(np.sum((f - model) ** 2))
     noise_var = f.size * (sigma / n) ** 2
     factor = float(np.clip(1.0 - noise_var / dist, 0.0, 1.0)) if dist > 0 else 0.0
     p = np.clip(model + factor * (f - model), 0.0, None)
+    cut = sigma * float(ndtri(1.0 - GRID_EMPTY_BETA / f.size))
+    p[(model <= 0) & (noisy < cut)] = 0.0
+    if not p.sum() > 0:  # nothing passed: the shrunk frequencies as before
+        p = np.clip(model + factor * (f - model), 0.0, None)
     return DependenceGrid(noisy.shape[0], rake(p, margins=margins)), factor
 
 
