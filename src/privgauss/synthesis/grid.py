@@ -17,8 +17,9 @@ measure them better; a sample of m rows gives each cell m times its raked mass, 
 systematic sampling (:func:`systematic_counts`: no multinomial noise on top of the release's),
 and each row a point inside its cell from the copula model's draws that fall there (uniform
 in the cell when too few do), so the model sets the shape within a cell and the grid the mass
-of each. The levels grow with n/σ, bounded only by memory (:data:`GRID_MAX_CELLS`): as the
-noise vanishes the grid tends to the rows' own histogram of scores at any resolution.
+of each. The levels grow with n/σ, bounded by memory and time only (:data:`GRID_MAX_CELLS`):
+as the noise vanishes the grid tends to the rows' own histogram of scores, down to that
+bound's resolution.
 
 Two levels (:func:`refinement_from_counts`): a second noisy histogram on the grid of r times
 the levels (r^d sub-cells per cell) measures the shape inside each cell — its block sums are
@@ -52,7 +53,7 @@ GRID_MIN_LEVELS = 5
 #: most cells in all: a bound on memory and time (each of the grid's tables holds this many
 #: floats, the raking sweeps them, and secure noise costs ~40 µs a cell: 2^20 cells were 42 s
 #: of noise), not a guard against noise — the levels grow with n/σ (:func:`grid_levels`) and
-#: reach it only at n/σ ≈ GRID_MAX_CELLS^((d+1)/d) (2·10⁸ at d = 2).
+#: reach it only at n/σ ≈ GRID_MAX_CELLS^((d+1)/d) (1.3·10⁸ at d = 2).
 #: Until 2026-11-29 the grid also stopped at 32 levels and 4,096 cells, a resolution floor
 #: that kept the synthetic 2-way tables above their sampling floor at any budget (six
 #: columns or more never got a grid: benchmarks/results/synth_corpus.md)
@@ -66,9 +67,9 @@ PROPOSALS_PER_ROW = 8
 def grid_levels(n: int, d: int, rho: float) -> int:
     """Levels per column from public n, d and the grid's ρ: ⌊(n/σ)^(1/(d+1))⌋ (the cell width
     that balances the histogram's binning error, ∝ 1/g, with its noise's, ∝ g^d σ/n), σ the
-    noise per cell, at most :data:`GRID_MAX_CELLS` cells in all (memory); 0 (no grid) when
-    that is below :data:`GRID_MIN_LEVELS` or d < 2. The levels grow without bound as σ → 0,
-    so the released grid tends to the rows' joint histogram of scores at any resolution."""
+    noise per cell, at most :data:`GRID_MAX_CELLS` cells in all (memory and time); 0 (no
+    grid) when that is below :data:`GRID_MIN_LEVELS` or d < 2. The levels grow with n/σ up to
+    that bound, so the released grid tends to the rows' joint histogram of scores."""
     if not (rho > 0 and n > 0 and d >= 2):  # one column has no dependence
         return 0
     sigma = histogram_l2() / math.sqrt(2.0 * rho)
@@ -273,11 +274,11 @@ def grid_from_counts(noisy: np.ndarray, n: int, sigma: float, model: np.ndarray,
     dist = float(np.sum((f - model) ** 2))
     noise_var = f.size * (sigma / n) ** 2
     factor = float(np.clip(1.0 - noise_var / dist, 0.0, 1.0)) if dist > 0 else 0.0
-    p = np.clip(model + factor * (f - model), 0.0, None)
+    shrunk = np.clip(model + factor * (f - model), 0.0, None)
     cut = sigma * float(ndtri(1.0 - GRID_EMPTY_BETA / f.size))
-    p[(model <= 0) & (noisy < cut)] = 0.0
+    p = np.where((model <= 0) & (noisy < cut), 0.0, shrunk)
     if not p.sum() > 0:  # nothing passed: the shrunk frequencies as before
-        p = np.clip(model + factor * (f - model), 0.0, None)
+        p = shrunk
     return DependenceGrid(noisy.shape[0], rake(p, margins=margins)), factor
 
 

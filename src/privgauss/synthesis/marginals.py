@@ -37,8 +37,10 @@ zoom is *fine* (:func:`fine_zoom`): it splits continuous float columns' bins too
 second round into the heaviest sub-bins of the first, so that a point mass — at the top of a
 bin of thousands of integers, or a float column's √½ — lies in a sub-bin of its own.
 
-Consistency: every guard against noise here vanishes with it; the bin counts are bounded only
-by memory (:data:`MAX_BINS`, reached at n/σ ≈ 1.7e7).
+Consistency: every guard against noise here vanishes with it; the bin counts are bounded by
+memory (:data:`MAX_BINS`, reached at n/σ ≈ 1.7e7) and a zoom round's counts by time
+(:data:`ZOOM_MAX_COUNTS`, secure noise's cost): resolution bounds, not guards, which a table
+of 10⁴ rows and 6 columns reaches between ε = 10³ and 10⁴.
 
 The ``"auto"`` columns' types come from a further release (:func:`release_types`, charged to
 the plan's ``types`` share): integer, or float with a resolution from a public ladder (a
@@ -711,27 +713,6 @@ def zoom_split(n: int, sigma_z: float) -> int:
 ZOOM_BINS_DIVISOR = 4.0
 
 
-#: most noisy counts one zoom round releases (all columns' slots × sub-bins): a bound on time,
-#: not a guard against noise — secure noise (OpenDP's exact sampler) costs ~40 µs a count, and
-#: the unbounded sizes of :func:`zoom_split` × :func:`zoom_bins` asked mhtdata (159,312 × 6)
-#: at ε = 1e4 for 4.4 million counts a round, 400 s of noise; at this bound a round's noise
-#: costs at most ~10 s. A corpus table of 10⁴ rows reaches it only past ε ≈ 100.
-ZOOM_MAX_COUNTS = 2**18
-
-
-def zoom_sizes(columns: int, split: int, slots: int) -> tuple[int, int]:
-    """(sub-bins per bin, bins per column) of a zoom round over ``columns`` columns: ``split``
-    and ``slots`` (:func:`zoom_split`, :func:`zoom_bins`), the sub-bins cut first (down to
-    :data:`ZOOM_SPLIT`), then the bins (down to :data:`ZOOM_BINS`), until the round releases
-    at most :data:`ZOOM_MAX_COUNTS` counts. Public: a function of the sizes only."""
-    per = max(1, ZOOM_MAX_COUNTS // max(1, columns))
-    if slots * split > per:
-        split = max(ZOOM_SPLIT, per // slots)
-    if slots * split > per:
-        slots = max(ZOOM_BINS, per // split)
-    return split, slots
-
-
 def zoom_bins(n: int, sigma_z: float, fine: bool = False) -> int:
     """Bins per column the zoom splits, from public facts: :data:`ZOOM_BINS`, or about
     (n/σ)^(1/3) / :data:`ZOOM_BINS_DIVISOR` when that is more. A bin's sub-counts stand above
@@ -746,6 +727,27 @@ def zoom_bins(n: int, sigma_z: float, fine: bool = False) -> int:
     back)."""
     z = (n / sigma_z) ** (1.0 / 3.0)
     return max(ZOOM_BINS, int(math.floor(z if fine else z / ZOOM_BINS_DIVISOR)))
+
+
+#: most noisy counts one zoom round releases (all columns' slots × sub-bins): a bound on time,
+#: not a guard against noise — secure noise (OpenDP's exact sampler) costs ~40 µs a count, and
+#: the unbounded sizes of :func:`zoom_split` × :func:`zoom_bins` asked mhtdata (159,312 × 6)
+#: at ε = 1e4 for 4.4 million counts a round, 400 s of noise; at this bound a round's noise
+#: costs at most ~10 s. A table of 10⁴ rows and 6 columns reaches it between ε = 10³ and 10⁴.
+ZOOM_MAX_COUNTS = 2**18
+
+
+def zoom_sizes(columns: int, split: int, slots: int) -> tuple[int, int]:
+    """(sub-bins per bin, bins per column) of a zoom round over ``columns`` columns: ``split``
+    and ``slots`` (:func:`zoom_split`, :func:`zoom_bins`), the sub-bins cut first (down to
+    :data:`ZOOM_SPLIT`), then the bins (down to :data:`ZOOM_BINS`), until the round releases
+    at most :data:`ZOOM_MAX_COUNTS` counts. Public: a function of the sizes only."""
+    per = max(1, ZOOM_MAX_COUNTS // max(1, columns))
+    if slots * split > per:
+        split = max(ZOOM_SPLIT, per // slots)
+    if slots * split > per:
+        slots = max(ZOOM_BINS, per // split)
+    return split, slots
 
 
 def _zoom_edges(a: float, b: float, grid: float, split: int) -> np.ndarray:
