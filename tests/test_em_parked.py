@@ -59,15 +59,3 @@ def test_private_em_finds_the_parked_basin(fits):
     assert est.means_[j, 1] == pytest.approx(ATOM, abs=1e-3)
     assert est.weights_[j] == pytest.approx(np.mean(X[:, 1] == ATOM), abs=0.01)
     assert est.covariances_[j, 1, 1] < 1e-6 * X[:, 1].var()
-
-
-@pytest.mark.xfail(strict=True, reason="the whitened-frame eigenvalue floor (NUMERIC_FLOOR "
-                   "1e-8, private_em._step_eig_floor) keeps the parked variance at 0.012 "
-                   "where sklearn's is 1e-6: 1.6 nat/row (em_parked.md); with NUMERIC_FLOOR "
-                   "1e-16 and FLOOR_POWER 8 the fit is 1.4 nat/row above sklearn's")
-def test_private_em_reaches_sklearn_on_a_parked_table_at_a_huge_budget(fits):
-    """Issue 27's ε = 1e4 goal (within 0.02 nat/row of scikit-learn's best of 5 on held-out
-    rows) on a parked table. Fails today by 1.6 nat/row (the floor); strict: once the floor
-    vanishes with the noise this passes and the marker must go."""
-    ref, est, _, held = fits
-    assert ref.score(held) - est.score(held) <= 0.02
