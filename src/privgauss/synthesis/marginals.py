@@ -18,7 +18,8 @@ rho_hist``:
   for a discrete or gridded one, :func:`n_continuous_bins`: post-processing), released jointly for
   all columns with Gaussian noise (L2 sensitivity √(2m)); the CDF is the normalised
   cumulative sum of the noisy counts, those below two noise deviations past the column's
-  support set to zero and, for a float column, the bin densities shrunk towards their
+  support set to zero and, for a float column or an integer one whose bins hold two or more
+  levels each (:func:`_wide_integer_bins`), the bin densities shrunk towards their
   three-bin moving average by a James–Stein factor (smoothing where the differences are
   noise, not where a column's levels make them signal). A float
   column whose released range has one sign gets one extra bin of the other sign (the *sign
