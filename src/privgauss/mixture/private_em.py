@@ -65,15 +65,36 @@ budget and public rows; every frame after the first a function of releases):
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
    Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
-   Σ_j = L_j C L_jᵀ, C = M_j/N_j − ȳȳᵀ de-clipped, then half a James–Stein shrinkage towards
-   tr(C)/d·I for the known noise and its eigenvalues floored at min(0.4, 2√d·s)× their mean
-   for the noise s on an entry (a direction shrinks at most as far as noise could fake per
-   step: noise flattened a component and it died), and in the whitened frame at
-   1e-3·min(1, 2√d·s/0.4)⁴, at least 1e-8 (:func:`_step_eig_floor`: the guard stands while
-   noise could shrink a direction by 0.4 per step, and fades below; a component narrows onto
-   a collinear pair or a discrete value as far as the noise allows); shrinkage and floors
-   vanish with the noise and the mean-move cap r_t grows, so as ρ → ∞ the steps are
-   scikit-learn's. π_j ∝ N_j.
+   Σ_j = L_j C L_jᵀ, C = M_j/N_j − ȳȳᵀ de-clipped, its eigenvalues at most r² while the
+   step's noise reach 2√d·s ≥ 0.4 (fading like (0.4/2√d·s)⁴ below: :func:`_declip_cap`;
+   beyond r² most rows along a direction were clipped and de-clipping reads noise as
+   variance — issue 27: a 5 % component's direction was sent to 1e4), then half a
+   James–Stein shrinkage towards tr(C)/d·I (the previous shape, rescaled: in its own frame
+   the previous estimate is I) for the known noise and its eigenvalues floored at
+   min(0.4, 2√d·s)× their mean for the noise s on an entry (a direction shrinks at most as
+   far as noise could fake per step: noise flattened a component and it died), and in the
+   whitened frame at 1e-3·min(1, 2√d·s/0.4)⁴, at least 1e-8 (:func:`_step_eig_floor`: the
+   guard stands while noise could shrink a direction by 0.4 per step, and fades below; a
+   component narrows onto a collinear pair or a discrete value as far as the noise allows).
+   *Refining steps* (after the run pick, and after an over-parameterised run's reduction:
+   once the components are the k returned) combine each component's releases over the
+   steps instead (:func:`_combine`, :func:`_gain`; issue 27): the shape C − tr(C)/d·I and
+   the mean move ȳ are weighed against the previous estimate by a Kalman gain
+   (P + q)/(P + q + noise), P the previous estimate's error energy (each step's gain × its
+   noise variance, carried into the next frame by the harmonic mean of the new variances),
+   q = (innovation − noise − P)₊ the change EM itself makes; the floors then use the
+   combined noise √(gain)·s. A settled component's noisy releases are averaged (8
+   pure-noise releases at d = 15 leave 0.07–0.17 of one release's noise variance; half
+   James–Stein kept at least a quarter of every step's), a component EM moves follows its
+   releases (q large: James–Stein's factor). Exploring and
+   over-parameterised steps keep half James–Stein (combining there changed which basin the
+   pick and the reduction chose: generated family 26, 0.007 → 0.287). Measured
+   (``benchmarks/results/em_small_shapes.md``, n = 5e4, ε = 1): issue 27's tuning families
+   1081, 1087, 1091, 1113, 1117 × noise seeds 0–2, 8 → 7 wrong basins (1081 0.31 / 0.29 →
+   0.05 / 0.05; 1087 and 1091 are wrong structures, not shapes, and stay wrong);
+   fresh families 1120–1169 (held out, noise seed 0) 11 → 8 of 50, median 0.0067 → 0.0045;
+   ε = 1e4 unchanged. Gains, caps and floors go to 1, ∞ and 0 as the noise vanishes, and
+   the mean-move cap r_t grows, so as ρ → ∞ the steps are scikit-learn's. π_j ∝ N_j.
    A component whose noisy count is below the step's noise floor keeps its estimate; it is
    revived (before the last two steps) by splitting the alive one of largest w_j·λ_max(Σ_j)
    along its main axis only when it is dead (its count within 3 noise sds of 0, or under
@@ -1115,12 +1136,16 @@ def _combine(Cy: np.ndarray, ybar: np.ndarray, s_c: float, s_m: float, memory: n
     their error variances after combining: gain × noise variance).
 
     Issue 27: at n = 5e4, ε = 1 a 5 % component in d = 15 gets second moments of noise
-    s ≈ 0.5–1.4 per entry per step (spectral reach 2√d·s = 4–11 times its scale) and 0.19 on
-    the last step; half of James–Stein's shrinkage towards the previous shape kept half of
-    each step's noise, the shape random-walked (eigenvalues 0.36–94 in the true component's
-    frame) and no step's release was ever averaged. Here a settled component's shape is the
-    precision-weighted average of its releases (the error variance shrinks like 1/t), and a
-    component EM moves follows its releases."""
+    s ≈ 0.5–0.8 per entry per refining step (spectral reach 2√d·s = 4–6 times its scale) and
+    0.19 on the last; half of James–Stein's shrinkage towards the previous shape kept at
+    least half of each step's noise, and no two releases were ever averaged. Here a settled
+    component's releases are averaged by their precisions (8 pure-noise releases at d = 15
+    leave 0.07–0.17 of one release's noise variance: the innovation's own fluctuation counts
+    as q now and then, so not quite 1/t), and a component EM moves follows its releases.
+    Used in the refining steps only (:func:`_em_steps`): in the exploring and
+    over-parameterised steps it changed which basin the run pick and the reduction took
+    (generated families 26 and 4: 0.007 → 0.287, 0.028 → 0.181). Measured in
+    ``benchmarks/results/em_small_shapes.md``."""
     d = Cy.shape[0]
     dim = (d - 1.0) * (d + 2.0) / 2.0
     mu = float(np.trace(Cy)) / d
