@@ -65,15 +65,36 @@ budget and public rows; every frame after the first a function of releases):
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
    Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
-   Σ_j = L_j C L_jᵀ, C = M_j/N_j − ȳȳᵀ de-clipped, then half a James–Stein shrinkage towards
-   tr(C)/d·I for the known noise and its eigenvalues floored at min(0.4, 2√d·s)× their mean
-   for the noise s on an entry (a direction shrinks at most as far as noise could fake per
-   step: noise flattened a component and it died), and in the whitened frame at
-   1e-3·min(1, 2√d·s/0.4)⁴, at least 1e-8 (:func:`_step_eig_floor`: the guard stands while
-   noise could shrink a direction by 0.4 per step, and fades below; a component narrows onto
-   a collinear pair or a discrete value as far as the noise allows); shrinkage and floors
-   vanish with the noise and the mean-move cap r_t grows, so as ρ → ∞ the steps are
-   scikit-learn's. π_j ∝ N_j.
+   Σ_j = L_j C L_jᵀ, C = M_j/N_j − ȳȳᵀ de-clipped, its eigenvalues at most r² while the
+   step's noise reach 2√d·s ≥ 0.4 (fading like (0.4/2√d·s)⁴ below: :func:`_declip_cap`;
+   beyond r² most rows along a direction were clipped and de-clipping reads noise as
+   variance — issue 27: a 5 % component's direction was sent to 1e4), then half a
+   James–Stein shrinkage towards tr(C)/d·I (the previous shape, rescaled: in its own frame
+   the previous estimate is I) for the known noise and its eigenvalues floored at
+   min(0.4, 2√d·s)× their mean for the noise s on an entry (a direction shrinks at most as
+   far as noise could fake per step: noise flattened a component and it died), and in the
+   whitened frame at 1e-3·min(1, 2√d·s/0.4)⁴, at least 1e-8 (:func:`_step_eig_floor`: the
+   guard stands while noise could shrink a direction by 0.4 per step, and fades below; a
+   component narrows onto a collinear pair or a discrete value as far as the noise allows).
+   *Refining steps* (after the run pick, and after an over-parameterised run's reduction:
+   once the components are the k returned) combine each component's releases over the
+   steps instead (:func:`_combine`, :func:`_gain`; issue 27): the shape C − tr(C)/d·I and
+   the mean move ȳ are weighed against the previous estimate by a Kalman gain
+   (P + q)/(P + q + noise), P the previous estimate's error energy (each step's gain × its
+   noise variance, carried into the next frame by the harmonic mean of the new variances),
+   q = (innovation − noise − P)₊ the change EM itself makes; the floors then use the
+   combined noise √(gain)·s. A settled component's noisy releases are averaged (8
+   pure-noise releases at d = 15 leave 0.07–0.17 of one release's noise variance; half
+   James–Stein kept at least a quarter of every step's), a component EM moves follows its
+   releases (q large: James–Stein's factor). Exploring and
+   over-parameterised steps keep half James–Stein (combining there changed which basin the
+   pick and the reduction chose: generated family 26, 0.007 → 0.287). Measured
+   (``benchmarks/results/em_small_shapes.md``, n = 5e4, ε = 1): issue 27's tuning families
+   1081, 1087, 1091, 1113, 1117 × noise seeds 0–2, 8 → 7 wrong basins (1081 0.31 / 0.29 →
+   0.05 / 0.05; 1087 and 1091 are wrong structures, not shapes, and stay wrong);
+   fresh families 1120–1169 (held out, noise seed 0) 11 → 8 of 50, median 0.0067 → 0.0045;
+   ε = 1e4 unchanged. Gains, caps and floors go to 1, ∞ and 0 as the noise vanishes, and
+   the mean-move cap r_t grows, so as ρ → ∞ the steps are scikit-learn's. π_j ∝ N_j.
    A component whose noisy count is below the step's noise floor keeps its estimate; it is
    revived (before the last two steps) by splitting the alive one of largest w_j·λ_max(Σ_j)
    along its main axis only when it is dead (its count within 3 noise sds of 0, or under
@@ -1088,6 +1109,54 @@ def _shrink(C: np.ndarray, s: float, strength: float = 1.0) -> np.ndarray:
     return sym(mu * np.eye(d) + alpha * D)
 
 
+def _gain(energy: float, noise: float, prior: float) -> float:
+    """The weight of a release against the previous estimate (post-processing): ``energy`` =
+    ‖release − previous‖² (its innovation), ``noise`` its expected noise energy, ``prior``
+    the previous estimate's expected error energy. The change EM itself makes is estimated
+    as what the innovation holds beyond both, q = (energy − noise − prior)₊, and the
+    release weighs (prior + q)/(prior + q + noise): a Kalman gain whose process noise is read
+    from the innovation. Where EM moves more than the noise (q large) or the noise vanishes,
+    1; where the releases are noise about a settled estimate, the 1/t of an average of the
+    steps' releases by their precisions; with prior = noise, at least ½ (a fresh estimate).
+    With q estimated it is James–Stein's positive-part factor 1 − noise/energy."""
+    a = prior + max(0.0, energy - noise - prior)
+    return a / (a + noise) if a + noise > 0 else 1.0
+
+
+def _combine(Cy: np.ndarray, ybar: np.ndarray, s_c: float, s_m: float, memory: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """One component's released covariance ``Cy`` and mean move ``ybar`` (its own frame, where
+    the previous estimate is I and 0) combined with the previous estimate by :func:`_gain`
+    (post-processing): the shape, Cy − tr(Cy)/d·I, by the second moments' noise ``s_c`` per
+    diagonal entry (s_c/√2 off it: its energy s_c²(d − 1)(d + 2)/2, as :func:`_shrink`) and
+    the previous shape's error variance ``memory[0]`` per entry (NaN: as large as this
+    release's, a fresh estimate; scaled by the new trace: errors are relative); the scale,
+    tr(Cy)/d, as released (its noise is √d × smaller); the mean by the sums' noise ``s_m``
+    per coordinate and the previous mean's ``memory[1]``. Returns (covariance, mean move,
+    their error variances after combining: gain × noise variance).
+
+    Issue 27: at n = 5e4, ε = 1 a 5 % component in d = 15 gets second moments of noise
+    s ≈ 0.5–0.8 per entry per refining step (spectral reach 2√d·s = 4–6 times its scale) and
+    0.19 on the last; half of James–Stein's shrinkage towards the previous shape kept at
+    least half of each step's noise, and no two releases were ever averaged. Here a settled
+    component's releases are averaged by their precisions (8 pure-noise releases at d = 15
+    leave 0.07–0.17 of one release's noise variance: the innovation's own fluctuation counts
+    as q now and then, so not quite 1/t), and a component EM moves follows its releases.
+    Used in the refining steps only (:func:`_em_steps`): in the exploring and
+    over-parameterised steps it changed which basin the run pick and the reduction took
+    (generated families 26 and 4: 0.007 → 0.287, 0.028 → 0.181). Measured in
+    ``benchmarks/results/em_small_shapes.md``."""
+    d = Cy.shape[0]
+    dim = (d - 1.0) * (d + 2.0) / 2.0
+    mu = float(np.trace(Cy)) / d
+    D = Cy - mu * np.eye(d)
+    p_c = s_c * s_c if math.isnan(float(memory[0])) else float(memory[0])
+    g_c = _gain(float((D * D).sum()), s_c * s_c * dim, p_c * mu * mu * dim)
+    p_m = s_m * s_m if math.isnan(float(memory[1])) else float(memory[1])
+    g_m = _gain(float(ybar @ ybar), s_m * s_m * d, p_m * d)
+    return (sym(mu * np.eye(d) + g_c * D), g_m * ybar, g_c * s_c * s_c, g_m * s_m * s_m)
+
+
 def _floor(C: np.ndarray, s: float = math.inf) -> np.ndarray:
     """A released covariance in the current component's frame with its eigenvalues floored at
     f × their mean, f = min(``STEP_FLOOR``, 2√d·s/mean) for the noise's standard deviation
@@ -1099,6 +1168,25 @@ def _floor(C: np.ndarray, s: float = math.inf) -> np.ndarray:
     mean = float(np.mean(w))
     frac = min(STEP_FLOOR, 2.0 * math.sqrt(C.shape[0]) * s / mean) if mean > 0 else STEP_FLOOR
     return sym((V * np.maximum(w, frac * mean)) @ V.T)
+
+
+def _declip_cap(C: np.ndarray, r: float, s: float) -> np.ndarray:
+    """A de-clipped covariance ``C`` in its component's frame with its eigenvalues capped at
+    r²·max(1, ``STEP_FLOOR``/f)^``FLOOR_POWER``, f = 2√d·s for the step's noise ``s`` per
+    entry (post-processing). Beyond variance r² along a direction most of the component's
+    rows along it were clipped at r, the clipped moments barely move with the variance, and
+    de-clipping noisy moments there reads noise as variance: issue 27, a 5 % component
+    whose frame was 30× too narrow in one direction (n = 5e4, d = 10, ε = 1) was sent to
+    de-clipping's cap (1e4·r²/d). One step grows a direction at most to the radius; the
+    next step's frame is that much wider and sees it unclipped. The cap fades with the
+    noise as :func:`_step_eig_floor`'s guard does."""
+    d = C.shape[0]
+    f = 2.0 * math.sqrt(d) * s
+    top = r * r * max(1.0, STEP_FLOOR / max(f, 1e-300)) ** FLOOR_POWER
+    lam, V = np.linalg.eigh(sym(C))
+    if not lam[-1] > top:
+        return C
+    return sym((V * np.minimum(lam, top)) @ V.T)
 
 
 def _step_eig_floor(s: float, d: int) -> float:
@@ -1123,11 +1211,14 @@ def _step_eig_floor(s: float, d: int) -> float:
 
 
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
-                plan: EMPlan, t: int, release: Release, n: int, run_tag: str = ""
-                ) -> Run:
+                plan: EMPlan, t: int, release: Release, n: int, run_tag: str = "",
+                memory: np.ndarray | None = None) -> Run:
     """Release one run's step-t statistics ``stats`` = (N, S, M) (computed by
     :func:`_em_kernel` under the run's current model, whose Cholesky factors are ``L``) and
-    update the run from them (post-processing)."""
+    update the run from them (post-processing). ``memory`` (k × 2, updated in place; NaN:
+    nothing known, as for a fresh start): each component's error variance per entry of its
+    shape and per coordinate of its mean in its own frame, the precision the previous
+    releases left it (:func:`_gain`); None: every component fresh."""
     weights, means, covs = run
     k, d = means.shape
     N, S, M = stats
@@ -1153,8 +1244,11 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     new_w = np.maximum(new_w, 1e-3)
     new_w /= new_w.sum()
     new_means, new_covs = means.copy(), covs.copy()
+    mem = np.full((k, 2), np.nan) if memory is None else memory
     if tied:
         _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
+        mem[:] = np.nan  # every component's covariance replaced by the pooled one
+    sig_s = soft_sums_l2(r) / math.sqrt(2.0 * rs)
     for j in range(k if not tied else 0):
         if not Nn[j] > floor:
             continue  # too few rows for this component's release: keep the previous estimate
@@ -1162,16 +1256,29 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         # the Gaussian whose rows, clipped at r, have the released first and second moments:
         # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
         ybar, Cy = undo_clipping(ybar, Mn[j] / Nn[j], r)
-        # half the James–Stein shrinkage (all of it slowed EM: 3 of 8 synthetic fits ended
-        # 0.2–0.34 below sklearn), then no direction shrinks below the noise's reach (at most
-        # STEP_FLOOR of the mean); both vanish with the noise
-        Cy = _floor(_shrink(Cy, sig_m / Nn[j], strength=0.5), sig_m / Nn[j])
+        Cy = _declip_cap(Cy, r, sig_m / Nn[j])
+        # the release combined with what the earlier ones left (its own frame: the previous
+        # estimate is 0 and I), by a gain from their noise and the change EM makes
+        # (:func:`_gain`), then no direction shrinks below the combined noise's reach (at most
+        # STEP_FLOOR of the mean); gain and floor go to 1 and 0 as the noise vanishes
+        if memory is None:  # half the James–Stein shrinkage, as a fresh estimate
+            var_c, var_m = (sig_m / Nn[j]) ** 2, math.nan
+            Cy = _shrink(Cy, sig_m / Nn[j], strength=0.5)
+        else:
+            Cy, ybar, var_c, var_m = _combine(Cy, ybar, sig_m / Nn[j], sig_s / Nn[j], mem[j])
+        Cy = _floor(Cy, math.sqrt(var_c))
         # rows were clipped at r around the current mean: they cannot move it further (noisy
-        # moments near the clipping sphere de-clip to a far point: a mean jumped 250 away)
+        # moments near the clipping sphere de-clipped to a far point: a mean jumped 250 away)
         ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
         new_means[j] = means[j] + L[j] @ ybar
         new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
-                                        _step_eig_floor(sig_m / Nn[j], d))
+                                        _step_eig_floor(math.sqrt(var_c), d))
+        # the errors left, in the next frame's units: an error of variance v per entry here
+        # has about v/h² there, h = d/tr(A⁻¹) the harmonic mean of the new estimate's
+        # variances A in this frame (the directions it narrows weigh most)
+        A = np.linalg.solve(L[j], np.linalg.solve(L[j], new_covs[j]).T)
+        h = d / float(np.sum(1.0 / np.maximum(np.linalg.eigvalsh(sym(A)), 1e-300)))
+        mem[j] = (var_c / h**2, var_m / h)
     if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
         # dead: a released count near 0; fading: under this step's floor and shrinking
         # (EM alone does not bring it back: family 7 at ε = 1 slid from 8,200 rows to 1,000
@@ -1181,7 +1288,8 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
                           / math.sqrt(2.0 * rc))  # beyond the two counts' noise
         fading = (Nn <= floor) & (prev - Nn > drop) if t > 0 else False
         for dead in np.flatnonzero(~(Nn > _dead_floor(plan, t, n, k)) | fading).tolist():
-            _split(new_w, new_means, new_covs, int(dead), n * new_w > floor)
+            h = _split(new_w, new_means, new_covs, int(dead), n * new_w > floor)
+            mem[[int(dead)] + ([] if h is None else [h])] = np.nan  # new estimates
     return new_w, new_means, new_covs
 
 
@@ -1239,7 +1347,7 @@ def _dead_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
 
 
 def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
-           alive: np.ndarray) -> None:
+           alive: np.ndarray) -> int | None:
     """Revive component ``dead`` (its released count below the noise floor: EM alone never
     brings it back, and the fit ends with k − 1 components, 0.34 nat/row below sklearn's on
     the synthetic benchmark) by splitting an ``alive`` component along its main axis, ±½
@@ -1250,7 +1358,7 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
     0.015, and no other of 24 seeds, nor 12 of each other benchmark row, changed)."""
     cand = np.flatnonzero(alive)
     if cand.size == 0:
-        return
+        return None
     spread = [w[j] * float(np.linalg.eigvalsh(covs[j])[-1]) for j in cand]
     h = int(cand[int(np.argmax(spread))])
     lam, V = np.linalg.eigh(covs[h])
@@ -1259,6 +1367,7 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
     covs[h] = repair_covariance(covs[h] - np.outer(step, step))
     covs[dead] = covs[h]
     w[dead] = w[h] = 0.5 * (w[h] + w[dead])
+    return h
 
 
 def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
@@ -1277,17 +1386,25 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     of released models (post-processing), like the stop."""
     t = 0
     changes: list[float] = []
+    mems = [np.full((run[0].shape[0], 2), np.nan) for run in runs]  # fresh estimates
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
     while t < plan.n_steps:
         if (plan.reduce_at is not None and k is not None and t >= plan.reduce_at
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
             runs = [reduce_run(runs[0], k, n, release.rng)]
+            mems = [np.full((k, 2), np.nan)]
             changes.clear()
         if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
             runs = [_tie(run) for run in runs]
+            for mem in mems:
+                mem[:] = np.nan
         pick = t == plan.explore_steps and len(runs) > 1
         exploring = t < plan.explore_steps and len(runs) > 1
+        # the releases are combined over steps once the structure is chosen: after the pick,
+        # with the k components of the reduction (:func:`_combine`)
+        refining = not exploring and not pick and (plan.reduce_at is None
+                                                   or t >= plan.reduce_at)
         idx = [c for c in range(len(runs)) if active[c]] if exploring else list(range(len(runs)))
         terms = [_model_terms(runs[c][0], runs[c][2]) for c in idx]
         models = tuple((runs[c][1], Linv, ln) for c, (_, Linv, ln) in zip(idx, terms,
@@ -1302,7 +1419,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         tag = plan.runs(t) > 1
         new = {idx[a]: _em_release((out[0][a], out[1][a], out[2][a]), runs[idx[a]],
                                    terms[a][0], plan, t, release, n,
-                                   f" run {idx[a] + 1}" if tag else "")
+                                   f" run {idx[a] + 1}" if tag else "",
+                                   mems[idx[a]] if refining else None)
                for a in keep}
         if exploring and plan.may_freeze(t):  # released models only: post-processing
             for c, run in new.items():
@@ -1316,6 +1434,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             (c, run), = new.items()
             changes.append(_model_change(runs[c], run))
         if pick or not exploring:
+            mems = [mems[c] for c in new]
             runs = list(new.values())
         else:
             runs = [new.get(c, run) for c, run in enumerate(runs)]
