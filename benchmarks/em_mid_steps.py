@@ -1,13 +1,15 @@
 """Private EM's step count at mid budgets (issue 27's consistency): the held-out gap to
 scikit-learn's best of 5 on corpus tables with 1 % public rows, at ε = 1, 10 and 100, for
-several values of ``privgauss.mixture.private_em.STEP_TOL`` (the early steps' noise per row of
-a component below which T grows past the noisy default; an experiment switch, not an option).
+variants of ``privgauss.mixture.private_em``'s constants (experiment switches, not options):
+``STEP_TOL`` (the early steps' noise per row of a component below which T grows past the
+noisy default), ``SUMMARY_NOISE`` and ``WIDE_NOISE`` (the noise below which the summary start
+and the wide exploration are used), or any other.
 
 Each cell: 2 splits (``real_corpus.split`` seeds 0, 1) × 2 noise seeds, k = 3, δ = 1e-6; T is
 the plan's step count on split 0. gap = sklearn's held-out log-likelihood − ours (nat/row).
 
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/em_mid_steps.py \\
-        --tables SLID,Star --eps 1,10,100 --tols 0.01,0.07
+        --tables SLID,Star --eps 1,10,100 --variant STEP_TOL=0.01 --variant STEP_TOL=0.07
 """
 
 from __future__ import annotations
@@ -46,21 +48,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", required=True, help="comma-separated corpus table names")
     ap.add_argument("--eps", default="1,10,100")
-    ap.add_argument("--tols", default="0.01,0.07")
+    ap.add_argument("--variant", action="append", required=True, metavar="NAME=V[,NAME=V]",
+                    help="one column: private_em constants set to these values (repeatable)")
     args = ap.parse_args()
     mc.fresh_tables(2000, 10)
-    tols = [float(t) for t in args.tols.split(",")]
-    print("| table | ε | " + " | ".join(f"STEP_TOL {t}: T, median gap, mean gap" for t in tols)
-          + " |")
-    print("|---|---|" + "---|" * len(tols))
+    variants = [{kv.split("=")[0]: float(kv.split("=")[1]) for kv in v.split(",")}
+                for v in args.variant]
+    saved = {name: getattr(pe, name) for v in variants for name in v}
+    print("| table | ε | " + " | ".join(
+        f"{', '.join(f'{k} {x:g}' for k, x in v.items())}: T, median gap, mean gap"
+        for v in variants) + " |")
+    print("|---|---|" + "---|" * len(variants))
     for name in args.tables.split(","):
         rows, _ = rm.load_rows(name)
         splits = [split(rows, sp, 20_000) for sp in range(2)]
         refs = [rm.references(tr, te, pu, 3, sp) for sp, (tr, te, _, pu) in enumerate(splits)]
         for eps in (float(e) for e in args.eps.split(",")):
             cells = []
-            for tol in tols:
-                pe.STEP_TOL = tol
+            for v in variants:
+                for const, value in {**saved, **v}.items():
+                    setattr(pe, const, value)
                 gaps = cell(splits, refs, eps)
                 T = pe.em_plan(splits[0][2].shape[0], rows.shape[1], 3, ApproxDP(eps, 1e-6),
                                n_public=splits[0][3].shape[0]).n_steps
