@@ -112,10 +112,10 @@ COMPONENT_CHOICES = (32, 16, 8, 4, 2)
 #: requirement, floor included, had to be within 2 % of n: k = 1 at any budget below
 #: n ≈ 50 (d + 1) k rows — Yogurt, Ketchup, benchmarks/results/synth_corpus.md). 2 % until
 #: 2026-11-30: at ε = 1e4 it held Ketchup and MedExp at k = 2, while em's fits with k = 4, 8,
-#: 16 there (5 %, 10 %, 21 % of n for the noise by em's requirement) were each closer to the
-#: data than k = 2's and as close as a noise-free mixture of that k (em's requirement is
-#: conservative at large ρ). 5 % keeps every corpus table's k at ε = 1 (k = 1 for all 56:
-#: benchmarks/results/synth_wide.md)
+#: 16 there (2.6-2.8 %, 5.3-5.5 %, 10.5-11 % of n for the noise by em's requirement) were
+#: each closer to the data than k = 2's and as close as a noise-free mixture of that k (em's
+#: requirement is conservative at large ρ). 5 % keeps every corpus table's k at ε = 1 (k = 1
+#: for all 56; 10 % would not: benchmarks/results/synth_wide.md)
 EM_MARGIN = 0.05
 #: largest |correlation| left by the discrete columns' correction
 MAX_CORRELATION = 0.99
