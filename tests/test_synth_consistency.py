@@ -39,14 +39,17 @@ def test_ems_noise_rows_vanish_and_a_small_table_gets_the_largest_k() -> None:
     """em's rows for its noise fall to 0 as ρ grows, so a 2,000-row table of 9 columns gets
     a mixture at a huge budget (2 before 2026-11-29: em's floor of d + 1 rows per component
     counted against the margin) whose k keeps growing past 8 (the largest choice until
-    2026-11-30: a cap that did not vanish with the noise), and k = 1 at the ε = 1 budget as
-    before."""
+    2026-11-30: a cap that did not vanish with the noise) up to what its rows allow, and
+    k = 1 at the ε = 1 budget as before."""
     rows = [synth_mod.em_noise_rows(2000, 9, 8, rho) for rho in (1.0, 1e2, 1e4, 1e6, 1e8)]
     assert all(a > b for a, b in zip(rows, rows[1:], strict=False))
     assert rows[-1] <= synth_mod.EM_MARGIN * 2000
     ks = [synth_mod.choose_components(2000, 9, rho) for rho in (1e4, 1e5, 1e6, 1e8)]
-    assert ks == sorted(ks) and ks[-1] == max(synth_mod.COMPONENT_CHOICES) > 8
-    assert synth_mod.choose_components(2000, 3, 0.4 * HUGE) > 8
+    # ... up to the most components its rows allow (MIN_COMPONENT_ROWS per column + 1)
+    assert ks == sorted(ks) and ks[-1] == 4 == 2000 // (synth_mod.MIN_COMPONENT_ROWS * 10)
+    big = [synth_mod.choose_components(20_000, 9, rho) for rho in (1e4, 1e6, 1e8)]
+    assert big == sorted(big) and big[-1] == max(synth_mod.COMPONENT_CHOICES) > 8
+    assert synth_mod.choose_components(3000, 2, 0.4 * HUGE) == 16  # 20 allowed by its rows
     eps1 = 0.4 * approx_to_zcdp(1.0, 1e-6)
     # the ε = 1 plan of the corpus's shapes is k = 1 (a larger margin would give Bundesliga's
     # 10,000 × 4 a mixture at ε = 1: benchmarks/results/synth_wide.md)
@@ -324,13 +327,8 @@ def test_neighbours_end_in_the_same_outcome_at_a_huge_budget(seed: int) -> None:
     outs, steps = [], []
     for data in (X, Y):
         est = pg.PrivateSynthesizer(rho=HUGE, random_state=seed, kinds=["integer", "float"])
-        outs.append(fit_outcome(est, data))
-        fitted = pg.PrivateSynthesizer(rho=HUGE, random_state=seed,
-                                       kinds=["integer", "float"])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fitted.fit(data)
-        steps.append([(e.step, e.cost.rho) for e in fitted.ledger_
+        outs.append(fit_outcome(est, data))  # fits ``est`` in place on success
+        steps.append([(e.step, e.cost.rho) for e in est.ledger_
                       if not e.step.startswith("copula/")])
     a, b = outs
     assert a.kind == b.kind == "success"

@@ -117,6 +117,14 @@ COMPONENT_CHOICES = (32, 16, 8, 4, 2)
 #: requirement is conservative at large ρ). 5 % keeps every corpus table's k at ε = 1 (k = 1
 #: for all 56; 10 % would not: benchmarks/results/synth_wide.md)
 EM_MARGIN = 0.05
+#: at least this many rows per component and column (+1) for a k of COMPONENT_CHOICES: a
+#: bound on the model's size that stays when the noise is gone (as a user sizes
+#: scikit-learn's k by n), and on the fit's time. Added with k = 32 (2026-11-30): a 3,000 × 2
+#: table at ρ = 1e6 took 11.5 s with k = 32 (94 rows a component; private EM's per-component
+#: de-clipping over 150 steps of 6 runs) against 1.6 s with k = 16 and 0.9 s with 8. It
+#: leaves the ε = 1e4 corpus choices of benchmarks/results/synth_wide.md as they were
+#: (Ketchup, MedExp, VietNamH 4, Tuna 16, Yogurt 2) and every ε = 1 choice (k = 1)
+MIN_COMPONENT_ROWS = 50
 #: largest |correlation| left by the discrete columns' correction
 MAX_CORRELATION = 0.99
 #: smallest covariance eigenvalue of the prior in normal-score space
@@ -186,9 +194,10 @@ def choose_components(n: int, d: int, rho: float, requested: int | str = "auto")
     """The model's k from public facts: ``requested`` when an int (refused, before anything is
     spent, when ``em`` cannot fit it here); else the largest of :data:`COMPONENT_CHOICES` whose
     em plan runs on the n rows at ρ inside the score prior with the rows its noise asks for
-    (:func:`em_noise_rows`) at most :data:`EM_MARGIN` · n, else 1 (a single Gaussian: the
-    Gaussian copula, the small-table path). As ρ → ∞ the noise's rows vanish and any table em
-    can fit (n ≥ its d + 1 rows per component) gets the largest k."""
+    (:func:`em_noise_rows`) at most :data:`EM_MARGIN` · n and at least
+    :data:`MIN_COMPONENT_ROWS` · (d + 1) rows per component, else 1 (a single Gaussian: the
+    Gaussian copula, the small-table path). As ρ → ∞ the noise's rows vanish and a table gets
+    the largest k its rows allow."""
     from ..methods import mixture_plan
 
     bound, cov = score_prior(n, d)
@@ -204,7 +213,8 @@ def choose_components(n: int, d: int, rho: float, requested: int | str = "auto")
                                    f"{p.reason}; n_components=1 (a Gaussian copula) can")
         return k
     for k in COMPONENT_CHOICES:
-        if (em_noise_rows(n, d, k, rho) <= EM_MARGIN * n
+        if (k * MIN_COMPONENT_ROWS * (d + 1) <= n
+                and em_noise_rows(n, d, k, rho) <= EM_MARGIN * n
                 and plan(n, k).method is not None):
             return k
     return 1
