@@ -184,7 +184,9 @@ class FactorPrototype:
     whitened frame) stays exact: a factor resolves singular values down to ~1e-16 of its
     largest, i.e. eigenvalues to ~1e-32. Patched into ``private_em`` for the fit inside
     ``with FactorPrototype():`` (the releases, their sensitivities and the ledger are the
-    same; only the post-processing's arithmetic changes)."""
+    same; only the post-processing's arithmetic changes). Superseded by the library's own
+    factor path in wide plans (``private_em.EMPlan.factored``, branch ``factors``), which
+    the prototype turns off while it is patched in (it measures the prototype)."""
 
     def __init__(self, ridge: float = 0.0) -> None:
         self.ridge = ridge  # > 0: add ridge·I in the data's units after each step (sklearn's
@@ -242,21 +244,21 @@ class FactorPrototype:
             finally:
                 proto.L, proto.inner = None, None
 
-        def model_terms(weights, covs):  # type: ignore[no-untyped-def]
+        def model_terms(weights, covs, factors=None):  # type: ignore[no-untyped-def]
             k, d, _ = covs.shape
             L = np.array([proto._factor(C) for C in covs])
             Linv = np.array([np.linalg.inv(Lj) for Lj in L])
             logdet = 2.0 * np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
             return L, Linv, np.log(weights) - 0.5 * logdet - 0.5 * d * math.log(2 * math.pi)
 
-        def out_model(run, m0, W, Winv, prior):  # type: ignore[no-untyped-def]
+        def out_model(run, m0, W, Winv, prior, factors=None):  # type: ignore[no-untyped-def]
             w, means, covs = output(run, m0, W, Winv, prior)
             if prior is None:
                 covs = np.array([(Winv @ proto._factor(C)) @ (Winv @ proto._factor(C)).T
                                  for C in run[2]])
             return w, means, covs
 
-        def model_change(old, new):  # type: ignore[no-untyped-def]
+        def model_change(old, new, factors=None):  # type: ignore[no-untyped-def]
             w0, m0_, c0 = old
             w1, m1, c1 = new
             d = m0_.shape[1]
@@ -273,7 +275,7 @@ class FactorPrototype:
                 return math.inf
             return max(total, 0.0) if math.isfinite(total) else math.inf
 
-        def score_terms(run, floor):  # type: ignore[no-untyped-def]
+        def score_terms(run, floor, factors=None):  # type: ignore[no-untyped-def]
             w, means, covs = run
             if floor >= ef.EIG_FLOOR or not all(proto._key(C) in proto.fact for C in covs):
                 return terms(run, floor)
@@ -288,6 +290,8 @@ class FactorPrototype:
         pe._output, pe._model_change, ef._terms = (  # type: ignore[assignment]
             out_model, model_change, score_terms)
         pe.transform_rows = transform_rows  # type: ignore[assignment]
+        self.gate = pe.EMPlan.factored
+        pe.EMPlan.factored = property(lambda plan: False)  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -295,6 +299,7 @@ class FactorPrototype:
 
         (pe.repair_covariance, pe._em_release, pe._model_terms, pe._output,
          pe._model_change, ef._terms, pe.transform_rows) = self.saved
+        pe.EMPlan.factored = self.gate  # type: ignore[assignment]
 
 
 def _positive(C: np.ndarray) -> bool:

@@ -8,10 +8,14 @@ frame; ½·w·ln(ratio) of the variances is the whole gap (1.55 of 1.55, 4.46 of
 
 The synthetic table mimics Aids2: 35 % of the rows share one value of a column whose standard
 deviation is 600, far from the continuous rows; scikit-learn's best of 5 parks a component
-there (variance 1e-6) and scores 1.6 nat/row above today's private fit."""
+there (variance 1e-6) and scored 1.6 nat/row above the private fit while the floor held it
+(checked below with the factor path gated off). A wide plan (quiet: here ε = 1e4) now carries
+the covariances by their Cholesky factors and lets the floor fade to 1e-20
+(``EMPlan.factored``): the parked component is as thin as the rows say."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -19,6 +23,8 @@ import pytest
 from sklearn.mixture import GaussianMixture
 
 import privgauss as pg
+from privgauss.mixture import private_em as pe
+from privgauss.privacy import ApproxDP
 
 ATOM = 12500.0
 
@@ -51,11 +57,125 @@ def test_the_reference_parks_a_component_on_the_atom(fits):
 
 def test_private_em_finds_the_parked_basin(fits):
     """The start and the steps find scikit-learn's basin: a component on the atom, with the
-    atom's share of the rows, far thinner in that column than any continuous cluster (today
-    1e-8 of the column's variance: the floor). A start that missed it would leave every
+    atom's share of the rows, far thinner in that column than any continuous cluster (with the
+    floor: 1e-8 of the column's variance). A start that missed it would leave every
     component's variance there near the continuous rows' (3.6e5 of the column's 1.15e6)."""
     ref, est, X, _ = fits
     j = int(np.argmin(est.covariances_[:, 1, 1]))
     assert est.means_[j, 1] == pytest.approx(ATOM, abs=1e-3)
     assert est.weights_[j] == pytest.approx(np.mean(X[:, 1] == ATOM), abs=0.01)
     assert est.covariances_[j, 1, 1] < 1e-6 * X[:, 1].var()
+
+
+def test_the_parked_fit_reaches_the_reference_at_eps_1e4(fits):
+    """Issue 27's goal on the parked table: a wide plan (quiet, ε = 1e4) carries the
+    covariances by their Cholesky factors and lets the whitened-frame floor fade to 1e-20, so
+    the parked component is as thin as the rows say (before: 1e-8 of the column's variance,
+    the numeric floor, 1.62 nat/row below scikit-learn's held-out score). The returned
+    covariances are symmetric positive definite and the user's scoring and sampling read
+    them."""
+    ref, est, _, held = fits
+    assert est.fit_info_["em_plan"].factored
+    gap = float(np.mean(ref.score_samples(held)) - np.mean(est.score_samples(held)))
+    assert gap <= 0.02, gap
+    for C in est.covariances_:
+        np.testing.assert_array_equal(C, C.T)
+        np.linalg.cholesky(C)
+    j = int(np.argmin(est.covariances_[:, 1, 1]))
+    assert est.covariances_[j, 1, 1] < 1e-6  # as thin as scikit-learn's reg_covar, or thinner
+    assert np.all(np.isfinite(est.score_samples(held)))
+    draws = est.sample(500)[0]
+    assert draws.shape == (500, 3) and np.all(np.isfinite(draws))
+
+
+def test_the_gate_off_leaves_the_parked_fit_at_the_numeric_floor(monkeypatch):
+    """The same fit with the factor path gated off (as before it): the parked variance stops
+    at the whitened-frame floor 1e-8 (of the column's variance, about) and the fit is far
+    below the reference — what the test above would miss if the gate never opened."""
+    X, held = _table(3000, 0), _table(2000, 100)
+    ref = GaussianMixture(3, n_init=5, random_state=0).fit(X)
+    monkeypatch.setattr(pe.EMPlan, "factored", property(lambda self: False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = pg.PrivateGaussianMixture(3, epsilon=1e4, delta=1e-6, random_state=0).fit(X)
+    j = int(np.argmin(est.covariances_[:, 1, 1]))
+    assert est.covariances_[j, 1, 1] > 1e-9 * X[:, 1].var()
+    assert float(np.mean(ref.score_samples(held)) - np.mean(est.score_samples(held))) > 1.0
+
+
+def test_the_factor_update_is_the_repair_where_float64_holds_it_and_exact_below():
+    """:func:`private_em._factor_update` gives the factor of repair_covariance(L C Lᵀ, lo)
+    where the matrix path is accurate, and keeps an eigenvalue of 1e-18 (far below float64's
+    resolution of an O(1) matrix, where the matrix path's Cholesky fails or loses it)."""
+    rng = np.random.default_rng(3)
+    d = 4
+    A = rng.normal(size=(d, d))
+    Lj = np.linalg.cholesky(A @ A.T + d * np.eye(d))
+    B = rng.normal(size=(d, d))
+    Cy = B @ B.T / d + 0.1 * np.eye(d)
+    F = pe._factor_update(Lj, Cy, 1e-6)
+    assert np.all(np.diagonal(F) > 0) and np.allclose(F, np.tril(F))
+    want = pe.repair_covariance(Lj @ pe.repair_covariance(Cy) @ Lj.T, 1e-6)
+    np.testing.assert_allclose(F @ F.T, want, rtol=1e-10, atol=1e-12)
+    # the lower clip: a direction squeezed far below lo comes back to lo exactly
+    Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    thin = (Q * np.array([1e-30, 1.0, 2.0, 3.0])) @ Q.T
+    F = pe._factor_update(np.eye(d), thin, 1e-18)  # repair(Cy) lifts Cy to 1e-3 first
+    assert np.linalg.svd(F, compute_uv=False)[-1] ** 2 == pytest.approx(1e-3, rel=1e-6)
+    # a previous factor with eigenvalues (1e-18, 1, 2, 3) in a rotated frame
+    _, R = np.linalg.qr((Q * np.sqrt([1e-18, 1.0, 2.0, 3.0])).T)
+    F = pe._factor_update(R.T * 0.1, np.eye(d), 1e-30)
+    lam = np.linalg.svd(F, compute_uv=False) ** 2
+    assert lam[-1] == pytest.approx(1e-20, rel=1e-6)  # 1e-2 × 1e-18: held in the factor
+    assert lam[0] == pytest.approx(3e-2, rel=1e-9)
+    F = pe._factor_update(R.T * 0.1, np.eye(d), 1e-16)  # the floor lifts it
+    assert np.linalg.svd(F, compute_uv=False)[-1] ** 2 == pytest.approx(1e-16, rel=1e-6)
+    # the matrix path cannot hold it: its smallest eigenvalue is rounding (~1e-18), not 1e-20
+    low = np.linalg.eigvalsh(pe.sym(0.01 * (R.T @ R)))[0]
+    assert not 1e-21 < low < 1e-19, low
+
+
+def test_the_output_floors_each_correlation_matrix_not_a_parked_variance():
+    """:func:`private_em._data_covariance`: a component parked on a column (variance 1e-20 of
+    the other columns', uncorrelated) keeps that variance to rounding; a component whose
+    columns are collinear to 1e-20 gets its correlation matrix's smallest eigenvalue lifted to
+    ``CORR_FLOOR`` × its largest, so the user's Cholesky succeeds."""
+    M = np.diag([1e5, 1e-5, 3.0])  # a factor in the data's units
+    C = pe._data_covariance(M)
+    assert C[1, 1] == pytest.approx(1e-10, rel=1e-9) and C[0, 0] == pytest.approx(1e10)
+    np.linalg.cholesky(C)
+    v = np.array([1.0, 2.0, -1.0]) / math.sqrt(6.0)
+    Q, _ = np.linalg.qr(np.column_stack([v, np.eye(3)[:, :2]]))
+    M = Q * np.array([1.0, 1e-10, 1e-10])  # M Mᵀ = v vᵀ + 1e-20 (I − v vᵀ): collinear columns
+    M = M * np.array([[1e3], [1.0], [1e-3]])
+    with pytest.raises(np.linalg.LinAlgError):  # the plain product is not numerically PD
+        np.linalg.cholesky(M @ M.T)
+    C = pe._data_covariance(M)
+    np.linalg.cholesky(C)
+    s = 1.0 / np.sqrt(np.diag(C))
+    lam = np.linalg.eigvalsh(C * np.outer(s, s))
+    assert lam[0] >= 0.5 * pe.CORR_FLOOR * lam[-1]
+
+
+def test_eps_1_fits_are_untouched_by_the_factor_path(monkeypatch):
+    """At ε = 1 no benchmark shape's plan is wide (the factor path's gate, public), and a
+    fixed-seed ε = 1 fit's parameters equal, bit for bit, those with the gate forced off
+    (the floors as before)."""
+    shapes = [(50_000, 10, 3), (50_000, 2, 2), (50_000, 15, 6), (30_000, 5, 3),
+              (1_000_000, 10, 3), (2_000, 3, 3), (20_000, 10, 3), (100_000, 2, 3)]
+    for n, d, k in shapes:
+        assert not pe.em_plan(n, d, k, ApproxDP(1.0, 1e-6)).factored, (n, d, k)
+    assert pe.em_plan(2274, 3, 3, ApproxDP(1e4, 1e-6)).factored  # Aids2's shape at ε = 1e4
+    X = _table(3000, 1)
+
+    def fit() -> pg.PrivateGaussianMixture:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pg.PrivateGaussianMixture(3, epsilon=1.0, delta=1e-6, random_state=4,
+                                             enforce_requirements=False).fit(X)
+
+    on = fit()
+    monkeypatch.setattr(pe.EMPlan, "factored", property(lambda self: False))
+    off = fit()
+    for a in ("weights_", "means_", "covariances_"):
+        np.testing.assert_array_equal(getattr(on, a), getattr(off, a))

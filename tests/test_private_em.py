@@ -585,7 +585,8 @@ def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
     assert np.all(worst <= stated * (1 + 1e-9)) and np.all(worst > stated / 2), (worst, stated)
 
 
-def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None):
+def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None,
+                      factors=None):
     """The EM steps before the passes were fused: one pass per run, and a separate pass for
     the runs' scores before the winner's step (the full schedule: at ε = 1 the plan has no
     stopping rule and no frozen runs, ``stops`` and ``frozen`` stay empty); an

@@ -68,7 +68,8 @@ __all__: list[str] = []
 
 PUBLIC_INITS = (5, 20)  # k-means inits of the public-rows fit: at least, at most
 PUBLIC_INIT_ROWS = 100_000  # public rows × inits the public-rows fit may take (its time)
-SCORE_EIG_FLOOR = 1e-12  # a candidate's eigenvalues for scoring (EM's own are >= 1e-8)
+SCORE_EIG_FLOOR = 1e-12  # a candidate's eigenvalues for scoring (EM's own are >= 1e-8 where
+# its covariances are not carried by their factors)
 SUB_ROWS = 4096  # rows per sub-block of the kernel
 MARGIN = 2.0  # noise sds of a difference by which the single Gaussian must beat the EM fit
 
@@ -118,12 +119,15 @@ def public_inits(n_public: int) -> int:
     return int(min(max(PUBLIC_INIT_ROWS // max(n_public, 1), lo), hi))
 
 
-def _terms(run: Run, floor: float) -> Terms:
+def _terms(run: Run, floor: float, factors: np.ndarray | None = None) -> Terms:
     """(means, L_j^{-1}, log π_j − ½ log det Σ_j − (d/2) log 2π) of a model, its covariances
-    repaired with eigenvalues at least ``floor``."""
+    repaired with eigenvalues at least ``floor`` — or, given, read from their Cholesky
+    ``factors`` as they are (a wide plan's EM fit, carried by its factors: its eigenvalues
+    may be far below ``floor``, exact in the factor)."""
     w, means, covs = run
     d = means.shape[1]
-    L = np.linalg.cholesky(np.array([repair_covariance(C, floor) for C in covs]))
+    L = (np.linalg.cholesky(np.array([repair_covariance(C, floor) for C in covs]))
+         if factors is None else factors)
     Linv = np.array([np.linalg.inv(Lj) for Lj in L])
     logdet = 2.0 * np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
     with np.errstate(divide="ignore"):
@@ -175,7 +179,8 @@ def final_kernel(B: np.ndarray, scored: tuple[Terms, ...], counted: tuple[Terms,
 
 def final_pick(Z: Any, candidates: list[Run], *, radius: float, bound: float, rho: float,
                planned: int, release: Release,
-               margins: tuple[float, ...] | None = None
+               margins: tuple[float, ...] | None = None,
+               factors: list[np.ndarray | None] | None = None
                ) -> tuple[int, float, np.ndarray, float]:
     """Release the candidates' clipped log-likelihood ratios to the first (the EM fit) jointly
     (ρ-zCDP at ``rho``, sensitivity ``score_sums_l2(bound, planned − 1)``, step "em final
@@ -184,9 +189,13 @@ def final_pick(Z: Any, candidates: list[Run], *, radius: float, bound: float, rh
     counts each candidate's rows outside its balls of ``radius`` (covariances repaired at
     ``EIG_FLOOR``, as the clipped count always read them). Returns (the winner's index, its
     unreleased count of rows outside its balls — for the caller's count release —, the noisy
-    ratios per row (the first 0), their noise per row)."""
+    ratios per row (the first 0), their noise per row). ``factors`` (per candidate, or None):
+    the candidates' covariances' Cholesky factors where EM carried them, scored as they are
+    (not repaired at ``SCORE_EIG_FLOOR``: a parked component at 1e-16 would be scored at
+    1e-12)."""
     n = int(Z.shape[0])
-    scored = tuple(_terms(c, SCORE_EIG_FLOOR) for c in candidates)
+    facs = factors if factors is not None else [None] * len(candidates)
+    scored = tuple(_terms(c, SCORE_EIG_FLOOR, f) for c, f in zip(candidates, facs, strict=True))
     counted = tuple(_terms(c, EIG_FLOOR) for c in candidates)
     scores, outside = reduce_rows(Z, partial(final_kernel, scored=scored, counted=counted,
                                              radius=radius, bound=bound))

@@ -73,9 +73,10 @@ budget and public rows; every frame after the first a function of releases):
    the previous estimate is I) for the known noise and its eigenvalues floored at
    min(0.4, 2√d·s)× their mean for the noise s on an entry (a direction shrinks at most as
    far as noise could fake per step: noise flattened a component and it died), and in the
-   whitened frame at 1e-3·min(1, 2√d·s/0.4)⁴, at least 1e-8 (:func:`_step_eig_floor`: the
-   guard stands while noise could shrink a direction by 0.4 per step, and fades below; a
-   component narrows onto a collinear pair or a discrete value as far as the noise allows).
+   whitened frame at 1e-3·min(1, 2√d·s/0.4)⁴, at least 1e-8 (a wide plan's: see parked
+   components below; :func:`_step_eig_floor`: the guard stands while noise could shrink a
+   direction by 0.4 per step, and fades below; a component narrows onto a collinear pair
+   or a discrete value as far as the noise allows).
    *Refining steps* (after the run pick, and after an over-parameterised run's reduction:
    once the components are the k returned) combine each component's releases over the
    steps instead (:func:`_combine`, :func:`_gain`; issue 27): the shape C − tr(C)/d·I and
@@ -149,6 +150,28 @@ budget and public rows; every frame after the first a function of releases):
    seedings in the whitened frame reach a basin 0.12 nat/row higher after 90–120 steps,
    still below the others at step 60. A pick after 20 steps, or among three starts, took
    neither; the wide plan takes both (held out: −3.03 and −0.15, i.e. above scikit-learn).
+   *Parked components in a wide plan* (issue 27: Aids2, Chile; :attr:`EMPlan.factored`,
+   post-processing only — the releases, their sensitivities and the ledger are the same).
+   A component on a column's atom (scikit-learn's basin on Aids2 and Chile: weight 0.38 /
+   0.48) needs a whitened-frame eigenvalue of 2.5e-12 / 1e-16 to match scikit-learn's
+   ``reg_covar`` = 1e-6 in the data's units; the floor below stopped it at
+   ``NUMERIC_FLOOR`` = 1e-8 (1.54 / 4.2 nat/row below scikit-learn's best of 5), and float64
+   cannot hold 1e-16 in a rotated O(1) matrix (a lower floor made a Cholesky fail after
+   spending). In a wide plan (quiet; at ε = 1 only from n ≈ 3e5 at d = 2 to 1e7 at d = 15,
+   never at the benchmarks' shapes) each run's covariances are therefore carried by their
+   Cholesky factors from step to step (:func:`_factor_update`: L_new from L_j·chol(C), the
+   floor applied to its singular values; the kernel's terms, :func:`_model_change` and the
+   final pick's score read the factors), and the whitened-frame floor fades like
+   (f/0.4)^``FACTOR_POWER`` = 16 down to ``FACTOR_FLOOR`` = 1e-20, no ridge (scale-free):
+   a component parks as thin as the rows say. The output is formed in the data's units from
+   the factor with each component's correlation matrix's eigenvalues at least
+   ``CORR_FLOOR`` = 1e-14 × its largest (:func:`_data_covariance`: symmetric positive
+   definite for the user's Cholesky; a parked column's variance is not touched). ε = 1e4,
+   the 39 fresh corpus tables (``benchmarks/results/em_parked.md``): Aids2 1.54 → −3.59,
+   Chile 4.2 → −2.15, Treatment 2.09 → 0.94 (held out, still outside), no table newly
+   outside 0.02, time per fit ×1.02; the other parked tables (and several discrete ones)
+   now beat scikit-learn's regularised optimum by more (2–40 nat/row, was 0.3–15: the
+   likelihood on an atom is unbounded).
    *Stopping* (plan = the full schedule of T steps). After the pick, each step's change
    Δ_t between consecutive released models (:func:`_model_change`: Σ_j w_j KL(N_j ‖ N'_j) +
    KL(w ‖ w'), a bound on the mixtures' KL per row; scikit-learn stops at a log-likelihood
@@ -339,6 +362,9 @@ WIDE_EXPLORE = 2.0 / 3.0  # ... and the share of the T steps they explore before
 WIDE_STEPS = 150  # EM steps of a wide plan where the budget gives the default MAX_STEPS
 FREEZE_TOL = 1e-3  # an exploring run stops when its change still to come is at most this
 WIDE_NOISE = 1e-3  # quiet: a wide plan's exploring step's noise moves a model ≤ this
+FACTOR_POWER = 16  # a wide plan's whitened-frame floor fades like (noise reach / STEP_FLOOR)^this
+FACTOR_FLOOR = 1e-20  # ... to at least this (whitened frame), carried by Cholesky factors
+CORR_FLOOR = 1e-14  # a wide plan's output: each correlation matrix's eigenvalues ≥ this × its top
 
 Model = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
 
@@ -442,6 +468,13 @@ class EMPlan:
         from ``stop_from`` on, and only while at least one planned step lies between t and
         the last (a stop jumps to the last step)."""
         return self.stop_from is not None and self.stop_from <= t < self.n_steps - 2
+
+    @property
+    def factored(self) -> bool:
+        """Whether the steps carry each component's covariance by its Cholesky factor and
+        let the whitened-frame floor fade to ``FACTOR_FLOOR`` (public): in a wide plan
+        (``WIDE_STARTS`` runs: quiet, issue 27's parked tables at ε = 1e4)."""
+        return self.n_starts >= WIDE_STARTS
 
     def may_freeze(self, t: int) -> bool:
         """Whether an exploring run whose released changes meet the stopping rule stops at
@@ -816,21 +849,25 @@ def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int) -> float:
     return 0.5 * d * s_s**2 + d * (d + 1) / 8.0 * s_m**2 + 0.5 * k * k * s_n**2
 
 
-def _model_change(old: Run, new: Run) -> float:
+def _model_change(old: Run, new: Run, factors: tuple[np.ndarray | None, np.ndarray | None]
+                  = (None, None)) -> float:
     """How far one EM step moved a run (post-processing of released models): Σ_j w_j
     KL(N(μ_j, Σ_j) ‖ N(μ'_j, Σ'_j)) + KL(w ‖ w'), an upper bound on the KL divergence per
     row between the old and the new mixture (nat/row, the unit of scikit-learn's ``tol`` on
-    the log-likelihood's change)."""
+    the log-likelihood's change). ``factors``: the old and the new covariances' Cholesky
+    factors where they are carried (:attr:`EMPlan.factored`; None: from the covariances)."""
     w0, m0, c0 = old
     w1, m1, c1 = new
     d = m0.shape[1]
+    f0, f1 = factors
     total = float(np.sum(w0 * (np.log(w0) - np.log(w1))))
     try:
         for j in range(w0.shape[0]):
-            L1 = np.linalg.cholesky(c1[j])
-            A = np.linalg.solve(L1, np.linalg.cholesky(c0[j]))  # L1⁻¹ L0
+            L1 = np.linalg.cholesky(c1[j]) if f1 is None else f1[j]
+            A = np.linalg.solve(L1, np.linalg.cholesky(c0[j]) if f0 is None else f0[j])
             b = np.linalg.solve(L1, m1[j] - m0[j])
-            logdet = 2.0 * float(np.sum(np.log(np.diagonal(A))))  # ln|Σ0| − ln|Σ1|
+            # ln|Σ0| − ln|Σ1| (|·|: a carried factor's diagonal is positive up to rounding)
+            logdet = 2.0 * float(np.sum(np.log(np.abs(np.diagonal(A)))))
             total += 0.5 * float(w0[j]) * (float(np.sum(A * A)) - d + float(b @ b) - logdet)
     except np.linalg.LinAlgError:  # a released covariance that is not numerically PD
         return math.inf
@@ -1095,11 +1132,12 @@ def _rewhiten(Z: Any, plan: EMPlan, release: Release
     return mean, (V / np.sqrt(w)) @ V.T, (V * np.sqrt(w)) @ V.T
 
 
-def _model_terms(weights: np.ndarray, covs: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                                  np.ndarray]:
-    """(Cholesky factors, their inverses, log(π_j) − ½ log det Σ_j − (d/2) log 2π)."""
+def _model_terms(weights: np.ndarray, covs: np.ndarray, factors: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Cholesky factors, their inverses, log(π_j) − ½ log det Σ_j − (d/2) log 2π); the
+    factors are ``factors`` where they are carried (:attr:`EMPlan.factored`)."""
     k, d, _ = covs.shape
-    L = np.linalg.cholesky(covs)
+    L = np.linalg.cholesky(covs) if factors is None else factors
     Linv = np.array([np.linalg.inv(Lj) for Lj in L])
     logdet = 2.0 * np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
     log_norm = np.log(weights) - 0.5 * logdet - 0.5 * d * math.log(2 * math.pi)
@@ -1204,7 +1242,7 @@ def _declip_cap(C: np.ndarray, r: float, s: float) -> np.ndarray:
     return sym((V * np.minimum(lam, top)) @ V.T)
 
 
-def _step_eig_floor(s: float, d: int) -> float:
+def _step_eig_floor(s: float, d: int, factored: bool = False) -> float:
     """The eigenvalue floor of a component's covariance in the whitened frame after an EM step
     whose second-moment noise has standard deviation ``s`` per row of the component (its own
     frame), public: ``EIG_FLOOR``·min(1, f/``STEP_FLOOR``)^``FLOOR_POWER``, f = 2√d·s the
@@ -1220,20 +1258,44 @@ def _step_eig_floor(s: float, d: int) -> float:
     parked component at f² (gaps 12.6, 0.94 and 1.08 nat/row to scikit-learn's best of 5;
     issue 27); a fixed 1e-3 kept tuna's fit 0.46 nat/row below it. Never below 1e-8 (with
     the cap 1e4, a condition number 1e12: the factors and the user's inverses stay
-    accurate)."""
+    accurate). ``factored`` (a wide plan's steps, :attr:`EMPlan.factored`): the fade's power
+    is ``FACTOR_POWER`` and the least ``FACTOR_FLOOR`` — the covariance is carried by its
+    Cholesky factor there (:func:`_factor_update`), which resolves eigenvalues far below
+    float64's resolution of an O(1) matrix, so a component parks as thin as the rows say."""
     f = 2.0 * math.sqrt(d) * s
+    if factored:
+        return max(EIG_FLOOR * min(1.0, f / STEP_FLOOR) ** FACTOR_POWER, FACTOR_FLOOR)
     return max(EIG_FLOOR * min(1.0, f / STEP_FLOOR) ** FLOOR_POWER, NUMERIC_FLOOR)
+
+
+def _factor_update(Lj: np.ndarray, Cy: np.ndarray, lo: float) -> np.ndarray:
+    """The Cholesky factor of the step's new covariance L_j C L_jᵀ in the whitened frame, C
+    = ``Cy`` (its own frame) repaired as :func:`repair_covariance` does, and the result's
+    eigenvalues clipped to [``lo``, 1e4] through the factor's singular values (SVD of
+    L_j·chol(C), then a QR back to a lower-triangular factor with a positive diagonal):
+    what ``repair_covariance(L_j C L_jᵀ, lo)`` gives, without forming the O(1) matrix whose
+    float64 entries cannot hold an eigenvalue below ~1e-16 of the largest (Chile's parked
+    direction needs 1e-16, and a Cholesky of that matrix failed after spending).
+    Post-processing."""
+    F = Lj @ np.linalg.cholesky(repair_covariance(Cy))
+    U, sv, _ = np.linalg.svd(F)
+    sv = np.clip(np.nan_to_num(sv, nan=1.0), math.sqrt(lo), 100.0)
+    _, R = np.linalg.qr((U * sv).T)
+    return R.T * np.where(np.diagonal(R) < 0, -1.0, 1.0)[None, :]
 
 
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
                 plan: EMPlan, t: int, release: Release, n: int, run_tag: str = "",
-                memory: np.ndarray | None = None) -> Run:
+                memory: np.ndarray | None = None, factors: np.ndarray | None = None) -> Run:
     """Release one run's step-t statistics ``stats`` = (N, S, M) (computed by
     :func:`_em_kernel` under the run's current model, whose Cholesky factors are ``L``) and
     update the run from them (post-processing). ``memory`` (k × 2, updated in place; NaN:
     nothing known, as for a fresh start): each component's error variance per entry of its
     shape and per coordinate of its mean in its own frame, the precision the previous
-    releases left it (:func:`_gain`); None: every component fresh."""
+    releases left it (:func:`_gain`); None: every component fresh. ``factors`` (k × d × d,
+    filled in place; a :attr:`EMPlan.factored` plan's untied steps): the new covariances'
+    Cholesky factors, updated through the factor (:func:`_factor_update`); the returned
+    covariances are their products."""
     weights, means, covs = run
     k, d = means.shape
     N, S, M = stats
@@ -1260,6 +1322,10 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     new_w /= new_w.sum()
     new_means, new_covs = means.copy(), covs.copy()
     mem = np.full((k, 2), np.nan) if memory is None else memory
+    factored = plan.factored and not tied
+    facs = (np.array(L, dtype=np.float64) if factors is None else factors) if factored else None
+    if facs is not None:
+        facs[:] = L  # a component without an update keeps its factor
     if tied:
         _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
         mem[:] = np.nan  # every component's covariance replaced by the pooled one
@@ -1286,13 +1352,19 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         # moments near the clipping sphere de-clipped to a far point: a mean jumped 250 away)
         ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
         new_means[j] = means[j] + L[j] @ ybar
-        new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
-                                        _step_eig_floor(math.sqrt(var_c), d))
         # the errors left, in the next frame's units: an error of variance v per entry here
         # has about v/h² there, h = d/tr(A⁻¹) the harmonic mean of the new estimate's
         # variances A in this frame (the directions it narrows weigh most)
-        A = np.linalg.solve(L[j], np.linalg.solve(L[j], new_covs[j]).T)
-        h = d / float(np.sum(1.0 / np.maximum(np.linalg.eigvalsh(sym(A)), 1e-300)))
+        if facs is not None:  # through the factor (a wide plan: the floor fades to 1e-20)
+            facs[j] = _factor_update(L[j], Cy, _step_eig_floor(math.sqrt(var_c), d, True))
+            new_covs[j] = sym(facs[j] @ facs[j].T)
+            lam = np.linalg.svd(np.linalg.solve(L[j], facs[j]), compute_uv=False) ** 2
+        else:
+            new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
+                                            _step_eig_floor(math.sqrt(var_c), d))
+            A = np.linalg.solve(L[j], np.linalg.solve(L[j], new_covs[j]).T)
+            lam = np.linalg.eigvalsh(sym(A))
+        h = d / float(np.sum(1.0 / np.maximum(lam, 1e-300)))
         mem[j] = (var_c / h**2, var_m / h)
     if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
         # dead: a released count near 0; fading: under this step's floor and shrinking
@@ -1304,7 +1376,10 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         fading = (Nn <= floor) & (prev - Nn > drop) if t > 0 else False
         for dead in np.flatnonzero(~(Nn > _dead_floor(plan, t, n, k)) | fading).tolist():
             h = _split(new_w, new_means, new_covs, int(dead), n * new_w > floor)
-            mem[[int(dead)] + ([] if h is None else [h])] = np.nan  # new estimates
+            new = [int(dead)] + ([] if h is None else [h])
+            mem[new] = np.nan  # new estimates
+            if facs is not None and h is not None:  # repaired at EIG_FLOOR by the split
+                facs[new] = np.linalg.cholesky(new_covs[new])
     return new_w, new_means, new_covs
 
 
@@ -1387,7 +1462,8 @@ def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
 
 def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
               n: int, stops: list[int] | None = None, k: int | None = None,
-              frozen: list[tuple[int, int]] | None = None) -> Run:
+              frozen: list[tuple[int, int]] | None = None,
+              factors: list[np.ndarray | None] | None = None) -> Run:
     """The T EM steps, one pass over the rows each: while exploring, the pass computes every
     run's statistics (released run by run); at the end of the exploration the same pass also
     scores the runs, the pick is released first and only the winner's statistics after it.
@@ -1398,8 +1474,12 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     later exploring steps are skipped (it waits for the pick as it is, as scikit-learn's
     init stops at its ``tol``), and once every run is frozen the exploration ends and the
     pick's step runs next. Each freeze is appended to ``frozen`` as (run, step): a function
-    of released models (post-processing), like the stop."""
+    of released models (post-processing), like the stop. A :attr:`EMPlan.factored` plan
+    carries each run's covariances by their Cholesky factors from step to step (NaN-free
+    products of them in the runs); the returned run's are appended to ``factors`` (None
+    where they are not carried)."""
     t = 0
+    facs: list[np.ndarray | None] = [None] * len(runs)  # None: from the covariances
     changes: list[float] = []
     mems = [np.full((run[0].shape[0], 2), np.nan) for run in runs]  # fresh estimates
     active = [True] * len(runs)
@@ -1409,9 +1489,11 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
             runs = [reduce_run(runs[0], k, n, release.rng)]
             mems = [np.full((k, 2), np.nan)]
+            facs = [None]
             changes.clear()
         if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
             runs = [_tie(run) for run in runs]
+            facs = [None] * len(runs)
             for mem in mems:
                 mem[:] = np.nan
         pick = t == plan.explore_steps and len(runs) > 1
@@ -1421,7 +1503,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         refining = not exploring and not pick and (plan.reduce_at is None
                                                    or t >= plan.reduce_at)
         idx = [c for c in range(len(runs)) if active[c]] if exploring else list(range(len(runs)))
-        terms = [_model_terms(runs[c][0], runs[c][2]) for c in idx]
+        terms = [_model_terms(runs[c][0], runs[c][2], facs[c]) for c in idx]
         models = tuple((runs[c][1], Linv, ln) for c, (_, Linv, ln) in zip(idx, terms,
                                                                            strict=True))
         out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.step_radius(t),
@@ -1432,14 +1514,16 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             winner = pick_run(out[3], plan, release)
             keep = range(winner, winner + 1)
         tag = plan.runs(t) > 1
+        carry = plan.factored and not plan.is_tied(t)
+        new_facs = {idx[a]: np.empty_like(terms[a][0]) if carry else None for a in keep}
         new = {idx[a]: _em_release((out[0][a], out[1][a], out[2][a]), runs[idx[a]],
                                    terms[a][0], plan, t, release, n,
                                    f" run {idx[a] + 1}" if tag else "",
-                                   mems[idx[a]] if refining else None)
+                                   mems[idx[a]] if refining else None, new_facs[idx[a]])
                for a in keep}
         if exploring and plan.may_freeze(t):  # released models only: post-processing
             for c, run in new.items():
-                run_changes[c].append(_model_change(runs[c], run))
+                run_changes[c].append(_model_change(runs[c], run, (facs[c], new_facs[c])))
                 if _converged(run_changes[c], FREEZE_TOL):
                     active[c] = False
                     if frozen is not None:
@@ -1447,12 +1531,14 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         # the stopping rule: a function of released models only (see the module docstring)
         if len(new) == 1 and plan.may_stop(t):
             (c, run), = new.items()
-            changes.append(_model_change(runs[c], run))
+            changes.append(_model_change(runs[c], run, (facs[c], new_facs[c])))
         if pick or not exploring:
             mems = [mems[c] for c in new]
             runs = list(new.values())
+            facs = [new_facs[c] for c in new]
         else:
             runs = [new.get(c, run) for c, run in enumerate(runs)]
+            facs = [new_facs[c] if c in new else f for c, f in enumerate(facs)]
         if _converged(changes):
             if stops is not None:
                 stops.append(t)
@@ -1462,6 +1548,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             t = plan.explore_steps  # every run frozen: the pick's step next
         else:
             t += 1
+    if factors is not None:
+        factors.append(facs[0])
     return runs[0]
 
 
@@ -1600,20 +1688,26 @@ def private_em_gmm(
         runs = (runs + extras)[: max(plan.n_starts, 1)]
         stops: list[int] = []
         frozen: list[tuple[int, int]] = []
-        em = _em_steps(Z, runs, plan, release, n, stops, k=k, frozen=frozen)
+        em_factors: list[np.ndarray | None] = []
+        em = _em_steps(Z, runs, plan, release, n, stops, k=k, frozen=frozen,
+                       factors=em_factors)
+        em_factor = em_factors[0] if em_factors else None
         if info is not None:
             info["em_stopped_after"] = stops[0] + 1 if stops else None
             info["em_frozen"] = [(c + 1, t + 1) for c, t in frozen]
         names, cands = _final_candidates(em, P, m0, W, k, plan, release.rng)
-        outs = [_output(c, m0, W, Winv, prior) for c in cands]
+        outs = [_output(c, m0, W, Winv, prior, em_factor if c is em else None)
+                for c in cands]
         if prior is not None:  # the candidates as the user gets them, back in the frame
             cands = [(w, (om - m0) @ W.T, np.array([sym(W @ C @ W.T) for C in oc]))
                      for w, om, oc in outs]
+            em_factor = None  # the projected model's covariances are the user's bounds
         radius = _count_radius(plan, d)
         win, outside, scores, noise_sd = final_pick(
             Z, cands, radius=radius, bound=final_bound(d), rho=plan.rho_final,
             planned=plan.final_candidates, release=release,
-            margins=tuple(MARGIN if nm == CANDIDATES[1] else 0.0 for nm in names))
+            margins=tuple(MARGIN if nm == CANDIDATES[1] else 0.0 for nm in names),
+            factors=[em_factor] + [None] * (len(cands) - 1))
         weights, out_means, out_covs = outs[win]
         if info is not None:
             info["final_selection"] = {
@@ -1675,15 +1769,37 @@ def _final_candidates(em: Run, P: np.ndarray | None, m0: np.ndarray, W: np.ndarr
 
 
 def _output(run: Run, m0: np.ndarray, W: np.ndarray, Winv: np.ndarray,
-            prior: EMPrior | None) -> Run:
+            prior: EMPrior | None, factors: np.ndarray | None = None) -> Run:
     """A model of the whitened frame in the data's coordinates, projected into the user's
-    ``prior`` when there is one (post-processing)."""
+    ``prior`` when there is one (post-processing). ``factors``: the covariances' Cholesky
+    factors where the steps carried them (:attr:`EMPlan.factored`): formed in the data's
+    units from the factors (:func:`_data_covariance`)."""
     weights, means, covs = run
     out_means = m0 + means @ Winv.T
-    out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
+    if factors is None:
+        out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
+    else:
+        out_covs = np.array([_data_covariance(Winv @ Lj) for Lj in factors])
     if prior is not None:
         out_means, out_covs = _inside(prior, out_means, out_covs)
     return weights, out_means, out_covs
+
+
+def _data_covariance(M: np.ndarray) -> np.ndarray:
+    """M Mᵀ (M a covariance's factor in the data's units) with its correlation matrix's
+    eigenvalues at least ``CORR_FLOOR`` × its largest (post-processing; scale-free: the
+    floor is relative to each column's own spread). The factor resolves eigenvalues far
+    below float64's resolution of the product, but the user's matrix is the product: a
+    component whose columns are collinear to 1e-16 within it would not be positive definite
+    numerically (one fit of issue 27's corpus, mid, with the floor gone); a variance parked
+    on a column's atom is untouched (its correlations with the other columns are not near
+    ±1), however thin."""
+    s = np.sqrt(np.einsum("ij,ij->i", M, M))
+    s = np.where(s > 0, s, 1.0)
+    U, sv, _ = np.linalg.svd(M / s[:, None])
+    sv = np.maximum(sv, math.sqrt(CORR_FLOOR) * sv[0])
+    R = sym((U * sv * sv) @ U.T)
+    return sym(R * np.outer(s, s))
 
 
 def _thinnest(covs: np.ndarray) -> float:
