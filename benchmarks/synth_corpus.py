@@ -43,6 +43,7 @@ import tarfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -132,15 +133,20 @@ def _scores(real: np.ndarray, syn: np.ndarray) -> dict[str, float]:
             "2-way TV": sp._tv_2way(real, syn)}
 
 
+def _split(df: Any, seed: int, max_rows: int) -> tuple[Any, np.ndarray]:
+    """(training rows as a DataFrame — at most ``max_rows`` of a seeded 80 % —, the other
+    20 % as floats)."""
+    idx = np.random.default_rng(seed).permutation(len(df))
+    cut = int(0.8 * len(df))
+    return (df.iloc[idx[:cut][:max_rows]].reset_index(drop=True),
+            df.iloc[idx[cut:]].to_numpy(dtype=np.float64))
+
+
 def _run(name: str, df: object, eps: float, seed: int, max_rows: int) -> dict:
     import pandas as pd
 
     assert isinstance(df, pd.DataFrame)
-    rng = np.random.default_rng(seed)
-    idx = rng.permutation(len(df))
-    cut = int(0.8 * len(df))
-    train = df.iloc[idx[:cut][:max_rows]].reset_index(drop=True)
-    test = df.iloc[idx[cut:]].to_numpy(dtype=np.float64)
+    train, test = _split(df, seed, max_rows)
     row: dict = {"table": name, "n": len(train), "d": df.shape[1], "eps": eps,
                  "int cols": int(sum(pd.api.types.is_integer_dtype(t) for t in df.dtypes))}
     t0 = time.perf_counter()

@@ -143,9 +143,11 @@ def _tv_1way(real: np.ndarray, syn: np.ndarray, bins: int = 20) -> float:
     return 0.5 * float(np.abs(h[0] - h[1]).sum())
 
 
-def _tv_2way(real: np.ndarray, syn: np.ndarray, bins: int = 5) -> float:
+def _tv_2way_pairs(real: np.ndarray, syn: np.ndarray, bins: int = 5
+                   ) -> dict[tuple[int, int], float]:
+    """Each column pair's TV distance on the real rows' quantile bins (``bins`` per column)."""
     d = real.shape[1]
-    out = []
+    out = {}
     for i in range(d):
         for j in range(i + 1, d):
             ei = np.unique(np.quantile(real[:, i], np.linspace(0, 1, bins + 1)))
@@ -154,7 +156,12 @@ def _tv_2way(real: np.ndarray, syn: np.ndarray, bins: int = 5) -> float:
                 continue
             h = [np.histogram2d(np.clip(x[:, i], ei[0], ei[-1]), np.clip(x[:, j], ej[0], ej[-1]),
                                 [ei, ej])[0] / len(x) for x in (real, syn)]
-            out.append(0.5 * float(np.abs(h[0] - h[1]).sum()))
+            out[(i, j)] = 0.5 * float(np.abs(h[0] - h[1]).sum())
+    return out
+
+
+def _tv_2way(real: np.ndarray, syn: np.ndarray, bins: int = 5) -> float:
+    out = list(_tv_2way_pairs(real, syn, bins).values())
     return float(np.mean(out)) if out else 0.0
 
 

@@ -47,6 +47,7 @@ from scipy.special import ndtr, ndtri
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synth_corpus as sc  # noqa: E402
+import synth_peers as sp  # noqa: E402
 
 import privgauss as pg  # noqa: E402
 from privgauss.synthesis.synthesizer import stratified_levels  # noqa: E402
@@ -54,20 +55,7 @@ from privgauss.synthesis.synthesizer import stratified_levels  # noqa: E402
 
 def pair_tv(real: np.ndarray, syn: np.ndarray, bins: int = 5) -> dict[tuple[int, int], float]:
     """``synth_peers._tv_2way`` per pair (on ``synth_corpus``'s rounded values)."""
-    real, syn = sc._rounded(real), sc._rounded(syn)
-    d = real.shape[1]
-    out = {}
-    for i in range(d):
-        for j in range(i + 1, d):
-            ei = np.unique(np.quantile(real[:, i], np.linspace(0, 1, bins + 1)))
-            ej = np.unique(np.quantile(real[:, j], np.linspace(0, 1, bins + 1)))
-            if len(ei) < 2 or len(ej) < 2:
-                continue
-            h = [np.histogram2d(np.clip(x[:, i], ei[0], ei[-1]),
-                                np.clip(x[:, j], ej[0], ej[-1]), [ei, ej])[0] / len(x)
-                 for x in (real, syn)]
-            out[(i, j)] = 0.5 * float(np.abs(h[0] - h[1]).sum())
-    return out
+    return sp._tv_2way_pairs(sc._rounded(real), sc._rounded(syn), bins)
 
 
 def _map_back(syn: pg.PrivateSynthesizer, U: np.ndarray) -> np.ndarray:
@@ -87,11 +75,7 @@ def probe(name: str, df: object, seed: int, eps: float, ks: list[int], gs: list[
     from sklearn.mixture import GaussianMixture
 
     assert isinstance(df, pd.DataFrame)
-    rng0 = np.random.default_rng(seed)
-    idx = rng0.permutation(len(df))
-    cut = int(0.8 * len(df))
-    train = df.iloc[idx[:cut][:max_rows]].reset_index(drop=True)
-    test = df.iloc[idx[cut:]].to_numpy(dtype=np.float64)
+    train, test = sc._split(df, seed, max_rows)
     X = train.to_numpy(dtype=np.float64)
     n, d = X.shape
     t0 = time.perf_counter()
