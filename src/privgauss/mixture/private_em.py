@@ -1233,9 +1233,7 @@ def _declip_cap(C: np.ndarray, r: float, s: float) -> np.ndarray:
     de-clipping's cap (1e4·r²/d). One step grows a direction at most to the radius; the
     next step's frame is that much wider and sees it unclipped. The cap fades with the
     noise as :func:`_step_eig_floor`'s guard does."""
-    d = C.shape[0]
-    f = 2.0 * math.sqrt(d) * s
-    top = r * r * max(1.0, STEP_FLOOR / max(f, 1e-300)) ** FLOOR_POWER
+    top = r * r / max(_guard_fade(s, C.shape[0], FLOOR_POWER), 1e-300)
     lam, V = np.linalg.eigh(sym(C))
     if not lam[-1] > top:
         return C
@@ -1262,10 +1260,17 @@ def _step_eig_floor(s: float, d: int, factored: bool = False) -> float:
     is ``FACTOR_POWER`` and the least ``FACTOR_FLOOR`` — the covariance is carried by its
     Cholesky factor there (:func:`_factor_update`), which resolves eigenvalues far below
     float64's resolution of an O(1) matrix, so a component parks as thin as the rows say."""
-    f = 2.0 * math.sqrt(d) * s
     if factored:
-        return max(EIG_FLOOR * min(1.0, f / STEP_FLOOR) ** FACTOR_POWER, FACTOR_FLOOR)
-    return max(EIG_FLOOR * min(1.0, f / STEP_FLOOR) ** FLOOR_POWER, NUMERIC_FLOOR)
+        return max(EIG_FLOOR * _guard_fade(s, d, FACTOR_POWER), FACTOR_FLOOR)
+    return max(EIG_FLOOR * _guard_fade(s, d, FLOOR_POWER), NUMERIC_FLOOR)
+
+
+def _guard_fade(s: float, d: int, power: float) -> float:
+    """min(1, f/``STEP_FLOOR``)^``power``, f = 2√d·s the spectral reach of a step's noise
+    ``s`` per entry (public): 1 while the noise could shrink a direction by ``STEP_FLOOR`` in
+    one step, falling to 0 with the noise — the fade of the step's eigenvalue floor
+    (:func:`_step_eig_floor`) and of the de-clipping cap (:func:`_declip_cap`)."""
+    return min(1.0, 2.0 * math.sqrt(d) * s / STEP_FLOOR) ** power
 
 
 def _factor_update(Lj: np.ndarray, Cy: np.ndarray, lo: float) -> np.ndarray:
