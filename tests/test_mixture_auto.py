@@ -216,8 +216,8 @@ def test_refusals_name_what_lowers_the_n_needed() -> None:
                    {"mean_bound": 1.0, "cov_bounds": (1.0, 1.0)}):
         other = methods.Facts(**{**facts.__dict__, **change})
         assert methods.requirements("mixture", "em", other).n_needed < base
-    lighter = methods.Facts(**{**facts.__dict__, "min_weight": 0.1})
-    assert methods.requirements("mixture", "em", lighter).n_needed == base
+    lighter = methods.Facts(**{**facts.__dict__, "min_weight": 0.1})  # lighter: more rows
+    assert methods.requirements("mixture", "em", lighter).n_needed >= base
 
 
 def test_a_refused_paper_learner_names_min_weight_only_where_it_matters_and_points_to_em() -> None:

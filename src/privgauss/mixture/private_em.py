@@ -26,7 +26,9 @@ budget and public rows; every frame after the first a function of releases):
    :func:`~privgauss.clipped_stats.transform_rows` (a row that overflows is sent far: clipped).
    After the histogram route, a *re-whitening* release (the clipped mean and second moment of
    the z-rows, radius 3√d, 10 % of ρ_EM) gives a second frame: the histogram's covariance has
-   little budget and was 0.5–10× off in variance on the synthetic benchmark.
+   little budget and was 0.5–10× off in variance on the synthetic benchmark. Not at small n,
+   where its own noise would bend the frame more (:func:`_rewhiten_reach`; the public plan
+   says which).
 2. *Start.* A noisy histogram of the z-rows on a coarse grid (m cells per axis on p ≤ d
    public random orthonormal directions, m and p from the public plan, coordinates clamped
    into the box [−3, 3]^p): all cells' counts released jointly, Gaussian noise, L2
@@ -228,11 +230,20 @@ are vertices of the simplex: the same bounds. The run scores: each of the C sums
 most 2b, 2b√C (:func:`~privgauss.sensitivity.score_sums_l2`).
 
 **Budget plan** (:func:`em_plan`, data; its parts compose to exactly the total). (ε, δ) without
-public rows or prior: localisation (ε_L, δ/2), ε_L = 2·(what the histograms need at this n),
-within [0.2ε, 0.5ε]; the rest is the largest ρ_EM that fits the accountant (zCDP charges
-compose, then convert with the δ left). With public rows: ρ_EM = everything (an (ε, δ) budget
-as its largest ρ). With a prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 %
-re-whitening (histogram route only; 20 % sums, 80 % moments), 10 % start histogram, 10 %
+public rows or prior: localisation (ε_L, δ/2), ε_L the larger of 2·(what per-axis Laplace
+histograms would need at this n) within [0.2ε, 0.5ε] (the share every large-n plan was tuned
+with) and the least ε at which the route the fit runs — the joint Gaussian histograms and
+their CoinPress refinement — keeps its margins (:func:`_localises`: the histograms within
+their cap, the refinement's planned covariance error ≤ ``LOC_MAX_ERROR`` = 1), at most
+``LOC_SHARE_SMALL`` = 0.8ε (beyond it em refuses: the requirement's "histogram
+localisation" term; issue 27: at ε = 1 that is n ≈ 1,700 / 2,700 / 3,800 / 7,600 at
+d = 3 / 5 / 7 / 13, where the per-axis sizing asked 6,800 / 11,700 / 16,800 / 32,000 and
+refused 36 of the 39 fresh corpus tables; ``benchmarks/results/em_small_n.md``). The rest
+is the largest ρ_EM that fits the accountant (zCDP charges compose, then convert with the δ
+left). With public rows: ρ_EM = everything (an (ε, δ) budget as its largest ρ). With a
+prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 % re-whitening (histogram route
+only, and only where its noise reach is at most ``REWHITEN_REACH``: :func:`_rewhiten_reach`;
+else its share goes to the EM steps; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
 80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count, 1 % the atom
 counts; of the rest, half on the last EM step, the other half evenly on the T − 1 earlier
@@ -316,9 +327,12 @@ from .sample_size import Requirements, report
 __all__ = ["EMPlan", "EMPrior", "clip_radius", "em_plan", "em_requirements", "private_em_gmm"]
 
 LOC_SHARE_MIN, LOC_SHARE_MAX = 0.2, 0.5  # of ε, for the histogram localisation
+LOC_SHARE_SMALL = 0.8  # of ε: ε_L's cap where the localisation needs more than LOC_SHARE_MAX
+LOC_MAX_ERROR = 1.0  # at ε_L the localisation's refinement's planned covariance error ≤ this
 INIT_SHARE = 0.10  # of ρ_EM, the start histogram
 REWHITEN_SHARE = 0.10  # of ρ_EM, the re-whitening after a histogram localisation
 REWHITEN_SUM_SHARE = 0.2  # of that, the clipped mean (the rest: the second moment)
+REWHITEN_REACH = 1.0  # ... planned only where its second moment's noise reach is at most this
 KMEANS_SHARE = 0.10  # of ρ_EM, the start's private k-means (Lloyd) steps
 KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
@@ -639,18 +653,80 @@ def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None,
 
 
 def _localisation_epsilon(n: int, d: int, epsilon: float, delta: float) -> float:
-    """ε_L = 2 × what the histograms need at this n, within [0.2ε, 0.5ε]."""
-    eps_need = _hist_need(n, d, delta / 2)
-    return float(min(max(2.0 * eps_need, LOC_SHARE_MIN * epsilon), LOC_SHARE_MAX * epsilon))
+    """ε_L (public): the larger of the share sized by the per-axis Laplace route's need
+    (2 × :func:`_theory_need`, within [``LOC_SHARE_MIN``, ``LOC_SHARE_MAX``] × ε: the plans
+    every large-n tuning ran with, kept) and what the practical route the fit runs needs
+    (:func:`_hist_need`), at most ``LOC_SHARE_SMALL`` × ε (beyond it em refuses:
+    :func:`_requirements`). At small n the localisation's released Gaussian is the frame and,
+    re-whitened, the final pick's single-Gaussian candidate, so a larger share is not
+    wasted there. n = 5e4, d = 2–15, ε = 1: the theory share (0.2–0.37 ε), as before."""
+    eps_old = min(max(2.0 * _theory_need(n, d, delta / 2), LOC_SHARE_MIN * epsilon),
+                  LOC_SHARE_MAX * epsilon)
+    return float(max(eps_old, min(_hist_need(n, d, delta / 2, eps_old),
+                                  LOC_SHARE_SMALL * epsilon)))
 
 
-def _hist_need(n: int, d: int, delta_l: float) -> float:
-    """The smallest ε_h with which the 2d localisation histograms meet their thresholds at n
-    (inf when no ε does)."""
+def _theory_need(n: int, d: int, delta_l: float) -> float:
+    """The smallest ε_h with which 2d per-axis Laplace histograms meet their thresholds at n
+    (inf when no ε does): the ``constants="theory"`` route, which em does not run — its plans
+    at large n were sized (and tuned) with it."""
     from ..gaussian.histogram import P_LOCATION, P_SCALE, min_epsilon
 
     delta_i = (delta_l / 2.0) / (2 * d)
     return d * (min_epsilon(n // 2, P_SCALE, delta_i) + min_epsilon(n, P_LOCATION, delta_i))
+
+
+def _localises(n: int, d: int, eps_l: float, delta_l: float) -> bool:
+    """Whether the practical localisation at (``eps_l``, ``delta_l``) and n rows is within
+    em's margins (public): its joint histograms within their cap
+    (:func:`~privgauss.gaussian.histogram_budget.localisation_within_cap`: each threshold at
+    most half the expected count of the bin it needs — sized so whatever ε_L, a larger ε_L
+    goes to the refinement) and its refinement's planned relative covariance error
+    (:func:`~privgauss.gaussian.histogram_budget.refinement_error`) at most
+    ``LOC_MAX_ERROR``. Measured at the smallest n em accepts at ε = 1
+    (``benchmarks/results/em_small_n.md``, 20 noise seeds, Gaussian rows, d = 2–13): no
+    failure, median KL to np.cov 0.05–0.09; without the refinement's bound (the histograms'
+    cap alone, ε_L = 0.8) d = 7 failed 8 of 20 and d = 13 20 of 20 in the refinement."""
+    from ..gaussian.histogram_budget import localisation_within_cap
+
+    if not localisation_within_cap(n, d, eps_l, delta_l):
+        return False
+    return bool(_refinement_error(n, d, eps_l, delta_l) <= LOC_MAX_ERROR)
+
+
+@lru_cache(maxsize=1024)
+def _refinement_error(n: int, d: int, eps_l: float, delta_l: float) -> float:
+    from ..gaussian.histogram_budget import refinement_error
+
+    return float(refinement_error(n, d, eps_l, delta_l))
+
+
+@lru_cache(maxsize=1024)
+def _hist_need(n: int, d: int, delta_l: float, start: float = 0.0) -> float:
+    """The smallest ε_L (to 1 %; inf when none up to 1e6) at which the practical localisation
+    — the joint discrete-Gaussian histograms and CoinPress refinement of
+    :func:`~privgauss.gaussian.histogram.histogram_gaussian`, the route em runs — meets
+    :func:`_localises`; ``start`` when it already does there (a cheap first check). d = 3, 7,
+    13 at n = 5e4: 0.02, 0.05, 0.10 (the theory share, 0.2, 0.2, 0.32 at ε = 1, stands);
+    n = 2,000, d = 5: 1.10."""
+    from ..gaussian.histogram_budget import localisation_min_epsilon
+
+    if start > 0 and _localises(n, d, start, delta_l):
+        return start
+    lo = localisation_min_epsilon(n, d, delta_l)
+    if not math.isfinite(lo):
+        return math.inf
+    if _localises(n, d, lo, delta_l):
+        return lo
+    hi = 2.0 * lo
+    while not _localises(n, d, hi, delta_l):
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e6:
+            return math.inf
+    while hi > 1.01 * lo:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if _localises(n, d, mid, delta_l) else (mid, hi)
+    return hi
 
 
 def _grid(n: int, d: int, rho_init: float) -> tuple[int, int]:
@@ -794,6 +870,8 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         rho_ref = rho_loc - rho_hist
         rho_em = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta) - rho_loc
     rho_rw = REWHITEN_SHARE * rho_em if loc is not None else 0.0
+    if rho_rw > 0 and _rewhiten_reach(n, d, rho_rw) > REWHITEN_REACH:
+        rho_rw = 0.0  # its noise would bend the frame more than it straightens it
     rho_init = INIT_SHARE * rho_em
     rho_km = KMEANS_SHARE * rho_em
     rho_spread = KMEANS_MOMENT_SHARE * rho_km
@@ -828,6 +906,21 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
     quiet = first < T and _noise_change(plan, first, n, d, k) <= STOP_NOISE * STOP_TOL
     return dataclasses.replace(plan, stop_from=first if quiet and n_steps is None else None)
+
+
+def _rewhiten_reach(n: int, d: int, rho_rw: float) -> float:
+    """The re-whitening's noise reach (public): about the spectral norm, 2√d·σ_M/n, of the
+    noise on its released second moment of the z-rows (radius 3√d, its ``rho_rw`` split by
+    ``REWHITEN_SUM_SHARE``) — how far it can bend a variance of the frame, where the data's
+    is about 1. Above ``REWHITEN_REACH`` the plan has no re-whitening (the histograms' frame
+    stands; its ρ goes to the EM steps): at ε = 1 and the smallest n em accepts, d = 3–13,
+    it is 2.0–4.1 (Benefits, 3,901 × 7: 3.0, about 0.6 per entry — eigenvalues clipped at
+    0.05 bent the frame, and its single Gaussian, the final pick's candidate, scored 4–8
+    nat/row below a poor EM fit in the pick; ``benchmarks/results/em_small_n.md``);
+    n = 5e4, ε = 1: 0.02 (d = 2) to 0.52 (d = 15), re-whitened as before."""
+    r = 3.0 * math.sqrt(d)
+    rho_m = rho_rw * (1.0 - REWHITEN_SUM_SHARE)
+    return 2.0 * math.sqrt(d) * soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rho_m) / n
 
 
 def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int) -> float:
@@ -900,9 +993,10 @@ def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
                     n_public: int = 0, prior: bool = False) -> Requirements:
     """What n ``method="em"`` needs (practical, public quantities only): the histogram
-    localisation's n (without public rows or a prior), and enough rows per component for the
-    last step's covariance noise to be ≤ ½ of a unit-variance component's (rows per component
-    ≥ 2σ_M)."""
+    localisation's n (without public rows or a prior: from that n on the practical route
+    keeps its margins within ``LOC_SHARE_SMALL`` of ε, :func:`_localises`), and enough rows
+    per component for the last step's covariance noise to be ≤ ½ of a unit-variance
+    component's (rows per component ≥ 2σ_M)."""
     return _requirements(n, d, k, budget, min_weight, n_public, prior, over=True)
 
 
@@ -919,14 +1013,15 @@ def _requirements(n: int, d: int, k: int, budget: Budget, min_weight: float | No
         knobs["public rows"] = (f">= {d + 1} (or mean_bound= and cov_bounds=, or an "
                                 "(epsilon, delta) budget)")
     if not localised and isinstance(budget, ApproxDP):
-        # the n at which the histograms need at most half of the largest localisation share
-        cap = 0.5 * LOC_SHARE_MAX * budget.epsilon
+        # the n from which the practical localisation meets its margins within the largest
+        # share of ε it may take (:func:`_localises`; more rows only help it)
+        cap, delta_l = LOC_SHARE_SMALL * budget.epsilon, budget.delta / 2
         lo, hi = 2, 2
-        while _hist_need(hi, d, budget.delta / 2) > cap and hi < 10**12:
+        while not _localises(hi, d, cap, delta_l) and hi < 10**12:
             lo, hi = hi, hi * 2
         while hi - lo > max(1, lo // 200):
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if _hist_need(mid, d, budget.delta / 2) > cap else (lo, mid)
+            lo, hi = (mid, hi) if not _localises(mid, d, cap, delta_l) else (lo, mid)
         terms["histogram localisation"] = float(hi)
     plan_budget = budget if not (isinstance(budget, ZCDP) and not localised) else None
     if plan_budget is not None:
