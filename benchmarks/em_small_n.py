@@ -1,0 +1,184 @@
+"""Private EM's histogram localisation at small n (issue 27, brief SMALLN): how often the
+practical joint histograms (``histogram_gaussian(..., constants="practical")``, the route
+``method="em"`` runs) fail after spending at the ε_L em's plan gives them, at n just above
+the n em accepts.
+
+``--part loc``: for d in ``--dims``, n the smallest n ``em_requirements`` accepts at
+(ε, δ) (× ``--above``), Gaussian rows (a random correlation, scales log-uniform over 4
+octaves, mean 1e3), ``--seeds`` noise seeds: the localisation at em's (ε_L, δ/2) —
+failures (``EstimationFailed``, which step) and the KL of the released Gaussian to
+np.mean / np.cov of the same rows. Then the real tables ``--tables`` (the 80 % training
+rows of ``real_corpus.split`` at split seed 0, as ``mixture_corpus.py`` fits them; n is the
+table's), the same counts. ``--margins`` instead runs the localisation at ε_L = m × its
+practical need (``localisation_min_epsilon``) for each m, at n where that is ``--eps-l``.
+``--part plans`` prints em's plans where this change must leave them alone (the 34 fresh
+corpus shapes with 1 % public rows at ε = 1 and without at ε = 1e4; n = 5e4, d = 2–15,
+k = 2–6 at ε = 1): run it on two checkouts and diff.
+
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src \\
+        python benchmarks/em_small_n.py --part loc --seeds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import warnings
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import privgauss as pg  # noqa: E402
+from privgauss.gaussian.histogram import histogram_gaussian  # noqa: E402
+from privgauss.mechanisms import Release  # noqa: E402
+from privgauss.mixture import private_em as pe  # noqa: E402
+
+DELTA = 1e-6
+
+
+def gaussian_rows(n: int, d: int, seed: int) -> np.ndarray:
+    """n rows of a random Gaussian (public seed): correlation from a random factor, per-column
+    scales log-uniform over 2^±2, mean 1e3."""
+    rng = np.random.default_rng(10_000 + seed)
+    A = rng.standard_normal((d, d)) / math.sqrt(d) + np.eye(d)
+    C = A @ A.T
+    s = np.sqrt(np.diag(C))
+    scales = 2.0 ** rng.uniform(-2, 2, size=d)
+    C = C / np.outer(s, s) * np.outer(scales, scales)
+    return rng.multivariate_normal(np.full(d, 1e3), C, size=n)
+
+
+def kl(m0: np.ndarray, S0: np.ndarray, m1: np.ndarray, S1: np.ndarray) -> float:
+    """KL(N(m0, S0) ‖ N(m1, S1))."""
+    d = m0.shape[0]
+    S1i = np.linalg.inv(S1)
+    diff = m1 - m0
+    return 0.5 * float(np.trace(S1i @ S0) + diff @ S1i @ diff - d
+                       + np.linalg.slogdet(S1)[1] - np.linalg.slogdet(S0)[1])
+
+
+def localise(X: np.ndarray, eps_l: float, seed: int) -> dict[str, Any]:
+    """One localisation at (eps_l, δ/2), as em's plan runs it."""
+    acct = pg.Accountant(pg.ApproxDP(eps_l, DELTA / 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            m, C = histogram_gaussian(X, eps_l, DELTA / 2, release=Release.of(acct, seed))
+        except pg.EstimationFailed as exc:
+            return {"failed": getattr(exc, "step", None) or "?"}
+    S = np.cov(X, rowvar=False).reshape(X.shape[1], -1)
+    try:
+        return {"kl": kl(X.mean(axis=0), S, m, C)}
+    except np.linalg.LinAlgError:
+        return {"kl": math.inf}
+
+
+def accepted_n(d: int, k: int, epsilon: float) -> int:
+    """The smallest n (to 1 %) ``em_requirements`` accepts (no public rows, no prior)."""
+    budget = pg.ApproxDP(epsilon, DELTA)
+    lo, hi = 10, 10
+    while not pe.em_requirements(hi, d, k, budget).ok:
+        lo, hi = hi, 2 * hi
+    while hi - lo > max(1, lo // 100):
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if pe.em_requirements(mid, d, k, budget).ok else (mid, hi)
+    return hi
+
+
+def summarise(results: list[dict[str, Any]]) -> str:
+    fails = Counter(r["failed"] for r in results if "failed" in r)
+    kls = sorted(r["kl"] for r in results if "kl" in r)
+    med = f"{kls[len(kls) // 2]:.3g}" if kls else "—"
+    worst = f"{kls[-1]:.3g}" if kls else "—"
+    failed = ", ".join(f"{k}: {v}" for k, v in fails.items()) or "—"
+    return f"{sum(fails.values())}/{len(results)} | {failed} | {med} | {worst}"
+
+
+def eps_l_of(n: int, d: int, epsilon: float) -> float:
+    return pe._localisation_epsilon(n, d, epsilon, DELTA)
+
+
+# (rows, d) of the fresh corpus tables (``mixture_corpus.py``; rwm5yr's determined columns
+# dropped as there)
+SHAPES = [(2843, 3), (8437, 4), (3589, 6), (4877, 7), (2590, 4), (2381, 7), (2485, 5),
+          (4956, 6), (5574, 9), (3000, 9), (3126, 7), (2385, 5), (2287, 6), (8088, 4),
+          (4028, 8), (2148, 4), (4855, 7), (27326, 4), (4014, 3), (5904, 8), (5748, 4),
+          (3250, 4), (3177, 2), (2820, 2), (2724, 7), (2929, 10), (2675, 5), (2000, 4),
+          (3343, 10), (7584, 2), (5006, 7), (21638, 3), (4165, 5), (2412, 9)]
+
+
+def print_plans() -> None:
+    for rows, d in SHAPES:
+        train = (rows * 4) // 5
+        m = max(1, round(0.01 * train))
+        print("public", rows, d, repr(pe.em_plan(train - m, d, 3, pg.ApproxDP(1.0, DELTA),
+                                                 n_public=m)))
+        print("eps1e4", rows, d, repr(pe.em_plan(train, d, 3, pg.ApproxDP(1e4, DELTA))))
+    for d in range(2, 16):
+        for k in range(2, 7):
+            print("n5e4", d, k, repr(pe.em_plan(50_000, d, k, pg.ApproxDP(1.0, DELTA))))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", default="loc", choices=["loc", "margins", "plans"])
+    ap.add_argument("--dims", type=int, nargs="*", default=[3, 7, 13])
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--above", type=float, default=1.02)
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--margins", type=float, nargs="+", default=[1.0, 1.25, 1.5, 2.0])
+    ap.add_argument("--eps-l", type=float, default=0.8)
+    ap.add_argument("--tables", nargs="*", default=["immi1", "Hdma", "turnout"])
+    ap.add_argument("--table-eps", type=float, nargs="*", default=None,
+                    help="run the tables' localisation at these ε_L instead of em's")
+    args = ap.parse_args()
+    if args.part == "plans":
+        print_plans()
+        return
+    print("| rows | d | n | ε_L | failed | failed steps | median KL | worst KL |")
+    print("|---|---|---|---|---|---|---|---|")
+    if args.part == "margins":
+        from privgauss.gaussian.histogram_budget import localisation_min_epsilon
+
+        for d in args.dims:
+            for m in args.margins:
+                lo, hi = 10, 10**7  # n where m × need = eps_l
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    lo, hi = ((mid, hi) if m * localisation_min_epsilon(mid, d, DELTA / 2)
+                              > args.eps_l else (lo, mid))
+                res = [localise(gaussian_rows(hi, d, s), args.eps_l, s)
+                       for s in range(args.seeds)]
+                print(f"| Gaussian, margin {m} | {d} | {hi} | {args.eps_l:.3g} | "
+                      f"{summarise(res)} |", flush=True)
+        return
+    for d in args.dims:
+        n = int(math.ceil(args.above * accepted_n(d, args.k, args.epsilon)))
+        e = eps_l_of(n, d, args.epsilon)
+        res = [localise(gaussian_rows(n, d, s), e, s) for s in range(args.seeds)]
+        print(f"| Gaussian | {d} | {n} | {e:.3g} | {summarise(res)} |", flush=True)
+    if args.tables:
+        import mixture_corpus
+        import real_corpus
+        import real_mixtures
+
+        mixture_corpus.fresh_tables(2000, 10)
+        for name in args.tables:
+            rows, _ = real_mixtures.load_rows(name)
+            train = real_corpus.split(rows, 0, 20000)[0]
+            n, d = train.shape
+            ok = pe.em_requirements(n, d, args.k, pg.ApproxDP(args.epsilon, DELTA)).ok
+            for e in args.table_eps or [eps_l_of(n, d, args.epsilon)]:
+                res = [localise(train, e, s) for s in range(args.seeds)]
+                print(f"| {name}{'' if ok else ' (em refuses)'} | {d} | {n} | {e:.3g} | "
+                      f"{summarise(res)} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
