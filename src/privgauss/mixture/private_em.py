@@ -298,7 +298,7 @@ from ..sensitivity import (
     soft_sums_l2,
 )
 from .atoms import ATOM_SHARE, release_atom_counts
-from .cluster_estimation import undo_clipping
+from .cluster_estimation import undo_clipping, undo_clipping_batch
 from .em_final import MARGIN, final_bound, final_pick, public_candidate, single_gaussian
 from .em_starts import (
     EIG_FLOOR,
@@ -1335,14 +1335,14 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
         mem[:] = np.nan  # every component's covariance replaced by the pooled one
     sig_s = soft_sums_l2(r) / math.sqrt(2.0 * rs)
-    for j in range(k if not tied else 0):
-        if not Nn[j] > floor:
-            continue  # too few rows for this component's release: keep the previous estimate
-        ybar = Sn[j] / Nn[j]
-        # the Gaussian whose rows, clipped at r, have the released first and second moments:
-        # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
-        ybar, Cy = undo_clipping(ybar, Mn[j] / Nn[j], r)
-        Cy = _declip_cap(Cy, r, sig_m / Nn[j])
+    # the Gaussians whose rows, clipped at r, have the released first and second moments:
+    # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep;
+    # too few rows for a component's release: it keeps its previous estimate
+    upd = [] if tied else np.flatnonzero(Nn > floor).tolist()
+    ybars, Cys = (undo_clipping_batch(Sn[upd] / Nn[upd, None], Mn[upd] / Nn[upd, None, None], r)
+                  if upd else ((), ()))
+    for j, ybar, Cy in zip(upd, ybars, Cys, strict=True):
+        Cy = _declip_cap(Cy.copy(), r, sig_m / Nn[j])  # its own (aligned) array: same rounding
         # the release combined with what the earlier ones left (its own frame: the previous
         # estimate is 0 and I), by a gain from their noise and the change EM makes
         # (:func:`_gain`), then no direction shrinks below the combined noise's reach (at most
