@@ -198,10 +198,14 @@ def test_undo_clipping_stops_at_a_constrained_fixed_point_with_the_capped_answer
     assert np.abs(c_fast - c_cap).max() < 1e-6 * scale
 
 
-def test_undo_clipping_batch_is_each_component_alone_bit_for_bit(monkeypatch) -> None:
+@pytest.mark.parametrize("gather_max", [0, ce._GATHER_MAX, 10**9])
+def test_undo_clipping_batch_is_each_component_alone_bit_for_bit(monkeypatch,
+                                                                 gather_max: int) -> None:
     """A stack of components that stop at different iterations (moments matched, a
     constrained fixed point, nothing clipped, heavy clipping): each gets exactly what it gets
-    alone, and the stack iterates only as long as its slowest component."""
+    alone, and the stack iterates only as long as its slowest component — with every
+    component's clipped rows corrected alone, all gathered, or as the default splits them."""
+    monkeypatch.setattr(ce, "_GATHER_MAX", gather_max)
     rng = np.random.default_rng(11)
     d = 5
     tau = math.sqrt(1.2 * d)

@@ -1284,7 +1284,7 @@ def _factor_update(Lj: np.ndarray, Cy: np.ndarray, lo: float) -> np.ndarray:
     Post-processing."""
     F = Lj @ np.linalg.cholesky(repair_covariance(Cy))
     U, sv, _ = np.linalg.svd(F)
-    sv = np.clip(np.nan_to_num(sv, nan=1.0), math.sqrt(lo), 100.0)
+    sv = np.clip(np.where(np.isnan(sv), 1.0, sv), math.sqrt(lo), 100.0)  # nan_to_num's values
     _, R = np.linalg.qr((U * sv).T)
     return R.T * np.where(np.diagonal(R) < 0, -1.0, 1.0)[None, :]
 
