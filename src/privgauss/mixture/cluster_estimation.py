@@ -506,8 +506,8 @@ def estimate_clusters(
         tau = math.sqrt(float(scale) * d)
         V, M = release_cluster_sums(X, labels, frames, tau, bv, bm,
                                     release=rel.at(f"step-{t + 1}"))
-        for j, frame in enumerate(frames):
-            delta, cov = undo_clipping(V[j] / noisy[j], M[j] / noisy[j], tau)
+        deltas, dcovs = undo_clipping_batch(V / noisy[:, None], M / noisy[:, None, None], tau)
+        for j, (frame, delta, cov) in enumerate(zip(frames, deltas, dcovs, strict=True)):
             mean_t, cov_t = frame.backward(delta, cov)
             # precision weights of this step's noise: σ ∝ τ/(√ρ_V·slope), τ²/(√ρ_M·a)
             slope_m, a, _ = _clip_slopes(d, tau * tau * d / max(float(np.trace(cov)), 1e-300))
