@@ -368,8 +368,9 @@ def undo_clipping_batch(
     :func:`_clip_slopes`, its eigenvalues kept in [1e-4, 1e4]·τ²/d) and stops on its own
     (its moments matched to ``_TOLERANCE``, or a step that moves it less than ``_STILL``);
     the stack's clipped moments, eigendecompositions and slopes are computed together for
-    the components still iterating. The same numbers as one call per component, up to
-    rounding. Post-processing of released values only."""
+    the components still iterating. The same numbers as one call per component, bit for bit
+    (private EM and :func:`estimate_clusters` de-clip a step's components by one call).
+    Post-processing of released values only."""
     v = np.asarray(v, dtype=np.float64)
     m, d = v.shape
     if m == 0:
