@@ -20,6 +20,10 @@ whether the fits are bit-identical (what a pure speed-up should give) and whethe
 4 fits (families 1 and 2 at ε = 1, the k = 3 mixture at ε = 1 and 1e4) with the outputs of the
 code on ``PYTHONPATH``; ``--declip-compare FILE`` re-runs them with this code and prints the
 clipped-moment evaluations per call, the CPU time and the outputs' relative differences.
+``--synth FILE`` times ``PrivateSynthesizer(rho=1e6, n_components=32)`` (issue 28's huge-budget
+copula mixture; seeded) on corpus tables wavesurge (2,894 × 2) and doctor_contacts (20,186 × 9),
+saves the copulas' weights, means and covariances to FILE, and with ``--against OLD`` prints
+their largest relative difference from OLD's.
 
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src \\
         python benchmarks/em_speed.py --seeds 3 --repeats 3 --out benchmarks/results/em_speed.md
@@ -27,6 +31,8 @@ clipped-moment evaluations per call, the CPU time and the outputs' relative diff
     PYTHONPATH=src python benchmarks/em_speed.py --compare before.npz
     PYTHONPATH=<old src> python benchmarks/em_speed.py --declip-dump declip.npz
     PYTHONPATH=src python benchmarks/em_speed.py --declip-compare declip.npz
+    PYTHONPATH=<old src> python benchmarks/em_speed.py --synth synth_before.npz
+    PYTHONPATH=src python benchmarks/em_speed.py --synth synth_after.npz --against synth_before.npz
 """
 
 from __future__ import annotations
@@ -228,6 +234,42 @@ def _declip_compare(path: str) -> None:
           + " ".join(f"{x:.2e}" for x in q))
 
 
+SYNTH_FITS = [("wavesurge", 32), ("doctor_contacts", 32)]  # (corpus table, n_components)
+SYNTH_RHO = 1e6
+
+
+def _synth(path: str, against: str | None, repeats: int) -> None:
+    """Time the synthesizer fits of ``SYNTH_FITS`` (median wall and CPU of ``repeats``), save
+    their copulas' parameters to ``path`` and compare them with ``against``'s."""
+    import corpus
+    out: dict[str, np.ndarray] = {}
+    for name, k in SYNTH_FITS:
+        X = np.array(corpus.load(name))
+
+        def fit() -> object:
+            return pg.PrivateSynthesizer(rho=SYNTH_RHO, n_components=k,  # noqa: B023
+                                         random_state=0).fit(X)  # noqa: B023
+
+        w, c, syn = _measure(fit, repeats)
+        cop = syn.copula_  # type: ignore[attr-defined]
+        for attr in ("weights_", "means_", "covariances_"):
+            out[f"{name}/{attr}"] = np.asarray(getattr(cop, attr))
+        print(f"{name} {X.shape[0]} x {X.shape[1]}, rho = {SYNTH_RHO:g}, k = "
+              f"{syn.n_components_}: wall {w:.2f} s, CPU {c:.2f} s "  # type: ignore[attr-defined]
+              f"(median of {repeats}); {syn.method_}", flush=True)  # type: ignore[attr-defined]
+    np.savez(path, **out)  # type: ignore[arg-type]
+    if against:
+        old = dict(np.load(against))
+        worst = 0.0
+        for key, a in old.items():
+            b = out[key]
+            rel = (float(np.max(np.abs(b - a)) / max(float(np.max(np.abs(a))), 1e-300))
+                   if a.shape == b.shape else math.inf)
+            worst = max(worst, rel)
+            print(f"{key}: max |now - old| / max |old| = {rel:.2e}")
+        print(f"largest relative difference: {worst:.2e}")
+
+
 def _git() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
@@ -250,6 +292,10 @@ def main() -> None:
                     help="record undo_clipping's inputs on 4 fits, save them with its outputs")
     ap.add_argument("--declip-compare", default=None, metavar="FILE",
                     help="re-run undo_clipping on FILE's inputs and compare the outputs")
+    ap.add_argument("--synth", default=None, metavar="FILE",
+                    help="time the synthesizer's k = 32 fits at rho = 1e6, save them to FILE")
+    ap.add_argument("--against", default=None, metavar="OLD",
+                    help="with --synth: compare the fits with OLD's")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     warnings.simplefilter("ignore")
@@ -266,6 +312,9 @@ def main() -> None:
             return
         if a.declip_compare:
             _declip_compare(a.declip_compare)
+            return
+        if a.synth:
+            _synth(a.synth, a.against, a.repeats)
             return
         if a.profile is not None:
             X = _rows(N, np.random.default_rng(1000))

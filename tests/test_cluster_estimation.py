@@ -27,6 +27,7 @@ from privgauss.mixture.cluster_estimation import (
     frame_from_public,
     release_cluster_sums,
     undo_clipping,
+    undo_clipping_batch,
 )
 from privgauss.noise import NoiseSource
 from privgauss.privacy import ZCDP, Accountant
@@ -195,6 +196,57 @@ def test_undo_clipping_stops_at_a_constrained_fixed_point_with_the_capped_answer
     scale = float(np.abs(c_cap).max())
     assert np.abs(m_fast - m_cap).max() < 1e-6 * max(float(np.abs(m_cap).max()), 1.0)
     assert np.abs(c_fast - c_cap).max() < 1e-6 * scale
+
+
+@pytest.mark.parametrize("gather_max", [0, ce._GATHER_MAX, 10**9])
+def test_undo_clipping_batch_is_each_component_alone_bit_for_bit(monkeypatch,
+                                                                 gather_max: int) -> None:
+    """A stack of components that stop at different iterations (moments matched, a
+    constrained fixed point, nothing clipped, heavy clipping): each gets exactly what it gets
+    alone, and the stack iterates only as long as its slowest component — with every
+    component's clipped rows corrected alone, all gathered, or as the default splits them."""
+    monkeypatch.setattr(ce, "_GATHER_MAX", gather_max)
+    rng = np.random.default_rng(11)
+    d = 5
+    tau = math.sqrt(1.2 * d)
+    vs, Ss = [], []
+    for scale in (0.6, 1.0, 3.0):  # a sample's clipped moments: light to heavy clipping
+        Y = rng.multivariate_normal(0.3 * rng.standard_normal(d), scale * np.eye(d), 20_000)
+        Z = ce.clipped_rows(Y, ClusterFrame(np.zeros(d), np.eye(d)), tau)
+        vs.append(Z.mean(axis=0))
+        Ss.append(Z.T @ Z / Z.shape[0])
+    B = rng.standard_normal((d, d))
+    S_neg = 0.4 * np.eye(d) + 0.025 * (B + B.T)
+    S_neg[0, 0] = -0.3  # no Gaussian clips to this: stops once it no longer moves
+    v_neg = 0.3 * rng.standard_normal(d)
+    vs.append(v_neg)
+    Ss.append(S_neg + np.outer(v_neg, v_neg))
+    vs.append(np.full(d, 0.01))  # tiny: no sample row can be clipped
+    Ss.append(1e-3 * np.eye(d) + np.outer(vs[-1], vs[-1]))
+    calls = [0]
+    real = ce._Sample.clipped_moments
+
+    def counted(self, *args):
+        calls[0] += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(ce._Sample, "clipped_moments", counted)
+    alone, evals = [], []
+    for v, S in zip(vs, Ss, strict=True):
+        calls[0] = 0
+        alone.append(undo_clipping(v, S, tau))
+        evals.append(calls[0])
+    calls[0] = 0
+    deltas, covs = undo_clipping_batch(np.array(vs), np.array(Ss), tau)
+    assert calls[0] == max(evals) and min(evals) < max(evals)
+    for j, (dl, cov) in enumerate(alone):
+        assert np.array_equal(deltas[j], dl) and np.array_equal(covs[j], cov), j
+    order = [3, 0, 4, 2, 1]  # the stack's order does not matter either
+    deltas, covs = undo_clipping_batch(np.array(vs)[order], np.array(Ss)[order], tau)
+    for i, j in enumerate(order):
+        assert np.array_equal(deltas[i], alone[j][0]) and np.array_equal(covs[i], alone[j][1])
+    empty = undo_clipping_batch(np.zeros((0, d)), np.zeros((0, d, d)), tau)
+    assert empty[0].shape == (0, d) and empty[1].shape == (0, d, d)
 
 
 def _mixture(seed: int, n: int = 6000):

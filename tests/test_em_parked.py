@@ -135,6 +135,27 @@ def test_the_factor_update_is_the_repair_where_float64_holds_it_and_exact_below(
     assert not 1e-21 < low < 1e-19, low
 
 
+def test_the_factor_update_of_a_stack_is_each_component_alone_bit_for_bit():
+    """A step's components go through :func:`private_em._factor_update` in one call (issue
+    28): each factor is exactly the one-component call's, each with its own floor (one
+    lifted to it)."""
+    rng = np.random.default_rng(8)
+    d, m = 3, 5
+    Ls, Cs = [], []
+    for _ in range(m):
+        A = rng.normal(size=(d, d))
+        Ls.append(np.linalg.cholesky(A @ A.T + 0.1 * np.eye(d)))
+        B = rng.normal(size=(d, d))
+        Cs.append(B @ B.T / d + 0.05 * np.eye(d))
+    Cs[2] = np.diag([1e-30, 1.0, 2.0])  # lifted by the repair, then by its floor
+    lo = np.array([1e-6, 1e-12, 0.5, 1e-20, 1e-3])
+    F = pe._factor_update(np.array(Ls), np.array(Cs), lo)
+    for j in range(m):
+        alone = pe._factor_update(Ls[j], Cs[j], float(lo[j]))
+        assert np.array_equal(F[j], alone), j
+    assert np.linalg.svd(F[2], compute_uv=False)[-1] ** 2 == pytest.approx(0.5, rel=1e-9)
+
+
 def test_the_output_floors_each_correlation_matrix_not_a_parked_variance():
     """:func:`private_em._data_covariance`: a component parked on a column (variance 1e-20 of
     the other columns', uncorrelated) keeps that variance to rounding; a component whose

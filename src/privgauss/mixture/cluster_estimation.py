@@ -49,6 +49,7 @@ A noisy size below d + 2 is a failure (⊥): the remaining steps are charged and
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ __all__ = [
     "frame_from_public",
     "release_cluster_sums",
     "undo_clipping",
+    "undo_clipping_batch",
 ]
 
 #: Budget fractions of the refinement steps (issue-5 setting: equal thirds, combined by
@@ -90,6 +92,9 @@ _TOLERANCE = 1e-7  # stop once the model moments match the released ones this cl
 _STILL = _TOLERANCE  # or once a step moves (δ, Σ) less than this (a constrained fixed point)
 _MIN_EIG = 1e-4  # eigenvalue floor (relative to the frame) of the de-clipped covariance
 _MAX_EIG = 1e4  # and its cap: noise can ask for an unattainable clipped moment
+#: a component of the de-clipping stack whose rows that may be clipped hold more entries than
+#: this is corrected alone, the others together (speed only: the same numbers either way)
+_GATHER_MAX = 2048
 
 
 @dataclass(frozen=True)
@@ -237,41 +242,84 @@ class _Sample:
             return _Sample(H, norms[order], G + G, np.zeros(U.shape[1]), True)
         return _Sample(H, norms[order], G, H.sum(axis=0), False)
 
-    def clipped_moments(self, A: np.ndarray, a_norm: float, delta: np.ndarray, tau: float
+    def clipped_moments(self, A: np.ndarray, a_norm: np.ndarray, delta: np.ndarray, tau: float
                         ) -> tuple[np.ndarray, np.ndarray]:
-        """(mean, second moment) of clip_τ(δ + A u) over the sample (A symmetric, ``a_norm``
-        ≥ its spectral norm). The moments of the unclipped δ + A u follow from G and s, and
-        only rows that may be clipped add a correction: ‖δ + A u‖ ≤ ‖δ‖ + ‖A‖‖u‖, so rows
-        with ‖u‖ ≤ (τ − ‖δ‖)/‖A‖ are inside the ball and never looked at (about a tenth
-        of the sample is at EM's radius). The same numbers as clipping every row and
-        summing, up to rounding; private EM de-clips k components per step, a few
-        iterations each, and clipping the whole sample was a fifth of a fit at ε = 1e4."""
+        """(mean, second moment) of clip_τ(δ_j + A_j u) over the sample, for a stack of m
+        components at once: ``A`` (m × d × d, each symmetric), ``a_norm`` (m,) ≥ their spectral
+        norms, ``delta`` (m × d); returns (m × d, m × d × d). The moments of the unclipped
+        δ + A u follow from G and s, and only rows that may be clipped add a correction:
+        ‖δ + A u‖ ≤ ‖δ‖ + ‖A‖‖u‖, so rows with ‖u‖ ≤ (τ − ‖δ‖)/‖A‖ are inside the ball and
+        never clipped (about a tenth of the sample is beyond that at EM's radius). The same
+        numbers as clipping every row and summing, up to rounding, and for each component
+        bit for bit those of a one-component stack; private EM de-clips k components per
+        step, a few iterations each, and clipping the whole sample was a fifth of a fit at
+        ε = 1e4 (one component a call, the calls' overhead was most of de-clipping's time
+        at k = 32, d = 2: issue 28)."""
         n = self.n
+        m_stack, d = delta.shape
         As = A @ self.s
         total = n * delta + As  # Σ (δ + A u), then Σ (δ + A u)(δ + A u)ᵀ:
-        cross = np.outer(As, delta)
-        second = A @ self.G @ A + cross + cross.T + n * np.outer(delta, delta)
-        reach = (tau - float(np.linalg.norm(delta))) / max(a_norm, 1e-300)
+        cross = As[:, :, None] * delta[:, None, :]
+        second = (A @ self.G @ A + cross + np.swapaxes(cross, 1, 2)
+                  + n * (delta[:, :, None] * delta[:, None, :]))
+        dd = (delta[:, None, :] @ delta[:, :, None])[:, 0]  # ‖δ‖² (m × 1), as δ·δ rounds
+        reach = (tau - np.sqrt(dd[:, 0])) / np.maximum(a_norm, 1e-300)
         # the rows with norm > reach (a margin for rounding): a prefix, norms decrease
-        m = int(np.searchsorted(-self.norms, -reach * (1.0 - 1e-9), side="left"))
-        if m == 0:
-            return total / n, second / n
-        P = self.H[:m] @ A  # rows u·A = (A u)ᵀ
-        a = np.einsum("ij,ij->i", P, P)
-        b = P @ delta
-        b += b
-        dd = float(delta @ delta)
-        for sign in (1.0, -1.0) if self.antithetic else (1.0,):
-            q = a + sign * b + dd  # ‖δ ± A u‖²
-            rows = np.flatnonzero(q > tau * tau)
-            if rows.size == 0:
-                continue
-            Zc = P[rows] if sign > 0 else -P[rows]
-            Zc += delta
-            f = tau / np.sqrt(q[rows])  # < 1: these rows are clipped
-            total += (f - 1.0) @ Zc
-            second += (Zc.T * (f * f - 1.0)) @ Zc
+        m = np.searchsorted(-self.norms, -reach * (1.0 - 1e-9), side="left")
+        # the rows that may be clipped: P = H[:m_j]·A_j and P·δ_j by one product per
+        # component, as a component alone makes them (BLAS rounds a row of H[:m]·A
+        # differently for another row count m, and private EM amplified that to 1e-6
+        # relative over a fit). A component with many such rows is corrected alone; the
+        # others' rows are gathered and corrected in one pass (k = 32 components of d = 2
+        # have ~100-250 rows each: one pass each was mostly the calls' overhead)
+        comps = np.flatnonzero(m)
+        alone = m[comps] * d > _GATHER_MAX
+        for j in comps[alone].tolist():
+            P = self.H[: m[j]] @ A[j]  # rows u·A = (A u)ᵀ
+            _add_clipped(P, P @ delta[j], dd[j, 0], delta[j], j, tau, self.antithetic,
+                         total, second)
+        gather = comps[~alone]
+        if gather.size:
+            Ps = [self.H[:mj] @ A[j] for j, mj in zip(gather.tolist(), m[gather].tolist(),
+                                                       strict=True)]
+            b = np.concatenate([P @ delta[j] for j, P in zip(gather.tolist(), Ps, strict=True)])
+            owner = np.repeat(gather, m[gather])
+            _add_clipped(np.concatenate(Ps), b, dd[owner, 0], delta, owner, tau,
+                         self.antithetic, total, second)
         return total / n, second / n
+
+
+def _add_clipped(P: np.ndarray, b: np.ndarray, dd: float | np.ndarray, delta: np.ndarray,
+                 owner: int | np.ndarray, tau: float, antithetic: bool, total: np.ndarray,
+                 second: np.ndarray) -> None:
+    """Add to ``total`` and ``second`` (in place) the corrections of the rows that clipping at
+    ``tau`` shrinks: rows P = (A u)ᵀ with b = δᵀA u (so ‖δ ± A u‖² = ‖P‖² ± 2b + ``dd``) of
+    component ``owner`` (δ = ``delta``), or, with ``owner`` an array, of the components it
+    names row by row (contiguous runs; ``dd`` per row, δ = ``delta[owner]``). Each
+    component's sums are the products it makes alone, bit for bit."""
+    a = np.einsum("ij,ij->i", P, P)
+    b = b + b
+    tau2 = tau * tau
+    for sign in (1.0, -1.0) if antithetic else (1.0,):
+        q = a + b if sign > 0 else a - b  # ‖δ ± A u‖² (± exact: as a + (±1)·b)
+        q += dd
+        rows = (q > tau2).nonzero()[0]
+        if rows.size == 0:
+            continue
+        Zc = P[rows] if sign > 0 else -P[rows]
+        if isinstance(owner, int):
+            Zc += delta
+            comp, cuts = None, [0, rows.size]
+        else:
+            comp = owner[rows]
+            Zc += delta[comp]
+            cuts = [0, *((comp[1:] != comp[:-1]).nonzero()[0] + 1).tolist(), rows.size]
+        f = tau / np.sqrt(q[rows])  # < 1: these rows are clipped
+        f1, f2 = f - 1.0, f * f - 1.0
+        for lo, hi in itertools.pairwise(cuts):
+            j, Zj = (owner if comp is None else int(comp[lo])), Zc[lo:hi]
+            total[j] += f1[lo:hi] @ Zj
+            second[j] += (Zj.T * f2[lo:hi]) @ Zj
 
 
 @functools.lru_cache(maxsize=16)
@@ -285,13 +333,19 @@ def _clip_slopes(d: int, t2: float) -> tuple[float, float, float]:
     slope_m = P(r² ≤ t²) + (1 − 2/d)·t²·E[r⁻²; r² > t²], a = s + 2c/(d(d+2)),
     b = c/(d(d+2)), s = E[min(r², t²)]/d, c = −t²·P(r² > t²). Used as the Newton step of
     :func:`undo_clipping` (exact near isotropy, a safe damped step elsewhere)."""
-    tail = float(gammaincc(d / 2, t2 / 2))  # P(χ²_d > t²)
-    s = (d * float(gammainc(d / 2 + 1, t2 / 2)) + t2 * tail) / d
+    slope_m, a, b = _clip_slopes_batch(d, np.array([t2], dtype=np.float64))
+    return float(slope_m[0]), float(a[0]), float(b[0])
+
+
+def _clip_slopes_batch(d: int, t2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_clip_slopes` for an array of t² (elementwise, the same arithmetic)."""
+    tail = gammaincc(d / 2, t2 / 2)  # P(χ²_d > t²)
+    s = (d * gammainc(d / 2 + 1, t2 / 2) + t2 * tail) / d
     c = -t2 * tail
     slope_m = 1.0 - tail
     if d > 2:
-        slope_m += (1.0 - 2.0 / d) * t2 * float(gammaincc(d / 2 - 1, t2 / 2)) / (d - 2)
-    return max(slope_m, 1e-3), max(s + 2 * c / (d * (d + 2)), 1e-3), c / (d * (d + 2))
+        slope_m += (1.0 - 2.0 / d) * t2 * gammaincc(d / 2 - 1, t2 / 2) / (d - 2)
+    return np.maximum(slope_m, 1e-3), np.maximum(s + 2 * c / (d * (d + 2)), 1e-3), c / (d * (d + 2))
 
 
 def undo_clipping(
@@ -299,38 +353,81 @@ def undo_clipping(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(δ, Σ) of the Gaussian N(δ, Σ) whose clipped rows clip_τ(z) have mean ``v`` and second
     moment ``S`` (fixed-point iteration on the public Monte Carlo sample ``U``; eigenvalues of Σ
-    kept in [1e-4, 1e4]·τ²/d). Post-processing of released values only."""
-    d = v.shape[0]
+    kept in [1e-4, 1e4]·τ²/d). Post-processing of released values only. One component of
+    :func:`undo_clipping_batch`."""
+    delta, cov = undo_clipping_batch(np.asarray(v)[None], np.asarray(S)[None], tau, U)
+    return delta[0], cov[0]
+
+
+def undo_clipping_batch(
+    v: np.ndarray, S: np.ndarray, tau: float, U: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`undo_clipping` for m components clipped at the same radius at once: ``v`` (m ×
+    d) and ``S`` (m × d × d) their clipped rows' mean and second moment; returns δ (m × d) and
+    Σ (m × d × d). Each component iterates as it would alone (the Newton-like step of
+    :func:`_clip_slopes`, its eigenvalues kept in [1e-4, 1e4]·τ²/d) and stops on its own
+    (its moments matched to ``_TOLERANCE``, or a step that moves it less than ``_STILL``);
+    the stack's clipped moments, eigendecompositions and slopes are computed together for
+    the components still iterating. The same numbers as one call per component, bit for bit
+    (private EM and :func:`estimate_clusters` de-clip a step's components by one call).
+    Post-processing of released values only."""
+    v = np.asarray(v, dtype=np.float64)
+    m, d = v.shape
+    if m == 0:
+        return np.empty((0, d)), np.empty((0, d, d))
     sample = _default_sample(d) if U is None else _Sample.of(U)
     lo, hi = _MIN_EIG * tau * tau / d, _MAX_EIG * tau * tau / d
-    S_obs = sym(S) - np.outer(v, v)
-    delta = v.copy()
-    cov = project_psd(S_obs, min_eig=lo)
+    eye = np.eye(d)
+    S_obs = sym(S) - v[:, :, None] * v[:, None, :]
+    w, Q = np.linalg.eigh(sym(S_obs))  # the projection onto eigenvalues ≥ lo
+    cov = sym((Q * np.maximum(w, lo)[:, None, :]) @ np.swapaxes(Q, 1, 2))
     w, Q = np.linalg.eigh(cov)
     w = np.maximum(w, 0.0)
-    root = sym((Q * np.sqrt(w)) @ Q.T)
+    root = sym((Q * np.sqrt(w)[:, None, :]) @ np.swapaxes(Q, 1, 2))
+    delta = v.copy()
+    out_delta, out_cov = np.empty((m, d)), np.empty((m, d, d))
+    act = np.arange(m)  # the components still iterating; the arrays below hold only them
+    va, Sa = v, S_obs
     for _ in range(_ITERATIONS):
-        g1, second = sample.clipped_moments(root, math.sqrt(float(w[-1])), delta, tau)
-        S_model = sym(second) - np.outer(g1, g1)
-        step_mean, step_cov = v - g1, S_obs - S_model
-        if max(float(np.abs(step_mean).max()), float(np.abs(step_cov).max())) < _TOLERANCE:
-            break
-        slope_m, a, b = _clip_slopes(d, tau * tau * d / max(float(np.trace(cov)), 1e-300))
-        new_delta = delta + step_mean / slope_m
-        tr = float(np.trace(step_cov)) / max(a + b * d, 1e-3)
-        w, Q = np.linalg.eigh(sym(cov + (step_cov - b * tr * np.eye(d)) / a))
+        g1, second = sample.clipped_moments(root, np.sqrt(w[:, -1]), delta, tau)
+        S_model = sym(second) - g1[:, :, None] * g1[:, None, :]
+        step_mean, step_cov = va - g1, Sa - S_model
+        e_m, e_c = np.abs(step_mean).max(axis=1), np.abs(step_cov).max(axis=(1, 2))
+        go = ~(np.where(e_c > e_m, e_c, e_m) < _TOLERANCE)  # max() as Python's: NaN goes on
+        if not go.all():
+            done = act[~go]
+            out_delta[done], out_cov[done] = delta[~go], cov[~go]
+            act, va, Sa, delta, cov = act[go], va[go], Sa[go], delta[go], cov[go]
+            step_mean, step_cov = step_mean[go], step_cov[go]
+            if act.size == 0:
+                break
+        slope_m, a, b = _clip_slopes_batch(
+            d, tau * tau * d / np.maximum(np.trace(cov, axis1=1, axis2=2), 1e-300))
+        new_delta = delta + step_mean / slope_m[:, None]
+        tr = np.trace(step_cov, axis1=1, axis2=2) / np.maximum(a + b * d, 1e-3)
+        w, Q = np.linalg.eigh(sym(cov + (step_cov - (b * tr)[:, None, None] * eye)
+                                  / a[:, None, None]))
         w = np.clip(w, lo, hi)
-        new_cov = sym((Q * w) @ Q.T)
-        moved = max(float(np.abs(new_delta - delta).max()), float(np.abs(new_cov - cov).max()))
+        new_cov = sym((Q * w[:, None, :]) @ np.swapaxes(Q, 1, 2))
+        e_m = np.abs(new_delta - delta).max(axis=1)
+        e_c = np.abs(new_cov - cov).max(axis=(1, 2))
         delta, cov = new_delta, new_cov
-        if moved < _STILL:
-            # a fixed point with an eigenvalue at its floor or cap (noisy moments no Gaussian
-            # clips to): the residual stays, the iterate does not move (it contracts ~10×
-            # a step); the remaining steps to the cap of _ITERATIONS changed it by < 3e-8
-            # relative on 604 calls of 4 fits, and were 2/3 of de-clipping's time
-            break
-        root = sym((Q * np.sqrt(w)) @ Q.T)  # cov's square root from the same eigenpairs
-    return delta, cov
+        # a fixed point with an eigenvalue at its floor or cap (noisy moments no Gaussian
+        # clips to): the residual stays, the iterate does not move (it contracts ~10× a
+        # step); the remaining steps to the cap of _ITERATIONS changed it by < 3e-8 relative
+        # on 604 calls of 4 fits, and were 2/3 of de-clipping's time
+        go = ~(np.where(e_c > e_m, e_c, e_m) < _STILL)
+        if not go.all():
+            done = act[~go]
+            out_delta[done], out_cov[done] = delta[~go], cov[~go]
+            act, va, Sa, delta, cov = act[go], va[go], Sa[go], delta[go], cov[go]
+            w, Q = w[go], Q[go]
+            if act.size == 0:
+                break
+        root = sym((Q * np.sqrt(w)[:, None, :]) @ np.swapaxes(Q, 1, 2))  # from the same pairs
+    if act.size:  # the cap of _ITERATIONS
+        out_delta[act], out_cov[act] = delta, cov
+    return out_delta, out_cov
 
 
 def cluster_plan(
@@ -410,8 +507,8 @@ def estimate_clusters(
         tau = math.sqrt(float(scale) * d)
         V, M = release_cluster_sums(X, labels, frames, tau, bv, bm,
                                     release=rel.at(f"step-{t + 1}"))
-        for j, frame in enumerate(frames):
-            delta, cov = undo_clipping(V[j] / noisy[j], M[j] / noisy[j], tau)
+        deltas, dcovs = undo_clipping_batch(V / noisy[:, None], M / noisy[:, None, None], tau)
+        for j, (frame, delta, cov) in enumerate(zip(frames, deltas, dcovs, strict=True)):
             mean_t, cov_t = frame.backward(delta, cov)
             # precision weights of this step's noise: σ ∝ τ/(√ρ_V·slope), τ²/(√ρ_M·a)
             slope_m, a, _ = _clip_slopes(d, tau * tau * d / max(float(np.trace(cov)), 1e-300))

@@ -309,7 +309,7 @@ from ..sensitivity import (
     soft_sums_l2,
 )
 from .atoms import ATOM_SHARE, release_atom_counts
-from .cluster_estimation import undo_clipping
+from .cluster_estimation import undo_clipping, undo_clipping_batch
 from .em_final import MARGIN, final_bound, final_pick, public_candidate, single_gaussian
 from .em_starts import (
     EIG_FLOOR,
@@ -1368,20 +1368,31 @@ def _guard_fade(s: float, d: int, power: float) -> float:
     return min(1.0, 2.0 * math.sqrt(d) * s / STEP_FLOOR) ** power
 
 
-def _factor_update(Lj: np.ndarray, Cy: np.ndarray, lo: float) -> np.ndarray:
+def _factor_update(Lj: np.ndarray, Cy: np.ndarray, lo: float | np.ndarray) -> np.ndarray:
     """The Cholesky factor of the step's new covariance L_j C L_jᵀ in the whitened frame, C
     = ``Cy`` (its own frame) repaired as :func:`repair_covariance` does, and the result's
     eigenvalues clipped to [``lo``, 1e4] through the factor's singular values (SVD of
     L_j·chol(C), then a QR back to a lower-triangular factor with a positive diagonal):
     what ``repair_covariance(L_j C L_jᵀ, lo)`` gives, without forming the O(1) matrix whose
     float64 entries cannot hold an eigenvalue below ~1e-16 of the largest (Chile's parked
-    direction needs 1e-16, and a Cholesky of that matrix failed after spending).
-    Post-processing."""
+    direction needs 1e-16, and a Cholesky of that matrix failed after spending). A stack
+    of components (``Lj``, ``Cy``: m × d × d, ``lo``: m) at once, each bit for bit as alone
+    (the step's k components by one call: issue 28's k = 32). Post-processing."""
     F = Lj @ np.linalg.cholesky(repair_covariance(Cy))
     U, sv, _ = np.linalg.svd(F)
-    sv = np.clip(np.nan_to_num(sv, nan=1.0), math.sqrt(lo), 100.0)
-    _, R = np.linalg.qr((U * sv).T)
-    return R.T * np.where(np.diagonal(R) < 0, -1.0, 1.0)[None, :]
+    sv = np.clip(np.where(np.isnan(sv), 1.0, sv), np.sqrt(np.asarray(lo))[..., None], 100.0)
+    _, R = np.linalg.qr(np.swapaxes(U * sv[..., None, :], -1, -2))
+    sign = np.where(np.diagonal(R, axis1=-2, axis2=-1) < 0, -1.0, 1.0)
+    return np.swapaxes(R, -1, -2) * sign[..., None, :]
+
+
+def _error_memory(lam: np.ndarray, var_c: float, var_m: float) -> tuple[float, float]:
+    """A component's error variances (shape, mean) in the next frame's units: an error of
+    variance v per entry in this frame has about v/h² there, h = d/tr(A⁻¹) the harmonic mean
+    of the new estimate's variances ``lam`` (A's eigenvalues) in this frame (the directions
+    it narrows weigh most). Post-processing."""
+    h = lam.shape[0] / float(np.sum(1.0 / np.maximum(lam, 1e-300)))
+    return var_c / h**2, var_m / h
 
 
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
@@ -1430,13 +1441,14 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
         mem[:] = np.nan  # every component's covariance replaced by the pooled one
     sig_s = soft_sums_l2(r) / math.sqrt(2.0 * rs)
-    for j in range(k if not tied else 0):
-        if not Nn[j] > floor:
-            continue  # too few rows for this component's release: keep the previous estimate
-        ybar = Sn[j] / Nn[j]
-        # the Gaussian whose rows, clipped at r, have the released first and second moments:
-        # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
-        ybar, Cy = undo_clipping(ybar, Mn[j] / Nn[j], r)
+    # the Gaussians whose rows, clipped at r, have the released first and second moments:
+    # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep;
+    # too few rows for a component's release: it keeps its previous estimate
+    upd = [] if tied else np.flatnonzero(Nn > floor).tolist()
+    ybars, Cys = (undo_clipping_batch(Sn[upd] / Nn[upd, None], Mn[upd] / Nn[upd, None, None], r)
+                  if upd else ((), ()))
+    deferred: list[tuple[int, np.ndarray, float, float]] = []  # factored: after the loop
+    for j, ybar, Cy in zip(upd, ybars, Cys, strict=True):
         Cy = _declip_cap(Cy, r, sig_m / Nn[j])
         # the release combined with what the earlier ones left (its own frame: the previous
         # estimate is 0 and I), by a gain from their noise and the change EM makes
@@ -1452,20 +1464,23 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         # moments near the clipping sphere de-clipped to a far point: a mean jumped 250 away)
         ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
         new_means[j] = means[j] + L[j] @ ybar
-        # the errors left, in the next frame's units: an error of variance v per entry here
-        # has about v/h² there, h = d/tr(A⁻¹) the harmonic mean of the new estimate's
-        # variances A in this frame (the directions it narrows weigh most)
-        if facs is not None:  # through the factor (a wide plan: the floor fades to 1e-20)
-            facs[j] = _factor_update(L[j], Cy, _step_eig_floor(math.sqrt(var_c), d, True))
-            new_covs[j] = sym(facs[j] @ facs[j].T)
-            lam = np.linalg.svd(np.linalg.solve(L[j], facs[j]), compute_uv=False) ** 2
-        else:
-            new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
-                                            _step_eig_floor(math.sqrt(var_c), d))
-            A = np.linalg.solve(L[j], np.linalg.solve(L[j], new_covs[j]).T)
-            lam = np.linalg.eigvalsh(sym(A))
-        h = d / float(np.sum(1.0 / np.maximum(lam, 1e-300)))
-        mem[j] = (var_c / h**2, var_m / h)
+        # the errors left, in the next frame's units (:func:`_error_memory`)
+        if facs is not None:  # through the factor, all components at once below
+            deferred.append((j, Cy, var_c, var_m))
+            continue
+        new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
+                                        _step_eig_floor(math.sqrt(var_c), d))
+        A = np.linalg.solve(L[j], np.linalg.solve(L[j], new_covs[j]).T)
+        mem[j] = _error_memory(np.linalg.eigvalsh(sym(A)), var_c, var_m)
+    if deferred and facs is not None:  # a wide plan: the floor fades to 1e-20
+        js = [x[0] for x in deferred]
+        facs[js] = _factor_update(L[js], np.array([x[1] for x in deferred]), np.array(
+            [_step_eig_floor(math.sqrt(x[2]), d, True) for x in deferred]))
+        F = facs[js]
+        new_covs[js] = sym(F @ np.swapaxes(F, 1, 2))
+        lams = np.linalg.svd(np.linalg.solve(L[js], F), compute_uv=False) ** 2
+        for (j, _, var_c, var_m), lam in zip(deferred, lams, strict=True):
+            mem[j] = _error_memory(lam, var_c, var_m)
     if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
         # dead: a released count near 0; fading: under this step's floor and shrinking
         # (EM alone does not bring it back: family 7 at ε = 1 slid from 8,200 rows to 1,000
