@@ -101,9 +101,22 @@ budget and public rows; every frame after the first a function of releases):
    A component whose noisy count is below the step's noise floor keeps its estimate; it is
    revived (before the last two steps) by splitting the alive one of largest w_j·λ_max(Σ_j)
    along its main axis only when it is dead (its count within 3 noise sds of 0, or under
-   the last step's floor) or fading (under the floor and fallen from its previous count by
-   more than 15 % and the counts' noise): splitting every component under an early step's
-   floor split true 5 % components (issue 27: from scikit-learn's optimum, 0.19 below it).
+   the last step's floor) or fading (under ``FADE_LEVEL`` = ½ of the floor and fallen from
+   its previous count by more than 15 % and the counts' noise): splitting every component
+   under an early step's floor split true 5 % components (issue 27: from scikit-learn's
+   optimum, 0.19 below it), and so did fading at the whole floor — at d = 15 a true 5–8 %
+   cluster (2,400–4,100 rows) sits under every step's floor (3,634 at k = 6) and its count
+   dips 20–40 % when a neighbour's update takes rows; the split moved it and cut another
+   true cluster in two (generated families 1124, 1126, 1161, 1169, 1087: ``em_small_clusters.md``).
+   *Held components' releases pooled* (refining steps; :func:`_pool_release`). A component
+   held under the floor keeps its frame, so its consecutive releases measure the same clipped
+   moments: they are averaged by precision (the steps' ρ, at one radius) before the
+   de-clipping, and the average updates the component (as one release of the pooled noise,
+   combined as above) once its count clears the floor scaled by the pooled noise
+   √(ρ_t/Σρ). Such a component was otherwise shaped by the last step's release alone
+   (2–4 nat/row on its rows at d = 15, ε = 1); averaging after the de-clipping (every release
+   an update) did not help, the de-clipping and floors of releases of noise 0.7 per entry
+   being biased. Nothing is pooled where no component is under a floor (the noise vanishing).
    *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of
    the step's ρ): the k-means start, the histogram start, and a *whitened-frame start* (the
    same cells' k-means in z, isotropic covariances). Which frame's k-means finds the clusters
@@ -356,6 +369,8 @@ STOP_RATE = 0.9  # the largest per-step decay of the released changes the stop e
 STOP_NOISE = 0.5  # a stop needs the step's noise to move the model by at most this × STOP_TOL
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
 FADE = 0.85  # under the floor and below this × the previous count: fading, revived
+FADE_LEVEL = 0.5  # ... and under this × the step's release floor
+POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
 FINAL_SHARE = 0.03  # of ρ_EM (taken from the EM steps), the final pick among the candidates
 CANDIDATES = ("em", "single_gaussian", "public")  # the final pick's candidates, in this order
@@ -1397,7 +1412,8 @@ def _error_memory(lam: np.ndarray, var_c: float, var_m: float) -> tuple[float, f
 
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
                 plan: EMPlan, t: int, release: Release, n: int, run_tag: str = "",
-                memory: np.ndarray | None = None, factors: np.ndarray | None = None) -> Run:
+                memory: np.ndarray | None = None, factors: np.ndarray | None = None,
+                pool: list[Any] | None = None) -> Run:
     """Release one run's step-t statistics ``stats`` = (N, S, M) (computed by
     :func:`_em_kernel` under the run's current model, whose Cholesky factors are ``L``) and
     update the run from them (post-processing). ``memory`` (k × 2, updated in place; NaN:
@@ -1406,7 +1422,9 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     releases left it (:func:`_gain`); None: every component fresh. ``factors`` (k × d × d,
     filled in place; a :attr:`EMPlan.factored` plan's untied steps): the new covariances'
     Cholesky factors, updated through the factor (:func:`_factor_update`); the returned
-    covariances are their products."""
+    covariances are their products. ``pool`` (one entry per component, updated in place;
+    refining steps): the releases of a component held under the floor, in its unchanged
+    frame, averaged by precision until together they clear it (:func:`_pool_release`)."""
     weights, means, covs = run
     k, d = means.shape
     N, S, M = stats
@@ -1441,24 +1459,42 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
         mem[:] = np.nan  # every component's covariance replaced by the pooled one
     sig_s = soft_sums_l2(r) / math.sqrt(2.0 * rs)
+    # which components update, and from what: one under the step's floor keeps its previous
+    # estimate or, in refining steps, adds the release to its pool in its held frame until
+    # together they clear the floor (:func:`_pool_release`)
+    inputs: list[tuple[int, float, np.ndarray, np.ndarray, float, float]] = []
+    for j in range(k if not tied else 0):
+        if pool is not None and facs is None:
+            if Nn[j] > floor:
+                pool[j] = None  # updated from this release alone: its frame moves
+            else:
+                pooled = _pool_release(pool, j, Nn[j], Sn[j], Mn[j], r, rm, floor, n, k)
+                if pooled is not None:
+                    Nj, Sj, Mj, scale = pooled
+                    inputs.append((j, Nj, Sj, Mj, sig_m * scale, sig_s * scale))
+                continue
+        if Nn[j] > floor:
+            inputs.append((j, float(Nn[j]), Sn[j], Mn[j], sig_m, sig_s))
     # the Gaussians whose rows, clipped at r, have the released first and second moments:
-    # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep;
-    # too few rows for a component's release: it keeps its previous estimate
-    upd = [] if tied else np.flatnonzero(Nn > floor).tolist()
-    ybars, Cys = (undo_clipping_batch(Sn[upd] / Nn[upd, None], Mn[upd] / Nn[upd, None, None], r)
-                  if upd else ((), ()))
+    # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
+    ybars: Any = ()
+    Cys: Any = ()
+    if inputs:
+        Ns = np.array([x[1] for x in inputs])
+        ybars, Cys = undo_clipping_batch(np.array([x[2] for x in inputs]) / Ns[:, None],
+                                         np.array([x[3] for x in inputs]) / Ns[:, None, None], r)
     deferred: list[tuple[int, np.ndarray, float, float]] = []  # factored: after the loop
-    for j, ybar, Cy in zip(upd, ybars, Cys, strict=True):
-        Cy = _declip_cap(Cy, r, sig_m / Nn[j])
+    for (j, Nj, _, _, sm_j, ss_j), ybar, Cy in zip(inputs, ybars, Cys, strict=True):
+        Cy = _declip_cap(Cy, r, sm_j / Nj)
         # the release combined with what the earlier ones left (its own frame: the previous
         # estimate is 0 and I), by a gain from their noise and the change EM makes
         # (:func:`_gain`), then no direction shrinks below the combined noise's reach (at most
         # STEP_FLOOR of the mean); gain and floor go to 1 and 0 as the noise vanishes
         if memory is None:  # half the James–Stein shrinkage, as a fresh estimate
-            var_c, var_m = (sig_m / Nn[j]) ** 2, math.nan
-            Cy = _shrink(Cy, sig_m / Nn[j], strength=0.5)
+            var_c, var_m = (sm_j / Nj) ** 2, math.nan
+            Cy = _shrink(Cy, sm_j / Nj, strength=0.5)
         else:
-            Cy, ybar, var_c, var_m = _combine(Cy, ybar, sig_m / Nn[j], sig_s / Nn[j], mem[j])
+            Cy, ybar, var_c, var_m = _combine(Cy, ybar, sm_j / Nj, ss_j / Nj, mem[j])
         Cy = _floor(Cy, math.sqrt(var_c))
         # rows were clipped at r around the current mean: they cannot move it further (noisy
         # moments near the clipping sphere de-clipped to a far point: a mean jumped 250 away)
@@ -1488,14 +1524,46 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         prev = n * weights
         drop = np.maximum((1.0 - FADE) * prev, 3.0 * math.sqrt(2.0) * soft_counts_l2()
                           / math.sqrt(2.0 * rc))  # beyond the two counts' noise
-        fading = (Nn <= floor) & (prev - Nn > drop) if t > 0 else False
+        fading = (Nn <= FADE_LEVEL * floor) & (prev - Nn > drop) if t > 0 else False
         for dead in np.flatnonzero(~(Nn > _dead_floor(plan, t, n, k)) | fading).tolist():
             h = _split(new_w, new_means, new_covs, int(dead), n * new_w > floor)
             new = [int(dead)] + ([] if h is None else [h])
             mem[new] = np.nan  # new estimates
+            if pool is not None:
+                for c in new:
+                    pool[c] = None
             if facs is not None and h is not None:  # repaired at EIG_FLOOR by the split
                 facs[new] = np.linalg.cholesky(new_covs[new])
     return new_w, new_means, new_covs
+
+
+def _pool_release(pool: list[Any], j: int, N: float, S: np.ndarray, M: np.ndarray, r: float,
+                  rm: float, floor: float, n: int, k: int
+                  ) -> tuple[float, np.ndarray, np.ndarray, float] | None:
+    """Add component j's step release (N, S, M), made under the step's ``floor`` while its
+    estimate (hence its frame) is held, to its pool ``pool[j]`` (post-processing; refining
+    steps): releases at one radius ``r`` are averaged by their precisions (weights ρ of the
+    step: every statistic's noise variance is ∝ 1/ρ at one r), and once the pooled count
+    clears the floor for the pooled noise (the noise terms of :func:`_release_floor` times
+    √(ρ/Σρ)), returns (N̄, S̄, M̄, that factor) for one update and empties the pool; else None
+    (the estimate is held). Issue 27: a 5-8 % component at d = 15, ε = 1 sits under every
+    refining step's floor but the last, so its shape came from one release (2-4 nat/row on
+    its rows); averaging the raw moments before the (nonlinear) de-clipping keeps their noise
+    linear. As the noise vanishes no component is under the floor and nothing is pooled."""
+    acc = pool[j]
+    if acc is None or acc[0] != r:
+        acc = [r, 0.0, 0.0, np.zeros_like(S), np.zeros_like(M)]
+    acc[1] += rm
+    acc[2] += rm * float(N)
+    acc[3] = acc[3] + rm * S
+    acc[4] = acc[4] + rm * M
+    pool[j] = acc
+    scale = math.sqrt(rm / acc[1])
+    Np = acc[2] / acc[1]
+    if not Np > max((floor if floor > 1e-3 * n / k else 0.0) * scale, 1e-3 * n / k):
+        return None
+    pool[j] = None
+    return Np, acc[3] / acc[1], acc[4] / acc[1], scale
 
 
 def _tied_update(Nn: np.ndarray, Sn: np.ndarray, Mn: np.ndarray, L: np.ndarray, floor: float,
@@ -1597,6 +1665,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     facs: list[np.ndarray | None] = [None] * len(runs)  # None: from the covariances
     changes: list[float] = []
     mems = [np.full((run[0].shape[0], 2), np.nan) for run in runs]  # fresh estimates
+    pools: list[list[Any]] = [[None] * run[0].shape[0] for run in runs]
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
     while t < plan.n_steps:
@@ -1604,6 +1673,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
             runs = [reduce_run(runs[0], k, n, release.rng)]
             mems = [np.full((k, 2), np.nan)]
+            pools = [[None] * k]
             facs = [None]
             changes.clear()
         if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
@@ -1611,6 +1681,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             facs = [None] * len(runs)
             for mem in mems:
                 mem[:] = np.nan
+            pools = [[None] * len(pool) for pool in pools]
         pick = t == plan.explore_steps and len(runs) > 1
         exploring = t < plan.explore_steps and len(runs) > 1
         # the releases are combined over steps once the structure is chosen: after the pick,
@@ -1634,7 +1705,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         new = {idx[a]: _em_release((out[0][a], out[1][a], out[2][a]), runs[idx[a]],
                                    terms[a][0], plan, t, release, n,
                                    f" run {idx[a] + 1}" if tag else "",
-                                   mems[idx[a]] if refining else None, new_facs[idx[a]])
+                                   mems[idx[a]] if refining else None, new_facs[idx[a]],
+                                   pools[idx[a]] if refining and POOL_HELD else None)
                for a in keep}
         if exploring and plan.may_freeze(t):  # released models only: post-processing
             for c, run in new.items():
@@ -1649,6 +1721,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             changes.append(_model_change(runs[c], run, (facs[c], new_facs[c])))
         if pick or not exploring:
             mems = [mems[c] for c in new]
+            pools = [pools[c] for c in new]
             runs = list(new.values())
             facs = [new_facs[c] for c in new]
         else:
