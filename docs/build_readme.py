@@ -312,7 +312,7 @@ def synth_peers(ctx: Context) -> str:
                    f"{len(best) + len(behind)} tables ({', '.join(best)})"
                    + (f"; {'; '.join(behind)}" if behind else "") + ".")
     return ("Against smartnoise-synth's MST and AIM (given public bounds and 20 bins, which "
-            "privgauss is not) on ten real tables, three of them held out of any tuning, with "
+            "privgauss is not) on real tables, some held out of any tuning, with "
             "correlation MAE, 1-/2-way TV, R² of a linear and a boosted model trained on "
             "synthetic rows and tested on real held-out rows, held-out log-likelihood and time "
             "(medians over seeds; \"as good on\" counts the seeds on which privgauss matched the "

@@ -585,6 +585,34 @@ def test_an_integer_column_of_wide_bins_is_smoothed_and_one_of_levels_is_not() -
     assert not marg._wide_integer_bins(wide, split)  # the zoom split a bin into its levels
 
 
+def test_a_many_level_integer_column_keeps_its_zeros() -> None:
+    """A non-negative integer column of many levels (earnings in dollars, a quarter of them 0:
+    its range starts at 0 and its bins hold many levels each) keeps its zeros: the lowest
+    edge is snapped to −0.5, below 0, not to 0.5 (until 2026-11-30 every synthetic 0 came out
+    as 1); the other edges are snapped as before; a stated range [0, h] keeps 0 inside too."""
+    e = np.array([0.0, 1.0, 2.0, 7.3, 1024.0, 4096.0])
+    assert np.allclose(marg._integer_edges(e, 3), [-0.5, 1.5, 2.5, 7.5, 1024.5, 4096.5])
+    assert np.allclose(marg._integer_edges(e * 0.5, 3, 0.5), [-0.25, 0.75, 1.25, 3.75,
+                                                              512.25, 2048.25])
+    assert np.allclose(marg._integer_edges(np.array([0.0, 2.0, 3.0]), 8), [-0.5, 0.5, 1.5, 2.5,
+                                                                        3.5])  # few levels
+    rng = np.random.default_rng(0)
+    n = 4000
+    earn = np.where(rng.uniform(size=n) < 0.25, 0.0, np.round(rng.lognormal(9.5, 0.8, n)))
+    hours = np.round(rng.uniform(0, 3000, n))
+    X = np.column_stack([earn, hours])
+    syn = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, kinds=["integer", "integer"],
+                                random_state=0).fit(X)
+    assert syn.marginals_[0].edges[0] == -0.5
+    out = syn.sample(n, random_state=1)
+    assert abs(np.mean(out[:, 0] == 0) - 0.25) < 0.03  # 0 % before the fix (all 1)
+    assert np.mean(out[:, 0] == 1) < 0.01
+    # a stated range [0, 2e5]: its equal-width bins start below 0 (0.5 before the fix)
+    syn = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, kinds=["integer", "integer"],
+                                bounds=[(0.0, 2e5), None], random_state=0).fit(X)
+    assert syn.marginals_[0].edges[0] == -0.5
+
+
 # ------------------------------------------------------------------------------- resolution
 
 

@@ -422,11 +422,17 @@ def _spread_sign_probe(edges: np.ndarray, cdf: np.ndarray,
 def _integer_edges(edges: np.ndarray, n_bins: int, step: float = 1.0) -> np.ndarray:
     """Edges at half-steps of the grid ``step``·ℤ (half-integers for an integer column), so
     that each value on the grid falls inside one bin: one bin per grid value when the range
-    holds few, else the given edges snapped to half-steps."""
+    holds few, else the given edges snapped to half-steps — each to the half-step above
+    it, the lowest to the half-step below it, so that a grid value on the range's lowest edge
+    stays inside. Until 2026-11-30 the lowest edge was snapped up as the others: a
+    non-negative column of many levels, whose range starts at 0, lost its zeros to 1 (PSID's
+    earnings and hours, a quarter of the rows 0: none 0 in the synthetic rows)."""
     lo, hi = math.floor(edges[0] / step), math.ceil(edges[-1] / step)
     if hi - lo + 1 <= max(n_bins, 2):
         return np.arange(lo - 0.5, hi + 1.0, 1.0) * step
-    return np.unique(np.floor(edges / step) + 0.5) * step
+    snapped = np.unique(np.floor(edges / step) + 0.5)
+    snapped[0] = min(snapped[0], math.ceil(edges[0] / step) - 0.5)
+    return np.asarray(snapped * step)
 
 
 # ----------------------------------------------------------------------------------------------
