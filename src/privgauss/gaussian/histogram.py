@@ -79,7 +79,13 @@ from ..validation import check_probability
 # the route's budget, localisation and their names, re-exported: callers import them from here
 from .histogram_budget import P_LOCATION as P_LOCATION
 from .histogram_budget import P_SCALE as P_SCALE
-from .histogram_budget import RADIUS_FACTOR, TIE_SHARE, WIDTH_FACTOR, budget_split
+from .histogram_budget import (
+    RADIUS_FACTOR,
+    TIE_SHARE,
+    WIDE_SHARE,
+    WIDTH_FACTOR,
+    budget_split,
+)
 from .histogram_budget import JointBudget as JointBudget
 from .histogram_budget import budget_condition as budget_condition
 from .histogram_budget import histogram_plan as histogram_plan
@@ -171,8 +177,9 @@ def histogram_gaussian(
                               beta=beta)
         return np.asarray(mean_w) @ sqrtm_psd(known), known.copy()
 
-    loc = localise(Xc, s_budget, l_budget, release=release, tie_rho=TIE_SHARE * rho_ref)
-    rho = _refinement_rho(accountant, rho_ref, loc.tie_rho)
+    loc = localise(Xc, s_budget, l_budget, release=release, tie_rho=TIE_SHARE * rho_ref,
+                   wide_rho=WIDE_SHARE * rho_ref)
+    rho = _refinement_rho(accountant, rho_ref, loc.tie_rho + loc.wide_rho)
     deg = np.zeros(d, dtype=bool) if loc.degenerate is None else loc.degenerate
     # a degenerate axis (a constant column: one released value, scale 0) is known exactly; in the
     # refinement it becomes a public N(0, 1) column, so the plan, and the ledger, stay those of
@@ -267,6 +274,6 @@ def _check_prior(cov_z: np.ndarray, lo: float) -> None:
 
 
 def _refinement_rho(accountant: Accountant, planned: float, ties: float) -> float:
-    """The refinement's ρ: what the plan left it, less what the octave release of tied axes
-    spent (``ties``), and no more than the accountant has left."""
+    """The refinement's ρ: what the plan left it, less what the octave releases of wide and
+    tied axes spent (``ties``), and no more than the accountant has left."""
     return min(planned - ties, accountant.remaining_zcdp())
