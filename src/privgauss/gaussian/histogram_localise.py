@@ -164,8 +164,9 @@ def _axis_top_bins(
     """Per axis k < d, release the stability histogram of ``keys(k)`` (appended to
     ``released``) and yield its top bin; EstimationFailed (a DP output, naming ``fail_step``)
     when an axis releases no bin, or None for it with ``allow_empty``. The histograms are
-    charged to ``release``, their ledger steps ``{release.step}-axis-{k}`` (Laplace, one (ε, δ) release per axis) or
-    ``{release.step}-axes`` (a :class:`JointBudget`: one joint release of the d histograms)."""
+    charged to ``release``, their ledger steps ``{release.step}-axis-{k}`` (Laplace, one
+    (ε, δ) release per axis) or ``{release.step}-axes`` (a :class:`JointBudget`: one joint
+    release of the d histograms)."""
     joint = None
     if isinstance(budget, JointBudget):
         joint = gaussian_stability_histograms(
