@@ -239,8 +239,8 @@ def localise(
     bracket from a ``wide_rho``-zCDP octave release of their pair differences
     (:func:`~privgauss.gaussian.histogram_ties.octave_brackets`, ledger step ``<s>-wide``,
     run once for all such axes between the scale and location histograms, only when there
-    are any; ``Localisation.wide_rho`` says what it spent), and the octave release of tied
-    axes then gets ``tie_rho − wide_rho``; 0: such an axis fails, as before.
+    are any; ``Localisation.wide_rho`` says what it spent); 0: such an axis fails, as
+    before.
     """
     step = release.named("localise").step
     src = release.noise
@@ -361,7 +361,7 @@ def localise(
             if spread == 0.0:
                 sd = count_noise_sd(location_budget, d)
                 if off_fraction(loc_h[k], int(rows_of[k]), sd) > CONSTANT_MAX_OTHER:
-                    if tie_rho - spent_wide <= 0:
+                    if tie_rho <= 0:
                         raise not_localised(k, loc_h[k], int(rows_of[k]),
                                          f"{step}-location")
                     spread_of[k] = math.nan  # read by the octave release below
@@ -382,9 +382,9 @@ def localise(
         from .histogram_ties import octave_spreads
 
         axes = np.array(sorted(spread_of), dtype=np.int64)
-        spreads = octave_spreads(Xc, axes, center[axes], tie_rho - spent_wide,
+        spreads = octave_spreads(Xc, axes, center[axes], tie_rho,
                                  release=Release(release.accountant, src, f"{step}-ties"))
-        spent_ties = tie_rho - spent_wide
+        spent_ties = tie_rho
         rare = tuple(map(int, axes))
         for k, got in zip(map(int, axes), spreads, strict=True):
             if got is None:

@@ -145,6 +145,41 @@ def octave_spreads(
 WIDE_LEVELS = 4
 
 
+def _read_octaves(octs: np.ndarray, read: float
+                  ) -> tuple[np.ndarray, np.ndarray, int, float] | None:
+    """The finest level's read bins of noisy octave counts ``octs`` (index i: the octave
+    _MIN_OCTAVE + i): (lower edges in octaves, noisy sums, width in octaves, and the top: the
+    highest upper edge of a read bin), or None when no bin of any level clears
+    ``read`` · √width. A level of width 2^ℓ > 1 has two grids of bins, one shifted by half a
+    bin, so mass that straddles a bin edge is read as well as mass inside a bin; where both
+    grids read bins, the one whose read bins hold more is kept. Coarser levels then raise the
+    top where a bin still clears the threshold without the octaves already read (mass in
+    octaves each too thin to be read, above the read ones); where every octave is read (a
+    large budget) they add nothing. Post-processing: deterministic on the released counts."""
+    found = None
+    rest = octs.copy()
+    top = -math.inf
+    for level in range(WIDE_LEVELS):
+        width = 2**level
+        best = None
+        for shift in ((0,) if width == 1 else (0, width // 2)):
+            pad = (-(octs.size + shift)) % width
+            sums = np.concatenate([np.zeros(shift), octs if found is None else rest,
+                                   np.zeros(pad)]).reshape(-1, width).sum(axis=1)
+            held = np.flatnonzero(sums > read * math.sqrt(width))
+            if not held.size:
+                continue
+            top = max(top, float(held[-1] * width - shift + _MIN_OCTAVE + width))
+            if found is None and (best is None or sums[held].sum() > best[1].sum()):
+                best = (held * width - shift + _MIN_OCTAVE, sums[held], width)
+        if found is None and best is not None:
+            found = best
+            for a in best[0]:  # the octaves the finest read bins cover
+                lo = int(a) - _MIN_OCTAVE
+                rest[max(lo, 0):lo + width] = 0.0
+    return None if found is None else (*found, top)
+
+
 def octave_brackets(
     Y: np.ndarray, rho: float, *, release: Release
 ) -> list[tuple[float, float, float] | None]:
@@ -155,37 +190,29 @@ def octave_brackets(
     assumes). None for a column of which nothing is read, or whose differences overflow.
 
     Post-processing: the released octave counts are summed into bins of 2^ℓ octaves,
-    ℓ = 0 .. WIDE_LEVELS − 1 (aligned on the fixed domain; a sum's noise sd is 2^(ℓ/2) that of
-    a count), and the finest level with a bin whose sum clears z·sd·2^(ℓ/2) is read (z: a
-    false-positive rate of 1 % over every key of every level): with the upper edge 2^t of the
-    highest such bin, |Y_k| < 2^t for the rows read, and σ_k = RMS(Y_k)/√2 ≤ 2^t/√2 for
-    them; hi = 2^t leaves a factor √2 for the rows in octaves too thin to be read. lo is half
+    ℓ = 0 .. WIDE_LEVELS − 1 (two grids per level ℓ > 0, one shifted by half a bin; a sum's
+    noise sd is 2^(ℓ/2) that of a count), and the finest level with a bin whose sum clears
+    z·sd·2^(ℓ/2) is read (z: a false-positive rate of 1 % over every bin of every grid;
+    :func:`_read_octaves`): with 2^t the highest upper edge of a bin read (coarser levels
+    reach thin octaves above the read ones), |Y_k| < 2^t for the rows read, and
+    σ_k = RMS(Y_k)/√2 ≤ 2^t/√2 for them; hi = 2^t leaves a factor √2 for the rows in
+    octaves too thin to be read. lo is half
     of √(Σ_B c_B 4^(a_B) / m)/√2 over the read bins B = [a_B, a_B + 2^ℓ) (their lower edges:
     a lower bound on σ_k up to the counts' noise), mid the geometric middle."""
     m, h = Y.shape
     noisy = octave_counts(Y, np.arange(h), np.zeros(h), rho, release=release)
     sd = noise_sd(h, rho)
-    z = float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS * WIDE_LEVELS)))
+    z = float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS * (2 * WIDE_LEVELS - 1))))
     out: list[tuple[float, float, float] | None] = []
     for row in noisy:
         if row[_OVERFLOW] > z * sd:
             out.append(None)
             continue
-        octs = row[1:_OVERFLOW]  # index i: the octave _MIN_OCTAVE + i
-        got = None
-        for level in range(WIDE_LEVELS):
-            width = 2**level
-            pad = (-octs.size) % width
-            sums = np.concatenate([octs, np.zeros(pad)]).reshape(-1, width).sum(axis=1)
-            held = np.flatnonzero(sums > z * sd * math.sqrt(width))
-            if held.size:
-                got = (held * width + _MIN_OCTAVE, sums[held], width)
-                break
+        got = _read_octaves(row[1:_OVERFLOW], z * sd)
         if got is None:
             out.append(None)
             continue
-        lower, counts, width = got
-        top = float(lower[-1] + width)  # log2 of the upper edge of the highest read bin
+        lower, counts, width, top = got  # top: log2 of the highest read bin's upper edge
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             rel2 = float(np.sum(counts / m * np.exp2(2.0 * (lower - top))))
             hi = math.ldexp(1.0, int(top)) if top < 1024 else math.inf
