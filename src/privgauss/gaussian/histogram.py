@@ -35,7 +35,9 @@ The budget split between (a)–(b) and (c) is :mod:`.histogram_budget`.
 overflow, :class:`EstimationFailed` is raised after the budget spent so far; it names the step
 and an approximate n the step needs, computed from τ and the bin masses only. A constant
 column is not a failure (see *Ties* in :mod:`.histogram_localise`), nor a tied column whose
-rarer values the octave release reads.
+rarer values the octave release reads, nor a column over orders of magnitude whose scale
+histogram released no bin when the wide axes' octave release reads it (*Wide axes* there;
+WIDE_SHARE of the refinement's ρ, a branch of :func:`histogram_plan`).
 
 **Assumptions (utility only; privacy never depends on them).** Rows i.i.d. N(μ, Σ). CoinPress
 needs eigenvalue bounds lo·I ⪯ Σ_z ⪯ hi·I for the standardised covariance: the upper one follows
