@@ -248,7 +248,8 @@ def test_fits_without_a_wide_axis_are_bit_identical(
 
 def test_dask_rows_read_the_same_wide_brackets() -> None:
     """The wide release reads the same pair differences from dask rows (streamed into memory
-    once) as from rows in memory: the same histograms, brackets and ledger."""
+    once) as from rows in memory: the same histograms, brackets and ledger; the bracket is
+    the read upper end with a top bin's width below it."""
     da = pytest.importorskip("dask.array")
     from privgauss.gaussian.histogram import budget_split, localise
 
@@ -266,3 +267,10 @@ def test_dask_rows_read_the_same_wide_brackets() -> None:
     assert a.wide_rho == pytest.approx(WIDE_SHARE * rho_ref)
     for f in ("scale", "scale_lo", "scale_hi", "center"):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    # the refinement's prior on the wide axis: the read upper end (a power of two) and below
+    # it a bracket as wide as a top bin's
+    from privgauss.gaussian.histogram_reading import HI_RATIO, LO_RATIO
+
+    hi = float(a.scale_hi[2])
+    assert math.frexp(hi)[0] == 0.5 and hi > float(np.median(np.abs(X[:, 2])))
+    assert a.scale_hi[2] / a.scale_lo[2] == pytest.approx(HI_RATIO / LO_RATIO, rel=1e-12)
