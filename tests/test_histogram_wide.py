@@ -267,8 +267,8 @@ def test_dask_rows_read_the_same_wide_brackets() -> None:
     assert a.wide_rho == pytest.approx(WIDE_SHARE * rho_ref)
     for f in ("scale", "scale_lo", "scale_hi", "center"):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
-    # the refinement's prior on the wide axis: the read upper end (a power of two) and below
-    # it a bracket as wide as a top bin's
+    # the refinement's prior on the wide axis: twice the read upper end (a power of two)
+    # and below it a bracket as wide as a top bin's
     from privgauss.gaussian.histogram_reading import HI_RATIO, LO_RATIO
 
     hi = float(a.scale_hi[2])
