@@ -50,6 +50,16 @@ def _zero_inflated_rows(n: int, d: int, seed: int) -> np.ndarray:
     return X
 
 
+def _wide_rows(n: int, d: int, seed: int) -> np.ndarray:
+    """Gaussian rows whose last column is log-uniform over 8 decades: no octave of its pair
+    differences holds enough pairs for the scale histogram, and the histogram route brackets
+    it from the octave release of wide axes (issue 27)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, -1] = 10 ** rng.uniform(0.0, 8.0, size=n)
+    return X
+
+
 def _mixture_rows(n: int, d: int, seed: int) -> np.ndarray:
     """n rows of a 2-component mixture in d dimensions (``make_mixture(n, k, d)``)."""
     return pg.datasets.make_mixture(n, 2, d, separation=8.0, random_state=seed).X
@@ -114,6 +124,8 @@ CASES = {
                                          random_state=s), _constant_rows, 4000, 3, 0),
     "histogram-tied": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="histogram",
                                      random_state=s), _zero_inflated_rows, 4000, 3, 0),
+    "histogram-wide": (lambda u, s: G(epsilon=1.0, delta=1e-6, method="histogram",
+                                     random_state=s), _wide_rows, 4000, 3, 0),
     "gaussian-auto-constant": (lambda u, s: G(epsilon=1.0, delta=1e-6, random_state=s),
                                _constant_rows, 4000, 3, 0),
     "coinpress-constant": (lambda u, s: G(rho=0.5, method="coinpress", mean_bound=10 * u,

@@ -35,7 +35,9 @@ The budget split between (a)–(b) and (c) is :mod:`.histogram_budget`.
 overflow, :class:`EstimationFailed` is raised after the budget spent so far; it names the step
 and an approximate n the step needs, computed from τ and the bin masses only. A constant
 column is not a failure (see *Ties* in :mod:`.histogram_localise`), nor a tied column whose
-rarer values the octave release reads.
+rarer values the octave release reads, nor a column over orders of magnitude whose scale
+histogram released no bin when the wide axes' octave release reads it (*Wide axes* there;
+WIDE_SHARE of the refinement's ρ, a branch of :func:`histogram_plan`).
 
 **Assumptions (utility only; privacy never depends on them).** Rows i.i.d. N(μ, Σ). CoinPress
 needs eigenvalue bounds lo·I ⪯ Σ_z ⪯ hi·I for the standardised covariance: the upper one follows
@@ -79,7 +81,13 @@ from ..validation import check_probability
 # the route's budget, localisation and their names, re-exported: callers import them from here
 from .histogram_budget import P_LOCATION as P_LOCATION
 from .histogram_budget import P_SCALE as P_SCALE
-from .histogram_budget import RADIUS_FACTOR, TIE_SHARE, WIDTH_FACTOR, budget_split
+from .histogram_budget import (
+    RADIUS_FACTOR,
+    TIE_SHARE,
+    WIDE_SHARE,
+    WIDTH_FACTOR,
+    budget_split,
+)
 from .histogram_budget import JointBudget as JointBudget
 from .histogram_budget import budget_condition as budget_condition
 from .histogram_budget import histogram_plan as histogram_plan
@@ -171,8 +179,9 @@ def histogram_gaussian(
                               beta=beta)
         return np.asarray(mean_w) @ sqrtm_psd(known), known.copy()
 
-    loc = localise(Xc, s_budget, l_budget, release=release, tie_rho=TIE_SHARE * rho_ref)
-    rho = _refinement_rho(accountant, rho_ref, loc.tie_rho)
+    loc = localise(Xc, s_budget, l_budget, release=release, tie_rho=TIE_SHARE * rho_ref,
+                   wide_rho=WIDE_SHARE * rho_ref)
+    rho = _refinement_rho(accountant, rho_ref, loc.tie_rho + loc.wide_rho)
     deg = np.zeros(d, dtype=bool) if loc.degenerate is None else loc.degenerate
     # a degenerate axis (a constant column: one released value, scale 0) is known exactly; in the
     # refinement it becomes a public N(0, 1) column, so the plan, and the ledger, stay those of
@@ -267,6 +276,6 @@ def _check_prior(cov_z: np.ndarray, lo: float) -> None:
 
 
 def _refinement_rho(accountant: Accountant, planned: float, ties: float) -> float:
-    """The refinement's ρ: what the plan left it, less what the octave release of tied axes
-    spent (``ties``), and no more than the accountant has left."""
+    """The refinement's ρ: what the plan left it, less what the octave releases of wide and
+    tied axes spent (``ties``), and no more than the accountant has left."""
     return min(planned - ties, accountant.remaining_zcdp())

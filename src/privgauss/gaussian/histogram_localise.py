@@ -25,6 +25,18 @@ Pipeline (all grids, widths and offsets are public or derived from earlier DP ou
     with 6 % ones, a count with 72 % zeros and a long tail), and the axis's spread is read from
     one more release, a ρ-zCDP histogram of the octaves of |x − value| over a fixed finite
     domain (:mod:`.histogram_ties`; run only for such axes, paid from the refinement's share).
+    *Wide axes.* A column whose values spread over many orders of magnitude (incomes,
+    budgets, counts with a long tail) has pair differences spread over many octaves, so no
+    bin may reach the threshold (its modal bin held 15-16 % of the pairs on real tables
+    against the Gaussian's 32 %, and the threshold is sized to half of that): an axis whose
+    scale histogram releases *no* bin is not a failure but gets one more release, a ρ-zCDP
+    histogram of the octaves of its |Y_jk| over the fixed finite domain of float64
+    (:func:`~privgauss.gaussian.histogram_ties.octave_brackets`; one release for all such
+    axes, only when there are any, paid from the refinement's share). Its counts, summed into
+    bins of 1, 2, 4 or 8 octaves (post-processing), give an upper bracket — the upper edge of
+    the highest bin read, doubled for octaves too thin to be read above it — and below it
+    the axis gets a bracket as wide as a top bin's (LO_RATIO..HI_RATIO around its middle), so
+    the refinement's prior is as wide as for any axis bracketed by its top bin.
     These are post-processing decisions on released histograms; the histograms run, and are
     charged, the same whatever they decide.
 (b) *Location.* For every axis k a stability histogram of ⌊(x_k − o_k) / w_k⌋ is released, with bin
@@ -48,7 +60,8 @@ Pipeline (all grids, widths and offsets are public or derived from earlier DP ou
 overflow, :class:`EstimationFailed` is raised after the budget spent so far; it names the step
 and an approximate n the step needs, computed from τ and the bin masses only. A constant column
 is not a failure (see *Ties* above), nor a tied column whose rarer values the octave release
-reads.
+reads, nor a scale histogram that releases no bin when the wide axes' octave release reads
+its column (*Wide axes*).
 """
 
 from __future__ import annotations
@@ -118,7 +131,9 @@ class Localisation:
     as constant still gives its held-out 1s a finite, moderate log-likelihood); 0 elsewhere.
     ``tie_rho`` is the zCDP the octave release of tied axes spent (0 when it did not run);
     ``rare`` the axes whose spread that release gave (a rare flag: the refinement searches
-    their far rows, :mod:`.coinpress.direction_cover`).
+    their far rows, :mod:`.coinpress.direction_cover`). ``wide_rho`` is the zCDP the octave
+    release of wide axes spent (0 when it did not run), ``wide`` the axes whose scale
+    histogram released no bin and whose bracket that release gave.
     """
 
     center: np.ndarray
@@ -132,6 +147,8 @@ class Localisation:
     degenerate_var: np.ndarray | None = None
     tie_rho: float = 0.0
     rare: tuple[int, ...] = ()
+    wide_rho: float = 0.0
+    wide: tuple[int, ...] = ()
 
 
 def _axis_top_bins(
@@ -144,12 +161,14 @@ def _axis_top_bins(
     *,
     release: Release,
     fail_step: str,
+    allow_empty: bool = False,
 ) -> Iterator[Any]:
     """Per axis k < d, release the stability histogram of ``keys(k)`` (appended to
     ``released``) and yield its top bin; EstimationFailed (a DP output, naming ``fail_step``)
-    when an axis releases no bin. The histograms are charged to ``release``, their ledger steps
-    ``{release.step}-axis-{k}`` (Laplace, one (ε, δ) release per axis) or
-    ``{release.step}-axes`` (a :class:`JointBudget`: one joint release of the d histograms)."""
+    when an axis releases no bin, or None for it with ``allow_empty``. The histograms are
+    charged to ``release``, their ledger steps ``{release.step}-axis-{k}`` (Laplace, one
+    (ε, δ) release per axis) or ``{release.step}-axes`` (a :class:`JointBudget`: one joint
+    release of the d histograms)."""
     joint = None
     if isinstance(budget, JointBudget):
         joint = gaussian_stability_histograms(
@@ -168,6 +187,9 @@ def _axis_top_bins(
                 step=f"{release.step}-axis-{k}", counts=counts,
             )
         released.append(hist)
+        if not hist and allow_empty:
+            yield None
+            continue
         if not hist:
             raise EstimationFailed(
                 f"no {what} bin was released for axis {k}: no bin held enough rows — the "
@@ -186,6 +208,7 @@ def localise(
     *,
     release: Release,
     tie_rho: float = 0.0,
+    wide_rho: float = 0.0,
 ) -> Localisation:
     """Private coarse location (and per-axis scale) of Gaussian rows, steps (a)–(b) of the module
     docstring: (d·ε_s + d·ε_l, d·δ_s + d·δ_l)-DP under replace-one (n public).
@@ -213,6 +236,13 @@ def localise(
     (:func:`~privgauss.gaussian.histogram_ties.octave_spreads`, run once for all such axes,
     only when there are any; ``Localisation.tie_rho`` says what it spent); 0: such an axis
     fails.
+
+    ``wide_rho`` > 0: axes whose scale histogram released no bin (a DP output) get their
+    bracket from a ``wide_rho``-zCDP octave release of their pair differences
+    (:func:`~privgauss.gaussian.histogram_ties.octave_brackets`, ledger step ``<s>-wide``,
+    run once for all such axes between the scale and location histograms, only when there
+    are any; ``Localisation.wide_rho`` says what it spent); 0: such an axis fails, as
+    before.
     """
     step = release.named("localise").step
     src = release.noise
@@ -232,6 +262,8 @@ def localise(
 
     scale_h: list[dict[Any, int]] = []
     tied = np.zeros(d, dtype=bool)
+    wide = np.zeros(d, dtype=bool)
+    spent_wide = 0.0
     if scale_budget is None:
         s_mid = s_lo = s_hi = np.ones(d)
     else:
@@ -246,6 +278,7 @@ def localise(
         # |x_{π(2j)} − x_{π(2j+1)}|; dask rows stream once into the differences, numpy rows
         # are keyed block by block (bin_counts: the same counts, no n/2 × d temporaries)
         scale_keys: AxisKeys
+        Y: np.ndarray | None = None
         if is_dask(Xl):
             Y = pair_differences(Xl, order[1 : 2 * m : 2], order[0 : 2 * m : 2])
             np.abs(Y, out=Y)
@@ -254,24 +287,55 @@ def localise(
             scale_keys = log_scale_key_counts(Xl, order[1 : 2 * m : 2], order[0 : 2 * m : 2],
                                               u, ZERO_KEY).__getitem__
         b = np.zeros(d)
-        for k, _ in enumerate(
+        for k, got in enumerate(
             _axis_top_bins(scale_keys, d, scale_budget, "scale",
                            needed_n_scale(tau), scale_h,
                            release=Release(release.accountant, src, f"{step}-scale"),
-                           fail_step=f"{step}-scale")
+                           fail_step=f"{step}-scale", allow_empty=wide_rho > 0)
         ):
+            if got is None:  # released no bin: a wide axis, bracketed below
+                wide[k] = True
+                continue
             top = scale_bin(scale_h[k])
             tied[k] = top is None
             b[k] = 0.0 if top is None else top
         s_mid, s_lo, s_hi = bracket(b - u)  # log2 |Y| lies in [b − u, b − u + 1)
         noise_sd = count_noise_sd(scale_budget, d)
-        for k in map(int, np.flatnonzero(~tied)):  # narrow where released counts pin it
+        for k in map(int, np.flatnonzero(~tied & ~wide)):  # narrow where counts pin it
             a = fitted_log_scale(scale_h[k], int(b[k]), m, tau, noise_sd)
             if a is not None:
                 s_mid[k] = math.exp2(a - u[k]) / math.sqrt(2.0)
                 s_lo[k] = s_mid[k] * 2.0**-FIT_HALF_WIDTH
                 s_hi[k] = s_mid[k] * 2.0**FIT_HALF_WIDTH
         s_mid[tied], s_lo[tied], s_hi[tied] = 1.0, 1.0, 1.0  # set from the location release
+        if wide.any():  # a DP output: axes whose scale histogram released no bin
+            from .histogram_ties import octave_brackets
+
+            axes = np.flatnonzero(wide)
+            first, second = order[1 : 2 * m : 2], order[0 : 2 * m : 2]
+            Yw = (np.abs(Y[:, axes]) if Y is not None
+                  else pair_differences(np.asarray(Xl)[:, axes], first, second))
+            got_w = octave_brackets(Yw, wide_rho,
+                                    release=Release(release.accountant, src, f"{step}-wide"))
+            spent_wide = wide_rho
+            for k, br in zip(map(int, axes), got_w, strict=True):
+                if br is None or not (0.0 < br[0] and math.isfinite(br[2])):
+                    raise EstimationFailed(
+                        f"no scale bin was released for axis {k}, and its octave release "
+                        "read none either: the column's values spread over too many orders "
+                        "of magnitude for this budget (transform it, e.g. log, or give "
+                        "bounds), or too few rows",
+                        step=f"{step}-wide",
+                        needed_n=needed_n_scale(tau),
+                    )
+                # an octave above the read upper end (thin top octaves: MedExp at
+                # ε = 0.8 had a KL of 111 at one seed without it, ≤ 10.2 with it), and
+                # below it a bracket as wide as a top bin's: the read lower end (2^6-2^10
+                # below at coarse levels) made the refinement's prior 2^15-2^20 wide, its
+                # chain long, and at n = 2,200, d = 7 the other columns' variances e^2.6-e^10
+                # off (e^0.4-e^1.3 with this width, as without a wide axis there)
+                s_mid[k] = 2.0 * br[2] / HI_RATIO
+                s_lo[k], s_hi[k] = s_mid[k] * LO_RATIO, 2.0 * br[2]
 
     w = WIDTH_FACTOR * s_hi
     if not np.all(np.isfinite(w) & (w > 0)):  # a function of released bins only
@@ -347,4 +411,6 @@ def localise(
         degenerate_var=deg_var,
         tie_rho=spent_ties,
         rare=rare,
+        wide_rho=spent_wide,
+        wide=tuple(map(int, np.flatnonzero(wide))),
     )

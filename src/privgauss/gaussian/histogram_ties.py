@@ -1,6 +1,7 @@
 """The spread of a tied axis that the stability histograms could not localise: a ρ-zCDP release
 of the octaves of its rows' distances to the released mode (our design, a fallback of
-:mod:`privgauss.gaussian.histogram`).
+:mod:`privgauss.gaussian.histogram`); and the same release on the pair differences of a
+*wide* axis, whose scale histogram released no bin (:func:`octave_brackets`, below).
 
 **When.** A *tied* axis (most pair differences exactly 0: a 0/1 flag, a count with many zeros)
 is localised from its exact-value location histogram. When that histogram releases a single
@@ -28,6 +29,15 @@ spread to give a scale at this budget.
 The caller charges ρ to the same accountant and takes it from the refinement's share, so the
 fit's total is unchanged; the release runs only on the DP-chosen axes and only when there are
 any (the ledger length varies through DP outputs only).
+
+**Wide axes.** An axis whose scale histogram released no bin (a DP output: its pair
+differences spread over too many octaves for any to reach the threshold — values over orders
+of magnitude) gets the same release on its pair differences Y_jk (values v = 0), a record in
+at most one pair: one replaced row moves one pair, so one count down and one up in each of
+the |F| histograms, the same L2 sensitivity √(2|F|) (:func:`octave_brackets`). Its counts,
+summed over bins of 1, 2, 4 or 8 octaves (post-processing; a bin of 2^ℓ octaves holds more
+pairs than any of its octaves, its noise sd only 2^(ℓ/2) times a count's), bracket the
+axis's scale.
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ from ..mechanisms import Release, gaussian_mechanism
 from ..privacy import ZCDP
 from ..sensitivity import histogram_l2
 
-__all__ = ["octave_spreads"]
+__all__ = ["N_KEYS", "noise_sd", "octave_counts", "octave_spreads"]
 
 _MIN_OCTAVE, _MAX_OCTAVE = -1075, 1024  # ⌊log2 |a − b|⌋ for float64 a ≠ b with a finite difference
 _EQUAL = 0  # key index of x = v
@@ -66,6 +76,40 @@ def _octave_counts(B: np.ndarray, axes: np.ndarray, values: np.ndarray) -> list[
     return [out]
 
 
+def octave_counts(
+    X: object,
+    axes: np.ndarray,
+    values: np.ndarray,
+    rho: float,
+    *,
+    release: Release,
+) -> np.ndarray:
+    """The release itself (ρ-zCDP, replace-one, n public): the noisy counts, shape
+    (len(axes), N_KEYS), of the octave keys of |x_k − v_k| on ``axes`` (key 0: x = v; keys 1 ..
+    N_KEYS − 2: the octaves −1075 .. 1024; the last key: an overflowing distance). ``axes`` and
+    ``values`` must be DP outputs or public; ρ is charged to ``release`` (one step, its prefix,
+    or "octave-spreads") before any noise is drawn. Its noise sd is :func:`noise_sd`."""
+    rel = release.named("octave-spreads")
+    axes = np.asarray(axes, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
+    (counts,) = reduce_rows(X, partial(_octave_counts, axes=axes, values=values))
+    h = len(axes)
+    noisy = gaussian_mechanism(counts, _sensitivity(h), ZCDP(rho), accountant=rel.accountant,
+                               noise=rel.noise, step=rel.step)
+    return np.asarray(noisy).reshape(h, N_KEYS)
+
+
+def _sensitivity(h: int) -> float:
+    """L2 sensitivity of the h histograms under replace-one: one count down and one up in
+    each."""
+    return histogram_l2() * math.sqrt(h)
+
+
+def noise_sd(h: int, rho: float) -> float:
+    """The sd of the Gaussian noise on each count of a ρ-zCDP release on h axes (public)."""
+    return _sensitivity(h) / math.sqrt(2.0 * rho)
+
+
 def octave_spreads(
     X: object,
     axes: np.ndarray,
@@ -75,21 +119,12 @@ def octave_spreads(
     release: Release,
 ) -> list[float | None]:
     """Release (ρ-zCDP, replace-one, n public) the octave histograms of |x_k − v_k| on ``axes``
-    and return each axis's spread (post-processing; see the module docstring), or None for an
-    axis none of whose octaves was read as held by rows. ``axes`` and ``values`` must be DP
-    outputs or public; ρ is charged to ``release`` (one step, its prefix, or
-    "octave-spreads") before any noise is drawn."""
-    rel = release.named("octave-spreads")
-    axes = np.asarray(axes, dtype=np.int64)
-    values = np.asarray(values, dtype=np.float64)
+    (:func:`octave_counts`) and return each axis's spread (post-processing; see the module
+    docstring), or None for an axis none of whose octaves was read as held by rows."""
     n = int(X.shape[0])  # type: ignore[attr-defined]
-    (counts,) = reduce_rows(X, partial(_octave_counts, axes=axes, values=values))
     h = len(axes)
-    sens = histogram_l2() * math.sqrt(h)
-    noisy = gaussian_mechanism(counts, sens, ZCDP(rho), accountant=rel.accountant,
-                               noise=rel.noise, step=rel.step).reshape(h, N_KEYS)
-    sigma = sens / math.sqrt(2.0 * rho)
-    read = sigma * float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS)))
+    noisy = octave_counts(X, axes, values, rho, release=release)
+    read = noise_sd(h, rho) * float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS)))
     with np.errstate(over="ignore"):
         centres = np.exp2(np.arange(_MIN_OCTAVE, _MAX_OCTAVE + 1, dtype=np.float64) + 0.5)
     out: list[float | None] = []
@@ -102,4 +137,85 @@ def octave_spreads(
         with np.errstate(over="ignore", invalid="ignore"):
             m2 = float(np.sum(row[1:_OVERFLOW][sel] * (centres[sel] / math.sqrt(n)) ** 2))
         out.append(math.sqrt(m2) if math.isfinite(m2) and m2 > 0 else None)
+    return out
+
+
+# The wide-axis reading: bins of 1, 2, 4 and 8 octaves (sums of the released octave counts,
+# post-processing), the finest level holding a bin read
+WIDE_LEVELS = 4
+
+
+def _read_octaves(octs: np.ndarray, read: float
+                  ) -> tuple[np.ndarray, np.ndarray, int, float] | None:
+    """The finest level's read bins of noisy octave counts ``octs`` (index i: the octave
+    _MIN_OCTAVE + i): (lower edges in octaves, noisy sums, width in octaves, and the top: the
+    highest upper edge of a read bin), or None when no bin of any level clears
+    ``read`` · √width. A level of width 2^ℓ > 1 has two grids of bins, one shifted by half a
+    bin, so mass that straddles a bin edge is read as well as mass inside a bin; where both
+    grids read bins, the one whose read bins hold more is kept. Coarser levels then raise the
+    top where a bin still clears the threshold without the octaves already read (mass in
+    octaves each too thin to be read, above the read ones); where every octave is read (a
+    large budget) they add nothing. Post-processing: deterministic on the released counts."""
+    found = None
+    rest = octs.copy()
+    top = -math.inf
+    for level in range(WIDE_LEVELS):
+        width = 2**level
+        best = None
+        for shift in ((0,) if width == 1 else (0, width // 2)):
+            pad = (-(octs.size + shift)) % width
+            sums = np.concatenate([np.zeros(shift), octs if found is None else rest,
+                                   np.zeros(pad)]).reshape(-1, width).sum(axis=1)
+            held = np.flatnonzero(sums > read * math.sqrt(width))
+            if not held.size:
+                continue
+            top = max(top, float(held[-1] * width - shift + _MIN_OCTAVE + width))
+            if found is None and (best is None or sums[held].sum() > best[1].sum()):
+                best = (held * width - shift + _MIN_OCTAVE, sums[held], width)
+        if found is None and best is not None:
+            found = best
+            for a in best[0]:  # the octaves the finest read bins cover
+                lo = int(a) - _MIN_OCTAVE
+                rest[max(lo, 0):lo + width] = 0.0
+    return None if found is None else (*found, top)
+
+
+def octave_brackets(
+    Y: np.ndarray, rho: float, *, release: Release
+) -> list[tuple[float, float, float] | None]:
+    """The scale bracket (lo, mid, hi) of σ_k for each column k of the pair differences ``Y``
+    (m × h, each row the difference of two rows of the data, a record in at most one pair),
+    from one ρ-zCDP octave release of |Y_k| (:func:`octave_counts` with values 0; replace-one
+    changes one pair, so one count down and one up per column: the sensitivity the release
+    assumes). None for a column of which nothing is read, or whose differences overflow.
+
+    Post-processing: the released octave counts are summed into bins of 2^ℓ octaves,
+    ℓ = 0 .. WIDE_LEVELS − 1 (two grids per level ℓ > 0, one shifted by half a bin; a sum's
+    noise sd is 2^(ℓ/2) that of a count), and the finest level with a bin whose sum clears
+    z·sd·2^(ℓ/2) is read (z: a false-positive rate of 1 % over every bin of every grid;
+    :func:`_read_octaves`): with 2^t the highest upper edge of a bin read (coarser levels
+    reach thin octaves above the read ones), |Y_k| < 2^t for the rows read, and
+    σ_k = RMS(Y_k)/√2 ≤ 2^t/√2 for them; hi = 2^t leaves a factor √2 for the rows in
+    octaves too thin to be read. lo is half
+    of √(Σ_B c_B 4^(a_B) / m)/√2 over the read bins B = [a_B, a_B + 2^ℓ) (their lower edges:
+    a lower bound on σ_k up to the counts' noise), mid the geometric middle."""
+    m, h = Y.shape
+    noisy = octave_counts(Y, np.arange(h), np.zeros(h), rho, release=release)
+    sd = noise_sd(h, rho)
+    z = float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS * (2 * WIDE_LEVELS - 1))))
+    out: list[tuple[float, float, float] | None] = []
+    for row in noisy:
+        if row[_OVERFLOW] > z * sd:
+            out.append(None)
+            continue
+        got = _read_octaves(row[1:_OVERFLOW], z * sd)
+        if got is None:
+            out.append(None)
+            continue
+        lower, counts, width, top = got  # top: log2 of the highest read bin's upper edge
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            rel2 = float(np.sum(counts / m * np.exp2(2.0 * (lower - top))))
+            hi = math.ldexp(1.0, int(top)) if top < 1024 else math.inf
+            lo = 0.5 * hi * math.sqrt(rel2 / 2.0)
+        out.append((lo, math.sqrt(lo) * math.sqrt(hi), hi))
     return out
