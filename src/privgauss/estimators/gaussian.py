@@ -18,6 +18,7 @@ from ..densities import DensityFactor, background_factor, factored_logpdf, gauss
 from ..exceptions import EstimationFailed, InvalidDataError
 from ..gaussian.clip_diagnostics import (
     alarm_fraction,
+    background_weight,
     collapse_advice,
     count_noise_quantile,
     is_collapsed,
@@ -42,8 +43,6 @@ METHODS = ("auto", *methods.names("gaussian"))
 #: ridge of scoring and sampling, a fraction of each variance (scale free): keeps a released
 #: zero-variance or collinear covariance usable without moving a well-conditioned one
 SCORE_RIDGE = 1e-12
-#: the background's least weight, as a share of the rows the clipped count's noise can hide
-BACKGROUND_NOISE_SHARE = 0.1
 
 
 @dataclass
@@ -396,15 +395,8 @@ class PrivateGaussian(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         self.clipped_fraction_ = float(min(max(noisy / n, 0.0), 1.0))
         self.clipped_fraction_alarm_ = alarm_fraction(
             n, ball.model_fraction, entry.mechanism, float(entry.noise_scale))
-        # the rows outside the ball beyond the Gaussian's own tail: the background's weight;
-        # at least a tenth of the rows the count's noise can hide (its std less one row, over
-        # n): a count that noise pushed to zero cannot rule out rows outside, and a
-        # background of weight 0 scores a held-out gross error at -1e4 (the corpus's fair
-        # table at one seed in ten: +0.45 nat/row against -0.3 at the others). It costs
-        # Gaussian rows at most that weight per row, and is 0 once the count is exact to a row
-        hidden = max(float(entry.noise_scale) - 1.0, 0.0)
-        self.background_weight_ = max(self.clipped_fraction_ - float(ball.model_fraction),
-                                      BACKGROUND_NOISE_SHARE * hidden / n)
+        self.background_weight_ = background_weight(
+            self.clipped_fraction_, float(ball.model_fraction), float(entry.noise_scale), n)
         if self.clipped_fraction_ > self.clipped_fraction_alarm_:
             warn_clipped(self.clipped_fraction_, self.clipped_fraction_alarm_)
 

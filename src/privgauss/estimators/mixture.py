@@ -198,8 +198,8 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         warns :class:`NoisyFitWarning`. None for the other methods.
     background_weight_ : float
         Weight of the broad background component that ``score_samples`` and ``sample`` add
-        for the rows left out beyond a Gaussian component's own tail and the count's noise
-        (0 when none).
+        for the rows left out beyond a Gaussian component's own tail, at least a tenth of the
+        rows the count's noise can hide (as ``PrivateGaussian``'s; 0 without a count).
     method_, method_reason_ : str
         The method that ran and why ``auto`` chose it.
     privacy_spent_ : Budget
@@ -484,19 +484,14 @@ class PrivateGaussianMixture(PrivateEstimatorBase, DensityMixin, BaseEstimator):
         if clipped is None:
             self._no_clipped_count()
             return
-        from ..gaussian.clip_diagnostics import alarm_fraction
+        from ..gaussian.clip_diagnostics import alarm_fraction, background_weight
 
         n, p = float(clipped["n"]), float(clipped["model_fraction"])
         self.clipped_fraction_ = float(min(max(clipped["noisy"] / n, 0.0), 1.0))
         self.clipped_fraction_alarm_ = alarm_fraction(int(n), p, "count-discrete-gaussian",
                                                       float(clipped["noise_scale"]))
-        # the rows outside every ball beyond a Gaussian component's own tail and beyond the
-        # count's noise (its 1 − 1e-3 quantile: on clean data a noisy excess of ~σ/n would
-        # cost every row ~σ/n nat): the background's weight
-        from ..gaussian.clip_diagnostics import count_noise_quantile
-
-        slack = count_noise_quantile("count-discrete-gaussian", float(clipped["noise_scale"])) / n
-        self.background_weight_ = max(self.clipped_fraction_ - p - slack, 0.0)
+        self.background_weight_ = background_weight(self.clipped_fraction_, p,
+                                                    float(clipped["noise_scale"]), n)
         if self.clipped_fraction_ > self.clipped_fraction_alarm_:
             warn_caller(ClippedDataWarning,
                   f"about {self.clipped_fraction_:.1%} of the rows (a DP estimate) lie outside "
