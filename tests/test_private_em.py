@@ -440,14 +440,17 @@ def test_a_whitened_frame_run_joins_the_pick():
 
 
 @pytest.mark.slow
-def test_the_third_start_over_fit_seeds(monkeypatch):
+def test_the_starts_reach_sklearn_over_fit_seeds(monkeypatch):
     """Over the fit seeds 0-13 (ρ = 0.5, these 500 public rows of the benchmark's synthetic
-    set) the pick among three runs ends within 0.01 nat/row of sklearn at every seed; the two
-    standardised starts alone share a poor optimum at some seed of the same range (measured:
-    1 of 14, 0.33 nat/row below sklearn), so their worst seed is clearly worse. A claim over a
-    declared range of seeds, not about one seed. (On benchmarks/em_scale.py's rotated,
-    unequally scaled mixture, n = 1e6, ε = 1, seeds 4-11, the two starts alone ended 0.03-0.13
-    below sklearn at 5 of 8 seeds, all three at 1 of 8.)"""
+    set) the pick among three runs ends within 0.01 nat/row of sklearn at every seed, and so
+    do the two standardised starts alone. Until stop 42 the two starts alone shared a poor
+    optimum at 1 of these 14 seeds (0.33 nat/row below sklearn), where the third start made
+    the difference; since a component's one-step dip under the floor is no longer split and
+    revived (``FADE_LEVEL``, ``benchmarks/results/em_small_clusters.md``) they reach it too
+    (worst 0.0007), so both are held to 0.01 here: a claim over a declared range of seeds.
+    What the third start still buys is measured on benchmarks/em_scale.py's rotated,
+    unequally scaled mixture (n = 1e6, ε = 1, seeds 4-11: the two starts alone ended
+    0.03-0.13 below sklearn at 5 of 8 seeds, all three at 1 of 8)."""
     X, H, P = _synthetic(50_000, 0), _synthetic(20_000, 1), _synthetic(500, 7)
     sk = GaussianMixture(3, covariance_type="full", random_state=0, n_init=2).fit(X).score(H)
     gaps: dict[int, list[float]] = {}
@@ -462,7 +465,7 @@ def test_the_third_start_over_fit_seeds(monkeypatch):
             assert m.fit_info_["em_plan"].n_starts == starts
             gaps[starts].append(sk - m.score(H))
     assert max(gaps[3]) < 0.01, gaps
-    assert max(gaps[2]) > max(gaps[3]) + 0.1, gaps
+    assert max(gaps[2]) < 0.01, gaps
 
 
 def test_pixels_reach_sklearns_basin_at_rho_one_half():
