@@ -165,6 +165,19 @@ def test_undo_clipping_recovers_the_gaussian_and_no_correction_does_not() -> Non
     assert naive > 10 * np.linalg.norm(c_hat - cov)
 
 
+def _count_clipped_moments(monkeypatch) -> list[int]:
+    """Count de-clipping's evaluations of the sample's clipped moments (one per iteration)."""
+    calls = [0]
+    real = ce._Sample.clipped_moments
+
+    def counted(self, *args):
+        calls[0] += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(ce._Sample, "clipped_moments", counted)
+    return calls
+
+
 def test_undo_clipping_stops_at_a_constrained_fixed_point_with_the_capped_answer(
         monkeypatch) -> None:
     """Noisy moments with a negative eigenvalue pin Σ's eigenvalue at its floor: the residual
@@ -178,14 +191,7 @@ def test_undo_clipping_stops_at_a_constrained_fixed_point_with_the_capped_answer
     S_obs[0, 0] = -0.3  # no Gaussian's clipped rows have this covariance
     v = 0.3 * rng.standard_normal(d)
     S = S_obs + np.outer(v, v)
-    calls = [0]
-    real = ce._Sample.clipped_moments
-
-    def counted(self, *args):
-        calls[0] += 1
-        return real(self, *args)
-
-    monkeypatch.setattr(ce._Sample, "clipped_moments", counted)
+    calls = _count_clipped_moments(monkeypatch)
     m_fast, c_fast = undo_clipping(v, S, tau)
     fast_calls = calls[0]
     assert np.linalg.eigvalsh(c_fast)[0] <= ce._MIN_EIG * tau * tau / d * (1 + 1e-9)
@@ -223,14 +229,7 @@ def test_undo_clipping_batch_is_each_component_alone_bit_for_bit(monkeypatch,
     Ss.append(S_neg + np.outer(v_neg, v_neg))
     vs.append(np.full(d, 0.01))  # tiny: no sample row can be clipped
     Ss.append(1e-3 * np.eye(d) + np.outer(vs[-1], vs[-1]))
-    calls = [0]
-    real = ce._Sample.clipped_moments
-
-    def counted(self, *args):
-        calls[0] += 1
-        return real(self, *args)
-
-    monkeypatch.setattr(ce._Sample, "clipped_moments", counted)
+    calls = _count_clipped_moments(monkeypatch)
     alone, evals = [], []
     for v, S in zip(vs, Ss, strict=True):
         calls[0] = 0

@@ -359,6 +359,16 @@ def undo_clipping(
     return delta[0], cov[0]
 
 
+
+def _retire(go: np.ndarray, out_delta: np.ndarray, out_cov: np.ndarray, act: np.ndarray,
+            va: np.ndarray, Sa: np.ndarray, delta: np.ndarray, cov: np.ndarray,
+            *more: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`undo_clipping_batch`'s bookkeeping: the active components that stop now (not
+    ``go``) write their (δ, Σ) to the outputs (rows ``act``); returns the active index, the
+    targets, the iterates and ``more`` of those that go on."""
+    out_delta[act[~go]], out_cov[act[~go]] = delta[~go], cov[~go]
+    return (act[go], va[go], Sa[go], delta[go], cov[go], *(m[go] for m in more))
+
 def undo_clipping_batch(
     v: np.ndarray, S: np.ndarray, tau: float, U: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -395,10 +405,8 @@ def undo_clipping_batch(
         e_m, e_c = np.abs(step_mean).max(axis=1), np.abs(step_cov).max(axis=(1, 2))
         go = ~(np.where(e_c > e_m, e_c, e_m) < _TOLERANCE)  # max() as Python's: NaN goes on
         if not go.all():
-            done = act[~go]
-            out_delta[done], out_cov[done] = delta[~go], cov[~go]
-            act, va, Sa, delta, cov = act[go], va[go], Sa[go], delta[go], cov[go]
-            step_mean, step_cov = step_mean[go], step_cov[go]
+            act, va, Sa, delta, cov, step_mean, step_cov = _retire(
+                go, out_delta, out_cov, act, va, Sa, delta, cov, step_mean, step_cov)
             if act.size == 0:
                 break
         slope_m, a, b = _clip_slopes_batch(
@@ -418,10 +426,8 @@ def undo_clipping_batch(
         # on 604 calls of 4 fits, and were 2/3 of de-clipping's time
         go = ~(np.where(e_c > e_m, e_c, e_m) < _STILL)
         if not go.all():
-            done = act[~go]
-            out_delta[done], out_cov[done] = delta[~go], cov[~go]
-            act, va, Sa, delta, cov = act[go], va[go], Sa[go], delta[go], cov[go]
-            w, Q = w[go], Q[go]
+            act, va, Sa, delta, cov, w, Q = _retire(go, out_delta, out_cov, act, va, Sa, delta,
+                                                    cov, w, Q)
             if act.size == 0:
                 break
         root = sym((Q * np.sqrt(w)[:, None, :]) @ np.swapaxes(Q, 1, 2))  # from the same pairs
