@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "skip_seedings",
-           "sq_dists"]
+__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "nearest_two",
+           "skip_seedings", "sq_dists"]
 
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 # Lloyd steps per run at most (post-processing: no privacy effect). On private EM's ~22k start
@@ -96,6 +96,32 @@ def nearest(D: np.ndarray) -> np.ndarray:
     return lab
 
 
+def nearest_two(D: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(labels, nearest, second nearest) of the (k, n) distances: :func:`nearest` of ``D``,
+    each column's entry at its label and its smallest entry among the other rows (+inf for
+    k = 1), bit for bit what indexing ``D`` gives (minima and maxima are exact), by running
+    minima over the k rows instead of gathers and a scattered +inf; a NaN anywhere: numpy's
+    own argmin and gathers."""
+    lab = np.zeros(D.shape[1], dtype=np.intp)
+    best = D[0].copy()
+    second = np.full(D.shape[1], np.inf)
+    t = np.empty(D.shape[1])
+    for j in range(1, D.shape[0]):
+        lab[D[j] < best] = j
+        np.maximum(best, D[j], out=t)  # a new nearest pushes the old one to second
+        np.minimum(second, t, out=second)
+        np.minimum(best, D[j], out=best)
+    if np.isnan(best).any() or np.isnan(second).any():
+        lab = np.argmin(D, axis=0)
+        cols = np.arange(D.shape[1])
+        best = D[lab, cols]
+        if D.shape[0] > 1:
+            E = D.copy()
+            E[lab, cols] = np.inf
+            second = E.min(axis=0)
+    return lab, best, second
+
+
 BOUND_SLACK = 1e-9  # relative: a point's bounds decide its label only with this much room
 
 
@@ -126,22 +152,13 @@ class _Frame:
         D += np.einsum("ij,ij->i", C0, C0)[:, None]
         D += xx
         np.maximum(D, 0.0, out=D)
-        lab = nearest(D)
-        cols = np.arange(D.shape[1])
-        near = D[lab, cols]
+        lab, near, second = nearest_two(D)
         if D.shape[0] == 1:
-            return lab, np.sqrt(near), np.full(D.shape[1], np.inf)
-        D[lab, cols] = np.inf
-        second = D.min(axis=0)
+            return lab, np.sqrt(near), second
         tie = np.flatnonzero(second - near <= 4.0 * err)
         if tie.size:  # near-ties: the exact distances decide
             at = tie if idx is None else idx[tie]
-            E = sq_dists(self.PT[:, at], C)
-            lab[tie] = nearest(E)
-            tcols = np.arange(tie.size)
-            near[tie] = E[lab[tie], tcols]
-            E[lab[tie], tcols] = np.inf
-            second[tie] = E.min(axis=0)
+            lab[tie], near[tie], second[tie] = nearest_two(sq_dists(self.PT[:, at], C))
         return lab, np.sqrt(near), np.sqrt(second)
 
     def error(self, C: np.ndarray) -> float:
