@@ -5,7 +5,8 @@
 ``--capture FILE`` fits once with the code on ``PYTHONPATH`` and saves every call's inputs
 (the generator's state included) and outputs; ``--time FILE`` re-runs the calls with the code
 on ``PYTHONPATH`` ``--repeats`` times, prints the least CPU time of each kind of call over the
-repeats, and whether every output equals the captured one bit for bit. Capture with the old
+repeats (``summary_gmm``'s includes its own k-means, which is also one of the ``best_kmeans``
+calls), and whether every output equals the captured one bit for bit. Capture with the old
 code, time both (interleave them: the machine is shared)::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=<old src> python benchmarks/em_starts_speed.py --capture s.pkl
