@@ -27,6 +27,58 @@ def test_nearest_is_argmin_with_the_first_index_among_ties() -> None:
     np.testing.assert_array_equal(_nearest(D), np.argmin(D, axis=0))
 
 
+
+@pytest.mark.parametrize("k", [1, 2, 3, 9])
+def test_nearest_two_is_the_gathered_nearest_and_second_bit_for_bit(k: int) -> None:
+    """:func:`nearest_two`'s running minima give what the labels' gathers and the scattered
+    +inf gave, bit for bit: ties (an integer grid), +inf entries and NaN (numpy's argmin)."""
+    from privgauss.mixture.weighted_kmeans import nearest_two
+
+    rng = np.random.default_rng(k)
+    for trial in range(6):
+        D = (rng.integers(0, 4, size=(k, 400)).astype(float) if trial % 2
+             else rng.random((k, 400)) * 10.0)
+        if trial >= 2:
+            D[rng.integers(k), rng.integers(400)] = np.inf
+        if trial >= 4:
+            D[rng.integers(k), rng.integers(400)] = np.nan
+        lab, near, second = nearest_two(D)
+        want = np.argmin(D, axis=0)
+        cols = np.arange(400)
+        E = D.copy()
+        E[want, cols] = np.inf
+        np.testing.assert_array_equal(lab, want)
+        np.testing.assert_array_equal(near, D[want, cols])
+        np.testing.assert_array_equal(second, E.min(axis=0) if k > 1 else np.full(400, np.inf))
+
+
+def test_lloyd_kernel_equals_the_indexed_statistics_bit_for_bit() -> None:
+    """The private Lloyd step's per-block statistics (take-based gathers, one-hot rows from an
+    identity) are bit for bit those of fancy indexing and boolean masks, non-finite rows
+    included (they count at the centre-free coordinates 0)."""
+    from privgauss.linalg import clip_weights
+    from privgauss.mixture.em_starts import _lloyd_kernel
+
+    rng = np.random.default_rng(3)
+    B = rng.standard_normal((3000, 10)) * 2.0
+    B[5, 2] = np.nan
+    B[9] = np.inf
+    C = rng.standard_normal((9, 10))
+    G = np.linalg.qr(rng.standard_normal((10, 10)))[0] * rng.uniform(0.5, 2.0, 10)
+    counts, S, M = _lloyd_kernel(B, C, G, 2.5)
+    with np.errstate(all="ignore"):
+        U = (B @ G.T)[:, None, :] - C @ G.T
+        U[~np.isfinite(U)] = 0.0
+        lab = np.argmin(np.einsum("ijd,ijd->ij", U, U), axis=1)
+        Y = U[np.arange(3000), lab]
+        Y *= clip_weights(Y, 2.5)[:, None]
+    onehot = (lab[:, None] == np.arange(9)).astype(np.float64)
+    np.testing.assert_array_equal(counts, np.bincount(lab, minlength=9))
+    np.testing.assert_array_equal(S, onehot.T @ Y)
+    for j in range(9):
+        Yj = Y[lab == j]
+        np.testing.assert_array_equal(M[j], Yj.T @ Yj)
+
 def _blobs(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Three well-separated Gaussians in d = 3 over-clustered into 12 blobs by k-means:
     (blob counts, means, covariances, true weights, true means)."""

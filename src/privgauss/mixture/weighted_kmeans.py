@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "skip_seedings",
-           "sq_dists"]
+__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "nearest_two",
+           "skip_seedings", "sq_dists"]
 
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
 # Lloyd steps per run at most (post-processing: no privacy effect). On private EM's ~22k start
@@ -89,11 +89,37 @@ def nearest(D: np.ndarray) -> np.ndarray:
     lab = np.zeros(D.shape[1], dtype=np.intp)
     best = D[0].copy()
     for j in range(1, D.shape[0]):
-        lab[D[j] < best] = j
+        np.putmask(lab, D[j] < best, j)  # lab[D[j] < best] = j, faster
         np.minimum(best, D[j], out=best)
     if np.isnan(best).any():
         return np.argmin(D, axis=0)
     return lab
+
+
+def nearest_two(D: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(labels, nearest, second nearest) of the (k, n) distances: :func:`nearest` of ``D``,
+    each column's entry at its label and its smallest entry among the other rows (+inf for
+    k = 1), bit for bit what indexing ``D`` gives (minima and maxima are exact), by running
+    minima over the k rows instead of gathers and a scattered +inf; a NaN anywhere: numpy's
+    own argmin and gathers."""
+    lab = np.zeros(D.shape[1], dtype=np.intp)
+    best = D[0].copy()
+    second = np.full(D.shape[1], np.inf)
+    t = np.empty(D.shape[1])
+    for j in range(1, D.shape[0]):
+        np.putmask(lab, D[j] < best, j)  # lab[D[j] < best] = j, faster
+        np.maximum(best, D[j], out=t)  # a new nearest pushes the old one to second
+        np.minimum(second, t, out=second)
+        np.minimum(best, D[j], out=best)
+    if np.isnan(best).any() or np.isnan(second).any():
+        lab = np.argmin(D, axis=0)
+        cols = np.arange(D.shape[1])
+        best = D[lab, cols]
+        if D.shape[0] > 1:
+            E = D.copy()
+            E[lab, cols] = np.inf
+            second = E.min(axis=0)
+    return lab, best, second
 
 
 BOUND_SLACK = 1e-9  # relative: a point's bounds decide its label only with this much room
@@ -119,29 +145,20 @@ class _Frame:
         ‖x‖² − 2x·c + ‖c‖² (one matrix product), each within ``err`` (:meth:`error`) of
         the exact one; a point whose two nearest are within 4·``err`` gets :func:`sq_dists`'
         own distances, so every label is :func:`nearest` of :func:`sq_dists` bit for bit."""
-        P, xx = (self.P, self.xx) if idx is None else (self.P[idx], self.xx[idx])
+        P, xx = (self.P, self.xx) if idx is None else (self.P.take(idx, axis=0), self.xx.take(idx))
         C0 = C - self.shift
         D = C0 @ P.T  # (k, m)
         D *= -2.0
         D += np.einsum("ij,ij->i", C0, C0)[:, None]
         D += xx
         np.maximum(D, 0.0, out=D)
-        lab = nearest(D)
-        cols = np.arange(D.shape[1])
-        near = D[lab, cols]
+        lab, near, second = nearest_two(D)
         if D.shape[0] == 1:
-            return lab, np.sqrt(near), np.full(D.shape[1], np.inf)
-        D[lab, cols] = np.inf
-        second = D.min(axis=0)
+            return lab, np.sqrt(near), second
         tie = np.flatnonzero(second - near <= 4.0 * err)
         if tie.size:  # near-ties: the exact distances decide
             at = tie if idx is None else idx[tie]
-            E = sq_dists(self.PT[:, at], C)
-            lab[tie] = nearest(E)
-            tcols = np.arange(tie.size)
-            near[tie] = E[lab[tie], tcols]
-            E[lab[tie], tcols] = np.inf
-            second[tie] = E.min(axis=0)
+            lab[tie], near[tie], second[tie] = nearest_two(sq_dists(self.PT[:, at], C))
         return lab, np.sqrt(near), np.sqrt(second)
 
     def error(self, C: np.ndarray) -> float:
@@ -190,15 +207,15 @@ class _Bounds:
             cand = np.arange(self.lab.size)
         else:  # a superset of the open points (upper + lower ≤ 2·scale)
             cand = np.flatnonzero(self.key <= (self.drift + self.other + room
-                                               + 2.0 * BOUND_SLACK * self.scale)[self.lab])
+                                               + 2.0 * BOUND_SLACK * self.scale).take(self.lab))
         if cand.size == 0:
             return
         CC = np.sqrt(sq_dists(np.ascontiguousarray(C.T), C))
         np.fill_diagonal(CC, np.inf)
         half = 0.5 * CC.min(axis=0)  # a point nearer its centre than this keeps its label
-        lab = self.lab[cand]
-        upper = self.ustar[cand] + self.drift[lab]
-        gap = np.maximum(self.lstar[cand] - self.other[lab], half[lab])
+        lab = self.lab.take(cand)  # take: numpy's fast gather, the same values as indexing
+        upper = self.ustar.take(cand) + self.drift.take(lab)
+        gap = np.maximum(self.lstar.take(cand) - self.other.take(lab), half.take(lab))
         gap *= 1.0 - BOUND_SLACK
         gap -= room
         keep = upper * (1.0 + BOUND_SLACK) >= gap
@@ -206,8 +223,8 @@ class _Bounds:
         if open_.size == 0:
             return
         new, near, second = frame.labels(open_, C, err)
-        self.ustar[open_] = near - self.drift[new]
-        self.lstar[open_] = second + self.other[new]
+        self.ustar[open_] = near - self.drift.take(new)
+        self.lstar[open_] = second + self.other.take(new)
         self.key[open_] = self.lstar[open_] - self.ustar[open_]
         moved = new != old
         self.moved, self.old = open_[moved], old[moved]
@@ -270,6 +287,9 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
     else:
         C = np.array(init, dtype=np.float64)
     bounds: _Bounds | None = None
+    # a cluster's weights w·[lab = j] by np.where (twice as fast; the same values when every
+    # weight is finite: 0·∞ would be NaN)
+    finite_w = bool(np.isfinite(w).all())
     for _ in range(iters):
         if frame is None or not np.isfinite(C).all():
             bounds = None
@@ -290,7 +310,7 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
                 changed[bounds.old] = True
         newC = C.copy()
         for j in np.flatnonzero(changed).tolist():
-            wj = w * (lab == j)
+            wj = np.where(lab == j, w, 0.0) if finite_w else w * (lab == j)
             sj = wj.sum()
             if sj > 0:
                 newC[j] = wj @ points / sj
@@ -307,7 +327,7 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
     lab = nearest(D)
     var = np.empty(k)
     for j in range(k):
-        wj = w * (lab == j)
+        wj = np.where(lab == j, w, 0.0) if finite_w else w * (lab == j)
         var[j] = wj @ D[j] / wj.sum() / points.shape[1] if wj.sum() > 0 else 1.0
     return C, var, float(w @ np.min(D, axis=0))
 
