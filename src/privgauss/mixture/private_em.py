@@ -63,7 +63,8 @@ budget and public rows; every frame after the first a function of releases):
    responsibilities r_ij from the current released model; per component
    y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = r_t ≥ √d +
    ¼√(2 ln n), the step's radius at which clipping's bias matches its noise
-   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ));
+   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ)); a refining step's (after
+   the pick and the reduction) only ≥ √d (``REFINE_TAIL``: √d to r₀ at ε = 1, d = 10–15);
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
    Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
@@ -356,6 +357,8 @@ EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
+CLIP_TAIL = 0.25  # r₀ = √d + this × √(2 ln n): the least clipping radius of an EM step
+REFINE_TAIL = 0.0  # ... of a refining step (after the pick and the reduction): √d at 0
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean (at most)
 FLOOR_POWER = 4  # the whitened-frame eigenvalue floor fades like (noise reach / STEP_FLOOR)^this
@@ -473,6 +476,12 @@ class EMPlan:
                 + self.rho_spread + self.rho_score + sum(self.rho_steps) + self.rho_count
                 + self.rho_final + self.rho_atoms)
 
+    def refining(self, t: int) -> bool:
+        """Whether step t refines the one picked run with k components (public): after the
+        exploring steps and the reduction."""
+        return (t >= self.explore_steps if self.n_starts > 1 else True) and (
+            self.reduce_at is None or t >= self.reduce_at)
+
     def step_radius(self, t: int) -> float:
         """The clipping radius of EM step t (component frames): :func:`step_radius` of that
         step's second-moment noise, at least ``radius``."""
@@ -572,10 +581,10 @@ class EMPlan:
 def clip_radius(n: int, d: int) -> float:
     """The per-component clipping radius at a noisy budget, r₀ = √d + ¼√(2 ln n) (public): the
     smallest radius any EM step uses (:func:`step_radius`)."""
-    return math.sqrt(d) + 0.25 * math.sqrt(2.0 * math.log(max(n, 2)))
+    return math.sqrt(d) + CLIP_TAIL * math.sqrt(2.0 * math.log(max(n, 2)))
 
 
-def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
+def step_radius(n: int, d: int, k: int, rho_m: float, tail: float | None = None) -> float:
     """The clipping radius of an EM step whose second moments get ``rho_m`` (public): the
     radius r ≥ r₀ (:func:`clip_radius`) at which clipping's bias on a Gaussian component's
     second moment per entry, ≈ 2·P(χ²_d > r²)/d (each row outside loses ‖y‖² − r², about 2 on
@@ -586,18 +595,32 @@ def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     outside of (tail 1/n). n = 5e4, d = 10, k = 3: every step's r is r₀ (4.33) at ε = 1; at
     ε = 1e4 the last step's is 5.8.
 
+    ``tail`` (default ``CLIP_TAIL``): the least radius is √d + tail·√(2 ln n) (r₀ at ¼). The
+    plans give refining steps (:meth:`EMPlan.refining`) ``REFINE_TAIL`` = 0: where the noise
+    is loud the balance sits below r₀, and a refining step's components are near their
+    fixed point in their own frames (rows about N(0, I): ``undo_clipping`` removes the bias
+    of a Gaussian component's rows clipped at √d, about half of them). Its noise, ∝ r², and
+    its release floor fall with it (d = 15, k = 6, ε = 1: r 5.04 → 3.87, floor 3,634 →
+    1,506 rows: a 5-8 % cluster's 2,400-4,100 rows clear every refining step's floor;
+    issue 27, ``benchmarks/results/em_small_clusters.md``: tuning families' mean gap 0.51 →
+    0.11 nat/row). Tried: every step ≥ √d (the tied and exploring steps too: family 4,
+    k = 4, d = 9, sep 1.59, 0.05 → 0.18 at 2 of 3 noise seeds), refining steps ≥ √d +
+    0.1·√(2 ln n) (mean 0.13, one regression family wrong) and √d − 0.1·√(2 ln n) (0.14,
+    one wrong). At ε = 1e4 the balance is above r₀ and nothing changes.
+
     Cached (a plan asks once per step, with a few distinct ρ_m), and the χ² tail is scipy's
     special function, which ``scipy.stats.chi2.sf``/``isf`` wrap (the same values bit for
     bit, without the distribution's per-call overhead: 2.8 s of a 10 s fit at ε = 1e4).
     """
-    return _step_radius(int(n), int(d), int(k), float(rho_m))
+    t = CLIP_TAIL if tail is None else float(tail)
+    return _step_radius(int(n), int(d), int(k), float(rho_m), t)
 
 
 @lru_cache(maxsize=256)
-def _step_radius(n: int, d: int, k: int, rho_m: float) -> float:
+def _step_radius(n: int, d: int, k: int, rho_m: float, tail: float) -> float:
     from scipy import special
 
-    r0 = clip_radius(n, d)
+    r0 = math.sqrt(d) + tail * math.sqrt(2.0 * math.log(max(n, 2)))
     if not rho_m > 0 or not math.isfinite(rho_m):
         return r0
     per_row = math.sqrt(rho_m) * n / max(k, 1)
@@ -605,16 +628,23 @@ def _step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     def excess(r: float) -> float:  # decreasing in r
         return 2.0 * float(special.chdtrc(d, r * r)) / d - r * r / per_row
 
-    hi = max(r0, math.sqrt(float(special.chdtri(d, 1.0 / max(n, 2)))))
+    rc = max(r0, clip_radius(n, d))  # r₀ (CLIP_TAIL): the search as before above it
+    hi = max(rc, math.sqrt(float(special.chdtri(d, 1.0 / max(n, 2)))))
     if excess(r0) <= 0.0:
         return r0
     if excess(hi) >= 0.0:
         return hi
-    lo = r0
+    lo = rc if excess(rc) > 0.0 else r0  # the same bits as before where r ≥ r₀
     for _ in range(50):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if excess(mid) > 0.0 else (lo, mid)
     return hi
+
+
+def _tail(plan: EMPlan, t: int) -> float:
+    """The least clipping radius's tail term of step t (public): ``REFINE_TAIL`` on a
+    refining step, else ``CLIP_TAIL``."""
+    return REFINE_TAIL if plan.refining(t) else CLIP_TAIL
 
 
 def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None,
@@ -777,8 +807,8 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                                               over.explore_steps + TIED_AFTER_PICK)
                                if OVER_TIED else None)
     # a tied step's pooled moments average over all n rows (as one component's would)
-    radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2])
-                  for t in range(over.n_steps))
+    radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2],
+                              _tail(over, t)) for t in range(over.n_steps))
     return dataclasses.replace(over, step_radii=radii)
 
 
@@ -813,7 +843,8 @@ def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: in
         T, explore = wide.n_steps, wide.explore_steps
         if not _noise_change(wide, 0, n, d, k) <= WIDE_NOISE:
             continue
-        radii = tuple(step_radius(n, d, k, wide.stat_rhos(t)[2]) for t in range(T))
+        radii = tuple(step_radius(n, d, k, wide.stat_rhos(t)[2], _tail(wide, t))
+                      for t in range(T))
         wide = dataclasses.replace(wide, step_radii=radii)
         quiet = _noise_change(wide, explore, n, d, k) <= STOP_NOISE * STOP_TOL
         if plan.stop_from is not None and not quiet:
@@ -915,7 +946,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
                   final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms)
-    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
+    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2], _tail(plan, t)) for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
     plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
