@@ -969,7 +969,7 @@ def _rewhiten_reach(n: int, d: int, rho_rw: float) -> float:
     return 2.0 * math.sqrt(d) * soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rho_m) / n
 
 
-def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int) -> float:
+def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int, at_r0: bool = False) -> float:
     """The change (KL per row, as :func:`_model_change` measures it) that step t's noise
     alone makes in a model of k equal components (public): in a component's frame its mean
     moves by σ_S/n_j per coordinate and its covariance by σ_M/n_j per diagonal entry
@@ -978,8 +978,13 @@ def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int) -> float:
     1.7e-6 at ε = 1e4 (measured there: the released change settles at 0.8–1.5e-6 per step).
     A change ≤ ``STOP_TOL`` with this noise ≤ ``STOP_NOISE``·``STOP_TOL`` leaves EM's own
     move at most (1 + √``STOP_NOISE``)² ≈ 2.9 × ``STOP_TOL`` (the noise can cancel part of
-    it)."""
+    it). ``at_r0``: at a radius of at least r₀ (:func:`clip_radius`) — the public warnings
+    and requirements (:func:`noise_cost`, :func:`em_requirements`) stay where they were
+    before refining steps clipped below r₀ (``REFINE_TAIL``): de-clipping rows clipped
+    there amplifies the noise, which this count leaves out."""
     r = plan.step_radius(t)
+    if at_r0:
+        r = max(r, clip_radius(n, d))
     rc, rs, rm = plan.stat_rhos(t)
     nj = n / k
     s_n = soft_counts_l2() / math.sqrt(2.0 * rc) / n
@@ -1074,8 +1079,8 @@ def _requirements(n: int, d: int, k: int, budget: Budget, min_weight: float | No
         make = em_plan if over else _base_plan
         plan = make(max(n, 2), d, k, plan_budget, n_public=n_public, prior=prior)
         rho_m = plan.stat_rhos(plan.n_steps - 1)[2]
-        sigma_m = (soft_outer_sums_frobenius(plan.step_radius(plan.n_steps - 1))
-                   / math.sqrt(2.0 * rho_m))
+        r_last = max(plan.step_radius(plan.n_steps - 1), clip_radius(max(n, 2), d))  # as
+        sigma_m = soft_outer_sums_frobenius(r_last) / math.sqrt(2.0 * rho_m)  # noise_cost
         terms["rows per component (last-step noise)"] = 2.0 * sigma_m / w
     terms["rows per component (start)"] = _start_rows(d, budget) / w
     return report("em", n, terms, "practical", knobs,
@@ -1959,7 +1964,7 @@ def noise_cost(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
 
     def cost(m: int) -> float:
         plan = em_plan(m, d, k, budget, n_public=n_public, n_steps=n_steps, prior=prior)
-        return _noise_change(plan, plan.n_steps - 1, m, d, k)
+        return _noise_change(plan, plan.n_steps - 1, m, d, k, at_r0=True)
 
     per_row = cost(n)
     lo, hi = n, n
