@@ -601,12 +601,16 @@ def step_radius(n: int, d: int, k: int, rho_m: float, tail: float | None = None)
     fixed point in their own frames (rows about N(0, I): ``undo_clipping`` removes the bias
     of a Gaussian component's rows clipped at √d, about half of them). Its noise, ∝ r², and
     its release floor fall with it (d = 15, k = 6, ε = 1: r 5.04 → 3.87, floor 3,634 →
-    1,506 rows: a 5-8 % cluster's 2,400-4,100 rows clear every refining step's floor;
-    issue 27, ``benchmarks/results/em_small_clusters.md``: tuning families' mean gap 0.51 →
-    0.11 nat/row). Tried: every step ≥ √d (the tied and exploring steps too: family 4,
-    k = 4, d = 9, sep 1.59, 0.05 → 0.18 at 2 of 3 noise seeds), refining steps ≥ √d +
-    0.1·√(2 ln n) (mean 0.13, one regression family wrong) and √d − 0.1·√(2 ln n) (0.14,
-    one wrong). At ε = 1e4 the balance is above r₀ and nothing changes.
+    1,506 rows), and so does the last step's noise that caps the over-parameterised run's
+    k' (``OVER_CAP``): n = 5e4, ε = 1, d = 14–15, k = 4/5/6 now run k' = 8/10/11–12 (were
+    6–7/6–7/0–7). Issue 27 (``benchmarks/results/em_small_clusters.md``, tuning families,
+    mean gap): 0.51 → 0.11 nat/row; the radius with k' held as before 0.57, k' alone
+    (``OVER_CAP`` = 0.3 at r₀) 0.21 — the two work together. Tried: every step ≥ √d (the
+    tied and exploring steps too: family 4, k = 4, d = 9, sep 1.59, 0.05 → 0.18 at 2 of 3
+    noise seeds), refining steps ≥ √d + 0.1·√(2 ln n) (mean 0.13, one regression family
+    wrong), √d − 0.1·√(2 ln n) (0.14, one wrong), all but the last step (0.49). At ε = 1e4
+    the balance is above r₀ (nothing changes) but where n is small against d (n = 3,000,
+    d = 15, k = 6: 4.873 → 4.852).
 
     Cached (a plan asks once per step, with a few distinct ρ_m), and the χ² tail is scipy's
     special function, which ``scipy.stats.chi2.sf``/``isf`` wrap (the same values bit for
