@@ -34,6 +34,26 @@ def test_step_radius_is_the_old_radius_at_a_small_budget_and_grows_with_the_nois
                                                                rel=1e-6)
 
 
+def test_refining_steps_clip_closer_only_where_the_noise_is_loud(monkeypatch):
+    # issue 27: at ε = 1 the steps after the pick and the reduction clip at the bias/noise
+    # balance down to √d (below r₀), the others at r₀; at ε = 1e4 the balance is above r₀
+    # and the plan is the one with every step at least r₀
+    n, d, k = 50_000, 15, 6
+    r0 = pe.clip_radius(n, d)
+    noisy = pe.em_plan(n, d, k, ApproxDP(1.0, 1e-6))
+    assert noisy.reduce_at is not None
+    refining = [t for t in range(noisy.n_steps) if noisy.refining(t)]
+    assert refining == list(range(noisy.reduce_at, noisy.n_steps))
+    assert all(noisy.step_radius(t) == r0 for t in range(noisy.reduce_at))
+    assert all(math.sqrt(d) <= noisy.step_radius(t) < 0.8 * r0 for t in refining)
+    # the release floor (and the noise) follow the smaller radius: a 5 % cluster clears it
+    assert pe._release_floor(noisy, refining[0], n, k) < 0.05 * n
+    quiet = pe.em_plan(n, d, k, ApproxDP(1e4, 1e-6))
+    monkeypatch.setattr(pe, "REFINE_TAIL", pe.CLIP_TAIL)
+    assert pe.em_plan(n, d, k, ApproxDP(1e4, 1e-6)) == quiet
+    assert pe.em_plan(n, d, k, ApproxDP(1.0, 1e-6)).step_radii != noisy.step_radii
+
+
 def test_the_floor_vanishes_with_the_noise():
     C = np.diag([1.0, 1.0, 0.01])
     assert np.linalg.eigvalsh(pe._floor(C))[0] == pytest.approx(pe.STEP_FLOOR * np.trace(C) / 3)
@@ -49,7 +69,7 @@ def test_more_steps_only_when_the_budget_allows():
     # the default schedule's most steps, then a wide plan's (quiet: more runs, more steps)
     assert pe._base_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6)).n_steps == pe.MAX_STEPS
     assert big.n_steps == pe.WIDE_STEPS and big.n_starts == pe.WIDE_STARTS
-    assert big.step_radii[-1] > small.step_radii[-1] >= small.radius
+    assert big.step_radii[-1] > small.step_radii[-1] >= math.sqrt(10)
     # explicit n_steps wins, and every plan still pays for its clipped count and atom counts
     assert pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6), n_steps=7).n_steps == 7
     assert [nm for nm, _ in big.parts()][-2:] == ["clipped count", "atom counts"]
