@@ -63,8 +63,9 @@ budget and public rows; every frame after the first a function of releases):
    responsibilities r_ij from the current released model; per component
    y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = r_t ≥ √d +
    ¼√(2 ln n), the step's radius at which clipping's bias matches its noise
-   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ)); a refining step's (after
-   the pick and the reduction) only ≥ √d (``REFINE_TAIL``: √d to r₀ at ε = 1, d = 10–15);
+   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ)); in an over-parameterised
+   plan a refining step's (after the pick and the reduction) only ≥ √d (``REFINE_TAIL``:
+   √d to r₀ at ε = 1, d = 10–15; a plan without k' keeps r₀, :func:`_tail`);
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
    Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
@@ -645,10 +646,20 @@ def _step_radius(n: int, d: int, k: int, rho_m: float, tail: float) -> float:
     return hi
 
 
-def _tail(plan: EMPlan, t: int) -> float:
-    """The least clipping radius's tail term of step t (public): ``REFINE_TAIL`` on a
-    refining step, else ``CLIP_TAIL``."""
-    return REFINE_TAIL if plan.refining(t) else CLIP_TAIL
+def _tail(plan: EMPlan, t: int, refine: float = CLIP_TAIL) -> float:
+    """The least clipping radius's tail term of step t (public): ``refine`` on a refining
+    step, else ``CLIP_TAIL``. Only the over-parameterised plans (:func:`em_plan`'s k' run, and
+    :func:`_over_components` sizing it) pass ``REFINE_TAIL``; a plan without k' clips at r₀
+    throughout (issue 27, ``benchmarks/results/em_small_clusters.md``, "Gate"). Why: the
+    de-clipping below r₀ removes the bias of rows that are N(0, I) in the component's frame,
+    true only near the fixed point; a k' run exists only where its last step's noise moves
+    a k'-model by at most ``OVER_CAP`` (0.1 nat/row), while the plain ε = 1 plans are
+    mostly ones that failed that (the real-table corpus: the last step's noise at r₀ moves
+    a 3-model by 0.17–0.75 nat/row on the tables that lost). Measured (famshape's runs): on
+    the tuning families the smaller radius with main's k' hurt the four without a k' run
+    (d = 15, k = 6, mean gap 0.66 → 0.74); its gain there needs k' too (both: 0.11); on the
+    corpus 8 of the 9 tables that lost > 0.05 at ε = 1 with 1 % public rows had no k'."""
+    return refine if plan.refining(t) else CLIP_TAIL
 
 
 def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None,
@@ -802,7 +813,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     if not k_over:
         return plan
     over = _base_plan(n, d, k_over, budget, n_public=n_public, n_steps=None, prior=prior,
-                      reduce_steps=REDUCE_STEPS)
+                      reduce_steps=REDUCE_STEPS, refine_tail=REFINE_TAIL)
     reduce_at = over.n_steps - REDUCE_STEPS
     if over.stop_from is not None or reduce_at <= over.explore_steps:
         return plan
@@ -812,7 +823,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                                if OVER_TIED else None)
     # a tied step's pooled moments average over all n rows (as one component's would)
     radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2],
-                              _tail(over, t)) for t in range(over.n_steps))
+                              _tail(over, t, REFINE_TAIL)) for t in range(over.n_steps))
     return dataclasses.replace(over, step_radii=radii)
 
 
@@ -872,7 +883,8 @@ def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
     if not _noise_change(plan, 0, n, d, k) > OVER_NOISE:
         return 0
     for k_over in range(top, k, -1):  # the most components whose run stays usable
-        over = _base_plan(n, d, k_over, budget, n_public=n_public, prior=prior)
+        over = _base_plan(n, d, k_over, budget, n_public=n_public, prior=prior,
+                          refine_tail=REFINE_TAIL)  # its last step's radius as in the k' run
         if _noise_change(over, over.n_steps - 1, n, d, k_over) > OVER_CAP:
             continue
         if _requirements(n, d, k_over, budget, None, n_public, prior, over=False).ok:
@@ -882,7 +894,7 @@ def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
 
 def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                n_steps: int | None = None, prior: bool = False,
-               reduce_steps: int = 0) -> EMPlan:
+               reduce_steps: int = 0, refine_tail: float = CLIP_TAIL) -> EMPlan:
     """:func:`em_plan` for k fitted components; with ``reduce_steps`` = R > 0 the last R EM
     steps (after the reduction) get 1 − ``OVER_SHARE`` of the steps' ρ (half of it on the
     last, the rest evenly), the T − R before them the rest, evenly."""
@@ -950,7 +962,8 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
                   final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms)
-    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2], _tail(plan, t)) for t in range(T))
+    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2], _tail(plan, t, refine_tail))
+                  for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
     plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
