@@ -597,7 +597,8 @@ def step_radius(n: int, d: int, k: int, rho_m: float, tail: float | None = None)
     ε = 1e4 the last step's is 5.8.
 
     ``tail`` (default ``CLIP_TAIL``): the least radius is √d + tail·√(2 ln n) (r₀ at ¼). The
-    plans give refining steps (:meth:`EMPlan.refining`) ``REFINE_TAIL`` = 0: where the noise
+    over-parameterised plans (a k' run; :func:`_tail`: a plan without one keeps r₀) give
+    their refining steps (:meth:`EMPlan.refining`) ``REFINE_TAIL`` = 0: where the noise
     is loud the balance sits below r₀, and a refining step's components are near their
     fixed point in their own frames (rows about N(0, I): ``undo_clipping`` removes the bias
     of a Gaussian component's rows clipped at √d, about half of them). Its noise, ∝ r², and
