@@ -651,15 +651,18 @@ def _tail(plan: EMPlan, t: int, refine: float = CLIP_TAIL) -> float:
     """The least clipping radius's tail term of step t (public): ``refine`` on a refining
     step, else ``CLIP_TAIL``. Only the over-parameterised plans (:func:`em_plan`'s k' run, and
     :func:`_over_components` sizing it) pass ``REFINE_TAIL``; a plan without k' clips at r₀
-    throughout (issue 27, ``benchmarks/results/em_small_clusters.md``, "Gate"). Why: the
+    throughout (issue 27; ``benchmarks/results/em_small_clusters.md``, "famgate"). Why: the
     de-clipping below r₀ removes the bias of rows that are N(0, I) in the component's frame,
-    true only near the fixed point; a k' run exists only where its last step's noise moves
-    a k'-model by at most ``OVER_CAP`` (0.1 nat/row), while the plain ε = 1 plans are
-    mostly ones that failed that (the real-table corpus: the last step's noise at r₀ moves
-    a 3-model by 0.17–0.75 nat/row on the tables that lost). Measured (famshape's runs): on
-    the tuning families the smaller radius with main's k' hurt the four without a k' run
-    (d = 15, k = 6, mean gap 0.66 → 0.74); its gain there needs k' too (both: 0.11); on the
-    corpus 8 of the 9 tables that lost > 0.05 at ε = 1 with 1 % public rows had no k'."""
+    true only near the fixed point; a k' run exists only where its last step's noise moves a
+    k'-model by at most ``OVER_CAP`` (0.1 nat/row), while the plain ε = 1 plans are mostly
+    ones that failed that (the real-table corpus: the last step's noise at r₀ moves a
+    3-model by 0.17–0.29 nat/row on the tables that lost with 1 % public rows, 0.40–0.75
+    without). Measured: on famshape's tuning families the smaller radius with main's k' hurt
+    the four without a k' run (d = 15, k = 6, mean gap 0.66 → 0.74; its gain there needs k'
+    too); on the corpus 8 of the 9 rows famshape lost by > 0.05 at ε = 1 with 1 % public
+    rows had no k'. With this gate: held-out families 1280–1329 (ε = 1) 8 → 4 wrong of 50
+    (famshape's 4); the corpus at ε = 1 with and without public rows, two splits, 13 of 78
+    rows changed, 6 better and 2 worse by > 0.05 (famshape: 48 changed, 13 better, 11 worse)."""
     return refine if plan.refining(t) else CLIP_TAIL
 
 
