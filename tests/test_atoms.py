@@ -239,9 +239,12 @@ def test_neighbours_get_the_same_warnings_and_ledger() -> None:
         assert outs[0].ledger_length == outs[1].ledger_length
 
 
-def test_parked_rows_warn_and_continuous_rows_do_not() -> None:
+def test_parked_rows_warn_and_continuous_rows_do_not(monkeypatch) -> None:
     """At ε = 1: 40 % of a column at one value warns (the fit is not at its floor there, so
-    the floor test alone would not); a continuous mixture of the same size does not."""
+    the floor test alone would not); a continuous mixture of the same size does not. The
+    refining steps clip at r₀ here (``REFINE_TAIL``): at the balance below it (√d..r₀) this
+    fit's parked component reaches the eigenvalue floor, and the floor test alone warns."""
+    monkeypatch.setattr(pe, "REFINE_TAIL", pe.CLIP_TAIL)
     m, caught = _fit(_parked(20000, 2))
     assert m.fit_info_["final_selection"]["em_thinnest_variance"] > pe.EIG_FLOOR * (1 + 1e-6)
     assert m.fit_info_["atom_gain"]["gain"] >= at.ATOM_ALARM

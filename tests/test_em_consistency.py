@@ -34,6 +34,54 @@ def test_step_radius_is_the_old_radius_at_a_small_budget_and_grows_with_the_nois
                                                                rel=1e-6)
 
 
+def test_refining_steps_clip_closer_only_where_the_noise_is_loud(monkeypatch):
+    # issue 27: at ε = 1 the steps after the pick and the reduction clip at the bias/noise
+    # balance down to √d (below r₀), the others at r₀; at ε = 1e4 the balance is above r₀
+    # and the plan is the one with every step at least r₀
+    n, d, k = 50_000, 15, 6
+    r0 = pe.clip_radius(n, d)
+    noisy = pe.em_plan(n, d, k, ApproxDP(1.0, 1e-6))
+    assert noisy.reduce_at is not None
+    refining = [t for t in range(noisy.n_steps) if noisy.refining(t)]
+    assert refining == list(range(noisy.reduce_at, noisy.n_steps))
+    assert all(noisy.step_radius(t) == r0 for t in range(noisy.reduce_at))
+    assert all(math.sqrt(d) <= noisy.step_radius(t) < 0.8 * r0 for t in refining)
+    # the release floor (and the noise) follow the smaller radius: a 5 % cluster clears it
+    assert pe._release_floor(noisy, refining[0], n, k) < 0.05 * n
+    quiet = pe.em_plan(n, d, k, ApproxDP(1e4, 1e-6))
+    monkeypatch.setattr(pe, "REFINE_TAIL", pe.CLIP_TAIL)
+    assert pe.em_plan(n, d, k, ApproxDP(1e4, 1e-6)) == quiet
+    assert pe.em_plan(n, d, k, ApproxDP(1.0, 1e-6)).step_radii != noisy.step_radii
+
+
+def test_only_over_parameterised_plans_clip_below_r0(monkeypatch):
+    # issue 27 (famgate): a plan without a k' run keeps r₀ on every step even where the
+    # balance is below it (the real-table corpus at ε = 1: n = 3,900, d = 7, k = 3, Benefits'
+    # size); a k' plan's refining steps clip below r₀, and its k' is sized with that radius
+    budget = ApproxDP(1.0, 1e-6)
+    n, d, k = 3_900, 7, 3
+    r0 = pe.clip_radius(n, d)
+    plain = pe.em_plan(n, d, k, budget)
+    assert plain.components == 0 and plain.reduce_at is None
+    assert any(plain.refining(t) for t in range(plain.n_steps))
+    assert plain.step_radii == (r0,) * plain.n_steps
+    # its balance is below r₀: a refining step with REFINE_TAIL would clip closer
+    t = plain.n_steps - 1
+    assert pe.step_radius(n, d, k, plain.stat_rhos(t)[2], pe.REFINE_TAIL) < 0.8 * r0
+    # an over-parameterised plan of the corpus (SumHes' size): k' only with the smaller
+    # radius, and its refining steps use it
+    n, d = 2_600, 4
+    over = pe.em_plan(n, d, k, budget)
+    assert over.components > k and over.reduce_at is not None
+    r0 = pe.clip_radius(n, d)
+    assert all(over.step_radius(t) == r0 for t in range(over.reduce_at))
+    assert all(math.sqrt(d) <= over.step_radius(t) < 0.8 * r0
+               for t in range(over.reduce_at, over.n_steps))
+    monkeypatch.setattr(pe, "REFINE_TAIL", pe.CLIP_TAIL)
+    assert pe.em_plan(n, d, k, budget).components == 0
+    assert pe.em_plan(3_900, 7, k, budget) == plain
+
+
 def test_the_floor_vanishes_with_the_noise():
     C = np.diag([1.0, 1.0, 0.01])
     assert np.linalg.eigvalsh(pe._floor(C))[0] == pytest.approx(pe.STEP_FLOOR * np.trace(C) / 3)
@@ -49,7 +97,7 @@ def test_more_steps_only_when_the_budget_allows():
     # the default schedule's most steps, then a wide plan's (quiet: more runs, more steps)
     assert pe._base_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6)).n_steps == pe.MAX_STEPS
     assert big.n_steps == pe.WIDE_STEPS and big.n_starts == pe.WIDE_STARTS
-    assert big.step_radii[-1] > small.step_radii[-1] >= small.radius
+    assert big.step_radii[-1] > small.step_radii[-1] >= math.sqrt(10)
     # explicit n_steps wins, and every plan still pays for its clipped count and atom counts
     assert pe.em_plan(50_000, 10, 3, ApproxDP(1e4, 1e-6), n_steps=7).n_steps == 7
     assert [nm for nm, _ in big.parts()][-2:] == ["clipped count", "atom counts"]

@@ -63,7 +63,9 @@ budget and public rows; every frame after the first a function of releases):
    responsibilities r_ij from the current released model; per component
    y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = r_t ≥ √d +
    ¼√(2 ln n), the step's radius at which clipping's bias matches its noise
-   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ));
+   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ)); in an over-parameterised
+   plan a refining step's (after the pick and the reduction) only ≥ √d (``REFINE_TAIL``:
+   √d to r₀ at ε = 1, d = 10–15; a plan without k' keeps r₀, :func:`_tail`);
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
    Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
@@ -356,6 +358,8 @@ EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
+CLIP_TAIL = 0.25  # r₀ = √d + this × √(2 ln n): the least clipping radius of an EM step
+REFINE_TAIL = 0.0  # ... of a refining step (after the pick and the reduction): √d at 0
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean (at most)
 FLOOR_POWER = 4  # the whitened-frame eigenvalue floor fades like (noise reach / STEP_FLOOR)^this
@@ -473,6 +477,12 @@ class EMPlan:
                 + self.rho_spread + self.rho_score + sum(self.rho_steps) + self.rho_count
                 + self.rho_final + self.rho_atoms)
 
+    def refining(self, t: int) -> bool:
+        """Whether step t refines the one picked run with k components (public): after the
+        exploring steps and the reduction."""
+        return (t >= self.explore_steps if self.n_starts > 1 else True) and (
+            self.reduce_at is None or t >= self.reduce_at)
+
     def step_radius(self, t: int) -> float:
         """The clipping radius of EM step t (component frames): :func:`step_radius` of that
         step's second-moment noise, at least ``radius``."""
@@ -572,10 +582,10 @@ class EMPlan:
 def clip_radius(n: int, d: int) -> float:
     """The per-component clipping radius at a noisy budget, r₀ = √d + ¼√(2 ln n) (public): the
     smallest radius any EM step uses (:func:`step_radius`)."""
-    return math.sqrt(d) + 0.25 * math.sqrt(2.0 * math.log(max(n, 2)))
+    return math.sqrt(d) + CLIP_TAIL * math.sqrt(2.0 * math.log(max(n, 2)))
 
 
-def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
+def step_radius(n: int, d: int, k: int, rho_m: float, tail: float | None = None) -> float:
     """The clipping radius of an EM step whose second moments get ``rho_m`` (public): the
     radius r ≥ r₀ (:func:`clip_radius`) at which clipping's bias on a Gaussian component's
     second moment per entry, ≈ 2·P(χ²_d > r²)/d (each row outside loses ‖y‖² − r², about 2 on
@@ -586,18 +596,37 @@ def step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     outside of (tail 1/n). n = 5e4, d = 10, k = 3: every step's r is r₀ (4.33) at ε = 1; at
     ε = 1e4 the last step's is 5.8.
 
+    ``tail`` (default ``CLIP_TAIL``): the least radius is √d + tail·√(2 ln n) (r₀ at ¼). The
+    over-parameterised plans (a k' run; :func:`_tail`: a plan without one keeps r₀) give
+    their refining steps (:meth:`EMPlan.refining`) ``REFINE_TAIL`` = 0: where the noise
+    is loud the balance sits below r₀, and a refining step's components are near their
+    fixed point in their own frames (rows about N(0, I): ``undo_clipping`` removes the bias
+    of a Gaussian component's rows clipped at √d, about half of them). Its noise, ∝ r², and
+    its release floor fall with it (d = 15, k = 6, ε = 1: r 5.04 → 3.87, floor 3,634 →
+    1,506 rows), and so does the last step's noise that caps the over-parameterised run's
+    k' (``OVER_CAP``): n = 5e4, ε = 1, d = 14–15, k = 4/5/6 now run k' = 8/10/11–12 (were
+    6–7/6–7/0–7). Issue 27 (``benchmarks/results/em_small_clusters.md``, tuning families,
+    mean gap): 0.51 → 0.11 nat/row; the radius with k' held as before 0.57, k' alone
+    (``OVER_CAP`` = 0.3 at r₀) 0.21 — the two work together. Tried: every step ≥ √d (the
+    tied and exploring steps too: family 4, k = 4, d = 9, sep 1.59, 0.05 → 0.18 at 2 of 3
+    noise seeds), refining steps ≥ √d + 0.1·√(2 ln n) (mean 0.13, one regression family
+    wrong), √d − 0.1·√(2 ln n) (0.14, one wrong), all but the last step (0.49). At ε = 1e4
+    the balance is above r₀ (nothing changes) but where n is small against d (n = 3,000,
+    d = 15, k = 6: 4.873 → 4.852).
+
     Cached (a plan asks once per step, with a few distinct ρ_m), and the χ² tail is scipy's
     special function, which ``scipy.stats.chi2.sf``/``isf`` wrap (the same values bit for
     bit, without the distribution's per-call overhead: 2.8 s of a 10 s fit at ε = 1e4).
     """
-    return _step_radius(int(n), int(d), int(k), float(rho_m))
+    t = CLIP_TAIL if tail is None else float(tail)
+    return _step_radius(int(n), int(d), int(k), float(rho_m), t)
 
 
 @lru_cache(maxsize=256)
-def _step_radius(n: int, d: int, k: int, rho_m: float) -> float:
+def _step_radius(n: int, d: int, k: int, rho_m: float, tail: float) -> float:
     from scipy import special
 
-    r0 = clip_radius(n, d)
+    r0 = math.sqrt(d) + tail * math.sqrt(2.0 * math.log(max(n, 2)))
     if not rho_m > 0 or not math.isfinite(rho_m):
         return r0
     per_row = math.sqrt(rho_m) * n / max(k, 1)
@@ -605,16 +634,36 @@ def _step_radius(n: int, d: int, k: int, rho_m: float) -> float:
     def excess(r: float) -> float:  # decreasing in r
         return 2.0 * float(special.chdtrc(d, r * r)) / d - r * r / per_row
 
-    hi = max(r0, math.sqrt(float(special.chdtri(d, 1.0 / max(n, 2)))))
+    rc = max(r0, clip_radius(n, d))  # r₀ (CLIP_TAIL): the search as before above it
+    hi = max(rc, math.sqrt(float(special.chdtri(d, 1.0 / max(n, 2)))))
     if excess(r0) <= 0.0:
         return r0
     if excess(hi) >= 0.0:
         return hi
-    lo = r0
+    lo = rc if excess(rc) > 0.0 else r0  # the same bits as before where r ≥ r₀
     for _ in range(50):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if excess(mid) > 0.0 else (lo, mid)
     return hi
+
+
+def _tail(plan: EMPlan, t: int, refine: float = CLIP_TAIL) -> float:
+    """The least clipping radius's tail term of step t (public): ``refine`` on a refining
+    step, else ``CLIP_TAIL``. Only the over-parameterised plans (:func:`em_plan`'s k' run, and
+    :func:`_over_components` sizing it) pass ``REFINE_TAIL``; a plan without k' clips at r₀
+    throughout (issue 27; ``benchmarks/results/em_small_clusters.md``, "famgate"). Why: the
+    de-clipping below r₀ removes the bias of rows that are N(0, I) in the component's frame,
+    true only near the fixed point; a k' run exists only where its last step's noise moves a
+    k'-model by at most ``OVER_CAP`` (0.1 nat/row), while the plain ε = 1 plans are mostly
+    ones that failed that (the real-table corpus: the last step's noise at r₀ moves a
+    3-model by 0.17–0.29 nat/row on the tables that lost with 1 % public rows, 0.40–0.75
+    without). Measured: on famshape's tuning families the smaller radius with main's k' hurt
+    the four without a k' run (d = 15, k = 6, mean gap 0.66 → 0.74; its gain there needs k'
+    too); on the corpus 8 of the 9 rows famshape lost by > 0.05 at ε = 1 with 1 % public
+    rows had no k'. With this gate: held-out families 1280–1329 (ε = 1) 8 → 4 wrong of 50
+    (famshape's 4); the corpus at ε = 1 with and without public rows, two splits, 13 of 78
+    rows changed, 6 better and 2 worse by > 0.05 (famshape: 48 changed, 13 better, 11 worse)."""
+    return refine if plan.refining(t) else CLIP_TAIL
 
 
 def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None,
@@ -768,7 +817,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     if not k_over:
         return plan
     over = _base_plan(n, d, k_over, budget, n_public=n_public, n_steps=None, prior=prior,
-                      reduce_steps=REDUCE_STEPS)
+                      reduce_steps=REDUCE_STEPS, refine_tail=REFINE_TAIL)
     reduce_at = over.n_steps - REDUCE_STEPS
     if over.stop_from is not None or reduce_at <= over.explore_steps:
         return plan
@@ -777,8 +826,8 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                                               over.explore_steps + TIED_AFTER_PICK)
                                if OVER_TIED else None)
     # a tied step's pooled moments average over all n rows (as one component's would)
-    radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2])
-                  for t in range(over.n_steps))
+    radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2],
+                              _tail(over, t, REFINE_TAIL)) for t in range(over.n_steps))
     return dataclasses.replace(over, step_radii=radii)
 
 
@@ -813,7 +862,8 @@ def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: in
         T, explore = wide.n_steps, wide.explore_steps
         if not _noise_change(wide, 0, n, d, k) <= WIDE_NOISE:
             continue
-        radii = tuple(step_radius(n, d, k, wide.stat_rhos(t)[2]) for t in range(T))
+        radii = tuple(step_radius(n, d, k, wide.stat_rhos(t)[2], _tail(wide, t))
+                      for t in range(T))
         wide = dataclasses.replace(wide, step_radii=radii)
         quiet = _noise_change(wide, explore, n, d, k) <= STOP_NOISE * STOP_TOL
         if plan.stop_from is not None and not quiet:
@@ -837,7 +887,8 @@ def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
     if not _noise_change(plan, 0, n, d, k) > OVER_NOISE:
         return 0
     for k_over in range(top, k, -1):  # the most components whose run stays usable
-        over = _base_plan(n, d, k_over, budget, n_public=n_public, prior=prior)
+        over = _base_plan(n, d, k_over, budget, n_public=n_public, prior=prior,
+                          refine_tail=REFINE_TAIL)  # its last step's radius as in the k' run
         if _noise_change(over, over.n_steps - 1, n, d, k_over) > OVER_CAP:
             continue
         if _requirements(n, d, k_over, budget, None, n_public, prior, over=False).ok:
@@ -847,7 +898,7 @@ def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
 
 def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                n_steps: int | None = None, prior: bool = False,
-               reduce_steps: int = 0) -> EMPlan:
+               reduce_steps: int = 0, refine_tail: float = CLIP_TAIL) -> EMPlan:
     """:func:`em_plan` for k fitted components; with ``reduce_steps`` = R > 0 the last R EM
     steps (after the reduction) get 1 − ``OVER_SHARE`` of the steps' ρ (half of it on the
     last, the rest evenly), the T − R before them the rest, evenly."""
@@ -915,7 +966,8 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
                   final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms)
-    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2]) for t in range(T))
+    radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2], _tail(plan, t, refine_tail))
+                  for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
     plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
@@ -938,7 +990,7 @@ def _rewhiten_reach(n: int, d: int, rho_rw: float) -> float:
     return 2.0 * math.sqrt(d) * soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rho_m) / n
 
 
-def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int) -> float:
+def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int, at_r0: bool = False) -> float:
     """The change (KL per row, as :func:`_model_change` measures it) that step t's noise
     alone makes in a model of k equal components (public): in a component's frame its mean
     moves by σ_S/n_j per coordinate and its covariance by σ_M/n_j per diagonal entry
@@ -947,8 +999,13 @@ def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int) -> float:
     1.7e-6 at ε = 1e4 (measured there: the released change settles at 0.8–1.5e-6 per step).
     A change ≤ ``STOP_TOL`` with this noise ≤ ``STOP_NOISE``·``STOP_TOL`` leaves EM's own
     move at most (1 + √``STOP_NOISE``)² ≈ 2.9 × ``STOP_TOL`` (the noise can cancel part of
-    it)."""
+    it). ``at_r0``: at a radius of at least r₀ (:func:`clip_radius`) — the public warnings
+    and requirements (:func:`noise_cost`, :func:`em_requirements`) stay where they were
+    before refining steps clipped below r₀ (``REFINE_TAIL``): de-clipping rows clipped
+    there amplifies the noise, which this count leaves out."""
     r = plan.step_radius(t)
+    if at_r0:
+        r = max(r, clip_radius(n, d))
     rc, rs, rm = plan.stat_rhos(t)
     nj = n / k
     s_n = soft_counts_l2() / math.sqrt(2.0 * rc) / n
@@ -1043,8 +1100,8 @@ def _requirements(n: int, d: int, k: int, budget: Budget, min_weight: float | No
         make = em_plan if over else _base_plan
         plan = make(max(n, 2), d, k, plan_budget, n_public=n_public, prior=prior)
         rho_m = plan.stat_rhos(plan.n_steps - 1)[2]
-        sigma_m = (soft_outer_sums_frobenius(plan.step_radius(plan.n_steps - 1))
-                   / math.sqrt(2.0 * rho_m))
+        r_last = max(plan.step_radius(plan.n_steps - 1), clip_radius(max(n, 2), d))  # as
+        sigma_m = soft_outer_sums_frobenius(r_last) / math.sqrt(2.0 * rho_m)  # noise_cost
         terms["rows per component (last-step noise)"] = 2.0 * sigma_m / w
     terms["rows per component (start)"] = _start_rows(d, budget) / w
     return report("em", n, terms, "practical", knobs,
@@ -1928,7 +1985,7 @@ def noise_cost(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
 
     def cost(m: int) -> float:
         plan = em_plan(m, d, k, budget, n_public=n_public, n_steps=n_steps, prior=prior)
-        return _noise_change(plan, plan.n_steps - 1, m, d, k)
+        return _noise_change(plan, plan.n_steps - 1, m, d, k, at_r0=True)
 
     per_row = cost(n)
     lo, hi = n, n
