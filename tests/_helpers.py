@@ -18,6 +18,14 @@ def scale_free_rows(n: int = 2000, d: int = 2, seed: int = 0) -> np.ndarray:
     return rng.normal(size=(n, d)) * np.exp2(rng.uniform(-30.0, 30.0, size=(n, 1)))
 
 
+def correlated_gaussian(n: int, d: int, seed: int) -> np.ndarray:
+    """n rows of a correlated d-dimensional Gaussian, scale 3 around 10 (the histogram
+    route's tests: the columns of real tables are mixed in beside them)."""
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(d, d)) / np.sqrt(d) + np.eye(d)
+    return rng.normal(size=(n, d)) @ A.T * 3.0 + 10.0
+
+
 def spent_equals(acct: Accountant, eps: float, delta: float) -> bool:
     """Whether ``acct`` spent exactly (ε, δ) — up to float rounding of the composition."""
     spent = acct.spent

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import correlated_gaussian
 
 import privgauss as pg
 from privgauss.gaussian import histogram as hg
@@ -25,12 +26,6 @@ from privgauss.mechanisms import Release
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, BudgetPlan, ledger_mismatch
 
 DELTA = 1e-6
-
-
-def _gaussian(n: int, d: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    A = rng.normal(size=(d, d)) / np.sqrt(d) + np.eye(d)
-    return rng.normal(size=(n, d)) @ A.T * 3.0 + 10.0
 
 
 def _wide(n: int, seed: int) -> np.ndarray:
@@ -149,7 +144,7 @@ def test_a_column_over_five_orders_of_magnitude_fits_at_eps_1(
     n = 5000
     widened = []
     for seed in range(6):
-        X = np.column_stack([_gaussian(n, 3, seed), _wide(n, seed)])
+        X = np.column_stack([correlated_gaussian(n, 3, seed), _wide(n, seed)])
         g = pg.PrivateGaussian(epsilon=1.0, delta=DELTA, random_state=seed).fit(X)
         widened.append(len(_steps(g.ledger_, "-wide")) == 1)
         ratio = np.diag(g.covariance_) / np.diag(np.cov(X.T))
@@ -160,7 +155,7 @@ def test_a_column_over_five_orders_of_magnitude_fits_at_eps_1(
     assert sum(widened) >= 4
     _without_wide(monkeypatch)
     for seed in range(6):
-        X = np.column_stack([_gaussian(n, 3, seed), _wide(n, seed)])
+        X = np.column_stack([correlated_gaussian(n, 3, seed), _wide(n, seed)])
         est = pg.PrivateGaussian(epsilon=1.0, delta=DELTA, random_state=seed)
         if not widened[seed]:
             est.fit(X)
@@ -177,7 +172,7 @@ def test_the_wide_release_is_charged_and_the_total_unchanged() -> None:
     release still gets its TIE_SHARE of it; the zCDP entries still sum to the plan's ρ_all
     and the fit spends exactly (ε, δ)."""
     n = 4000
-    X = np.column_stack([_gaussian(n, 3, 1), _wide(n, 1), _zero_inflated(n, 1)])
+    X = np.column_stack([correlated_gaussian(n, 3, 1), _wide(n, 1), _zero_inflated(n, 1)])
     acct = Accountant(ApproxDP(1.0, DELTA))
     histogram_gaussian(X, 1.0, DELTA, release=Release.of(acct, 1))
     steps = [e.step for e in acct.ledger]
@@ -202,7 +197,7 @@ def test_wide_axes_follow_the_histogram_plans_branch(tied: bool) -> None:
     """The estimator's ledger follows its plan's wide branch (and the wide-and-ties branch
     with a rare-valued tied column), not its main line nor the ties-only branch."""
     n = 4000
-    cols = [_gaussian(n, 2, 2), _wide(n, 2)] + ([_zero_inflated(n, 2)] if tied else [])
+    cols = [correlated_gaussian(n, 2, 2), _wide(n, 2)] + ([_zero_inflated(n, 2)] if tied else [])
     est = pg.PrivateGaussian(method="histogram", epsilon=1.0, delta=DELTA, random_state=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -227,7 +222,7 @@ def test_fits_without_a_wide_axis_are_bit_identical(
     rows with a flag — is bit for bit the fit of the route without it, with the same
     ledger."""
     n = 5000
-    X = _gaussian(n, 4, 7)
+    X = correlated_gaussian(n, 4, 7)
     if rows == "tied":
         X = np.column_stack([X, _zero_inflated(n, 7)])
     if rows == "sorted":
@@ -254,7 +249,7 @@ def test_dask_rows_read_the_same_wide_brackets() -> None:
     from privgauss.gaussian.histogram import budget_split, localise
 
     n = 5000
-    X = np.column_stack([_gaussian(n, 2, 4), _wide(n, 4)])
+    X = np.column_stack([correlated_gaussian(n, 2, 4), _wide(n, 4)])
     s_b, l_b, rho_ref = budget_split(n, 3, ApproxDP(1.0, DELTA), False, "practical")
     out = []
     for rows in (X, da.from_array(X, chunks=(1001, 3))):

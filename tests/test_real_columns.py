@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import correlated_gaussian
 
 import privgauss as pg
 from privgauss.gaussian.histogram import histogram_gaussian, localisation_plan
@@ -19,12 +20,6 @@ from privgauss.mechanisms import Release
 from privgauss.privacy import ZCDP, Accountant, ApproxDP
 
 DELTA = 1e-6
-
-
-def _gaussian(n: int, d: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    A = rng.normal(size=(d, d)) / np.sqrt(d) + np.eye(d)
-    return rng.normal(size=(n, d)) @ A.T * 3.0 + 10.0
 
 
 def _zero_inflated(n: int, seed: int) -> np.ndarray:
@@ -68,7 +63,7 @@ def test_zero_inflated_tail_column_fits(seed: int) -> None:
     other columns are as accurate as ever and whose tail column has a positive variance at
     most its np.var (clipping its tail shrinks it: measured 0.09-0.2 of np.var)."""
     n = 5000
-    X = np.column_stack([_gaussian(n, 8, seed), _zero_inflated(n, seed)])
+    X = np.column_stack([correlated_gaussian(n, 8, seed), _zero_inflated(n, seed)])
     g = _fit(X, 1.0, seed)
     S = np.cov(X.T)
     ratio = np.diag(g.covariance_) / np.diag(S)
@@ -89,7 +84,7 @@ def test_rare_flag_among_many_columns_fits(seed: int) -> None:
     a limitation of the clip radius, not of the localisation) — or, where its count reads it as
     near-constant, the variance floor of a constant."""
     n = 16_000
-    X = np.column_stack([_gaussian(n, 16, seed), _flag(n, seed)])
+    X = np.column_stack([correlated_gaussian(n, 16, seed), _flag(n, seed)])
     g = _fit(X, 1.0, seed)
     p = X[:, 16].mean()
     assert abs(g.mean_[16] - p) < 0.02 + (0 if _ties_steps(g) else p)
@@ -102,7 +97,7 @@ def test_the_octave_release_is_charged_and_the_total_unchanged() -> None:
     planned ρ, taken from the refinement, so the zCDP entries still sum to the plan's ρ_all and
     the fit spends exactly (ε, δ)."""
     n = 16_000
-    X = np.column_stack([_gaussian(n, 16, 1), _flag(n, 1)])
+    X = np.column_stack([correlated_gaussian(n, 16, 1), _flag(n, 1)])
     acct = Accountant(ApproxDP(1.0, DELTA))
     histogram_gaussian(X, 1.0, DELTA, release=Release.of(acct, 1))
     ties = [e for e in acct.ledger if e.step.endswith("-ties")]
@@ -116,7 +111,7 @@ def test_the_octave_release_is_charged_and_the_total_unchanged() -> None:
     assert acct.spent.epsilon == pytest.approx(1.0) and acct.spent.delta == pytest.approx(DELTA)
     # ... and a table without such a column has no such entry
     acct2 = Accountant(ApproxDP(1.0, DELTA))
-    histogram_gaussian(_gaussian(n, 17, 1), 1.0, DELTA, release=Release.of(acct2, 1))
+    histogram_gaussian(correlated_gaussian(n, 17, 1), 1.0, DELTA, release=Release.of(acct2, 1))
     assert not [e for e in acct2.ledger if e.step.endswith("-ties")]
 
 
@@ -142,7 +137,7 @@ def test_values_over_many_orders_of_magnitude_fit_at_a_large_budget(seed: int) -
     column (334 pairs at ε = 1e4) and no octave of such a column held that many: 'no scale bin
     was released' after spending. Now it vanishes with the noise, and the fit is np.cov's."""
     n = 4000
-    X = np.column_stack([_gaussian(n, 4, seed), _orders(n, seed)])
+    X = np.column_stack([correlated_gaussian(n, 4, seed), _orders(n, seed)])
     g = _fit(X, 1e4, seed)
     np.testing.assert_allclose(np.diag(g.covariance_), np.diag(np.cov(X.T)), rtol=0.01)
 
@@ -154,7 +149,7 @@ def test_exactly_collinear_dummies_fit_with_a_vanishing_ridge(seed: int) -> None
     at ε = 1e4. Now the jitter ridge lets it through: np.cov's to 1 % on every variance, and
     the null direction (1, 1, 1, 1) held at a ridge that shrinks as the budget grows."""
     n = 20_000
-    X = np.column_stack([_gaussian(n, 4, seed), _dummies(n, seed)])
+    X = np.column_stack([correlated_gaussian(n, 4, seed), _dummies(n, seed)])
     v = np.r_[np.zeros(4), np.full(4, 0.5)]
     null = {}
     for eps in (1e4, 1e8):
