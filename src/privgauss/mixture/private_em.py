@@ -1221,8 +1221,8 @@ def _em_sub_block(n: int, model: tuple[np.ndarray, np.ndarray], radius: float,
     d = T1.shape[0] // k
     Yf = np.matmul(T1, ws.B1[:, :n], out=ws.Y[:, :n])  # (k·d, n)
     Y = Yf.reshape(k, d, n)
-    V = np.multiply(Yf, Yf, out=ws.V[:, :n]).reshape(k, d, n)  # the squares, for now
-    q = np.sum(V, axis=1, out=ws.q[:, :n])
+    V = ws.V[:, :n].reshape(k, d, n)
+    q = np.einsum("jdi,jdi->ji", Y, Y, out=ws.q[:, :n])
     if not np.isfinite(q).all():
         bad = ~np.isfinite(q)
         Y.transpose(0, 2, 1)[bad] = 0.0
