@@ -570,7 +570,8 @@ def test_em_kernel_equals_the_statistics_definition(monkeypatch):
     """The fused kernel (every run in one pass, sub-blocks in a reused workspace, stacked
     component frames, clipping factors from the densities' squared norms) gives each model's
     N, S, M and score as their plain definitions, across sub-blocks and kernel calls, with
-    rows far away, on a mean, and of magnitude 1e150 (no component can score it)."""
+    rows far away, on a mean, of magnitude 1e150 (no component can score it) and with an
+    infinite coordinate in a last, partial sub-block (its frames zeroed in place)."""
     from privgauss.backends import reduce_rows
 
     monkeypatch.setattr(pe, "EM_SUB_ROWS", 64)  # several sub-blocks per kernel call
@@ -581,6 +582,7 @@ def test_em_kernel_equals_the_statistics_definition(monkeypatch):
     Z[3] = 1e150
     Z[5] = -1e6
     Z[7] = models[0][0][1]
+    Z[-2, 0] = np.inf  # in a last, partial sub-block (1000 = 3·300 + 100; 100 = 64 + 36)
     out = reduce_rows(Z, partial(pe._em_kernel, models=models, radius=radius, bound=bound),
                       block=300)
     for c, model in enumerate(models):
