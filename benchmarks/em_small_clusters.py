@@ -5,11 +5,20 @@ options), and a per-step trace of which true clusters the fit resolves.
 
     python benchmarks/em_small_clusters.py --seeds 1124,1126 --noise 0,1,2 FADE_LEVEL=1.0
     python benchmarks/em_small_clusters.py --seeds 1161 --trace
+    python benchmarks/em_small_clusters.py --seeds 1303 --noise 0,2 --diagnose
 
 A true cluster is *resolved* by a model when one component holds more than half of its rows
 and they are more than half of that component's (hard assignment of the training rows in the
 whitened frame, by the true labels). The trace wraps ``_em_release`` and ``reduce_run``
 (reading the rows and the released models, changing nothing).
+
+``--diagnose`` (fam4): is a fit's gap a wrong structure or the last step's noise? It scores
+(held out, in the fit's own whitened frame: gaps as the benchmark's) the returned model, the
+model before the last step, scikit-learn's EM started from that model (1 step) and from the
+free reduction of an over-parameterised run (1, 2, 3 steps), and prints each true cluster's
+KL(true ‖ fitted) at every refining step (components matched to the clusters by least KL).
+A right structure: scikit-learn from the model before the last step reaches its best of 5
+at once (gap ≈ 0); then the fit's gap is the noise of what the last step released.
 """
 
 from __future__ import annotations
@@ -112,11 +121,108 @@ def trace(seed: int, noise_seed: int) -> None:
         print(f"  {name:>10}: resolved {ok}/{fam.k}; small: {cl}{extra}")
 
 
+def _kl(m1: np.ndarray, S1: np.ndarray, m2: np.ndarray, S2: np.ndarray) -> float:
+    """KL(N(m1, S1) ‖ N(m2, S2))."""
+    P2 = np.linalg.inv(S2)
+    dm = m2 - m1
+    return 0.5 * float(np.trace(P2 @ S1) + dm @ P2 @ dm - len(m1)
+                       + np.linalg.slogdet(S2)[1] - np.linalg.slogdet(S1)[1])
+
+
+def _mixture(run: Any) -> Any:
+    """A fitted ``GaussianMixture`` holding the model ``run`` = (weights, means, covs)."""
+    from sklearn.mixture import GaussianMixture
+
+    w, mu, S = run
+    g = GaussianMixture(len(w))
+    g.weights_, g.means_, g.covariances_ = w / w.sum(), mu, S
+    g.precisions_cholesky_ = np.linalg.cholesky(np.linalg.inv(S))
+    g.covariance_type = "full"
+    return g
+
+
+def _sklearn_from(run: Any, steps: int, Z: np.ndarray) -> Any:
+    """scikit-learn's EM on ``Z`` for ``steps`` steps started from the model ``run``."""
+    from sklearn.mixture import GaussianMixture
+
+    w, mu, S = run
+    g = GaussianMixture(len(w), weights_init=w / w.sum(), means_init=mu,
+                        precisions_init=np.linalg.inv(S), max_iter=steps, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return g.fit(Z)
+
+
+def diagnose(seed: int, noise_seed: int, cache: str | None) -> None:
+    from scipy.optimize import linear_sum_assignment
+
+    fam = mf.family(seed)
+    rng = np.random.default_rng([fam.seed, 1])
+    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
+    best = mf._reference(fam, N, X, H, cache)["best"]
+    log: list[tuple[int, Any, Any]] = []
+    frame: dict[str, Any] = {}
+    rel, tr = pe._em_release, pe.transform_rows
+
+    def em_release(stats: Any, run: Any, L: Any, plan: Any, t: int, release: Any, n: int,
+                   run_tag: str = "", *a: Any, **kw: Any) -> Any:
+        out = rel(stats, run, L, plan, t, release, n, run_tag, *a, **kw)
+        if not run_tag:
+            frame["plan"] = plan
+            log.append((t, run, out))
+        return out
+
+    def transform_rows(Y: Any, W: Any, m0: Any) -> Any:
+        frame["W"], frame["m0"] = W, m0
+        return tr(Y, W, m0)
+
+    pe._em_release, pe.transform_rows = em_release, transform_rows
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = pg.PrivateGaussianMixture(fam.k, method="em", random_state=noise_seed,
+                                            **BUDGET).fit(X)
+    finally:
+        pe._em_release, pe.transform_rows = rel, tr
+    plan, W, m0 = frame["plan"], frame["W"], frame["m0"]
+    ldet = float(np.linalg.slogdet(W)[1])
+    Z, Hz = (X - m0) @ W.T, (H - m0) @ W.T
+
+    def gap(g: Any) -> float:
+        return best - (g.score(Hz) + ldet)
+
+    T = plan.n_steps
+    print(f"family {seed} {fam.describe()} noise seed {noise_seed}: T = {T}, k' = "
+          f"{plan.fitted(fam.k)}, reduce at {plan.reduce_at}, last step r = "
+          f"{plan.step_radius(T - 1):.2f}")
+    prelast = log[-1][1]
+    line = (f"  gap {best - est.score(H):.4f}; before the last step {gap(_mixture(prelast)):.4f}"
+            f"; sklearn from it, 1 step: {gap(_sklearn_from(prelast, 1, Z)):.4f}")
+    red = [run for t, run, _ in log if t == plan.reduce_at]
+    if red:
+        line += "; sklearn from the reduction, 1/2/3 steps: " + " ".join(
+            f"{gap(_sklearn_from(red[0], s, Z)):.4f}" for s in (1, 2, 3))
+    print(line)
+    tm = (fam.means - m0) @ W.T
+    tS = np.array([W @ (R @ R.T) @ W.T for R in fam.roots])
+    order = np.argsort(fam.weights)
+    for t, _, (w, mu, S) in log:
+        if len(w) != fam.k or (plan.reduce_at is not None and t < plan.reduce_at):
+            continue
+        C = np.array([[_kl(tm[i], tS[i], mu[j], S[j]) for j in range(fam.k)]
+                      for i in range(fam.k)])
+        col = linear_sum_assignment(np.minimum(C, 1e6))[1]
+        print(f"  step {t + 1:>2} KL(true || fitted) by true weight: "
+              + " ".join(f"{fam.weights[i]:.3f}:{C[i, col[i]]:.3f}" for i in order))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", required=True, help="comma-separated family seeds")
     ap.add_argument("--noise", default="0", help="comma-separated noise seeds")
     ap.add_argument("--trace", action="store_true", help="per-step trace instead of gaps")
+    ap.add_argument("--diagnose", action="store_true",
+                    help="structure or last-step noise (see the module docstring)")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     ap.add_argument("set", nargs="*", help="private_em constants, NAME=VALUE")
     args = ap.parse_args()
@@ -125,6 +231,11 @@ def main() -> None:
         setattr(pe, name, type(getattr(pe, name))(float(value)))
     seeds = [int(s) for s in args.seeds.split(",")]
     noise = [int(s) for s in args.noise.split(",")]
+    if args.diagnose:
+        for s in seeds:
+            for q in noise:
+                diagnose(s, q, args.sklearn_cache)
+        return
     if args.trace:
         for s in seeds:
             for q in noise:

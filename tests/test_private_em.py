@@ -930,7 +930,8 @@ def test_tied_steps_release_one_pooled_matrix_at_their_planned_share(monkeypatch
     """The over-parameterised run's tied steps (before ``tied_until``) release the k'
     components' second moments as one pooled d×d matrix at ``TIED_SHARES`` of the step's ρ;
     the untied k' steps and the refining k steps release one matrix per component at
-    ``STAT_SHARES``. With shares other than STAT_SHARES, a release at the wrong split, of the
+    ``STAT_SHARES`` (the last step at ``last_shares``: :func:`_output_shares`). With shares
+    other than STAT_SHARES, a release at the wrong split, of the
     wrong shape, or a plan that does not name it fails here (and the ledger must equal the
     plan)."""
     from privgauss.privacy.plans import ledger_mismatch
@@ -960,12 +961,103 @@ def test_tied_steps_release_one_pooled_matrix_at_their_planned_share(monkeypatch
     assert len(steps) == sum(plan.runs(t) for t in range(plan.n_steps))
     for nm, shape, rho in steps:
         t = int(nm.split()[2].split("/")[0]) - 1
-        share = (0.3 if plan.is_tied(t) else pe.STAT_SHARES[2])
+        share = (0.3 if plan.is_tied(t) else plan.last_shares[2] if t == plan.n_steps - 1
+                 else pe.STAT_SHARES[2])
         assert rho == pytest.approx(share * plan.rho_steps[t] / plan.runs(t), rel=1e-12), nm
         width = kp if t < plan.reduce_at else k
         assert shape == ((d, d) if plan.is_tied(t) else (width, d, d)), (nm, shape)
     assert any(plan.is_tied(t) for t in range(plan.n_steps))
     assert ledger_mismatch(est.budget_plan_, est.ledger_) is None
+
+
+def test_output_shares_minimise_the_last_steps_noise_cost() -> None:
+    """_output_shares(d) is the split of a step's ρ over (counts, sums, moments) that
+    minimises its noise's KL cost a_c/ρ_c + a_s/ρ_s + a_m/ρ_m (a_c = ½ + d/4, a_s = d·r²,
+    a_m = d(d+1)·r⁴/8, r² = d): no point of a fine grid of the simplex is cheaper, and
+    STAT_SHARES costs more at the d where k' plans run. A wrong weight (e.g. the count's d/4
+    left out, or r⁴ for r²) moves the minimum off the grid's best by more than the grid step."""
+    for d in (2, 5, 9, 13, 15):
+        a = (0.5 + 0.25 * d, d * d, d * (d + 1.0) * d * d / 8.0)
+
+        def cost(c: float, s: float, m: float, a: tuple[float, ...] = a) -> float:
+            return a[0] / c + a[1] / s + a[2] / m
+
+        shares = pe._output_shares(d)
+        assert sum(shares) == pytest.approx(1.0, abs=1e-12) and min(shares) > 0
+        grid = np.linspace(0.002, 0.996, 498)
+        C, S = np.meshgrid(grid, grid, indexing="ij")
+        M = 1.0 - C - S
+        ok = M > 1e-3
+        costs = np.where(ok, a[0] / C + a[1] / S + a[2] / np.where(ok, M, 1.0), np.inf)
+        i, j = np.unravel_index(np.argmin(costs), costs.shape)
+        assert cost(*shares) <= costs[i, j] * (1.0 + 1e-9)
+        assert shares[0] == pytest.approx(grid[i], abs=0.004)
+        assert shares[1] == pytest.approx(grid[j], abs=0.004)
+        assert cost(*shares) < cost(*pe.STAT_SHARES)
+        if d >= 13:  # the k' plans of issue 27's families: 15 % less of that noise
+            assert cost(*shares) < 0.9 * cost(*pe.STAT_SHARES)
+
+
+def test_over_parameterised_last_step_releases_at_output_shares(monkeypatch) -> None:
+    """A plan with a k' run releases its last step's counts, sums and second moments at
+    ``last_shares`` = _output_shares(d) of that step's ρ, with the step radius's
+    sensitivities (√2, 2r, √2·r²), and every other untied step at ``STAT_SHARES``; the
+    ledger equals the plan. A plain plan (no k') and every ε = 1e4 plan keep STAT_SHARES
+    (the split only where the noise is loud). A release at a wrong split or sensitivity, or
+    a plan that does not name it, fails here."""
+    from privgauss.privacy.plans import ledger_mismatch
+    from privgauss.sensitivity import soft_counts_l2, soft_outer_sums_frobenius, soft_sums_l2
+
+    seen: list[tuple[str, float, float]] = []
+    real_g, real_m = pe.gaussian_mechanism, pe.symmetric_matrix_mechanism
+
+    def spy_g(value, sens, budget, **kw):
+        seen.append((kw["step"], float(sens), budget.rho))
+        return real_g(value, sens, budget, **kw)
+
+    def spy_m(matrix, sens, budget, **kw):
+        seen.append((kw["step"], float(sens), budget.rho))
+        return real_m(matrix, sens, budget, **kw)
+
+    monkeypatch.setattr(pe, "gaussian_mechanism", spy_g)
+    monkeypatch.setattr(pe, "symmetric_matrix_mechanism", spy_m)
+    d, k = 5, 2
+    X = pg.datasets.make_mixture(12_000, k, d, separation=8.0, random_state=12).X
+    est = pg.PrivateGaussianMixture(k, method="em", epsilon=1.0, delta=1e-6, random_state=0,
+                                    enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    plan = est.fit_info_["em_plan"]
+    assert plan.components > k
+    assert plan.last_shares == pe._output_shares(d)
+    T = plan.n_steps
+    kinds = (("soft counts", 0), ("weighted sums", 1), ("weighted second moments", 2))
+    checked = 0
+    for nm, sens, rho in seen:
+        if not nm.startswith("em step "):
+            continue
+        t = int(nm.split()[2].split("/")[0]) - 1
+        if plan.is_tied(t):
+            continue
+        r = plan.step_radius(t)
+        for kind, i in kinds:
+            if nm.endswith(kind):
+                shares = plan.last_shares if t == T - 1 else pe.STAT_SHARES
+                assert rho == pytest.approx(shares[i] * plan.rho_steps[t] / plan.runs(t),
+                                            rel=1e-12), nm
+                want = (soft_counts_l2(), soft_sums_l2(r), soft_outer_sums_frobenius(r))[i]
+                assert sens == pytest.approx(want, rel=1e-12), nm
+                checked += 1 if t == T - 1 else 0
+    assert checked == 3
+    assert ledger_mismatch(est.budget_plan_, est.ledger_) is None
+    plain = pe.em_plan(4_000, 7, 3, ApproxDP(1.0, 1e-6))
+    assert plain.components == 0 and plain.last_shares == ()
+    assert plain.stat_rhos(plain.n_steps - 1) == pytest.approx(
+        tuple(x * plain.rho_steps[-1] for x in pe.STAT_SHARES), rel=1e-12)
+    for n, dd, kk in ((50_000, 14, 4), (50_000, 13, 6), (12_000, 5, 2)):
+        assert pe.em_plan(n, dd, kk, ApproxDP(1.0, 1e-6)).last_shares == pe._output_shares(dd)
+        assert pe.em_plan(n, dd, kk, ApproxDP(1e4, 1e-6)).last_shares == ()
 
 
 def test_reduce_run_merges_close_components_by_their_moments() -> None:
