@@ -11,6 +11,14 @@ np.mean / np.cov of the same rows. Then the real tables ``--tables`` (the 80 % t
 rows of ``real_corpus.split`` at split seed 0, as ``mixture_corpus.py`` fits them; n is the
 table's), the same counts. ``--margins`` instead runs the localisation at ε_L = m × its
 practical need (``localisation_min_epsilon``) for each m, at n where that is ``--eps-l``.
+``--part corpus``: ``--tables`` of the fresh corpus (``mixture_corpus.py``) at ε, ``--seeds``
+splits (seed s: split s, noise seed s, as ``real_mixtures.py``), without public rows
+(``--public``: with 1 % public rows), one row per table: outcomes (fitted / refused before
+spending / failed after spending, and why), whether em's frame was the diagonal one
+(``em_plan.diagonal``), the gap to sklearn's best of 5 and "vs gauss" (the non-private
+Gaussian's held-out score minus ours; > 0: worse) as median and worst, how many fits were
+worse than that Gaussian, fits > 1 nat/row below sklearn without a warning, and the final
+pick's choices.
 ``--part plans`` prints em's plans where this change must leave them alone (the 34 fresh
 corpus shapes with 1 % public rows at ε = 1 and without at ε = 1e4; n = 5e4, d = 2–15,
 k = 2–6 at ε = 1): run it on two checkouts and diff.
@@ -124,9 +132,59 @@ def print_plans() -> None:
             print("n5e4", d, k, repr(pe.em_plan(50_000, d, k, pg.ApproxDP(1.0, DELTA))))
 
 
+def _short(why: str) -> str:
+    """The part of a refusal or failure message that says why (the n it asks, the step)."""
+    at = why.find("needs about n")
+    return why[at:at + 48] if at >= 0 else why[:90]
+
+
+def corpus_rows(names: list[str], k: int, epsilon: float, seeds: int, public: bool) -> None:
+    import mixture_corpus
+    import real_corpus
+    import real_mixtures as rm
+
+    mixture_corpus.fresh_tables(2000, 10)
+    print("| table | n×d | fitted | refused | failed after spending | diagonal frame | gap "
+          "median / worst | vs gauss median / worst | worse than gauss | > 1 unwarned | "
+          "picked | why |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        rows, drop = rm.load_rows(name)
+        res = []
+        for s in range(seeds):
+            train, test, private, pub = real_corpus.split(rows, s, 20000)
+            ref = rm.references(train, test, pub, k, s)
+            fit_rows, pub_rows = (private, pub) if public else (train, None)
+            plan = pe.em_plan(fit_rows.shape[0], fit_rows.shape[1], k,
+                              pg.ApproxDP(epsilon, DELTA),
+                              n_public=0 if pub_rows is None else pub_rows.shape[0])
+            r = rm.one_fit(fit_rows, pub_rows, test, k, epsilon, s, ref)
+            r["diagonal"] = plan.diagonal
+            res.append(r)
+        ok = [r for r in res if r["status"] == "ok"]
+        why = Counter(_short(r["why"]) for r in res if r["status"] != "ok")
+        gaps = sorted(r["gap"] for r in ok)
+        vs = sorted(r["vs gauss"] for r in ok)
+        unwarned = sum(1 for r in ok if r["gap"] > 1.0 and not r["warnings"])
+        picked = Counter(r["picked"] for r in ok)
+
+        def mw(v: list[float]) -> str:
+            return f"{v[len(v) // 2]:.3g} / {v[-1]:.3g}" if v else "—"
+
+        print(f"| {name}{f' (without {drop})' if drop else ''} | {rows.shape[0]}×"
+              f"{rows.shape[1]} | {len(ok)}/{seeds} | "
+              f"{sum(r['status'] == 'refused' for r in res)} | "
+              f"{sum(r['status'] == 'failed' for r in res)} | "
+              f"{sum(bool(r['diagonal']) for r in res)} | {mw(gaps)} | {mw(vs)} | "
+              f"{sum(v > 0 for v in vs)} | {unwarned} | "
+              f"{', '.join(f'{a}×{b}' for a, b in picked.items()) or '—'} | "
+              f"{'; '.join(f'{b}× {a}' for a, b in why.items()) or '—'} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", default="loc", choices=["loc", "margins", "plans"])
+    ap.add_argument("--part", default="loc", choices=["loc", "margins", "plans", "corpus"])
+    ap.add_argument("--public", action="store_true", help="--part corpus with 1 %% public rows")
     ap.add_argument("--dims", type=int, nargs="*", default=[3, 7, 13])
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--epsilon", type=float, default=1.0)
@@ -140,6 +198,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.part == "plans":
         print_plans()
+        return
+    if args.part == "corpus":
+        corpus_rows(args.tables, args.k, args.epsilon, args.seeds, args.public)
         return
     print("| rows | d | n | ε_L | failed | failed steps | median KL | worst KL |")
     print("|---|---|---|---|---|---|---|---|")

@@ -344,6 +344,9 @@ __all__ = ["EMPlan", "EMPrior", "clip_radius", "em_plan", "em_requirements", "pr
 LOC_SHARE_MIN, LOC_SHARE_MAX = 0.2, 0.5  # of ε, for the histogram localisation
 LOC_SHARE_SMALL = 0.8  # of ε: ε_L's cap where the localisation needs more than LOC_SHARE_MAX
 LOC_MAX_ERROR = 1.0  # at ε_L the localisation's refinement's planned covariance error ≤ this
+DIAGONAL_FRAME = True  # below that n: the histograms' diagonal frame, no refinement (False: refuse)
+DIAG_TIE_SHARE = 0.10  # ... its octave release of tied axes: this share of the ρ the histograms
+DIAG_WIDE_SHARE = 0.06  # leave, and of wide axes this (the reserve's unspent part: last EM step)
 INIT_SHARE = 0.10  # of ρ_EM, the start histogram
 REWHITEN_SHARE = 0.10  # of ρ_EM, the re-whitening after a histogram localisation
 REWHITEN_SUM_SHARE = 0.2  # of that, the clipped mean (the rest: the second moment)
@@ -438,7 +441,11 @@ class EMPlan:
     one matrix (``TIED_SHARES`` of the step's ρ). ``rho_atoms``: the columns' heaviest-cell
     counts (:mod:`.atoms`), the last part. ``freeze``: a wide plan's exploring runs stop
     once their released changes meet the stopping rule at ``FREEZE_TOL`` (their later
-    exploring steps are then missing from the ledger)."""
+    exploring steps are then missing from the ledger). ``diagonal``: the localisation is the
+    joint histograms of :func:`~privgauss.gaussian.histogram_budget.localisation_plan` at
+    ``localisation`` alone (their need, no CoinPress refinement: :func:`_diagonal_frame`);
+    ``rho_refinement`` is then the reserve of their octave releases (tied and wide axes,
+    :meth:`octave_rhos`), whose unspent part the last EM step spends (:meth:`with_unspent`)."""
 
     total: Budget
     localisation: ApproxDP | None
@@ -470,6 +477,7 @@ class EMPlan:
     tied_until: int | None = None
     rho_atoms: float = 0.0
     freeze: bool = False
+    diagonal: bool = False
 
     @property
     def rho_em(self) -> float:
@@ -541,6 +549,23 @@ class EMPlan:
         c, s, _ = TIED_SHARES if self.is_tied(t) else STAT_SHARES
         return rho * c, rho * s, rho - rho * c - rho * s
 
+    def octave_rhos(self) -> tuple[float, float]:
+        """(tied axes, wide axes): the ρ the diagonal frame's octave releases may take
+        (``DIAG_TIE_SHARE`` : ``DIAG_WIDE_SHARE`` of the reserve; 0 without ``diagonal``)."""
+        if not self.diagonal:
+            return 0.0, 0.0
+        tie = self.rho_refinement * DIAG_TIE_SHARE / (DIAG_TIE_SHARE + DIAG_WIDE_SHARE)
+        return tie, self.rho_refinement - tie
+
+    def with_unspent(self, unspent: float) -> EMPlan:
+        """The plan whose last EM step also spends ``unspent`` (the diagonal frame's octave
+        reserve that its releases left: a function of their DP outputs), split over its
+        statistics as any step's."""
+        if not unspent > 0:
+            return self
+        steps = self.rho_steps[:-1] + (self.rho_steps[-1] + unspent,)
+        return dataclasses.replace(self, rho_steps=steps)
+
     def rewhiten_rhos(self) -> tuple[float, float]:
         rho = self.rho_rewhiten
         return rho * REWHITEN_SUM_SHARE, rho - rho * REWHITEN_SUM_SHARE
@@ -550,7 +575,8 @@ class EMPlan:
         if self.localisation_histograms is not None:
             out.append(("localisation histograms", ZCDP(self.rho_histograms)))
             out.append(("localisation histograms delta", self.localisation_histograms))
-            out.append(("localisation refinement", ZCDP(self.rho_refinement)))
+            out.append(("localisation octaves" if self.diagonal else
+                        "localisation refinement", ZCDP(self.rho_refinement)))
         if self.rho_rewhiten > 0:
             for name, r in zip(("sums", "moments"), self.rewhiten_rhos(), strict=True):
                 out.append((f"re-whitening {name}", ZCDP(r)))
@@ -730,6 +756,49 @@ def _localisation_epsilon(n: int, d: int, epsilon: float, delta: float) -> float
                                   LOC_SHARE_SMALL * epsilon)))
 
 
+def _diagonal_frame(n: int, d: int, epsilon: float, delta: float) -> bool:
+    """Whether em localises by the joint histograms alone (public): where the refined route
+    keeps no margin within ``LOC_SHARE_SMALL`` × ε (:func:`_localises`) — the CoinPress
+    refinement's planned error stays above ``LOC_MAX_ERROR`` there, and it failed after
+    spending (d = 7: 8 of 20, d = 13: 20 of 20 at ε_L = 0.8) — while the histograms, at
+    the whole (ε, δ/2) as their reference, stay within their cap
+    (:func:`~privgauss.gaussian.histogram_budget.localisation_within_cap`: each gets its
+    need, together at most half of that ρ). The frame is then the released per-axis centre
+    and scale (a diagonal Gaussian; :func:`_histogram_frame`): the EM steps whiten each
+    component themselves, and get the refinement's ρ. Grows no knob: above the refined
+    route's threshold (n ≈ 1,700 / 2,700 / 3,800 at d = 3 / 5 / 7, ε = 1) never."""
+    from ..gaussian.histogram_budget import localisation_within_cap
+
+    if not DIAGONAL_FRAME or _localises(n, d, LOC_SHARE_SMALL * epsilon, delta / 2):
+        return False
+    return bool(localisation_within_cap(n, d, epsilon, delta / 2))
+
+
+def _histogram_frame(X: Any, plan: EMPlan, release: Release
+                     ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(mean, diagonal covariance, the octave reserve's unspent ρ) of the diagonal frame
+    (``plan.diagonal``): :func:`~privgauss.gaussian.histogram.localise` with the joint
+    releases of ``localisation_plan`` at ``plan.localisation`` and the octave releases'
+    reserve (:meth:`EMPlan.octave_rhos`; each runs only when the released histograms call
+    for it, a DP output). Post-processing of its releases as
+    :func:`~privgauss.gaussian.histogram.histogram_gaussian` reads them without the
+    refinement: centre, the scale bracket's middle squared; a constant (degenerate) column its
+    released value and variance."""
+    from ..gaussian.histogram import localisation_plan, localise
+
+    loc = plan.localisation
+    assert loc is not None
+    n, d = int(X.shape[0]), int(X.shape[1])
+    s_j, l_j, _ = localisation_plan(n, d, loc.epsilon, loc.delta)
+    tie, wide = plan.octave_rhos()
+    out = localise(X, s_j, l_j, release=release, tie_rho=tie, wide_rho=wide)
+    var = np.asarray(out.scale, dtype=np.float64) ** 2
+    if out.degenerate is not None and out.degenerate_var is not None:
+        var = np.where(out.degenerate, out.degenerate_var, var)
+    unspent = plan.rho_refinement - out.tie_rho - out.wide_rho
+    return np.asarray(out.center, dtype=np.float64), np.diag(var), max(unspent, 0.0)
+
+
 def _theory_need(n: int, d: int, delta_l: float) -> float:
     """The smallest ε_h with which 2d per-axis Laplace histograms meet their thresholds at n
     (inf when no ε does): the ``constants="theory"`` route, which em does not run — its plans
@@ -903,6 +972,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     steps (after the reduction) get 1 − ``OVER_SHARE`` of the steps' ρ (half of it on the
     last, the rest evenly), the T − R before them the rest, evenly."""
     use_public = n_public >= d + 1
+    diagonal = False
     loc: ApproxDP | None = None
     hist: ApproxDP | None = None
     rho_ref = rho_prior = rho_hist = 0.0
@@ -924,7 +994,9 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         from ..gaussian.histogram import localisation_plan
 
         assert isinstance(budget, ApproxDP)
-        eps_l = _localisation_epsilon(n, d, budget.epsilon, budget.delta)
+        diagonal = _diagonal_frame(n, d, budget.epsilon, budget.delta)
+        eps_l = (budget.epsilon if diagonal
+                 else _localisation_epsilon(n, d, budget.epsilon, budget.delta))
         loc = ApproxDP(eps_l, budget.delta / 2)
         # histogram_gaussian(eps_l, δ/2) charges the joint histograms' ρ_h and δ_h, then its
         # refinement ρ_loc − ρ_h (all zCDP but δ_h): EM gets the ρ that the whole budget's
@@ -934,6 +1006,12 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         rho_hist = sum(b.rho for b in joint)
         hist = ApproxDP(_MIN_EPS * len(joint), sum(b.delta for b in joint))
         rho_ref = rho_loc - rho_hist
+        if diagonal:  # the histograms alone (at ε: their need); the octave releases'
+            # reserve a share of what is left (at 3 %, histogram_gaussian's, Tobacco's tied
+            # column was read at 16 of 20 splits; at 6 %: 20); EM gets the rest
+            rho_loc = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta)
+            rho_ref = (DIAG_TIE_SHARE + DIAG_WIDE_SHARE) * (rho_loc - rho_hist)
+            rho_loc = rho_hist + rho_ref
         rho_em = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta) - rho_loc
     rho_rw = REWHITEN_SHARE * rho_em if loc is not None else 0.0
     if rho_rw > 0 and _rewhiten_reach(n, d, rho_rw) > REWHITEN_REACH:
@@ -965,7 +1043,8 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   3.0 * math.sqrt(d), n_starts,
                   max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
-                  final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms)
+                  final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms,
+                  diagonal=loc is not None and diagonal)
     radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2], _tail(plan, t, refine_tail))
                   for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
@@ -1086,14 +1165,20 @@ def _requirements(n: int, d: int, k: int, budget: Budget, min_weight: float | No
                                 "(epsilon, delta) budget)")
     if not localised and isinstance(budget, ApproxDP):
         # the n from which the practical localisation meets its margins within the largest
-        # share of ε it may take (:func:`_localises`; more rows only help it)
-        cap, delta_l = LOC_SHARE_SMALL * budget.epsilon, budget.delta / 2
+        # share of ε it may take (:func:`_localises`), or below it the diagonal frame's
+        # histograms stay within their cap (:func:`_diagonal_frame`; more rows only help)
+        eps, delta = budget.epsilon, budget.delta
+
+        def works(m: int) -> bool:
+            return (_localises(m, d, LOC_SHARE_SMALL * eps, delta / 2)
+                    or _diagonal_frame(m, d, eps, delta))
+
         lo, hi = 2, 2
-        while not _localises(hi, d, cap, delta_l) and hi < 10**12:
+        while not works(hi) and hi < 10**12:
             lo, hi = hi, hi * 2
         while hi - lo > max(1, lo // 200):
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if not _localises(mid, d, cap, delta_l) else (lo, mid)
+            lo, hi = (mid, hi) if not works(mid) else (lo, mid)
         terms["histogram localisation"] = float(hi)
     plan_budget = budget if not (isinstance(budget, ZCDP) and not localised) else None
     if plan_budget is not None:
@@ -1265,6 +1350,13 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, release: Release,
         # the practical (joint-histogram) route whatever ``constants``: em_plan assumes it
         mean, cov = histogram_gaussian(X, loc.epsilon, loc.delta, release=release,
                                        beta=beta, constants="practical")
+    return _whitening(mean, cov)
+
+
+def _whitening(mean: np.ndarray, cov: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(m₀, W, W^{-1}) of a released Gaussian (post-processing): W = C^{-1/2}, its
+    eigenvalues floored at 1e-12 × the largest."""
     with np.errstate(all="ignore"):
         cov = sym(cov)
         w, V = np.linalg.eigh(cov)
@@ -1910,8 +2002,13 @@ def private_em_gmm(
     # threads made a fit 5x slower on a loaded 2-core machine (scikit-learn's k-means does
     # the same); dask runs the chunks in parallel instead
     with np.errstate(all="ignore"), threadpool_limits(1, user_api="blas"):
-        m0, W, Winv = _frame(X, P if plan.localisation is None else None, plan, release,
-                             beta, constants, prior)
+        if plan.diagonal:  # the histograms' frame; the octave reserve left to the last step
+            m0, C0, unspent = _histogram_frame(X, plan, release)
+            m0, W, Winv = _whitening(m0, C0)
+            plan = plan.with_unspent(unspent)
+        else:
+            m0, W, Winv = _frame(X, P if plan.localisation is None else None, plan, release,
+                                 beta, constants, prior)
         Z = transform_rows(X, W, m0)
         if plan.rho_rewhiten > 0:
             m1, W1, W1inv = _rewhiten(Z, plan, release)
