@@ -114,6 +114,7 @@ def test_refusal_requirement_and_preview_agree() -> None:
 
 def test_rewhitening_is_planned_only_where_its_noise_is_below_its_reach(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)  # the refined route at this n
     small = pe.em_plan(1800, 3, 2, BUDGET)
     assert small.localisation is not None and small.localisation.epsilon > 0.5
     assert small.rho_rewhiten == 0.0
@@ -131,7 +132,9 @@ def test_rewhitening_is_planned_only_where_its_noise_is_below_its_reach(
                                                  rel=1e-12)
 
 
-def test_small_n_fit_follows_its_plan_and_spends_exactly_its_budget() -> None:
+def test_small_n_fit_follows_its_plan_and_spends_exactly_its_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)  # the refined route at this n
     n, d, k = 1800, 3, 2
     X = pg.datasets.make_mixture(n, k, d, separation=4.0, random_state=3).X
     est = pg.PrivateGaussianMixture(k, epsilon=1.0, delta=DELTA, method="em", random_state=0)
@@ -176,29 +179,44 @@ def _refined_threshold(d: int, monkeypatch: pytest.MonkeyPatch) -> int:
         return _threshold(d)
 
 
+def _refined_from(d: int, share: float) -> int:
+    """The least n (to 1 %) from which the refined route keeps its margins within share·ε."""
+    lo, hi = 2, 2
+    while not pe._localises(hi, d, share, DELTA / 2):
+        lo, hi = hi, 2 * hi
+    while hi - lo > max(1, lo // 100):
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if pe._localises(mid, d, share, DELTA / 2) else (mid, hi)
+    return hi
+
+
 @pytest.mark.parametrize("d", [3, 5, 7, 10])
 def test_the_diagonal_frame_takes_over_below_the_refined_route(
         d: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the refined route would be refused, the plan localises by the histograms alone
-    (at the whole (ε, δ/2) as their reference: within their cap there), and em's
-    localisation term is the n from which they are; above the refined route's n nothing
-    changes."""
-    refined = _refined_threshold(d, monkeypatch)
+    """Where the refined route would need more than DIAG_FROM (= LOC_SHARE_MAX) of ε, the plan
+    localises by the histograms alone (at the whole (ε, δ/2) as their reference: within
+    their cap there), and em's localisation term is the n from which they are — far below
+    where the refined route kept its margins at LOC_SHARE_SMALL; above it nothing changes."""
+    assert pe.DIAG_FROM == pe.LOC_SHARE_MAX
+    refined = _refined_from(d, pe.DIAG_FROM)
     n = _threshold(d)
-    assert n < 0.8 * refined
+    assert n < 0.8 * _refined_threshold(d, monkeypatch) < 0.8 * refined
     assert localisation_within_cap(n, d, 1.0, DELTA / 2)
     assert not localisation_within_cap(int(0.97 * n), d, 1.0, DELTA / 2)
     for m in (n, (n + refined) // 2, int(0.99 * refined)):
         plan = pe.em_plan(m, d, 3, BUDGET)
         assert plan.diagonal and plan.localisation == pg.ApproxDP(1.0, DELTA / 2)
         assert "localisation octaves" in dict(plan.parts())
-    for m in (int(1.01 * refined), 4 * refined):
-        assert not pe.em_plan(m, d, 3, BUDGET).diagonal
+    for m in (int(1.02 * refined), 4 * refined):
+        plan = pe.em_plan(m, d, 3, BUDGET)
+        assert not plan.diagonal and plan.localisation is not None
+        assert plan.localisation.epsilon <= pe.LOC_SHARE_MAX + 1e-12
     monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)
     assert not pe.em_plan(n, d, 3, BUDGET).diagonal
 
 
-def test_the_diagonal_plan_gives_the_histograms_their_need_and_em_the_rest() -> None:
+def test_the_diagonal_plan_gives_the_histograms_their_need_and_em_the_rest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The histograms' ρ is their need at n (the thresholds sized to half the bin they need,
     whatever ε), the octave reserve DIAG_TIE_SHARE + DIAG_WIDE_SHARE of what they leave, EM
     the rest;
@@ -219,8 +237,9 @@ def test_the_diagonal_plan_gives_the_histograms_their_need_and_em_the_rest() -> 
     assert plan.rho_refinement == pytest.approx(tie + wide, rel=1e-9)
     assert plan.octave_rhos() == pytest.approx((tie, wide), rel=1e-9)
     assert plan.rho_em == pytest.approx(left - plan.rho_refinement, rel=1e-9)
+    monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)
     refined = pe.em_plan(int(1.02 * _threshold(d)), d, 3, BUDGET)
-    assert not refined.diagonal or refined.rho_em < plan.rho_em
+    assert not refined.diagonal and refined.rho_em < 0.75 * plan.rho_em
 
 
 def _tied_rows(n: int, d: int, seed: int) -> np.ndarray:

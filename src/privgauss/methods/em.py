@@ -105,6 +105,7 @@ def _diagonal_plan(facts: Facts, plan: Any, tail: dict[str, Any], groups: list[s
 
     loc = plan.localisation
     s_j, l_j, _ = localisation_plan(max(facts.n, 2), facts.d, loc.epsilon, loc.delta)
+    assert s_j is not None  # the scale is not known: both joint releases run
     tie, wide = plan.octave_rhos()
     T, K = plan.n_steps, len(plan.rho_kmeans_steps)
 

@@ -250,11 +250,20 @@ histograms would need at this n) within [0.2ε, 0.5ε] (the share every large-n 
 with) and the least ε at which the route the fit runs — the joint Gaussian histograms and
 their CoinPress refinement — keeps its margins (:func:`_localises`: the histograms within
 their cap, the refinement's planned covariance error ≤ ``LOC_MAX_ERROR`` = 1), at most
-``LOC_SHARE_SMALL`` = 0.8ε (beyond it em refuses: the requirement's "histogram
-localisation" term; issue 27: at ε = 1 that is n ≈ 1,700 / 2,700 / 3,800 / 7,600 at
-d = 3 / 5 / 7 / 13, where the per-axis sizing asked 6,800 / 11,700 / 16,800 / 32,000 and
-refused 36 of the 39 fresh corpus tables; ``benchmarks/results/em_small_n.md``). The rest
-is the largest ρ_EM that fits the accountant (zCDP charges compose, then convert with the δ
+``LOC_SHARE_SMALL`` = 0.8ε (issue 27: at ε = 1 the refined route keeps its margins there
+from n ≈ 1,700 / 2,700 / 3,800 / 7,600 at d = 3 / 5 / 7 / 13, where the per-axis sizing
+asked 6,800 / 11,700 / 16,800 / 32,000) — but where it needs more than ``DIAG_FROM`` =
+``LOC_SHARE_MAX`` = 0.5ε (n below ≈ 2,600 / 4,100 / 5,800 at d = 3 / 5 / 7) the *diagonal
+frame* runs instead (``DIAGONAL_FRAME``, :func:`_diagonal_frame`): the joint histograms
+alone at their need (the whole (ε, δ/2) their reference; within their cap from n ≈ 1,210 /
+1,580 / 1,890 / 2,610 at d = 3 / 5 / 7 / 13, the requirement's "histogram localisation"
+term — beyond it em refuses), the released per-axis centres and scales as the frame, no
+CoinPress refinement, and re-whitening only where its reach allows (as always); a reserve
+of ``DIAG_TIE_SHARE`` + ``DIAG_WIDE_SHARE`` of the ρ they leave for their octave releases,
+whose unspent part the last EM step spends; EM gets the rest (ε = 1, d = 5: ρ_EM 0.0144 at
+n = 2,000, where the refined route left 0.0093 at its own threshold n = 2,664;
+``benchmarks/results/em_small_n.md``). The rest is the largest ρ_EM that fits the
+accountant (zCDP charges compose, then convert with the δ
 left). With public rows: ρ_EM = everything (an (ε, δ) budget as its largest ρ). With a
 prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 % re-whitening (histogram route
 only, and only where its noise reach is at most ``REWHITEN_REACH``: :func:`_rewhiten_reach`;
@@ -290,7 +299,8 @@ rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
    what a non-private mixture parked on that value would gain
    (:func:`~privgauss.mixture.atoms.atom_gain`: the estimator's ``DiscreteDataWarning``).
 
-**Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
+**Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms
+or their octave releases, or the refinement's check,
 the budget spent so far stays spent; its message names the n it needs). Everything after it is
 post-processing that always returns a model: a component whose noisy count is too small keeps
 its previous estimate (or is revived by a split). No other exception on private data; the
@@ -345,6 +355,7 @@ LOC_SHARE_MIN, LOC_SHARE_MAX = 0.2, 0.5  # of ε, for the histogram localisation
 LOC_SHARE_SMALL = 0.8  # of ε: ε_L's cap where the localisation needs more than LOC_SHARE_MAX
 LOC_MAX_ERROR = 1.0  # at ε_L the localisation's refinement's planned covariance error ≤ this
 DIAGONAL_FRAME = True  # below that n: the histograms' diagonal frame, no refinement (False: refuse)
+DIAG_FROM = LOC_SHARE_MAX  # ... and where the refined route needs more than this × ε
 DIAG_TIE_SHARE = 0.10  # ... its octave release of tied axes: this share of the ρ the histograms
 DIAG_WIDE_SHARE = 0.06  # leave, and of wide axes this (the reserve's unspent part: last EM step)
 INIT_SHARE = 0.10  # of ρ_EM, the start histogram
@@ -765,11 +776,17 @@ def _diagonal_frame(n: int, d: int, epsilon: float, delta: float) -> bool:
     (:func:`~privgauss.gaussian.histogram_budget.localisation_within_cap`: each gets its
     need, together at most half of that ρ). The frame is then the released per-axis centre
     and scale (a diagonal Gaussian; :func:`_histogram_frame`): the EM steps whiten each
-    component themselves, and get the refinement's ρ. Grows no knob: above the refined
-    route's threshold (n ≈ 1,700 / 2,700 / 3,800 at d = 3 / 5 / 7, ε = 1) never."""
+    component themselves, and get the refinement's ρ. Also where the refined route needs
+    more than ``DIAG_FROM`` × ε: its ε_L (up to ``LOC_SHARE_SMALL``) left EM too little —
+    generated mixtures (``make_mixture``, separation 3, k = 3, 20 seeds, ε = 1) at
+    n = 2,100 / 3,300 / 4,700 for d = 3 / 5 / 7: median gap to sklearn 1.35 / 1.10 / 2.74 →
+    0.95 / 0.85 / 0.14 nat/row, fits worse than one non-private Gaussian 1 / 2 / 6 → 0;
+    at DIAG_FROM = 0.25 (n = 3,200 / 5,000 / 7,000) the medians moved by ≤ 0.11 but the worst
+    fits grew 0.43 → 1.05 and 0.11 → 0.92 (d = 5, 7): not taken. Public facts only (n, d, ε, δ);
+    the diagonal range shrinks as ε grows (never at n = 5e4, d ≤ 15, ε = 1)."""
     from ..gaussian.histogram_budget import localisation_within_cap
 
-    if not DIAGONAL_FRAME or _localises(n, d, LOC_SHARE_SMALL * epsilon, delta / 2):
+    if not DIAGONAL_FRAME or _localises(n, d, DIAG_FROM * epsilon, delta / 2):
         return False
     return bool(localisation_within_cap(n, d, epsilon, delta / 2))
 
