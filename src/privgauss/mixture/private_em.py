@@ -1161,10 +1161,16 @@ def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
                     n_public: int = 0, prior: bool = False) -> Requirements:
     """What n ``method="em"`` needs (practical, public quantities only): the histogram
-    localisation's n (without public rows or a prior: from that n on the practical route
-    keeps its margins within ``LOC_SHARE_SMALL`` of ε, :func:`_localises`), and enough rows
-    per component for the last step's covariance noise to be ≤ ½ of a unit-variance
-    component's (rows per component ≥ 2σ_M)."""
+    localisation's n (without public rows or a prior: from that n on the diagonal frame's
+    joint histograms stay within their cap at (ε, δ/2), :func:`_diagonal_frame` — or, with
+    ``DIAGONAL_FRAME`` off, the refined route keeps its margins within ``LOC_SHARE_SMALL``
+    of ε, :func:`_localises`; ε = 1, δ = 1e-6: n ≈ 980 / 1,212 / 1,580 / 1,888 / 2,152 /
+    2,608 at d = 2 / 3 / 5 / 7 / 9 / 13, where the refined route asked 1,204 / 1,672 /
+    2,664 / 3,760 / 4,944 / 7,552), enough rows per component for the last step's
+    covariance noise to be ≤ ½ of a unit-variance component's (rows per component ≥ 2σ_M),
+    and the start's rows per component (:func:`_start_rows`; at ε = 1 it binds from d = 7:
+    k = 3 asks 2,126 / 2,734 / 3,949 at d = 7 / 9 / 13 — past it the corpus' d = 9–10
+    tables fitted 0.5–1.2 nat/row worse than one Gaussian, ``em_small_n.md``)."""
     return _requirements(n, d, k, budget, min_weight, n_public, prior, over=True)
 
 
