@@ -757,10 +757,11 @@ def _localisation_epsilon(n: int, d: int, epsilon: float, delta: float) -> float
     """ε_L (public): the larger of the share sized by the per-axis Laplace route's need
     (2 × :func:`_theory_need`, within [``LOC_SHARE_MIN``, ``LOC_SHARE_MAX``] × ε: the plans
     every large-n tuning ran with, kept) and what the practical route the fit runs needs
-    (:func:`_hist_need`), at most ``LOC_SHARE_SMALL`` × ε (beyond it em refuses:
-    :func:`_requirements`). At small n the localisation's released Gaussian is the frame and,
-    re-whitened, the final pick's single-Gaussian candidate, so a larger share is not
-    wasted there. n = 5e4, d = 2–15, ε = 1: the theory share (0.2–0.37 ε), as before."""
+    (:func:`_hist_need`), at most ``LOC_SHARE_SMALL`` × ε. Where that need exceeds
+    ``DIAG_FROM`` × ε the plan takes the diagonal frame instead (:func:`_diagonal_frame`;
+    with ``DIAGONAL_FRAME`` off, em refuses beyond ``LOC_SHARE_SMALL``: :func:`_requirements`),
+    so in the plans ε_L ≤ ``LOC_SHARE_MAX`` × ε. n = 5e4, d = 2–15, ε = 1: the theory share
+    (0.2–0.37 ε), as before."""
     eps_old = min(max(2.0 * _theory_need(n, d, delta / 2), LOC_SHARE_MIN * epsilon),
                   LOC_SHARE_MAX * epsilon)
     return float(max(eps_old, min(_hist_need(n, d, delta / 2, eps_old),
