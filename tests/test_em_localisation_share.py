@@ -239,7 +239,9 @@ def test_the_diagonal_plan_gives_the_histograms_their_need_and_em_the_rest(
     assert plan.rho_em == pytest.approx(left - plan.rho_refinement, rel=1e-9)
     monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)
     refined = pe.em_plan(int(1.02 * _threshold(d)), d, 3, BUDGET)
-    assert not refined.diagonal and refined.rho_em < 0.75 * plan.rho_em
+    assert not refined.diagonal and refined.rho_em < plan.rho_em
+    # with the reserve unspent (no tied or wide axes) EM gets more still
+    assert refined.rho_em < 0.75 * (plan.rho_em + plan.rho_refinement)
 
 
 def _tied_rows(n: int, d: int, seed: int) -> np.ndarray:

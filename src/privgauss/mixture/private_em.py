@@ -260,9 +260,9 @@ alone at their need (the whole (ε, δ/2) their reference; within their cap from
 term — beyond it em refuses), the released per-axis centres and scales as the frame, no
 CoinPress refinement, and re-whitening only where its reach allows (as always); a reserve
 of ``DIAG_TIE_SHARE`` + ``DIAG_WIDE_SHARE`` of the ρ they leave for their octave releases,
-whose unspent part the last EM step spends; EM gets the rest (ε = 1, d = 5: ρ_EM 0.0144 at
-n = 2,000, where the refined route left 0.0093 at its own threshold n = 2,664;
-``benchmarks/results/em_small_n.md``). The rest is the largest ρ_EM that fits the
+whose unspent part the last EM step spends; EM gets the rest (ε = 1, d = 5: ρ_EM 0.0120 at
+n = 2,000, 0.0171 with the reserve unspent, where the refined route left 0.0093 at its own
+threshold n = 2,664; ``benchmarks/results/em_small_n.md``). The rest is the largest ρ_EM that fits the
 accountant (zCDP charges compose, then convert with the δ
 left). With public rows: ρ_EM = everything (an (ε, δ) budget as its largest ρ). With a
 prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 % re-whitening (histogram route
@@ -1026,7 +1026,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         rho_ref = rho_loc - rho_hist
         if diagonal:  # the histograms alone (at ε: their need); the octave releases'
             # reserve a share of what is left (at 3 %, histogram_gaussian's, Tobacco's tied
-            # column was read at 16 of 20 splits; at 6 %: 20); EM gets the rest
+            # column was read at 16 of 20 splits; at 6 %: 20; em_small_n.md); EM the rest
             rho_loc = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta)
             rho_ref = (DIAG_TIE_SHARE + DIAG_WIDE_SHARE) * (rho_loc - rho_hist)
             rho_loc = rho_hist + rho_ref
