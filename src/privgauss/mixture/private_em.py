@@ -262,9 +262,9 @@ CoinPress refinement, and re-whitening only where its reach allows (as always); 
 of ``DIAG_TIE_SHARE`` + ``DIAG_WIDE_SHARE`` of the ρ they leave for their octave releases,
 whose unspent part the last EM step spends; EM gets the rest (ε = 1, d = 5: ρ_EM 0.0120 at
 n = 2,000, 0.0171 with the reserve unspent, where the refined route left 0.0093 at its own
-threshold n = 2,664; ``benchmarks/results/em_small_n.md``). The rest is the largest ρ_EM that fits the
-accountant (zCDP charges compose, then convert with the δ
-left). With public rows: ρ_EM = everything (an (ε, δ) budget as its largest ρ). With a
+threshold n = 2,664; ``benchmarks/results/em_small_n.md``). The rest is the largest ρ_EM
+that fits the accountant (zCDP charges compose, then convert with the δ left). With public
+rows: ρ_EM = everything (an (ε, δ) budget as its largest ρ). With a
 prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 % re-whitening (histogram route
 only, and only where its noise reach is at most ``REWHITEN_REACH``: :func:`_rewhiten_reach`;
 else its share goes to the EM steps; 20 % sums, 80 % moments), 10 % start histogram, 10 %
