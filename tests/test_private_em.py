@@ -646,7 +646,7 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
     return runs[0]
 
 
-@pytest.mark.parametrize(("public", "n", "over"), [(False, 2600, 0), (True, 4000, 6),
+@pytest.mark.parametrize(("public", "n", "over"), [(False, 3000, 0), (True, 4000, 6),
                                                    (False, 12_000, 6)])
 def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public, n, over):
     """The whole fit (both starts exploring, the pick, the winner's steps) through the fused
@@ -656,7 +656,7 @@ def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public, n, o
     n the fit is not continuous in rounding (the same driver on the plain definitions, equal
     to the kernel's statistics within 1e-12, ends in another model at this seed). At
     n = 4,000 with public rows and at n = 12,000 the plan is over-parameterised (``over`` =
-    k' = 6, reduced before its last ``REDUCE_STEPS`` steps), at n = 2,600 not."""
+    k' = 6, reduced before its last ``REDUCE_STEPS`` steps), at n = 3,000 not."""
     X, P = _mixture(n, 0), (_mixture(40, 9) if public else None)
 
     def fit():
