@@ -67,7 +67,11 @@ def _threshold(d: int, k: int = 3) -> int:
 
 
 @pytest.mark.parametrize("d", [3, 7, 13])
-def test_em_accepts_where_its_localisation_keeps_its_margins(d: int) -> None:
+def test_the_refined_route_runs_where_it_keeps_its_margins(
+        d: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The histograms and their CoinPress refinement (the frame above the diagonal one's
+    range: as em sized it without :data:`~privgauss.mixture.private_em.DIAGONAL_FRAME`)."""
+    monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)
     n = _threshold(d)
     # far below what the per-axis Laplace route asked (d = 5: 1.17e4 before)
     assert pe._theory_need(n, d, DELTA / 2) > 0.5 * pe.LOC_SHARE_SMALL
@@ -110,6 +114,7 @@ def test_refusal_requirement_and_preview_agree() -> None:
 
 def test_rewhitening_is_planned_only_where_its_noise_is_below_its_reach(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)  # the refined route at this n
     small = pe.em_plan(1800, 3, 2, BUDGET)
     assert small.localisation is not None and small.localisation.epsilon > 0.5
     assert small.rho_rewhiten == 0.0
@@ -127,7 +132,9 @@ def test_rewhitening_is_planned_only_where_its_noise_is_below_its_reach(
                                                  rel=1e-12)
 
 
-def test_small_n_fit_follows_its_plan_and_spends_exactly_its_budget() -> None:
+def test_small_n_fit_follows_its_plan_and_spends_exactly_its_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)  # the refined route at this n
     n, d, k = 1800, 3, 2
     X = pg.datasets.make_mixture(n, k, d, separation=4.0, random_state=3).X
     est = pg.PrivateGaussianMixture(k, epsilon=1.0, delta=DELTA, method="em", random_state=0)
@@ -142,11 +149,12 @@ def test_small_n_fit_follows_its_plan_and_spends_exactly_its_budget() -> None:
 
 
 @pytest.mark.parametrize("d", [3, 7])
-def test_localisation_at_the_threshold_rarely_fails(d: int) -> None:
-    """At the smallest n em accepts, the localisation at em's ε_L (Gaussian rows, 6 noise
-    seeds here; benchmarks/results/em_small_n.md: 0 of 20 for d = 3, 7, 13) returns a
-    Gaussian close to np.cov's."""
-    n = _threshold(d)
+def test_localisation_at_the_threshold_rarely_fails(d: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the smallest n em runs the refined route, the localisation at em's ε_L (Gaussian
+    rows, 6 noise seeds here; benchmarks/results/em_small_n.md: 0 of 20 for d = 3, 7, 13)
+    returns a Gaussian close to np.cov's."""
+    n = _refined_threshold(d, monkeypatch)
     eps_l = pe._localisation_epsilon(n, d, 1.0, DELTA)
     rng = np.random.default_rng(d)
     A = rng.standard_normal((d, d)) / math.sqrt(d) + np.eye(d)
@@ -160,3 +168,120 @@ def test_localisation_at_the_threshold_rarely_fails(d: int) -> None:
         w = np.linalg.eigvalsh(np.linalg.solve(np.linalg.cholesky(S), np.linalg.solve(
             np.linalg.cholesky(S), C).T))
         assert 0.2 < w.min() and w.max() < 5.0, w
+
+
+# ------------------------------------------------------- below it: the histograms' diagonal frame
+
+
+def _refined_threshold(d: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    with monkeypatch.context() as m:
+        m.setattr(pe, "DIAGONAL_FRAME", False)
+        return _threshold(d)
+
+
+def _refined_from(d: int, share: float) -> int:
+    """The least n (to 1 %) from which the refined route keeps its margins within share·ε."""
+    lo, hi = 2, 2
+    while not pe._localises(hi, d, share, DELTA / 2):
+        lo, hi = hi, 2 * hi
+    while hi - lo > max(1, lo // 100):
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if pe._localises(mid, d, share, DELTA / 2) else (mid, hi)
+    return hi
+
+
+@pytest.mark.parametrize("d", [3, 5, 7, 10])
+def test_the_diagonal_frame_takes_over_below_the_refined_route(
+        d: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the refined route would need more than DIAG_FROM (= LOC_SHARE_MAX) of ε, the plan
+    localises by the histograms alone (at the whole (ε, δ/2) as their reference: within
+    their cap there), and em's localisation term is the n from which they are — far below
+    where the refined route kept its margins at LOC_SHARE_SMALL; above it nothing changes."""
+    assert pe.DIAG_FROM == pe.LOC_SHARE_MAX
+    refined = _refined_from(d, pe.DIAG_FROM)
+    n = _threshold(d)
+    assert n < 0.8 * _refined_threshold(d, monkeypatch) < 0.8 * refined
+    assert localisation_within_cap(n, d, 1.0, DELTA / 2)
+    assert not localisation_within_cap(int(0.97 * n), d, 1.0, DELTA / 2)
+    for m in (n, (n + refined) // 2, int(0.99 * refined)):
+        plan = pe.em_plan(m, d, 3, BUDGET)
+        assert plan.diagonal and plan.localisation == pg.ApproxDP(1.0, DELTA / 2)
+        assert "localisation octaves" in dict(plan.parts())
+    for m in (int(1.02 * refined), 4 * refined):
+        plan = pe.em_plan(m, d, 3, BUDGET)
+        assert not plan.diagonal and plan.localisation is not None
+        assert plan.localisation.epsilon <= pe.LOC_SHARE_MAX + 1e-12
+    monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)
+    assert not pe.em_plan(n, d, 3, BUDGET).diagonal
+
+
+def test_the_diagonal_plan_gives_the_histograms_their_need_and_em_the_rest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The histograms' ρ is their need at n (the thresholds sized to half the bin they need,
+    whatever ε), the octave reserve DIAG_TIE_SHARE + DIAG_WIDE_SHARE of what they leave, EM
+    the rest;
+    the zCDP parts add up to what (ε, δ − δ_h) converts to, and EM gets more than the refined
+    route leaves it at its own threshold."""
+    from privgauss.gaussian.histogram_budget import P_LOCATION, P_SCALE, _joint_rho
+    from privgauss.privacy import approx_to_zcdp
+
+    n, d = 2000, 5
+    plan = pe.em_plan(n, d, 3, BUDGET)
+    assert plan.diagonal
+    dh = DELTA / 2 * 0.25
+    need = _joint_rho(n // 2, P_SCALE, d, dh / 2) + _joint_rho(n, P_LOCATION, d, dh / 2)
+    assert plan.rho_histograms == pytest.approx(need, rel=1e-9)
+    assert plan.localisation_histograms is not None
+    left = approx_to_zcdp(1.0, DELTA - plan.localisation_histograms.delta) - need
+    tie, wide = pe.DIAG_TIE_SHARE * left, pe.DIAG_WIDE_SHARE * left
+    assert plan.rho_refinement == pytest.approx(tie + wide, rel=1e-9)
+    assert plan.octave_rhos() == pytest.approx((tie, wide), rel=1e-9)
+    assert plan.rho_em == pytest.approx(left - plan.rho_refinement, rel=1e-9)
+    monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)
+    refined = pe.em_plan(int(1.02 * _threshold(d)), d, 3, BUDGET)
+    assert not refined.diagonal and refined.rho_em < plan.rho_em
+    # with the reserve unspent (no tied or wide axes) EM gets more still
+    assert refined.rho_em < 0.75 * (plan.rho_em + plan.rho_refinement)
+
+
+def _tied_rows(n: int, d: int, seed: int) -> np.ndarray:
+    """Correlated Gaussian columns and one that holds one value on 90 % of the rows, the rest
+    spread (its spread needs the ties' octave release)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) @ (np.eye(d) + 0.5) + 3.0
+    X[:, -1] = np.where(rng.random(n) < 0.9, 5.0, rng.normal(size=n) * 3.0)
+    return X
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_a_diagonal_frame_fit_follows_its_plan_and_spends_exactly_its_budget(tied: bool
+                                                                            ) -> None:
+    """Without tied columns the ledger follows the main line (the reserve spent by the last
+    EM step), with one the ties branch (the reserve's tied-axes part by the octave release,
+    the rest by the last step); either way exactly (ε, δ)."""
+    n, d, k = 2000, 5, 3
+    X = (_tied_rows(n, d, 4) if tied else
+         pg.datasets.make_mixture(n, k, d, separation=3.0, random_state=1).X)
+    est = pg.PrivateGaussianMixture(k, epsilon=1.0, delta=DELTA, method="em", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    plan = est.budget_plan_
+    em = pe.em_plan(n, d, k, BUDGET)
+    assert em.diagonal and plan is not None and plan.sums_to_total()
+    steps = [e.step for e in est.ledger_]
+    assert not any("coinpress" in s for s in steps)
+    assert ("localise-ties" in steps) is tied and "localise-wide" not in steps
+    assert ledger_mismatch(plan, est.ledger_) is None
+    main = pg.privacy.BudgetPlan.of(plan.total, dict(plan.parts), groups=plan.groups)
+    assert (ledger_mismatch(main, est.ledger_) is None) is not tied
+    T = em.n_steps
+    last = [e.cost.rho for e in est.ledger_ if e.step.startswith(f"em step {T}/{T} ")]
+    tie, wide = em.octave_rhos()
+    assert sum(last) == pytest.approx(em.rho_steps[-1] + wide + (0.0 if tied else tie),
+                                      rel=1e-12)
+    assert [e.cost.rho for e in est.ledger_ if e.step == "em start histogram"] == [em.rho_init]
+    ties = [e.cost.rho for e in est.ledger_ if e.step == "localise-ties"]
+    assert ties == ([pytest.approx(tie, rel=1e-12)] if tied else [])
+    assert est.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert est.privacy_spent_.delta == pytest.approx(DELTA, rel=1e-6)

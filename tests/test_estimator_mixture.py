@@ -178,13 +178,13 @@ def test_too_little_data_is_refused_with_the_n_needed() -> None:
         InvalidDataError,
     )
     assert f"{need.n_needed:.3g}" in msg and "n = 3000" in msg
-    # 1,000 rows: below what em (the least demanding, about 1,200 at d = 2) needs
+    # 900 rows: below what em (the least demanding, about 980 at d = 2) needs
     msg = _refused(
         lambda acct: PrivateGaussianMixture(2, epsilon=1.0, delta=DELTA, accountant=acct),
-        X[:1000],
+        X[:900],
         InvalidDataError,
     )
-    assert "no mixture method" in msg and "n = 1000" in msg
+    assert "no mixture method" in msg and "n = 900" in msg
 
 
 def test_failure_below_the_requirement_spends_the_budget() -> None:

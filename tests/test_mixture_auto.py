@@ -268,7 +268,7 @@ def test_fit_mixture_help_states_which_budgets_work() -> None:
 
 
 def test_fit_mixture_refusal_names_the_flags_that_lower_the_n(tmp_path: Path) -> None:
-    data = _csv(tmp_path / "small.csv", make_mixture(1000, 2, 2, random_state=9).X)
+    data = _csv(tmp_path / "small.csv", make_mixture(900, 2, 2, random_state=9).X)
     res = _cli("fit-mixture", data, "-k", 2, "--epsilon", 1, "--delta", 1e-6)
     assert res.exit_code == 2, res.output
     text = " ".join(res.output.split())

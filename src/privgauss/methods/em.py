@@ -79,6 +79,8 @@ def _plan(facts: Facts) -> BudgetPlan:
     groups = [g for g in _GROUPS if g in tail]
     if plan.localisation is None:
         return BudgetPlan.of(facts.budget, tail, groups=groups)
+    if plan.diagonal:
+        return _diagonal_plan(facts, plan, tail, groups)
     local = histogram_plan(n, facts.d, plan.localisation)  # em runs the practical route
 
     def with_head(head: BudgetPlan) -> BudgetPlan:
@@ -88,6 +90,43 @@ def _plan(facts: Facts) -> BudgetPlan:
     return BudgetPlan.of(facts.budget, dict(with_head(local).parts),
                          groups=with_head(local).groups,
                          branches=[with_head(b) for b in local.branches])
+
+
+def _diagonal_plan(facts: Facts, plan: Any, tail: dict[str, Any], groups: list[str]
+                   ) -> BudgetPlan:
+    """The plan of em's diagonal frame (``EMPlan.diagonal``): the joint histograms of
+    ``localisation_plan`` at ``plan.localisation``, the octave release of wide axes between
+    them and of tied axes after them when the released histograms call for them (a DP
+    output: the branches), and whatever of their reserve they leave spent by the last EM
+    step (``EMPlan.with_unspent``)."""
+    from ..gaussian.histogram import localisation_plan
+    from ..privacy import ZCDP, ApproxDP
+    from ..privacy.budgets import MIN_EPS
+
+    loc = plan.localisation
+    s_j, l_j, _ = localisation_plan(max(facts.n, 2), facts.d, loc.epsilon, loc.delta)
+    assert s_j is not None  # the scale is not known: both joint releases run
+    tie, wide = plan.octave_rhos()
+    T, K = plan.n_steps, len(plan.rho_kmeans_steps)
+
+    def branch(w: bool, t: bool) -> BudgetPlan:
+        parts: dict[str, Any] = {"localise-scale-axes": ZCDP(s_j.rho),
+                                 "localise-scale-axes (delta)": ApproxDP(MIN_EPS, s_j.delta)}
+        if w:
+            parts["localise-wide"] = ZCDP(wide)
+        parts["localise-axes"] = ZCDP(l_j.rho)
+        parts["localise-axes (delta)"] = ApproxDP(MIN_EPS, l_j.delta)
+        if t:
+            parts["localise-ties"] = ZCDP(tie)
+        rest = dict(tail)
+        last = plan.with_unspent((0.0 if w else wide) + (0.0 if t else tie))
+        for part, rho in zip(("counts", "sums", "moments"), last.stat_rhos(T - 1), strict=True):
+            rest[_step_name(f"step {T} {part}", T, K)] = ZCDP(rho)
+        return BudgetPlan.of(facts.budget, {**parts, **rest}, groups=groups)
+
+    main = branch(False, False)
+    return BudgetPlan.of(facts.budget, dict(main.parts), groups=main.groups,
+                         branches=[branch(True, False), branch(False, True), branch(True, True)])
 
 
 def _prior(job: MixtureJob) -> Any:

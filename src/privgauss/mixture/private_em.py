@@ -250,12 +250,21 @@ histograms would need at this n) within [0.2ε, 0.5ε] (the share every large-n 
 with) and the least ε at which the route the fit runs — the joint Gaussian histograms and
 their CoinPress refinement — keeps its margins (:func:`_localises`: the histograms within
 their cap, the refinement's planned covariance error ≤ ``LOC_MAX_ERROR`` = 1), at most
-``LOC_SHARE_SMALL`` = 0.8ε (beyond it em refuses: the requirement's "histogram
-localisation" term; issue 27: at ε = 1 that is n ≈ 1,700 / 2,700 / 3,800 / 7,600 at
-d = 3 / 5 / 7 / 13, where the per-axis sizing asked 6,800 / 11,700 / 16,800 / 32,000 and
-refused 36 of the 39 fresh corpus tables; ``benchmarks/results/em_small_n.md``). The rest
-is the largest ρ_EM that fits the accountant (zCDP charges compose, then convert with the δ
-left). With public rows: ρ_EM = everything (an (ε, δ) budget as its largest ρ). With a
+``LOC_SHARE_SMALL`` = 0.8ε (issue 27: at ε = 1 the refined route keeps its margins there
+from n ≈ 1,700 / 2,700 / 3,800 / 7,600 at d = 3 / 5 / 7 / 13, where the per-axis sizing
+asked 6,800 / 11,700 / 16,800 / 32,000) — but where it needs more than ``DIAG_FROM`` =
+``LOC_SHARE_MAX`` = 0.5ε (n below ≈ 2,600 / 4,100 / 5,800 at d = 3 / 5 / 7) the *diagonal
+frame* runs instead (``DIAGONAL_FRAME``, :func:`_diagonal_frame`): the joint histograms
+alone at their need (the whole (ε, δ/2) their reference; within their cap from n ≈ 1,210 /
+1,580 / 1,890 / 2,610 at d = 3 / 5 / 7 / 13, the requirement's "histogram localisation"
+term — beyond it em refuses), the released per-axis centres and scales as the frame, no
+CoinPress refinement, and re-whitening only where its reach allows (as always); a reserve
+of ``DIAG_TIE_SHARE`` + ``DIAG_WIDE_SHARE`` of the ρ they leave for their octave releases,
+whose unspent part the last EM step spends; EM gets the rest (ε = 1, d = 5: ρ_EM 0.0120 at
+n = 2,000, 0.0171 with the reserve unspent, where the refined route left 0.0093 at its own
+threshold n = 2,664; ``benchmarks/results/em_small_n.md``). The rest is the largest ρ_EM
+that fits the accountant (zCDP charges compose, then convert with the δ left). With public
+rows: ρ_EM = everything (an (ε, δ) budget as its largest ρ). With a
 prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 % re-whitening (histogram route
 only, and only where its noise reach is at most ``REWHITEN_REACH``: :func:`_rewhiten_reach`;
 else its share goes to the EM steps; 20 % sums, 80 % moments), 10 % start histogram, 10 %
@@ -291,7 +300,8 @@ noise's cost to the returned model: d = 13–15 about 2 % counts, 16 % sums, 82 
    what a non-private mixture parked on that value would gain
    (:func:`~privgauss.mixture.atoms.atom_gain`: the estimator's ``DiscreteDataWarning``).
 
-**Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms,
+**Failure (⊥).** Only the localisation can fail (``EstimationFailed`` from the histograms
+or their octave releases, or the refinement's check,
 the budget spent so far stays spent; its message names the n it needs). Everything after it is
 post-processing that always returns a model: a component whose noisy count is too small keeps
 its previous estimate (or is revived by a split). No other exception on private data; the
@@ -346,6 +356,10 @@ __all__ = ["EMPlan", "EMPrior", "clip_radius", "em_plan", "em_requirements", "pr
 LOC_SHARE_MIN, LOC_SHARE_MAX = 0.2, 0.5  # of ε, for the histogram localisation
 LOC_SHARE_SMALL = 0.8  # of ε: ε_L's cap where the localisation needs more than LOC_SHARE_MAX
 LOC_MAX_ERROR = 1.0  # at ε_L the localisation's refinement's planned covariance error ≤ this
+DIAGONAL_FRAME = True  # below that n: the histograms' diagonal frame, no refinement (False: refuse)
+DIAG_FROM = LOC_SHARE_MAX  # ... and where the refined route needs more than this × ε
+DIAG_TIE_SHARE = 0.20  # ... its octave release of tied axes: this share of the ρ the histograms
+DIAG_WIDE_SHARE = 0.10  # leave, and of wide axes this (the reserve's unspent part: last EM step)
 INIT_SHARE = 0.10  # of ρ_EM, the start histogram
 REWHITEN_SHARE = 0.10  # of ρ_EM, the re-whitening after a histogram localisation
 REWHITEN_SUM_SHARE = 0.2  # of that, the clipped mean (the rest: the second moment)
@@ -443,7 +457,11 @@ class EMPlan:
     once their released changes meet the stopping rule at ``FREEZE_TOL`` (their later
     exploring steps are then missing from the ledger). ``last_shares``: the last step's
     (counts, sums, moments) split where it is not ``STAT_SHARES`` (an over-parameterised
-    plan's, :func:`_output_shares`; () elsewhere)."""
+    plan's, :func:`_output_shares`; () elsewhere). ``diagonal``: the localisation is the
+    joint histograms of :func:`~privgauss.gaussian.histogram_budget.localisation_plan` at
+    ``localisation`` alone (their need, no CoinPress refinement: :func:`_diagonal_frame`);
+    ``rho_refinement`` is then the reserve of their octave releases (tied and wide axes,
+    :meth:`octave_rhos`), whose unspent part the last EM step spends (:meth:`with_unspent`)."""
 
     total: Budget
     localisation: ApproxDP | None
@@ -476,6 +494,7 @@ class EMPlan:
     rho_atoms: float = 0.0
     freeze: bool = False
     last_shares: tuple[float, ...] = ()
+    diagonal: bool = False
 
     @property
     def rho_em(self) -> float:
@@ -549,6 +568,23 @@ class EMPlan:
             self.last_shares if self.last_shares and t == self.n_steps - 1 else STAT_SHARES)
         return rho * c, rho * s, rho - rho * c - rho * s
 
+    def octave_rhos(self) -> tuple[float, float]:
+        """(tied axes, wide axes): the ρ the diagonal frame's octave releases may take
+        (``DIAG_TIE_SHARE`` : ``DIAG_WIDE_SHARE`` of the reserve; 0 without ``diagonal``)."""
+        if not self.diagonal:
+            return 0.0, 0.0
+        tie = self.rho_refinement * DIAG_TIE_SHARE / (DIAG_TIE_SHARE + DIAG_WIDE_SHARE)
+        return tie, self.rho_refinement - tie
+
+    def with_unspent(self, unspent: float) -> EMPlan:
+        """The plan whose last EM step also spends ``unspent`` (the diagonal frame's octave
+        reserve that its releases left: a function of their DP outputs), split over its
+        statistics as any step's."""
+        if not unspent > 0:
+            return self
+        steps = self.rho_steps[:-1] + (self.rho_steps[-1] + unspent,)
+        return dataclasses.replace(self, rho_steps=steps)
+
     def rewhiten_rhos(self) -> tuple[float, float]:
         rho = self.rho_rewhiten
         return rho * REWHITEN_SUM_SHARE, rho - rho * REWHITEN_SUM_SHARE
@@ -558,7 +594,8 @@ class EMPlan:
         if self.localisation_histograms is not None:
             out.append(("localisation histograms", ZCDP(self.rho_histograms)))
             out.append(("localisation histograms delta", self.localisation_histograms))
-            out.append(("localisation refinement", ZCDP(self.rho_refinement)))
+            out.append(("localisation octaves" if self.diagonal else
+                        "localisation refinement", ZCDP(self.rho_refinement)))
         if self.rho_rewhiten > 0:
             for name, r in zip(("sums", "moments"), self.rewhiten_rhos(), strict=True):
                 out.append((f"re-whitening {name}", ZCDP(r)))
@@ -728,14 +765,64 @@ def _localisation_epsilon(n: int, d: int, epsilon: float, delta: float) -> float
     """ε_L (public): the larger of the share sized by the per-axis Laplace route's need
     (2 × :func:`_theory_need`, within [``LOC_SHARE_MIN``, ``LOC_SHARE_MAX``] × ε: the plans
     every large-n tuning ran with, kept) and what the practical route the fit runs needs
-    (:func:`_hist_need`), at most ``LOC_SHARE_SMALL`` × ε (beyond it em refuses:
-    :func:`_requirements`). At small n the localisation's released Gaussian is the frame and,
-    re-whitened, the final pick's single-Gaussian candidate, so a larger share is not
-    wasted there. n = 5e4, d = 2–15, ε = 1: the theory share (0.2–0.37 ε), as before."""
+    (:func:`_hist_need`), at most ``LOC_SHARE_SMALL`` × ε. Where that need exceeds
+    ``DIAG_FROM`` × ε the plan takes the diagonal frame instead (:func:`_diagonal_frame`;
+    with ``DIAGONAL_FRAME`` off, em refuses beyond ``LOC_SHARE_SMALL``: :func:`_requirements`),
+    so in the plans ε_L ≤ ``LOC_SHARE_MAX`` × ε. n = 5e4, d = 2–15, ε = 1: the theory share
+    (0.2–0.37 ε), as before."""
     eps_old = min(max(2.0 * _theory_need(n, d, delta / 2), LOC_SHARE_MIN * epsilon),
                   LOC_SHARE_MAX * epsilon)
     return float(max(eps_old, min(_hist_need(n, d, delta / 2, eps_old),
                                   LOC_SHARE_SMALL * epsilon)))
+
+
+def _diagonal_frame(n: int, d: int, epsilon: float, delta: float) -> bool:
+    """Whether em localises by the joint histograms alone (public): where the refined route
+    keeps no margin within ``LOC_SHARE_SMALL`` × ε (:func:`_localises`) — the CoinPress
+    refinement's planned error stays above ``LOC_MAX_ERROR`` there, and it failed after
+    spending (d = 7: 8 of 20, d = 13: 20 of 20 at ε_L = 0.8) — while the histograms, at
+    the whole (ε, δ/2) as their reference, stay within their cap
+    (:func:`~privgauss.gaussian.histogram_budget.localisation_within_cap`: each gets its
+    need, together at most half of that ρ). The frame is then the released per-axis centre
+    and scale (a diagonal Gaussian; :func:`_histogram_frame`): the EM steps whiten each
+    component themselves, and get the refinement's ρ. Also where the refined route needs
+    more than ``DIAG_FROM`` × ε: its ε_L (up to ``LOC_SHARE_SMALL``) left EM too little —
+    generated mixtures (``make_mixture``, separation 3, k = 3, 20 seeds, ε = 1) at
+    n = 2,100 / 3,300 / 4,700 for d = 3 / 5 / 7: median gap to sklearn 1.35 / 1.10 / 2.74 →
+    0.95 / 0.85 / 0.14 nat/row, fits worse than one non-private Gaussian 1 / 2 / 6 → 0;
+    at DIAG_FROM = 0.25 (n = 3,200 / 5,000 / 7,000) the medians moved by ≤ 0.11 but the worst
+    fits grew 0.43 → 1.05 and 0.11 → 0.92 (d = 5, 7): not taken. Public facts only (n, d, ε, δ);
+    the diagonal range shrinks as ε grows (never at n = 5e4, d ≤ 15, ε = 1)."""
+    from ..gaussian.histogram_budget import localisation_within_cap
+
+    if not DIAGONAL_FRAME or _localises(n, d, DIAG_FROM * epsilon, delta / 2):
+        return False
+    return bool(localisation_within_cap(n, d, epsilon, delta / 2))
+
+
+def _histogram_frame(X: Any, plan: EMPlan, release: Release
+                     ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(mean, diagonal covariance, the octave reserve's unspent ρ) of the diagonal frame
+    (``plan.diagonal``): :func:`~privgauss.gaussian.histogram.localise` with the joint
+    releases of ``localisation_plan`` at ``plan.localisation`` and the octave releases'
+    reserve (:meth:`EMPlan.octave_rhos`; each runs only when the released histograms call
+    for it, a DP output). Post-processing of its releases as
+    :func:`~privgauss.gaussian.histogram.histogram_gaussian` reads them without the
+    refinement: centre, the scale bracket's middle squared; a constant (degenerate) column its
+    released value and variance."""
+    from ..gaussian.histogram import localisation_plan, localise
+
+    loc = plan.localisation
+    assert loc is not None
+    n, d = int(X.shape[0]), int(X.shape[1])
+    s_j, l_j, _ = localisation_plan(n, d, loc.epsilon, loc.delta)
+    tie, wide = plan.octave_rhos()
+    out = localise(X, s_j, l_j, release=release, tie_rho=tie, wide_rho=wide)
+    var = np.asarray(out.scale, dtype=np.float64) ** 2
+    if out.degenerate is not None and out.degenerate_var is not None:
+        var = np.where(out.degenerate, out.degenerate_var, var)
+    unspent = plan.rho_refinement - out.tie_rho - out.wide_rho
+    return np.asarray(out.center, dtype=np.float64), np.diag(var), max(unspent, 0.0)
 
 
 def _theory_need(n: int, d: int, delta_l: float) -> float:
@@ -948,6 +1035,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     steps (after the reduction) get 1 − ``OVER_SHARE`` of the steps' ρ (half of it on the
     last, the rest evenly), the T − R before them the rest, evenly."""
     use_public = n_public >= d + 1
+    diagonal = False
     loc: ApproxDP | None = None
     hist: ApproxDP | None = None
     rho_ref = rho_prior = rho_hist = 0.0
@@ -969,7 +1057,9 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         from ..gaussian.histogram import localisation_plan
 
         assert isinstance(budget, ApproxDP)
-        eps_l = _localisation_epsilon(n, d, budget.epsilon, budget.delta)
+        diagonal = _diagonal_frame(n, d, budget.epsilon, budget.delta)
+        eps_l = (budget.epsilon if diagonal
+                 else _localisation_epsilon(n, d, budget.epsilon, budget.delta))
         loc = ApproxDP(eps_l, budget.delta / 2)
         # histogram_gaussian(eps_l, δ/2) charges the joint histograms' ρ_h and δ_h, then its
         # refinement ρ_loc − ρ_h (all zCDP but δ_h): EM gets the ρ that the whole budget's
@@ -979,6 +1069,12 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         rho_hist = sum(b.rho for b in joint)
         hist = ApproxDP(_MIN_EPS * len(joint), sum(b.delta for b in joint))
         rho_ref = rho_loc - rho_hist
+        if diagonal:  # the histograms alone (at ε: their need); the octave releases'
+            # reserve a share of what is left (at 3 %, histogram_gaussian's, Tobacco's tied
+            # column was read at 16 of 20 splits; at 6 %: 20; em_small_n.md); EM the rest
+            rho_loc = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta)
+            rho_ref = (DIAG_TIE_SHARE + DIAG_WIDE_SHARE) * (rho_loc - rho_hist)
+            rho_loc = rho_hist + rho_ref
         rho_em = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta) - rho_loc
     rho_rw = REWHITEN_SHARE * rho_em if loc is not None else 0.0
     if rho_rw > 0 and _rewhiten_reach(n, d, rho_rw) > REWHITEN_REACH:
@@ -1010,7 +1106,8 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                   3.0 * math.sqrt(d), n_starts,
                   max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
-                  final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms)
+                  final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms,
+                  diagonal=loc is not None and diagonal)
     radii = tuple(step_radius(n, d, k, plan.stat_rhos(t)[2], _tail(plan, t, refine_tail))
                   for t in range(T))
     plan = dataclasses.replace(plan, step_radii=radii)
@@ -1110,10 +1207,16 @@ def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
 def em_requirements(n: int, d: int, k: int, budget: Budget, *, min_weight: float | None = None,
                     n_public: int = 0, prior: bool = False) -> Requirements:
     """What n ``method="em"`` needs (practical, public quantities only): the histogram
-    localisation's n (without public rows or a prior: from that n on the practical route
-    keeps its margins within ``LOC_SHARE_SMALL`` of ε, :func:`_localises`), and enough rows
-    per component for the last step's covariance noise to be ≤ ½ of a unit-variance
-    component's (rows per component ≥ 2σ_M)."""
+    localisation's n (without public rows or a prior: from that n on the diagonal frame's
+    joint histograms stay within their cap at (ε, δ/2), :func:`_diagonal_frame` — or, with
+    ``DIAGONAL_FRAME`` off, the refined route keeps its margins within ``LOC_SHARE_SMALL``
+    of ε, :func:`_localises`; ε = 1, δ = 1e-6: n ≈ 980 / 1,212 / 1,580 / 1,888 / 2,152 /
+    2,608 at d = 2 / 3 / 5 / 7 / 9 / 13, where the refined route asked 1,204 / 1,672 /
+    2,664 / 3,760 / 4,944 / 7,552), enough rows per component for the last step's
+    covariance noise to be ≤ ½ of a unit-variance component's (rows per component ≥ 2σ_M),
+    and the start's rows per component (:func:`_start_rows`; at ε = 1 it binds from d = 7:
+    k = 3 asks 2,126 / 2,734 / 3,949 at d = 7 / 9 / 13 — past it the corpus' d = 9–10
+    tables fitted 0.5–1.2 nat/row worse than one Gaussian, ``em_small_n.md``)."""
     return _requirements(n, d, k, budget, min_weight, n_public, prior, over=True)
 
 
@@ -1131,14 +1234,20 @@ def _requirements(n: int, d: int, k: int, budget: Budget, min_weight: float | No
                                 "(epsilon, delta) budget)")
     if not localised and isinstance(budget, ApproxDP):
         # the n from which the practical localisation meets its margins within the largest
-        # share of ε it may take (:func:`_localises`; more rows only help it)
-        cap, delta_l = LOC_SHARE_SMALL * budget.epsilon, budget.delta / 2
+        # share of ε it may take (:func:`_localises`), or below it the diagonal frame's
+        # histograms stay within their cap (:func:`_diagonal_frame`; more rows only help)
+        eps, delta = budget.epsilon, budget.delta
+
+        def works(m: int) -> bool:
+            return (_localises(m, d, LOC_SHARE_SMALL * eps, delta / 2)
+                    or _diagonal_frame(m, d, eps, delta))
+
         lo, hi = 2, 2
-        while not _localises(hi, d, cap, delta_l) and hi < 10**12:
+        while not works(hi) and hi < 10**12:
             lo, hi = hi, hi * 2
         while hi - lo > max(1, lo // 200):
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if not _localises(mid, d, cap, delta_l) else (lo, mid)
+            lo, hi = (mid, hi) if not works(mid) else (lo, mid)
         terms["histogram localisation"] = float(hi)
     plan_budget = budget if not (isinstance(budget, ZCDP) and not localised) else None
     if plan_budget is not None:
@@ -1331,6 +1440,13 @@ def _frame(X: Any, P: np.ndarray | None, plan: EMPlan, release: Release,
         # the practical (joint-histogram) route whatever ``constants``: em_plan assumes it
         mean, cov = histogram_gaussian(X, loc.epsilon, loc.delta, release=release,
                                        beta=beta, constants="practical")
+    return _whitening(mean, cov)
+
+
+def _whitening(mean: np.ndarray, cov: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(m₀, W, W^{-1}) of a released Gaussian (post-processing): W = C^{-1/2}, its
+    eigenvalues floored at 1e-12 × the largest."""
     with np.errstate(all="ignore"):
         cov = sym(cov)
         w, V = np.linalg.eigh(cov)
@@ -1976,8 +2092,13 @@ def private_em_gmm(
     # threads made a fit 5x slower on a loaded 2-core machine (scikit-learn's k-means does
     # the same); dask runs the chunks in parallel instead
     with np.errstate(all="ignore"), threadpool_limits(1, user_api="blas"):
-        m0, W, Winv = _frame(X, P if plan.localisation is None else None, plan, release,
-                             beta, constants, prior)
+        if plan.diagonal:  # the histograms' frame; the octave reserve left to the last step
+            m0, C0, unspent = _histogram_frame(X, plan, release)
+            m0, W, Winv = _whitening(m0, C0)
+            plan = plan.with_unspent(unspent)
+        else:
+            m0, W, Winv = _frame(X, P if plan.localisation is None else None, plan, release,
+                                 beta, constants, prior)
         Z = transform_rows(X, W, m0)
         if plan.rho_rewhiten > 0:
             m1, W1, W1inv = _rewhiten(Z, plan, release)
