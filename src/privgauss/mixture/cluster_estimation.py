@@ -222,13 +222,15 @@ def _mc_sample(d: int) -> np.ndarray:
 class _Sample:
     """A Monte Carlo sample u_1..u_n of :func:`undo_clipping` as the moments its clipped model
     needs: rows ``H`` sorted by decreasing norm (``norms``), and −H as well when
-    ``antithetic``; their Σ u uᵀ ``G`` and Σ u ``s``."""
+    ``antithetic``; their Σ u uᵀ ``G`` and Σ u ``s``; ``sq_sums[c]`` the sum of the c largest
+    squared norms."""
 
     H: np.ndarray
     norms: np.ndarray
     G: np.ndarray
     s: np.ndarray
     antithetic: bool
+    sq_sums: np.ndarray
 
     @property
     def n(self) -> int:
@@ -240,20 +242,20 @@ class _Sample:
         U = np.asarray(U, dtype=np.float64)
         norms = np.sqrt(np.einsum("ij,ij->i", U, U))
         order = np.argsort(-norms, kind="stable")
-        H = U[order]
+        H, norms = U[order], norms[order]
         G = H.T @ H
+        sq_sums = np.concatenate([[0.0], np.cumsum(norms * norms)])
         if antithetic:
-            return _Sample(H, norms[order], G + G, np.zeros(U.shape[1]), True)
-        return _Sample(H, norms[order], G, H.sum(axis=0), False)
+            return _Sample(H, norms, G + G, np.zeros(U.shape[1]), True, sq_sums)
+        return _Sample(H, norms, G, H.sum(axis=0), False, sq_sums)
 
     def trace_deficit(self, t2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The trace of :meth:`deficit`, Σ (‖u‖² − t²) over the rows beyond t, divided by
         n (from the norms' running sums), and the share of rows beyond t (its derivative
         in t² is minus that share)."""
         beyond = np.searchsorted(-self.norms, -np.sqrt(t2), side="left")
-        total = np.concatenate([[0.0], np.cumsum(self.norms**2)])
         share = (2.0 if self.antithetic else 1.0) / self.n
-        return (total[beyond] - beyond * t2) * share, beyond * share
+        return (self.sq_sums[beyond] - beyond * t2) * share, beyond * share
 
     def deficit(self, t2: np.ndarray) -> np.ndarray:
         """I − the second moment of clip_t(u) over the sample, for each t² of ``t2`` (m,):
