@@ -405,8 +405,10 @@ def undo_clipping_batch(
     """:func:`undo_clipping` for m components clipped at the same radius at once: ``v`` (m ×
     d) and ``S`` (m × d × d) their clipped rows' mean and second moment; returns δ (m × d) and
     Σ (m × d × d). Each component iterates as it would alone (the Newton-like step of
-    :func:`_clip_slopes`, its eigenvalues kept in [1e-4, 1e4]·τ²/d) and stops on its own
-    (its moments matched to ``_TOLERANCE``, or a step that moves it less than ``_STILL``);
+    :func:`_clip_slopes`, its eigenvalues kept in [1e-4, 1e4]·τ²/d) from the isotropic
+    start (:meth:`_Sample.deficit`) and stops on its own (its moments matched to
+    ``_TOLERANCE``, a step that moves it less than ``_STILL``, or a step whose residual,
+    predicted from the last two, is below ``_PREDICTED``·``_TOLERANCE``);
     the stack's clipped moments, eigendecompositions and slopes are computed together for
     the components still iterating. The same numbers as one call per component, bit for bit
     (private EM and :func:`estimate_clusters` de-clip a step's components by one call).
