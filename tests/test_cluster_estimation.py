@@ -204,6 +204,75 @@ def test_undo_clipping_stops_at_a_constrained_fixed_point_with_the_capped_answer
     assert np.abs(c_fast - c_cap).max() < 1e-6 * scale
 
 
+def test_sample_deficit_is_what_clipping_takes_from_the_whitened_sample() -> None:
+    """deficit(t²) = I − the second moment of clip_t(u) over the whole (antithetic) sample,
+    and trace_deficit its trace and the share of rows beyond t (a wrong factor of the
+    antithetic half, or 1 − t/‖u‖ for 1 − t²/‖u‖², fails here)."""
+    d = 5
+    sample = ce._default_sample(d)
+    U = np.vstack([sample.H, -sample.H])
+    norms = np.linalg.norm(U, axis=1)
+    t2 = np.array([2.0, 5.0, 9.0, 400.0])
+    deficit = sample.deficit(t2)
+    tr_def, share = sample.trace_deficit(t2)
+    for j, t in enumerate(np.sqrt(t2)):
+        Z = U * np.minimum(1.0, t / norms)[:, None]
+        assert np.abs(np.eye(d) - Z.T @ Z / U.shape[0] - deficit[j]).max() < 1e-12
+        assert abs(tr_def[j] - np.trace(deficit[j])) < 1e-12
+        assert abs(share[j] - (norms > t).mean()) < 1e-15
+    assert not deficit[-1].any() and tr_def[-1] == 0.0  # no row beyond t = 20
+
+
+@pytest.mark.parametrize(("d", "lam"), [(3, 0.5), (5, 1.0), (5, 2.0), (10, 1.0), (10, 2.0)])
+def test_undo_clipping_starts_at_the_answer_for_a_centred_isotropic_gaussian(
+        monkeypatch, d: int, lam: float) -> None:
+    """The start (the observed covariance plus what clipping takes from N(0, λI) on the sample,
+    λ solved from the observed mean variance) is exact when the rows are the sample itself
+    scaled by √λ: one evaluation confirms it (four to seven without the start)."""
+    tau = math.sqrt(d)
+    sample = ce._default_sample(d)
+    U = math.sqrt(lam) * np.vstack([sample.H, -sample.H])
+    Z = U * np.minimum(1.0, tau / np.linalg.norm(U, axis=1))[:, None]
+    calls = _count_clipped_moments(monkeypatch)
+    delta, cov = undo_clipping(Z.mean(axis=0), Z.T @ Z / Z.shape[0], tau)
+    assert calls[0] == 1
+    assert np.abs(cov - lam * np.eye(d)).max() < 1e-11 * lam
+    assert np.abs(delta).max() < 1e-14
+
+
+def test_undo_clipping_predicted_stop_returns_what_one_more_evaluation_confirms(
+        monkeypatch) -> None:
+    """Private EM's releases (rows near N(0, I) in their frame, τ² = 2.5·d): stopping when
+    the residual predicted from the last two is below a quarter of the tolerance saves the
+    evaluation that would confirm it (in 3 of these 4), and returns the same (δ, Σ) bit for
+    bit."""
+    rng = np.random.default_rng(5)
+    d = 10
+    tau = math.sqrt(2.5 * d)
+    vs, Ss = [], []
+    for off, pert in ((0.03, 0.05), (0.05, 0.1), (0.01, 0.02), (0.1, 0.2)):
+        B = rng.standard_normal((d, d))
+        cov = np.eye(d) + pert * (B + B.T) / (2 * math.sqrt(d))
+        Y = rng.multivariate_normal(off * rng.standard_normal(d), cov, 50_000)
+        Z = ce.clipped_rows(Y, ClusterFrame(np.zeros(d), np.eye(d)), tau)
+        vs.append(Z.mean(axis=0))
+        Ss.append(Z.T @ Z / Z.shape[0])
+    calls = _count_clipped_moments(monkeypatch)
+    saved = 0
+    for v, S in zip(vs, Ss, strict=True):
+        monkeypatch.setattr(ce, "_PREDICTED", 0.25)
+        calls[0] = 0
+        delta, cov = undo_clipping(v, S, tau)
+        predicted = calls[0]
+        monkeypatch.setattr(ce, "_PREDICTED", 0.0)
+        calls[0] = 0
+        delta_full, cov_full = undo_clipping(v, S, tau)
+        assert predicted in (calls[0], calls[0] - 1)
+        saved += calls[0] - predicted
+        assert np.array_equal(delta, delta_full) and np.array_equal(cov, cov_full)
+    assert saved >= 3
+
+
 @pytest.mark.parametrize("gather_max", [0, ce._GATHER_MAX, 10**9])
 def test_undo_clipping_batch_is_each_component_alone_bit_for_bit(monkeypatch,
                                                                  gather_max: int) -> None:
