@@ -613,6 +613,93 @@ def test_a_many_level_integer_column_keeps_its_zeros() -> None:
     assert syn.marginals_[0].edges[0] == -0.5
 
 
+def _coded_table(n: int, seed: int, code_share: float) -> np.ndarray:
+    """A count 0-6 (mostly 0-4) and a schooling 8-17, each with ``code_share`` of its
+    records a missing-value code 99 — an octave or more past the column's range, too few per
+    octave to pass the range's threshold at ε = 1 with five columns — beside an income, an
+    age and a normal column."""
+    rng = np.random.default_rng(seed)
+    kids = np.minimum(rng.poisson(1.8, n), 6).astype(float)
+    kids[rng.uniform(size=n) < code_share] = 99.0
+    school = rng.integers(8, 18, n).astype(float)
+    school[rng.uniform(size=n) < code_share] = 99.0
+    z = rng.normal(size=(n, 3))
+    return np.column_stack([kids, school, np.round(np.exp(8 + z[:, 0])),
+                            30 + np.round(10 * z[:, 1]), z[:, 2]])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_missing_value_code_past_the_range_is_kept(seed: int) -> None:
+    """A code far past a column's range (PSID's kids and schooling coded 98/99) used to be
+    clipped into the range's end and drawn as the column's largest ordinary values: the
+    synthetic rows had no codes (held-out loglik −105 against −40, a linear model's R² −0.7
+    against 0.4: benchmarks/results/synth_peers_gaps.md). The tail bins (one per octave past
+    the range, in the same histogram release) keep it: about the code's share of synthetic
+    values at 64-127 (the code's octave), none between the range and it."""
+    n = 4000
+    X = _coded_table(n, seed, 0.04)
+    kinds = ["integer"] * 4 + ["float"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, kinds=kinds,
+                                    random_state=seed).fit(X).sample(n, random_state=seed)
+    for j in range(2):
+        assert 0.025 < np.mean(out[:, j] >= 64) < 0.06, (j, np.mean(out[:, j] >= 64))
+        assert np.mean((out[:, j] >= 32) & (out[:, j] < 64)) < 0.005
+        assert out[:, j].max() < 256
+    # without the tail bins (the old code) no synthetic value reaches the code's octave
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mp.setattr(marg, "TAIL_OCTAVES", 0)
+        old = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, kinds=kinds,
+                                    random_state=seed).fit(X).sample(n, random_state=seed)
+    assert np.mean(old[:, :2] >= 64) < 0.005
+
+
+def test_tail_bins_count_every_record_once_and_stay_empty_without_one() -> None:
+    """The tail bins are bins of the one histogram release: with them every record still
+    counts in exactly one bin per column (its L2 sensitivity √(2m) stands); and a column
+    with nothing past its range gets no tail mass at a large budget (a false alarm must pass
+    half a record, :data:`~privgauss.synthesis.marginals.TAIL_MIN_COUNT`, as well as the
+    cut in noise deviations: its probability vanishes with the noise)."""
+    e, keys = marg._tail_edges(16.5, marg._N_OCT + 1 + (3 - marg.E_MIN), 1.0, up=True)  # [8, 16)
+    assert np.allclose(e, [16.5, 31.5, 63.5, 127.5, 255.5, 511.5, 1023.5, 2047.5, 4095.5])
+    assert len(keys) == marg.TAIL_OCTAVES
+    x = np.array([0.0, 3.0, 16.0, 17.0, 99.0, 5000.0, 1e9])
+    full = np.concatenate([np.arange(-0.5, 16.6, 1.0), e[1:]])
+    counts = marg._fine_counts(x, full, "integer")
+    assert counts.sum() == len(x) and counts[-1] == 2  # 5000 and 1e9 in the last tail bin
+    neg, nkeys = marg._tail_edges(-7.5, marg._N_OCT - 1 - (2 - marg.E_MIN), 1.0, up=False)
+    assert np.allclose(neg[-3:], [-31.5, -15.5, -7.5]) and len(nkeys) == len(neg) - 1
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = np.column_stack([rng.poisson(2.0, n), rng.normal(50.0, 5.0, n)])
+    rho = 2000.0  # the combined noise deviation ≈ 0.05 records: below TAIL_MIN_COUNT / 10
+    plan = MarginalPlan(["integer", "float"], [None] * 2, marg.n_fine_bins(n, 0.4 * rho, 2),
+                        0.1 * rho, 0.4 * rho)
+    for s in range(8):
+        ms = release_marginals(X, plan, release=Release(Accountant(ZCDP(rho)), NoiseSource(s)))
+        assert ms[0].high <= 32.5 and ms[1].high <= 256.0
+
+
+def test_the_tail_cut_has_its_false_alarm_rate() -> None:
+    """Pure noise in a tail bin — the histogram's count (deviation σ_h) and its octave's in
+    the range release (σ_r), combined by inverse variance — passes the cut of c deviations
+    of the combination at rate 1 − Φ(c): a wrong combined deviation (σ_h alone, or the two
+    added) would not."""
+    rng = np.random.default_rng(0)
+    m = 400_000
+    sh, sr = 34.0, 54.0
+    for c in (1.0, 2.326):
+        kept = marg._tail_masses(rng.normal(0, sh, m), sh, rng.normal(0, sr, m), sr, c)
+        assert abs(np.mean(kept > 0) - (1 - float(ndtr(c)))) < 0.003
+    # one record past the range at a budget of no noise is kept; half a record of noise not
+    tiny = marg._tail_masses(np.array([1.0, 0.4]), 1e-3, np.array([1.0, 0.4]), 1e-3, 3.0)
+    assert tiny[0] == pytest.approx(1.0) and tiny[1] == 0.0
+    signal = marg._tail_masses(np.full(3, 98.0), sh, np.array([98.0, 0.0, 98.0]), sr, 3.0)
+    assert signal[0] == pytest.approx(98.0) and signal[1] == 0.0
+
+
 # ------------------------------------------------------------------------------- resolution
 
 

@@ -27,7 +27,14 @@ rho_hist``:
   passes :data:`PROBE_SIGMAS` deviations, its mass then spread over :data:`PROBE_OCTAVES`
   octaves: a sign's values spread over octaves too thin to pass the range threshold are not
   clipped to 0 (same release, same sensitivity: every record still counts in exactly one bin
-  per column).
+  per column). Likewise a released range away from zero gets :data:`TAIL_OCTAVES` *tail
+  bins* past its far end(s), one per octave (values past the last counted in it): a column's
+  values beyond its range — a missing-value code 99 above counts of 0-13, too thin per
+  octave to pass the range's threshold — are counted there instead of being clipped into
+  the range's end bin; a tail bin keeps its mass when its count, combined by inverse
+  variance with its octave's count in the range release, passes a cut at which a false
+  alarm among the table's tail bins has probability ≤ :data:`TAIL_BETA` (and half a
+  record); the range's bins keep the rest of the mass (post-processing).
 
 **zoom** (when planned): the heaviest bins of each integer or gridded column's histogram, chosen
 from its noisy counts, are split into sub-bins — one per level — and counted again
@@ -417,6 +424,124 @@ def _spread_sign_probe(edges: np.ndarray, cdf: np.ndarray,
     mass = cdf[-2] + (cdf[-1] - cdf[-2]) * k / PROBE_OCTAVES
     return (np.concatenate([edges[:-1], inner, edges[-1:]]),
             np.concatenate([cdf[:-1], mass, cdf[-1:]]))
+
+
+#: a released range away from zero gets this many *tail* bins past its far end, one per octave
+#: of magnitude (a factor of 2^TAIL_OCTAVES), counted in the same histogram release: a column's
+#: values beyond its range — a missing-value code 99 or 999 above counts of 0-13, too few per
+#: octave to pass the range's threshold — are measured there instead of being clipped into
+#: the range's end bin (see :func:`_tail_masses`)
+TAIL_OCTAVES = 8
+#: false-alarm probability of the tail bins' cut, over all tail bins of the table
+TAIL_BETA = 0.05
+#: ... and a kept tail bin holds at least this many records (noisy): half a record, so that
+#: as the noise vanishes a tail bin is kept exactly when it holds a record, while a false
+#: alarm's probability falls to 0 instead of staying TAIL_BETA (a noise of one record put at
+#: 2^8 times the range moves a column's variance however small its mass)
+TAIL_MIN_COUNT = 0.5
+
+
+def _tail_edges(edge: float, key: int, grid: float, up: bool) -> tuple[np.ndarray, list[int]]:
+    """The tail bins' edges past a range's far ``edge`` (its top when ``up``, else its bottom,
+    already snapped to half-steps of ``grid`` when > 0), the first being ``edge``, and each
+    tail bin's octave key in the range grid (the octaves past range-grid bin ``key``, the
+    range's far end, at most :data:`TAIL_OCTAVES`, within the grid). An octave's edge is
+    snapped to the half-step below the octave's first grid value, so that a tail bin holds
+    that octave's grid values (the first tail bin starts at ``edge``)."""
+    out, keys = [float(edge)], []
+    for t in range(1, TAIL_OCTAVES + 1):
+        k = key + t if up else key - t
+        if not 0 <= k < N_RANGE_BINS or k == _N_OCT:
+            break
+        lo, hi = _bin_edges(k)
+        far = hi if up else lo
+        if grid > 0:
+            far = (math.ceil(far / grid - 1e-9) - 0.5) * grid if up else (
+                math.floor(far / grid + 1e-9) + 0.5) * grid
+        if (far <= out[-1]) if up else (far >= out[-1]):
+            continue
+        out.append(far)
+        keys.append(k)
+    return np.asarray(out if up else out[::-1]), (keys if up else keys[::-1])
+
+
+def _tail_masses(hist: np.ndarray, sigma_hist: float, octave: np.ndarray, sigma_range: float,
+                 cut: float) -> np.ndarray:
+    """The tail bins' counts (post-processing): each bin's histogram count combined by inverse
+    noise variance with its octave's count in the range release (the same records, up to the
+    first tail bin's partial octave), kept when the combination passes ``cut`` (in units of
+    its noise deviation) and :data:`TAIL_MIN_COUNT`, else 0."""
+    w_h, w_r = 1.0 / sigma_hist ** 2, 1.0 / sigma_range ** 2
+    both = (hist * w_h + octave * w_r) / (w_h + w_r)
+    sd = 1.0 / math.sqrt(w_h + w_r)
+    return np.where(both >= max(cut * sd, TAIL_MIN_COUNT), both, 0.0)
+
+
+def _with_tails(edges: np.ndarray, cdf: np.ndarray, top: tuple[np.ndarray, np.ndarray] | None,
+                bottom: tuple[np.ndarray, np.ndarray] | None, n: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """A marginal's edges and CDF with its kept tail bins (``(edges, masses)`` per side, the
+    masses in records): the tails get their masses' share of public n (at most half), the
+    range the rest in its own proportions; tail bins past the last with mass are dropped,
+    those between it and the range keep no mass (post-processing)."""
+    sides = {}
+    for name, tail in (("top", top), ("bottom", bottom)):
+        if tail is None:
+            continue
+        e, m = tail
+        nz = np.flatnonzero(m > 0)
+        if nz.size == 0:
+            continue
+        if name == "top":
+            sides[name] = (e[: nz[-1] + 2], m[: nz[-1] + 1])
+        else:
+            sides[name] = (e[nz[0]:], m[nz[0]:])
+    if not sides:
+        return edges, cdf
+    total = sum(float(m.sum()) for _, m in sides.values())
+    share = min(total / n, 0.5)
+    scale = share / total
+    low = float(sides["bottom"][1].sum()) * scale if "bottom" in sides else 0.0
+    high = float(sides["top"][1].sum()) * scale if "top" in sides else 0.0
+    core = low + (1.0 - low - high) * np.asarray(cdf)
+    out_e, out_c = [np.asarray(edges)], [core]
+    if "bottom" in sides:
+        e, m = sides["bottom"]
+        out_e.insert(0, e[:-1])
+        out_c.insert(0, np.concatenate([[0.0], np.cumsum(m) * scale])[:-1])
+    if "top" in sides:
+        e, m = sides["top"]
+        out_e.append(e[1:])
+        out_c.append(core[-1] + np.cumsum(m) * scale)
+    c = np.concatenate(out_c)
+    c[0], c[-1] = 0.0, 1.0
+    return np.concatenate(out_e), np.minimum(np.maximum.accumulate(c), 1.0)
+
+
+def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, list[int]]]],
+                    ranged: dict[int, tuple[np.ndarray, int, int]], sigma_hist: float,
+                    sigma_range: float) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Each column's tail bins (edges, kept masses) per side from the histogram release's
+    noisy tail counts ``noisy`` (bottom then top, column by column, as released) and the
+    range release's noisy octave counts: :func:`_tail_masses` at the cut at which a false
+    alarm among the table's tail bins has probability ≤ :data:`TAIL_BETA` (post-processing;
+    the cut, in noise deviations, times a deviation that vanishes with the noise)."""
+    total = sum(len(k) for t in tails for _, k in t.values())
+    out: list[dict[str, tuple[np.ndarray, np.ndarray]]] = [{} for _ in tails]
+    if total == 0:
+        return out
+    cut = float(ndtri(1.0 - TAIL_BETA / total))
+    start = 0
+    for j, t in enumerate(tails):
+        for side in ("bottom", "top"):
+            if side not in t:
+                continue
+            e, keys = t[side]
+            h = noisy[start:start + len(keys)]
+            start += len(keys)
+            octave = ranged[j][0][np.asarray(keys, dtype=np.int64)]
+            out[j][side] = (e, _tail_masses(h, sigma_hist, octave, sigma_range, cut))
+    return out
 
 
 def _integer_edges(edges: np.ndarray, n_bins: int, step: float = 1.0) -> np.ndarray:
@@ -927,10 +1052,12 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
                                                                              strict=True)):
         # no column has levels to zoom into: the zoom's share goes to the histograms
         plan = replace(plan, rho_hist=plan.rho_hist + plan.rho_zoom, rho_zoom=0.0)
-    lows: list[float] = [0.0] * d
     edges: list[np.ndarray | None] = [None] * d
     need_range = [j for j in range(d) if plan.bounds[j] is None and plan.kinds[j] != "binary"]
     cores: list[tuple[float, float] | None] = [None] * d  # the released range less its margin
+    # a released range's noisy octave counts and its ends' keys (for the tail bins)
+    ranged: dict[int, tuple[np.ndarray, int, int]] = {}
+    sigma_range = 1.0
     for j in range(d):
         b = plan.bounds[j]
         if plan.kinds[j] == "binary":
@@ -950,9 +1077,11 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         sigma = sens / math.sqrt(2.0 * plan.rho_range)
         thr = range_threshold(sigma, m)
         far = range_threshold(sigma, m, RANGE_FAR_BETA)
+        sigma_range = sigma
         for i, j in enumerate(need_range):
             core: list[int] = []
             k_lo, k_hi = _octaves_of_range(noisy[i], thr, far, core)
+            ranged[j] = (noisy[i], k_lo, k_hi)
             cores[j] = (_bin_edges(core[0])[0], _bin_edges(core[1])[1])
             edges[j] = _fine_edges(k_lo, k_hi, _allocation_weights(noisy[i, k_lo:k_hi + 1],
                                                                    sigma),
@@ -972,16 +1101,39 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
             levelled[j] = bool(np.allclose(np.diff(snapped), steps[j]))
         elif plan.kinds[j] == "float" and j in need_range:
             edges[j], probes[j] = _with_sign_probe(e)
-        lows[j] = float(e[0])
-    # the fine histograms of all columns, one joint Gaussian release
+    # tail bins past a released range's far ends (away from zero), one per octave
+    tails: list[dict[str, tuple[np.ndarray, list[int]]]] = [{} for _ in range(d)]
+    for j, (_, k_lo, k_hi) in ranged.items():
+        e = edges[j]
+        assert e is not None
+        grid = 1.0 if plan.kinds[j] == "integer" else float(steps[j])
+        if k_hi > _N_OCT:
+            tails[j]["top"] = _tail_edges(float(e[-1]), k_hi, grid, up=True)
+        if k_lo < _N_OCT:
+            tails[j]["bottom"] = _tail_edges(float(e[0]), k_lo, grid, up=False)
+    # the fine histograms of all columns, one joint Gaussian release: every record counts in
+    # exactly one bin per column (its range's or, past the range, a tail bin's; past the last
+    # tail bin, that one's); the ranges' bins first, then the tail bins
     sizes = [len(e) - 1 for e in edges if e is not None]
-    flat = np.concatenate([_fine_counts(X[:, j], e, plan.kinds[j])
-                           for j, e in enumerate(edges) if e is not None])
+    parts, tail_parts = [], []
+    for j, e in enumerate(edges):
+        assert e is not None
+        bottom = tails[j].get("bottom", (np.asarray(e[:1]), []))[0]
+        top = tails[j].get("top", (np.asarray(e[-1:]), []))[0]
+        full = np.concatenate([bottom[:-1], e, top[1:]])
+        c = _fine_counts(X[:, j], full, plan.kinds[j])
+        nb = len(bottom) - 1
+        parts.append(c[nb:nb + len(e) - 1])
+        tail_parts += [c[:nb], c[nb + len(e) - 1:]]
+    flat = np.concatenate(parts + tail_parts)
     sens = histogram_l2() * math.sqrt(d)
-    noisy_flat = gaussian_mechanism(flat, sens, ZCDP(plan.rho_hist),
-                                    accountant=release.accountant, noise=release.noise,
-                                    step=release.name("bins"))
+    noisy_all = gaussian_mechanism(flat, sens, ZCDP(plan.rho_hist),
+                                   accountant=release.accountant, noise=release.noise,
+                                   step=release.name("bins"))
     sigma_hist = sens / math.sqrt(2.0 * plan.rho_hist)
+    noisy_flat = noisy_all[:sum(sizes)]
+    tail_masses = _released_tails(noisy_all[sum(sizes):], tails, ranged, sigma_hist,
+                                  sigma_range)
     cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
     kept_probe: list[bool] = []
     start = 0
@@ -1005,6 +1157,8 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         if probe is not None and kept_probe[j]:
             e, cdf = _spread_sign_probe(e, cdf, probe)
         smooth = plan.kinds[j] == "float" and steps[j] == 0 and lam >= SMOOTH_LAMBDA
+        e, cdf = _with_tails(np.asarray(e), cdf, tail_masses[j].get("top"),
+                             tail_masses[j].get("bottom"), n)
         out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf, steps[j],
                             smooth))
     return out
