@@ -20,6 +20,7 @@ whether the fits are bit-identical (what a pure speed-up should give) and whethe
 4 fits (families 1 and 2 at ε = 1, the k = 3 mixture at ε = 1 and 1e4) with the outputs of the
 code on ``PYTHONPATH``; ``--declip-compare FILE`` re-runs them with this code and prints the
 clipped-moment evaluations per call, the CPU time and the outputs' relative differences.
+``--kernel`` times one EM kernel call over 5e4 rows for 6 models and for 1.
 ``--synth FILE`` times ``PrivateSynthesizer(rho=1e6, n_components=32)`` (issue 28's huge-budget
 copula mixture; seeded) on corpus tables wavesurge (2,894 × 2) and doctor_contacts (20,186 × 9),
 saves the copulas' weights, means and covariances to FILE, and with ``--against OLD`` prints
@@ -270,6 +271,30 @@ def _synth(path: str, against: str | None, repeats: int) -> None:
         print(f"largest relative difference: {worst:.2e}")
 
 
+def _kernel(repeats: int) -> None:
+    """CPU time of one EM kernel call (``private_em._em_kernel``) over 5e4 rows (d = 10, k = 3;
+    standard normal rows, random models with the fit's radius order), for 6 models (an
+    exploring pass of the wide plan) and 1 (a refining step's): the least of ``repeats``."""
+    from privgauss.mixture import private_em as pe
+
+    rng = np.random.default_rng(0)
+    d, k = 10, 3
+    X = rng.standard_normal((N, d)) * 1.5
+    models = []
+    for _ in range(6):
+        A = rng.standard_normal((k, d, d)) * 0.3 + np.eye(d)
+        _, Linv, ln = pe._model_terms(rng.dirichlet(np.ones(k)), A @ A.transpose(0, 2, 1))
+        models.append((rng.standard_normal((k, d)), Linv, ln))
+    for m in (6, 1):
+        best = math.inf
+        for _ in range(repeats):
+            c0 = time.process_time()
+            pe._em_kernel(X, tuple(models[:m]), 5.0)
+            best = min(best, time.process_time() - c0)
+        print(f"_em_kernel, {m} model(s), {N} rows, d = {d}, k = {k}: {best * 1e3:.2f} ms CPU "
+              f"(least of {repeats})")
+
+
 def _git() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
@@ -296,6 +321,8 @@ def main() -> None:
                     help="time the synthesizer's k = 32 fits at rho = 1e6, save them to FILE")
     ap.add_argument("--against", default=None, metavar="OLD",
                     help="with --synth: compare the fits with OLD's")
+    ap.add_argument("--kernel", action="store_true",
+                    help="time one EM kernel call (6 models and 1) instead")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     warnings.simplefilter("ignore")
@@ -312,6 +339,9 @@ def main() -> None:
             return
         if a.declip_compare:
             _declip_compare(a.declip_compare)
+            return
+        if a.kernel:
+            _kernel(max(a.repeats, 10))
             return
         if a.synth:
             _synth(a.synth, a.against, a.repeats)

@@ -570,7 +570,8 @@ def test_em_kernel_equals_the_statistics_definition(monkeypatch):
     """The fused kernel (every run in one pass, sub-blocks in a reused workspace, stacked
     component frames, clipping factors from the densities' squared norms) gives each model's
     N, S, M and score as their plain definitions, across sub-blocks and kernel calls, with
-    rows far away, on a mean, and of magnitude 1e150 (no component can score it)."""
+    rows far away, on a mean, of magnitude 1e150 (no component can score it) and with an
+    infinite coordinate in a last, partial sub-block (its frames zeroed in place)."""
     from privgauss.backends import reduce_rows
 
     monkeypatch.setattr(pe, "EM_SUB_ROWS", 64)  # several sub-blocks per kernel call
@@ -581,6 +582,7 @@ def test_em_kernel_equals_the_statistics_definition(monkeypatch):
     Z[3] = 1e150
     Z[5] = -1e6
     Z[7] = models[0][0][1]
+    Z[-2, 0] = np.inf  # in a last, partial sub-block (1000 = 3·300 + 100; 100 = 64 + 36)
     out = reduce_rows(Z, partial(pe._em_kernel, models=models, radius=radius, bound=bound),
                       block=300)
     for c, model in enumerate(models):
@@ -601,6 +603,29 @@ def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
     stated = np.array([sensitivity.soft_counts_l2(), sensitivity.soft_sums_l2(R),
                        sensitivity.soft_outer_sums_frobenius(R)])
     assert np.all(worst <= stated * (1 + 1e-9)) and np.all(worst > stated / 2), (worst, stated)
+
+
+def test_em_kernel_one_row_stays_inside_the_clipping_ball_in_floating_point():
+    """One row's own contribution, as the kernel rounds it (its M_j a product of
+    V = √r_ij·w_ij·Y_ij, its clipping factor from the squared norm): Σ_j tr M_j ≤ r²,
+    ‖S_j‖ ≤ N_j·r and Σ_j N_j ≤ 1 + kε without any tolerance, for rows far beyond the radius
+    (every row clipped), on the clipping sphere and inside it, in d = 2–15 at k = 1–6 — the
+    per-row bound each released sum's stated sensitivity rests on."""
+    rng = np.random.default_rng(11)
+    eps = float(np.finfo(np.float64).eps)
+    for d, k in ((2, 1), (4, 3), (10, 3), (15, 6)):
+        _, Linv, log_norm = pe._model_terms(
+            rng.dirichlet(np.ones(k)),
+            np.array([np.eye(d) * 10.0 ** rng.uniform(-2, 2) for _ in range(k)]))
+        model = (rng.normal(size=(k, d)), Linv, log_norm)
+        for radius in (0.7, math.sqrt(d) + 1.3, 37.0):
+            for scale in (1e-3, 1.0, radius, 1e3, 1e8):
+                for _ in range(25):
+                    z = rng.normal(size=(1, d)) * scale
+                    N, S, M = pe._em_kernel(z, (model,), radius)
+                    assert np.trace(M[0], axis1=1, axis2=2).sum() <= radius**2
+                    assert np.all(np.linalg.norm(S[0], axis=1) <= N[0] * radius)
+                    assert N[0].sum() <= 1.0 + k * eps
 
 
 def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None,
