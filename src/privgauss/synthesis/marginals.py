@@ -34,7 +34,10 @@ rho_hist``:
   the range's end bin; a tail bin keeps its mass when its count, combined by inverse
   variance with its octave's count in the range release, passes a cut at which a false
   alarm among the table's tail bins has probability ≤ :data:`TAIL_BETA` (and half a
-  record); the range's bins keep the rest of the mass (post-processing).
+  record); the range's bins keep the rest of the mass, and the records of a side's tail bins
+  too thin to keep go back to the range's end bin, as clipping put them before the tail
+  bins, when their summed counts pass a test of their own (:data:`TAIL_RETURN_BETA`;
+  post-processing).
 
 **zoom** (when planned): the heaviest bins of each integer or gridded column's histogram, chosen
 from its noisy counts, are split into sub-bins — one per level — and counted again
@@ -445,6 +448,21 @@ TAIL_BETA = 0.01
 #: alarm's probability falls to 0 instead of staying TAIL_BETA (a noise of one record put at
 #: 2^8 times the range moves a column's variance however small its mass)
 TAIL_MIN_COUNT = 0.5
+#: false-alarm probability, per side of a column, of the test that gives the records of a
+#: side's *unkept* tail bins back to the range's end bin (:func:`_tail_return`): their noisy
+#: counts summed from the range outwards, each prefix sum against its own noise deviation
+#: (√k of a bin's for k bins; Bonferroni over the prefixes) and :data:`TAIL_MIN_COUNT`. A
+#: false alarm moves ~3√k deviations of noise into the range's end bin, within the range —
+#: the error main's clipping made whenever a column's end bin's noise passed its 2σ cut
+#: (2.3 % per end) — not to 2^8 times past it as a tail bin's would; so per side, not over
+#: the table's tail bins as :data:`TAIL_BETA`; the expected noise moved (a false alarm's
+#: ~7 deviations at ~0.6 % per side, β/m to β by Bonferroni) about main's (σφ(2) per end).
+#: 0: no record is given back (the tail bins' unkept records are dropped, as on branch
+#: synpeers3). Measured (benchmarks/results/synth_peers_gaps.md, 3 splits × 12 draws):
+#: forbes2000's linear R² 0.034 → 0.232 (main 0.280), psid's −0.465 → −0.400; the cost is
+#: the false alarm's mass, up to ~18 % of a small table's rows at the range's end
+#: (immigration, 1,120 rows, one fit in 36: median linear R² 0.042 → −0.162)
+TAIL_RETURN_BETA = 0.01
 
 
 def _tail_edges(edge: float, key: int, grid: float, up: bool) -> tuple[np.ndarray, list[int]]:
@@ -471,30 +489,69 @@ def _tail_edges(edge: float, key: int, grid: float, up: bool) -> tuple[np.ndarra
     return np.asarray(out if up else out[::-1]), (keys if up else keys[::-1])
 
 
+def _tail_combined(hist: np.ndarray, sigma_hist: float, octave: np.ndarray,
+                   sigma_range: float) -> tuple[np.ndarray, float]:
+    """The tail bins' counts, each bin's histogram count combined by inverse noise variance
+    with its octave's count in the range release (the same records, up to the first tail
+    bin's partial octave), and the combination's noise deviation (post-processing)."""
+    w_h, w_r = 1.0 / sigma_hist ** 2, 1.0 / sigma_range ** 2
+    return (hist * w_h + octave * w_r) / (w_h + w_r), 1.0 / math.sqrt(w_h + w_r)
+
+
 def _tail_masses(hist: np.ndarray, sigma_hist: float, octave: np.ndarray, sigma_range: float,
                  cut: float) -> np.ndarray:
-    """The tail bins' counts (post-processing): each bin's histogram count combined by inverse
-    noise variance with its octave's count in the range release (the same records, up to the
-    first tail bin's partial octave), kept when the combination passes ``cut`` (in units of
-    its noise deviation) and :data:`TAIL_MIN_COUNT`, else 0."""
-    w_h, w_r = 1.0 / sigma_hist ** 2, 1.0 / sigma_range ** 2
-    both = (hist * w_h + octave * w_r) / (w_h + w_r)
-    sd = 1.0 / math.sqrt(w_h + w_r)
+    """The tail bins' counts (post-processing): :func:`_tail_combined`, kept when the
+    combination passes ``cut`` (in units of its noise deviation) and :data:`TAIL_MIN_COUNT`,
+    else 0."""
+    both, sd = _tail_combined(hist, sigma_hist, octave, sigma_range)
     return np.where(both >= max(cut * sd, TAIL_MIN_COUNT), both, 0.0)
 
 
-def _with_tails(edges: np.ndarray, cdf: np.ndarray, top: tuple[np.ndarray, np.ndarray] | None,
-                bottom: tuple[np.ndarray, np.ndarray] | None, n: int
+def _tail_return(both: np.ndarray, kept: np.ndarray, sd: float, beta: float,
+                 outward: bool = True) -> float:
+    """The records a side's *unkept* tail bins give back to the range's end bin (records;
+    post-processing). ``both``: the side's tail bins' combined noisy counts (each of noise
+    deviation ``sd``, independent), in order from the range outwards when ``outward`` (a top
+    side; a bottom side's are stored farthest first); ``kept``: their kept masses. The bins
+    whose kept mass is 0, from the range outwards, are summed over each prefix of k of them
+    (k = 1..m: a tail thins out past the range, so its first octaves hold most of it); the
+    largest prefix sum that passes its own deviation √k·sd times the cut at false-alarm
+    ``beta``/m (Bonferroni over the m prefixes) and :data:`TAIL_MIN_COUNT` is given back,
+    else 0. Main clipped a record past the range into the range's end bin; a tail bin too
+    thin to keep would otherwise drop it — forbes2000's money columns, 6-17 % of the rows
+    over 2-5 octaves, each too thin, had that mass spread over the whole range
+    (benchmarks/results/synth_peers_gaps.md). A side without records past the range gives
+    something back with probability ≤ ``beta``, and as the noise vanishes nothing (half a
+    record must pass): consistent."""
+    rest = both[kept <= 0]
+    if rest.size == 0 or not beta > 0:
+        return 0.0
+    if not outward:
+        rest = rest[::-1]
+    k = np.arange(1, rest.size + 1)
+    sums = np.cumsum(rest)
+    cut = float(ndtri(1.0 - beta / rest.size))
+    ok = sums >= np.maximum(cut * np.sqrt(k) * sd, TAIL_MIN_COUNT)
+    return float(sums[ok].max()) if ok.any() else 0.0
+
+
+def _with_tails(edges: np.ndarray, cdf: np.ndarray,
+                top: tuple[np.ndarray, np.ndarray, float] | None,
+                bottom: tuple[np.ndarray, np.ndarray, float] | None, n: int
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """A marginal's edges and CDF with its kept tail bins (``(edges, masses)`` per side, the
-    masses in records): the tails get their masses' share of public n (at most half), the
-    range the rest in its own proportions; tail bins past the last with mass are dropped,
-    those between it and the range keep no mass (post-processing)."""
-    sides = {}
+    """A marginal's edges and CDF with its tail bins (``(edges, kept masses, given back)``
+    per side, in records; :func:`_released_tails`): the kept tail bins and the records given
+    back to the range's end bin (:func:`_tail_return`) get their share of public n (at most
+    half), the range the rest in its own proportions, its end bin on a side also that side's
+    given-back share; tail bins past the last with mass are dropped, those between it and
+    the range keep no mass (post-processing)."""
+    sides: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    back = {"top": 0.0, "bottom": 0.0}
     for name, tail in (("top", top), ("bottom", bottom)):
         if tail is None:
             continue
-        e, m = tail
+        e, m, b = tail
+        back[name] = max(float(b), 0.0)
         nz = np.flatnonzero(m > 0)
         if nz.size == 0:
             continue
@@ -502,14 +559,16 @@ def _with_tails(edges: np.ndarray, cdf: np.ndarray, top: tuple[np.ndarray, np.nd
             sides[name] = (e[: nz[-1] + 2], m[: nz[-1] + 1])
         else:
             sides[name] = (e[nz[0]:], m[nz[0]:])
-    if not sides:
+    total = sum(float(m.sum()) for _, m in sides.values()) + back["top"] + back["bottom"]
+    if not total > 0:
         return edges, cdf
-    total = sum(float(m.sum()) for _, m in sides.values())
     share = min(total / n, 0.5)
     scale = share / total
     low = float(sides["bottom"][1].sum()) * scale if "bottom" in sides else 0.0
-    high = float(sides["top"][1].sum()) * scale if "top" in sides else 0.0
-    core = low + (1.0 - low - high) * np.asarray(cdf)
+    mass = np.diff(np.asarray(cdf, dtype=np.float64)) * (1.0 - share)
+    mass[0] += back["bottom"] * scale
+    mass[-1] += back["top"] * scale
+    core = low + np.concatenate([[0.0], np.cumsum(mass)])
     out_e, out_c = [np.asarray(edges)], [core]
     if "bottom" in sides:
         e, m = sides["bottom"]
@@ -526,14 +585,17 @@ def _with_tails(edges: np.ndarray, cdf: np.ndarray, top: tuple[np.ndarray, np.nd
 
 def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, list[int]]]],
                     ranged: dict[int, tuple[np.ndarray, int, int]], sigma_hist: float,
-                    sigma_range: float) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Each column's tail bins (edges, kept masses) per side from the histogram release's
-    noisy tail counts ``noisy`` (bottom then top, column by column, as released) and the
-    range release's noisy octave counts: :func:`_tail_masses` at the cut at which a false
-    alarm among the table's tail bins has probability ≤ :data:`TAIL_BETA` (post-processing;
-    the cut, in noise deviations, times a deviation that vanishes with the noise)."""
+                    sigma_range: float
+                    ) -> list[dict[str, tuple[np.ndarray, np.ndarray, float]]]:
+    """Each column's tail bins per side — (edges, kept masses, records given back to the
+    range's end bin) — from the histogram release's noisy tail counts ``noisy`` (bottom then
+    top, column by column, as released) and the range release's noisy octave counts:
+    :func:`_tail_masses` at the cut at which a false alarm among the table's tail bins has
+    probability ≤ :data:`TAIL_BETA`, and :func:`_tail_return` of the others at
+    :data:`TAIL_RETURN_BETA` per side (post-processing; each cut, in noise deviations, times
+    a deviation that vanishes with the noise)."""
     total = sum(len(k) for t in tails for _, k in t.values())
-    out: list[dict[str, tuple[np.ndarray, np.ndarray]]] = [{} for _ in tails]
+    out: list[dict[str, tuple[np.ndarray, np.ndarray, float]]] = [{} for _ in tails]
     if total == 0:
         return out
     cut = float(ndtri(1.0 - TAIL_BETA / total))
@@ -546,7 +608,10 @@ def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, l
             h = noisy[start:start + len(keys)]
             start += len(keys)
             octave = ranged[j][0][np.asarray(keys, dtype=np.int64)]
-            out[j][side] = (e, _tail_masses(h, sigma_hist, octave, sigma_range, cut))
+            kept = _tail_masses(h, sigma_hist, octave, sigma_range, cut)
+            both, sd = _tail_combined(h, sigma_hist, octave, sigma_range)
+            out[j][side] = (e, kept, _tail_return(both, kept, sd, TAIL_RETURN_BETA,
+                                                  outward=side == "top"))
     return out
 
 
@@ -941,7 +1006,8 @@ def _zoom_bins(e: np.ndarray, counts: np.ndarray, grid: float, probe: int | None
 
 def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
           plan: MarginalPlan, steps: Sequence[float], sigma: float, kept_probe: list[bool],
-          probes: Sequence[int | None], release: Release
+          probes: Sequence[int | None], release: Release,
+          tailed: Sequence[tuple[bool, bool]] | None = None
           ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """The zoom: the counts of each discrete column's (:func:`zoomable`) values in the sub-bins
     (:func:`_zoom_edges`) of its :func:`zoom_bins` heaviest bins (:func:`_zoom_bins`, chosen
@@ -961,7 +1027,9 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
     rounds, each at an equal share of ``plan.rho_zoom`` (steps ``zoom``, ``zoom/2``; the same
     sensitivity): a later round splits the heaviest bins of the earlier ones' result, chosen
     from their noisy masses (post-processing). Consistent: as σ → 0 the cut falls to 0 and
-    the sub-bins' masses are the data's."""
+    the sub-bins' masses are the data's. ``tailed`` (per column, bottom and top): the sides
+    with tail bins, whose records past the range counted there, not in the range's end bin
+    (so the end bin's sub-bins do not count them either)."""
     n, d = X.shape
     fine = fine_zoom(n, d, plan.rho_zoom)
     zoomed = [j for j in range(d) if zoomable(plan.kinds[j], steps[j], fine)]
@@ -987,6 +1055,17 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
             chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j], split))
                          for k in picks]
             x, k_of = _binned(X[:, j], e, plan.kinds[j])  # as the histograms counted them
+            if tailed is not None and any(tailed[j]):
+                # a record past a side with tail bins counted in a tail bin, not the end bin
+                raw = np.nan_to_num(np.asarray(X[:, j], dtype=np.float64), nan=float(e[0]))
+                if plan.kinds[j] != "float":
+                    raw = np.rint(raw)
+                inside = np.ones(len(raw), dtype=bool)
+                if tailed[j][0]:
+                    inside &= raw >= e[0]
+                if tailed[j][1]:
+                    inside &= raw < e[-1]
+                k_of = np.where(inside, k_of, -1)
             for slot, (k, sub) in enumerate(chosen[j]):
                 idx = _bin_index(sub, x[k_of == k])
                 flat[i, slot, :len(sub) - 1] = np.bincount(idx, minlength=len(sub) - 1)
@@ -1154,7 +1233,8 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         kept_probe.append(probe is not None and len(e) == size + 1)
         cols.append((np.asarray(e), np.asarray(counts_j), None))
     if plan.rho_zoom > 0:
-        cols = _zoom(X, cols, plan, steps, sigma_hist, kept_probe, probes, release)
+        cols = _zoom(X, cols, plan, steps, sigma_hist, kept_probe, probes, release,
+                     [("bottom" in t, "top" in t) for t in tails])
     out = []
     for j, (e, counts_j, decided) in enumerate(cols):
         probe = probes[j]
