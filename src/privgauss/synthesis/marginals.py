@@ -27,7 +27,17 @@ rho_hist``:
   passes :data:`PROBE_SIGMAS` deviations, its mass then spread over :data:`PROBE_OCTAVES`
   octaves: a sign's values spread over octaves too thin to pass the range threshold are not
   clipped to 0 (same release, same sensitivity: every record still counts in exactly one bin
-  per column).
+  per column). Likewise a released range away from zero gets :data:`TAIL_OCTAVES` *tail
+  bins* past its far end(s), one per octave (values past the last counted in it): a column's
+  values beyond its range — a missing-value code 99 above counts of 0-13, too thin per
+  octave to pass the range's threshold — are counted there instead of being clipped into
+  the range's end bin; a tail bin keeps its mass when its count, combined by inverse
+  variance with its octave's count in the range release, passes a cut at which a false
+  alarm among the table's tail bins has probability ≤ :data:`TAIL_BETA` (and half a
+  record); the range's bins keep the rest of the mass, and the records of a side's tail bins
+  too thin to keep go back to the range's end bin, as clipping put them before the tail
+  bins, when their summed counts pass a test of their own (:data:`TAIL_RETURN_BETA`;
+  post-processing).
 
 **zoom** (when planned): the heaviest bins of each integer or gridded column's histogram, chosen
 from its noisy counts, are split into sub-bins — one per level — and counted again
@@ -417,6 +427,192 @@ def _spread_sign_probe(edges: np.ndarray, cdf: np.ndarray,
     mass = cdf[-2] + (cdf[-1] - cdf[-2]) * k / PROBE_OCTAVES
     return (np.concatenate([edges[:-1], inner, edges[-1:]]),
             np.concatenate([cdf[:-1], mass, cdf[-1:]]))
+
+
+#: a released range away from zero gets this many *tail* bins past its far end, one per octave
+#: of magnitude (a factor of 2^TAIL_OCTAVES), counted in the same histogram release: a column's
+#: values beyond its range — a missing-value code 99 or 999 above counts of 0-13, too few per
+#: octave to pass the range's threshold — are measured there instead of being clipped into
+#: the range's end bin (see :func:`_tail_masses`)
+TAIL_OCTAVES = 8
+#: false-alarm probability of the tail bins' cut, over all tail bins of the table. A false
+#: alarm costs what the range's does not (a range's empty octave gets no mass; a tail bin's
+#: noise, ~3 deviations, is put up to 2^8 times past the range): at 0.05, 5 of 60 fits at
+#: ε = 1 (fair, wavesurge, macdonell, budget_food, noxemissions; 4 draws of 3 splits) kept
+#: 0.7-2.2 % of a column's mass in a tail with no record; at 0.01 none did, while PSID's
+#: codes were kept in 10 of 12 fits (kids' 2.5 % in 4, against 6 at 0.05) and fair's values
+#: of 7 and 12 past its range in 3 (benchmarks/results/synth_peers_gaps.md)
+TAIL_BETA = 0.01
+#: ... and a kept tail bin holds at least this many records (noisy): half a record, so that
+#: as the noise vanishes a tail bin is kept exactly when it holds a record, while a false
+#: alarm's probability falls to 0 instead of staying TAIL_BETA (a noise of one record put at
+#: 2^8 times the range moves a column's variance however small its mass)
+TAIL_MIN_COUNT = 0.5
+#: false-alarm probability, per side of a column, of the test that gives the records of a
+#: side's *unkept* tail bins back to the range's end bin (:func:`_tail_return`): their noisy
+#: counts summed from the range outwards, each prefix sum against its own noise deviation
+#: (√k of a bin's for k bins; Bonferroni over the prefixes) and :data:`TAIL_MIN_COUNT`. A
+#: false alarm moves ~3√k deviations of noise into the range's end bin, within the range —
+#: the error main's clipping made whenever a column's end bin's noise passed its 2σ cut
+#: (2.3 % per end) — not to 2^8 times past it as a tail bin's would; so per side, not over
+#: the table's tail bins as :data:`TAIL_BETA`; the expected noise moved (a false alarm's
+#: ~7 deviations at ~0.6 % per side, β/m to β by Bonferroni) about main's (σφ(2) per end).
+#: 0: no record is given back (the tail bins' unkept records are dropped, as on branch
+#: synpeers3). Measured (benchmarks/results/synth_peers_gaps.md, 3 splits × 12 draws):
+#: forbes2000's linear R² 0.034 → 0.232 (main 0.280), psid's −0.465 → −0.400; the cost is
+#: the false alarm's mass, up to ~18 % of a small table's rows at the range's end
+#: (immigration, 1,120 rows, one fit in 36: median linear R² 0.042 → −0.162)
+TAIL_RETURN_BETA = 0.01
+
+
+def _tail_edges(edge: float, key: int, grid: float, up: bool) -> tuple[np.ndarray, list[int]]:
+    """The tail bins' edges past a range's far ``edge`` (its top when ``up``, else its bottom,
+    already snapped to half-steps of ``grid`` when > 0), the first being ``edge``, and each
+    tail bin's octave key in the range grid (the octaves past range-grid bin ``key``, the
+    range's far end, at most :data:`TAIL_OCTAVES`, within the grid). An octave's edge is
+    snapped to the half-step below the octave's first grid value, so that a tail bin holds
+    that octave's grid values (the first tail bin starts at ``edge``)."""
+    out, keys = [float(edge)], []
+    for t in range(1, TAIL_OCTAVES + 1):
+        k = key + t if up else key - t
+        if not 0 <= k < N_RANGE_BINS or k == _N_OCT:
+            break
+        lo, hi = _bin_edges(k)
+        far = hi if up else lo
+        if grid > 0:
+            far = (math.ceil(far / grid - 1e-9) - 0.5) * grid if up else (
+                math.floor(far / grid + 1e-9) + 0.5) * grid
+        if (far <= out[-1]) if up else (far >= out[-1]):
+            continue
+        out.append(far)
+        keys.append(k)
+    return np.asarray(out if up else out[::-1]), (keys if up else keys[::-1])
+
+
+def _tail_combined(hist: np.ndarray, sigma_hist: float, octave: np.ndarray,
+                   sigma_range: float) -> tuple[np.ndarray, float]:
+    """The tail bins' counts, each bin's histogram count combined by inverse noise variance
+    with its octave's count in the range release (the same records, up to the first tail
+    bin's partial octave), and the combination's noise deviation (post-processing)."""
+    w_h, w_r = 1.0 / sigma_hist ** 2, 1.0 / sigma_range ** 2
+    return (hist * w_h + octave * w_r) / (w_h + w_r), 1.0 / math.sqrt(w_h + w_r)
+
+
+def _tail_masses(hist: np.ndarray, sigma_hist: float, octave: np.ndarray, sigma_range: float,
+                 cut: float) -> np.ndarray:
+    """The tail bins' counts (post-processing): :func:`_tail_combined`, kept when the
+    combination passes ``cut`` (in units of its noise deviation) and :data:`TAIL_MIN_COUNT`,
+    else 0."""
+    both, sd = _tail_combined(hist, sigma_hist, octave, sigma_range)
+    return np.where(both >= max(cut * sd, TAIL_MIN_COUNT), both, 0.0)
+
+
+def _tail_return(both: np.ndarray, kept: np.ndarray, sd: float, beta: float,
+                 outward: bool = True) -> float:
+    """The records a side's *unkept* tail bins give back to the range's end bin (records;
+    post-processing). ``both``: the side's tail bins' combined noisy counts (each of noise
+    deviation ``sd``, independent), in order from the range outwards when ``outward`` (a top
+    side; a bottom side's are stored farthest first); ``kept``: their kept masses. The bins
+    whose kept mass is 0, from the range outwards, are summed over each prefix of k of them
+    (k = 1..m: a tail thins out past the range, so its first octaves hold most of it); the
+    largest prefix sum that passes its own deviation √k·sd times the cut at false-alarm
+    ``beta``/m (Bonferroni over the m prefixes) and :data:`TAIL_MIN_COUNT` is given back,
+    else 0. Main clipped a record past the range into the range's end bin; a tail bin too
+    thin to keep would otherwise drop it — forbes2000's money columns, 6-17 % of the rows
+    over 2-5 octaves, each too thin, had that mass spread over the whole range
+    (benchmarks/results/synth_peers_gaps.md). A side without records past the range gives
+    something back with probability ≤ ``beta``, and as the noise vanishes nothing (half a
+    record must pass): consistent."""
+    rest = both[kept <= 0]
+    if rest.size == 0 or not beta > 0:
+        return 0.0
+    if not outward:
+        rest = rest[::-1]
+    k = np.arange(1, rest.size + 1)
+    sums = np.cumsum(rest)
+    cut = float(ndtri(1.0 - beta / rest.size))
+    ok = sums >= np.maximum(cut * np.sqrt(k) * sd, TAIL_MIN_COUNT)
+    return float(sums[ok].max()) if ok.any() else 0.0
+
+
+def _with_tails(edges: np.ndarray, cdf: np.ndarray,
+                top: tuple[np.ndarray, np.ndarray, float] | None,
+                bottom: tuple[np.ndarray, np.ndarray, float] | None, n: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """A marginal's edges and CDF with its tail bins (``(edges, kept masses, given back)``
+    per side, in records; :func:`_released_tails`): the kept tail bins and the records given
+    back to the range's end bin (:func:`_tail_return`) get their share of public n (at most
+    half), the range the rest in its own proportions, its end bin on a side also that side's
+    given-back share; tail bins past the last with mass are dropped, those between it and
+    the range keep no mass (post-processing)."""
+    sides: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    back = {"top": 0.0, "bottom": 0.0}
+    for name, tail in (("top", top), ("bottom", bottom)):
+        if tail is None:
+            continue
+        e, m, b = tail
+        back[name] = max(float(b), 0.0)
+        nz = np.flatnonzero(m > 0)
+        if nz.size == 0:
+            continue
+        if name == "top":
+            sides[name] = (e[: nz[-1] + 2], m[: nz[-1] + 1])
+        else:
+            sides[name] = (e[nz[0]:], m[nz[0]:])
+    total = sum(float(m.sum()) for _, m in sides.values()) + back["top"] + back["bottom"]
+    if not total > 0:
+        return edges, cdf
+    share = min(total / n, 0.5)
+    scale = share / total
+    low = float(sides["bottom"][1].sum()) * scale if "bottom" in sides else 0.0
+    mass = np.diff(np.asarray(cdf, dtype=np.float64)) * (1.0 - share)
+    mass[0] += back["bottom"] * scale
+    mass[-1] += back["top"] * scale
+    core = low + np.concatenate([[0.0], np.cumsum(mass)])
+    out_e, out_c = [np.asarray(edges)], [core]
+    if "bottom" in sides:
+        e, m = sides["bottom"]
+        out_e.insert(0, e[:-1])
+        out_c.insert(0, np.concatenate([[0.0], np.cumsum(m) * scale])[:-1])
+    if "top" in sides:
+        e, m = sides["top"]
+        out_e.append(e[1:])
+        out_c.append(core[-1] + np.cumsum(m) * scale)
+    c = np.concatenate(out_c)
+    c[0], c[-1] = 0.0, 1.0
+    return np.concatenate(out_e), np.minimum(np.maximum.accumulate(c), 1.0)
+
+
+def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, list[int]]]],
+                    ranged: dict[int, tuple[np.ndarray, int, int]], sigma_hist: float,
+                    sigma_range: float
+                    ) -> list[dict[str, tuple[np.ndarray, np.ndarray, float]]]:
+    """Each column's tail bins per side — (edges, kept masses, records given back to the
+    range's end bin) — from the histogram release's noisy tail counts ``noisy`` (bottom then
+    top, column by column, as released) and the range release's noisy octave counts:
+    :func:`_tail_masses` at the cut at which a false alarm among the table's tail bins has
+    probability ≤ :data:`TAIL_BETA`, and :func:`_tail_return` of the others at
+    :data:`TAIL_RETURN_BETA` per side (post-processing; each cut, in noise deviations, times
+    a deviation that vanishes with the noise)."""
+    total = sum(len(k) for t in tails for _, k in t.values())
+    out: list[dict[str, tuple[np.ndarray, np.ndarray, float]]] = [{} for _ in tails]
+    if total == 0:
+        return out
+    cut = float(ndtri(1.0 - TAIL_BETA / total))
+    start = 0
+    for j, t in enumerate(tails):
+        for side in ("bottom", "top"):
+            if side not in t:
+                continue
+            e, keys = t[side]
+            h = noisy[start:start + len(keys)]
+            start += len(keys)
+            octave = ranged[j][0][np.asarray(keys, dtype=np.int64)]
+            kept = _tail_masses(h, sigma_hist, octave, sigma_range, cut)
+            both, sd = _tail_combined(h, sigma_hist, octave, sigma_range)
+            out[j][side] = (e, kept, _tail_return(both, kept, sd, TAIL_RETURN_BETA,
+                                                  outward=side == "top"))
+    return out
 
 
 def _integer_edges(edges: np.ndarray, n_bins: int, step: float = 1.0) -> np.ndarray:
@@ -810,7 +1006,8 @@ def _zoom_bins(e: np.ndarray, counts: np.ndarray, grid: float, probe: int | None
 
 def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
           plan: MarginalPlan, steps: Sequence[float], sigma: float, kept_probe: list[bool],
-          probes: Sequence[int | None], release: Release
+          probes: Sequence[int | None], release: Release,
+          tailed: Sequence[tuple[bool, bool]] | None = None
           ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """The zoom: the counts of each discrete column's (:func:`zoomable`) values in the sub-bins
     (:func:`_zoom_edges`) of its :func:`zoom_bins` heaviest bins (:func:`_zoom_bins`, chosen
@@ -830,7 +1027,9 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
     rounds, each at an equal share of ``plan.rho_zoom`` (steps ``zoom``, ``zoom/2``; the same
     sensitivity): a later round splits the heaviest bins of the earlier ones' result, chosen
     from their noisy masses (post-processing). Consistent: as σ → 0 the cut falls to 0 and
-    the sub-bins' masses are the data's."""
+    the sub-bins' masses are the data's. ``tailed`` (per column, bottom and top): the sides
+    with tail bins, whose records past the range counted there, not in the range's end bin
+    (so the end bin's sub-bins do not count them either)."""
     n, d = X.shape
     fine = fine_zoom(n, d, plan.rho_zoom)
     zoomed = [j for j in range(d) if zoomable(plan.kinds[j], steps[j], fine)]
@@ -856,6 +1055,17 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
             chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j], split))
                          for k in picks]
             x, k_of = _binned(X[:, j], e, plan.kinds[j])  # as the histograms counted them
+            if tailed is not None and any(tailed[j]):
+                # a record past a side with tail bins counted in a tail bin, not the end bin
+                raw = np.nan_to_num(np.asarray(X[:, j], dtype=np.float64), nan=float(e[0]))
+                if plan.kinds[j] != "float":
+                    raw = np.rint(raw)
+                inside = np.ones(len(raw), dtype=bool)
+                if tailed[j][0]:
+                    inside &= raw >= e[0]
+                if tailed[j][1]:
+                    inside &= raw < e[-1]
+                k_of = np.where(inside, k_of, -1)
             for slot, (k, sub) in enumerate(chosen[j]):
                 idx = _bin_index(sub, x[k_of == k])
                 flat[i, slot, :len(sub) - 1] = np.bincount(idx, minlength=len(sub) - 1)
@@ -927,10 +1137,12 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
                                                                              strict=True)):
         # no column has levels to zoom into: the zoom's share goes to the histograms
         plan = replace(plan, rho_hist=plan.rho_hist + plan.rho_zoom, rho_zoom=0.0)
-    lows: list[float] = [0.0] * d
     edges: list[np.ndarray | None] = [None] * d
     need_range = [j for j in range(d) if plan.bounds[j] is None and plan.kinds[j] != "binary"]
     cores: list[tuple[float, float] | None] = [None] * d  # the released range less its margin
+    # a released range's noisy octave counts and its ends' keys (for the tail bins)
+    ranged: dict[int, tuple[np.ndarray, int, int]] = {}
+    sigma_range = 1.0
     for j in range(d):
         b = plan.bounds[j]
         if plan.kinds[j] == "binary":
@@ -950,9 +1162,11 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         sigma = sens / math.sqrt(2.0 * plan.rho_range)
         thr = range_threshold(sigma, m)
         far = range_threshold(sigma, m, RANGE_FAR_BETA)
+        sigma_range = sigma
         for i, j in enumerate(need_range):
             core: list[int] = []
             k_lo, k_hi = _octaves_of_range(noisy[i], thr, far, core)
+            ranged[j] = (noisy[i], k_lo, k_hi)
             cores[j] = (_bin_edges(core[0])[0], _bin_edges(core[1])[1])
             edges[j] = _fine_edges(k_lo, k_hi, _allocation_weights(noisy[i, k_lo:k_hi + 1],
                                                                    sigma),
@@ -972,16 +1186,39 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
             levelled[j] = bool(np.allclose(np.diff(snapped), steps[j]))
         elif plan.kinds[j] == "float" and j in need_range:
             edges[j], probes[j] = _with_sign_probe(e)
-        lows[j] = float(e[0])
-    # the fine histograms of all columns, one joint Gaussian release
+    # tail bins past a released range's far ends (away from zero), one per octave
+    tails: list[dict[str, tuple[np.ndarray, list[int]]]] = [{} for _ in range(d)]
+    for j, (_, k_lo, k_hi) in ranged.items():
+        e = edges[j]
+        assert e is not None
+        grid = 1.0 if plan.kinds[j] == "integer" else float(steps[j])
+        if k_hi > _N_OCT:
+            tails[j]["top"] = _tail_edges(float(e[-1]), k_hi, grid, up=True)
+        if k_lo < _N_OCT:
+            tails[j]["bottom"] = _tail_edges(float(e[0]), k_lo, grid, up=False)
+    # the fine histograms of all columns, one joint Gaussian release: every record counts in
+    # exactly one bin per column (its range's or, past the range, a tail bin's; past the last
+    # tail bin, that one's); the ranges' bins first, then the tail bins
     sizes = [len(e) - 1 for e in edges if e is not None]
-    flat = np.concatenate([_fine_counts(X[:, j], e, plan.kinds[j])
-                           for j, e in enumerate(edges) if e is not None])
+    parts, tail_parts = [], []
+    for j, e in enumerate(edges):
+        assert e is not None
+        bottom = tails[j].get("bottom", (np.asarray(e[:1]), []))[0]
+        top = tails[j].get("top", (np.asarray(e[-1:]), []))[0]
+        full = np.concatenate([bottom[:-1], e, top[1:]])
+        c = _fine_counts(X[:, j], full, plan.kinds[j])
+        nb = len(bottom) - 1
+        parts.append(c[nb:nb + len(e) - 1])
+        tail_parts += [c[:nb], c[nb + len(e) - 1:]]
+    flat = np.concatenate(parts + tail_parts)
     sens = histogram_l2() * math.sqrt(d)
-    noisy_flat = gaussian_mechanism(flat, sens, ZCDP(plan.rho_hist),
-                                    accountant=release.accountant, noise=release.noise,
-                                    step=release.name("bins"))
+    noisy_all = gaussian_mechanism(flat, sens, ZCDP(plan.rho_hist),
+                                   accountant=release.accountant, noise=release.noise,
+                                   step=release.name("bins"))
     sigma_hist = sens / math.sqrt(2.0 * plan.rho_hist)
+    noisy_flat = noisy_all[:sum(sizes)]
+    tail_masses = _released_tails(noisy_all[sum(sizes):], tails, ranged, sigma_hist,
+                                  sigma_range)
     cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
     kept_probe: list[bool] = []
     start = 0
@@ -996,7 +1233,8 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         kept_probe.append(probe is not None and len(e) == size + 1)
         cols.append((np.asarray(e), np.asarray(counts_j), None))
     if plan.rho_zoom > 0:
-        cols = _zoom(X, cols, plan, steps, sigma_hist, kept_probe, probes, release)
+        cols = _zoom(X, cols, plan, steps, sigma_hist, kept_probe, probes, release,
+                     [("bottom" in t, "top" in t) for t in tails])
     out = []
     for j, (e, counts_j, decided) in enumerate(cols):
         probe = probes[j]
@@ -1005,6 +1243,8 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         if probe is not None and kept_probe[j]:
             e, cdf = _spread_sign_probe(e, cdf, probe)
         smooth = plan.kinds[j] == "float" and steps[j] == 0 and lam >= SMOOTH_LAMBDA
+        e, cdf = _with_tails(np.asarray(e), cdf, tail_masses[j].get("top"),
+                             tail_masses[j].get("bottom"), n)
         out.append(Marginal(plan.kinds[j], np.asarray(e, dtype=np.float64), cdf, steps[j],
                             smooth))
     return out
