@@ -19,6 +19,14 @@ free reduction of an over-parameterised run (1, 2, 3 steps), and prints each tru
 KL(true ‖ fitted) at every refining step (components matched to the clusters by least KL).
 A right structure: scikit-learn from the model before the last step reaches its best of 5
 at once (gap ≈ 0); then the fit's gap is the noise of what the last step released.
+
+``--reductions`` (fam5): could a k' run's reduction be chosen better? For the k' run as
+released before the reduction it scores (held out, the fit's frame) the free reduction
+(``reduce_run``) and R point-level EM fits (scikit-learn, one k-means++ init each, seeds
+0..R−1) to a sample of 20,000 rows drawn from the k' model: each candidate's mean
+log-likelihood on that sample (what a free criterion could measure), on the training rows
+(what a DP pick would measure, before its noise), its gap as it is and after 3 steps of
+scikit-learn's EM on the training rows from it (a right structure: ≈ 0).
 """
 
 from __future__ import annotations
@@ -216,6 +224,81 @@ def diagnose(seed: int, noise_seed: int, cache: str | None) -> None:
               + " ".join(f"{fam.weights[i]:.3f}:{C[i, col[i]]:.3f}" for i in order))
 
 
+def _mean_loglik(run: Any, Y: np.ndarray) -> float:
+    """The mixture ``run``'s mean log-likelihood of the rows ``Y``."""
+    return float(_mixture(run).score_samples(Y).mean())
+
+
+def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> None:
+    from sklearn.mixture import GaussianMixture
+
+    fam = mf.family(seed)
+    rng = np.random.default_rng([fam.seed, 1])
+    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
+    best = mf._reference(fam, N, X, H, cache)["best"]
+    cap: dict[str, Any] = {}
+    red, tr = pe.reduce_run, pe.transform_rows
+
+    def reduce(run: Any, k: int, n: int, r: Any) -> Any:
+        cap["run"], cap["n"], cap["out"] = run, n, red(run, k, n, r)
+        return cap["out"]
+
+    def transform_rows(Y: Any, W: Any, m0: Any) -> Any:
+        cap["W"], cap["m0"] = W, m0
+        return tr(Y, W, m0)
+
+    pe.reduce_run, pe.transform_rows = reduce, transform_rows
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pg.PrivateGaussianMixture(fam.k, method="em", random_state=noise_seed,
+                                      **BUDGET).fit(X)
+    finally:
+        pe.reduce_run, pe.transform_rows = red, tr
+    if "run" not in cap:
+        print(f"family {seed} noise seed {noise_seed}: no over-parameterised run")
+        return
+    W, m0 = cap["W"], cap["m0"]
+    ldet = float(np.linalg.slogdet(W)[1])
+    Z, Hz = (X - m0) @ W.T, (H - m0) @ W.T
+    w, mu, S = cap["run"]
+    g = np.random.default_rng(1)
+    lab = g.choice(len(w), size=20_000, p=w / w.sum())
+    Y = mu[lab] + np.einsum("nij,nj->ni", np.linalg.cholesky(S)[lab],
+                            g.standard_normal((20_000, mu.shape[1])))
+
+    rows, after = [], []
+
+    def line(name: str, run: Any) -> str:
+        rows.append(_mean_loglik(run, Z))
+        after.append(best - (_sklearn_from(run, 3, Z).score(Hz) + ldet))
+        return (f"  {name:>12}: k'-sample {_mean_loglik(run, Y):8.4f} rows {rows[-1]:8.4f} "
+                f"gap {best - (_mixture(run).score(Hz) + ldet):.4f} after 3 steps {after[-1]:.4f}")
+
+    print(f"family {seed} {fam.describe()} noise seed {noise_seed}: k' = {len(w)}")
+    print(line("reduce_run", cap["out"]))
+    for i in range(restarts):
+        gm = GaussianMixture(fam.k, random_state=i, max_iter=200).fit(Y)
+        print(line(f"sample EM {i}", (gm.weights_, gm.means_, gm.covariances_)), flush=True)
+    # a DP pick among the first C candidates by the rows' log-likelihood sums (the raw sums,
+    # not the clipped score ratios a release would use), noise as pick_run's: sensitivity
+    # 2b√C (score_sums_l2, b the plan's score bound) at a share of the EM steps' ρ
+    from privgauss.privacy import ApproxDP
+    from privgauss.sensitivity import score_sums_l2
+
+    plan = pe.em_plan(N, fam.d, fam.k, ApproxDP(BUDGET["epsilon"], BUDGET["delta"]))
+    L, G = N * np.array(rows), np.array(after)
+    sim = np.random.default_rng(0)
+    for C in (2, 1 + restarts):
+        out = []
+        for share in (0.05, 0.1, 0.2):
+            sig = score_sums_l2(plan.score_bound, C) / math.sqrt(2 * share * sum(plan.rho_steps))
+            pick = np.argmax(L[:C] + sig * sim.standard_normal((20_000, C)), axis=1)
+            out.append(f"{share:.2f}: sd {sig:.0f}, mean after 3 steps {G[:C][pick].mean():.3f}"
+                       f" (≤ 0.05: {np.mean(G[:C][pick] <= 0.05):.2f})")
+        print(f"  DP pick among {C}, at a share of the steps' rho " + "; ".join(out))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", required=True, help="comma-separated family seeds")
@@ -223,6 +306,8 @@ def main() -> None:
     ap.add_argument("--trace", action="store_true", help="per-step trace instead of gaps")
     ap.add_argument("--diagnose", action="store_true",
                     help="structure or last-step noise (see the module docstring)")
+    ap.add_argument("--reductions", type=int, default=0, metavar="R",
+                    help="the reduction's candidates (see the module docstring)")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     ap.add_argument("set", nargs="*", help="private_em constants, NAME=VALUE")
     args = ap.parse_args()
@@ -231,6 +316,11 @@ def main() -> None:
         setattr(pe, name, type(getattr(pe, name))(float(value)))
     seeds = [int(s) for s in args.seeds.split(",")]
     noise = [int(s) for s in args.noise.split(",")]
+    if args.reductions:
+        for s in seeds:
+            for q in noise:
+                reductions(s, q, args.sklearn_cache, args.reductions)
+        return
     if args.diagnose:
         for s in seeds:
             for q in noise:

@@ -1161,7 +1161,11 @@ def test_the_combination_follows_the_release_as_the_noise_vanishes() -> None:
     # quarter of each step's noise variance)
     assert pe._gain(2.0, 0.0, 1e-3) == 1.0
     assert pe._gain(1.0, 1.0, 1.0) == pytest.approx(0.5)
-    assert pe._gain(10.0, 1.0, 1.0) == pytest.approx(0.9)
+    # EM's move read as DRIFT_SHARE = ½ of the excess 10 − 1 − 1: (1 + 4)/(1 + 4 + 1)
+    assert pe.DRIFT_SHARE == 0.5
+    assert pe._gain(10.0, 1.0, 1.0) == pytest.approx(5.0 / 6.0)
+    assert pe._gain(1e6, 1.0, 1.0) > 1.0 - 1e-5  # EM moving far beyond the noise: followed
+    assert pe._gain(2.0, 1.0, 1.0) == pytest.approx(0.5)  # no excess: the precisions
     d = 15
     C = np.diag(np.linspace(0.5, 2.0, d))
     out, ybar, _, _ = pe._combine(C, np.ones(d), 1e-9, 1e-9, np.array([1e-6, 1e-6]))

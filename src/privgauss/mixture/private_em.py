@@ -87,11 +87,12 @@ budget and public rows; every frame after the first a function of releases):
    the mean move ȳ are weighed against the previous estimate by a Kalman gain
    (P + q)/(P + q + noise), P the previous estimate's error energy (each step's gain × its
    noise variance, carried into the next frame by the harmonic mean of the new variances),
-   q = (innovation − noise − P)₊ the change EM itself makes; the floors then use the
+   q = ``DRIFT_SHARE``·(innovation − noise − P)₊ the change EM itself makes (½ of the
+   excess: one step's excess overstates it, fam5); the floors then use the
    combined noise √(gain)·s. A settled component's noisy releases are averaged (8
    pure-noise releases at d = 15 leave 0.07–0.17 of one release's noise variance; half
    James–Stein kept at least a quarter of every step's), a component EM moves follows its
-   releases (q large: James–Stein's factor). Exploring and
+   releases (q large: gain → 1). Exploring and
    over-parameterised steps keep half James–Stein (combining there changed which basin the
    pick and the reduction chose: generated family 26, 0.007 → 0.287). Measured
    (``benchmarks/results/em_small_shapes.md``, n = 5e4, ε = 1): issue 27's tuning families
@@ -391,6 +392,7 @@ STOP_NOISE = 0.5  # a stop needs the step's noise to move the model by at most t
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
 FADE = 0.85  # under the floor and below this × the previous count: fading, revived
 FADE_LEVEL = 0.5  # ... and under this × the step's release floor
+DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM's move (_gain)
 POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
 FINAL_SHARE = 0.03  # of ρ_EM (taken from the EM steps), the final pick among the candidates
@@ -1515,13 +1517,25 @@ def _gain(energy: float, noise: float, prior: float) -> float:
     """The weight of a release against the previous estimate (post-processing): ``energy`` =
     ‖release − previous‖² (its innovation), ``noise`` its expected noise energy, ``prior``
     the previous estimate's expected error energy. The change EM itself makes is estimated
-    as what the innovation holds beyond both, q = (energy − noise − prior)₊, and the
-    release weighs (prior + q)/(prior + q + noise): a Kalman gain whose process noise is read
-    from the innovation. Where EM moves more than the noise (q large) or the noise vanishes,
-    1; where the releases are noise about a settled estimate, the 1/t of an average of the
-    steps' releases by their precisions; with prior = noise, at least ½ (a fresh estimate).
-    With q estimated it is James–Stein's positive-part factor 1 − noise/energy."""
-    a = prior + max(0.0, energy - noise - prior)
+    from what the innovation holds beyond both, q = ``DRIFT_SHARE``·(energy − noise −
+    prior)₊, and the release weighs (prior + q)/(prior + q + noise): a Kalman gain whose
+    process noise is read from the innovation. Where EM moves far more than the noise (q
+    large) or the noise vanishes, 1 (whatever the share: consistency); where the releases
+    are noise about a settled estimate, the 1/t of an average of the steps' releases by
+    their precisions; with prior = noise, at least ½ (a fresh estimate). With the whole
+    excess as q (share 1) it is James–Stein's positive-part factor 1 − noise/energy.
+
+    The share ½ (fam5, ``benchmarks/results/em_small_clusters.md``): one step's excess
+    overstates EM's move — it holds the innovation's own fluctuation and whatever error the
+    previous estimate has beyond its planned ``prior`` (the floors, the de-clipping's
+    nonlinearity) — and a gain raised by it lets a 5-8 % component's shape take each
+    refining release's noise. At ε = 1, n = 5e4 half of it left the small clusters' shapes
+    closer: fam4's tuning families (d = 13-15) at noise seeds 0-3 14 of 20 fits better
+    (mean gap 0.101 → 0.086), at seeds 4-7 15 of 20; held-out families 1380-1429 41 of the
+    42 changed fits better (4 → 3 wrong). A drift carried over the steps (a running mean of
+    the excess) was worse than the whole excess, and none at all (pure averaging) lost a
+    structure (1303: 0.11 → 0.43)."""
+    a = prior + DRIFT_SHARE * max(0.0, energy - noise - prior)
     return a / (a + noise) if a + noise > 0 else 1.0
 
 
