@@ -926,6 +926,18 @@ def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:
     assert pe._noise_change(over, over.n_steps - 1, 6_000, 5, capped + 1) > pe.OVER_CAP
 
 
+def _over_parameterised_fit(d: int, k: int) -> pg.PrivateGaussianMixture:
+    """An ε = 1 em fit of 12,000 well-separated rows (d, k) whose plan is over-parameterised
+    (k' > k), run through whatever spies the caller has patched into ``pe``."""
+    X = pg.datasets.make_mixture(12_000, k, d, separation=8.0, random_state=12).X
+    est = pg.PrivateGaussianMixture(k, method="em", epsilon=1.0, delta=1e-6, random_state=0,
+                                    enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    return est
+
+
 def test_tied_steps_release_one_pooled_matrix_at_their_planned_share(monkeypatch) -> None:
     """The over-parameterised run's tied steps (before ``tied_until``) release the k'
     components' second moments as one pooled d×d matrix at ``TIED_SHARES`` of the step's ρ;
@@ -947,12 +959,7 @@ def test_tied_steps_release_one_pooled_matrix_at_their_planned_share(monkeypatch
 
     monkeypatch.setattr(pe, "symmetric_matrix_mechanism", spy)
     d, k = 5, 2
-    X = pg.datasets.make_mixture(12_000, k, d, separation=8.0, random_state=12).X
-    est = pg.PrivateGaussianMixture(k, method="em", epsilon=1.0, delta=1e-6, random_state=0,
-                                    enforce_requirements=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X)
+    est = _over_parameterised_fit(d, k)
     plan = est.fit_info_["em_plan"]
     kp = plan.components
     assert kp > k and plan.tied_until is not None
@@ -1022,12 +1029,7 @@ def test_over_parameterised_last_step_releases_at_output_shares(monkeypatch) -> 
     monkeypatch.setattr(pe, "gaussian_mechanism", spy_g)
     monkeypatch.setattr(pe, "symmetric_matrix_mechanism", spy_m)
     d, k = 5, 2
-    X = pg.datasets.make_mixture(12_000, k, d, separation=8.0, random_state=12).X
-    est = pg.PrivateGaussianMixture(k, method="em", epsilon=1.0, delta=1e-6, random_state=0,
-                                    enforce_requirements=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X)
+    est = _over_parameterised_fit(d, k)
     plan = est.fit_info_["em_plan"]
     assert plan.components > k
     assert plan.last_shares == pe._output_shares(d)
