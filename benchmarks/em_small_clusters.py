@@ -161,6 +161,30 @@ def _sklearn_from(run: Any, steps: int, Z: np.ndarray) -> Any:
         return g.fit(Z)
 
 
+def _fit_spied(k: int, X: np.ndarray, noise_seed: int, frame: dict[str, Any],
+               **spies: Any) -> Any:
+    """An em fit of ``X`` with ``private_em``'s functions named in ``spies`` replaced (restored
+    afterwards) and the whitening frame it transforms the rows by stored in ``frame`` ("W",
+    "m0")."""
+    tr = pe.transform_rows
+
+    def transform_rows(Y: Any, W: Any, m0: Any) -> Any:
+        frame["W"], frame["m0"] = W, m0
+        return tr(Y, W, m0)
+
+    saved = {name: getattr(pe, name) for name in [*spies, "transform_rows"]}
+    for name, fn in {**spies, "transform_rows": transform_rows}.items():
+        setattr(pe, name, fn)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pg.PrivateGaussianMixture(k, method="em", random_state=noise_seed,
+                                             **BUDGET).fit(X)
+    finally:
+        for name, fn in saved.items():
+            setattr(pe, name, fn)
+
+
 def diagnose(seed: int, noise_seed: int, cache: str | None) -> None:
     from scipy.optimize import linear_sum_assignment
 
@@ -170,7 +194,7 @@ def diagnose(seed: int, noise_seed: int, cache: str | None) -> None:
     best = mf._reference(fam, N, X, H, cache)["best"]
     log: list[tuple[int, Any, Any]] = []
     frame: dict[str, Any] = {}
-    rel, tr = pe._em_release, pe.transform_rows
+    rel = pe._em_release
 
     def em_release(stats: Any, run: Any, L: Any, plan: Any, t: int, release: Any, n: int,
                    run_tag: str = "", *a: Any, **kw: Any) -> Any:
@@ -180,18 +204,7 @@ def diagnose(seed: int, noise_seed: int, cache: str | None) -> None:
             log.append((t, run, out))
         return out
 
-    def transform_rows(Y: Any, W: Any, m0: Any) -> Any:
-        frame["W"], frame["m0"] = W, m0
-        return tr(Y, W, m0)
-
-    pe._em_release, pe.transform_rows = em_release, transform_rows
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est = pg.PrivateGaussianMixture(fam.k, method="em", random_state=noise_seed,
-                                            **BUDGET).fit(X)
-    finally:
-        pe._em_release, pe.transform_rows = rel, tr
+    est = _fit_spied(fam.k, X, noise_seed, frame, _em_release=em_release)
     plan, W, m0 = frame["plan"], frame["W"], frame["m0"]
     ldet = float(np.linalg.slogdet(W)[1])
     Z, Hz = (X - m0) @ W.T, (H - m0) @ W.T
@@ -237,24 +250,13 @@ def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> 
     X, H = fam.sample(N, rng), fam.sample(20_000, rng)
     best = mf._reference(fam, N, X, H, cache)["best"]
     cap: dict[str, Any] = {}
-    red, tr = pe.reduce_run, pe.transform_rows
+    red = pe.reduce_run
 
     def reduce(run: Any, k: int, n: int, r: Any) -> Any:
         cap["run"], cap["n"], cap["out"] = run, n, red(run, k, n, r)
         return cap["out"]
 
-    def transform_rows(Y: Any, W: Any, m0: Any) -> Any:
-        cap["W"], cap["m0"] = W, m0
-        return tr(Y, W, m0)
-
-    pe.reduce_run, pe.transform_rows = reduce, transform_rows
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pg.PrivateGaussianMixture(fam.k, method="em", random_state=noise_seed,
-                                      **BUDGET).fit(X)
-    finally:
-        pe.reduce_run, pe.transform_rows = red, tr
+    _fit_spied(fam.k, X, noise_seed, cap, reduce_run=reduce)
     if "run" not in cap:
         print(f"family {seed} noise seed {noise_seed}: no over-parameterised run")
         return
