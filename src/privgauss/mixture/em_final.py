@@ -81,6 +81,37 @@ def single_gaussian(k: int, d: int) -> Run:
     return np.full(k, 1.0 / k), np.zeros((k, d)), np.repeat(np.eye(d)[None], k, axis=0)
 
 
+def moment_gaussian(run: Run, k: int, factors: np.ndarray | None = None) -> Run:
+    """The single Gaussian with the overall mean and covariance of a released mixture ``run``
+    (its moment match: m = Σ_j w_j μ_j, S = Σ_j w_j (Σ_j + μ_j μ_jᵀ) − m mᵀ, with Σ_j = L_j L_jᵀ
+    where the steps carried the factors ``factors``), as k equal components — post-processing
+    of released values only. Its eigenvalues are repaired at ``EIG_FLOOR`` (a mixture of
+    components parked on one value of a column keeps that column's spread across them; the
+    repair only touches a column constant in every component)."""
+    w, means, covs = run
+    C = covs if factors is None else np.einsum("jab,jcb->jac", factors, factors)
+    w = np.asarray(w, dtype=np.float64) / float(np.sum(w))
+    m = w @ means
+    D = means - m
+    S = np.einsum("j,jab->ab", w, C) + np.einsum("j,ja,jb->ab", w, D, D)
+    S = repair_covariance(0.5 * (S + S.T), EIG_FLOOR)
+    return np.full(k, 1.0 / k), np.repeat(m[None], k, axis=0), np.repeat(S[None], k, axis=0)
+
+
+def pick_margin(noise_cost: float, alarm: float) -> float:
+    """The single Gaussian's handicap in the final pick (noise sds of a difference, public):
+    ``MARGIN`` where the plan's predicted noise cost of the EM fit (``noise_cost``, nat/row:
+    :func:`~privgauss.mixture.private_em.noise_cost`'s ``per_row`` of the plan) is at most
+    ``alarm`` (the estimator's ``NOISE_COST_ALARM``), else ``MARGIN`` × alarm / noise_cost:
+    where the plan itself expects its EM fit to lose far more than ``alarm`` to its noise, a
+    Gaussian that scores higher is taken on less evidence. Public (n, d, k, the budget); the
+    same as before wherever the budget makes EM's noise cheap (n = 5e4, d ≤ 15, ε = 1:
+    cost ≤ 0.03), so it vanishes as the budget grows."""
+    if not noise_cost > alarm:
+        return MARGIN
+    return MARGIN * alarm / noise_cost
+
+
 def public_candidate(P: np.ndarray, k: int, rng: np.random.Generator, m0: np.ndarray,
                      W: np.ndarray) -> Run | None:
     """scikit-learn's ``GaussianMixture(k, n_init)`` fitted on the public rows ``P`` alone, in
