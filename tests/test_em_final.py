@@ -365,7 +365,8 @@ def test_the_single_gaussians_margin_shrinks_only_where_the_plan_is_noisy():
 
 def test_in_the_diagonal_frame_the_single_gaussian_is_the_em_fits_moment_match(monkeypatch):
     """A diagonal-frame fit (n = 1,500, d = 3, ε = 1) plans two candidates and releases their
-    one ratio at sensitivity score_sums_l2(d + 5, 1), the single Gaussian handicapped by the
+    one ratio, clipped at DIAG_BOUND (< d + 5), at sensitivity score_sums_l2(DIAG_BOUND, 1)
+    (the released value against its definition), the single Gaussian handicapped by the
     plan's pick_margin; forced to win, it returns one full-covariance Gaussian with the rows'
     correlation (the frame's N(0, I) would have none) and the EM fit's overall mean."""
     seen: dict = {}
@@ -376,7 +377,8 @@ def test_in_the_diagonal_frame_the_single_gaussian_is_the_em_fits_moment_match(m
         return np.array(real_mech(value, sens, budget, **kw), dtype=np.float64) + 1e12
 
     def pick(Z, cands, **kw):
-        seen.update(margins=kw["margins"], cands=cands)
+        seen.update(margins=kw["margins"], cands=cands, Z=np.asarray(Z), bound=kw["bound"],
+                    radius=kw["radius"])
         return real_pick(Z, cands, **kw)
 
     monkeypatch.setattr(ef, "gaussian_mechanism", mech)
@@ -386,8 +388,12 @@ def test_in_the_diagonal_frame_the_single_gaussian_is_the_em_fits_moment_match(m
     m, _ = _fit(X)
     plan = m.fit_info_["em_plan"]
     assert plan.diagonal and plan.final_candidates == 2
-    assert seen["sens"] == sensitivity.score_sums_l2(ef.final_bound(3), 1)
-    assert len(seen["value"]) == 1
+    assert seen["bound"] == ef.final_bound(3, True) == min(8.0, ef.DIAG_BOUND)
+    assert seen["sens"] == sensitivity.score_sums_l2(seen["bound"], 1)
+    assert len(seen["value"]) == 1  # the released ratio is clipped at that bound
+    ratio, _ = _definition(seen["Z"], seen["cands"][1], seen["cands"][0], seen["radius"],
+                           seen["bound"])
+    assert seen["value"][0] == pytest.approx(ratio, rel=1e-6)
     cost = pe._noise_change(pe.em_plan(1500, 3, 3, ApproxDP(1.0, 1e-6)), plan.n_steps - 1,
                             1500, 3, 3, at_r0=True)
     assert seen["margins"] == (0.0, ef.pick_margin(cost, pe.NOISE_COST_ALARM))

@@ -284,7 +284,10 @@ noise's cost to the returned model: d = 13–15 about 2 % counts, 16 % sums, 82 
    there is one. One joint release of their clipped log-likelihood ratios to the EM fit
    (clip d + 5, 3 % of ρ_EM taken from the EM steps, "final selection") picks the
    largest; the single Gaussian (a simpler model than asked for) must beat the EM fit by 2
-   noise sds of a difference, the public rows' fit (a k-component mixture too) need not. So
+   noise sds of a difference (less where the plan predicts a noise cost above
+   ``NOISE_COST_ALARM``: :func:`~.em_final.pick_margin`; in the diagonal frame the single
+   Gaussian is the EM fit's moment match and the clip ``DIAG_BOUND`` = 2), the public rows'
+   fit (a k-component mixture too) need not. So
    the result is never worse than one Gaussian, or the public rows' own fit, but by the pick's
    noise (``info["final_selection"]``; the estimator's ``selected_model_``).
 5. *Clipped count.* The final pick's pass also counts the rows outside every component's
@@ -2146,7 +2149,7 @@ def private_em_gmm(
             em_factor = None  # the projected model's covariances are the user's bounds
         radius = _count_radius(plan, d)
         win, outside, scores, noise_sd = final_pick(
-            Z, cands, radius=radius, bound=final_bound(d), rho=plan.rho_final,
+            Z, cands, radius=radius, bound=final_bound(d, plan.diagonal), rho=plan.rho_final,
             planned=plan.final_candidates, release=release,
             margins=tuple(margin if nm == CANDIDATES[1] else 0.0 for nm in names),
             factors=[em_factor] + [None] * (len(cands) - 1))
