@@ -51,9 +51,10 @@ their full loss would).
 **At small n** (session 43, brief SMALLPICK; ``benchmarks/results/em_small_n.md``): where the
 plan predicts that its own noise costs the EM fit more than ``NOISE_COST_ALARM`` nat/row
 (``private_em.noise_cost``'s ``per_row``, public), the single Gaussian's margin is
-``MARGIN`` × alarm / cost (:func:`pick_margin`; unchanged where the noise is cheap, e.g. every
-plan at n = 5e4, d ≤ 15, ε = 1), and in the diagonal frame (two candidates: the EM fit and its
-moment match, whose log densities differ by little on most rows) the ratios are clipped at
+``MARGIN`` × alarm / cost (:func:`pick_margin`; unchanged where the noise is cheap, e.g. the
+plans at n = 5e4, ε = 1 but d = 14–15 with k = 5–6), and in the diagonal frame (two
+candidates: the EM fit and its moment match, whose log densities differ by little on most
+rows) the ratios are clipped at
 ``DIAG_BOUND`` = 2 instead of d + 5 (:func:`final_bound`; sensitivity 2·2·√1 = 4): the
 pick's noise per row (d + 5)/2 = 3.5–6× smaller there (d = 2–7). On the 17 small corpus
 tables em fits in the diagonal frame the pick then returns the moment match at 0–12 of 20
@@ -121,8 +122,10 @@ def pick_margin(noise_cost: float, alarm: float) -> float:
     ``alarm`` (the estimator's ``NOISE_COST_ALARM``), else ``MARGIN`` × alarm / noise_cost:
     where the plan itself expects its EM fit to lose far more than ``alarm`` to its noise, a
     Gaussian that scores higher is taken on less evidence. Public (n, d, k, the budget); the
-    same as before wherever the budget makes EM's noise cheap (n = 5e4, d ≤ 15, ε = 1:
-    cost ≤ 0.03), so it vanishes as the budget grows."""
+    same as before wherever the budget makes EM's noise cheap, so it vanishes as the budget
+    grows: at n = 5e4, ε = 1 every plan with k ≤ 4, d ≤ 15 (k = 5: d ≤ 14, k = 6: d ≤ 13);
+    d = 14–15 at k = 5–6 predict 0.056–0.080 (margin 1.2–1.8), where the estimator warns
+    (``NoisyFitWarning``) too."""
     if not noise_cost > alarm:
         return MARGIN
     return MARGIN * alarm / noise_cost
