@@ -319,3 +319,89 @@ def test_a_noise_limited_plan_warns_and_a_quiet_one_does_not():
     m2, caught2 = _fit(_one_gaussian(20000, 0))
     assert "NoisyFitWarning" not in caught2
     assert m2.fit_info_["final_selection"]["noise_cost"]["per_row"] < pe.NOISE_COST_ALARM
+
+
+def test_the_moment_gaussian_has_the_mixtures_mean_and_covariance():
+    """The moment match of a mixture: k equal components, each the mixture's overall mean and
+    covariance (against 400k draws from it, and analytically); from the covariances' Cholesky
+    factors the same."""
+    k, d = 3, 4
+    w, mu, C = _model(k, d, 11)
+    rng = np.random.default_rng(12)
+    comp = rng.choice(k, size=400_000, p=w)
+    L = np.linalg.cholesky(C)
+    draws = mu[comp] + np.einsum("nab,nb->na", L[comp], rng.normal(size=(400_000, d)))
+    wg, mg, Cg = ef.moment_gaussian((w, mu, C), k)
+    np.testing.assert_allclose(wg, 1.0 / k)
+    assert np.all(mg == mg[0]) and np.all(Cg == Cg[0])
+    np.testing.assert_allclose(mg[0], draws.mean(axis=0), atol=0.02)
+    np.testing.assert_allclose(Cg[0], np.cov(draws.T), atol=0.05 * np.abs(Cg[0]).max())
+    m = w @ mu
+    exact = sum(w[j] * (C[j] + np.outer(mu[j] - m, mu[j] - m)) for j in range(k))
+    np.testing.assert_allclose(Cg[0], exact, rtol=1e-12)
+    _, mf, Cf = ef.moment_gaussian((w, mu, C * 7.0), k, factors=L)  # factors rule
+    np.testing.assert_allclose(Cf, Cg, rtol=1e-12)
+    np.testing.assert_allclose(mf, mg, rtol=1e-12)
+
+
+def test_the_single_gaussians_margin_shrinks_only_where_the_plan_is_noisy():
+    """MARGIN at a predicted noise cost up to the alarm, MARGIN·alarm/cost above it
+    (decreasing, positive); em's plans at n = 5e4, d = 2–15, ε = 1 predict less than the
+    alarm (their pick is unchanged), the diagonal frame's small-n plans more."""
+    a = pe.NOISE_COST_ALARM
+    assert ef.pick_margin(0.0, a) == ef.pick_margin(a, a) == ef.MARGIN
+    assert ef.pick_margin(4 * a, a) == pytest.approx(ef.MARGIN / 4, rel=1e-12)
+    assert 0 < ef.pick_margin(40 * a, a) < ef.pick_margin(2 * a, a) < ef.MARGIN
+    budget = ApproxDP(1.0, 1e-6)
+    for d in (2, 5, 10, 15):
+        plan = pe.em_plan(50_000, d, 3, budget)
+        cost = pe._noise_change(plan, plan.n_steps - 1, 50_000, d, 3, at_r0=True)
+        assert ef.pick_margin(cost, a) == ef.MARGIN, (d, cost)
+    plan = pe.em_plan(2485, 5, 3, budget)
+    assert plan.diagonal
+    cost = pe._noise_change(plan, plan.n_steps - 1, 2485, 5, 3, at_r0=True)
+    assert ef.pick_margin(cost, a) < ef.MARGIN / 2
+
+
+def test_in_the_diagonal_frame_the_single_gaussian_is_the_em_fits_moment_match(monkeypatch):
+    """A diagonal-frame fit (n = 1,500, d = 3, ε = 1) plans two candidates and releases their
+    one ratio, clipped at DIAG_BOUND (< d + 5), at sensitivity score_sums_l2(DIAG_BOUND, 1)
+    (the released value against its definition), the single Gaussian handicapped by the
+    plan's pick_margin; forced to win, it returns one full-covariance Gaussian with the rows'
+    correlation (the frame's N(0, I) would have none) and the EM fit's overall mean."""
+    seen: dict = {}
+    real_mech, real_pick = ef.gaussian_mechanism, pe.final_pick
+
+    def mech(value, sens, budget, **kw):
+        seen.update(value=np.asarray(value), sens=sens)
+        return np.array(real_mech(value, sens, budget, **kw), dtype=np.float64) + 1e12
+
+    def pick(Z, cands, **kw):
+        seen.update(margins=kw["margins"], cands=cands, Z=np.asarray(Z), bound=kw["bound"],
+                    radius=kw["radius"])
+        return real_pick(Z, cands, **kw)
+
+    monkeypatch.setattr(ef, "gaussian_mechanism", mech)
+    monkeypatch.setattr(pe, "final_pick", pick)
+    X = _one_gaussian(1500, 3)
+    X[:, 1] += X[:, 0]  # correlation 0.8 between the first two columns
+    m, _ = _fit(X)
+    plan = m.fit_info_["em_plan"]
+    assert plan.diagonal and plan.final_candidates == 2
+    assert seen["bound"] == ef.final_bound(3, True) == min(8.0, ef.DIAG_BOUND)
+    assert seen["sens"] == sensitivity.score_sums_l2(seen["bound"], 1)
+    assert len(seen["value"]) == 1  # the released ratio is clipped at that bound
+    ratio, _ = _definition(seen["Z"], seen["cands"][1], seen["cands"][0], seen["radius"],
+                           seen["bound"])
+    assert seen["value"][0] == pytest.approx(ratio, rel=1e-6)
+    cost = pe._noise_change(pe.em_plan(1500, 3, 3, ApproxDP(1.0, 1e-6)), plan.n_steps - 1,
+                            1500, 3, 3, at_r0=True)
+    assert seen["margins"] == (0.0, ef.pick_margin(cost, pe.NOISE_COST_ALARM))
+    em, single = seen["cands"][:2]
+    np.testing.assert_allclose(single[1][0], em[0] @ em[1], rtol=1e-9, atol=1e-9)
+    assert m.selected_model_ == "single_gaussian"
+    C = m.covariances_[0]
+    corr = C[0, 1] / np.sqrt(C[0, 0] * C[1, 1])
+    true = np.corrcoef(X.T)[0, 1]
+    assert abs(corr - true) < 0.15 and abs(true) > 0.4, (corr, true)
+    np.testing.assert_allclose(m.means_, m.means_[[0, 0, 0]], rtol=0, atol=1e-12)

@@ -20,7 +20,11 @@ shapes do not change):
 * ``"em"``: the last EM step's model;
 * ``"single_gaussian"``: the frame's N(0, I) (k equal components, equal weights) — the released
   Gaussian the rows were whitened by (the histogram localisation and its re-whitening, the
-  CoinPress release inside a prior, or the public rows' mean and covariance): free;
+  CoinPress release inside a prior, or the public rows' mean and covariance): free. In the
+  plan's *diagonal frame* (small n, :func:`~privgauss.mixture.private_em._diagonal_frame`)
+  that normal is a diagonal Gaussian with bracket-middle scales (no correlations), and the
+  candidate is instead the EM fit's moment match (:func:`moment_gaussian`: its overall mean
+  and covariance, full; post-processing, free);
 * ``"public"`` (with at least max(d + 1, k) public rows): scikit-learn's ``GaussianMixture(k,
   n_init)`` on the public rows alone (5–20 inits, :func:`public_inits`), seeded from the fit's
   noise source (public randomness); its warnings are captured; when it fails, no public
@@ -43,6 +47,18 @@ better. The public rows' fit is a k-component mixture as asked, and has no margi
 result is within about (2 + 2)·σ/n of the best candidate (σ/n = 2b√(C − 1)/(n√(2ρ_final))),
 w.h.p., up to the clip (which ranks a fit that misses a few rows by far less low than
 their full loss would).
+
+**At small n** (session 43, brief SMALLPICK; ``benchmarks/results/em_small_n.md``): where the
+plan predicts that its own noise costs the EM fit more than ``NOISE_COST_ALARM`` nat/row
+(``private_em.noise_cost``'s ``per_row``, public), the single Gaussian's margin is
+``MARGIN`` × alarm / cost (:func:`pick_margin`; unchanged where the noise is cheap, e.g. the
+plans at n = 5e4, ε = 1 but d = 14–15 with k = 5–6), and in the diagonal frame (two
+candidates: the EM fit and its moment match, whose log densities differ by little on most
+rows) the ratios are clipped at
+``DIAG_BOUND`` = 2 instead of d + 5 (:func:`final_bound`; sensitivity 2·2·√1 = 4): the
+pick's noise per row (d + 5)/2 = 3.5–6× smaller there (d = 2–7). On the 17 small corpus
+tables em fits in the diagonal frame the pick then returns the moment match at 0–12 of 20
+splits.
 
 **One pass.** The same pass counts, for each candidate, the rows outside every one of its
 components' counting balls (the clipped count of :mod:`.private_em`); only the winner's count
@@ -71,6 +87,7 @@ PUBLIC_INIT_ROWS = 100_000  # public rows × inits the public-rows fit may take 
 SCORE_EIG_FLOOR = 1e-12  # a candidate's eigenvalues for scoring (EM's own are >= 1e-8 where
 # its covariances are not carried by their factors)
 SUB_ROWS = 4096  # rows per sub-block of the kernel
+DIAG_BOUND = 2.0  # the clip of the ratios in the diagonal frame (final_bound)
 MARGIN = 2.0  # noise sds of a difference by which the single Gaussian must beat the EM fit
 
 Terms = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, log norms)
@@ -79,6 +96,39 @@ Terms = tuple[np.ndarray, np.ndarray, np.ndarray]  # (means, Cholesky inverses, 
 def single_gaussian(k: int, d: int) -> Run:
     """The frame's standard normal as a k-component mixture: k equal components N(0, I)."""
     return np.full(k, 1.0 / k), np.zeros((k, d)), np.repeat(np.eye(d)[None], k, axis=0)
+
+
+def moment_gaussian(run: Run, k: int, factors: np.ndarray | None = None) -> Run:
+    """The single Gaussian with the overall mean and covariance of a released mixture ``run``
+    (its moment match: m = Σ_j w_j μ_j, S = Σ_j w_j (Σ_j + μ_j μ_jᵀ) − m mᵀ, with Σ_j = L_j L_jᵀ
+    where the steps carried the factors ``factors``), as k equal components — post-processing
+    of released values only. Its eigenvalues are repaired at ``EIG_FLOOR`` (a mixture of
+    components parked on one value of a column keeps that column's spread across them; the
+    repair only touches a column constant in every component)."""
+    w, means, covs = run
+    C = covs if factors is None else np.einsum("jab,jcb->jac", factors, factors)
+    w = np.asarray(w, dtype=np.float64) / float(np.sum(w))
+    m = w @ means
+    D = means - m
+    S = np.einsum("j,jab->ab", w, C) + np.einsum("j,ja,jb->ab", w, D, D)
+    S = repair_covariance(0.5 * (S + S.T), EIG_FLOOR)
+    return np.full(k, 1.0 / k), np.repeat(m[None], k, axis=0), np.repeat(S[None], k, axis=0)
+
+
+def pick_margin(noise_cost: float, alarm: float) -> float:
+    """The single Gaussian's handicap in the final pick (noise sds of a difference, public):
+    ``MARGIN`` where the plan's predicted noise cost of the EM fit (``noise_cost``, nat/row:
+    :func:`~privgauss.mixture.private_em.noise_cost`'s ``per_row`` of the plan) is at most
+    ``alarm`` (the estimator's ``NOISE_COST_ALARM``), else ``MARGIN`` × alarm / noise_cost:
+    where the plan itself expects its EM fit to lose far more than ``alarm`` to its noise, a
+    Gaussian that scores higher is taken on less evidence. Public (n, d, k, the budget); the
+    same as before wherever the budget makes EM's noise cheap, so it vanishes as the budget
+    grows: at n = 5e4, ε = 1 every plan with k ≤ 4, d ≤ 15 (k = 5: d ≤ 14, k = 6: d ≤ 13);
+    d = 14–15 at k = 5–6 predict 0.056–0.080 (margin 1.2–1.8), where the estimator warns
+    (``NoisyFitWarning``) too."""
+    if not noise_cost > alarm:
+        return MARGIN
+    return MARGIN * alarm / noise_cost
 
 
 def public_candidate(P: np.ndarray, k: int, rng: np.random.Generator, m0: np.ndarray,
@@ -135,13 +185,15 @@ def _terms(run: Run, floor: float, factors: np.ndarray | None = None) -> Terms:
     return means, Linv, log_norm
 
 
-def final_bound(d: int) -> float:
+def final_bound(d: int, diagonal: bool = False) -> float:
     """The clip of a row's log-likelihood ratio to the EM fit in the final pick: d + 5 (public).
     Two fits' log densities differ by O(d) nat on a typical row; on the corpus (flower pixels,
     wavesurge, budget food) the ratios' 5–95 % range lay within ±12 and clipping at d + 5
     moved a mean ratio by at most 0.03 nat/row but where one fit misses 1–5 % of the rows
-    by 10–50 nat (there the clipped ratio still ranks it lower, by less)."""
-    return float(d) + 5.0
+    by 10–50 nat (there the clipped ratio still ranks it lower, by less). ``diagonal`` (the
+    plan's diagonal frame: two candidates, the EM fit and its moment match): at most
+    ``DIAG_BOUND``."""
+    return min(float(d) + 5.0, DIAG_BOUND) if diagonal else float(d) + 5.0
 
 
 def final_kernel(B: np.ndarray, scored: tuple[Terms, ...], counted: tuple[Terms, ...],

@@ -285,7 +285,10 @@ noise's cost to the returned model: d = 13–15 about 2 % counts, 16 % sums, 82 
    there is one. One joint release of their clipped log-likelihood ratios to the EM fit
    (clip d + 5, 3 % of ρ_EM taken from the EM steps, "final selection") picks the
    largest; the single Gaussian (a simpler model than asked for) must beat the EM fit by 2
-   noise sds of a difference, the public rows' fit (a k-component mixture too) need not. So
+   noise sds of a difference (less where the plan predicts a noise cost above
+   ``NOISE_COST_ALARM``: :func:`~.em_final.pick_margin`; in the diagonal frame the single
+   Gaussian is the EM fit's moment match and the clip ``DIAG_BOUND`` = 2), the public rows'
+   fit (a k-component mixture too) need not. So
    the result is never worse than one Gaussian, or the public rows' own fit, but by the pick's
    noise (``info["final_selection"]``; the estimator's ``selected_model_``).
 5. *Clipped count.* The final pick's pass also counts the rows outside every component's
@@ -338,7 +341,14 @@ from ..sensitivity import (
 )
 from .atoms import ATOM_SHARE, release_atom_counts
 from .cluster_estimation import undo_clipping, undo_clipping_batch
-from .em_final import MARGIN, final_bound, final_pick, public_candidate, single_gaussian
+from .em_final import (
+    final_bound,
+    final_pick,
+    moment_gaussian,
+    pick_margin,
+    public_candidate,
+    single_gaussian,
+)
 from .em_starts import (
     EIG_FLOOR,
     Run,
@@ -2100,6 +2110,9 @@ def private_em_gmm(
         _refuse_untrusted_public(P)
     if info is not None:
         info["em_plan"] = plan
+    # the single Gaussian's handicap in the final pick, from the plan's predicted noise cost
+    margin = pick_margin(_noise_change(plan, plan.n_steps - 1, n, d, k, at_r0=True),
+                         NOISE_COST_ALARM)
     from threadpoolctl import threadpool_limits
 
     # one BLAS thread: the passes' products are small (a few thousand rows by d), and BLAS
@@ -2141,7 +2154,7 @@ def private_em_gmm(
         if info is not None:
             info["em_stopped_after"] = stops[0] + 1 if stops else None
             info["em_frozen"] = [(c + 1, t + 1) for c, t in frozen]
-        names, cands = _final_candidates(em, P, m0, W, k, plan, release.rng)
+        names, cands = _final_candidates(em, P, m0, W, k, plan, release.rng, em_factor)
         outs = [_output(c, m0, W, Winv, prior, em_factor if c is em else None)
                 for c in cands]
         if prior is not None:  # the candidates as the user gets them, back in the frame
@@ -2150,9 +2163,9 @@ def private_em_gmm(
             em_factor = None  # the projected model's covariances are the user's bounds
         radius = _count_radius(plan, d)
         win, outside, scores, noise_sd = final_pick(
-            Z, cands, radius=radius, bound=final_bound(d), rho=plan.rho_final,
+            Z, cands, radius=radius, bound=final_bound(d, plan.diagonal), rho=plan.rho_final,
             planned=plan.final_candidates, release=release,
-            margins=tuple(MARGIN if nm == CANDIDATES[1] else 0.0 for nm in names),
+            margins=tuple(margin if nm == CANDIDATES[1] else 0.0 for nm in names),
             factors=[em_factor] + [None] * (len(cands) - 1))
         weights, out_means, out_covs = outs[win]
         if info is not None:
@@ -2199,13 +2212,19 @@ def noise_cost(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
 
 
 def _final_candidates(em: Run, P: np.ndarray | None, m0: np.ndarray, W: np.ndarray, k: int,
-                      plan: EMPlan, rng: np.random.Generator
+                      plan: EMPlan, rng: np.random.Generator,
+                      em_factor: np.ndarray | None = None
                       ) -> tuple[list[str], list[Run]]:
     """The final pick's candidates in the whitened frame, named (``CANDIDATES``): the EM fit,
-    the frame's standard normal, and — when the plan has room for it — the mixture fitted on
-    the public rows alone (:mod:`.em_final`). Public facts only decide which are there."""
+    a single Gaussian — the frame's standard normal, or in the diagonal frame (whose standard
+    normal is a diagonal Gaussian with bracket-middle scales) the EM fit's moment match
+    (:func:`~.em_final.moment_gaussian`, full covariance: post-processing; ``em_factor`` its
+    covariances' factors where carried) —, and — when the plan has room for it — the mixture
+    fitted on the public rows alone (:mod:`.em_final`). Public facts only decide which are
+    there; their count is the plan's either way."""
     d = em[1].shape[1]
-    names, cands = list(CANDIDATES[:2]), [em, single_gaussian(k, d)]
+    single = moment_gaussian(em, k, em_factor) if plan.diagonal else single_gaussian(k, d)
+    names, cands = list(CANDIDATES[:2]), [em, single]
     if plan.final_candidates > 2 and P is not None:
         pub = public_candidate(P, k, rng, m0, W)
         if pub is not None:
