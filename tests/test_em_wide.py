@@ -118,7 +118,7 @@ def test_a_wide_fit_charges_its_plan_in_order_without_the_frozen_and_skipped_ste
     assert pick[0].sensitivity == pytest.approx(2 * plan.score_bound * math.sqrt(6))
     # every run froze at most once, and only while exploring
     assert len({c for c, _ in frozen}) == len(frozen)
-    assert all(1 <= c <= plan.n_starts and 1 <= f <= plan.explore_steps for c, f in frozen)
+    assert all(1 <= c <= plan.n_starts and 0 <= f <= plan.explore_steps for c, f in frozen)
 
 
 def test_frozen_runs_skip_only_their_own_steps(monkeypatch):
@@ -132,6 +132,94 @@ def test_frozen_runs_skip_only_their_own_steps(monkeypatch):
     for c in range(1, plan.n_starts + 1):
         assert sum(1 for s in names if f"em step {plan.explore_steps}/{plan.n_steps} run {c} "
                    in s) == 3
+
+
+def _spd_run(rng: np.random.Generator, k: int = 3, d: int = 4) -> pe.Run:
+    A = rng.normal(size=(k, d, d))
+    covs = A @ np.swapaxes(A, 1, 2) + np.eye(d)
+    w = rng.uniform(0.5, 1.5, k)
+    return w / w.sum(), rng.normal(scale=3.0, size=(k, d)), covs
+
+
+def test_runs_within_matches_components_and_bounds_the_kl_both_ways():
+    """:func:`_runs_within`: a run with its components reordered is the same model (within
+    a tol of 1e-12: rounding); a component's mean moved by δ along a unit-variance axis of equal
+    covariances moves the KL bound by exactly w_j·δ²/2 in both directions, so the pair is
+    within tol just below that and not just above it (a wrong matching, a one-sided or a
+    mis-scaled bound fails here); a different number of components is never within."""
+    rng = np.random.default_rng(3)
+    a = _spd_run(rng)
+    perm = [2, 0, 1]
+    b = (a[0][perm], a[1][perm], a[2][perm])
+    assert pe._runs_within(a, b, 1e-12) and pe._runs_within(b, a, 1e-12)
+    d = a[1].shape[1]
+    w = np.array([0.2, 0.3, 0.5])
+    covs = np.array([np.eye(d)] * 3)
+    means = np.array([[0.0] * d, [5.0] + [0.0] * (d - 1), [0.0, 5.0] + [0.0] * (d - 2)])
+    base = (w, means, covs)
+    delta = 0.1
+    moved = means.copy()
+    moved[1, 2] += delta
+    kl = 0.3 * delta**2 / 2.0
+    shifted = (w[perm], moved[perm], covs[perm])
+    assert pe._runs_within(base, shifted, 1.01 * kl)
+    assert not pe._runs_within(base, shifted, 0.99 * kl)
+    assert not pe._runs_within(shifted, base, 0.99 * kl)
+    assert not pe._runs_within(base, (w[:2] / w[:2].sum(), means[:2], covs[:2]), 1.0)
+
+
+def test_merge_runs_freezes_the_later_of_a_close_pair_and_never_thaws():
+    """:func:`_merge_runs`: of two identical runs the one with the larger index is frozen and
+    the other carries on; a run close to a frozen run is frozen and the frozen one stays
+    frozen; a far run is left alone."""
+    rng = np.random.default_rng(4)
+    a, far = _spd_run(rng), _spd_run(rng)
+    twin = (a[0][[1, 2, 0]], a[1][[1, 2, 0]], a[2][[1, 2, 0]])
+    runs, facs = [a, far, twin], [None, None, None]
+    active = [True, True, True]
+    assert pe._merge_runs(runs, facs, active, [0, 1, 2], pe.FREEZE_TOL) == [2]
+    assert active == [True, True, False]
+    active = [True, True, True]  # only run 0 moved: still the later run 2 waits
+    assert pe._merge_runs(runs, facs, active, [0], pe.FREEZE_TOL) == [2]
+    assert active == [True, True, False]
+    active = [False, True, True]  # run 0 frozen: its twin joins it
+    assert pe._merge_runs(runs, facs, active, [2], pe.FREEZE_TOL) == [2]
+    assert active == [False, True, False]
+    active = [True, False, True]  # ... and a frozen run is never compared into activity
+    assert pe._merge_runs(runs, facs, active, [1], pe.FREEZE_TOL) == []
+    assert active == [True, False, True]
+
+
+def test_a_duplicated_start_waits_and_the_ledger_misses_only_its_steps(monkeypatch):
+    """A wide plan's start equal to an earlier one (the last extra start replaced by the
+    histogram start: post-processing of released cells) is frozen before its first step,
+    (run, 0) in ``info["em_frozen"]``: the ledger is the plan's parts less exactly that run's
+    exploring steps (and the other freezes and the stop), the pick still over all runs."""
+    orig = pe.histogram_start
+
+    def duplicated(*args, **kwargs):
+        hist, white, seeds = orig(*args, **kwargs)
+        kwargs["extras"][-1] = tuple(np.array(x, copy=True) for x in hist)
+        return hist, white, seeds
+
+    monkeypatch.setattr(pe, "histogram_start", duplicated)
+    m = _wide_fit()
+    plan, info = m.fit_info_["em_plan"], m.fit_info_
+    frozen, stop = info["em_frozen"], info["em_stopped_after"]
+    assert (pe.WIDE_STARTS, 0) in frozen
+    names = [e.step for e in m.ledger_]
+    assert not any(f" run {pe.WIDE_STARTS} " in s for s in names if s.startswith("em step"))
+    skipped = {f"step {t} run {c}" for c, f in frozen for t in range(f + 1,
+                                                                    plan.explore_steps + 1)}
+    if stop is not None:
+        skipped |= {f"step {t}" for t in range(stop + 1, plan.n_steps)}
+    kept = [(nm, b) for nm, b in plan.parts()
+            if " ".join(nm.split()[:4]) not in skipped and " ".join(nm.split()[:2]) not in
+            skipped]
+    assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
+    pick = [e for e in m.ledger_ if e.step.endswith("em run selection")]
+    assert len(pick) == 1
+    assert pick[0].sensitivity == pytest.approx(2 * plan.score_bound * math.sqrt(6))
 
 
 def test_the_frame_decides_the_start():

@@ -153,7 +153,14 @@ budget and public rows; every frame after the first a function of releases):
    *frozen* — its later exploring steps are skipped — and once every run is frozen the
    pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
    ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
-   released models, as with the stop below; ``info["em_frozen"]``). It bounds the time where
+   released models, as with the stop below; ``info["em_frozen"]``). So is a run whose model
+   comes within ``FREEZE_TOL`` of another run's (both directions of :func:`_model_change`'s
+   KL bound, components matched by their means: :func:`_runs_within`) — at its start or
+   after any exploring step; of a close pair the run with the larger index waits, the other
+   carries on (issue 27: n = 5e4, d = 10, k = 3 at ε = 1e4, the two raw-frame starts were
+   within 1e-3 at the start on 2 of 8 data seeds, and exploring runs reached another's basin
+   before their own stopping rule; ``info["em_frozen"]`` then has (run, 0) for a start). It
+   bounds the time where
    the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
    ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
    mostly too noisy for it, a fit takes up to 2.6 s instead of 0.2–0.6 s (rwm5yr,
@@ -1194,6 +1201,59 @@ def _model_change(old: Run, new: Run, factors: tuple[np.ndarray | None, np.ndarr
     return max(total, 0.0) if math.isfinite(total) else math.inf
 
 
+def _runs_within(a: Run, b: Run, tol: float,
+                 factors: tuple[np.ndarray | None, np.ndarray | None] = (None, None)) -> bool:
+    """Whether two runs' models are within ``tol`` of each other (post-processing of released
+    models or of starts): b's components matched to a's by their means (nearest pairs, any
+    matching gives a bound), both directions of :func:`_model_change`'s KL bound per row at
+    most ``tol``. A cheap lower bound of it, Σ_j w_j·½‖Δμ_j‖²/tr Σ_j, rejects far pairs first.
+    ``factors``: a's and b's carried Cholesky factors (None: from the covariances)."""
+    from scipy.optimize import linear_sum_assignment
+
+    (wa, ma, ca), (wb, mb, cb) = a, b
+    if wa.shape != wb.shape:
+        return False
+    D = ((ma[:, None, :] - mb[None, :, :]) ** 2).sum(axis=2)
+    if not np.isfinite(D).all():
+        return False
+    _, perm = linear_sum_assignment(D)
+    sq = D[np.arange(len(perm)), perm]
+    tr = np.minimum(np.trace(ca, axis1=1, axis2=2), np.trace(cb[perm], axis1=1, axis2=2))
+    with np.errstate(all="ignore"):
+        low = float(np.sum(np.minimum(wa, wb[perm]) * 0.5 * sq / tr))
+    if not low <= tol:
+        return False
+    fa, fb = factors
+    bp = (wb[perm], mb[perm], cb[perm])
+    fbp = None if fb is None else fb[perm]
+    return max(_model_change(a, bp, (fa, fbp)), _model_change(bp, a, (fbp, fa))) <= tol
+
+
+def _merge_runs(runs: list[Run], facs: list[np.ndarray | None], active: list[bool],
+                changed: list[int], tol: float) -> list[int]:
+    """The active runs to freeze because their model is within ``tol``
+    (:func:`_runs_within`) of another run's, active or frozen (post-processing of released
+    models): of a close pair, the run with the larger index (a frozen run stays frozen; the
+    one it waits for carries on). Only pairs with a run in ``changed`` (moved this step) are
+    compared."""
+    out: list[int] = []
+    for c in sorted(changed):
+        if not active[c]:
+            continue
+        for o in range(len(runs)):
+            if o == c or (o > c and not active[o]) or o in out:
+                continue
+            if not active[o] or o < c:
+                if _runs_within(runs[o], runs[c], tol, (facs[o], facs[c])):
+                    out.append(c)
+                    active[c] = False
+                    break
+            elif _runs_within(runs[c], runs[o], tol, (facs[c], facs[o])):
+                out.append(o)
+                active[o] = False
+    return out
+
+
 def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
     """K' (public): the summary start's Lloyd clusters, ``OVERCLUSTER``·k at most and no more
     than leave an average cluster 4× the count at which a Lloyd step moves it (each cluster's
@@ -1931,6 +1991,10 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     pools: list[list[Any]] = [[None] * run[0].shape[0] for run in runs]
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
+    if plan.may_freeze(0) and len(runs) > 1:  # starts within FREEZE_TOL of another start
+        for c in _merge_runs(runs, facs, active, list(range(len(runs))), FREEZE_TOL):
+            if frozen is not None:
+                frozen.append((c, -1))
     while t < plan.n_steps:
         if (plan.reduce_at is not None and k is not None and t >= plan.reduce_at
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
@@ -1978,6 +2042,12 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                     active[c] = False
                     if frozen is not None:
                         frozen.append((c, t))
+            current = [new.get(c, run) for c, run in enumerate(runs)]
+            now = [new_facs[c] if c in new else f for c, f in enumerate(facs)]
+            for c in _merge_runs(current, now, active, [c for c in new if active[c]],
+                                 FREEZE_TOL):
+                if frozen is not None:
+                    frozen.append((c, t))
         # the stopping rule: a function of released models only (see the module docstring)
         if len(new) == 1 and plan.may_stop(t):
             (c, run), = new.items()
