@@ -405,3 +405,30 @@ def test_in_the_diagonal_frame_the_single_gaussian_is_the_em_fits_moment_match(m
     true = np.corrcoef(X.T)[0, 1]
     assert abs(corr - true) < 0.15 and abs(true) > 0.4, (corr, true)
     np.testing.assert_allclose(m.means_, m.means_[[0, 0, 0]], rtol=0, atol=1e-12)
+
+
+def test_with_public_rows_the_single_gaussian_keeps_the_full_margin(monkeypatch):
+    """Outside the diagonal frame the single Gaussian is the frame's standard normal — with
+    1 % public rows, a Gaussian of 20 of them — and keeps ``MARGIN`` however noisy the plan
+    (n = 2,000, d = 5, ε = 1: a predicted noise cost far above the alarm, where
+    :func:`pick_margin` would shrink it)."""
+    seen: dict = {}
+    real_pick = pe.final_pick
+
+    def pick(Z, cands, **kw):
+        seen.update(margins=kw["margins"])
+        return real_pick(Z, cands, **kw)
+
+    monkeypatch.setattr(pe, "final_pick", pick)
+    rng = np.random.default_rng(3)
+    X, P = rng.normal(size=(2000, 5)), rng.normal(size=(20, 5))
+    m = pg.PrivateGaussianMixture(3, method="em", epsilon=1.0, delta=1e-6, random_state=0,
+                                  enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m.fit(X, public_X=P)
+    plan = m.fit_info_["em_plan"]
+    assert not plan.diagonal
+    cost = pe._noise_change(plan, plan.n_steps - 1, 2000, 5, 3, at_r0=True)
+    assert ef.pick_margin(cost, pe.NOISE_COST_ALARM) < ef.MARGIN  # the rule would shrink it
+    assert seen["margins"][1] == ef.MARGIN

@@ -48,11 +48,13 @@ result is within about (2 + 2)·σ/n of the best candidate (σ/n = 2b√(C − 1
 w.h.p., up to the clip (which ranks a fit that misses a few rows by far less low than
 their full loss would).
 
-**At small n** (session 43, brief SMALLPICK; ``benchmarks/results/em_small_n.md``): where the
-plan predicts that its own noise costs the EM fit more than ``NOISE_COST_ALARM`` nat/row
+**At small n** (session 43, brief SMALLPICK; ``benchmarks/results/em_small_n.md``): in the
+diagonal frame only (there the single Gaussian is the EM fit's moment match; elsewhere the
+frame's standard normal, with public rows a Gaussian of a few dozen rows, keeps ``MARGIN``:
+picked at the smaller margin, immi2 and immi5 with 1 % public rows ended 0.2 nat/row worse),
+where the plan predicts that its own noise costs the EM fit more than ``NOISE_COST_ALARM`` nat/row
 (``private_em.noise_cost``'s ``per_row``, public), the single Gaussian's margin is
-``MARGIN`` × alarm / cost (:func:`pick_margin`; unchanged where the noise is cheap, e.g. the
-plans at n = 5e4, ε = 1 but d = 14–15 with k = 5–6), and in the diagonal frame (two
+``MARGIN`` × alarm / cost (:func:`pick_margin`; unchanged where the noise is cheap), and (two
 candidates: the EM fit and its moment match, whose log densities differ by little on most
 rows) the ratios are clipped at
 ``DIAG_BOUND`` = 2 instead of d + 5 (:func:`final_bound`; sensitivity 2·2·√1 = 4): the
