@@ -307,7 +307,7 @@ def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> 
         print(f"  DP pick among {C}, at a share of the steps' rho " + "; ".join(out))
 
 
-def candidates(seed: int, noise_seed: int, cache: str | None) -> None:
+def candidates(seed: int, noise_seed: int, cache: str | None, oracle: bool = False) -> None:
     """(redpick) The reduction candidates refined side by side: each one's held-out gap and
     mean log-likelihood of the training rows (the fit's frame) at the reduction and after
     each of its side-by-side steps, the pick's raw clipped scores and its noise sd, the
@@ -339,10 +339,26 @@ def candidates(seed: int, noise_seed: int, cache: str | None) -> None:
         frame["sd"] = score_sums_l2(plan.score_bound, len(scores)) / math.sqrt(
             2 * plan.rho_reduce_score)
         frame["winner"] = pick(scores, plan, release)
+        if oracle:  # not private: the candidate whose structure is right (sklearn, 3 steps)
+            Zo = (X - frame["W_m0"][1]) @ frame["W_m0"][0].T
+            Ho = (H - frame["W_m0"][1]) @ frame["W_m0"][0].T
+            last = [[out for t, tag, out in log if tag == f" run {c + 1}"][-1]
+                    for c in range(len(scores))]
+            frame["winner"] = int(np.argmax([_sklearn_from(m, 3, Zo).score(Ho) for m in last]))
         return int(frame["winner"])
 
-    est = _fit_spied(fam.k, X, noise_seed, frame, _em_release=em_release,
-                     reductions=reductions, pick_reduction=pick_reduction)
+    tr = pe.transform_rows
+
+    def transform_rows(Y: Any, W: Any, m0: Any) -> Any:
+        frame["W_m0"] = (W, m0)
+        return tr(Y, W, m0)
+
+    pe.transform_rows = transform_rows  # _fit_spied wraps and restores it
+    try:
+        est = _fit_spied(fam.k, X, noise_seed, frame, _em_release=em_release,
+                         reductions=reductions, pick_reduction=pick_reduction)
+    finally:
+        pe.transform_rows = tr
     print(f"family {seed} {fam.describe()} noise seed {noise_seed}: gap {best - est.score(H):.4f}")
     if "cands" not in frame:
         print("  no reduction candidates")
@@ -377,6 +393,8 @@ def main() -> None:
                     help="the reduction's candidates (see the module docstring)")
     ap.add_argument("--candidates", action="store_true",
                     help="the reduction candidates' refining and pick (redpick)")
+    ap.add_argument("--oracle", action="store_true",
+                    help="with --candidates: pick the right structure (not private; a bound)")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     ap.add_argument("set", nargs="*", help="private_em constants, NAME=VALUE")
     args = ap.parse_args()
@@ -393,7 +411,7 @@ def main() -> None:
     if args.candidates:
         for s in seeds:
             for q in noise:
-                candidates(s, q, args.sklearn_cache)
+                candidates(s, q, args.sklearn_cache, args.oracle)
         return
     if args.diagnose:
         for s in seeds:
