@@ -27,12 +27,6 @@ released before the reduction it scores (held out, the fit's frame) the free red
 log-likelihood on that sample (what a free criterion could measure), on the training rows
 (what a DP pick would measure, before its noise), its gap as it is and after 3 steps of
 scikit-learn's EM on the training rows from it (a right structure: ≈ 0).
-
-``--candidates`` (redpick; run with ``REDUCE_CANDIDATES=2``): the reduction candidates
-(``reduce_run``'s and the sample-EM one) refined side by side: each one's gap and rows' mean
-log-likelihood at the reduction and after each side-by-side step, scikit-learn's 3 steps from
-the reduction and from the last side-by-side model (its structure), the DP pick's clipped
-scores, its noise sd and the winner.
 """
 
 from __future__ import annotations
@@ -307,81 +301,6 @@ def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> 
         print(f"  DP pick among {C}, at a share of the steps' rho " + "; ".join(out))
 
 
-def candidates(seed: int, noise_seed: int, cache: str | None, oracle: bool = False) -> None:
-    """(redpick) The reduction candidates refined side by side: each one's held-out gap and
-    mean log-likelihood of the training rows (the fit's frame) at the reduction and after
-    each of its side-by-side steps, the pick's raw clipped scores and its noise sd, the
-    winner and the fit's gap."""
-    from privgauss.sensitivity import score_sums_l2
-
-    fam = mf.family(seed)
-    rng = np.random.default_rng([fam.seed, 1])
-    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
-    best = mf._reference(fam, N, X, H, cache)["best"]
-    log: list[tuple[int, str, Any]] = []
-    frame: dict[str, Any] = {}
-    rel, red, pick = pe._em_release, pe.reductions, pe.pick_reduction
-
-    def em_release(stats: Any, run: Any, L: Any, plan: Any, t: int, release: Any, n: int,
-                   run_tag: str = "", *a: Any, **kw: Any) -> Any:
-        out = rel(stats, run, L, plan, t, release, n, run_tag, *a, **kw)
-        frame["plan"] = plan
-        if plan.reduce_at is not None and t >= plan.reduce_at:
-            log.append((t, run_tag, out))
-        return out
-
-    def reductions(run: Any, k: int, n: int, r: Any, count: int) -> Any:
-        frame["cands"] = red(run, k, n, r, count)
-        return frame["cands"]
-
-    def pick_reduction(scores: Any, plan: Any, release: Any) -> int:
-        frame["scores"] = np.array(scores)
-        frame["sd"] = score_sums_l2(plan.score_bound, len(scores)) / math.sqrt(
-            2 * plan.rho_reduce_score)
-        frame["winner"] = pick(scores, plan, release)
-        if oracle:  # not private: the candidate whose structure is right (sklearn, 3 steps)
-            Zo = (X - frame["W_m0"][1]) @ frame["W_m0"][0].T
-            Ho = (H - frame["W_m0"][1]) @ frame["W_m0"][0].T
-            last = [[out for t, tag, out in log if tag == f" run {c + 1}"][-1]
-                    for c in range(len(scores))]
-            frame["winner"] = int(np.argmax([_sklearn_from(m, 3, Zo).score(Ho) for m in last]))
-        return int(frame["winner"])
-
-    tr = pe.transform_rows
-
-    def transform_rows(Y: Any, W: Any, m0: Any) -> Any:
-        frame["W_m0"] = (W, m0)
-        return tr(Y, W, m0)
-
-    pe.transform_rows = transform_rows  # _fit_spied wraps and restores it
-    try:
-        est = _fit_spied(fam.k, X, noise_seed, frame, _em_release=em_release,
-                         reductions=reductions, pick_reduction=pick_reduction)
-    finally:
-        pe.transform_rows = tr
-    print(f"family {seed} {fam.describe()} noise seed {noise_seed}: gap {best - est.score(H):.4f}")
-    if "cands" not in frame:
-        print("  no reduction candidates")
-        return
-    W, m0, plan = frame["W"], frame["m0"], frame["plan"]
-    ldet = float(np.linalg.slogdet(W)[1])
-    Z, Hz = (X - m0) @ W.T, (H - m0) @ W.T
-    for c, run in enumerate(frame["cands"]):
-        cells = [run] + [out for t, tag, out in log if tag == f" run {c + 1}"]
-        print(f"  candidate {c + 1}: gap / rows' mean log-lik at the reduction and after each "
-              "side-by-side step: " + ", ".join(
-                  f"{best - (_mixture(m).score(Hz) + ldet):.4f} / {_mean_loglik(m, Z):.4f}"
-                  for m in cells)
-              + "; sklearn 3 steps from the reduction / the last side-by-side model: "
-              + " / ".join(f"{best - (_sklearn_from(m, 3, Z).score(Hz) + ldet):.4f}"
-                           for m in (cells[0], cells[-1])))
-    if "scores" in frame:
-        sc = frame["scores"]
-        print(f"  pick: clipped scores {' '.join(f'{x:.0f}' for x in sc)}, noise sd "
-              f"{frame['sd']:.0f}, winner {int(frame['winner']) + 1} "
-              f"(reduce_pick_at {plan.reduce_pick_at})")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", required=True, help="comma-separated family seeds")
@@ -391,10 +310,6 @@ def main() -> None:
                     help="structure or last-step noise (see the module docstring)")
     ap.add_argument("--reductions", type=int, default=0, metavar="R",
                     help="the reduction's candidates (see the module docstring)")
-    ap.add_argument("--candidates", action="store_true",
-                    help="the reduction candidates' refining and pick (redpick)")
-    ap.add_argument("--oracle", action="store_true",
-                    help="with --candidates: pick the right structure (not private; a bound)")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     ap.add_argument("set", nargs="*", help="private_em constants, NAME=VALUE")
     args = ap.parse_args()
@@ -407,11 +322,6 @@ def main() -> None:
         for s in seeds:
             for q in noise:
                 reductions(s, q, args.sklearn_cache, args.reductions)
-        return
-    if args.candidates:
-        for s in seeds:
-            for q in noise:
-                candidates(s, q, args.sklearn_cache, args.oracle)
         return
     if args.diagnose:
         for s in seeds:

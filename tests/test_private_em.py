@@ -1062,67 +1062,6 @@ def test_over_parameterised_last_step_releases_at_output_shares(monkeypatch) -> 
         assert pe.em_plan(n, dd, kk, ApproxDP(1e4, 1e-6)).last_shares == ()
 
 
-def test_reduction_candidates_split_their_steps_and_pick_at_the_planned_rho(monkeypatch) -> None:
-    """With REDUCE_CANDIDATES = 2 (redpick, issue 27), an over-parameterised plan refines two
-    reductions of the k' run side by side for REDUCE_EXPLORE steps, each candidate's counts,
-    sums and moments at half of the step's ρ (the exploring runs' split), then releases the
-    reduction pick (clipped log-likelihood sums, L2 sensitivity 2b·√2) at
-    ``rho_reduce_score`` = REDUCE_SCORE_SHARE of the steps' ρ, taken from every step alike;
-    the plan composes to the same ρ as main's, and the ledger follows it. A candidate release
-    at the whole step's ρ, a pick at a wrong ρ or sensitivity, or a plan that leaves a part
-    out fails here."""
-    from privgauss.privacy.plans import ledger_mismatch
-    from privgauss.sensitivity import score_sums_l2
-
-    budget = ApproxDP(1.0, 1e-6)
-    monkeypatch.setattr(pe, "REDUCE_CANDIDATES", 1)
-    off = pe.em_plan(12_000, 5, 2, budget)
-    assert off.components > 2 and off.reduce_runs == 0 and off.reduce_pick_at is None
-    monkeypatch.setattr(pe, "REDUCE_CANDIDATES", 2)
-    on = pe.em_plan(12_000, 5, 2, budget)
-    assert on.reduce_runs == 2 and on.reduce_pick_at == on.reduce_at + pe.REDUCE_EXPLORE
-    assert on.reduce_pick_at < on.n_steps - 1
-    assert on.rho_reduce_score == pytest.approx(pe.REDUCE_SCORE_SHARE * sum(off.rho_steps),
-                                                rel=1e-12)
-    assert on.rho_steps == pytest.approx([(1 - pe.REDUCE_SCORE_SHARE) * r
-                                          for r in off.rho_steps], rel=1e-12)
-    assert on.rho_em == pytest.approx(off.rho_em, rel=1e-12)
-    assert [t for t in range(on.n_steps) if on.runs(t) == 2] == list(
-        range(on.reduce_at, on.reduce_pick_at))
-    names = [nm for nm, _ in on.parts()]
-    assert names.index("reduction selection") == names.index(
-        f"step {on.reduce_pick_at} run 2 moments") + 1
-
-    seen: list[tuple[str, float, float]] = []
-    real_g, real_m = pe.gaussian_mechanism, pe.symmetric_matrix_mechanism
-
-    def spy_g(value, sens, b, **kw):
-        seen.append((kw["step"], float(sens), b.rho))
-        return real_g(value, sens, b, **kw)
-
-    def spy_m(matrix, sens, b, **kw):
-        seen.append((kw["step"], float(sens), b.rho))
-        return real_m(matrix, sens, b, **kw)
-
-    monkeypatch.setattr(pe, "gaussian_mechanism", spy_g)
-    monkeypatch.setattr(pe, "symmetric_matrix_mechanism", spy_m)
-    est = _over_parameterised_fit(5, 2)
-    plan = est.fit_info_["em_plan"]
-    assert plan.reduce_runs == 2
-    picks = [(sens, rho) for nm, sens, rho in seen if nm == "em reduction selection"]
-    assert picks == [(pytest.approx(score_sums_l2(plan.score_bound, 2), rel=1e-12),
-                      pytest.approx(plan.rho_reduce_score, rel=1e-12))]
-    kinds = ("soft counts", "weighted sums", "weighted second moments")
-    for t in range(plan.reduce_at, plan.reduce_pick_at):
-        for c in (1, 2):
-            for i, kind in enumerate(kinds):
-                nm = f"em step {t + 1}/{plan.n_steps} run {c} {kind}"
-                rho = [r for s_, _, r in seen if s_ == nm]
-                assert rho == [pytest.approx(pe.STAT_SHARES[i] * plan.rho_steps[t] / 2,
-                                             rel=1e-12)], nm
-    assert ledger_mismatch(est.budget_plan_, est.ledger_) is None
-
-
 def test_reduce_run_merges_close_components_by_their_moments() -> None:
     """The free reduction of k' released components to k: two far pairs of blobs become two
     components with each pair's mass, mean and covariance (within plus between) — EM on the

@@ -332,7 +332,6 @@ from ..privacy import ZCDP, ApproxDP, Budget, approx_to_zcdp, has_delta, zcdp_of
 from ..privacy.budgets import MIN_EPS as _MIN_EPS
 from ..sensitivity import (
     histogram_l2,
-    score_sums_l2,
     soft_counts_l2,
     soft_outer_sums_frobenius,
     soft_sums_l2,
@@ -407,12 +406,6 @@ OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it b
 REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
 OVER_SHARE = 0.25  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
 OVER_TIED = True  # the k'-component steps fit one pooled (tied) covariance, released once
-REDUCE_CANDIDATES = 1  # reductions of the k' run refined side by side, then a DP pick (1: none)
-REDUCE_EXPLORE = 3  # ... for this many steps from the reduction; the pick's pass is the next one
-REDUCE_SCORE_SHARE = 0.1  # of the EM steps' ρ (every step's, proportionally), that pick's scores
-REDUCE_FROM_REFINING = False  # ... from the steps after the reduction only (an experiment switch)
-CANDIDATE_COMBINE = True  # the candidates' steps combine their releases over steps (False: raw)
-SAMPLE_ROWS = 20_000  # rows drawn from the released k' model for the sample-EM reduction
 TIED_SHARES = (0.1, 0.3, 0.6)  # counts, sums, pooled second moment within a tied step
 UNTIED_LAST = 1  # the last this many k'-component steps release full covariances again
 TIED_AFTER_PICK = 2  # the tied steps end at most this many steps after the run pick
@@ -504,15 +497,12 @@ class EMPlan:
     freeze: bool = False
     last_shares: tuple[float, ...] = ()
     diagonal: bool = False
-    reduce_runs: int = 0
-    reduce_explore: int = 0
-    rho_reduce_score: float = 0.0
 
     @property
     def rho_em(self) -> float:
         return (self.rho_rewhiten + self.rho_init + sum(self.rho_kmeans_steps)
                 + self.rho_spread + self.rho_score + sum(self.rho_steps) + self.rho_count
-                + self.rho_final + self.rho_atoms + self.rho_reduce_score)
+                + self.rho_final + self.rho_atoms)
 
     def refining(self, t: int) -> bool:
         """Whether step t refines the one picked run with k components (public): after the
@@ -563,24 +553,8 @@ class EMPlan:
         return self.components if self.components else k
 
     def runs(self, t: int) -> int:
-        """How many EM runs step t advances (one per start while exploring; one per reduction
-        candidate in the ``reduce_explore`` steps from ``reduce_at``)."""
-        if t < self.explore_steps:
-            return self.n_starts
-        return self.reduce_runs if self.reduce_candidates(t) else 1
-
-    def reduce_candidates(self, t: int) -> bool:
-        """Whether step t refines the reduction candidates side by side (public)."""
-        return (self.reduce_runs > 1 and self.reduce_at is not None
-                and self.reduce_at <= t < self.reduce_at + self.reduce_explore)
-
-    @property
-    def reduce_pick_at(self) -> int | None:
-        """The step whose pass also scores the reduction candidates and releases their DP
-        pick before the winner's statistics (None: no candidates)."""
-        if self.reduce_runs > 1 and self.reduce_at is not None:
-            return self.reduce_at + self.reduce_explore
-        return None
+        """How many EM runs step t advances (one per start while exploring)."""
+        return self.n_starts if t < self.explore_steps else 1
 
     def is_tied(self, t: int) -> bool:
         """Whether step t fits the over-parameterised run's pooled (tied) covariance (public):
@@ -643,8 +617,6 @@ class EMPlan:
                     out.append((f"step {t + 1}{run} {name}", ZCDP(r)))
             if t + 1 == self.explore_steps and self.rho_score > 0:
                 out.append(("run selection", ZCDP(self.rho_score)))
-            if self.reduce_pick_at is not None and t + 1 == self.reduce_pick_at:
-                out.append(("reduction selection", ZCDP(self.rho_reduce_score)))
         if self.rho_final > 0:
             out.append(("final selection", ZCDP(self.rho_final)))
         if self.rho_count > 0:
@@ -951,17 +923,6 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                                               over.explore_steps + TIED_AFTER_PICK)
                                if OVER_TIED else None,
                                last_shares=_output_shares(d) if OUTPUT_SHARES else ())
-    if REDUCE_CANDIDATES > 1 and reduce_at + REDUCE_EXPLORE < over.n_steps - 1:
-        # the reduction pick's ρ: REDUCE_SCORE_SHARE of the steps', from every step alike
-        # (REDUCE_FROM_REFINING: from the steps after the reduction only)
-        cut = REDUCE_SCORE_SHARE * sum(over.rho_steps)
-        post = sum(over.rho_steps[reduce_at:])
-        steps = tuple((1.0 - cut / post) * r if t >= reduce_at else r
-                      for t, r in enumerate(over.rho_steps)) if REDUCE_FROM_REFINING else tuple(
-            (1.0 - REDUCE_SCORE_SHARE) * r for r in over.rho_steps)
-        over = dataclasses.replace(over, rho_steps=steps, reduce_runs=REDUCE_CANDIDATES,
-                                   reduce_explore=REDUCE_EXPLORE,
-                                   rho_reduce_score=sum(over.rho_steps) - sum(steps))
     # a tied step's pooled moments average over all n rows (as one component's would)
     radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2],
                               _tail(over, t, REFINE_TAIL)) for t in range(over.n_steps))
@@ -1963,10 +1924,10 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     while t < plan.n_steps:
         if (plan.reduce_at is not None and k is not None and t >= plan.reduce_at
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
-            runs = reductions(runs[0], k, n, release.rng, max(1, plan.reduce_runs))
-            mems = [np.full((k, 2), np.nan) for _ in runs]
-            pools = [[None] * k for _ in runs]
-            facs = [None] * len(runs)
+            runs = [reduce_run(runs[0], k, n, release.rng)]
+            mems = [np.full((k, 2), np.nan)]
+            pools = [[None] * k]
+            facs = [None]
             changes.clear()
         if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
             runs = [_tie(run) for run in runs]
@@ -1974,15 +1935,12 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             for mem in mems:
                 mem[:] = np.nan
             pools = [[None] * len(pool) for pool in pools]
-        first_pick = t == plan.explore_steps and len(runs) > 1
-        pick = first_pick or (t == plan.reduce_pick_at and len(runs) > 1)
+        pick = t == plan.explore_steps and len(runs) > 1
         exploring = t < plan.explore_steps and len(runs) > 1
         # the releases are combined over steps once the structure is chosen: after the pick,
-        # with the k components of the reduction (:func:`_combine`; each reduction candidate
-        # its own, and the picked one carries its own on)
-        refining = not exploring and not first_pick and (plan.reduce_at is None
-                                                         or t >= plan.reduce_at) and (
-            CANDIDATE_COMBINE or not plan.reduce_candidates(t))
+        # with the k components of the reduction (:func:`_combine`)
+        refining = not exploring and not pick and (plan.reduce_at is None
+                                                   or t >= plan.reduce_at)
         idx = [c for c in range(len(runs)) if active[c]] if exploring else list(range(len(runs)))
         terms = [_model_terms(runs[c][0], runs[c][2], facs[c]) for c in idx]
         models = tuple((runs[c][1], Linv, ln) for c, (_, Linv, ln) in zip(idx, terms,
@@ -1992,8 +1950,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                           block=EM_BLOCK_ROWS)
         keep = range(len(idx))  # positions in idx
         if pick:
-            winner = (pick_run(out[3], plan, release) if first_pick
-                      else pick_reduction(out[3], plan, release))
+            winner = pick_run(out[3], plan, release)
             keep = range(winner, winner + 1)
         tag = plan.runs(t) > 1
         carry = plan.factored and not plan.is_tied(t)
@@ -2035,53 +1992,6 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     if factors is not None:
         factors.append(facs[0])
     return runs[0]
-
-
-def sample_reduce_run(run: Run, k: int, rng: np.random.Generator, rows: int = SAMPLE_ROWS
-                      ) -> Run:
-    """A released run of k' > k components reduced to k (post-processing, free): EM with k
-    components (scikit-learn's, one k-means++ seeding from ``rng``: public randomness) on
-    ``rows`` points drawn from the k' model. Where :func:`reduce_run` (EM on the k'
-    components as blobs) lets the k' model's noisy shapes reward splitting a big cluster over
-    keeping two small ones apart, points drawn from the model regroup it by where its mass
-    is (fam5: families 1340 and 1303 at ε = 1, ``benchmarks/em_small_clusters.py
-    --reductions``)."""
-    from sklearn.mixture import GaussianMixture
-
-    w, means, covs = run
-    p = np.clip(np.nan_to_num(np.asarray(w, dtype=np.float64)), 0.0, None)
-    p = p / p.sum() if p.sum() > 0 else np.full(len(p), 1.0 / len(p))
-    lab = rng.choice(len(p), size=rows, p=p)
-    L = np.linalg.cholesky(repair_covariance(covs))
-    Y = means[lab] + np.einsum("nij,nj->ni", L[lab], rng.standard_normal((rows, means.shape[1])))
-    gm = GaussianMixture(k, random_state=int(rng.integers(2**31 - 1)), max_iter=200,
-                         reg_covar=1e-6).fit(Y)
-    pi = np.maximum(gm.weights_, 1e-3)
-    return pi / pi.sum(), np.asarray(gm.means_), repair_covariance(gm.covariances_)
-
-
-def reductions(run: Run, k: int, n: int, rng: np.random.Generator, count: int) -> list[Run]:
-    """The ``count`` (1 or 2) reduction candidates of a released k' run, in this order:
-    :func:`reduce_run`'s and :func:`sample_reduce_run`'s (post-processing of released models
-    and public randomness: free). They are refined side by side (``EMPlan.reduce_explore``
-    steps, each step's ρ split between them) and :func:`pick_reduction` picks one; both run
-    even where they coincide (the ledger follows the plan, not the data)."""
-    out = [reduce_run(run, k, n, rng)]
-    if count > 1:
-        out.append(sample_reduce_run(run, k, rng))
-    return out
-
-
-def pick_reduction(scores: np.ndarray, plan: EMPlan, release: Release) -> int:
-    """The reduction candidate with the largest noisy clipped log-likelihood ratio to the
-    frame's standard normal, released as :func:`~privgauss.mixture.em_starts.pick_run`'s
-    scores are (each row moves each candidate's clipped sum by at most 2b, b =
-    ``score_bound``: L2 sensitivity 2b√C over the C candidates, replace-one), at
-    ``rho_reduce_score``; the pick is post-processing."""
-    noisy = gaussian_mechanism(scores, score_sums_l2(plan.score_bound, len(scores)),
-                               ZCDP(plan.rho_reduce_score), accountant=release.accountant,
-                               noise=release.noise, step=release.name("em reduction selection"))
-    return int(np.argmax(np.nan_to_num(noisy, nan=-np.inf)))
 
 
 def _converged(changes: list[float], tol: float = STOP_TOL) -> bool:
