@@ -828,7 +828,9 @@ def test_a_component_is_dead_only_when_two_released_counts_running_are_under_the
     # an exploring step's count noise) released one count under the dead floor (a 1.7-sd dip,
     # ~4 % per step) and was split-revived in all three runs; the fit lost it. Dead now needs
     # the previous released count (the run's weight) under the floor too; a component with no
-    # rows in two steps running is revived, and fading is unchanged.
+    # rows in two steps running is revived, and fading is unchanged. (An experiment switch,
+    # off by default: it lost on the corpus; off, one count decides as before.)
+    monkeypatch.setattr(pe, "DEAD_CONFIRM", True)
     n, d, k, t = 50_000, 9, 4, 1
     plan = pe._base_plan(n, d, k, ApproxDP(1.0, 1e-6))
     floor, dead = pe._release_floor(plan, t, n, k), pe._dead_floor(plan, t, n, k)
