@@ -5,6 +5,7 @@ options), and a per-step trace of which true clusters the fit resolves.
 
     python benchmarks/em_small_clusters.py --seeds 1124,1126 --noise 0,1,2 FADE_LEVEL=1.0
     python benchmarks/em_small_clusters.py --seeds 1161 --trace
+    python benchmarks/em_small_clusters.py --seeds 1454 --trace --explore
     python benchmarks/em_small_clusters.py --seeds 1303 --noise 0,2 --diagnose
 
 A true cluster is *resolved* by a model when one component holds more than half of its rows
@@ -79,12 +80,12 @@ def resolved(Z: np.ndarray, run: Any, lab: np.ndarray, k: int) -> list[tuple[int
     return out
 
 
-def trace(seed: int, noise_seed: int) -> None:
+def trace(seed: int, noise_seed: int, explore: bool = False) -> None:
     fam = mf.family(seed)
     X, lab = sample_labelled(fam, N, np.random.default_rng([fam.seed, 1]))
     rows: dict[str, Any] = {}
     log: list[tuple[str, Any, np.ndarray | None]] = []
-    steps, rel, red = pe._em_steps, pe._em_release, pe.reduce_run
+    steps, rel, red, split = pe._em_steps, pe._em_release, pe.reduce_run, pe._split
 
     def em_steps(Z: Any, runs: list[Any], plan: Any, *a: Any, **kw: Any) -> Any:
         rows["Z"], rows["plan"] = np.asarray(Z), plan
@@ -93,23 +94,29 @@ def trace(seed: int, noise_seed: int) -> None:
     def em_release(stats: Any, run: Any, L: Any, plan: Any, t: int, release: Any, n: int,
                    run_tag: str = "", *a: Any, **kw: Any) -> Any:
         out = rel(stats, run, L, plan, t, release, n, run_tag, *a, **kw)
-        if not run_tag:  # the picked run (exploring runs are tagged)
-            log.append((f"step {t + 1}", out, np.asarray(stats[0]).copy()))
+        if not run_tag or explore:  # the picked run (exploring runs are tagged)
+            log.append((f"step {t + 1}{run_tag}", out, np.asarray(stats[0]).copy()))
         return out
+
+    def split_(w: Any, means: Any, covs: Any, dead: int, alive: Any) -> Any:
+        h = split(w, means, covs, dead, alive)
+        log.append((f"split {dead}<-{h}", None, None))
+        return h
 
     def reduce(run: Any, k: int, n: int, rng: Any) -> Any:
         out = red(run, k, n, rng)
         log.append(("reduction", out, None))
         return out
 
-    pe._em_steps, pe._em_release, pe.reduce_run = em_steps, em_release, reduce
+    pe._em_steps, pe._em_release, pe.reduce_run, pe._split = (em_steps, em_release, reduce,
+                                                              split_)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             pg.PrivateGaussianMixture(fam.k, method="em", random_state=noise_seed,
                                       **BUDGET).fit(X)
     finally:
-        pe._em_steps, pe._em_release, pe.reduce_run = steps, rel, red
+        pe._em_steps, pe._em_release, pe.reduce_run, pe._split = steps, rel, red, split
     plan = rows["plan"]
     kf = plan.fitted(fam.k)
     print(f"family {seed} {fam.describe()} noise seed {noise_seed}; weights "
@@ -117,6 +124,9 @@ def trace(seed: int, noise_seed: int) -> None:
           f"{plan.explore_steps}, reduce at {plan.reduce_at}, k' = {kf}")
     small = [j for j in np.argsort(fam.weights) if fam.weights[j] < 0.1]
     for name, run, counts in log:
+        if run is None:  # a split-revival (in the run logged next)
+            print(f"  {name:>10}")
+            continue
         t = int(name.split()[1]) - 1 if name.startswith("step") else plan.n_steps
         kk = kf if plan.reduce_at is None or t < plan.reduce_at else fam.k
         res = resolved(rows["Z"], run, lab, fam.k)
@@ -306,6 +316,8 @@ def main() -> None:
     ap.add_argument("--seeds", required=True, help="comma-separated family seeds")
     ap.add_argument("--noise", default="0", help="comma-separated noise seeds")
     ap.add_argument("--trace", action="store_true", help="per-step trace instead of gaps")
+    ap.add_argument("--explore", action="store_true",
+                    help="with --trace: the exploring runs' steps too, and the split-revivals")
     ap.add_argument("--diagnose", action="store_true",
                     help="structure or last-step noise (see the module docstring)")
     ap.add_argument("--reductions", type=int, default=0, metavar="R",
@@ -331,7 +343,7 @@ def main() -> None:
     if args.trace:
         for s in seeds:
             for q in noise:
-                trace(s, q)
+                trace(s, q, args.explore)
         return
     gaps = []
     for s in seeds:

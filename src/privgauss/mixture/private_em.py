@@ -408,6 +408,10 @@ STOP_TOL = 3e-5  # the change still to come (KL per row) below which EM jumps to
 STOP_RATE = 0.9  # the largest per-step decay of the released changes the stop extrapolates
 STOP_NOISE = 0.5  # a stop needs the step's noise to move the model by at most this × STOP_TOL
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
+# ... True: in two steps running (an experiment switch, off: it fixed held-out families 1454,
+# 1494 and 1495 but lost 1384 and four of eight corpus tables' medians at ε = 1 — famstart in
+# benchmarks/results/em_small_clusters.md)
+DEAD_CONFIRM = False
 FADE = 0.85  # under the floor and below this × the previous count: fading, revived
 FADE_LEVEL = 0.5  # ... and under this × the step's release floor
 DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM's move (_gain)
@@ -1842,14 +1846,8 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
         for (j, _, var_c, var_m), lam in zip(deferred, lams, strict=True):
             mem[j] = _error_memory(lam, var_c, var_m)
     if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
-        # dead: a released count near 0; fading: under this step's floor and shrinking
-        # (EM alone does not bring it back: family 7 at ε = 1 slid from 8,200 rows to 1,000
-        # and ended 0.32 below sklearn), the previous count from the run's released weights
-        prev = n * weights
-        drop = np.maximum((1.0 - FADE) * prev, 3.0 * math.sqrt(2.0) * soft_counts_l2()
-                          / math.sqrt(2.0 * rc))  # beyond the two counts' noise
-        fading = (Nn <= FADE_LEVEL * floor) & (prev - Nn > drop) if t > 0 else False
-        for dead in np.flatnonzero(~(Nn > _dead_floor(plan, t, n, k)) | fading).tolist():
+        revive = _to_revive(Nn, n * weights, floor, _dead_floor(plan, t, n, k), rc, t)
+        for dead in np.flatnonzero(revive).tolist():
             h = _split(new_w, new_means, new_covs, int(dead), n * new_w > floor)
             new = [int(dead)] + ([] if h is None else [h])
             mem[new] = np.nan  # new estimates
@@ -1941,6 +1939,29 @@ def _dead_floor(plan: EMPlan, t: int, n: int, k: int) -> float:
     rc = plan.stat_rhos(t)[0]
     return max(DEAD_SIGMAS * soft_counts_l2() / math.sqrt(2.0 * rc),
                _release_floor(plan, plan.n_steps - 1, n, k))
+
+
+def _to_revive(Nn: np.ndarray, prev: np.ndarray, floor: float, dead_floor: float, rc: float,
+               t: int) -> np.ndarray:
+    """Which components a step split-revives (post-processing of released counts): *dead* —
+    this step's released count ``Nn`` at or under ``dead_floor`` (:func:`_dead_floor`; with
+    ``DEAD_CONFIRM`` the previous one ``prev``, from the run's released weights, too) — or
+    *fading* — under
+    ``FADE_LEVEL`` × the step's release ``floor`` and fallen below ``FADE`` × ``prev`` by
+    more than the two counts' noise (EM alone does not bring it back: family 7 at ε = 1 slid
+    from 8,200 rows to 1,000 and ended 0.32 below sklearn). With ``DEAD_CONFIRM`` dead needs
+    two counts running: one noisy count alone killed a right 4.9 % component (2,400 rows,
+    4.7 sds of an exploring step's count noise; a 1.7-sd dip, ~4 % per step) in all three
+    runs of generated family 1454 (ε = 1, d = 2): the split moved it onto the 0.37 cluster
+    and the fit ended 0.32 below sklearn (``benchmarks/results/em_small_clusters.md``,
+    famstart; off by default: it lost elsewhere). ``rc``: the step's count ρ."""
+    drop = np.maximum((1.0 - FADE) * prev, 3.0 * math.sqrt(2.0) * soft_counts_l2()
+                      / math.sqrt(2.0 * rc))  # beyond the two counts' noise
+    fading = (Nn <= FADE_LEVEL * floor) & (prev - Nn > drop) if t > 0 else np.zeros(len(Nn), bool)
+    dead = ~(Nn > dead_floor)
+    if DEAD_CONFIRM:
+        dead &= ~(prev > dead_floor)
+    return np.asarray(dead | fading, dtype=bool)
 
 
 def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
