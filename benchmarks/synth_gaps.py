@@ -107,14 +107,24 @@ def _override(settings: list[str]) -> None:
         print(f"<!-- {target} = {value} -->", flush=True)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", default="xclara,wavesurge,cpsch3")
-    ap.add_argument("--seeds", default="0,1,2,3,4,5")
-    ap.add_argument("--draws", type=int, default=4)
+def split_args(doc: str, tables: str, seeds: str, draws: int | None = 4
+               ) -> argparse.ArgumentParser:
+    """The seeded benchmarks' common options (this script's, ``synth_swaps.py``'s and
+    ``synth_r2_levels.py``'s): the tables, the splits' seeds, the draws per split (none when
+    ``draws`` is None), the row and column caps of :func:`_split` and the peers' cache."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--tables", default=tables)
+    ap.add_argument("--seeds", default=seeds)
+    if draws is not None:
+        ap.add_argument("--draws", type=int, default=draws)
     ap.add_argument("--max-rows", type=int, default=10000)
     ap.add_argument("--max-cols", type=int, default=10)
     ap.add_argument("--cache", default="/tmp/synth_peers_cache")
+    return ap
+
+
+def main() -> None:
+    ap = split_args(__doc__, "xclara,wavesurge,cpsch3", "0,1,2,3,4,5")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="override a constant of privgauss.synthesis for an experiment "
                          "(e.g. synthesizer.GRID_SHARE=0.4; a Python literal)")

@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_gaps import _split  # noqa: E402
+from synth_gaps import _split, split_args  # noqa: E402
 from synth_peers import TARGETS, _held_out, _r2  # noqa: E402
 
 LEVELS = 20
@@ -80,12 +80,7 @@ def run(name: str, args: argparse.Namespace) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", default="wavesurge,treering,xclara,fair")
-    ap.add_argument("--seeds", default="0,1,2,3,4,5")
-    ap.add_argument("--max-rows", type=int, default=10000)
-    ap.add_argument("--max-cols", type=int, default=10)
-    ap.add_argument("--cache", default="/tmp/synth_peers_cache")
+    ap = split_args(__doc__, "wavesurge,treering,xclara,fair", "0,1,2,3,4,5", draws=None)
     args = ap.parse_args()
     print("| table | held out | training rows | splits | R² linear (median) | R² boosted (median) "
           "| R² boosted per split |")

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_gaps import _peer_metrics, _split  # noqa: E402
+from synth_gaps import _peer_metrics, _split, split_args  # noqa: E402
 from synth_peers import METRICS, TARGETS, _metrics, _tv_1way  # noqa: E402
 
 
@@ -99,13 +99,7 @@ def run(name: str, seeds: list[int], draws: int, args: argparse.Namespace) -> No
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", default="treering")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--draws", type=int, default=4)
-    ap.add_argument("--max-rows", type=int, default=10000)
-    ap.add_argument("--max-cols", type=int, default=10)
-    ap.add_argument("--cache", default="/tmp/synth_peers_cache")
+    ap = split_args(__doc__, "treering", "0,1,2")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     for name in args.tables.split(","):
