@@ -69,10 +69,12 @@ def main() -> None:
     cap: dict[str, Any] = {}
     steps, pick = pe._em_steps, pe.pick_run
 
-    def em_steps(Z, runs, plan, release, n, stops=None, k=None, frozen=None):  # type: ignore
+    def em_steps(Z, runs, plan, release, n, stops=None, k=None, frozen=None,  # type: ignore
+                 **more):
         cap.update(Z=np.asarray(Z), starts=[tuple(np.copy(x) for x in r) for r in runs],
                    plan=plan)
-        more = {} if frozen is None else {"frozen": frozen}  # (before the wide plan: none)
+        if frozen is not None:  # (before the wide plan: none)
+            more["frozen"] = frozen
         out = steps(Z, runs, plan, release, n, stops, k=k, **more)
         cap["frozen"] = None if frozen is None else [(c + 1, t + 1) for c, t in frozen]
         return out
