@@ -28,7 +28,8 @@ For a pydataset table and split seed (the rows and split of ``real_mixtures.py``
   them exact (noise or clipping?);
 * with ``--path RUN``, also one step's bias from clipping at the plan's first radius: each
   component of that run's start, the exact EM update (its mean in the data's units, its
-  variances over the columns') beside the clipped and de-clipped one
+  variances over the columns'; the third column on — Treatment's earnings) beside the
+  clipped and de-clipped one
   (:func:`~privgauss.mixture.cluster_estimation.undo_clipping_batch`), no noise, and the
   share of its responsibility mass outside the radius (a Gaussian component: P(χ²_d > r²)).
 
