@@ -5,8 +5,9 @@ mixture can score far higher than the private fit by parking a component on a si
 **Reference.** Our design. On a column where many rows share one value the likelihood of a
 Gaussian mixture is unbounded: scikit-learn's ``GaussianMixture`` collapses a component onto
 the value (its variance → ``reg_covar``) and scores far above any fit that does not, while
-private EM's fit may not sit at its floor there at all (rwm, Treatment of the held-out corpus:
-2.0 and 3.0 nat/row below scikit-learn, neither fit near its floor).
+private EM's fit may not sit at its floor there at all (rwm, Treatment of the held-out corpus
+once ended 2.0 and 3.0 nat/row below scikit-learn, neither fit near its floor; the wide plan's
+Cholesky factors let parked components thin out since, ``benchmarks/results/em_parked.md``).
 
 **Neighbours:** replace one row of the private rows; n is public. **Guarantee:** one Gaussian
 mechanism, ρ-zCDP at the plan's ``rho_atoms`` (``ATOM_SHARE`` = 1 % of private EM's ρ, taken
