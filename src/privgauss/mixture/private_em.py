@@ -154,13 +154,18 @@ budget and public rows; every frame after the first a function of releases):
    pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
    ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
    released models, as with the stop below; ``info["em_frozen"]``). So is a run whose model
-   comes within ``FREEZE_TOL`` of another run's (both directions of :func:`_model_change`'s
-   KL bound, components matched by their means: :func:`_runs_within`) — at its start or
-   after any exploring step; of a close pair the run with the larger index waits, the other
-   carries on (issue 27: n = 5e4, d = 10, k = 3 at ε = 1e4, the two raw-frame starts were
-   within 1e-3 at the start on 2 of 8 data seeds, and exploring runs reached another's basin
-   before their own stopping rule; ``info["em_frozen"]`` then has (run, 0) for a start). It
-   bounds the time where
+   comes within ``MERGE_TOL`` = 1e-2 of another run's (both directions of
+   :func:`_model_change`'s KL bound, components matched by their means:
+   :func:`_runs_within`) — at its start or after any exploring step; of a close pair the run
+   with the larger index waits, the other carries on (issue 27: n = 5e4, d = 10, k = 3 at
+   ε = 1e4, the two raw-frame starts were within 1e-3 at the start on 2 of 8 data seeds,
+   and exploring runs reached another's basin before their own stopping rule;
+   ``info["em_frozen"]`` then has (run, 0) for a start). At 1e-2 rather than 1e-3 (speed7)
+   the runs that approach one basin together wait sooner: at that shape, data seeds 0–10,
+   8–30 of 100–154 exploring run-steps fewer a fit (CPU −3 to −15 %), every held-out gap
+   within 7e-5 nat/row; the corpus at ε = 1e4 none worse by more than 0.0015 (immi3 7 nat/row
+   better), generated families 0–19 and 1330–1359 the same to 4 decimals but one (+1e-4;
+   ``benchmarks/results/em_speed.md``). It bounds the time where
    the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
    ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
    mostly too noisy for it, a fit takes up to 2.6 s instead of 0.2–0.6 s (rwm5yr,
@@ -435,6 +440,7 @@ WIDE_STARTS = 6  # exploring runs where the steps are quiet (issue 27: sklearn's
 WIDE_EXPLORE = 2.0 / 3.0  # ... and the share of the T steps they explore before the pick
 WIDE_STEPS = 150  # EM steps of a wide plan where the budget gives the default MAX_STEPS
 FREEZE_TOL = 1e-3  # an exploring run stops when its change still to come is at most this
+MERGE_TOL = 1e-2  # ... or when its model is within this of another run's (KL bound per row)
 WIDE_NOISE = 1e-3  # quiet: a wide plan's exploring step's noise moves a model ≤ this
 FACTOR_POWER = 16  # a wide plan's whitened-frame floor fades like (noise reach / STEP_FLOOR)^this
 FACTOR_FLOOR = 1e-20  # ... to at least this (whitened frame), carried by Cholesky factors
@@ -2088,8 +2094,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     pools: list[list[Any]] = [[None] * run[0].shape[0] for run in runs]
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
-    if plan.may_freeze(0) and len(runs) > 1:  # starts within FREEZE_TOL of another start
-        for c in _merge_runs(runs, facs, active, list(range(len(runs))), FREEZE_TOL):
+    if plan.may_freeze(0) and len(runs) > 1:  # starts within MERGE_TOL of another start
+        for c in _merge_runs(runs, facs, active, list(range(len(runs))), MERGE_TOL):
             if frozen is not None:
                 frozen.append((c, -1))
     while t < plan.n_steps:
@@ -2143,7 +2149,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             current = [new.get(c, run) for c, run in enumerate(runs)]
             now = [new_facs[c] if c in new else f for c, f in enumerate(facs)]
             for c in _merge_runs(current, now, active, [c for c in new if active[c]],
-                                 FREEZE_TOL):
+                                 MERGE_TOL):
                 if frozen is not None:
                     frozen.append((c, t))
         # the stopping rule: a function of released models only (see the module docstring)
