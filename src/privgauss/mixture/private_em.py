@@ -1198,16 +1198,17 @@ def _model_change(old: Run, new: Run, factors: tuple[np.ndarray | None, np.ndarr
     d = m0.shape[1]
     f0, f1 = factors
     total = float(np.sum(w0 * (np.log(w0) - np.log(w1))))
-    try:
-        for j in range(w0.shape[0]):
-            L1 = np.linalg.cholesky(c1[j]) if f1 is None else f1[j]
-            A = np.linalg.solve(L1, np.linalg.cholesky(c0[j]) if f0 is None else f0[j])
-            b = np.linalg.solve(L1, m1[j] - m0[j])
-            # ln|Σ0| − ln|Σ1| (|·|: a carried factor's diagonal is positive up to rounding)
-            logdet = 2.0 * float(np.sum(np.log(np.abs(np.diagonal(A)))))
-            total += 0.5 * float(w0[j]) * (float(np.sum(A * A)) - d + float(b @ b) - logdet)
+    try:  # the components' factors and solves stacked (each as alone), summed in order
+        L1 = np.linalg.cholesky(c1) if f1 is None else f1
+        A = np.linalg.solve(L1, np.linalg.cholesky(c0) if f0 is None else f0)
+        B = np.linalg.solve(L1, (m1 - m0)[:, :, None])[:, :, 0]
     except np.linalg.LinAlgError:  # a released covariance that is not numerically PD
         return math.inf
+    for j in range(w0.shape[0]):
+        b = B[j]
+        # ln|Σ0| − ln|Σ1| (|·|: a carried factor's diagonal is positive up to rounding)
+        logdet = 2.0 * float(np.sum(np.log(np.abs(np.diagonal(A[j])))))
+        total += 0.5 * float(w0[j]) * (float(np.sum(A[j] * A[j])) - d + float(b @ b) - logdet)
     # ≥ 0 in exact arithmetic; rounding can leave −1e-16 between near-equal models
     return max(total, 0.0) if math.isfinite(total) else math.inf
 
