@@ -16,10 +16,12 @@ public rows, k = 3 and 4; and two k = 6, d = 15 families of ``mixture_families.p
 ε = 1 and 1e4) and saves their weights, means, covariances and ledgers; ``--compare FILE``
 refits them with the code on ``PYTHONPATH`` and prints the largest relative difference,
 whether the fits are bit-identical (what a pure speed-up should give) and whether the ledgers
-(step names, costs) are identical. ``--declip-dump FILE`` records ``undo_clipping``'s inputs on
-4 fits (families 1 and 2 at ε = 1, the k = 3 mixture at ε = 1 and 1e4) with the outputs of the
-code on ``PYTHONPATH``; ``--declip-compare FILE`` re-runs them with this code and prints the
-clipped-moment evaluations per call, the CPU time and the outputs' relative differences.
+(step names, costs) are identical. ``--declip-dump FILE`` records the de-clipping calls private
+EM makes (``undo_clipping_batch``: a step's components, an exploring step's runs together;
+``undo_clipping``: a tied step's pooled covariance) on 4 fits (families 1 and 2 at ε = 1, the
+k = 3 mixture at ε = 1 and 1e4) with the outputs of the code on ``PYTHONPATH``;
+``--declip-compare FILE`` re-runs them with this code and prints the clipped-moment
+evaluations, the CPU time and the components' relative differences.
 ``--kernel`` times one EM kernel call over 5e4 rows for 6 models and for 1.
 ``--synth FILE`` times ``PrivateSynthesizer(rho=1e6, n_components=32)`` (issue 28's huge-budget
 copula mixture; seeded) on corpus tables wavesurge (2,894 × 2) and doctor_contacts (20,186 × 9),
@@ -153,47 +155,71 @@ DECLIP_FITS = [  # (family seed or None for em_scale's k = 3 mixture at n = 3e4,
 
 
 def _declip_runs(calls: list[tuple[np.ndarray, np.ndarray, float]]) -> dict[str, np.ndarray]:
-    """``undo_clipping`` (the code on PYTHONPATH) on the recorded inputs: outputs, clipped-
-    moment evaluations per call and the CPU time of all the calls."""
+    """The recorded de-clipping calls (each a stack of components clipped at one radius, as
+    private EM made it) through ``undo_clipping_batch`` of the code on PYTHONPATH: outputs,
+    per call the clipped-moment evaluations of the stack and of its components (an evaluation
+    of m components counts m) and the CPU time of all the calls."""
     from privgauss.mixture import cluster_estimation as ce
     real = ce._Sample.clipped_moments
-    count = [0]
+    count = [0, 0]
 
-    def counted(self: object, *args: object) -> object:
+    def counted(self: object, A: np.ndarray, *args: object) -> object:
         count[0] += 1
-        return real(self, *args)  # type: ignore[arg-type]
+        count[1] += int(A.shape[0])
+        return real(self, A, *args)  # type: ignore[arg-type]
 
     ce._Sample.clipped_moments = counted  # type: ignore[method-assign]
-    deltas, covs, evals = [], [], []
+    deltas, covs, evals, comp_evals = [], [], [], []
     try:
         c0 = time.process_time()
         for v, S, tau in calls:
-            count[0] = 0
-            dl, cov = ce.undo_clipping(v, S, tau)
+            count[:] = [0, 0]
+            dl, cov = ce.undo_clipping_batch(v, S, tau)
             deltas.append(dl)
             covs.append(cov)
             evals.append(count[0])
+            comp_evals.append(count[1])
         cpu = time.process_time() - c0
     finally:
         ce._Sample.clipped_moments = real  # type: ignore[method-assign]
-    return {"delta": np.array(deltas, dtype=object), "cov": np.array(covs, dtype=object),
-            "evals": np.array(evals), "cpu": np.array(cpu)}
+    return {"delta": _objects(deltas), "cov": _objects(covs), "evals": np.array(evals),
+            "comp_evals": np.array(comp_evals), "cpu": np.array(cpu)}
+
+
+def _objects(arrays: list[np.ndarray]) -> np.ndarray:
+    """A 1-d object array holding ``arrays`` (np.array would stack equal shapes)."""
+    out = np.empty(len(arrays), dtype=object)
+    out[:] = arrays
+    return out
 
 
 def _declip_dump(path: str) -> None:
-    """Record ``undo_clipping``'s inputs on the fits of ``DECLIP_FITS`` and save them with
-    this code's outputs."""
+    """Record the de-clipping calls private EM makes on the fits of ``DECLIP_FITS`` — its
+    ``undo_clipping_batch`` (a step's components, all runs of an exploring step at once) and
+    ``undo_clipping`` (a tied step's pooled covariance) as imported into ``private_em``,
+    each as the stack it passed (one component for the latter) — and save them with this
+    code's outputs."""
     from mixture_families import family
 
     import privgauss.mixture.private_em as pem
     calls: list[tuple[np.ndarray, np.ndarray, float]] = []
-    real = pem.undo_clipping
+    real_batch, real_one = pem.undo_clipping_batch, pem.undo_clipping
 
-    def recorded(v: np.ndarray, S: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
-        calls.append((np.array(v), np.array(S), float(tau)))
-        return real(v, S, tau)
+    def batch(v: np.ndarray, S: np.ndarray, tau: float, U: object = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+        assert U is None  # private EM's calls use the default sample
+        calls.append((np.array(v, dtype=np.float64), np.array(S, dtype=np.float64),
+                      float(tau)))
+        return real_batch(v, S, tau)
 
-    pem.undo_clipping = recorded  # type: ignore[assignment]
+    def one(v: np.ndarray, S: np.ndarray, tau: float, U: object = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+        assert U is None
+        calls.append((np.array(v, dtype=np.float64)[None], np.array(S, dtype=np.float64)[None],
+                      float(tau)))
+        return real_one(v, S, tau)
+
+    pem.undo_clipping_batch, pem.undo_clipping = batch, one  # type: ignore[assignment]
     try:
         for fseed, eps in DECLIP_FITS:
             if fseed is None:
@@ -204,35 +230,39 @@ def _declip_dump(path: str) -> None:
             pg.PrivateGaussianMixture(k, method="em", epsilon=eps, delta=1e-6,
                                       random_state=seed).fit(X)
     finally:
-        pem.undo_clipping = real  # type: ignore[assignment]
+        pem.undo_clipping_batch, pem.undo_clipping = real_batch, real_one  # type: ignore[assignment]
     out = _declip_runs(calls)
-    np.savez(path, v=np.array([c[0] for c in calls], dtype=object),
-             S=np.array([c[1] for c in calls], dtype=object),
+    np.savez(path, v=_objects([c[0] for c in calls]), S=_objects([c[1] for c in calls]),
              tau=np.array([c[2] for c in calls]), **out)  # type: ignore[arg-type]
-    ev = out["evals"]
-    print(f"{len(calls)} calls: {ev.mean():.1f} evaluations each (median "
-          f"{np.median(ev):g}, {int((ev >= 60).sum())} at 60), CPU {float(out['cpu']):.2f} s")
+    _declip_summary("recorded", len(calls), out)
+
+
+def _declip_summary(name: str, n_calls: int, res: dict[str, np.ndarray] | object) -> None:
+    ev, cev = res["evals"], res["comp_evals"]  # type: ignore[index]
+    comps = sum(int(np.asarray(d).shape[0]) for d in res["delta"])  # type: ignore[index]
+    print(f"{name}: {n_calls} calls of {comps} components, {int(ev.sum())} stacked evaluations "
+          f"({int(cev.sum())} component evaluations, {cev.sum() / max(comps, 1):.2f} a "
+          f"component), CPU {float(res['cpu']):.3f} s")  # type: ignore[index]
 
 
 def _declip_compare(path: str) -> None:
-    """The dump's inputs through this code's ``undo_clipping``: evaluations, CPU and the
-    largest relative difference of (δ, Σ) from the dump's outputs."""
+    """The dump's calls through this code's ``undo_clipping_batch``: evaluations, CPU and the
+    largest relative difference of each component's (δ, Σ) from the dump's outputs."""
     old = np.load(path, allow_pickle=True)
     calls = list(zip(old["v"], old["S"], (float(t) for t in old["tau"]), strict=True))
     new = _declip_runs(calls)
     rel = []
-    for d0, c0, d1, c1 in zip(old["delta"], old["cov"], new["delta"], new["cov"], strict=True):
-        sc = max(float(np.abs(c0).max()), 1e-300)
-        rel.append(max(float(np.abs(d1 - d0).max()) / max(float(np.abs(d0).max()),
-                                                           math.sqrt(sc)),
-                       float(np.abs(c1 - c0).max()) / sc))
-    for name, res in (("dump", old), ("now", new)):
-        ev = res["evals"]
-        print(f"{name}: {len(calls)} calls, {ev.mean():.1f} evaluations each (median "
-              f"{np.median(ev):g}, {int((ev >= 60).sum())} at 60), CPU {float(res['cpu']):.2f} s")
+    for D0, C0, D1, C1 in zip(old["delta"], old["cov"], new["delta"], new["cov"], strict=True):
+        for d0, c0, d1, c1 in zip(D0, C0, D1, C1, strict=True):
+            sc = max(float(np.abs(c0).max()), 1e-300)
+            rel.append(max(float(np.abs(d1 - d0).max()) / max(float(np.abs(d0).max()),
+                                                               math.sqrt(sc)),
+                           float(np.abs(c1 - c0).max()) / sc))
+    _declip_summary("dump", len(calls), old)
+    _declip_summary("now", len(calls), new)
     q = np.quantile(rel, [0.5, 0.9, 0.99, 1.0])
-    print("relative difference of (delta, Sigma), quantiles 50/90/99/max: "
-          + " ".join(f"{x:.2e}" for x in q))
+    print("relative difference of (delta, Sigma) per component, quantiles 50/90/99/max: "
+          + " ".join(f"{x:.2e}" for x in q) + f"; bit-identical: {max(rel) == 0.0}")
 
 
 SYNTH_FITS = [("wavesurge", 32), ("doctor_contacts", 32)]  # (corpus table, n_components)
@@ -314,9 +344,9 @@ def main() -> None:
     ap.add_argument("--compare", default=None, metavar="FILE",
                     help="refit the 14 check fits and compare them with FILE")
     ap.add_argument("--declip-dump", default=None, metavar="FILE",
-                    help="record undo_clipping's inputs on 4 fits, save them with its outputs")
+                    help="record private EM's de-clipping calls on 4 fits, with outputs")
     ap.add_argument("--declip-compare", default=None, metavar="FILE",
-                    help="re-run undo_clipping on FILE's inputs and compare the outputs")
+                    help="re-run FILE's de-clipping calls and compare the outputs")
     ap.add_argument("--synth", default=None, metavar="FILE",
                     help="time the synthesizer's k = 32 fits at rho = 1e6, save them to FILE")
     ap.add_argument("--against", default=None, metavar="OLD",

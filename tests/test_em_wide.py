@@ -222,6 +222,98 @@ def test_a_duplicated_start_waits_and_the_ledger_misses_only_its_steps(monkeypat
     assert pick[0].sensitivity == pytest.approx(2 * plan.score_bound * math.sqrt(6))
 
 
+def test_a_start_within_merge_tol_waits_where_freeze_tol_would_not(monkeypatch):
+    """A start whose model is within ``MERGE_TOL`` of an earlier one, but not within
+    ``FREEZE_TOL`` (the histogram start with one mean moved: a KL bound of ~3e-3 both ways,
+    :func:`_runs_within`), is frozen before its first step; with ``MERGE_TOL`` set to
+    ``FREEZE_TOL`` it explores (a merge rule that ignored ``MERGE_TOL`` fails one of them).
+    The ledger is the plan less exactly the frozen runs' steps either way."""
+    orig = pe.histogram_start
+    starts = []
+
+    def near_copy(*args, **kwargs):
+        hist, white, seeds = orig(*args, **kwargs)
+        w, mu, cov = (np.array(x, copy=True) for x in hist)
+        j = int(np.argmax(w))
+        step = np.linalg.cholesky(cov[j])[:, 0]  # a unit step in the component's own frame
+        mu[j] += math.sqrt(2.0 * 3e-3 / w[j]) * step  # w_j·δ²/2 = 3e-3
+        kwargs["extras"][-1] = (w, mu, cov)
+        starts.append((hist, (w, mu, cov)))
+        return hist, white, seeds
+
+    monkeypatch.setattr(pe, "histogram_start", near_copy)
+    assert pe.FREEZE_TOL < 3e-3 < pe.MERGE_TOL
+    for tol, waits in ((pe.MERGE_TOL, True), (pe.FREEZE_TOL, False)):
+        monkeypatch.setattr(pe, "MERGE_TOL", tol)
+        m = _wide_fit()
+        hist, near = starts[-1]
+        assert pe._runs_within(hist, near, pe.MERGE_TOL if waits else 1.0)
+        assert not pe._runs_within(hist, near, pe.FREEZE_TOL)
+        plan, info = m.fit_info_["em_plan"], m.fit_info_
+        frozen, stop = info["em_frozen"], info["em_stopped_after"]
+        assert ((pe.WIDE_STARTS, 0) in frozen) == waits
+        kept = _charged_parts(plan, frozen, stop)
+        assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
+
+
+def test_release_runs_is_each_run_alone_bit_for_bit():
+    """:func:`_em_release_runs` (an exploring step's runs released in order, updated
+    together: one de-clipping and one factor-update call for all of them) gives each run, its
+    factors and its error memory exactly what :func:`_em_release` gives it alone, with the
+    same ledger (names, costs, noise) — in a factored wide plan at ε = 1e4 and in a noisy
+    three-run plan, with a component under the step's floor and one dead (revived)."""
+    from functools import partial
+
+    from privgauss import Accountant
+    from privgauss.backends import reduce_rows
+    from privgauss.mechanisms import Release
+
+    n, d, k = 50_000, 4, 3
+    rng = np.random.default_rng(7)
+    Z = rng.standard_normal((6000, d)) * 1.3 + rng.choice([-2.0, 0.0, 2.0], size=(6000, 1))
+    for budget in (ApproxDP(1e4, 1e-6), ApproxDP(1.0, 1e-6)):
+        plan = pe.em_plan(n, d, k, budget)
+        t = 1
+        runs = [_spd_run(np.random.default_rng(s), k, d) for s in range(4)]
+        runs = [(w, mu / 3.0, c / np.trace(c, axis1=1, axis2=2)[:, None, None] * d)
+                for w, mu, c in runs]
+        terms = [pe._model_terms(w, c) for w, _, c in runs]
+        out = reduce_rows(Z, partial(pe._em_kernel, models=tuple(
+            (r[1], Linv, ln) for r, (_, Linv, ln) in zip(runs, terms, strict=True)),
+            radius=plan.step_radius(t)))
+        stats = [(out[0][c] * (n / len(Z)), out[1][c] * (n / len(Z)),
+                  out[2][c] * (n / len(Z))) for c in range(len(runs))]
+        stats[1][0][2] = 0.0  # run 2's third component: no rows (dead, revived by a split)
+        floor, dead = pe._release_floor(plan, t, n, k), pe._dead_floor(plan, t, n, k)
+        # run 3's second component under the floor (no update; by its noisy count held, dead
+        # or fading)
+        stats[2][0][1] = 0.5 * (floor + dead)
+        results = []
+        for together in (True, False):
+            release = Release.of(Accountant(budget), 11)
+            facs = [np.empty((k, d, d)) if plan.factored else None for _ in runs]
+            mems = [np.full((k, 2), np.nan) for _ in runs]
+            steps = [pe._RunStep(stats[c], runs[c], terms[c][0], f" run {c + 1}", None,
+                                 facs[c], None) for c in range(len(runs))]
+            if together:
+                new = pe._em_release_runs(steps, plan, t, release, n)
+            else:
+                new = [pe._em_release(st.stats, st.run, st.L, plan, t, release, n, st.tag,
+                                      st.memory, st.factors, st.pool) for st in steps]
+            ledger = [(e.step, str(e.cost), e.noise_scale) for e in release.accountant.ledger]
+            results.append((new, facs, mems, ledger))
+        (a, fa, ma, la), (b, fb, mb, lb) = results
+        assert la == lb and len(la) == 3 * len(runs)
+        for ra, rb in zip(a, b, strict=True):
+            for xa, xb in zip(ra, rb, strict=True):
+                assert np.array_equal(xa, xb)
+        for xa, xb in zip(fa + ma, fb + mb, strict=True):
+            assert (xa is None and xb is None) or np.array_equal(xa, xb, equal_nan=True)
+        # the dead component was revived (moved by a split)
+        assert not np.array_equal(a[1][1][2], runs[1][1][2])
+        assert plan.factored == (budget.epsilon > 1.0)
+
+
 def test_the_frame_decides_the_start():
     """:func:`~privgauss.mixture.em_starts.frame_starts`: two clusters apart along a
     low-variance column next to a wide, uniform one. k-means in the whitened frame (u = z)

@@ -154,13 +154,18 @@ budget and public rows; every frame after the first a function of releases):
    pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
    ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
    released models, as with the stop below; ``info["em_frozen"]``). So is a run whose model
-   comes within ``FREEZE_TOL`` of another run's (both directions of :func:`_model_change`'s
-   KL bound, components matched by their means: :func:`_runs_within`) — at its start or
-   after any exploring step; of a close pair the run with the larger index waits, the other
-   carries on (issue 27: n = 5e4, d = 10, k = 3 at ε = 1e4, the two raw-frame starts were
-   within 1e-3 at the start on 2 of 8 data seeds, and exploring runs reached another's basin
-   before their own stopping rule; ``info["em_frozen"]`` then has (run, 0) for a start). It
-   bounds the time where
+   comes within ``MERGE_TOL`` = 1e-2 of another run's (both directions of
+   :func:`_model_change`'s KL bound, components matched by their means:
+   :func:`_runs_within`) — at its start or after any exploring step; of a close pair the run
+   with the larger index waits, the other carries on (issue 27: n = 5e4, d = 10, k = 3 at
+   ε = 1e4, the two raw-frame starts were within 1e-3 at the start on 2 of 8 data seeds,
+   and exploring runs reached another's basin before their own stopping rule;
+   ``info["em_frozen"]`` then has (run, 0) for a start). At 1e-2 rather than 1e-3 (speed7)
+   the runs that approach one basin together wait sooner: at that shape, data seeds 0–10,
+   6–30 fewer of a fit's 100–154 run-steps (models summed over its passes; data seed 2's fit
+   −15 % CPU), every held-out gap within 7e-5 nat/row; the corpus at ε = 1e4 none worse by more than 0.0015 (immi3 7 nat/row
+   better), generated families 0–19 and 1330–1359 the same to 4 decimals but one (+1e-4;
+   ``benchmarks/results/em_speed.md``). It bounds the time where
    the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
    ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
    mostly too noisy for it, a fit takes up to 2.6 s instead of 0.2–0.6 s (rwm5yr,
@@ -435,6 +440,7 @@ WIDE_STARTS = 6  # exploring runs where the steps are quiet (issue 27: sklearn's
 WIDE_EXPLORE = 2.0 / 3.0  # ... and the share of the T steps they explore before the pick
 WIDE_STEPS = 150  # EM steps of a wide plan where the budget gives the default MAX_STEPS
 FREEZE_TOL = 1e-3  # an exploring run stops when its change still to come is at most this
+MERGE_TOL = 1e-2  # ... or when its model is within this of another run's (KL bound per row)
 WIDE_NOISE = 1e-3  # quiet: a wide plan's exploring step's noise moves a model ≤ this
 FACTOR_POWER = 16  # a wide plan's whitened-frame floor fades like (noise reach / STEP_FLOOR)^this
 FACTOR_FLOOR = 1e-20  # ... to at least this (whitened frame), carried by Cholesky factors
@@ -1192,16 +1198,17 @@ def _model_change(old: Run, new: Run, factors: tuple[np.ndarray | None, np.ndarr
     d = m0.shape[1]
     f0, f1 = factors
     total = float(np.sum(w0 * (np.log(w0) - np.log(w1))))
-    try:
-        for j in range(w0.shape[0]):
-            L1 = np.linalg.cholesky(c1[j]) if f1 is None else f1[j]
-            A = np.linalg.solve(L1, np.linalg.cholesky(c0[j]) if f0 is None else f0[j])
-            b = np.linalg.solve(L1, m1[j] - m0[j])
-            # ln|Σ0| − ln|Σ1| (|·|: a carried factor's diagonal is positive up to rounding)
-            logdet = 2.0 * float(np.sum(np.log(np.abs(np.diagonal(A)))))
-            total += 0.5 * float(w0[j]) * (float(np.sum(A * A)) - d + float(b @ b) - logdet)
+    try:  # the components' factors and solves stacked (each as alone), summed in order
+        L1 = np.linalg.cholesky(c1) if f1 is None else f1
+        A = np.linalg.solve(L1, np.linalg.cholesky(c0) if f0 is None else f0)
+        B = np.linalg.solve(L1, (m1 - m0)[:, :, None])[:, :, 0]
     except np.linalg.LinAlgError:  # a released covariance that is not numerically PD
         return math.inf
+    for j in range(w0.shape[0]):
+        b = B[j]
+        # ln|Σ0| − ln|Σ1| (|·|: a carried factor's diagonal is positive up to rounding)
+        logdet = 2.0 * float(np.sum(np.log(np.abs(np.diagonal(A[j])))))
+        total += 0.5 * float(w0[j]) * (float(np.sum(A[j] * A[j])) - d + float(b @ b) - logdet)
     # ≥ 0 in exact arithmetic; rounding can leave −1e-16 between near-equal models
     return max(total, 0.0) if math.isfinite(total) else math.inf
 
@@ -1738,6 +1745,36 @@ def _error_memory(lam: np.ndarray, var_c: float, var_m: float) -> tuple[float, f
     return var_c / h**2, var_m / h
 
 
+@dataclass
+class _RunStep:
+    """One run's step for :func:`_em_release_runs`: its statistics ``stats`` = (N, S, M)
+    computed under its model ``run`` (Cholesky factors ``L``), its ledger tag and the state
+    its update reads and writes in place (``memory``, ``factors``, ``pool``: see
+    :func:`_em_release`)."""
+
+    stats: tuple[np.ndarray, np.ndarray, np.ndarray]
+    run: Run
+    L: np.ndarray
+    tag: str = ""
+    memory: np.ndarray | None = None
+    factors: np.ndarray | None = None
+    pool: list[Any] | None = None
+
+
+@dataclass
+class _Pending:
+    """A run between its releases and its update (:func:`_em_release_runs`)."""
+
+    Nn: np.ndarray
+    new_w: np.ndarray
+    new_means: np.ndarray
+    new_covs: np.ndarray
+    mem: np.ndarray
+    facs: np.ndarray | None
+    inputs: list[tuple[int, float, np.ndarray, np.ndarray, float, float]]
+    deferred: list[tuple[int, np.ndarray, float, float]]
+
+
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
                 plan: EMPlan, t: int, release: Release, n: int, run_tag: str = "",
                 memory: np.ndarray | None = None, factors: np.ndarray | None = None,
@@ -1752,111 +1789,156 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     Cholesky factors, updated through the factor (:func:`_factor_update`); the returned
     covariances are their products. ``pool`` (one entry per component, updated in place;
     refining steps): the releases of a component held under the floor, in its unchanged
-    frame, averaged by precision until together they clear it (:func:`_pool_release`)."""
-    weights, means, covs = run
-    k, d = means.shape
-    N, S, M = stats
+    frame, averaged by precision until together they clear it (:func:`_pool_release`).
+    One run of :func:`_em_release_runs`."""
+    return _em_release_runs([_RunStep(stats, run, L, run_tag, memory, factors, pool)],
+                            plan, t, release, n)[0]
+
+
+def _em_release_runs(steps: list[_RunStep], plan: EMPlan, t: int, release: Release, n: int
+                     ) -> list[Run]:
+    """:func:`_em_release` for the runs of one step's pass, each run's returned model (and its
+    state updated in place) bit for bit what :func:`_em_release` gives it alone: the runs'
+    statistics are released run by run in the order of ``steps`` (the same charges and noise
+    draws: the updates draw nothing), then updated together — every run's components
+    de-clipped by one :func:`~privgauss.mixture.cluster_estimation.undo_clipping_batch` call
+    and their factors by one :func:`_factor_update` call (both stacks compute each component
+    as it would alone; one call per run was most of an exploring step's post-processing at
+    n = 5e4, d = 10, k = 3, ε = 1e4: numpy's per-call overhead on 3 × 10 × 10 arrays).
+    Post-processing of the releases only."""
     r = plan.step_radius(t)
     rc, rs, rm = plan.stat_rhos(t)
-    tag = f"em step {t + 1}/{plan.n_steps}{run_tag}"
     acct, noise = release.accountant, release.noise
-    Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=noise,
-                            step=release.name(f"{tag} soft counts"))
-    Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct, noise=noise,
-                            step=release.name(f"{tag} weighted sums")).reshape(k, d)
-    # a tied step releases the pooled Σ_j M_j (one matrix; the same sensitivity: one row's
-    # Σ_j r_ij y_ij y_ijᵀ is a convex combination of PSD matrices of norm ≤ r²)
     tied = plan.is_tied(t)
-    Mn = symmetric_matrix_mechanism(np.asarray(M).sum(axis=0) if tied else np.asarray(M),
-                                    soft_outer_sums_frobenius(r), ZCDP(rm),
-                                    accountant=acct, noise=noise,
-                                    step=release.name(f"{tag} weighted second moments"))
-    # post-processing of the releases
     sig_m = soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm)
-    floor = _release_floor(plan, t, n, k)
-    new_w = np.maximum(Nn, 0.5) / max(float(np.maximum(Nn, 0.5).sum()), 1.0)
-    new_w = np.maximum(new_w, 1e-3)
-    new_w /= new_w.sum()
-    new_means, new_covs = means.copy(), covs.copy()
-    mem = np.full((k, 2), np.nan) if memory is None else memory
-    factored = plan.factored and not tied
-    facs = (np.array(L, dtype=np.float64) if factors is None else factors) if factored else None
-    if facs is not None:
-        facs[:] = L  # a component without an update keeps its factor
-    if tied:
-        _tied_update(Nn, Sn, Mn, L[0], floor, sig_m, r, n, new_means, new_covs)
-        mem[:] = np.nan  # every component's covariance replaced by the pooled one
     sig_s = soft_sums_l2(r) / math.sqrt(2.0 * rs)
-    # which components update, and from what: one under the step's floor keeps its previous
-    # estimate or, in refining steps, adds the release to its pool in its held frame until
-    # together they clear the floor (:func:`_pool_release`)
-    inputs: list[tuple[int, float, np.ndarray, np.ndarray, float, float]] = []
-    for j in range(k if not tied else 0):
-        if pool is not None and facs is None:
+    factored = plan.factored and not tied
+    pend: list[_Pending] = []
+    for st in steps:
+        weights, means, covs = st.run
+        k, d = means.shape
+        N, S, M = st.stats
+        tag = f"em step {t + 1}/{plan.n_steps}{st.tag}"
+        Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=noise,
+                                step=release.name(f"{tag} soft counts"))
+        Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct,
+                                noise=noise, step=release.name(f"{tag} weighted sums")
+                                ).reshape(k, d)
+        # a tied step releases the pooled Σ_j M_j (one matrix; the same sensitivity: one row's
+        # Σ_j r_ij y_ij y_ijᵀ is a convex combination of PSD matrices of norm ≤ r²)
+        Mn = symmetric_matrix_mechanism(np.asarray(M).sum(axis=0) if tied else np.asarray(M),
+                                        soft_outer_sums_frobenius(r), ZCDP(rm),
+                                        accountant=acct, noise=noise,
+                                        step=release.name(f"{tag} weighted second moments"))
+        # post-processing of the releases
+        floor = _release_floor(plan, t, n, k)
+        new_w = np.maximum(Nn, 0.5) / max(float(np.maximum(Nn, 0.5).sum()), 1.0)
+        new_w = np.maximum(new_w, 1e-3)
+        new_w /= new_w.sum()
+        new_means, new_covs = means.copy(), covs.copy()
+        mem = np.full((k, 2), np.nan) if st.memory is None else st.memory
+        facs = ((np.array(st.L, dtype=np.float64) if st.factors is None else st.factors)
+                if factored else None)
+        if facs is not None:
+            facs[:] = st.L  # a component without an update keeps its factor
+        if tied:
+            _tied_update(Nn, Sn, Mn, st.L[0], floor, sig_m, r, n, new_means, new_covs)
+            mem[:] = np.nan  # every component's covariance replaced by the pooled one
+        # which components update, and from what: one under the step's floor keeps its
+        # previous estimate or, in refining steps, adds the release to its pool in its held
+        # frame until together they clear the floor (:func:`_pool_release`)
+        inputs: list[tuple[int, float, np.ndarray, np.ndarray, float, float]] = []
+        pool = st.pool
+        for j in range(k if not tied else 0):
+            if pool is not None and facs is None:
+                if Nn[j] > floor:
+                    pool[j] = None  # updated from this release alone: its frame moves
+                else:
+                    pooled = _pool_release(pool, j, Nn[j], Sn[j], Mn[j], r, rm, floor, n, k)
+                    if pooled is not None:
+                        Nj, Sj, Mj, scale = pooled
+                        inputs.append((j, Nj, Sj, Mj, sig_m * scale, sig_s * scale))
+                    continue
             if Nn[j] > floor:
-                pool[j] = None  # updated from this release alone: its frame moves
-            else:
-                pooled = _pool_release(pool, j, Nn[j], Sn[j], Mn[j], r, rm, floor, n, k)
-                if pooled is not None:
-                    Nj, Sj, Mj, scale = pooled
-                    inputs.append((j, Nj, Sj, Mj, sig_m * scale, sig_s * scale))
-                continue
-        if Nn[j] > floor:
-            inputs.append((j, float(Nn[j]), Sn[j], Mn[j], sig_m, sig_s))
+                inputs.append((j, float(Nn[j]), Sn[j], Mn[j], sig_m, sig_s))
+        pend.append(_Pending(Nn, new_w, new_means, new_covs, mem, facs, inputs, []))
     # the Gaussians whose rows, clipped at r, have the released first and second moments:
-    # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep
+    # clipping shrinks them (~5-10 % of the variance at this radius), which EM would keep;
+    # every run's components by one call (each as alone)
+    every = [x for p in pend for x in p.inputs]
     ybars: Any = ()
     Cys: Any = ()
-    if inputs:
-        Ns = np.array([x[1] for x in inputs])
-        ybars, Cys = undo_clipping_batch(np.array([x[2] for x in inputs]) / Ns[:, None],
-                                         np.array([x[3] for x in inputs]) / Ns[:, None, None], r)
-    deferred: list[tuple[int, np.ndarray, float, float]] = []  # factored: after the loop
-    for (j, Nj, _, _, sm_j, ss_j), ybar, Cy in zip(inputs, ybars, Cys, strict=True):
-        Cy = _declip_cap(Cy, r, sm_j / Nj)
-        # the release combined with what the earlier ones left (its own frame: the previous
-        # estimate is 0 and I), by a gain from their noise and the change EM makes
-        # (:func:`_gain`), then no direction shrinks below the combined noise's reach (at most
-        # STEP_FLOOR of the mean); gain and floor go to 1 and 0 as the noise vanishes
-        if memory is None:  # half the James–Stein shrinkage, as a fresh estimate
-            var_c, var_m = (sm_j / Nj) ** 2, math.nan
-            Cy = _shrink(Cy, sm_j / Nj, strength=0.5)
-        else:
-            Cy, ybar, var_c, var_m = _combine(Cy, ybar, sm_j / Nj, ss_j / Nj, mem[j])
-        Cy = _floor(Cy, math.sqrt(var_c))
-        # rows were clipped at r around the current mean: they cannot move it further (noisy
-        # moments near the clipping sphere de-clipped to a far point: a mean jumped 250 away)
-        ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
-        new_means[j] = means[j] + L[j] @ ybar
-        # the errors left, in the next frame's units (:func:`_error_memory`)
-        if facs is not None:  # through the factor, all components at once below
-            deferred.append((j, Cy, var_c, var_m))
-            continue
-        new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
-                                        _step_eig_floor(math.sqrt(var_c), d))
-        A = np.linalg.solve(L[j], np.linalg.solve(L[j], new_covs[j]).T)
-        mem[j] = _error_memory(np.linalg.eigvalsh(sym(A)), var_c, var_m)
-    if deferred and facs is not None:  # a wide plan: the floor fades to 1e-20
-        js = [x[0] for x in deferred]
-        facs[js] = _factor_update(L[js], np.array([x[1] for x in deferred]), np.array(
-            [_step_eig_floor(math.sqrt(x[2]), d, True) for x in deferred]))
-        F = facs[js]
-        new_covs[js] = sym(F @ np.swapaxes(F, 1, 2))
-        lams = np.linalg.svd(np.linalg.solve(L[js], F), compute_uv=False) ** 2
-        for (j, _, var_c, var_m), lam in zip(deferred, lams, strict=True):
-            mem[j] = _error_memory(lam, var_c, var_m)
-    if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
-        revive = _to_revive(Nn, n * weights, floor, _dead_floor(plan, t, n, k), rc, t)
-        for dead in np.flatnonzero(revive).tolist():
-            h = _split(new_w, new_means, new_covs, int(dead), n * new_w > floor)
-            new = [int(dead)] + ([] if h is None else [h])
-            mem[new] = np.nan  # new estimates
-            if pool is not None:
-                for c in new:
-                    pool[c] = None
-            if facs is not None and h is not None:  # repaired at EIG_FLOOR by the split
-                facs[new] = np.linalg.cholesky(new_covs[new])
-    return new_w, new_means, new_covs
+    if every:
+        Ns = np.array([x[1] for x in every])
+        ybars, Cys = undo_clipping_batch(np.array([x[2] for x in every]) / Ns[:, None],
+                                         np.array([x[3] for x in every]) / Ns[:, None, None], r)
+    at = 0
+    for st, p in zip(steps, pend, strict=True):
+        L, means = st.L, st.run[1]
+        d = means.shape[1]
+        cut = at + len(p.inputs)
+        for (j, Nj, _, _, sm_j, ss_j), ybar, Cy in zip(p.inputs, ybars[at:cut], Cys[at:cut],
+                                                        strict=True):
+            Cy = _declip_cap(Cy, r, sm_j / Nj)
+            # the release combined with what the earlier ones left (its own frame: the
+            # previous estimate is 0 and I), by a gain from their noise and the change EM
+            # makes (:func:`_gain`), then no direction shrinks below the combined noise's
+            # reach (at most STEP_FLOOR of the mean); gain and floor go to 1 and 0 as the
+            # noise vanishes
+            if st.memory is None:  # half the James–Stein shrinkage, as a fresh estimate
+                var_c, var_m = (sm_j / Nj) ** 2, math.nan
+                Cy = _shrink(Cy, sm_j / Nj, strength=0.5)
+            else:
+                Cy, ybar, var_c, var_m = _combine(Cy, ybar, sm_j / Nj, ss_j / Nj, p.mem[j])
+            Cy = _floor(Cy, math.sqrt(var_c))
+            # rows were clipped at r around the current mean: they cannot move it further
+            # (noisy moments near the clipping sphere de-clipped to a far point: a mean
+            # jumped 250 away)
+            ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
+            p.new_means[j] = means[j] + L[j] @ ybar
+            # the errors left, in the next frame's units (:func:`_error_memory`)
+            if p.facs is not None:  # through the factor, all components at once below
+                p.deferred.append((j, Cy, var_c, var_m))
+                continue
+            p.new_covs[j] = repair_covariance(L[j] @ repair_covariance(Cy) @ L[j].T,
+                                              _step_eig_floor(math.sqrt(var_c), d))
+            A = np.linalg.solve(L[j], np.linalg.solve(L[j], p.new_covs[j]).T)
+            p.mem[j] = _error_memory(np.linalg.eigvalsh(sym(A)), var_c, var_m)
+        at = cut
+    # a wide plan: the floor fades to 1e-20; every run's deferred components by one call
+    # (each as alone)
+    owners = [(p, st.L, x) for st, p in zip(steps, pend, strict=True) for x in p.deferred]
+    if owners:
+        d = owners[0][1].shape[1]
+        Ls = np.array([L[x[0]] for _, L, x in owners])
+        F = _factor_update(Ls, np.array([x[1] for _, _, x in owners]), np.array(
+            [_step_eig_floor(math.sqrt(x[2]), d, True) for _, _, x in owners]))
+        covs_new = sym(F @ np.swapaxes(F, 1, 2))
+        lams = np.linalg.svd(np.linalg.solve(Ls, F), compute_uv=False) ** 2
+        for (p, _, (j, _, var_c, var_m)), Fj, Cj, lam in zip(owners, F, covs_new, lams,
+                                                             strict=True):
+            assert p.facs is not None
+            p.facs[j] = Fj
+            p.new_covs[j] = Cj
+            p.mem[j] = _error_memory(lam, var_c, var_m)
+    out: list[Run] = []
+    for st, p in zip(steps, pend, strict=True):
+        weights, _, _ = st.run
+        k = weights.shape[0]
+        if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
+            floor = _release_floor(plan, t, n, k)
+            revive = _to_revive(p.Nn, n * weights, floor, _dead_floor(plan, t, n, k), rc, t)
+            for dead in np.flatnonzero(revive).tolist():
+                h = _split(p.new_w, p.new_means, p.new_covs, int(dead), n * p.new_w > floor)
+                new = [int(dead)] + ([] if h is None else [h])
+                p.mem[new] = np.nan  # new estimates
+                if st.pool is not None:
+                    for c in new:
+                        st.pool[c] = None
+                if p.facs is not None and h is not None:  # repaired at EIG_FLOOR by the split
+                    p.facs[new] = np.linalg.cholesky(p.new_covs[new])
+        out.append((p.new_w, p.new_means, p.new_covs))
+    return out
 
 
 def _pool_release(pool: list[Any], j: int, N: float, S: np.ndarray, M: np.ndarray, r: float,
@@ -2013,8 +2095,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     pools: list[list[Any]] = [[None] * run[0].shape[0] for run in runs]
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
-    if plan.may_freeze(0) and len(runs) > 1:  # starts within FREEZE_TOL of another start
-        for c in _merge_runs(runs, facs, active, list(range(len(runs))), FREEZE_TOL):
+    if plan.may_freeze(0) and len(runs) > 1:  # starts within MERGE_TOL of another start
+        for c in _merge_runs(runs, facs, active, list(range(len(runs))), MERGE_TOL):
             if frozen is not None:
                 frozen.append((c, -1))
     while t < plan.n_steps:
@@ -2051,12 +2133,13 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         tag = plan.runs(t) > 1
         carry = plan.factored and not plan.is_tied(t)
         new_facs = {idx[a]: np.empty_like(terms[a][0]) if carry else None for a in keep}
-        new = {idx[a]: _em_release((out[0][a], out[1][a], out[2][a]), runs[idx[a]],
-                                   terms[a][0], plan, t, release, n,
-                                   f" run {idx[a] + 1}" if tag else "",
-                                   mems[idx[a]] if refining else None, new_facs[idx[a]],
-                                   pools[idx[a]] if refining and POOL_HELD else None)
-               for a in keep}
+        # released run by run, updated together (:func:`_em_release_runs`)
+        new = dict(zip([idx[a] for a in keep], _em_release_runs(
+            [_RunStep((out[0][a], out[1][a], out[2][a]), runs[idx[a]], terms[a][0],
+                      f" run {idx[a] + 1}" if tag else "",
+                      mems[idx[a]] if refining else None, new_facs[idx[a]],
+                      pools[idx[a]] if refining and POOL_HELD else None) for a in keep],
+            plan, t, release, n), strict=True))
         if exploring and plan.may_freeze(t):  # released models only: post-processing
             for c, run in new.items():
                 run_changes[c].append(_model_change(runs[c], run, (facs[c], new_facs[c])))
@@ -2067,7 +2150,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             current = [new.get(c, run) for c, run in enumerate(runs)]
             now = [new_facs[c] if c in new else f for c, f in enumerate(facs)]
             for c in _merge_runs(current, now, active, [c for c in new if active[c]],
-                                 FREEZE_TOL):
+                                 MERGE_TOL):
                 if frozen is not None:
                     frozen.append((c, t))
         # the stopping rule: a function of released models only (see the module docstring)

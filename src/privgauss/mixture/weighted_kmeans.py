@@ -290,9 +290,15 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
     # a cluster's weights w·[lab = j] by np.where (twice as fast; the same values when every
     # weight is finite: 0·∞ would be NaN)
     finite_w = bool(np.isfinite(w).all())
+    # with the bounds (and finite weights): every cluster's weights as rows of one (k, n)
+    # array, kept up to date by the points that changed cluster — the same values as
+    # np.where, without k comparisons and selections over all points a step (on private EM's
+    # ~22k start cells at K' = 9 they cost as much as the centre sums)
+    Wk: np.ndarray | None = None
     for _ in range(iters):
         if frame is None or not np.isfinite(C).all():
             bounds = None
+            Wk = None
             lab = nearest(sq_dists(PT, C))
             changed = np.ones(k, dtype=bool)
         else:
@@ -308,9 +314,19 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
             else:  # a cluster that neither gained nor lost a point keeps its centre
                 changed[lab[bounds.moved]] = True
                 changed[bounds.old] = True
+            if finite_w:
+                if first or Wk is None:
+                    Wk = np.zeros((k, w.size))
+                    Wk[lab, np.arange(w.size)] = w
+                elif bounds.moved.size:
+                    Wk[bounds.old, bounds.moved] = 0.0
+                    Wk[lab.take(bounds.moved), bounds.moved] = w.take(bounds.moved)
         newC = C.copy()
         for j in np.flatnonzero(changed).tolist():
-            wj = np.where(lab == j, w, 0.0) if finite_w else w * (lab == j)
+            if Wk is not None:
+                wj = Wk[j]
+            else:
+                wj = np.where(lab == j, w, 0.0) if finite_w else w * (lab == j)
             sj = wj.sum()
             if sj > 0:
                 newC[j] = wj @ points / sj
