@@ -590,11 +590,11 @@ def _end_octave_mass(edges: np.ndarray, cdf: np.ndarray, bound: float, up: bool)
     return float(np.sum(np.diff(np.asarray(cdf, dtype=np.float64))[inside]))
 
 
-Tail = tuple[np.ndarray, np.ndarray, float] | tuple[np.ndarray, np.ndarray, float, np.ndarray,
+_Tail = tuple[np.ndarray, np.ndarray, float] | tuple[np.ndarray, np.ndarray, float, np.ndarray,
                                                     float]
 
 
-def _with_tails(edges: np.ndarray, cdf: np.ndarray, top: Tail | None, bottom: Tail | None,
+def _with_tails(edges: np.ndarray, cdf: np.ndarray, top: _Tail | None, bottom: _Tail | None,
                 n: int) -> tuple[np.ndarray, np.ndarray]:
     """A marginal's edges and CDF with its tail bins (``(edges, kept masses, given back[,
     spread masses, end octave's inner bound])`` per side, in records;
@@ -649,7 +649,7 @@ def _with_tails(edges: np.ndarray, cdf: np.ndarray, top: Tail | None, bottom: Ta
 
 def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, list[int]]]],
                     ranged: dict[int, tuple[np.ndarray, int, int]], sigma_hist: float,
-                    sigma_range: float) -> list[dict[str, Tail]]:
+                    sigma_range: float) -> list[dict[str, _Tail]]:
     """Each column's tail bins per side — (edges, kept masses, records given back to the
     range's end bin[, spread masses, the inner bound of the range's end octave]) — from the
     histogram release's noisy tail counts ``noisy`` (bottom then top, column by column, as
@@ -662,7 +662,7 @@ def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, l
     :func:`_with_tails`). Post-processing;
     each cut, in noise deviations, times a deviation that vanishes with the noise."""
     total = sum(len(k) for t in tails for _, k in t.values())
-    out: list[dict[str, Tail]] = [{} for _ in tails]
+    out: list[dict[str, _Tail]] = [{} for _ in tails]
     if total == 0:
         return out
     cut = float(ndtri(1.0 - TAIL_BETA / total))
