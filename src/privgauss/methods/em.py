@@ -6,6 +6,7 @@ learner was validated and that learner can run; it is the only mixture method th
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -53,6 +54,7 @@ _STEP_NAMES = (
 _GROUPS = ("em localisation in the prior",)  # CoinPress inside the prior: its own steps
 
 
+@functools.lru_cache(maxsize=4096)
 def _step_name(part: str, T: int, K: int) -> str:
     for pattern, name in _STEP_NAMES:
         if re.fullmatch(pattern, part):
@@ -87,8 +89,8 @@ def _plan(facts: Facts) -> BudgetPlan:
         return BudgetPlan.of(facts.budget, {**dict(head.parts), **tail},
                              groups=[*groups, *head.groups])
 
-    return BudgetPlan.of(facts.budget, dict(with_head(local).parts),
-                         groups=with_head(local).groups,
+    head = with_head(local)
+    return BudgetPlan.of(facts.budget, dict(head.parts), groups=head.groups,
                          branches=[with_head(b) for b in local.branches])
 
 

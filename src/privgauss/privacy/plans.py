@@ -111,7 +111,7 @@ class BudgetPlan:
             raise PrivacyBudgetError(
                 f"the parts of this budget plan do not compose within its total {self.total}"
             )
-        if self.exact and not self.sums_to_total():
+        if self.exact and not self._is_total(got):
             raise PrivacyBudgetError(
                 f"the parts of this budget plan compose to {got}, not to its total {self.total}"
             )
@@ -291,7 +291,11 @@ class BudgetPlan:
 
     def sums_to_total(self) -> bool:
         """Whether the parts compose to exactly the total (up to float rounding)."""
-        got, tot = composed(self.total, self.budgets()), self.total
+        return self._is_total(composed(self.total, self.budgets()))
+
+    def _is_total(self, got: Budget | None) -> bool:
+        """Whether ``got``, what the parts compose to, is exactly the total."""
+        tot = self.total
         if got is None:
             return False
         if isinstance(tot, ZCDP):
