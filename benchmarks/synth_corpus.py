@@ -145,7 +145,8 @@ def _split(df: Any, seed: int, max_rows: int) -> tuple[Any, np.ndarray]:
             df.iloc[idx[cut:]].to_numpy(dtype=np.float64))
 
 
-def _run(name: str, df: object, eps: float, seed: int, max_rows: int) -> dict:
+def _run(name: str, df: object, eps: float, seed: int, max_rows: int,
+         fit_offset: int = 0) -> dict:
     import pandas as pd
 
     assert isinstance(df, pd.DataFrame)
@@ -156,9 +157,10 @@ def _run(name: str, df: object, eps: float, seed: int, max_rows: int) -> dict:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            syn_model = pg.PrivateSynthesizer(epsilon=eps, delta=1e-6, random_state=seed)
+            syn_model = pg.PrivateSynthesizer(epsilon=eps, delta=1e-6,
+                                              random_state=seed + fit_offset)
             syn_model.fit(train)
-            syn = syn_model.sample_table(len(train), random_state=seed + 1)
+            syn = syn_model.sample_table(len(train), random_state=seed + fit_offset + 1)
     except (pg.InvalidDataError, pg.PrivacyBudgetError, pg.EstimationFailed) as e:
         row.update(outcome=f"{type(e).__name__}: {str(e)[:160]}", s=time.perf_counter() - t0)
         return row
@@ -261,6 +263,9 @@ def main() -> None:
     ap.add_argument("--max-cols", type=int, default=10)
     ap.add_argument("--max-rows", type=int, default=10000, help="training rows at most")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fit-offset", type=int, default=0,
+                    help="the fit's noise seed is --seed plus this (the split stays --seed's): "
+                         "other noise draws on the same splits")
     ap.add_argument("--limit", type=int, default=0, help="first this many tables (0: all)")
     ap.add_argument("--tables", nargs="+", default=None,
                     help="only these tables (names, case-insensitive)")
@@ -277,7 +282,7 @@ def main() -> None:
     rows = []
     for i, (name, df) in enumerate(tables):
         for eps in args.budgets:
-            r = _run(name, df, eps, args.seed, args.max_rows)
+            r = _run(name, df, eps, args.seed, args.max_rows, args.fit_offset)
             rows.append(r)
             print(f"[{i + 1}/{len(tables)}] {name} {r['n']}x{r['d']} eps={eps:g}: "
                   f"{r['outcome'][:90]} {r['s']:.1f}s", file=sys.stderr, flush=True)
