@@ -1130,17 +1130,20 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
             if decided is None:
                 decided = np.zeros(len(counts), dtype=np.int8)
             sd = sds[j]
+            # a bin whose levels are measured (gated, some sub-count past the cut) but not
+            # all in the sub-bins past the cut is shaped by its runs' fit
+            measured = [_gated(noisy[i, slot, :len(sub) - 1], sigma_z, np.diff(sub))
+                        and bool((noisy[i, slot, :len(sub) - 1] >= cut).any())
+                        and _unkept_mass(noisy[i, slot, :len(sub) - 1], sigma_z, cut)
+                        for slot, (_, sub) in enumerate(chosen[j])]
             runs = _run_fits([(k, noisy[i, slot, :len(sub) - 1], np.diff(sub),
                                _combined_total(float(counts[k]), float(sd[k]),
                                                noisy[i, slot, :len(sub) - 1], sigma_z))
                               for slot, (k, sub) in enumerate(chosen[j])], sigma_z,
-                             cut / sigma_z)
+                             cut / sigma_z, measured)
             for slot, (k, sub) in reversed(list(enumerate(chosen[j]))):
                 s = noisy[i, slot, :len(sub) - 1]
-                # a bin whose levels are measured (gated, some sub-count past the cut) but
-                # not all in the sub-bins past the cut is shaped by its runs' fit
-                shaped = (runs[slot] is not None and _gated(s, sigma_z, np.diff(sub))
-                          and bool((s >= cut).any()) and _unkept_mass(s, sigma_z, cut))
+                shaped = runs[slot] is not None and measured[slot]
                 mass = None if shaped else _zoomed_masses(
                     float(counts[k]), float(sd[k]), s, sigma_z, np.diff(sub), cut)
                 if mass is None:
@@ -1253,7 +1256,8 @@ def _combined_total(count: float, sigma: float, sub: np.ndarray, sigma_z: float)
 
 
 def _run_fits(slots: list[tuple[int, np.ndarray, np.ndarray, float]], sigma_z: float,
-              floor: float = EMPTY_BIN_SIGMAS) -> list[tuple[np.ndarray, np.ndarray] | None]:
+              floor: float = EMPTY_BIN_SIGMAS, measured: Sequence[bool] | None = None
+              ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Each zoom slot's sub-bins' fitted counts from *runs* of sub-bins (post-processing of the
     zoom's noisy counts): the slots' bins (``(bin index, noisy sub-counts, sub-bin widths, the
     bin's mass)``, :func:`_combined_total`) that are adjacent in the column are fitted together,
@@ -1293,11 +1297,19 @@ def _run_fits(slots: list[tuple[int, np.ndarray, np.ndarray, float]], sigma_z: f
         for a, b in segs:
             fit[a:b] = max(float(sub[a:b].sum()), 0.0) * widths[a:b] / float(widths[a:b].sum())
         sigmas = max(floor, float(ndtri(1.0 - ZOOM_RUN_BETA / m)))
+        # a group with a measured bin (its levels past the gate and the cut) needs no
+        # evidence against its bins' even share: its structure is not a thin bin's noise
+        share = None if measured is not None and any(measured[t] for t in g) else even
         if len(segs) > 1:
-            for end, inner in ((segs[0], segs[1]), (segs[-1], segs[-2])):
-                if _emptier(sub, widths, even, end, inner, sigma_z, sigmas):
-                    empty[end[0]:end[1]] = True
-                    fit[end[0]:end[1]] = 0.0
+            dens = [float(sub[a:b].sum()) / float(widths[a:b].sum()) for a, b in segs]
+            peak = segs[int(np.argmax(dens))]
+            for side in (segs, segs[::-1]):  # peeled from each end towards the densest
+                for seg in side:
+                    if seg == peak or not _emptier(sub, widths, share, seg, peak, sigma_z,
+                                                   sigmas):
+                        break
+                    empty[seg[0]:seg[1]] = True
+                    fit[seg[0]:seg[1]] = 0.0
         start = 0
         for t in g:
             size = len(slots[t][1])
@@ -1306,8 +1318,9 @@ def _run_fits(slots: list[tuple[int, np.ndarray, np.ndarray, float]], sigma_z: f
     return out
 
 
-def _emptier(sub: np.ndarray, widths: np.ndarray, even: np.ndarray, end: tuple[int, int],
-             inner: tuple[int, int], sigma_z: float, sigmas: float) -> bool:
+def _emptier(sub: np.ndarray, widths: np.ndarray, even: np.ndarray | None,
+             end: tuple[int, int], inner: tuple[int, int], sigma_z: float,
+             sigmas: float) -> bool:
     """Whether a run fit's ``end`` segment (sub-bins ``end[0]:end[1]``) is empty
     (post-processing): its noisy count below :data:`EMPTY_BIN_SIGMAS` times its deviation
     σ_z √L, short of its bins' masses spread ``even``ly over them by as much, and its density
@@ -1320,7 +1333,7 @@ def _emptier(sub: np.ndarray, widths: np.ndarray, even: np.ndarray, end: tuple[i
     s_end, w_end = float(sub[a:b].sum()), float(widths[a:b].sum())
     s_in, w_in = float(sub[c:d].sum()), float(widths[c:d].sum())
     own = EMPTY_BIN_SIGMAS * sigma_z * math.sqrt(b - a)
-    if s_end >= own or float(even[a:b].sum()) - s_end < own:
+    if s_end >= own or (even is not None and float(even[a:b].sum()) - s_end < own):
         return False
     dev = sigma_z * math.sqrt((b - a) / w_end ** 2 + (d - c) / w_in ** 2)
     return s_in / w_in - s_end / w_end >= sigmas * dev
