@@ -46,9 +46,9 @@ from its noisy counts, are split into sub-bins — one per level — and counted
 of a column's support are split too (:data:`ZOOM_END_BINS`: their mass, spread over a wide
 bin, is what falls outside the data's range), and a bin whose levels are each too thin for
 the zoom's cut is narrowed by *runs* of its sub-bins (:func:`_run_fits`: a piecewise-constant
-fit of the sub-counts, its end segments empty when their density falls significantly below
-the next one's — SumHes's 26 years of ~80 rows, half of their synthetic values outside the
-data's years before). The number of bins split
+fit of the sub-counts, the segments at its ends empty when their density falls significantly
+below its densest segment's — SumHes's 26 years of ~80 rows, half of their synthetic values
+outside the data's years before). The number of bins split
 (:func:`zoom_bins`) and of sub-bins (:func:`zoom_split`) grow with n/σ; at a large budget the
 zoom is *fine* (:func:`fine_zoom`): it splits continuous float columns' bins too and runs a
 second round into the heaviest sub-bins of the first, so that a point mass — at the top of a
@@ -1263,17 +1263,21 @@ def _run_fits(slots: list[tuple[int, np.ndarray, np.ndarray, float]], sigma_z: f
     bin's mass)``, :func:`_combined_total`) that are adjacent in the column are fitted together,
     as one sequence of M sub-bins, by a piecewise-constant density (:func:`_segments`, penalty
     :data:`ZOOM_RUN_PENALTY` σ_z² ln M), each segment's fitted count its noisy sum (clipped at
-    0) spread over its sub-bins by width. The first and the last segment are *empty* (fitted 0)
-    when :func:`_emptier` than the segment next to them, at the cut of false-alarm
-    :data:`ZOOM_RUN_BETA` over the M sub-bins, at least ``floor`` deviations (the zoom passes
-    its sub-bins' own cut): the runs narrow the bins to the span their sub-bins support. Only
-    the ends: a bin's interior is its sub-bins' business (:func:`_zoomed_masses`), and a segment
-    chosen among M² for its low count alone passed a cut of a few deviations in ~5 % of dense
-    bins (nlschools at ε = 1: a bin of two levels narrowed to one). A year column's 26 levels of
-    ~80 records each against σ_z ≈ 66 (SumHes: no single sub-bin passes its cut) are found as
-    one run of ~2,100 records, its bins' empty decades on either side as runs of none. Returns
-    per slot (fitted counts, empty sub-bins), None for a slot whose run fit exceeds
-    :data:`ZOOM_RUN_MAX` sub-bins. Consistent: the penalty and the cuts vanish with σ_z."""
+    0) spread over its sub-bins by width. From each end of the sequence towards its densest
+    segment, segments are *empty* (fitted 0) while :func:`_emptier` than that densest one, at
+    the cut of false-alarm :data:`ZOOM_RUN_BETA` over the M sub-bins, at least ``floor``
+    deviations (the zoom passes its sub-bins' own cut): the runs narrow the bins to the span
+    their sub-bins support. Only from the ends: a bin's interior is its sub-bins' business
+    (:func:`_zoomed_masses`), and a segment chosen among M² for its low count alone passed a cut
+    of a few deviations in ~5 % of dense bins (nlschools at ε = 1: a bin of two levels narrowed
+    to one). ``measured`` (per slot): a group with a bin whose levels the gate and the cut saw
+    (:func:`_zoom`) needs no evidence against its bins' even share (LaborSupply's year, ten
+    levels of ~420 records, kept 1963-1978 when their noise summed to 1.7 deviations). A year
+    column's 26 levels of ~80 records each against σ_z ≈ 66 (SumHes: no single sub-bin passes
+    its cut) are found as one run of ~2,100 records, its bins' empty decades on either side as
+    runs of none. Returns per slot (fitted counts, empty sub-bins), None for a slot whose run
+    fit exceeds :data:`ZOOM_RUN_MAX` sub-bins. Consistent: the penalty and the cuts vanish with
+    σ_z."""
     out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(slots)
     order = sorted(range(len(slots)), key=lambda t: slots[t][0])
     groups: list[list[int]] = []
@@ -1321,14 +1325,14 @@ def _run_fits(slots: list[tuple[int, np.ndarray, np.ndarray, float]], sigma_z: f
 def _emptier(sub: np.ndarray, widths: np.ndarray, even: np.ndarray | None,
              end: tuple[int, int], inner: tuple[int, int], sigma_z: float,
              sigmas: float) -> bool:
-    """Whether a run fit's ``end`` segment (sub-bins ``end[0]:end[1]``) is empty
-    (post-processing): its noisy count below :data:`EMPTY_BIN_SIGMAS` times its deviation
-    σ_z √L, short of its bins' masses spread ``even``ly over them by as much, and its density
-    (count per width) ``sigmas`` deviations of the difference below the ``inner`` segment's
-    next to it. The density test alone, its segments chosen among M² for their contrast,
-    emptied a thin bin's 55 sub-bins for a bump of noise in its other 9 (Treatment's
-    earnings, 289 records in 64 sub-bins against σ_z ≈ 95), and a bin's end segment with
-    a level of 300 records in it (PSID's earnings); the even share keeps both."""
+    """Whether a run fit's ``end`` segment (sub-bins ``end[0]:end[1]``) is empty (post-processing):
+    its noisy count below :data:`EMPTY_BIN_SIGMAS` times its deviation σ_z √L, short of its
+    bins' masses spread ``even``ly over them by as much (unless ``even`` is None: a measured
+    bin's group), and its density (count per width) ``sigmas`` deviations of the difference
+    below the ``inner`` (densest) segment's. The density test alone, its segments chosen among
+    M² for their contrast, emptied a thin bin's 55 sub-bins for a bump of noise in its other 9
+    (Treatment's earnings, 289 records in 64 sub-bins against σ_z ≈ 95), and a bin's end segment
+    with a level of 300 records in it (PSID's earnings); the even share keeps both."""
     (a, b), (c, d) = end, inner
     s_end, w_end = float(sub[a:b].sum()), float(widths[a:b].sum())
     s_in, w_in = float(sub[c:d].sum()), float(widths[c:d].sum())
