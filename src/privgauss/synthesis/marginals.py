@@ -1136,11 +1136,19 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
                         and bool((noisy[i, slot, :len(sub) - 1] >= cut).any())
                         and _unkept_mass(noisy[i, slot, :len(sub) - 1], sigma_z, cut)
                         for slot, (_, sub) in enumerate(chosen[j])]
+            # the runs' fit (M² time) only when some bin would use it: measured, or not
+            # split by its sub-bins (the same answer as below; a shortcut, not a branch on
+            # anything but the noisy counts)
+            wanted = any(m or _zoomed_masses(float(counts[k]), float(sd[k]),
+                                             noisy[i, slot, :len(sub) - 1], sigma_z,
+                                             np.diff(sub), cut) is None
+                         for m, (slot, (k, sub)) in zip(measured, enumerate(chosen[j]),
+                                                        strict=True))
             runs = _run_fits([(k, noisy[i, slot, :len(sub) - 1], np.diff(sub),
                                _combined_total(float(counts[k]), float(sd[k]),
                                                noisy[i, slot, :len(sub) - 1], sigma_z))
                               for slot, (k, sub) in enumerate(chosen[j])], sigma_z,
-                             cut / sigma_z, measured)
+                             cut / sigma_z, measured) if wanted else [None] * len(chosen[j])
             for slot, (k, sub) in reversed(list(enumerate(chosen[j]))):
                 s = noisy[i, slot, :len(sub) - 1]
                 shaped = runs[slot] is not None and measured[slot]
@@ -1234,13 +1242,15 @@ def _segments(sub: np.ndarray, widths: np.ndarray, beta: float) -> list[int]:
     pss = np.concatenate([z, np.cumsum(sub * sub)])
     psw = np.concatenate([z, np.cumsum(sub * widths)])
     pww = np.concatenate([z, np.cumsum(widths * widths)])
+    # every segment's squared error plus beta at once: row a (start), column b (end)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        seg = ((pss[None, :] - pss[:, None])
+               - (psw[None, :] - psw[:, None]) ** 2 / (pww[None, :] - pww[:, None]) + beta)
     best = np.zeros(m + 1)
     arg = np.zeros(m + 1, dtype=np.int64)
     for b in range(1, m + 1):
-        a = np.arange(b)
-        cost = (best[a] + (pss[b] - pss[a]) - (psw[b] - psw[a]) ** 2 / (pww[b] - pww[a])
-                + beta)
-        k = int(np.argmin(cost))
+        cost = best[:b] + seg[:b, b]
+        k = int(cost.argmin())
         best[b], arg[b] = cost[k], k
     cuts = [m]
     while cuts[-1] > 0:
