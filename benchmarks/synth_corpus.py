@@ -19,7 +19,8 @@ same three for the real *training* rows (the sampling floor: what a perfect synt
 this size would score), and checks of the output's form — the column names and dtypes those
 of the input, every integer column's values whole, each 0/1 integer column's values 0 or 1,
 and the share of values outside the training rows' [min, max] (the synthesizer releases a
-DP range, which may be wider), exactly and at the metrics' rounding ("outside (6 digits)":
+DP range, which may be wider; per column in the JSON and the summary, the table's largest in
+the per-table rows), exactly and at the metrics' rounding ("outside (6 digits)":
 a float column's point mass at its largest value, synthesized 5e-9 above it, is not
 outside there).
 
@@ -98,6 +99,7 @@ def _form(train: object, syn: object) -> dict:
     assert isinstance(train, pd.DataFrame) and isinstance(syn, pd.DataFrame)
     same = list(syn.columns) == list(train.columns) and list(syn.dtypes) == list(train.dtypes)
     whole, binary, outside, outside6 = True, True, 0.0, 0.0
+    per: dict[str, float] = {}
     for c in train.columns:
         t, s = train[c].to_numpy(), syn[c].to_numpy(dtype=np.float64)
         if pd.api.types.is_integer_dtype(train[c].dtype):
@@ -105,11 +107,12 @@ def _form(train: object, syn: object) -> dict:
             if set(np.unique(t).tolist()) <= {0, 1}:
                 binary &= bool(np.all((s == 0) | (s == 1)))
         lo, hi = float(np.min(t)), float(np.max(t))
-        outside = max(outside, float(np.mean((s < lo) | (s > hi))))
+        per[str(c)] = float(np.mean((s < lo) | (s > hi)))
+        outside = max(outside, per[str(c)])
         t6, s6 = _rounded(t), _rounded(s)
         outside6 = max(outside6, float(np.mean((s6 < t6.min()) | (s6 > t6.max()))))
     return {"form": same, "whole": whole, "binary": binary, "outside": outside,
-            "outside6": outside6}
+            "outside6": outside6, "outside cols": per}
 
 
 def _rounded(a: np.ndarray) -> np.ndarray:
@@ -142,7 +145,8 @@ def _split(df: Any, seed: int, max_rows: int) -> tuple[Any, np.ndarray]:
             df.iloc[idx[cut:]].to_numpy(dtype=np.float64))
 
 
-def _run(name: str, df: object, eps: float, seed: int, max_rows: int) -> dict:
+def _run(name: str, df: object, eps: float, seed: int, max_rows: int,
+         fit_offset: int = 0) -> dict:
     import pandas as pd
 
     assert isinstance(df, pd.DataFrame)
@@ -153,9 +157,10 @@ def _run(name: str, df: object, eps: float, seed: int, max_rows: int) -> dict:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            syn_model = pg.PrivateSynthesizer(epsilon=eps, delta=1e-6, random_state=seed)
+            syn_model = pg.PrivateSynthesizer(epsilon=eps, delta=1e-6,
+                                              random_state=seed + fit_offset)
             syn_model.fit(train)
-            syn = syn_model.sample_table(len(train), random_state=seed + 1)
+            syn = syn_model.sample_table(len(train), random_state=seed + fit_offset + 1)
     except (pg.InvalidDataError, pg.PrivacyBudgetError, pg.EstimationFailed) as e:
         row.update(outcome=f"{type(e).__name__}: {str(e)[:160]}", s=time.perf_counter() - t0)
         return row
@@ -199,6 +204,17 @@ def _report(rows: list[dict], seen: set[str], args: argparse.Namespace) -> str:
                   f"metrics' 6 digits: median "
                   f"{np.median([r['outside6'] for r in ok]) if ok else float('nan'):.4f}, max "
                   f"{max([r['outside6'] for r in ok], default=float('nan')):.4f})"]
+        cols = [(r["table"], c, v) for r in ok for c, v in r["outside cols"].items()]
+        if cols:
+            share = np.array([v for *_, v in cols])
+            worst = sorted(cols, key=lambda t: -t[2])[:8]
+            lines.append(
+                f"* columns with synthetic values outside the training range: "
+                f"{int(np.sum(share > 0.01))} of {len(cols)} above 1 % (in "
+                f"{len({t for t, _, v in cols if v > 0.01})} tables), "
+                f"{int(np.sum(share > 0.05))} above 5 %; mean share over all columns "
+                f"{share.mean():.4f}; largest: "
+                + ", ".join(f"{t}.{c} {v:.3f}" for t, c, v in worst if v > 0.01))
         if ok:
             secs = [r["s"] for r in ok]
             lines.append(f"* seconds per table (fit and sample, one thread): median "
@@ -247,6 +263,9 @@ def main() -> None:
     ap.add_argument("--max-cols", type=int, default=10)
     ap.add_argument("--max-rows", type=int, default=10000, help="training rows at most")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fit-offset", type=int, default=0,
+                    help="the fit's noise seed is --seed plus this (the split stays --seed's): "
+                         "other noise draws on the same splits")
     ap.add_argument("--limit", type=int, default=0, help="first this many tables (0: all)")
     ap.add_argument("--tables", nargs="+", default=None,
                     help="only these tables (names, case-insensitive)")
@@ -263,7 +282,7 @@ def main() -> None:
     rows = []
     for i, (name, df) in enumerate(tables):
         for eps in args.budgets:
-            r = _run(name, df, eps, args.seed, args.max_rows)
+            r = _run(name, df, eps, args.seed, args.max_rows, args.fit_offset)
             rows.append(r)
             print(f"[{i + 1}/{len(tables)}] {name} {r['n']}x{r['d']} eps={eps:g}: "
                   f"{r['outcome'][:90]} {r['s']:.1f}s", file=sys.stderr, flush=True)
