@@ -232,3 +232,34 @@ def test_the_level_probe_is_one_bin_of_levels_past_0() -> None:
     assert probe == len(e) - 1 and out[-1] == 4.5
     out, _ = marg._with_level_probe(np.arange(-0.05, 0.5, 0.1), 0.1, True)
     assert out[0] == pytest.approx(-0.15)  # ⌈0.125 × 0.45 / 0.1⌉ = 1 grid step
+
+
+def test_a_bin_of_a_far_released_range_is_split_without_overflow() -> None:
+    """A false alarm of the range release can reach 2^129 (forbes2000 at ε = 0.5): a gridded
+    column's bin [−0.025, 2^129] holds ~1.4e40 grid values, more than an int64 counts; its
+    zoom sub-bins are still ``split`` increasing half-step edges ending at the bin's end (the
+    level count was an int, and np.linspace failed on it: EstimationFailed after spending)."""
+    b = 2.0**129
+    e = marg._zoom_edges(-0.025, b, 0.05, 64)
+    assert e.shape == (65,) and e[0] == -0.025 and e[-1] == b
+    assert np.all(np.diff(e) > 0) and np.all(np.isfinite(e))
+    small = marg._zoom_edges(-0.5, 3.5, 1.0, 64)  # few levels: one sub-bin per level
+    assert np.array_equal(small, [-0.5, 0.5, 1.5, 2.5, 3.5])
+
+
+def test_a_side_without_tail_bins_spreads_nothing() -> None:
+    """A column side with no tail octaves (its released range reaching the last octave, or no
+    room past it) has no tail bins: the spread's Bonferroni over its bins divided by zero
+    (ZeroDivisionError inside the fit: EstimationFailed after spending); it now keeps and
+    gives back nothing and the other side is handled as before."""
+    key = int(marg._octave_keys(np.array([1000.0]))[0])
+    ranged = {0: (np.zeros(marg.N_RANGE_BINS), key - 3, key)}
+    top_edges, top_keys = marg._tail_edges(marg._bin_edges(key)[1], key, 1.0, True)
+    assert len(top_keys) == marg.TAIL_OCTAVES
+    tails = [{"bottom": (np.array([0.0]), []), "top": (top_edges, top_keys)}]
+    noisy = np.zeros(len(top_keys))
+    out = marg._released_tails(noisy, tails, ranged, 1.0, 1.0)
+    assert set(out[0]) == {"bottom", "top"}
+    bottom = out[0]["bottom"]
+    assert len(bottom[1]) == 0 and float(np.sum(bottom[2])) == 0.0
+    assert len(out[0]["top"][1]) == len(top_keys)

@@ -163,9 +163,10 @@ budget and public rows; every frame after the first a function of releases):
    ``info["em_frozen"]`` then has (run, 0) for a start). At 1e-2 rather than 1e-3 (speed7)
    the runs that approach one basin together wait sooner: at that shape, data seeds 0–10,
    6–30 fewer of a fit's 100–154 run-steps (models summed over its passes; data seed 2's fit
-   −15 % CPU), every held-out gap within 7e-5 nat/row; the corpus at ε = 1e4 none worse by more than 0.0015 (immi3 7 nat/row
-   better), generated families 0–19 and 1330–1359 the same to 4 decimals but one (+1e-4;
-   ``benchmarks/results/em_speed.md``). It bounds the time where
+   −15 % CPU), every held-out gap within 7e-5 nat/row; the corpus at ε = 1e4 none worse
+   by more than 0.0015 (immi3 7 nat/row better), generated families 0–19 and 1330–1359 the
+   same to 4 decimals but one (+1e-4; ``benchmarks/results/em_speed.md``). It bounds the
+   time where
    the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
    ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
    mostly too noisy for it, a fit takes up to 2.6 s instead of 0.2–0.6 s (rwm5yr,

@@ -704,8 +704,9 @@ def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, l
             kept = _tail_masses(h, sigma_hist, octave, sigma_range, cut)
             both, sd = _tail_combined(h, sigma_hist, octave, sigma_range)
             up = side == "top"
-            spread = _tail_spread(both, kept, sd, float(ndtri(1.0 - TAIL_RETURN_BETA / len(
-                keys))), outward=up)
+            # (a side of no tail bins — a range reaching E_MAX's octave — spreads nothing)
+            spread = _tail_spread(both, kept, sd, float(ndtri(1.0 - TAIL_RETURN_BETA / max(
+                len(keys), 1))), outward=up)
             back = _tail_return(both, kept, sd, TAIL_RETURN_BETA, outward=up)
             if TAIL_SPREAD and TAIL_RETURN_BETA > 0 and spread.sum() > 0:
                 end = ranged[j][2] if up else ranged[j][1]
@@ -1091,8 +1092,10 @@ def _zoom_edges(a: float, b: float, grid: float, split: int) -> np.ndarray:
         cuts = np.linspace(a, b, split + 1)
         cuts[-1] = b
         return np.unique(cuts)
-    w = int(round((b - a) / grid))
-    ticks = np.arange(w + 1) if w <= split else np.round(np.linspace(0, w, split + 1))
+    w = float(np.round((b - a) / grid))  # a float: a bin of a far released range can hold
+    # more grid values than an int64 counts (2^129 / 0.05 on forbes2000 at ε = 0.5)
+    ticks = (np.arange(int(w) + 1.0) if w <= split
+             else np.round(np.linspace(0.0, w, split + 1)))
     out = a + grid * ticks
     out[-1] = b
     return np.asarray(out)
