@@ -1128,6 +1128,108 @@ def test_reduce_run_merges_close_components_by_their_moments() -> None:
         np.testing.assert_allclose(S[c], C, atol=1e-5)
 
 
+def _split_mixture() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                              np.ndarray, np.ndarray]:
+    """A k = 3, d = 6 mixture of overlapping clusters (means 2 apart, unequal axis scales)
+    and a k' = 6 model that splits each cluster exactly in two along its main axis
+    (moment-preserving; the halves 0.6 sd apart), interleaved: (w, means, covs) of the 6, the
+    truth's (weights, means, covs) and each half's cluster."""
+    rng = np.random.default_rng(5)
+    d, k = 6, 3
+    W = np.array([0.2, 0.3, 0.5])
+    M = np.sqrt(2.0) * np.eye(k, d)
+    S = np.array([np.diag(np.exp(rng.uniform(-0.5, 0.5, d))) for _ in range(k)])
+    parts, owner = [], []
+    for j in range(k):
+        ev, V = np.linalg.eigh(S[j])
+        v = V[:, -1] * math.sqrt(ev[-1]) * 0.3
+        for sgn in (1.0, -1.0):
+            parts.append((W[j] / 2, M[j] + sgn * v, S[j] - np.outer(v, v)))
+            owner.append(j)
+    order = [0, 2, 1, 4, 3, 5]
+    w = np.array([parts[i][0] for i in order])
+    means = np.array([parts[i][1] for i in order])
+    covs = np.array([parts[i][2] for i in order])
+    return w, means, covs, W, M, S, np.array(owner)[order]
+
+
+def test_reduce_run_undoes_an_exact_split_by_its_partition() -> None:
+    """With ``REDUCE_PARTITIONS`` the reduction of a k' model that splits each of k
+    overlapping clusters exactly in two returns the k clusters (weights, means, covariances
+    to rounding): the hard partition of the halves by cluster, moment-matched, is the k'
+    model's best k-component fit. The summary EM alone lands near it, not on it (its soft
+    responsibilities mix the halves of neighbouring clusters), and the partitions cost no
+    draws of the noise generator (a fit whose summary reduction wins is unchanged)."""
+    from privgauss.mixture import em_starts as es
+
+    w, means, covs, W, M, S, _ = _split_mixture()
+    rng, plain_rng = np.random.default_rng(0), np.random.default_rng(0)
+    pi, mu, C = es.reduce_run((w, means, covs), 3, 50_000, rng)
+    order = np.array([int(np.argmin(((mu - M[j]) ** 2).sum(axis=1))) for j in range(3)])
+    np.testing.assert_allclose(pi[order], W, atol=1e-12)
+    np.testing.assert_allclose(mu[order], M, atol=1e-10)
+    np.testing.assert_allclose(C[order], S, atol=1e-10)
+    saved = es.REDUCE_PARTITIONS
+    es.REDUCE_PARTITIONS = False
+    try:
+        _, mu0, _ = es.reduce_run((w, means, covs), 3, 50_000, plain_rng)
+    finally:
+        es.REDUCE_PARTITIONS = saved
+    assert rng.bit_generator.state == plain_rng.bit_generator.state
+    assert np.abs(mu0[[int(np.argmin(((mu0 - M[j]) ** 2).sum(axis=1))) for j in range(3)]]
+                  - M).max() > 1e-3
+
+
+def test_reduction_score_is_the_expected_log_likelihood_of_the_k_prime_model() -> None:
+    """The reduction's score (fixed draws of each k' component) estimates
+    Σ_j w_j E_j[log p(x)]: against a large independent Monte Carlo sample of the k' model
+    under the true k-mixture, within 4 of that sample's standard errors (plus the draws'
+    own error), and a hard partition's score equals the score of its merged model."""
+    from scipy.stats import multivariate_normal
+
+    from privgauss.mixture import em_starts as es
+
+    w, means, covs, W, M, S, owner = _split_mixture()
+    scorer = es._GroupScorer(w, means, covs)
+    truth = (W, M, S)
+    got = scorer.model_score(truth)
+    rng = np.random.default_rng(11)
+    n = 200_000
+    lab = rng.choice(w.size, size=n, p=w)
+    X = means[lab] + np.einsum("nij,nj->ni", np.linalg.cholesky(covs)[lab],
+                               rng.standard_normal((n, means.shape[1])))
+    dens = sum(W[c] * multivariate_normal(M[c], S[c]).pdf(X) for c in range(3))
+    ll = np.log(dens)
+    se = ll.std() / math.sqrt(n) + ll.std() / math.sqrt(es.REDUCE_DRAWS * w.size)
+    assert abs(got - ll.mean()) < 4 * se
+    assert scorer.score(owner) == pytest.approx(
+        scorer.model_score(es._merge_groups(w, means, covs, owner, 3)), rel=1e-12)
+    wrong = owner.copy()
+    wrong[[0, 1]] = wrong[[1, 0]]
+    assert scorer.score(wrong) < scorer.score(owner) - 0.01
+
+
+def test_reduction_score_weighs_each_component_by_its_weight() -> None:
+    """Far-apart k' components scored under the k' model itself: each component's draws see
+    only their own density, so the score is Σ_j w_j (log w_j − ½ E‖g‖² − ½ log det Σ_j) −
+    (d/2) log 2π, with E‖g‖² the mean over the fixed standard-normal draws (exact up to
+    rounding; a score that averaged the components unweighted, or dropped the weights'
+    logs, would be off by ≥ 0.05 here)."""
+    from privgauss.mixture import em_starts as es
+
+    d = 4
+    rng = np.random.default_rng(2)
+    w = np.array([0.05, 0.15, 0.8])
+    means = np.array([[0.0] * d, [100.0] + [0.0] * (d - 1), [0.0, 100.0] + [0.0] * (d - 2)])
+    covs = np.array([np.diag(rng.uniform(0.2, 5.0, d)) for _ in range(3)])
+    G = np.random.default_rng(0).standard_normal((es.REDUCE_DRAWS, d))
+    logdet = np.linalg.slogdet(covs)[1]
+    want = float(w @ (np.log(w) - 0.5 * (G * G).sum(axis=1).mean() - 0.5 * logdet)
+                 - 0.5 * d * math.log(2 * math.pi))
+    got = es._GroupScorer(w, means, covs).model_score((w, means, covs))
+    assert got == pytest.approx(want, abs=1e-9)
+
+
 def test_fewer_steps_where_the_start_grid_sees_every_column_and_steps_are_loud() -> None:
     """T0 = T_FULL_GRID·(1 + min(1, a)) when the start histogram's grid has a direction per
     column (p = d, public): 10 steps at a loud budget, the old 8 + 4k ≤ 20 once the early
