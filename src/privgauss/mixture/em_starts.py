@@ -545,160 +545,17 @@ def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
     return fits[0][1]
 
 
-REDUCE_DRAWS = 1000  # fixed standard-normal draws per k' component: the reduction's score
-REDUCE_PARTITIONS = True  # the moment-matched hard partitions compete with the summary fit
-
-
 def reduce_run(run: Run, k: int, n: int, rng: np.random.Generator) -> Run:
     """A released run of k' > k components reduced to k (post-processing, free): each
     component a Gaussian blob of n·w_j rows, fitted by EM on the summary with restarts
     (:func:`summary_gmm`). Over-parameterised EM puts a component in every true cluster more
     often than EM with k (Dwivedi et al., "Singularity, misspecification and the convergence
     rate of EM", Ann. Statist. 2020; Xu, Hsu, Maleki, "Benefits of over-parameterization with
-    EM", NeurIPS 2018); the reduction searches the k-component basins at no privacy cost.
-
-    With ``REDUCE_PARTITIONS`` the summary fit competes with hard k-partitions of the k'
-    components (each group moment-matched: :func:`_merge_groups`), found by local search
-    (:func:`_partition_search`) from the summary fit's hard assignment and from greedy
-    pairwise merging; the candidate with the largest expected log-likelihood of the k' model
-    (:class:`_GroupScorer`, fixed draws: deterministic) is returned. The summary objective
-    (a Jensen bound) prefers plateau structures on heavily overlapping clusters (issue 27,
-    ``benchmarks/results/em_small_clusters.md``, "emshape"). The summary fit keeps ties:
-    where it scores best, the reduction is as before."""
+    EM", NeurIPS 2018); the reduction searches the k-component basins at no privacy cost."""
     w, means, covs = run
     pi, mu, S = summary_gmm(n * np.asarray(w, dtype=np.float64), means, covs, k, rng)
     pi = np.maximum(pi, 1e-3)
-    out: Run = (pi / pi.sum(), mu, repair_covariance(S))
-    if not REDUCE_PARTITIONS or means.shape[0] <= k:
-        return out
-    wk = np.maximum(np.asarray(w, dtype=np.float64), 0.0)
-    wk = wk / wk.sum() if wk.sum() > 0 else np.full(wk.size, 1.0 / wk.size)
-    scorer = _GroupScorer(wk, means, covs)
-    best = scorer.model_score(out)
-    lab0 = np.argmax(_blob_loglik(means, covs, out[1], out[2]) + np.log(out[0]), axis=1)
-    for lab in _partition_search(scorer, k, lab0):
-        score = scorer.score(lab)
-        if score > best:
-            best, out = score, _merge_groups(wk, means, covs, lab, k)
-    return out
-
-
-def _component_loglik(X: np.ndarray, mu: np.ndarray, S: np.ndarray) -> np.ndarray:
-    """log N(x; mu, S) for the rows of ``X``."""
-    L = np.linalg.cholesky(S)
-    Y = np.linalg.solve(L, (X - mu).T)
-    return (-0.5 * (Y * Y).sum(axis=0) - np.log(np.diag(L)).sum()
-            - 0.5 * X.shape[1] * math.log(2.0 * math.pi))
-
-
-class _GroupScorer:
-    """The k' model's expected log-likelihood Σ_j w_j E_j[log p(x)] under a reduced model p,
-    estimated on ``REDUCE_DRAWS`` points of each k' component (one fixed standard-normal
-    sample mapped through each component's Cholesky factor: deterministic, common to all
-    candidates). A hard partition's groups are moment-matched (:func:`_merge_groups`) and
-    each group's log-densities cached, so a search that changes one or two groups per
-    candidate evaluates only those."""
-
-    def __init__(self, w: np.ndarray, means: np.ndarray, covs: np.ndarray) -> None:
-        self.w, self.means, self.covs = w, means, covs
-        K, d = means.shape
-        G = np.random.default_rng(0).standard_normal((REDUCE_DRAWS, d))
-        L = np.linalg.cholesky(repair_covariance(covs))
-        self.X = (means[:, None, :] + np.einsum("jab,mb->jma", L, G)).reshape(K * REDUCE_DRAWS, d)
-        self.cache: dict[tuple[int, ...], tuple[float, np.ndarray]] = {}
-
-    def _group(self, members: tuple[int, ...]) -> tuple[float, np.ndarray]:
-        got = self.cache.get(members)
-        if got is None:
-            sel = np.zeros(self.w.size, dtype=bool)
-            sel[list(members)] = True
-            _, mu, S = _merge_groups(self.w, self.means, self.covs, np.where(sel, 0, 1), 2)
-            got = (float(self.w[sel].sum()), _component_loglik(self.X, mu[0], S[0]))
-            self.cache[members] = got
-        return got
-
-    def _mix(self, pi: np.ndarray, cols: list[np.ndarray]) -> float:
-        pi = np.maximum(pi / pi.sum(), 1e-3)
-        lp = np.log(pi / pi.sum())[:, None] + np.array(cols)
-        top = lp.max(axis=0)
-        ll = top + np.log(np.exp(lp - top).sum(axis=0))
-        return float(self.w @ ll.reshape(self.w.size, REDUCE_DRAWS).mean(axis=1))
-
-    def score(self, lab: np.ndarray) -> float:
-        groups = [self._group(tuple(np.flatnonzero(lab == g).tolist()))
-                  for g in range(int(lab.max()) + 1)]
-        return self._mix(np.array([g[0] for g in groups]), [g[1] for g in groups])
-
-    def model_score(self, model: Run) -> float:
-        pi, mu, S = model
-        return self._mix(np.asarray(pi, dtype=np.float64),
-                         [_component_loglik(self.X, mu[c], S[c]) for c in range(len(pi))])
-
-
-def _merge_groups(w: np.ndarray, means: np.ndarray, covs: np.ndarray, lab: np.ndarray,
-                  k: int) -> Run:
-    """The k' components moment-matched within the groups ``lab`` (every group non-empty)."""
-    pi = np.array([w[lab == g].sum() for g in range(k)])
-    mu = np.empty((k, means.shape[1]))
-    S = np.empty((k,) + covs.shape[1:])
-    for g in range(k):
-        sel = lab == g
-        a = w[sel] / max(float(w[sel].sum()), 1e-300)
-        mu[g] = a @ means[sel]
-        D = means[sel] - mu[g]
-        S[g] = np.einsum("j,jab->ab", a, covs[sel]) + (D * a[:, None]).T @ D
-    pi = np.maximum(pi / pi.sum(), 1e-3)
     return pi / pi.sum(), mu, repair_covariance(S)
-
-
-def _partition_search(scorer: _GroupScorer, k: int, lab0: np.ndarray) -> list[np.ndarray]:
-    """Hard k-partitions of the k' components: greedy pairwise merging (each merge the one
-    whose moment-matched mixture scores best, :class:`_GroupScorer`) and the summary fit's
-    hard assignment ``lab0`` (an empty group filled by the heaviest group's lightest member),
-    each improved by moving single components between groups while the score rises."""
-    w = scorer.w
-    lab = np.arange(w.size)
-    while lab.max() + 1 > k:  # greedy merging
-        g = int(lab.max()) + 1
-        best, keep = -math.inf, lab
-        for a in range(g):
-            for b in range(a + 1, g):
-                new = np.where(lab == b, a, lab)
-                new = np.where(new > b, new - 1, new)
-                s = scorer.score(new)
-                if s > best:
-                    best, keep = s, new
-        lab = keep
-    start = np.array(lab0)
-    for c in range(k):
-        if not (start == c).any():
-            sizes = np.bincount(start, minlength=k)
-            big = np.flatnonzero(start == int(np.argmax(sizes)))
-            start[big[np.argmin(w[big])]] = c
-    return [_local_search(scorer, k, s) for s in (lab, start)]
-
-
-def _local_search(scorer: _GroupScorer, k: int, lab: np.ndarray) -> np.ndarray:
-    """``lab`` improved by single-component moves between groups (first improvement, no group
-    emptied) until none raises the score."""
-    lab = lab.copy()
-    cur = scorer.score(lab)
-    improved = True
-    while improved:
-        improved = False
-        for j in range(lab.size):
-            if (lab == lab[j]).sum() == 1:
-                continue
-            for g in range(k):
-                if g == lab[j]:
-                    continue
-                new = lab.copy()
-                new[j] = g
-                s = scorer.score(new)
-                if s > cur + 1e-12 * abs(cur):
-                    lab, cur, improved = new, s, True
-                    break
-    return lab
 
 
 def repair_covariance(C: np.ndarray, lo: float = EIG_FLOOR) -> np.ndarray:

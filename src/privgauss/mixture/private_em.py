@@ -224,13 +224,7 @@ budget and public rows; every frame after the first a function of releases):
    :func:`em_requirements` at k'. Over-parameterised EM puts a component in every true
    cluster more often (Dwivedi et al. 2020; Xu, Hsu, Maleki, NeurIPS 2018). Before step
    ``reduce_at`` the released k'-model is reduced to k components by EM on its components
-   as Gaussian blobs (:func:`~privgauss.mixture.em_starts.reduce_run`, restarts; free) —
-   or by a hard k-partition of the k' components, each group moment-matched, where that
-   fits the k' model better (its expected log-likelihood on fixed draws of each component;
-   greedy merging and single-component moves; free and deterministic: issue 27, em_speed's
-   overlapping mixture, where the summary EM's Jensen-bound objective chose a plateau
-   structure scikit-learn's EM needs ~100 steps to leave: 0.16/0.18/0.36 → 0.03/0.02/0.25
-   nat/row at data seeds 0/1/2, ``benchmarks/results/em_small_clusters.md``, "emshape") — and
+   as Gaussian blobs (:func:`~privgauss.mixture.em_starts.reduce_run`, restarts; free), and
    the last 8 steps (1 − ``OVER_SHARE`` = 75 % of the steps' ρ, half of that on the last)
    refine it with k components. Each step's releases cost what they would with k (the k
    components cost what one does), so the plan names the same parts.
