@@ -1,5 +1,5 @@
 """Issue 27, ``em_speed.py``'s mixture at ε = 1 (``benchmarks/results/em_small_clusters.md``,
-"em_scale's shape"): where the 0.16–0.36 nat/row below scikit-learn is lost.
+"emshape"): where the 0.16–0.36 nat/row below scikit-learn is lost.
 
 Data as ``em_speed.py``: ``em_scale.py``'s k = 3, d = 10 mixture, n = 5e4 training rows
 (data seed s: ``default_rng(1000 + s)``), 2e4 held-out rows (``default_rng(2000 + s)``), the
