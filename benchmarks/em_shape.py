@@ -23,7 +23,12 @@ starts' releases exact (still charged: the plan and the ledger are the fit's);
 ``--no-noise-from-reduction`` only the releases after the reduction (do the refining steps'
 *rules* lose it?); ``--refine-tail F`` sets ``REFINE_TAIL`` (the refining steps' clipping
 radius √d + F·√(2 ln n); 0.25 = the exploring steps'); ``NAME=VALUE`` sets other
-``private_em`` constants.
+``private_em`` constants; ``--off G1,G2`` switches guards of the refining steps off (after
+the reduction only: :func:`refining_guards_off`; ``all``: every one but the ``quiet`` probe);
+``--extra-steps E`` makes every plan's T E steps longer (with ``REDUCE_STEPS=8+E``: E more
+refining steps after the same 12 steps, the ρ re-split by the plan); ``--quick`` prints only
+the fit, the reduction and the refining steps (with scikit-learn's EM from the reduction for
+as many steps): 5 s for three seeds.
 
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=src \\
         python benchmarks/em_shape.py --seeds 0,1,2
@@ -120,8 +125,11 @@ def traced_fit(X: np.ndarray, eps: float, seed: int, no_noise: str) -> tuple[Any
             cap["rel"].append((t, tuple(np.copy(x) for x in out[0])))
         return out
 
+    PROBE["refining"] = {"on": False}
+
     def reduce_run(run: Any, k: int, n: int, rng: Any) -> Any:
         out = (partition_reduction if PROBE["partition"] else red)(run, k, n, rng)
+        PROBE["refining"]["on"] = True
         cap["kprime"], cap["reduced"] = tuple(np.copy(x) for x in run), out
         if no_noise == "refine":
             exact_on["on"] = True
@@ -139,6 +147,7 @@ def traced_fit(X: np.ndarray, eps: float, seed: int, no_noise: str) -> tuple[Any
 
     pe.transform_rows, pe._em_release_runs, pe.reduce_run, pe._em_steps = (
         transform_rows, em_release_runs, reduce_run, em_steps)
+    guards = refining_guards_off(PROBE["off"], exact_on, no_noise)
     if no_noise:
         pe.gaussian_mechanism = exact(saved["gaussian_mechanism"])
         pe.symmetric_matrix_mechanism = exact(saved["symmetric_matrix_mechanism"])
@@ -154,7 +163,69 @@ def traced_fit(X: np.ndarray, eps: float, seed: int, no_noise: str) -> tuple[Any
             setattr(pe, name, fn)
         for name, fn in saved_es.items():
             setattr(es, name, fn)
+        for name, fn in guards.items():
+            setattr(pe, name, fn)
     return est, cap
+
+
+GUARDS = ("floor", "eigfloor", "declipcap", "combine", "shrink", "declip", "meancap", "quiet")
+
+
+def refining_guards_off(off: set[str], state: dict[str, Any], no_noise: str) -> dict[str, Any]:
+    """``--off``: switch guards of the refining steps off (only after the reduction: the
+    exploring and k' steps, hence the reduction, are the fit's). ``floor`` the per-step
+    eigenvalue floor (:func:`_floor`), ``eigfloor`` the absolute one (``_step_eig_floor`` →
+    ``NUMERIC_FLOOR``), ``declipcap`` the de-clipped eigenvalue cap, ``combine`` the gain
+    (a release taken as is, its noise as the error left), ``shrink`` the first refining
+    step's half James–Stein, ``declip`` the de-clipping (the clipped moments as released),
+    ``meancap`` the mean-move cap (``MEAN_CAP``). ``quiet`` is a probe, not a guard off: the
+    gain g of :func:`_combine` taken to 1 − fade·(1 − g), fade = ``_guard_fade`` (the floors'
+    fade: 1 while the release's noise reach 2√d·s ≥ ``STEP_FLOOR``, (reach/``STEP_FLOOR``)^4
+    below). Returns the saved attributes."""
+    if not off:
+        return {}
+    saved = {n: getattr(pe, n) for n in ("_floor", "_step_eig_floor", "_declip_cap",
+                                          "_combine", "_shrink", "undo_clipping_batch",
+                                          "MEAN_CAP")}
+    # the refining steps start at the reduction (``reduce_run`` is traced before)
+    on = state if no_noise == "refine" else PROBE.setdefault("refining", {"on": False})
+
+    def when(name: str, alt: Any) -> Any:
+        orig = saved[name]
+
+        def f(*a: Any, **kw: Any) -> Any:
+            return alt(*a, **kw) if on["on"] else orig(*a, **kw)
+        return f
+
+    def plain(v: np.ndarray, S: np.ndarray, tau: float, U: Any = None) -> Any:
+        return np.array(v), np.array(S) - v[:, :, None] * v[:, None, :]
+
+    def quiet(Cy: np.ndarray, ybar: np.ndarray, s_c: float, s_m: float, mem: Any) -> Any:
+        _, _, v_c, v_m = saved["_combine"](Cy, ybar, s_c, s_m, mem)
+        d = Cy.shape[0]
+        mu = float(np.trace(Cy)) / d
+        fade = pe._guard_fade(s_c, d, pe.FLOOR_POWER)
+        g_c = 1.0 - fade * (1.0 - v_c / (s_c * s_c))
+        g_m = 1.0 - fade * (1.0 - v_m / (s_m * s_m))
+        return (pe.sym(mu * np.eye(d) + g_c * (Cy - mu * np.eye(d))), g_m * ybar,
+                g_c * s_c * s_c, g_m * s_m * s_m)
+
+    alts = {"floor": ("_floor", lambda C, s=np.inf: C),
+            "eigfloor": ("_step_eig_floor", lambda s, d, factored=False: pe.NUMERIC_FLOOR),
+            "declipcap": ("_declip_cap", lambda C, r, s: C),
+            "combine": ("_combine", lambda Cy, ybar, s_c, s_m, mem: (Cy, ybar, s_c * s_c,
+                                                                     s_m * s_m)),
+            "quiet": ("_combine", quiet),
+            "shrink": ("_shrink", lambda C, s, strength=1.0: C),
+            "declip": ("undo_clipping_batch", plain)}
+    assert not {"combine", "quiet"} <= off, "combine and quiet both replace _combine"
+    for g in off:
+        if g == "meancap":
+            pe.MEAN_CAP = False
+        else:
+            name, alt = alts[g]
+            setattr(pe, name, when(name, alt))
+    return saved
 
 
 def analyse(seed: int, eps: float, no_noise: str, top: int) -> dict[str, float]:
@@ -162,7 +233,7 @@ def analyse(seed: int, eps: float, no_noise: str, top: int) -> dict[str, float]:
     H = _rows(HELD, np.random.default_rng(2000 + seed))
     sk = GaussianMixture(K, n_init=1, random_state=seed).fit(X)
     base = float(sk.score(H))
-    sk5 = GaussianMixture(K, n_init=5, random_state=seed).fit(X)
+    sk5 = None if PROBE["quick"] else GaussianMixture(K, n_init=5, random_state=seed).fit(X)
     est, cap = traced_fit(X, eps, seed, no_noise)
     W, m0, plan = cap["W"], cap["m0"], cap["plan"]
     ldet = float(np.linalg.slogdet(W)[1])
@@ -177,10 +248,22 @@ def analyse(seed: int, eps: float, no_noise: str, top: int) -> dict[str, float]:
           f"k' = {plan.fitted(K)}; refining radii "
           + " ".join(f"{plan.step_radius(t):.2f}" for t in range(plan.reduce_at or 0,
                                                                   plan.n_steps)))
-    print(f"  fit gap {out['gap']:.4f} (selected {est.selected_model_}); sklearn best of 5 "
-          f"{base - float(sk5.score(H)):.4f}; sklearn from the fit, 100 steps "
-          f"{gap(sk_from((est_w(est, W, m0)), 100, Z)):.4f}")
-    if "kprime" in cap:
+    if sk5 is None:
+        print(f"  fit gap {out['gap']:.4f} (selected {est.selected_model_})")
+    else:
+        print(f"  fit gap {out['gap']:.4f} (selected {est.selected_model_}); sklearn best of 5 "
+              f"{base - float(sk5.score(H)):.4f}; sklearn from the fit, 100 steps "
+              f"{gap(sk_from((est_w(est, W, m0)), 100, Z)):.4f}")
+    if "kprime" in cap and PROBE["quick"]:
+        red = cap["reduced"]
+        ref = [r for t, r in cap["rel"] if t >= plan.reduce_at]
+        out["reduced"] = gap(mixture(red))
+        out["refined_sk_same_steps"] = gap(sk_from(red, len(ref), Z))
+        print("  refining steps' released models, gap: "
+              + " ".join(f"{gap(mixture(r)):.4f}" for r in ref))
+        print(f"  free reduction {out['reduced']:.4f}; sklearn from it, {len(ref)} steps "
+              f"{out['refined_sk_same_steps']:.4f}")
+    elif "kprime" in cap:
         kp = cap["kprime"]
         kk = len(kp[0])
         skk = GaussianMixture(kk, n_init=1, random_state=seed).fit(Z)
@@ -243,7 +326,7 @@ def summary_obj(Nb: np.ndarray, kp: Any, fit: Any) -> float:
     return float(Nb @ (top[:, 0] + np.log(np.exp(logp - top).sum(axis=1))))
 
 
-PROBE = {"partition": False}
+PROBE: dict[str, Any] = {"partition": False, "off": set(), "quick": False}
 
 
 def partition_reduction(run: Any, k: int, n: int, rng: Any) -> Any:
@@ -277,6 +360,12 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=3)
     ap.add_argument("--partition-reduction", action="store_true",
                     help="probe: reduce by the best hard partition on a k'-model sample")
+    ap.add_argument("--off", default="", help="refining guards off: " + ",".join(GUARDS))
+    ap.add_argument("--quick", action="store_true",
+                    help="only the fit, the reduction and the refining steps")
+    ap.add_argument("--extra-steps", type=int, default=0,
+                    help="probe: every plan's T (_n_steps) this many steps longer (with "
+                         "REDUCE_STEPS = 8 + this: more refining steps, the same k' steps)")
     ap.add_argument("set", nargs="*", help="private_em constants, NAME=VALUE")
     a = ap.parse_args()
     np.set_printoptions(precision=3, suppress=True, linewidth=160)
@@ -286,6 +375,16 @@ def main() -> None:
     if a.refine_tail is not None:
         pe.REFINE_TAIL = a.refine_tail
     PROBE["partition"] = a.partition_reduction
+    PROBE["off"] = (set(GUARDS) - {"quiet"} if a.off == "all"
+                    else {g for g in a.off.split(",") if g})
+    assert PROBE["off"] <= set(GUARDS), a.off
+    PROBE["quick"] = a.quick
+    if a.extra_steps:
+        n_steps = pe._n_steps
+
+        def longer(*args: Any, **kw: Any) -> int:
+            return int(n_steps(*args, **kw)) + a.extra_steps
+        pe._n_steps = longer
     mode = "all" if a.no_noise else "refine" if a.no_noise_from_reduction else ""
     rows = [analyse(int(s), a.epsilon, mode, a.top) for s in a.seeds.split(",")]
     for key in rows[0]:

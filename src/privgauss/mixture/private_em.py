@@ -422,6 +422,7 @@ FADE = 0.85  # under the floor and below this × the previous count: fading, rev
 FADE_LEVEL = 0.5  # ... and under this × the step's release floor
 DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM's move (_gain)
 POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
+MEAN_CAP = True  # a step moves a mean at most its clipping radius (False: an experiment switch)
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
 FINAL_SHARE = 0.03  # of ρ_EM (taken from the EM steps), the final pick among the candidates
 CANDIDATES = ("em", "single_gaussian", "public")  # the final pick's candidates, in this order
@@ -1895,7 +1896,8 @@ def _em_release_runs(steps: list[_RunStep], plan: EMPlan, t: int, release: Relea
             # rows were clipped at r around the current mean: they cannot move it further
             # (noisy moments near the clipping sphere de-clipped to a far point: a mean
             # jumped 250 away)
-            ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
+            if MEAN_CAP:
+                ybar = ybar * min(1.0, r / max(float(np.linalg.norm(ybar)), 1e-300))
             p.new_means[j] = means[j] + L[j] @ ybar
             # the errors left, in the next frame's units (:func:`_error_memory`)
             if p.facs is not None:  # through the factor, all components at once below
