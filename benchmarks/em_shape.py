@@ -48,30 +48,14 @@ from sklearn.mixture import GaussianMixture
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from em_scale import _rows  # noqa: E402
+from em_small_clusters import _mixture as mixture  # noqa: E402
+from em_small_clusters import _sklearn_from as sk_from  # noqa: E402
 
 import privgauss as pg  # noqa: E402
 from privgauss.mixture import em_starts as es  # noqa: E402
 from privgauss.mixture import private_em as pe  # noqa: E402
 
 N, K, HELD = 50_000, 3, 20_000
-
-
-def mixture(run: Any) -> GaussianMixture:
-    w, mu, S = (np.asarray(x, dtype=np.float64) for x in run)
-    g = GaussianMixture(len(w))
-    g.weights_, g.means_, g.covariances_ = w / w.sum(), mu, S
-    g.precisions_cholesky_ = np.linalg.cholesky(np.linalg.inv(S))
-    g.covariance_type = "full"
-    return g
-
-
-def sk_from(run: Any, steps: int, Z: np.ndarray) -> GaussianMixture:
-    w, mu, S = run
-    g = GaussianMixture(len(w), weights_init=w / w.sum(), means_init=mu,
-                        precisions_init=np.linalg.inv(S), max_iter=steps, tol=0.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return g.fit(Z)
 
 
 def partitions(n: int, k: int) -> Any:
