@@ -7,10 +7,11 @@ options), and a per-step trace of which true clusters the fit resolves.
     python benchmarks/em_small_clusters.py --seeds 1161 --trace
     python benchmarks/em_small_clusters.py --seeds 1454 --trace --explore
     python benchmarks/em_small_clusters.py --seeds 1303 --noise 0,2 --diagnose
+    python benchmarks/em_small_clusters.py --seeds 2568 --diagnose --pick-basins
 
 A true cluster is *resolved* by a model when one component holds more than half of its rows
 and they are more than half of that component's (hard assignment of the training rows in the
-whitened frame, by the true labels). The trace wraps ``_em_release`` and ``reduce_run``
+whitened frame, by the true labels). The trace wraps ``_em_release_runs`` and ``reduce_run``
 (reading the rows and the released models, changing nothing).
 
 ``--diagnose`` (fam4): is a fit's gap a wrong structure or the last step's noise? It scores
@@ -19,7 +20,10 @@ model before the last step, scikit-learn's EM started from that model (1 step) a
 free reduction of an over-parameterised run (1, 2, 3 steps), and prints each true cluster's
 KL(true ‖ fitted) at every refining step (components matched to the clusters by least KL).
 A right structure: scikit-learn from the model before the last step reaches its best of 5
-at once (gap ≈ 0); then the fit's gap is the noise of what the last step released.
+at once (gap ≈ 0); then the fit's gap is the noise of what the last step released. With
+``--pick-basins`` (famcensus) it also prints, for each exploring run's last model before the
+run pick, its gap and scikit-learn's EM from it for the steps a picked run has left and for
+300 steps (the run's basin), and which run the pick took.
 
 ``--reductions`` (fam5): could a k' run's reduction be chosen better? For the k' run as
 released before the reduction it scores (held out, the fit's frame) the free reduction
@@ -85,18 +89,18 @@ def trace(seed: int, noise_seed: int, explore: bool = False) -> None:
     X, lab = sample_labelled(fam, N, np.random.default_rng([fam.seed, 1]))
     rows: dict[str, Any] = {}
     log: list[tuple[str, Any, np.ndarray | None]] = []
-    steps, rel, red, split = pe._em_steps, pe._em_release, pe.reduce_run, pe._split
+    steps, rel, red, split = pe._em_steps, pe._em_release_runs, pe.reduce_run, pe._split
 
     def em_steps(Z: Any, runs: list[Any], plan: Any, *a: Any, **kw: Any) -> Any:
         rows["Z"], rows["plan"] = np.asarray(Z), plan
         return steps(Z, runs, plan, *a, **kw)
 
-    def em_release(stats: Any, run: Any, L: Any, plan: Any, t: int, release: Any, n: int,
-                   run_tag: str = "", *a: Any, **kw: Any) -> Any:
-        out = rel(stats, run, L, plan, t, release, n, run_tag, *a, **kw)
-        if not run_tag or explore:  # the picked run (exploring runs are tagged)
-            log.append((f"step {t + 1}{run_tag}", out, np.asarray(stats[0]).copy()))
-        return out
+    def em_release(runs: Any, plan: Any, t: int, release: Any, n: int) -> Any:
+        outs = rel(runs, plan, t, release, n)
+        for st, out in zip(runs, outs, strict=True):
+            if not st.tag or explore or len(runs) == 1:  # the picked run (exploring: tagged)
+                log.append((f"step {t + 1}{st.tag}", out, np.asarray(st.stats[0]).copy()))
+        return outs
 
     def split_(w: Any, means: Any, covs: Any, dead: int, alive: Any) -> Any:
         h = split(w, means, covs, dead, alive)
@@ -108,15 +112,15 @@ def trace(seed: int, noise_seed: int, explore: bool = False) -> None:
         log.append(("reduction", out, None))
         return out
 
-    pe._em_steps, pe._em_release, pe.reduce_run, pe._split = (em_steps, em_release, reduce,
-                                                              split_)
+    pe._em_steps, pe._em_release_runs, pe.reduce_run, pe._split = (em_steps, em_release,
+                                                                   reduce, split_)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             pg.PrivateGaussianMixture(fam.k, method="em", random_state=noise_seed,
                                       **BUDGET).fit(X)
     finally:
-        pe._em_steps, pe._em_release, pe.reduce_run, pe._split = steps, rel, red, split
+        pe._em_steps, pe._em_release_runs, pe.reduce_run, pe._split = steps, rel, red, split
     plan = rows["plan"]
     kf = plan.fitted(fam.k)
     print(f"family {seed} {fam.describe()} noise seed {noise_seed}; weights "
@@ -127,7 +131,7 @@ def trace(seed: int, noise_seed: int, explore: bool = False) -> None:
         if run is None:  # a split-revival (in the run logged next)
             print(f"  {name:>10}")
             continue
-        t = int(name.split()[1]) - 1 if name.startswith("step") else plan.n_steps
+        t = int(name.split()[1]) - 1 if name.startswith("step") else plan.reduce_at
         kk = kf if plan.reduce_at is None or t < plan.reduce_at else fam.k
         res = resolved(rows["Z"], run, lab, fam.k)
         ok = sum(1 for _, f, p in res if f > 0.5 and p > 0.5)
@@ -195,7 +199,8 @@ def _fit_spied(k: int, X: np.ndarray, noise_seed: int, frame: dict[str, Any],
             setattr(pe, name, fn)
 
 
-def diagnose(seed: int, noise_seed: int, cache: str | None) -> None:
+def diagnose(seed: int, noise_seed: int, cache: str | None, pick_basins: bool = False
+             ) -> None:
     from scipy.optimize import linear_sum_assignment
 
     fam = mf.family(seed)
@@ -203,18 +208,23 @@ def diagnose(seed: int, noise_seed: int, cache: str | None) -> None:
     X, H = fam.sample(N, rng), fam.sample(20_000, rng)
     best = mf._reference(fam, N, X, H, cache)["best"]
     log: list[tuple[int, Any, Any]] = []
+    explog: list[tuple[int, str, Any]] = []  # the exploring runs' released models
     frame: dict[str, Any] = {}
-    rel = pe._em_release
+    rel = pe._em_release_runs
 
-    def em_release(stats: Any, run: Any, L: Any, plan: Any, t: int, release: Any, n: int,
-                   run_tag: str = "", *a: Any, **kw: Any) -> Any:
-        out = rel(stats, run, L, plan, t, release, n, run_tag, *a, **kw)
-        if not run_tag:
-            frame["plan"] = plan
-            log.append((t, run, out))
-        return out
+    def em_release(runs: Any, plan: Any, t: int, release: Any, n: int) -> Any:
+        outs = rel(runs, plan, t, release, n)
+        frame["plan"] = plan
+        for st, out in zip(runs, outs, strict=True):
+            if st.tag and t < plan.explore_steps:
+                explog.append((t, st.tag, out))
+            if len(runs) == 1 and t >= plan.explore_steps:  # the picked run
+                frame.setdefault("picked", next(
+                    (tag for _, tag, r in explog if r is st.run), " ?"))
+                log.append((t, st.run, out))
+        return outs
 
-    est = _fit_spied(fam.k, X, noise_seed, frame, _em_release=em_release)
+    est = _fit_spied(fam.k, X, noise_seed, frame, _em_release_runs=em_release)
     plan, W, m0 = frame["plan"], frame["W"], frame["m0"]
     ldet = float(np.linalg.slogdet(W)[1])
     Z, Hz = (X - m0) @ W.T, (H - m0) @ W.T
@@ -226,13 +236,25 @@ def diagnose(seed: int, noise_seed: int, cache: str | None) -> None:
     print(f"family {seed} {fam.describe()} noise seed {noise_seed}: T = {T}, k' = "
           f"{plan.fitted(fam.k)}, reduce at {plan.reduce_at}, last step r = "
           f"{plan.step_radius(T - 1):.2f}")
+    if explog and pick_basins:  # each exploring run's last model before the pick
+        last: dict[str, Any] = {}
+        for _, tag, run in explog:
+            last[tag] = run
+        rest = plan.n_steps - plan.explore_steps  # the steps a picked run has left
+        print(f"  picked{frame.get('picked', ' ?')}; at the pick (gap / sklearn {rest} / 300 "
+              "steps from it): " + "; ".join(
+                  f"{tag.strip()} {gap(_mixture(run)):.4f} / "
+                  f"{gap(_sklearn_from(run, rest, Z)):.4f} / "
+                  f"{gap(_sklearn_from(run, 300, Z)):.4f}" for tag, run in last.items()),
+              flush=True)
     prelast = log[-1][1]
     line = (f"  gap {best - est.score(H):.4f}; before the last step {gap(_mixture(prelast)):.4f}"
             f"; sklearn from it, 1 step: {gap(_sklearn_from(prelast, 1, Z)):.4f}")
     red = [run for t, run, _ in log if t == plan.reduce_at]
     if red:
-        line += "; sklearn from the reduction, 1/2/3 steps: " + " ".join(
-            f"{gap(_sklearn_from(red[0], s, Z)):.4f}" for s in (1, 2, 3))
+        line += "; the reduction " + f"{gap(_mixture(red[0])):.4f}" + \
+            ", sklearn from it, 1/2/3/300 steps: " + " ".join(
+            f"{gap(_sklearn_from(red[0], s, Z)):.4f}" for s in (1, 2, 3, 300))
     print(line)
     tm = (fam.means - m0) @ W.T
     tS = np.array([W @ (R @ R.T) @ W.T for R in fam.roots])
@@ -320,6 +342,9 @@ def main() -> None:
                     help="with --trace: the exploring runs' steps too, and the split-revivals")
     ap.add_argument("--diagnose", action="store_true",
                     help="structure or last-step noise (see the module docstring)")
+    ap.add_argument("--pick-basins", action="store_true",
+                    help="with --diagnose: each exploring run's gap at the pick, and sklearn's "
+                    "EM (300 steps) from it")
     ap.add_argument("--reductions", type=int, default=0, metavar="R",
                     help="the reduction's candidates (see the module docstring)")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
@@ -338,7 +363,7 @@ def main() -> None:
     if args.diagnose:
         for s in seeds:
             for q in noise:
-                diagnose(s, q, args.sklearn_cache)
+                diagnose(s, q, args.sklearn_cache, args.pick_basins)
         return
     if args.trace:
         for s in seeds:
