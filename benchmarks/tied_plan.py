@@ -22,6 +22,11 @@ their pooled second moment at the same sensitivity √2·r² and ``TIED_SHARES``
 * ``short``: where the rule fires, the default plan with T = ``--short-steps`` steps instead
   of 20 (full covariances);
 * ``tied-short``: both.
+* ``lean`` (a different rule, not tied): a plain plan whose first exploring step's release
+  floor (``private_em._release_floor``: the released count under which a step leaves a
+  component's estimate as it was) is at least ``--lean-share`` × n keeps one exploring step
+  (the run pick still follows it) and gives the other exploring steps' ρ to its last step
+  (T − E + 1 steps; ``rho_steps`` and the radii replanned, so the ledger follows the plan).
 
 Same splits, references and columns as ``real_mixtures.py`` (gap = sklearn's best of 5 minus
 ours, held out, median and worst over the seeds).
@@ -47,10 +52,11 @@ import real_mixtures as rm  # noqa: E402
 
 from privgauss.mixture import private_em as pe  # noqa: E402
 
-VARIANTS = ("main", "tied", "tied-combined", "tied-candidate", "short", "tied-short")
+VARIANTS = ("main", "tied", "tied-combined", "tied-candidate", "short", "tied-short", "lean")
 
 
-def patch(variant: str, threshold: float, short_steps: int = 10) -> None:
+def patch(variant: str, threshold: float, short_steps: int = 10, lean_share: float = 0.5
+          ) -> None:
     """Install ``variant`` into private_em (this process only)."""
     if variant == "main":
         return
@@ -74,6 +80,8 @@ def patch(variant: str, threshold: float, short_steps: int = 10) -> None:
                 for t in range(plan.n_steps)))
         if variant == "tied-candidate":
             plan = dataclasses.replace(plan, final_candidates=plan.final_candidates + 1)
+        if variant == "lean":
+            plan = _lean(plan, n, d, k, lean_share, n_steps)
         return plan
 
     def final_candidates(em: Any, P: Any, m0: Any, W: Any, k: int, plan: pe.EMPlan,
@@ -86,6 +94,22 @@ def patch(variant: str, threshold: float, short_steps: int = 10) -> None:
         pe._final_candidates = final_candidates  # type: ignore[assignment]
     if variant == "tied-combined":
         _combine_tied_steps()
+
+
+def _lean(plan: pe.EMPlan, n: int, d: int, k: int, share: float, n_steps: int | None
+          ) -> pe.EMPlan:
+    """``plan`` with one exploring step where an exploring release cannot update a component
+    of fewer than ``share`` × n rows (public), the others' ρ on the last step."""
+    E = plan.explore_steps
+    if (n_steps is not None or plan.components or plan.n_starts >= pe.WIDE_STARTS or E <= 1
+            or pe._release_floor(plan, 0, n, k) < share * n):
+        return plan
+    rs = plan.rho_steps
+    plan = dataclasses.replace(plan, rho_steps=(rs[0],) + rs[E:-1] + (rs[-1] + sum(rs[1:E]),),
+                               explore_steps=1, step_radii=())
+    return dataclasses.replace(plan, step_radii=tuple(
+        pe.step_radius(n, d, k, plan.stat_rhos(t)[2], pe._tail(plan, t))
+        for t in range(plan.n_steps)))
 
 
 def _combine_tied_steps() -> None:
@@ -143,10 +167,11 @@ def main() -> None:
     ap.add_argument("--variant", choices=VARIANTS, default="main")
     ap.add_argument("--threshold", type=float, default=0.2)
     ap.add_argument("--short-steps", type=int, default=10)
+    ap.add_argument("--lean-share", type=float, default=0.5)
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--tables", nargs="+", required=True)
     args = ap.parse_args()
-    patch(args.variant, args.threshold, args.short_steps)
+    patch(args.variant, args.threshold, args.short_steps, args.lean_share)
     mc.fresh_tables(2000, 10)
     for name in args.tables:
         if name not in mc.corpus.TABLES:
