@@ -604,6 +604,12 @@ class PrivateSynthesizer:
             "marginals": [m.to_dict() for m in self.marginals_],
             "copula": self.copula_.to_dict(),
             "grid": None if self.grid_ is None else self.grid_.to_dict(),
+            # post-processing of the releases above and public n, kept so that a loaded
+            # synthesizer reports what the fitted one did
+            "fitted": {"n_rows": int(self.n_rows_), "n_components": int(self.n_components_),
+                       "copula_shrinkage": float(self.copula_shrinkage_),
+                       "grid_factor": (None if self.grid_factor_ is None
+                                       else float(self.grid_factor_))},
             "privacy": {
                 "budget": budget_to_dict(self.budget_),
                 "spent": None if spent is None else budget_to_dict(spent),
@@ -632,6 +638,11 @@ class PrivateSynthesizer:
             grid = (None if data.get("grid") is None
                     else DependenceGrid.from_dict(data["grid"]))
             budget, acct = replay_ledger(data["privacy"])
+            fitted = data.get("fitted") or {}  # absent in files written before session 45
+            n_rows = None if fitted.get("n_rows") is None else int(fitted["n_rows"])
+            shrinkage = float(fitted.get("copula_shrinkage", 1.0))
+            factor = (None if fitted.get("grid_factor") is None
+                      else float(fitted["grid_factor"]))
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InvalidDataError):
                 raise
@@ -648,6 +659,9 @@ class PrivateSynthesizer:
         syn.budget_, syn.accountant_ = budget, acct
         syn.ledger_, syn.privacy_spent_ = list(acct.ledger), acct.spent
         syn.method_ = str(data.get("method", "copula"))
+        syn.n_rows_, syn.copula_shrinkage_, syn.grid_factor_ = n_rows, shrinkage, factor
+        syn.n_components_ = int(fitted.get("n_components",
+                                           len(getattr(copula, "weights_", [None]))))
         return syn
 
 
