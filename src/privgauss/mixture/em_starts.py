@@ -175,9 +175,11 @@ def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, relea
     # about one spurious cell at most (at 2σ, 2.3 % of the empty cells were kept, and k-means
     # gave a component to a far spurious cell)
     keep = noisy > sigma * max(2.0, math.sqrt(2.0 * math.log(m**p)))
-    cells = np.array(np.unravel_index(np.arange(m**p), (m,) * p)).T
-    centres = -BOX + (cells + 0.5) * width
-    pts, wts = centres[keep], noisy[keep]
+    # the kept cells' centres only (the same values as every cell's, then the kept ones: the
+    # grid has m^p cells, 262,144 at n = 5e4, d = 10, ε = 1e4, and all of them cost ~10 ms)
+    kept = np.flatnonzero(keep)
+    pts = -BOX + (np.array(np.unravel_index(kept, (m,) * p)).T.reshape(-1, p) + 0.5) * width
+    wts = noisy[kept]
     init = None
     if P is not None and P.shape[0] >= k:
         Pp = P @ V
