@@ -1,6 +1,8 @@
 """Weighted k-means on released points (the cells of private EM's start histogram, the
-centres of its summary start): k-means++ seeding and Lloyd iterations with Hamerly's
-bounds, the plain algorithm's labels bit for bit and its centres to rounding
+centres of its summary start): k-means++ seeding, then scikit-learn's compiled weighted
+Lloyd steps (``COMPILED_LLOYD``), or where they cannot run, numpy Lloyd iterations with
+Hamerly's bounds; either gives the plain algorithm's labels (but at near-ties within
+rounding, for the compiled steps) and its centres to rounding
 (:mod:`privgauss.mixture.em_starts` runs them). Post-processing of DP releases and public
 rows only: no privacy cost, no neighbour relation of its own.
 
@@ -294,8 +296,11 @@ def _prepare(points: np.ndarray, weights: np.ndarray) -> _Prepared:
 def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
            init: np.ndarray | None = None, iters: int = LLOYD_STEPS,
            prepared: _Prepared | None = None) -> tuple[np.ndarray, np.ndarray, float]:
-    """:func:`kmeans` and the run's weighted inertia (for :func:`best_kmeans`), the plain
-    Lloyd steps' bit for bit (at most ``iters`` of them). The assignment step recomputes only
+    """:func:`kmeans` and the run's weighted inertia (for :func:`best_kmeans`): k-means++
+    seeding (unless ``init``), then at most ``iters`` Lloyd steps — scikit-learn's compiled
+    ones (``COMPILED_LLOYD``: the plain steps' centres to rounding) where every point,
+    weight and seed is finite and there are more points than centres, else the numpy steps
+    below, the plain Lloyd steps' bit for bit. The numpy assignment step recomputes only
     the points whose bounds (:class:`_Bounds`) leave their label open, by a matrix product
     with an exact fallback at near-ties, and a centre only when its cluster gained or lost a
     point (``w_j @ points / Σ w_j``, as the plain step). On private EM's start cells at
