@@ -362,3 +362,24 @@ def test_summary_gmm_skips_the_seedings_it_no_longer_runs(seed: int,
     assert a.bit_generator.state == b.bit_generator.state
     for x, y in zip(fit, fit_all, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+def test_lloyd_falls_back_to_the_numpy_steps_when_the_compiled_call_does_not_fit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled Lloyd function of another signature (another scikit-learn) is not fatal:
+    :func:`lloyd` then runs its numpy steps, bit for bit what they give switched on alone."""
+    from privgauss.mixture import weighted_kmeans
+
+    def other_signature(X, sample_weight, centers_init, n_clusters):  # type: ignore[no-untyped-def]
+        raise AssertionError("not reached")
+
+    rng = np.random.default_rng(8)
+    points = rng.standard_normal((500, 3)) + rng.integers(0, 3, (500, 1)) * 4.0
+    weights = rng.uniform(0.5, 2.0, 500)
+    monkeypatch.setattr(weighted_kmeans, "_compiled_lloyd", other_signature)
+    got = weighted_kmeans.lloyd(points, weights, 3, np.random.default_rng(2))
+    monkeypatch.setattr(weighted_kmeans, "COMPILED_LLOYD", False)
+    want = weighted_kmeans.lloyd(points, weights, 3, np.random.default_rng(2))
+    for a, b in zip(got[:2], want[:2], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert got[2] == want[2]

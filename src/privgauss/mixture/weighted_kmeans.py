@@ -326,10 +326,14 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
         C = np.array(init, dtype=np.float64)
     if (COMPILED_LLOYD and _compiled_lloyd is not None and frame is not None and iters > 0
             and points.shape[0] > k and np.isfinite(w).all() and np.isfinite(C).all()):
-        _, _, C, _ = _compiled_lloyd(points, w, np.array(C, dtype=np.float64, order="C"),
-                                     max_iter=iters, tol=0.0, n_threads=1)
-        C = np.asarray(C, dtype=np.float64)
-        iters = 0  # the steps are done: the variances and inertia below, as after them
+        try:
+            _, _, done, _ = _compiled_lloyd(points, w, np.array(C, dtype=np.float64, order="C"),
+                                            max_iter=iters, tol=0.0, n_threads=1)
+        except TypeError:  # another signature (a scikit-learn version): the numpy steps
+            pass
+        else:
+            C = np.asarray(done, dtype=np.float64)
+            iters = 0  # the steps are done: the variances and inertia below, as after them
     bounds: _Bounds | None = None
     # a cluster's weights w·[lab = j] by np.where (twice as fast; the same values when every
     # weight is finite: 0·∞ would be NaN)
