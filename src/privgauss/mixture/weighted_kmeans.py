@@ -38,9 +38,10 @@ LLOYD_STEPS = 25
 # when no centre moves by more than 1e-5 relative), or at ``iters`` steps as they do, and it
 # moves a cluster left without weight to the point farthest from its centre (the numpy steps
 # leave it). On private EM's ~22k start cells at ε = 1e4 (n = 5e4, d = 10, k = 3; issue 27)
-# the fit's seven k-means took 230 ms CPU with the numpy steps, 95 ms here.
+# the seven k-means of data seed 1's fit took 191 ms CPU with the numpy steps, 104 ms here.
 COMPILED_LLOYD = True
-try:  # a private function of scikit-learn (>= 1.0: the same signature through 1.9)
+try:  # a private function of scikit-learn, called by keyword (1.9's signature); one that
+    # does not take the call raises TypeError and the numpy steps run
     from sklearn.cluster._kmeans import _kmeans_single_lloyd as _compiled_lloyd
 except ImportError:  # pragma: no cover - the numpy steps instead
     _compiled_lloyd = None
