@@ -10,6 +10,9 @@ this one process under ``threadpool_limits(1)`` (also run it with ``OPENBLAS_NUM
 For each data seed and fit: the median wall and CPU time of ``--repeats`` fits, and the
 held-out gap (sklearn's mean log-likelihood minus ours, nat/row: a speed-up that loses
 accuracy shows there). ``--profile`` prints a cProfile of one private fit instead.
+``--malloc-fixed`` fixes glibc's mmap and trim thresholds first (:func:`_fix_malloc`): without
+it a fit's CPU time depends on what the process allocated and freed before (sklearn's fit of
+data seed 1: 0.53 s fresh, 0.34 s after one private fit).
 
 ``--dump FILE`` fits 14 private models at fixed seeds (n = 3e4; ε = 1, ε = 1e4, ρ = 0.5 with
 public rows, k = 3 and 4; and two k = 6, d = 15 families of ``mixture_families.py`` at n = 5e4,
@@ -333,6 +336,34 @@ def _git() -> str:
         return "?"
 
 
+MALLOC_MMAP = 1 << 25  # bytes: glibc's M_MMAP_THRESHOLD under --malloc-fixed (its dynamic cap)
+MALLOC_TRIM = 1 << 28  # bytes: its M_TRIM_THRESHOLD
+
+
+def _fix_malloc() -> bool:
+    """Fix glibc's mmap threshold (``MALLOC_MMAP``) and trim threshold (``MALLOC_TRIM``) for
+    this process (``mallopt``; the same as ``MALLOC_MMAP_THRESHOLD_=33554432
+    MALLOC_TRIM_THRESHOLD_=268435456`` in the environment); False where there is no glibc.
+    glibc raises its mmap threshold when a large mmapped block is freed, so an array a fit
+    allocates is either fresh mmapped pages (page-faulted in, cleared) or reused heap,
+    depending on what the process freed before: ``GaussianMixture(3).fit`` of data seed 1
+    took 0.53 s CPU in a fresh process and 0.34 s after one private fit of main at d67b969
+    (0.35 s either way with the thresholds fixed), so the table's ratios moved with the
+    order of the fits and with how a private fit allocates."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if platform.system() != "Linux" or name is None:
+        return False
+    libc = ctypes.CDLL(name)
+    if not hasattr(libc, "mallopt"):
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP)
+                and libc.mallopt(M_TRIM_THRESHOLD, MALLOC_TRIM))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
@@ -353,6 +384,9 @@ def main() -> None:
                     help="with --synth: compare the fits with OLD's")
     ap.add_argument("--kernel", action="store_true",
                     help="time one EM kernel call (6 models and 1) instead")
+    ap.add_argument("--malloc-fixed", action="store_true",
+                    help="fix glibc's mmap and trim thresholds first (see _fix_malloc): "
+                    "sklearn's and our times then no longer depend on what ran before")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     warnings.simplefilter("ignore")
@@ -376,6 +410,8 @@ def main() -> None:
         if a.synth:
             _synth(a.synth, a.against, a.repeats)
             return
+        if a.malloc_fixed and not _fix_malloc():
+            print("--malloc-fixed: no glibc mallopt here; thresholds left as they are")
         if a.profile is not None:
             X = _rows(N, np.random.default_rng(1000))
             prof = cProfile.Profile(time.process_time)  # CPU: the machine is shared

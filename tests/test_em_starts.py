@@ -167,14 +167,19 @@ def _plain_lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random
 
 
 @pytest.mark.parametrize("p,k", [(1, 2), (2, 5), (3, 9), (6, 3), (10, 9), (17, 4), (130, 3)])
-def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> None:
+def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
     """The Lloyd steps that skip points their bounds settle (labelling the rest by a matrix
     product, exact at near-ties) and centres whose cluster did not change give the plain
     steps' centres, variances, inertia and generator state exactly — on grid-like points
-    with many near-ties and on blobs that take many steps, at the default cap and at 50."""
+    with many near-ties and on blobs that take many steps, at the default cap and at 50
+    (the numpy steps: the compiled ones switched off)."""
+    from privgauss.mixture import weighted_kmeans
     from privgauss.mixture.weighted_kmeans import LLOYD_STEPS
     from privgauss.mixture.weighted_kmeans import lloyd as _lloyd
 
+    monkeypatch.setattr(weighted_kmeans, "COMPILED_LLOYD", False)
     rng = np.random.default_rng(p * 100 + k)
     grid = np.round(rng.standard_normal((3000, p)) * 2.0) / 2.0
     blobs = rng.standard_normal((3000, p)) + rng.integers(0, 4, (3000, 1)) * 1.5
@@ -188,6 +193,34 @@ def test_bounded_lloyd_equals_the_plain_steps_bit_for_bit(p: int, k: int) -> Non
             np.testing.assert_array_equal(got[1], want[1])
             assert got[2] == want[2]
             assert a.bit_generator.state == b.bit_generator.state
+
+
+@pytest.mark.parametrize("p,k", [(1, 2), (2, 5), (3, 9), (6, 3), (10, 9), (17, 4)])
+def test_compiled_lloyd_equals_the_plain_steps_to_rounding(p: int, k: int) -> None:
+    """The compiled Lloyd steps (scikit-learn's, the default where importable) from
+    :func:`lloyd`'s own seeding give the plain steps' converged centres, variances and
+    inertia to rounding, and draw exactly what the plain seeding draws — on separated blobs
+    (no near-ties); a wrong weighting, a step short or a centre not updated would move them by
+    far more than 1e-9. Under a step cap (3 steps, still moving) the two agree to rounding too:
+    the compiled steps are the same steps."""
+    from privgauss.mixture import weighted_kmeans
+    from privgauss.mixture.weighted_kmeans import lloyd as _lloyd
+
+    if weighted_kmeans._compiled_lloyd is None:  # pragma: no cover
+        pytest.skip("scikit-learn's compiled Lloyd steps are not importable")
+    rng = np.random.default_rng(p * 100 + k + 7)
+    centres = rng.standard_normal((k, p)) * 6.0
+    points = centres[rng.integers(0, k, 4000)] + rng.standard_normal((4000, p))
+    weights = rng.uniform(0.0, 3.0, len(points))
+    weights[::7] = 0.0  # released cells' weights are clipped at 0
+    for steps in (300, 3):
+        a, b = np.random.default_rng(3), np.random.default_rng(3)
+        got = _lloyd(points, weights, k, a, iters=steps)
+        want = _plain_lloyd(points, weights, k, b, steps)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-9)
+        assert got[2] == pytest.approx(want[2], rel=1e-9)
+        assert a.bit_generator.state == b.bit_generator.state
 
 
 @pytest.mark.parametrize("p,k", [(1, 2), (3, 9), (10, 3), (17, 4)])
@@ -329,3 +362,24 @@ def test_summary_gmm_skips_the_seedings_it_no_longer_runs(seed: int,
     assert a.bit_generator.state == b.bit_generator.state
     for x, y in zip(fit, fit_all, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+def test_lloyd_falls_back_to_the_numpy_steps_when_the_compiled_call_does_not_fit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled Lloyd function of another signature (another scikit-learn) is not fatal:
+    :func:`lloyd` then runs its numpy steps, bit for bit what they give switched on alone."""
+    from privgauss.mixture import weighted_kmeans
+
+    def other_signature(X, sample_weight, centers_init, n_clusters):  # type: ignore[no-untyped-def]
+        raise AssertionError("not reached")
+
+    rng = np.random.default_rng(8)
+    points = rng.standard_normal((500, 3)) + rng.integers(0, 3, (500, 1)) * 4.0
+    weights = rng.uniform(0.5, 2.0, 500)
+    monkeypatch.setattr(weighted_kmeans, "_compiled_lloyd", other_signature)
+    got = weighted_kmeans.lloyd(points, weights, 3, np.random.default_rng(2))
+    monkeypatch.setattr(weighted_kmeans, "COMPILED_LLOYD", False)
+    want = weighted_kmeans.lloyd(points, weights, 3, np.random.default_rng(2))
+    for a, b in zip(got[:2], want[:2], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert got[2] == want[2]

@@ -96,27 +96,36 @@ def _cell_kernel(B: np.ndarray, V: np.ndarray, width: float, m: int) -> tuple[np
     return (np.bincount(flat, minlength=m ** V.shape[1]).astype(np.float64),)
 
 
+FAR_ROW = 1e300  # ‖u‖² beyond which a row's label comes from its exact differences
+
+
 def _lloyd_kernel(B: np.ndarray, centres: np.ndarray, G: np.ndarray, radius: float
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(counts, Σ y, Σ y yᵀ) per cluster over a block: each row goes to its nearest centre in
-    the standardised frame u = G z, y = clip_r(G(z − c_j)) (hard responsibilities: a vertex of
-    the simplex, so the soft statistics' sensitivities hold). A non-finite coordinate counts
-    as 0 (a per-record map)."""
+    the standardised frame u = G z, y = clip_r(u − G c_j) (hard responsibilities: a vertex of
+    the simplex, so the soft statistics' sensitivities hold). A row's label comes from its own
+    ‖Gc_j‖² − 2 u·Gc_j (one product for all rows and centres; the exact differences' argmin
+    but at near-ties within rounding); a row whose image u is not finite takes, alone, the
+    exact differences with each non-finite coordinate counted as 0, as does a row with
+    ‖u‖² > ``FAR_ROW`` (a per-record map either way; every squared distance overflowing:
+    label 0). K' = 9 centres, 16k rows, d = 10: 2.7 → 1.8 ms (the (n, K', d) differences were
+    most of it)."""
     k, d = centres.shape
     with np.errstate(all="ignore"):
-        # U = (B Gᵀ)[:, None, :] − C Gᵀ, (n, k, d): one product for all centres, the rows'
-        # images tiled k times and the centres' subtracted in place (the same values and
-        # layout as the broadcast difference, 2-3 times faster: no inner loops of length d)
-        U = np.tile(B @ G.T, k)
-        U -= (centres @ G.T).ravel()
-        U = U.reshape(B.shape[0], k, d)
-        q = np.einsum("ijd,ijd->ij", U, U)
-        if not np.isfinite(q).all():
-            U[~np.isfinite(U)] = 0.0
-            q = np.einsum("ijd,ijd->ij", U, U)
-        lab = np.argmin(q, axis=1)
+        U = B @ G.T
+        CG = centres @ G.T
+        D = U @ (-2.0 * CG.T)
+        D += np.einsum("jd,jd->j", CG, CG)
+        lab = np.argmin(D, axis=1)
         # gathers by take (the same values as fancy indexing, 3-5 times faster)
-        Y = U.reshape(-1, d).take(np.arange(B.shape[0]) * k + lab, axis=0)
+        Y = U - CG.take(lab, axis=0)
+        # rows not finite or so far out that a squared distance may overflow: alone, exact
+        bad = np.flatnonzero(~(np.einsum("ij,ij->i", U, U) <= FAR_ROW))
+        if bad.size:  # their differences with every non-finite coordinate 0
+            Ub = U.take(bad, axis=0)[:, None, :] - CG[None]
+            Ub[~np.isfinite(Ub)] = 0.0
+            lab[bad] = np.argmin(np.einsum("ijd,ijd->ij", Ub, Ub), axis=1)
+            Y[bad] = Ub[np.arange(bad.size), lab[bad]]
         Y *= clip_weights(Y, radius)[:, None]
     onehot = np.eye(k).take(lab, axis=0)  # (n, k), C-ordered as before: the same product
     M = np.empty((k, d, d))
@@ -166,9 +175,11 @@ def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, relea
     # about one spurious cell at most (at 2σ, 2.3 % of the empty cells were kept, and k-means
     # gave a component to a far spurious cell)
     keep = noisy > sigma * max(2.0, math.sqrt(2.0 * math.log(m**p)))
-    cells = np.array(np.unravel_index(np.arange(m**p), (m,) * p)).T
-    centres = -BOX + (cells + 0.5) * width
-    pts, wts = centres[keep], noisy[keep]
+    # the kept cells' centres only (the same values as every cell's, then the kept ones: the
+    # grid has m^p cells, 262,144 at n = 5e4, d = 10, ε = 1e4, and all of them cost ~10 ms)
+    kept = np.flatnonzero(keep)
+    pts = -BOX + (np.array(np.unravel_index(kept, (m,) * p)).T.reshape(-1, p) + 0.5) * width
+    wts = noisy[kept]
     init = None
     if P is not None and P.shape[0] >= k:
         Pp = P @ V
