@@ -419,7 +419,6 @@ DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of
 # benchmarks/results/em_small_clusters.md)
 DEAD_CONFIRM = False
 FADE = 0.85  # under the floor and below this × the previous count: fading, revived
-REVIVE_ABSORBER = 0  # experiment: 1/2 _absorber (every step / k-component steps), 3 _restart
 FADE_LEVEL = 0.5  # ... and under this × the step's release floor
 DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM's move (_gain)
 POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
@@ -1748,9 +1747,6 @@ def _error_memory(lam: np.ndarray, var_c: float, var_m: float) -> tuple[float, f
     return var_c / h**2, var_m / h
 
 
-_Counts = tuple[np.ndarray, float, Any]  # a step's released counts, their sd, (means, covs)
-
-
 @dataclass
 class _RunStep:
     """One run's step for :func:`_em_release_runs`: its statistics ``stats`` = (N, S, M)
@@ -1765,7 +1761,6 @@ class _RunStep:
     memory: np.ndarray | None = None
     factors: np.ndarray | None = None
     pool: list[Any] | None = None
-    counts: list[_Counts] | None = None
 
 
 @dataclass
@@ -1785,8 +1780,7 @@ class _Pending:
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
                 plan: EMPlan, t: int, release: Release, n: int, run_tag: str = "",
                 memory: np.ndarray | None = None, factors: np.ndarray | None = None,
-                pool: list[Any] | None = None,
-                counts: list[_Counts] | None = None) -> Run:
+                pool: list[Any] | None = None) -> Run:
     """Release one run's step-t statistics ``stats`` = (N, S, M) (computed by
     :func:`_em_kernel` under the run's current model, whose Cholesky factors are ``L``) and
     update the run from them (post-processing). ``memory`` (k × 2, updated in place; NaN:
@@ -1798,10 +1792,8 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     covariances are their products. ``pool`` (one entry per component, updated in place;
     refining steps): the releases of a component held under the floor, in its unchanged
     frame, averaged by precision until together they clear it (:func:`_pool_release`).
-    ``counts`` (appended in place): the run's released counts of its earlier steps, each with
-    its noise sd, since its components last changed identity (a revival reads them:
-    :func:`_absorber`); None: no history. One run of :func:`_em_release_runs`."""
-    return _em_release_runs([_RunStep(stats, run, L, run_tag, memory, factors, pool, counts)],
+    One run of :func:`_em_release_runs`."""
+    return _em_release_runs([_RunStep(stats, run, L, run_tag, memory, factors, pool)],
                             plan, t, release, n)[0]
 
 
@@ -1939,37 +1931,15 @@ def _em_release_runs(steps: list[_RunStep], plan: EMPlan, t: int, release: Relea
         if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
             floor = _release_floor(plan, t, n, k)
             revive = _to_revive(p.Nn, n * weights, floor, _dead_floor(plan, t, n, k), rc, t)
-            sd_c = soft_counts_l2() / math.sqrt(2.0 * rc)
-            # where a revival reads the run's released counts (REVIVE_ABSORBER: off at 0)
-            hist = st.counts if st.counts and (REVIVE_ABSORBER == 1 or (
-                REVIVE_ABSORBER in (2, 3) and (plan.reduce_at is None or t >= plan.reduce_at))
-            ) else None
-            changed: list[int] = []
             for dead in np.flatnonzero(revive).tolist():
-                alive = n * p.new_w > floor
-                h = None
-                if hist is not None and REVIVE_ABSORBER == 3:
-                    restarted = _restart(int(dead), hist, floor, n, p.new_w, p.new_means,
-                                         p.new_covs)
-                else:
-                    restarted = False
-                    if hist is not None:
-                        h = _absorber(int(dead), hist, p.Nn, sd_c, alive, changed)
-                if not restarted:
-                    h = _split(p.new_w, p.new_means, p.new_covs, int(dead), alive, h)
+                h = _split(p.new_w, p.new_means, p.new_covs, int(dead), n * p.new_w > floor)
                 new = [int(dead)] + ([] if h is None else [h])
-                changed += new
                 p.mem[new] = np.nan  # new estimates
                 if st.pool is not None:
                     for c in new:
                         st.pool[c] = None
-                if p.facs is not None and (h is not None or restarted):  # repaired at
-                    p.facs[new] = np.linalg.cholesky(p.new_covs[new])  # EIG_FLOOR by a split
-            if st.counts is not None:  # the history a later revival reads (_absorber)
-                st.counts.append((np.array(p.Nn, dtype=np.float64), sd_c, (
-                    p.new_means.copy(), p.new_covs.copy()) if REVIVE_ABSORBER == 3 else None))
-                for past in st.counts:
-                    past[0][changed] = np.nan  # a revived or split component's counts restart
+                if p.facs is not None and h is not None:  # repaired at EIG_FLOOR by the split
+                    p.facs[new] = np.linalg.cholesky(p.new_covs[new])
         out.append((p.new_w, p.new_means, p.new_covs))
     return out
 
@@ -2079,71 +2049,21 @@ def _to_revive(Nn: np.ndarray, prev: np.ndarray, floor: float, dead_floor: float
     return np.asarray(dead | fading, dtype=bool)
 
 
-def _absorber(dead: int, counts: list[_Counts], Nn: np.ndarray, sd: float,
-              alive: np.ndarray, exclude: list[int]) -> int | None:
-    """The component that took the rows of component ``dead`` as it faded (post-processing of
-    released counts only): over the run's history ``counts`` (earlier steps' released counts,
-    each with its noise sd; NaN where a component was revived or split since), the fade runs
-    from the step where ``dead``'s count peaked to this step's ``Nn`` (noise sd ``sd``); the
-    absorber is the ``alive`` component (not in ``exclude``: revived or split this step)
-    whose count grew most over it, if that growth is beyond ``DEAD_SIGMAS`` sds of the two
-    counts' noise; else None (nothing grew beyond the noise: a component dead from the start,
-    or its rows spread over several). Issue 27 (generated families 2528, 2533, ε = 1): a small
-    cluster's component faded because a neighbour took its rows — the neighbour then held
-    two clusters — and the revival split the component of most spread (the biggest cluster's)
-    instead: the small cluster stayed merged, 0.08–0.45 nat/row below sklearn
-    (``benchmarks/results/em_small_clusters.md``, famcensus). As the noise vanishes the
-    threshold does and the absorber is the one that gained most."""
-    past = np.array([c[0] for c in counts])
-    noise = np.array([c[1] for c in counts])
-    if not np.isfinite(past[:, dead]).any():
-        return None
-    s = int(np.nanargmax(past[:, dead]))  # the fade starts at the dead one's peak count
-    grew = Nn - past[s]
-    ok = alive & np.isfinite(grew)
-    ok[[dead, *exclude]] = False
-    if not ok.any():
-        return None
-    j = int(np.flatnonzero(ok)[int(np.argmax(grew[ok]))])
-    return j if grew[j] > DEAD_SIGMAS * math.hypot(float(noise[s]), sd) else None
-
-
-def _restart(dead: int, counts: list[_Counts], floor: float, n: int, w: np.ndarray,
-             means: np.ndarray, covs: np.ndarray) -> bool:
-    """Experiment (``REVIVE_ABSORBER`` = 3): restart component ``dead`` at its own released
-    state after the step where its released count peaked (``counts``' entries carry the
-    models), if that count cleared ``floor``; its weight that count's share. Post-processing."""
-    past = np.array([c[0] for c in counts])
-    if not np.isfinite(past[:, dead]).any():
-        return False
-    s = int(np.nanargmax(past[:, dead]))
-    if not past[s, dead] > floor:
-        return False
-    means[dead], covs[dead] = counts[s][2][0][dead], counts[s][2][1][dead]
-    w[dead] = max(float(w[dead]), float(past[s, dead]) / n)
-    w /= w.sum()
-    return True
-
-
 def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
-           alive: np.ndarray, target: int | None = None) -> int | None:
+           alive: np.ndarray) -> int | None:
     """Revive component ``dead`` (its released count below the noise floor: EM alone never
     brings it back, and the fit ends with k − 1 components, 0.34 nat/row below sklearn's on
     the synthetic benchmark) by splitting an ``alive`` component along its main axis, ±½
-    standard deviation (in place; post-processing of released values). The one split is
-    ``target`` (the fading one's absorber, :func:`_absorber`) if given, else the one with the
-    most spread, max w_j·λ_max(Σ_j): a component that holds two clusters is stretched along
+    standard deviation (in place; post-processing of released values). The one split carries
+    the most spread, max w_j·λ_max(Σ_j): a component that holds two clusters is stretched along
     the line between them. Splitting the heaviest instead split a true cluster of weight 0.47
     next to a merged one of 0.47 (synthetic benchmark, ε = 1, seed 2: gap 0.339; with this rule
     0.015, and no other of 24 seeds, nor 12 of each other benchmark row, changed)."""
     cand = np.flatnonzero(alive)
-    if target is not None:
-        h = target
-    elif cand.size == 0:
+    if cand.size == 0:
         return None
-    else:
-        spread = [w[j] * float(np.linalg.eigvalsh(covs[j])[-1]) for j in cand]
-        h = int(cand[int(np.argmax(spread))])
+    spread = [w[j] * float(np.linalg.eigvalsh(covs[j])[-1]) for j in cand]
+    h = int(cand[int(np.argmax(spread))])
     lam, V = np.linalg.eigh(covs[h])
     step = 0.5 * math.sqrt(max(float(lam[-1]), 0.0)) * V[:, -1]
     means[dead], means[h] = means[h] + step, means[h] - step
@@ -2176,7 +2096,6 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     changes: list[float] = []
     mems = [np.full((run[0].shape[0], 2), np.nan) for run in runs]  # fresh estimates
     pools: list[list[Any]] = [[None] * run[0].shape[0] for run in runs]
-    hists: list[list[_Counts]] = [[] for _ in runs]  # released counts
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
     if plan.may_freeze(0) and len(runs) > 1:  # starts within MERGE_TOL of another start
@@ -2189,7 +2108,6 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             runs = [reduce_run(runs[0], k, n, release.rng)]
             mems = [np.full((k, 2), np.nan)]
             pools = [[None] * k]
-            hists = [[]]
             facs = [None]
             changes.clear()
         if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
@@ -2223,8 +2141,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             [_RunStep((out[0][a], out[1][a], out[2][a]), runs[idx[a]], terms[a][0],
                       f" run {idx[a] + 1}" if tag else "",
                       mems[idx[a]] if refining else None, new_facs[idx[a]],
-                      pools[idx[a]] if refining and POOL_HELD else None, hists[idx[a]])
-             for a in keep],
+                      pools[idx[a]] if refining and POOL_HELD else None) for a in keep],
             plan, t, release, n), strict=True))
         if exploring and plan.may_freeze(t):  # released models only: post-processing
             for c, run in new.items():
@@ -2246,7 +2163,6 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         if pick or not exploring:
             mems = [mems[c] for c in new]
             pools = [pools[c] for c in new]
-            hists = [hists[c] for c in new]
             runs = list(new.values())
             facs = [new_facs[c] for c in new]
         else:
