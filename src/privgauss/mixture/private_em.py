@@ -424,8 +424,8 @@ DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of
 # benchmarks/results/em_small_clusters.md)
 DEAD_CONFIRM = False
 FADE = 0.85  # under the floor and below this × the previous count: fading, revived
-REVIVE_RESTART = True  # ... at its state where its count peaked (_restart; False: split only)
 FADE_LEVEL = 0.5  # ... and under this × the step's release floor
+REVIVE_RESTART = True  # revived at its state where its count peaked (_restart; False: split)
 DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM's move (_gain)
 POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
 MEAN_CAP = True  # a step moves a mean at most its clipping radius (False: an experiment switch)
