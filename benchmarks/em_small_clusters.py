@@ -102,9 +102,11 @@ def trace(seed: int, noise_seed: int, explore: bool = False) -> None:
                 log.append((f"step {t + 1}{st.tag}", out, np.asarray(st.stats[0]).copy()))
         return outs
 
-    def split_(w: Any, means: Any, covs: Any, dead: int, alive: Any) -> Any:
-        h = split(w, means, covs, dead, alive)
-        log.append((f"split {dead}<-{h}", None, None))
+    def split_(w: Any, means: Any, covs: Any, dead: int, alive: Any, target: Any = None) -> Any:
+        h = (split(w, means, covs, dead, alive) if target is None  # main's signature too
+             else split(w, means, covs, dead, alive, target))
+        log.append((f"split {dead}<-{h}{' (absorber)' if target is not None else ''}", None,
+                    None))
         return h
 
     def reduce(run: Any, k: int, n: int, rng: Any) -> Any:

@@ -643,9 +643,11 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
 
     memory = np.full((k, 2), np.nan)  # the refining steps' combined errors (fresh)
     pool = [None] * k  # the refining steps' pooled releases of held components
+    peaks = [pe._Peaks.of(*run[1].shape) for run in runs]  # the revivals' restart states
     for t in range(plan.n_steps):
         if t == plan.reduce_at:
             runs = [reduce_run(runs[0], k, n, release.rng)]
+            peaks = [pe._Peaks.of(*runs[0][1].shape)]
         if plan.is_tied(t):  # one pooled covariance per run
             runs = [pe._tie(run) for run in runs]
         r = plan.step_radius(t)
@@ -654,7 +656,8 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
             scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs),
                                             radius=r, bound=plan.score_bound),
                                  block=pe.EM_BLOCK_ROWS)[3]
-            runs = [runs[pe.pick_run(scores, plan, release)]]
+            win = pe.pick_run(scores, plan, release)
+            runs, peaks = [runs[win]], [peaks[win]]
         # releases combined over steps after the pick, with the reduction's k components
         refining = (len(runs) == 1 and not picked and t >= plan.explore_steps
                     and (plan.reduce_at is None or t >= plan.reduce_at))
@@ -666,7 +669,8 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
                                       pe._model_terms(run[0], run[2])[0], plan, t, release,
                                       n, f" run {c + 1}" if len(runs) > 1 else "",
                                       memory if refining else None, None,
-                                      pool if refining and pe.POOL_HELD else None))
+                                      pool if refining and pe.POOL_HELD else None,
+                                      peaks[c]))
         runs = new
     return runs[0]
 

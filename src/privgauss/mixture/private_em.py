@@ -111,6 +111,11 @@ budget and public rows; every frame after the first a function of releases):
    cluster (2,400–4,100 rows) sits under every step's floor (3,634 at k = 6) and its count
    dips 20–40 % when a neighbour's update takes rows; the split moved it and cut another
    true cluster in two (generated families 1124, 1126, 1161, 1169, 1087: ``em_small_clusters.md``).
+   A dying component whose largest released count since its last revival cleared the floor
+   is *restarted* instead, at its state in the model that count was measured under, at that
+   count's weight (:func:`_restart`; not in a k′ run's steps, where components fade into a
+   sibling on their cluster): an update had moved it off its rows (generated families 2578,
+   2580: a right reduction lost at the first refining step; 0.51 / 0.32 → 0.025 / 0.063).
    *Held components' releases pooled* (refining steps; :func:`_pool_release`). A component
    held under the floor keeps its frame, so its consecutive releases measure the same clipped
    moments: they are averaged by precision (the steps' ρ, at one radius) before the
@@ -420,6 +425,7 @@ DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of
 DEAD_CONFIRM = False
 FADE = 0.85  # under the floor and below this × the previous count: fading, revived
 FADE_LEVEL = 0.5  # ... and under this × the step's release floor
+REVIVE_RESTART = True  # revived at its state where its count peaked (_restart; False: split)
 DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM's move (_gain)
 POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
 MEAN_CAP = True  # a step moves a mean at most its clipping radius (False: an experiment switch)
@@ -1748,6 +1754,21 @@ def _error_memory(lam: np.ndarray, var_c: float, var_m: float) -> tuple[float, f
 
 
 @dataclass
+class _Peaks:
+    """Per component of a run, its largest released count so far (NaN: none since it was
+    revived or split) and its mean and covariance in the model that count was measured
+    under (released models; :func:`_restart`)."""
+
+    count: np.ndarray
+    means: np.ndarray
+    covs: np.ndarray
+
+    @classmethod
+    def of(cls, k: int, d: int) -> _Peaks:
+        return cls(np.full(k, np.nan), np.zeros((k, d)), np.zeros((k, d, d)))
+
+
+@dataclass
 class _RunStep:
     """One run's step for :func:`_em_release_runs`: its statistics ``stats`` = (N, S, M)
     computed under its model ``run`` (Cholesky factors ``L``), its ledger tag and the state
@@ -1761,6 +1782,7 @@ class _RunStep:
     memory: np.ndarray | None = None
     factors: np.ndarray | None = None
     pool: list[Any] | None = None
+    peaks: _Peaks | None = None
 
 
 @dataclass
@@ -1780,7 +1802,7 @@ class _Pending:
 def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: np.ndarray,
                 plan: EMPlan, t: int, release: Release, n: int, run_tag: str = "",
                 memory: np.ndarray | None = None, factors: np.ndarray | None = None,
-                pool: list[Any] | None = None) -> Run:
+                pool: list[Any] | None = None, peaks: _Peaks | None = None) -> Run:
     """Release one run's step-t statistics ``stats`` = (N, S, M) (computed by
     :func:`_em_kernel` under the run's current model, whose Cholesky factors are ``L``) and
     update the run from them (post-processing). ``memory`` (k × 2, updated in place; NaN:
@@ -1792,8 +1814,10 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     covariances are their products. ``pool`` (one entry per component, updated in place;
     refining steps): the releases of a component held under the floor, in its unchanged
     frame, averaged by precision until together they clear it (:func:`_pool_release`).
-    One run of :func:`_em_release_runs`."""
-    return _em_release_runs([_RunStep(stats, run, L, run_tag, memory, factors, pool)],
+    ``peaks`` (updated in place): each component's largest released count so far and its
+    state in the model it was measured under, which a revival restarts it at
+    (:func:`_restart`); None: revivals split. One run of :func:`_em_release_runs`."""
+    return _em_release_runs([_RunStep(stats, run, L, run_tag, memory, factors, pool, peaks)],
                             plan, t, release, n)[0]
 
 
@@ -1931,15 +1955,32 @@ def _em_release_runs(steps: list[_RunStep], plan: EMPlan, t: int, release: Relea
         if t < plan.n_steps - 2:  # later, a revived component could not be fitted any more
             floor = _release_floor(plan, t, n, k)
             revive = _to_revive(p.Nn, n * weights, floor, _dead_floor(plan, t, n, k), rc, t)
+            # a restart reads the run's peaks, not in a k' run's steps (there a component
+            # fades into a sibling on its cluster, as it should)
+            peaks = st.peaks if REVIVE_RESTART and (plan.reduce_at is None
+                                                    or t >= plan.reduce_at) else None
+            changed: list[int] = []
             for dead in np.flatnonzero(revive).tolist():
-                h = _split(p.new_w, p.new_means, p.new_covs, int(dead), n * p.new_w > floor)
+                h = None
+                restarted = peaks is not None and _restart(int(dead), peaks, floor, n,
+                                                          p.new_w, p.new_means, p.new_covs)
+                if not restarted:
+                    h = _split(p.new_w, p.new_means, p.new_covs, int(dead), n * p.new_w > floor)
                 new = [int(dead)] + ([] if h is None else [h])
+                changed += new
                 p.mem[new] = np.nan  # new estimates
                 if st.pool is not None:
                     for c in new:
                         st.pool[c] = None
-                if p.facs is not None and h is not None:  # repaired at EIG_FLOOR by the split
-                    p.facs[new] = np.linalg.cholesky(p.new_covs[new])
+                if p.facs is not None and (h is not None or restarted):  # repaired at
+                    p.facs[new] = np.linalg.cholesky(p.new_covs[new])  # EIG_FLOOR
+            if st.peaks is not None:  # this step's counts, under the model they were measured
+                top = np.asarray(p.Nn > st.peaks.count) | np.isnan(st.peaks.count)
+                top[changed] = False
+                st.peaks.count[top] = p.Nn[top]
+                st.peaks.means[top] = st.run[1][top]
+                st.peaks.covs[top] = st.run[2][top]
+                st.peaks.count[changed] = np.nan  # a revived or split component starts again
         out.append((p.new_w, p.new_means, p.new_covs))
     return out
 
@@ -2049,6 +2090,29 @@ def _to_revive(Nn: np.ndarray, prev: np.ndarray, floor: float, dead_floor: float
     return np.asarray(dead | fading, dtype=bool)
 
 
+def _restart(dead: int, peaks: _Peaks, floor: float, n: int, w: np.ndarray,
+             means: np.ndarray, covs: np.ndarray) -> bool:
+    """Revive component ``dead`` (in place; post-processing of released values) at its state
+    in the model its largest released count so far was measured under (``peaks``), if that
+    count cleared the step's ``floor``, with that count's share as its weight (the weights
+    renormalised); returns whether it did (else the caller splits, :func:`_split`). Under that
+    model the component held the rows it counted; an update since moved it off them and a
+    neighbour took them. Issue 27, generated families 2578 and 2580 (ε = 1, d = 10-11): the
+    reduction was right, its first refining step moved a 5 % cluster's component off its
+    rows (count 2,300-2,400 → 0) and the split of the widest component left the cluster
+    merged (0.51 / 0.32 nat/row below sklearn; restarted: 0.025 / 0.063); famcensus' 2528,
+    2533 (``benchmarks/results/em_small_clusters.md``, revive). A component that never
+    cleared the floor since (dead from the start) is split as before. No new release; as the
+    noise vanishes no component fades."""
+    top = float(peaks.count[dead])
+    if not top > floor:  # NaN: none since its last revival
+        return False
+    means[dead], covs[dead] = peaks.means[dead], peaks.covs[dead]
+    w[dead] = max(float(w[dead]), top / n)
+    w /= w.sum()
+    return True
+
+
 def _split(w: np.ndarray, means: np.ndarray, covs: np.ndarray, dead: int,
            alive: np.ndarray) -> int | None:
     """Revive component ``dead`` (its released count below the noise floor: EM alone never
@@ -2096,6 +2160,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     changes: list[float] = []
     mems = [np.full((run[0].shape[0], 2), np.nan) for run in runs]  # fresh estimates
     pools: list[list[Any]] = [[None] * run[0].shape[0] for run in runs]
+    peaks = [_Peaks.of(*run[1].shape) for run in runs]  # each run's components' peak counts
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
     if plan.may_freeze(0) and len(runs) > 1:  # starts within MERGE_TOL of another start
@@ -2108,6 +2173,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             runs = [reduce_run(runs[0], k, n, release.rng)]
             mems = [np.full((k, 2), np.nan)]
             pools = [[None] * k]
+            peaks = [_Peaks.of(*runs[0][1].shape)]
             facs = [None]
             changes.clear()
         if plan.is_tied(t):  # one covariance for all components (a split may have broken it)
@@ -2141,7 +2207,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             [_RunStep((out[0][a], out[1][a], out[2][a]), runs[idx[a]], terms[a][0],
                       f" run {idx[a] + 1}" if tag else "",
                       mems[idx[a]] if refining else None, new_facs[idx[a]],
-                      pools[idx[a]] if refining and POOL_HELD else None) for a in keep],
+                      pools[idx[a]] if refining and POOL_HELD else None, peaks[idx[a]])
+             for a in keep],
             plan, t, release, n), strict=True))
         if exploring and plan.may_freeze(t):  # released models only: post-processing
             for c, run in new.items():
@@ -2163,6 +2230,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         if pick or not exploring:
             mems = [mems[c] for c in new]
             pools = [pools[c] for c in new]
+            peaks = [peaks[c] for c in new]
             runs = list(new.values())
             facs = [new_facs[c] for c in new]
         else:
