@@ -383,3 +383,26 @@ def test_lloyd_falls_back_to_the_numpy_steps_when_the_compiled_call_does_not_fit
     for a, b in zip(got[:2], want[:2], strict=True):
         np.testing.assert_array_equal(a, b)
     assert got[2] == want[2]
+
+
+def test_weighted_draw_is_the_generators_choice() -> None:
+    """k-means++ seeding's :func:`~privgauss.mixture.weighted_kmeans.weighted_draw` is
+    ``rng.choice(len(p), p=p)`` — the same index and the generator in the same state after
+    it — on skewed, sparse and one-point weights, and falls back to ``choice`` (raising as
+    it does) on probabilities that are not."""
+    from privgauss.mixture.weighted_kmeans import weighted_draw
+
+    src = np.random.default_rng(3)
+    cases = [src.random(22_000), src.pareto(0.7, 5_000), np.r_[np.zeros(50), 1.0, np.zeros(9)],
+             (src.random(300) < 0.05) * src.random(300) + 0.0, np.ones(1)]
+    for q in cases:
+        if q.sum() <= 0:
+            continue
+        p = q / q.sum()
+        a, b = np.random.default_rng(11), np.random.default_rng(11)
+        for _ in range(300):
+            assert weighted_draw(a, p) == int(b.choice(len(p), p=p))
+        assert a.bit_generator.state == b.bit_generator.state
+    for bad in (np.array([0.5, np.nan, 0.5]), np.array([1.5, -0.5])):
+        with pytest.raises(ValueError):
+            weighted_draw(np.random.default_rng(0), bad)
