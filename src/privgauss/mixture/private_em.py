@@ -1242,7 +1242,10 @@ def _runs_within(a: Run, b: Run, tol: float,
     fa, fb = factors
     bp = (wb[perm], mb[perm], cb[perm])
     fbp = None if fb is None else fb[perm]
-    return max(_model_change(a, bp, (fa, fbp)), _model_change(bp, a, (fbp, fa))) <= tol
+    # both directions within tol (the second only when the first is: the same answer as
+    # max(…) ≤ tol, neither is NaN)
+    return (_model_change(a, bp, (fa, fbp)) <= tol
+            and _model_change(bp, a, (fbp, fa)) <= tol)
 
 
 def _merge_runs(runs: list[Run], facs: list[np.ndarray | None], active: list[bool],
