@@ -383,3 +383,63 @@ def test_lloyd_falls_back_to_the_numpy_steps_when_the_compiled_call_does_not_fit
     for a, b in zip(got[:2], want[:2], strict=True):
         np.testing.assert_array_equal(a, b)
     assert got[2] == want[2]
+
+
+def test_weighted_draw_is_the_generators_choice() -> None:
+    """k-means++ seeding's :func:`~privgauss.mixture.weighted_kmeans.weighted_draw` is
+    ``rng.choice(len(p), p=p)`` — the same index and the generator in the same state after
+    it — on skewed, sparse and one-point weights, and falls back to ``choice`` (raising as
+    it does) on probabilities that are not."""
+    from privgauss.mixture.weighted_kmeans import weighted_draw
+
+    src = np.random.default_rng(3)
+    cases = [src.random(22_000), src.pareto(0.7, 5_000), np.r_[np.zeros(50), 1.0, np.zeros(9)],
+             (src.random(300) < 0.05) * src.random(300) + 0.0, np.ones(1)]
+    for q in cases:
+        if q.sum() <= 0:
+            continue
+        p = q / q.sum()
+        a, b = np.random.default_rng(11), np.random.default_rng(11)
+        for _ in range(300):
+            assert weighted_draw(a, p) == int(b.choice(len(p), p=p))
+        assert a.bit_generator.state == b.bit_generator.state
+    for bad in (np.array([0.5, np.nan, 0.5]), np.array([1.5, -0.5])):
+        with pytest.raises(ValueError):
+            weighted_draw(np.random.default_rng(0), bad)
+
+
+def test_summary_repair_is_the_repair_to_rounding_and_decides_per_restart() -> None:
+    """The summary EM's covariances skip the eigendecomposition only where the repair would
+    change nothing but rounding: restarts whose matrices are all inside [lo, 1e4] equal
+    :func:`repair_covariance`'s to 1e-13 relative and are sym(S) exactly; a restart with a
+    matrix below the floor or above the cap is repaired as before, bit for bit, and does not
+    drag the other restarts into the repair; a NaN raises the repair's error, as before."""
+    from privgauss.linalg import sym
+    from privgauss.mixture import em_starts as es
+
+    rng = np.random.default_rng(4)
+    k, d, m = 3, 6, 4
+    A = rng.standard_normal((m * k, d, d))
+    S = A @ np.swapaxes(A, 1, 2) / d + 0.05 * np.eye(d)
+    S += 1e-13 * rng.standard_normal(S.shape)  # not exactly symmetric
+    got = es._summary_repair(S, 1e-3, k)
+    np.testing.assert_array_equal(got, sym(S))
+    ref = es.repair_covariance(S, 1e-3)
+    assert np.abs(got - ref).max() <= 1e-13 * np.abs(ref).max()
+    bad = S.copy()
+    bad[4] = np.diag([1e-5] + [1.0] * (d - 1))  # restart 1: an eigenvalue under lo
+    bad[9] = np.diag([2e4] + [1.0] * (d - 1))  # restart 3: above the cap
+    got = es._summary_repair(bad, 1e-3, k)
+    np.testing.assert_array_equal(got[:3], sym(bad[:3]))  # restarts 0 and 2 untouched
+    np.testing.assert_array_equal(got[6:9], sym(bad[6:9]))
+    for i in (1, 3):
+        np.testing.assert_array_equal(got[i * k : (i + 1) * k],
+                                      es.repair_covariance(bad[i * k : (i + 1) * k], 1e-3))
+    assert np.linalg.eigvalsh(got[4])[0] == pytest.approx(1e-3)
+    assert np.linalg.eigvalsh(got[9])[-1] == pytest.approx(1e4)
+    assert np.isfinite(got).all()
+    bad[7, 0, 0] = np.nan  # not finite: the repair's own error, as before
+    with pytest.raises(np.linalg.LinAlgError):
+        es.repair_covariance(bad, 1e-3)
+    with pytest.raises(np.linalg.LinAlgError):
+        es._summary_repair(bad, 1e-3, k)

@@ -433,7 +433,7 @@ def _summary_em(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np.nda
     fit: Run | None = None
     for _ in range(SUMMARY_ITERS):
         w, mu, S = _summary_m_step(N, means, covs, resp)
-        S = repair_covariance(S, 1e-3) + 1e-6 * eye
+        S = _summary_repair(S, 1e-3, S.shape[0]) + 1e-6 * eye
         pi = w / w.sum()
         logp = _blob_loglik(means, covs, mu, S)
         logp += np.log(pi)
@@ -462,6 +462,36 @@ def _summary_m_step(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np
     S = (np.einsum("jc,jab->cab", Nr, covs)
          + np.einsum("cja,cjb->cab", D * Nr.T[:, :, None], D)) / w[:, None, None]
     return w, mu, S
+
+
+def _summary_repair(S: np.ndarray, lo: float, k: int) -> np.ndarray:
+    """:func:`repair_covariance` ``(S, lo)`` of the summary EM's covariances, ``S`` the stack
+    of m restarts × ``k`` components, to rounding: a restart whose k matrices all have their
+    eigenvalues in [``lo``, 1e4] — S − lo·I has a Cholesky factor and tr S < 1e4 (≥ the
+    largest eigenvalue of a PD matrix) — keeps sym(S), which the repair reconstructs from its
+    eigenpairs unchanged but for rounding (~1e-16 relative); the other restarts' matrices
+    are repaired. The decision is per restart (one stacked Cholesky when every restart
+    passes), so the batch equals :func:`_summary_em` run restart by restart, bit for bit.
+    The stacked eigendecomposition was half of the summary EM's time (n = 5e4, d = 10,
+    k = 3, ε = 1e4: 11 restarts × 3 components, ~60 iterations as the blobs' mixture
+    collapses to one Gaussian). Post-processing of released blobs."""
+    C = sym(S)
+    m = C.shape[0] // k
+    d = C.shape[-1]
+    fine = np.trace(C, axis1=-2, axis2=-1).reshape(m, k).max(axis=1) < 1e4
+    shifted = C - lo * np.eye(d)
+    try:
+        np.linalg.cholesky(shifted)
+    except np.linalg.LinAlgError:  # some restart does not pass: decided restart by restart
+        for i in np.flatnonzero(fine).tolist():
+            try:
+                np.linalg.cholesky(shifted[i * k : (i + 1) * k])
+            except np.linalg.LinAlgError:
+                fine[i] = False
+    bad = np.flatnonzero(~np.repeat(fine, k))
+    if bad.size:
+        C[bad] = repair_covariance(S[bad], lo)
+    return C
 
 
 def _summary_em_batch(N: np.ndarray, means: np.ndarray, covs: np.ndarray,
@@ -498,7 +528,7 @@ def _summary_em_batch(N: np.ndarray, means: np.ndarray, covs: np.ndarray,
             S = (np.einsum("jc,jab->cab", NrT.reshape(m * k, K).T, covs)
                  + np.einsum("cja,cjb->cab", D * NrT.reshape(m * k, K, 1), D)) \
                 / w.reshape(m * k, 1, 1)
-        S = repair_covariance(S, 1e-3) + 1e-6 * eye
+        S = _summary_repair(S, 1e-3, k) + 1e-6 * eye
         pi = w / w.sum(axis=1, keepdims=True)
         LT = _blob_loglik(means, covs, mu, S).T.reshape(m, k, K)  # C-ordered
         LT += np.log(pi)[:, :, None]

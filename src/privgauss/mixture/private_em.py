@@ -1212,11 +1212,13 @@ def _model_change(old: Run, new: Run, factors: tuple[np.ndarray | None, np.ndarr
         B = np.linalg.solve(L1, (m1 - m0)[:, :, None])[:, :, 0]
     except np.linalg.LinAlgError:  # a released covariance that is not numerically PD
         return math.inf
-    for j in range(w0.shape[0]):
-        b = B[j]
-        # ln|Σ0| − ln|Σ1| (|·|: a carried factor's diagonal is positive up to rounding)
-        logdet = 2.0 * float(np.sum(np.log(np.abs(np.diagonal(A[j])))))
-        total += 0.5 * float(w0[j]) * (float(np.sum(A[j] * A[j])) - d + float(b @ b) - logdet)
+    # each component's term by stacked reductions (each the 2-D one's value bit for bit:
+    # ‖A_j‖²_F as np.sum(A_j·A_j), ‖b_j‖² as b_j @ b_j), added in order as before; ln|Σ0| −
+    # ln|Σ1| (|·|: a carried factor's diagonal is positive up to rounding)
+    logdet = 2.0 * np.log(np.abs(np.diagonal(A, axis1=1, axis2=2))).sum(axis=1)
+    bb = (B[:, None, :] @ B[:, :, None])[:, 0, 0]
+    for term in (0.5 * w0 * ((A * A).sum(axis=(1, 2)) - d + bb - logdet)).tolist():
+        total += term
     # ≥ 0 in exact arithmetic; rounding can leave −1e-16 between near-equal models
     return max(total, 0.0) if math.isfinite(total) else math.inf
 
@@ -1246,7 +1248,10 @@ def _runs_within(a: Run, b: Run, tol: float,
     fa, fb = factors
     bp = (wb[perm], mb[perm], cb[perm])
     fbp = None if fb is None else fb[perm]
-    return max(_model_change(a, bp, (fa, fbp)), _model_change(bp, a, (fbp, fa))) <= tol
+    # both directions within tol (the second only when the first is: the same answer as
+    # max(…) ≤ tol, neither is NaN)
+    return (_model_change(a, bp, (fa, fbp)) <= tol
+            and _model_change(bp, a, (fbp, fa)) <= tol)
 
 
 def _merge_runs(runs: list[Run], facs: list[np.ndarray | None], active: list[bool],
@@ -1676,6 +1681,23 @@ def _floor(C: np.ndarray, s: float = math.inf) -> np.ndarray:
     return sym((V * np.maximum(w, frac * mean)) @ V.T)
 
 
+def _floor_batch(C: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """:func:`_floor` of a stack ``C`` (m × d × d) with its noise levels ``s`` (m,), each
+    matrix bit for bit as alone (one stacked eigendecomposition: numpy's per-call overhead
+    on d × d matrices was most of a step's flooring; the stacked products and reductions
+    compute each matrix as the 2-D ones do — ``tests/test_private_em.py`` checks it).
+    Post-processing."""
+    if C.shape[0] == 0:
+        return C.copy()
+    w, V = np.linalg.eigh(sym(C))
+    mean = np.mean(w, axis=1)
+    d = C.shape[1]
+    frac = np.full(mean.shape, STEP_FLOOR)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(mean > 0, np.minimum(STEP_FLOOR, 2.0 * math.sqrt(d) * s / mean), frac)
+    return sym((V * np.maximum(w, (frac * mean)[:, None])[:, None, :]) @ np.swapaxes(V, 1, 2))
+
+
 def _declip_cap(C: np.ndarray, r: float, s: float) -> np.ndarray:
     """A de-clipped covariance ``C`` in its component's frame with its eigenvalues capped at
     r²·max(1, ``STEP_FLOOR``/f)^``FLOOR_POWER``, f = 2√d·s for the step's noise ``s`` per
@@ -1691,6 +1713,25 @@ def _declip_cap(C: np.ndarray, r: float, s: float) -> np.ndarray:
     if not lam[-1] > top:
         return C
     return sym((V * np.minimum(lam, top)) @ V.T)
+
+
+def _declip_cap_batch(C: np.ndarray, r: float, s: np.ndarray) -> np.ndarray:
+    """:func:`_declip_cap` of a stack ``C`` (m × d × d) with its noise levels ``s`` (m,),
+    each matrix bit for bit as alone (one stacked eigendecomposition; a matrix under its cap
+    is returned as given). Post-processing."""
+    out = np.array(C, dtype=np.float64, copy=True)
+    if out.shape[0] == 0:
+        return out
+    d = out.shape[1]
+    top = np.array([r * r / max(_guard_fade(float(x), d, FLOOR_POWER), 1e-300)
+                    for x in np.asarray(s, dtype=np.float64).tolist()])
+    lam, V = np.linalg.eigh(sym(out))
+    over = np.flatnonzero(lam[:, -1] > top)
+    if over.size:
+        Vo = V[over]
+        out[over] = sym((Vo * np.minimum(lam[over], top[over, None])[:, None, :])
+                        @ np.swapaxes(Vo, 1, 2))
+    return out
 
 
 def _step_eig_floor(s: float, d: int, factored: bool = False) -> float:
@@ -1898,25 +1939,37 @@ def _em_release_runs(steps: list[_RunStep], plan: EMPlan, t: int, release: Relea
         Ns = np.array([x[1] for x in every])
         ybars, Cys = undo_clipping_batch(np.array([x[2] for x in every]) / Ns[:, None],
                                          np.array([x[3] for x in every]) / Ns[:, None, None], r)
+    # the release combined with what the earlier ones left (its own frame: the previous
+    # estimate is 0 and I), by a gain from their noise and the change EM makes (:func:`_gain`),
+    # then no direction shrinks below the combined noise's reach (at most STEP_FLOOR of the
+    # mean); gain and floor go to 1 and 0 as the noise vanishes. Every run's components
+    # capped and floored by one stacked call each (:func:`_declip_cap_batch`,
+    # :func:`_floor_batch`: each as alone)
+    capped = _declip_cap_batch(np.asarray(Cys, dtype=np.float64),
+                               r, np.array([x[4] / x[1] for x in every]))
+    combined: list[tuple[np.ndarray, np.ndarray, float, float]] = []
+    at = 0
+    for st, p in zip(steps, pend, strict=True):
+        cut = at + len(p.inputs)
+        for (j, Nj, _, _, sm_j, ss_j), ybar, Cy in zip(p.inputs, ybars[at:cut], capped[at:cut],
+                                                        strict=True):
+            if st.memory is None:  # half the James–Stein shrinkage, as a fresh estimate
+                combined.append((_shrink(Cy, sm_j / Nj, strength=0.5), ybar,
+                                 (sm_j / Nj) ** 2, math.nan))
+            else:
+                combined.append(_combine(Cy, ybar, sm_j / Nj, ss_j / Nj, p.mem[j]))
+        at = cut
+    floored: Any = ()
+    if combined:
+        floored = _floor_batch(np.array([x[0] for x in combined]),
+                               np.sqrt(np.array([x[2] for x in combined])))
     at = 0
     for st, p in zip(steps, pend, strict=True):
         L, means = st.L, st.run[1]
         d = means.shape[1]
         cut = at + len(p.inputs)
-        for (j, Nj, _, _, sm_j, ss_j), ybar, Cy in zip(p.inputs, ybars[at:cut], Cys[at:cut],
-                                                        strict=True):
-            Cy = _declip_cap(Cy, r, sm_j / Nj)
-            # the release combined with what the earlier ones left (its own frame: the
-            # previous estimate is 0 and I), by a gain from their noise and the change EM
-            # makes (:func:`_gain`), then no direction shrinks below the combined noise's
-            # reach (at most STEP_FLOOR of the mean); gain and floor go to 1 and 0 as the
-            # noise vanishes
-            if st.memory is None:  # half the James–Stein shrinkage, as a fresh estimate
-                var_c, var_m = (sm_j / Nj) ** 2, math.nan
-                Cy = _shrink(Cy, sm_j / Nj, strength=0.5)
-            else:
-                Cy, ybar, var_c, var_m = _combine(Cy, ybar, sm_j / Nj, ss_j / Nj, p.mem[j])
-            Cy = _floor(Cy, math.sqrt(var_c))
+        for (j, _, _, _, _, _), (_, ybar, var_c, var_m), Cy in zip(
+                p.inputs, combined[at:cut], floored[at:cut], strict=True):
             # rows were clipped at r around the current mean: they cannot move it further
             # (noisy moments near the clipping sphere de-clipped to a far point: a mean
             # jumped 250 away)
