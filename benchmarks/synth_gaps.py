@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_peers import METRICS, TARGETS, _held_out, _load, _metrics  # noqa: E402
+from synth_peers import METRICS, TARGETS, _held_out, _load, _metrics, peer_rows  # noqa: E402
 
 PEERS = ("mst", "aim")
 
@@ -42,16 +42,11 @@ def _split(name: str, seed: int, max_rows: int, max_cols: int
 def _peer_metrics(name: str, seed: int, train: np.ndarray, test: np.ndarray,
                   args: argparse.Namespace) -> dict[str, dict] | None:
     work = Path(args.cache) / f"{name}-s{seed}-r{args.max_rows}-c{args.max_cols}"
-    if not all((work / f"{p}.npy").exists() for p in PEERS):
+    rows = peer_rows(train, work, list(PEERS))
+    if rows is None:
         return None
-    lo, hi = train.min(0), train.max(0)
-    hi = np.where(hi > lo, hi, lo + 1.0)
-    rng = np.random.default_rng(0)  # as synth_peers._peers
-    width = (hi - lo) / 20
     out = {}
-    for p in PEERS:
-        raw = np.load(work / f"{p}.npy")
-        jit = np.clip(raw + rng.uniform(-0.5, 0.5, raw.shape) * width, lo, hi)
+    for p, (raw, jit) in rows.items():
         out[f"{p} raw"] = _metrics(train, test, raw, 0.0, TARGETS[name])
         out[f"{p} jitter"] = _metrics(train, test, jit, 0.0, TARGETS[name])
     return out

@@ -259,13 +259,28 @@ def _peers(train: np.ndarray, python: str, names: list[str],
             subprocess.run([python, "-c", _PEER, str(work), ",".join(todo)], check=True)
             times.update(json.loads(times_file.read_text()))
             times_file.write_text(json.dumps(times))
-        out = {}
-        rng = np.random.default_rng(0)
-        width = (hi - lo) / 20
-        for name in names:
-            raw = np.load(work / f"{name}.npy")
-            jit = np.clip(raw + rng.uniform(-0.5, 0.5, raw.shape) * width, lo, hi)
-            out[name] = (raw, jit, times[name])
+        rows = peer_rows(train, work, names)
+        assert rows is not None  # every peer has just been run
+        out = {name: (*rows[name], times[name]) for name in names}
+    return out
+
+
+def peer_rows(train: np.ndarray, work: Path, names: list[str]
+              ) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """The peers' cached rows in ``work`` as {name: (raw rows, jittered rows)}: each value
+    moved uniformly within its bin of the 20 public bins on the training rows' [min, max]
+    (one draw stream, seeded 0, over ``names`` in order); None when a peer's rows are not
+    cached."""
+    if not all((work / f"{m}.npy").exists() for m in names):
+        return None
+    lo, hi = train.min(0), train.max(0)
+    hi = np.where(hi > lo, hi, lo + 1.0)
+    rng = np.random.default_rng(0)
+    width = (hi - lo) / 20
+    out = {}
+    for name in names:
+        raw = np.load(work / f"{name}.npy")
+        out[name] = (raw, np.clip(raw + rng.uniform(-0.5, 0.5, raw.shape) * width, lo, hi))
     return out
 
 
