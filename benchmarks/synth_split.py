@@ -165,7 +165,8 @@ def run(name: str, args: argparse.Namespace,
                 " ".join(f"{r[k]:.4f}" for r in rs) for k in keys) + " |")
     if paired:
         print(f"\nPaired with {variants[0][0]} (same split and seed): mean difference ± its "
-              "standard error over the split × draw pairs (> 0: the variant's metric larger)\n")
+              "standard error over the split × draw pairs [their median: R² boosted has "
+              "outlying draws] (> 0: the variant's metric larger)\n")
         print("| variant | " + " | ".join(keys) + " |")
         print("|---|" + "---|" * len(keys))
         for v, ds in paired.items():
@@ -173,7 +174,7 @@ def run(name: str, args: argparse.Namespace,
             for k in keys:
                 x = np.array([p[k] for p in ds])
                 se = float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
-                cells.append(f"{float(x.mean()):+.4f} ± {se:.4f}")
+                cells.append(f"{float(x.mean()):+.4f} ± {se:.4f} [{float(np.median(x)):+.4f}]")
             print(f"| {v} | " + " | ".join(cells) + " |")
     sys.stdout.flush()
 
