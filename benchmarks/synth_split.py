@@ -42,7 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synth_gaps import _split, split_args  # noqa: E402
-from synth_peers import TARGETS, _corr_mae, _r2, _tv_1way, _tv_2way  # noqa: E402
+from synth_peers import TARGETS, _corr_mae, _r2, _tv_1way, _tv_2way, peer_rows  # noqa: E402
 from synth_swaps import _remap  # noqa: E402
 
 #: metric -> larger is better
@@ -61,17 +61,12 @@ def _scores(test: np.ndarray, syn: np.ndarray, target: int, r2: bool) -> dict[st
 
 def _peers(name: str, seed: int, train: np.ndarray, test: np.ndarray, target: int,
            r2: bool, cache: str, max_rows: int, max_cols: int) -> dict[str, dict] | None:
-    work = Path(cache) / f"{name}-s{seed}-r{max_rows}-c{max_cols}"
-    if not all((work / f"{p}.npy").exists() for p in ("mst", "aim")):
+    rows = peer_rows(train, Path(cache) / f"{name}-s{seed}-r{max_rows}-c{max_cols}",
+                     ["mst", "aim"])
+    if rows is None:
         return None
-    lo, hi = train.min(0), train.max(0)
-    hi = np.where(hi > lo, hi, lo + 1.0)
-    rng = np.random.default_rng(0)  # as synth_peers._peers
-    width = (hi - lo) / 20
     out = {}
-    for p in ("mst", "aim"):
-        raw = np.load(work / f"{p}.npy")
-        jit = np.clip(raw + rng.uniform(-0.5, 0.5, raw.shape) * width, lo, hi)
+    for p, (raw, jit) in rows.items():
         out[f"{p} raw"] = _scores(test, raw, target, r2)
         out[f"{p} jitter"] = _scores(test, jit, target, r2)
     return out
