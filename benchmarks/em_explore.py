@@ -51,7 +51,9 @@ def main() -> None:
     ap.add_argument("--seeds", required=True, help="comma-separated, or a range A-B")
     ap.add_argument("--noise", default="0", help="comma-separated noise seeds")
     ap.add_argument("--variants", default="div3-ex0,div2-ex0")
-    ap.add_argument("--low-d", action="store_true", help="d = 4 + seed % 3")
+    ap.add_argument("--low-d", action="store_true", help="d = D + seed % 3 (D: --d-base)")
+    ap.add_argument("--d-base", type=int, default=4)
+    ap.add_argument("--n", type=int, default=N)
     ap.add_argument("--plain-only", action="store_true")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     args = ap.parse_args()
@@ -64,11 +66,11 @@ def main() -> None:
     saved = (pe.PLAIN_EXPLORE_DIV, pe.PLAIN_EXTRA_STEPS)
     gaps = []
     for s in seeds:
-        fam = mf.family(s, d=4 + s % 3) if args.low_d else mf.family(s)
+        fam = mf.family(s, d=args.d_base + s % 3) if args.low_d else mf.family(s)
         plans = []
         for v in variants:
             set_variant(v)
-            p = pe.em_plan(N, fam.d, fam.k, ApproxDP(**BUDGET))
+            p = pe.em_plan(args.n, fam.d, fam.k, ApproxDP(**BUDGET))
             plans.append(f"{p.n_steps}/{p.explore_steps}")
         pe.PLAIN_EXPLORE_DIV, pe.PLAIN_EXTRA_STEPS = saved
         plain = p.components == 0 and p.n_starts == pe.N_STARTS
@@ -76,8 +78,8 @@ def main() -> None:
             print(f"{s} {fam.describe()}: not plain (k' {p.components}), skipped", flush=True)
             continue
         rng = np.random.default_rng([fam.seed, 1])
-        X, H = fam.sample(N, rng), fam.sample(20_000, rng)
-        best = mf._reference(fam, N, X, H, args.sklearn_cache)["best"]
+        X, H = fam.sample(args.n, rng), fam.sample(20_000, rng)
+        best = mf._reference(fam, args.n, X, H, args.sklearn_cache)["best"]
         for q in [int(x) for x in args.noise.split(",")]:
             row, secs = [], []
             for v in variants:

@@ -38,10 +38,7 @@ def test_a_noisy_plan_is_the_three_run_plan(monkeypatch, n, d, k, budget, n_publ
     assert [(nm, str(b)) for nm, b in plan.parts()] == [(nm, str(b)) for nm, b in
                                                         before.parts()]
     assert plan.n_starts == pe.N_STARTS and not plan.freeze
-    # a plain noisy plan below MAX_STEPS explores longer (_explore_longer)
-    longer = not plan.components and plan != pe._base_plan(n, d, k, budget, n_public=n_public)
-    div = pe.PLAIN_EXPLORE_DIV if longer else pe.EXPLORE_DIV
-    assert plan.explore_steps == plan.n_steps // div
+    assert plan.explore_steps == plan.n_steps // pe.EXPLORE_DIV
 
 
 def test_the_eps1_plan_at_the_speed_benchmark_size_names_the_same_parts():

@@ -190,8 +190,6 @@ MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
     ("public-light", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 40),
     ("ppe", {"epsilon": 5.0, "delta": 1e-6}, 40_000, 1, 1, 0),
     ("agnostic", {"epsilon": 5.0, "delta": 1e-6}, 40_000, 1, 1, 0),
-    # a plain noisy plan explores longer (_explore_longer: T 12 -> 20, 13 exploring steps)
-    ("em", APPROX, 19_000, 4, 3, 0),
     # quiet steps: the summary start (K' = 3k Lloyd clusters); n_steps fixed, so no DP stop
     # (a stopped fit's ledger misses the skipped steps: tests/test_neighbour_outcomes.py)
     ("em", {"epsilon": 1e4, "delta": 1e-6, "method_params": {"n_steps": 12}}, 6000, 2, 2, 0),
