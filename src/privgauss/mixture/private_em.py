@@ -126,8 +126,9 @@ budget and public rows; every frame after the first a function of releases):
    an update) did not help, the de-clipping and floors of releases of noise 0.7 per entry
    being biased. Nothing is pooled where no component is under a floor (the noise vanishing).
    *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of
-   the step's ρ): the k-means start, the histogram start, and a *whitened-frame start* (the
-   same cells' k-means in z, isotropic covariances). Which frame's k-means finds the clusters
+   the step's ρ; :func:`_explore_longer` is an experiment switch for a longer exploration,
+   off): the k-means start, the histogram start, and a *whitened-frame start* (the same
+   cells' k-means in z, isotropic covariances). Which frame's k-means finds the clusters
    depends on the data: on standardised columns it avoids the pixels' decoy basin (0.059) and
    misses the rotated, unequally scaled clusters of ``benchmarks/em_scale.py``'s mixture
    (5 of 8 fits 0.03–0.13 below scikit-learn at n = 1e6), and the whitened frame does the
@@ -401,6 +402,8 @@ KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
 OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
 SUMMARY_NOISE = 1e-3  # the summary start only where a step's noise moves a model at most this
 EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run pick
+PLAIN_EXPLORE_DIV = 3  # ... T // this in a plain noisy three-run plan (_explore_longer; an
+PLAIN_EXTRA_STEPS = 0  # experiment switch: 1.5 and 8 measured, not on: see its docstring)
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
@@ -948,7 +951,7 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
         return wide
     k_over = _over_components(plan, n, d, k, budget, n_steps, n_public, prior)
     if not k_over:
-        return plan
+        return _explore_longer(plan, n, d, k, budget, n_steps, n_public, prior)
     over = _base_plan(n, d, k_over, budget, n_public=n_public, n_steps=None, prior=prior,
                       reduce_steps=REDUCE_STEPS, refine_tail=REFINE_TAIL)
     reduce_at = over.n_steps - REDUCE_STEPS
@@ -963,6 +966,50 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2],
                               _tail(over, t, REFINE_TAIL)) for t in range(over.n_steps))
     return dataclasses.replace(over, step_radii=radii)
+
+
+def _explore_longer(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
+                    n_steps: int | None, n_public: int, prior: bool) -> EMPlan:
+    """The plain three-run plan (no k' run sized, not wide) with ``PLAIN_EXTRA_STEPS`` more
+    steps, the first ⌊T/``PLAIN_EXPLORE_DIV``⌋ of them exploring (public): only with the
+    default schedule, where the first exploring step's noise moves a model by at most
+    ``OVER_NOISE`` nat/row (:func:`_noise_change`) and where the noise limits T
+    (:func:`_n_steps` < ``MAX_STEPS``) — so the plan is :func:`_base_plan`'s once the budget
+    lets EM run to its fixed point (T grows with ρ to ``MAX_STEPS``; quiet plans are wide).
+    The same parts as the plan it replaces, more of them: the EM steps' ρ is re-split over
+    T + ``PLAIN_EXTRA_STEPS`` steps by :func:`_base_plan`'s own rule (half on the last, the
+    rest evenly; an exploring step's over the three runs), so every step is noisier and the
+    parts still compose to the budget.
+
+    Why (issue 27, ``benchmarks/results/em_small_clusters.md``, "explore"): at ε = 1, n = 5e4,
+    d = 4–6 the plain plans' run pick came after ⌊T/3⌋ steps, before EM had separated the
+    runs' basins (famcensus, lookpick). Measured against main (``benchmarks/em_explore.py``;
+    gaps to sklearn's best of 5, wrong > 0.05): tuning misses 2516, 2568, 2533, 1416 × noise
+    seeds 0–5: 13 → 6 of 24; held-out plain fits (low-d families 3700–3759, 3800–3859,
+    3900–3959 at noise seeds 0 and 1, 4000–4059; families 2760–2789): 18 → 14 of 274 (5
+    fixed, 1 new: 3711, which main misses at its noise seeds 1 and 2); fresh 4100–4159:
+    6 → 3 of 53 (none new). ⌊T/2⌋ alone, or T + 4, gained less. The misses that stay (3808,
+    3817, 3858, ...) stay under every length tried. The noise gate: on the real-table corpus
+    at ε = 1 (n = 1,600–22,000) the plain plans are loud (first step 9–65 nat/row) and the
+    ungated rule lost there (10 of 36 tables worse by > 0.05, 4 better: MunExp −0.02 → 0.55,
+    MedExp 0.24 → 0.60); every generated family's plain plan at ε = 1, n = 5e4 is under it
+    (0.01–0.093).
+
+    **Off** (``PLAIN_EXPLORE_DIV`` = ``EXPLORE_DIV``, ``PLAIN_EXTRA_STEPS`` = 0: the plan is
+    :func:`_base_plan`'s), not general enough to switch on: the gate still admits small-n
+    full-grid plans whose T the ``T_FULL_GRID`` ramp cut for being noisy (n = 6000, d = 2,
+    k = 3 at ε = 1: 10 → 18 steps), and on held-out low-d families at n = 8000 (5000–5029)
+    it fixed one fit and lost one (5025: 0.087 → 0.386). With 1 % public rows at ε = 10 it
+    was better on SLID, SumHes, Ketchup, sunspots (``em_mid_steps.py``), VerbAgg at ε = 1
+    0.049 → 0.057 mean. Switch on with PLAIN_EXPLORE_DIV = 1.5, PLAIN_EXTRA_STEPS = 8."""
+    if n_steps is not None or plan.n_starts != N_STARTS or plan.n_steps >= MAX_STEPS:
+        return plan
+    if not _noise_change(plan, 0, n, d, k) <= OVER_NOISE:
+        return plan  # a loud plan: more, noisier steps lost on the real-table corpus
+    if PLAIN_EXPLORE_DIV == EXPLORE_DIV and not PLAIN_EXTRA_STEPS:
+        return plan
+    return _base_plan(n, d, k, budget, n_public=n_public, prior=prior,
+                      explore_div=PLAIN_EXPLORE_DIV, extra_steps=int(PLAIN_EXTRA_STEPS))
 
 
 def _output_shares(d: int) -> tuple[float, float, float]:
@@ -1068,7 +1115,8 @@ def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
 
 def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                n_steps: int | None = None, prior: bool = False,
-               reduce_steps: int = 0, refine_tail: float = CLIP_TAIL) -> EMPlan:
+               reduce_steps: int = 0, refine_tail: float = CLIP_TAIL,
+               explore_div: float = EXPLORE_DIV, extra_steps: int = 0) -> EMPlan:
     """:func:`em_plan` for k fitted components; with ``reduce_steps`` = R > 0 the last R EM
     steps (after the reduction) get 1 − ``OVER_SHARE`` of the steps' ρ (half of it on the
     last, the rest evenly), the T − R before them the rest, evenly."""
@@ -1127,7 +1175,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     rho_atoms = ATOM_SHARE * rho_em
     rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count - rho_final - rho_atoms
     p, m = _grid(n, d, rho_init)
-    T = _n_steps(n, d, k, rest, p == d) if n_steps is None else int(n_steps)
+    T = _n_steps(n, d, k, rest, p == d) + extra_steps if n_steps is None else int(n_steps)
     n_starts = N_STARTS if T >= 2 else 1
     if n_starts == 1:
         rest, rho_score = rest + rho_score, 0.0
@@ -1142,7 +1190,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     plan = EMPlan(budget, loc, hist, rho_ref, rho_init, steps, p, m, clip_radius(n, d),
                   rho_prior, 0.0 if loc is None else rho_hist, km_steps, rho_spread, rho_rw,
                   3.0 * math.sqrt(d), n_starts,
-                  max(1, int(T // EXPLORE_DIV)) if n_starts > 1 else 0,
+                  max(1, int(T // explore_div)) if n_starts > 1 else 0,
                   rho_score, 2.0 * d + 10.0, rho_count=rho_count, rho_final=rho_final,
                   final_candidates=3 if n_public >= max(d + 1, k) else 2, rho_atoms=rho_atoms,
                   diagonal=loc is not None and diagonal)
