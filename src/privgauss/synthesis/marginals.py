@@ -31,17 +31,18 @@ rho_hist``:
   bins* past its far end(s), one per octave (values past the last counted in it): a column's
   values beyond its range — a missing-value code 99 above counts of 0-13, too thin per
   octave to pass the range's threshold — are counted there instead of being clipped into
-  the range's end bin; a tail bin keeps its mass when its count, combined by inverse
-  variance with its octave's count in the range release, passes a cut at which a false
-  alarm among the table's tail bins has probability ≤ :data:`TAIL_BETA` (and half a
-  record); the range's bins keep the rest of the mass, and the records of a side's tail bins
-  too thin to keep go back to the range's end bin, as clipping put them before the tail
-  bins, when their summed counts pass a test of their own (:data:`TAIL_RETURN_BETA`;
-  post-processing) — but for the part of them the unkept bins' own counts support, each
-  less the universal threshold √(2 ln m) noise deviations and capped by the bins nearer
-  the range and by the records of the range's end octave, which stays in the tail's
-  octaves (:data:`TAIL_SPREAD`, :func:`_tail_spread`: a heavy tail thinning out past the
-  range keeps values past it, not all winsorised at its end).
+  the range's end bin; a tail bin keeps its mass when its count, combined by inverse variance
+  with its octave's count in the range release, passes a cut at which a false alarm among the
+  table's tail bins has probability ≤ :data:`TAIL_BETA` (and half a record), split over the
+  bins in proportion to 2^−t, t octaves past the range (:data:`TAIL_GRADED`: a far bin needs
+  more evidence); the range's bins keep the rest of the mass, and the records of a side's
+  tail bins too thin to keep go back to the range's end bin, as clipping put them before the
+  tail bins, when their summed counts pass a test of their own (:data:`TAIL_RETURN_BETA`;
+  post-processing) — but for the part of them the unkept bins' own counts support, each less
+  the universal threshold √(2 ln m) noise deviations and capped by the bins nearer the range
+  and by the records of the range's end octave, which stays in the tail's octaves
+  (:data:`TAIL_SPREAD`, :func:`_tail_spread`: a heavy tail thinning out past the range keeps
+  values past it, not all winsorised at its end).
 
 **zoom** (when planned): the heaviest bins of each integer or gridded column's histogram, chosen
 from its noisy counts, are split into sub-bins — one per level — and counted again
@@ -473,6 +474,15 @@ TAIL_OCTAVES = 8
 #: codes were kept in 10 of 12 fits (kids' 2.5 % in 4, against 6 at 0.05) and fair's values
 #: of 7 and 12 past its range in 3 (benchmarks/results/synth_peers_gaps.md)
 TAIL_BETA = 0.01
+#: TAIL_BETA split over the table's tail bins in proportion to 2^−t, t the bin's distance in
+#: octaves past the range's far end (:func:`_tail_cuts`; Bonferroni over a weighted split:
+#: the false alarms' probabilities still sum to ≤ TAIL_BETA), so that a near bin — psid's
+#: codes 98/99 three octaves past 0-13, fair's 7 and 12 — is cut as before or more loosely,
+#: while a far one, whose false alarm puts noise 2^t times past the range, needs more
+#: evidence; False: the same share for every bin (session 44's rule). A bin 7 octaves out
+#: kept at 3.4 deviations made wavesurge's R² boosted −180 on one draw (split 3,
+#: random_state 3002; benchmarks/results/synth_peers_gaps.md, issue 28)
+TAIL_GRADED = True
 #: ... and a kept tail bin holds at least this many records (noisy): half a record, so that
 #: as the noise vanishes a tail bin is kept exactly when it holds a record, while a false
 #: alarm's probability falls to 0 instead of staying TAIL_BETA (a noise of one record put at
@@ -529,12 +539,28 @@ def _tail_combined(hist: np.ndarray, sigma_hist: float, octave: np.ndarray,
 
 
 def _tail_masses(hist: np.ndarray, sigma_hist: float, octave: np.ndarray, sigma_range: float,
-                 cut: float) -> np.ndarray:
+                 cut: float | np.ndarray) -> np.ndarray:
     """The tail bins' counts (post-processing): :func:`_tail_combined`, kept when the
-    combination passes ``cut`` (in units of its noise deviation) and :data:`TAIL_MIN_COUNT`,
-    else 0."""
+    combination passes ``cut`` (in units of its noise deviation; one per bin, or one for
+    all) and :data:`TAIL_MIN_COUNT`, else 0."""
     both, sd = _tail_combined(hist, sigma_hist, octave, sigma_range)
-    return np.where(both >= max(cut * sd, TAIL_MIN_COUNT), both, 0.0)
+    return np.where(both >= np.maximum(np.asarray(cut) * sd, TAIL_MIN_COUNT), both, 0.0)
+
+
+def _tail_cuts(distances: list[np.ndarray], beta: float, graded: bool) -> list[np.ndarray]:
+    """Each tail bin's cut in noise deviations (one array per side, as ``distances``: the
+    bins' distances in octaves past the range's far end, ≥ 1), at which a false alarm among
+    all the table's tail bins has probability ≤ ``beta`` (Bonferroni): bin i of weight w_i
+    gets the one-sided false-alarm probability ``beta``·w_i/Σw, w_i = 2^−t_i when ``graded``
+    (far bins need more evidence, near ones less), else 1 (one cut for all). The cuts depend
+    on the released ranges only (post-processing); times a noise deviation, they vanish with
+    it."""
+    w = [np.exp2(-np.asarray(t, dtype=np.float64)) if graded
+         else np.ones(len(t)) for t in distances]
+    total = sum(float(x.sum()) for x in w)
+    if not total > 0:
+        return [np.zeros(0) for _ in distances]
+    return [np.asarray(ndtri(1.0 - beta * x / total), dtype=np.float64) for x in w]
 
 
 def _tail_return(both: np.ndarray, kept: np.ndarray, sd: float, beta: float,
@@ -679,8 +705,9 @@ def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, l
     """Each column's tail bins per side — (edges, kept masses, records given back to the
     range's end bin[, spread masses, the inner bound of the range's end octave]) — from the
     histogram release's noisy tail counts ``noisy`` (bottom then top, column by column, as
-    released) and the range release's noisy octave counts: :func:`_tail_masses` at the cut
-    at which a false alarm among the table's tail bins has probability ≤ :data:`TAIL_BETA`,
+    released) and the range release's noisy octave counts: :func:`_tail_masses` at the cuts
+    at which a false alarm among the table's tail bins has probability ≤ :data:`TAIL_BETA`
+    (:func:`_tail_cuts`, graded by distance when :data:`TAIL_GRADED`),
     :func:`_tail_return` of the others at :data:`TAIL_RETURN_BETA` per side, and, when
     :data:`TAIL_SPREAD`, :func:`_tail_spread` at that cut with Bonferroni over all the side's
     tail bins (never looser than the give-back's, over its unkept ones: a spread comes with a
@@ -691,7 +718,11 @@ def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, l
     out: list[dict[str, _Tail]] = [{} for _ in tails]
     if total == 0:
         return out
-    cut = float(ndtri(1.0 - TAIL_BETA / total))
+    # each bin's distance in octaves past its range's far end (keys of the released range)
+    order = [(j, side) for j, t in enumerate(tails) for side in ("bottom", "top") if side in t]
+    dist = [np.abs(np.asarray(tails[j][side][1], dtype=np.int64)
+                   - (ranged[j][2] if side == "top" else ranged[j][1])) for j, side in order]
+    cuts = dict(zip(order, _tail_cuts(dist, TAIL_BETA, TAIL_GRADED), strict=True))
     start = 0
     for j, t in enumerate(tails):
         for side in ("bottom", "top"):
@@ -701,7 +732,7 @@ def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, l
             h = noisy[start:start + len(keys)]
             start += len(keys)
             octave = ranged[j][0][np.asarray(keys, dtype=np.int64)]
-            kept = _tail_masses(h, sigma_hist, octave, sigma_range, cut)
+            kept = _tail_masses(h, sigma_hist, octave, sigma_range, cuts[(j, side)])
             both, sd = _tail_combined(h, sigma_hist, octave, sigma_range)
             up = side == "top"
             # (a side of no tail bins — a range reaching E_MAX's octave — spreads nothing)
