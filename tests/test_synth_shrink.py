@@ -201,3 +201,4 @@ def test_a_loaded_synthesizer_reports_the_fitted_ones_shrinkage_and_samples_the_
     old = pg.PrivateSynthesizer.from_dict(data)
     assert old.copula_shrinkage_ == 1.0 and old.n_rows_ is None
     assert old.n_components_ == s.n_components_
+

@@ -1035,3 +1035,18 @@ def test_a_spurious_bin_at_the_supports_end_is_dropped() -> None:
     edges = np.array([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 40])  # a wide tail bin next to
     counts = np.array([50.0, 200, 300, 300, 200, 120, 60, 40, 30, 25, 24])  # the data: kept
     assert np.diff(marg._cdf_of_counts(counts, sigma, "float", edges))[-1] > 0
+
+
+def test_whole_number_columns_hold_no_negative_zeros() -> None:
+    """Rounding a synthetic value in (−½, 0) gives −0.0, which a CSV file shows as "-0.0" in
+    a 0/1 or count column: sample returns +0.0 instead."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=3000), (rng.random(3000) < 0.3).astype(float),
+                         rng.integers(0, 5, 3000).astype(float)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = pg.PrivateSynthesizer(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+    S = s.sample(3000, random_state=0)
+    for j in (1, 2):
+        zeros = S[:, j] == 0
+        assert zeros.sum() > 500 and not np.signbit(S[zeros, j]).any()

@@ -575,7 +575,10 @@ class PrivateSynthesizer:
         if grid is not None:
             U = grid.sample(int(n_samples), U, rng)
         U = stratified_levels(U, rng, None if grid is None else grid.column_masses())
-        return np.column_stack([m.from_uniform(U[:, j]) for j, m in enumerate(self.marginals_)])
+        X = np.column_stack([m.from_uniform(U[:, j]) for j, m in enumerate(self.marginals_)])
+        # + 0.0 turns the −0.0 that rounding a value in (−½, 0) gives into 0.0 (half of an
+        # integer column's zeros, written "-0.0" to a CSV file)
+        return np.add(X, 0.0, out=X)
 
     def sample_table(self, n_samples: int, random_state: Any = None) -> Any:
         """:meth:`sample` as a pandas DataFrame with the input's column names and dtypes."""
