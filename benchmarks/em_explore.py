@@ -57,11 +57,7 @@ def main() -> None:
     ap.add_argument("--plain-only", action="store_true")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     args = ap.parse_args()
-    if "-" in args.seeds:
-        a, b = args.seeds.split("-")
-        seeds = list(range(int(a), int(b) + 1))
-    else:
-        seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = mf.parse_seeds(args.seeds)
     variants = args.variants.split(",")
     saved = (pe.PLAIN_EXPLORE_DIV, pe.PLAIN_EXTRA_STEPS)
     gaps = []
@@ -98,12 +94,7 @@ def main() -> None:
             print(f"{s} {fam.describe()} noise {q} (T/explore {' '.join(plans)}): " + "; ".join(
                 f"{v} {g:.4f}" for v, g in zip(variants, row, strict=True))
                 + f"  [{' '.join(f'{t:.0f}s' for t in secs)}]", flush=True)
-    G = np.array(gaps)
-    for i, v in enumerate(variants):
-        wrong, was = G[:, i] > mf.WRONG, G[:, 0] > mf.WRONG
-        print(f"{v}: wrong {int(wrong.sum())}/{len(G)}, median {np.median(G[:, i]):.4f}, "
-              f"mean {G[:, i].mean():.4f}; vs {variants[0]}: new wrong "
-              f"{int((wrong & ~was).sum())}, fixed {int((~wrong & was).sum())}")
+    mf.print_variants(gaps, variants)
 
 
 if __name__ == "__main__":

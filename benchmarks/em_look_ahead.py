@@ -159,11 +159,7 @@ def main() -> None:
     ap.add_argument("--runs", action="store_true", help="the runs' gaps and basins at the pick")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     args = ap.parse_args()
-    if "-" in args.seeds:
-        a, b = args.seeds.split("-")
-        seeds = list(range(int(a), int(b) + 1))
-    else:
-        seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = mf.parse_seeds(args.seeds)
     variants = args.variants.split(",")
     gaps = []
     for s in seeds:
@@ -193,12 +189,7 @@ def main() -> None:
             gaps.append(row)
             print(f"{s} {fam.describe()} noise {q}: " + "; ".join(
                 f"{v} {g:.4f}" for v, g in zip(variants, row, strict=True)), flush=True)
-    G = np.array(gaps)
-    for i, v in enumerate(variants):
-        wrong, was = G[:, i] > mf.WRONG, G[:, 0] > mf.WRONG
-        print(f"{v}: wrong {int(wrong.sum())}/{len(G)}, median {np.median(G[:, i]):.4f}, "
-              f"mean {G[:, i].mean():.4f}; vs {variants[0]}: new wrong "
-              f"{int((wrong & ~was).sum())}, fixed {int((~wrong & was).sum())}")
+    mf.print_variants(gaps, variants)
 
 
 if __name__ == "__main__":

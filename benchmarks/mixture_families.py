@@ -168,6 +168,25 @@ def _summary(rows: list[dict[str, object]], name: str) -> str:
             f"{max(gaps):.3f} | {statistics.median(ratios):.1f} |")
 
 
+def parse_seeds(text: str) -> list[int]:
+    """Family seeds from "A-B" (a range, both ends) or "a,b,c"."""
+    if "-" in text:
+        a, b = text.split("-")
+        return list(range(int(a), int(b) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def print_variants(gaps: list[list[float]], variants: list[str]) -> None:
+    """Per variant (columns of ``gaps``, one row per fit): wrong basins, median and mean gap,
+    and the wrong basins it adds or fixes against the first variant."""
+    G = np.array(gaps)
+    for i, v in enumerate(variants):
+        wrong, was = G[:, i] > WRONG, G[:, 0] > WRONG
+        print(f"{v}: wrong {int(wrong.sum())}/{len(G)}, median {np.median(G[:, i]):.4f}, "
+              f"mean {G[:, i].mean():.4f}; vs {variants[0]}: new wrong "
+              f"{int((wrong & ~was).sum())}, fixed {int((~wrong & was).sum())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--families", type=int, default=20, help="tuning family seeds 0..F-1")
