@@ -1246,8 +1246,8 @@ def test_declipping_cap_stands_only_while_the_noise_is_loud() -> None:
 def test_stacked_cap_and_floor_equal_the_per_component_ones_bit_for_bit() -> None:
     """The step processing caps and floors every run's components by one stacked call
     (:func:`_declip_cap_batch`, :func:`_floor_batch`); each matrix must come out bit for bit
-    as :func:`_declip_cap` and :func:`_floor` give it alone — capped or not, floored or
-    not, noise loud or faint, d = 2 to 15, stacks of 1 to 18."""
+    as :func:`_declip_cap` and :func:`_floor` give it alone (a stack of one) — capped or
+    not, floored or not, noise loud or faint, d = 2 to 15, stacks of 1 to 18."""
     rng = np.random.default_rng(21)
     n_capped = n_same = 0
     for d, m in ((2, 5), (3, 1), (10, 18), (10, 3), (15, 7)):

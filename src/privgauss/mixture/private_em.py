@@ -1723,18 +1723,14 @@ def _floor(C: np.ndarray, s: float = math.inf) -> np.ndarray:
     shrinks no direction by more than the noise could fake (noise flattened a 0.2-weight
     component's direction and it died), and as the noise vanishes so does the floor — a
     non-private EM step shrinks a direction as far as the rows say. Post-processing."""
-    w, V = np.linalg.eigh(sym(C))
-    mean = float(np.mean(w))
-    frac = min(STEP_FLOOR, 2.0 * math.sqrt(C.shape[0]) * s / mean) if mean > 0 else STEP_FLOOR
-    return sym((V * np.maximum(w, frac * mean)) @ V.T)
+    return _floor_batch(np.asarray(C, dtype=np.float64)[None], np.array([float(s)]))[0]
 
 
 def _floor_batch(C: np.ndarray, s: np.ndarray) -> np.ndarray:
     """:func:`_floor` of a stack ``C`` (m × d × d) with its noise levels ``s`` (m,), each
-    matrix bit for bit as alone (one stacked eigendecomposition: numpy's per-call overhead
-    on d × d matrices was most of a step's flooring; the stacked products and reductions
-    compute each matrix as the 2-D ones do — ``tests/test_private_em.py`` checks it).
-    Post-processing."""
+    matrix bit for bit as in a stack of one (one stacked eigendecomposition: numpy's
+    per-call overhead on d × d matrices was most of a step's flooring —
+    ``tests/test_private_em.py`` checks stacks against single matrices). Post-processing."""
     if C.shape[0] == 0:
         return C.copy()
     w, V = np.linalg.eigh(sym(C))
@@ -1756,11 +1752,7 @@ def _declip_cap(C: np.ndarray, r: float, s: float) -> np.ndarray:
     de-clipping's cap (1e4·r²/d). One step grows a direction at most to the radius; the
     next step's frame is that much wider and sees it unclipped. The cap fades with the
     noise as :func:`_step_eig_floor`'s guard does."""
-    top = r * r / max(_guard_fade(s, C.shape[0], FLOOR_POWER), 1e-300)
-    lam, V = np.linalg.eigh(sym(C))
-    if not lam[-1] > top:
-        return C
-    return sym((V * np.minimum(lam, top)) @ V.T)
+    return _declip_cap_batch(np.asarray(C, dtype=np.float64)[None], r, np.array([float(s)]))[0]
 
 
 def _declip_cap_batch(C: np.ndarray, r: float, s: np.ndarray) -> np.ndarray:
