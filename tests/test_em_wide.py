@@ -337,3 +337,48 @@ def test_the_frame_decides_the_start():
     # raw: the cut is along the first (wide) column
     assert abs(raw[1][0, 0] - raw[1][1, 0]) > 1.2
     assert abs(raw[1][0, 1] - raw[1][1, 1]) < 0.2
+
+
+def test_the_pick_scores_first_then_only_the_winner_s_step_bit_for_bit(monkeypatch):
+    """Rows in memory: the run pick's pass computes the runs' scores alone
+    (``_em_kernel(stats=False)``), the pick is released, then one pass computes the winner's
+    statistics. The fit, its ledger and every noise draw are bit for bit those of the one-pass
+    route streamed rows take (every run's statistics with the scores, the losers' dropped:
+    forced here on the same in-memory rows); a winner's statistics taken from the wrong run
+    or a score from a different kernel fails here. The score-only kernel gives the full
+    kernel's scores exactly."""
+    passes: list[tuple[int, float, bool]] = []
+    real = pe.reduce_rows
+
+    def counted(Z, kernel, **kw):
+        opts = kernel.keywords
+        passes.append((len(opts["models"]), opts.get("bound", 0.0), opts.get("stats", True))
+                      if "models" in opts else (0, 0.0, True))
+        return real(Z, kernel, **kw)
+
+    monkeypatch.setattr(pe, "reduce_rows", counted)
+    fits = []
+    for streamed in (False, True):
+        monkeypatch.setattr(pe, "is_dask", lambda X, s=streamed: s)
+        passes.clear()
+        m = _wide_fit()
+        fits.append((m, list(passes)))
+    (mem, mem_passes), (one, one_passes) = fits
+    for name in ("weights_", "means_", "covariances_"):
+        assert np.array_equal(getattr(mem, name), getattr(one, name)), name
+    assert [(e.step, e.cost, e.noise_scale) for e in mem.ledger_] == [
+        (e.step, e.cost, e.noise_scale) for e in one.ledger_]
+    scored = [p for p in mem_passes if p[1] > 0]
+    assert len(scored) == 1 and not scored[0][2] and scored[0][0] > 1  # the scores alone
+    at = mem_passes.index(scored[0])
+    assert mem_passes[at + 1] == (1, 0.0, True)  # then the winner's step alone
+    (full,) = [p for p in one_passes if p[1] > 0]
+    assert full[2] and full[0] == scored[0][0]  # streamed: all runs' statistics and scores
+    assert len(mem_passes) == len(one_passes) + 1
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(5000, 4)) * 2.0
+    models = tuple((r[1], *pe._model_terms(r[0], r[2])[1:])
+                   for r in (_spd_run(np.random.default_rng(s)) for s in range(3)))
+    both = pe._em_kernel(Z, models, 2.5, bound=9.0)
+    alone = pe._em_kernel(Z, models, 2.5, bound=9.0, stats=False)
+    assert len(alone) == 1 and np.array_equal(alone[0], both[3])
