@@ -165,7 +165,7 @@ budget and public rows; every frame after the first a function of releases):
    pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
    ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
    released models, as with the stop below; ``info["em_frozen"]``). So is a run whose model
-   comes within ``MERGE_TOL`` = 1e-2 of another run's (both directions of
+   comes within ``MERGE_TOL`` = 5e-2 of another run's (both directions of
    :func:`_model_change`'s KL bound, components matched by their means:
    :func:`_runs_within`) — at its start or after any exploring step; of a close pair the run
    with the larger index waits, the other carries on (issue 27: n = 5e4, d = 10, k = 3 at
@@ -176,7 +176,16 @@ budget and public rows; every frame after the first a function of releases):
    6–30 fewer of a fit's 100–154 run-steps (models summed over its passes; data seed 2's fit
    −15 % CPU), every held-out gap within 7e-5 nat/row; the corpus at ε = 1e4 none worse
    by more than 0.0015 (immi3 7 nat/row better), generated families 0–19 and 1330–1359 the
-   same to 4 decimals but one (+1e-4; ``benchmarks/results/em_speed.md``). It bounds the
+   same to 4 decimals but one (+1e-4; ``benchmarks/results/em_speed.md``). At 5e-2 (speed10)
+   runs that travel towards one basin side by side (0.02–0.09 apart for 10–15 steps at that
+   shape, the raw-frame starts' two k-means among them) wait sooner again: data seeds 0–7,
+   2–27 fewer run-steps a fit, every held-out gap within 5e-5 nat/row (section speed10 of
+   ``em_speed.md``). A start whose components coincide — within what a step's noise moves a
+   model by (:func:`_noise_change`), both directions of the KL between each component and the
+   first (:func:`_collapsed`): the summary start where its EM on the K' clusters collapsed
+   (every data seed of that shape) — waits from its start too: equal components are a fixed
+   point of EM, which only the noise would break (such runs froze after 3 steps with a score
+   of the frame's single Gaussian). It bounds the
    time where
    the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
    ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
@@ -456,7 +465,7 @@ WIDE_STARTS = 6  # exploring runs where the steps are quiet (issue 27: sklearn's
 WIDE_EXPLORE = 2.0 / 3.0  # ... and the share of the T steps they explore before the pick
 WIDE_STEPS = 150  # EM steps of a wide plan where the budget gives the default MAX_STEPS
 FREEZE_TOL = 1e-3  # an exploring run stops when its change still to come is at most this
-MERGE_TOL = 1e-2  # ... or when its model is within this of another run's (KL bound per row)
+MERGE_TOL = 5e-2  # ... or when its model is within this of another run's (KL bound per row)
 WIDE_NOISE = 1e-3  # quiet: a wide plan's exploring step's noise moves a model ≤ this
 FACTOR_POWER = 16  # a wide plan's whitened-frame floor fades like (noise reach / STEP_FLOOR)^this
 FACTOR_FLOOR = 1e-20  # ... to at least this (whitened frame), carried by Cholesky factors
@@ -1305,6 +1314,28 @@ def _runs_within(a: Run, b: Run, tol: float,
     # max(…) ≤ tol, neither is NaN)
     return (_model_change(a, bp, (fa, fbp)) <= tol
             and _model_change(bp, a, (fbp, fa)) <= tol)
+
+
+def _collapsed(run: Run, tol: float, factors: np.ndarray | None = None) -> bool:
+    """Whether every component of a run is within ``tol`` of its first, both directions of
+    the KL divergence between the two Gaussians (post-processing of a released model or
+    start; ``factors``: carried Cholesky factors, None: from the covariances). Components
+    that coincide exactly are a fixed point of EM (equal densities: responsibilities equal
+    to the weights, every component the same update), so such a run only moves as far as
+    the noise breaks the tie."""
+    w, mu, cov = run
+    if w.shape[0] < 2:
+        return False
+    ones = np.ones(1)
+    first = (ones, mu[:1], cov[:1])
+    f0 = None if factors is None else factors[:1]
+    for j in range(1, w.shape[0]):
+        other = (ones, mu[j : j + 1], cov[j : j + 1])
+        fj = None if factors is None else factors[j : j + 1]
+        if not (_model_change(first, other, (f0, fj)) <= tol
+                and _model_change(other, first, (fj, f0)) <= tol):
+            return False
+    return True
 
 
 def _merge_runs(runs: list[Run], facs: list[np.ndarray | None], active: list[bool],
@@ -2271,11 +2302,13 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     whose released changes meet the stopping rule (:func:`_converged`) is *frozen*: its
     later exploring steps are skipped (it waits for the pick as it is, as scikit-learn's
     init stops at its ``tol``), and once every run is frozen the exploration ends and the
-    pick's step runs next. Each freeze is appended to ``frozen`` as (run, step): a function
-    of released models (post-processing), like the stop. A :attr:`EMPlan.factored` plan
-    carries each run's covariances by their Cholesky factors from step to step (NaN-free
-    products of them in the runs); the returned run's are appended to ``factors`` (None
-    where they are not carried)."""
+    pick's step runs next. So does a run within ``MERGE_TOL`` of another (the later of the
+    pair, :func:`_merge_runs`) and a start whose components coincide within a step's noise
+    (:func:`_collapsed`). Each freeze is appended to ``frozen`` as (run, step), −1 for a
+    start: a function of released models (post-processing), like the stop. A
+    :attr:`EMPlan.factored` plan carries each run's covariances by their Cholesky factors
+    from step to step (NaN-free products of them in the runs); the returned run's are
+    appended to ``factors`` (None where they are not carried)."""
     t = 0
     facs: list[np.ndarray | None] = [None] * len(runs)  # None: from the covariances
     changes: list[float] = []
@@ -2288,6 +2321,14 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         for c in _merge_runs(runs, facs, active, list(range(len(runs))), MERGE_TOL):
             if frozen is not None:
                 frozen.append((c, -1))
+        # a start whose components coincide within what a step's noise moves a model by
+        # (a collapsed summary start: EM's tie, broken only by that noise) waits as it is
+        tie = _noise_change(plan, 0, n, runs[0][1].shape[1], runs[0][0].shape[0])
+        for c, run in enumerate(runs):
+            if active[c] and _collapsed(run, tie):
+                active[c] = False
+                if frozen is not None:
+                    frozen.append((c, -1))
     while t < plan.n_steps:
         if (plan.reduce_at is not None and k is not None and t >= plan.reduce_at
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
