@@ -183,7 +183,7 @@ budget and public rows; every frame after the first a function of releases):
    ``em_speed.md``). A start whose components coincide — within what a step's noise moves a
    model by (:func:`_noise_change`), both directions of the KL between each component and the
    first (:func:`_collapsed`): the summary start where its EM on the K' clusters collapsed
-   (every data seed of that shape) — waits from its start too: equal components are a fixed
+   (data seeds 0–2 of that shape, components within 1e-9) — waits from its start too: equal components are a fixed
    point of EM, which only the noise would break (such runs froze after 3 steps with a score
    of the frame's single Gaussian). It bounds the
    time where
