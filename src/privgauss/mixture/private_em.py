@@ -179,13 +179,13 @@ budget and public rows; every frame after the first a function of releases):
    same to 4 decimals but one (+1e-4; ``benchmarks/results/em_speed.md``). At 5e-2 (speed10)
    runs that travel towards one basin side by side (0.02–0.09 apart for 10–15 steps at that
    shape, the raw-frame starts' two k-means among them) wait sooner again: data seeds 0–7,
-   2–27 fewer run-steps a fit, every held-out gap within 5e-5 nat/row (section speed10 of
+   6–27 fewer run-steps a fit, every held-out gap within 7e-5 nat/row (section speed10 of
    ``em_speed.md``). A start whose components coincide — within what a step's noise moves a
    model by (:func:`_noise_change`), both directions of the KL between each component and the
    first (:func:`_collapsed`): the summary start where its EM on the K' clusters collapsed
-   (data seeds 0–2 of that shape, components within 1e-9) — waits from its start too: equal components are a fixed
-   point of EM, which only the noise would break (such runs froze after 3 steps with a score
-   of the frame's single Gaussian). It bounds the
+   (data seeds 0–2 of that shape, components within 1e-9) — waits from its start too: equal
+   components are a fixed point of EM, which only the noise would break (such runs froze
+   after 3 steps with a score of the frame's single Gaussian). It bounds the
    time where
    the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
    ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
