@@ -337,3 +337,104 @@ def test_the_frame_decides_the_start():
     # raw: the cut is along the first (wide) column
     assert abs(raw[1][0, 0] - raw[1][1, 0]) > 1.2
     assert abs(raw[1][0, 1] - raw[1][1, 1]) < 0.2
+
+
+def test_the_pick_scores_first_then_only_the_winner_s_step_bit_for_bit(monkeypatch):
+    """Rows in memory: the run pick's pass computes the runs' scores alone
+    (``_em_kernel(stats=False)``), the pick is released, then one pass computes the winner's
+    statistics. The fit, its ledger and every noise draw are bit for bit those of the one-pass
+    route streamed rows take (every run's statistics with the scores, the losers' dropped:
+    forced here on the same in-memory rows); a winner's statistics taken from the wrong run
+    or a score from a different kernel fails here. The score-only kernel gives the full
+    kernel's scores exactly."""
+    passes: list[tuple[int, float, bool]] = []
+    real = pe.reduce_rows
+
+    def counted(Z, kernel, **kw):
+        opts = kernel.keywords
+        passes.append((len(opts["models"]), opts.get("bound", 0.0), opts.get("stats", True))
+                      if "models" in opts else (0, 0.0, True))
+        return real(Z, kernel, **kw)
+
+    monkeypatch.setattr(pe, "reduce_rows", counted)
+    fits = []
+    for streamed in (False, True):
+        monkeypatch.setattr(pe, "is_dask", lambda X, s=streamed: s)
+        passes.clear()
+        m = _wide_fit()
+        fits.append((m, list(passes)))
+    (mem, mem_passes), (one, one_passes) = fits
+    for name in ("weights_", "means_", "covariances_"):
+        assert np.array_equal(getattr(mem, name), getattr(one, name)), name
+    assert [(e.step, e.cost, e.noise_scale) for e in mem.ledger_] == [
+        (e.step, e.cost, e.noise_scale) for e in one.ledger_]
+    scored = [p for p in mem_passes if p[1] > 0]
+    assert len(scored) == 1 and not scored[0][2] and scored[0][0] > 1  # the scores alone
+    at = mem_passes.index(scored[0])
+    assert mem_passes[at + 1] == (1, 0.0, True)  # then the winner's step alone
+    (full,) = [p for p in one_passes if p[1] > 0]
+    assert full[2] and full[0] == scored[0][0]  # streamed: all runs' statistics and scores
+    assert len(mem_passes) == len(one_passes) + 1
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(5000, 4)) * 2.0
+    models = tuple((r[1], *pe._model_terms(r[0], r[2])[1:])
+                   for r in (_spd_run(np.random.default_rng(s)) for s in range(3)))
+    both = pe._em_kernel(Z, models, 2.5, bound=9.0)
+    alone = pe._em_kernel(Z, models, 2.5, bound=9.0, stats=False)
+    assert len(alone) == 1 and np.array_equal(alone[0], both[3])
+
+
+def test_collapsed_reads_every_component_against_the_first_both_ways():
+    """:func:`_collapsed`: equal components (any weights) coincide within rounding; a
+    component's mean moved by δ along a unit axis of identity covariances is exactly δ²/2 away
+    both ways (each component's own KL, not weighted), so the run is collapsed just above
+    that and not just below; a covariance scaled by s is KL (s − 1 − ln s)·d/2 one way and
+    (1/s − 1 + ln s)·d/2 the other (the larger decides); one component never collapses."""
+    d = 4
+    w = np.array([0.5, 0.3, 0.2])
+    mu = np.zeros((3, d))
+    cov = np.array([np.eye(d)] * 3)
+    assert pe._collapsed((w, mu, cov), 1e-14)
+    delta = 0.2
+    moved = mu.copy()
+    moved[2, 1] = delta
+    assert pe._collapsed((w, moved, cov), 1.01 * delta**2 / 2)
+    assert not pe._collapsed((w, moved, cov), 0.99 * delta**2 / 2)
+    s = 1.3
+    wide = cov.copy()
+    wide[1] *= s
+    one, other = (s - 1 - math.log(s)) * d / 2, (1 / s - 1 + math.log(s)) * d / 2
+    assert one > other
+    assert pe._collapsed((w, mu, wide), 1.01 * one)
+    assert not pe._collapsed((w, mu, wide), 0.99 * one)
+    assert not pe._collapsed((w[:1] / w[0], mu[:1], cov[:1]), 1.0)
+
+
+def test_a_collapsed_start_waits_from_its_first_step(monkeypatch):
+    """A wide plan's start whose components coincide (the last extra start replaced by one
+    with all its components equal to the histogram start's first: EM's tie) waits before
+    its first step — (run, 0) in ``info["em_frozen"]``, the ledger the plan less exactly
+    the frozen runs' steps, the pick over all runs — and the same start with one component
+    moved by more than a step's noise (:func:`_noise_change`) explores."""
+    orig = pe.histogram_start
+    for spread, waits in ((0.0, True), (0.05, False)):
+        def collapsed(*args, spread=spread, **kwargs):
+            hist, white, seeds = orig(*args, **kwargs)
+            w, mu, cov = (np.array(x, copy=True) for x in hist)
+            mu[:] = mu[0]
+            cov[:] = cov[0]
+            mu[-1] += spread * np.linalg.cholesky(cov[0])[:, 0]
+            kwargs["extras"][-1] = (w, mu, cov)
+            return hist, white, seeds
+
+        monkeypatch.setattr(pe, "histogram_start", collapsed)
+        m = _wide_fit()
+        plan, info = m.fit_info_["em_plan"], m.fit_info_
+        frozen, stop = info["em_frozen"], info["em_stopped_after"]
+        assert (spread**2 / 2 > pe._noise_change(plan, 0, 6000, 3, 3)) != waits
+        assert ((pe.WIDE_STARTS, 0) in frozen) == waits
+        kept = _charged_parts(plan, frozen, stop)
+        assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
+        pick = [e for e in m.ledger_ if e.step.endswith("em run selection")]
+        assert len(pick) == 1
+        assert pick[0].sensitivity == pytest.approx(2 * plan.score_bound * math.sqrt(6))

@@ -138,9 +138,14 @@ budget and public rows; every frame after the first a function of releases):
    standard normal) picks the run with the largest noisy score, and the remaining steps
    advance it alone. No start is trusted blindly: a bad public sample or a bad k-means basin
    loses the pick. *Passes:* an exploring step computes all runs' statistics in one pass
-   (released run by run), and the scores share a pass with the next step's statistics of all
-   runs (the pick is released first, then the winner's statistics; the losers' are dropped
-   unreleased): T passes in all.
+   (released run by run). With the rows in memory the pick's step takes two: the runs'
+   scores alone (frames and densities, no statistics), the pick released, then the winner's
+   statistics (six runs' scores and one run's step: ~16 ms where one pass of six runs'
+   statistics took ~27 at n = 5e4, d = 10, k = 3); with streamed rows the scores share one
+   pass with every run's statistics (the pick is released first, then the winner's; the
+   losers' are dropped unreleased), so as not to read the rows twice. Either way the same
+   numbers bit for bit (each model's sums are independent of the others'): T or T + 1
+   passes in all.
    *Wide exploration where quiet* (issue 27: scikit-learn's ``n_init``; :func:`_wide_plan`).
    Where even ``WIDE_STARTS`` = 6 runs' first exploring step's noise alone moves a model by
    at most ``WIDE_NOISE`` = 1e-3 nat/row (public; ε = 1e4 on 34 of the 39 fresh corpus
@@ -160,7 +165,7 @@ budget and public rows; every frame after the first a function of releases):
    pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
    ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
    released models, as with the stop below; ``info["em_frozen"]``). So is a run whose model
-   comes within ``MERGE_TOL`` = 1e-2 of another run's (both directions of
+   comes within ``MERGE_TOL`` = 5e-2 of another run's (both directions of
    :func:`_model_change`'s KL bound, components matched by their means:
    :func:`_runs_within`) — at its start or after any exploring step; of a close pair the run
    with the larger index waits, the other carries on (issue 27: n = 5e4, d = 10, k = 3 at
@@ -171,7 +176,16 @@ budget and public rows; every frame after the first a function of releases):
    6–30 fewer of a fit's 100–154 run-steps (models summed over its passes; data seed 2's fit
    −15 % CPU), every held-out gap within 7e-5 nat/row; the corpus at ε = 1e4 none worse
    by more than 0.0015 (immi3 7 nat/row better), generated families 0–19 and 1330–1359 the
-   same to 4 decimals but one (+1e-4; ``benchmarks/results/em_speed.md``). It bounds the
+   same to 4 decimals but one (+1e-4; ``benchmarks/results/em_speed.md``). At 5e-2 (speed10)
+   runs that travel towards one basin side by side (0.02–0.09 apart for 10–15 steps at that
+   shape, the raw-frame starts' two k-means among them) wait sooner again: data seeds 0–7,
+   6–27 fewer run-steps a fit, every held-out gap within 7e-5 nat/row (section speed10 of
+   ``em_speed.md``). A start whose components coincide — within what a step's noise moves a
+   model by (:func:`_noise_change`), both directions of the KL between each component and the
+   first (:func:`_collapsed`): the summary start where its EM on the K' clusters collapsed
+   (data seeds 0–2 of that shape, components within 1e-9) — waits from its start too: equal
+   components are a fixed point of EM, which only the noise would break (such runs froze
+   after 3 steps with a score of the frame's single Gaussian). It bounds the
    time where
    the runs converge fast (n = 5e4, d = 10, k = 3: 1.6–1.7× the three-run plan's CPU time,
    ``benchmarks/results/em_starts.md``); on the corpus' small tables, where the steps are
@@ -345,7 +359,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import as_rows, public_rows, reduce_rows
+from ..backends import as_rows, is_dask, public_rows, reduce_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_weights, sym
@@ -451,7 +465,7 @@ WIDE_STARTS = 6  # exploring runs where the steps are quiet (issue 27: sklearn's
 WIDE_EXPLORE = 2.0 / 3.0  # ... and the share of the T steps they explore before the pick
 WIDE_STEPS = 150  # EM steps of a wide plan where the budget gives the default MAX_STEPS
 FREEZE_TOL = 1e-3  # an exploring run stops when its change still to come is at most this
-MERGE_TOL = 1e-2  # ... or when its model is within this of another run's (KL bound per row)
+MERGE_TOL = 5e-2  # ... or when its model is within this of another run's (KL bound per row)
 WIDE_NOISE = 1e-3  # quiet: a wide plan's exploring step's noise moves a model ≤ this
 FACTOR_POWER = 16  # a wide plan's whitened-frame floor fades like (noise reach / STEP_FLOOR)^this
 FACTOR_FLOOR = 1e-20  # ... to at least this (whitened frame), carried by Cholesky factors
@@ -1302,6 +1316,28 @@ def _runs_within(a: Run, b: Run, tol: float,
             and _model_change(bp, a, (fbp, fa)) <= tol)
 
 
+def _collapsed(run: Run, tol: float, factors: np.ndarray | None = None) -> bool:
+    """Whether every component of a run is within ``tol`` of its first, both directions of
+    the KL divergence between the two Gaussians (post-processing of a released model or
+    start; ``factors``: carried Cholesky factors, None: from the covariances). Components
+    that coincide exactly are a fixed point of EM (equal densities: responsibilities equal
+    to the weights, every component the same update), so such a run only moves as far as
+    the noise breaks the tie."""
+    w, mu, cov = run
+    if w.shape[0] < 2:
+        return False
+    ones = np.ones(1)
+    first = (ones, mu[:1], cov[:1])
+    f0 = None if factors is None else factors[:1]
+    for j in range(1, w.shape[0]):
+        other = (ones, mu[j : j + 1], cov[j : j + 1])
+        fj = None if factors is None else factors[j : j + 1]
+        if not (_model_change(first, other, (f0, fj)) <= tol
+                and _model_change(other, first, (fj, f0)) <= tol):
+            return False
+    return True
+
+
 def _merge_runs(runs: list[Run], facs: list[np.ndarray | None], active: list[bool],
                 changed: list[int], tol: float) -> list[int]:
     """The active runs to freeze because their model is within ``tol``
@@ -1477,14 +1513,17 @@ def _workspace(rows: int, k: int, d: int) -> _Workspace:
     return ws
 
 
-def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: float = 0.0
-               ) -> tuple[np.ndarray, ...]:
+def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: float = 0.0,
+               stats: bool = True) -> tuple[np.ndarray, ...]:
     """Each model's (Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij =
     clip_r(L_j^{-1}(z_i − μ_j)), stacked over the models (one pass advances every run); with
     ``bound`` > 0 also each model's Σ_i clip(log p(z_i) − log φ(z_i), ±bound) (φ the frame's
     standard normal; a row the model cannot score counts 0): the run pick and the winner's
-    next step share the pass. Nothing here is released. The block is processed in sub-blocks
-    of ``EM_SUB_ROWS`` rows in one :class:`_Workspace`."""
+    next step share the pass. ``stats=False`` (with ``bound`` > 0): the scores alone, as a
+    1-tuple — each model's score bit for bit the one the full kernel gives (the same
+    operations on the same sub-blocks; the statistics' part of a sub-block only reads them),
+    at ~40 % of the cost. Nothing here is released. The block is processed in sub-blocks of
+    ``EM_SUB_ROWS`` rows in one :class:`_Workspace`."""
     n, d = B.shape
     k = models[0][0].shape[0]
     m = len(models)
@@ -1502,42 +1541,60 @@ def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: f
             ref = (-0.5 * np.einsum("ij,ij->i", Bs, Bs) - 0.5 * d * math.log(2 * math.pi)
                    if bound > 0 else None)
             for c, model in enumerate(stacked):
-                _em_sub_block(len(Bs), model, radius, ws, [x[c] for x in acc[:3]])
+                _em_densities(len(Bs), model, ws)
+                if stats:
+                    _em_sub_block(len(Bs), model, radius, ws, [x[c] for x in acc[:3]])
                 if ref is not None:  # log p(z_i) − log φ(z_i), clipped; NaN (none): 0
                     v = ws.top[: len(Bs)] + np.log(ws.tot[: len(Bs)]) - ref
                     acc[3][c] += np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound).sum()
+    if not stats:
+        return (acc[3],)
     return tuple(acc) if bound > 0 else tuple(acc[:3])
+
+
+def _em_densities(n: int, model: tuple[np.ndarray, np.ndarray], ws: _Workspace) -> None:
+    """One model's rows in every component's frame and their log-sum-exp over the first n rows
+    in the workspace ``ws`` (``ws.B1``: the rows, transposed, over a row of ones): ``ws.Y``
+    the frames (one product with the stacked [L_j^{-1} | −L_j^{-1}μ_j]), ``ws.q`` their squared
+    norms, ``ws.R`` exp(log N(z_i; μ_j, Σ_j) + log π_j − top_i), ``ws.top`` the largest
+    exponent and ``ws.tot`` the sum over the components (a row's log density is top + log tot).
+    A component whose Y has a non-finite value or an overflowing square cannot score the row
+    (its frame zeroed, q = ∞: R = 0) — a per-record map."""
+    T1, log_norm = model
+    k = log_norm.shape[0]
+    d = T1.shape[0] // k
+    Yf = np.matmul(T1, ws.B1[:, :n], out=ws.Y[:, :n])  # (k·d, n)
+    Y = Yf.reshape(k, d, n)
+    q = np.einsum("jdi,jdi->ji", Y, Y, out=ws.q[:, :n])
+    if not np.isfinite(q).all():
+        bad = ~np.isfinite(q)
+        Y.transpose(0, 2, 1)[bad] = 0.0
+        q[bad] = np.inf
+    # softmax over the components of log N(z_i; μ_j, Σ_j) + log π_j: its exponentials
+    R = np.multiply(q, -0.5, out=ws.R[:, :n])
+    R += log_norm[:, None]
+    top = np.maximum.reduce(R, axis=0, out=ws.top[:n])
+    R -= top
+    np.exp(R, out=R)
+    np.add.reduce(R, axis=0, out=ws.tot[:n])
 
 
 def _em_sub_block(n: int, model: tuple[np.ndarray, np.ndarray], radius: float,
                   ws: _Workspace, acc: list[np.ndarray]) -> None:
-    """Add one model's (N, S, M) over the first n rows in the workspace ``ws`` (``ws.B1``:
-    the rows, transposed, over a row of ones) to ``acc``. The rows in every component's frame
-    come from one product with the stacked [L_j^{-1} | −L_j^{-1}μ_j]; a component whose Y
-    has a non-finite value or an overflowing square cannot score the row (r_ij = 0) and
-    clips it to 0 — a per-record map. The clipping factor w = min(1, r'/‖Y‖) uses the
+    """Add one model's (N, S, M) over the first n rows to ``acc``, from the workspace ``ws``
+    that :func:`_em_densities` filled for this model (frames, squared norms, exponentials).
+    A row no component can score is spread evenly; a component that cannot score it clips
+    it to 0 (its frame was zeroed). The clipping factor w = min(1, r'/‖Y‖) uses the
     squared norms the densities need, with clip_weights' margin r' = r(1 − 4(d + 2)ε) for
     their rounding; M_j sums V Vᵀ, V = √r_ij · w · Y (a symmetric product: the margin also
     covers the square root's and the products' roundings, ‖V‖² ≤ r_ij r²)."""
     T1, log_norm = model
     k = log_norm.shape[0]
     d = T1.shape[0] // k
-    Yf = np.matmul(T1, ws.B1[:, :n], out=ws.Y[:, :n])  # (k·d, n)
-    Y = Yf.reshape(k, d, n)
+    Y = ws.Y[:, :n].reshape(k, d, n)
     V = ws.V[:, :n].reshape(k, d, n)
-    q = np.einsum("jdi,jdi->ji", Y, Y, out=ws.q[:, :n])
-    if not np.isfinite(q).all():
-        bad = ~np.isfinite(q)
-        Y.transpose(0, 2, 1)[bad] = 0.0
-        q[bad] = np.inf
-    # softmax over the components of log N(z_i; μ_j, Σ_j) + log π_j
-    R = np.multiply(q, -0.5, out=ws.R[:, :n])
-    R += log_norm[:, None]
-    top = np.maximum.reduce(R, axis=0, out=ws.top[:n])
-    R -= top
-    np.exp(R, out=R)
-    tot = np.add.reduce(R, axis=0, out=ws.tot[:n])
-    R /= tot
+    q, R, top = ws.q[:, :n], ws.R[:, :n], ws.top[:n]
+    R /= ws.tot[:n]
     R[:, ~np.isfinite(top)] = 1.0 / k  # a row no component can score: spread evenly
     w = np.sqrt(q, out=ws.w[:, :n])
     np.divide(radius * (1.0 - 4.0 * (d + 2) * float(np.finfo(np.float64).eps)), w, out=w)
@@ -2235,19 +2292,23 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
               frozen: list[tuple[int, int]] | None = None,
               factors: list[np.ndarray | None] | None = None) -> Run:
     """The T EM steps, one pass over the rows each: while exploring, the pass computes every
-    run's statistics (released run by run); at the end of the exploration the same pass also
-    scores the runs, the pick is released first and only the winner's statistics after it.
+    run's statistics (released run by run); at the end of the exploration the runs are
+    scored and the pick released first, then the winner's statistics — rows in memory: a
+    pass of the scores alone, then the winner's step (cheaper than every run's statistics);
+    streamed (dask) rows: one pass of both, the losers' statistics dropped unreleased.
     An over-parameterised plan's run is reduced to ``k`` components (free:
     :func:`~privgauss.mixture.em_starts.reduce_run`) before step ``plan.reduce_at``.
     Where the plan lets exploring runs stop (``plan.may_freeze``: quiet wide plans), a run
     whose released changes meet the stopping rule (:func:`_converged`) is *frozen*: its
     later exploring steps are skipped (it waits for the pick as it is, as scikit-learn's
     init stops at its ``tol``), and once every run is frozen the exploration ends and the
-    pick's step runs next. Each freeze is appended to ``frozen`` as (run, step): a function
-    of released models (post-processing), like the stop. A :attr:`EMPlan.factored` plan
-    carries each run's covariances by their Cholesky factors from step to step (NaN-free
-    products of them in the runs); the returned run's are appended to ``factors`` (None
-    where they are not carried)."""
+    pick's step runs next. So does a run within ``MERGE_TOL`` of another (the later of the
+    pair, :func:`_merge_runs`) and a start whose components coincide within a step's noise
+    (:func:`_collapsed`). Each freeze is appended to ``frozen`` as (run, step), −1 for a
+    start: a function of released models (post-processing), like the stop. A
+    :attr:`EMPlan.factored` plan carries each run's covariances by their Cholesky factors
+    from step to step (NaN-free products of them in the runs); the returned run's are
+    appended to ``factors`` (None where they are not carried)."""
     t = 0
     facs: list[np.ndarray | None] = [None] * len(runs)  # None: from the covariances
     changes: list[float] = []
@@ -2260,6 +2321,14 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         for c in _merge_runs(runs, facs, active, list(range(len(runs))), MERGE_TOL):
             if frozen is not None:
                 frozen.append((c, -1))
+        # a start whose components coincide within what a step's noise moves a model by
+        # (a collapsed summary start: EM's tie, broken only by that noise) waits as it is
+        tie = _noise_change(plan, 0, n, runs[0][1].shape[1], runs[0][0].shape[0])
+        for c, run in enumerate(runs):
+            if active[c] and _collapsed(run, tie):
+                active[c] = False
+                if frozen is not None:
+                    frozen.append((c, -1))
     while t < plan.n_steps:
         if (plan.reduce_at is not None and k is not None and t >= plan.reduce_at
                 and len(runs) == 1 and runs[0][0].shape[0] > k):
@@ -2285,19 +2354,30 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         terms = [_model_terms(runs[c][0], runs[c][2], facs[c]) for c in idx]
         models = tuple((runs[c][1], Linv, ln) for c, (_, Linv, ln) in zip(idx, terms,
                                                                            strict=True))
-        out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.step_radius(t),
-                                     bound=plan.score_bound if pick else 0.0),
-                          block=EM_BLOCK_ROWS)
         keep = range(len(idx))  # positions in idx
-        if pick:
-            winner = pick_run(out[3], plan, release)
-            keep = range(winner, winner + 1)
+        at = {a: a for a in keep}  # a position's row in the pass's statistics
+        if pick and not is_dask(Z):  # rows in memory: the scores, the pick, then its step
+            out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.step_radius(t),
+                                         bound=plan.score_bound, stats=False),
+                              block=EM_BLOCK_ROWS)
+            winner = pick_run(out[0], plan, release)
+            keep, at = range(winner, winner + 1), {winner: 0}
+            out = reduce_rows(Z, partial(_em_kernel, models=models[winner: winner + 1],
+                                         radius=plan.step_radius(t)), block=EM_BLOCK_ROWS)
+        else:  # streamed rows: one pass, every run's statistics (the scores with the pick's)
+            out = reduce_rows(Z, partial(_em_kernel, models=models,
+                                         radius=plan.step_radius(t),
+                                         bound=plan.score_bound if pick else 0.0),
+                              block=EM_BLOCK_ROWS)
+            if pick:
+                winner = pick_run(out[3], plan, release)
+                keep = range(winner, winner + 1)
         tag = plan.runs(t) > 1
         carry = plan.factored and not plan.is_tied(t)
         new_facs = {idx[a]: np.empty_like(terms[a][0]) if carry else None for a in keep}
         # released run by run, updated together (:func:`_em_release_runs`)
         new = dict(zip([idx[a] for a in keep], _em_release_runs(
-            [_RunStep((out[0][a], out[1][a], out[2][a]), runs[idx[a]], terms[a][0],
+            [_RunStep((out[0][at[a]], out[1][at[a]], out[2][at[a]]), runs[idx[a]], terms[a][0],
                       f" run {idx[a] + 1}" if tag else "",
                       mems[idx[a]] if refining else None, new_facs[idx[a]],
                       pools[idx[a]] if refining and POOL_HELD else None, peaks[idx[a]])
