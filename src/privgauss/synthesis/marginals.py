@@ -861,7 +861,81 @@ def _smoothed(counts: np.ndarray, widths: np.ndarray, sigma: float) -> np.ndarra
     if len(counts) < 3:
         return counts
     change, lam = _smoothing(counts, widths, sigma)
+    wide = _diffused(counts, widths, sigma, float((lam * change) @ (lam * change)) + sigma ** 2
+                     * (len(counts) - 4.0 * SMOOTH_WEIGHT * lam * (len(counts) - 2)))
+    if wide is not None:
+        return np.asarray(np.clip(wide, 0.0, None))
     return np.asarray(np.clip(counts + lam * change, 0.0, None))
+
+
+#: the smoothing's wider kernels (:func:`_diffused`): repeated three-bin moving averages of
+#: the densities, 2, 4, 8, … up to this many times (a bound on time, not a guard against
+#: noise: the choice among them is Stein's unbiased risk estimate's, and at 4096 steps a
+#: column of ~60 bins is flat already); 0: only the one James–Stein step of :func:`_smoothed`
+DIFFUSE_MAX_STEPS = 4096
+
+
+def _diffusion_step(dens: np.ndarray) -> np.ndarray:
+    """One step T of :func:`_diffused` on the densities ``dens``: each inner bin moves by
+    :data:`SMOOTH_WEIGHT` times its second difference among the inner bins, reflected at
+    their ends; the end bins stay."""
+    mid = dens[1:-1]
+    pad = np.concatenate([mid[:1], mid, mid[-1:]])
+    return np.concatenate([dens[:1], mid + SMOOTH_WEIGHT * (pad[:-2] - 2.0 * mid + pad[2:]),
+                           dens[-1:]])
+
+
+def _diffusion_trace(m: int, k: int) -> float:
+    """tr T^k for :func:`_diffusion_step` on m ≥ 3 bins: 2 (the end bins) plus the k-th powers
+    of the inner block's eigenvalues 1 − 2w + 2w cos(jπ/(m − 2)), j = 0 … m − 3."""
+    w = SMOOTH_WEIGHT
+    inner = 1.0 - 2.0 * w + 2.0 * w * np.cos(np.arange(m - 2) * math.pi / (m - 2))
+    return 2.0 + float(np.sum(inner ** k))
+
+
+def _diffused(counts: np.ndarray, widths: np.ndarray, sigma: float,
+              one_step: float = math.inf) -> np.ndarray | None:
+    """The noisy counts (noise deviation ``sigma`` each) with their densities averaged over a
+    wider kernel than :func:`_smoothed`'s one step, when Stein's unbiased risk estimate says
+    so (post-processing of a DP release). The step T moves each inner bin's density by
+    :data:`SMOOTH_WEIGHT` times its second difference among the inner bins, reflected at
+    their ends (no flux into the end bins, which stay: the support's first and last bins are
+    partial — treering's first [−6123.5, −5876.5) holds the years from −6000 — and their low
+    densities, diffused, would pull a ramp into a flat column); the candidates are T^k
+    applied to the densities, k = 0, 1, 2, 4, …, :data:`DIFFUSE_MAX_STEPS`, each a linear
+    map A_k of the counts similar to T^k, whose risk is estimated by SURE_k = ‖A_k x − x‖² +
+    σ² (2 tr T^k − M) (tr T^k in closed form: the inner block of T is I + w L, L the
+    reflected second difference, of eigenvalues −2 + 2 cos(jπ/(M − 2))). None (the one
+    James–Stein step is kept) unless the best k is 2 or more and its risk estimate is below
+    ``one_step``, the one step's (:func:`_smoothed`: ‖λc‖² + σ² (M − 4wλ(M − 2)), its λ
+    taken as fixed — which favours it: a wider kernel must beat it clearly). A flat column's
+    noise — a time index with every year once — is averaged over as many bins as it is
+    noise: treering's year, ~60 bins of ~100 records against σ ≈ 13, came out of the one
+    step with a 1-way TV against its training rows of 0.022 (0.012 with the wide kernel;
+    benchmarks/synth_marginal_tv.py). Consistent: as σ → 0 the risk
+    estimate is ‖A_k x − x‖², least at k = 0 (or equal, on a density T leaves as it is)."""
+    m = len(counts)
+    if DIFFUSE_MAX_STEPS < 2 or m < 4 or not sigma > 0:
+        return None
+    norm2 = float(counts @ counts)
+    best_k, best_risk, best_x = 0, m * sigma ** 2, counts  # SURE_0 = σ² M
+    k, done, worse = 0, 0, 0
+    cur = counts / widths
+    while k < DIFFUSE_MAX_STEPS:
+        k = max(1, 2 * k)
+        for _ in range(k - done):
+            cur = _diffusion_step(cur)
+        done = k
+        x = cur * widths
+        risk = float((x - counts) @ (x - counts)) + sigma ** 2 * (2.0 * _diffusion_trace(m, k)
+                                                                 - m)
+        if risk < best_risk - 1e-12 * norm2:
+            best_k, best_risk, best_x, worse = k, risk, x, 0
+        else:
+            worse += 1
+            if worse >= 2:
+                break
+    return np.asarray(best_x) if best_k >= 2 and best_risk < one_step else None
 
 
 def _smoothing(counts: np.ndarray, widths: np.ndarray,
