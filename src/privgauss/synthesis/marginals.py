@@ -1128,24 +1128,26 @@ def zoomable(kind: str, step: float, fine: bool = False) -> bool:
     and gridded float columns, whose sub-bins hold one level each, and with a ``fine`` zoom
     (:func:`fine_zoom`) continuous float columns too (at a small budget their atoms would
     still be spread across their sub-bins, and the quantile bins of tied values see that:
-    macdonell's heights, 1-way TV 0.07 → 0.15 at ε = 1). With :data:`SHAPE_ZOOM` a
-    continuous float column is zoomed at any budget: below a fine zoom its split bins are
-    *shaped* (:func:`_shaped_masses`), not cut into levels."""
-    return kind == "integer" or (kind == "float" and (step > 0 or fine or SHAPE_ZOOM))
+    macdonell's heights, 1-way TV 0.07 → 0.15 at ε = 1). (With :data:`SHAPE_ZOOM` a zoom
+    below a fine one also *shapes* the continuous float columns' heaviest bins, at a small
+    weight: :func:`_zoom`.)"""
+    return kind == "integer" or (kind == "float" and (step > 0 or fine))
 
 
-#: a continuous float column is zoomed below a fine zoom too (:func:`zoomable`), its heaviest
-#: bins split into about (count/σ_z)^(2/3) equal sub-bins (:func:`shape_split`) whose noisy
-#: counts shape the bin's mass (:func:`_shaped_masses`): noxemissions' log NOx emission, 35 %
-#: of its rows in its first fine bin [8, 8.457) of the released octave [8, 16), rising
-#: towards 8.4, was drawn uniformly across it (its 1-way TV against its training rows 0.074,
-#: the other columns' 0.03-0.045). Off (False: continuous float columns are zoomed only at
-#: a fine zoom, as before): on, noxemissions' 1-way TV fell 0.069 → 0.062 (3 splits × 4
-#: draws) but the zoom's share, spent on every table with a float column and shared with
-#: the discrete columns' zoom, cost macdonell 0.093 → 0.103, and benchmarks/synth_corpus.py
-#: at ε = 1 MunExp's 1-way TV excess +0.077 and the 2-way TV excess mean 0.049 → 0.050
-#: (benchmarks/results/synth_peers_gaps.md, synbins)
+#: a zoom below a fine one (:func:`_zoom`, planned for the discrete and gridded columns) also
+#: *shapes* the heaviest bins of the continuous float columns: they join its release at a
+#: weight κ (their counts times κ: sensitivity √(2(m_d + κ² m_f)) for m_d zoomed and m_f
+#: shaped columns), κ² = :data:`SHAPE_SHARE` m_d / m_f (at most 1), so the discrete columns'
+#: zoom noise grows by √(1 + SHAPE_SHARE) at most; each shaped bin is split into about
+#: (count/σ)^(2/3) equal sub-bins (:func:`shape_split`, σ = σ_z/κ) whose noisy counts tilt
+#: its mass (:func:`_shaped_masses`). noxemissions' log NOx emission, 35 % of its rows in its
+#: first fine bin [8, 8.457) of the released octave [8, 16), rising towards 8.4, was drawn
+#: uniformly across it (its 1-way TV against its training rows 0.074, the other columns'
+#: 0.03-0.045). Off (False): see benchmarks/results/synth_peers_gaps.md (synbins) for what
+#: it moved
 SHAPE_ZOOM = False
+#: the shaped columns' share of the zoom's noise variance (see :data:`SHAPE_ZOOM`)
+SHAPE_SHARE = 0.25
 
 
 def shape_split(count: float, sigma_z: float, split: int) -> int:
@@ -1324,24 +1326,28 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
     zoomed = [j for j in range(d) if zoomable(plan.kinds[j], steps[j], fine)]
     if not zoomed:
         return cols
+    # continuous float columns shaped at weight kappa (SHAPE_ZOOM), below a fine zoom
+    shape_cols = [j for j in range(d) if SHAPE_ZOOM and not fine and plan.kinds[j] == "float"
+              and steps[j] == 0]
+    kappa = min(1.0, math.sqrt(SHAPE_SHARE * len(zoomed) / len(shape_cols))) if shape_cols else 1.0
+    members = zoomed + shape_cols
+    weight = {j: (kappa if j in shape_cols else 1.0) for j in members}
     rounds = ZOOM_ROUNDS if fine else 1
     rho_round = plan.rho_zoom / rounds
     grids = [1.0 if plan.kinds[j] != "float" else float(steps[j]) for j in range(d)]
-    sens = histogram_l2() * math.sqrt(len(zoomed))
-    sigma_z = sens / math.sqrt(2.0 * rho_round)
-    split, slots = zoom_sizes(len(zoomed), zoom_split(n, sigma_z),
+    sens = histogram_l2() * math.sqrt(len(zoomed) + kappa ** 2 * len(shape_cols))
+    sigma_z = sens / math.sqrt(2.0 * rho_round)  # a zoomed sub-count's; a shaped one's / κ
+    split, slots = zoom_sizes(len(members), zoom_split(n, sigma_z),
                               zoom_bins(n, sigma_z, fine) + ZOOM_END_BINS)
     ends = max(0, min(ZOOM_END_BINS, slots - ZOOM_BINS))  # slots for the support's ends
     cut = sigma_z * max(EMPTY_BIN_SIGMAS, float(ndtri(1.0 - RANGE_BETA / split)))
     out = list(cols)
     # each bin's noise deviation: the first histogram's, a sub-bin's the zoom's
-    sds = {j: np.full(len(cols[j][1]), float(sigma)) for j in zoomed}
-    # continuous float columns below a fine zoom: bins shaped, not cut into levels
-    shaped_cols = {j: grids[j] == 0 and not fine for j in zoomed}
+    sds = {j: np.full(len(cols[j][1]), float(sigma)) for j in members}
     for r in range(rounds):
         chosen: dict[int, list[tuple[int, np.ndarray]]] = {}
-        flat = np.zeros((len(zoomed), slots, split))
-        for i, j in enumerate(zoomed):
+        flat = np.zeros((len(members), slots, split))
+        for i, j in enumerate(members):
             e, counts, _ = out[j]
             probe = probes[j] if kept_probe[j] else None
             # the support's ends: bins past the discrete columns' cut on their own noise
@@ -1349,8 +1355,9 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
                                        float(ndtri(1.0 - RANGE_BETA / len(counts))))
             picks = _zoom_bins(e, counts, grids[j], probe, slots, ends, support_cut)
             chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j],
-                                         shape_split(float(counts[k]), sigma_z, split)
-                                         if shaped_cols[j] else split))
+                                         shape_split(float(counts[k]),
+                                                     sigma_z / weight[j], split)
+                                         if j in shape_cols else split))
                          for k in picks]
             x, k_of = _binned(X[:, j], e, plan.kinds[j])  # as the histograms counted them
             if tailed is not None and any(tailed[j]):
@@ -1366,27 +1373,30 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
                 k_of = np.where(inside, k_of, -1)
             for slot, (k, sub) in enumerate(chosen[j]):
                 idx = _bin_index(sub, x[k_of == k])
-                flat[i, slot, :len(sub) - 1] = np.bincount(idx, minlength=len(sub) - 1)
+                flat[i, slot, :len(sub) - 1] = weight[j] * np.bincount(
+                    idx, minlength=len(sub) - 1)
         step = "zoom" if r == 0 else f"zoom/{r + 1}"
         noisy = gaussian_mechanism(flat.ravel(), sens, ZCDP(rho_round),
                                    accountant=release.accountant, noise=release.noise,
                                    step=release.name(step)).reshape(flat.shape)
-        for i, j in enumerate(zoomed):
+        noisy = noisy / np.array([weight[j] for j in members])[:, None, None]
+        for i, j in enumerate(members):
             e, counts, decided = out[j]
             if decided is None:
                 decided = np.zeros(len(counts), dtype=np.int8)
             sd = sds[j]
-            if shaped_cols[j]:
+            if j in shape_cols:
+                sigma_s = sigma_z / weight[j]
                 for slot, (k, sub) in reversed(list(enumerate(chosen[j]))):
                     mass = _shaped_masses(float(counts[k]), float(sd[k]),
-                                          noisy[i, slot, :len(sub) - 1], sigma_z, np.diff(sub))
+                                          noisy[i, slot, :len(sub) - 1], sigma_s, np.diff(sub))
                     if mass is None:
                         continue
                     e = np.concatenate([e[:k], sub, e[k + 2:]])
                     counts = np.concatenate([counts[:k], mass, counts[k + 1:]])
                     decided = np.concatenate([decided[:k], np.zeros(len(mass), np.int8),
                                               decided[k + 1:]])
-                    sd = np.concatenate([sd[:k], np.full(len(mass), sigma_z), sd[k + 1:]])
+                    sd = np.concatenate([sd[:k], np.full(len(mass), sigma_s), sd[k + 1:]])
                 out[j] = (e, counts, decided)
                 sds[j] = sd
                 continue
