@@ -21,7 +21,8 @@ rho_hist``:
   support set to zero and, for a float column or an integer one whose bins hold two or more
   levels each (:func:`_wide_integer_bins`), the bin densities shrunk towards their
   three-bin moving average by a James–Stein factor (smoothing where the differences are
-  noise, not where a column's levels make them signal). A float
+  noise, not where a column's levels make them signal) — or averaged over a wider kernel
+  when Stein's unbiased risk estimate says it beats that step (:func:`_diffused`). A float
   column whose released range has one sign gets one extra bin of the other sign (the *sign
   probe*, :data:`PROBE_FRACTION` of the range's far end wide), kept only when its noisy count
   passes :data:`PROBE_SIGMAS` deviations, its mass then spread over :data:`PROBE_OCTAVES`
