@@ -21,7 +21,8 @@ rho_hist``:
   support set to zero and, for a float column or an integer one whose bins hold two or more
   levels each (:func:`_wide_integer_bins`), the bin densities shrunk towards their
   three-bin moving average by a James–Stein factor (smoothing where the differences are
-  noise, not where a column's levels make them signal). A float
+  noise, not where a column's levels make them signal) — or averaged over a wider kernel
+  when Stein's unbiased risk estimate says it beats that step (:func:`_diffused`). A float
   column whose released range has one sign gets one extra bin of the other sign (the *sign
   probe*, :data:`PROBE_FRACTION` of the range's far end wide), kept only when its noisy count
   passes :data:`PROBE_SIGMAS` deviations, its mass then spread over :data:`PROBE_OCTAVES`
@@ -861,7 +862,81 @@ def _smoothed(counts: np.ndarray, widths: np.ndarray, sigma: float) -> np.ndarra
     if len(counts) < 3:
         return counts
     change, lam = _smoothing(counts, widths, sigma)
+    wide = _diffused(counts, widths, sigma, float((lam * change) @ (lam * change)) + sigma ** 2
+                     * (len(counts) - 4.0 * SMOOTH_WEIGHT * lam * (len(counts) - 2)))
+    if wide is not None:
+        return np.asarray(np.clip(wide, 0.0, None))
     return np.asarray(np.clip(counts + lam * change, 0.0, None))
+
+
+#: the smoothing's wider kernels (:func:`_diffused`): repeated three-bin moving averages of
+#: the densities, 2, 4, 8, … up to this many times (a bound on time, not a guard against
+#: noise: the choice among them is Stein's unbiased risk estimate's, and at 4096 steps a
+#: column of ~60 bins is flat already); 0: only the one James–Stein step of :func:`_smoothed`
+DIFFUSE_MAX_STEPS = 4096
+
+
+def _diffusion_step(dens: np.ndarray) -> np.ndarray:
+    """One step T of :func:`_diffused` on the densities ``dens``: each inner bin moves by
+    :data:`SMOOTH_WEIGHT` times its second difference among the inner bins, reflected at
+    their ends; the end bins stay."""
+    mid = dens[1:-1]
+    pad = np.concatenate([mid[:1], mid, mid[-1:]])
+    return np.concatenate([dens[:1], mid + SMOOTH_WEIGHT * (pad[:-2] - 2.0 * mid + pad[2:]),
+                           dens[-1:]])
+
+
+def _diffusion_trace(m: int, k: int) -> float:
+    """tr T^k for :func:`_diffusion_step` on m ≥ 3 bins: 2 (the end bins) plus the k-th powers
+    of the inner block's eigenvalues 1 − 2w + 2w cos(jπ/(m − 2)), j = 0 … m − 3."""
+    w = SMOOTH_WEIGHT
+    inner = 1.0 - 2.0 * w + 2.0 * w * np.cos(np.arange(m - 2) * math.pi / (m - 2))
+    return 2.0 + float(np.sum(inner ** k))
+
+
+def _diffused(counts: np.ndarray, widths: np.ndarray, sigma: float,
+              one_step: float = math.inf) -> np.ndarray | None:
+    """The noisy counts (noise deviation ``sigma`` each) with their densities averaged over a
+    wider kernel than :func:`_smoothed`'s one step, when Stein's unbiased risk estimate says
+    so (post-processing of a DP release). The step T moves each inner bin's density by
+    :data:`SMOOTH_WEIGHT` times its second difference among the inner bins, reflected at
+    their ends (no flux into the end bins, which stay: the support's first and last bins are
+    partial — treering's first [−6123.5, −5876.5) holds the years from −6000 — and their low
+    densities, diffused, would pull a ramp into a flat column); the candidates are T^k
+    applied to the densities, k = 0, 1, 2, 4, …, :data:`DIFFUSE_MAX_STEPS`, each a linear
+    map A_k of the counts similar to T^k, whose risk is estimated by SURE_k = ‖A_k x − x‖² +
+    σ² (2 tr T^k − M) (tr T^k in closed form: the inner block of T is I + w L, L the
+    reflected second difference, of eigenvalues −2 + 2 cos(jπ/(M − 2))). None (the one
+    James–Stein step is kept) unless the best k is 2 or more and its risk estimate is below
+    ``one_step``, the one step's (:func:`_smoothed`: ‖λc‖² + σ² (M − 4wλ(M − 2)), its λ
+    taken as fixed — which favours it: a wider kernel must beat it clearly). A flat column's
+    noise — a time index with every year once — is averaged over as many bins as it is
+    noise: treering's year, ~60 bins of ~100 records against σ ≈ 13, came out of the one
+    step with a 1-way TV against its training rows of 0.022 (0.012 with the wide kernel;
+    benchmarks/synth_marginal_tv.py). Consistent: as σ → 0 the risk
+    estimate is ‖A_k x − x‖², least at k = 0 (or equal, on a density T leaves as it is)."""
+    m = len(counts)
+    if DIFFUSE_MAX_STEPS < 2 or m < 4 or not sigma > 0:
+        return None
+    norm2 = float(counts @ counts)
+    best_k, best_risk, best_x = 0, m * sigma ** 2, counts  # SURE_0 = σ² M
+    k, done, worse = 0, 0, 0
+    cur = counts / widths
+    while k < DIFFUSE_MAX_STEPS:
+        k = max(1, 2 * k)
+        for _ in range(k - done):
+            cur = _diffusion_step(cur)
+        done = k
+        x = cur * widths
+        risk = float((x - counts) @ (x - counts)) + sigma ** 2 * (2.0 * _diffusion_trace(m, k)
+                                                                 - m)
+        if risk < best_risk - 1e-12 * norm2:
+            best_k, best_risk, best_x, worse = k, risk, x, 0
+        else:
+            worse += 1
+            if worse >= 2:
+                break
+    return np.asarray(best_x) if best_k >= 2 and best_risk < one_step else None
 
 
 def _smoothing(counts: np.ndarray, widths: np.ndarray,
@@ -1054,8 +1129,70 @@ def zoomable(kind: str, step: float, fine: bool = False) -> bool:
     and gridded float columns, whose sub-bins hold one level each, and with a ``fine`` zoom
     (:func:`fine_zoom`) continuous float columns too (at a small budget their atoms would
     still be spread across their sub-bins, and the quantile bins of tied values see that:
-    macdonell's heights, 1-way TV 0.07 → 0.15 at ε = 1)."""
+    macdonell's heights, 1-way TV 0.07 → 0.15 at ε = 1). (With :data:`SHAPE_ZOOM` a zoom
+    below a fine one also *shapes* the continuous float columns' heaviest bins, at a small
+    weight: :func:`_zoom`.)"""
     return kind == "integer" or (kind == "float" and (step > 0 or fine))
+
+
+#: a zoom below a fine one (:func:`_zoom`, planned for the discrete and gridded columns) also
+#: *shapes* the heaviest bins of the continuous float columns: they join its release at a
+#: weight κ (their counts times κ: sensitivity √(2(m_d + κ² m_f)) for m_d zoomed and m_f
+#: shaped columns), κ² = :data:`SHAPE_SHARE` m_d / m_f (at most 1), so the discrete columns'
+#: zoom noise grows by √(1 + SHAPE_SHARE) at most; each shaped bin is split into about
+#: (count/σ)^(2/3) equal sub-bins (:func:`shape_split`, σ = σ_z/κ) whose noisy counts tilt
+#: its mass (:func:`_shaped_masses`). noxemissions' log NOx emission, 35 % of its rows in its
+#: first fine bin [8, 8.457) of the released octave [8, 16), rising towards 8.4, was drawn
+#: uniformly across it (its 1-way TV against its training rows 0.074, the other columns'
+#: 0.03-0.045). Off (False): see benchmarks/results/synth_peers_gaps.md (synbins) for what
+#: it moved
+SHAPE_ZOOM = False
+#: the shaped columns' share of the zoom's noise variance (see :data:`SHAPE_ZOOM`)
+SHAPE_SHARE = 0.25
+
+
+def shape_split(count: float, sigma_z: float, split: int) -> int:
+    """Sub-bins of a continuous float column's bin split by a zoom below a fine one: about
+    (count/σ_z)^(2/3) — the histogram's own balance of binning error and noise
+    (:func:`n_fine_bins`) within the bin, ``count`` its first noisy count (post-processing) —
+    at least 1 (not split) and at most ``split``."""
+    if not (count > 0 and sigma_z > 0):
+        return 1
+    return int(np.clip(math.floor((count / sigma_z) ** (2.0 / 3.0)), 1, split))
+
+
+def _shaped_masses(count: float, sigma: float, sub: np.ndarray, sigma_z: float,
+                   widths: np.ndarray) -> np.ndarray | None:
+    """A continuous float column's split bin's sub-bin masses (post-processing): the bin's
+    mass (:func:`_combined_total`) spread over its sub-bins by a density *linear* across the
+    bin, fitted to its noisy sub-counts by least squares, its slope b̂ shrunk by the factor
+    λ = max(0, 1 − 1/z²), z = b̂ / (its noise deviation) (where the tilt is little more than
+    noise the bin stays nearly even) and the density clipped at 0. Linear, not the
+    sub-counts' own shape: a column of levels (macdonell's heights, on steps of 1/12 that
+    the types release does not hold) would otherwise have each level put uniformly across
+    the sub-bin that holds it — a level at the top of its sub-bin then mostly below itself,
+    across the real rows' quantile edges at the levels (its 1-way TV 0.10 → 0.14) — while a
+    tilt over several levels moves little. None (the bin stays whole) when λ = 0.
+    Consistent: λ → 1 as σ_z → 0 (the density within a bin then its best linear fit; the
+    fine zoom, at a large budget, splits bins into their levels instead)."""
+    m = len(sub)
+    if m < 2 or not sigma_z > 0:
+        return None
+    mids = np.cumsum(widths) - widths / 2.0
+    t = (mids - float(np.sum(mids * widths) / widths.sum())) / float(widths.sum())
+    design = np.column_stack([widths, widths * t])
+    gram = design.T @ design
+    coef = np.linalg.solve(gram, design.T @ sub)
+    sd = sigma_z * math.sqrt(float(np.linalg.inv(gram)[1, 1]))
+    z2 = (float(coef[1]) / sd) ** 2
+    lam = max(0.0, 1.0 - 1.0 / z2) if z2 > 0 else 0.0
+    if lam <= 0 or not coef[0] > 0:
+        return None
+    shape = np.clip(widths * (coef[0] + lam * coef[1] * t), 0.0, None)
+    if not shape.sum() > 0:
+        return None
+    total = _combined_total(count, sigma, sub, sigma_z)
+    return np.asarray(max(total, 0.0) * shape / float(shape.sum()))
 
 
 def zoom_split(n: int, sigma_z: float) -> int:
@@ -1190,29 +1327,38 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
     zoomed = [j for j in range(d) if zoomable(plan.kinds[j], steps[j], fine)]
     if not zoomed:
         return cols
+    # continuous float columns shaped at weight kappa (SHAPE_ZOOM), below a fine zoom
+    shape_cols = [j for j in range(d) if SHAPE_ZOOM and not fine and plan.kinds[j] == "float"
+              and steps[j] == 0]
+    kappa = min(1.0, math.sqrt(SHAPE_SHARE * len(zoomed) / len(shape_cols))) if shape_cols else 1.0
+    members = zoomed + shape_cols
+    weight = {j: (kappa if j in shape_cols else 1.0) for j in members}
     rounds = ZOOM_ROUNDS if fine else 1
     rho_round = plan.rho_zoom / rounds
     grids = [1.0 if plan.kinds[j] != "float" else float(steps[j]) for j in range(d)]
-    sens = histogram_l2() * math.sqrt(len(zoomed))
-    sigma_z = sens / math.sqrt(2.0 * rho_round)
-    split, slots = zoom_sizes(len(zoomed), zoom_split(n, sigma_z),
+    sens = histogram_l2() * math.sqrt(len(zoomed) + kappa ** 2 * len(shape_cols))
+    sigma_z = sens / math.sqrt(2.0 * rho_round)  # a zoomed sub-count's; a shaped one's / κ
+    split, slots = zoom_sizes(len(members), zoom_split(n, sigma_z),
                               zoom_bins(n, sigma_z, fine) + ZOOM_END_BINS)
     ends = max(0, min(ZOOM_END_BINS, slots - ZOOM_BINS))  # slots for the support's ends
     cut = sigma_z * max(EMPTY_BIN_SIGMAS, float(ndtri(1.0 - RANGE_BETA / split)))
     out = list(cols)
     # each bin's noise deviation: the first histogram's, a sub-bin's the zoom's
-    sds = {j: np.full(len(cols[j][1]), float(sigma)) for j in zoomed}
+    sds = {j: np.full(len(cols[j][1]), float(sigma)) for j in members}
     for r in range(rounds):
         chosen: dict[int, list[tuple[int, np.ndarray]]] = {}
-        flat = np.zeros((len(zoomed), slots, split))
-        for i, j in enumerate(zoomed):
+        flat = np.zeros((len(members), slots, split))
+        for i, j in enumerate(members):
             e, counts, _ = out[j]
             probe = probes[j] if kept_probe[j] else None
             # the support's ends: bins past the discrete columns' cut on their own noise
             support_cut = sds[j] * max(EMPTY_BIN_SIGMAS,
                                        float(ndtri(1.0 - RANGE_BETA / len(counts))))
             picks = _zoom_bins(e, counts, grids[j], probe, slots, ends, support_cut)
-            chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j], split))
+            chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j],
+                                         shape_split(float(counts[k]),
+                                                     sigma_z / weight[j], split)
+                                         if j in shape_cols else split))
                          for k in picks]
             x, k_of = _binned(X[:, j], e, plan.kinds[j])  # as the histograms counted them
             if tailed is not None and any(tailed[j]):
@@ -1228,16 +1374,33 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
                 k_of = np.where(inside, k_of, -1)
             for slot, (k, sub) in enumerate(chosen[j]):
                 idx = _bin_index(sub, x[k_of == k])
-                flat[i, slot, :len(sub) - 1] = np.bincount(idx, minlength=len(sub) - 1)
+                flat[i, slot, :len(sub) - 1] = weight[j] * np.bincount(
+                    idx, minlength=len(sub) - 1)
         step = "zoom" if r == 0 else f"zoom/{r + 1}"
         noisy = gaussian_mechanism(flat.ravel(), sens, ZCDP(rho_round),
                                    accountant=release.accountant, noise=release.noise,
                                    step=release.name(step)).reshape(flat.shape)
-        for i, j in enumerate(zoomed):
+        noisy = noisy / np.array([weight[j] for j in members])[:, None, None]
+        for i, j in enumerate(members):
             e, counts, decided = out[j]
             if decided is None:
                 decided = np.zeros(len(counts), dtype=np.int8)
             sd = sds[j]
+            if j in shape_cols:
+                sigma_s = sigma_z / weight[j]
+                for slot, (k, sub) in reversed(list(enumerate(chosen[j]))):
+                    mass = _shaped_masses(float(counts[k]), float(sd[k]),
+                                          noisy[i, slot, :len(sub) - 1], sigma_s, np.diff(sub))
+                    if mass is None:
+                        continue
+                    e = np.concatenate([e[:k], sub, e[k + 2:]])
+                    counts = np.concatenate([counts[:k], mass, counts[k + 1:]])
+                    decided = np.concatenate([decided[:k], np.zeros(len(mass), np.int8),
+                                              decided[k + 1:]])
+                    sd = np.concatenate([sd[:k], np.full(len(mass), sigma_s), sd[k + 1:]])
+                out[j] = (e, counts, decided)
+                sds[j] = sd
+                continue
             # a bin whose levels are measured (gated, some sub-count past the cut) but not
             # all in the sub-bins past the cut is shaped by its runs' fit
             measured = [_gated(noisy[i, slot, :len(sub) - 1], sigma_z, np.diff(sub))
