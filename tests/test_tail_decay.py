@@ -58,11 +58,19 @@ def test_the_fit_its_threshold_start_and_order() -> None:
     n4 = float(np.sum(w[:4] ** 2))
     assert np.allclose(marg._tail_decay(np.array([60.0, 0, 0, 0]), np.zeros(4), sd, r, z),
                        [60 / n4 - z * sd / math.sqrt(n4), 0, 0, 0])
-    # past the outermost bin holding mass (kept or spread): the fit starts at bin 2
+    # past the outermost bin holding mass (kept or spread): the fit starts at bin 2, and
+    # holds at most r times that bin's records (40·r = 10, below the fit's 41.8)
     held = np.array([50.0, 40.0, 0.0, 0.0])
     out2 = marg._tail_decay(np.array([50.0, 40.0, 60.0, 20.0]), held, sd, r, z)
     assert out2[0] == out2[1] == 0.0
-    assert np.allclose(out2[2:], _nested(np.array([60.0, 20.0]), sd, r, z))
+    assert np.allclose(out2[2:], np.minimum(_nested(np.array([60.0, 20.0]), sd, r, z),
+                                            r * 40.0))
+    assert out2[2] == pytest.approx(10.0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(marg, "TAIL_DECAY_AFTER_HELD", False)
+        free = marg._tail_decay(np.array([50.0, 40.0, 60.0, 20.0]), held, sd, r, z)
+    assert np.allclose(free[2:], _nested(np.array([60.0, 20.0]), sd, r, z))
+    assert free[2] > 40.0
     # a bottom side is stored farthest first: its fit starts at the last bin
     assert np.allclose(marg._tail_decay(y[::-1].copy(), np.zeros(5), sd, r, z,
                                         outward=False), out[::-1])
