@@ -663,7 +663,9 @@ TAIL_DECAY_NESTED = True
 #: ... and past a bin holding h records (kept or spread), the continuation holds at most
 #: ratio·h per bin (a tail thins out past its last measured octave too: at ε = 4, where the
 #: tail cut keeps forbes2000's octaves up to the data's largest values, the continuation put
-#: synthetic values one or two octaves past them, corr MAE 0.155 → 0.163; capped 0.160)
+#: synthetic values one or two octaves past them: corr MAE 0.154 → 0.164, capped 0.162, 3
+#: splits × 6 draws; at ε = 1 on six fresh splits linear R² 0.036 uncapped, 0.231 capped,
+#: main 0.140 — benchmarks/results/synth_peers_gaps.md)
 TAIL_DECAY_AFTER_HELD = True
 
 
