@@ -32,6 +32,12 @@ released before the reduction it scores (held out, the fit's frame) the free red
 log-likelihood on that sample (what a free criterion could measure), on the training rows
 (what a DP pick would measure, before its noise), its gap as it is and after 3 steps of
 scikit-learn's EM on the training rows from it (a right structure: ≈ 0).
+
+``--oracle-shapes`` (famreduce; a probe, not a method: it reads the true clusters): the gap
+of main's fit and of the same fit with each reduced component (``reduce_run``'s output)
+whose KL(true ‖ component) to its nearest true cluster exceeds 3 given that cluster's
+covariance (mean and weight kept) — what the k' plan would gain were the small clusters'
+shapes known at the reduction.
 """
 
 from __future__ import annotations
@@ -335,6 +341,40 @@ def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> 
         print(f"  DP pick among {C}, at a share of the steps' rho " + "; ".join(out))
 
 
+def oracle_shapes(seed: int, noise_seed: int, cache: str | None) -> None:
+    fam = mf.family(seed)
+    rng = np.random.default_rng([fam.seed, 1])
+    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
+    best = mf._reference(fam, N, X, H, cache)["best"]
+    red = pe.reduce_run
+    gaps, replaced = [], 0
+    for oracle in (False, True):
+        frame: dict[str, Any] = {}
+
+        def reduce(run: Any, k: int, n: int, r: Any, oracle: bool = oracle,
+                   frame: dict[str, Any] = frame) -> Any:
+            nonlocal replaced
+            w, mu, S = red(run, k, n, r)
+            if not oracle:
+                return w, mu, S
+            W, m0 = frame["W"], frame["m0"]
+            tm = (fam.means - m0) @ W.T
+            tS = np.array([W @ (R @ R.T) @ W.T for R in fam.roots])
+            S = S.copy()
+            for j in range(k):
+                kl = [_kl(tm[i], tS[i], mu[j], S[j]) for i in range(fam.k)]
+                i = int(np.argmin(kl))
+                if kl[i] > 3.0:
+                    S[j] = tS[i]
+                    replaced += 1
+            return w, mu, S
+
+        est = _fit_spied(fam.k, X, noise_seed, frame, reduce_run=reduce)
+        gaps.append(best - est.score(H))
+    print(f"{seed} {fam.describe()} noise seed {noise_seed}: main {gaps[0]:.4f}, oracle shapes "
+          f"({replaced} replaced) {gaps[1]:.4f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", required=True, help="comma-separated family seeds")
@@ -349,6 +389,9 @@ def main() -> None:
                     "EM (300 steps) from it")
     ap.add_argument("--reductions", type=int, default=0, metavar="R",
                     help="the reduction's candidates (see the module docstring)")
+    ap.add_argument("--oracle-shapes", action="store_true",
+                    help="gap with the reduced components' stale shapes replaced by the "
+                    "true clusters' (a probe)")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     ap.add_argument("set", nargs="*", help="private_em constants, NAME=VALUE")
     args = ap.parse_args()
@@ -361,6 +404,11 @@ def main() -> None:
         for s in seeds:
             for q in noise:
                 reductions(s, q, args.sklearn_cache, args.reductions)
+        return
+    if args.oracle_shapes:
+        for s in seeds:
+            for q in noise:
+                oracle_shapes(s, q, args.sklearn_cache)
         return
     if args.diagnose:
         for s in seeds:
