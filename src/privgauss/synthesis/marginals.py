@@ -1211,70 +1211,8 @@ def zoomable(kind: str, step: float, fine: bool = False) -> bool:
     and gridded float columns, whose sub-bins hold one level each, and with a ``fine`` zoom
     (:func:`fine_zoom`) continuous float columns too (at a small budget their atoms would
     still be spread across their sub-bins, and the quantile bins of tied values see that:
-    macdonell's heights, 1-way TV 0.07 → 0.15 at ε = 1). (With :data:`SHAPE_ZOOM` a zoom
-    below a fine one also *shapes* the continuous float columns' heaviest bins, at a small
-    weight: :func:`_zoom`.)"""
+    macdonell's heights, 1-way TV 0.07 → 0.15 at ε = 1)."""
     return kind == "integer" or (kind == "float" and (step > 0 or fine))
-
-
-#: a zoom below a fine one (:func:`_zoom`, planned for the discrete and gridded columns) also
-#: *shapes* the heaviest bins of the continuous float columns: they join its release at a
-#: weight κ (their counts times κ: sensitivity √(2(m_d + κ² m_f)) for m_d zoomed and m_f
-#: shaped columns), κ² = :data:`SHAPE_SHARE` m_d / m_f (at most 1), so the discrete columns'
-#: zoom noise grows by √(1 + SHAPE_SHARE) at most; each shaped bin is split into about
-#: (count/σ)^(2/3) equal sub-bins (:func:`shape_split`, σ = σ_z/κ) whose noisy counts tilt
-#: its mass (:func:`_shaped_masses`). noxemissions' log NOx emission, 35 % of its rows in its
-#: first fine bin [8, 8.457) of the released octave [8, 16), rising towards 8.4, was drawn
-#: uniformly across it (its 1-way TV against its training rows 0.074, the other columns'
-#: 0.03-0.045). Off (False): see benchmarks/results/synth_peers_gaps.md (synbins) for what
-#: it moved
-SHAPE_ZOOM = False
-#: the shaped columns' share of the zoom's noise variance (see :data:`SHAPE_ZOOM`)
-SHAPE_SHARE = 0.25
-
-
-def shape_split(count: float, sigma_z: float, split: int) -> int:
-    """Sub-bins of a continuous float column's bin split by a zoom below a fine one: about
-    (count/σ_z)^(2/3) — the histogram's own balance of binning error and noise
-    (:func:`n_fine_bins`) within the bin, ``count`` its first noisy count (post-processing) —
-    at least 1 (not split) and at most ``split``."""
-    if not (count > 0 and sigma_z > 0):
-        return 1
-    return int(np.clip(math.floor((count / sigma_z) ** (2.0 / 3.0)), 1, split))
-
-
-def _shaped_masses(count: float, sigma: float, sub: np.ndarray, sigma_z: float,
-                   widths: np.ndarray) -> np.ndarray | None:
-    """A continuous float column's split bin's sub-bin masses (post-processing): the bin's
-    mass (:func:`_combined_total`) spread over its sub-bins by a density *linear* across the
-    bin, fitted to its noisy sub-counts by least squares, its slope b̂ shrunk by the factor
-    λ = max(0, 1 − 1/z²), z = b̂ / (its noise deviation) (where the tilt is little more than
-    noise the bin stays nearly even) and the density clipped at 0. Linear, not the
-    sub-counts' own shape: a column of levels (macdonell's heights, on steps of 1/12 that
-    the types release does not hold) would otherwise have each level put uniformly across
-    the sub-bin that holds it — a level at the top of its sub-bin then mostly below itself,
-    across the real rows' quantile edges at the levels (its 1-way TV 0.10 → 0.14) — while a
-    tilt over several levels moves little. None (the bin stays whole) when λ = 0.
-    Consistent: λ → 1 as σ_z → 0 (the density within a bin then its best linear fit; the
-    fine zoom, at a large budget, splits bins into their levels instead)."""
-    m = len(sub)
-    if m < 2 or not sigma_z > 0:
-        return None
-    mids = np.cumsum(widths) - widths / 2.0
-    t = (mids - float(np.sum(mids * widths) / widths.sum())) / float(widths.sum())
-    design = np.column_stack([widths, widths * t])
-    gram = design.T @ design
-    coef = np.linalg.solve(gram, design.T @ sub)
-    sd = sigma_z * math.sqrt(float(np.linalg.inv(gram)[1, 1]))
-    z2 = (float(coef[1]) / sd) ** 2
-    lam = max(0.0, 1.0 - 1.0 / z2) if z2 > 0 else 0.0
-    if lam <= 0 or not coef[0] > 0:
-        return None
-    shape = np.clip(widths * (coef[0] + lam * coef[1] * t), 0.0, None)
-    if not shape.sum() > 0:
-        return None
-    total = _combined_total(count, sigma, sub, sigma_z)
-    return np.asarray(max(total, 0.0) * shape / float(shape.sum()))
 
 
 def zoom_split(n: int, sigma_z: float) -> int:
@@ -1409,38 +1347,29 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
     zoomed = [j for j in range(d) if zoomable(plan.kinds[j], steps[j], fine)]
     if not zoomed:
         return cols
-    # continuous float columns shaped at weight kappa (SHAPE_ZOOM), below a fine zoom
-    shape_cols = [j for j in range(d) if SHAPE_ZOOM and not fine and plan.kinds[j] == "float"
-              and steps[j] == 0]
-    kappa = min(1.0, math.sqrt(SHAPE_SHARE * len(zoomed) / len(shape_cols))) if shape_cols else 1.0
-    members = zoomed + shape_cols
-    weight = {j: (kappa if j in shape_cols else 1.0) for j in members}
     rounds = ZOOM_ROUNDS if fine else 1
     rho_round = plan.rho_zoom / rounds
     grids = [1.0 if plan.kinds[j] != "float" else float(steps[j]) for j in range(d)]
-    sens = histogram_l2() * math.sqrt(len(zoomed) + kappa ** 2 * len(shape_cols))
-    sigma_z = sens / math.sqrt(2.0 * rho_round)  # a zoomed sub-count's; a shaped one's / κ
-    split, slots = zoom_sizes(len(members), zoom_split(n, sigma_z),
+    sens = histogram_l2() * math.sqrt(len(zoomed))
+    sigma_z = sens / math.sqrt(2.0 * rho_round)
+    split, slots = zoom_sizes(len(zoomed), zoom_split(n, sigma_z),
                               zoom_bins(n, sigma_z, fine) + ZOOM_END_BINS)
     ends = max(0, min(ZOOM_END_BINS, slots - ZOOM_BINS))  # slots for the support's ends
     cut = sigma_z * max(EMPTY_BIN_SIGMAS, float(ndtri(1.0 - RANGE_BETA / split)))
     out = list(cols)
     # each bin's noise deviation: the first histogram's, a sub-bin's the zoom's
-    sds = {j: np.full(len(cols[j][1]), float(sigma)) for j in members}
+    sds = {j: np.full(len(cols[j][1]), float(sigma)) for j in zoomed}
     for r in range(rounds):
         chosen: dict[int, list[tuple[int, np.ndarray]]] = {}
-        flat = np.zeros((len(members), slots, split))
-        for i, j in enumerate(members):
+        flat = np.zeros((len(zoomed), slots, split))
+        for i, j in enumerate(zoomed):
             e, counts, _ = out[j]
             probe = probes[j] if kept_probe[j] else None
             # the support's ends: bins past the discrete columns' cut on their own noise
             support_cut = sds[j] * max(EMPTY_BIN_SIGMAS,
                                        float(ndtri(1.0 - RANGE_BETA / len(counts))))
             picks = _zoom_bins(e, counts, grids[j], probe, slots, ends, support_cut)
-            chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j],
-                                         shape_split(float(counts[k]),
-                                                     sigma_z / weight[j], split)
-                                         if j in shape_cols else split))
+            chosen[j] = [(k, _zoom_edges(float(e[k]), float(e[k + 1]), grids[j], split))
                          for k in picks]
             x, k_of = _binned(X[:, j], e, plan.kinds[j])  # as the histograms counted them
             if tailed is not None and any(tailed[j]):
@@ -1456,33 +1385,16 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
                 k_of = np.where(inside, k_of, -1)
             for slot, (k, sub) in enumerate(chosen[j]):
                 idx = _bin_index(sub, x[k_of == k])
-                flat[i, slot, :len(sub) - 1] = weight[j] * np.bincount(
-                    idx, minlength=len(sub) - 1)
+                flat[i, slot, :len(sub) - 1] = np.bincount(idx, minlength=len(sub) - 1)
         step = "zoom" if r == 0 else f"zoom/{r + 1}"
         noisy = gaussian_mechanism(flat.ravel(), sens, ZCDP(rho_round),
                                    accountant=release.accountant, noise=release.noise,
                                    step=release.name(step)).reshape(flat.shape)
-        noisy = noisy / np.array([weight[j] for j in members])[:, None, None]
-        for i, j in enumerate(members):
+        for i, j in enumerate(zoomed):
             e, counts, decided = out[j]
             if decided is None:
                 decided = np.zeros(len(counts), dtype=np.int8)
             sd = sds[j]
-            if j in shape_cols:
-                sigma_s = sigma_z / weight[j]
-                for slot, (k, sub) in reversed(list(enumerate(chosen[j]))):
-                    mass = _shaped_masses(float(counts[k]), float(sd[k]),
-                                          noisy[i, slot, :len(sub) - 1], sigma_s, np.diff(sub))
-                    if mass is None:
-                        continue
-                    e = np.concatenate([e[:k], sub, e[k + 2:]])
-                    counts = np.concatenate([counts[:k], mass, counts[k + 1:]])
-                    decided = np.concatenate([decided[:k], np.zeros(len(mass), np.int8),
-                                              decided[k + 1:]])
-                    sd = np.concatenate([sd[:k], np.full(len(mass), sigma_s), sd[k + 1:]])
-                out[j] = (e, counts, decided)
-                sds[j] = sd
-                continue
             # a bin whose levels are measured (gated, some sub-count past the cut) but not
             # all in the sub-bins past the cut is shaped by its runs' fit
             measured = [_gated(noisy[i, slot, :len(sub) - 1], sigma_z, np.diff(sub))
