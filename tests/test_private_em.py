@@ -642,14 +642,16 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
         return tuple((m, *pe._model_terms(w, c)[1:]) for w, m, c in rs)
 
     memory = np.full((k, 2), np.nan)  # the refining steps' combined errors (fresh)
-    pool = [None] * k  # the refining steps' pooled releases of held components
+    pool = [None] * runs[0][0].shape[0]  # held components' pooled releases
     peaks = [pe._Peaks.of(*run[1].shape) for run in runs]  # the revivals' restart states
     for t in range(plan.n_steps):
         if t == plan.reduce_at:
             runs = [reduce_run(runs[0], k, n, release.rng)]
             peaks = [pe._Peaks.of(*runs[0][1].shape)]
+            pool = [None] * k  # the reduction's components: nothing pooled yet
         if plan.is_tied(t):  # one pooled covariance per run
             runs = [pe._tie(run) for run in runs]
+            pool = [None] * runs[0][0].shape[0]  # every covariance replaced
         r = plan.step_radius(t)
         picked = t == plan.explore_steps and len(runs) > 1
         if picked:
@@ -661,6 +663,12 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
         # releases combined over steps after the pick, with the reduction's k components
         refining = (len(runs) == 1 and not picked and t >= plan.explore_steps
                     and (plan.reduce_at is None or t >= plan.reduce_at))
+        # held components' releases pooled in refining steps and in a k' run's untied steps
+        # after the pick (before the reduction)
+        overparam = (len(runs) == 1 and not picked and t > plan.explore_steps
+                     and plan.reduce_at is not None and t < plan.reduce_at
+                     and not plan.is_tied(t))
+        pooled = (pe.POOL_HELD and refining) or (pe.POOL_OVERPARAM and overparam)
         new = []
         for c, run in enumerate(runs):
             stats = reduce_rows(Z, partial(pe._em_kernel, models=models([run]),
@@ -669,7 +677,7 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
                                       pe._model_terms(run[0], run[2])[0], plan, t, release,
                                       n, f" run {c + 1}" if len(runs) > 1 else "",
                                       memory if refining else None, None,
-                                      pool if refining and pe.POOL_HELD else None,
+                                      pool if pooled else None,
                                       peaks[c]))
         runs = new
     return runs[0]
@@ -927,6 +935,74 @@ def test_a_held_components_releases_are_pooled_by_precision_until_they_clear_the
     assert not np.array_equal(c1[1], covs[1])  # the others updated
     _, m2, c2 = pe._em_release(stats, run, L, plan, t, acct, n, memory=mem, pool=pool)
     assert pool[0] is None and not np.array_equal(c2[0], covs[0])  # pooled: updated
+
+
+def test_a_k_prime_runs_held_components_are_pooled_before_the_reduction(monkeypatch) -> None:
+    """fampool (issue 27): the k' run's untied steps after the pick and before the reduction
+    pool a held component's releases (``POOL_OVERPARAM``), as the refining steps do: the
+    pool is passed at exactly those steps and the refining ones, empty at the first untied
+    step (the tied steps replaced every covariance) and at the reduction (new components),
+    and an entry is kept over a step only for a component whose estimate that step held,
+    with the step's radius and the summed ρ of the steps it pooled. Switched off, the k'
+    steps pool nothing; either way the ledger is the same (post-processing of the same
+    releases)."""
+    real = pe._em_release_runs
+
+    def fit(switch: bool) -> tuple[list[tuple], pg.PrivateGaussianMixture]:
+        monkeypatch.setattr(pe, "POOL_OVERPARAM", switch)
+        seen: list[tuple] = []
+
+        def spy(steps, plan, t, release, n):
+            st = steps[0]
+            if st.pool is None:
+                assert all(s.pool is None for s in steps)
+                seen.append((t, plan, None, None, None, None))
+                return real(steps, plan, t, release, n)
+            assert len(steps) == 1  # the pooled steps have one run
+            before = [None if e is None else (e[0], e[1]) for e in st.pool]
+            run = tuple(a.copy() for a in st.run)
+            out = real(steps, plan, t, release, n)
+            after = [None if e is None else (e[0], e[1]) for e in st.pool]
+            seen.append((t, plan, before, after, run, out[0]))
+            return out
+
+        monkeypatch.setattr(pe, "_em_release_runs", spy)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gm = pg.PrivateGaussianMixture(3, epsilon=1.0, delta=1e-6, method="em",
+                                           random_state=2, enforce_requirements=False
+                                           ).fit(_mixture(12_000, 0))
+        return seen, gm
+
+    ledgers = []
+    for switch in (True, False):
+        seen, gm = fit(switch)
+        ledgers.append([(e.step, e.cost) for e in gm.ledger_])
+        plan = seen[0][1]
+        assert plan.components == 6 and plan.reduce_at == 12 and plan.tied_until == 8
+        untied_k = set(range(plan.tied_until, plan.reduce_at))
+        refining = set(range(plan.reduce_at, plan.n_steps))
+        pooled = {t for t, _, before, *_ in seen if before is not None}
+        assert pooled == (untied_k | refining if switch else refining)
+        held_kprime = 0
+        for t, _, before, after, run, new in seen:
+            if before is None:
+                continue
+            r, rm = plan.step_radius(t), plan.stat_rhos(t)[2]
+            if t in (plan.tied_until, plan.reduce_at):  # emptied by the tie / the reduction
+                assert before == [None] * (6 if t < plan.reduce_at else 3)
+            for j, (b, a) in enumerate(zip(before, after, strict=True)):
+                if a is None:
+                    continue
+                # kept: the component was held (its frame unchanged), the pool at the
+                # step's radius with the ρ of its held steps
+                np.testing.assert_array_equal(new[1][j], run[1][j])
+                np.testing.assert_array_equal(new[2][j], run[2][j])
+                assert a[0] == r and math.isclose(a[1], (0.0 if b is None else b[1]) + rm)
+                held_kprime += t in untied_k
+        # at this seed the untied k' steps hold components (5 and 6 at the first)
+        assert (held_kprime > 0) == switch
+    assert ledgers[0] == ledgers[1]
 
 
 def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:

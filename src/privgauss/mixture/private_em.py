@@ -125,6 +125,16 @@ budget and public rows; every frame after the first a function of releases):
    (2–4 nat/row on its rows at d = 15, ε = 1); averaging after the de-clipping (every release
    an update) did not help, the de-clipping and floors of releases of noise 0.7 per entry
    being biased. Nothing is pooled where no component is under a floor (the noise vanishing).
+   So do a k′ run's untied steps after the pick and before the reduction (``POOL_OVERPARAM``,
+   :func:`_pooling`; fampool): their floor (2523, k′ = 11, d = 15: 4,084 rows) is above a
+   5–8 % cluster's rows (2,491 / 3,927), whose component otherwise reaches the reduction
+   with the tied steps' pooled covariance (KL 6–8 from its cluster); pooled over the four
+   untied k′ steps (√(1/4) of the floor) it gets its shape first. The pools are emptied at
+   a tied step, a revival and the reduction (the components change). Generated families,
+   ε = 1, noise seed 0: tuning block 2570–2629 7 → 4 wrong (2580 0.063 → 0.51: a small
+   cluster lost in the last refining steps, after the revivals end); held out 3180–3299 ×
+   noise seeds 0, 1: 19 → 16 of 240 (none newly wrong); pydataset tables: Aids2 worse
+   (``em_small_clusters.md``, fampool).
    *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of
    the step's ρ; :func:`_explore_longer` is an experiment switch for a longer exploration,
    off): the k-means start, the histogram start, and a *whitened-frame start* (the same
@@ -445,6 +455,7 @@ FADE_LEVEL = 0.5  # ... and under this × the step's release floor
 REVIVE_RESTART = True  # revived at its state where its count peaked (_restart; False: split)
 DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM's move (_gain)
 POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
+POOL_OVERPARAM = True  # so do a k' run's untied steps before the reduction (_pooling; fampool)
 MEAN_CAP = True  # a step moves a mean at most its clipping radius (False: an experiment switch)
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
 FINAL_SHARE = 0.03  # of ρ_EM (taken from the EM steps), the final pick among the candidates
@@ -1950,8 +1961,9 @@ def _em_release(stats: tuple[np.ndarray, np.ndarray, np.ndarray], run: Run, L: n
     filled in place; a :attr:`EMPlan.factored` plan's untied steps): the new covariances'
     Cholesky factors, updated through the factor (:func:`_factor_update`); the returned
     covariances are their products. ``pool`` (one entry per component, updated in place;
-    refining steps): the releases of a component held under the floor, in its unchanged
-    frame, averaged by precision until together they clear it (:func:`_pool_release`).
+    the steps of :func:`_pooling`): the releases of a component held under the floor, in
+    its unchanged frame, averaged by precision until together they clear it
+    (:func:`_pool_release`).
     ``peaks`` (updated in place): each component's largest released count so far and its
     state in the model it was measured under, which a revival restarts it at
     (:func:`_restart`); None: revivals split. One run of :func:`_em_release_runs`."""
@@ -2135,13 +2147,28 @@ def _em_release_runs(steps: list[_RunStep], plan: EMPlan, t: int, release: Relea
     return out
 
 
+def _pooling(plan: EMPlan, t: int, refining: bool) -> bool:
+    """Whether step t pools a held component's releases (public: the plan and t only):
+    a refining step (``POOL_HELD``), and with ``POOL_OVERPARAM`` a k' run's untied steps
+    after the pick and before the reduction (``plan.reduce_at``), whose release floor is
+    above a 5-8 % cluster's rows at d = 14-15, ε = 1 (2523: 4,084 against 2,491 / 3,927),
+    so its component otherwise reaches the reduction with the tied steps' pooled covariance
+    (KL 6-8 from its cluster; famreduce). Its pool is emptied at the reduction, at a tied
+    step and at a revival (:func:`_em_steps`, :func:`_em_release_runs`)."""
+    if refining:
+        return POOL_HELD
+    return (POOL_OVERPARAM and plan.reduce_at is not None and plan.explore_steps < t
+            < plan.reduce_at and not plan.is_tied(t))
+
+
 def _pool_release(pool: list[Any], j: int, N: float, S: np.ndarray, M: np.ndarray, r: float,
                   rm: float, floor: float, n: int, k: int
                   ) -> tuple[float, np.ndarray, np.ndarray, float] | None:
     """Add component j's step release (N, S, M), made under the step's ``floor`` while its
     estimate (hence its frame) is held, to its pool ``pool[j]`` (post-processing; refining
-    steps): releases at one radius ``r`` are averaged by their precisions (weights ρ of the
-    step: every statistic's noise variance is ∝ 1/ρ at one r), and once the pooled count
+    steps and a k' run's untied steps, :func:`_pooling`): releases at one radius ``r`` are
+    averaged by their precisions (weights ρ of the step: every statistic's noise variance
+    is ∝ 1/ρ at one r), and once the pooled count
     clears the floor for the pooled noise (the noise terms of :func:`_release_floor` times
     √(ρ/Σρ)), returns (N̄, S̄, M̄, that factor) for one update and empties the pool; else None
     (the estimate is held). Issue 27: a 5-8 % component at d = 15, ε = 1 sits under every
@@ -2380,7 +2407,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             [_RunStep((out[0][at[a]], out[1][at[a]], out[2][at[a]]), runs[idx[a]], terms[a][0],
                       f" run {idx[a] + 1}" if tag else "",
                       mems[idx[a]] if refining else None, new_facs[idx[a]],
-                      pools[idx[a]] if refining and POOL_HELD else None, peaks[idx[a]])
+                      pools[idx[a]] if _pooling(plan, t, refining) else None, peaks[idx[a]])
              for a in keep],
             plan, t, release, n), strict=True))
         if exploring and plan.may_freeze(t):  # released models only: post-processing
