@@ -498,3 +498,33 @@ def test_best_kmeans_variances_are_the_winning_runs_own(k: int, restarts: int) -
     np.testing.assert_array_equal(var, win[1])
     assert a.bit_generator.state == b.bit_generator.state
     assert restarts == 0 or len(set(inertias)) > 1  # seedings differ: the pick was exercised
+
+
+def test_frame_starts_labels_from_the_winning_runs_distances(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """:func:`frame_starts` labels the cells by the winning k-means run's own distances: the
+    starts and the generator are bit for bit those of labelling by fresh distances (forced
+    here by hiding the run's distances), on weighted cells and on cells of no weight."""
+    from privgauss.mixture import em_starts
+
+    rng = np.random.default_rng(4)
+    V = np.linalg.qr(rng.standard_normal((5, 3)))[0]
+    cells = (rng.standard_normal((800, 3)) + rng.integers(0, 3, (800, 1)) * 2.0) @ V.T
+    raw = np.diag([1.0, 3.0, 0.5, 2.0, 1.0])
+    frames = [(raw, 1), (np.eye(5), 0)]
+    real = em_starts.best_run
+
+    def hidden(*args: object, **kw: object) -> object:
+        C, D, prepared = real(*args, **kw)  # type: ignore[arg-type]
+        return C, D[:, :1], (prepared[0][:1], *prepared[1:])
+
+    for wts in (rng.uniform(0.0, 5.0, 800), np.zeros(800)):
+        a, b = np.random.default_rng(1), np.random.default_rng(1)
+        got = em_starts.frame_starts(cells, wts, V, 0.2, 3, a, frames)
+        monkeypatch.setattr(em_starts, "best_run", hidden)
+        want = em_starts.frame_starts(cells, wts, V, 0.2, 3, b, frames)
+        monkeypatch.setattr(em_starts, "best_run", real)
+        assert a.bit_generator.state == b.bit_generator.state
+        for x, y in zip(got, want, strict=True):
+            for u, v in zip(x, y, strict=True):
+                np.testing.assert_array_equal(u, v)

@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "nearest_two",
+__all__ = ["LLOYD_STEPS", "best_kmeans", "best_run", "kmeans", "lloyd", "nearest", "nearest_two",
            "skip_seedings", "sq_dists"]
 
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
@@ -477,6 +477,17 @@ def best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.
     the run of least weighted inertia wins (post-processing of released cells and public
     rows). One seeding alone put two centres in one of two clusters 6.9 standard deviations
     apart in 2 of 4 fits, and EM never left that basin."""
+    C, D, prepared = best_run(points, weights, k, rng, init, restarts)
+    # the winner's variances only (the same numbers: lloyd's own, from the same distances)
+    return C, _variances(D, prepared[1], prepared[0].shape[1])
+
+
+def best_run(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+             init: np.ndarray | None, restarts: int = KMEANS_RESTARTS
+             ) -> tuple[np.ndarray, np.ndarray, _Prepared]:
+    """:func:`best_kmeans`'s winning centres, their (k, n') squared distances to the points
+    as :func:`sq_dists` gives them and :func:`_prepare` of the points (n' = n unless no point
+    has weight: then one point at the origin)."""
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     starts = [init] + [None] * restarts
     prepared = _prepare(points, weights)
@@ -486,8 +497,7 @@ def best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.
         if best is None or inertia < best[0]:
             best = (inertia, C, D)
     assert best is not None
-    # the winner's variances only (the same numbers: lloyd's own, from the same distances)
-    return best[1], _variances(best[2], prepared[1], prepared[0].shape[1])
+    return best[1], best[2], prepared
 
 
 def skip_seedings(rng: np.random.Generator, k: int, seedings: int) -> None:
