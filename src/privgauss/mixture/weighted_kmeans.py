@@ -29,10 +29,11 @@ KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processi
 # public rows are bit-identical; at 20 one of those public fits moved by 0.007 nat/row
 LLOYD_STEPS = 25
 # The Lloyd steps themselves run in scikit-learn's compiled weighted Lloyd
-# (``sklearn.cluster._kmeans._kmeans_single_lloyd``: chunked distances by a matrix product,
-# centres from per-chunk weighted sums; one thread, so the result does not depend on how many
-# threads run) where it is importable and every point, weight and seed is finite; the seeding
-# stays :func:`lloyd`'s own (the same draws). Its steps are the plain algorithm's, its centres
+# (``sklearn.cluster._kmeans._kmeans_single_lloyd``'s steps, in :func:`_steps`: chunked
+# distances by a matrix product, centres from per-chunk weighted sums; one thread, so the
+# result does not depend on how many threads run) where it is importable and every point,
+# weight and seed is finite; the seeding stays :func:`lloyd`'s own (the same draws). Its
+# steps are the plain algorithm's, its centres
 # equal to rounding (relative ~1e-15: other summation orders), labels the same but at
 # near-ties within that rounding; it stops when no label changes (the numpy steps below stop
 # when no centre moves by more than 1e-5 relative), or at ``iters`` steps as they do, and it
