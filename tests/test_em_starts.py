@@ -443,3 +443,88 @@ def test_summary_repair_is_the_repair_to_rounding_and_decides_per_restart() -> N
         es.repair_covariance(bad, 1e-3)
     with pytest.raises(np.linalg.LinAlgError):
         es._summary_repair(bad, 1e-3, k)
+
+
+@pytest.mark.parametrize("k,steps", [(3, 2), (9, 3), (3, 300), (9, 300)])
+def test_compiled_steps_are_scikit_learns_lloyd_bit_for_bit(k: int, steps: int) -> None:
+    """:func:`lloyd`'s compiled steps (scikit-learn's step in a loop of ours, without its last
+    labelling pass and inertia) end at scikit-learn's ``_kmeans_single_lloyd`` centres bit
+    for bit, after as many steps — still moving at the cap (2, 3) and converged (300); a
+    step missed, a swapped buffer or another stopping rule would move them."""
+    from privgauss.mixture import weighted_kmeans
+
+    try:
+        from sklearn.cluster._kmeans import _kmeans_single_lloyd
+    except ImportError:  # pragma: no cover
+        pytest.skip("scikit-learn's Lloyd is not importable")
+    if weighted_kmeans._compiled_lloyd is None:  # pragma: no cover
+        pytest.skip("scikit-learn's compiled Lloyd step is not importable")
+    rng = np.random.default_rng(k * 1000 + steps)
+    # grid-like cells with many near-ties, blobs of weights (some 0), as the start's cells
+    points = np.round(rng.standard_normal((6000, 10)) * 3.0) / 3.0
+    points += rng.integers(0, 3, (6000, 1)) * 1.5
+    weights = rng.uniform(0.0, 3.0, 6000)
+    weights[::5] = 0.0
+    init = points[rng.choice(6000, k, replace=False)]
+    want = _kmeans_single_lloyd(points, weights, init.copy(), max_iter=steps, tol=0.0,
+                                n_threads=1)
+    got = weighted_kmeans._compiled_lloyd(points, weights, init.copy(), max_iter=steps,
+                                          tol=0.0, n_threads=1)
+    np.testing.assert_array_equal(got[2], want[2])
+    assert got[3] == want[3]
+    if steps == 300:
+        assert got[3] < 300  # converged: the stopping rule was exercised
+    else:
+        assert got[3] == steps
+
+
+@pytest.mark.parametrize("k,restarts", [(3, 1), (9, 2), (4, 0)])
+def test_best_kmeans_variances_are_the_winning_runs_own(k: int, restarts: int) -> None:
+    """:func:`best_kmeans` computes the variances of its winning run only: the centres and
+    variances are bit for bit those of the least-inertia run of :func:`lloyd` (variances on),
+    run by run from the same generator, which ends in the same state."""
+    from privgauss.mixture.weighted_kmeans import best_kmeans, lloyd
+
+    rng = np.random.default_rng(k + 10 * restarts)
+    points = rng.standard_normal((3000, 6)) + rng.integers(0, 5, (3000, 1)) * 2.0
+    weights = rng.uniform(0.0, 2.0, 3000)
+    init = points[:k] + 0.1
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    C, var = best_kmeans(points, weights, k, a, init, restarts)
+    runs = [lloyd(points, weights, k, b, init=start) for start in [init] + [None] * restarts]
+    inertias = [r[2] for r in runs]
+    win = runs[int(np.argmin(inertias))]  # first of equal inertias, as best_kmeans keeps it
+    np.testing.assert_array_equal(C, win[0])
+    np.testing.assert_array_equal(var, win[1])
+    assert a.bit_generator.state == b.bit_generator.state
+    assert restarts == 0 or len(set(inertias)) > 1  # seedings differ: the pick was exercised
+
+
+def test_frame_starts_labels_from_the_winning_runs_distances(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """:func:`frame_starts` labels the cells by the winning k-means run's own distances: the
+    starts and the generator are bit for bit those of labelling by fresh distances (forced
+    here by hiding the run's distances), on weighted cells and on cells of no weight."""
+    from privgauss.mixture import em_starts
+
+    rng = np.random.default_rng(4)
+    V = np.linalg.qr(rng.standard_normal((5, 3)))[0]
+    cells = (rng.standard_normal((800, 3)) + rng.integers(0, 3, (800, 1)) * 2.0) @ V.T
+    raw = np.diag([1.0, 3.0, 0.5, 2.0, 1.0])
+    frames = [(raw, 1), (np.eye(5), 0)]
+    real = em_starts.best_run
+
+    def hidden(*args: object, **kw: object) -> object:
+        C, D, prepared = real(*args, **kw)  # type: ignore[arg-type]
+        return C, D[:, :1], (prepared[0][:1], *prepared[1:])
+
+    for wts in (rng.uniform(0.0, 5.0, 800), np.zeros(800)):
+        a, b = np.random.default_rng(1), np.random.default_rng(1)
+        got = em_starts.frame_starts(cells, wts, V, 0.2, 3, a, frames)
+        monkeypatch.setattr(em_starts, "best_run", hidden)
+        want = em_starts.frame_starts(cells, wts, V, 0.2, 3, b, frames)
+        monkeypatch.setattr(em_starts, "best_run", real)
+        assert a.bit_generator.state == b.bit_generator.state
+        for x, y in zip(got, want, strict=True):
+            for u, v in zip(x, y, strict=True):
+                np.testing.assert_array_equal(u, v)

@@ -37,6 +37,7 @@ from ..sensitivity import (
 from .weighted_kmeans import (
     KMEANS_RESTARTS,
     best_kmeans,
+    best_run,
     kmeans,
     nearest,
     skip_seedings,
@@ -244,8 +245,11 @@ def frame_starts(cells: np.ndarray, wts: np.ndarray, V: np.ndarray, width: float
     w_all = np.maximum(wts, 0.0)
     for F, restarts in frames:
         U = cells @ F.T
-        C, _ = best_kmeans(U, w_all, k, rng, None, restarts)
-        lab = nearest(sq_dists(np.ascontiguousarray(U.T), C))
+        C, D, prepared = best_run(U, w_all, k, rng, None, restarts)
+        # the winner's distances are sq_dists of these points (unless _prepare put one
+        # point at the origin for want of weight): its labels without computing them again
+        same = prepared[0].shape[0] == U.shape[0] and float(w_all.sum()) > 0
+        lab = nearest(D if same else sq_dists(np.ascontiguousarray(U.T), C))
         weights, means, covs = np.empty(k), np.zeros((k, d)), np.empty((k, d, d))
         for j in range(k):
             wj = w_all * (lab == j)

@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["LLOYD_STEPS", "best_kmeans", "kmeans", "lloyd", "nearest", "nearest_two",
+__all__ = ["LLOYD_STEPS", "best_kmeans", "best_run", "kmeans", "lloyd", "nearest", "nearest_two",
            "skip_seedings", "sq_dists"]
 
 KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processing)
@@ -29,10 +29,11 @@ KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processi
 # public rows are bit-identical; at 20 one of those public fits moved by 0.007 nat/row
 LLOYD_STEPS = 25
 # The Lloyd steps themselves run in scikit-learn's compiled weighted Lloyd
-# (``sklearn.cluster._kmeans._kmeans_single_lloyd``: chunked distances by a matrix product,
-# centres from per-chunk weighted sums; one thread, so the result does not depend on how many
-# threads run) where it is importable and every point, weight and seed is finite; the seeding
-# stays :func:`lloyd`'s own (the same draws). Its steps are the plain algorithm's, its centres
+# (``sklearn.cluster._kmeans._kmeans_single_lloyd``'s steps, in :func:`_steps`: chunked
+# distances by a matrix product, centres from per-chunk weighted sums; one thread, so the
+# result does not depend on how many threads run) where it is importable and every point,
+# weight and seed is finite; the seeding stays :func:`lloyd`'s own (the same draws). Its
+# steps are the plain algorithm's, its centres
 # equal to rounding (relative ~1e-15: other summation orders), labels the same but at
 # near-ties within that rounding; it stops when no label changes (the numpy steps below stop
 # when no centre moves by more than 1e-5 relative), or at ``iters`` steps as they do, and it
@@ -40,11 +41,45 @@ LLOYD_STEPS = 25
 # leave it). On private EM's ~22k start cells at ε = 1e4 (n = 5e4, d = 10, k = 3; issue 27)
 # the seven k-means of data seed 1's fit took 191 ms CPU with the numpy steps, 104 ms here.
 COMPILED_LLOYD = True
-try:  # a private function of scikit-learn, called by keyword (1.9's signature); one that
-    # does not take the call raises TypeError and the numpy steps run
-    from sklearn.cluster._kmeans import _kmeans_single_lloyd as _compiled_lloyd
+try:  # private functions of scikit-learn (1.9): its compiled step, and the decorator that runs
+    # its k-means on one BLAS thread
+    from sklearn.cluster._k_means_lloyd import lloyd_iter_chunked_dense as _lloyd_step
+    from sklearn.cluster._kmeans import _threadpool_controller_decorator as _blas_limit
 except ImportError:  # pragma: no cover - the numpy steps instead
-    _compiled_lloyd = None
+    _lloyd_step = _blas_limit = None
+
+
+def _steps(X: np.ndarray, sample_weight: np.ndarray, centers_init: np.ndarray, *,
+           max_iter: int, tol: float, n_threads: int) -> tuple[None, None, np.ndarray, int]:
+    """scikit-learn's ``_kmeans_single_lloyd`` (1.9) without its last labelling pass and
+    inertia (``lloyd`` recomputes both exactly; together they were 2 of its 27 passes over
+    the points at the step cap, where private EM's start runs end): the same compiled steps
+    with the same buffers and stopping rules, so the same centres bit for bit
+    (``tests/test_em_starts.py`` compares them). Returns (None, None, centres, steps) in
+    its tuple's places."""
+    assert _lloyd_step is not None
+    centers = centers_init
+    centers_new = np.zeros_like(centers)
+    labels = np.full(X.shape[0], -1, dtype=np.int32)
+    labels_old = labels.copy()
+    weight_in_clusters = np.zeros(centers.shape[0], dtype=X.dtype)
+    center_shift = np.zeros(centers.shape[0], dtype=X.dtype)
+    done = 0
+    while done < max_iter:
+        _lloyd_step(X, sample_weight, centers, centers_new, weight_in_clusters, labels,
+                    center_shift, n_threads)
+        done += 1
+        centers, centers_new = centers_new, centers
+        if np.array_equal(labels, labels_old) or (center_shift**2).sum() <= tol:
+            break
+        labels_old[:] = labels
+    return None, None, centers, max(done, 1)
+
+
+# the compiled steps as :func:`lloyd` calls them (keywords as scikit-learn's own function's;
+# one that does not take the call raises TypeError and the numpy steps run)
+_compiled_lloyd = None if _lloyd_step is None or _blas_limit is None \
+    else _blas_limit(limits=1, user_api="blas")(_steps)
 
 
 SQ_CHUNK = 1 << 16  # centres × points per elementwise operation of :func:`sq_dists`
@@ -313,7 +348,8 @@ def weighted_draw(rng: np.random.Generator, p: np.ndarray) -> int:
 
 def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
            init: np.ndarray | None = None, iters: int = LLOYD_STEPS,
-           prepared: _Prepared | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+           prepared: _Prepared | None = None, variances: bool = True
+           ) -> tuple[np.ndarray, np.ndarray, float]:
     """:func:`kmeans` and the run's weighted inertia (for :func:`best_kmeans`): k-means++
     seeding (unless ``init``), then at most ``iters`` Lloyd steps — scikit-learn's compiled
     ones (``COMPILED_LLOYD``: the plain steps' centres to rounding) where every point,
@@ -327,7 +363,9 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
     points and Elkan's bounds, 1.30 s here (the centres' sums are most of the rest; updating
     them by the moved points, 0.92 s, changed ε = 1 fits on lattice-like cells through
     near-ties). ``prepared``: :func:`_prepare` of the same points and weights
-    (:func:`best_kmeans` shares it between its runs)."""
+    (:func:`best_kmeans` shares it between its runs). ``variances`` False: the (k, n) squared
+    distances of the points to the centres in the variances' place (:func:`best_kmeans`
+    computes the variances of the winning run only, from them)."""
     if prepared is None:
         prepared = _prepare(points, weights)
     points, w, PT, frame = prepared
@@ -406,12 +444,22 @@ def lloyd(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Genera
         C = newC
     bounds = None  # its bounds freed before the last distances
     D = sq_dists(PT, C)
+    if not variances:
+        return C, D, float(w @ np.min(D, axis=0))
+    return C, _variances(D, w, points.shape[1]), float(w @ np.min(D, axis=0))
+
+
+def _variances(D: np.ndarray, w: np.ndarray, p: int) -> np.ndarray:
+    """Each cluster's weighted variance per coordinate from the (k, n) squared distances
+    ``D`` of the points (weights ``w``, clipped at 0) to their centres (1 for a cluster
+    without weight)."""
     lab = nearest(D)
-    var = np.empty(k)
-    for j in range(k):
+    finite_w = bool(np.isfinite(w).all())
+    var = np.empty(D.shape[0])
+    for j in range(D.shape[0]):
         wj = np.where(lab == j, w, 0.0) if finite_w else w * (lab == j)
-        var[j] = wj @ D[j] / wj.sum() / points.shape[1] if wj.sum() > 0 else 1.0
-    return C, var, float(w @ np.min(D, axis=0))
+        var[j] = wj @ D[j] / wj.sum() / p if wj.sum() > 0 else 1.0
+    return var
 
 
 def kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
@@ -430,15 +478,27 @@ def best_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.
     the run of least weighted inertia wins (post-processing of released cells and public
     rows). One seeding alone put two centres in one of two clusters 6.9 standard deviations
     apart in 2 of 4 fits, and EM never left that basin."""
+    C, D, prepared = best_run(points, weights, k, rng, init, restarts)
+    # the winner's variances only (the same numbers: lloyd's own, from the same distances)
+    return C, _variances(D, prepared[1], prepared[0].shape[1])
+
+
+def best_run(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+             init: np.ndarray | None, restarts: int = KMEANS_RESTARTS
+             ) -> tuple[np.ndarray, np.ndarray, _Prepared]:
+    """:func:`best_kmeans`'s winning centres, their (k, n') squared distances to the points
+    as :func:`sq_dists` gives them and :func:`_prepare` of the points (n' = n unless no point
+    has weight: then one point at the origin)."""
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     starts = [init] + [None] * restarts
     prepared = _prepare(points, weights)
     for start in starts:
-        C, var, inertia = lloyd(points, weights, k, rng, init=start, prepared=prepared)
+        C, D, inertia = lloyd(points, weights, k, rng, init=start, prepared=prepared,
+                              variances=False)
         if best is None or inertia < best[0]:
-            best = (inertia, C, var)
+            best = (inertia, C, D)
     assert best is not None
-    return best[1], best[2]
+    return best[1], best[2], prepared
 
 
 def skip_seedings(rng: np.random.Generator, k: int, seedings: int) -> None:
