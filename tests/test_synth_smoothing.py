@@ -56,3 +56,15 @@ def test_structure_keeps_the_one_step_and_the_kernel_vanishes_with_the_noise() -
     smooth = 100.0 + 30.0 * np.sin(x / 6.0)  # smooth but not linear
     assert marg._diffused(smooth, widths, 1e-6) is None
     assert marg._diffused(smooth + rng.normal(0.0, 13.0, 40), widths, 13.0) is not None
+
+
+def test_the_closed_form_power_equals_repeated_steps() -> None:
+    rng = np.random.default_rng(5)
+    for m in (4, 7, 40):
+        dens = rng.gamma(2.0, 3.0, m)
+        cur = dens.copy()
+        for k in range(1, 65):
+            cur = marg._diffusion_step(cur)
+            if k in (1, 2, 3, 8, 64):
+                assert np.allclose(marg._diffusion_power(dens, k), cur, rtol=1e-12, atol=1e-12)
+        assert marg._diffusion_power(dens, 0)[0] == dens[0]

@@ -89,6 +89,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from scipy.fft import dct, idct
 from scipy.special import ndtri
 
 from ..mechanisms import Release, gaussian_mechanism
@@ -968,6 +969,22 @@ def _diffusion_step(dens: np.ndarray) -> np.ndarray:
                            dens[-1:]])
 
 
+def _diffusion_power(dens: np.ndarray, k: int) -> np.ndarray:
+    """T^k ``dens`` (:func:`_diffusion_step` applied k times), in closed
+    form: the inner block I + w L, L the second difference reflected at half a bin past its
+    ends, is diagonal in the orthonormal DCT-II basis with eigenvalues 1 − 2w + 2w cos(jπ/N)
+    (N inner bins), so T^k is one transform, k-th powers and one inverse — equal to k steps
+    to rounding (``tests/test_synth_smoothing.py``), at the cost of one step whatever k (the
+    privacy audits run thousands of releases: k up to :data:`DIFFUSE_MAX_STEPS` steps each
+    made them 40× slower)."""
+    mid = np.asarray(dens[1:-1], dtype=np.float64)
+    n_in = mid.shape[0]
+    w = SMOOTH_WEIGHT
+    eig = 1.0 - 2.0 * w + 2.0 * w * np.cos(np.arange(n_in) * math.pi / n_in)
+    y = dct(mid, type=2, norm="ortho")
+    return np.concatenate([dens[:1], idct(y * eig ** k, type=2, norm="ortho"), dens[-1:]])
+
+
 def _diffusion_trace(m: int, k: int) -> float:
     """tr T^k for :func:`_diffusion_step` on m ≥ 3 bins: 2 (the end bins) plus the k-th powers
     of the inner block's eigenvalues 1 − 2w + 2w cos(jπ/(m − 2)), j = 0 … m − 3."""
@@ -1002,14 +1019,11 @@ def _diffused(counts: np.ndarray, widths: np.ndarray, sigma: float,
         return None
     norm2 = float(counts @ counts)
     best_k, best_risk, best_x = 0, m * sigma ** 2, counts  # SURE_0 = σ² M
-    k, done, worse = 0, 0, 0
-    cur = counts / widths
+    k, worse = 0, 0
+    dens = counts / widths
     while k < DIFFUSE_MAX_STEPS:
         k = max(1, 2 * k)
-        for _ in range(k - done):
-            cur = _diffusion_step(cur)
-        done = k
-        x = cur * widths
+        x = _diffusion_power(dens, k) * widths
         risk = float((x - counts) @ (x - counts)) + sigma ** 2 * (2.0 * _diffusion_trace(m, k)
                                                                  - m)
         if risk < best_risk - 1e-12 * norm2:
