@@ -447,18 +447,15 @@ def test_summary_repair_is_the_repair_to_rounding_and_decides_per_restart() -> N
 
 @pytest.mark.parametrize("k,steps", [(3, 2), (9, 3), (3, 300), (9, 300)])
 def test_compiled_steps_are_scikit_learns_lloyd_bit_for_bit(k: int, steps: int) -> None:
-    """:func:`lloyd`'s compiled steps (scikit-learn's step in a loop of ours, without its last
-    labelling pass and inertia) end at scikit-learn's ``_kmeans_single_lloyd`` centres bit
-    for bit, after as many steps — still moving at the cap (2, 3) and converged (300); a
-    step missed, a swapped buffer or another stopping rule would move them."""
+    """:func:`lloyd` from given centres runs scikit-learn's ``_kmeans_single_lloyd`` and ends at
+    its centres bit for bit — still moving at the cap (2, 3) and converged (300); the wrong
+    weights (unclipped), points or step count handed over would move them."""
     from privgauss.mixture import weighted_kmeans
 
     try:
         from sklearn.cluster._kmeans import _kmeans_single_lloyd
     except ImportError:  # pragma: no cover
         pytest.skip("scikit-learn's Lloyd is not importable")
-    if weighted_kmeans._compiled_lloyd is None:  # pragma: no cover
-        pytest.skip("scikit-learn's compiled Lloyd step is not importable")
     rng = np.random.default_rng(k * 1000 + steps)
     # grid-like cells with many near-ties, blobs of weights (some 0), as the start's cells
     points = np.round(rng.standard_normal((6000, 10)) * 3.0) / 3.0
@@ -468,14 +465,13 @@ def test_compiled_steps_are_scikit_learns_lloyd_bit_for_bit(k: int, steps: int) 
     init = points[rng.choice(6000, k, replace=False)]
     want = _kmeans_single_lloyd(points, weights, init.copy(), max_iter=steps, tol=0.0,
                                 n_threads=1)
-    got = weighted_kmeans._compiled_lloyd(points, weights, init.copy(), max_iter=steps,
-                                          tol=0.0, n_threads=1)
-    np.testing.assert_array_equal(got[2], want[2])
-    assert got[3] == want[3]
+    got, _, _ = weighted_kmeans.lloyd(points, weights, k, np.random.default_rng(0),
+                                      init=init.copy(), iters=steps)
+    np.testing.assert_array_equal(got, want[2])
     if steps == 300:
-        assert got[3] < 300  # converged: the stopping rule was exercised
+        assert want[3] < 300  # converged: the stopping rule was exercised
     else:
-        assert got[3] == steps
+        assert want[3] == steps
 
 
 @pytest.mark.parametrize("k,restarts", [(3, 1), (9, 2), (4, 0)])

@@ -29,11 +29,10 @@ KMEANS_RESTARTS = 10  # k-means++ seedings of the start's k-means (post-processi
 # public rows are bit-identical; at 20 one of those public fits moved by 0.007 nat/row
 LLOYD_STEPS = 25
 # The Lloyd steps themselves run in scikit-learn's compiled weighted Lloyd
-# (``sklearn.cluster._kmeans._kmeans_single_lloyd``'s steps, in :func:`_steps`: chunked
-# distances by a matrix product, centres from per-chunk weighted sums; one thread, so the
-# result does not depend on how many threads run) where it is importable and every point,
-# weight and seed is finite; the seeding stays :func:`lloyd`'s own (the same draws). Its
-# steps are the plain algorithm's, its centres
+# (``sklearn.cluster._kmeans._kmeans_single_lloyd``: chunked distances by a matrix product,
+# centres from per-chunk weighted sums; one thread, so the result does not depend on how many
+# threads run) where it is importable and every point, weight and seed is finite; the seeding
+# stays :func:`lloyd`'s own (the same draws). Its steps are the plain algorithm's, its centres
 # equal to rounding (relative ~1e-15: other summation orders), labels the same but at
 # near-ties within that rounding; it stops when no label changes (the numpy steps below stop
 # when no centre moves by more than 1e-5 relative), or at ``iters`` steps as they do, and it
@@ -41,45 +40,11 @@ LLOYD_STEPS = 25
 # leave it). On private EM's ~22k start cells at ε = 1e4 (n = 5e4, d = 10, k = 3; issue 27)
 # the seven k-means of data seed 1's fit took 191 ms CPU with the numpy steps, 104 ms here.
 COMPILED_LLOYD = True
-try:  # private functions of scikit-learn (1.9): its compiled step, and the decorator that runs
-    # its k-means on one BLAS thread
-    from sklearn.cluster._k_means_lloyd import lloyd_iter_chunked_dense as _lloyd_step
-    from sklearn.cluster._kmeans import _threadpool_controller_decorator as _blas_limit
+try:  # a private function of scikit-learn, called by keyword (1.9's signature); one that
+    # does not take the call raises TypeError and the numpy steps run
+    from sklearn.cluster._kmeans import _kmeans_single_lloyd as _compiled_lloyd
 except ImportError:  # pragma: no cover - the numpy steps instead
-    _lloyd_step = _blas_limit = None
-
-
-def _steps(X: np.ndarray, sample_weight: np.ndarray, centers_init: np.ndarray, *,
-           max_iter: int, tol: float, n_threads: int) -> tuple[None, None, np.ndarray, int]:
-    """scikit-learn's ``_kmeans_single_lloyd`` (1.9) without its last labelling pass and
-    inertia (``lloyd`` recomputes both exactly; together they were 2 of its 27 passes over
-    the points at the step cap, where private EM's start runs end): the same compiled steps
-    with the same buffers and stopping rules, so the same centres bit for bit
-    (``tests/test_em_starts.py`` compares them). Returns (None, None, centres, steps) in
-    its tuple's places."""
-    assert _lloyd_step is not None
-    centers = centers_init
-    centers_new = np.zeros_like(centers)
-    labels = np.full(X.shape[0], -1, dtype=np.int32)
-    labels_old = labels.copy()
-    weight_in_clusters = np.zeros(centers.shape[0], dtype=X.dtype)
-    center_shift = np.zeros(centers.shape[0], dtype=X.dtype)
-    done = 0
-    while done < max_iter:
-        _lloyd_step(X, sample_weight, centers, centers_new, weight_in_clusters, labels,
-                    center_shift, n_threads)
-        done += 1
-        centers, centers_new = centers_new, centers
-        if np.array_equal(labels, labels_old) or (center_shift**2).sum() <= tol:
-            break
-        labels_old[:] = labels
-    return None, None, centers, max(done, 1)
-
-
-# the compiled steps as :func:`lloyd` calls them (keywords as scikit-learn's own function's;
-# one that does not take the call raises TypeError and the numpy steps run)
-_compiled_lloyd = None if _lloyd_step is None or _blas_limit is None \
-    else _blas_limit(limits=1, user_api="blas")(_steps)
+    _compiled_lloyd = None
 
 
 SQ_CHUNK = 1 << 16  # centres × points per elementwise operation of :func:`sq_dists`
