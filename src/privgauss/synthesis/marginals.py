@@ -959,38 +959,32 @@ def _smoothed(counts: np.ndarray, widths: np.ndarray, sigma: float) -> np.ndarra
 DIFFUSE_MAX_STEPS = 4096
 
 
-def _diffusion_step(dens: np.ndarray) -> np.ndarray:
-    """One step T of :func:`_diffused` on the densities ``dens``: each inner bin moves by
-    :data:`SMOOTH_WEIGHT` times its second difference among the inner bins, reflected at
-    their ends; the end bins stay."""
-    mid = dens[1:-1]
-    pad = np.concatenate([mid[:1], mid, mid[-1:]])
-    return np.concatenate([dens[:1], mid + SMOOTH_WEIGHT * (pad[:-2] - 2.0 * mid + pad[2:]),
-                           dens[-1:]])
+def _diffusion_eigenvalues(n_in: int) -> np.ndarray:
+    """The eigenvalues 1 − 2w + 2w cos(jπ/N), j = 0 … N − 1, of one step T of :func:`_diffused`
+    on N = ``n_in`` inner bins: each inner density moves by w = :data:`SMOOTH_WEIGHT` times
+    its second difference among the inner bins, reflected half a bin past their ends (the
+    end bins stay) — the matrix I + w L that the orthonormal DCT-II diagonalises."""
+    w = SMOOTH_WEIGHT
+    return 1.0 - 2.0 * w + 2.0 * w * np.cos(np.arange(n_in) * math.pi / n_in)
 
 
 def _diffusion_power(dens: np.ndarray, k: int) -> np.ndarray:
-    """T^k ``dens`` (:func:`_diffusion_step` applied k times), in closed
-    form: the inner block I + w L, L the second difference reflected at half a bin past its
-    ends, is diagonal in the orthonormal DCT-II basis with eigenvalues 1 − 2w + 2w cos(jπ/N)
-    (N inner bins), so T^k is one transform, k-th powers and one inverse — equal to k steps
+    """T^k ``dens`` (the step of :func:`_diffusion_eigenvalues` applied k times), in closed
+    form: the inner block is diagonal in the orthonormal DCT-II basis, so T^k is one
+    transform, k-th powers of the eigenvalues and one inverse — equal to k steps
     to rounding (``tests/test_synth_smoothing.py``), at the cost of one step whatever k (the
     privacy audits run thousands of releases: k up to :data:`DIFFUSE_MAX_STEPS` steps each
     made them 40× slower)."""
     mid = np.asarray(dens[1:-1], dtype=np.float64)
-    n_in = mid.shape[0]
-    w = SMOOTH_WEIGHT
-    eig = 1.0 - 2.0 * w + 2.0 * w * np.cos(np.arange(n_in) * math.pi / n_in)
+    eig = _diffusion_eigenvalues(mid.shape[0])
     y = dct(mid, type=2, norm="ortho")
     return np.concatenate([dens[:1], idct(y * eig ** k, type=2, norm="ortho"), dens[-1:]])
 
 
 def _diffusion_trace(m: int, k: int) -> float:
-    """tr T^k for :func:`_diffusion_step` on m ≥ 3 bins: 2 (the end bins) plus the k-th powers
-    of the inner block's eigenvalues 1 − 2w + 2w cos(jπ/(m − 2)), j = 0 … m − 3."""
-    w = SMOOTH_WEIGHT
-    inner = 1.0 - 2.0 * w + 2.0 * w * np.cos(np.arange(m - 2) * math.pi / (m - 2))
-    return 2.0 + float(np.sum(inner ** k))
+    """tr T^k of :func:`_diffused`'s step on m ≥ 3 bins: 2 (the end bins) plus the k-th powers
+    of the inner block's eigenvalues (:func:`_diffusion_eigenvalues`)."""
+    return 2.0 + float(np.sum(_diffusion_eigenvalues(m - 2) ** k))
 
 
 def _diffused(counts: np.ndarray, widths: np.ndarray, sigma: float,
