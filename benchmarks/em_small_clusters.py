@@ -60,6 +60,11 @@ from privgauss.mixture import private_em as pe  # noqa: E402
 
 N = 50_000
 BUDGET = {"epsilon": 1.0, "delta": 1e-6}
+LOW_D = False  # --low-d: d = 4 + seed % 3 (as em_explore / em_look_ahead; its own sklearn cache)
+
+
+def _family(seed: int) -> mf.Family:
+    return mf.family(seed, d=4 + seed % 3) if LOW_D else mf.family(seed)
 
 
 def sample_labelled(fam: mf.Family, n: int, rng: np.random.Generator
@@ -91,7 +96,7 @@ def resolved(Z: np.ndarray, run: Any, lab: np.ndarray, k: int) -> list[tuple[int
 
 
 def trace(seed: int, noise_seed: int, explore: bool = False) -> None:
-    fam = mf.family(seed)
+    fam = _family(seed)
     X, lab = sample_labelled(fam, N, np.random.default_rng([fam.seed, 1]))
     rows: dict[str, Any] = {}
     log: list[tuple[str, Any, np.ndarray | None]] = []
@@ -211,7 +216,7 @@ def diagnose(seed: int, noise_seed: int, cache: str | None, pick_basins: bool = 
              ) -> None:
     from scipy.optimize import linear_sum_assignment
 
-    fam = mf.family(seed)
+    fam = _family(seed)
     rng = np.random.default_rng([fam.seed, 1])
     X, H = fam.sample(N, rng), fam.sample(20_000, rng)
     best = mf._reference(fam, N, X, H, cache)["best"]
@@ -285,7 +290,7 @@ def _mean_loglik(run: Any, Y: np.ndarray) -> float:
 def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> None:
     from sklearn.mixture import GaussianMixture
 
-    fam = mf.family(seed)
+    fam = _family(seed)
     rng = np.random.default_rng([fam.seed, 1])
     X, H = fam.sample(N, rng), fam.sample(20_000, rng)
     best = mf._reference(fam, N, X, H, cache)["best"]
@@ -342,7 +347,7 @@ def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> 
 
 
 def oracle_shapes(seed: int, noise_seed: int, cache: str | None) -> None:
-    fam = mf.family(seed)
+    fam = _family(seed)
     rng = np.random.default_rng([fam.seed, 1])
     X, H = fam.sample(N, rng), fam.sample(20_000, rng)
     best = mf._reference(fam, N, X, H, cache)["best"]
@@ -393,8 +398,13 @@ def main() -> None:
                     help="gap with the reduced components' stale shapes replaced by the "
                     "true clusters' (a probe)")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
+    ap.add_argument("--low-d", action="store_true",
+                    help="d = 4 + seed %% 3 (lookpick's and explore's low-d blocks; the cache "
+                    "keys by seed and n: give these their own cache file)")
     ap.add_argument("set", nargs="*", help="private_em constants, NAME=VALUE")
     args = ap.parse_args()
+    global LOW_D
+    LOW_D = args.low_d
     for kv in args.set:
         name, value = kv.split("=")
         setattr(pe, name, type(getattr(pe, name))(float(value)))
@@ -422,7 +432,7 @@ def main() -> None:
         return
     gaps = []
     for s in seeds:
-        fam = mf.family(s)
+        fam = _family(s)
         row = []
         for q in noise:
             out = mf.run_family(fam, N, {"eps1": BUDGET}, noise_seed=q,

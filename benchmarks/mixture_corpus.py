@@ -23,6 +23,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import corpus  # noqa: E402
+import mixture_families as mf  # noqa: E402
 import real_mixtures as rm  # noqa: E402
 import synth_corpus as sc  # noqa: E402
 
@@ -53,7 +54,11 @@ def main() -> None:
                     help="only these tables (a pydataset table outside the fresh ones, e.g. "
                     "Males, is added and marked as not held out)")
     ap.add_argument("--out")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="set a privgauss.mixture.private_em constant (an experiment switch; "
+                    "repeatable)")
     args = ap.parse_args()
+    mf.set_constants(args.set)
     pick = {"eps1": rm.SETTINGS[0], "eps1-public": rm.SETTINGS[1], "eps1e4": rm.SETTINGS[2]}
     names = fresh_tables(args.min_rows, args.max_cols)
     if args.tables:

@@ -187,6 +187,15 @@ def print_variants(gaps: list[list[float]], variants: list[str]) -> None:
               f"{int((wrong & ~was).sum())}, fixed {int((~wrong & was).sum())}")
 
 
+def set_constants(pairs: list[str]) -> None:
+    """``--set NAME=VALUE``: a ``private_em`` constant, cast to its type (experiment switches)."""
+    from privgauss.mixture import private_em as pem
+
+    for kv in pairs:
+        name, value = kv.split("=")
+        setattr(pem, name, type(getattr(pem, name))(float(value)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--families", type=int, default=20, help="tuning family seeds 0..F-1")
@@ -223,7 +232,11 @@ def main() -> None:
     ap.add_argument("--full-grid-steps", type=int, default=None, metavar="T",
                     help="set privgauss.mixture.private_em.T_FULL_GRID (20: the old step count "
                     "at low d; an experiment switch)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="set a privgauss.mixture.private_em constant (an experiment switch; "
+                    "repeatable)")
     args = ap.parse_args()
+    set_constants(args.set)
     if args.full_grid_steps is not None:
         from privgauss.mixture import private_em as pem
 
