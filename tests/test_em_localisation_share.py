@@ -115,6 +115,8 @@ def test_refusal_requirement_and_preview_agree() -> None:
 def test_rewhitening_is_planned_only_where_its_noise_is_below_its_reach(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pe, "DIAGONAL_FRAME", False)  # the refined route at this n
+    # the plans compared below share their start shares (the k' plan's lean start aside)
+    monkeypatch.setattr(pe, "LEAN_START", False)
     small = pe.em_plan(1800, 3, 2, BUDGET)
     assert small.localisation is not None and small.localisation.epsilon > 0.5
     assert small.rho_rewhiten == 0.0

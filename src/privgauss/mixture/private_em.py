@@ -321,6 +321,17 @@ Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − 8
 rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
 ``TIED_SHARES``, the last step by :func:`_output_shares` (the split that minimises its
 noise's cost to the returned model: d = 13–15 about 2 % counts, 16 % sums, 82 % moments).
+Its start is lean (``LEAN_START``; :func:`_base_plan`'s ``lean``): the start histogram,
+k-means start and re-whitening take 5 % of ρ_EM each and the run pick 2.5 % (``LEAN_*``),
+the rest going to the EM steps (ρ_EM's share on the steps about 0.64 → 0.81), in the plans
+that are over-parameterised with the standard shares (the same k' plans). What those fits
+lose at n = 5e4, ε = 1 is the refining releases' noise on the small clusters' shapes
+(famnext: 14 of 24 misses had the right structure; exact last releases halve their gaps),
+not the start; the k' run and its reduction find the structure with half the start's ρ.
+Generated families never tuned on (blocks 6200–6439, 3060–3179, 3300–3419 × noise seeds
+0, 1; ``mixture_families.md``, session 47): 32 → 21 of 960 wrong, the median gap lower in
+every block (e.g. 0.0042 → 0.0032); pydataset tables with k' plans at ε = 1 better on 5 of 6
+four-seed medians. Plain, wide and ε = 1e4 plans keep the standard shares.
 
 4. *Final pick* (:mod:`.em_final`). Candidates: the EM fit, the frame's standard normal (the
    released Gaussian the rows were whitened by: free) and, with ≥ max(d + 1, k) public rows,
@@ -468,6 +479,8 @@ OVER_NOISE = 0.1  # ... where an exploring step's noise moves a k-model by more 
 OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it by more than this
 REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
 OVER_SHARE = 0.25  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
+LEAN_START = True  # an over-parameterised plan's start, re-whitening and run pick at these
+LEAN_INIT, LEAN_KMEANS, LEAN_REWHITEN, LEAN_SCORE = 0.05, 0.05, 0.05, 0.025  # of ρ_EM
 OVER_TIED = True  # the k'-component steps fit one pooled (tied) covariance, released once
 TIED_SHARES = (0.1, 0.3, 0.6)  # counts, sums, pooled second moment within a tied step
 UNTIED_LAST = 1  # the last this many k'-component steps release full covariances again
@@ -977,11 +990,18 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     k_over = _over_components(plan, n, d, k, budget, n_steps, n_public, prior)
     if not k_over:
         return _explore_longer(plan, n, d, k, budget, n_steps, n_public, prior)
-    over = _base_plan(n, d, k_over, budget, n_public=n_public, n_steps=None, prior=prior,
-                      reduce_steps=REDUCE_STEPS, refine_tail=REFINE_TAIL)
-    reduce_at = over.n_steps - REDUCE_STEPS
-    if over.stop_from is not None or reduce_at <= over.explore_steps:
+    def over_base(lean: bool) -> EMPlan | None:  # None: no k' step between pick and reduction
+        over = _base_plan(n, d, k_over, budget, n_public=n_public, n_steps=None, prior=prior,
+                          reduce_steps=REDUCE_STEPS, refine_tail=REFINE_TAIL, lean=lean)
+        fits = over.stop_from is None and over.n_steps - REDUCE_STEPS > over.explore_steps
+        return over if fits else None
+
+    over = over_base(False)
+    if over is None:
         return plan
+    # the lean start where the plan is over-parameterised anyway (the same k' plans)
+    over = (over_base(True) if LEAN_START else None) or over
+    reduce_at = over.n_steps - REDUCE_STEPS
     over = dataclasses.replace(over, components=k_over, reduce_at=reduce_at,
                                tied_until=min(reduce_at - UNTIED_LAST,
                                               over.explore_steps + TIED_AFTER_PICK)
@@ -1141,10 +1161,15 @@ def _over_components(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
 def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
                n_steps: int | None = None, prior: bool = False,
                reduce_steps: int = 0, refine_tail: float = CLIP_TAIL,
-               explore_div: float = EXPLORE_DIV, extra_steps: int = 0) -> EMPlan:
+               explore_div: float = EXPLORE_DIV, extra_steps: int = 0,
+               lean: bool = False) -> EMPlan:
     """:func:`em_plan` for k fitted components; with ``reduce_steps`` = R > 0 the last R EM
     steps (after the reduction) get 1 − ``OVER_SHARE`` of the steps' ρ (half of it on the
-    last, the rest evenly), the T − R before them the rest, evenly."""
+    last, the rest evenly), the T − R before them the rest, evenly. ``lean``: the start
+    histogram, the k-means start, the re-whitening and the run pick at ``LEAN_INIT``,
+    ``LEAN_KMEANS``, ``LEAN_REWHITEN``, ``LEAN_SCORE`` of ρ_EM instead of ``INIT_SHARE``,
+    ``KMEANS_SHARE``, ``REWHITEN_SHARE``, ``SCORE_SHARE``, the rest to the EM steps (an
+    over-parameterised plan's, :func:`em_plan`)."""
     use_public = n_public >= d + 1
     diagonal = False
     loc: ApproxDP | None = None
@@ -1187,15 +1212,18 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
             rho_ref = (DIAG_TIE_SHARE + DIAG_WIDE_SHARE) * (rho_loc - rho_hist)
             rho_loc = rho_hist + rho_ref
         rho_em = approx_to_zcdp(budget.epsilon, budget.delta - hist.delta) - rho_loc
-    rho_rw = REWHITEN_SHARE * rho_em if loc is not None else 0.0
+    init_share, km_share, rw_share, score_share = (
+        (LEAN_INIT, LEAN_KMEANS, LEAN_REWHITEN, LEAN_SCORE) if lean
+        else (INIT_SHARE, KMEANS_SHARE, REWHITEN_SHARE, SCORE_SHARE))
+    rho_rw = rw_share * rho_em if loc is not None else 0.0
     if rho_rw > 0 and _rewhiten_reach(n, d, rho_rw) > REWHITEN_REACH:
         rho_rw = 0.0  # its noise would bend the frame more than it straightens it
-    rho_init = INIT_SHARE * rho_em
-    rho_km = KMEANS_SHARE * rho_em
+    rho_init = init_share * rho_em
+    rho_km = km_share * rho_em
     rho_spread = KMEANS_MOMENT_SHARE * rho_km
     km_steps = tuple([(rho_km - rho_spread) / KMEANS_STEPS] * KMEANS_STEPS)
     rho_count = COUNT_SHARE * rho_em
-    rho_score = SCORE_SHARE * rho_em  # dropped below when a single run needs no pick
+    rho_score = score_share * rho_em  # dropped below when a single run needs no pick
     rho_final = FINAL_SHARE * rho_em
     rho_atoms = ATOM_SHARE * rho_em
     rest = rho_em - rho_rw - rho_init - rho_km - rho_score - rho_count - rho_final - rho_atoms
