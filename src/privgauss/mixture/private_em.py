@@ -323,7 +323,7 @@ rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
 noise's cost to the returned model: d = 13–15 about 2 % counts, 16 % sums, 82 % moments).
 Its start is lean (``LEAN_START``; :func:`_base_plan`'s ``lean``): the start histogram,
 k-means start and re-whitening take 5 % of ρ_EM each and the run pick 2.5 % (``LEAN_*``),
-the rest going to the EM steps (ρ_EM's share on the steps about 0.64 → 0.81), in the plans
+the rest going to the EM steps (their share of ρ_EM 0.60 → 0.775), in the plans
 that are over-parameterised with the standard shares (the same k' plans). What those fits
 lose at n = 5e4, ε = 1 is the refining releases' noise on the small clusters' shapes
 (famnext: 14 of 24 misses had the right structure; exact last releases halve their gaps),
