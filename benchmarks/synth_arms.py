@@ -35,13 +35,17 @@ import privgauss as pg  # noqa: E402
 
 
 def _parse_arm(text: str) -> tuple[str, list[tuple[object, str, object]]]:
-    """``NAME:module.CONST=value,module.CONST=value`` (nothing after the colon: defaults)."""
+    """``NAME:module.CONST=value,module.CONST=value`` (nothing after the colon: defaults); a
+    module is one of ``privgauss.synthesis`` (``marginals``) or a dotted path under
+    ``privgauss`` (``mixture.private_em``)."""
     name, _, rest = text.partition(":")
     out = []
     for item in filter(None, rest.split(",")):
         target, value = item.split("=", 1)
         mod, const = target.rsplit(".", 1)
-        module = importlib.import_module(f"privgauss.synthesis.{mod}")
+        # ``marginals.X``: privgauss.synthesis's; ``mixture.private_em.X``: privgauss's
+        module = importlib.import_module(f"privgauss.{mod}" if "." in mod
+                                         else f"privgauss.synthesis.{mod}")
         if not hasattr(module, const):
             raise SystemExit(f"no constant {target}")
         out.append((module, const, ast.literal_eval(value)))
