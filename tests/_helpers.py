@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from privgauss.privacy import Accountant, ApproxDP
+from privgauss.privacy import Accountant, ApproxDP, ledger_mismatch
 
 
 def scale_free_rows(n: int = 2000, d: int = 2, seed: int = 0) -> np.ndarray:
@@ -92,3 +92,23 @@ def zoom_release(data: np.ndarray, plan: Any, total_rho: float, rng: np.random.G
         marg.gaussian_mechanism = real
     (released,) = seen
     return released
+
+
+def em_fit_following_its_plan(X: np.ndarray, k: int) -> Any:
+    """A private EM fit at ε = 1, δ = 1e-6 (warnings silenced, requirements not enforced),
+    checked to spend exactly its budget plan, part by part (tests/test_plan_ledger.py's check)."""
+    import warnings
+
+    import privgauss as pg
+
+    est = pg.PrivateGaussianMixture(k, method="em", random_state=0, epsilon=1.0, delta=1e-6,
+                                    enforce_requirements=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    bp = est.budget_plan_
+    assert bp is not None and bp.sums_to_total()
+    why = ledger_mismatch(bp, est.ledger_)
+    assert why is None, why
+    return est
+

@@ -7,14 +7,14 @@ main's plan."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
+from _helpers import em_fit_following_its_plan
 
 import privgauss as pg
 from privgauss.mixture import private_em as pe
-from privgauss.privacy import ZCDP, ApproxDP, ledger_mismatch
+from privgauss.privacy import ZCDP, ApproxDP
 
 EPS1 = ApproxDP(1.0, 1e-6)
 
@@ -99,15 +99,7 @@ def test_a_longer_fit_follows_its_plan(on):
     X = pg.datasets.make_mixture(19_000, 3, 4, separation=8.0, random_state=12).X
     plan = pe.em_plan(19_000, 4, 3, EPS1)
     assert (plan.n_steps, plan.explore_steps) == (20, 13)
-    est = pg.PrivateGaussianMixture(3, method="em", random_state=0, epsilon=1.0, delta=1e-6,
-                                    enforce_requirements=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X)
-    bp = est.budget_plan_
-    assert bp is not None and bp.sums_to_total()
-    why = ledger_mismatch(bp, est.ledger_)
-    assert why is None, why
+    est = em_fit_following_its_plan(X, 3)
     steps = {e.step for e in est.ledger_}
     assert any("step 13/20 run 3" in s for s in steps), sorted(steps)[:5]
     assert not any("step 14/20 run" in s for s in steps)

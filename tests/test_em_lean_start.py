@@ -5,13 +5,12 @@ a fit's ledger is its plan."""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
+from _helpers import em_fit_following_its_plan
 
 import privgauss as pg
 from privgauss.mixture import private_em as pe
-from privgauss.privacy import ZCDP, ApproxDP, ledger_mismatch
+from privgauss.privacy import ZCDP, ApproxDP
 
 EPS1 = ApproxDP(1.0, 1e-6)
 
@@ -79,14 +78,6 @@ def test_a_lean_fit_charges_its_plan():
     X = pg.datasets.make_mixture(12_000, 3, 10, separation=8.0, random_state=3).X
     plan = pe.em_plan(12_000, 10, 3, EPS1)
     assert plan.components > 3
-    est = pg.PrivateGaussianMixture(3, method="em", random_state=0, epsilon=1.0, delta=1e-6,
-                                    enforce_requirements=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X)
-    bp = est.budget_plan_
-    assert bp is not None and bp.sums_to_total()
-    why = ledger_mismatch(bp, est.ledger_)
-    assert why is None, why
+    est = em_fit_following_its_plan(X, 3)
     start = [e.cost.rho for e in est.ledger_ if e.step == "em start histogram"]
     assert start == [pytest.approx(pe.LEAN_INIT * plan.rho_em, rel=1e-12)]
