@@ -328,10 +328,11 @@ that are over-parameterised with the standard shares (the same k' plans). What t
 lose at n = 5e4, ε = 1 is the refining releases' noise on the small clusters' shapes
 (famnext: 14 of 24 misses had the right structure; exact last releases halve their gaps),
 not the start; the k' run and its reduction find the structure with half the start's ρ.
-Generated families never tuned on (blocks 6200–6439, 3060–3179, 3300–3419 × noise seeds
-0, 1; ``mixture_families.md``, session 47): 32 → 21 of 960 wrong, the median gap lower in
-every block (e.g. 0.0042 → 0.0032); pydataset tables with k' plans at ε = 1 better on 5 of 6
-four-seed medians. Plain, wide and ε = 1e4 plans keep the standard shares.
+Generated families never tuned on (blocks 6200–6679, 3060–3179, 3300–3419 × noise seeds
+0, 1; ``mixture_families.md``, session 47): 64 → 45 of 1,440 wrong, the median gap lower in
+every block (e.g. 0.0042 → 0.0032); pydataset tables with k' plans at ε = 1: 5 of 6 four-seed
+medians better, but the smallest (SumHes, Wages: 2,600–3,300 rows) about 0.05 nat/row worse
+over 16 seeds. Plain, wide and ε = 1e4 plans keep the standard shares.
 
 4. *Final pick* (:mod:`.em_final`). Candidates: the EM fit, the frame's standard normal (the
    released Gaussian the rows were whitened by: free) and, with ≥ max(d + 1, k) public rows,
