@@ -405,9 +405,7 @@ def main() -> None:
     args = ap.parse_args()
     global LOW_D
     LOW_D = args.low_d
-    for kv in args.set:
-        name, value = kv.split("=")
-        setattr(pe, name, type(getattr(pe, name))(float(value)))
+    mf.set_constants(args.set)
     seeds = [int(s) for s in args.seeds.split(",")]
     noise = [int(s) for s in args.noise.split(",")]
     if args.reductions:
