@@ -348,6 +348,45 @@ def test_at_a_huge_budget_em_parks_a_component_on_a_discrete_value_as_em_does():
     assert m.fit_info_["final_selection"]["em_thinnest_variance"] < 1e-6
 
 
+def _heavy(n: int, seed: int) -> np.ndarray:
+    """Two clusters of Student-t (3 degrees of freedom) rows, mixed by a random map (d = 4):
+    finite variance, far tails."""
+    rng = np.random.default_rng([27, 8, seed])
+    z = rng.standard_t(3.0, size=(n, 4))
+    lab = rng.random(n) < 0.35
+    return np.where(lab[:, None], 2.0 * z + 8.0, z) @ rng.normal(size=(4, 4))
+
+
+def _heavy_fit(X: np.ndarray, epsilon: float) -> pg.PrivateGaussianMixture:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pg.PrivateGaussianMixture(2, method="em", epsilon=epsilon, delta=1e-6,
+                                         random_state=0).fit(X)
+
+
+def test_the_radius_passes_every_row_as_the_budget_grows(monkeypatch):
+    # issue 27's consistency: the Gaussian balance stops at the radius a Gaussian sample of n
+    # rows leaves no row outside of, and heavy-tailed rows stay outside it at any budget (t3,
+    # n = 3,000: 0.8 % clipped at ε = 1e4 and at ε = 1e12 alike, the components 0.005-0.007
+    # nat/row below scikit-learn's EM, the gap filled by a background component); with the
+    # radius at least ρ_m^(1/8) nothing is clipped at ε = 1e12 and the fit is scikit-learn's
+    X = _heavy(3000, 0)
+    best = GaussianMixture(2, n_init=5, random_state=0).fit(X)
+    m = _heavy_fit(X, 1e12)
+    assert m.clipped_fraction_ < 1e-3 and m.background_weight_ == 0.0
+    assert abs(best.score(X) - m.score(X)) < 2e-3
+    # at ordinary budgets the bound is below every plan's radius: the plans are unchanged
+    plans = {(n, d, k, eps): pe.em_plan(n, d, k, ApproxDP(eps, 1e-6))
+             for n in (500, 3000, 50_000) for d in (1, 2, 5, 12) for k in (1, 3, 6)
+             for eps in (1.0, 1e4)}
+    monkeypatch.setattr(pe, "FREE_RADIUS_POWER", 0.0)
+    assert all(pe.em_plan(n, d, k, ApproxDP(eps, 1e-6)) == plan
+               for (n, d, k, eps), plan in plans.items())
+    # without it (the mutation) the huge-budget fit still clips the tails
+    again = _heavy_fit(X, 1e12)
+    assert again.clipped_fraction_ > 5e-3 and again.background_weight_ > 0.0
+
+
 # ----------------------------------------------------------------------------- diagnostics
 
 
