@@ -63,7 +63,8 @@ budget and public rows; every frame after the first a function of releases):
    responsibilities r_ij from the current released model; per component
    y_ij = clip_r(L_j^{-1}(z_i − μ_j)) (L_j the Cholesky factor of Σ_j), r = r_t ≥ √d +
    ¼√(2 ln n), the step's radius at which clipping's bias matches its noise
-   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ)); in an over-parameterised
+   (:func:`step_radius`: r₀ at ε = 1, growing like √(2 ln ρ), and at least ρ_m^(1/8) so
+   that heavy tails stop being clipped as ρ → ∞); in an over-parameterised
    plan a refining step's (after the pick and the reduction) only ≥ √d (``REFINE_TAIL``:
    √d to r₀ at ε = 1, d = 10–15; a plan without k' keeps r₀, :func:`_tail`);
    released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
