@@ -354,3 +354,29 @@ def test_theory_formulas_are_astronomical_and_monotone() -> None:
     # spec B.5: n ~ 1.3e11 with alpha' = alpha/(3 + 4C); the fixed alpha/(9 + 4C) needs more
     agn = theory.agnostic_n(1.0, 1e-6, 0.1, 0.1, 16, 2000).n
     assert 1.3e11 < agn < 1e12
+
+
+def test_a_huge_budget_caps_ppes_halves_instead_of_overflowing() -> None:
+    # PPE is (2ε, 4e^ε δ)-DP: at a total ε of 1e6 the halves' δ/(4e^ε) overflowed
+    # (OverflowError from inside the requirements, before any message); above the cap the
+    # halves stay at PPE_MAX_HALF_EPSILON and the plan composes within the budget, not to it
+    import privgauss as pg
+    from privgauss.exceptions import InvalidDataError
+    from privgauss.reductions import ppe as ppe_mod
+    from privgauss.reductions.ppe_gaussian import ppe_plan
+
+    cap = ppe_mod.PPE_MAX_HALF_EPSILON
+    assert ppe_mod.ppe_halves(ApproxDP(10.0, 1e-6)) == (5.0, 1e-6 / (4 * math.exp(5.0)))
+    assert ppe_mod.ppe_halves(ApproxDP(1e12, 1e-6))[0] == cap
+    assert ppe_mod.ppe_blocks(*ppe_mod.ppe_halves(ApproxDP(1e12, 1e-6))) <= 41
+    for eps, exact in ((10.0, True), (2 * cap, True), (1e6, False), (1e300, False)):
+        plan = ppe_plan(10**6, 3, ApproxDP(eps, 1e-6), k=2)
+        assert plan.exact is exact
+        spent = Accountant(ApproxDP(eps, 1e-6))
+        for name, part in plan.parts:
+            spent.spend(part, step=name)  # within the budget, or this raises
+        assert spent.spent.epsilon == pytest.approx(min(eps, 2 * cap))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_000, 3))
+    with pytest.raises(InvalidDataError, match="needs about n"):  # refused before spending
+        pg.PrivateGaussianMixture(2, epsilon=1e6, delta=1e-6, method="ppe").fit(X)

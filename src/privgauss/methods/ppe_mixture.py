@@ -27,14 +27,15 @@ def _plan(facts: Facts) -> BudgetPlan:
     """k = 1 (practical): :func:`~privgauss.reductions.ppe_gaussian.ppe_plan`'s stable
     averages and refinement; otherwise the mixture PPE's masking and test
     (:func:`~privgauss.reductions.ppe.populous_parts`)."""
-    from ..reductions.ppe import populous_parts, ppe_halves
+    from ..reductions.ppe import populous_parts, ppe_halves, ppe_spends_all
     from ..reductions.ppe_gaussian import ppe_plan
 
     budget = facts.budget
     assert isinstance(budget, ApproxDP)
     if facts.k == 1 and facts.constants == "practical":  # as run_ppe decides
         return ppe_plan(facts.n, facts.d, budget)
-    return BudgetPlan.of(budget, populous_parts(ApproxDP(*ppe_halves(budget)), "ppe-mixture"))
+    return BudgetPlan.of(budget, populous_parts(ApproxDP(*ppe_halves(budget)), "ppe-mixture"),
+                         exact=ppe_spends_all(budget))
 
 
 def _run(job: MixtureJob) -> Mixture:

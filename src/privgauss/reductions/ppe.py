@@ -68,6 +68,7 @@ __all__ = [
     "ppe_aggregate",
     "ppe_blocks",
     "ppe_halves",
+    "ppe_spends_all",
     "run_blocks",
     "stable_average",
 ]
@@ -104,10 +105,25 @@ def populous_parts(half: ApproxDP, step: str = "ppe") -> dict[str, ApproxDP]:
             f"{step}-test": ApproxDP(eps, delta)}
 
 
+#: the largest per-half ε PPE uses. Its δ' = δ/(4e^ε) leaves floating point near ε = 700 (and
+#: the truncated Laplace bound's e^ε/δ' before), while its block count t (:func:`ppe_blocks`)
+#: is already within 1 of its limit 40 at ε = 300 and the masking's Laplace scale ~1/ε is
+#: negligible: a larger budget is left unspent (PPE is then (600, 4e^300·δ')-DP, within it)
+PPE_MAX_HALF_EPSILON = 300.0
+
+
 def ppe_halves(budget: ApproxDP) -> tuple[float, float]:
-    """The per-half (ε, δ) of PPE for a total budget: PPE is (2ε, 4e^ε δ)-DP."""
-    eps = budget.epsilon / 2
+    """The per-half (ε, δ) of PPE for a total budget: PPE is (2ε, 4e^ε δ)-DP. Above a total
+    ε of 2·``PPE_MAX_HALF_EPSILON`` the halves stay at that ε (and their δ at δ/(4e^ε)): the
+    rest of the budget is not spent (:func:`ppe_spends_all`)."""
+    eps = min(budget.epsilon / 2, PPE_MAX_HALF_EPSILON)
     return eps, budget.delta / (4 * math.exp(eps))
+
+
+def ppe_spends_all(budget: ApproxDP) -> bool:
+    """Whether PPE's two halves compose to the whole ``budget`` (public): below the cap of
+    :func:`ppe_halves`; above it they compose to less, and a plan says "within"."""
+    return budget.epsilon / 2 <= PPE_MAX_HALF_EPSILON
 
 
 # ------------------------------------------------------------------------------ isolation

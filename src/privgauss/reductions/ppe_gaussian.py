@@ -65,6 +65,7 @@ from .ppe import (
     populous_parts,
     ppe_blocks,
     ppe_halves,
+    ppe_spends_all,
     run_blocks,
     stable_average,
 )
@@ -344,7 +345,8 @@ def ppe_plan(
     if constants == "theory" or k > 1:
         eps, dl = ppe_halves(budget)
         step = "ppe-faithful" if k == 1 else "ppe-mixture"
-        return BudgetPlan.of(budget, populous_parts(ApproxDP(eps, dl), step))
+        return BudgetPlan.of(budget, populous_parts(ApproxDP(eps, dl), step),
+                             exact=ppe_spends_all(budget))
     plan = plan_practical(n, d, budget.epsilon, budget.delta).budget_plan(budget)
     parts: dict[str, Budget] = {}
     for stage in ("scale", "location"):  # stable_average charges the noise, then the test
