@@ -419,7 +419,11 @@ def amplified_budget(budget: ApproxDP, rate: float) -> ApproxDP:
         raise ValueError("rate must be in (0, 1]")
     if rate == 1 or math.isinf(budget.epsilon):
         return budget
-    eps = math.log1p(math.expm1(budget.epsilon) / rate)
+    if budget.epsilon <= 700.0:
+        eps = math.log1p(math.expm1(budget.epsilon) / rate)
+    else:  # e^ε overflows: ε + ln(e^{−ε} + (1 − e^{−ε})/γ), the same number
+        eps = budget.epsilon + math.log(math.exp(-budget.epsilon)
+                                        - math.expm1(-budget.epsilon) / rate)
     return ApproxDP(eps, min(budget.delta / rate, 0.5))
 
 
