@@ -44,7 +44,7 @@ from privgauss.mixture.requirements import (
     warmup_theory_terms,
 )
 from privgauss.mixture.subsampling import subsampled_call
-from privgauss.privacy import ZCDP, Accountant, ApproxDP, amplified_budget
+from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, amplified_budget
 
 EPS, DELTA = 5.0, 1e-6
 
@@ -191,6 +191,12 @@ def test_amplification_by_subsampling() -> None:
         assert math.isclose(math.log1p(rate * math.expm1(inner.epsilon)), b.epsilon, rel_tol=1e-12)
         assert math.isclose(inner.delta * rate, b.delta, rel_tol=1e-12)
     assert amplified_budget(b, 1.0) == b
+    # at ε beyond e^ε's range (pegme and agnostic at ε = 1e6 failed after spending with an
+    # OverflowError here) the same number: ε + ln(1/γ) to float precision
+    for eps in (699.0, 701.0, 1e6):
+        inner = amplified_budget(ApproxDP(eps, 1e-7), 0.25)
+        assert inner.epsilon == pytest.approx(eps + math.log(4.0), rel=1e-15)
+    assert amplified_budget(ApproxDP(1e300, 1e-7), 0.25).epsilon == 1e300
 
 
 def test_subsampled_call_scales_t_and_budget() -> None:
@@ -682,3 +688,56 @@ def test_fits_at_the_stated_n_and_is_refused_below_it() -> None:
         pg.PrivateGaussianMixture(2, method="kssu", epsilon=EPS, delta=DELTA, random_state=0,
                                   accountant=shared).fit(mix.X)
     assert shared.ledger == []
+
+
+def _far_pair(n: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    lab = rng.random(n) < 0.4
+    return np.where(lab[:, None], [25.0, 0.0, 0.0], 0.0) + rng.standard_normal((n, 3))
+
+
+@pytest.mark.slow
+def test_a_huge_budget_splits_what_a_small_one_splits(monkeypatch: pytest.MonkeyPatch) -> None:
+    # two clusters 25 sd apart (n = 2e4, d = 3): at ε = 1e6 the terrific searches' slack was
+    # the noise's alone and asked for an annulus with no row in it — the partition failed
+    # after spending on data that ε = 1 splits at n = 2e5; with PRACTICAL_SLACK it splits
+    import privgauss.mixture.terrific_ball as tb
+
+    X = _far_pair(20_000)
+    huge = ApproxDP(1e6, DELTA)
+    acct = Accountant(huge)
+    w, means, _ = kssu_gmm(X, 2, huge, release=Release.of(acct, 0))
+    order = np.argsort(means[:, 0])
+    assert np.allclose(means[order], [[0, 0, 0], [25, 0, 0]], atol=0.05)
+    assert np.allclose(np.asarray(w)[order], [0.6, 0.4], atol=0.01)
+    monkeypatch.setattr(tb, "PRACTICAL_SLACK", 0.0)
+    with pytest.raises(EstimationFailed):
+        kssu_gmm(X, 2, huge, release=Release.of(Accountant(huge), 0))
+
+
+def test_the_terrific_searches_keep_a_slack_for_the_data_at_any_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the AboveThreshold threshold of the practical terrific search is at most t − 0.05 t, at
+    # ε = 1e6 as at ε = 1 (where the noise's Γ is larger); the theory constants keep Γ alone
+    import privgauss.mixture.good_radius as grm
+    import privgauss.mixture.terrific_ball as tb
+
+    seen: list[float] = []
+    real = grm.above_threshold
+
+    def spy(queries: Any, threshold: float, *args: Any, **kwargs: Any) -> Any:
+        seen.append(threshold)
+        return real(queries, threshold, *args, **kwargs)
+
+    monkeypatch.setattr(grm, "above_threshold", spy)
+    X = _far_pair(2000)
+    radii = np.geomspace(0.5, 64.0, 8)
+    slack = {}
+    for constants in ("practical", "theory"):
+        seen.clear()
+        tb.terrific_radius(X, 500, 3.5, radii, PureDP(1e6), constants=constants,
+                           release=Release.of(Accountant(PureDP(1e6)), 0))
+        slack[constants] = 500 - seen[0]
+    assert slack["practical"] == pytest.approx(tb.PRACTICAL_SLACK * 500) == 25.0
+    assert slack["theory"] < 0.01  # the noise's Γ at ε = 1e6

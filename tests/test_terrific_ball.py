@@ -498,3 +498,21 @@ def test_secure_noise_path() -> None:
     )
     assert r is None or r in doubling_radii(0.1, 100)
     assert len(acct.ledger) == 1
+
+
+def test_a_huge_budget_still_finds_the_ball_and_still_refuses_a_single_gaussian() -> None:
+    # the practical slack (at least PRACTICAL_SLACK·t: tests/test_kssu.py) is a tolerance for
+    # the data that stays as ε grows; it must not make a single Gaussian look secluded
+    huge = ApproxDP(1e6, DELTA)
+
+    def found(X: np.ndarray, t: int) -> int:
+        hits = 0
+        for seed in range(3):
+            ball = terrific_ball(X, t, 5.0, RADII, huge, release=Release.of(Accountant(huge), seed))
+            hits += ball is not None
+        return hits
+
+    X, _, _ = two_clusters(500, 2, 0)
+    gauss = np.random.default_rng(1).standard_normal((1200, 2)) * 3 + 7
+    assert found(X, 500) == 3
+    assert found(gauss, 300) == 0

@@ -205,12 +205,14 @@ def radius_search(
     max_points: int,
     release: Release,
     descending: bool = False,
+    min_slack: float = 0.0,
 ) -> float | None:
     """ε-DP AboveThreshold (replace-one, n public) over the public ``radii`` (increasing, or
     decreasing if ``descending``) on ``score(rows, t, radii)`` (a capped score of the given
-    sensitivity, at most t) with threshold t − Γ; on a public random subsample of
-    ``max_points`` rows (t rescaled) above that. The first passing radius, or None (⊥).
-    Shared by GoodRadius and TerrificRadius; charged to ``release`` under its step."""
+    sensitivity, at most t) with threshold t − Γ, Γ at least ``min_slack``·t (public); on a
+    public random subsample of ``max_points`` rows (t rescaled) above that. The first passing
+    radius, or None (⊥). Shared by GoodRadius and TerrificRadius; charged to ``release`` under
+    its step."""
     eps = pure_epsilon(budget, "step")
     data = as_rows(X)
     t = check_positive_int(t, "t", minimum=1)
@@ -223,6 +225,7 @@ def radius_search(
         eps, grid.size, beta, sensitivity=score_sensitivity, constants=constants
     )
     sub, t_sub = _subsample(data, t, max_points, release.rng)
+    gamma = max(gamma, float(min_slack) * t_sub)
     hit = above_threshold(
         score(sub, t_sub, grid).tolist(),
         t_sub - gamma,

@@ -25,7 +25,13 @@ in r) over the public radii, increasing (``largest=False``) or decreasing (``lar
 Δ = 2, threshold t − Γ, Γ = 16(ln T + ln(2/β))/ε_R (``constants="theory"``) or the sharper union
 bound of :func:`~privgauss.mixture.good_radius.above_threshold_slack` (``"practical"``). With
 probability ≥ 1 − β a returned r has Q_r ≥ t − 2Γ, so some B_r(x) is (c, 2Γ)-terrific (Claim 5.5),
-and if X has a (4c+1)-terrific ball the search does not return ⊥ (Claim 5.6).
+and if X has a (4c+1)-terrific ball the search does not return ⊥ (Claim 5.6). With the
+practical constants Γ is at least ``PRACTICAL_SLACK``·t (the search's and the check's): the
+paper's Γ is the noise's alone, so as ε → ∞ it asked for an annulus with no row in it, which
+real clusters' tails never give (two clusters 25 sd apart, n = 2e5: found at ε = 1, where Γ
+is 17 % of t, and ⊥ at ε = 1e6, the best score 0.5 below t); the floor is a tolerance for the
+data, not for the noise, so it stays as ε grows (a returned ball is then (c, 2Γ)-terrific
+with 2Γ ≥ 10 % of t).
 
 PTerrificBall (:func:`terrific_ball`), five adaptively composed releases:
 
@@ -93,6 +99,8 @@ __all__ = [
 ]
 
 DEFAULT_SPLIT = (0.3, 0.2, 0.15, 0.2, 0.15)
+#: the least slack Γ of the practical search and check, as a share of t (module docstring)
+PRACTICAL_SLACK = 0.05
 #: the kinds of terrific_ball's five releases, for :func:`~.one_cluster.plan_budget`
 KINDS = ("pure", "hist", "noise", "noise", "noise")
 #: the names of those releases in terrific_ball's budget plan
@@ -166,6 +174,7 @@ def terrific_radius(
         max_points=max_points,
         release=release.named("terrific-radius"),
         descending=largest,
+        min_slack=PRACTICAL_SLACK if constants == "practical" else 0.0,
     )
 
 
@@ -259,6 +268,8 @@ def _checked(s: _Search, r: float, center: np.ndarray) -> Ball | None:
         sensitivity=sensitivity.capped_radius_score(),
         constants=s.knobs.constants,
     ) * (s.t / t_sub)
+    if s.knobs.constants == "practical":
+        gamma = max(gamma, PRACTICAL_SLACK * s.t)
     c_out = (s.c - 1.0) / 2.0
     f = ball_query(s.data, center, 2.0 * r, c_out, s.t)
     mechanism = laplace_mechanism if is_pure(s.plan["check"]) else gaussian_mechanism
