@@ -59,8 +59,15 @@ from scipy.special import gammainc, gammaincc
 
 from .. import sensitivity
 from ..exceptions import EstimationFailed, PrivacyBudgetError
+from ..gaussian.coinpress.schedule import noise_matched_radius
 from ..linalg import inv_sqrtm_psd, project_psd, sym
-from ..mechanisms import Release, gaussian_mechanism, private_count, symmetric_matrix_mechanism
+from ..mechanisms import (
+    Release,
+    gaussian_mechanism,
+    gaussian_sigma_zcdp,
+    private_count,
+    symmetric_matrix_mechanism,
+)
 from ..privacy import ZCDP, Budget, BudgetPlan
 
 __all__ = [
@@ -68,6 +75,7 @@ __all__ = [
     "CLIP_SCALE",
     "FRACTIONS",
     "MEAN_SHARE",
+    "grown_radius",
     "ClusterFrame",
     "clipped_rows",
     "cluster_sums",
@@ -83,7 +91,8 @@ __all__ = [
 FRACTIONS = (1 / 3, 1 / 3, 1 / 3)
 #: Share of each step's ρ for the vector sums (the rest: outer products).
 MEAN_SHARE = 0.2
-#: Clip radius τ_t² = CLIP_SCALE[t]·d (first step: public whitening only; then refined).
+#: Clip radius τ_t² = CLIP_SCALE[t]·d (first step: public whitening only; then refined) — the
+#: planned radius; :func:`grown_radius` widens it as the budget grows.
 CLIP_SCALE = (1.2, 1.0, 1.0)
 _MC_PAIRS = 5_000  # antithetic pairs of the public Monte Carlo sample of undo_clipping
 _MC_SEED = 20_221  # fixed: the sample is public and the same for every fit
@@ -400,7 +409,8 @@ def _retire(go: np.ndarray, out_delta: np.ndarray, out_cov: np.ndarray, act: np.
     return (act[go], va[go], Sa[go], delta[go], cov[go], *(m[go] for m in more))
 
 def undo_clipping_batch(
-    v: np.ndarray, S: np.ndarray, tau: float, U: np.ndarray | None = None
+    v: np.ndarray, S: np.ndarray, tau: float, U: np.ndarray | None = None,
+    floor_tau: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`undo_clipping` for m components clipped at the same radius at once: ``v`` (m ×
     d) and ``S`` (m × d × d) their clipped rows' mean and second moment; returns δ (m × d) and
@@ -412,13 +422,16 @@ def undo_clipping_batch(
     the stack's clipped moments, eigendecompositions and slopes are computed together for
     the components still iterating. The same numbers as one call per component, bit for bit
     (private EM and :func:`estimate_clusters` de-clip a step's components by one call).
+    ``floor_tau`` (default ``tau``) sets that eigenvalue range instead of ``tau``: a radius
+    grown with the budget (:func:`grown_radius`) must not lift the floor with it.
     Post-processing of released values only."""
     v = np.asarray(v, dtype=np.float64)
     m, d = v.shape
     if m == 0:
         return np.empty((0, d)), np.empty((0, d, d))
     sample = _default_sample(d) if U is None else _Sample.of(U)
-    lo, hi = _MIN_EIG * tau * tau / d, _MAX_EIG * tau * tau / d
+    ref = tau if floor_tau is None else float(floor_tau)
+    lo, hi = _MIN_EIG * ref * ref / d, _MAX_EIG * max(ref, tau) ** 2 / d
     eye = np.eye(d)
     S_obs = sym(S) - v[:, :, None] * v[:, None, :]
     # the start: the observed covariance (eigenvalues ≥ lo) plus what clipping takes from
@@ -492,6 +505,28 @@ def undo_clipping_batch(
     return out_delta, out_cov
 
 
+def grown_radius(tau: float, n_min: float, vector_budget: ZCDP, matrix_budget: ZCDP) -> float:
+    """The clip radius of a step whose planned radius is ``tau`` (√(CLIP_SCALE·d)), grown with
+    the budget as CoinPress's practical steps grow theirs
+    (:func:`~privgauss.gaussian.coinpress.schedule.noise_matched_radius`): until the noise
+    of the smallest cluster's clipped mean (L2 sensitivity 2τ at ρ_V, over ``n_min`` rows)
+    and of its clipped second moment (√2·τ² at ρ_M) is almost the sampling error's share
+    that function allows, the smaller of the two growths. At a small budget the noise is
+    already larger and ``tau`` stands (the same fit as before); as ρ → ∞ the radius grows
+    without bound, so fewer and fewer rows are clipped and the de-clipping's Gaussian model
+    stops mattering: the estimate tends to each cluster's np.mean / np.cov (DESIGN.md rule
+    15; heavy-tailed clusters stayed 1.2 nat/row below scikit-learn at ε = 1e12 with the
+    planned radius, benchmarks/edge_sweep.py). ``n_min`` is the smallest released (noisy)
+    cluster size: a DP output, so τ is a function of public and released values, as the
+    joint sensitivities require (module docstring)."""
+    n = max(float(n_min), 1.0)
+    sigma_v = gaussian_sigma_zcdp(sensitivity.joint_cluster_sum_l2(tau), vector_budget.rho) / n
+    sigma_m = gaussian_sigma_zcdp(sensitivity.joint_cluster_outer_sum_frobenius(tau),
+                                  matrix_budget.rho) / n
+    return max(tau, min(noise_matched_radius(tau, sigma_v, int(n), 1),
+                        noise_matched_radius(tau, sigma_m, int(n), 2)))
+
+
 def cluster_plan(
     budget: ZCDP, count_share: float, fractions: Sequence[float] | np.ndarray, mean_share: float
 ) -> BudgetPlan:
@@ -528,7 +563,8 @@ def estimate_clusters(
     cluster) from their public ``frames``; ρ-zCDP (ρ = ``budget.rho``) under replace-one, n
     public, for any frames (module docstring). ``count_share`` of ρ goes to the sizes; step t
     gets ``fractions[t]`` of the rest (split ``mean_share`` / 1 − ``mean_share`` between the
-    vector and outer-product sums) with τ_t² = ``clip_scale[t]``·d. Charged to ``release``
+    vector and outer-product sums) with τ_t² = ``clip_scale[t]``·d, grown with the budget by
+    :func:`grown_radius` (from the released sizes). Charged to ``release``
     (step "clusters" unless it names one)."""
     rel = release.named("clusters")
     accountant, step = rel.accountant, rel.step
@@ -566,10 +602,12 @@ def estimate_clusters(
     means, covs = np.zeros((k, d)), np.zeros((k, d, d))
     total_m, total_c = np.zeros(k), np.zeros(k)
     for t, ((bv, bm), scale) in enumerate(zip(plan, clip_scale, strict=True)):
-        tau = math.sqrt(float(scale) * d)
+        planned = math.sqrt(float(scale) * d)
+        tau = grown_radius(planned, float(noisy.min()), bv, bm)
         V, M = release_cluster_sums(X, labels, frames, tau, bv, bm,
                                     release=rel.at(f"step-{t + 1}"))
-        deltas, dcovs = undo_clipping_batch(V / noisy[:, None], M / noisy[:, None, None], tau)
+        deltas, dcovs = undo_clipping_batch(V / noisy[:, None], M / noisy[:, None, None], tau,
+                                            floor_tau=planned)
         for j, (frame, delta, cov) in enumerate(zip(frames, deltas, dcovs, strict=True)):
             mean_t, cov_t = frame.backward(delta, cov)
             # precision weights of this step's noise: σ ∝ τ/(√ρ_V·slope), τ²/(√ρ_M·a)

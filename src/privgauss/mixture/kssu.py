@@ -330,7 +330,8 @@ def _partition(run: _Run) -> list[_Leaf]:
             if out is None:  # the root found no enclosing ball
                 charge_unused(accountant, plan.all_charges(level + 1), step)
                 raise EstimationFailed(
-                    "the private enclosing ball of the data was not found" + _why(run),
+                    "the private enclosing ball of the data was not found"
+                    + _why(run, enclosing=True),
                     step=f"{step}/level-0/enclosing-ball",
                     needed_n=run.needed,
                 )
@@ -361,19 +362,23 @@ def _partition(run: _Run) -> list[_Leaf]:
     return leaves
 
 
-def _why(run: _Run) -> str:
+def _why(run: _Run, enclosing: bool = False) -> str:
     """The likely cause of a failure, from public quantities (n, the practical requirement, the
     budget spent): below the requirement, n; at or above it, the separation the requirement
-    assumes (the failure is a DP output; the requirement was measured at separation ratio 5)."""
+    assumes (the failure is a DP output; the requirement was measured at separation ratio 5);
+    for the root's ``enclosing`` search, also the public radius grid it searched."""
     n = int(run.data.shape[0])
     spent = f"; the whole budget ({run.plan.total}) was spent"
+    grid = "" if not enclosing else (f"; or the data's spread lies outside the public radius grid "
+            f"[{run.root_grid.min():.3g}, {run.root_grid.max():.3g}] of the enclosing search "
+            "(give method_params={'radii': ...} in the data's units)")
     if n < run.needed:
-        return f": n = {n} is below the {run.needed} rows this learner needs here{spent}"
+        return f": n = {n} is below the {run.needed} rows this learner needs here{grid}{spent}"
     return (
         f": n = {n} meets this learner's practical requirement ({run.needed} rows, measured "
         f"at separation ratio >= {VALIDATED_SEPARATION:g}), so the components are probably "
         "not that well separated (privgauss.datasets.separation_ratio); method='em' needs no "
-        f"separation{spent}"
+        f"separation{grid}{spent}"
     )
 
 

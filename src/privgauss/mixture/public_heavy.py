@@ -48,6 +48,7 @@ import numpy as np
 from ..backends import as_rows, public_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..gaussian.public import public_gaussian
+from ..gaussian.public_frame import frame_of
 from ..gaussian.public_preconditioner import public_preconditioner
 from ..linalg import project_psd
 from ..mechanisms import Release
@@ -213,8 +214,8 @@ def public_heavy_gmm(
     _check_clusters(clusters, k, d, P.shape[0] * w_min / 2)
     src = rel.noise
     publics = [P[clusters.labels == j] for j in range(k)]
-    for Pj in publics:  # degenerate public clusters are refused here, before anything is spent
-        public_preconditioner(Pj, beta / (6 * k), outliers=True)
+    for j, Pj in enumerate(publics):  # degenerate public clusters: refused, nothing spent
+        _check_cluster_frame(Pj, j, beta / (6 * k))
     if estimator == "joint":
         weights, means, covs = estimate_clusters(
             X, labels, [frame_from_public(Pj) for Pj in publics], ZCDP(rho),
@@ -283,7 +284,29 @@ def check_public_clustering(P: np.ndarray, n: int, k: int, w_min: float, beta: f
     clusters, _ = easy_clustering(P, None, k, w_min, beta=beta / 3, constants=constants, n=n)
     _check_clusters(clusters, k, d, P.shape[0] * w_min / 2)
     for j in range(k):
-        public_preconditioner(P[clusters.labels == j], beta / (6 * k), outliers=True)
+        _check_cluster_frame(P[clusters.labels == j], j, beta / (6 * k))
+
+
+def _check_cluster_frame(Pj: np.ndarray, j: int, beta: float) -> None:
+    """Refuse (InvalidDataError, public rows only) a public cluster whose rows cannot give
+    the preconditioner's frame, in public-heavy's words: :func:`public_preconditioner`'s own
+    refusal speaks of the Gaussian method='public' and advises Gaussian fallbacks (method=
+    'histogram', 'coinpress'), which a mixture fit cannot take (edge sweep: a constant
+    column)."""
+    try:
+        public_preconditioner(Pj, beta, outliers=True)
+    except InvalidDataError:
+        reason = frame_of(Pj, True)[1] if Pj.shape[0] > Pj.shape[1] else (
+            f"{Pj.shape[0]} rows, fewer than d+1 = {Pj.shape[1] + 1}")
+        if not reason:
+            raise
+        reason = reason.split("; the bound-free")[0]  # that advice is the Gaussian fit's
+        raise InvalidDataError(
+            f"method='public-heavy' cannot precondition public cluster {j}'s covariance with "
+            f"its public rows: {reason} (nothing was spent). Instead use method='em' (no "
+            "separation assumed; public rows optional) or method='public-light' (no "
+            "per-cluster preconditioner)"
+        ) from None
 
 
 def _check_clusters(clusters: PublicClusters, k: int, d: int, t: float) -> None:

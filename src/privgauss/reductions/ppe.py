@@ -352,7 +352,11 @@ def stable_average(
     if noisy < threshold:
         raise EstimationFailed(
             f"stability test failed: fewer than ~{SA_FLOOR:.0%} of the {t} block outputs agree "
-            "within the public radius; more rows per block are needed",
+            "within the public radius; more rows per block are needed, or, when the rows hold "
+            "gross errors or heavy tails, this subsample-and-aggregate method cannot work at "
+            "any budget (a block with one such row disagrees: with a share p of them and b "
+            "rows per block only about (1 - p)^b of the blocks agree; more rows per block make "
+            "it worse): use a method that clips instead (method='auto')",
             step=f"{step}-test",
         )
     w = np.clip((q - SA_LOW) / (SA_HIGH - SA_LOW), 0.0, 1.0)
