@@ -7,8 +7,10 @@ noisy 122 and 92 against a cut of 126, and the synthetic prices stopped at 4,943
 (benchmarks/results/synth_peers.md, session 48). With
 :data:`~privgauss.synthesis.marginals.SUPPORT_END_BETA` > 0 the bins past each end of the
 support that lie in the released range less its margin join it when their prefix sums pass a
-per-side test (:func:`~privgauss.synthesis.marginals._support_end_runs`). Post-processing
-only: the releases, the plan and the ledger are unchanged.
+per-side test (:func:`~privgauss.synthesis.marginals._support_end_runs`); with
+:data:`~privgauss.synthesis.marginals.SUPPORT_END_BRIDGE` an end bin dropped as isolated joins
+when the bins before it pass together (UnempDur's tenure). Post-processing only: the
+releases, the plan and the ledger are unchanged.
 """
 
 from __future__ import annotations
@@ -163,3 +165,40 @@ def test_a_vanishing_noise_extends_by_records_only() -> None:
     counts = np.array([100.0, 100.0, 100.0, 1.0, 1e-3, 0.0])
     out = marg._support_end_runs(passed, counts, edges, 1e-6, (0.0, 6.0), None, 0.01)
     assert np.array_equal(out, [0, 1, 2, 3])
+
+
+#: UnempDur's tenure at split 1 of benchmarks/synth_corpus.py (ε = 1): the core ends at 8, the
+#: bins 6.5-8.5 and 8.5-10.5 (118 and 92 records) fall just below the per-bin cut (2.54 sigma
+#: for 9 bins), and the last, 10.5-16.5 (173 records, noisy 168), passes it but is dropped as
+#: an isolated end (the far cut, 5.1 sigma): the synthetic tenures stopped at 8 of 0-40
+TENURE = np.array([708.9, 393.9, 320.9, 225.1, 98.5, 263.7, 105.4, 104.5, 168.0])
+TENURE_EDGES = np.array([-0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 6.5, 8.5, 10.5, 16.5])
+
+
+def test_a_gap_of_thin_bins_bridges_to_a_passing_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With :data:`~privgauss.synthesis.marginals.SUPPORT_END_BRIDGE` the gap's two bins
+    (209.9 records, 3.33 sigma over √2) carry the isolated end bin back into the support;
+    without it only the core's bin 6.5-8.5 joins. A gap of noise before a passing end (a
+    false alarm the isolation rule exists for) is not bridged, and a few-level column's
+    margin never is."""
+    monkeypatch.setattr(marg, "SUPPORT_END_BETA", 0.01)
+    core = (0.0, 8.0)
+
+    def masses(counts: np.ndarray, edges: np.ndarray = TENURE_EDGES,
+               c: tuple[float, float] = core) -> np.ndarray:
+        return np.diff(marg._cdf_and_smoothness(counts, SIGMA, "integer", edges, None, c)[0])
+
+    monkeypatch.setattr(marg, "SUPPORT_END_BRIDGE", False)
+    off = masses(TENURE)
+    assert off[6] > 0 and np.all(off[7:] < 1e-12)
+    monkeypatch.setattr(marg, "SUPPORT_END_BRIDGE", True)
+    on = masses(TENURE)
+    assert np.all(on > 1e-3)
+    assert on[8] == pytest.approx(168.0 / TENURE.sum())
+    noise = TENURE.copy()
+    noise[6:8] = [40.0, -10.0]  # the gap holds no records: the end stays isolated
+    assert np.all(masses(noise)[6:] < 1e-12)
+    # a 0/1 flag (core [0, 2)): noise at 4 past empty 2 and 3 is never bridged
+    flag = np.array([1400.0, 600.0, 90.0, 90.0, 130.0])
+    f = masses(flag, np.arange(6) - 0.5, (0.0, 2.0))
+    assert np.all(f[2:] < 1e-12)
