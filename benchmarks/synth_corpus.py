@@ -271,7 +271,13 @@ def main() -> None:
                     help="only these tables (names, case-insensitive)")
     ap.add_argument("--json", type=Path, help="also write the per-table rows as JSON")
     ap.add_argument("--out", type=Path, help="markdown report (default: stdout)")
+    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                    help="override a constant of privgauss.synthesis for an experiment "
+                         "(synth_gaps.py's --set: e.g. marginals.SUPPORT_END_BETA=0.01)")
     args = ap.parse_args()
+    from synth_gaps import _override
+
+    _override(args.set)
     tables = _tables(args.min_rows, args.max_cols)
     if args.tables:
         wanted = {t.lower() for t in args.tables}

@@ -18,11 +18,15 @@ rho_hist``:
   for a discrete or gridded one, :func:`n_continuous_bins`: post-processing), released jointly for
   all columns with Gaussian noise (L2 sensitivity √(2m)); the CDF is the normalised
   cumulative sum of the noisy counts, those below two noise deviations past the column's
-  support set to zero and, for a float column or an integer one whose bins hold two or more
-  levels each (:func:`_wide_integer_bins`), the bin densities shrunk towards their
-  three-bin moving average by a James–Stein factor (smoothing where the differences are
-  noise, not where a column's levels make them signal) — or averaged over a wider kernel
-  when Stein's unbiased risk estimate says it beats that step (:func:`_diffused`). A float
+  support set to zero (a discrete column's support reaching, at each end, over the thin bins
+  inside the released range less its margin whose summed counts pass a test per side, and
+  to an isolated passing end bin when the bins between pass together:
+  :data:`SUPPORT_END_BETA`, :func:`_support_end_runs`) and, for a float column or an
+  integer one whose bins hold two or more levels each (:func:`_wide_integer_bins`), the bin
+  densities shrunk towards their three-bin moving average by a James–Stein factor
+  (smoothing where the differences are noise, not where a column's levels make them
+  signal) — or averaged over a wider kernel when Stein's unbiased risk estimate says it
+  beats that step (:func:`_diffused`). A float
   column whose released range has one sign gets one extra bin of the other sign (the *sign
   probe*, :data:`PROBE_FRACTION` of the range's far end wide), kept only when its noisy count
   passes :data:`PROBE_SIGMAS` deviations, its mass then spread over :data:`PROBE_OCTAVES`
@@ -957,6 +961,32 @@ MARGIN_LEVELS = 4
 #: octave, the cut is at least the one at which a false alarm among its bins has probability
 #: ≤ :data:`RANGE_BETA`; a float column's fine bins follow its octaves' mass instead)
 EMPTY_BIN_SIGMAS = 2.0
+#: false-alarm probability, per end of a discrete (or levelled) column's support, of the test
+#: that extends the support over the bins just past its end that lie inside the released
+#: range less its margin (:func:`_support_end_runs`): the bins past the end, from it
+#: outwards, summed over each prefix of k of them against √k noise deviations times the cut
+#: at this probability over the prefixes (Bonferroni), the most significant passing prefix
+#: joining the support (its counts clipped at 0, as an interior bin's). The per-bin cut
+#: grows with the number of bins (2.8 σ for 20): train's prices' last two bins inside the
+#: range, 172 and 76 records (7.3 % and 3.2 %), noisy 122 and 92 against a cut of 126, were
+#: dropped and the synthetic prices stopped at 4,943 while 10 % of the real ones are ≥ 5,000
+#: (benchmarks/results/synth_peers.md, session 48). 0: off (the per-bin cut alone, main
+#: until session 48). At 0.01 (:data:`TAIL_RETURN_BETA`'s per-side rule, not tuned) with
+#: the bridge below, on benchmarks/synth_corpus.py's 56 tables at ε = 1, seeds 0-2, the mean
+#: 1-way TV fell 0.0845 → 0.0837, 0.0804 → 0.0796, 0.0840 → 0.0820 (38 fits better, 3
+#: worse), the 2-way TV's too; each of the 55 runs of bins it added holds records; ε = 1e4 changed
+#: 1 fit of 56 (benchmarks/results/synth_peers_gaps.md)
+SUPPORT_END_BETA = 0.01
+#: ... and a bin that passed the per-bin cut but was dropped as an isolated end
+#: (:func:`_without_isolated_ends`) joins the support, with the gap before it, when the gap's
+#: bins together pass a test at SUPPORT_END_BETA (``reach`` of :func:`_support_end_runs`;
+#: discrete columns of more than :data:`MARGIN_LEVELS` levels). UnempDur's tenure at split 1
+#: of benchmarks/synth_corpus.py: bins 6.5-8.5 and 8.5-10.5 (118 and 92 records) just below
+#: the cut, 10.5-16.5 (173) past it but isolated; the synthetic tenures stopped at 8 of 0-40
+#: (the table's 1-way TV 0.077 → 0.070 bridged). On the corpus (ε = 1, seeds 0-2) it changed
+#: 3 fits of 168, each 1-way TV better, and added no bin without records. False: the core
+#: only
+SUPPORT_END_BRIDGE = True
 
 
 #: weight of each neighbour in the smoothing of a float column's bin densities (see
@@ -1143,6 +1173,65 @@ def _without_isolated_ends(passed: np.ndarray, counts: np.ndarray, edges: np.nda
     return np.asarray(keep, dtype=np.int64)
 
 
+def _support_end_runs(passed: np.ndarray, counts: np.ndarray, edges: np.ndarray,
+                      sigma: float, core: tuple[float, float], decided: np.ndarray | None,
+                      beta: float, reach: tuple[int, int] | None = None) -> np.ndarray:
+    """The passing bins with the support's ends extended (post-processing of noisy counts
+    of noise deviation ``sigma`` each): at each end, the bins past it whose middles lie in
+    ``core`` (the released range less its margin: octaves whose counts passed the range's
+    threshold, so the column has records there) and that the zoom did not decide
+    (``decided`` 0), from the end outwards up to the first that is not, are summed over each
+    prefix of k of them; a prefix passes when its sum is at least √k·``sigma`` times the cut
+    at false-alarm ``beta``/m (m such bins: Bonferroni over the prefixes) and
+    :data:`TAIL_MIN_COUNT`, and the passing prefix of largest sum/√k (the most significant:
+    bins of noise alone past the data lower it) joins the support — a tail thinning out
+    inside the range is kept where its bins together pass, though each alone is below the
+    per-bin cut. The test is :func:`_tail_return`'s (per side, over prefixes), at a cut that
+    does not grow with the column's number of bins; a side without records past its end
+    extends with probability ≤ ``beta``, and as the noise vanishes every bin holding half a
+    record passes the per-bin cut already: consistent. ``reach`` (optional: the first and
+    the last bin that passed the per-bin cut before :func:`_without_isolated_ends` dropped
+    an isolated one, :data:`SUPPORT_END_BRIDGE`): the run may also go through the range's
+    margin up to such a bin (over bins the zoom did not decide): when the gap's bins' sum
+    passes √m·``sigma`` times the cut at false-alarm ``beta`` (m bins: one test per side) and
+    :data:`TAIL_MIN_COUNT`, the gap and that bin join the support — a passing end bin beyond
+    a gap of bins each just below the cut is not isolated when the gap's bins together hold
+    records (the gap alone must pass: a noise false alarm at the end does not carry it)."""
+    mid = 0.5 * (edges[:-1] + edges[1:])
+    inside = (mid >= core[0]) & (mid < core[1])
+    if decided is not None:
+        inside &= decided == 0
+    first, last = int(passed[0]), int(passed[-1])
+    add: list[int] = []
+    for step in (1, -1):
+        run = []
+        i = (last if step > 0 else first) + step
+        while 0 <= i < len(counts) and inside[i]:
+            run.append(i)
+            i += step
+        if run:
+            sums = np.cumsum(counts[run])
+            k = np.arange(1, len(run) + 1)
+            cut = float(ndtri(1.0 - beta / len(run)))
+            ok = sums >= np.maximum(cut * np.sqrt(k) * sigma, TAIL_MIN_COUNT)
+            if ok.any():
+                best = int(np.argmax(np.where(ok, sums / np.sqrt(k), -np.inf)))
+                add += run[:best + 1]
+        # a dropped isolated end bin past this end, bridged when the gap's bins together pass
+        if reach is None or not (reach[1] > last if step > 0 else reach[0] < first):
+            continue
+        target = reach[1] if step > 0 else reach[0]
+        gap = list(range(last + 1, target)) if step > 0 else list(range(target + 1, first))
+        if not gap or decided is not None and np.any(decided[gap] != 0):
+            continue
+        total = float(np.sum(counts[gap]))
+        if total >= max(float(ndtri(1.0 - beta)) * math.sqrt(len(gap)) * sigma, TAIL_MIN_COUNT):
+            add += gap + [target]
+    if not add:
+        return passed
+    return np.unique(np.concatenate([passed, np.asarray(add, dtype=np.int64)]))
+
+
 def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
                         edges: np.ndarray | None = None, decided: np.ndarray | None = None,
                         core: tuple[float, float] | None = None, continuous: bool = False,
@@ -1181,11 +1270,17 @@ def _cdf_and_smoothness(counts: np.ndarray, sigma: float, kind: str = "float",
     if decided is not None:
         ok = np.where(decided == 0, ok, decided > 0)
     passed = np.flatnonzero(ok)
+    reach = ((int(passed[0]), int(passed[-1]))
+             if passed.size and SUPPORT_END_BRIDGE and not _few_levels(core) else None)
     if passed.size > 1 and edges is not None:
         # an isolated end bin must pass a stricter cut: Bonferroni for a float column, the
         # range's far cut for a discrete one (a 0/1 column's noise at 4, past an empty 2 and 3)
         far = bonferroni if kind == "float" else float(ndtri(1.0 - RANGE_FAR_BETA / len(counts)))
         passed = _without_isolated_ends(passed, counts, np.asarray(edges), sigma * far)
+    if (passed.size and SUPPORT_END_BETA > 0 and edges is not None and core is not None
+            and (kind != "float" or levelled)):
+        passed = _support_end_runs(passed, counts, np.asarray(edges), sigma, core, decided,
+                                   SUPPORT_END_BETA, reach)
     kept = np.zeros_like(counts)
     lam = 0.0
     if passed.size:
