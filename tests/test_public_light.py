@@ -24,6 +24,7 @@ from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
 from privgauss.mixture.public_light import (
     LightOptions,
+    _public_replay,
     public_cluster_count,
     public_light_gmm,
     q_priv_counts,
@@ -186,10 +187,32 @@ def test_adversarial_public_rows_spend_exactly_the_budget(mix, make_public) -> N
     except EstimationFailed:
         pass
     except InvalidDataError:
-        assert public_cluster_count(P, 3, 0.2, "practical") < 3
+        found, points = _public_replay(P, 3, 0.2, "practical")
+        assert found < 3 or points > 0
         assert acct.ledger == []
         return
     assert math.isclose(acct.spent.rho, 0.3, rel_tol=1e-12)
+
+
+def test_duplicated_public_rows_are_refused_before_spending() -> None:
+    """Five distinct public rows, each 20 times (benchmarks/edge_sweep.py's R2): the public
+    split ends with k balls of radius 0 around single duplicated rows, which hold no private
+    row; public-light used to spend everything and fail at its counts (at every budget). Now
+    refused with nothing spent, saying what to do; the same rows de-duplicated are not."""
+    rng = np.random.default_rng(0)
+    lab = rng.integers(0, 2, 4000)
+    X = rng.normal(size=(4000, 3))
+    X[lab == 1, 0] += 40
+    Q = rng.normal(size=(5, 3))
+    Q[:2, 0] += 40
+    P = np.repeat(np.round(Q, 1), 20, axis=0)
+    assert _public_replay(P, 2, 0.5, "practical") == (2, 2)
+    acct = Accountant(ApproxDP(1e12, 1e-6))
+    with pytest.raises(InvalidDataError, match="radius 0.*nothing was spent.*without duplicates"):
+        public_light_gmm(X, 2, ApproxDP(1e12, 1e-6), public_X=P,
+                         release=Release.of(acct, 0))
+    assert acct.ledger == []
+    assert _public_replay(P + 0.3 * rng.normal(size=P.shape), 2, 0.5, "practical")[1] == 0
 
 
 def test_requirements_for_public_light_are_public_facts() -> None:

@@ -356,11 +356,18 @@ def public_cluster_count(P: np.ndarray, k: int, w_min: float, constants: str) ->
     cluster where accepting it gives at least one (both sides of a split hold ≥ t ≥ 2 public
     rows), and the cap only stops the run early; with k ≥ d both projections keep every
     direction, so the public decisions are those of the run."""
+    return min(_public_replay(P, k, w_min, constants)[0], k)
+
+
+def _public_replay(P: np.ndarray, k: int, w_min: float, constants: str) -> tuple[int, int]:
+    """:func:`public_cluster_count`'s replay: (the clusters it ends with, uncapped; how many of
+    them are a ball of radius 0 — identical public rows, whose ball holds no private row
+    unless one equals them exactly)."""
     m, d = P.shape
     const = split_constants(constants)
     t_pub, rank = m * w_min / 2.0, min(k, d)
     queue: list[np.ndarray] = [np.arange(m)]
-    n_out = 0
+    n_out = n_point = 0
     for _ in range(4 * m + 4):  # every step makes a cluster or strictly shrinks a subset
         if not queue or n_out >= k:
             break
@@ -380,25 +387,36 @@ def public_cluster_count(P: np.ndarray, k: int, w_min: float, constants: str) ->
             found = public_split(Yp, t_pub, radius_grid(R, r_min, const.grid_ratio), const)
         if found is None:
             n_out += 1  # this subset ends as a cluster
+            n_point += not R > 0
             continue
         j, r = found
         in_p = np.linalg.norm(Yp - Yp[j], axis=1) <= 2.0 * r
         queue.extend([pub[in_p], pub[~in_p]])
-    return min(n_out, k)
+    return n_out, n_point
 
 
 def check_public_clusters(P: np.ndarray, k: int, w_min: float, constants: str) -> None:
     """Refuse, before anything is spent, public rows on which public-light cannot end with k
-    clusters (:func:`public_cluster_count` < k): InvalidDataError naming what to do. Public
+    clusters (:func:`public_cluster_count` < k), or ends with a cluster whose public ball has
+    radius 0 (duplicated public rows: the ball holds no private row, and the estimation failed
+    after spending — benchmarks/edge_sweep.py's R2): InvalidDataError naming what to do. Public
     data only, so the refusal reveals nothing about the private rows."""
-    found = public_cluster_count(P, k, w_min, constants)
-    if found < k:
+    found, points = _public_replay(P, k, w_min, constants)
+    if min(found, k) < k:
         raise InvalidDataError(
             f"method='public-light' cannot find n_components = {k} clusters with these public "
             f"rows: its public split separates them into only {found} (nothing was spent); "
             "the components may not be separated enough for it (it is validated at separation "
             "ratio >= 6): use method='em' (no separation needed) or 'auto', or give more public "
             "rows from the same mixture"
+        )
+    if points:
+        raise InvalidDataError(
+            f"method='public-light' cannot use these public rows: {points} of the clusters its "
+            "public split finds are balls of radius 0 around identical (duplicated) public "
+            "rows, which hold no private row (nothing was spent); give public rows without "
+            "duplicates (at least two distinct rows per component), or use method='em' or "
+            "'auto'"
         )
 
 
