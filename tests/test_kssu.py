@@ -43,7 +43,7 @@ from privgauss.mixture.requirements import (
     separation_warmup,
     warmup_theory_terms,
 )
-from privgauss.mixture.subsampling import subsampled_call
+from privgauss.mixture.subsampling import search_is_meaningful, subsampled_call
 from privgauss.privacy import ZCDP, Accountant, ApproxDP, PureDP, amplified_budget
 
 EPS, DELTA = 5.0, 1e-6
@@ -581,7 +581,7 @@ def test_requirements_are_exported_at_the_top_level() -> None:
         got = pg.mixture_requirements(method, n=10**6, d=2, k=2, epsilon=1.0, delta=1e-6)
         assert got.n_needed > 0 and got.ok == (10**6 >= got.n_needed)
     # reaching a formula by its method name is the registry's: the module has one function per
-    # learner (pegme's, reached by no record, checked here) and no name-keyed entry
+    # learner (pegme's theory terms checked here) and no name-keyed entry
     import privgauss.mixture.requirements as formulas
 
     assert not hasattr(formulas, "requirements")
@@ -741,3 +741,34 @@ def test_the_terrific_searches_keep_a_slack_for_the_data_at_any_budget(
         slack[constants] = 500 - seen[0]
     assert slack["practical"] == pytest.approx(tb.PRACTICAL_SLACK * 500) == 25.0
     assert slack["theory"] < 0.01  # the noise's Γ at ε = 1e6
+
+
+def test_pegme_refuses_before_spending_below_its_searches_floor() -> None:
+    # edge_sweep's R1: pegme had no requirement and failed after spending at ε = 1 on every
+    # table (n = 4,000, d = 3, k = 2: its peeling rounds' search threshold is negative there)
+    import privgauss as pg
+    from privgauss.mixture import pegme as pegme_mod
+
+    req = pg.mixture_requirements("pegme", n=4000, d=3, k=2, epsilon=1.0, delta=1e-6)
+    floor = req.terms["peeling rounds (half Z)"] / pegme_mod.PRACTICAL_SAFETY
+    assert not req.ok and req.n_needed == req.terms["peeling rounds (half Z)"] > 4000
+    # the floor is where the round's search becomes meaningful, and the need grows as ε falls
+    plan_z = pegme_mod.pegme_plan(ApproxDP(1.0, 1e-6), 2)[1]
+    rnd, beta0 = plan_z.part("Z/round-1", ApproxDP), 0.05 / 8
+
+    def ok(n: int) -> bool:
+        m = n - n // 2
+        return search_is_meaningful("one-cluster", rnd, m, max(2, m // 4), 30, beta0, 10_000)
+
+    assert ok(int(floor)) and not ok(int(floor) - 1)
+    assert pg.mixture_requirements("pegme", n=4000, d=3, k=2, epsilon=0.5,
+                                   delta=1e-6).n_needed > req.n_needed
+    rng = np.random.default_rng(0)
+    lab = rng.integers(0, 2, 4000)
+    X = rng.normal(size=(4000, 3))
+    X[lab == 1, 0] += 29.7
+    acct = Accountant(ApproxDP(1.0, 1e-6))
+    with pytest.raises(InvalidDataError, match="pegme.*needs about n"):
+        pg.PrivateGaussianMixture(2, method="pegme", epsilon=1.0, delta=1e-6,
+                                  accountant=acct).fit(X)
+    assert acct.ledger == []

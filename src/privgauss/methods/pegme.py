@@ -4,14 +4,27 @@ components; only when asked for by name; (ε, δ)-DP (:mod:`privgauss.mixture.pe
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ..privacy import BudgetPlan
-from ._mixture import Mixture, MixtureJob, learner_call
+from ._mixture import Mixture, MixtureJob, learner_call, paper_requirements
 from ._record import Facts, Method
 
 __all__: list[str] = []
 
 KNOBS = ("rank", "peel_factor", "radii", "max_points")
+
+def _requirements(facts: Facts) -> Any:
+    from ..mixture.pegme import PegmeOptions
+    from ..mixture.requirements import pegme_requirements
+
+    # the run's knobs that move its searches' floors
+    knobs = {knob: facts.knobs[knob] for knob in ("max_points", "radii") if knob in facts.knobs}
+    if "max_points" in knobs:
+        knobs["max_points"] = int(knobs["max_points"])
+    return paper_requirements(pegme_requirements, facts, constants=facts.formula or "practical",
+                              pegme_options=PegmeOptions(**knobs))
+
 
 def _plan(facts: Facts) -> BudgetPlan:
     """One entry: the whole budget, paid up front; the learner's own releases
@@ -33,6 +46,7 @@ METHOD = Method(
     privacy="(ε, δ)-DP",
     budgets=frozenset({"approx"}),
     run=_run,
+    requirements=_requirements,
     plan=_plan,
     knobs=KNOBS,
     min_separation=math.inf,

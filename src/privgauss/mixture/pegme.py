@@ -47,7 +47,7 @@ from .kssu import radius_grid_below
 from .one_cluster import Ball, BallSearch, one_cluster
 from .private_pca import private_pca
 from .sample_aggregate import DEFAULT_RADIUS_RANGE, check_mixture_inputs, dummy_points
-from .subsampling import subsampled_call
+from .subsampling import search_is_meaningful, subsampled_call
 
 __all__ = ["PegmeOptions", "pegme", "pegme_plan"]
 
@@ -128,6 +128,61 @@ def pegme_plan(budget: ApproxDP, k: int) -> tuple[BudgetPlan, BudgetPlan]:
     parts: dict[str, Budget] = {f"Z/round-{j + 1}": round_budget for j in range(k)}
     parts.update({"Z/counts": ZCDP(rho_cnt), "Z/psge": ZCDP(2 * rho_e)})
     return half_y, BudgetPlan.of(budget, parts)
+
+
+#: the most radii below the enclosing ball a peeling round searches (:func:`_peel`)
+ROUND_RADII = 30
+#: :func:`practical_rows`' safety factor over the searches' floors, measured on spherical,
+#: equal-weight clusters 30 sd apart (d / k / ε = 3 / 2 / 1, 5 / 3 / 1, 3 / 2 / 4; 5 seeds
+#: each): at 1.2× the floor every fit failed after spending (15 of 15), at 2× none (0 of 15)
+PRACTICAL_SAFETY = 2.0
+
+
+def practical_rows(d: int, k: int, budget: ApproxDP, beta: float = 0.05,
+                   options: PegmeOptions | None = None) -> dict[str, float]:
+    """The n PEGME's private searches need, from public quantities only: ``PRACTICAL_SAFETY``
+    × the least n at which each can be meaningful — half Y's enclosing ball and half Z's
+    peeling rounds (one_cluster on ⌊n/2⌋ and ⌈n/2⌉ rows, t as :func:`_half_y` and
+    :func:`_peel` set it, their planned budgets, the radii they search: ``ROUND_RADII`` below
+    the ball, the most a round can get). Below that floor the search's AboveThreshold
+    threshold t·γ − Γ is negative (:func:`~.subsampling.search_is_meaningful`) and PEGME
+    fails after spending whatever the data (n = 4,000, d = 3, k = 2 at ε = 1: round 1 on every
+    table of benchmarks/edge_sweep.py, whose R1 this is). ``d`` only checks the call: the
+    searches' floors do not depend on it."""
+    opts = PegmeOptions() if options is None else options
+    del d
+    plan_y, plan_z = pegme_plan(budget, k)
+    beta0 = beta / (4 * k)
+    n_grid = (len(doubling_radii(*DEFAULT_RADIUS_RANGE)) if opts.radii is None
+              else len(np.asarray(opts.radii, dtype=float).ravel()))
+    enc, rnd = plan_y.part("Y/enclosing-ball", ApproxDP), plan_z.part("Z/round-1", ApproxDP)
+
+    def enclosing(n: int) -> bool:
+        m = n // 2
+        return search_is_meaningful("one-cluster", enc, m, max(2, m - m // (8 * k)), n_grid,
+                                    beta0, opts.max_points)
+
+    def rounds(n: int) -> bool:
+        m = n - n // 2
+        return search_is_meaningful("one-cluster", rnd, m, max(2, m // (2 * k)), ROUND_RADII,
+                                    beta0, opts.max_points)
+
+    return {"enclosing ball (half Y)": PRACTICAL_SAFETY * _least_rows(enclosing),
+            "peeling rounds (half Z)": PRACTICAL_SAFETY * _least_rows(rounds)}
+
+
+def _least_rows(ok: Any, top: int = 10**15) -> float:
+    """The least n in [4, ``top``] with ``ok(n)`` (monotone in n: t grows with n, and past
+    the subsample its rescaled t stays while the amplified budget grows), else ∞."""
+    if not ok(top):
+        return math.inf
+    lo, hi = 4, top
+    if ok(lo):
+        return float(lo)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return float(hi)
 
 
 def pegme(

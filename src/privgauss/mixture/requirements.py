@@ -34,6 +34,7 @@ from ..privacy import Budget, zcdp_of
 from ..theory import Bound
 from .kssu import KSSUOptions
 from .kssu_sample_size import practical_terms as _kssu_practical
+from .pegme import PegmeOptions
 from .public_heavy import min_public_rows, public_heavy_requirements, theory_terms
 from .public_light import min_public_rows as light_public_rows
 from .public_light import public_light_requirements
@@ -343,16 +344,21 @@ def pegme_requirements(
     alpha: float = 0.2,
     beta: float = 0.05,
     constants: str = "practical",
+    pegme_options: PegmeOptions | None = None,
 ) -> Requirements:
     """Whether ``n`` samples can work for ``pegme`` (the KSSU19 warm-up, Thm 4.4), from public
     quantities only. ``"theory"``: terms W1–W4 with constants 1 (indicative only);
-    ``"practical"``: the KSSU practical thresholds (its partition and per-component
-    estimation are bounded by the same terms), with the default :class:`~.kssu.KSSUOptions`."""
-    opts = KSSUOptions()
+    ``"practical"``: the least n at which its private searches can be meaningful
+    (:func:`~.pegme.practical_rows`, ``pegme_options`` its knobs; a necessary condition)."""
+    from ..privacy import ApproxDP
+    from .pegme import practical_rows
+
+    def practical(w: float) -> dict[str, Any]:
+        terms = practical_rows(d, k, ApproxDP(epsilon, delta), beta, pegme_options)
+        return {"terms": terms, "knobs": {}}
+
     return _paper_report(
-        "pegme", warmup_theory_terms,
-        lambda w: _kssu_practical(n, d, k, epsilon, delta, w, beta, max_points=opts.max_points,
-                                  n_radii_max=opts.n_radii_max),
+        "pegme", warmup_theory_terms, practical,
         _Query(n, d, k, min_weight, alpha, beta, constants), epsilon, delta,
         with_weight=False)
 
