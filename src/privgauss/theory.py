@@ -9,6 +9,7 @@ in how they scale with d, α, β and the budget, not in their absolute size. Eac
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -206,3 +207,20 @@ def agnostic_n(
         f"T m1, T = {math.ceil(T)}, m1 = {m1:.3g}",
         "explicit constants of Alg. 2 (with the spec's fixes)",
     )
+
+
+def smallest_n(ok: Callable[[int], bool], *, start: int = 2, limit: float = 2.0**40,
+               rel: float = 0.01) -> float:
+    """The smallest n ≥ ``start`` (to within a factor 1 + ``rel``, rounded up) for which
+    ``ok(n)`` holds, ``ok`` being monotone in n; ``inf`` when it fails up to ``limit``."""
+    lo, hi = start, start
+    while not ok(hi):
+        if hi > limit:
+            return math.inf
+        lo, hi = hi, hi * 2
+    if hi == start:
+        return float(start)
+    while hi > lo * (1.0 + rel) and hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return float(hi)

@@ -86,23 +86,6 @@ def prior_radius(facts: Facts, name: str) -> float:
     return float(facts.mean_bound)
 
 
-def smallest_n(ok: Callable[[int], bool], *, start: int = 2, limit: float = 2.0**40,
-               rel: float = 0.01) -> float:
-    """The smallest n ≥ ``start`` (to within a factor 1 + ``rel``, rounded up) for which
-    ``ok(n)`` holds, ``ok`` being monotone in n; ``inf`` when it fails up to ``limit``."""
-    lo, hi = start, start
-    while not ok(hi):
-        if hi > limit:
-            return math.inf
-        lo, hi = hi, hi * 2
-    if hi == start:
-        return float(start)
-    while hi > lo * (1.0 + rel) and hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return float(hi)
-
-
 def run_plan(facts: Facts, method: Method, step: str, *, zcdp: bool = False,
              group: bool = True) -> BudgetPlan:
     """The budget plan of a Gaussian method whose run charges its whole budget under ``step``

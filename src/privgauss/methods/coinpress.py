@@ -13,7 +13,8 @@ import numpy as np
 from ..exceptions import InvalidDataError
 from ..mechanisms import Release
 from ..privacy import BudgetPlan, as_rho
-from ._gaussian import GaussianJob, prior_radius, run_plan, smallest_n, whitened_mean
+from ..theory import smallest_n
+from ._gaussian import GaussianJob, prior_radius, run_plan, whitened_mean
 from ._record import Facts, Method, is_pure, zcdp_of
 
 __all__: list[str] = []

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..privacy import ApproxDP, BudgetPlan, has_delta
-from ._gaussian import GaussianJob, smallest_n
+from ..theory import smallest_n
+from ._gaussian import GaussianJob
 from ._record import Facts, Method, zcdp_of
 
 __all__: list[str] = []

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..exceptions import InvalidDataError
 from ..privacy import BudgetPlan, as_rho, is_pure, zcdp_of
-from ._gaussian import GaussianJob, run_plan, smallest_n, whitened_mean
+from ..theory import smallest_n
+from ._gaussian import GaussianJob, run_plan, whitened_mean
 from ._record import Facts, Method
 
 __all__: list[str] = []

@@ -40,6 +40,7 @@ from ..privacy import (
     approx_to_zcdp,
     has_delta,
 )
+from ..theory import smallest_n
 from ..validation import check_positive_int
 from .component_estimation import fixed_size_subset
 from .good_radius import doubling_radii
@@ -167,22 +168,9 @@ def practical_rows(d: int, k: int, budget: ApproxDP, beta: float = 0.05,
         return search_is_meaningful("one-cluster", rnd, m, max(2, m // (2 * k)), ROUND_RADII,
                                     beta0, opts.max_points)
 
-    return {"enclosing ball (half Y)": PRACTICAL_SAFETY * _least_rows(enclosing),
-            "peeling rounds (half Z)": PRACTICAL_SAFETY * _least_rows(rounds)}
-
-
-def _least_rows(ok: Any, top: int = 10**15) -> float:
-    """The least n in [4, ``top``] with ``ok(n)`` (monotone in n: t grows with n, and past
-    the subsample its rescaled t stays while the amplified budget grows), else ∞."""
-    if not ok(top):
-        return math.inf
-    lo, hi = 4, top
-    if ok(lo):
-        return float(lo)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return float(hi)
+    return {name: PRACTICAL_SAFETY * smallest_n(ok, start=4, limit=1e15, rel=0.0)  # exact
+            for name, ok in (("enclosing ball (half Y)", enclosing),
+                             ("peeling rounds (half Z)", rounds))}
 
 
 def pegme(
