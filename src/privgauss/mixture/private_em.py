@@ -442,6 +442,8 @@ EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run
 PLAIN_EXPLORE_DIV = 3  # ... T // this in a plain noisy three-run plan (_explore_longer; an
 PLAIN_EXTRA_STEPS = 0  # experiment switch: 1.5 and 8 measured, not on: see its docstring)
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
+CELL_START = 0  # > 0: a plain full-grid plan's histogram start is the cells' mixture, this many
+# k-means++ restarts (_cell_start; famlowd2, an experiment switch: 0 = main)
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 CLIP_TAIL = 0.25  # r₀ = √d + this × √(2 ln n): the least clipping radius of an EM step
@@ -1414,6 +1416,18 @@ def _merge_runs(runs: list[Run], facs: list[np.ndarray | None], active: list[boo
                 out.append(o)
                 active[o] = False
     return out
+
+
+def _cell_start(plan: EMPlan, d: int, kf: int) -> bool:
+    """Whether the histogram start is the cells' mixture (:func:`~privgauss.mixture.em_starts.
+    cell_gmm_start`; public): with ``CELL_START`` > 0, in a plain plan — the k-means start
+    beside the histogram and whitened-frame starts (``N_STARTS`` runs, K' = k, not
+    over-parameterised) — whose start grid sees every direction (d ≤ 5 at n = 5e4, ε = 1).
+    The plan and its ledger are unchanged: the start is post-processing of the released
+    cells. It closes as the budget grows where the steps turn quiet: the summary start
+    (K' > k) or a wide plan takes over."""
+    return (CELL_START > 0 and plan.n_starts == N_STARTS and bool(plan.rho_kmeans_steps)
+            and plan.start_clusters <= kf and not plan.components and plan.grid_dims == d)
 
 
 def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
@@ -2627,14 +2641,14 @@ def private_em_gmm(
         G, Ginv = standardiser(Winv)
         kf = plan.fitted(k)  # k' > k components until the reduction when over-parameterised
         extras: list[Run] = []
-        hist_run, white_run, seeds = histogram_start(Z, Pz, kf, plan, release, n, G,
-                                                     extra=plan.n_starts - N_STARTS,
-                                                     Winv=Winv, extras=extras)
+        hist_run, white_run, seeds = histogram_start(
+            Z, Pz, kf, plan, release, n, G, extra=plan.n_starts - N_STARTS, Winv=Winv,
+            extras=extras, cell_restarts=CELL_START if _cell_start(plan, d, kf) else 0)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps and plan.start_clusters > kf:
             runs.insert(0, summary_start(Z, seeds, kf, plan, release, G, Ginv))
-        elif plan.rho_kmeans_steps:
-            runs.insert(0, kmeans_steps(Z, hist_run[1], plan, release, G, Ginv, _shrink))
+        elif plan.rho_kmeans_steps:  # seeds: the histogram k-means' centres (K' = k here)
+            runs.insert(0, kmeans_steps(Z, seeds, plan, release, G, Ginv, _shrink))
         runs = (runs + extras)[: max(plan.n_starts, 1)]
         stops: list[int] = []
         frozen: list[tuple[int, int]] = []
