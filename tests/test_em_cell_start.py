@@ -1,8 +1,8 @@
-"""The cells' mixture start (famlowd2, issue 27; experiment switch ``CELL_START``, off): in a
+"""The cells' mixture start (famlowd2, issue 27; ``CELL_START`` = 40, 0 switches it off): in a
 plain full-grid plan the histogram start is replaced by a k-component mixture fitted by EM with
-restarts to the released start cells (post-processing). Off, every fit is main's; on, only that
-one start changes — the plan, the ledger, the other starts and every noise draw stay as they
-are."""
+restarts to the released start cells (post-processing). Off, every fit is the k-means histogram
+start's; on, only that one start changes — the plan, the ledger, the other starts and every
+noise draw stay as they are."""
 
 from __future__ import annotations
 
@@ -21,9 +21,11 @@ from privgauss.privacy import ApproxDP
 EPS1 = ApproxDP(1.0, 1e-6)
 
 
-def test_off_by_default():
-    assert pe.CELL_START == 0
+def test_on_by_default_and_off_at_zero(monkeypatch):
+    assert pe.CELL_START == 40
     plan = pe.em_plan(50_000, 3, 6, EPS1)
+    assert pe._cell_start(plan, 3, 6)
+    monkeypatch.setattr(pe, "CELL_START", 0)
     assert not pe._cell_start(plan, 3, 6)
 
 
