@@ -72,6 +72,7 @@ from ..mechanisms import Release, exponential_mechanism
 from ..metrics import tv_distance_1d
 from ..privacy import PureDP
 from ..validation import check_positive_int
+from . import hypothesis_refinement as refinement
 from .public_preconditioner import public_preconditioner
 
 __all__ = [
@@ -463,6 +464,8 @@ def hypothesis_selection_gaussian(
     release: Release,
     max_candidates: int = 200_000,
     score: Literal["auto", "scheffe", "projection"] = "auto",
+    refine: bool = False,
+    beta: float = 0.05,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ε-DP (replace-one, n public) Gaussian learning by private hypothesis selection (BKSW 2019).
 
@@ -472,6 +475,13 @@ def hypothesis_selection_gaussian(
     (sensitivity 1; see the module docstring) and one is drawn by the exponential mechanism,
     charged as ``PureDP(epsilon)`` to ``release`` (step "hypothesis-selection-<score>", or its
     own prefix). Returns the chosen (mean, cov).
+
+    ``refine`` (the practical default of ``method="hypothesis-selection"``; off: the paper's
+    algorithm): the selection gets the public share ``REFINE_SHARES[0]`` of ε and the rest
+    pays a clipped-moments refinement in the frame of the pick
+    (:mod:`.hypothesis_refinement`, steps "<step>-refine-mean" / "<step>-refine-cov", its
+    radius from ``beta``), so the output tends to the rows' np.mean / np.cov as ε grows,
+    where the pick alone stays within the cover's resolution α of them.
 
     Raises ValueError (before anything is spent) when the cover would exceed
     ``max_candidates``, and :class:`PrivacyBudgetError` when the accountant cannot pay ε.
@@ -513,10 +523,18 @@ def hypothesis_selection_gaussian(
         utilities = scheffe_scores(Xc, cover, alpha)
     else:
         utilities = projection_scores(Xc, cover)
-    i = exponential_mechanism(
-        utilities, 1.0, budget, accountant=accountant, noise=src, step=f"{step}-{kind}"
-    )
-    return cover.candidate(i)
+    if not refine:
+        i = exponential_mechanism(
+            utilities, 1.0, budget, accountant=accountant, noise=src, step=f"{step}-{kind}"
+        )
+        return cover.candidate(i)
+    sel, e_mean, e_cov = refinement.shares(C is not None)
+    i = exponential_mechanism(utilities, 1.0, PureDP(epsilon * sel), accountant=accountant,
+                              noise=src, step=f"{step}-{kind}")
+    mean0, cov0 = cover.candidate(i)
+    return refinement.refine_pick(Xc, mean0, cov0, epsilon * e_mean, epsilon * e_cov,
+                                  beta=beta, release=release, step=step,
+                                  known_cov=C is not None)
 
 
 def hypothesis_selection_public(
@@ -530,6 +548,7 @@ def hypothesis_selection_public(
     gamma: float = 0.0,
     max_candidates: int = 200_000,
     score: Literal["auto", "scheffe", "projection"] = "auto",
+    refine: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ε-DP hypothesis selection after public preconditioning (Bie–Kamath–Singhal 2022, E2).
 
@@ -538,6 +557,7 @@ def hypothesis_selection_public(
     satisfy ‖μ‖ ≤ R and I ⪯ Σ ⪯ K·I w.h.p.; selection runs in those coordinates over the
     (0, R, (1, K)) cover and the result is mapped back. Replace-one neighbours on X, n public.
     Charged to ``release`` (step "hypothesis-selection-public-<score>" unless it names one).
+    ``refine``: as :func:`hypothesis_selection_gaussian`'s, in the preconditioned coordinates.
     """
     Xc = as_rows(X)
     Xp = public_rows(X_pub, name="X_pub", n_features=Xc.shape[1])
@@ -554,5 +574,7 @@ def hypothesis_selection_public(
         release=release.named("hypothesis-selection-public"),
         max_candidates=max_candidates,
         score=score,
+        refine=refine,
+        beta=beta,
     )
     return pre.backward(mean_z, cov_z)
