@@ -10,7 +10,6 @@ changes at most two of the disjoint parts, so the runs are charged once as 2ρ_E
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -21,7 +20,6 @@ from .. import sensitivity
 from ..backends import as_rows
 from ..exceptions import EstimationFailed
 from ..gaussian.coinpress import gaussian_of_rows
-from ..gaussian.coinpress.estimate import planned_covariance_error
 from ..mechanisms import Release, gaussian_sigma_zcdp, private_count
 from ..privacy import (
     ZCDP,
@@ -35,16 +33,7 @@ __all__ = [
     "estimate_components",
     "fixed_size_subset",
     "nearest_center",
-    "widened_bounds",
 ]
-
-#: :func:`widened_bounds`: the widest prior range it tries (eigenvalue ratio hi/lo). Past
-#: ~1e32 (1/float64 eps squared) CoinPress's whitening chain loses the small directions to
-#: rounding (measured: 1e44 at rho = 10 returned the 1e6 column 2e5 times too large, 1e100
-#: a singular matrix); 1e32 resolved a 1e-6 / 1e6 unit spread (ratio 1e26 to the radius).
-WIDEST_RANGE = 1e32
-#: and the planned error it may cost: at most this fraction above the given range's.
-RANGE_SLACK = 0.01
 
 
 # ----------------------------------------------------------------------------------------------
@@ -115,32 +104,6 @@ def fixed_size_subset(
 
 #: ``(part index, fixed-size rows, rho, accountant) -> (mean, covariance)``
 PartLearner = Callable[[int, np.ndarray, float, Accountant], tuple[np.ndarray, np.ndarray]]
-
-
-def widened_bounds(m: int, d: int, rho: float, radius: float, bounds: tuple[float, float],
-                   beta: float) -> tuple[float, float]:
-    """The covariance bounds a part's CoinPress run gets: ``bounds`` = (lo, hi) with lo lowered
-    by factors of 100 (down to hi/``WIDEST_RANGE``) as long as the planned covariance error
-    (:func:`~privgauss.gaussian.coinpress.estimate.planned_covariance_error`, the route the
-    run takes) stays within ``RANGE_SLACK`` of the error at ``bounds``. lo is a guess tied
-    to the part's radius (R²/cond_range), i.e. to its largest scale: it floors every smaller
-    direction (a column in units 1e-6 beside one in 1e6 kept a variance 1e11 times np.cov's
-    at ε = 1e12). A wider range costs CoinPress steps, which cost budget only while the noise
-    matters; as ρ → ∞ the planned error is the sampling error at any range and lo falls to
-    hi/``WIDEST_RANGE`` (DESIGN.md rule 15). Public: a function of m (a released size), d, ρ,
-    the prior and β; the run's sensitivities and budget are unchanged."""
-    lo, hi = bounds
-    base = planned_covariance_error(m, d, rho, radius, (lo, hi), beta)
-    if not math.isfinite(base):
-        return bounds
-    best = lo
-    while hi / best < WIDEST_RANGE:
-        trial = max(best / 100.0, hi / WIDEST_RANGE)
-        if planned_covariance_error(m, d, rho, radius, (trial, hi), beta) > (
-                1.0 + RANGE_SLACK) * base:
-            break
-        best = trial
-    return best, hi
 
 
 def _min_part_rows(d: int) -> int:
@@ -219,8 +182,6 @@ def estimate_components(
         members = np.flatnonzero(labels == j)
         rows = fixed_size_subset(data, members, keys, int(sizes[j]), prior.center, noise.rng)
         bounds = prior.cov_bounds if cov_bounds_of is None else cov_bounds_of(j, weights[j])
-        if constants == "practical" and part_learner is None:
-            bounds = widened_bounds(int(sizes[j]), d, rho_e, prior.radius, bounds, beta)
         # part j's run, paid by the 2ρ_E charge above: its entries are kept under that entry
         scratch = accountant.prepaid(paid, ZCDP(rho_e))
         if part_learner is not None:

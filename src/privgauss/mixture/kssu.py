@@ -119,9 +119,7 @@ class KSSUOptions:
     max_points : int
         Subsample size of the pairwise scores.
     cond_range : float
-        Condition-number range of a leaf's covariance prior (the least one: with practical
-        constants :func:`~.component_estimation.widened_bounds` widens it as far as the
-        planned error allows, so the floor it sets vanishes with the noise).
+        Condition-number range of a leaf's covariance prior.
     partition_share : float
         Share of ε for the partition (the rest: weights and estimation).
     """

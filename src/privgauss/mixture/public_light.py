@@ -153,9 +153,7 @@ class LightOptions:
     Parameters
     ----------
     cond_range : float
-        Condition-number range (≥ 1) of a cluster's covariance prior (``"learner"``; the
-        least one: :func:`~.component_estimation.widened_bounds` widens it with practical
-        constants).
+        Condition-number range (≥ 1) of a cluster's covariance prior.
     clustering_share : float, optional
         Share of ρ for the hard clustering (default: the estimator's).
     count_sensitivity : float, optional

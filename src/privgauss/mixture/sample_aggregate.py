@@ -29,8 +29,7 @@ Algorithm (what is released, and its sensitivity):
    its noisy count; see :func:`fixed_size_subset`) and estimated with
    :func:`~privgauss.gaussian.coinpress.coinpress_gaussian` (ρ_E-zCDP, replace-one) inside the
    released prior ‖μ_j − p_j‖ ≤ c·r_j, λ(Σ_j) ≤ hi_j = cov_margin·r_j²·m·ŵ_j (a chunk mean has
-   covariance Σ_j/(m w_j), so r_j² ≈ tr Σ_j/(m w_j) up to the grid factor), lo_j = hi_j/cond_range
-   (lowered with the budget by :func:`~.component_estimation.widened_bounds`).
+   covariance Σ_j/(m w_j), so r_j² ≈ tr Σ_j/(m w_j) up to the grid factor), lo_j = hi_j/cond_range.
    A replaced row changes at most **two** parts (its old and its new one), each by one
    replacement of the fixed-size input, so the k CoinPress runs cost 2·ρ_E in total; the
    accountant is charged ZCDP(2ρ_E) before any of them runs (the runs draw on scratch
@@ -321,9 +320,7 @@ class SAOptions:
     cov_margin : float
         Margin of a part's covariance prior over its ball.
     cond_range : float
-        Condition-number range of a part's covariance prior (the least one: with practical
-        constants :func:`~.component_estimation.widened_bounds` widens it as far as the
-        planned error allows, so the floor it sets vanishes with the noise).
+        Condition-number range of a part's covariance prior.
     means_share, counts_share : float
         Shares of ε for the rounds and of the rest for the counts (the remainder: estimation).
     round_split : sequence of float
