@@ -76,15 +76,18 @@ from . import hypothesis_refinement as refinement
 from .public_preconditioner import public_preconditioner
 
 __all__ = [
+    "DEFAULT_ALPHA",
     "Cover",
     "build_cover",
     "cover_size",
+    "worth_refining",
     "hypothesis_selection_gaussian",
     "hypothesis_selection_public",
     "projection_scores",
     "scheffe_scores",
 ]
 
+DEFAULT_ALPHA = 0.1  # the cover's resolution (TV) when the caller gives none: the paper's
 _ZETA = 1.0  # BKSW slack: "close" below (2 + ζ)α, threshold p − (1 + ζ)α
 _Z_LEVELS = np.linspace(-4.0, 4.0, 161)  # public quantile levels of the projection score
 _SCHEFFE_SECONDS = 2.0  # "auto" uses the Scheffé score when it should take less than this
@@ -452,6 +455,27 @@ def _choose_score(score: str, n: int, d: int, cover: Cover, alpha: float) -> str
     return "projection"
 
 
+def worth_refining(n: int, d: int, epsilon: float, alpha: float, beta: float,
+                   known_cov: bool) -> bool:
+    """Whether the practical default refines the pick (public: n, d, ε, α, β): when the
+    refinement's noise (:mod:`.hypothesis_refinement`; std of its mean in sd units, of its
+    variance relative) is at most half the worst error the pick leaves inside its cell of
+    the cover — h/2 for the mean (h the lattice step), r² − 1 for a variance (r the σ-grid
+    ratio) — so at ε = 1 a small table (measured: ≤ ~300 rows, d = 1) keeps the selection
+    alone, which its cells beat there; as ε → ∞ the noise → 0 and the fit always refines
+    (it then tends to np.mean / np.cov)."""
+    sel, e_mean, e_cov = refinement.shares(known_cov)
+    r = refinement.refine_radius(n, d, epsilon * e_mean, epsilon * e_cov, beta)
+    tv_mean = alpha if known_cov else (alpha / 2 if d == 1 else alpha / 3)
+    if math.sqrt(2.0) * 2 * r * math.sqrt(d) / (n * epsilon * e_mean) > _mean_step(tv_mean,
+                                                                                  d) / 4:
+        return False
+    if known_cov:
+        return True
+    ratio = _std_ratio(alpha / 2 if d == 1 else alpha / 6)
+    return math.sqrt(2.0) * (d + 1) * r * r / (n * epsilon * e_cov) <= (ratio**2 - 1) / 2
+
+
 def hypothesis_selection_gaussian(
     X: Any,
     epsilon: float,
@@ -460,7 +484,7 @@ def hypothesis_selection_gaussian(
     radius: float,
     cov_bounds: tuple[float, float] | None = None,
     cov: Any = None,
-    alpha: float = 0.1,
+    alpha: float = DEFAULT_ALPHA,
     release: Release,
     max_candidates: int = 200_000,
     score: Literal["auto", "scheffe", "projection"] = "auto",
@@ -477,7 +501,9 @@ def hypothesis_selection_gaussian(
     own prefix). Returns the chosen (mean, cov).
 
     ``refine`` (the practical default of ``method="hypothesis-selection"``; off: the paper's
-    algorithm): the selection gets the public share ``REFINE_SHARES[0]`` of ε and the rest
+    algorithm), where :func:`worth_refining` (public) says the refinement is precise enough
+    to beat the cover's cells: the selection gets the public share ``REFINE_SHARES[0]`` of ε
+    and the rest
     pays a clipped-moments refinement in the frame of the pick
     (:mod:`.hypothesis_refinement`, steps "<step>-refine-mean" / "<step>-refine-cov", its
     radius from ``beta``), so the output tends to the rows' np.mean / np.cov as ε grows,
@@ -523,7 +549,7 @@ def hypothesis_selection_gaussian(
         utilities = scheffe_scores(Xc, cover, alpha)
     else:
         utilities = projection_scores(Xc, cover)
-    if not refine:
+    if not (refine and worth_refining(n, d, epsilon, alpha, beta, C is not None)):
         i = exponential_mechanism(
             utilities, 1.0, budget, accountant=accountant, noise=src, step=f"{step}-{kind}"
         )
@@ -543,7 +569,7 @@ def hypothesis_selection_public(
     epsilon: float,
     *,
     release: Release,
-    alpha: float = 0.1,
+    alpha: float = DEFAULT_ALPHA,
     beta: float = 0.05,
     gamma: float = 0.0,
     max_candidates: int = 200_000,

@@ -40,7 +40,8 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     Xp = job.public_X
     refine = facts.constants == "practical"  # the paper's selection alone: "theory"
     if Xp is not None and Xp.shape[0] >= X.shape[1] + 1 and not facts.public_unusable:
-        return hs.hypothesis_selection_public(X, Xp, eps, release=job.release, refine=refine)
+        return hs.hypothesis_selection_public(X, Xp, eps, release=job.release, refine=refine,
+                                              beta=float(facts.beta))
     if facts.mean_bound is None or (job.known is None and facts.cov_bounds is None):
         raise InvalidDataError(
             "method='hypothesis-selection' needs mean_bound= and cov_bounds= "
@@ -65,6 +66,7 @@ def _plan(facts: Facts) -> BudgetPlan:
     default its share of :data:`~privgauss.gaussian.hypothesis_refinement.REFINE_SHARES`,
     then the refinement's mean and (unless the covariance is known) covariance releases."""
     from ..gaussian.hypothesis_refinement import shares
+    from ..gaussian.hypothesis_selection import DEFAULT_ALPHA, worth_refining
 
     usable = facts.m >= facts.d + 1 and not facts.public_unusable  # as _run decides
     prefix = "hypothesis-selection-public" if usable else "hypothesis-selection"
@@ -72,14 +74,18 @@ def _plan(facts: Facts) -> BudgetPlan:
     # gaussian.hypothesis_selection._choose_score): the plan names the likelier, a branch
     # the other
     kinds = ("projection", "scheffe") if usable else ("scheffe", "projection")
+    known = facts.known_covariance and not usable
+    refine = facts.constants == "practical" and worth_refining(
+        facts.n, facts.d, facts.budget.epsilon,  # type: ignore[union-attr]  # pure (_check)
+        DEFAULT_ALPHA, float(facts.beta), known)
     plans = []
     for kind in kinds:
         step = f"{prefix}-{kind}"
-        if facts.constants != "practical":
+        if not refine:
             plans.append(BudgetPlan.of(facts.budget, {step: facts.budget}))
             continue
         eps = facts.budget.epsilon  # type: ignore[union-attr]  # _check: pure epsilon
-        sel, e_mean, e_cov = shares(facts.known_covariance and not usable)
+        sel, e_mean, e_cov = shares(known)
         parts = {step: PureDP(eps * sel), f"{prefix}-refine-mean": PureDP(eps * e_mean)}
         if e_cov > 0:
             parts[f"{prefix}-refine-cov"] = PureDP(eps * e_cov)
@@ -94,10 +100,13 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     budget, d = facts.budget, facts.d
     if not isinstance(budget, PureDP):
         raise PrivacyBudgetError("method 'hypothesis-selection' needs --epsilon alone (pure)")
-    if facts.constants == "practical":  # the selection gets its share of ε (_plan)
-        from ..gaussian.hypothesis_refinement import REFINE_SHARES
+    known = facts.known_covariance and facts.mean_bound is not None
+    if facts.constants == "practical":  # the selection's share of ε when it refines (_plan)
+        from ..gaussian.hypothesis_refinement import shares
+        from ..gaussian.hypothesis_selection import DEFAULT_ALPHA, worth_refining
 
-        budget = PureDP(budget.epsilon * REFINE_SHARES[0])
+        if worth_refining(facts.n, d, budget.epsilon, DEFAULT_ALPHA, float(facts.beta), known):
+            budget = PureDP(budget.epsilon * shares(known)[0])
     if facts.mean_bound is None:
         return (theory.public_gaussian_n(d, alpha, facts.beta, epsilon=budget.epsilon,
                                          gamma=facts.gamma),
