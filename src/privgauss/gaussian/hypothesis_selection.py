@@ -72,18 +72,22 @@ from ..mechanisms import Release, exponential_mechanism
 from ..metrics import tv_distance_1d
 from ..privacy import PureDP
 from ..validation import check_positive_int
+from . import hypothesis_refinement as refinement
 from .public_preconditioner import public_preconditioner
 
 __all__ = [
+    "DEFAULT_ALPHA",
     "Cover",
     "build_cover",
     "cover_size",
+    "worth_refining",
     "hypothesis_selection_gaussian",
     "hypothesis_selection_public",
     "projection_scores",
     "scheffe_scores",
 ]
 
+DEFAULT_ALPHA = 0.1  # the cover's resolution (TV) when the caller gives none: the paper's
 _ZETA = 1.0  # BKSW slack: "close" below (2 + ζ)α, threshold p − (1 + ζ)α
 _Z_LEVELS = np.linspace(-4.0, 4.0, 161)  # public quantile levels of the projection score
 _SCHEFFE_SECONDS = 2.0  # "auto" uses the Scheffé score when it should take less than this
@@ -451,6 +455,27 @@ def _choose_score(score: str, n: int, d: int, cover: Cover, alpha: float) -> str
     return "projection"
 
 
+def worth_refining(n: int, d: int, epsilon: float, alpha: float, beta: float,
+                   known_cov: bool) -> bool:
+    """Whether the practical default refines the pick (public: n, d, ε, α, β): when the
+    refinement's noise (:mod:`.hypothesis_refinement`; std of its mean in sd units, of its
+    variance relative) is at most half the worst error the pick leaves inside its cell of
+    the cover — h/2 for the mean (h the lattice step), r² − 1 for a variance (r the σ-grid
+    ratio) — so at ε = 1 a small table (measured: ≤ ~300 rows, d = 1) keeps the selection
+    alone, which its cells beat there; as ε → ∞ the noise → 0 and the fit always refines
+    (it then tends to np.mean / np.cov)."""
+    sel, e_mean, e_cov = refinement.shares(known_cov)
+    r = refinement.refine_radius(n, d, epsilon * e_mean, epsilon * e_cov, beta)
+    tv_mean = alpha if known_cov else (alpha / 2 if d == 1 else alpha / 3)
+    if math.sqrt(2.0) * 2 * r * math.sqrt(d) / (n * epsilon * e_mean) > _mean_step(tv_mean,
+                                                                                  d) / 4:
+        return False
+    if known_cov:
+        return True
+    ratio = _std_ratio(alpha / 2 if d == 1 else alpha / 6)
+    return math.sqrt(2.0) * (d + 1) * r * r / (n * epsilon * e_cov) <= (ratio**2 - 1) / 2
+
+
 def hypothesis_selection_gaussian(
     X: Any,
     epsilon: float,
@@ -459,10 +484,12 @@ def hypothesis_selection_gaussian(
     radius: float,
     cov_bounds: tuple[float, float] | None = None,
     cov: Any = None,
-    alpha: float = 0.1,
+    alpha: float = DEFAULT_ALPHA,
     release: Release,
     max_candidates: int = 200_000,
     score: Literal["auto", "scheffe", "projection"] = "auto",
+    refine: bool = False,
+    beta: float = 0.05,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ε-DP (replace-one, n public) Gaussian learning by private hypothesis selection (BKSW 2019).
 
@@ -472,6 +499,15 @@ def hypothesis_selection_gaussian(
     (sensitivity 1; see the module docstring) and one is drawn by the exponential mechanism,
     charged as ``PureDP(epsilon)`` to ``release`` (step "hypothesis-selection-<score>", or its
     own prefix). Returns the chosen (mean, cov).
+
+    ``refine`` (the practical default of ``method="hypothesis-selection"``; off: the paper's
+    algorithm), where :func:`worth_refining` (public) says the refinement is precise enough
+    to beat the cover's cells: the selection gets the public share ``REFINE_SHARES[0]`` of ε
+    and the rest
+    pays a clipped-moments refinement in the frame of the pick
+    (:mod:`.hypothesis_refinement`, steps "<step>-refine-mean" / "<step>-refine-cov", its
+    radius from ``beta``), so the output tends to the rows' np.mean / np.cov as ε grows,
+    where the pick alone stays within the cover's resolution α of them.
 
     Raises ValueError (before anything is spent) when the cover would exceed
     ``max_candidates``, and :class:`PrivacyBudgetError` when the accountant cannot pay ε.
@@ -513,10 +549,18 @@ def hypothesis_selection_gaussian(
         utilities = scheffe_scores(Xc, cover, alpha)
     else:
         utilities = projection_scores(Xc, cover)
-    i = exponential_mechanism(
-        utilities, 1.0, budget, accountant=accountant, noise=src, step=f"{step}-{kind}"
-    )
-    return cover.candidate(i)
+    if not (refine and worth_refining(n, d, epsilon, alpha, beta, C is not None)):
+        i = exponential_mechanism(
+            utilities, 1.0, budget, accountant=accountant, noise=src, step=f"{step}-{kind}"
+        )
+        return cover.candidate(i)
+    sel, e_mean, e_cov = refinement.shares(C is not None)
+    i = exponential_mechanism(utilities, 1.0, PureDP(epsilon * sel), accountant=accountant,
+                              noise=src, step=f"{step}-{kind}")
+    mean0, cov0 = cover.candidate(i)
+    return refinement.refine_pick(Xc, mean0, cov0, epsilon * e_mean, epsilon * e_cov,
+                                  beta=beta, release=release, step=step,
+                                  known_cov=C is not None)
 
 
 def hypothesis_selection_public(
@@ -525,11 +569,12 @@ def hypothesis_selection_public(
     epsilon: float,
     *,
     release: Release,
-    alpha: float = 0.1,
+    alpha: float = DEFAULT_ALPHA,
     beta: float = 0.05,
     gamma: float = 0.0,
     max_candidates: int = 200_000,
     score: Literal["auto", "scheffe", "projection"] = "auto",
+    refine: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ε-DP hypothesis selection after public preconditioning (Bie–Kamath–Singhal 2022, E2).
 
@@ -538,6 +583,7 @@ def hypothesis_selection_public(
     satisfy ‖μ‖ ≤ R and I ⪯ Σ ⪯ K·I w.h.p.; selection runs in those coordinates over the
     (0, R, (1, K)) cover and the result is mapped back. Replace-one neighbours on X, n public.
     Charged to ``release`` (step "hypothesis-selection-public-<score>" unless it names one).
+    ``refine``: as :func:`hypothesis_selection_gaussian`'s, in the preconditioned coordinates.
     """
     Xc = as_rows(X)
     Xp = public_rows(X_pub, name="X_pub", n_features=Xc.shape[1])
@@ -554,5 +600,7 @@ def hypothesis_selection_public(
         release=release.named("hypothesis-selection-public"),
         max_candidates=max_candidates,
         score=score,
+        refine=refine,
+        beta=beta,
     )
     return pre.backward(mean_z, cov_z)

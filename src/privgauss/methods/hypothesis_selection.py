@@ -38,9 +38,10 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
     eps = budget.epsilon
     X = in_memory(job.X, max_memory_bytes=facts.max_memory_bytes)
     Xp = job.public_X
+    refine = facts.constants == "practical"  # the paper's selection alone: "theory"
     if Xp is not None and Xp.shape[0] >= X.shape[1] + 1 and not facts.public_unusable:
-        return hs.hypothesis_selection_public(X, Xp, eps,
-                                              release=job.release)
+        return hs.hypothesis_selection_public(X, Xp, eps, release=job.release, refine=refine,
+                                              beta=float(facts.beta))
     if facts.mean_bound is None or (job.known is None and facts.cov_bounds is None):
         raise InvalidDataError(
             "method='hypothesis-selection' needs mean_bound= and cov_bounds= "
@@ -54,16 +55,43 @@ def _run(job: GaussianJob) -> tuple[np.ndarray, np.ndarray]:
         cov_bounds=facts.cov_bounds,
         cov=job.known,
         release=job.release,
+        refine=refine,
+        beta=float(facts.beta),
     )
 
 
 def _plan(facts: Facts) -> BudgetPlan:
-    """One release: the selection over the cover of d+1 usable public rows' neighbourhood, or
-    the Scheffé tournament over the prior's cover."""
+    """The selection over the cover of d+1 usable public rows' neighbourhood, or the Scheffé
+    tournament over the prior's cover — the whole budget with ``constants="theory"``; by
+    default its share of :data:`~privgauss.gaussian.hypothesis_refinement.REFINE_SHARES`,
+    then the refinement's mean and (unless the covariance is known) covariance releases."""
+    from ..gaussian.hypothesis_refinement import shares
+    from ..gaussian.hypothesis_selection import DEFAULT_ALPHA, worth_refining
+
     usable = facts.m >= facts.d + 1 and not facts.public_unusable  # as _run decides
-    step = ("hypothesis-selection-public-projection" if usable
-            else "hypothesis-selection-scheffe")
-    return BudgetPlan.of(facts.budget, {step: facts.budget})
+    prefix = "hypothesis-selection-public" if usable else "hypothesis-selection"
+    # the score (Scheffé or projection) is chosen from the cover's size, n and d (public,
+    # gaussian.hypothesis_selection._choose_score): the plan names the likelier, a branch
+    # the other
+    kinds = ("projection", "scheffe") if usable else ("scheffe", "projection")
+    known = facts.known_covariance and not usable
+    refine = facts.constants == "practical" and worth_refining(
+        facts.n, facts.d, facts.budget.epsilon,  # type: ignore[union-attr]  # pure (_check)
+        DEFAULT_ALPHA, float(facts.beta), known)
+    plans = []
+    for kind in kinds:
+        step = f"{prefix}-{kind}"
+        if not refine:
+            plans.append(BudgetPlan.of(facts.budget, {step: facts.budget}))
+            continue
+        eps = facts.budget.epsilon  # type: ignore[union-attr]  # _check: pure epsilon
+        sel, e_mean, e_cov = shares(known)
+        parts = {step: PureDP(eps * sel), f"{prefix}-refine-mean": PureDP(eps * e_mean)}
+        if e_cov > 0:
+            parts[f"{prefix}-refine-cov"] = PureDP(eps * e_cov)
+        plans.append(BudgetPlan.of(facts.budget, parts))
+    main, other = plans
+    return BudgetPlan(main.total, main.parts, main.exact, main.groups, (other,))
 
 
 def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
@@ -72,6 +100,13 @@ def _theory(facts: Facts, alpha: float, cond: float) -> tuple[Any, str]:
     budget, d = facts.budget, facts.d
     if not isinstance(budget, PureDP):
         raise PrivacyBudgetError("method 'hypothesis-selection' needs --epsilon alone (pure)")
+    known = facts.known_covariance and facts.mean_bound is not None
+    if facts.constants == "practical":  # the selection's share of ε when it refines (_plan)
+        from ..gaussian.hypothesis_refinement import shares
+        from ..gaussian.hypothesis_selection import DEFAULT_ALPHA, worth_refining
+
+        if worth_refining(facts.n, d, budget.epsilon, DEFAULT_ALPHA, float(facts.beta), known):
+            budget = PureDP(budget.epsilon * shares(known)[0])
     if facts.mean_bound is None:
         return (theory.public_gaussian_n(d, alpha, facts.beta, epsilon=budget.epsilon,
                                          gamma=facts.gamma),

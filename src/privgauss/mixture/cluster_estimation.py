@@ -82,6 +82,7 @@ __all__ = [
     "estimate_clusters",
     "frame_from_public",
     "release_cluster_sums",
+    "scaled_floor",
     "undo_clipping",
     "undo_clipping_batch",
 ]
@@ -127,17 +128,44 @@ class ClusterFrame:
 
     @classmethod
     def from_estimate(cls, mean: np.ndarray, cov: np.ndarray) -> ClusterFrame:
-        """Centre μ̂, whitening Σ̂^{-1/2} (floored relative to its largest eigenvalue)."""
-        top = max(float(np.linalg.eigvalsh(sym(cov))[-1]), 1e-300)
-        return cls(np.asarray(mean, dtype=np.float64),
-                   inv_sqrtm_psd(project_psd(cov, min_eig=_MIN_EIG * top)))
+        """Centre μ̂ and a whitening W with W Σ̂ Wᵀ = I, Σ̂ floored in its columns' own units
+        (:func:`scaled_floor` at ``_MIN_EIG``): W = R^{-1/2} D^{-1} with D the standard
+        deviations and R the correlation matrix, so a column in units 1e-6 beside one in 1e6
+        is whitened by its own scale (a floor relative to the largest eigenvalue, as before
+        session 49, gave it a frame 1e8 times its variance, and Σ̂^{-1/2} itself loses it to
+        rounding)."""
+        s, R = _scaled(scaled_floor(cov, _MIN_EIG))
+        return cls(np.asarray(mean, dtype=np.float64), inv_sqrtm_psd(R) / s[None, :])
+
+
+def _scaled(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(s, R): C = diag(s) R diag(s), s the standard deviations and R the correlation matrix;
+    a column of variance ≤ 0 gets s² = tr C/d (its floor is then the trace-relative one of
+    before session 49: a zero-variance column has no scale of its own, and a tinier floor
+    would make any error in its mean cost ~1e300 nat)."""
+    C = sym(np.asarray(C, dtype=np.float64))
+    v = np.diag(C).copy()
+    mean_var = max(float(np.sum(np.where(v > 0, v, 0.0))) / v.size, 1e-300)
+    s = np.sqrt(np.where(v > 0, v, mean_var))
+    return s, sym(C / np.outer(s, s))
+
+
+def scaled_floor(C: np.ndarray, floor: float) -> np.ndarray:
+    """``C`` with the eigenvalues of its correlation matrix raised to ≥ ``floor``: a floor in
+    each column's own units, so changing a column's units scales the result's row and column
+    the same way (a floor relative to the trace or the largest eigenvalue is tied to the
+    largest scale and swamps a column in small units). Post-processing."""
+    s, R = _scaled(C)
+    return sym(project_psd(R, min_eig=floor) * np.outer(s, s))
 
 
 def frame_from_public(P: np.ndarray, shrink: bool = False) -> ClusterFrame:
     """A frame from a cluster's public rows alone: their mean and the inverse square root of
     their covariance (floored, so duplicated or degenerate public rows still give a valid —
     if useless — frame); one row, or rows with no spread, give the identity. ``shrink``: for
-    few public rows (m ≲ d), the covariance is pulled towards (tr/d)·I with weight d/(m + d)."""
+    few public rows (m ≲ d), the covariance is pulled towards :func:`_shrink_target` (the
+    isotropic (tr/d)·I, or each column's own variance when the columns are in different
+    units) with weight d/(m + d)."""
     P = np.asarray(P, dtype=np.float64)
     m, d = P.shape
     if m < 2:
@@ -148,8 +176,28 @@ def frame_from_public(P: np.ndarray, shrink: bool = False) -> ClusterFrame:
         return ClusterFrame(P.mean(axis=0), np.eye(d))
     if shrink:
         lam = m / (m + d)
-        cov = lam * cov + (1.0 - lam) * float(np.trace(cov)) / d * np.eye(d)
+        cov = lam * cov + (1.0 - lam) * np.diag(_shrink_target(np.diag(cov), m))
     return ClusterFrame.from_estimate(P.mean(axis=0), cov)
+
+
+def _shrink_target(v: np.ndarray, m: int) -> np.ndarray:
+    """The diagonal a public covariance of m rows is shrunk towards: the pooled variance
+    v̄ = mean(v) (the isotropic (tr/d)·I) when the columns' log-variances spread no more than
+    their sampling error (var log v_i ≈ 2/(m − 1)), else v̄^w·v_i^(1−w) with the positive-part
+    James–Stein weight w = 2/(m − 1) / var_i(log v_i) — each column's own variance once the
+    columns are in different units (a 1e-6 column beside a 1e6 one got 1e12 times its
+    variance from (tr/d)·I). Public rows only."""
+    mean = float(v.mean())
+    pos = v > 0
+    if not pos.all() or mean <= 0:
+        return np.full(v.shape, mean)
+    logs = np.log(v)
+    spread = float(np.var(logs))
+    noise = 2.0 / max(m - 1, 1)
+    if spread <= noise:
+        return np.full(v.shape, mean)
+    w = noise / spread
+    return np.exp(w * math.log(mean) + (1.0 - w) * logs)
 
 
 def clipped_rows(X: np.ndarray, frame: ClusterFrame, tau: float) -> np.ndarray:

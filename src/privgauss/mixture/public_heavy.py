@@ -50,7 +50,6 @@ from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..gaussian.public import public_gaussian
 from ..gaussian.public_frame import frame_of
 from ..gaussian.public_preconditioner import public_preconditioner
-from ..linalg import project_psd
 from ..mechanisms import Release
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan, zcdp_of
 from ..theory import Bound
@@ -61,6 +60,7 @@ from .cluster_estimation import (
     cluster_plan,
     estimate_clusters,
     frame_from_public,
+    scaled_floor,
 )
 from .component_estimation import ComponentPrior, Partition, estimate_components
 from .public_clustering import PublicClusters, easy_clustering
@@ -265,12 +265,14 @@ def pick_estimator(estimator: str | None, constants: str) -> str:
 
 
 def positive_definite(covs: np.ndarray, floor: float = 1e-6) -> np.ndarray:
-    """Each covariance with its eigenvalues raised to ≥ floor·(its trace/d) (post-processing:
-    a learner's PSD projection can return a singular matrix, which has no density)."""
+    """Each covariance with the eigenvalues of its correlation matrix raised to ≥ ``floor``
+    (:func:`~.cluster_estimation.scaled_floor`; post-processing: a learner's PSD projection
+    can return a singular matrix, which has no density). The floor is in each column's own
+    units: floor·(trace/d), as before session 49, gave a column in units 1e-6 beside one in
+    1e6 a variance ~1e5 (np.cov 1e-12) at every budget."""
     out = np.empty_like(covs)
     for j, C in enumerate(covs):
-        scale = max(float(np.trace(C)) / C.shape[0], 1e-300)
-        out[j] = project_psd(C, min_eig=floor * scale)
+        out[j] = scaled_floor(C, floor)
     return out
 
 

@@ -22,8 +22,8 @@ from scipy.special import logsumexp
 
 from ..densities import gaussian_logpdf
 from ..exceptions import EstimationFailed
-from ..linalg import project_psd
 from ..mechanisms import Release, exponential_mechanism
+from ..mixture.cluster_estimation import scaled_floor
 from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan, PureDP
 
 Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]  # (weights (k,), means (k, d), covs (k, d, d))
@@ -43,15 +43,15 @@ __all__ = [
 
 
 def _regular(f: Mixture) -> Mixture:
-    """A candidate with every covariance floored to a tiny multiple of its mean eigenvalue, so
-    its density exists (a privately produced candidate may be singular; this is post-processing
-    of a DP output)."""
+    """A candidate with the eigenvalues of every covariance's correlation matrix floored at
+    1e-9, so its density exists (a privately produced candidate may be singular; this is
+    post-processing of a DP output). The floor is in each column's own units
+    (:func:`~privgauss.mixture.cluster_estimation.scaled_floor`): 1e-9 of the mean eigenvalue,
+    as before session 49, gave a column in units 1e-6 beside one in 1e6 a variance of ~350
+    (np.cov 1e-12) at every budget."""
     w, M, C = f
     C = np.asarray(C, dtype=np.float64)
-    d = C.shape[-1]
-    floored = [
-        project_psd(c, min_eig=max(1e-9 * float(np.trace(c)) / d, 1e-300)) for c in C
-    ]
+    floored = [scaled_floor(c, 1e-9) for c in C]
     return w, M, np.stack(floored) if floored else C
 
 
