@@ -33,6 +33,14 @@ log-likelihood on that sample (what a free criterion could measure), on the trai
 (what a DP pick would measure, before its noise), its gap as it is and after 3 steps of
 scikit-learn's EM on the training rows from it (a right structure: ≈ 0).
 
+``--starts`` (famlowd2): is a fit's wrong basin already in its starts? For each start the
+EM steps receive (k-means, histogram, whitened-frame; a plain plan's order) it scores (held
+out, the fit's frame) the start and scikit-learn's EM from it for 300 steps (the start's
+basin), and the same for a k-component mixture fitted to the released start cells as
+Gaussian blobs by EM with ``R`` restarts (``em_starts.cell_gmm_start``, post-processing), also
+after the plan's T steps. ``--diagnose --pick-basins`` then says whether the exploring steps
+kept a right start's basin and whether the pick took it.
+
 ``--oracle-shapes`` (famreduce; a probe, not a method: it reads the true clusters): the gap
 of main's fit and of the same fit with each reduced component (``reduce_run``'s output)
 whose KL(true ‖ component) to its nearest true cluster exceeds 3 given that cluster's
@@ -346,6 +354,60 @@ def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> 
         print(f"  DP pick among {C}, at a share of the steps' rho " + "; ".join(out))
 
 
+def starts(seed: int, noise_seed: int, cache: str | None, restarts: int) -> None:
+    from privgauss.mixture import em_starts as st
+
+    fam = _family(seed)
+    rng = np.random.default_rng([fam.seed, 1])
+    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
+    best = mf._reference(fam, N, X, H, cache)["best"]
+    cap: dict[str, Any] = {}
+    cells = st.cell_gmm_start
+
+    def cell_gmm_start(c: Any, *a: Any) -> Any:
+        cap["cells"] = (len(c), cells(c, *a))
+        return cap["cells"][1]
+
+    steps = pe._em_steps
+
+    def em_steps(Z: Any, runs: list[Any], plan: Any, *a: Any, **kw: Any) -> Any:
+        cap.setdefault("starts", [tuple(np.array(x) for x in r) for r in runs])
+        cap["plan"] = plan
+        return steps(Z, runs, plan, *a, **kw)
+
+    st.cell_gmm_start = cell_gmm_start
+    # a fit with the cells' mixture as its histogram start (CELL_START) only to capture the
+    # cells; the three starts of main's fit come from a fit without it
+    frame: dict[str, Any] = {}
+    saved = pe.CELL_START
+    try:
+        pe.CELL_START = restarts
+        _fit_spied(fam.k, X, noise_seed, {}, _em_steps=em_steps)
+        cap.pop("starts")
+        pe.CELL_START = 0
+        est = _fit_spied(fam.k, X, noise_seed, frame, _em_steps=em_steps)
+    finally:
+        st.cell_gmm_start, pe.CELL_START = cells, saved
+    W, m0, plan = frame["W"], frame["m0"], cap["plan"]
+    ldet = float(np.linalg.slogdet(W)[1])
+    Z, Hz = (X - m0) @ W.T, (H - m0) @ W.T
+
+    def gap(g: Any) -> float:
+        return best - (g.score(Hz) + ldet)
+
+    print(f"{seed} {fam.describe()} noise seed {noise_seed}: T = {plan.n_steps}, "
+          f"{plan.grid_cells} cells per axis, fit {best - est.score(H):.4f}; start / sklearn "
+          "300 steps from it: " + "; ".join(
+              f"{name} {gap(_mixture(r)):.4f} / {gap(_sklearn_from(r, 300, Z)):.4f}"
+              for name, r in zip(("k-means", "histogram", "whitened"), cap["starts"],
+                                 strict=False)), flush=True)
+    if "cells" in cap:
+        m, g = cap["cells"]
+        print(f"  cells' mixture ({m} cells, {restarts} restarts): "
+              f"{gap(_mixture(g)):.4f} / {gap(_sklearn_from(g, 300, Z)):.4f}; after "
+              f"{plan.n_steps} steps {gap(_sklearn_from(g, plan.n_steps, Z)):.4f}", flush=True)
+
+
 def oracle_shapes(seed: int, noise_seed: int, cache: str | None) -> None:
     fam = _family(seed)
     rng = np.random.default_rng([fam.seed, 1])
@@ -397,6 +459,9 @@ def main() -> None:
     ap.add_argument("--oracle-shapes", action="store_true",
                     help="gap with the reduced components' stale shapes replaced by the "
                     "true clusters' (a probe)")
+    ap.add_argument("--starts", type=int, default=0, metavar="R",
+                    help="each start's basin and the cells' mixture's, R restarts (see the "
+                    "module docstring)")
     ap.add_argument("--sklearn-cache", default=None, metavar="JSON")
     ap.add_argument("--low-d", action="store_true",
                     help="d = 4 + seed %% 3 (lookpick's and explore's low-d blocks; the cache "
@@ -412,6 +477,11 @@ def main() -> None:
         for s in seeds:
             for q in noise:
                 reductions(s, q, args.sklearn_cache, args.reductions)
+        return
+    if args.starts:
+        for s in seeds:
+            for q in noise:
+                starts(s, q, args.sklearn_cache, args.starts)
         return
     if args.oracle_shapes:
         for s in seeds:

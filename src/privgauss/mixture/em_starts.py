@@ -144,7 +144,7 @@ def _lloyd_kernel(B: np.ndarray, centres: np.ndarray, G: np.ndarray, radius: flo
 
 def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, release: Release,
                     n: int, G: np.ndarray, *, extra: int = 0, Winv: np.ndarray | None = None,
-                    extras: list[Run] | None = None
+                    extras: list[Run] | None = None, cell_restarts: int = 0
                     ) -> tuple[Run, Run, np.ndarray]:
     """The histogram start (weights, means, covariances) in the whitened frame, whose means
     also seed the k-means start, and the whitened-frame start. The first two share the
@@ -158,7 +158,13 @@ def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, relea
     ``extra`` > 0 (a wide plan: quiet steps only) appends that many more starts to ``extras``
     (:func:`frame_starts`: the same cells' k-means in the released frame's raw coordinates
     x − m₀ = ``Winv`` z, then single k-means++ seedings in the whitened, raw and standardised
-    frames in turn), drawn after every other draw of this function."""
+    frames in turn), drawn after every other draw of this function.
+
+    ``cell_restarts`` > 0 (``private_em.CELL_START``, an experiment switch): the returned
+    histogram start is instead :func:`cell_gmm_start`, a k-component mixture fitted to the
+    same noisy cells by EM with that many k-means++ restarts, its seedings drawn from a
+    generator jumped ahead of the release's (every other draw, and the k-means start's
+    seeds, unchanged)."""
     d = int(Z.shape[1])
     p, m = plan.grid_dims, plan.grid_cells
     rng = release.rng
@@ -223,7 +229,41 @@ def histogram_start(Z: Any, P: np.ndarray | None, k: int, plan: StartPlan, relea
         extras.extend(frame_starts(pts @ V.T, wts, V, width, k, rng,
                                    [(raw, QUIET_RESTARTS)] + [((np.eye(d), raw, G)[i % 3], 0)
                                                               for i in range(extra - 1)]))
+    if cell_restarts > 0:
+        hist = cell_gmm_start(pts @ V.T, wts, V, width, k, _side_rng(rng), cell_restarts)
     return hist, white, seeds
+
+
+def _side_rng(rng: np.random.Generator) -> np.random.Generator:
+    """A generator of its own for post-processing draws that must leave ``rng``'s stream as
+    it is: ``rng``'s bit generator jumped ahead (``rng`` itself not advanced); a bit
+    generator that cannot jump gives one draw of ``rng`` as the seed instead."""
+    bg = rng.bit_generator
+    if hasattr(bg, "jumped"):
+        return np.random.Generator(bg.jumped())
+    return np.random.default_rng(int(rng.integers(2**63)))
+
+
+def cell_gmm_start(cells: np.ndarray, wts: np.ndarray, V: np.ndarray, width: float, k: int,
+                   rng: np.random.Generator, restarts: int) -> Run:
+    """The *cell-mixture start* (famlowd2, issue 27): a k-component Gaussian mixture fitted
+    to the released grid cells as weighted Gaussian blobs (:func:`summary_gmm`, EM on the
+    summary from the cells' least-inertia k-means and ``restarts`` k-means++ seedings; the
+    largest summary log-likelihood wins). ``cells``: the kept cells' centres in the whitened
+    frame z, ``wts`` their noisy counts; each cell a blob of covariance width²/12 along the
+    grid's directions ``V`` and the frame's unit variance along those it did not see.
+    Where the k-means of the cells merges two true clusters (the clusters of a coarse grid
+    are not round), the mixture's full covariances can tell them apart: at n = 5e4, ε = 1
+    it started scikit-learn's EM in its best basin on families where all three starts of the
+    plain plan led elsewhere. Post-processing of the released cells only."""
+    d = cells.shape[1]
+    seen = V @ V.T
+    cov = width**2 / 12.0 * seen + (np.eye(d) - seen)
+    covs = np.broadcast_to(cov, (cells.shape[0], d, d)).copy()
+    w, mu, S = summary_gmm(np.maximum(wts, 0.0), cells, covs, k, rng, restarts=restarts,
+                           skipped=0)
+    w = np.maximum(w, 1e-3)
+    return w / w.sum(), mu, repair_covariance(S)
 
 
 def frame_starts(cells: np.ndarray, wts: np.ndarray, V: np.ndarray, width: float, k: int,
@@ -552,13 +592,16 @@ def _summary_em_batch(N: np.ndarray, means: np.ndarray, covs: np.ndarray,
 
 
 def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
-                rng: np.random.Generator) -> Run:
+                rng: np.random.Generator, *, restarts: int | None = None,
+                skipped: int | None = None) -> Run:
     """A k-component mixture fitted to K' weighted Gaussian blobs by EM on the summary
     (:func:`_summary_em`) from the least-inertia k-means of the blobs' means and from
     ``SUMMARY_RESTARTS`` k-means++ seedings: the first fit within ``SUMMARY_TOL`` (relative)
     of the largest summary log-likelihood wins (a fit that equals the best up to rounding
     does not take over: the in-memory and cluster fits, whose releases differ in the last
-    bits, pick the same restart). Post-processing of releases only."""
+    bits, pick the same restart). ``restarts`` / ``skipped``: that many seedings, then that
+    many skipped (default ``SUMMARY_RESTARTS`` / ``SUMMARY_SKIPPED``). Post-processing of
+    releases only."""
     K = means.shape[0]
     w = np.maximum(N, 0.0)
     if K <= k or w.sum() <= 0:
@@ -569,9 +612,9 @@ def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
     inits: list[np.ndarray] = []
     C, _ = best_kmeans(means, w, k, rng, None)
     inits.append(C)
-    for _ in range(SUMMARY_RESTARTS):
+    for _ in range(SUMMARY_RESTARTS if restarts is None else restarts):
         inits.append(kmeans(means, w, k, rng)[0])
-    skip_seedings(rng, k, SUMMARY_SKIPPED)
+    skip_seedings(rng, k, SUMMARY_SKIPPED if skipped is None else skipped)
     resps = []
     for C in inits:
         lab = nearest(sq_dists(np.ascontiguousarray(means.T), C))

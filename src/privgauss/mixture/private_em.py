@@ -148,15 +148,25 @@ budget and public rows; every frame after the first a function of releases):
    release of each run's Σ_i clip(log p(z_i) − log φ(z_i), ±(2d + 10)) (φ the frame's
    standard normal) picks the run with the largest noisy score, and the remaining steps
    advance it alone. No start is trusted blindly: a bad public sample or a bad k-means basin
-   loses the pick. *Passes:* an exploring step computes all runs' statistics in one pass
-   (released run by run). With the rows in memory the pick's step takes two: the runs'
-   scores alone (frames and densities, no statistics), the pick released, then the winner's
-   statistics (six runs' scores and one run's step: ~16 ms where one pass of six runs'
-   statistics took ~27 at n = 5e4, d = 10, k = 3); with streamed rows the scores share one
-   pass with every run's statistics (the pick is released first, then the winner's; the
-   losers' are dropped unreleased), so as not to read the rows twice. Either way the same
-   numbers bit for bit (each model's sums are independent of the others'): T or T + 1
-   passes in all.
+   loses the pick. *The cells' mixture* (``CELL_START``, :func:`_cell_start`; famlowd2):
+   where the start grid sees every direction (d ≤ 5 at n = 5e4, ε = 1) the histogram start
+   is a k-component mixture fitted to the released cells as Gaussian blobs by EM with 40
+   restarts (:func:`~privgauss.mixture.em_starts.cell_gmm_start`; post-processing: the plan,
+   the ledger, the other two starts and every noise draw are unchanged). The k-means of a
+   coarse grid's cells merges neighbouring clusters that a mixture with full covariances
+   tells apart: at 7 of 18 misses of low-d generated families (n = 5e4, ε = 1) all three
+   plain starts led scikit-learn's EM (300 steps) to a basin 0.10–0.38 nat/row below its
+   best, the cells' mixture to its best at 5 of the 7; held out (family seeds 7280–7519,
+   noise seeds 0 and 1) 11 → 6 wrong of the 138 fits it changes, none newly wrong
+   (``benchmarks/results/em_small_clusters.md``, famlowd2). *Passes:* an exploring step
+   computes all runs' statistics in one pass (released run by run). With the rows in memory the
+   pick's step takes two: the runs' scores alone (frames and densities, no statistics), the
+   pick released, then the winner's statistics (six runs' scores and one run's step: ~16 ms
+   where one pass of six runs' statistics took ~27 at n = 5e4, d = 10, k = 3); with streamed
+   rows the scores share one pass with every run's statistics (the pick is released first, then
+   the winner's; the losers' are dropped unreleased), so as not to read the rows twice. Either
+   way the same numbers bit for bit (each model's sums are independent of the others'):
+   T or T + 1 passes in all.
    *Wide exploration where quiet* (issue 27: scikit-learn's ``n_init``; :func:`_wide_plan`).
    Where even ``WIDE_STARTS`` = 6 runs' first exploring step's noise alone moves a model by
    at most ``WIDE_NOISE`` = 1e-3 nat/row (public; ε = 1e4 on 34 of the 39 fresh corpus
@@ -442,6 +452,8 @@ EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run
 PLAIN_EXPLORE_DIV = 3  # ... T // this in a plain noisy three-run plan (_explore_longer; an
 PLAIN_EXTRA_STEPS = 0  # experiment switch: 1.5 and 8 measured, not on: see its docstring)
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
+CELL_START = 40  # > 0: a plain full-grid plan's histogram start is the cells' mixture, this many
+# k-means++ restarts (_cell_start; famlowd2; 0: the k-means histogram start, as before)
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 CLIP_TAIL = 0.25  # r₀ = √d + this × √(2 ln n): the least clipping radius of an EM step
@@ -1414,6 +1426,18 @@ def _merge_runs(runs: list[Run], facs: list[np.ndarray | None], active: list[boo
                 out.append(o)
                 active[o] = False
     return out
+
+
+def _cell_start(plan: EMPlan, d: int, kf: int) -> bool:
+    """Whether the histogram start is the cells' mixture (:func:`~privgauss.mixture.em_starts.
+    cell_gmm_start`; public): with ``CELL_START`` > 0, in a plain plan — the k-means start
+    beside the histogram and whitened-frame starts (``N_STARTS`` runs, K' = k, not
+    over-parameterised) — whose start grid sees every direction (d ≤ 5 at n = 5e4, ε = 1).
+    The plan and its ledger are unchanged: the start is post-processing of the released
+    cells. It closes as the budget grows where the steps turn quiet: the summary start
+    (K' > k) or a wide plan takes over."""
+    return (CELL_START > 0 and plan.n_starts == N_STARTS and bool(plan.rho_kmeans_steps)
+            and plan.start_clusters <= kf and not plan.components and plan.grid_dims == d)
 
 
 def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
@@ -2627,14 +2651,14 @@ def private_em_gmm(
         G, Ginv = standardiser(Winv)
         kf = plan.fitted(k)  # k' > k components until the reduction when over-parameterised
         extras: list[Run] = []
-        hist_run, white_run, seeds = histogram_start(Z, Pz, kf, plan, release, n, G,
-                                                     extra=plan.n_starts - N_STARTS,
-                                                     Winv=Winv, extras=extras)
+        hist_run, white_run, seeds = histogram_start(
+            Z, Pz, kf, plan, release, n, G, extra=plan.n_starts - N_STARTS, Winv=Winv,
+            extras=extras, cell_restarts=CELL_START if _cell_start(plan, d, kf) else 0)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps and plan.start_clusters > kf:
             runs.insert(0, summary_start(Z, seeds, kf, plan, release, G, Ginv))
-        elif plan.rho_kmeans_steps:
-            runs.insert(0, kmeans_steps(Z, hist_run[1], plan, release, G, Ginv, _shrink))
+        elif plan.rho_kmeans_steps:  # seeds: the histogram k-means' centres (K' = k here)
+            runs.insert(0, kmeans_steps(Z, seeds, plan, release, G, Ginv, _shrink))
         runs = (runs + extras)[: max(plan.n_starts, 1)]
         stops: list[int] = []
         frozen: list[tuple[int, int]] = []
