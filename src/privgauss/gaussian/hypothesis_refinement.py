@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from ..linalg import cholesky_pd, project_psd, sym
+from ..linalg import cholesky_pd, clip_images, project_psd, sym
 from ..mechanisms import Release, laplace_mechanism
 from ..privacy import PureDP
 from ..sensitivity import clipped_mean_l1, clipped_second_moment_upper_l1
@@ -86,19 +86,7 @@ def clipped_frame_rows(X: np.ndarray, mean0: np.ndarray, L: np.ndarray, r: float
     rescaling, so every ‖z‖ ≤ r."""
     with np.errstate(over="ignore", invalid="ignore"):  # per row, data-independently
         Z = np.linalg.solve(L, (np.asarray(X, dtype=np.float64) - mean0).T).T
-        Z[~np.isfinite(Z).all(axis=1)] = 0.0
-        norms = np.linalg.norm(Z, axis=1)
-        Z[~np.isfinite(norms)] = 0.0
-    norms = np.linalg.norm(Z, axis=1)
-    over = norms > r
-    Z[over] *= (r / norms[over])[:, None]
-    for _ in range(4):  # float rounding can leave a norm a hair above r
-        norms = np.linalg.norm(Z, axis=1)
-        over = norms > r
-        if not over.any():
-            break
-        Z[over] *= (1.0 - 1e-12) * (r / norms[over])[:, None]
-    return Z
+    return clip_images(Z, r)
 
 
 def refine_pick(X: np.ndarray, mean0: np.ndarray, cov0: np.ndarray, eps_mean: float,

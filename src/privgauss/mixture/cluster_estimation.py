@@ -60,7 +60,7 @@ from scipy.special import gammainc, gammaincc
 from .. import sensitivity
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..gaussian.coinpress.schedule import noise_matched_radius
-from ..linalg import inv_sqrtm_psd, project_psd, sym
+from ..linalg import clip_images, inv_sqrtm_psd, project_psd, sym
 from ..mechanisms import (
     Release,
     gaussian_mechanism,
@@ -205,19 +205,7 @@ def clipped_rows(X: np.ndarray, frame: ClusterFrame, tau: float) -> np.ndarray:
     adversarial frames) map to 0, norms re-checked after rescaling."""
     with np.errstate(over="ignore", invalid="ignore"):  # no data-dependent warnings
         Z = frame.forward(X)
-        Z[~np.isfinite(Z).all(axis=1)] = 0.0
-        norms = np.linalg.norm(Z, axis=1)
-        Z[~np.isfinite(norms)] = 0.0  # finite rows whose norm overflows
-    norms = np.linalg.norm(Z, axis=1)
-    over = norms > tau
-    Z[over] *= (tau / norms[over])[:, None]
-    for _ in range(4):  # float rounding can leave a norm a hair above τ
-        norms = np.linalg.norm(Z, axis=1)
-        over = norms > tau
-        if not over.any():
-            break
-        Z[over] *= (1.0 - 1e-12) * (tau / norms[over])[:, None]
-    return Z
+    return clip_images(Z, tau)
 
 
 def cluster_sums(
