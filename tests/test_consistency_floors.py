@@ -20,11 +20,11 @@ import pytest
 import privgauss as pg
 from privgauss.gaussian import hypothesis_refinement as hr
 from privgauss.gaussian.hypothesis_selection import DEFAULT_ALPHA, worth_refining
+from privgauss.linalg import scaled_floor
 from privgauss.mixture.cluster_estimation import (
     ClusterFrame,
     _shrink_target,
     frame_from_public,
-    scaled_floor,
 )
 from privgauss.mixture.public_heavy import positive_definite
 from privgauss.privacy import ledger_mismatch

@@ -268,6 +268,27 @@ def clip_rows(X: Any, center: Any, radius: float) -> tuple[np.ndarray, int]:
     return out, int(idx.size)
 
 
+def split_scales(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(s, R): C = diag(s) R diag(s), s the standard deviations and R the correlation matrix;
+    a column of variance ≤ 0 gets s² = tr C/d (its floor is then the trace-relative one of
+    before session 49: a zero-variance column has no scale of its own, and a tinier floor
+    would make any error in its mean cost ~1e300 nat)."""
+    C = sym(np.asarray(C, dtype=np.float64))
+    v = np.diag(C).copy()
+    mean_var = max(float(np.sum(np.where(v > 0, v, 0.0))) / v.size, 1e-300)
+    s = np.sqrt(np.where(v > 0, v, mean_var))
+    return s, sym(C / np.outer(s, s))
+
+
+def scaled_floor(C: np.ndarray, floor: float) -> np.ndarray:
+    """``C`` with the eigenvalues of its correlation matrix raised to ≥ ``floor``: a floor in
+    each column's own units, so changing a column's units scales the result's row and column
+    the same way (a floor relative to the trace or the largest eigenvalue is tied to the
+    largest scale and swamps a column in small units). Post-processing."""
+    s, R = split_scales(C)
+    return sym(project_psd(R, min_eig=floor) * np.outer(s, s))
+
+
 def clip_images(Z: np.ndarray, radius: float) -> np.ndarray:
     """``Z`` (images of rows under a map, modified in place and returned) with each
     non-finite row, and each finite row whose norm overflows, set to 0, and every other row

@@ -60,7 +60,7 @@ from scipy.special import gammainc, gammaincc
 from .. import sensitivity
 from ..exceptions import EstimationFailed, PrivacyBudgetError
 from ..gaussian.coinpress.schedule import noise_matched_radius
-from ..linalg import clip_images, inv_sqrtm_psd, project_psd, sym
+from ..linalg import clip_images, inv_sqrtm_psd, scaled_floor, split_scales, sym
 from ..mechanisms import (
     Release,
     gaussian_mechanism,
@@ -82,7 +82,6 @@ __all__ = [
     "estimate_clusters",
     "frame_from_public",
     "release_cluster_sums",
-    "scaled_floor",
     "undo_clipping",
     "undo_clipping_batch",
 ]
@@ -129,34 +128,13 @@ class ClusterFrame:
     @classmethod
     def from_estimate(cls, mean: np.ndarray, cov: np.ndarray) -> ClusterFrame:
         """Centre μ̂ and a whitening W with W Σ̂ Wᵀ = I, Σ̂ floored in its columns' own units
-        (:func:`scaled_floor` at ``_MIN_EIG``): W = R^{-1/2} D^{-1} with D the standard
-        deviations and R the correlation matrix, so a column in units 1e-6 beside one in 1e6
-        is whitened by its own scale (a floor relative to the largest eigenvalue, as before
+        (:func:`~privgauss.linalg.scaled_floor` at ``_MIN_EIG``): W = R^{-1/2} D^{-1} with D
+        the standard deviations and R the correlation matrix, so a column in units 1e-6
+        beside one in 1e6 is whitened by its own scale (a floor relative to the largest eigenvalue, as before
         session 49, gave it a frame 1e8 times its variance, and Σ̂^{-1/2} itself loses it to
         rounding)."""
-        s, R = _scaled(scaled_floor(cov, _MIN_EIG))
+        s, R = split_scales(scaled_floor(cov, _MIN_EIG))
         return cls(np.asarray(mean, dtype=np.float64), inv_sqrtm_psd(R) / s[None, :])
-
-
-def _scaled(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(s, R): C = diag(s) R diag(s), s the standard deviations and R the correlation matrix;
-    a column of variance ≤ 0 gets s² = tr C/d (its floor is then the trace-relative one of
-    before session 49: a zero-variance column has no scale of its own, and a tinier floor
-    would make any error in its mean cost ~1e300 nat)."""
-    C = sym(np.asarray(C, dtype=np.float64))
-    v = np.diag(C).copy()
-    mean_var = max(float(np.sum(np.where(v > 0, v, 0.0))) / v.size, 1e-300)
-    s = np.sqrt(np.where(v > 0, v, mean_var))
-    return s, sym(C / np.outer(s, s))
-
-
-def scaled_floor(C: np.ndarray, floor: float) -> np.ndarray:
-    """``C`` with the eigenvalues of its correlation matrix raised to ≥ ``floor``: a floor in
-    each column's own units, so changing a column's units scales the result's row and column
-    the same way (a floor relative to the trace or the largest eigenvalue is tied to the
-    largest scale and swamps a column in small units). Post-processing."""
-    s, R = _scaled(C)
-    return sym(project_psd(R, min_eig=floor) * np.outer(s, s))
 
 
 def frame_from_public(P: np.ndarray, shrink: bool = False) -> ClusterFrame:

@@ -50,6 +50,7 @@ from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..gaussian.public import public_gaussian
 from ..gaussian.public_frame import frame_of
 from ..gaussian.public_preconditioner import public_preconditioner
+from ..linalg import scaled_floor
 from ..mechanisms import Release
 from ..privacy import ZCDP, Accountant, Budget, BudgetPlan, zcdp_of
 from ..theory import Bound
@@ -60,7 +61,6 @@ from .cluster_estimation import (
     cluster_plan,
     estimate_clusters,
     frame_from_public,
-    scaled_floor,
 )
 from .component_estimation import ComponentPrior, Partition, estimate_components
 from .public_clustering import PublicClusters, easy_clustering
@@ -266,7 +266,7 @@ def pick_estimator(estimator: str | None, constants: str) -> str:
 
 def positive_definite(covs: np.ndarray, floor: float = 1e-6) -> np.ndarray:
     """Each covariance with the eigenvalues of its correlation matrix raised to ≥ ``floor``
-    (:func:`~.cluster_estimation.scaled_floor`; post-processing: a learner's PSD projection
+    (:func:`~privgauss.linalg.scaled_floor`; post-processing: a learner's PSD projection
     can return a singular matrix, which has no density). The floor is in each column's own
     units: floor·(trace/d), as before session 49, gave a column in units 1e-6 beside one in
     1e6 a variance ~1e5 (np.cov 1e-12) at every budget."""

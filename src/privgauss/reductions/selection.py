@@ -22,8 +22,8 @@ from scipy.special import logsumexp
 
 from ..densities import gaussian_logpdf
 from ..exceptions import EstimationFailed
+from ..linalg import scaled_floor
 from ..mechanisms import Release, exponential_mechanism
-from ..mixture.cluster_estimation import scaled_floor
 from ..privacy import Accountant, ApproxDP, Budget, BudgetPlan, PureDP
 
 Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]  # (weights (k,), means (k, d), covs (k, d, d))
@@ -46,7 +46,7 @@ def _regular(f: Mixture) -> Mixture:
     """A candidate with the eigenvalues of every covariance's correlation matrix floored at
     1e-9, so its density exists (a privately produced candidate may be singular; this is
     post-processing of a DP output). The floor is in each column's own units
-    (:func:`~privgauss.mixture.cluster_estimation.scaled_floor`): 1e-9 of the mean eigenvalue,
+    (:func:`~privgauss.linalg.scaled_floor`): 1e-9 of the mean eigenvalue,
     as before session 49, gave a column in units 1e-6 beside one in 1e6 a variance of ~350
     (np.cov 1e-12) at every budget."""
     w, M, C = f
