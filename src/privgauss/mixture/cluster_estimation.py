@@ -130,9 +130,9 @@ class ClusterFrame:
         """Centre μ̂ and a whitening W with W Σ̂ Wᵀ = I, Σ̂ floored in its columns' own units
         (:func:`~privgauss.linalg.scaled_floor` at ``_MIN_EIG``): W = R^{-1/2} D^{-1} with D
         the standard deviations and R the correlation matrix, so a column in units 1e-6
-        beside one in 1e6 is whitened by its own scale (a floor relative to the largest eigenvalue, as before
-        session 49, gave it a frame 1e8 times its variance, and Σ̂^{-1/2} itself loses it to
-        rounding)."""
+        beside one in 1e6 is whitened by its own scale (a floor relative to the largest
+        eigenvalue, as before session 49, gave it a frame 1e8 times its variance, and
+        Σ̂^{-1/2} itself loses it to rounding)."""
         s, R = split_scales(scaled_floor(cov, _MIN_EIG))
         return cls(np.asarray(mean, dtype=np.float64), inv_sqrtm_psd(R) / s[None, :])
 
