@@ -224,10 +224,7 @@ def diagnose(seed: int, noise_seed: int, cache: str | None, pick_basins: bool = 
              ) -> None:
     from scipy.optimize import linear_sum_assignment
 
-    fam = _family(seed)
-    rng = np.random.default_rng([fam.seed, 1])
-    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
-    best = mf._reference(fam, N, X, H, cache)["best"]
+    fam, X, H, best = _drawn(seed, cache)
     log: list[tuple[int, Any, Any]] = []
     explog: list[tuple[int, str, Any]] = []  # the exploring runs' released models
     frame: dict[str, Any] = {}
@@ -290,6 +287,15 @@ def diagnose(seed: int, noise_seed: int, cache: str | None, pick_basins: bool = 
               + " ".join(f"{fam.weights[i]:.3f}:{C[i, col[i]]:.3f}" for i in order))
 
 
+def _drawn(seed: int, cache: str | None) -> tuple[Any, np.ndarray, np.ndarray, float]:
+    """Family ``seed``, its N training rows, 20,000 held-out rows (the gaps' draws) and
+    scikit-learn's best held-out log-likelihood of 5 inits (cached)."""
+    fam = _family(seed)
+    rng = np.random.default_rng([fam.seed, 1])
+    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
+    return fam, X, H, float(mf._reference(fam, N, X, H, cache)["best"])
+
+
 def _mean_loglik(run: Any, Y: np.ndarray) -> float:
     """The mixture ``run``'s mean log-likelihood of the rows ``Y``."""
     return float(_mixture(run).score_samples(Y).mean())
@@ -298,10 +304,7 @@ def _mean_loglik(run: Any, Y: np.ndarray) -> float:
 def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> None:
     from sklearn.mixture import GaussianMixture
 
-    fam = _family(seed)
-    rng = np.random.default_rng([fam.seed, 1])
-    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
-    best = mf._reference(fam, N, X, H, cache)["best"]
+    fam, X, H, best = _drawn(seed, cache)
     cap: dict[str, Any] = {}
     red = pe.reduce_run
 
@@ -357,10 +360,7 @@ def reductions(seed: int, noise_seed: int, cache: str | None, restarts: int) -> 
 def starts(seed: int, noise_seed: int, cache: str | None, restarts: int) -> None:
     from privgauss.mixture import em_starts as st
 
-    fam = _family(seed)
-    rng = np.random.default_rng([fam.seed, 1])
-    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
-    best = mf._reference(fam, N, X, H, cache)["best"]
+    fam, X, H, best = _drawn(seed, cache)
     cap: dict[str, Any] = {}
     cells = st.cell_gmm_start
 
@@ -409,10 +409,7 @@ def starts(seed: int, noise_seed: int, cache: str | None, restarts: int) -> None
 
 
 def oracle_shapes(seed: int, noise_seed: int, cache: str | None) -> None:
-    fam = _family(seed)
-    rng = np.random.default_rng([fam.seed, 1])
-    X, H = fam.sample(N, rng), fam.sample(20_000, rng)
-    best = mf._reference(fam, N, X, H, cache)["best"]
+    fam, X, H, best = _drawn(seed, cache)
     red = pe.reduce_run
     gaps, replaced = [], 0
     for oracle in (False, True):
