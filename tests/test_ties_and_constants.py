@@ -133,6 +133,23 @@ def test_all_zero_and_huge_constant_columns() -> None:
     assert _errors(g, X)[1] < 0.1
 
 
+def test_constant_column_variance_vanishes_with_the_budget() -> None:
+    """A constant column's released variance is floored by its count's noise, so it tends to
+    np.var's 0 as the budget grows (before: floored at 1/n = 3.3e-4 at every ε ≥ 1e4, a knob
+    that did not vanish); the other columns converge to np.cov and the fit still scores rows."""
+    X = _with_constant(_gaussian(3000, 0))
+    got = []
+    for eps in (1e4, 1e8, 1e12):
+        g = pg.PrivateGaussian(epsilon=eps, delta=1e-6, random_state=0).fit(X)
+        got.append(g.covariance_[3, 3])
+        assert g.mean_[3] == CONST
+        np.testing.assert_array_equal(g.covariance_[3, :3], 0.0)
+        assert np.isfinite(g.score_samples(X[:50])).all()
+    assert 0.0 < got[2] < got[1] < got[0]
+    assert got[2] < 1e-7  # measured 3.3e-9 (1/n = 3.3e-4 before)
+    assert np.abs(g.covariance_[:3, :3] - np.cov(X[:, :3].T, bias=True)).max() < 1e-6
+
+
 # ---------------------------------------------------------------------------------------------
 # Public rows that are constant in a column cannot precondition it: refused before spending
 # ---------------------------------------------------------------------------------------------

@@ -109,11 +109,13 @@ def off_fraction(hist: dict[Any, int], n: int, noise_sd: float) -> float:
 
 def constant_var(hist: dict[Any, int], n: int, noise_sd: float) -> float:
     """The variance, in squared units of the column, a constant axis is released with: the
-    fraction of rows away from the value that the released count leaves, plus one noise sd (at
-    least 1/n) — so a rare flag read as constant still gives its held-out 1s a finite, moderate
-    log-likelihood (post-processing)."""
+    fraction of rows away from the value that the released count leaves, plus one noise sd of
+    that count (at least the noise sd over n) — so a rare flag read as constant still gives its
+    held-out 1s a finite, moderate log-likelihood (post-processing). The floor is the count's
+    noise, so it vanishes with the budget: a truly constant column's variance tends to np.var's
+    0 (a floor of 1/n kept it at 1/n at every budget)."""
     (count,) = hist.values()
-    return min(max((n - count + noise_sd) / n, 1.0 / n), 1.0)
+    return min(max((n - count + noise_sd) / n, noise_sd / n), 1.0)
 
 
 def not_localised(k: int, hist: dict[Any, int], n: int, step: str) -> EstimationFailed:
