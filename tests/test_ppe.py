@@ -304,6 +304,30 @@ def test_practical_ppe_refuses_small_n_before_spending() -> None:
     assert acct.spent is None
 
 
+def test_practical_ppe_converges_on_heavy_tails_and_a_rare_flag() -> None:
+    """Blocks of 20 rows disagree on a t₄ column and a 3 % flag (a block of 20 zeros has
+    variance 0) at any budget: before, the scale test failed at ε = 1e4 and 1e12 alike. As the
+    budget grows the plan now takes fewer, larger blocks (t = 2·t_min), widens the radii (up
+    to 10× the Gaussian percentile) and ridges the refinement, so the fit converges to
+    np.mean / np.cov on the same rows."""
+    rng = np.random.default_rng(1)
+    n = 20_000
+    X = np.column_stack([rng.standard_t(4, n) * 3 + 1, (rng.random(n) < 0.03).astype(float),
+                         rng.normal(size=n)])
+    X[:, 2] += 0.5 * X[:, 0]
+    C = np.cov(X.T, bias=True)
+    s = np.sqrt(np.diag(C))
+    acct = Accountant(ApproxDP(1e12, 1e-6))
+    mu, S = ppe_gaussian(X, 1e12, 1e-6, release=Release.of(acct, 0))
+    assert np.max(np.abs(mu - X.mean(axis=0)) / s) < 1e-4  # measured 2.6e-6
+    assert np.max(np.abs(S - C) / np.outer(s, s)) < 1e-6  # measured 3.0e-8
+    # the plan: public (n, d, ε, δ) only; fewer, larger blocks and wider radii as ε grows
+    small, large = plan_practical(n, 3, 3.0, 1e-6), plan_practical(n, 3, 1e12, 1e-6)
+    assert large.t == 2 * large.t_min < small.t <= n // small.min_block
+    assert large.s_radius == small.s_radius == small.min_block  # the radii of 20-row blocks
+    assert large.radius_scale() == pytest.approx(10 * small.radius_scale())
+
+
 def test_faithful_ppe_fails_at_realistic_n_with_budget_spent() -> None:
     rng = np.random.default_rng(1)
     X = rng.normal(size=(20_000, 1))

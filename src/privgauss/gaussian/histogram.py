@@ -102,11 +102,11 @@ from .histogram_localise import localise as localise
 from .histogram_reading import HI_RATIO, LO_RATIO
 from .ridge import jitter_rows, jitter_seed, transform_jittered, unjitter
 
-__all__ = ["histogram_gaussian", "public_padding"]
+__all__ = ["JITTER", "check_chain", "histogram_gaussian", "public_padding"]
 
 _PAD_SEED = 20_171_117  # public seed of the padding that replaces degenerate axes
 # released smallest eigenvalue below this fraction of the prior's lower bound: a failure (good
-# fits measured at ≥ 0.14·lo, failed ones at ≤ 5e-5·lo; see _check_prior)
+# fits measured at ≥ 0.14·lo, failed ones at ≤ 5e-5·lo; see check_chain)
 _PRIOR_SLACK = 1e-3
 
 
@@ -197,9 +197,9 @@ def histogram_gaussian(
     hi = float(np.sum((s_hi / s) ** 2))  # λ_max <= trace
     # a ridge: ±eta on every entry makes the covariance the refinement sees Σ_z + eta²·I, whose
     # smallest eigenvalue is at least eta² even when columns are exact linear combinations of
-    # others; eta² = _JITTER·lo vanishes with the noise as lo does (budget_condition), see
+    # others; eta² = JITTER·lo vanishes with the noise as lo does (budget_condition), see
     # :mod:`.ridge` (practical constants only; "theory" runs the refinement as published)
-    eta2 = 0.0 if constants == "theory" else _JITTER * lo
+    eta2 = 0.0 if constants == "theory" else JITTER * lo
     seed = jitter_seed(src) if eta2 > 0 else None
     Z = None
     if seed is not None and not deg.any() and not is_dask(Xc):  # map and jitter in one pass
@@ -221,12 +221,12 @@ def histogram_gaussian(
         release=Release(accountant, src, release.name("coinpress-gaussian")),
         constants=constants,
         beta=beta,
-        prior_floor=False,  # lo is an assumption, judged from the release by _check_prior
+        prior_floor=False,  # lo is an assumption, judged from the release by check_chain
         # directions the clipping shrinks are covered, and the far rows of the axes whose
         # spread came from rare values (a DP output) searched whatever the check says
         cover=loc.rare,
     )
-    _check_prior(np.asarray(cov_z), eta2 if eta2 > 0 else lo)
+    check_chain(np.asarray(cov_z), eta2 if eta2 > 0 else lo)
     if eta2 > 0:
         cov_z = unjitter(np.asarray(cov_z), eta2)
     mean = np.where(deg, loc.center, c + s * np.asarray(mean_z))
@@ -246,7 +246,7 @@ def histogram_gaussian(
 # seeds at 0.03·lo, 1 of 2 with 0.1·lo·100/cond. (The held-out baseball was looked at while
 # diagnosing — median gap over seeds 0-9: -0.87 without, -0.36 at 0.03, +1.62 at 0.1 — so it
 # is no longer a clean held-out check of this constant.)
-_JITTER = 0.03
+JITTER = 0.03
 
 
 def public_padding(n: int, k: int) -> np.ndarray:
@@ -257,7 +257,7 @@ def public_padding(n: int, k: int) -> np.ndarray:
     return np.random.default_rng(_PAD_SEED).standard_normal((n, k))
 
 
-def _check_prior(cov_z: np.ndarray, lo: float) -> None:
+def check_chain(cov_z: np.ndarray, lo: float, step: str = "histogram-refinement") -> None:
     """Fail (a DP output: a function of the release and the public ``lo``) when the released
     standardised covariance has an eigenvalue below _PRIOR_SLACK·lo (``lo``: the jitter's η²
     in the practical route, the prior's lower bound in "theory"): the whitening chain did not
@@ -271,7 +271,7 @@ def _check_prior(cov_z: np.ndarray, lo: float) -> None:
             "that are exact linear combinations of others (dummies that sum to 1, a total next "
             "to its parts) make it singular: drop one of them; or use method='public' with "
             "d+1 public rows",
-            step="histogram-refinement",
+            step=step,
         )
 
 
