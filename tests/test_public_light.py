@@ -215,6 +215,25 @@ def test_duplicated_public_rows_are_refused_before_spending() -> None:
     assert _public_replay(P + 0.3 * rng.normal(size=P.shape), 2, 0.5, "practical")[1] == 0
 
 
+def test_a_gross_public_row_is_named_in_the_refusal() -> None:
+    """One public row at 1e6 stretches the public split's search so that two clusters 40
+    apart end as one (edge_sweep's public-light gross cells): refused before spending, and
+    the message names outlying public rows, not only the separation."""
+    rng = np.random.default_rng(0)
+    lab = rng.integers(0, 2, 4000)
+    X = rng.normal(size=(4000, 3))
+    X[lab == 1, 0] += 40
+    Q = rng.normal(size=(100, 3))
+    Q[rng.integers(0, 2, 100) == 1, 0] += 40
+    assert _public_replay(Q, 2, 0.5, "practical") == (2, 0)
+    Q[0] = 1e6
+    assert _public_replay(Q, 2, 0.5, "practical") == (1, 0)
+    acct = Accountant(ApproxDP(1e12, 1e-6))
+    with pytest.raises(InvalidDataError, match="only 1 .*nothing was spent.*outlying public rows"):
+        public_light_gmm(X, 2, ApproxDP(1e12, 1e-6), public_X=Q, release=Release.of(acct, 0))
+    assert acct.ledger == []
+
+
 def test_requirements_for_public_light_are_public_facts() -> None:
     r = public_light_report(n=50_000, d=10, k=3, budget=ApproxDP(1.0, 1e-6),
                             min_weight=0.2)

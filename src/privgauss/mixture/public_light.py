@@ -407,8 +407,10 @@ def check_public_clusters(P: np.ndarray, k: int, w_min: float, constants: str) -
             f"method='public-light' cannot find n_components = {k} clusters with these public "
             f"rows: its public split separates them into only {found} (nothing was spent); "
             "the components may not be separated enough for it (it is validated at separation "
-            "ratio >= 6): use method='em' (no separation needed) or 'auto', or give more public "
-            "rows from the same mixture"
+            "ratio >= 6), or a few far outlying public rows (gross errors) stretch its search "
+            "far beyond the clusters' scale — look for them and drop them; else use "
+            "method='em' (no separation needed) or 'auto', or give more public rows from the "
+            "same mixture"
         )
     if points:
         raise InvalidDataError(
