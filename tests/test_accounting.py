@@ -478,3 +478,16 @@ def test_to_dp_event_composes_in_dp_accounting() -> None:
     event = mixed.to_dp_event()
     assert isinstance(event.events[0], dp_accounting.UnsupportedDpEvent)
     assert not RdpAccountant(orders=orders).supports(event)
+
+
+@pytest.mark.parametrize("epsilon", [1e12, 1e16, 1e20, 1e50, 1e100, 1e300])
+def test_conversions_hold_at_huge_budgets(epsilon: float) -> None:
+    """At ε ≳ 1e16 the conversion raised OverflowError (exp of CKS20's log δ at ε = 0) and at
+    ε ≳ 1e50 a root-finding ValueError (the bounds agree to float resolution): a consistency
+    check at a huge budget crashed before fitting. The ρ returned must still imply (ε, δ)."""
+    from privgauss.privacy.budgets import approx_to_zcdp, zcdp_to_delta, zcdp_to_epsilon
+
+    rho = approx_to_zcdp(epsilon, 1e-6)
+    assert 0.99 * epsilon < rho < epsilon
+    assert zcdp_to_epsilon(rho, 1e-6) <= epsilon
+    assert zcdp_to_delta(rho, 0.0) == 1.0

@@ -241,6 +241,11 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
     epsilon = _check_nonnegative("epsilon", epsilon)
     if rho == 0:
         return 0.0
+    return math.exp(min(_log_delta(rho, epsilon), 0.0))  # δ ≤ 1 (exp overflows at ρ ≳ 1e15)
+
+
+def _log_delta(rho: float, epsilon: float) -> float:
+    """The log of CKS20's δ(ρ, ε) before capping at 1 (ρ > 0)."""
 
     def dlog(a: float) -> float:
         return (2 * a - 1) * rho - epsilon + math.log1p(-1 / a)
@@ -256,10 +261,9 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
         alpha = hi
     else:
         alpha = _brentq(dlog, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
-    log_delta = (
+    return (
         (alpha - 1) * (alpha * rho - epsilon) - math.log(alpha - 1) + alpha * math.log1p(-1 / alpha)
     )
-    return min(1.0, math.exp(log_delta))
 
 
 def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float:
@@ -281,8 +285,14 @@ def zcdp_to_epsilon(rho: float, delta: float, *, method: str = "tight") -> float
         return 0.0
     # delta(rho, eps) is decreasing in eps; the simple bound is a valid upper end.
     hi = simple
+
+    def excess(e: float) -> float:
+        return _log_delta(rho, e) - math.log(delta)
+
+    if excess(hi) > 0:  # float rounding at ρ ≳ 1e40, where the bounds agree to 1e-16: the
+        return hi  # simple bound holds
     return _brentq(
-        lambda e: math.log(zcdp_to_delta(rho, e)) - math.log(delta),
+        excess,
         0.0,
         hi,
         xtol=1e-14,
