@@ -1,5 +1,5 @@
 """Private EM on 1 % gross errors as the budget grows (issue 27, edge sweep R6): a wide plan's
-steps trim rows beyond ``TRIM_FACTOR`` × the clipping radius from every component
+steps trim rows beyond ``TRIM_FACTOR`` (3) × the clipping radius from every component
 (:func:`privgauss.mixture.private_em._trim_radius`), so a clipping radius grown with the budget
 no longer lets an atom of gross errors 10⁶ sds out bend the clusters' components. Before,
 at ε = 1e12 the fit left the clusters + background basin for one component on the atom and

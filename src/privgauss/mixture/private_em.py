@@ -68,19 +68,23 @@ budget and public rows; every frame after the first a function of releases):
    plan a refining step's (after the pick and the reduction) only ≥ √d (``REFINE_TAIL``:
    √d to r₀ at ε = 1, d = 10–15; a plan without k' keeps r₀, :func:`_tail`);
    *Trimming* (a wide plan's steps, :attr:`EMPlan.factored`: quiet budgets; ``TRIM_FACTOR``,
-   :func:`_trim_radius`): a row farther than 2r_t from every component (each in its own
+   :func:`_trim_radius`): a row farther than 3r_t from every component (each in its own
    frame) gets responsibility 0 — a gross error the growing radius would otherwise let bend
    a component, r_t² per clipped row (issue 27, edge sweep R6: 1 % of rows at 10⁶, an atom
    19 frame units and ~10⁶ of the clusters' own sds out; from ε ≈ 1e9 the clipped atom
    inflated a cluster's component along it until the fit left the clusters + background
    basin, 1.8 nat/row above scikit-learn, for an atom component + one on both clusters,
    0.64 below it at ε = 1e12, n = 3,000, where that component stuck beside the atom). A
-   Gaussian component's own row lies beyond 2r_t with probability ≤ 2e-7 where plans are
-   wide (r_t ≥ 2.8 at n = 2,000, d = 2; ≤ 1e-11 at d = 10): on clean rows nothing is
-   trimmed; the trimmed rows are left to the clipped count and the background. 2r_t grows
-   without bound with the budget (as ρ → ∞ the steps are scikit-learn's). The
-   responsibilities stay in the sub-simplex (Σ_j r_ij ≤ 1), where the sensitivities below
-   hold. Not in other plans (ε = 1 at the benchmarks' shapes: unchanged bit for bit).
+   Gaussian component's own row lies beyond 3r_t with probability ≤ 1e-15 where plans are
+   wide (r_t ≥ 2.8 at n = 2,000, d = 2; 1e-31 at d = 10): on clean rows nothing is
+   trimmed; the trimmed rows are left to the clipped count and the background. Rows
+   between r_t and 3r_t still pull a component by up to r_t a step, so EM still finds
+   structure far from its components (at 2r_t, a fresh corpus table, rwm at ε = 1e4,
+   lost its parked basin on one split of three: −5.33 → +2.03 nat/row; R6 is fixed from 2
+   to 4 × r_t up to ε = 1e14, not at 6). 3r_t grows without bound with the budget (as ρ → ∞
+   the steps are scikit-learn's). The responsibilities stay in the sub-simplex
+   (Σ_j r_ij ≤ 1), where the sensitivities below hold. Not in other plans (ε = 1 at the
+   benchmarks' shapes: unchanged bit for bit).
    Released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
    Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
@@ -500,7 +504,7 @@ DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM
 POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
 POOL_OVERPARAM = True  # so do a k' run's untied steps before the reduction (_pooling; fampool)
 MEAN_CAP = True  # a step moves a mean at most its clipping radius (False: an experiment switch)
-TRIM_FACTOR = 2.0  # a wide plan's step trims rows beyond this × r_t from every component (0: never)
+TRIM_FACTOR = 3.0  # a wide plan's step trims rows beyond this × r_t from every component (0: never)
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
 FINAL_SHARE = 0.03  # of ρ_EM (taken from the EM steps), the final pick among the candidates
 CANDIDATES = ("em", "single_gaussian", "public")  # the final pick's candidates, in this order
