@@ -67,7 +67,25 @@ budget and public rows; every frame after the first a function of releases):
    that heavy tails stop being clipped as ρ → ∞); in an over-parameterised
    plan a refining step's (after the pick and the reduction) only ≥ √d (``REFINE_TAIL``:
    √d to r₀ at ε = 1, d = 10–15; a plan without k' keeps r₀, :func:`_tail`);
-   released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
+   *Trimming* (a wide plan's steps, :attr:`EMPlan.factored`: quiet budgets; ``TRIM_FACTOR``,
+   :func:`_trim_radius`): a row farther than 3r_t from every component (each in its own
+   frame) gets responsibility 0 — a gross error the growing radius would otherwise let bend
+   a component, r_t² per clipped row (issue 27, edge sweep R6: 1 % of rows at 10⁶, an atom
+   19 frame units and ~10⁶ of the clusters' own sds out; from ε ≈ 1e9 the clipped atom
+   inflated a cluster's component along it until the fit left the clusters + background
+   basin, 1.8 nat/row above scikit-learn, for an atom component + one on both clusters,
+   0.64 below it at ε = 1e12, n = 3,000, where that component stuck beside the atom). A
+   Gaussian component's own row lies beyond 3r_t with probability ≤ 1e-15 where plans are
+   wide (r_t ≥ 2.8 at n = 2,000, d = 2; 1e-31 at d = 10): on clean rows nothing is
+   trimmed; the trimmed rows are left to the clipped count and the background. Rows
+   between r_t and 3r_t still pull a component by up to r_t a step, so EM still finds
+   structure far from its components (at 2r_t, a fresh corpus table, rwm at ε = 1e4,
+   lost its parked basin on one split of three: −5.33 → +2.03 nat/row; R6 is fixed from 2
+   to 4 × r_t up to ε = 1e14, not at 6). 3r_t grows without bound with the budget (as ρ → ∞
+   the steps are scikit-learn's). The responsibilities stay in the sub-simplex
+   (Σ_j r_ij ≤ 1), where the sensitivities below hold. Not in other plans (ε = 1 at the
+   benchmarks' shapes: unchanged bit for bit).
+   Released jointly over the k components: N = (Σ_i r_ij)_j, S = (Σ_i r_ij y_ij)_j and
    M = (Σ_i r_ij y_ij y_ijᵀ)_j (upper triangles), each by the Gaussian mechanism.
    Update (post-processing): μ_j += L_j S_j/N_j (de-clipped, moved at most r),
    Σ_j = L_j C L_jᵀ, C = M_j/N_j − ȳȳᵀ de-clipped, its eigenvalues at most r² while the
@@ -287,7 +305,8 @@ budget and public rows; every frame after the first a function of releases):
    → 0.208 over 12 fits; both fail it, 11 and 12 of 12; full k' steps at this share: 0.256,
    tied at ``OVER_SHARE`` 0.4 / 0.5: 0.217 / 0.262).
 
-**Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex and each
+**Sensitivities** (:mod:`privgauss.sensitivity`; responsibilities lie in the simplex — a
+trimmed row's all 0: the sub-simplex Σ_j r_ij ≤ 1, where the same bounds hold — and each
 y_ij is a clipped function of row i and released values only). Replacing row i changes N by
 r − r' (‖·‖₂ ≤ √2: :func:`~privgauss.sensitivity.soft_counts_l2`), S_j by r_j y_j − r'_j y'_j
 (Σ_j r²(r_j + r'_j)² ≤ 4r²: 2r, :func:`~privgauss.sensitivity.soft_sums_l2`), M_j by
@@ -485,6 +504,7 @@ DRIFT_SHARE = 0.5  # of an innovation's energy beyond noise and prior read as EM
 POOL_HELD = True  # refining steps pool a held component's releases (False: an experiment switch)
 POOL_OVERPARAM = True  # so do a k' run's untied steps before the reduction (_pooling; fampool)
 MEAN_CAP = True  # a step moves a mean at most its clipping radius (False: an experiment switch)
+TRIM_FACTOR = 3.0  # a wide plan's step trims rows beyond this × r_t from every component (0: never)
 COUNT_SHARE = 0.01  # of ρ_EM, the count of rows outside every component's final ball
 FINAL_SHARE = 0.03  # of ρ_EM (taken from the EM steps), the final pick among the candidates
 CANDIDATES = ("em", "single_gaussian", "public")  # the final pick's candidates, in this order
@@ -1591,7 +1611,7 @@ def _workspace(rows: int, k: int, d: int) -> _Workspace:
 
 
 def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: float = 0.0,
-               stats: bool = True) -> tuple[np.ndarray, ...]:
+               stats: bool = True, trim: float = math.inf) -> tuple[np.ndarray, ...]:
     """Each model's (Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij =
     clip_r(L_j^{-1}(z_i − μ_j)), stacked over the models (one pass advances every run); with
     ``bound`` > 0 also each model's Σ_i clip(log p(z_i) − log φ(z_i), ±bound) (φ the frame's
@@ -1599,7 +1619,9 @@ def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: f
     next step share the pass. ``stats=False`` (with ``bound`` > 0): the scores alone, as a
     1-tuple — each model's score bit for bit the one the full kernel gives (the same
     operations on the same sub-blocks; the statistics' part of a sub-block only reads them),
-    at ~40 % of the cost. Nothing here is released. The block is processed in sub-blocks of
+    at ~40 % of the cost. ``trim`` (:func:`_trim_radius`): a row farther than this from
+    every component (each in its own frame) gets responsibility 0 in the statistics, not in
+    the scores. Nothing here is released. The block is processed in sub-blocks of
     ``EM_SUB_ROWS`` rows in one :class:`_Workspace`."""
     n, d = B.shape
     k = models[0][0].shape[0]
@@ -1620,7 +1642,7 @@ def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: f
             for c, model in enumerate(stacked):
                 _em_densities(len(Bs), model, ws)
                 if stats:
-                    _em_sub_block(len(Bs), model, radius, ws, [x[c] for x in acc[:3]])
+                    _em_sub_block(len(Bs), model, radius, ws, [x[c] for x in acc[:3]], trim)
                 if ref is not None:  # log p(z_i) − log φ(z_i), clipped; NaN (none): 0
                     v = ws.top[: len(Bs)] + np.log(ws.tot[: len(Bs)]) - ref
                     acc[3][c] += np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound).sum()
@@ -1657,14 +1679,16 @@ def _em_densities(n: int, model: tuple[np.ndarray, np.ndarray], ws: _Workspace) 
 
 
 def _em_sub_block(n: int, model: tuple[np.ndarray, np.ndarray], radius: float,
-                  ws: _Workspace, acc: list[np.ndarray]) -> None:
+                  ws: _Workspace, acc: list[np.ndarray], trim: float = math.inf) -> None:
     """Add one model's (N, S, M) over the first n rows to ``acc``, from the workspace ``ws``
     that :func:`_em_densities` filled for this model (frames, squared norms, exponentials).
     A row no component can score is spread evenly; a component that cannot score it clips
     it to 0 (its frame was zeroed). The clipping factor w = min(1, r'/‖Y‖) uses the
     squared norms the densities need, with clip_weights' margin r' = r(1 − 4(d + 2)ε) for
     their rounding; M_j sums V Vᵀ, V = √r_ij · w · Y (a symmetric product: the margin also
-    covers the square root's and the products' roundings, ‖V‖² ≤ r_ij r²)."""
+    covers the square root's and the products' roundings, ‖V‖² ≤ r_ij r²). A row whose
+    squared norm exceeds ``trim``² in every component's frame is *trimmed*: its
+    responsibilities are 0 (a point of the sub-simplex: the same sensitivities)."""
     T1, log_norm = model
     k = log_norm.shape[0]
     d = T1.shape[0] // k
@@ -1673,6 +1697,8 @@ def _em_sub_block(n: int, model: tuple[np.ndarray, np.ndarray], radius: float,
     q, R, top = ws.q[:, :n], ws.R[:, :n], ws.top[:n]
     R /= ws.tot[:n]
     R[:, ~np.isfinite(top)] = 1.0 / k  # a row no component can score: spread evenly
+    if trim < math.inf:  # beyond every component's trimming ball: no component's row
+        R[:, np.min(q, axis=0) > trim * trim] = 0.0
     w = np.sqrt(q, out=ws.w[:, :n])
     np.divide(radius * (1.0 - 4.0 * (d + 2) * float(np.finfo(np.float64).eps)), w, out=w)
     np.minimum(w, 1.0, out=w)  # the clipping factors
@@ -1906,6 +1932,14 @@ def _declip_cap_batch(C: np.ndarray, r: float, s: np.ndarray) -> np.ndarray:
         out[over] = sym((Vo * np.minimum(lam[over], top[over, None])[:, None, :])
                         @ np.swapaxes(Vo, 1, 2))
     return out
+
+
+def _trim_radius(plan: EMPlan, t: int) -> float:
+    """The trimming radius of EM step t (public; components' own frames): ``TRIM_FACTOR`` ×
+    r_t in a wide plan (:attr:`EMPlan.factored`), ∞ otherwise (:func:`_em_sub_block`)."""
+    if TRIM_FACTOR <= 0.0 or not plan.factored:
+        return math.inf
+    return TRIM_FACTOR * plan.step_radius(t)
 
 
 def _step_eig_floor(s: float, d: int, factored: bool = False) -> float:
@@ -2456,11 +2490,13 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             winner = pick_run(out[0], plan, release)
             keep, at = range(winner, winner + 1), {winner: 0}
             out = reduce_rows(Z, partial(_em_kernel, models=models[winner: winner + 1],
-                                         radius=plan.step_radius(t)), block=EM_BLOCK_ROWS)
+                                         radius=plan.step_radius(t),
+                                         trim=_trim_radius(plan, t)), block=EM_BLOCK_ROWS)
         else:  # streamed rows: one pass, every run's statistics (the scores with the pick's)
             out = reduce_rows(Z, partial(_em_kernel, models=models,
                                          radius=plan.step_radius(t),
-                                         bound=plan.score_bound if pick else 0.0),
+                                         bound=plan.score_bound if pick else 0.0,
+                                         trim=_trim_radius(plan, t)),
                               block=EM_BLOCK_ROWS)
             if pick:
                 winner = pick_run(out[3], plan, release)
