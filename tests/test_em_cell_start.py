@@ -1,5 +1,6 @@
 """The cells' mixture start (famlowd2, issue 27; ``CELL_START`` = 40, 0 switches it off): in a
-plain full-grid plan the histogram start is replaced by a k-component mixture fitted by EM with
+plain plan whose start grid misses at most ``CELL_GATE_SLACK`` = 1 directions (famd6; 0: a full
+grid only) the histogram start is replaced by a k-component mixture fitted by EM with
 restarts to the released start cells (post-processing). Off, every fit is the k-means histogram
 start's; on, only that one start changes — the plan, the ledger, the other starts and every
 noise draw stay as they are."""
@@ -23,6 +24,7 @@ EPS1 = ApproxDP(1.0, 1e-6)
 
 def test_on_by_default_and_off_at_zero(monkeypatch):
     assert pe.CELL_START == 40
+    assert pe.CELL_GATE_SLACK == 1  # famd6: a grid that misses one direction is gated too
     plan = pe.em_plan(50_000, 3, 6, EPS1)
     assert pe._cell_start(plan, 3, 6)
     monkeypatch.setattr(pe, "CELL_START", 0)
@@ -40,7 +42,7 @@ def test_the_gate_opens_on_plain_full_grid_plans(monkeypatch, n, d, k):
 
 
 @pytest.mark.parametrize("n, d, k, budget", [
-    (50_000, 6, 4, EPS1),  # the grid does not see every direction
+    (50_000, 7, 4, EPS1),  # the grid misses two directions (and the plan is not plain)
     (50_000, 10, 3, EPS1),  # over-parameterised (k' run)
     (8_000, 4, 3, EPS1),  # over-parameterised at small n
     (50_000, 3, 4, ApproxDP(1e4, 1e-6)),  # wide, summary start: quiet steps
@@ -54,11 +56,40 @@ def test_the_gate_stays_closed_elsewhere(monkeypatch, n, d, k, budget):
     assert not pe._cell_start(plan, d, k)
 
 
-def test_the_gate_closes_as_the_budget_grows(monkeypatch):
-    """n = 5e4, d = 3, k = 4: from ε = 10 on the plan is no longer plain (summary or wide)."""
+@pytest.mark.parametrize("n, d, k", [(50_000, 6, 2), (50_000, 6, 4), (2_000, 3, 4)])
+def test_the_gate_slack_opens_plans_whose_grid_misses_one_direction(monkeypatch, n, d, k):
+    """famd6: a plain plan whose start grid is a (d − 1)-dimensional projection (d = 6 at
+    n = 5e4, ε = 1; d = 3 at n = 2000) is gated by ``CELL_GATE_SLACK`` ≥ 1, not at 0."""
     monkeypatch.setattr(pe, "CELL_START", 40)
+    plan = pe.em_plan(n, d, k, EPS1)
+    assert plan.grid_dims == d - 1 and plan.n_starts == pe.N_STARTS and plan.components == 0
+    monkeypatch.setattr(pe, "CELL_GATE_SLACK", 0)
+    assert not pe._cell_start(plan, d, k)
+    monkeypatch.setattr(pe, "CELL_GATE_SLACK", 1)
+    assert pe._cell_start(plan, d, k)
+
+
+def test_the_gate_slack_counts_the_unseen_directions(monkeypatch):
+    """n = 2072, d = 4, k = 3 (Chile's shape): a plain plan on a 2-dimensional grid opens at
+    a slack of 2, not of 1."""
+    monkeypatch.setattr(pe, "CELL_START", 40)
+    plan = pe.em_plan(2_072, 4, 3, EPS1)
+    assert plan.grid_dims == 2 and plan.n_starts == pe.N_STARTS and plan.components == 0
+    for slack, gated in ((0, False), (1, False), (2, True)):
+        monkeypatch.setattr(pe, "CELL_GATE_SLACK", slack)
+        assert pe._cell_start(plan, 4, 3) is gated, slack
+
+
+def test_the_gate_closes_as_the_budget_grows(monkeypatch):
+    """n = 5e4, d = 3, k = 4: from ε = 10 on the plan is no longer plain (summary or wide);
+    d = 6 (gated at ε = 1 by the slack, at ε = 10 by a full grid): from ε = 100 on."""
+    monkeypatch.setattr(pe, "CELL_START", 40)
+    monkeypatch.setattr(pe, "CELL_GATE_SLACK", 1)
     for eps in (10.0, 100.0, 1e3, 1e4):
         assert not pe._cell_start(pe.em_plan(50_000, 3, 4, ApproxDP(eps, 1e-6)), 3, 4), eps
+    assert pe._cell_start(pe.em_plan(50_000, 6, 4, EPS1), 6, 4)
+    for eps in (100.0, 1e3, 1e4):
+        assert not pe._cell_start(pe.em_plan(50_000, 6, 4, ApproxDP(eps, 1e-6)), 6, 4), eps
 
 
 def _starts(X: np.ndarray, k: int, cell: int, monkeypatch: pytest.MonkeyPatch
@@ -95,6 +126,58 @@ def test_the_switch_replaces_the_histogram_start_only(monkeypatch):
     assert not np.allclose(on[1][2][0], on[1][2][1])
     np.testing.assert_allclose(on[1][0].sum(), 1.0)
     assert [(e.step, e.cost) for e in est0.ledger_] == [(e.step, e.cost) for e in est1.ledger_]
+
+
+def test_the_slack_replaces_the_histogram_start_of_a_projected_grid(monkeypatch):
+    """n = 20000, d = 5, k = 2 at ε = 1 (a plain plan, a 4-dimensional start grid): at
+    ``CELL_GATE_SLACK`` = 1 the second start is the cells' mixture, the other two starts and
+    the ledger (step by step, cost by cost, and equal to the plan) are those of slack 0; the
+    mixture's means lie in the grid's span and its covariances keep the frame's unit variance
+    along the unseen direction."""
+    X = pg.datasets.make_mixture(20_000, 2, 5, separation=4.0, random_state=3).X
+    grids: list[np.ndarray] = []
+    cells = es.cell_gmm_start
+
+    def spy(c: Any, w: Any, V: np.ndarray, *a: Any) -> Any:
+        grids.append(V)
+        return cells(c, w, V, *a)
+
+    monkeypatch.setattr(es, "cell_gmm_start", spy)
+    got = []
+    for slack in (0, 1):
+        monkeypatch.setattr(pe, "CELL_GATE_SLACK", slack)
+        got.append(_starts(X, 2, 40, monkeypatch))
+    (off, est0), (on, est1) = got
+    assert len(grids) == 1 and grids[0].shape == (5, 4)  # called at slack 1 only
+    for a, b in zip(off[0] + off[2], on[0] + on[2], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.allclose(off[1][2], on[1][2])
+    assert not np.allclose(on[1][2][0], on[1][2][1])
+    u = np.linalg.svd(grids[0], full_matrices=True)[0][:, -1]  # the direction the grid missed
+    np.testing.assert_allclose(on[1][1] @ u, 0.0, atol=1e-12)
+    np.testing.assert_allclose(on[1][2] @ u, np.tile(u, (2, 1)), atol=1e-5)  # + reg_covar
+    assert [(e.step, e.cost) for e in est0.ledger_] == [(e.step, e.cost) for e in est1.ledger_]
+
+
+def test_cell_gmm_start_on_a_projected_grid():
+    """Cells on a grid of the first axis of a 2-dimensional frame (V = e₁): the mixture's
+    means have no second coordinate and its covariances the frame's unit variance there."""
+    g = np.linspace(-3, 3, 25)
+    width = g[1] - g[0]
+    cells = np.column_stack([g, np.zeros_like(g)])
+    wts = 1e5 * (0.5 * np.exp(-0.5 * ((g + 1.5) / 0.4) ** 2)
+                 + 0.5 * np.exp(-0.5 * ((g - 1.5) / 0.4) ** 2))
+    keep = wts > 1.0
+    V = np.array([[1.0], [0.0]])
+    w, mu, S = es.cell_gmm_start(cells[keep], wts[keep], V, width, 2, np.random.default_rng(0),
+                                 10)
+    order = np.argsort(mu[:, 0])
+    np.testing.assert_allclose(w[order], [0.5, 0.5], atol=0.02)
+    np.testing.assert_allclose(mu[order, 0], [-1.5, 1.5], atol=0.05)
+    np.testing.assert_array_equal(mu[:, 1], 0.0)
+    np.testing.assert_allclose(S[:, 1, 1], 1.0, atol=1e-5)  # + reg_covar
+    np.testing.assert_allclose(S[:, 0, 1], 0.0, atol=1e-9)
+    np.testing.assert_allclose(S[order, 0, 0], 0.4**2 + width**2 / 12.0, atol=0.02)
 
 
 def test_the_switch_is_ignored_where_the_gate_is_closed(monkeypatch):
