@@ -84,6 +84,11 @@ def test_grid_levels_grow_past_the_old_caps_within_the_memory_bound() -> None:
     assert g6 >= grid_mod.GRID_MIN_LEVELS and g6**6 <= grid_mod.GRID_MAX_CELLS
     g = grid_mod.grid_levels(10**12, 3, 1.0)
     assert g**3 <= grid_mod.GRID_MAX_CELLS < (g + 1) ** 3
+    # the cap without a count-down: at ρ = 1e100 the balance asks for ~1e13 levels, and
+    # stepping down one level at a time never ended (PrivateSynthesizer at ε = 1e100 hung)
+    for d in (2, 3, 7):
+        g = grid_mod.grid_levels(3000, d, 1e100)
+        assert g**d <= grid_mod.GRID_MAX_CELLS < (g + 1) ** d
 
 
 def test_bins_and_zoom_grow_past_4096_as_the_noise_vanishes() -> None:

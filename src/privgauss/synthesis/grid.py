@@ -73,9 +73,11 @@ def grid_levels(n: int, d: int, rho: float) -> int:
     if not (rho > 0 and n > 0 and d >= 2):  # one column has no dependence
         return 0
     sigma = histogram_l2() / math.sqrt(2.0 * rho)
-    g = int((n / sigma) ** (1.0 / (d + 1)))
-    while g >= GRID_MIN_LEVELS and g**d > GRID_MAX_CELLS:  # the most levels within the cap
-        g -= 1
+    most = int(GRID_MAX_CELLS ** (1.0 / d)) + 1  # the most levels within the cap ...
+    while most**d > GRID_MAX_CELLS:
+        most -= 1
+    # ... taken before the loop-free min: at ρ = 1e100 the balance alone asks for 1e13 levels
+    g = min(int(min((n / sigma) ** (1.0 / (d + 1)), 1e9)), most)
     return g if g >= GRID_MIN_LEVELS else 0
 
 
