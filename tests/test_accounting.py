@@ -491,3 +491,23 @@ def test_conversions_hold_at_huge_budgets(epsilon: float) -> None:
     assert 0.99 * epsilon < rho < epsilon
     assert zcdp_to_epsilon(rho, 1e-6) <= epsilon
     assert zcdp_to_delta(rho, 0.0) == 1.0
+
+
+def test_budgets_above_the_largest_are_refused_and_the_largest_fits() -> None:
+    """ε or ρ above MAX_BUDGET is refused at entry, before any row is read (between 1e150 and
+    1e200 the Gaussian calibration overflowed and the bound-free plan asked for inf rows); at
+    MAX_BUDGET itself the default estimators fit and converge."""
+    import numpy as np
+
+    import privgauss as pg
+    from privgauss.exceptions import PrivacyBudgetError
+    from privgauss.privacy.budgets import MAX_BUDGET
+
+    X = np.random.default_rng(0).normal(size=(3000, 3)) * [2.0, 1.0, 0.5] + 5.0
+    for kw in ({"epsilon": 1e101, "delta": 1e-6}, {"rho": 1e150}, {"epsilon": 1e300}):
+        with pytest.raises(PrivacyBudgetError, match="at most 1e\\+100"):
+            pg.PrivateGaussian(**kw).fit(X)
+    g = pg.PrivateGaussian(epsilon=MAX_BUDGET, delta=1e-6, random_state=0).fit(X)
+    assert np.abs(g.covariance_ - np.cov(X.T, bias=True)).max() < 1e-6
+    m = pg.PrivateGaussianMixture(2, epsilon=MAX_BUDGET, delta=1e-6, random_state=0).fit(X)
+    assert np.isfinite(m.score(X))

@@ -37,6 +37,10 @@ def _brentq(*args: Any, **kwargs: Any) -> float:
 
 #: slack for float rounding when the last charge exactly exhausts the total
 REL_TOL = 1e-9
+#: the largest ε or ρ a user may state (:func:`make_budget`): the estimators are checked up to
+#: it (tests/test_accounting.py); between 1e150 and 1e200 the Gaussian calibration overflows
+MAX_BUDGET = 1e100
+
 #: stands for a converted epsilon of 0 (ApproxDP needs epsilon > 0)
 MIN_EPS = sys.float_info.min
 
@@ -450,7 +454,17 @@ def make_budget(
     epsilon: float | None = None,
     delta: float | None = None,
 ) -> Budget:
-    """Build a budget from estimator keyword arguments (exactly one notion)."""
+    """Build a budget from estimator keyword arguments (exactly one notion; ε and ρ at most
+    :data:`MAX_BUDGET`)."""
+    for name, value in (("rho", rho), ("epsilon", epsilon)):
+        if (isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+                and math.isfinite(value) and value > MAX_BUDGET):
+            raise PrivacyBudgetError(
+                f"{name} must be at most {MAX_BUDGET:g}, got {value:g}: beyond it the noise is "
+                "far below float64's resolution of any statistic and some calibrations "
+                "overflow (for a non-private reference use "
+                "privgauss.metrics.nonprivate_gaussian)"
+            )
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise PrivacyBudgetError(
