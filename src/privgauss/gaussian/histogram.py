@@ -100,9 +100,9 @@ from .histogram_budget import refinement_error as refinement_error
 from .histogram_localise import Localisation as Localisation
 from .histogram_localise import localise as localise
 from .histogram_reading import HI_RATIO, LO_RATIO
-from .ridge import jitter_rows, jitter_seed, transform_jittered, unjitter
+from .ridge import JITTER_SHARE, jitter_rows, jitter_seed, transform_jittered, unjitter
 
-__all__ = ["JITTER", "check_chain", "histogram_gaussian", "public_padding"]
+__all__ = ["check_chain", "histogram_gaussian", "public_padding"]
 
 _PAD_SEED = 20_171_117  # public seed of the padding that replaces degenerate axes
 # released smallest eigenvalue below this fraction of the prior's lower bound: a failure (good
@@ -197,9 +197,9 @@ def histogram_gaussian(
     hi = float(np.sum((s_hi / s) ** 2))  # λ_max <= trace
     # a ridge: ±eta on every entry makes the covariance the refinement sees Σ_z + eta²·I, whose
     # smallest eigenvalue is at least eta² even when columns are exact linear combinations of
-    # others; eta² = JITTER·lo vanishes with the noise as lo does (budget_condition), see
+    # others; eta² = JITTER_SHARE·lo vanishes with the noise as lo does (budget_condition), see
     # :mod:`.ridge` (practical constants only; "theory" runs the refinement as published)
-    eta2 = 0.0 if constants == "theory" else JITTER * lo
+    eta2 = 0.0 if constants == "theory" else JITTER_SHARE * lo
     seed = jitter_seed(src) if eta2 > 0 else None
     Z = None
     if seed is not None and not deg.any() and not is_dask(Xc):  # map and jitter in one pass
@@ -238,15 +238,6 @@ def histogram_gaussian(
     return mean, cov_hat
 
 
-# The jitter's variance as a fraction of the refinement's lower bound lo, chosen on mhtdata
-# (near-collinear positions; ε = 1, ridge floor 0.01·η²): it fails after spending without a
-# jitter (3 of 3 seeds), fits 5 of 5 at 0.03 (median gap -0.03 nat/row), 3 of 3 at 0.1 (0.35);
-# at 0.01 (floor 0.1·η²) it failed 1 of 3. At 1 a Gaussian table of condition 1e4 lost accuracy
-# (covariance error 0.52 against < 0.2). At ε ≥ 1e4 exactly collinear dummies fit 10 of 10
-# seeds at 0.03·lo, 1 of 2 with 0.1·lo·100/cond. (The held-out baseball was looked at while
-# diagnosing — median gap over seeds 0-9: -0.87 without, -0.36 at 0.03, +1.62 at 0.1 — so it
-# is no longer a clean held-out check of this constant.)
-JITTER = 0.03
 
 
 def public_padding(n: int, k: int) -> np.ndarray:

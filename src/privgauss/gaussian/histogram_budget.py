@@ -286,7 +286,7 @@ def budget_condition(corr_condition: float, n: int, rho: float) -> float:
     1/(n√ρ), so as the budget grows an ever smaller eigenvalue is estimated, and the
     assumption stops limiting the fit (DESIGN.md rule 15: collinear columns, or columns in
     units 1e-17 .. 1e8, at ε = 1e4). The n·ρ term sets the pace of the jitter
-    (:mod:`.ridge`, η² = JITTER·lo ∝ 1/cond): its cross terms with the rows, about
+    (:mod:`.ridge`, η² = JITTER_SHARE·lo ∝ 1/cond): its cross terms with the rows, about
     η·√(λ/n) per whitened entry, cannot be removed after the release, and with η² ∝ 1/(n√ρ)
     they vanish only as ρ^(−1/4) — on a near-singular table at ε = 1e4 they, not the noise,
     set the error; with η² ∝ 1/(nρ) they vanish as the noise does. At ε = 1 and n ≤ 1e6 the

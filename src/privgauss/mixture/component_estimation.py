@@ -6,10 +6,33 @@ output), the part sizes are released with discrete Gaussian noise (L2 sensitivit
 CoinPress-style learner (:func:`~privgauss.gaussian.coinpress.coinpress_gaussian`, ρ_E-zCDP) runs
 on a fixed-size subset of each part. **Neighbours:** replace one row (n public); a replaced row
 changes at most two of the disjoint parts, so the runs are charged once as 2ρ_E.
+
+**Practical part learner** (:func:`ridged_part`, ``constants="practical"``; "theory" runs
+CoinPress as published). A part's prior lower bound lo = R²/cond_range is a guess tied to its
+radius, i.e. to its largest scale: it floored every smaller direction (a column in units 1e-6
+beside one in 1e6 kept a variance 1e11 times np.cov's at every budget; session 49, R3). So
+
+1. lo falls with the budget (:func:`widened_bounds`: by factors of 100, down to
+   hi/``WIDEST_RANGE``, while the planner's predicted error stays within ``RANGE_SLACK`` of the
+   given range's — unchanged while the noise matters, open as ρ → ∞), and a widened run is
+   planned at β·``WIDE_BETA`` (its longer chain has more steps that can lose the rows);
+2. CoinPress sees the part's rows in its own frame (centred at the released centre) plus an
+   independent ±η on every entry, η² = ``JITTER_SHARE``·lo (:mod:`~privgauss.gaussian.ridge`,
+   as the histogram route's refinement): the covariance it estimates is Σ + η²·I, whose
+   smallest eigenvalue is at least η² whatever the rows — a constant or duplicated column no
+   longer lets the whitening chain diverge at a wide range (session 49: kssu const 397
+   nat/row); η²·I is removed from the release and its spectrum floored at
+   ``RIDGE_KEEP``·η² (post-processing), a ridge that vanishes as lo does.
+
+Privacy: the jitter's signs come from a generator spawned from the fit's noise source, drawn
+whatever the rows are — a data-independent map of each record — and the new bounds are
+functions of public quantities (a released size, d, ρ, the prior, β); the runs' clipping,
+sensitivities and budget are those of the published learner.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +43,8 @@ from .. import sensitivity
 from ..backends import as_rows
 from ..exceptions import EstimationFailed
 from ..gaussian.coinpress import gaussian_of_rows
+from ..gaussian.coinpress.estimate import planned_covariance_error
+from ..gaussian.ridge import JITTER_SHARE, jitter_rows, unjitter
 from ..mechanisms import Release, gaussian_sigma_zcdp, private_count
 from ..privacy import (
     ZCDP,
@@ -33,7 +58,24 @@ __all__ = [
     "estimate_components",
     "fixed_size_subset",
     "nearest_center",
+    "ridged_part",
+    "widened_bounds",
 ]
+
+#: :func:`widened_bounds`: the widest prior range it tries (eigenvalue ratio hi/lo). Two limits
+#: meet here. A constant column leaves the chain a direction of variance η² = JITTER_SHARE·lo,
+#: so it whitens a condition up to hi/(JITTER_SHARE·lo), and past ~1e29 the whitened rows lose
+#: that direction to rounding: a part with a constant column and a released centre 1 off
+#: (12 tables × ρ = 1e4, 1e6; ``test_part_ridge.py``'s parts) had its other variances within
+#: 0.04 % / 0.24 % / 1.8 % (one fit 18 %) of np.var at 1e26 / 1e27 / 1e28 (main: up to 136 %).
+#: And the jitter's cross terms with a small column (≈ 2η·sd/√n, not removable) must stay
+#: below its variance: R3's 1e-6 column beside a 1e6 one (kssu, ε = 1e8 / 1e12) came within
+#: 1.1 % / 0.9 % of np.var at 1e26, 0.13 % / 0.21 % at 1e27, 0.08 % at 1e28 and 1e32.
+WIDEST_RANGE = 1e27
+#: and the planned error it may cost: at most this fraction above the given range's.
+RANGE_SLACK = 0.01
+#: a widened run's failure probability, as a fraction of the caller's β
+WIDE_BETA = 1e-3
 
 
 # ----------------------------------------------------------------------------------------------
@@ -104,6 +146,69 @@ def fixed_size_subset(
 
 #: ``(part index, fixed-size rows, rho, accountant) -> (mean, covariance)``
 PartLearner = Callable[[int, np.ndarray, float, Accountant], tuple[np.ndarray, np.ndarray]]
+
+
+def widened_bounds(m: int, d: int, rho: float, radius: float, bounds: tuple[float, float],
+                   beta: float) -> tuple[tuple[float, float], float]:
+    """The covariance bounds and failure probability a part's practical CoinPress run gets:
+    ``bounds`` = (lo, hi) with lo lowered by factors of 100 (down to hi/``WIDEST_RANGE``) as
+    long as the planned covariance error
+    (:func:`~privgauss.gaussian.coinpress.estimate.planned_covariance_error`, the route the
+    run takes) at β·``WIDE_BETA`` stays within ``RANGE_SLACK`` of the error at ``bounds`` and
+    β; when lo is lowered the run is planned at β·``WIDE_BETA``, else at β. A wider range
+    costs CoinPress steps, which cost accuracy only while the noise matters: at the per-part
+    ρ of ε = 1 / ρ = 0.5 fits the bounds stay as given, and as ρ → ∞ the planned error is the
+    sampling error at any range and lo falls to hi/``WIDEST_RANGE`` (DESIGN.md rule 15, up to
+    float64's resolution). Each step of the longer chain is a chance to lose the rows (its
+    localising means bound their noise at β/t each: at β = 0.05, range 1e32, 2 of 100 noise
+    draws on one part of the edge sweep's dups cell did, the covariance off by 1e16; 0 of 100
+    at 1e-3·β, same median error), hence the smaller β. Public: a function of m (a released
+    size), d, ρ, the prior and β."""
+    lo, hi = bounds
+    base = planned_covariance_error(m, d, rho, radius, (lo, hi), beta)
+    if not math.isfinite(base):
+        return bounds, beta
+    limit = (1.0 + RANGE_SLACK) * base
+    small = beta * WIDE_BETA
+    best = lo
+    while True:
+        trial = max(best / 100.0, hi / WIDEST_RANGE)
+        if not trial < best:  # at the widest range (hi/(hi/W) may round below W)
+            break
+        if planned_covariance_error(m, d, rho, radius, (trial, hi), small) > limit:
+            break
+        best = trial
+    return ((best, hi), small) if best < lo else (bounds, beta)
+
+
+def ridged_part(rows: np.ndarray, rho: float, prior: ComponentPrior, release: Release, *,
+                beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """The practical part learner: ρ-zCDP (replace-one, the m rows' number public) mean and
+    covariance of ``rows`` (m × d, a fresh array of the caller's: written in place) inside
+    ``prior``, charged to ``release``. The prior's bounds are widened with the budget
+    (:func:`widened_bounds`); CoinPress (:func:`~privgauss.gaussian.coinpress.gaussian_of_rows`)
+    runs on the rows centred at the prior's centre plus ±η on every entry, η² =
+    ``JITTER_SHARE``·lo, and η²·I is removed from its release
+    (:func:`~privgauss.gaussian.ridge.unjitter`). The centring keeps the jitter above the
+    rows' rounding; the jitter's signs are drawn from the release's noise source whatever the
+    rows are, so the guarantee is CoinPress's."""
+    m, d = rows.shape
+    (lo, hi), beta = widened_bounds(m, d, rho, prior.radius, prior.cov_bounds, beta)
+    eta2 = JITTER_SHARE * lo
+    Z = np.subtract(rows, prior.center, out=rows)
+    Z = jitter_rows(Z, math.sqrt(eta2), release.noise, owned=True)
+    mean, cov = gaussian_of_rows(
+        as_rows(Z, min_rows=2),
+        rho,
+        center=np.zeros(d),
+        radius=prior.radius,
+        cov_bounds=(lo, hi),
+        release=release,
+        constants="practical",
+        beta=beta,
+        prior_floor=False,  # derived bounds: behaviour as before the prior floor
+    )
+    return prior.center + np.asarray(mean), unjitter(np.asarray(cov), eta2)
 
 
 def _min_part_rows(d: int) -> int:
@@ -187,13 +292,18 @@ def estimate_components(
         if part_learner is not None:
             means[j], covs[j] = part_learner(j, rows, rho_e, scratch)
             continue
+        part = Release.of(scratch, noise, f"{step}/part-{j + 1}")
+        if constants == "practical":
+            means[j], covs[j] = ridged_part(
+                rows, rho_e, ComponentPrior(prior.center, prior.radius, bounds), part, beta=beta)
+            continue
         means[j], covs[j] = gaussian_of_rows(
             as_rows(rows, min_rows=2),
             rho_e,
             center=prior.center,
             radius=prior.radius,
             cov_bounds=bounds,
-            release=Release.of(scratch, noise, f"{step}/part-{j + 1}"),
+            release=part,
             constants=constants,
             beta=beta,
             prior_floor=False,  # derived bounds: behaviour as before the prior floor

@@ -60,8 +60,8 @@ from scipy.special import polygamma
 from ..backends import as_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed
-from ..gaussian.histogram import JITTER, budget_condition, check_chain, public_padding
-from ..gaussian.ridge import jitter_rows, unjitter
+from ..gaussian.histogram import budget_condition, check_chain, public_padding
+from ..gaussian.ridge import JITTER_SHARE, jitter_rows, unjitter
 from ..linalg import project_psd, sym, upper_indices
 from ..mechanisms import Release, truncated_laplace_bound
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, zcdp_rest
@@ -292,11 +292,11 @@ def _refine(X: Any, scale: np.ndarray, center: np.ndarray, radius: float, infl: 
         Z[:, deg] = public_padding(n, int(deg.sum()))
     rho = release.accountant.remaining_zcdp()
     # the histogram route's ridge (:mod:`privgauss.gaussian.ridge`): the assumed condition
-    # grows with the budget and the rows get a public ±η jitter, η² = JITTER·lo, so collinear
-    # or near-constant columns of a real table cannot break the chain's prior; a chain that
-    # still collapsed fails (a DP output) instead of returning a covariance off by 1e4
+    # grows with the budget and the rows get a public ±η jitter, η² = JITTER_SHARE·lo, so
+    # collinear or near-constant columns of a real table cannot break the chain's prior; a
+    # chain that still collapsed fails (a DP output) instead of returning a covariance off by 1e4
     lo = 1.0 / (infl * budget_condition(corr_condition, n, rho))
-    eta2 = JITTER * lo
+    eta2 = JITTER_SHARE * lo
     Z = jitter_rows(Z, math.sqrt(eta2), release.noise, owned=Z is not X)
     mu_z, cov_z = gaussian_of_rows(
         as_rows(Z, min_rows=2),
