@@ -521,19 +521,25 @@ def test_pegme_failure_spends_the_budget() -> None:
 
 
 def test_secure_noise_path_runs() -> None:
+    """The secure (unseeded) path runs, spends exactly its budget and draws fresh noise. Its
+    accuracy is the seeded tests' subject: here it failed about 1 run in 100 (TV 0.93; the
+    seeded twin fails at seed 81 of 0-99, kssu's β), which made the suite flaky."""
     mix = make_mixture(8000, 2, 2, separation=6.0, random_state=10)
     budget = ApproxDP(10.0, DELTA)
-    acct = Accountant(budget)
-    w, m, c = kssu_gmm(
-        mix.X,
-        2,
-        budget,
-        options=KSSUOptions(max_points=1000),
-        release=Release.of(acct, None),
-    )
-    err = mixture_error(w, m, c, mix.weights, mix.means, mix.covariances)
-    assert err.max_component_tv <= 0.2
-    assert _spent_equals(acct, 10.0, DELTA)
+    outs = []
+    for _ in range(2):
+        acct = Accountant(budget)
+        w, m, c = kssu_gmm(
+            mix.X,
+            2,
+            budget,
+            options=KSSUOptions(max_points=1000),
+            release=Release.of(acct, None),
+        )
+        assert _spent_equals(acct, 10.0, DELTA)
+        assert np.isclose(np.sum(w), 1.0) and np.isfinite(m).all() and np.isfinite(c).all()
+        outs.append(m)
+    assert not np.array_equal(outs[0], outs[1])  # fresh noise each run
 
 
 def test_sample_aggregate_helpers_are_shared() -> None:
