@@ -200,3 +200,53 @@ def test_eps_1_fits_are_untouched_by_the_factor_path(monkeypatch):
     off = fit()
     for a in ("weights_", "means_", "covariances_"):
         np.testing.assert_array_equal(getattr(on, a), getattr(off, a))
+
+
+# --- session 50 (emfloat): the back map of a badly scaled frame ------------------------------
+
+
+def _mht_like(n: int, seed: int) -> np.ndarray:
+    """mhtdata's shape: positions ~1e8 (three correlated columns, sds 2e7–7e7), a column of
+    sd 0.015, an integer column of sd 2e4, and a column whose values are the atoms 1.0 and 2.0
+    (sd 0.49), which the positions depend on."""
+    rng = np.random.default_rng(seed)
+    atom = rng.choice([1.0, 2.0], size=n, p=[0.6, 0.4])
+    pos = 1e8 - 5e7 * (atom - 1.5) + 6e7 * rng.standard_normal(n)
+    a = pos - 1e5 + 2e7 * rng.standard_normal(n)
+    b = pos + 1e5 + 4e7 * rng.standard_normal(n)
+    small = 0.02 + 0.015 * rng.standard_normal(n)
+    cnt = np.round(30 + 2e4 * rng.standard_normal(n))
+    return np.column_stack([pos, small, atom, cnt, a, b])
+
+
+def test_the_back_map_inverts_the_rows_map_to_each_columns_resolution():
+    """z = W(x − m₀) mapped back by :func:`_back_map` gives x − m₀ to float64's resolution of
+    each column's own spread; through the frame's W⁻¹ (``Winv``, its own eigen-products) the
+    atom column is off by ~1e-8 — more than a parked component's sd there (issue 27, mhtdata)."""
+    X = _mht_like(4000, 0)
+    m0 = X.mean(axis=0)
+    _, W, Winv = pe._whitening(m0, np.cov(X.T))
+    Z = (X - m0) @ W.T
+    back = pe._back_map(W, Winv)(Z.T).T
+    sd = X.std(axis=0)
+    err_back = np.max(np.abs(back - (X - m0)) / sd)
+    err_winv = np.max(np.abs(Z @ Winv.T - (X - m0)) / sd)
+    assert err_back < 1e-12
+    assert err_winv > 1e3 * err_back  # the old map: the test would pass without the fix
+    # the atom column itself, where a parked component's sd is ~1e-9
+    assert np.max(np.abs(back[:, 2] - (X[:, 2] - m0[2]))) < 1e-13
+
+
+def test_a_parked_mean_lies_within_its_own_sd_at_eps_1e12():
+    """At ε = 1e12 (a wide plan) both components park on the atoms 1.0 / 2.0 with sds ~3e-9;
+    their means in that column must be the atoms to well within that sd. Through ``Winv`` they
+    were 0.02–0.09 sd off on this table (17 sd on mhtdata: 32 % of its rows lost ~156 nat)."""
+    X = _mht_like(4000, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = pg.PrivateGaussianMixture(2, epsilon=1e12, delta=1e-6, random_state=0).fit(X)
+    for j in range(2):
+        sd = math.sqrt(est.covariances_[j][2, 2])
+        assert sd < 1e-7  # parked on an atom
+        atom = round(float(est.means_[j, 2]))
+        assert abs(est.means_[j, 2] - atom) < 1e-3 * sd
