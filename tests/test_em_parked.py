@@ -250,3 +250,28 @@ def test_a_parked_mean_lies_within_its_own_sd_at_eps_1e12():
         assert sd < 1e-7  # parked on an atom
         atom = round(float(est.means_[j, 2]))
         assert abs(est.means_[j, 2] - atom) < 1e-3 * sd
+
+
+def test_the_clipped_count_reads_a_wide_fits_factors():
+    """The final pass counts the rows outside the returned model's balls: a component carried by
+    its factor, parked to sd 1e-10 along an axis, leaves out rows 0.1 off that axis (1e9 of its
+    sds) — 1 in 100 here. Read at ``EIG_FLOOR`` (sd 0.03) they were inside, the released count
+    0 and the background's weight 0: movies at ε = 1e12 scored 2 rows at −1.8e18 each."""
+    from privgauss.mixture.em_final import final_pick
+
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((3000, 3))
+    Z[:, 2] = 0.0  # the atom
+    off = rng.random(3000) < 0.01
+    Z[off, 2] = 0.1  # 3.2 sds at EIG_FLOOR: inside the ball of radius 5
+    L = np.diag([1.0, 1.0, 1e-10])
+    cand = (np.ones(1), np.zeros((1, 3)), (L @ L.T)[None])
+    _, outside, _, _ = final_pick(Z, [cand], radius=5.0, bound=8.0, rho=0.0, planned=1,
+                                  release=None, factors=[L[None]])
+    far = np.sum(np.einsum("ij,ij->i", Z, Z) > 25.0)
+    assert outside == np.count_nonzero(off | (np.einsum("ij,ij->i", Z, Z) > 25.0))
+    assert outside >= np.count_nonzero(off) > far  # the off-atom rows, not only the tails
+    # without the factor (the covariance read at EIG_FLOOR) only the far rows are out
+    _, outside0, _, _ = final_pick(Z, [cand], radius=5.0, bound=8.0, rho=0.0, planned=1,
+                                   release=None)
+    assert outside0 == far
