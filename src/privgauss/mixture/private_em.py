@@ -266,7 +266,13 @@ budget and public rows; every frame after the first a function of releases):
    Chile 4.2 → −2.15, Treatment 2.09 → 0.94 (held out, still outside), no table newly
    outside 0.02, time per fit ×1.02; the other parked tables (and several discrete ones)
    now beat scikit-learn's regularised optimum by more (2–40 nat/row, was 0.3–15: the
-   likelihood on an atom is unbounded).
+   likelihood on an atom is unbounded). The model goes back to the data's units by the
+   exact inverse of the rows' map z = W(x − m₀), solved in the frame's standardised columns
+   (:func:`_back_map`), not through the frame's W⁻¹: that one is W⁻¹ only to float64's
+   resolution of the widest column (mhtdata, sds 1.5e-2 to 7.7e7: W·W⁻¹ − I = 4e-10), and
+   a mean parked on the atom 1.0 to 1e-9 came out 1.00000001, 17 of its sds off its rows
+   (issue 27, ε = 1e12; −4.39 → −10.72 nat/row to scikit-learn). The clipped count (5.)
+   reads the EM fit's factors too: it counts the rows the returned model leaves out.
    *Stopping* (plan = the full schedule of T steps). After the pick, each step's change
    Δ_t between consecutive released models (:func:`_model_change`: Σ_j w_j KL(N_j ‖ N'_j) +
    KL(w ‖ w'), a bound on the mixtures' KL per row; scikit-learn stops at a log-likelihood
@@ -383,7 +389,10 @@ over 16 seeds. Plain, wide and ε = 1e4 plans keep the standard shares.
    noise (``info["final_selection"]``; the estimator's ``selected_model_``).
 5. *Clipped count.* The final pick's pass also counts the rows outside every component's
    final ball of each candidate (in each component's frame; radius the larger of the last
-   step's and the one a Gaussian row exceeds with probability 1 %); the winner's count is
+   step's and the one a Gaussian row exceeds with probability 1 %; a wide plan's EM fit by
+   its factors, as it is returned: at ε = 1e12 movies' three components parked to 1e-10
+   along genre columns left 2 rows 1e9 sds from all of them, which the covariances read at
+   ``EIG_FLOOR`` held inside — background 0, −1.8e18 nat each); the winner's count is
    released with discrete Gaussian noise, sensitivity 1 (1 % of ρ_EM, "clipped count"): the
    estimator's ``clipped_fraction_``, ``ClippedDataWarning`` and background weight.
 6. *Atom counts* (:mod:`.atoms`; issue 27). One more pass bins each column of the rows on a
