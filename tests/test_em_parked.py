@@ -275,3 +275,12 @@ def test_the_clipped_count_reads_a_wide_fits_factors():
     _, outside0, _, _ = final_pick(Z, [cand], radius=5.0, bound=8.0, rho=0.0, planned=1,
                                    release=None)
     assert outside0 == far
+
+
+def test_the_back_map_of_a_singular_frame_falls_back_to_winv():
+    """A frame whose W is singular in float64 (released values: no exception may follow the
+    spending) maps back through ``Winv`` as before."""
+    W = np.array([[1.0, 0.0], [0.0, 0.0]])
+    Winv = np.array([[1.0, 0.0], [0.0, 2.0]])
+    Zt = np.array([[1.0], [3.0]])
+    np.testing.assert_array_equal(pe._back_map(W, Winv)(Zt), Winv @ Zt)

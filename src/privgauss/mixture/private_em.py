@@ -2839,7 +2839,10 @@ def _back_map(W: np.ndarray, Winv: np.ndarray) -> Any:
     WD = W * sd[None, :]
 
     def back(Zt: np.ndarray) -> np.ndarray:
-        return sd[:, None] * np.linalg.solve(WD, Zt)
+        try:
+            return sd[:, None] * np.linalg.solve(WD, Zt)
+        except np.linalg.LinAlgError:  # W singular in float64 (released values: public)
+            return Winv @ Zt
 
     return back
 
