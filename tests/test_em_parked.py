@@ -200,3 +200,87 @@ def test_eps_1_fits_are_untouched_by_the_factor_path(monkeypatch):
     off = fit()
     for a in ("weights_", "means_", "covariances_"):
         np.testing.assert_array_equal(getattr(on, a), getattr(off, a))
+
+
+# --- session 50 (emfloat): the back map of a badly scaled frame ------------------------------
+
+
+def _mht_like(n: int, seed: int) -> np.ndarray:
+    """mhtdata's shape: positions ~1e8 (three correlated columns, sds 2e7–7e7), a column of
+    sd 0.015, an integer column of sd 2e4, and a column whose values are the atoms 1.0 and 2.0
+    (sd 0.49), which the positions depend on."""
+    rng = np.random.default_rng(seed)
+    atom = rng.choice([1.0, 2.0], size=n, p=[0.6, 0.4])
+    pos = 1e8 - 5e7 * (atom - 1.5) + 6e7 * rng.standard_normal(n)
+    a = pos - 1e5 + 2e7 * rng.standard_normal(n)
+    b = pos + 1e5 + 4e7 * rng.standard_normal(n)
+    small = 0.02 + 0.015 * rng.standard_normal(n)
+    cnt = np.round(30 + 2e4 * rng.standard_normal(n))
+    return np.column_stack([pos, small, atom, cnt, a, b])
+
+
+def test_the_back_map_inverts_the_rows_map_to_each_columns_resolution():
+    """z = W(x − m₀) mapped back by :func:`_back_map` gives x − m₀ to float64's resolution of
+    each column's own spread; through the frame's W⁻¹ (``Winv``, its own eigen-products) the
+    atom column is off by ~1e-8 — more than a parked component's sd there (issue 27, mhtdata)."""
+    X = _mht_like(4000, 0)
+    m0 = X.mean(axis=0)
+    _, W, Winv = pe._whitening(m0, np.cov(X.T))
+    Z = (X - m0) @ W.T
+    back = pe._back_map(W, Winv)(Z.T).T
+    sd = X.std(axis=0)
+    err_back = np.max(np.abs(back - (X - m0)) / sd)
+    err_winv = np.max(np.abs(Z @ Winv.T - (X - m0)) / sd)
+    assert err_back < 1e-12
+    assert err_winv > 1e3 * err_back  # the old map: the test would pass without the fix
+    # the atom column itself, where a parked component's sd is ~1e-9
+    assert np.max(np.abs(back[:, 2] - (X[:, 2] - m0[2]))) < 1e-13
+
+
+def test_a_parked_mean_lies_within_its_own_sd_at_eps_1e12():
+    """At ε = 1e12 (a wide plan) both components park on the atoms 1.0 / 2.0 with sds ~3e-9;
+    their means in that column must be the atoms to well within that sd. Through ``Winv`` they
+    were 0.02–0.09 sd off on this table (17 sd on mhtdata: 32 % of its rows lost ~156 nat)."""
+    X = _mht_like(4000, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = pg.PrivateGaussianMixture(2, epsilon=1e12, delta=1e-6, random_state=0).fit(X)
+    for j in range(2):
+        sd = math.sqrt(est.covariances_[j][2, 2])
+        assert sd < 1e-7  # parked on an atom
+        atom = round(float(est.means_[j, 2]))
+        assert abs(est.means_[j, 2] - atom) < 1e-3 * sd
+
+
+def test_the_clipped_count_reads_a_wide_fits_factors():
+    """The final pass counts the rows outside the returned model's balls: a component carried by
+    its factor, parked to sd 1e-10 along an axis, leaves out rows 0.1 off that axis (1e9 of its
+    sds) — 1 in 100 here. Read at ``EIG_FLOOR`` (sd 0.03) they were inside, the released count
+    0 and the background's weight 0: movies at ε = 1e12 scored 2 rows at −1.8e18 each."""
+    from privgauss.mixture.em_final import final_pick
+
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((3000, 3))
+    Z[:, 2] = 0.0  # the atom
+    off = rng.random(3000) < 0.01
+    Z[off, 2] = 0.1  # 3.2 sds at EIG_FLOOR: inside the ball of radius 5
+    L = np.diag([1.0, 1.0, 1e-10])
+    cand = (np.ones(1), np.zeros((1, 3)), (L @ L.T)[None])
+    _, outside, _, _ = final_pick(Z, [cand], radius=5.0, bound=8.0, rho=0.0, planned=1,
+                                  release=None, factors=[L[None]])
+    far = np.sum(np.einsum("ij,ij->i", Z, Z) > 25.0)
+    assert outside == np.count_nonzero(off | (np.einsum("ij,ij->i", Z, Z) > 25.0))
+    assert outside >= np.count_nonzero(off) > far  # the off-atom rows, not only the tails
+    # without the factor (the covariance read at EIG_FLOOR) only the far rows are out
+    _, outside0, _, _ = final_pick(Z, [cand], radius=5.0, bound=8.0, rho=0.0, planned=1,
+                                   release=None)
+    assert outside0 == far
+
+
+def test_the_back_map_of_a_singular_frame_falls_back_to_winv():
+    """A frame whose W is singular in float64 (released values: no exception may follow the
+    spending) maps back through ``Winv`` as before."""
+    W = np.array([[1.0, 0.0], [0.0, 0.0]])
+    Winv = np.array([[1.0, 0.0], [0.0, 2.0]])
+    Zt = np.array([[1.0], [3.0]])
+    np.testing.assert_array_equal(pe._back_map(W, Winv)(Zt), Winv @ Zt)

@@ -241,7 +241,8 @@ def final_pick(Z: Any, candidates: list[Run], *, radius: float, bound: float, rh
     selection") and pick the largest (the first's is 0) after each candidate's handicap
     ``margins[c]`` (noise sds, public; the first candidate's 0; default none); the same pass
     counts each candidate's rows outside its balls of ``radius`` (covariances repaired at
-    ``EIG_FLOOR``, as the clipped count always read them). Returns (the winner's index, its
+    ``EIG_FLOOR``, as the clipped count always read them, but read from the factors where
+    given: the count is of the rows the returned model leaves out). Returns (the winner's index, its
     unreleased count of rows outside its balls — for the caller's count release —, the noisy
     ratios per row (the first 0), their noise per row). ``factors`` (per candidate, or None):
     the candidates' covariances' Cholesky factors where EM carried them, scored as they are
@@ -250,7 +251,11 @@ def final_pick(Z: Any, candidates: list[Run], *, radius: float, bound: float, rh
     n = int(Z.shape[0])
     facs = factors if factors is not None else [None] * len(candidates)
     scored = tuple(_terms(c, SCORE_EIG_FLOOR, f) for c, f in zip(candidates, facs, strict=True))
-    counted = tuple(_terms(c, EIG_FLOOR) for c in candidates)
+    # a candidate carried by its factors is counted by them too: the count measures the rows
+    # the returned model leaves out (its background's weight), and a component parked to 1e-10
+    # in the factor but read at EIG_FLOOR (sd 0.03) left movies' 2 rows 1e9 of its sds away
+    # uncounted at ε = 1e12 (background 0: each scored -1.8e18)
+    counted = tuple(_terms(c, EIG_FLOOR, f) for c, f in zip(candidates, facs, strict=True))
     scores, outside = reduce_rows(Z, partial(final_kernel, scored=scored, counted=counted,
                                              radius=radius, bound=bound))
     if rho <= 0 or planned < 2:  # no pick planned: the first candidate, nothing released

@@ -266,7 +266,13 @@ budget and public rows; every frame after the first a function of releases):
    Chile 4.2 → −2.15, Treatment 2.09 → 0.94 (held out, still outside), no table newly
    outside 0.02, time per fit ×1.02; the other parked tables (and several discrete ones)
    now beat scikit-learn's regularised optimum by more (2–40 nat/row, was 0.3–15: the
-   likelihood on an atom is unbounded).
+   likelihood on an atom is unbounded). The model goes back to the data's units by the
+   exact inverse of the rows' map z = W(x − m₀), solved in the frame's standardised columns
+   (:func:`_back_map`), not through the frame's W⁻¹: that one is W⁻¹ only to float64's
+   resolution of the widest column (mhtdata, sds 1.5e-2 to 7.7e7: W·W⁻¹ − I = 4e-10), and
+   a mean parked on the atom 1.0 to 1e-9 came out 1.00000001, 17 of its sds off its rows
+   (issue 27, ε = 1e12; −4.39 → −10.72 nat/row to scikit-learn). The clipped count (5.)
+   reads the EM fit's factors too: it counts the rows the returned model leaves out.
    *Stopping* (plan = the full schedule of T steps). After the pick, each step's change
    Δ_t between consecutive released models (:func:`_model_change`: Σ_j w_j KL(N_j ‖ N'_j) +
    KL(w ‖ w'), a bound on the mixtures' KL per row; scikit-learn stops at a log-likelihood
@@ -383,7 +389,10 @@ over 16 seeds. Plain, wide and ε = 1e4 plans keep the standard shares.
    noise (``info["final_selection"]``; the estimator's ``selected_model_``).
 5. *Clipped count.* The final pick's pass also counts the rows outside every component's
    final ball of each candidate (in each component's frame; radius the larger of the last
-   step's and the one a Gaussian row exceeds with probability 1 %); the winner's count is
+   step's and the one a Gaussian row exceeds with probability 1 %; a wide plan's EM fit by
+   its factors, as it is returned: at ε = 1e12 movies' three components parked to 1e-10
+   along genre columns left 2 rows 1e9 sds from all of them, which the covariances read at
+   ``EIG_FLOOR`` held inside — background 0, −1.8e18 nat each); the winner's count is
    released with discrete Gaussian noise, sensitivity 1 (1 % of ρ_EM, "clipped count"): the
    estimator's ``clipped_fraction_``, ``ClippedDataWarning`` and background weight.
 6. *Atom counts* (:mod:`.atoms`; issue 27). One more pass bins each column of the rows on a
@@ -2801,14 +2810,41 @@ def _output(run: Run, m0: np.ndarray, W: np.ndarray, Winv: np.ndarray,
     factors where the steps carried them (:attr:`EMPlan.factored`): formed in the data's
     units from the factors (:func:`_data_covariance`)."""
     weights, means, covs = run
-    out_means = m0 + means @ Winv.T
     if factors is None:
+        out_means = m0 + means @ Winv.T
         out_covs = np.array([sym(Winv @ C @ Winv.T) for C in covs])
     else:
-        out_covs = np.array([_data_covariance(Winv @ Lj) for Lj in factors])
+        back = _back_map(W, Winv)
+        out_means = m0 + back(means.T).T
+        out_covs = np.array([_data_covariance(back(Lj)) for Lj in factors])
     if prior is not None:
         out_means, out_covs = _inside(prior, out_means, out_covs)
     return weights, out_means, out_covs
+
+
+def _back_map(W: np.ndarray, Winv: np.ndarray) -> Any:
+    """x − m₀ from z (columns of a d × m array) as the exact inverse of the rows' map
+    z = W(x − m₀), solved in the frame's standardised columns: D·(W D)⁻¹ z, D the columns'
+    released standard deviations (the rows' norms of ``Winv``; post-processing). The
+    frame's ``Winv`` (W⁻¹ from the released covariance's eigenvectors, times the
+    re-whitening's) is W⁻¹ only to float64's resolution of its largest column — every entry
+    off by ~1e-16 × the largest column's sd — and W·Winv − I reached 4e-10 on mhtdata
+    (columns' sds 1.5e-2 to 7.7e7; issue 27): a component parked on the atom 1.0 of the
+    column of sd 0.49, fitted in the frame to 1e-8 of its own sd (1e-10 there), came out
+    1.00000001 through ``Winv``, 17 of its sds off its rows (32 % of the rows lost ~156
+    nat each at ε = 1e12), and 1.0 to 2e-15 through this map. W·D is as well conditioned as
+    the released correlation matrix's root (1.4e3 there; W: 4.5e6), so the solve resolves
+    each column of x − m₀ to float64's resolution of that column's own spread."""
+    sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", Winv, Winv), 1e-300))
+    WD = W * sd[None, :]
+
+    def back(Zt: np.ndarray) -> np.ndarray:
+        try:
+            return sd[:, None] * np.linalg.solve(WD, Zt)
+        except np.linalg.LinAlgError:  # W singular in float64 (released values: public)
+            return Winv @ Zt
+
+    return back
 
 
 def _data_covariance(M: np.ndarray) -> np.ndarray:
