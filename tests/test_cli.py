@@ -212,6 +212,8 @@ BAD_CASES = [
     ("columns listed twice", None, ["--columns", "a,a"], "more than once"),
     ("no budget", None, ["NOBUDGET"], "budget"),
     ("negative budget", None, ["--rho", "-1", "NOBUDGET"], "rho"),
+    ("budget above the largest", None, ["--epsilon", "1e101", "NOBUDGET"],
+     "--epsilon must be a number > 0 and at most 1e+100"),
     ("missing file", "MISSING", [], "not found"),
     ("unknown suffix", "XLSX", [], "unsupported file type"),
 ]

@@ -112,14 +112,19 @@ def experiment_names() -> list[str]:
 
 
 def check_budget_flags(**flags: float | None) -> None:
-    """Refuse a given budget flag that is not a finite number in range (--rho, --epsilon > 0;
-    --delta in [0, 1)) with a :class:`PrivacyBudgetError` naming the flag; None = not given."""
+    """Refuse a given budget flag that is not a finite number in range (--rho, --epsilon in
+    (0, MAX_BUDGET]; --delta in [0, 1)) with a :class:`PrivacyBudgetError` naming the flag;
+    None = not given."""
+    from ..privacy.budgets import MAX_BUDGET
+
     for name, value in flags.items():
         if value is None:
             continue
-        ok = math.isfinite(value) and (0 <= value < 1 if name == "delta" else value > 0)
+        ok = math.isfinite(value) and (0 <= value < 1 if name == "delta"
+                                       else 0 < value <= MAX_BUDGET)
         if not ok:
-            what = "a number in [0, 1)" if name == "delta" else "a finite number > 0"
+            what = ("a number in [0, 1)" if name == "delta"
+                    else f"a number > 0 and at most {MAX_BUDGET:g}")
             raise PrivacyBudgetError(f"--{name.replace('_', '-')} must be {what}, got {value}")
 
 
