@@ -1,8 +1,9 @@
 """The start grid's cells per axis (``private_em._grid``; famall, issue 27): at most
-``GRID_CELLS`` = 12, and with ``GRID_FINE_CELLS`` > 0 (an experiment switch, off by default) at
-most that many where the grid has p ≤ 2 directions. A plan change from public quantities
-only (n, d, the plan's ρ): the start histogram's replace-one sensitivity does not depend on
-the number of cells, so the ledger is the same step by step and cost by cost."""
+``GRID_CELLS`` = 12, and with ``GRID_FINE_CELLS`` > 0 (24 by default; 0: 12 everywhere, as
+before famall) at most that many where the grid has p ≤ 2 directions. A plan change from
+public quantities only (n, d, the plan's ρ): the start histogram's replace-one sensitivity
+does not depend on the number of cells, so the ledger is the same step by step and cost by
+cost."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ from privgauss.privacy import ApproxDP
 EPS1 = ApproxDP(1.0, 1e-6)
 
 
-def test_off_by_default():
-    assert pe.GRID_CELLS == 12 and pe.GRID_FINE_CELLS == 0
+def test_on_by_default_and_off_at_zero(monkeypatch):
+    assert pe.GRID_CELLS == 12 and pe.GRID_FINE_CELLS == 24
+    plan = pe.em_plan(50_000, 2, 4, EPS1)
+    assert (plan.grid_dims, plan.grid_cells) == (2, 21)
+    monkeypatch.setattr(pe, "GRID_FINE_CELLS", 0)
     plan = pe.em_plan(50_000, 2, 4, EPS1)
     assert (plan.grid_dims, plan.grid_cells) == (2, 12)
 
@@ -32,6 +36,7 @@ def test_the_switch_refines_grids_of_at_most_two_directions(monkeypatch, n, d, c
     """At ε = 1 the room for cells (an expected ~5σ per occupied cell) allows 21 per axis at
     n = 5e4, d = 2 and 13 at n = 2e4; the cap of 24 binds at d = 1. Nothing else in the plan
     changes."""
+    monkeypatch.setattr(pe, "GRID_FINE_CELLS", 0)
     off = pe.em_plan(n, d, 4, EPS1)
     monkeypatch.setattr(pe, "GRID_FINE_CELLS", 24)
     on = pe.em_plan(n, d, 4, EPS1)
@@ -45,6 +50,7 @@ def test_the_switch_refines_grids_of_at_most_two_directions(monkeypatch, n, d, c
 def test_the_switch_leaves_other_grids(monkeypatch, n, d, budget):
     """p ≥ 3 directions (where 24 per axis would be 24^p cells) keep the cap of 12; at
     n = 8000, d = 2, ε = 1 the room allows no more than 12 anyway."""
+    monkeypatch.setattr(pe, "GRID_FINE_CELLS", 0)
     off = pe.em_plan(n, d, 3, budget)
     monkeypatch.setattr(pe, "GRID_FINE_CELLS", 24)
     assert pe.em_plan(n, d, 3, budget) == off
