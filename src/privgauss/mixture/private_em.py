@@ -184,8 +184,10 @@ budget and public rows; every frame after the first a function of releases):
    basin). The start grid has at most 12 cells per axis, 24 (``GRID_FINE_CELLS``; famall)
    where it has at most 2 directions and room for them (n ≥ 2e4 at d = 2, ε = 1): a 5 %
    cluster 0.21 from a 41 % one in the whitened frame shared a 12-per-axis cell and every
-   start merged them; held out (family seeds 9740–10459 with d = 2, noise seeds 0 and 1)
-   4 → 2 wrong of 108 fits, none newly wrong. *Passes:* an exploring step
+   start merged them; held out (family seeds 9740–10459 and 7280–7519 with d = 2, noise
+   seeds 0 and 1) 4 → 3 wrong of 136 fits, 1 newly wrong (a noisy pick: the run in the right
+   basin scored lower at the pick), famlowd2's d = 2 misses 4 → 0 of 14. *Passes:* an
+   exploring step
    computes all runs' statistics in one pass (released run by run). With the rows in memory the
    pick's step takes two: the runs' scores alone (frames and densities, no statistics), the
    pick released, then the winner's statistics (six runs' scores and one run's step: ~16 ms
