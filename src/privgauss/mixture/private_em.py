@@ -181,7 +181,13 @@ budget and public rows; every frame after the first a function of releases):
    random projection; the cells' blobs have the frame's unit variance along the unseen
    direction): on fresh d = 6 families (seeds 8380–9179 of the low-d set, noise seeds 0
    and 1) 19 → 11 wrong of 340 fits, 1 newly wrong (the pick took a run that had lost its
-   basin). *Passes:* an exploring step
+   basin). The start grid has at most 12 cells per axis, 24 (``GRID_FINE_CELLS``; famall)
+   where it has at most 2 directions and room for them (n ≥ 2e4 at d = 2, ε = 1): a 5 %
+   cluster 0.21 from a 41 % one in the whitened frame shared a 12-per-axis cell and every
+   start merged them; held out (family seeds 9740–10459 and 7280–7519 with d = 2, noise
+   seeds 0 and 1) 4 → 3 wrong of 136 fits, 1 newly wrong (a noisy pick: the run in the right
+   basin scored lower at the pick), famlowd2's d = 2 misses 4 → 0 of 14. *Passes:* an
+   exploring step
    computes all runs' statistics in one pass (released run by run). With the rows in memory the
    pick's step takes two: the runs' scores alone (frames and densities, no statistics), the
    pick released, then the winner's statistics (six runs' scores and one run's step: ~16 ms
@@ -489,6 +495,9 @@ CELL_START = 40  # > 0: a plain full-grid plan's histogram start is the cells' m
 # k-means++ restarts (_cell_start; famlowd2; 0: the k-means histogram start, as before)
 CELL_GATE_SLACK = 1  # ... also where the start grid misses at most this many directions (famd6;
 # 0: only a grid that sees every direction, as before)
+GRID_CELLS = 12  # the start grid's most cells per axis (_grid)
+GRID_FINE_CELLS = 24  # > 0: ... this many instead where the grid has at most 2 directions (famall:
+# a 5 % cluster 0.2 from a 41 % one in the whitened frame shared its cell at 12; 0: as before)
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 CLIP_TAIL = 0.25  # r₀ = √d + this × √(2 ln n): the least clipping radius of an EM step
@@ -1031,11 +1040,14 @@ def _hist_need(n: int, d: int, delta_l: float, start: float = 0.0) -> float:
 
 def _grid(n: int, d: int, rho_init: float) -> tuple[int, int]:
     """(p, m): p ≤ d grid directions with m cells each, m ≥ 3, m^p cells with an expected
-    count of at least ~5σ per occupied cell (σ = √2/√(2ρ_init))."""
+    count of at least ~5σ per occupied cell (σ = √2/√(2ρ_init)), m at most ``GRID_CELLS``
+    (``GRID_FINE_CELLS`` > 0: at most that many where p ≤ 2, m^p ≤ ``GRID_FINE_CELLS``²).
+    Public: n, d and the plan's ρ only; the histogram's sensitivity does not depend on m."""
     sigma = histogram_l2() / math.sqrt(2.0 * rho_init)
     room = max(n / (5.0 * sigma), 3.0)
     p = int(max(1, min(d, math.floor(math.log(room) / math.log(3.0)), 6)))
-    m = int(max(3, min(12, math.floor(room ** (1.0 / p)))))
+    cap = GRID_FINE_CELLS if GRID_FINE_CELLS > 0 and p <= 2 else GRID_CELLS
+    m = int(max(3, min(cap, math.floor(room ** (1.0 / p)))))
     return p, m
 
 

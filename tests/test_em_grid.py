@@ -1,0 +1,79 @@
+"""The start grid's cells per axis (``private_em._grid``; famall, issue 27): at most
+``GRID_CELLS`` = 12, and with ``GRID_FINE_CELLS`` > 0 (24 by default; 0: 12 everywhere, as
+before famall) at most that many where the grid has p ≤ 2 directions. A plan change from
+public quantities only (n, d, the plan's ρ): the start histogram's replace-one sensitivity
+does not depend on the number of cells, so the ledger is the same step by step and cost by
+cost."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from _helpers import em_fit_following_its_plan
+
+import privgauss as pg
+from privgauss.mixture import em_starts as es
+from privgauss.mixture import private_em as pe
+from privgauss.privacy import ApproxDP
+
+EPS1 = ApproxDP(1.0, 1e-6)
+
+
+def test_on_by_default_and_off_at_zero(monkeypatch):
+    assert pe.GRID_CELLS == 12 and pe.GRID_FINE_CELLS == 24
+    plan = pe.em_plan(50_000, 2, 4, EPS1)
+    assert (plan.grid_dims, plan.grid_cells) == (2, 21)
+    monkeypatch.setattr(pe, "GRID_FINE_CELLS", 0)
+    plan = pe.em_plan(50_000, 2, 4, EPS1)
+    assert (plan.grid_dims, plan.grid_cells) == (2, 12)
+
+
+@pytest.mark.parametrize("n, d, cells", [(50_000, 2, 21), (20_000, 2, 13), (50_000, 1, 24)])
+def test_the_switch_refines_grids_of_at_most_two_directions(monkeypatch, n, d, cells):
+    """At ε = 1 the room for cells (an expected ~5σ per occupied cell) allows 21 per axis at
+    n = 5e4, d = 2 and 13 at n = 2e4; the cap of 24 binds at d = 1. Nothing else in the plan
+    changes."""
+    monkeypatch.setattr(pe, "GRID_FINE_CELLS", 0)
+    off = pe.em_plan(n, d, 4, EPS1)
+    monkeypatch.setattr(pe, "GRID_FINE_CELLS", 24)
+    on = pe.em_plan(n, d, 4, EPS1)
+    assert off.grid_cells == 12 and on.grid_cells == cells and on.grid_dims == off.grid_dims
+    assert dataclasses.replace(on, grid_cells=12) == off
+
+
+@pytest.mark.parametrize("n, d, budget", [(50_000, 3, ApproxDP(10.0, 1e-6)),
+                                          (50_000, 6, ApproxDP(1e4, 1e-6)),
+                                          (8_000, 2, EPS1)])
+def test_the_switch_leaves_other_grids(monkeypatch, n, d, budget):
+    """p ≥ 3 directions (where 24 per axis would be 24^p cells) keep the cap of 12; at
+    n = 8000, d = 2, ε = 1 the room allows no more than 12 anyway."""
+    monkeypatch.setattr(pe, "GRID_FINE_CELLS", 0)
+    off = pe.em_plan(n, d, 3, budget)
+    monkeypatch.setattr(pe, "GRID_FINE_CELLS", 24)
+    assert pe.em_plan(n, d, 3, budget) == off
+
+
+def test_a_finer_grid_keeps_the_ledger(monkeypatch):
+    """n = 2e4, d = 2, k = 3 at ε = 1: on, the start histogram has 13² cells (12² off), the fit
+    spends exactly its plan, and its ledger is the one of the switch off, step by step and
+    cost by cost."""
+    X = pg.datasets.make_mixture(20_000, 3, 2, separation=4.0, random_state=4).X
+    sizes: list[int] = []
+    mech = es.gaussian_mechanism
+
+    def spy(values: Any, *a: Any, **kw: Any) -> Any:
+        if "em start histogram" in str(kw.get("step", "")):
+            sizes.append(int(np.size(values)))
+        return mech(values, *a, **kw)
+
+    monkeypatch.setattr(es, "gaussian_mechanism", spy)
+    ests = []
+    for fine in (0, 24):
+        monkeypatch.setattr(pe, "GRID_FINE_CELLS", fine)
+        ests.append(em_fit_following_its_plan(X, 3))
+    assert sizes == [144, 169]
+    assert [(e.step, e.cost) for e in ests[0].ledger_] == \
+        [(e.step, e.cost) for e in ests[1].ledger_]
