@@ -136,8 +136,9 @@ class PracticalPlan:
         most = min(n // self.min_block, _MAX_BLOCKS)  # the most blocks n allows
         # the radii are those of the smallest blocks; as the budget grows the tests need fewer
         # blocks (t_min falls like 1/ε), so the blocks grow, and a column with heavy tails or a
-        # rare value (a block of 20 rows all 0) agrees across them within those radii: the
-        # tests pass on any table with finite variance once the budget is large enough
+        # rare value (a block of 20 rows all 0) agrees across them within those radii: at a
+        # large budget the tests pass unless a value is rarer than about one per block (flchain's
+        # 1.5 % flag at n = 6524: still ⊥, benchmarks/results/ppe.md)
         self.s_radius = n // max(most, 1)
         self.t = min(most, max(_BLOCKS_PER_NEED * self.t_min, _LEAST_BLOCKS))
         self.s = n // max(self.t, 1)
