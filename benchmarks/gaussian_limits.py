@@ -8,7 +8,7 @@ exception. Tables longer than ``--rows`` keep their first rows.
 Usage::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/gaussian_limits.py \
-        --methods ppe,auto --epsilons 1e2,1e4,1e8,1e12 [--seeds 1] [--tables fair,movies]
+        --methods ppe,auto --epsilons 1e2,1e4,1e8,1e12 [--seeds 1] [--tables fair,movies | --fresh]
 """
 
 from __future__ import annotations
@@ -44,9 +44,17 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--rows", type=int, default=60_000)
     ap.add_argument("--tables", default="", help="comma-separated names (default: all)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="the mixture corpus's fresh pydataset tables (>= 2000 rows, <= 10 "
+                    "columns) instead of corpus.py's")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    names = args.tables.split(",") if args.tables else list(TABLES)
+    if args.fresh:
+        import mixture_corpus
+
+        names = mixture_corpus.fresh_tables(2000, 10)
+    else:
+        names = args.tables.split(",") if args.tables else list(TABLES)
     for name in names:
         X = TABLES[name].load()[: args.rows]
         for method in args.methods.split(","):
