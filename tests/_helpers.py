@@ -94,14 +94,15 @@ def zoom_release(data: np.ndarray, plan: Any, total_rho: float, rng: np.random.G
     return released
 
 
-def em_fit_following_its_plan(X: np.ndarray, k: int) -> Any:
-    """A private EM fit at ε = 1, δ = 1e-6 (warnings silenced, requirements not enforced),
-    checked to spend exactly its budget plan, part by part (tests/test_plan_ledger.py's check)."""
+def em_fit_following_its_plan(X: np.ndarray, k: int, epsilon: float = 1.0) -> Any:
+    """A private EM fit at ``epsilon`` (1 by default), δ = 1e-6 (warnings silenced,
+    requirements not enforced), checked to spend exactly its budget plan, part by part
+    (tests/test_plan_ledger.py's check)."""
     import warnings
 
     import privgauss as pg
 
-    est = pg.PrivateGaussianMixture(k, method="em", random_state=0, epsilon=1.0, delta=1e-6,
+    est = pg.PrivateGaussianMixture(k, method="em", random_state=0, epsilon=epsilon, delta=1e-6,
                                     enforce_requirements=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -77,3 +77,59 @@ def test_a_finer_grid_keeps_the_ledger(monkeypatch):
     assert sizes == [144, 169]
     assert [(e.step, e.cost) for e in ests[0].ledger_] == \
         [(e.step, e.cost) for e in ests[1].ledger_]
+
+
+@pytest.mark.parametrize("n, budget", [(20_000, ApproxDP(1e4, 1e-6)),
+                                       (50_000, ApproxDP(10.0, 1e-6)),
+                                       (2_000, ApproxDP(1e4, 1e-6))])
+def test_seven_columns_get_a_grid_of_every_direction(monkeypatch, n, budget):
+    """Where the room rule caps the grid at 6 directions and d = 7 (``GRID_MAX_DIMS``), the
+    grid takes all seven (no random projection that can blur a 0/1 column; instflag) with the
+    same cells per axis; nothing else in the plan changes. At d = 8, or where the room gives
+    fewer than 6 directions (n = 5e4, ε = 1: 5), the grid is as before."""
+    monkeypatch.setattr(pe, "GRID_MAX_DIMS", 6)
+    off = pe.em_plan(n, 7, 3, budget)
+    monkeypatch.setattr(pe, "GRID_MAX_DIMS", 7)
+    on = pe.em_plan(n, 7, 3, budget)
+    assert (off.grid_dims, on.grid_dims) == (6, 7)
+    assert dataclasses.replace(on, grid_dims=6) == off
+    assert pe.em_plan(n, 8, 3, budget).grid_dims == 6
+    assert pe.em_plan(50_000, 7, 3, EPS1).grid_dims == 5
+
+
+def test_the_cells_cap_lowers_the_cells_per_axis(monkeypatch):
+    """m^p stays within ``GRID_MAX_CELLS``: with a cap of 4^7 a 6-per-axis grid of 7
+    directions falls to 4 per axis."""
+    budget = ApproxDP(1e4, 1e-6)
+    assert pe.em_plan(20_000, 7, 3, budget).grid_cells == 6
+    monkeypatch.setattr(pe, "GRID_MAX_CELLS", 4 ** 7)
+    plan = pe.em_plan(20_000, 7, 3, budget)
+    assert (plan.grid_dims, plan.grid_cells) == (7, 4)
+
+
+def test_a_seven_direction_grid_keeps_the_ledger(monkeypatch):
+    """n = 4000, d = 7, k = 2 at ε = 30 with a 0/1 column: the start histogram is released
+    over the cells of all seven directions instead of six (the same sensitivity), the fit
+    spends exactly its plan, and its ledger is the six-direction one step by step and cost by
+    cost."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(4_000, 7))
+    X[:, 4] = rng.integers(0, 2, 4_000)
+    plan = pe.em_plan(4_000, 7, 2, ApproxDP(30.0, 1e-6))
+    sizes: list[int] = []
+    mech = es.gaussian_mechanism
+
+    def spy(values: Any, *a: Any, **kw: Any) -> Any:
+        if "em start histogram" in str(kw.get("step", "")):
+            sizes.append(int(np.size(values)))
+        return mech(values, *a, **kw)
+
+    monkeypatch.setattr(es, "gaussian_mechanism", spy)
+    ests = []
+    for dims in (6, 7):
+        monkeypatch.setattr(pe, "GRID_MAX_DIMS", dims)
+        ests.append(em_fit_following_its_plan(X, 2, epsilon=30.0))
+    m = plan.grid_cells
+    assert sizes == [m ** 6, m ** 7]
+    assert [(e.step, e.cost) for e in ests[0].ledger_] == \
+        [(e.step, e.cost) for e in ests[1].ledger_]

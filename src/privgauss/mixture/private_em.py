@@ -498,6 +498,9 @@ CELL_GATE_SLACK = 1  # ... also where the start grid misses at most this many di
 GRID_CELLS = 12  # the start grid's most cells per axis (_grid)
 GRID_FINE_CELLS = 24  # > 0: ... this many instead where the grid has at most 2 directions (famall:
 # a 5 % cluster 0.2 from a 41 % one in the whitened frame shared its cell at 12; 0: as before)
+GRID_MAX_DIMS = 7  # the start grid's most directions: past 6 (the room rule's cap) only where
+# that many reach d (a grid of every direction, no random projection; instflag: 6 before)
+GRID_MAX_CELLS = 12 ** 6  # ... with at most this many cells (m lowered until m^p fits)
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 CLIP_TAIL = 0.25  # r₀ = √d + this × √(2 ln n): the least clipping radius of an EM step
@@ -1042,12 +1045,20 @@ def _grid(n: int, d: int, rho_init: float) -> tuple[int, int]:
     """(p, m): p ≤ d grid directions with m cells each, m ≥ 3, m^p cells with an expected
     count of at least ~5σ per occupied cell (σ = √2/√(2ρ_init)), m at most ``GRID_CELLS``
     (``GRID_FINE_CELLS`` > 0: at most that many where p ≤ 2, m^p ≤ ``GRID_FINE_CELLS``²).
+    Where the room rule gives its cap of 6 directions and d ≤ ``GRID_MAX_DIMS``, the grid takes
+    all d directions with the six-direction m (lowered until m^d ≤ ``GRID_MAX_CELLS``): a
+    random six-of-seven projection can mix a 0/1 column into every cell axis, so that no start
+    splits it (instflag, ``benchmarks/results/em_parked.md``: insteval at ε = 1e4).
     Public: n, d and the plan's ρ only; the histogram's sensitivity does not depend on m."""
     sigma = histogram_l2() / math.sqrt(2.0 * rho_init)
     room = max(n / (5.0 * sigma), 3.0)
     p = int(max(1, min(d, math.floor(math.log(room) / math.log(3.0)), 6)))
     cap = GRID_FINE_CELLS if GRID_FINE_CELLS > 0 and p <= 2 else GRID_CELLS
     m = int(max(3, min(cap, math.floor(room ** (1.0 / p)))))
+    if p == 6 < d <= GRID_MAX_DIMS:
+        p = d
+        while m > 3 and m ** p > GRID_MAX_CELLS:
+            m -= 1
     return p, m
 
 
