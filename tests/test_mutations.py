@@ -27,6 +27,7 @@ import privgauss as pg
 from privgauss import calibration, linalg
 from privgauss.audit import AuditResult, audit_mechanism, estimator_mechanism, worst_case_pairs
 from privgauss.gaussian import clip_mean as clip_mean_module
+from privgauss.gaussian import ridge as ridge_module
 from privgauss.gaussian.coinpress import chi_tail_radius, cov_plan, mean_plan, plan
 from privgauss.linalg import clip_rows
 from privgauss.mechanisms import Release
@@ -323,7 +324,7 @@ def test_kssu_double_count_dropped_is_caught(monkeypatch: pytest.MonkeyPatch) ->
 def _estimate_parts(monkeypatch: pytest.MonkeyPatch, drop_double: bool) -> tuple[float, float]:
     """(charged estimation ρ, largest ρ a part's CoinPress run was given)."""
     used: list[float] = []
-    original = ce_module.gaussian_of_rows
+    original = ridge_module.gaussian_of_rows  # the practical part learner's CoinPress
 
     def spy(rows: np.ndarray, rho: float, **kwargs: Any) -> Any:
         rho = 2 * rho if drop_double else rho  # the mutant gives each part the whole budget
@@ -332,7 +333,7 @@ def _estimate_parts(monkeypatch: pytest.MonkeyPatch, drop_double: bool) -> tuple
         kwargs["release"] = Release(Accountant(ZCDP(rho)), part.noise, part.step)
         return original(rows, rho, **kwargs)
 
-    monkeypatch.setattr(ce_module, "gaussian_of_rows", spy)
+    monkeypatch.setattr(ridge_module, "gaussian_of_rows", spy)
     rng = np.random.default_rng(0)
     data = np.concatenate([rng.normal(-20, 1, (400, 1)), rng.normal(20, 1, (400, 1))])
     labels = np.repeat([0, 1], 400)

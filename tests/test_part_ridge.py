@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import privgauss as pg
+from privgauss.gaussian import ridge
 from privgauss.mechanisms import Release
 from privgauss.mixture import component_estimation as ce
 from privgauss.mixture.component_estimation import ComponentPrior, Partition
@@ -114,13 +115,13 @@ def test_jitter_and_ledger_do_not_depend_on_the_rows(monkeypatch: pytest.MonkeyP
     noise source whatever the rows), and the ledgers have the same steps and costs — the
     ridge adds no release and no data-dependent branch."""
     seen: list[np.ndarray] = []
-    real = ce.gaussian_of_rows
+    real = ridge.gaussian_of_rows  # ridged_part runs CoinPress through ridge.ridged_gaussian
 
     def spy(rows: Any, rho: float, **kw: Any) -> Any:
         seen.append(np.array(rows, copy=True))
         return real(rows, rho, **kw)
 
-    monkeypatch.setattr(ce, "gaussian_of_rows", spy)
+    monkeypatch.setattr(ridge, "gaussian_of_rows", spy)
     X, _, priors = _const_parts(0)
     Y = X[:1600].copy()
     Y2 = Y.copy()

@@ -19,9 +19,9 @@ from _helpers import spent_equals as _spent_equals
 
 from privgauss import EstimationFailed, PrivacyBudgetError
 from privgauss.datasets import make_mixture
+from privgauss.gaussian import ridge
 from privgauss.mechanisms import Release
 from privgauss.metrics import mixture_error
-from privgauss.mixture import component_estimation as ce
 from privgauss.mixture import sample_aggregate as sa
 from privgauss.mixture.component_estimation import (
     ComponentPrior,
@@ -135,13 +135,13 @@ def test_estimation_is_charged_twice_per_part_budget(monkeypatch: pytest.MonkeyP
     """k CoinPress runs on disjoint parts: each gets ρ_E, the accountant is charged 2ρ_E (a
     replaced row can leave one part and join another)."""
     seen: list[float] = []
-    real = ce.gaussian_of_rows
+    real = ridge.gaussian_of_rows  # the practical part learner's CoinPress (ridge.ridged_gaussian)
 
     def spy(rows, rho, **kw):
         seen.append(rho)
         return real(rows, rho, **kw)
 
-    monkeypatch.setattr(ce, "gaussian_of_rows", spy)
+    monkeypatch.setattr(ridge, "gaussian_of_rows", spy)
     rng = np.random.default_rng(4)
     data = np.vstack([rng.normal(size=(3000, 2)), rng.normal(size=(3000, 2)) + 20])
     centers = np.array([[0.0, 0.0], [20.0, 20.0]])

@@ -72,7 +72,7 @@ import numpy as np
 
 from ..backends import as_rows, is_dask
 from ..clipped_stats import transform_rows
-from ..exceptions import EstimationFailed, PrivacyBudgetError
+from ..exceptions import PrivacyBudgetError
 from ..linalg import inv_sqrtm_psd, sqrtm_psd, sym
 from ..mechanisms import Release
 from ..privacy import Accountant, ApproxDP, has_delta
@@ -100,14 +100,12 @@ from .histogram_budget import refinement_error as refinement_error
 from .histogram_localise import Localisation as Localisation
 from .histogram_localise import localise as localise
 from .histogram_reading import HI_RATIO, LO_RATIO
-from .ridge import JITTER_SHARE, jitter_rows, jitter_seed, transform_jittered, unjitter
+from .ridge import JITTER_SHARE, jitter_seed, ridged_gaussian, transform_jittered
+from .ridge import check_chain as check_chain
 
 __all__ = ["check_chain", "histogram_gaussian", "public_padding"]
 
 _PAD_SEED = 20_171_117  # public seed of the padding that replaces degenerate axes
-# released smallest eigenvalue below this fraction of the prior's lower bound: a failure (good
-# fits measured at ≥ 0.14·lo, failed ones at ≤ 5e-5·lo; see check_chain)
-_PRIOR_SLACK = 1e-3
 
 
 def histogram_gaussian(
@@ -142,7 +140,7 @@ def histogram_gaussian(
     Raises :class:`EstimationFailed` (a DP output, budget spent) when localisation fails, and
     :class:`PrivacyBudgetError` before anything is drawn when the accountant cannot pay.
     """
-    from .coinpress import gaussian_of_rows, mean_of_rows
+    from .coinpress import mean_of_rows
 
     budget = ApproxDP(epsilon, delta)
     if not has_delta(budget):
@@ -204,40 +202,37 @@ def histogram_gaussian(
     Z = None
     if seed is not None and not deg.any() and not is_dask(Xc):  # map and jitter in one pass
         Z = transform_jittered(Xc, 1.0 / s, c, math.sqrt(eta2), seed)
+    jittered = Z is not None
     if Z is None:
         Z = transform_rows(Xc, 1.0 / s, c)  # a row that overflows is sent far (clipped)
         if deg.any():
             Z = np.array(Z, dtype=np.float64, copy=True)  # never write into the caller's rows
             Z[:, deg] = public_padding(n, int(deg.sum()))
-        if seed is not None:
-            Z = jitter_rows(Z, math.sqrt(eta2), src, owned=bool(deg.any()) or Z is not Xc,
-                            seed=seed)
-    mean_z, cov_z = gaussian_of_rows(
-        as_rows(Z, min_rows=2),
+    mean_z, cov_z = ridged_gaussian(
+        Z,
         rho,
+        eta2,
+        release=Release(accountant, src, release.name("coinpress-gaussian")),
+        cov_bounds=(lo, hi),  # lo is an assumption, judged from the release by check_chain
+        owned=bool(deg.any()) or Z is not Xc,
+        seed=seed,
+        jittered=jittered,
+        check="histogram-refinement",
         center=np.zeros(d),
         radius=radius,
-        cov_bounds=(lo, hi),
-        release=Release(accountant, src, release.name("coinpress-gaussian")),
         constants=constants,
         beta=beta,
-        prior_floor=False,  # lo is an assumption, judged from the release by check_chain
         # directions the clipping shrinks are covered, and the far rows of the axes whose
         # spread came from rare values (a DP output) searched whatever the check says
         cover=loc.rare,
     )
-    check_chain(np.asarray(cov_z), eta2 if eta2 > 0 else lo)
-    if eta2 > 0:
-        cov_z = unjitter(np.asarray(cov_z), eta2)
-    mean = np.where(deg, loc.center, c + s * np.asarray(mean_z))
-    cov_hat = sym(np.asarray(cov_z) * s[:, None] * s[None, :])
+    mean = np.where(deg, loc.center, c + s * mean_z)
+    cov_hat = sym(cov_z * s[:, None] * s[None, :])
     cov_hat[deg, :] = 0.0
     cov_hat[:, deg] = 0.0
     if loc.degenerate_var is not None:  # never a zero variance: see Localisation
         cov_hat[deg, deg] = loc.degenerate_var[deg]
     return mean, cov_hat
-
-
 
 
 def public_padding(n: int, k: int) -> np.ndarray:
@@ -246,24 +241,6 @@ def public_padding(n: int, k: int) -> np.ndarray:
     prior and ledger stay those of ordinary axes (its estimates for these columns are
     discarded)."""
     return np.random.default_rng(_PAD_SEED).standard_normal((n, k))
-
-
-def check_chain(cov_z: np.ndarray, lo: float, step: str = "histogram-refinement") -> None:
-    """Fail (a DP output: a function of the release and the public ``lo``) when the released
-    standardised covariance has an eigenvalue below _PRIOR_SLACK·lo (``lo``: the jitter's η²
-    in the practical route, the prior's lower bound in "theory"): the whitening chain did not
-    converge, and its estimate is then off by orders of magnitude (e.g. condition 1e8 with
-    corr_condition=100 and no jitter: mean error 6.6e3, covariance error 2e2)."""
-    if not float(np.linalg.eigvalsh(sym(cov_z))[0]) >= _PRIOR_SLACK * lo:
-        raise EstimationFailed(
-            "the released covariance is far more ill-conditioned than the refinement's prior "
-            "allows: the correlation matrix's condition number exceeds corr_condition (raise "
-            "it), or the refinement cannot whiten that range at this n (more rows); columns "
-            "that are exact linear combinations of others (dummies that sum to 1, a total next "
-            "to its parts) make it singular: drop one of them; or use method='public' with "
-            "d+1 public rows",
-            step=step,
-        )
 
 
 def _refinement_rho(accountant: Accountant, planned: float, ties: float) -> float:

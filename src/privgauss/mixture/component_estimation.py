@@ -44,7 +44,7 @@ from ..backends import as_rows
 from ..exceptions import EstimationFailed
 from ..gaussian.coinpress import gaussian_of_rows
 from ..gaussian.coinpress.estimate import planned_covariance_error
-from ..gaussian.ridge import JITTER_SHARE, jitter_rows, unjitter
+from ..gaussian.ridge import JITTER_SHARE, ridged_gaussian
 from ..mechanisms import Release, gaussian_sigma_zcdp, private_count
 from ..privacy import (
     ZCDP,
@@ -186,29 +186,16 @@ def ridged_part(rows: np.ndarray, rho: float, prior: ComponentPrior, release: Re
     """The practical part learner: ρ-zCDP (replace-one, the m rows' number public) mean and
     covariance of ``rows`` (m × d, a fresh array of the caller's: written in place) inside
     ``prior``, charged to ``release``. The prior's bounds are widened with the budget
-    (:func:`widened_bounds`); CoinPress (:func:`~privgauss.gaussian.coinpress.gaussian_of_rows`)
-    runs on the rows centred at the prior's centre plus ±η on every entry, η² =
-    ``JITTER_SHARE``·lo, and η²·I is removed from its release
-    (:func:`~privgauss.gaussian.ridge.unjitter`). The centring keeps the jitter above the
-    rows' rounding; the jitter's signs are drawn from the release's noise source whatever the
-    rows are, so the guarantee is CoinPress's."""
+    (:func:`widened_bounds`); the rows, centred at the prior's centre (which keeps the jitter
+    above their rounding), go to :func:`~privgauss.gaussian.ridge.ridged_gaussian` with η² =
+    ``JITTER_SHARE``·lo and no chain check, so the guarantee is CoinPress's."""
     m, d = rows.shape
     (lo, hi), beta = widened_bounds(m, d, rho, prior.radius, prior.cov_bounds, beta)
-    eta2 = JITTER_SHARE * lo
     Z = np.subtract(rows, prior.center, out=rows)
-    Z = jitter_rows(Z, math.sqrt(eta2), release.noise, owned=True)
-    mean, cov = gaussian_of_rows(
-        as_rows(Z, min_rows=2),
-        rho,
-        center=np.zeros(d),
-        radius=prior.radius,
-        cov_bounds=(lo, hi),
-        release=release,
-        constants="practical",
-        beta=beta,
-        prior_floor=False,  # derived bounds: behaviour as before the prior floor
-    )
-    return prior.center + np.asarray(mean), unjitter(np.asarray(cov), eta2)
+    mean, cov = ridged_gaussian(
+        Z, rho, JITTER_SHARE * lo, release=release, cov_bounds=(lo, hi), owned=True,
+        center=np.zeros(d), radius=prior.radius, constants="practical", beta=beta)
+    return prior.center + mean, cov
 
 
 def _min_part_rows(d: int) -> int:

@@ -60,8 +60,8 @@ from scipy.special import polygamma
 from ..backends import as_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import EstimationFailed
-from ..gaussian.histogram import budget_condition, check_chain, public_padding
-from ..gaussian.ridge import JITTER_SHARE, jitter_rows, unjitter
+from ..gaussian.histogram import budget_condition, public_padding
+from ..gaussian.ridge import JITTER_SHARE, ridged_gaussian
 from ..linalg import project_psd, sym, upper_indices
 from ..mechanisms import Release, truncated_laplace_bound
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, BudgetPlan, zcdp_rest
@@ -281,8 +281,6 @@ def _refine(X: Any, scale: np.ndarray, center: np.ndarray, radius: float, infl: 
     :func:`_scale_rows` (post-processing of stages A–B) is constant: it keeps its released
     centre, variance 0, and enters CoinPress as a column of public N(0, 1) noise, so the plan
     and the ledger are those of d ordinary axes whatever was degenerate."""
-    from ..gaussian.coinpress import gaussian_of_rows
-
     n, d = X.shape
     deg = (scale <= _DEGENERATE_REL * np.abs(center * scale)) | (scale <= _DEGENERATE_ABS)
     s = np.where(deg, 1.0, scale)
@@ -298,21 +296,20 @@ def _refine(X: Any, scale: np.ndarray, center: np.ndarray, radius: float, infl: 
     # chain that still collapsed fails (a DP output) instead of returning a covariance off by 1e4
     lo = 1.0 / (infl * budget_condition(corr_condition, n, rho))
     eta2 = JITTER_SHARE * lo
-    Z = jitter_rows(Z, math.sqrt(eta2), release.noise, owned=Z is not X)
-    mu_z, cov_z = gaussian_of_rows(
-        as_rows(Z, min_rows=2),
+    mu_z, cov_z = ridged_gaussian(
+        Z,
         rho,
+        eta2,
+        release=Release(release.accountant, release.noise, "ppe-refine"),
+        cov_bounds=(lo, d * infl),  # the lower bound is the corr_condition assumption
+        owned=Z is not X,
+        check="ppe-refine",
         center=c,
         radius=radius,
-        cov_bounds=(lo, d * infl),
-        release=Release(release.accountant, release.noise, "ppe-refine"),
         beta=beta,
-        prior_floor=False,  # the lower bound is the corr_condition assumption, not a prior
     )
-    check_chain(np.asarray(cov_z), eta2, step="ppe-refine")
-    cov_z = unjitter(np.asarray(cov_z), eta2)
-    mean = np.where(deg, center * scale, np.asarray(mu_z) * s)
-    cov = np.asarray(cov_z) * np.outer(s, s)
+    mean = np.where(deg, center * scale, mu_z * s)
+    cov = cov_z * np.outer(s, s)
     cov[deg, :] = 0.0
     cov[:, deg] = 0.0
     return mean, cov
