@@ -82,13 +82,13 @@ def _mixture(n: int, seed: int) -> np.ndarray:
     return means[lab] + rng.standard_normal((n, 3)) * np.array([1.0, 0.5, 2.0])
 
 
-def _wide_fit(n: int = 6000):
-    """A fit at a huge budget with 50 public rows (the frame is public: the plan's parts are
-    the ledger's entries one to one)."""
+def _wide_fit(n: int = 6000, epsilon: float = 1e4):
+    """A fit at a huge budget (by default) with 50 public rows (the frame is public: the plan's
+    parts are the ledger's entries one to one)."""
     X, P = _mixture(n, 0), _mixture(50, 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return pg.PrivateGaussianMixture(3, method="em", epsilon=1e4, delta=1e-6,
+        return pg.PrivateGaussianMixture(3, method="em", epsilon=epsilon, delta=1e-6,
                                          random_state=0).fit(X, public_X=P)
 
 
@@ -128,9 +128,11 @@ def test_a_wide_fit_charges_its_plan_in_order_without_the_frozen_and_skipped_ste
 
 
 def test_frozen_runs_skip_only_their_own_steps(monkeypatch):
-    """With the freeze switched off (``FREEZE_TOL`` = 0) no run stops while exploring and the
-    ledger has every exploring run's every step; the freeze only ever removes entries."""
+    """With the freeze switched off (``FREEZE_TOL`` = 0, which also closes the merge of a
+    freezing plan, and ``MERGE_WIDE`` off) no run stops while exploring and the ledger has
+    every exploring run's every step; the freeze only ever removes entries."""
     monkeypatch.setattr(pe, "FREEZE_TOL", 0.0)
+    monkeypatch.setattr(pe, "MERGE_WIDE", False)
     m = _wide_fit()
     plan = m.fit_info_["em_plan"]
     assert m.fit_info_["em_frozen"] == []
@@ -438,3 +440,34 @@ def test_a_collapsed_start_waits_from_its_first_step(monkeypatch):
         pick = [e for e in m.ledger_ if e.step.endswith("em run selection")]
         assert len(pick) == 1
         assert pick[0].sensitivity == pytest.approx(2 * plan.score_bound * math.sqrt(6))
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_runs_merge_in_a_wide_plan_whose_runs_may_not_freeze(monkeypatch, merge):
+    """ε = 200 at n = 6000, d = 3, k = 3: the plan is wide but a step's noise is too large
+    for the freeze (``freeze`` False). With ``MERGE_WIDE`` a start equal to an earlier one
+    waits before its first step and the ledger is the plan less exactly its exploring steps;
+    without it (as before) every run explores every step and nothing is frozen."""
+    monkeypatch.setattr(pe, "MERGE_WIDE", merge)
+    orig = pe.histogram_start
+
+    def duplicated(*args, **kwargs):
+        hist, white, seeds = orig(*args, **kwargs)
+        kwargs["extras"][-1] = tuple(np.array(x, copy=True) for x in hist)
+        return hist, white, seeds
+
+    monkeypatch.setattr(pe, "histogram_start", duplicated)
+    m = _wide_fit(epsilon=200.0)
+    plan, info = m.fit_info_["em_plan"], m.fit_info_
+    assert plan.n_starts == pe.WIDE_STARTS and not plan.freeze and plan.merge == merge
+    frozen, stop = info["em_frozen"], info["em_stopped_after"]
+    assert stop is None and ((pe.WIDE_STARTS, 0) in frozen) == merge
+    if not merge:
+        assert frozen == []
+    kept = _charged_parts(plan, frozen, stop)
+    assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
+    names = [e.step for e in m.ledger_ if e.step.startswith("em step")]
+    assert any(f" run {pe.WIDE_STARTS} " in s for s in names) != merge
+    pick = [e for e in m.ledger_ if e.step.endswith("em run selection")]
+    assert len(pick) == 1
+    assert pick[0].sensitivity == pytest.approx(2 * plan.score_bound * math.sqrt(6))
