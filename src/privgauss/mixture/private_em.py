@@ -215,7 +215,8 @@ budget and public rows; every frame after the first a function of releases):
    pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
    ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
    released models, as with the stop below; ``info["em_frozen"]``). So is a run whose model
-   comes within ``MERGE_TOL`` = 5e-2 of another run's (both directions of
+   — in every wide plan, frozen runs or not (``MERGE_WIDE``, ``EMPlan.merge``) — comes within
+   ``MERGE_TOL`` = 5e-2 of another run's (both directions of
    :func:`_model_change`'s KL bound, components matched by their means:
    :func:`_runs_within`) — at its start or after any exploring step; of a close pair the run
    with the larger index waits, the other carries on (issue 27: n = 5e4, d = 10, k = 3 at
