@@ -45,8 +45,9 @@ budget and public rows; every frame after the first a function of releases):
    assignments, y = clip_r(u − c_j); released: counts and sums, and with the last step the
    clusters' second moments): the *k-means start*, each cluster a Gaussian of its released
    covariance, as scikit-learn's. Where the EM steps' noise is quiet (the first step's noise
-   alone moves a model by ≤ ``SUMMARY_NOISE`` = 1e-3 nat/row, :func:`_noise_change`; public:
-   ε = 1e3–1e4, never ε = 1 at n = 5e4) the *summary start* replaces it: the same Lloyd steps
+   alone moves a model by ≤ ``SUMMARY_NOISE`` = 1e-2 nat/row, :func:`_noise_change`; public:
+   from ε ≈ 30–100 on at n = 5e4, and at ε = 1 only where n is large and d small, e.g. the
+   2.7e5 pixels with k ≥ 4) the *summary start* replaces it: the same Lloyd steps
    and releases with K' ≤ 3k clusters, then a k-component mixture fitted to the K' released
    clusters by EM on the summary (11 restarts, free;
    :func:`~privgauss.mixture.em_starts.summary_start`). At ε = 1e4 it found sklearn's basin on
@@ -487,7 +488,7 @@ KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
 OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
-SUMMARY_NOISE = 1e-3  # the summary start only where a step's noise moves a model at most this
+SUMMARY_NOISE = 1e-2  # the summary start only where a step's noise moves a model at most this
 EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run pick
 PLAIN_EXPLORE_DIV = 3  # ... T // this in a plain noisy three-run plan (_explore_longer; an
 PLAIN_EXTRA_STEPS = 0  # experiment switch: 1.5 and 8 measured, not on: see its docstring)
@@ -1526,7 +1527,11 @@ def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
     basin only from the summary start) were 0.44 and 0.168 below sklearn at ε = 100, and 4
     at ε = 1000 (its first step moved a model by 1.1e-4 there); at 1e-3 all three fits reach
     sklearn's optimum, and no ε = 1 plan of the families 0–49 and 1070–1169 or of the
-    corpus' shapes changes (``benchmarks/results/em_mid_steps.md``)."""
+    corpus' shapes changes (``benchmarks/results/em_mid_steps.md``). At 1e-2 (session 51):
+    ε = 100 at n = 5e4 had plain three-run plans with neither the over-parameterised run
+    (noisier budgets) nor this start (first-step noise 1e-3–3.5e-3 at d = 11–15), 4 of 60
+    families wrong at ε = 100 and none at 10 or 1000 — 0 of 60 at 1e-2 on fresh families
+    (``benchmarks/results/mixture_families.md``, "Session 51")."""
     if not plan.rho_kmeans_steps or not plan.step_radii:
         return k
     if _noise_change(plan, 0, n, d, k) > SUMMARY_NOISE:
