@@ -611,27 +611,6 @@ def _tail_return(both: np.ndarray, kept: np.ndarray, sd: float, beta: float,
 #: Measured (benchmarks/results/synth_peers_gaps.md, 3 splits × 12 draws): forbes2000's
 #: mean loglik −45.4 → −40.4, linear R² 0.232 → 0.284, boosted 0.343 → 0.376
 TAIL_SPREAD = True
-#: the spread's per-bin shrinkage in noise deviations; None: the universal threshold
-#: √(2 ln m) for m unkept bins (a bin of noise alone gets ~nothing). The selected prefix's
-#: records are significant as a whole (its sum passed the give-back's test), so a smaller
-#: shrinkage trades bins of noise for less bias on the real ones (experiment; None is main)
-TAIL_SPREAD_SIGMAS: float | None = None
-#: the spread's shape: the least-squares non-increasing fit (pool-adjacent-violators) of
-#: the shrunk counts, from the range outwards, instead of their running minimum (which is
-#: biased low: the minimum of noisy counts); experiment, False is main
-TAIL_SPREAD_ISOTONIC = False
-
-
-def _non_increasing(y: np.ndarray) -> np.ndarray:
-    """The least-squares non-increasing fit of ``y`` (pool adjacent violators)."""
-    blocks: list[list[float]] = []  # [mean, size]
-    for v in np.asarray(y, dtype=np.float64):
-        blocks.append([float(v), 1.0])
-        while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
-            m2, w2 = blocks.pop()
-            m1, w1 = blocks.pop()
-            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2])
-    return np.concatenate([np.full(int(w), m) for m, w in blocks]) if blocks else np.zeros(0)
 
 
 def _tail_spread(both: np.ndarray, kept: np.ndarray, sd: float, cut: float,
@@ -661,14 +640,8 @@ def _tail_spread(both: np.ndarray, kept: np.ndarray, sd: float, cut: float,
         return out
     best = int(np.argmax(np.where(ok, sums / np.sqrt(k), -np.inf)))
     sel = idx[:best + 1]
-    if TAIL_SPREAD_SIGMAS is None:
-        shrink = math.sqrt(2.0 * math.log(idx.size)) * sd if idx.size > 1 else 0.0
-    else:
-        shrink = TAIL_SPREAD_SIGMAS * sd
-    if TAIL_SPREAD_ISOTONIC:
-        out[sel] = np.maximum(_non_increasing(both[sel] - shrink), 0.0)
-    else:
-        out[sel] = np.minimum.accumulate(np.maximum(both[sel] - shrink, 0.0))
+    shrink = math.sqrt(2.0 * math.log(idx.size)) * sd if idx.size > 1 else 0.0
+    out[sel] = np.minimum.accumulate(np.maximum(both[sel] - shrink, 0.0))
     return out
 
 
@@ -690,12 +663,6 @@ def _tail_spread(both: np.ndarray, kept: np.ndarray, sd: float, cut: float,
 TAIL_DECAY = 0.125
 #: the soft threshold of :func:`_tail_decay`'s fit, in its noise deviations
 TAIL_DECAY_SIGMAS = 1.0
-#: ... on a side that already holds mass past its range (a kept or spread tail bin: its
-#: records passed a test), the soft threshold of the continuation's fit, in its noise
-#: deviations; None: :data:`TAIL_DECAY_SIGMAS` (main). The threshold guards a side with no
-#: record past its range against noise put there; a side known to have a tail is not that
-#: case, and its threshold only biases the tail's continuation low (experiment)
-TAIL_DECAY_SIGMAS_HELD: float | None = None
 #: each continued bin also at most its own evidence: the shape's soft-thresholded fit to
 #: it and the bins past it (a light tail's first bin of real records is not continued into
 #: octaves of none)
@@ -887,10 +854,8 @@ def _released_tails(noisy: np.ndarray, tails: list[dict[str, tuple[np.ndarray, l
             back = _tail_return(both, kept, sd, TAIL_RETURN_BETA, outward=up)
             if not (TAIL_SPREAD and TAIL_RETURN_BETA > 0):
                 spread = np.zeros(len(keys))
-            held = kept + spread
-            z = (TAIL_DECAY_SIGMAS if TAIL_DECAY_SIGMAS_HELD is None or not held.sum() > 0
-                 else TAIL_DECAY_SIGMAS_HELD)
-            spread = spread + _tail_decay(both, held, sd, TAIL_DECAY, z, outward=up)
+            spread = spread + _tail_decay(both, kept + spread, sd, TAIL_DECAY,
+                                          TAIL_DECAY_SIGMAS, outward=up)
             if spread.sum() > 0:
                 end = ranged[j][2] if up else ranged[j][1]
                 out[j][side] = (e, kept, back, spread, _bin_edges(end)[0 if up else 1])
