@@ -291,8 +291,9 @@ budget and public rows; every frame after the first a function of releases):
    shorter ledger (the plan's parts in order, the skipped steps missing) and the budget left
    unspent are DP outputs. It is enabled (public, ``EMPlan.stop_from``) only where one step's
    noise alone moves the model by at most ``STOP_NOISE`` × ``STOP_TOL``
-   (:func:`_noise_change`), i.e. the change measures EM's progress, not the noise: at
-   n = 5e4, d = 10, k = 3 from ε ≈ 1e4 on, never at ε = 1 (a step's noise there is 0.08).
+   (:func:`_noise_change`), i.e. the change measures EM's progress, not the noise (noise
+   only inflates the released change, so it delays a stop): at n = 5e4, d = 10, k = 3 from
+   ε ≈ 300 on, never at ε = 1 (a step's noise there is 0.08).
 
    *Over-parameterised run* (issue 27; ``OVERPARAM``, :func:`_over_components`). Where the
    first exploring step's noise alone moves a k-model by more than ``OVER_NOISE`` = 0.1
@@ -521,7 +522,7 @@ MAX_STEPS = 60  # EM steps when the budget makes every step's noise negligible
 T_FULL_GRID = 10  # the fewest EM steps when the start's grid sees every direction
 STOP_TOL = 3e-5  # the change still to come (KL per row) below which EM jumps to its last step
 STOP_RATE = 0.9  # the largest per-step decay of the released changes the stop extrapolates
-STOP_NOISE = 0.5  # a stop needs the step's noise to move the model by at most this × STOP_TOL
+STOP_NOISE = 2.0  # a stop needs the step's noise to move the model by at most this × STOP_TOL
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
 # ... True: in two steps running (an experiment switch, off: it fixed held-out families 1454,
 # 1494 and 1495 but lost 1384 and four of eight corpus tables' medians at ε = 1 — famstart in
@@ -1377,8 +1378,12 @@ def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int, at_r0: bool = Fa
     weights add ½k²(σ_N/n)². n = 5e4, d = 10, k = 3: 0.08 at ε = 1, 1.5e-3 at ε = 10,
     1.7e-6 at ε = 1e4 (measured there: the released change settles at 0.8–1.5e-6 per step).
     A change ≤ ``STOP_TOL`` with this noise ≤ ``STOP_NOISE``·``STOP_TOL`` leaves EM's own
-    move at most (1 + √``STOP_NOISE``)² ≈ 2.9 × ``STOP_TOL`` (the noise can cancel part of
-    it). ``at_r0``: at a radius of at least r₀ (:func:`clip_radius`) — the public warnings
+    move at most (1 + √``STOP_NOISE``)² ≈ 5.8 × ``STOP_TOL`` (the noise can cancel part of
+    it; ``STOP_NOISE`` was 0.5, 2.9×, before session 51: at 2 the stop and the freeze open at
+    ε ≈ 300 instead of 1e3–1e4 at n = 5e4, d = 10, k = 3 — 2.5–3.0× scikit-learn's CPU →
+    1.2–1.7× there, every held-out gap within 1e-4, generated families at ε = 10–1000 within
+    1e-3, ``benchmarks/results/em_speed.md``). ``at_r0``: at a radius of at least r₀
+    (:func:`clip_radius`) — the public warnings
     and requirements (:func:`noise_cost`, :func:`em_requirements`) stay where they were
     before refining steps clipped below r₀ (``REFINE_TAIL``): de-clipping rows clipped
     there amplifies the noise, which this count leaves out."""
