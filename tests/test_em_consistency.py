@@ -267,7 +267,6 @@ def test_a_stopped_fit_charges_the_plan_in_order_without_the_skipped_steps(monke
     # and it lands where the full schedule does (the same noise up to the stop)
     monkeypatch.setattr(pe, "STOP_TOL", 0.0)
     monkeypatch.setattr(pe, "FREEZE_TOL", 0.0)
-    monkeypatch.setattr(pe, "MERGE_WIDE", False)  # no run waits for another either
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = pg.PrivateGaussianMixture(3, method="em", rho=1e4, random_state=0).fit(

@@ -215,9 +215,9 @@ budget and public rows; every frame after the first a function of releases):
    *frozen* — its later exploring steps are skipped — and once every run is frozen the
    pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
    ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
-   released models, as with the stop below; ``info["em_frozen"]``). So is a run whose model
-   — in every wide plan, frozen runs or not (``MERGE_WIDE``, ``EMPlan.merge``) — comes within
-   ``MERGE_TOL`` = 5e-2 of another run's (both directions of
+   released models, as with the stop below; ``info["em_frozen"]``; with ``STOP_NOISE`` = 2
+   every wide plan: its gate ``WIDE_NOISE`` = 1e-3 is below 2 × ``FREEZE_TOL``). So is a run
+   whose model comes within ``MERGE_TOL`` = 5e-2 of another run's (both directions of
    :func:`_model_change`'s KL bound, components matched by their means:
    :func:`_runs_within`) — at its start or after any exploring step; of a close pair the run
    with the larger index waits, the other carries on (issue 27: n = 5e4, d = 10, k = 3 at
@@ -558,7 +558,6 @@ WIDE_EXPLORE = 2.0 / 3.0  # ... and the share of the T steps they explore before
 WIDE_STEPS = 150  # EM steps of a wide plan where the budget gives the default MAX_STEPS
 FREEZE_TOL = 1e-3  # an exploring run stops when its change still to come is at most this
 MERGE_TOL = 5e-2  # ... or when its model is within this of another run's (KL bound per row)
-MERGE_WIDE = True  # runs within MERGE_TOL wait in every wide plan, not only where runs may freeze
 WIDE_NOISE = 1e-3  # quiet: a wide plan's exploring step's noise moves a model ≤ this
 FACTOR_POWER = 16  # a wide plan's whitened-frame floor fades like (noise reach / STEP_FLOOR)^this
 FACTOR_FLOOR = 1e-20  # ... to at least this (whitened frame), carried by Cholesky factors
@@ -641,7 +640,6 @@ class EMPlan:
     tied_until: int | None = None
     rho_atoms: float = 0.0
     freeze: bool = False
-    merge: bool = False
     last_shares: tuple[float, ...] = ()
     diagonal: bool = False
 
@@ -693,11 +691,6 @@ class EMPlan:
         """Whether an exploring run whose released changes meet the stopping rule stops at
         step t (public): in a quiet wide plan (``freeze``), while exploring."""
         return self.freeze and t < self.explore_steps
-
-    def may_merge(self, t: int) -> bool:
-        """Whether an exploring run within ``MERGE_TOL`` of another waits at step t (public):
-        where runs may freeze, and (``merge``) in every wide plan, while exploring."""
-        return (self.freeze or self.merge) and t < self.explore_steps
 
     def fitted(self, k: int) -> int:
         """How many components the run starts and explores with (public): ``components``
@@ -1198,10 +1191,9 @@ def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: in
     may stop early (``stop_from``), still may (else a run picked early ran all 150 steps:
     generated families with d = 15 took 2–2.7× as long) —, else with the default T.
     Exploring runs may freeze (``freeze``) where a step's noise is at most ``STOP_NOISE`` ×
-    ``FREEZE_TOL``; a run within ``MERGE_TOL`` of another waits in every wide plan
-    (``merge``, ``MERGE_WIDE``: a run's step noise there is at most ``WIDE_NOISE`` = 1e-3, far
-    below the tolerance; at n = 5e4, d = 10, k = 3, ε = 100 six runs otherwise explored 40
-    steps each, 3.7× scikit-learn's time).
+    ``FREEZE_TOL`` — every wide plan since ``STOP_NOISE`` = 2 (``WIDE_NOISE`` = 1e-3 ≤ 2 ×
+    ``FREEZE_TOL``; before, at n = 5e4, d = 10, k = 3, ε = 100 six runs explored 40 steps
+    each, none frozen or merged: 3.7× scikit-learn's time).
     ε = 1e4 on 34 of the 39 fresh corpus tables and at n = 5e4, d = 10, k = 3;
     never at ε = 1 there (its first step's noise is 0.06–170). The parts are those of
     the plan with three runs, the exploring steps' ρ split over more runs for more steps; the
@@ -1230,8 +1222,7 @@ def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: in
             continue  # more steps, but none may stop: the time of all of them (d = 15)
         freeze = _noise_change(wide, 0, n, d, k) <= STOP_NOISE * FREEZE_TOL
         return dataclasses.replace(wide, start_clusters=_start_clusters(n, d, k, wide),
-                                   stop_from=explore if quiet else None, freeze=freeze,
-                                   merge=MERGE_WIDE)
+                                   stop_from=explore if quiet else None, freeze=freeze)
     return None
 
 
@@ -2508,7 +2499,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     peaks = [_Peaks.of(*run[1].shape) for run in runs]  # each run's components' peak counts
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
-    if plan.may_merge(0) and len(runs) > 1:  # starts within MERGE_TOL of another start
+    if plan.may_freeze(0) and len(runs) > 1:  # starts within MERGE_TOL of another start
         for c in _merge_runs(runs, facs, active, list(range(len(runs))), MERGE_TOL):
             if frozen is not None:
                 frozen.append((c, -1))
@@ -2576,8 +2567,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                       pools[idx[a]] if _pooling(plan, t, refining) else None, peaks[idx[a]])
              for a in keep],
             plan, t, release, n), strict=True))
-        if exploring and plan.may_merge(t):  # released models only: post-processing
-            for c, run in new.items() if plan.may_freeze(t) else ():
+        if exploring and plan.may_freeze(t):  # released models only: post-processing
+            for c, run in new.items():
                 run_changes[c].append(_model_change(runs[c], run, (facs[c], new_facs[c])))
                 if _converged(run_changes[c], FREEZE_TOL):
                     active[c] = False
