@@ -61,22 +61,31 @@ def test_a_finer_grid_keeps_the_ledger(monkeypatch):
     spends exactly its plan, and its ledger is the one of the switch off, step by step and
     cost by cost."""
     X = pg.datasets.make_mixture(20_000, 3, 2, separation=4.0, random_state=4).X
+    assert _histogram_sizes_and_same_ledger(monkeypatch, X, 3, 1.0, "GRID_FINE_CELLS",
+                                            (0, 24)) == [144, 169]
+
+
+def _histogram_sizes_and_same_ledger(monkeypatch: Any, X: np.ndarray, k: int, epsilon: float,
+                                     switch: str, values: tuple[int, int]) -> list[int]:
+    """Fit with ``switch`` at each of ``values`` (each fit spending exactly its plan), check
+    that the two ledgers agree step by step and cost by cost, and return the sizes of the
+    released start histograms."""
     sizes: list[int] = []
     mech = es.gaussian_mechanism
 
-    def spy(values: Any, *a: Any, **kw: Any) -> Any:
+    def spy(released: Any, *a: Any, **kw: Any) -> Any:
         if "em start histogram" in str(kw.get("step", "")):
-            sizes.append(int(np.size(values)))
-        return mech(values, *a, **kw)
+            sizes.append(int(np.size(released)))
+        return mech(released, *a, **kw)
 
     monkeypatch.setattr(es, "gaussian_mechanism", spy)
     ests = []
-    for fine in (0, 24):
-        monkeypatch.setattr(pe, "GRID_FINE_CELLS", fine)
-        ests.append(em_fit_following_its_plan(X, 3))
-    assert sizes == [144, 169]
+    for value in values:
+        monkeypatch.setattr(pe, switch, value)
+        ests.append(em_fit_following_its_plan(X, k, epsilon=epsilon))
     assert [(e.step, e.cost) for e in ests[0].ledger_] == \
         [(e.step, e.cost) for e in ests[1].ledger_]
+    return sizes
 
 
 @pytest.mark.parametrize("n, budget", [(20_000, ApproxDP(1e4, 1e-6)),
@@ -115,21 +124,6 @@ def test_a_seven_direction_grid_keeps_the_ledger(monkeypatch):
     rng = np.random.default_rng(7)
     X = rng.normal(size=(4_000, 7))
     X[:, 4] = rng.integers(0, 2, 4_000)
-    plan = pe.em_plan(4_000, 7, 2, ApproxDP(30.0, 1e-6))
-    sizes: list[int] = []
-    mech = es.gaussian_mechanism
-
-    def spy(values: Any, *a: Any, **kw: Any) -> Any:
-        if "em start histogram" in str(kw.get("step", "")):
-            sizes.append(int(np.size(values)))
-        return mech(values, *a, **kw)
-
-    monkeypatch.setattr(es, "gaussian_mechanism", spy)
-    ests = []
-    for dims in (6, 7):
-        monkeypatch.setattr(pe, "GRID_MAX_DIMS", dims)
-        ests.append(em_fit_following_its_plan(X, 2, epsilon=30.0))
-    m = plan.grid_cells
-    assert sizes == [m ** 6, m ** 7]
-    assert [(e.step, e.cost) for e in ests[0].ledger_] == \
-        [(e.step, e.cost) for e in ests[1].ledger_]
+    m = pe.em_plan(4_000, 7, 2, ApproxDP(30.0, 1e-6)).grid_cells
+    assert _histogram_sizes_and_same_ledger(monkeypatch, X, 2, 30.0, "GRID_MAX_DIMS",
+                                            (6, 7)) == [m ** 6, m ** 7]
