@@ -48,8 +48,8 @@ budget and public rows; every frame after the first a function of releases):
    alone moves a model by ≤ ``SUMMARY_NOISE`` = 0.1 nat/row, :func:`_noise_change`, the
    over-parameterised run's ``OVER_NOISE``: one or the other; public: at n = 5e4 from
    ε ≈ 3–10 on, and at ε = 1 where d is small for n) the *summary start* replaces it: the
-   same Lloyd steps and releases with K' ≤ 3k clusters, then a k-component mixture fitted to
-   the K' released clusters by EM on the summary (11 restarts, free;
+   same Lloyd steps and releases with K' ≤ 3k clusters, then a k-component mixture fitted to the K' released
+   clusters by EM on the summary (11 restarts, free;
    :func:`~privgauss.mixture.em_starts.summary_start`). At ε = 1e4 it found sklearn's basin on
    2 of 20 generated families the k-means start missed (0.168 and 0.064 nat/row below
    sklearn → ≤ 0.000; ``benchmarks/results/mixture_families.md``); where the steps are noisy
