@@ -45,10 +45,10 @@ budget and public rows; every frame after the first a function of releases):
    assignments, y = clip_r(u − c_j); released: counts and sums, and with the last step the
    clusters' second moments): the *k-means start*, each cluster a Gaussian of its released
    covariance, as scikit-learn's. Where the EM steps' noise is quiet (the first step's noise
-   alone moves a model by ≤ ``SUMMARY_NOISE`` = 0.1 nat/row, :func:`_noise_change`, the
-   over-parameterised run's ``OVER_NOISE``: one or the other; public: at n = 5e4 from
-   ε ≈ 3–10 on, and at ε = 1 where d is small for n) the *summary start* replaces it: the
-   same Lloyd steps and releases with K' ≤ 3k clusters, then a k-component mixture fitted to the K' released
+   alone moves a model by ≤ ``SUMMARY_NOISE`` = 1e-2 nat/row, :func:`_noise_change`; public:
+   from ε ≈ 30–100 on at n = 5e4, and at ε = 1 only where n is large and d small, e.g. the
+   2.7e5 pixels with k ≥ 4) the *summary start* replaces it: the same Lloyd steps
+   and releases with K' ≤ 3k clusters, then a k-component mixture fitted to the K' released
    clusters by EM on the summary (11 restarts, free;
    :func:`~privgauss.mixture.em_starts.summary_start`). At ε = 1e4 it found sklearn's basin on
    2 of 20 generated families the k-means start missed (0.168 and 0.064 nat/row below
@@ -489,7 +489,7 @@ KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
 OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
-SUMMARY_NOISE = 0.1  # the summary start only where a step's noise moves a model at most this
+SUMMARY_NOISE = 1e-2  # the summary start only where a step's noise moves a model at most this
 EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run pick
 PLAIN_EXPLORE_DIV = 3  # ... T // this in a plain noisy three-run plan (_explore_longer; an
 PLAIN_EXTRA_STEPS = 0  # experiment switch: 1.5 and 8 measured, not on: see its docstring)
@@ -1527,10 +1527,7 @@ def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
     ε = 100 at n = 5e4 had plain three-run plans with neither the over-parameterised run
     (noisier budgets) nor this start (first-step noise 1e-3–3.5e-3 at d = 11–15), 4 of 60
     families wrong at ε = 100 and none at 10 or 1000 — 0 of 60 at 1e-2 on fresh families
-    (``benchmarks/results/mixture_families.md``, "Session 51"). At 0.1 (= ``OVER_NOISE``, so
-    no plain plan falls between the two; same session): ε = 10's misses 2 → 0 of 60, and at
-    ε = 1 the held-out families whose plan it changes 11 → 5 wrong of 96 fits; the corpus'
-    changed tables over 4 splits: rwm with public rows 2.06 → 1.09, the others within 0.006."""
+    (``benchmarks/results/mixture_families.md``, "Session 51")."""
     if not plan.rho_kmeans_steps or not plan.step_radii:
         return k
     if _noise_change(plan, 0, n, d, k) > SUMMARY_NOISE:
