@@ -328,7 +328,7 @@ def test_condition_beyond_the_prior_fits_with_a_ridge() -> None:
 def test_a_release_below_the_ridge_fails_cleanly() -> None:
     # the guard behind the ridge: a released (jittered) covariance with an eigenvalue far below
     # the jitter's eta² means the whitening chain failed — EstimationFailed, not an estimate
-    from privgauss.gaussian.histogram import check_chain
+    from privgauss.gaussian.ridge import check_chain
 
     check_chain(np.diag([1.0, 1e-3]), 1e-2)  # 0.1·eta²: passes
     with pytest.raises(EstimationFailed, match="corr_condition") as info:

@@ -101,9 +101,8 @@ from .histogram_localise import Localisation as Localisation
 from .histogram_localise import localise as localise
 from .histogram_reading import HI_RATIO, LO_RATIO
 from .ridge import JITTER_SHARE, jitter_seed, ridged_gaussian, transform_jittered
-from .ridge import check_chain as check_chain
 
-__all__ = ["check_chain", "histogram_gaussian", "public_padding"]
+__all__ = ["histogram_gaussian", "public_padding"]
 
 _PAD_SEED = 20_171_117  # public seed of the padding that replaces degenerate axes
 
@@ -213,7 +212,7 @@ def histogram_gaussian(
         rho,
         eta2,
         release=Release(accountant, src, release.name("coinpress-gaussian")),
-        cov_bounds=(lo, hi),  # lo is an assumption, judged from the release by check_chain
+        cov_bounds=(lo, hi),  # lo is an assumption, judged from the release (check)
         owned=bool(deg.any()) or Z is not Xc,
         seed=seed,
         jittered=jittered,
