@@ -463,10 +463,13 @@ def main() -> None:
     ap.add_argument("--low-d", action="store_true",
                     help="d = 4 + seed %% 3 (lookpick's and explore's low-d blocks; the cache "
                     "keys by seed and n: give these their own cache file)")
+    ap.add_argument("--epsilon", type=float, default=1.0,
+                    help="the fits' epsilon (delta 1e-6; the gaps' sklearn reference is the same)")
     ap.add_argument("set", nargs="*", help="private_em constants, NAME=VALUE")
     args = ap.parse_args()
     global LOW_D
     LOW_D = args.low_d
+    BUDGET["epsilon"] = args.epsilon
     mf.set_constants(args.set)
     seeds = [int(s) for s in args.seeds.split(",")]
     noise = [int(s) for s in args.noise.split(",")]

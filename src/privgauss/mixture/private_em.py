@@ -498,6 +498,8 @@ CELL_START = 40  # > 0: a plain full-grid plan's histogram start is the cells' m
 # k-means++ restarts (_cell_start; famlowd2; 0: the k-means histogram start, as before)
 CELL_GATE_SLACK = 1  # ... also where the start grid misses at most this many directions (famd6;
 # 0: only a grid that sees every direction, as before)
+CELL_BESIDE_SUMMARY = False  # the cells' mixture also beside a summary start (K' > k), in place of
+# the plain histogram start (an experiment switch; False: only where K' = k, as before)
 GRID_CELLS = 12  # the start grid's most cells per axis (_grid)
 GRID_FINE_CELLS = 24  # > 0: ... this many instead where the grid has at most 2 directions (famall:
 # a 5 % cluster 0.2 from a 41 % one in the whitened frame shared its cell at 12; 0: as before)
@@ -1507,7 +1509,7 @@ def _cell_start(plan: EMPlan, d: int, kf: int) -> bool:
     turn quiet: the summary start (K' > k) or a wide plan takes over (at slack 1, ε = 1e4,
     two shapes of n = 2000, d = 7 stay open, and one of n = 2000, d = 6 as before)."""
     return (CELL_START > 0 and plan.n_starts == N_STARTS and bool(plan.rho_kmeans_steps)
-            and plan.start_clusters <= kf and not plan.components
+            and (plan.start_clusters <= kf or CELL_BESIDE_SUMMARY) and not plan.components
             and plan.grid_dims >= d - CELL_GATE_SLACK)
 
 
