@@ -245,10 +245,12 @@ def test_parked_rows_warn_and_continuous_rows_do_not(monkeypatch) -> None:
     refining steps clip at r₀ here (``REFINE_TAIL``): at the balance below it (√d..r₀) this
     fit's parked component reaches the eigenvalue floor, and the floor test alone warns. So it
     does with the cells' mixture as the histogram start (``CELL_START``, famlowd2: thinnest
-    variance 3.2e-6, a component parked on the zeros as a non-private mixture parks one): off
-    here, to keep a fit above the floor."""
+    variance 3.2e-6, a component parked on the zeros as a non-private mixture parks one), and
+    with the summary start (``SUMMARY_NOISE`` = 0.1, session 52): both off here, to keep a
+    fit above the floor."""
     monkeypatch.setattr(pe, "REFINE_TAIL", pe.CLIP_TAIL)
     monkeypatch.setattr(pe, "CELL_START", 0)
+    monkeypatch.setattr(pe, "SUMMARY_NOISE", 1e-2)
     m, caught = _fit(_parked(20000, 2))
     assert m.fit_info_["final_selection"]["em_thinnest_variance"] > pe.EIG_FLOOR * (1 + 1e-6)
     assert m.fit_info_["atom_gain"]["gain"] >= at.ATOM_ALARM

@@ -222,8 +222,9 @@ def _discrete(n: int, seed: int) -> np.ndarray:
 
 def test_the_public_fit_wins_when_the_private_rows_are_few_and_the_public_rows_good():
     """3,000 private rows of a zero-inflated count at ρ = 0.5: the EM fit keeps its floors,
-    500 good public rows let scikit-learn park a component on the zeros (≈ 3 nat/row higher on
-    the private rows, the pick's noise 0.11): the pick returns the public rows' own mixture, as
+    500 good public rows let scikit-learn park a component on the zeros (the private rows
+    score it 0.54 nat/row above the EM fit, 12× the pick's noise sd of 0.044; ≈ 3 before the
+    summary start joined this plan in session 52): the pick returns the public rows' own mixture, as
     good on held-out rows as sklearn's on them. Public rows of another population lose to the
     EM fit of 20,000 private rows."""
     X, H, P = _discrete(3000, 0), _discrete(20000, 1), _discrete(500, 2)
@@ -232,7 +233,8 @@ def test_the_public_fit_wins_when_the_private_rows_are_few_and_the_public_rows_g
     sel = m.fit_info_["final_selection"]
     assert m.selected_model_ == "public", sel
     assert {"SimplerModelWarning", "DiscreteDataWarning"} <= caught
-    assert sel["noisy_scores_per_row"][2] - sel["noisy_scores_per_row"][0] > 1.0
+    scores = sel["noisy_scores_per_row"]
+    assert scores[2] - scores[0] > 5 * sel["noise_per_row"]
     assert abs(alone - m.score(H)) < 0.02
     back = pg.io.from_dict(m.to_dict())  # the model file keeps the pick
     assert m.to_dict()["selected_model"] == back.selected_model_ == "public"

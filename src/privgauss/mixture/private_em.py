@@ -45,11 +45,12 @@ budget and public rows; every frame after the first a function of releases):
    assignments, y = clip_r(u − c_j); released: counts and sums, and with the last step the
    clusters' second moments): the *k-means start*, each cluster a Gaussian of its released
    covariance, as scikit-learn's. Where the EM steps' noise is quiet (the first step's noise
-   alone moves a model by ≤ ``SUMMARY_NOISE`` = 1e-2 nat/row, :func:`_noise_change`; public:
-   from ε ≈ 30–100 on at n = 5e4, and at ε = 1 only where n is large and d small, e.g. the
-   2.7e5 pixels with k ≥ 4) the *summary start* replaces it: the same Lloyd steps
-   and releases with K' ≤ 3k clusters, then a k-component mixture fitted to the K' released
-   clusters by EM on the summary (11 restarts, free;
+   alone moves a model by ≤ ``SUMMARY_NOISE`` = 0.1 nat/row, :func:`_noise_change`; public:
+   at n = 5e4, ε = 1 every k at d ≤ 5 and some up to d = 9, at ε = 10 up to d = 12 and some
+   to 15; where the noise is louder the over-parameterised run below takes over) the
+   *summary start* replaces it: the same Lloyd steps and releases with K' ≤ 3k clusters,
+   then a k-component mixture fitted to the K' released clusters by EM on the summary (11
+   restarts, free;
    :func:`~privgauss.mixture.em_starts.summary_start`). At ε = 1e4 it found sklearn's basin on
    2 of 20 generated families the k-means start missed (0.168 and 0.064 nat/row below
    sklearn → ≤ 0.000; ``benchmarks/results/mixture_families.md``); where the steps are noisy
@@ -489,7 +490,7 @@ KMEANS_STEPS = 5  # private Lloyd steps after the start histogram
 KMEANS_MOMENT_SHARE = 0.4  # of the k-means ρ, the clusters' second moments (last step)
 KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
 OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
-SUMMARY_NOISE = 1e-2  # the summary start only where a step's noise moves a model at most this
+SUMMARY_NOISE = 0.1  # the summary start only where a step's noise moves a model at most this
 EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run pick
 PLAIN_EXPLORE_DIV = 3  # ... T // this in a plain noisy three-run plan (_explore_longer; an
 PLAIN_EXTRA_STEPS = 0  # experiment switch: 1.5 and 8 measured, not on: see its docstring)
@@ -498,8 +499,6 @@ CELL_START = 40  # > 0: a plain full-grid plan's histogram start is the cells' m
 # k-means++ restarts (_cell_start; famlowd2; 0: the k-means histogram start, as before)
 CELL_GATE_SLACK = 1  # ... also where the start grid misses at most this many directions (famd6;
 # 0: only a grid that sees every direction, as before)
-CELL_BESIDE_SUMMARY = False  # the cells' mixture also beside a summary start (K' > k), in place of
-# the plain histogram start (an experiment switch; False: only where K' = k, as before)
 GRID_CELLS = 12  # the start grid's most cells per axis (_grid)
 GRID_FINE_CELLS = 24  # > 0: ... this many instead where the grid has at most 2 directions (famall:
 # a 5 % cluster 0.2 from a 41 % one in the whitened frame shared its cell at 12; 0: as before)
@@ -1503,13 +1502,20 @@ def _cell_start(plan: EMPlan, d: int, kf: int) -> bool:
     cell_gmm_start`; public): with ``CELL_START`` > 0, in a plain plan — the k-means start
     beside the histogram and whitened-frame starts (``N_STARTS`` runs, K' = k, not
     over-parameterised) — whose start grid misses at most ``CELL_GATE_SLACK`` directions
-    (famd6: 1, d ≤ 6 at n = 5e4, ε = 1; the mixture's cells are blobs of the frame's unit
-    variance along the unseen direction). The plan and its ledger are unchanged: the start
-    is post-processing of the released cells. It closes as the budget grows where the steps
-    turn quiet: the summary start (K' > k) or a wide plan takes over (at slack 1, ε = 1e4,
-    two shapes of n = 2000, d = 7 stay open, and one of n = 2000, d = 6 as before)."""
+    (famd6: 1; the mixture's cells are blobs of the frame's unit variance along the unseen
+    direction). The plan and its ledger are unchanged: the start is post-processing of the
+    released cells. It closes as the budget grows where the steps turn quiet: the summary
+    start (K' > k) or a wide plan takes over (at slack 1, ε = 1e4, two shapes of n = 2000,
+    d = 7 stay open, and one of n = 2000, d = 6 as before). Since ``SUMMARY_NOISE`` = 0.1
+    (session 52) that is every ε = 1 plain plan at n = 5e4, where it was measured (d ≤ 6);
+    it stays at ε = 1 where the steps are loud and the plan has no k' run (n ≤ 2e4 at d ≤ 4,
+    e.g. n = 4000, d = 3). Beside the summary start it was measured and left out: fresh
+    families at ε = 1 / 3 / 10, 8 / 1 / 0 wrong of 214 / 65 / 70 fits against the summary
+    start alone's 7 / 3 / 0, but the photo's pixels (china, k = 4, n = 54,656) 12 of 12 seeds
+    in a basin 0.06–0.10 nat/row below scikit-learn's against 6 of 12 (``mixture_families.md``,
+    "Session 52")."""
     return (CELL_START > 0 and plan.n_starts == N_STARTS and bool(plan.rho_kmeans_steps)
-            and (plan.start_clusters <= kf or CELL_BESIDE_SUMMARY) and not plan.components
+            and plan.start_clusters <= kf and not plan.components
             and plan.grid_dims >= d - CELL_GATE_SLACK)
 
 
@@ -1529,7 +1535,11 @@ def _start_clusters(n: int, d: int, k: int, plan: EMPlan) -> int:
     ε = 100 at n = 5e4 had plain three-run plans with neither the over-parameterised run
     (noisier budgets) nor this start (first-step noise 1e-3–3.5e-3 at d = 11–15), 4 of 60
     families wrong at ε = 100 and none at 10 or 1000 — 0 of 60 at 1e-2 on fresh families
-    (``benchmarks/results/mixture_families.md``, "Session 51")."""
+    (``benchmarks/results/mixture_families.md``, "Session 51"). At 0.1 = ``OVER_NOISE``
+    (session 52) no plain plan falls between this start and the over-parameterised run: held
+    out, the ε = 1 fits whose plan it changes went 11 → 5 wrong of 96 (families 12192–12343)
+    and 4 → 2 of 118 (12347–12540), ε = 3 2 → 3 of 65, ε = 10 3 → 0 of 70; the photo's pixels
+    at k = 4 and the real tables about as before (``mixture_families.md``, "Session 52")."""
     if not plan.rho_kmeans_steps or not plan.step_radii:
         return k
     if _noise_change(plan, 0, n, d, k) > SUMMARY_NOISE:
