@@ -1135,7 +1135,11 @@ def _explore_longer(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
     k = 3 at ε = 1: 10 → 18 steps), and on held-out low-d families at n = 8000 (5000–5029)
     it fixed one fit and lost one (5025: 0.087 → 0.386). With 1 % public rows at ε = 10 it
     was better on SLID, SumHes, Ketchup, sunspots (``em_mid_steps.py``), VerbAgg at ε = 1
-    0.049 → 0.057 mean. Switch on with PLAIN_EXPLORE_DIV = 1.5, PLAIN_EXTRA_STEPS = 8."""
+    0.049 → 0.057 mean. Switch on with PLAIN_EXPLORE_DIV = 1.5, PLAIN_EXTRA_STEPS = 8.
+    Since ``SUMMARY_NOISE`` = 0.1 these plans start from the summary start, whose basin only
+    quiet steps keep: on fresh families whose plan the switch changes (48 of 13200–13399,
+    noise seeds 0 and 1) it took main's 1 wrong of 96 to 17 (``mixture_families.md``,
+    "Session 52")."""
     if n_steps is not None or plan.n_starts != N_STARTS or plan.n_steps >= MAX_STEPS:
         return plan
     if not _noise_change(plan, 0, n, d, k) <= OVER_NOISE:
