@@ -47,7 +47,7 @@ their largest relative difference from OLD's.
     PYTHONPATH=<old src> python benchmarks/em_speed.py --synth synth_before.npz
     PYTHONPATH=src python benchmarks/em_speed.py --synth synth_after.npz --against synth_before.npz
     PYTHONPATH=src python benchmarks/em_speed.py --families 12904,12906 --epsilons 10,100 \
-        --set SUMMARY_NOISE=0.1 --arms ";NOISE_STOP=2" --rounds 2
+        --set SUMMARY_NOISE=0.1 --arms ";NOISE_FREEZE=2,FREEZE_PLAIN=1" --rounds 2
 """
 
 from __future__ import annotations

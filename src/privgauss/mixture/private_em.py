@@ -525,7 +525,7 @@ T_FULL_GRID = 10  # the fewest EM steps when the start's grid sees every directi
 STOP_TOL = 3e-5  # the change still to come (KL per row) below which EM jumps to its last step
 STOP_RATE = 0.9  # the largest per-step decay of the released changes the stop extrapolates
 STOP_NOISE = 2.0  # a stop needs the step's noise to move the model by at most this × STOP_TOL
-NOISE_STOP = 0.0  # > 0: the stop and freeze read each change less this × its step's noise (_excess)
+NOISE_FREEZE = 0.0  # > 0: the freeze reads each change less this × its step's noise (_excess)
 FREEZE_PLAIN = False  # a three-run plan's runs freeze and merge too where a wide plan's would
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
 # ... True: in two steps running (an experiment switch, off: it fixed held-out families 1454,
@@ -1221,7 +1221,7 @@ def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: in
         radii = tuple(step_radius(n, d, k, wide.stat_rhos(t)[2], _tail(wide, t))
                       for t in range(T))
         wide = dataclasses.replace(wide, step_radii=radii)
-        quiet = _may_stop_at(wide, explore, n, d, k)
+        quiet = _noise_change(wide, explore, n, d, k) <= STOP_NOISE * STOP_TOL
         if plan.stop_from is not None and not quiet:
             continue  # more steps, but none may stop: the time of all of them (d = 15)
         freeze = _noise_change(wide, 0, n, d, k) <= STOP_NOISE * FREEZE_TOL
@@ -1346,7 +1346,7 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     plan = dataclasses.replace(plan, step_radii=radii)
     plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
-    quiet = first < T and _may_stop_at(plan, first, n, d, k)
+    quiet = first < T and _noise_change(plan, first, n, d, k) <= STOP_NOISE * STOP_TOL
     # FREEZE_PLAIN: the wide plan's freeze gate (:func:`_wide_plan`) in a three-run plan
     freeze = (FREEZE_PLAIN and n_starts > 1 and n_steps is None
               and _noise_change(plan, 0, n, d, k) <= STOP_NOISE * FREEZE_TOL)
@@ -1397,28 +1397,20 @@ def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int, at_r0: bool = Fa
     return 0.5 * d * s_s**2 + d * (d + 1) / 8.0 * s_m**2 + 0.5 * k * k * s_n**2
 
 
-def _may_stop_at(plan: EMPlan, first: int, n: int, d: int, k: int) -> bool:
-    """Whether the stopping rule may end the steps from step ``first`` on (public): where one
-    step's noise alone moves a model by at most ``STOP_NOISE`` × ``STOP_TOL``. With
-    ``NOISE_STOP`` > 0 the rule reads each released change less its step's noise
-    (:func:`_excess`), so it may also stop where that step's noise is up to ``STOP_NOISE`` ×
-    ``FREEZE_TOL`` — provided the last step's noise is at most ``STOP_NOISE`` × ``STOP_TOL``:
-    a stop skips the refining releases, whose averaging (:func:`_combine`) can improve the
-    last step's model by no more than that step's own noise."""
-    first_noise = _noise_change(plan, first, n, d, k)
-    if first_noise <= STOP_NOISE * STOP_TOL:
-        return True
-    return (NOISE_STOP > 0 and first_noise <= STOP_NOISE * FREEZE_TOL
-            and _noise_change(plan, plan.n_steps - 1, n, d, k) <= STOP_NOISE * STOP_TOL)
-
-
 def _excess(change: float, noise: float) -> float:
-    """A released change (:func:`_model_change`) less ``NOISE_STOP`` × the change its step's
-    noise alone makes (``noise``: :func:`_noise_change`, public), at least 0: the part of it
-    read as EM's own move (post-processing). Noise adds to a step's move in expectation
-    (E‖a + e‖² = ‖a‖² + E‖e‖²), and in a settled run it is counted about twice (this step's
-    noise and EM pulling back the last one's). ``NOISE_STOP`` = 0: the change itself."""
-    return max(change - NOISE_STOP * noise, 0.0) if NOISE_STOP > 0 else change
+    """An exploring run's released change (:func:`_model_change`) less ``NOISE_FREEZE`` × the
+    change its step's noise alone makes (``noise``: :func:`_noise_change`, public), at least 0:
+    the part of it read as EM's own move (post-processing), which the freeze tests at
+    ``FREEZE_TOL``. Noise adds to a step's move in expectation (E‖a + e‖² = ‖a‖² + E‖e‖²), and
+    in a settled run it is counted about twice (this step's noise and EM pulling back the
+    last one's): at ε = 100 no run could freeze otherwise (a step's noise 2e-4–2e-3 against
+    the (1 − ``STOP_RATE``)·``FREEZE_TOL`` = 1e-4 a noise-led change needs), and runs that
+    neither froze nor met another explored every step. Exploring steps only: a refining
+    step's release is averaged with the last (:func:`_combine`), its change is not the
+    noise's plus EM's, and a stop read this way lost 5e-4–8e-4 nat/row at n = 5e4, d = 10,
+    k = 3, ε = 100 (``benchmarks/results/em_speed.md``, midspeed). ``NOISE_FREEZE`` = 0: the
+    change itself."""
+    return max(change - NOISE_FREEZE * noise, 0.0) if NOISE_FREEZE > 0 else change
 
 
 def _model_change(old: Run, new: Run, factors: tuple[np.ndarray | None, np.ndarray | None]
@@ -2617,9 +2609,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         # the stopping rule: a function of released models only (see the module docstring)
         if len(new) == 1 and plan.may_stop(t):
             (c, run), = new.items()
-            changes.append(_excess(_model_change(runs[c], run, (facs[c], new_facs[c])),
-                                   _noise_change(plan, t, n, run[1].shape[1],
-                                                 run[0].shape[0])))
+            changes.append(_model_change(runs[c], run, (facs[c], new_facs[c])))
         if pick or not exploring:
             mems = [mems[c] for c in new]
             pools = [pools[c] for c in new]
