@@ -147,3 +147,40 @@ def test_off_the_switches_change_nothing(monkeypatch):
     np.testing.assert_array_equal(m.means_, off.means_)
     np.testing.assert_array_equal(m.covariances_, off.covariances_)
     assert [e.step for e in m.ledger_] == [e.step for e in off.ledger_]
+
+
+@pytest.mark.parametrize("k,d", [(2, 2), (3, 7), (6, 15)])
+def test_summary_em_as_matrix_products_is_the_same_sums(monkeypatch, k: int, d: int) -> None:
+    """``SUMMARY_BLAS``: the summary EM's log-densities and scatter as matrix products equal
+    the contractions to rounding, blob by blob (shared covariances, as the cells' start has,
+    and distinct ones), and the restarts advanced together equal one at a time to rounding —
+    not bit for bit (stacked products take other BLAS paths), which the switch gives up."""
+    from privgauss.mixture import em_starts as es
+
+    rng = np.random.default_rng(k * d)
+    K = 40 * k
+    means = rng.standard_normal((K, d)) * 2.0
+    A = rng.standard_normal((K, d, d)) * 0.3
+    for covs in (A @ np.swapaxes(A, 1, 2) + 0.1 * np.eye(d),
+                 np.broadcast_to(0.2 * np.eye(d), (K, d, d)).copy()):
+        mu = rng.standard_normal((3 * k, d))
+        B = rng.standard_normal((3 * k, d, d)) * 0.5
+        S = B @ np.swapaxes(B, 1, 2) + np.eye(d)
+        NrT = rng.uniform(0.0, 5.0, (3 * k, K))
+        D = means[None] - mu[:, None]
+        monkeypatch.setattr(es, "SUMMARY_BLAS", False)
+        want = es._blob_loglik(means, covs, mu, S), es._blob_scatter(NrT, covs, D)
+        monkeypatch.setattr(es, "SUMMARY_BLAS", True)
+        got = es._blob_loglik(means, covs, mu, S), es._blob_scatter(NrT, covs, D)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12 * np.abs(w).max())
+            assert not np.array_equal(g, w) or k == 2  # other rounding: not the same code
+        resps = [np.eye(k)[rng.integers(0, k, K)] for _ in range(5)]
+        N = rng.uniform(10.0, 1000.0, K)
+        for resp, (obj, fit) in zip(resps, es._summary_em_batch(N, means, covs, resps),
+                                    strict=True):
+            want_obj, want_fit = es._summary_em(N, means, covs, resp)
+            assert obj == pytest.approx(want_obj, rel=1e-12)
+            for x, y in zip(fit, want_fit, strict=True):
+                np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
