@@ -76,6 +76,8 @@ def test_the_switches_change_no_plan_but_the_three_run_freeze(monkeypatch, epsil
     ``FREEZE_PLAIN`` a three-run plan may freeze (nothing else of it changes) where its
     first step's noise is at most ``STOP_NOISE`` × ``FREEZE_TOL``, the wide plan's gate."""
     n, budget = 50_000, ApproxDP(epsilon, 1e-6)
+    monkeypatch.setattr(pe, "NOISE_FREEZE", 0.0)
+    monkeypatch.setattr(pe, "FREEZE_PLAIN", False)
     before = pe.em_plan(n, d, k, budget)
     monkeypatch.setattr(pe, "NOISE_FREEZE", 2.0)
     assert pe.em_plan(n, d, k, budget) == before
@@ -91,8 +93,10 @@ def test_the_switches_change_no_plan_but_the_three_run_freeze(monkeypatch, epsil
         assert not plan.freeze
 
 
-def test_a_three_run_plan_freezes_only_with_the_switch_and_where_a_wide_plan_would():
+def test_a_three_run_plan_freezes_only_with_the_switch_and_where_a_wide_plan_would(
+        monkeypatch):
     n, budget = 50_000, ApproxDP(100.0, 1e-6)
+    monkeypatch.setattr(pe, "FREEZE_PLAIN", False)
     plan = pe.em_plan(n, 10, 6, budget)
     assert plan.n_starts == pe.N_STARTS and not plan.freeze  # main's plan
     with pytest.MonkeyPatch.context() as mp:
@@ -116,6 +120,8 @@ def test_a_frozen_three_run_fit_charges_its_plan_and_lands_where_the_full_one_do
     full schedule's to 1e-3 nat/row (same noise draws up to the first freeze)."""
     X, H = _mixture(50_000, 10, 6, 3)
     P, H = H[:50], H[50:]  # public rows: the plan's parts are the ledger's entries one to one
+    monkeypatch.setattr(pe, "NOISE_FREEZE", 0.0)
+    monkeypatch.setattr(pe, "FREEZE_PLAIN", False)
     full = _fit(X, 6, 100.0, P)
     assert full.fit_info_["em_stopped_after"] is None and not full.fit_info_["em_frozen"]
     assert len(full.ledger_) == len(full.fit_info_["em_plan"].parts())
@@ -137,13 +143,17 @@ def test_a_frozen_three_run_fit_charges_its_plan_and_lands_where_the_full_one_do
     assert abs(full.score(H) - m.score(H)) < 1e-3
 
 
-def test_off_the_switches_change_nothing(monkeypatch):
-    """``NOISE_FREEZE`` = 0 and ``FREEZE_PLAIN`` off: the fit of the module's defaults."""
+def test_an_eps_one_fit_is_the_same_with_and_without_the_switches(monkeypatch):
+    """At ε = 1 no plan freezes (a step's noise is far above the gate) and the switches leave
+    the fit bit for bit as it was."""
     X, _ = _mixture(20_000, 5, 3, 4)
-    m = _fit(X, 3, 300.0)
+    monkeypatch.setattr(pe, "NOISE_FREEZE", 2.0)
+    monkeypatch.setattr(pe, "FREEZE_PLAIN", True)
+    m = _fit(X, 3, 1.0)
     monkeypatch.setattr(pe, "NOISE_FREEZE", 0.0)
     monkeypatch.setattr(pe, "FREEZE_PLAIN", False)
-    off = _fit(X, 3, 300.0)
+    off = _fit(X, 3, 1.0)
+    assert not m.fit_info_["em_plan"].freeze
     np.testing.assert_array_equal(m.means_, off.means_)
     np.testing.assert_array_equal(m.covariances_, off.covariances_)
     assert [e.step for e in m.ledger_] == [e.step for e in off.ledger_]
