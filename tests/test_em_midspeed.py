@@ -194,3 +194,62 @@ def test_summary_em_as_matrix_products_is_the_same_sums(monkeypatch, k: int, d: 
             assert obj == pytest.approx(want_obj, rel=1e-12)
             for x, y in zip(fit, want_fit, strict=True):
                 np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
+def test_span_stop_reads_the_drift_over_the_span(monkeypatch):
+    monkeypatch.setattr(pe, "STOP_SPAN", 10)
+    tol = 100 * (1.0 - pe.STOP_RATE) * pe.STOP_TOL  # m²(1 − q)·STOP_TOL at m = 10
+    assert pe._span_stop(2e-4 + 0.99 * tol, 1e-4)  # two models' noise and the allowance
+    assert not pe._span_stop(2e-4 + 1.01 * tol, 1e-4)
+    assert not pe._span_stop(math.inf, 1e-4)
+    # a drift of a per step: m²·a over the span, stopped only where a/(1 − q) ≤ STOP_TOL
+    a = pe.STOP_TOL * (1.0 - pe.STOP_RATE)
+    assert pe._span_stop(100 * a * 0.99, 0.0) and not pe._span_stop(100 * a * 1.01, 0.0)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 10.0, 100.0, 1e3, 1e4])
+@pytest.mark.parametrize("d,k", [(7, 3), (10, 6), (14, 5)])
+def test_the_span_stop_is_planned_only_where_the_last_step_is_quiet(monkeypatch, epsilon, d,
+                                                                    k):
+    """``STOP_SPAN`` opens the stop where a refining step's noise is at most ``STOP_NOISE`` ×
+    ``FREEZE_TOL`` and the last step's at most ``STOP_NOISE`` × ``STOP_TOL`` (a stop gives up
+    the refining releases' averaging, worth at most the last step's noise); never at ε = 1;
+    a plan that could stop before still may."""
+    n, budget = 50_000, ApproxDP(epsilon, 1e-6)
+    monkeypatch.setattr(pe, "STOP_SPAN", 0)
+    before = pe.em_plan(n, d, k, budget)
+    monkeypatch.setattr(pe, "STOP_SPAN", 10)
+    plan = pe.em_plan(n, d, k, budget)
+    if before.stop_from is not None:
+        assert plan.stop_from is not None
+    if plan.stop_from is not None and before.stop_from is None:
+        assert (pe._noise_change(plan, plan.stop_from, n, d, k)
+                <= pe.STOP_NOISE * pe.FREEZE_TOL)
+        assert (pe._noise_change(plan, plan.n_steps - 1, n, d, k)
+                <= pe.STOP_NOISE * pe.STOP_TOL)
+    if epsilon == 1.0:
+        assert plan == before and plan.stop_from is None
+    if epsilon == 100.0 and (d, k) == (7, 3):
+        assert before.stop_from is None and plan.stop_from == plan.explore_steps
+
+
+def test_a_span_stopped_fit_charges_its_plan_and_lands_where_the_full_one_does(monkeypatch):
+    """ε = 100, n = 5e4, d = 10, k = 6 (three runs, frozen): the span stop ends the refining
+    steps ``STOP_SPAN`` steps after the pick or later; the ledger is the plan less the frozen
+    and skipped steps in order, and the score is the unstopped fit's to 1e-3 nat/row."""
+    X, H = _mixture(50_000, 10, 6, 3)
+    P, H = H[:50], H[50:]
+    monkeypatch.setattr(pe, "NOISE_FREEZE", 2.0)
+    monkeypatch.setattr(pe, "FREEZE_PLAIN", True)
+    monkeypatch.setattr(pe, "STOP_SPAN", 0)
+    full = _fit(X, 6, 100.0, P)
+    assert full.fit_info_["em_stopped_after"] is None
+    monkeypatch.setattr(pe, "STOP_SPAN", 10)
+    m = _fit(X, 6, 100.0, P)
+    plan, frozen, stop = (m.fit_info_["em_plan"], m.fit_info_["em_frozen"],
+                          m.fit_info_["em_stopped_after"])
+    assert stop is not None and plan.explore_steps + 10 < stop < plan.n_steps - 1
+    kept = _charged_parts(plan, frozen, stop)
+    assert len(m.ledger_) == len(kept) < len(full.ledger_)
+    assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
+    assert abs(full.score(H) - m.score(H)) < 1e-3
