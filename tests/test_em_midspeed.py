@@ -76,6 +76,7 @@ def test_the_switches_change_no_plan_but_the_three_run_freeze(monkeypatch, epsil
     ``FREEZE_PLAIN`` a three-run plan may freeze (nothing else of it changes) where its
     first step's noise is at most ``STOP_NOISE`` × ``FREEZE_TOL``, the wide plan's gate."""
     n, budget = 50_000, ApproxDP(epsilon, 1e-6)
+    monkeypatch.setattr(pe, "STOP_SPAN", 0)
     monkeypatch.setattr(pe, "NOISE_FREEZE", 0.0)
     monkeypatch.setattr(pe, "FREEZE_PLAIN", False)
     before = pe.em_plan(n, d, k, budget)
@@ -96,6 +97,7 @@ def test_the_switches_change_no_plan_but_the_three_run_freeze(monkeypatch, epsil
 def test_a_three_run_plan_freezes_only_with_the_switch_and_where_a_wide_plan_would(
         monkeypatch):
     n, budget = 50_000, ApproxDP(100.0, 1e-6)
+    monkeypatch.setattr(pe, "STOP_SPAN", 0)
     monkeypatch.setattr(pe, "FREEZE_PLAIN", False)
     plan = pe.em_plan(n, 10, 6, budget)
     assert plan.n_starts == pe.N_STARTS and not plan.freeze  # main's plan
@@ -122,11 +124,13 @@ def test_a_frozen_three_run_fit_charges_its_plan_and_lands_where_the_full_one_do
     P, H = H[:50], H[50:]  # public rows: the plan's parts are the ledger's entries one to one
     monkeypatch.setattr(pe, "NOISE_FREEZE", 0.0)
     monkeypatch.setattr(pe, "FREEZE_PLAIN", False)
+    monkeypatch.setattr(pe, "STOP_SPAN", 0)
     full = _fit(X, 6, 100.0, P)
     assert full.fit_info_["em_stopped_after"] is None and not full.fit_info_["em_frozen"]
     assert len(full.ledger_) == len(full.fit_info_["em_plan"].parts())
     monkeypatch.setattr(pe, "NOISE_FREEZE", 2.0)
     monkeypatch.setattr(pe, "FREEZE_PLAIN", True)
+    monkeypatch.setattr(pe, "STOP_SPAN", 0)
     m = _fit(X, 6, 100.0, P)
     plan, frozen, stop = (m.fit_info_["em_plan"], m.fit_info_["em_frozen"],
                           m.fit_info_["em_stopped_after"])
@@ -149,9 +153,11 @@ def test_an_eps_one_fit_is_the_same_with_and_without_the_switches(monkeypatch):
     X, _ = _mixture(20_000, 5, 3, 4)
     monkeypatch.setattr(pe, "NOISE_FREEZE", 2.0)
     monkeypatch.setattr(pe, "FREEZE_PLAIN", True)
+    monkeypatch.setattr(pe, "STOP_SPAN", 10)
     m = _fit(X, 3, 1.0)
     monkeypatch.setattr(pe, "NOISE_FREEZE", 0.0)
     monkeypatch.setattr(pe, "FREEZE_PLAIN", False)
+    monkeypatch.setattr(pe, "STOP_SPAN", 0)
     off = _fit(X, 3, 1.0)
     assert not m.fit_info_["em_plan"].freeze
     np.testing.assert_array_equal(m.means_, off.means_)
