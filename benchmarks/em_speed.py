@@ -26,6 +26,13 @@ k = 3 mixture at ε = 1 and 1e4) with the outputs of the code on ``PYTHONPATH``;
 ``--declip-compare FILE`` re-runs them with this code and prints the clipped-moment
 evaluations, the CPU time and the components' relative differences.
 ``--kernel`` times one EM kernel call over 5e4 rows for 6 models and for 1.
+``--set NAME=VALUE`` (repeatable) sets a ``private_em`` constant for every fit (the baseline,
+e.g. a switch the lead is turning on). ``--families SEEDS`` times ``mixture_families.py``'s
+families (n = 5e4, 2e4 held-out rows) at ``--epsilons`` instead: CPU of ours ÷ scikit-learn's
+``n_init=1`` on the same rows, for each ``--arms`` variant ("A;B", each a comma-separated
+NAME=VALUE list on top of ``--set``, "" the baseline), the arms alternated ``--rounds`` times in
+this one process (the machine's load moves between rounds, not between the arms of one), with
+the held-out gap to scikit-learn's ``n_init=1`` and the release count of each arm.
 ``--synth FILE`` times ``PrivateSynthesizer(rho=1e6, n_components=32)`` (issue 28's huge-budget
 copula mixture; seeded) on corpus tables wavesurge (2,894 × 2) and doctor_contacts (20,186 × 9),
 saves the copulas' weights, means and covariances to FILE, and with ``--against OLD`` prints
@@ -39,6 +46,8 @@ their largest relative difference from OLD's.
     PYTHONPATH=src python benchmarks/em_speed.py --declip-compare declip.npz
     PYTHONPATH=<old src> python benchmarks/em_speed.py --synth synth_before.npz
     PYTHONPATH=src python benchmarks/em_speed.py --synth synth_after.npz --against synth_before.npz
+    PYTHONPATH=src python benchmarks/em_speed.py --families 12904,12906 --epsilons 10,100 \
+        --set SUMMARY_NOISE=0.1 --arms ";NOISE_FREEZE=2,FREEZE_PLAIN=1" --rounds 2
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ import privgauss as pg
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from em_scale import _rows  # noqa: E402  (the same mixture recipe)
+from mixture_families import family, set_constants  # noqa: E402
 
 N, K = 50_000, 3
 EPSILONS = (1.0, 1e4)
@@ -328,6 +338,54 @@ def _kernel(repeats: int) -> None:
               f"(least of {repeats})")
 
 
+def _arm(text: str) -> dict[str, str]:
+    """An ``--arms`` variant: NAME=VALUE pairs, comma-separated ("" the baseline)."""
+    return dict(kv.split("=") for kv in text.split(",") if kv)  # type: ignore[misc]
+
+
+def _families(seeds: list[int], eps_list: list[float], arms: list[str], rounds: int) -> None:
+    """``--families``: per family and budget, each arm's CPU ÷ scikit-learn's (its rows, n_init
+    = 1, timed in each round), arms alternated round by round; gap to that sklearn fit."""
+    from privgauss.mixture import private_em as pem
+
+    variants = [_arm(t) for t in arms]
+    names = {name for v in variants for name in v}
+    base = {name: getattr(pem, name) for name in names}
+    print("| family | k | d | ε | sklearn CPU (s) | " + " | ".join(
+        f"arm {i}: CPU / sklearn per round | gap | releases" for i in range(len(arms))) + " |")
+    for s in seeds:
+        fam = family(s)
+        rng = np.random.default_rng([fam.seed, 1])
+        X, H = fam.sample(N, rng), fam.sample(20_000, rng)
+        for eps in eps_list:
+            ratios: list[list[float]] = [[] for _ in arms]
+            gaps: list[float] = [0.0] * len(arms)
+            releases: list[int] = [0] * len(arms)
+            sk_cpu = []
+            for r in range(rounds):
+                _, tc, sk = _timed(lambda: GaussianMixture(fam.k, n_init=1,  # noqa: B023
+                                                           random_state=0).fit(X))  # noqa: B023
+                sk_cpu.append(tc)
+                order = range(len(arms)) if r % 2 == 0 else reversed(range(len(arms)))
+                for i in order:
+                    for name in names:
+                        setattr(pem, name, base[name])
+                    for name, value in variants[i].items():
+                        setattr(pem, name, type(base[name])(float(value)))
+                    _, c, m = _timed(lambda: pg.PrivateGaussianMixture(  # noqa: B023
+                        fam.k, method="em", epsilon=eps, delta=1e-6,  # noqa: B023
+                        random_state=0).fit(X))  # noqa: B023
+                    ratios[i].append(c / tc)
+                    gaps[i] = sk.score(H) - m.score(H)  # type: ignore[attr-defined]
+                    releases[i] = len(m.ledger_)  # type: ignore[attr-defined]
+            for name in names:
+                setattr(pem, name, base[name])
+            print(f"| {s} | {fam.k} | {fam.d} | {eps:g} | {statistics.median(sk_cpu):.3f} | "
+                  + " | ".join(" / ".join(f"{x:.1f}" for x in ratios[i])
+                               + f" | {gaps[i]:.4f} | {releases[i]}" for i in range(len(arms)))
+                  + " |", flush=True)
+
+
 def _git() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
@@ -387,9 +445,21 @@ def main() -> None:
     ap.add_argument("--malloc-fixed", action="store_true",
                     help="fix glibc's mmap and trim thresholds first (see _fix_malloc): "
                     "sklearn's and our times then no longer depend on what ran before")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="set a privgauss.mixture.private_em constant for every fit "
+                    "(repeatable)")
+    ap.add_argument("--families", default=None, metavar="SEEDS",
+                    help="comma-separated mixture_families.py family seeds: time those "
+                    "instead, at --epsilons, for each of --arms")
+    ap.add_argument("--arms", default="", metavar="A;B",
+                    help="with --families: ';'-separated variants, each comma-separated "
+                    "NAME=VALUE private_em constants on top of --set ('' the baseline)")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="with --families: rounds of the arms, alternated")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     warnings.simplefilter("ignore")
+    set_constants(a.set)
     eps_list = [float(e) for e in a.epsilons.split(",") if e]
     with threadpool_limits(1):
         if a.dump:
@@ -412,6 +482,13 @@ def main() -> None:
             return
         if a.malloc_fixed and not _fix_malloc():
             print("--malloc-fixed: no glibc mallopt here; thresholds left as they are")
+        if a.families:
+            warm = family(0)
+            pg.PrivateGaussianMixture(warm.k, method="em", epsilon=10.0, delta=1e-6,
+                                      random_state=0).fit(warm.sample(N, np.random.default_rng(0)))
+            _families([int(x) for x in a.families.split(",")], eps_list, a.arms.split(";"),
+                      a.rounds)
+            return
         if a.profile is not None:
             X = _rows(N, np.random.default_rng(1000))
             prof = cProfile.Profile(time.process_time)  # CPU: the machine is shared

@@ -448,6 +448,7 @@ SUMMARY_RESTARTS = 10  # k-means++ seedings of the summary EM (post-processing: 
 SUMMARY_SKIPPED = 10
 SUMMARY_ITERS = 200  # EM iterations per seeding (K' blobs: microseconds each)
 SUMMARY_TOL = 1e-9  # relative: a restart this close to the best one's objective is as good
+SUMMARY_BLAS = False  # the summary EM's contractions as matrix products (an experiment switch)
 
 
 def _blob_loglik(means: np.ndarray, covs: np.ndarray, mu: np.ndarray, S: np.ndarray
@@ -458,9 +459,13 @@ def _blob_loglik(means: np.ndarray, covs: np.ndarray, mu: np.ndarray, S: np.ndar
     d = means.shape[1]
     L = np.linalg.cholesky(S)
     Linv = np.linalg.inv(L)
-    Y = np.einsum("cab,cjb->cja", Linv, means[None] - mu[:, None])
     P = np.swapaxes(Linv, -1, -2) @ Linv
-    tr = np.einsum("jab,cba->cj", covs, P)
+    if SUMMARY_BLAS:  # the same sums as matrix products (other rounding, ~25× faster)
+        Y = (means[None] - mu[:, None]) @ np.swapaxes(Linv, -1, -2)
+        tr = np.swapaxes(P, -1, -2).reshape(-1, d * d) @ covs.reshape(-1, d * d).T
+    else:
+        Y = np.einsum("cab,cjb->cja", Linv, means[None] - mu[:, None])
+        tr = np.einsum("jab,cba->cj", covs, P)
     logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=1)
     quad = np.einsum("cja,cja->cj", Y, Y)
     return np.asarray(-0.5 * (quad + tr + logdet[:, None] + d * math.log(2.0 * math.pi))).T
@@ -503,9 +508,21 @@ def _summary_m_step(N: np.ndarray, means: np.ndarray, covs: np.ndarray, resp: np
     w = np.maximum(tot, 1e-12)
     mu = (Nr.T @ means) / w[:, None]
     D = means[None] - mu[:, None]  # (k, K', d)
-    S = (np.einsum("jc,jab->cab", Nr, covs)
-         + np.einsum("cja,cjb->cab", D * Nr.T[:, :, None], D)) / w[:, None, None]
+    S = _blob_scatter(Nr.T, covs, D) / w[:, None, None]
     return w, mu, S
+
+
+def _blob_scatter(NrT: np.ndarray, covs: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """Σ_j r_jc (covs[j] + D_cj D_cjᵀ) for each component c (``NrT`` (c, K') the blobs'
+    weighted responsibilities, ``D`` (c, K', d) the blobs' means less the components'): the
+    summary M-step's scatter before dividing by the weights. ``SUMMARY_BLAS``: as matrix
+    products (the same sums in another order)."""
+    if SUMMARY_BLAS:
+        K, d = covs.shape[0], covs.shape[-1]
+        return ((NrT @ covs.reshape(K, d * d)).reshape(-1, d, d)
+                + np.swapaxes(D * NrT[:, :, None], -1, -2) @ D)
+    return (np.einsum("jc,jab->cab", NrT.T, covs)
+            + np.einsum("cja,cjb->cab", D * NrT[:, :, None], D))
 
 
 def _summary_repair(S: np.ndarray, lo: float, k: int) -> np.ndarray:
@@ -569,9 +586,7 @@ def _summary_em_batch(N: np.ndarray, means: np.ndarray, covs: np.ndarray,
             mu3 = np.array([x @ means for x in NrT]) / w[:, :, None]
             mu = mu3.reshape(m * k, d)
             D = means[None] - mu[:, None]  # (m k, K', d)
-            S = (np.einsum("jc,jab->cab", NrT.reshape(m * k, K).T, covs)
-                 + np.einsum("cja,cjb->cab", D * NrT.reshape(m * k, K, 1), D)) \
-                / w.reshape(m * k, 1, 1)
+            S = _blob_scatter(NrT.reshape(m * k, K), covs, D) / w.reshape(m * k, 1, 1)
         S = _summary_repair(S, 1e-3, k) + 1e-6 * eye
         pi = w / w.sum(axis=1, keepdims=True)
         LT = _blob_loglik(means, covs, mu, S).T.reshape(m, k, K)  # C-ordered

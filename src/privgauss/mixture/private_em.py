@@ -524,6 +524,10 @@ T_FULL_GRID = 10  # the fewest EM steps when the start's grid sees every directi
 STOP_TOL = 3e-5  # the change still to come (KL per row) below which EM jumps to its last step
 STOP_RATE = 0.9  # the largest per-step decay of the released changes the stop extrapolates
 STOP_NOISE = 2.0  # a stop needs the step's noise to move the model by at most this × STOP_TOL
+NOISE_FREEZE = 0.0  # > 0: the freeze reads each change less this × its step's noise (_excess)
+FREEZE_PLAIN = False  # a three-run plan's runs freeze and merge too where a wide plan's would
+STOP_SPAN = 0  # > 0: where a step's noise shuts the stop, a stop from the change over this many
+# refining steps less twice a step's noise (_span_stop; an experiment switch, off)
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
 # ... True: in two steps running (an experiment switch, off: it fixed held-out families 1454,
 # 1494 and 1495 but lost 1384 and four of eight corpus tables' medians at ε = 1 — famstart in
@@ -1222,7 +1226,7 @@ def _wide_plan(plan: EMPlan, n: int, d: int, k: int, budget: Budget, n_steps: in
         radii = tuple(step_radius(n, d, k, wide.stat_rhos(t)[2], _tail(wide, t))
                       for t in range(T))
         wide = dataclasses.replace(wide, step_radii=radii)
-        quiet = _noise_change(wide, explore, n, d, k) <= STOP_NOISE * STOP_TOL
+        quiet = _stop_gate(wide, explore, n, d, k)
         if plan.stop_from is not None and not quiet:
             continue  # more steps, but none may stop: the time of all of them (d = 15)
         freeze = _noise_change(wide, 0, n, d, k) <= STOP_NOISE * FREEZE_TOL
@@ -1347,8 +1351,12 @@ def _base_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     plan = dataclasses.replace(plan, step_radii=radii)
     plan = dataclasses.replace(plan, start_clusters=_start_clusters(n, d, k, plan))
     first = plan.explore_steps if n_starts > 1 else 0  # after the pick: one run
-    quiet = first < T and _noise_change(plan, first, n, d, k) <= STOP_NOISE * STOP_TOL
-    return dataclasses.replace(plan, stop_from=first if quiet and n_steps is None else None)
+    quiet = first < T and _stop_gate(plan, first, n, d, k)
+    # FREEZE_PLAIN: the wide plan's freeze gate (:func:`_wide_plan`) in a three-run plan
+    freeze = (FREEZE_PLAIN and n_starts > 1 and n_steps is None
+              and _noise_change(plan, 0, n, d, k) <= STOP_NOISE * FREEZE_TOL)
+    return dataclasses.replace(plan, stop_from=first if quiet and n_steps is None else None,
+                               freeze=freeze)
 
 
 def _rewhiten_reach(n: int, d: int, rho_rw: float) -> float:
@@ -1392,6 +1400,52 @@ def _noise_change(plan: EMPlan, t: int, n: int, d: int, k: int, at_r0: bool = Fa
     s_s = soft_sums_l2(r) / math.sqrt(2.0 * rs) / nj
     s_m = soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm) / nj
     return 0.5 * d * s_s**2 + d * (d + 1) / 8.0 * s_m**2 + 0.5 * k * k * s_n**2
+
+
+def _quiet(plan: EMPlan, t: int, n: int, d: int, k: int) -> bool:
+    """Whether step t's noise alone moves a model by at most ``STOP_NOISE`` × ``STOP_TOL``
+    (public): where the stopping rule reads the released changes as they are."""
+    return _noise_change(plan, t, n, d, k) <= STOP_NOISE * STOP_TOL
+
+
+def _stop_gate(plan: EMPlan, first: int, n: int, d: int, k: int) -> bool:
+    """Whether the plan may stop from step ``first`` (public): where it is :func:`_quiet`,
+    or with ``STOP_SPAN`` where that step's noise is at most ``STOP_NOISE`` × ``FREEZE_TOL``
+    and the last step's at most ``STOP_NOISE`` × ``STOP_TOL`` (:func:`_span_stop`)."""
+    if _quiet(plan, first, n, d, k):
+        return True
+    return (STOP_SPAN > 0
+            and _noise_change(plan, first, n, d, k) <= STOP_NOISE * FREEZE_TOL
+            and _noise_change(plan, plan.n_steps - 1, n, d, k) <= STOP_NOISE * STOP_TOL)
+
+
+def _span_stop(span_change: float, noise: float) -> bool:
+    """The stop of a plan whose refining steps are too noisy for :func:`_converged`
+    (post-processing of released models): ``span_change``, the change (:func:`_model_change`)
+    over the last ``STOP_SPAN`` = m refining steps, less twice a step's noise change
+    (``noise``, public: two models' noises), is at most m²(1 − ``STOP_RATE``)·``STOP_TOL``. EM
+    drifting by a per step moves the model by about m²·a over m steps while the noise's part
+    stays bounded (the refining releases are averaged, :func:`_combine`), so a slow EM hidden
+    in one step's noise shows over the span; a stop leaves EM at most a/(1 − ``STOP_RATE``)
+    = ``STOP_TOL`` to go."""
+    m = STOP_SPAN
+    return span_change - 2.0 * noise <= m * m * (1.0 - STOP_RATE) * STOP_TOL
+
+
+def _excess(change: float, noise: float) -> float:
+    """An exploring run's released change (:func:`_model_change`) less ``NOISE_FREEZE`` × the
+    change its step's noise alone makes (``noise``: :func:`_noise_change`, public), at least 0:
+    the part of it read as EM's own move (post-processing), which the freeze tests at
+    ``FREEZE_TOL``. Noise adds to a step's move in expectation (E‖a + e‖² = ‖a‖² + E‖e‖²), and
+    in a settled run it is counted about twice (this step's noise and EM pulling back the
+    last one's): at ε = 100 no run could freeze otherwise (a step's noise 2e-4–2e-3 against
+    the (1 − ``STOP_RATE``)·``FREEZE_TOL`` = 1e-4 a noise-led change needs), and runs that
+    neither froze nor met another explored every step. Exploring steps only: a refining
+    step's release is averaged with the last (:func:`_combine`), its change is not the
+    noise's plus EM's, and a stop read this way lost 5e-4–8e-4 nat/row at n = 5e4, d = 10,
+    k = 3, ε = 100 (``benchmarks/results/em_speed.md``, midspeed). ``NOISE_FREEZE`` = 0: the
+    change itself."""
+    return max(change - NOISE_FREEZE * noise, 0.0) if NOISE_FREEZE > 0 else change
 
 
 def _model_change(old: Run, new: Run, factors: tuple[np.ndarray | None, np.ndarray | None]
@@ -2515,6 +2569,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     peaks = [_Peaks.of(*run[1].shape) for run in runs]  # each run's components' peak counts
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
+    span: list[tuple[Run, np.ndarray | None]] = []  # refining models for _span_stop
     if plan.may_freeze(0) and len(runs) > 1:  # starts within MERGE_TOL of another start
         for c in _merge_runs(runs, facs, active, list(range(len(runs))), MERGE_TOL):
             if frozen is not None:
@@ -2585,7 +2640,9 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
             plan, t, release, n), strict=True))
         if exploring and plan.may_freeze(t):  # released models only: post-processing
             for c, run in new.items():
-                run_changes[c].append(_model_change(runs[c], run, (facs[c], new_facs[c])))
+                run_changes[c].append(_excess(
+                    _model_change(runs[c], run, (facs[c], new_facs[c])),
+                    _noise_change(plan, t, n, run[1].shape[1], run[0].shape[0])))
                 if _converged(run_changes[c], FREEZE_TOL):
                     active[c] = False
                     if frozen is not None:
@@ -2597,9 +2654,19 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                 if frozen is not None:
                     frozen.append((c, t))
         # the stopping rule: a function of released models only (see the module docstring)
+        span_stop = False
         if len(new) == 1 and plan.may_stop(t):
             (c, run), = new.items()
-            changes.append(_model_change(runs[c], run, (facs[c], new_facs[c])))
+            kc = run[0].shape[0]
+            assert plan.stop_from is not None  # may_stop
+            if STOP_SPAN <= 0 or _quiet(plan, plan.stop_from, n, run[1].shape[1], kc):
+                changes.append(_model_change(runs[c], run, (facs[c], new_facs[c])))
+            else:  # a plan opened by STOP_SPAN (_stop_gate): the change over the span
+                span.append((run, new_facs[c]))
+                if len(span) > STOP_SPAN:
+                    (r0, f0), (r1, f1) = span[-1 - STOP_SPAN], span[-1]
+                    span_stop = _span_stop(_model_change(r0, r1, (f0, f1)),
+                                           _noise_change(plan, t, n, run[1].shape[1], kc))
         if pick or not exploring:
             mems = [mems[c] for c in new]
             pools = [pools[c] for c in new]
@@ -2609,7 +2676,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         else:
             runs = [new.get(c, run) for c, run in enumerate(runs)]
             facs = [new_facs[c] if c in new else f for c, f in enumerate(facs)]
-        if _converged(changes):
+        if span_stop or _converged(changes):
             if stops is not None:
                 stops.append(t)
             t = plan.n_steps - 1
