@@ -30,14 +30,19 @@ NOISY = [  # (n, d, k, budget, public rows): none of these may change
 def test_a_noisy_plan_is_the_three_run_plan(monkeypatch, n, d, k, budget, n_public):
     """Where a wide plan's first exploring step would move a model by more than
     ``WIDE_NOISE`` the plan is exactly the one without the wide machinery (the same parts
-    and shares, three runs, no frozen runs): ε = 1 at n = 5e4, d = 10, k = 3 among them."""
+    and shares, three runs): ε = 1 at n = 5e4, d = 10, k = 3 among them. Its runs may freeze
+    only where the wide plan's freeze gate holds (``FREEZE_PLAIN``, midspeed: n = 2000,
+    d = 10 at ε = 1e4; none of the ε = 1 plans)."""
     plan = pe.em_plan(n, d, k, budget, n_public=n_public)
     monkeypatch.setattr(pe, "WIDE_STARTS", pe.N_STARTS)  # the wide plan switched off
     before = pe.em_plan(n, d, k, budget, n_public=n_public)
     assert plan == before
     assert [(nm, str(b)) for nm, b in plan.parts()] == [(nm, str(b)) for nm, b in
                                                         before.parts()]
-    assert plan.n_starts == pe.N_STARTS and not plan.freeze
+    assert plan.n_starts == pe.N_STARTS
+    gate = pe._noise_change(plan, 0, n, d, k) <= pe.STOP_NOISE * pe.FREEZE_TOL
+    assert plan.freeze is (pe.FREEZE_PLAIN and gate)
+    assert plan.freeze is (budget.epsilon > 1.0 if isinstance(budget, ApproxDP) else False)
     assert plan.explore_steps == plan.n_steps // pe.EXPLORE_DIV
 
 

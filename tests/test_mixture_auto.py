@@ -7,7 +7,6 @@ messages suggest."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -190,7 +189,8 @@ def test_a_dask_array_beyond_max_memory_bytes_gets_em_which_streams() -> None:
             assert "max_memory_bytes" in m.method_reason_
             for name in ("kssu", "sample-aggregate"):
                 assert "holds the rows in memory" in plan.considered[name]
-        assert math.isclose(acct.spent.epsilon, EPS, rel_tol=1e-9)
+        # the whole budget, less what runs that froze or stopped early left (FREEZE_PLAIN)
+        assert 0.5 * EPS < acct.spent.epsilon <= EPS * (1 + 1e-9)
         err = pg.metrics.mixture_error(m.weights_, m.means_, m.covariances_, mix.weights,
                                        mix.means, mix.covariances)
         assert err.max_component_tv <= 0.1

@@ -525,9 +525,10 @@ STOP_TOL = 3e-5  # the change still to come (KL per row) below which EM jumps to
 STOP_RATE = 0.9  # the largest per-step decay of the released changes the stop extrapolates
 STOP_NOISE = 2.0  # a stop needs the step's noise to move the model by at most this × STOP_TOL
 NOISE_FREEZE = 0.0  # > 0: the freeze reads each change less this × its step's noise (_excess)
-FREEZE_PLAIN = False  # a three-run plan's runs freeze and merge too where a wide plan's would
-STOP_SPAN = 0  # > 0: where a step's noise shuts the stop, a stop from the change over this many
-# refining steps less twice a step's noise (_span_stop; an experiment switch, off)
+FREEZE_PLAIN = True  # a three-run plan's runs freeze and merge too where a wide plan's would
+# (midspeed, session 52; False: only wide plans, as before)
+STOP_SPAN = 10  # > 0: where a step's noise shuts the stop, a stop from the change over this many
+# refining steps less twice a step's noise (_span_stop; midspeed, session 52; 0: as before)
 DEAD_SIGMAS = 3.0  # a component whose released count is within this many sds of 0 is dead
 # ... True: in two steps running (an experiment switch, off: it fixed held-out families 1454,
 # 1494 and 1495 but lost 1384 and four of eight corpus tables' medians at ε = 1 — famstart in
