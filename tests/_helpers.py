@@ -113,3 +113,14 @@ def em_fit_following_its_plan(X: np.ndarray, k: int, epsilon: float = 1.0) -> An
     assert why is None, why
     return est
 
+
+def charged_parts(plan: Any, frozen: Any, stop: int | None) -> list[Any]:
+    """The plan's parts a fit charges: all, less each frozen run's exploring steps after its
+    freeze and the steps after the stopping rule's stop (both DP outputs)."""
+    skipped = {f"step {t} run {c}" for c, f in frozen for t in range(f + 1,
+                                                                    plan.explore_steps + 1)}
+    if stop is not None:
+        skipped |= {f"step {t}" for t in range(stop + 1, plan.n_steps)}
+    return [(nm, b) for nm, b in plan.parts()
+            if " ".join(nm.split()[:4]) not in skipped and " ".join(nm.split()[:2]) not in
+            skipped]

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import charged_parts
 
 import privgauss as pg
 from privgauss.mixture import private_em as pe
@@ -39,18 +40,6 @@ def _fit(X: np.ndarray, k: int, epsilon: float, P: np.ndarray | None = None
         warnings.simplefilter("ignore")
         return pg.PrivateGaussianMixture(k, method="em", epsilon=epsilon, delta=1e-6,
                                          random_state=0).fit(X, public_X=P)
-
-
-def _charged_parts(plan, frozen, stop):
-    """The plan's parts a fit charges: all, less each frozen run's exploring steps after its
-    freeze and the steps after the stopping rule's stop (both DP outputs)."""
-    skipped = {f"step {t} run {c}" for c, f in frozen for t in range(f + 1,
-                                                                    plan.explore_steps + 1)}
-    if stop is not None:
-        skipped |= {f"step {t}" for t in range(stop + 1, plan.n_steps)}
-    return [(nm, b) for nm, b in plan.parts()
-            if " ".join(nm.split()[:4]) not in skipped and " ".join(nm.split()[:2]) not in
-            skipped]
 
 
 def test_excess_is_the_change_less_its_noise_and_off_the_change_itself(monkeypatch):
@@ -138,7 +127,7 @@ def test_a_frozen_three_run_fit_charges_its_plan_and_lands_where_the_full_one_do
     assert stop is None and plan.stop_from is None  # the stop is main's: none at ε = 100
     assert sorted(c for c, _ in frozen) == list(range(1, plan.n_starts + 1))  # all froze
     assert all(f < plan.explore_steps - 1 for _, f in frozen)  # ... early
-    kept = _charged_parts(plan, frozen, stop)
+    kept = charged_parts(plan, frozen, stop)
     assert len(m.ledger_) == len(kept) < len(full.ledger_)
     assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
     steps = [e.step for e in m.ledger_ if e.step.startswith("em step")]
@@ -255,7 +244,7 @@ def test_a_span_stopped_fit_charges_its_plan_and_lands_where_the_full_one_does(m
     plan, frozen, stop = (m.fit_info_["em_plan"], m.fit_info_["em_frozen"],
                           m.fit_info_["em_stopped_after"])
     assert stop is not None and plan.explore_steps + 10 < stop < plan.n_steps - 1
-    kept = _charged_parts(plan, frozen, stop)
+    kept = charged_parts(plan, frozen, stop)
     assert len(m.ledger_) == len(kept) < len(full.ledger_)
     assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
     assert abs(full.score(H) - m.score(H)) < 1e-3

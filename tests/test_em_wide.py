@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import charged_parts
 
 import privgauss as pg
 from privgauss.mixture import em_starts as es
@@ -97,18 +98,6 @@ def _wide_fit(n: int = 6000, epsilon: float = 1e4):
                                          random_state=0).fit(X, public_X=P)
 
 
-def _charged_parts(plan, frozen, stop):
-    """The plan's parts a fit charges: all, less each frozen run's exploring steps after its
-    freeze and the steps after the stopping rule's stop (both DP outputs)."""
-    skipped = {f"step {t} run {c}" for c, f in frozen for t in range(f + 1,
-                                                                    plan.explore_steps + 1)}
-    if stop is not None:
-        skipped |= {f"step {t}" for t in range(stop + 1, plan.n_steps)}
-    return [(nm, b) for nm, b in plan.parts()
-            if " ".join(nm.split()[:4]) not in skipped and " ".join(nm.split()[:2]) not in
-            skipped]
-
-
 def test_a_wide_fit_charges_its_plan_in_order_without_the_frozen_and_skipped_steps():
     """The ledger is the plan's parts in order, less each frozen run's exploring steps after
     its freeze and the steps the stopping rule skipped (both DP outputs); the run pick's
@@ -119,7 +108,7 @@ def test_a_wide_fit_charges_its_plan_in_order_without_the_frozen_and_skipped_ste
     assert plan.n_starts == pe.WIDE_STARTS and plan.freeze
     frozen, stop = info["em_frozen"], info["em_stopped_after"]
     assert frozen  # the exploring runs converge on this well-separated mixture
-    kept = _charged_parts(plan, frozen, stop)
+    kept = charged_parts(plan, frozen, stop)
     assert len(m.ledger_) == len(kept)
     assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
     pick = [e for e in m.ledger_ if e.step.endswith("em run selection")]
@@ -220,7 +209,7 @@ def test_a_duplicated_start_waits_and_the_ledger_misses_only_its_steps(monkeypat
     assert (pe.WIDE_STARTS, 0) in frozen
     names = [e.step for e in m.ledger_]
     assert not any(f" run {pe.WIDE_STARTS} " in s for s in names if s.startswith("em step"))
-    kept = _charged_parts(plan, frozen, stop)
+    kept = charged_parts(plan, frozen, stop)
     assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
     pick = [e for e in m.ledger_ if e.step.endswith("em run selection")]
     assert len(pick) == 1
@@ -257,7 +246,7 @@ def test_a_start_within_merge_tol_waits_where_freeze_tol_would_not(monkeypatch):
         plan, info = m.fit_info_["em_plan"], m.fit_info_
         frozen, stop = info["em_frozen"], info["em_stopped_after"]
         assert ((pe.WIDE_STARTS, 0) in frozen) == waits
-        kept = _charged_parts(plan, frozen, stop)
+        kept = charged_parts(plan, frozen, stop)
         assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
 
 
@@ -438,7 +427,7 @@ def test_a_collapsed_start_waits_from_its_first_step(monkeypatch):
         frozen, stop = info["em_frozen"], info["em_stopped_after"]
         assert (spread**2 / 2 > pe._noise_change(plan, 0, 6000, 3, 3)) != waits
         assert ((pe.WIDE_STARTS, 0) in frozen) == waits
-        kept = _charged_parts(plan, frozen, stop)
+        kept = charged_parts(plan, frozen, stop)
         assert [str(e.cost) for e in m.ledger_] == [str(b) for _, b in kept]
         pick = [e for e in m.ledger_ if e.step.endswith("em run selection")]
         assert len(pick) == 1
