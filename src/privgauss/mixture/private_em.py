@@ -429,6 +429,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
@@ -2570,7 +2571,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
     peaks = [_Peaks.of(*run[1].shape) for run in runs]  # each run's components' peak counts
     active = [True] * len(runs)
     run_changes: list[list[float]] = [[] for _ in runs]
-    span: list[tuple[Run, np.ndarray | None]] = []  # refining models for _span_stop
+    # the last STOP_SPAN + 1 refining models, what _span_stop compares
+    span: deque[tuple[Run, np.ndarray | None]] = deque(maxlen=max(STOP_SPAN, 0) + 1)
     if plan.may_freeze(0) and len(runs) > 1:  # starts within MERGE_TOL of another start
         for c in _merge_runs(runs, facs, active, list(range(len(runs))), MERGE_TOL):
             if frozen is not None:
@@ -2664,8 +2666,8 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                 changes.append(_model_change(runs[c], run, (facs[c], new_facs[c])))
             else:  # a plan opened by STOP_SPAN (_stop_gate): the change over the span
                 span.append((run, new_facs[c]))
-                if len(span) > STOP_SPAN:
-                    (r0, f0), (r1, f1) = span[-1 - STOP_SPAN], span[-1]
+                if len(span) == span.maxlen:
+                    (r0, f0), (r1, f1) = span[0], span[-1]
                     span_stop = _span_stop(_model_change(r0, r1, (f0, f1)),
                                            _noise_change(plan, t, n, run[1].shape[1], kc))
         if pick or not exploring:
