@@ -188,12 +188,18 @@ def print_variants(gaps: list[list[float]], variants: list[str]) -> None:
 
 
 def set_constants(pairs: list[str]) -> None:
-    """``--set NAME=VALUE``: a ``private_em`` constant, cast to its type (experiment switches)."""
+    """``--set NAME=VALUE``: a ``private_em`` constant, cast to its type (experiment switches;
+    a tuple's entries separated by ``:``, e.g. ``STAT_SHARES=0.1:0.2:0.7``)."""
     from privgauss.mixture import private_em as pem
 
     for kv in pairs:
         name, value = kv.split("=")
-        setattr(pem, name, type(getattr(pem, name))(float(value)))
+        old = getattr(pem, name)
+        if isinstance(old, tuple):
+            setattr(pem, name, tuple(type(x)(float(v)) for x, v in zip(old, value.split(":"),
+                                                                      strict=True)))
+        else:
+            setattr(pem, name, type(old)(float(value)))
 
 
 def main() -> None:

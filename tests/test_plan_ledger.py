@@ -179,6 +179,8 @@ MIXTURE: list[tuple[str, dict[str, Any], int, int, int, int]] = [
     # a loud exploring step: the over-parameterised run (k' = 4; test_private_em checks the
     # plan is), reduced to k = 2 before its last REDUCE_STEPS steps
     ("em", APPROX, 12_000, 5, 2, 0),
+    # ... whose refining steps are loud too: LOUD_REDUCE_STEPS of them (k' = 6, k = 3)
+    ("em", APPROX, 8000, 6, 3, 0),
     ("kssu", {"epsilon": 5.0, "delta": 1e-6, "method_params": {"max_points": 2000}},
      19_000, 2, 2, 0),
     ("sample-aggregate", {"epsilon": 5.0, "delta": 1e-6}, 19_000, 2, 2, 0),

@@ -124,7 +124,7 @@ def test_plan_parts_compose_to_the_total(budget, n_public):
     # half on the last step; over-parameterised, half of the refining steps' share
     last = 0.5
     if plan.components:
-        last = (1.0 - pe.OVER_SHARE) * (0.5 if pe.REDUCE_STEPS > 1 else 1.0)
+        last = (1.0 - pe.OVER_SHARE) * (0.5 if plan.n_steps - plan.reduce_at > 1 else 1.0)
     assert plan.rho_steps[-1] == pytest.approx(last * sum(plan.rho_steps))
 
 
@@ -1013,6 +1013,35 @@ def test_a_k_prime_runs_held_components_are_pooled_before_the_reduction(monkeypa
         # at this seed the untied k' steps hold components (5 and 6 at the first)
         assert (held_kprime > 0) == switch
     assert ledgers[0] == ledgers[1]
+
+
+def test_loud_refining_steps_are_fewer() -> None:
+    """An over-parameterised plan refines over LOUD_REDUCE_STEPS steps exactly where its
+    first refining step's noise (with REDUCE_STEPS of them) moves a k-model by more than
+    LOUD_REFINE (public: n, d, k and the budget), else over REDUCE_STEPS; the refining steps
+    keep 1 − OVER_SHARE of the steps' ρ, half of it on the last, either way, and the plan
+    names the same parts as the plain one."""
+    budget = ApproxDP(1.0, 1e-6)
+    seen = set()
+    for n, d, k in [(50_000, 10, 3), (12_000, 5, 2), (50_000, 15, 6), (8000, 6, 3),
+                    (50_000, 13, 4)]:
+        plan = pe.em_plan(n, d, k, budget)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(pe, "LOUD_REDUCE_STEPS", 0)
+            eight = pe.em_plan(n, d, k, budget)
+        assert eight.n_steps - eight.reduce_at == pe.REDUCE_STEPS == 8
+        loud = pe._refine_noise(eight, n, d, k) > pe.LOUD_REFINE
+        seen.add(loud)
+        refining = plan.n_steps - plan.reduce_at
+        assert refining == (pe.LOUD_REDUCE_STEPS if loud else pe.REDUCE_STEPS), (n, d, k)
+        assert plan.components == eight.components
+        if not loud:
+            assert plan == eight
+        rho = sum(plan.rho_steps)
+        assert sum(plan.rho_steps[plan.reduce_at:]) == pytest.approx((1 - pe.OVER_SHARE) * rho)
+        assert plan.rho_steps[-1] == pytest.approx(0.5 * (1 - pe.OVER_SHARE) * rho)
+        assert [nm for nm, _ in plan.parts()] == [nm for nm, _ in eight.parts()]
+    assert seen == {True, False}
 
 
 def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:

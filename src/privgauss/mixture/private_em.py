@@ -307,8 +307,22 @@ budget and public rows; every frame after the first a function of releases):
    ``reduce_at`` the released k'-model is reduced to k components by EM on its components
    as Gaussian blobs (:func:`~privgauss.mixture.em_starts.reduce_run`, restarts; free), and
    the last 8 steps (1 − ``OVER_SHARE`` = 75 % of the steps' ρ, half of that on the last)
-   refine it with k components. Each step's releases cost what they would with k (the k
-   components cost what one does), so the plan names the same parts.
+   refine it with k components — 5 (``LOUD_REDUCE_STEPS``) where a refining step's noise
+   alone would move a k-model by more than ``LOUD_REFINE`` = 0.03 nat/row
+   (:func:`_refine_noise`; public): there the refining steps before the last are
+   noise-dominated (session 53, family 13683, k = 6, d = 15: its 5 % clusters' KL stayed
+   1.4–1.6 over steps 13–19 and fell to 0.6 only at the last, while scikit-learn from the
+   free reduction reached its optimum in one step), so fewer get more ρ each and the k' run
+   three more steps. ε = 1, n = 5e4: over-parameterised plans at d = 12–15 (72 families of
+   12844–13519, tuned on; 4 / 6 refining steps about as 5, 3 worse) 16 → 8 wrong of 144;
+   held out, fresh 13520–13759, every plan, noise seeds 0 and 1: 24 → 16 of 480; ε = 3:
+   no plan that loud. Real tables (``real_mixtures.py``, 6 splits, median gaps to
+   scikit-learn): loud plans better without public rows (vietnam_health 3.8 → 0.9, randhie
+   3.1 → 2.7, doctor_contacts 0.87 → 0.69, tuna −0.25 → −0.30), mixed with 1 % public rows
+   (vietnam_health 4.3 → 1.1; tuna, randhie, doctor_contacts 0.2–0.5 worse); the quiet
+   plans (bundesliga, wavesurge, health_insurance, low-d families) were mixed and keep 8.
+   Each step's releases cost what they would with k (the k components cost what one does),
+   so the plan names the same parts.
    *Tied steps* (``OVER_TIED``; ``EMPlan.tied_until``). The k' run needs the structure —
    where the mass is — not each component's shape, and k' full covariances are noisy (each
    divided by its own N_j; a k'-fit ended 0.2–0.9 nat/row below sklearn). Its exploring
@@ -368,8 +382,8 @@ k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 
 counts; of the rest, half on the last EM step, the other half evenly on the T − 1 earlier
 ones (split between the runs while they explore); within a step 10 % counts, 30 % sums,
 60 % second moments.
-Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − 8 k' steps, the
-rest on the 8 refining steps (half of it on the last); a tied step splits its ρ
+Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − R k' steps, the
+rest on the R = 8 (loud: 5) refining steps (half of it on the last); a tied step splits its ρ
 ``TIED_SHARES``, the last step by :func:`_output_shares` (the split that minimises its
 noise's cost to the returned model: d = 13–15 about 2 % counts, 16 % sums, 82 % moments).
 Its start is lean (``LEAN_START``; :func:`_base_plan`'s ``lean``): the start histogram,
@@ -553,6 +567,8 @@ OVERPARAM = 2.0  # the over-parameterised run fits ⌈this × k⌉ components (�
 OVER_NOISE = 0.1  # ... where an exploring step's noise moves a k-model by more than this
 OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it by more than this
 REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
+LOUD_REDUCE_STEPS = 5  # ... this many where a refining step's noise is loud (0: never)
+LOUD_REFINE = 0.03  # loud: it moves a k-model by more than this (_refine_noise)
 OVER_SHARE = 0.25  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
 LEAN_START = True  # an over-parameterised plan's start, re-whitening and run pick at these
 LEAN_INIT, LEAN_KMEANS, LEAN_REWHITEN, LEAN_SCORE = 0.05, 0.05, 0.05, 0.025  # of ρ_EM
@@ -1085,18 +1101,29 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     k_over = _over_components(plan, n, d, k, budget, n_steps, n_public, prior)
     if not k_over:
         return _explore_longer(plan, n, d, k, budget, n_steps, n_public, prior)
+    over = _over_plan(plan, n, d, k, k_over, budget, n_public, prior, REDUCE_STEPS)
+    if over is not None and LOUD_REDUCE_STEPS and _refine_noise(over, n, d, k) > LOUD_REFINE:
+        over = _over_plan(plan, n, d, k, k_over, budget, n_public, prior, LOUD_REDUCE_STEPS)
+    return plan if over is None else over
+
+
+def _over_plan(plan: EMPlan, n: int, d: int, k: int, k_over: int, budget: Budget,
+               n_public: int, prior: bool, reduce_steps: int) -> EMPlan | None:
+    """The over-parameterised plan (public): k' = ``k_over`` components until its last
+    ``reduce_steps`` steps; None where no k' step would lie between the run pick and the
+    reduction (``plan``, the plain one, is then used)."""
     def over_base(lean: bool) -> EMPlan | None:  # None: no k' step between pick and reduction
         over = _base_plan(n, d, k_over, budget, n_public=n_public, n_steps=None, prior=prior,
-                          reduce_steps=REDUCE_STEPS, refine_tail=REFINE_TAIL, lean=lean)
-        fits = over.stop_from is None and over.n_steps - REDUCE_STEPS > over.explore_steps
+                          reduce_steps=reduce_steps, refine_tail=REFINE_TAIL, lean=lean)
+        fits = over.stop_from is None and over.n_steps - reduce_steps > over.explore_steps
         return over if fits else None
 
     over = over_base(False)
     if over is None:
-        return plan
+        return None
     # the lean start where the plan is over-parameterised anyway (the same k' plans)
     over = (over_base(True) if LEAN_START else None) or over
-    reduce_at = over.n_steps - REDUCE_STEPS
+    reduce_at = over.n_steps - reduce_steps
     over = dataclasses.replace(over, components=k_over, reduce_at=reduce_at,
                                tied_until=min(reduce_at - UNTIED_LAST,
                                               over.explore_steps + TIED_AFTER_PICK)
@@ -1106,6 +1133,13 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     radii = tuple(step_radius(n, d, 1 if over.is_tied(t) else k_over, over.stat_rhos(t)[2],
                               _tail(over, t, REFINE_TAIL)) for t in range(over.n_steps))
     return dataclasses.replace(over, step_radii=radii)
+
+
+def _refine_noise(over: EMPlan, n: int, d: int, k: int) -> float:
+    """The change a refining step's noise alone makes in a k-model (public,
+    :func:`_noise_change`): the first refining step's, the one after the reduction."""
+    assert over.reduce_at is not None
+    return _noise_change(over, over.reduce_at, n, d, k)
 
 
 def _explore_longer(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
