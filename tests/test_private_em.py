@@ -1016,11 +1016,11 @@ def test_a_k_prime_runs_held_components_are_pooled_before_the_reduction(monkeypa
 
 
 def test_loud_refining_steps_are_fewer() -> None:
-    """An over-parameterised plan refines over LOUD_REDUCE_STEPS steps exactly where its
-    first refining step's noise (with REDUCE_STEPS of them) moves a k-model by more than
-    LOUD_REFINE (public: n, d, k and the budget), else over REDUCE_STEPS; the refining steps
-    keep 1 − OVER_SHARE of the steps' ρ, half of it on the last, either way, and the plan
-    names the same parts as the plain one."""
+    """An over-parameterised plan without public rows refines over LOUD_REDUCE_STEPS steps
+    exactly where its first refining step's noise (with REDUCE_STEPS of them) moves a k-model
+    by more than LOUD_REFINE (public: n, d, k and the budget), else over REDUCE_STEPS; the
+    refining steps keep 1 − OVER_SHARE of the steps' ρ, half of it on the last, either way,
+    and the plan names the same parts as the plain one."""
     budget = ApproxDP(1.0, 1e-6)
     seen = set()
     for n, d, k in [(50_000, 10, 3), (12_000, 5, 2), (50_000, 15, 6), (8000, 6, 3),
@@ -1042,6 +1042,10 @@ def test_loud_refining_steps_are_fewer() -> None:
         assert plan.rho_steps[-1] == pytest.approx(0.5 * (1 - pe.OVER_SHARE) * rho)
         assert [nm for nm, _ in plan.parts()] == [nm for nm, _ in eight.parts()]
     assert seen == {True, False}
+    # with public rows a loud plan keeps REDUCE_STEPS (LOUD_PUBLIC off)
+    public = pe.em_plan(50_000, 15, 6, budget, n_public=500)
+    assert public.components and public.n_steps - public.reduce_at == pe.REDUCE_STEPS
+    assert pe._refine_noise(public, 50_000, 15, 6) > pe.LOUD_REFINE
 
 
 def test_over_parameterised_plan_only_where_an_exploring_step_is_loud() -> None:

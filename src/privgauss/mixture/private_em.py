@@ -307,22 +307,23 @@ budget and public rows; every frame after the first a function of releases):
    ``reduce_at`` the released k'-model is reduced to k components by EM on its components
    as Gaussian blobs (:func:`~privgauss.mixture.em_starts.reduce_run`, restarts; free), and
    the last 8 steps (1 − ``OVER_SHARE`` = 75 % of the steps' ρ, half of that on the last)
-   refine it with k components — 5 (``LOUD_REDUCE_STEPS``) where a refining step's noise
-   alone would move a k-model by more than ``LOUD_REFINE`` = 0.03 nat/row
-   (:func:`_refine_noise`; public): there the refining steps before the last are
+   refine it with k components — 5 (``LOUD_REDUCE_STEPS``) where a refining step's noise alone
+   would move a k-model by more than ``LOUD_REFINE`` = 0.03 nat/row (:func:`_refine_noise`;
+   public) and the user gave no public rows: there the refining steps before the last are
    noise-dominated (session 53, family 13683, k = 6, d = 15: its 5 % clusters' KL stayed
-   1.4–1.6 over steps 13–19 and fell to 0.6 only at the last, while scikit-learn from the
-   free reduction reached its optimum in one step), so fewer get more ρ each and the k' run
-   three more steps. ε = 1, n = 5e4: over-parameterised plans at d = 12–15 (72 families of
-   12844–13519, tuned on; 4 / 6 refining steps about as 5, 3 worse) 16 → 8 wrong of 144;
-   held out, fresh 13520–13759, every plan, noise seeds 0 and 1: 24 → 16 of 480; ε = 3:
-   no plan that loud. Real tables (``real_mixtures.py``, 6 splits, median gaps to
-   scikit-learn): loud plans better without public rows (vietnam_health 3.8 → 0.9, randhie
-   3.1 → 2.7, doctor_contacts 0.87 → 0.69, tuna −0.25 → −0.30), mixed with 1 % public rows
-   (vietnam_health 4.3 → 1.1; tuna, randhie, doctor_contacts 0.2–0.5 worse); the quiet
-   plans (bundesliga, wavesurge, health_insurance, low-d families) were mixed and keep 8.
-   Each step's releases cost what they would with k (the k components cost what one does),
-   so the plan names the same parts.
+   1.4–1.6 over steps 13–19 and fell to 0.6 only at the last, while scikit-learn from the free
+   reduction reached its optimum in one step), so fewer get more ρ each and the k' run three
+   more steps. ε = 1, n = 5e4: over-parameterised plans at d = 12–15 (72 families of
+   12844–13519, tuned on; 4 / 6 refining steps about as 5, 3 worse) 16 → 8 wrong of 144; held
+   out, fresh 13520–13759, every plan, noise seeds 0 and 1: 24 → 16 of 480; ε = 3: no plan that
+   loud. Real tables (``real_mixtures.py``, 6 splits, median gaps to scikit-learn): loud plans
+   better without public rows (vietnam_health 3.8 → 0.9, randhie 3.1 → 2.7, doctor_contacts
+   0.87 → 0.69, tuna −0.25 → −0.30), mixed with 1 % public rows (vietnam_health 4.3 → 1.1;
+   tuna, randhie, doctor_contacts 0.2–0.5 worse; the fresh corpus' Ketchup, SumHes, Wages,
+   Aids2 0.1–0.23 worse), so plans with public rows keep 8 (``LOUD_PUBLIC``); the quiet plans
+   (bundesliga, wavesurge, health_insurance, low-d families) were mixed and keep 8. Each step's
+   releases cost what they would with k (the k components cost what one does), so the plan
+   names the same parts.
    *Tied steps* (``OVER_TIED``; ``EMPlan.tied_until``). The k' run needs the structure —
    where the mass is — not each component's shape, and k' full covariances are noisy (each
    divided by its own N_j; a k'-fit ended 0.2–0.9 nat/row below sklearn). Its exploring
@@ -569,6 +570,7 @@ OVER_CAP = 0.1  # and fewer where a k'-model's last step's noise would move it b
 REDUCE_STEPS = 8  # its last this many steps run with k components, from the free reduction
 LOUD_REDUCE_STEPS = 5  # ... this many where a refining step's noise is loud (0: never)
 LOUD_REFINE = 0.03  # loud: it moves a k-model by more than this (_refine_noise)
+LOUD_PUBLIC = False  # ... also with public rows (False: those plans keep REDUCE_STEPS)
 OVER_SHARE = 0.25  # of the EM steps' ρ, on the k'-component steps (the rest: the last ones)
 LEAN_START = True  # an over-parameterised plan's start, re-whitening and run pick at these
 LEAN_INIT, LEAN_KMEANS, LEAN_REWHITEN, LEAN_SCORE = 0.05, 0.05, 0.05, 0.025  # of ρ_EM
@@ -1102,7 +1104,8 @@ def em_plan(n: int, d: int, k: int, budget: Budget, *, n_public: int = 0,
     if not k_over:
         return _explore_longer(plan, n, d, k, budget, n_steps, n_public, prior)
     over = _over_plan(plan, n, d, k, k_over, budget, n_public, prior, REDUCE_STEPS)
-    if over is not None and LOUD_REDUCE_STEPS and _refine_noise(over, n, d, k) > LOUD_REFINE:
+    if (over is not None and LOUD_REDUCE_STEPS and (LOUD_PUBLIC or not n_public)
+            and _refine_noise(over, n, d, k) > LOUD_REFINE):
         over = _over_plan(plan, n, d, k, k_over, budget, n_public, prior, LOUD_REDUCE_STEPS)
     return plan if over is None else over
 
