@@ -79,9 +79,9 @@ def main() -> None:
         cap["frozen"] = None if frozen is None else [(c + 1, t + 1) for c, t in frozen]
         return out
 
-    def pick_run(scores, plan, release):  # type: ignore
+    def pick_run(scores, plan, release, regret_cap=0.0):  # type: ignore
         cap["scores"] = np.asarray(scores) / train.shape[0]
-        return pick(scores, plan, release)
+        return pick(scores, plan, release, regret_cap)
 
     pe._em_steps, pe.pick_run = em_steps, pick_run  # type: ignore[assignment]
     est = pg.PrivateGaussianMixture(K, epsilon=a.epsilon, delta=1e-6,

@@ -128,12 +128,13 @@ def fit(fam: mf.Family, X: np.ndarray, noise_seed: int, variant: str
                 return cap["moved"]
         return outs
 
-    def pick_run(scores: Any, plan: Any, release: Any) -> int:
+    def pick_run(scores: Any, plan: Any, release: Any, regret_cap: float = 0.0) -> int:
         if mode == "score" and "moved" in cap:
             models = tuple((mu, *pe._model_terms(w, S)[1:]) for w, mu, S in cap["moved"])
             scores = pe._em_kernel(cap["Z"], models, plan.step_radius(plan.explore_steps),
-                                   bound=plan.score_bound)[3]
-        cap["win"] = pick(scores, plan, release)
+                                   bound=regret_cap or plan.score_bound,
+                                   regret=regret_cap > 0)[3]
+        cap["win"] = pick(scores, plan, release, regret_cap)
         return int(cap["win"])
 
     es.reduce_rows, es.gaussian_mechanism = reduce_rows, gaussian_mechanism

@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 
 import privgauss as pg
 from privgauss.mixture import private_em as pe
-from privgauss.sensitivity import score_sums_l2
+from privgauss.sensitivity import regret_sums_l2, score_sums_l2
 
 _seen: dict[str, Any] = {}
 
@@ -56,7 +56,9 @@ def _wrap() -> None:
 
     def pick_run(scores: np.ndarray, plan: Any, *a: Any, **kw: Any) -> int:
         _seen["scores"] = np.array(scores, dtype=float)
-        _seen["score_sd"] = score_sums_l2(plan.score_bound, len(scores)) / np.sqrt(
+        regret_cap = float(a[1]) if len(a) > 1 else float(kw.get("cap", 0.0))
+        _seen["score_sd"] = (regret_sums_l2(regret_cap, len(scores)) if regret_cap > 0
+                             else score_sums_l2(plan.score_bound, len(scores))) / np.sqrt(
             2.0 * plan.rho_score)
         _seen["pick"] = pick(scores, plan, *a, **kw)
         if _seen.get("force") is not None:  # an oracle pick (diagnosis only; still charged)

@@ -376,6 +376,76 @@ def test_start_and_selection_kernels_stay_within_their_sensitivities():
     score = _kernel_worst(lambda B: pe._em_kernel(B, tuple(models), R, bound=b)[3:], Z, 3)
     s_stated = sensitivity.score_sums_l2(b, 2)
     assert score[0] <= s_stated * (1 + 1e-9) and score[0] > s_stated / 2, (score, s_stated)
+    three = (*models, (centres + 5.0, *models[0][1:]))  # one of them far off
+    for cap in (0.5, 2.0):  # the regret pick's sums
+        regret = _kernel_worst(lambda B, c=cap: pe._em_kernel(B, three, R, bound=c, stats=False,
+                                                               regret=True), Z, 3)
+        r_stated = sensitivity.regret_sums_l2(cap, 3)
+        assert regret[0] <= r_stated * (1 + 1e-9) and regret[0] > r_stated / 2, (regret, cap)
+
+
+def test_run_pick_releases_capped_regrets_whose_cap_grows_with_the_budget():
+    """The run pick's release at ε = 1: the runs' capped regrets at sensitivity cap·√C (a
+    release at the likelihood ratios' 2b√C, or at cap·√(C − 1), fails here), the cap the one
+    at which the pick's noise is ``REGRET_NOISE`` nat/row (at least ``REGRET_MIN``). The cap
+    grows with ρ, and where it would reach the score bound the pick is the clipped likelihood
+    ratios' again (ε = 1e4: scikit-learn's best-of-n_init criterion, noise negligible)."""
+    n = 20_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pg.PrivateGaussianMixture(3, method="em", epsilon=1.0, delta=1e-6,
+                                      random_state=0).fit(_mixture(n, 3))
+    plan = m.fit_info_["em_plan"]
+    cap = plan.regret_cap(n)
+    assert plan.n_starts == 3 and pe.REGRET_MIN <= cap < plan.score_bound
+    pick, = [e for e in m.ledger_ if e.step.endswith("em run selection")]
+    assert pick.sensitivity == pytest.approx(sensitivity.regret_sums_l2(cap, 3))
+    assert pick.sensitivity == pytest.approx(cap * math.sqrt(3))
+    noise = pick.sensitivity / math.sqrt(2.0 * plan.rho_score) / n
+    assert cap == pe.REGRET_MIN and noise > pe.REGRET_NOISE  # 20,000 rows: the least cap
+    big = pe.em_plan(50_000, 5, 3, ApproxDP(1.0, 1e-6))
+    assert big.regret_cap(50_000) > pe.REGRET_MIN
+    assert sensitivity.regret_sums_l2(big.regret_cap(50_000), 3) / math.sqrt(
+        2.0 * big.rho_score) / 50_000 == pytest.approx(pe.REGRET_NOISE)
+    caps = [pe.em_plan(50_000, 5, 3, ApproxDP(eps, 1e-6)).regret_cap(50_000)
+            for eps in (0.5, 1.0, 3.0)]
+    assert all(a < b for a, b in zip(caps, caps[1:], strict=False)), caps
+    for eps in (10.0, 1e4):  # the cap would pass the score bound 2d + 10 = 20
+        assert pe.em_plan(50_000, 5, 3, ApproxDP(eps, 1e-6)).regret_cap(50_000) == 0.0
+
+
+def test_regret_pick_finds_the_better_run_where_the_likelihood_ratio_pick_is_noise():
+    """Three runs at the pick, 50,000 rows of a k = 3 mixture: the one holding the true
+    clusters, one that merges the two nearest and splits the largest, and the true one with
+    every covariance 10 % wider (~0.012 nat/row worse). At a plain plan's pick ρ (ε = 1) the
+    regret pick takes the true model in ≥ 95 % of 200 noise draws; the clipped likelihood
+    ratios at the same ρ, whose noise is ~15× larger per row (0.03 nat/row), far less often."""
+    rng = np.random.default_rng(0)
+    d, n = 5, 50_000
+    means = np.array([[0.0] * d, [3.0] + [0.0] * (d - 1), [0.0, 3.0] + [0.0] * (d - 2)])
+    w = np.array([0.5, 0.3, 0.2])
+    lab = rng.choice(3, size=n, p=w)
+    Z = means[lab] + rng.normal(size=(n, d))
+    eye = np.array([np.eye(d)] * 3)
+    merged_mean = (0.3 * means[1] + 0.2 * means[2]) / 0.5
+    spread = np.outer(means[1] - merged_mean, means[1] - merged_mean) * 0.6
+    runs = [(w, means, eye),
+            (np.array([0.25, 0.25, 0.5]),
+             np.array([means[0] - 0.5, means[0] + 0.5, merged_mean]),
+             np.array([np.eye(d), np.eye(d), np.eye(d) + spread + spread.T])),
+            (w, means, eye * 1.1)]
+    models = tuple((mu, *pe._model_terms(pi, cov)[1:]) for pi, mu, cov in runs)
+    plan = pe.em_plan(n, d, 3, ApproxDP(1.0, 1e-6))
+    cap = plan.regret_cap(n)
+    assert plan.n_starts == 3 and cap > 0
+    regret = pe._em_kernel(Z, models, 10.0, bound=cap, stats=False, regret=True)[0]
+    ratio = pe._em_kernel(Z, models, 10.0, bound=plan.score_bound, stats=False)[0]
+    wins = {"regret": 0, "ratio": 0}
+    for seed in range(200):
+        for name, scores, c in (("regret", regret, cap), ("ratio", ratio, 0.0)):
+            release = Release.of(Accountant(ZCDP(1.0)), seed, "t")
+            wins[name] += es.pick_run(scores, plan, release, c) == 0
+    assert wins["regret"] >= 190 and wins["ratio"] <= 150, wins
 
 
 def test_plan_pays_for_every_start_and_the_run_selection():
@@ -600,6 +670,32 @@ def test_em_kernel_equals_the_statistics_definition(monkeypatch):
                              strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-9)
     assert len(pe._em_kernel(Z, models, radius)) == 3  # no score without a bound
+    cap = 1.7
+    got = reduce_rows(Z, partial(pe._em_kernel, models=models, radius=radius, bound=cap,
+                                 stats=False, regret=True), block=300)[0]
+    np.testing.assert_allclose(got, _plain_regrets(Z, models, cap), rtol=1e-10, atol=1e-9)
+
+
+def _plain_regrets(Z: np.ndarray, models, cap: float) -> np.ndarray:
+    """The regret pick's sums by their definition: each row's log density under each model
+    less the best of them, capped at −cap (a row one model cannot score: −cap for it; one no
+    model can score: 0 for all)."""
+    from scipy.special import logsumexp
+
+    rows = []
+    with np.errstate(all="ignore"):
+        for means, Linv, log_norm in models:
+            Y = np.stack([(Z - means[j]) @ Linv[j].T for j in range(len(means))], axis=1)
+            rows.append(logsumexp(log_norm - 0.5 * (Y * Y).sum(axis=2), axis=1))
+    L = np.array(rows)
+    ok = np.isfinite(L)
+    out = np.zeros(len(models))
+    for i in range(L.shape[1]):
+        if not ok[:, i].any():
+            continue
+        best = L[ok[:, i], i].max()
+        out += np.where(ok[:, i], np.maximum(L[:, i] - best, -cap), -cap)
+    return out
 
 
 def test_em_kernel_stays_within_the_soft_statistics_sensitivities():
@@ -665,10 +761,11 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
         r = plan.step_radius(t)
         picked = t == plan.explore_steps and len(runs) > 1
         if picked:
-            scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs),
-                                            radius=r, bound=plan.score_bound),
+            cap = plan.regret_cap(n)
+            scores = reduce_rows(Z, partial(pe._em_kernel, models=models(runs), radius=r,
+                                            bound=cap or plan.score_bound, regret=cap > 0),
                                  block=pe.EM_BLOCK_ROWS)[3]
-            win = pe.pick_run(scores, plan, release)
+            win = pe.pick_run(scores, plan, release, cap)
             runs, peaks = [runs[win]], [peaks[win]]
         # releases combined over steps after the pick, with the reduction's k components
         refining = (len(runs) == 1 and not picked and t >= plan.explore_steps

@@ -264,6 +264,20 @@ def score_sums_l2(bound: float, models: int) -> float:
     return 2.0 * float(bound) * math.sqrt(models)
 
 
+def regret_sums_l2(cap: float, models: int) -> float:
+    """L2 sensitivity of C = ``models`` sums of per-row regrets capped at ``cap``
+    (R_c = Σ_i max(s_c(x_i) − max_c' s_c'(x_i), −cap), each s_c a function of its row and
+    released values), under replace-one: cap·√C. Every term lies in [−cap, 0], so each R_c
+    moves by at most cap. Equality: a row every model scores alike (regrets 0) replaced by
+    one that each model but another one scores far worse — possible for every c at once only
+    up to the one model that is best on it, so cap·√C is an upper bound, tight within
+    √(C/(C − 1)). (privgauss.mixture.private_em, the pick between EM runs)"""
+    _check(cap, 1)
+    if not (isinstance(models, int) and models >= 1):
+        raise ValueError("models must be an int >= 1")
+    return float(cap) * math.sqrt(models)
+
+
 def joint_cluster_outer_sum_frobenius(radius: float) -> float:
     """Frobenius (L2 of the stacked matrices) sensitivity of the k per-cluster sums of outer
     products (M_1, …, M_k), M_j = Σ_{i∈C_j} z_i z_iᵀ, rows as in :func:`joint_cluster_sum_l2`,

@@ -29,6 +29,7 @@ from ..mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
 from ..privacy import ZCDP
 from ..sensitivity import (
     histogram_l2,
+    regret_sums_l2,
     score_sums_l2,
     soft_counts_l2,
     soft_outer_sums_frobenius,
@@ -669,13 +670,16 @@ def repair_covariance(C: np.ndarray, lo: float = EIG_FLOOR) -> np.ndarray:
     return sym((V * w[..., None, :]) @ np.swapaxes(V, -1, -2))
 
 
-def pick_run(scores: np.ndarray, plan: StartPlan, release: Release) -> int:
-    """The run whose model has the largest noisy clipped log-likelihood ratio to the frame's
-    standard normal (``scores``: the runs' sums from :func:`_em_kernel`; one joint release over
-    the runs: each row moves each run's sum by at most 2b, L2 sensitivity 2b√C; the pick is
-    post-processing)."""
-    b = plan.score_bound
-    noisy = gaussian_mechanism(scores, score_sums_l2(b, len(scores)), ZCDP(plan.rho_score),
+def pick_run(scores: np.ndarray, plan: StartPlan, release: Release, cap: float = 0.0) -> int:
+    """The run with the largest noisy score (``scores``: the runs' sums from
+    :func:`~privgauss.mixture.private_em._em_kernel`; one joint release over the runs, the
+    pick is post-processing). ``cap`` > 0: each sum is the rows' regrets to the runs' best
+    model capped at ``cap`` (each row moves each sum by at most cap: L2 sensitivity cap·√C,
+    :func:`~privgauss.sensitivity.regret_sums_l2`); else their log-likelihood ratios to the
+    frame's standard normal clipped to ±b, b = ``plan.score_bound`` (2b√C)."""
+    sens = (regret_sums_l2(cap, len(scores)) if cap > 0
+            else score_sums_l2(plan.score_bound, len(scores)))
+    noisy = gaussian_mechanism(scores, sens, ZCDP(plan.rho_score),
                                accountant=release.accountant, noise=release.noise,
                                step=release.name("em run selection"))
     return int(np.argmax(np.nan_to_num(noisy, nan=-np.inf)))

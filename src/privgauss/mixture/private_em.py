@@ -165,9 +165,16 @@ budget and public rows; every frame after the first a function of releases):
    (5 of 8 fits 0.03–0.13 below scikit-learn at n = 1e6), and the whitened frame does the
    reverse; with all three, 2 of 12 there (seeds 0–11) and none of 84 fits over the six rows
    of ``benchmarks/private_em.py`` (24 or 12 seeds each) end above 0.05. Then one joint
-   release of each run's Σ_i clip(log p(z_i) − log φ(z_i), ±(2d + 10)) (φ the frame's
-   standard normal) picks the run with the largest noisy score, and the remaining steps
-   advance it alone. No start is trusted blindly: a bad public sample or a bad k-means basin
+   release of each run's capped regrets Σ_i max(log p_c(z_i) − max_c' log p_c'(z_i), −u)
+   picks the run with the largest noisy score, and the remaining steps advance it alone.
+   The cap u (``PICK_REGRET``, :meth:`EMPlan.regret_cap`) is the largest at which the pick's
+   noise is ``REGRET_NOISE`` = 0.002 nat/row, at least ``REGRET_MIN`` = 1 nat: at n = 5e4,
+   ε = 1 about 2 (d = 5–15), where the runs' clipped log-likelihood ratios to the frame's
+   standard normal, Σ_i clip(log p(z_i) − log φ(z_i), ±(2d + 10)) — the pick before — had
+   0.03–0.08 nat/row of noise, more than the runs differed by at the pick (0.002–0.02 on
+   the fits it decided wrongly, whose runs went on to basins 0.1–0.6 apart). Where u would
+   reach 2d + 10 that pick runs as before (ε = 1e4; as ρ grows u grows, towards the
+   likelihood's argmax). No start is trusted blindly: a bad public sample or a bad k-means basin
    loses the pick. *The cells' mixture* (``CELL_START``, :func:`_cell_start`; famlowd2):
    where the start grid sees every direction (d ≤ 5 at n = 5e4, ε = 1) the histogram start
    is a k-component mixture fitted to the released cells as Gaussian blobs by EM with 40
@@ -211,13 +218,14 @@ budget and public rows; every frame after the first a function of releases):
    seedings in the whitened and raw frames, each cluster's covariance that of its cells
    (:func:`~privgauss.mixture.em_starts.frame_starts`, post-processing). Everything else is
    as above: one pass per step for all runs, each run's step at 1/6 of the step's ρ, the run
-   pick a joint release of 6 scores (sensitivity 2b√6). An exploring run whose released
-   changes meet the stopping rule at ``FREEZE_TOL`` = 1e-3 (scikit-learn's ``tol``) is
-   *frozen* — its later exploring steps are skipped — and once every run is frozen the
-   pick's step runs next (``EMPlan.freeze``: only where a step's noise is at most
-   ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a function of
-   released models, as with the stop below; ``info["em_frozen"]``; with ``STOP_NOISE`` = 2
-   every wide plan: its gate ``WIDE_NOISE`` = 1e-3 is below 2 × ``FREEZE_TOL``). So is a run
+   pick a joint release of 6 scores (sensitivity 2b√6, or u√6 for capped regrets). An
+   exploring run whose released changes meet the stopping rule at ``FREEZE_TOL`` = 1e-3
+   (scikit-learn's ``tol``) is *frozen* — its later exploring steps are skipped — and once
+   every run is frozen the pick's step runs next (``EMPlan.freeze``: only where a step's
+   noise is at most ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a
+   function of released models, as with the stop below; ``info["em_frozen"]``; with
+   ``STOP_NOISE`` = 2 every wide plan: its gate ``WIDE_NOISE`` = 1e-3 is below 2 ×
+   ``FREEZE_TOL``). So is a run
    whose model comes within ``MERGE_TOL`` = 5e-2 of another run's (both directions of
    :func:`_model_change`'s KL bound, components matched by their means:
    :func:`_runs_within`) — at its start or after any exploring step; of a close pair the run
@@ -352,7 +360,8 @@ A tied step's pooled Σ_j M_j moves by A − A', A = Σ_j r_j P_j and A' convex 
 PSD matrices of norm ≤ r², so ‖A − A'‖²_F ≤ ‖A‖² + ‖A'‖² ≤ 2r⁴: √2·r² again.
 The Lloyd steps' hard assignments and the re-whitening's single component of responsibility 1
 are vertices of the simplex: the same bounds. The run scores: each of the C sums moves by at
-most 2b, 2b√C (:func:`~privgauss.sensitivity.score_sums_l2`).
+most 2b, 2b√C (:func:`~privgauss.sensitivity.score_sums_l2`); the capped regrets, each term
+in [−u, 0], by at most u, u√C (:func:`~privgauss.sensitivity.regret_sums_l2`).
 
 **Budget plan** (:func:`em_plan`, data; its parts compose to exactly the total). (ε, δ) without
 public rows or prior: localisation (ε_L, δ/2), ε_L the larger of 2·(what per-axis Laplace
@@ -522,6 +531,9 @@ GRID_MAX_DIMS = 7  # the start grid's most directions: past 6 (the room rule's c
 # that many reach d (a grid of every direction, no random projection; instflag: 6 before)
 GRID_MAX_CELLS = 12 ** 6  # ... with at most this many cells (m lowered until m^p fits)
 SCORE_SHARE = 0.05  # of ρ_EM, the noisy log-likelihoods that pick one of the runs
+PICK_REGRET = True  # the pick sums each row's regret to the runs' best model, capped (regret_cap)
+REGRET_NOISE = 0.002  # nat/row: the cap is the largest at which the pick's noise is this
+REGRET_MIN = 1.0  # ... and at least this (nat)
 LAST_SHARE = 0.5  # of the EM steps' ρ, on the last step
 CLIP_TAIL = 0.25  # r₀ = √d + this × √(2 ln n): the least clipping radius of an EM step
 REFINE_TAIL = 0.0  # ... of a refining step (after the pick and the reduction): √d at 0
@@ -679,6 +691,18 @@ class EMPlan:
         exploring steps and the reduction."""
         return (t >= self.explore_steps if self.n_starts > 1 else True) and (
             self.reduce_at is None or t >= self.reduce_at)
+
+    def regret_cap(self, n: int) -> float:
+        """The run pick's regret cap (public; 0: the pick sums clipped log-likelihood ratios
+        to the frame's standard normal, as before ``PICK_REGRET``): the largest cap at which
+        the pick's noise is ``REGRET_NOISE`` nat/row, at least ``REGRET_MIN`` — 0 where it
+        would reach ``score_bound`` (the budget makes either pick's noise negligible; as ρ
+        grows the regret pick's cap grows towards the likelihood's argmax)."""
+        if not PICK_REGRET or self.rho_score <= 0 or self.n_starts < 2:
+            return 0.0
+        cap = max(REGRET_MIN, REGRET_NOISE * n * math.sqrt(2.0 * self.rho_score)
+                  / math.sqrt(self.n_starts))
+        return cap if cap < self.score_bound else 0.0
 
     def step_radius(self, t: int) -> float:
         """The clipping radius of EM step t (component frames): :func:`step_radius` of that
@@ -1775,18 +1799,21 @@ def _workspace(rows: int, k: int, d: int) -> _Workspace:
 
 
 def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: float = 0.0,
-               stats: bool = True, trim: float = math.inf) -> tuple[np.ndarray, ...]:
+               stats: bool = True, trim: float = math.inf, regret: bool = False
+               ) -> tuple[np.ndarray, ...]:
     """Each model's (Σ r_ij, Σ r_ij y_ij, Σ r_ij y_ij y_ijᵀ) over a block, y_ij =
     clip_r(L_j^{-1}(z_i − μ_j)), stacked over the models (one pass advances every run); with
     ``bound`` > 0 also each model's Σ_i clip(log p(z_i) − log φ(z_i), ±bound) (φ the frame's
-    standard normal; a row the model cannot score counts 0): the run pick and the winner's
-    next step share the pass. ``stats=False`` (with ``bound`` > 0): the scores alone, as a
-    1-tuple — each model's score bit for bit the one the full kernel gives (the same
-    operations on the same sub-blocks; the statistics' part of a sub-block only reads them),
-    at ~40 % of the cost. ``trim`` (:func:`_trim_radius`): a row farther than this from
-    every component (each in its own frame) gets responsibility 0 in the statistics, not in
-    the scores. Nothing here is released. The block is processed in sub-blocks of
-    ``EM_SUB_ROWS`` rows in one :class:`_Workspace`."""
+    standard normal; a row the model cannot score counts 0) — with ``regret`` instead each
+    model's Σ_i max(log p(z_i) − max_c log p_c(z_i), −bound), the row's regret to the best of
+    the models capped (a row a model cannot score: −bound; one no model can score: 0): the
+    run pick and the winner's next step share the pass. ``stats=False`` (with ``bound`` > 0):
+    the scores alone, as a 1-tuple — each model's score bit for bit the one the full kernel
+    gives (the same operations on the same sub-blocks; the statistics' part of a sub-block
+    only reads them), at ~40 % of the cost. ``trim`` (:func:`_trim_radius`): a row farther
+    than this from every component (each in its own frame) gets responsibility 0 in the
+    statistics, not in the scores. Nothing here is released. The block is processed in
+    sub-blocks of ``EM_SUB_ROWS`` rows in one :class:`_Workspace`."""
     n, d = B.shape
     k = models[0][0].shape[0]
     m = len(models)
@@ -1803,13 +1830,23 @@ def _em_kernel(B: np.ndarray, models: tuple[Model, ...], radius: float, bound: f
             ws.B1[:d, : len(Bs)] = Bs.T
             ref = (-0.5 * np.einsum("ij,ij->i", Bs, Bs) - 0.5 * d * math.log(2 * math.pi)
                    if bound > 0 else None)
+            logp = np.empty((m, len(Bs))) if ref is not None and regret else None
             for c, model in enumerate(stacked):
                 _em_densities(len(Bs), model, ws)
                 if stats:
                     _em_sub_block(len(Bs), model, radius, ws, [x[c] for x in acc[:3]], trim)
-                if ref is not None:  # log p(z_i) − log φ(z_i), clipped; NaN (none): 0
+                if logp is not None:
+                    logp[c] = ws.top[: len(Bs)] + np.log(ws.tot[: len(Bs)])
+                elif ref is not None:  # log p(z_i) − log φ(z_i), clipped; NaN (none): 0
                     v = ws.top[: len(Bs)] + np.log(ws.tot[: len(Bs)]) - ref
                     acc[3][c] += np.clip(np.where(np.isfinite(v), v, 0.0), -bound, bound).sum()
+            if logp is not None:  # each row's regret to the best model, capped
+                ok = np.isfinite(logp)
+                best = np.max(np.where(ok, logp, -np.inf), axis=0)
+                scored = np.isfinite(best)
+                gap = np.where(ok & scored, logp - np.where(scored, best, 0.0), -bound)
+                gap[:, ~scored] = 0.0
+                acc[3] += np.maximum(gap, -bound).sum(axis=1)
     if not stats:
         return (acc[3],)
     return tuple(acc) if bound > 0 else tuple(acc[:3])
@@ -2638,6 +2675,7 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
                 mem[:] = np.nan
             pools = [[None] * len(pool) for pool in pools]
         pick = t == plan.explore_steps and len(runs) > 1
+        cap = plan.regret_cap(n) if pick else 0.0
         exploring = t < plan.explore_steps and len(runs) > 1
         # the releases are combined over steps once the structure is chosen: after the pick,
         # with the k components of the reduction (:func:`_combine`)
@@ -2651,9 +2689,9 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         at = {a: a for a in keep}  # a position's row in the pass's statistics
         if pick and not is_dask(Z):  # rows in memory: the scores, the pick, then its step
             out = reduce_rows(Z, partial(_em_kernel, models=models, radius=plan.step_radius(t),
-                                         bound=plan.score_bound, stats=False),
-                              block=EM_BLOCK_ROWS)
-            winner = pick_run(out[0], plan, release)
+                                         bound=cap or plan.score_bound, stats=False,
+                                         regret=cap > 0), block=EM_BLOCK_ROWS)
+            winner = pick_run(out[0], plan, release, cap)
             keep, at = range(winner, winner + 1), {winner: 0}
             out = reduce_rows(Z, partial(_em_kernel, models=models[winner: winner + 1],
                                          radius=plan.step_radius(t),
@@ -2661,11 +2699,11 @@ def _em_steps(Z: Any, runs: list[Run], plan: EMPlan, release: Release,
         else:  # streamed rows: one pass, every run's statistics (the scores with the pick's)
             out = reduce_rows(Z, partial(_em_kernel, models=models,
                                          radius=plan.step_radius(t),
-                                         bound=plan.score_bound if pick else 0.0,
-                                         trim=_trim_radius(plan, t)),
+                                         bound=(cap or plan.score_bound) if pick else 0.0,
+                                         trim=_trim_radius(plan, t), regret=cap > 0),
                               block=EM_BLOCK_ROWS)
             if pick:
-                winner = pick_run(out[3], plan, release)
+                winner = pick_run(out[3], plan, release, cap)
                 keep = range(winner, winner + 1)
         tag = plan.runs(t) > 1
         carry = plan.factored and not plan.is_tied(t)
