@@ -1,8 +1,7 @@
 """The longer exploration of a plain noisy three-run EM plan (issue 27, "explore"; an
-experiment switch, off by default): ``PLAIN_EXTRA_STEPS`` more steps, the first
+on since session 54 at ⌊T/2⌋ with no extra steps): ``PLAIN_EXTRA_STEPS`` more steps, the first
 ⌊T/``PLAIN_EXPLORE_DIV``⌋ exploring, the steps' ρ re-split by the plan's own rule; every other
-plan untouched, the rule vanishing once the budget lets T reach ``MAX_STEPS``, and off it is
-main's plan."""
+plan untouched, the rule vanishing once the budget lets T reach ``MAX_STEPS``."""
 
 from __future__ import annotations
 
@@ -37,9 +36,21 @@ def _rho(parts: list) -> float:  # type: ignore[type-arg]
     return sum(b.rho for _, b in parts if isinstance(b, ZCDP))
 
 
-def test_off_by_default_the_plan_is_the_base_plan():
-    assert pe.PLAIN_EXPLORE_DIV == pe.EXPLORE_DIV and pe.PLAIN_EXTRA_STEPS == 0
-    assert pe.em_plan(50_000, 4, 6, EPS1) == pe._base_plan(50_000, 4, 6, EPS1)
+def test_by_default_a_quiet_plain_plan_picks_after_half_its_steps():
+    """Since session 54 (the regret pick): a plain three-run plan under the noise gate
+    explores ⌊T/2⌋ of the same T steps, on the same parts; an over-parameterised plan, a loud
+    one and a wide one keep ⌊T/3⌋ or their own."""
+    assert pe.PLAIN_EXPLORE_DIV == 2 and pe.PLAIN_EXTRA_STEPS == 0
+    plan, base = pe.em_plan(50_000, 4, 6, EPS1), pe._base_plan(50_000, 4, 6, EPS1)
+    assert base.components == 0 and base.explore_steps == base.n_steps // pe.EXPLORE_DIV
+    assert plan.n_steps == base.n_steps and plan.rho_steps == base.rho_steps
+    assert plan.explore_steps == plan.n_steps // 2 > base.explore_steps
+    assert [b for _, b in plan.parts()] != [b for _, b in base.parts()]  # runs explore longer
+    assert plan.rho_em == pytest.approx(base.rho_em, rel=1e-12)
+    over = pe.em_plan(50_000, 13, 6, EPS1)
+    assert over.components > 6 and over.explore_steps == over.n_steps // pe.EXPLORE_DIV
+    small = pe.em_plan(3_000, 5, 3, EPS1)  # loud: the gate keeps the base plan
+    assert small == pe._base_plan(3_000, 5, 3, EPS1)
 
 
 @pytest.mark.parametrize("n, d, k", [(50_000, 4, 6), (50_000, 5, 5), (20_000, 4, 3)])

@@ -44,7 +44,10 @@ def test_a_noisy_plan_is_the_three_run_plan(monkeypatch, n, d, k, budget, n_publ
     gate = pe._noise_change(plan, 0, n, d, k) <= pe.STOP_NOISE * pe.FREEZE_TOL
     assert plan.freeze is (pe.FREEZE_PLAIN and gate)
     assert plan.freeze is (budget.epsilon > 1.0 if isinstance(budget, ApproxDP) else False)
-    assert plan.explore_steps == plan.n_steps // pe.EXPLORE_DIV
+    quiet_plain = (plan.components == 0 and plan.n_steps < pe.MAX_STEPS
+                   and pe._noise_change(plan, 0, n, d, k) <= pe.OVER_NOISE)
+    div = pe.PLAIN_EXPLORE_DIV if quiet_plain else pe.EXPLORE_DIV  # _explore_longer
+    assert plan.explore_steps == int(plan.n_steps // div)
 
 
 def test_the_eps1_plan_at_the_speed_benchmark_size_names_the_same_parts():

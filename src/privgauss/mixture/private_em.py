@@ -156,15 +156,15 @@ budget and public rows; every frame after the first a function of releases):
    cluster lost in the last refining steps, after the revivals end); held out 3180–3299 ×
    noise seeds 0, 1: 19 → 16 of 240 (none newly wrong); pydataset tables: Aids2 worse
    (``em_small_clusters.md``, fampool).
-   *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of
-   the step's ρ; :func:`_explore_longer` is an experiment switch for a longer exploration,
-   off): the k-means start, the histogram start, and a *whitened-frame start* (the same
-   cells' k-means in z, isotropic covariances). Which frame's k-means finds the clusters
-   depends on the data: on standardised columns it avoids the pixels' decoy basin (0.059) and
-   misses the rotated, unequally scaled clusters of ``benchmarks/em_scale.py``'s mixture
-   (5 of 8 fits 0.03–0.13 below scikit-learn at n = 1e6), and the whitened frame does the
-   reverse; with all three, 2 of 12 there (seeds 0–11) and none of 84 fits over the six rows
-   of ``benchmarks/private_em.py`` (24 or 12 seeds each) end above 0.05. Then one joint
+   *Three runs, one pick.* The first ⌊T/3⌋ steps advance three starts (each at a third of the step's
+   ρ; ⌊T/2⌋ in a plain plan whose first exploring step moves a model by at most ``OVER_NOISE``:
+   :func:`_explore_longer`): the k-means start, the histogram start, and a *whitened-frame start*
+   (the same cells' k-means in z, isotropic covariances). Which frame's k-means finds the clusters
+   depends on the data: on standardised columns it avoids the pixels' decoy basin (0.059) and misses
+   the rotated, unequally scaled clusters of ``benchmarks/em_scale.py``'s mixture (5 of 8 fits
+   0.03–0.13 below scikit-learn at n = 1e6), and the whitened frame does the reverse; with all
+   three, 2 of 12 there (seeds 0–11) and none of 84 fits over the six rows of
+   ``benchmarks/private_em.py`` (24 or 12 seeds each) end above 0.05. Then one joint
    release of each run's capped regrets Σ_i max(log p_c(z_i) − max_c' log p_c'(z_i), −u)
    picks the run with the largest noisy score, and the remaining steps advance it alone.
    The cap u (``PICK_REGRET``, :meth:`EMPlan.regret_cap`) is the largest at which the pick's
@@ -517,8 +517,8 @@ KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
 OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
 SUMMARY_NOISE = 0.1  # the summary start only where a step's noise moves a model at most this
 EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run pick
-PLAIN_EXPLORE_DIV = 3  # ... T // this in a plain noisy three-run plan (_explore_longer; an
-PLAIN_EXTRA_STEPS = 0  # experiment switch: 1.5 and 8 measured, not on: see its docstring)
+PLAIN_EXPLORE_DIV = 2  # ... T // this in a plain three-run plan under the noise gate
+PLAIN_EXTRA_STEPS = 0  # (_explore_longer; since the regret pick, session 54) with this many more
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 CELL_START = 40  # > 0: a plain full-grid plan's histogram start is the cells' mixture, this many
 # k-means++ restarts (_cell_start; famlowd2; 0: the k-means histogram start, as before)
@@ -1196,13 +1196,18 @@ def _explore_longer(plan: EMPlan, n: int, d: int, k: int, budget: Budget,
     MedExp 0.24 → 0.60); every generated family's plain plan at ε = 1, n = 5e4 is under it
     (0.01–0.093).
 
-    **Off** (``PLAIN_EXPLORE_DIV`` = ``EXPLORE_DIV``, ``PLAIN_EXTRA_STEPS`` = 0: the plan is
-    :func:`_base_plan`'s), not general enough to switch on: the gate still admits small-n
-    full-grid plans whose T the ``T_FULL_GRID`` ramp cut for being noisy (n = 6000, d = 2,
-    k = 3 at ε = 1: 10 → 18 steps), and on held-out low-d families at n = 8000 (5000–5029)
-    it fixed one fit and lost one (5025: 0.087 → 0.386). With 1 % public rows at ε = 10 it
-    was better on SLID, SumHes, Ketchup, sunspots (``em_mid_steps.py``), VerbAgg at ε = 1
-    0.049 → 0.057 mean. Switch on with PLAIN_EXPLORE_DIV = 1.5, PLAIN_EXTRA_STEPS = 8.
+    **On since session 54 at ⌊T/2⌋ with no extra steps** (``PLAIN_EXPLORE_DIV`` = 2,
+    ``PLAIN_EXTRA_STEPS`` = 0): with the run pick by capped regrets (``PICK_REGRET``, noise
+    0.002 nat/row) a pick at ⌊T/2⌋ took the right basin where the one at ⌊T/3⌋ did not on
+    low-d families whose wrong basin led early (14273, 14433, 14576, 14577 of the blocks used
+    before: 33 → 29 of 1,440 wrong, none newly wrong; fresh blocks in
+    ``mixture_families.md``, "Session 54"); the same parts and T, the pick later.
+    Before, with ``EXPLORE_DIV`` here and the switch measured as below, not general enough: the gate
+    still admits small-n full-grid plans whose T the ``T_FULL_GRID`` ramp cut for being noisy (n =
+    6000, d = 2, k = 3 at ε = 1: 10 → 18 steps), and on held-out low-d families at n = 8000
+    (5000–5029) it fixed one fit and lost one (5025: 0.087 → 0.386). With 1 % public rows at ε = 10
+    it was better on SLID, SumHes, Ketchup, sunspots (``em_mid_steps.py``), VerbAgg at ε = 1 0.049 →
+    0.057 mean (PLAIN_EXPLORE_DIV = 1.5, PLAIN_EXTRA_STEPS = 8).
     Since ``SUMMARY_NOISE`` = 0.1 these plans start from the summary start, whose basin only
     quiet steps keep: on fresh families whose plan the switch changes (48 of 13200–13399,
     noise seeds 0 and 1) it took main's 1 wrong of 96 to 17 (``mixture_families.md``,
