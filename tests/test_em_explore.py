@@ -1,5 +1,5 @@
-"""The longer exploration of a plain noisy three-run EM plan (issue 27, "explore"; an
-on since session 54 at ⌊T/2⌋ with no extra steps): ``PLAIN_EXTRA_STEPS`` more steps, the first
+"""The longer exploration of a plain, quiet three-run EM plan (issue 27, "explore"; on since
+session 54 at ⌊T/2⌋ with no extra steps): ``PLAIN_EXTRA_STEPS`` more steps, the first
 ⌊T/``PLAIN_EXPLORE_DIV``⌋ exploring, the steps' ρ re-split by the plan's own rule; every other
 plan untouched, the rule vanishing once the budget lets T reach ``MAX_STEPS``."""
 

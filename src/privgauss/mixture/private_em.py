@@ -225,9 +225,8 @@ budget and public rows; every frame after the first a function of releases):
    noise is at most ``STOP_NOISE`` × ``FREEZE_TOL``; the ledger then misses those steps, a
    function of released models, as with the stop below; ``info["em_frozen"]``; with
    ``STOP_NOISE`` = 2 every wide plan: its gate ``WIDE_NOISE`` = 1e-3 is below 2 ×
-   ``FREEZE_TOL``). So is a run
-   whose model comes within ``MERGE_TOL`` = 5e-2 of another run's (both directions of
-   :func:`_model_change`'s KL bound, components matched by their means:
+   ``FREEZE_TOL``). So is a run whose model comes within ``MERGE_TOL`` = 5e-2 of another
+   run's (both directions of :func:`_model_change`'s KL bound, components matched by their means:
    :func:`_runs_within`) — at its start or after any exploring step; of a close pair the run
    with the larger index waits, the other carries on (issue 27: n = 5e4, d = 10, k = 3 at
    ε = 1e4, the two raw-frame starts were within 1e-3 at the start on 2 of 8 data seeds,
@@ -517,8 +516,8 @@ KMEANS_STAT_SHARES = (0.2, 0.8)  # counts, sums within a Lloyd step
 OVERCLUSTER = 3  # the summary start's Lloyd steps run with up to this × k clusters
 SUMMARY_NOISE = 0.1  # the summary start only where a step's noise moves a model at most this
 EXPLORE_DIV = 3  # the exploring runs last T // EXPLORE_DIV steps before the run pick
-PLAIN_EXPLORE_DIV = 2  # ... T // this in a plain three-run plan under the noise gate
-PLAIN_EXTRA_STEPS = 0  # (_explore_longer; since the regret pick, session 54) with this many more
+PLAIN_EXPLORE_DIV = 2  # ... T // this in a quiet plain three-run plan (_explore_longer)
+PLAIN_EXTRA_STEPS = 0  # ... which gets this many more steps (an experiment switch: 8 measured)
 N_STARTS = 3  # EM runs from the k-means, histogram and whitened-frame starts, then a DP pick
 CELL_START = 40  # > 0: a plain full-grid plan's histogram start is the cells' mixture, this many
 # k-means++ restarts (_cell_start; famlowd2; 0: the k-means histogram start, as before)
