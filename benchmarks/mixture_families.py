@@ -189,11 +189,14 @@ def print_variants(gaps: list[list[float]], variants: list[str]) -> None:
 
 def set_constants(pairs: list[str]) -> None:
     """``--set NAME=VALUE``: a ``private_em`` constant, cast to its type (experiment switches;
-    a tuple's entries separated by ``:``, e.g. ``STAT_SHARES=0.1:0.2:0.7``)."""
-    from privgauss.mixture import private_em as pem
+    a tuple's entries separated by ``:``, e.g. ``STAT_SHARES=0.1:0.2:0.7``; another module of
+    :mod:`privgauss.mixture` by its name, e.g. ``em_starts.SUMMARY_RESTARTS=20``)."""
+    import importlib
 
     for kv in pairs:
         name, value = kv.split("=")
+        mod, _, name = name.rpartition(".")
+        pem = importlib.import_module(f"privgauss.mixture.{mod or 'private_em'}")
         old = getattr(pem, name)
         if isinstance(old, tuple):
             setattr(pem, name, tuple(type(x)(float(v)) for x, v in zip(old, value.split(":"),

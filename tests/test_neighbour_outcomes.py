@@ -184,6 +184,7 @@ CASES = {
 
 CLIPPED = "privgauss.warnings.ClippedDataWarning"
 DISCRETE = "privgauss.warnings.DiscreteDataWarning"
+SIMPLER = "privgauss.warnings.SimplerModelWarning"
 
 
 def _outcome_pair(case: str, extreme: str, unit: float, seed: int = 3):
@@ -199,6 +200,7 @@ def _outcome_pair(case: str, extreme: str, unit: float, seed: int = 3):
     for outcome, est in ((a, ea), (b, eb)):
         _assert_clipped_warning_decided_by_release(outcome, est)
         _assert_discrete_warning_decided_by_release(outcome, est)
+        _assert_simpler_warning_decided_by_release(outcome, est)
     return _planned_length(a, ea), _planned_length(b, eb)
 
 
@@ -266,13 +268,25 @@ def _assert_discrete_warning_decided_by_release(outcome, est):
     assert (DISCRETE in outcome.warning_categories) == (floored or parked), (outcome, sel, gain)
 
 
+def _assert_simpler_warning_decided_by_release(outcome, est):
+    """SimplerModelWarning is a function of a DP output (private EM's final pick among the EM
+    fit, a single Gaussian and the public rows' fit, by noisy released scores): it may
+    differ between neighbours, but only as the pick decides — raised exactly when the
+    released pick (``selected_model_``) is not the EM fit."""
+    from privgauss.mixture.private_em import CANDIDATES
+
+    selected = getattr(est, "selected_model_", None) if outcome.kind == "success" else None
+    picked_other = selected is not None and selected != CANDIDATES[0]
+    assert (SIMPLER in outcome.warning_categories) == picked_other, (outcome, selected)
+
+
 def _assert_same(a, b):
     allowed = {"success", "failed"}  # never an exception decided by a private value
     assert a.kind in allowed, a
     assert b.kind in allowed, b
-    # ClippedDataWarning, DiscreteDataWarning: checked against the released values
-    # (_outcome_pair), not compared
-    wa, wb = (x.warning_categories - {CLIPPED, DISCRETE} for x in (a, b))
+    # ClippedDataWarning, DiscreteDataWarning, SimplerModelWarning: checked against the
+    # released values (_outcome_pair), not compared
+    wa, wb = (x.warning_categories - {CLIPPED, DISCRETE, SIMPLER} for x in (a, b))
     if a.kind == b.kind:
         assert wa == wb, (a, b)
         assert a.ledger_length == b.ledger_length, (a, b)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import warnings
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pytest
@@ -528,6 +529,57 @@ def test_a_whitened_frame_run_joins_the_pick():
                                       enforce_requirements=False).fit(X, public_X=P)
     assert pe.N_STARTS == 3 and m.fit_info_["em_plan"].n_starts == 3
     assert "em run selection" in [e.step for e in m.ledger_]
+
+
+def test_the_summary_offers_its_other_basin_as_the_third_run(monkeypatch):
+    """Where the summary start is used (a quiet plain plan: n = 6000, d = 2, k = 2 at ε = 1), its
+    best other basin (``em_starts.summary_gmm``'s alternative) replaces the whitened-frame
+    start as the third exploring run (``SUMMARY_ALT`` = 2); the first two runs and the
+    ledger — every step, its sensitivity and charge — are what they are without it: the
+    alternative is post-processing of the released summary, drawn from a side generator."""
+    from privgauss.mixture import em_starts
+
+    rng = np.random.default_rng(3)
+    mu = np.array([[0.0, 0.0], [3.0, 0.5], [0.5, 3.0], [3.0, 3.5]])
+    X = mu[rng.choice(4, size=6000)] + rng.standard_normal((6000, 2)) * 0.8
+    seen: dict[int, dict[str, list]] = {}
+    steps, start = pe._em_steps, em_starts.summary_start
+
+    def fit(alt: int) -> Any:
+        rec: dict[str, list] = {"runs": [], "alts": []}
+        seen[alt] = rec
+
+        def em_steps(Z: Any, runs: list, *a: Any, **kw: Any) -> Any:
+            rec["runs"] = [tuple(np.array(x, copy=True) for x in r) for r in runs]
+            return steps(Z, runs, *a, **kw)
+
+        def summary_start(*a: Any) -> Any:
+            out = start(*a)
+            if a[-1] is not None:
+                rec["alts"] = list(a[-1])
+            return out
+
+        monkeypatch.setattr(pe, "SUMMARY_ALT", alt)
+        monkeypatch.setattr(pe, "_em_steps", em_steps)
+        monkeypatch.setattr(pe, "summary_start", summary_start)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pg.PrivateGaussianMixture(2, method="em", epsilon=1.0, delta=1e-6,
+                                             random_state=0).fit(X)
+
+    with_alt, without = fit(2), fit(0)
+    plan = with_alt.fit_info_["em_plan"]
+    assert plan.n_starts == pe.N_STARTS and plan.start_clusters > 2
+    assert len(seen[2]["alts"]) == 1 and not seen[0]["alts"]
+    runs, base = seen[2]["runs"], seen[0]["runs"]
+    for a, b in zip(runs[2], seen[2]["alts"][0], strict=True):
+        np.testing.assert_array_equal(a, b)
+    for r, q in zip(runs[:2], base[:2], strict=True):
+        for a, b in zip(r, q, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert not all(np.array_equal(a, b) for a, b in zip(runs[2], base[2], strict=True))
+    assert [(e.step, e.sensitivity, e.noise_scale, str(e.cost)) for e in with_alt.ledger_] == [
+        (e.step, e.sensitivity, e.noise_scale, str(e.cost)) for e in without.ledger_]
 
 
 @pytest.mark.slow
@@ -1446,6 +1498,34 @@ def test_the_combination_follows_the_release_as_the_noise_vanishes() -> None:
             _, _, var_c, var_m = pe._combine(np.eye(d) + E, np.zeros(d), s, s, mem)
             mem = np.array([var_c, var_m])
         assert var_c < 0.25 * s * s  # 8 releases averaged: s²/9 at best
+
+
+def test_a_fresh_estimate_weighs_as_much_as_a_release_of_the_same_noise(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a fresh estimate's shape error is the release's noise relative to the released scale
+    # (FRESH_RELATIVE): a pure-noise release of a component half as wide as its frame is
+    # taken at a gain of at least ½ (the precisions of two equal estimates), where the noise
+    # read as an absolute error had given its frame ~4× the weight (gain ~0.2); the scale is
+    # taken as released either way, and without noise the release is followed
+    d, s, scale = 15, 0.2, 0.5
+    gains = {}
+    for fresh in (False, True):
+        monkeypatch.setattr(pe, "FRESH_RELATIVE", fresh)
+        got = []
+        for seed in range(6):
+            E = np.random.default_rng(seed).normal(scale=s, size=(d, d))
+            Cy = scale * np.eye(d) + (E + E.T) / 2.0
+            out, _, _, _ = pe._combine(Cy, np.zeros(d), s, s, np.array([np.nan, np.nan]))
+            D = Cy - np.trace(Cy) / d * np.eye(d)
+            Do = out - np.trace(out) / d * np.eye(d)
+            assert np.trace(out) == pytest.approx(np.trace(Cy))
+            got.append(float(np.sqrt((Do * Do).sum() / (D * D).sum())))
+        gains[fresh] = got
+    assert min(gains[True]) >= 0.5 - 1e-12, gains
+    assert max(gains[False]) < 0.3, gains
+    C = np.diag(np.linspace(0.1, 0.6, d))
+    out, _, _, _ = pe._combine(C, np.zeros(d), 1e-9, 1e-9, np.array([np.nan, np.nan]))
+    np.testing.assert_allclose(out, C, atol=1e-6)
 
 
 def test_declipping_cap_stands_only_while_the_noise_is_loud() -> None:

@@ -401,7 +401,8 @@ def kmeans_steps(Z: Any, centres: np.ndarray, plan: StartPlan, release: Release,
 
 
 def summary_start(Z: Any, seeds: np.ndarray, k: int, plan: StartPlan, release: Release,
-                  G: np.ndarray, Ginv: np.ndarray) -> Run:
+                  G: np.ndarray, Ginv: np.ndarray, alternatives: list[Run] | None = None
+                  ) -> Run:
     """The *summary start*: the private Lloyd steps (:func:`_private_lloyd`) run with K' > k
     ``seeds`` (whitened frame; over-clustering, as k-means‖ over-samples: a true cluster a
     coarse start merged with a neighbour is still split among small clusters, one it split is
@@ -412,7 +413,8 @@ def summary_start(Z: Any, seeds: np.ndarray, k: int, plan: StartPlan, release: R
     sums' floor; else that centre) and its covariance, its own released one blended with the
     pooled within-cluster covariance of all clusters in proportion to its count against
     the second moments' noise reach (a small cluster's own is mostly noise). Everything
-    from releases: the same charges as :func:`kmeans_steps`."""
+    from releases: the same charges as :func:`kmeans_steps`. ``alternatives`` (appended
+    to): the summary's best other basin (:func:`summary_gmm`), in the whitened frame."""
     K, d = seeds.shape
     _, before, Nn, Sn, Mn, sig_m, floor = _private_lloyd(Z, seeds, plan, release, G, Ginv)
     R = plan.kmeans_radius
@@ -437,7 +439,12 @@ def summary_start(Z: Any, seeds: np.ndarray, k: int, plan: StartPlan, release: R
             covs[j] = repair_covariance(a * own[j] + (1.0 - a) * pooled, 1e-2)
     elif ok.any():
         covs[:] = np.eye(d) * 0.25
-    w, mu, cov = summary_gmm(counts, means, covs, k, release.rng)
+    alt: list[Run] | None = [] if alternatives is not None else None
+    w, mu, cov = summary_gmm(counts, means, covs, k, release.rng, alternatives=alt)
+    for aw, amu, acov in alt or []:
+        assert alternatives is not None
+        alternatives.append((aw, amu @ Ginv.T,
+                             np.array([repair_covariance(Ginv @ c @ Ginv.T) for c in acov])))
     cov_z = np.array([repair_covariance(Ginv @ c @ Ginv.T) for c in cov])
     return w, mu @ Ginv.T, cov_z
 
@@ -447,6 +454,7 @@ SUMMARY_RESTARTS = 10  # k-means++ seedings of the summary EM (post-processing: 
 # a 4.0 s ε = 1e4 fit under cProfile, issue 27); skipping the last 10 keeps later draws as
 # they were
 SUMMARY_SKIPPED = 10
+ALT_RESTARTS = 90  # seedings (a side generator's) that look for the summary's other basin
 SUMMARY_ITERS = 200  # EM iterations per seeding (K' blobs: microseconds each)
 SUMMARY_TOL = 1e-9  # relative: a restart this close to the best one's objective is as good
 SUMMARY_BLAS = False  # the summary EM's contractions as matrix products (an experiment switch)
@@ -609,14 +617,19 @@ def _summary_em_batch(N: np.ndarray, means: np.ndarray, covs: np.ndarray,
 
 def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
                 rng: np.random.Generator, *, restarts: int | None = None,
-                skipped: int | None = None) -> Run:
+                skipped: int | None = None, alternatives: list[Run] | None = None) -> Run:
     """A k-component mixture fitted to K' weighted Gaussian blobs by EM on the summary
     (:func:`_summary_em`) from the least-inertia k-means of the blobs' means and from
     ``SUMMARY_RESTARTS`` k-means++ seedings: the first fit within ``SUMMARY_TOL`` (relative)
     of the largest summary log-likelihood wins (a fit that equals the best up to rounding
     does not take over: the in-memory and cluster fits, whose releases differ in the last
     bits, pick the same restart). ``restarts`` / ``skipped``: that many seedings, then that
-    many skipped (default ``SUMMARY_RESTARTS`` / ``SUMMARY_SKIPPED``). Post-processing of
+    many skipped (default ``SUMMARY_RESTARTS`` / ``SUMMARY_SKIPPED``). ``alternatives``
+    (a list, appended to): also ``ALT_RESTARTS`` k-means++ seedings from a side generator
+    (:func:`_side_rng`: ``rng`` ends where it would without them, and the returned fit is
+    the same bit for bit — each restart is computed as alone), and the best of their fits
+    whose objective differs from the winner's (relative 1e-6) is appended: the summary's
+    best *other* basin, or nothing when they all found the winner's. Post-processing of
     releases only."""
     K = means.shape[0]
     w = np.maximum(N, 0.0)
@@ -631,6 +644,10 @@ def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
     for _ in range(SUMMARY_RESTARTS if restarts is None else restarts):
         inits.append(kmeans(means, w, k, rng)[0])
     skip_seedings(rng, k, SUMMARY_SKIPPED if skipped is None else skipped)
+    n_main = len(inits)
+    if alternatives is not None and ALT_RESTARTS > 0:
+        side = _side_rng(rng)
+        inits.extend(kmeans(means, w, k, side)[0] for _ in range(ALT_RESTARTS))
     resps = []
     for C in inits:
         lab = nearest(sq_dists(np.ascontiguousarray(means.T), C))
@@ -642,6 +659,14 @@ def summary_gmm(N: np.ndarray, means: np.ndarray, covs: np.ndarray, k: int,
             resp[j, c] = 1.0
         resps.append(resp)
     fits = _summary_em_batch(w, means, covs, resps)
+    if alternatives is not None:
+        main = fits[:n_main]
+        top = max(obj for obj, _ in main)
+        won = next((o for o, _ in main if o >= top - SUMMARY_TOL * abs(top)), main[0][0])
+        other = [(o, f) for o, f in fits[n_main:] if abs(o - won) > 1e-6 * abs(won)]
+        if other:
+            alternatives.append(max(other, key=lambda x: x[0])[1])
+        fits = main
     best = max(obj for obj, _ in fits)
     for obj, fit in fits:
         if obj >= best - SUMMARY_TOL * abs(best):

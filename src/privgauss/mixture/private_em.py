@@ -175,8 +175,12 @@ budget and public rows; every frame after the first a function of releases):
    the fits it decided wrongly, whose runs went on to basins 0.1–0.6 apart). Where u would
    reach 2d + 10 that pick runs as before (ε = 1e4; as ρ grows u grows, towards the
    likelihood's argmax). No start is trusted blindly: a bad public sample or a bad k-means basin
-   loses the pick. *The cells' mixture* (``CELL_START``, :func:`_cell_start`; famlowd2):
-   where the start grid sees every direction (d ≤ 5 at n = 5e4, ε = 1) the histogram start
+   loses the pick. (``SUMMARY_ALT``, an experiment switch, off: beside a summary start, the
+   whitened-frame run replaced by the summary EM's best *other* basin from 90 more seedings,
+   :func:`~privgauss.mixture.em_starts.summary_gmm` — where only the whitened start found
+   the right basin it loses it; ``mixture_families.md``, "Session 55".) *The cells'
+   mixture* (``CELL_START``, :func:`_cell_start`; famlowd2): where the start grid sees every
+   direction (d ≤ 5 at n = 5e4, ε = 1) the histogram start
    is a k-component mixture fitted to the released cells as Gaussian blobs by EM with 40
    restarts (:func:`~privgauss.mixture.em_starts.cell_gmm_start`; post-processing: the plan,
    the ledger, the other two starts and every noise draw are unchanged). The k-means of a
@@ -542,6 +546,9 @@ FREE_RADIUS_POWER = 0.125
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
 OUTPUT_SHARES = True  # an over-parameterised plan's last step splits its ρ by _output_shares
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean (at most)
+SUMMARY_ALT = 0  # > 0: this run is the summary's best other basin (an experiment switch)
+FRESH_RELATIVE = True  # a fresh estimate's shape error: the release's noise relative to its scale
+# (_combine; False: the absolute noise, as before session 55)
 FLOOR_POWER = 4  # the whitened-frame eigenvalue floor fades like (noise reach / STEP_FLOOR)^this
 NUMERIC_FLOOR = 1e-8  # the smallest eigenvalue of a released covariance (whitened frame)
 NOISE_TOL = 0.01  # an early EM step's covariance noise per row of a component: the full grid's ramp
@@ -2053,8 +2060,9 @@ def _combine(Cy: np.ndarray, ybar: np.ndarray, s_c: float, s_m: float, memory: n
     the previous estimate is I and 0) combined with the previous estimate by :func:`_gain`
     (post-processing): the shape, Cy − tr(Cy)/d·I, by the second moments' noise ``s_c`` per
     diagonal entry (s_c/√2 off it: its energy s_c²(d − 1)(d + 2)/2, as :func:`_shrink`) and
-    the previous shape's error variance ``memory[0]`` per entry (NaN: as large as this
-    release's, a fresh estimate; scaled by the new trace: errors are relative); the scale,
+    the previous shape's error variance ``memory[0]`` per entry (scaled by the new trace:
+    errors are relative; NaN, a fresh estimate: as large as this release's noise relative
+    to its scale, s_c²/μ² with μ = tr(Cy)/d — ``FRESH_RELATIVE``, see below); the scale,
     tr(Cy)/d, as released (its noise is √d × smaller); the mean by the sums' noise ``s_m``
     per coordinate and the previous mean's ``memory[1]``. Returns (covariance, mean move,
     their error variances after combining: gain × noise variance).
@@ -2069,12 +2077,25 @@ def _combine(Cy: np.ndarray, ybar: np.ndarray, s_c: float, s_m: float, memory: n
     Used in the refining steps only (:func:`_em_steps`): in the exploring and
     over-parameterised steps it changed which basin the run pick and the reduction took
     (generated families 26 and 4: 0.007 → 0.287, 0.028 → 0.181). Measured in
-    ``benchmarks/results/em_small_shapes.md``."""
+    ``benchmarks/results/em_small_shapes.md``.
+
+    *A fresh estimate* (the first refining step after the run pick or the reduction; session
+    55): its error was s_c² per entry before the trace's scaling, i.e. the release's
+    *absolute* noise read as a relative error, so a component narrower than its frame
+    (μ < 1: a reduced component's stale shape, a small cluster inside a wide pooled one) got
+    a prior μ⁻² times too precise and a gain far below ½ — family 15131 (k = 6, d = 15,
+    ε = 1): its 5 % cluster at μ ≈ 0.4 took g = 0.14 of the first refining release, and its
+    KL from the truth fell 11.5 → 6.9 → 5.0 → 3.4 → 2.7 → 1.24 over the five refining steps;
+    at s_c²/μ² (the prior as good as the release: g ≥ ½) 11.5 → 6.5 → 4.3 → 2.8 → 2.3 → 1.0,
+    gap 0.091 → 0.080. Where μ ≈ 1 nothing changes, and as the noise vanishes the gain is 1
+    either way. Generated families at ε = 1 (14960–15439, noise seeds 0 and 1): 44 of 960
+    fits changed, 29 better, mean −0.0013 nat/row; none crossed 0.05 either way."""
     d = Cy.shape[0]
     dim = (d - 1.0) * (d + 2.0) / 2.0
     mu = float(np.trace(Cy)) / d
     D = Cy - mu * np.eye(d)
-    p_c = s_c * s_c if math.isnan(float(memory[0])) else float(memory[0])
+    p_c = (s_c * s_c / max(mu * mu, 1e-300) if FRESH_RELATIVE else s_c * s_c) if math.isnan(
+        float(memory[0])) else float(memory[0])
     g_c = _gain(float((D * D).sum()), s_c * s_c * dim, p_c * mu * mu * dim)
     p_m = s_m * s_m if math.isnan(float(memory[1])) else float(memory[1])
     g_m = _gain(float(ybar @ ybar), s_m * s_m * d, p_m * d)
@@ -2912,7 +2933,10 @@ def private_em_gmm(
             extras=extras, cell_restarts=CELL_START if _cell_start(plan, d, kf) else 0)
         runs = [hist_run, white_run]
         if plan.rho_kmeans_steps and plan.start_clusters > kf:
-            runs.insert(0, summary_start(Z, seeds, kf, plan, release, G, Ginv))
+            alts: list[Run] | None = [] if SUMMARY_ALT and plan.n_starts == N_STARTS else None
+            runs.insert(0, summary_start(Z, seeds, kf, plan, release, G, Ginv, alts))
+            if alts:
+                runs[SUMMARY_ALT] = alts[0]
         elif plan.rho_kmeans_steps:  # seeds: the histogram k-means' centres (K' = k here)
             runs.insert(0, kmeans_steps(Z, seeds, plan, release, G, Ginv, _shrink))
         runs = (runs + extras)[: max(plan.n_starts, 1)]
