@@ -180,10 +180,10 @@ budget and public rows; every frame after the first a function of releases):
    :func:`~privgauss.mixture.em_starts.summary_gmm` — where only the whitened start found
    the right basin it loses it; ``mixture_families.md``, "Session 55".) *The cells'
    mixture* (``CELL_START``, :func:`_cell_start`; famlowd2): where the start grid sees every
-   direction (d ≤ 5 at n = 5e4, ε = 1) the histogram start
-   is a k-component mixture fitted to the released cells as Gaussian blobs by EM with 40
-   restarts (:func:`~privgauss.mixture.em_starts.cell_gmm_start`; post-processing: the plan,
-   the ledger, the other two starts and every noise draw are unchanged). The k-means of a
+   direction (d ≤ 5 at n = 5e4, ε = 1) the histogram start is a k-component mixture fitted
+   to the released cells as Gaussian blobs by EM with 40 restarts
+   (:func:`~privgauss.mixture.em_starts.cell_gmm_start`; post-processing: the plan, the
+   ledger, the other two starts and every noise draw are unchanged). The k-means of a
    coarse grid's cells merges neighbouring clusters that a mixture with full covariances
    tells apart: at 7 of 18 misses of low-d generated families (n = 5e4, ε = 1) all three
    plain starts led scikit-learn's EM (300 steps) to a basin 0.10–0.38 nat/row below its
