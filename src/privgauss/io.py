@@ -29,7 +29,7 @@ import csv
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -148,8 +148,19 @@ def _csv_rows(path: Path) -> Iterator[list[str]]:
         yield from (r for r in csv.reader(fh, delimiter=_CSV_SUFFIXES[path.suffix.lower()]) if r)
 
 
+def _with_text(cols: list[np.ndarray], text: list[bool]) -> np.ndarray:
+    """The columns side by side: a float array, or an object array when some column is text
+    (its cells strings, the others floats)."""
+    if not any(text):
+        return np.column_stack(cols)
+    out = np.empty((len(cols[0]), len(cols)), dtype=object)
+    for j, c in enumerate(cols):
+        out[:, j] = c
+    return out
+
+
 def _read_csv(
-    path: Path, columns: list[str] | None, header: bool
+    path: Path, columns: list[str] | None, header: bool, text: Sequence[str] | None = None
 ) -> tuple[np.ndarray, list[str]]:
     rows = list(_csv_rows(path))
     if not rows:
@@ -165,16 +176,22 @@ def _read_csv(
             f"{path.name}: every row must have {width} cells, like {like}; some do not"
         )
     idx = _select(names, columns, path)
-    out = np.empty((len(body), len(idx)))
-    for j, col in enumerate(idx):
+    cols = []
+    texts = text or ()
+    for col in idx:
+        if names[col] in texts:  # a categorical column: its cells as they are
+            cols.append(np.array([r[col].strip() for r in body], dtype=object))
+            continue
         try:
-            out[:, j] = [float(r[col]) for r in body]
+            cols.append(np.array([float(r[col]) for r in body]))
         except ValueError:
             raise InvalidDataError(
                 f"{path.name}: column {names[col]!r} has non-numeric or empty cells; every "
-                "selected column must hold numbers only (choose columns with --columns)"
+                "selected column must hold numbers only (choose columns with --columns"
+                + (", or flag a column of categories with --categorical" if text is not None
+                   else "") + ")"
             ) from None
-    return out, [names[i] for i in idx]
+    return _with_text(cols, [names[i] in texts for i in idx]), [names[i] for i in idx]
 
 
 def _parquet_names(path: Path) -> list[str]:
@@ -188,7 +205,8 @@ def _parquet_names(path: Path) -> list[str]:
         raise InvalidDataError(f"{path.name} is not a readable Parquet file") from exc
 
 
-def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
+def _read_parquet(path: Path, columns: list[str] | None, text: Sequence[str] = ()
+                  ) -> tuple[np.ndarray, list[str]]:
     names = _parquet_names(path)
     import pyarrow.parquet as pq
     import pyarrow.types as pat
@@ -203,13 +221,17 @@ def _read_parquet(path: Path, columns: list[str] | None) -> tuple[np.ndarray, li
     cols = []
     for i in idx:
         col = table.column(i)
+        if names[i] in text:  # a categorical column: its values as strings (nulls kept)
+            cols.append(np.array([None if v is None else str(v) for v in col.to_pylist()],
+                                 dtype=object))
+            continue
         if not (pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_boolean(col.type)):
             raise InvalidDataError(
                 f"{path.name}: column {names[i]!r} is not numeric (type {col.type}); choose "
                 "numeric columns with --columns"
             )
         cols.append(col.to_numpy(zero_copy_only=False).astype(np.float64))
-    return np.column_stack(cols), [names[i] for i in idx]
+    return _with_text(cols, [names[i] in text for i in idx]), [names[i] for i in idx]
 
 
 def _read_npy(path: Path, columns: list[str] | None) -> tuple[np.ndarray, list[str]]:
@@ -257,7 +279,7 @@ def column_names(path: str | Path, *, header: bool = True) -> list[str] | None:
 
 def read_table(
     path: str | Path, columns: str | list[str] | None = None, *, with_names: bool = False,
-    header: bool = True,
+    header: bool = True, text: Sequence[str] | None = None,
 ) -> Any:
     """Rows of a CSV/TSV, Parquet or .npy file as a float array (only ``columns``, if given).
 
@@ -266,18 +288,24 @@ def read_table(
     are then named ``"0"``, ``"1"``, … (as a ``.npy`` file's are; ``header`` is ignored for
     Parquet and ``.npy``). Whether there is a header is never guessed from the file's content.
     ``columns`` is a list or a comma-separated string of names, each at most once.
-    ``with_names=True`` returns ``(array, column names)``.
+    ``with_names=True`` returns ``(array, column names)``. ``text``: names of categorical
+    columns of a CSV/TSV or Parquet file, read as strings (the array is then an object
+    array, the other columns' cells floats; given, even empty, a CSV's non-numeric column is
+    refused with a hint to flag it).
     Raises :class:`~privgauss.exceptions.InvalidDataError` with a one-line message for a
     missing file or column, a bad header, an empty file, ragged rows or non-numeric cells.
     """
     p, suffix = _table_path(path)
     cols = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else columns
     if suffix == ".npy":
+        if text:
+            raise InvalidDataError(f"{p.name}: a .npy array holds numbers only; categorical "
+                                   "columns need a CSV or Parquet file")
         out = _read_npy(p, cols)
     elif suffix == ".parquet":
-        out = _read_parquet(p, cols)
+        out = _read_parquet(p, cols, text or ())
     else:
-        out = _read_csv(p, cols, header)
+        out = _read_csv(p, cols, header, text)
     return out if with_names else out[0]
 
 

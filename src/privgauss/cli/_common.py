@@ -171,25 +171,26 @@ class Inputs(NamedTuple):
 
 
 def read_inputs(data: str, public: str | None, columns: str | None,
-                 header: bool = True) -> Inputs:
+                 header: bool = True, text: list[str] | None = None) -> Inputs:
     """The private and public rows of a fit command. Whether a CSV/TSV file has a header line
-    comes from ``header`` (``--no-header``), never from its content."""
-    streamed = _streamed_npy(data, columns)
+    comes from ``header`` (``--no-header``), never from its content. ``text``: categorical
+    columns, read as strings (``synthesize``; see :func:`~privgauss.io.read_table`)."""
+    streamed = None if text is not None else _streamed_npy(data, columns)
     if streamed is not None:
         X, names = streamed
         named = False
     else:
-        X, names = read_table(data, columns, with_names=True, header=header)
+        X, names = read_table(data, columns, with_names=True, header=header, text=text)
         named = column_names(data, header=header) is not None
     if X.ndim == 1:
         X = X.reshape(-1, 1)
     Xp = None if public is None else _public_rows(public, names if named else None, columns,
-                                                   header, X.shape[1])
+                                                   header, X.shape[1], text)
     return Inputs(X, Xp, names, names if named else None)
 
 
 def _public_rows(public: str, names: list[str] | None, columns: str | None, header: bool,
-                 d: int) -> np.ndarray:
+                 d: int, text: list[str] | None = None) -> np.ndarray:
     """The public file's rows: its columns ``names`` in that order when both files name their
     columns (refused, naming them, when some are missing), else its ``columns`` by position."""
     public_names = column_names(public, header=header)
@@ -200,9 +201,9 @@ def _public_rows(public: str, names: list[str] | None, columns: str | None, head
                 f"the public file has no column(s) {missing}: its columns are matched to the "
                 f"data's by name (it has {public_names}); give it those columns"
             )
-        Xp = read_table(public, names, header=header)
+        Xp = read_table(public, names, header=header, text=text)
     else:
-        Xp = read_table(public, columns, header=header)
+        Xp = read_table(public, columns, header=header, text=text)
     Xp = Xp.reshape(-1, 1) if Xp.ndim == 1 else Xp
     if Xp.ndim != 2 or Xp.shape[1] != d:
         raise InvalidDataError(

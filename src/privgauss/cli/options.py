@@ -118,9 +118,11 @@ class InputFlags:
     no_header: bool
     public: str | None
 
-    def read(self, data: str) -> Inputs:
-        """The private rows of ``data`` and the public rows (:func:`read_inputs`)."""
-        return read_inputs(data, self.public, self.columns, header=not self.no_header)
+    def read(self, data: str, text: list[str] | None = None) -> Inputs:
+        """The private rows of ``data`` and the public rows (:func:`read_inputs`; ``text``:
+        categorical columns, read as strings)."""
+        return read_inputs(data, self.public, self.columns, header=not self.no_header,
+                           text=text)
 
 
 def input_options(columns_help: str, no_header_help: str, public_help: str) -> Decorator:

@@ -35,14 +35,22 @@ class SynthesisFlags:
     integer_cols: str | None
     binary_cols: str | None
     float_cols: str | None
+    categorical_cols: str | None
+    categories: tuple[tuple[str, str], ...]
     bounds: tuple[tuple[str, float, float], ...]
     n_components: str
     model_out: str | None
 
     def kinds(self) -> dict[str, list[str]]:
-        """The columns flagged as each kind (``--integer``, ``--binary``, ``--float``)."""
+        """The columns flagged as each kind (``--integer``, ``--binary``, ``--float``,
+        ``--categorical``; a column given ``--categories`` is categorical)."""
         return {"integer": _names(self.integer_cols), "binary": _names(self.binary_cols),
-                "float": _names(self.float_cols)}
+                "float": _names(self.float_cols),
+                "categorical": _names(self.categorical_cols) + [c for c, _ in self.categories]}
+
+    def stated_categories(self) -> dict[str, list[str]]:
+        """``--categories``: each named column's stated (public) labels."""
+        return {c: [v.strip() for v in labels.split(",")] for c, labels in self.categories}
 
 
 synthesis_options = option_group(
@@ -55,6 +63,14 @@ synthesis_options = option_group(
     click.option("--float", "float_cols", default=None,
                  help="data file: columns to treat as real numbers whatever their declared "
                  "type"),
+    click.option("--categorical", "categorical_cols", default=None,
+                 help="data file: comma-separated columns of categories (labels; a Parquet "
+                 "string column is one). Their categories are released with DP thresholds "
+                 "(needs --epsilon/--delta): a category too rare to release comes back as an "
+                 "empty cell"),
+    click.option("--categories", "categories", type=(str, str), multiple=True,
+                 help="data file: COL A,B,C, the stated (public) categories of a column: none "
+                 "is released or dropped, any other value is refused; repeat for more columns"),
     click.option("--bounds", "bounds", type=(str, float, float), multiple=True,
                  help="data file: COL LO HI, a stated (public) range of a column: no budget is "
                  "spent finding it and its synthetic values stay inside; repeat for more "
@@ -122,6 +138,8 @@ def synthesize(source: str, n_rows: int, out: str, seed: int | None, budget: Bud
                           "--delta": budget.delta, "--columns": inputs.columns,
                           "--public": inputs.public, "--integer": syn.integer_cols,
                           "--binary": syn.binary_cols, "--float": syn.float_cols,
+                          "--categorical": syn.categorical_cols,
+                          "--categories": syn.categories or None,
                           "--bounds": syn.bounds or None, "--model-out": syn.model_out,
                           "--no-header": inputs.no_header or None,
                           "--n-components": (None if syn.n_components == "auto"
@@ -154,7 +172,8 @@ def _from_model(model: str, n_rows: int, out: str, seed: int | None) -> None:
     if isinstance(data, dict) and data.get("model") == "synthesizer":
         syn = PrivateSynthesizer.from_dict(data)
         rows = syn.sample(n_rows, random_state=seed)
-        write_typed_table(out, rows, _out_names(syn.feature_names_in_), syn.kinds_, syn.dtypes_)
+        write_typed_table(out, rows, _out_names(syn.feature_names_in_), syn.kinds_, syn.dtypes_,
+                          syn.categories_)
         click.echo(f"wrote {out} ({n_rows} synthetic rows from {_article(syn.method_)} "
                    f"synthesizer; privacy: {syn.privacy_spent_}, no further cost)")
         return
@@ -176,6 +195,27 @@ def _out_names(names: list[str]) -> list[str]:
     return names if names and valid_header(names) else [f"x{j}" for j in range(len(names))]
 
 
+def _selected_names(data: str, read: InputFlags) -> list[str]:
+    """The names of the columns a synthesis reads, before any data row: ``--columns``, else
+    the header's (or a Parquet schema's), else positions "0", "1", … of a file without names
+    (the width of a CSV's first line, a .npy array's shape)."""
+    from ..io import _csv_rows, _table_path, column_names
+
+    chosen = _names(read.columns)
+    if chosen:
+        return chosen
+    named = column_names(data, header=not read.no_header)
+    if named is not None:
+        return named
+    p, suffix = _table_path(data)
+    if suffix == ".npy":
+        shape = np.load(p, mmap_mode="r", allow_pickle=False).shape
+        width = shape[1] if len(shape) == 2 else 1
+    else:
+        width = len(next(_csv_rows(p), []))
+    return [str(i) for i in range(width)]
+
+
 def declared_types(path: str, names: list[str]) -> tuple[list[str], list[str]]:
     """The kinds and dtypes a file declares for its columns ``names`` (Parquet's schema, a
     .npy file's dtype; a CSV/TSV declares none: floats). Reads no data row."""
@@ -184,12 +224,15 @@ def declared_types(path: str, names: list[str]) -> tuple[list[str], list[str]]:
     suffix = Path(path).suffix.lower()
     if suffix == ".parquet":
         import pyarrow.parquet as pq
+        import pyarrow.types as pat
 
         schema = pq.read_schema(path)
         dtypes = []
         for c in names:
             try:
-                dt = np.dtype(schema.field(c).type.to_pandas_dtype()).name
+                t = schema.field(c).type
+                dt = ("category" if pat.is_dictionary(t) or pat.is_string(t)
+                      or pat.is_large_string(t) else np.dtype(t.to_pandas_dtype()).name)
             except (TypeError, KeyError, NotImplementedError):
                 dt = "float64"
             dtypes.append(dt)
@@ -217,9 +260,7 @@ def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int |
         if not n_components.isdigit() or int(n_components) < 1:
             raise InvalidDataError("--n-components must be 'auto' or an integer >= 1")
         k = int(n_components)
-    inputs = read.read(data)
-    X = np.asarray(inputs.X, dtype=np.float64)
-    names = inputs.names
+    names = _selected_names(data, read)
     kinds, dtypes = declared_types(data, names)
     for kind, cols in synthesis.kinds().items():
         for c in cols:
@@ -227,8 +268,26 @@ def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int |
                 raise InvalidDataError(f"--{kind} names column {c!r}, which the data does not "
                                        f"have (its columns: {names})")
             j = names.index(c)
-            kinds[j] = kind
-            dtypes[j] = {"integer": "int64", "binary": "int64", "float": "float64"}[kind]
+            kinds[j] = "category" if kind == "categorical" else kind
+            dtypes[j] = {"integer": "int64", "binary": "int64", "float": "float64",
+                         "categorical": "category"}[kind]
+    text = [c for c, k in zip(names, kinds, strict=True) if k == "category"]
+    stated_cats = synthesis.stated_categories()
+    if text and Path(out).suffix.lower() == ".npy":
+        raise InvalidDataError(f"{Path(out).name}: a .npy array holds numbers only; write the "
+                               "categorical columns to a .csv or .parquet file")
+    unstated = [c for c in text if c not in stated_cats]
+    if unstated and budget.get("rho") is not None:
+        raise InvalidDataError(
+            f"the categories of {unstated} are released with DP thresholds, which need "
+            "--epsilon and --delta; give those, or state each column's categories with "
+            "--categories COL A,B,C")
+    inputs = read.read(data, text=text)
+    X = inputs.X if text else np.asarray(inputs.X, dtype=np.float64)
+    if inputs.names != names:  # the file's own order of the selected columns
+        order = [names.index(c) for c in inputs.names]
+        kinds, dtypes, names = ([kinds[i] for i in order], [dtypes[i] for i in order],
+                                inputs.names)
     stated: list[tuple[float, float] | None] = [None] * len(names)
     for c, lo, hi in synthesis.bounds:
         if c not in names:
@@ -236,14 +295,15 @@ def _from_data(spending: Spending, data: str, n_rows: int, out: str, seed: int |
                                    f"(its columns: {names})")
         stated[names.index(c)] = (lo, hi)
     syn = PrivateSynthesizer(**budget, n_components=k, kinds=kinds, bounds=stated,
-                             random_state=seed, accountant=spending.accountant_for(budget))
-    syn.fit(X, public_X=inputs.public)
+                             categories=stated_cats or None, random_state=seed,
+                             accountant=spending.accountant_for(budget))
+    syn.fit(X, public_X=inputs.public, feature_names=names)
     # the header (public metadata of the file) names the output's and the model's columns
     header = inputs.header if inputs.header is not None else [f"x{j}" for j in range(len(names))]
     syn.feature_names_in_ = _out_names(list(header))
     syn.dtypes_ = dtypes
     rows = syn.sample(n_rows, random_state=seed)
-    write_typed_table(out, rows, syn.feature_names_in_, syn.kinds_, dtypes)
+    write_typed_table(out, rows, syn.feature_names_in_, syn.kinds_, dtypes, syn.categories_)
     if model_out is not None:
         import json
 
@@ -272,21 +332,30 @@ def model_description(syn: PrivateSynthesizer, *, auto: bool) -> str:
 
 
 def write_typed_table(path: str, X: np.ndarray, names: list[str], kinds: list[str],
-                      dtypes: list[str]) -> None:
+                      dtypes: list[str], categories: list[list[str] | None] | None = None
+                      ) -> None:
     """Write synthetic rows atomically with their types: integer and 0/1 columns as integers
     (CSV), typed Parquet columns (int64, bool, float64 …), a .npy array of the one dtype all
-    columns share (else float64)."""
+    columns share (else float64); a categorical column's codes as its labels (``categories``:
+    each column's, None for the others; a category not released: an empty CSV cell, a
+    Parquet null), refused for a .npy file."""
     import csv
 
     from ..exceptions import InvalidDataError
     from ..io import atomic_path
+    from ..synthesis.categories import decode
     from ..synthesis.synthesizer import cast_column
 
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".csv", ".parquet", ".npy"):
         raise InvalidDataError(f"{p.name}: write .csv, .parquet or .npy")
-    cols = [cast_column(X[:, j], dtypes[j], kinds[j]) for j in range(X.shape[1])]
+    cats = categories or [None] * X.shape[1]
+    if suffix == ".npy" and any(c is not None for c in cats):
+        raise InvalidDataError(f"{p.name}: a .npy array holds numbers only; write the "
+                               "categorical columns to a .csv or .parquet file")
+    cols = [cast_column(X[:, j], dtypes[j], kinds[j]) if (c := cats[j]) is None
+            else decode(X[:, j], c) for j in range(X.shape[1])]
     with atomic_path(p) as tmp:
         if suffix == ".npy":
             same = len(set(dtypes)) == 1
@@ -294,7 +363,8 @@ def write_typed_table(path: str, X: np.ndarray, names: list[str], kinds: list[st
             with open(tmp, "wb") as fh:
                 np.save(fh, arr)
         elif suffix == ".csv":
-            text = [[str(int(v)) if k != "float" else repr(float(v)) for v in col]
+            text = [["" if v is None else str(v) for v in col] if k == "category"
+                    else [str(int(v)) if k != "float" else repr(float(v)) for v in col]
                     for col, k in zip(cols, kinds, strict=True)]
             with open(tmp, "w", newline="") as fh:
                 writer = csv.writer(fh)
@@ -307,4 +377,9 @@ def write_typed_table(path: str, X: np.ndarray, names: list[str], kinds: list[st
             except ImportError:
                 raise InvalidDataError("writing .parquet needs pyarrow: pip install pyarrow"
                                        ) from None
-            pq.write_table(pa.table(dict(zip(names, cols, strict=True))), str(tmp))
+            arrays = [c if (labels := cats[j]) is None else pa.DictionaryArray.from_arrays(
+                          pa.array([None if v < 0 or v >= len(labels) else int(v)
+                                    for v in np.rint(X[:, j]).astype(np.int64)],
+                                   type=pa.int32()), pa.array(labels, type=pa.string()))
+                      for j, c in enumerate(cols)]
+            pq.write_table(pa.table(dict(zip(names, arrays, strict=True))), str(tmp))

@@ -1,6 +1,7 @@
 """Column kinds of a synthetic table, in and out (issue 28): read from declared dtypes, restored.
 
-A column's kind — ``float``, ``integer`` or ``binary`` (:data:`~.marginals.KINDS`), or
+A column's kind — ``float``, ``integer`` or ``binary`` (:data:`~.marginals.KINDS`),
+``category`` for a string, object or pandas ``category`` dtype (:mod:`.categories`), or
 ``auto`` for a float dtype, which a DP test resolves (:func:`~.marginals.release_types`) — comes
 from the caller or from the input's declared dtypes (a DataFrame's per column, an array's
 one), **never from the values**: so reading it costs no budget and is the same for
@@ -19,16 +20,23 @@ import numpy as np
 from ..exceptions import InvalidDataError
 from .marginals import KINDS
 
+#: the kinds a caller may give a column (the marginals' three, "category" and "auto")
+COLUMN_KINDS = (*KINDS, "category", "auto")
+
 
 def kind_of_dtype(dt: Any) -> str:
-    """A column's kind from its public dtype: ``binary``, ``integer`` or ``auto``."""
+    """A column's kind from its public dtype: ``binary``, ``integer``, ``category`` (strings,
+    objects, pandas categoricals) or ``auto``."""
     try:
         kind = np.dtype(dt).kind
     except TypeError:  # pandas extension dtypes
         name = str(dt).lower()
-        kind = "b" if name.startswith("bool") else "i" if "int" in name else "f"
+        kind = ("b" if name.startswith("bool") else "i" if "int" in name
+                else "O" if name in ("category", "str", "string", "object")
+                or name.startswith("string") else "f")
     # a float dtype does not say whether the values are whole: a DP test decides ("auto")
-    return {"b": "binary", "i": "integer", "u": "integer"}.get(kind, "auto")
+    return {"b": "binary", "i": "integer", "u": "integer", "O": "category", "U": "category",
+            "S": "category"}.get(kind, "auto")
 
 
 def declared_kinds(X: Any, d: int) -> list[str]:
@@ -64,8 +72,8 @@ def kinds_of(X: Any, d: int, kinds: Sequence[str] | Mapping[str, str] | None,
         out = list(kinds)
     else:
         out = declared_kinds(X, d)
-    if len(out) != d or any(k not in (*KINDS, "auto") for k in out):
-        raise InvalidDataError(f"kinds must give one of {(*KINDS, 'auto')} for each of the {d} "
+    if len(out) != d or any(k not in COLUMN_KINDS for k in out):
+        raise InvalidDataError(f"kinds must give one of {COLUMN_KINDS} for each of the {d} "
                                "columns")
     return out
 

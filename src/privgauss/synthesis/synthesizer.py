@@ -55,10 +55,22 @@ from ..estimators._base import NEIGHBOURS, private_section, warn_before_fit
 from ..exceptions import EstimationFailed, InvalidDataError, PrivacyBudgetError
 from ..mechanisms import Release
 from ..noise import NoiseSource
-from ..privacy import ZCDP, Accountant, budget_to_dict, make_budget, zcdp_of
+from ..privacy import ZCDP, Accountant, ApproxDP, budget_to_dict, make_budget, zcdp_of
+from ..privacy.budgets import MIN_EPS, approx_to_zcdp, has_delta
 from ..validation import check_data
 from ..warnings import SimplerModelWarning
-from .column_kinds import cast_array, declared_dtypes, kinds_of
+from .categories import (
+    CATEGORY_DELTA_SHARE,
+    column_labels,
+    count_marginal,
+    declared_codes,
+    decode,
+    encode,
+    release_categories,
+    released_sigma,
+    stated_categories,
+)
+from .column_kinds import COLUMN_KINDS, cast_array, declared_dtypes, kinds_of
 from .column_kinds import cast_column as cast_column  # re-exported (the CLI's import)
 from .column_kinds import kind_of_dtype as kind_of_dtype  # re-exported (the CLI's import)
 from .grid import (
@@ -78,7 +90,6 @@ from .grid import (
 from .grid_mixture import fit_grid_mixture
 from .marginals import (
     ATTENUATION_FLOOR,
-    KINDS,
     ZOOM_ROUNDS,
     Marginal,
     MarginalPlan,
@@ -251,12 +262,21 @@ class PrivateSynthesizer:
         (:mod:`privgauss.synthesis.grid`), the copula model setting the shape inside each
         cell — for narrow tables, refused when the grid would be too coarse; "copula": the
         copula model alone; "auto" (default): the grid whenever it is allowed.
-    kinds : list or dict of "float", "integer", "binary", "auto", optional
+    kinds : list or dict of "float", "integer", "binary", "category", "auto", optional
         Column kinds; default: the declared dtypes (a DataFrame's, an array's): bool is
-        binary, an integer dtype integer, a float dtype "auto" — integer or float as a DP
-        count of its non-integer values decides (step ``marginals/types``).
+        binary, an integer dtype integer, a string, object or pandas category dtype
+        "category", a float dtype "auto" — integer or float as a DP count of its non-integer
+        values decides (step ``marginals/types``).
     bounds : list or dict of (low, high), optional
         Stated (public) ranges: no budget is spent finding them and output stays inside.
+    categories : dict of column name -> list of labels, optional
+        Stated (public) categories of categorical columns (labels compared as strings; a
+        value outside them is refused before anything is spent). A categorical column not
+        named here has its categories released: a category appears in the output only when
+        its noisy count clears a threshold no single record's category passes but with
+        probability δ (step ``categories``; needs an (ε, δ) budget), the rows of the others
+        becoming missing values (:mod:`privgauss.synthesis.categories`). A pandas
+        categorical's own category list is not taken as stated: it is often read off the data.
     random_state : None, int or Generator
         None: secure noise. A seed: reproducible, NOT secure noise (experiments).
     accountant : Accountant, optional
@@ -308,6 +328,7 @@ class PrivateSynthesizer:
                  kinds: Sequence[str] | Mapping[str, str] | None = None,
                  bounds: Sequence[tuple[float, float] | None]
                  | Mapping[str, tuple[float, float]] | None = None,
+                 categories: Mapping[str, Sequence[Any]] | None = None,
                  random_state: Any = None, accountant: Accountant | None = None) -> None:
         self.rho = rho
         self.epsilon = epsilon
@@ -316,6 +337,7 @@ class PrivateSynthesizer:
         self.dependence = dependence
         self.kinds = kinds
         self.bounds = bounds
+        self.categories = categories
         self.random_state = random_state
         self.accountant = accountant
 
@@ -345,11 +367,60 @@ class PrivateSynthesizer:
             out.append((lo, hi))
         return out
 
-    def fit(self, X: Any, y: Any = None, *, public_X: Any = None) -> PrivateSynthesizer:
+    def _split_categorical(self, X: Any, kinds: list[str] | None = None,
+                           names: Sequence[str] | None = None
+                           ) -> tuple[Any, list[str], list[str], dict[int, np.ndarray]]:
+        """``X`` with its categorical columns' cells set to 0 (for :func:`check_data`), the
+        column names, the kinds (the caller's, the declared dtypes', ``category`` for a column
+        with stated categories; ``kinds`` given: those, for public rows) and the categorical
+        columns' labels (none for public rows); ``names``: an array's column names. Refuses,
+        before anything is spent, a
+        categorical column with a missing cell or a non-numeric cell elsewhere."""
+        cols = getattr(X, "columns", None)
+        frame = cols is not None and not isinstance(X, np.ndarray)
+        if hasattr(X, "__dask_graph__") or (not frame and np.ndim(
+                X if isinstance(X, np.ndarray) else np.asarray(X, dtype=object)) != 2):
+            # a dask array (numeric: streamed as before) or input check_data refuses
+            shape = getattr(X, "shape", None)
+            d = int(shape[1]) if shape is not None and len(shape) == 2 else 0
+            own = _column_names(names, d)
+            return X, own, kinds or (kinds_of(X, d, self.kinds, own) if d else []), {}
+        own = ([str(c) for c in cols] if frame and cols is not None
+               else _column_names(names, int(np.shape(np.asarray(X, dtype=object))[1])))
+        d = len(own)
+        public = kinds is not None
+        if kinds is None:
+            kinds = kinds_of(X, d, self.kinds, own)
+            for c in (self.categories or {}):
+                if c in own:
+                    kinds[own.index(c)] = "category"
+        cat = [j for j in range(d) if kinds[j] == "category"]
+        if not cat:
+            return X, own, kinds, {}
+        labels = {} if public else {j: column_labels(X, j, own[j]) for j in cat}
+        if frame:
+            X = X.copy()
+            for j in cat:
+                X.isetitem(j, np.zeros(len(X)))
+        else:
+            X = np.array(X, dtype=object)
+            X[:, cat] = 0.0
+            try:
+                X = X.astype(np.float64)
+            except (TypeError, ValueError):
+                raise InvalidDataError(
+                    "X has non-numeric cells outside its categorical columns; give those "
+                    "columns the kind 'category' (kinds=) or numbers only") from None
+        return X, own, kinds, labels
+
+    def fit(self, X: Any, y: Any = None, *, public_X: Any = None,
+            feature_names: Sequence[str] | None = None) -> PrivateSynthesizer:
         """Release the marginals and the copula model of the rows of ``X`` (n, d).
 
         ``public_X``: optional public rows (free, untrusted): their range, widened by half
         on each side, replaces the released one for columns without stated bounds.
+        ``feature_names``: the names of an array's columns (public; default "x0", "x1", …;
+        a DataFrame's are its own), as ``kinds``, ``bounds`` and ``categories`` name them.
         Raises ``InvalidDataError``/``PrivacyBudgetError`` before spending, and only
         ``EstimationFailed`` after. When the one-component copula's fit (a table without a
         dependence grid) ends in ``EstimationFailed`` (⊥, a DP output) the synthesizer keeps
@@ -365,24 +436,51 @@ class PrivateSynthesizer:
             raise InvalidDataError("n_components must be 'auto' or an integer >= 1")
         if self.dependence not in DEPENDENCE:
             raise InvalidDataError(f"dependence must be one of {DEPENDENCE}")
-        cols = getattr(X, "columns", None)
+        X, names, kinds, labels = self._split_categorical(X, names=feature_names)
         rows = check_data(X, name="X", min_rows=2)
         n, d = rows.shape
-        names = ([str(c) for c in cols] if cols is not None and not isinstance(X, np.ndarray)
-                 else [f"x{j}" for j in range(d)])
-        kinds = kinds_of(X, d, self.kinds, names)
+        stated = stated_categories(self.categories, names)
+        cats: list[list[str] | None] = [None] * d  # each categorical column's categories
+        released = [j for j in labels if names[j] not in stated]  # their list to be released
+        for j in labels:
+            if names[j] in stated:  # public categories: an integer column of their codes
+                cats[j] = stated[names[j]]
+                rows[:, j] = declared_codes(labels[j], stated[names[j]], names[j])
+        if released and not has_delta(budget):
+            cols_ = [names[j] for j in released]
+            raise PrivacyBudgetError(
+                f"the categories of column(s) {cols_} are released with DP thresholds, which "
+                "need an (epsilon, delta) budget with delta > 0; give epsilon and delta, or "
+                "state each column's categories (categories={name: [labels]})")
+        delta_cat = 0.0
+        if released:  # δ for the thresholds, the rest converts the zCDP releases
+            assert isinstance(budget, ApproxDP)
+            delta_cat = CATEGORY_DELTA_SHARE * budget.delta
+            rho_total = approx_to_zcdp(budget.epsilon, budget.delta - delta_cat)
         bounds = self._bounds_list(names)
+        for j in labels:  # a categorical column's range is its codes': no range to release
+            bounds[j] = (0.0, float(max(len(cats[j] or []) - 1, 1)))
         if public_X is not None:
-            P = check_data(public_X, name="public_X", min_rows=1, n_features=d)
+            P, _, _, _ = self._split_categorical(public_X, kinds)
+            P = check_data(P, name="public_X", min_rows=1, n_features=d)
             for j in range(d):
                 lo, hi = float(P[:, j].min()), float(P[:, j].max())
                 if bounds[j] is None and kinds[j] != "binary" and hi > lo:
                     bounds[j] = (lo - (hi - lo) / 2, hi + (hi - lo) / 2)
+        kinds = ["integer" if k == "category" else k for k in kinds]
         self.dtypes_ = declared_dtypes(X, d)
-        needs_range = any(b is None and k != "binary" for b, k in zip(bounds, kinds, strict=True))
-        rho_range = RANGE_SHARE * rho_total if needs_range else 0.0
-        rho_types = TYPES_SHARE * rho_total if "auto" in kinds else 0.0
-        rho_hist = (RANGE_SHARE + histogram_share(d)) * rho_total - rho_range - rho_types
+        for j in labels:
+            self.dtypes_[j] = "category"
+        # the released categorical columns' share of the marginals (their stability histograms
+        # are their marginals); the other columns' marginals share the rest as before
+        numeric = [j for j in range(d) if j not in released]
+        rho_cat = (RANGE_SHARE + histogram_share(d)) * rho_total * len(released) / d
+        rho_num = rho_total * len(numeric) / d
+        needs_range = any(bounds[j] is None and kinds[j] != "binary" for j in numeric)
+        rho_range = RANGE_SHARE * rho_num if needs_range else 0.0
+        rho_types = TYPES_SHARE * rho_num if any(kinds[j] == "auto" for j in numeric) else 0.0
+        rho_hist = (RANGE_SHARE + histogram_share(d)) * rho_num - rho_range - rho_types
+        d_num = max(len(numeric), 1)  # the columns of the joint histogram release
         levels = (grid_levels(n, d, GRID_SHARE * rho_total) if self.dependence != "copula"
                   else 0)
         if self.dependence == "grid" and not levels:
@@ -396,7 +494,7 @@ class PrivateSynthesizer:
             refine = 1
         rho_fine = REFINE_SHARE * rho_total if refine > 1 else 0.0
         rho_grid -= rho_fine
-        rho_model = rho_total - rho_range - rho_hist - rho_types - rho_grid - rho_fine
+        rho_model = rho_total - rho_cat - rho_range - rho_hist - rho_types - rho_grid - rho_fine
         k = choose_components(n, d, rho_model, self.n_components)
         # a one-component copula with a grid takes its correlations from the grid's cells
         # (post-processing): a covariance release would buy nothing, so the model's share
@@ -404,6 +502,8 @@ class PrivateSynthesizer:
         from_grid = bool(levels) and k == 1
         if from_grid:
             to_hist, to_grid, to_fine = FREED_SHARES
+            if not numeric:  # no histogram release: its part goes to the grid
+                to_grid, to_hist = to_grid + to_hist, 0.0
             if refine == 1:
                 to_grid += to_fine
             rho_hist += to_hist * rho_model
@@ -412,10 +512,12 @@ class PrivateSynthesizer:
             rho_model = 0.0
         # the zoom's share of the histograms', spent when some column is integer or gridded
         # (declared, or by the DP types release: else it joins the histograms' share)
-        rho_zoom = ZOOM_SHARE * rho_hist if any(k != "binary" for k in kinds) else 0.0
+        rho_zoom = ZOOM_SHARE * rho_hist if any(kinds[j] != "binary" for j in numeric) else 0.0
         rho_hist -= rho_zoom
-        plan = MarginalPlan(kinds, bounds, n_fine_bins(n, rho_hist, d), rho_range, rho_hist,
-                            rho_types, n_continuous_bins(n, rho_hist, d), rho_zoom)
+        plan = (MarginalPlan([kinds[j] for j in numeric], [bounds[j] for j in numeric],
+                             n_fine_bins(n, rho_hist, d_num), rho_range, rho_hist, rho_types,
+                             n_continuous_bins(n, rho_hist, d_num), rho_zoom)
+                if numeric else None)
         shared = self.accountant
         if shared is not None and not shared.can_spend(budget):
             raise PrivacyBudgetError(
@@ -429,10 +531,25 @@ class PrivateSynthesizer:
             if shared is not None:
                 stack.enter_context(shared.exclusive())
             with private_section(acct):
-                marginals = release_marginals(rows, plan, release=release.child("marginals"))
-                fine_z = fine_zoom(n, d, rho_zoom)
-                if not any(zoomable(m.kind, m.step, fine_z) for m in marginals):
-                    rho_hist, rho_zoom = rho_hist + rho_zoom, 0.0  # the plan's rule, DP kinds
+                parts: list[Marginal | None] = [None] * d
+                sigma_cat = released_sigma(rho_cat, len(released)) if released else 0.0
+                if released:
+                    out = release_categories([labels[j] for j in released], rho_cat,
+                                             delta_cat, n, release=release)
+                    for j, (cj, cnt) in zip(released, out, strict=True):
+                        cats[j] = cj
+                        rows[:, j] = encode(labels[j], cj)
+                        parts[j] = count_marginal(cnt, n, sigma_cat)
+                if plan is not None:
+                    num = release_marginals(rows[:, numeric], plan,
+                                            release=release.child("marginals"))
+                    for j, m in zip(numeric, num, strict=True):
+                        parts[j] = m
+                    fine_z = fine_zoom(n, d_num, rho_zoom)
+                    if not any(zoomable(m.kind, m.step, fine_z) for m in num):
+                        rho_hist, rho_zoom = rho_hist + rho_zoom, 0.0  # the plan's rule
+                marginals = [m for m in parts if m is not None]
+                assert len(marginals) == d
                 U = self._uniform(rows, marginals, n, release.rng)
                 counts = (release_grid_counts(U, levels, rho_grid, release=release)
                           if levels else None)
@@ -465,9 +582,10 @@ class PrivateSynthesizer:
                     if fine is not None:
                         counts, sg = combine_counts(counts, sg, fine, grid_sigma(rho_fine),
                                                     refine)
-                    sh = histogram_sigma(rho_hist, d)
+                    sh = histogram_sigma(rho_hist, d_num) if rho_hist > 0 else 0.0
                     margins = combined_margins(counts, n, sg, np.array(
-                        [_slice_variances(m, levels, sh, n) for m in marginals]))
+                        [_slice_variances(m, levels, sigma_cat if j in released else sh, n)
+                         for j, m in enumerate(marginals)]))
                     mixture = None
                     if from_grid and fine is not None and d == 2 and GRID_MIXTURE_MAX > 1:
                         # a mixture of scores fitted to both grids' counts, k by BIC
@@ -503,7 +621,11 @@ class PrivateSynthesizer:
         self.copula_ = copula
         self.grid_ = grid
         self.feature_names_in_ = names
-        self.kinds_ = [m.kind for m in marginals]  # "auto" resolved by a DP release
+        # "auto" resolved by a DP release; a categorical column's codes are an integer
+        # column's, its kind "category" (its categories_ map them back to labels)
+        self.kinds_ = ["category" if cats[j] is not None else m.kind
+                       for j, m in enumerate(marginals)]
+        self.categories_ = cats
         self.n_features_in_ = d
         self.n_rows_ = n
         self.budget_ = budget
@@ -513,10 +635,12 @@ class PrivateSynthesizer:
         self.method_ = ((f"grid{levels}-" if grid is not None else "")
                         + f"copula-{copula.method_}" + (f"-k{k}" if k > 1 else ""))
         self.n_components_ = k
-        rounds = ZOOM_ROUNDS if fine_zoom(n, d, rho_zoom) else 1
-        self.plan_ = {"marginals/types": ZCDP(rho_types) if rho_types else None,
+        rounds = ZOOM_ROUNDS if fine_zoom(n, d_num, rho_zoom) else 1
+        self.plan_ = {"categories": ZCDP(rho_cat) if released else None,
+                      "categories (delta)": ApproxDP(MIN_EPS, delta_cat) if released else None,
+                      "marginals/types": ZCDP(rho_types) if rho_types else None,
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
-                      "marginals/bins": ZCDP(rho_hist),
+                      "marginals/bins": ZCDP(rho_hist) if plan is not None else None,
                       "marginals/zoom": ZCDP(rho_zoom / rounds) if rho_zoom else None,
                       "marginals/zoom/2": (ZCDP(rho_zoom / rounds)
                                            if rho_zoom and rounds == 2 else None),
@@ -559,7 +683,9 @@ class PrivateSynthesizer:
     # -- sample ------------------------------------------------------------------------------
     def sample(self, n_samples: int, random_state: Any = None) -> np.ndarray:
         """``n_samples`` synthetic rows (float array; integer and 0/1 columns hold whole
-        numbers, every column within its released or stated range): post-processing, free.
+        numbers, every column within its released or stated range; a categorical column its
+        codes, positions in ``categories_[j]`` — the other code, one past them, a category not
+        released; :meth:`sample_table` gives labels): post-processing, free.
         Each column's levels are stratified over its released marginal
         (:func:`stratified_levels`), so the rows are exchangeable, not independent, draws."""
         if not hasattr(self, "copula_"):
@@ -585,9 +711,24 @@ class PrivateSynthesizer:
         import pandas as pd
 
         X = self.sample(n_samples, random_state)
-        data = {c: cast_column(X[:, j], self.dtypes_[j], self.kinds_[j])
+        cats = getattr(self, "categories_", None) or [None] * X.shape[1]
+        data = {c: (cast_column(X[:, j], self.dtypes_[j], self.kinds_[j]) if cats[j] is None
+                    else pd.Categorical(decode(X[:, j], cats[j]), categories=cats[j]))
                 for j, c in enumerate(self.feature_names_in_)}
         return pd.DataFrame(data)
+
+    def sample_labels(self, n_samples: int, random_state: Any = None) -> np.ndarray:
+        """:meth:`sample` with each categorical column's codes as labels (an object array;
+        None for a category not released), without pandas."""
+        X = self.sample(n_samples, random_state)
+        cats = getattr(self, "categories_", None) or [None] * X.shape[1]
+        if all(c is None for c in cats):
+            return X
+        out = X.astype(object)
+        for j, c in enumerate(cats):
+            if c is not None:
+                out[:, j] = decode(X[:, j], c)
+        return out
 
     # -- model file --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -604,6 +745,9 @@ class PrivateSynthesizer:
             "feature_names": list(self.feature_names_in_),
             "kinds": list(self.kinds_),
             "dtypes": list(self.dtypes_),
+            # a categorical column's categories: stated (public) or released (DP)
+            "categories": [None if c is None else list(c)
+                           for c in getattr(self, "categories_", [None] * self.n_features_in_)],
             "marginals": [m.to_dict() for m in self.marginals_],
             "copula": self.copula_.to_dict(),
             "grid": None if self.grid_ is None else self.grid_.to_dict(),
@@ -636,6 +780,8 @@ class PrivateSynthesizer:
             names = [str(c) for c in data["feature_names"]]
             kinds = [str(k) for k in data["kinds"]]
             dtypes = [str(t) for t in data["dtypes"]]
+            cats = [None if c is None else [str(v) for v in c]
+                    for c in (data.get("categories") or [None] * d)]
             marginals = [Marginal.from_dict(m) for m in data["marginals"]]
             copula = from_dict(data["copula"])
             grid = (None if data.get("grid") is None
@@ -651,13 +797,16 @@ class PrivateSynthesizer:
                 raise
             raise InvalidDataError(f"synthesizer model file: a field is missing or malformed "
                                    f"({type(exc).__name__})") from None
-        if not (len(names) == len(kinds) == len(dtypes) == len(marginals) == d
-                == copula.n_features_in_ and all(k in KINDS for k in kinds)
+        if not (len(names) == len(kinds) == len(dtypes) == len(marginals) == len(cats) == d
+                == copula.n_features_in_ and all(k in COLUMN_KINDS and k != "auto" for k in kinds)
+                and all((k == "category") == (c is not None) for k, c in zip(kinds, cats,
+                                                                           strict=True))
                 and (grid is None or grid.d == d)):
             raise InvalidDataError("synthesizer model file: its columns do not agree")
         syn = cls(**estimator_kwargs(budget))
         syn.marginals_, syn.copula_, syn.grid_ = marginals, copula, grid
         syn.feature_names_in_, syn.kinds_, syn.dtypes_ = names, kinds, dtypes
+        syn.categories_ = cats
         syn.n_features_in_ = d
         syn.budget_, syn.accountant_ = budget, acct
         syn.ledger_, syn.privacy_spent_ = list(acct.ledger), acct.spent
@@ -666,6 +815,16 @@ class PrivateSynthesizer:
         syn.n_components_ = int(fitted.get("n_components",
                                            len(getattr(copula, "weights_", [None]))))
         return syn
+
+
+def _column_names(names: Sequence[str] | None, d: int) -> list[str]:
+    """An array's column names: the caller's (``d`` of them), else "x0", "x1", …"""
+    if names is None:
+        return [f"x{j}" for j in range(d)]
+    out = [str(c) for c in names]
+    if len(out) != d or len(set(out)) != d:
+        raise InvalidDataError(f"feature_names must give {d} distinct names, one per column")
+    return out
 
 
 def stratified_levels(U: np.ndarray, rng: np.random.Generator,
@@ -943,6 +1102,7 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
                kinds: Sequence[str] | Mapping[str, str] | None = None,
                bounds: Sequence[tuple[float, float] | None]
                | Mapping[str, tuple[float, float]] | None = None,
+               categories: Mapping[str, Sequence[Any]] | None = None,
                public_X: Any = None, random_state: Any = None,
                accountant: Accountant | None = None) -> Any:
     """Fit a :class:`PrivateSynthesizer` to ``X`` and draw ``n_samples`` rows in one step.
@@ -954,10 +1114,11 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
     Parameters
     ----------
     X : array-like or DataFrame of shape (n, d)
-        The private rows (numeric columns).
+        The private rows (numeric columns, and categorical ones: strings, objects, pandas
+        categoricals).
     n_samples : int, optional
         Rows to draw (default: as many as ``X`` has).
-    rho, epsilon, delta, n_components, dependence, kinds, bounds, accountant
+    rho, epsilon, delta, n_components, dependence, kinds, bounds, categories, accountant
         As for :class:`PrivateSynthesizer`.
     public_X : array-like, optional
         Public rows of the same columns (they may help the copula's fit; privacy holds for any).
@@ -968,8 +1129,9 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
     Returns
     -------
     DataFrame or ndarray
-        A DataFrame with ``X``'s column names and dtypes when ``X`` is one, else an array of
-        ``X``'s dtype.
+        A DataFrame with ``X``'s column names and dtypes when ``X`` is one (categorical
+        columns as pandas categoricals), else an array of ``X``'s dtype (with categorical
+        columns: an object array of their labels, :meth:`PrivateSynthesizer.sample_labels`).
 
     Examples
     --------
@@ -980,9 +1142,11 @@ def synthesize(X: Any, n_samples: int | None = None, *, rho: float | None = None
     """
     syn = PrivateSynthesizer(rho=rho, epsilon=epsilon, delta=delta, n_components=n_components,
                              dependence=dependence, kinds=kinds, bounds=bounds,
-                             random_state=random_state,
+                             categories=categories, random_state=random_state,
                              accountant=accountant).fit(X, public_X=public_X)
     n = int(np.shape(X)[0]) if n_samples is None else n_samples
     if getattr(X, "columns", None) is not None and not isinstance(X, np.ndarray):
         return syn.sample_table(n, random_state)
+    if any(c is not None for c in syn.categories_):
+        return syn.sample_labels(n, random_state)
     return cast_array(syn.sample(n, random_state), getattr(X, "dtype", None), syn.kinds_)

@@ -1,0 +1,159 @@
+"""Categorical columns of a synthetic table (issue 28): their categories, codes and marginals.
+
+A categorical column — a string, object or pandas ``category`` dtype, or a column the caller
+gives the kind ``"category"`` — is modelled as an integer column of codes 0, 1, …, one per
+category, and its synthetic codes are mapped back to labels (post-processing). Labels are
+handled as strings.
+
+*Whose categories.* A category list the caller states (``categories=``) is public: the
+column's codes follow it and its marginal is released like an integer column's. Otherwise the
+list itself is private — one record's rare value (a name, an identifier) must not appear in
+the output — and is released by the stability histogram of the column's values
+(:func:`~privgauss.mechanisms.gaussian_stability_histograms`, all such columns jointly:
+δ-approximate ρ-zCDP under replace-one): a category is released only when its noisy count
+clears a threshold that the category of a single record passes with probability at most δ/c
+(c such columns). Released categories are ordered by their noisy counts, largest first
+(ties by label); the rows of every other value share one more code, *other*, whose synthetic
+value is missing. The released noisy counts are the column's marginal (other's mass: the
+public n less their sum), so such a column takes no share of the marginals' histograms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import InvalidDataError
+from ..mechanisms import Release, gaussian_stability_histograms
+from ..sensitivity import histogram_l2
+from .marginals import Marginal
+
+#: share of an (ε, δ) budget's δ that pays for the released category lists (the thresholds'
+#: failure probability); the rest converts the zCDP releases to (ε, δ)
+CATEGORY_DELTA_SHARE = 0.1
+#: the other code's mass (n less the released counts) is kept only above this many standard
+#: deviations of its noise (the m counts' summed noise): without rows of unreleased values it
+#: is pure noise, and a column without them would get missing synthetic values. The bar falls
+#: with the noise: at a huge budget every row of an unreleased value is kept
+OTHER_SIGMAS = 2.0
+
+
+def _missing(values: np.ndarray) -> np.ndarray:
+    """Which entries of an object array are missing: None, a float NaN, pandas' NA or NaT."""
+    def one(v: Any) -> bool:
+        if v is None:
+            return True
+        if isinstance(v, float | np.floating):
+            return bool(v != v)
+        return type(v).__name__ in ("NAType", "NaTType")
+
+    return np.frompyfunc(one, 1, 1)(values).astype(bool)
+
+
+def column_labels(X: Any, j: int, name: str) -> np.ndarray:
+    """Column ``j`` of ``X`` (a DataFrame's by position, else an array's) as strings, refused
+    (before anything is spent, naming the column, never a value) when a cell is missing."""
+    col = X.iloc[:, j] if hasattr(X, "iloc") else np.asarray(X, dtype=object)[:, j]
+    values = np.asarray(col, dtype=object)
+    if values.ndim != 1 or values.size == 0:
+        raise InvalidDataError(f"column {name!r} has no values")
+    if _missing(values).any():
+        raise InvalidDataError(f"categorical column {name!r} has missing cells; fill them (a "
+                               "category of their own, e.g. 'unknown') or drop those rows")
+    return values.astype(str)
+
+
+def declared_codes(labels: np.ndarray, categories: Sequence[Any], name: str) -> np.ndarray:
+    """The codes of a column's labels in a stated category list (public), refused when a
+    value is not in it (naming the column only)."""
+    cats = [str(c) for c in categories]
+    if not cats or len(set(cats)) != len(cats):
+        raise InvalidDataError(f"the categories of column {name!r} must be distinct and "
+                               "non-empty")
+    index = {c: i for i, c in enumerate(cats)}
+    codes = np.frompyfunc(lambda v: index.get(v, -1), 1, 1)(labels).astype(np.int64)
+    if (codes < 0).any():
+        raise InvalidDataError(f"column {name!r} holds values outside its stated categories; "
+                               "state every category it has, or leave its categories to be "
+                               "released")
+    return codes.astype(np.float64)
+
+
+def stated_categories(categories: Mapping[str, Sequence[Any]] | None, names: list[str]
+                      ) -> dict[str, list[str]]:
+    """The caller's category lists by column name (checked against ``names``)."""
+    if categories is None:
+        return {}
+    if not isinstance(categories, Mapping):
+        raise InvalidDataError("categories must map column names to their category lists")
+    unknown = [c for c in categories if c not in names]
+    if unknown:
+        raise InvalidDataError(f"categories names unknown column(s) {unknown}")
+    out = {}
+    for c, cats in categories.items():
+        if isinstance(cats, str) or not isinstance(cats, Sequence | np.ndarray):
+            raise InvalidDataError(f"the categories of column {c!r} must be a list of labels")
+        out[str(c)] = [str(v) for v in cats]
+    return out
+
+
+def released_sigma(rho: float, n_columns: int) -> float:
+    """The noise deviation of each released count: ``n_columns`` histograms released jointly
+    at ρ (L2 sensitivity √(2c) under replace-one)."""
+    return histogram_l2() * math.sqrt(n_columns) / math.sqrt(2.0 * rho)
+
+
+def release_categories(columns: list[np.ndarray], rho: float, delta: float, n: int, *,
+                       release: Release) -> list[tuple[list[str], np.ndarray]]:
+    """Each column's released categories (largest noisy count first, ties by label) and their
+    noisy counts, from the joint stability histograms of the columns' labels (two ledger
+    entries: ``categories`` at ZCDP(ρ) and ``categories (delta)`` for the thresholds)."""
+    keyed = [np.unique(c, return_inverse=True) for c in columns]
+    keys = np.column_stack([inv.astype(np.int64).ravel() for _, inv in keyed])
+    hists = gaussian_stability_histograms(keys, rho, delta, accountant=release.accountant,
+                                          noise=release.noise, step=release.name("categories"))
+    out = []
+    for (labels, _), hist in zip(keyed, hists, strict=True):
+        kept = sorted(hist.items(), key=lambda kv: (-kv[1], str(labels[kv[0]])))
+        out.append(([str(labels[k]) for k, _ in kept],
+                    np.array([float(c) for _, c in kept], dtype=np.float64)))
+    return out
+
+
+def encode(labels: np.ndarray, categories: list[str]) -> np.ndarray:
+    """Codes of ``labels``: a category's position in ``categories``, ``len(categories)`` (the
+    other code) for any other value."""
+    index = {c: i for i, c in enumerate(categories)}
+    other = len(categories)
+    return np.frompyfunc(lambda v: index.get(v, other), 1, 1)(labels).astype(np.float64)
+
+
+def count_marginal(counts: np.ndarray, n: int, sigma: float) -> Marginal:
+    """The marginal of a released column's codes 0 … m (m: other) from the m released noisy
+    counts of deviation ``sigma`` and public n (other's mass: n less their sum, kept above
+    :data:`OTHER_SIGMAS` deviations of its noise): post-processing."""
+    c = np.clip(np.asarray(counts, dtype=np.float64), 0.0, None)
+    other = float(n) - float(c.sum())
+    if other <= OTHER_SIGMAS * sigma * math.sqrt(max(len(c), 1)):
+        other = 0.0
+    mass = np.append(c, other)
+    if mass.sum() <= 0:
+        mass = np.zeros_like(mass)
+        mass[-1] = 1.0
+    cdf = np.concatenate([[0.0], np.cumsum(mass) / mass.sum()])
+    cdf[-1] = 1.0
+    edges = np.arange(len(mass) + 1, dtype=np.float64) - 0.5
+    return Marginal("integer", edges, cdf)
+
+
+def decode(codes: np.ndarray, categories: list[str]) -> np.ndarray:
+    """Labels of synthetic codes (an object array; None for the other code or beyond)."""
+    out = np.full(codes.shape, None, dtype=object)
+    k = np.rint(np.asarray(codes, dtype=np.float64)).astype(np.int64)
+    ok = (k >= 0) & (k < len(categories))
+    cats = np.asarray(categories, dtype=object)
+    out[ok] = cats[k[ok]]
+    return out
