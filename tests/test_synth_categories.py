@@ -281,3 +281,25 @@ def test_cli_parquet_string_columns_are_categorical(tmp_path: Path) -> None:
     got = pd.read_parquet(out)
     assert str(got["region"].dtype) == "category"
     assert set(got["region"].dropna()) <= set(LEVELS)
+
+
+def test_rare_categories_warn_with_their_share_and_the_threshold() -> None:
+    """Ten categories of 40 rows each (13 % of the rows) are below the threshold: their rows
+    come back missing, and the fit says so (from the released other mass, a DP output); the
+    table without them fits silently."""
+    table = _table(3000, singletons=0)
+    table.loc[:399, "region"] = [f"town{i // 40}" for i in range(400)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        syn = pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, random_state=0).fit(table)
+    rare = [w for w in caught if issubclass(w.category, pg.warnings.RareCategoriesWarning)]
+    assert len(rare) == 1 and "'region'" in str(rare[0].message)
+    assert "town" not in str(rare[0].message)
+    assert not any(c.startswith("town") for c in syn.categories_[0])
+    missing = syn.sample_table(3000, random_state=1)["region"].isna().mean()
+    assert 0.07 < missing < 0.2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, random_state=0).fit(
+            _table(3000, singletons=0))
+    assert not any(issubclass(w.category, pg.warnings.RareCategoriesWarning) for w in caught)

@@ -34,6 +34,7 @@ __all__ = [
     "LargeDeltaWarning",
     "NoisyFitWarning",
     "PrivacyWarning",
+    "RareCategoriesWarning",
     "SeededNoiseWarning",
     "SimplerModelWarning",
 ]
@@ -258,3 +259,26 @@ class SimplerModelWarning(PrivacyWarning):
     copula's fit ends in ``EstimationFailed`` (a DP output): the synthesizer keeps the
     marginals and dependence grid it released and draws independent normal scores
     (``method_`` names ``copula-independent``) instead of failing after spending."""
+
+
+class RareCategoriesWarning(PrivacyWarning):
+    """A categorical column of a synthetic table lost some of its categories: their rows come
+    back as missing values.
+
+    **When**: after :class:`~privgauss.PrivateSynthesizer` released a categorical column's
+    categories (no stated list) and the column's released marginal gives mass to the *other*
+    code — the rows whose value was not released, estimated as n less the released noisy
+    counts and kept only above its noise — or no category was released at all. Both are DP
+    outputs.
+
+    **Why**: a category list read off the data would publish a record's rare value (a name,
+    an identifier). A category is released only when its noisy count clears a threshold that a
+    value held by one record passes with probability at most δ — about 100–200 rows at
+    ε = 1, δ = 1e-6 on tables of 4–10 columns (the message gives the plan's), less with more
+    budget. Values below it cannot come back.
+
+    **What to do**: if the categories are public knowledge (regions, sexes, the codes of a
+    questionnaire), state them (``categories={"col": [...]}``; on the command line
+    ``--categories COL A,B,C``): no threshold, every stated category kept. Otherwise merge rare
+    values into broader ones before fitting, give more budget, or accept missing values for
+    the rare rows. An identifier column (one value per record) can never be released: drop it."""

@@ -57,8 +57,9 @@ from ..mechanisms import Release
 from ..noise import NoiseSource
 from ..privacy import ZCDP, Accountant, ApproxDP, budget_to_dict, make_budget, zcdp_of
 from ..privacy.budgets import MIN_EPS, approx_to_zcdp, has_delta
+from ..sensitivity import gaussian_stability_histogram_threshold
 from ..validation import check_data
-from ..warnings import SimplerModelWarning
+from ..warnings import RareCategoriesWarning, SimplerModelWarning
 from .categories import (
     CATEGORY_DELTA_SHARE,
     column_labels,
@@ -617,6 +618,8 @@ class PrivateSynthesizer:
                 "the Gaussian copula's fit failed (EstimationFailed, a DP output): the synthetic "
                 "columns keep their DP marginals and are drawn independently. A larger budget or "
                 "fewer columns gives the copula's correlations"), stacklevel=2)
+        if released:  # DP outputs: the released lists and the other code's released mass
+            self._warn_rare(names, released, cats, marginals, rho_cat, delta_cat)
         self.marginals_ = marginals
         self.copula_ = copula
         self.grid_ = grid
@@ -648,6 +651,25 @@ class PrivateSynthesizer:
                       "copula": ZCDP(rho_model) if rho_model else None}
         self.plan_ = {s: c for s, c in self.plan_.items() if c is not None}
         return self
+
+    @staticmethod
+    def _warn_rare(names: list[str], released: list[int], cats: list[list[str] | None],
+                   marginals: list[Marginal], rho_cat: float, delta_cat: float) -> None:
+        """:class:`~privgauss.warnings.RareCategoriesWarning` for the released categorical
+        columns whose marginal gives the other code mass (or that released no category)."""
+        lost = [(names[j], float(marginals[j].cdf[-1] - marginals[j].cdf[-2]))
+                for j in released if not cats[j]
+                or marginals[j].cdf[-1] - marginals[j].cdf[-2] > 0]
+        if not lost:
+            return
+        tau = gaussian_stability_histogram_threshold(released_sigma(rho_cat, len(released)),
+                                                     delta_cat / len(released))
+        parts = ", ".join(f"{c!r} ({100 * p:.2g} % of its rows)" for c, p in lost)
+        warnings.warn(RareCategoriesWarning(
+            f"categories held by fewer than about {tau:.0f} rows were not released at this "
+            f"budget: their rows come back as missing values in column(s) {parts}. State "
+            "the categories if they are public (categories=; on the command line "
+            "--categories COL A,B,C), merge rare values, or give more budget"), stacklevel=3)
 
     @staticmethod
     def _model_masses(copula: Any, levels: int, rng: np.random.Generator) -> np.ndarray:
