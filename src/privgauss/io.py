@@ -277,6 +277,25 @@ def column_names(path: str | Path, *, header: bool = True) -> list[str] | None:
     return _header(first, p)
 
 
+def table_columns(path: str | Path, *, header: bool = True) -> list[str]:
+    """:func:`column_names`, else positions "0", "1", … of a file that names none (the width
+    of a CSV/TSV file's first line, of a .npy array): the names :func:`read_table` gives its
+    columns. Reads no data row beyond a CSV's first line."""
+    named = column_names(path, header=header)
+    if named is not None:
+        return named
+    p, suffix = _table_path(path)
+    if suffix == ".npy":
+        try:
+            shape = np.load(p, mmap_mode="r", allow_pickle=False).shape
+        except (ValueError, OSError) as exc:
+            raise InvalidDataError(f"{p.name} is not a readable .npy array") from exc
+        width = shape[1] if len(shape) == 2 else 1
+    else:
+        width = len(next(_csv_rows(p), []))
+    return [str(i) for i in range(width)]
+
+
 def read_table(
     path: str | Path, columns: str | list[str] | None = None, *, with_names: bool = False,
     header: bool = True, text: Sequence[str] | None = None,

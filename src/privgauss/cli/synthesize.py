@@ -197,23 +197,10 @@ def _out_names(names: list[str]) -> list[str]:
 
 def _selected_names(data: str, read: InputFlags) -> list[str]:
     """The names of the columns a synthesis reads, before any data row: ``--columns``, else
-    the header's (or a Parquet schema's), else positions "0", "1", … of a file without names
-    (the width of a CSV's first line, a .npy array's shape)."""
-    from ..io import _csv_rows, _table_path, column_names
+    the file's (:func:`~privgauss.io.table_columns`)."""
+    from ..io import table_columns
 
-    chosen = _names(read.columns)
-    if chosen:
-        return chosen
-    named = column_names(data, header=not read.no_header)
-    if named is not None:
-        return named
-    p, suffix = _table_path(data)
-    if suffix == ".npy":
-        shape = np.load(p, mmap_mode="r", allow_pickle=False).shape
-        width = shape[1] if len(shape) == 2 else 1
-    else:
-        width = len(next(_csv_rows(p), []))
-    return [str(i) for i in range(width)]
+    return _names(read.columns) or table_columns(data, header=not read.no_header)
 
 
 def declared_types(path: str, names: list[str]) -> tuple[list[str], list[str]]:
