@@ -110,9 +110,11 @@ def synthesize(source: str, n_rows: int, out: str, seed: int | None, budget: Bud
     per-column marginals (a small planned share of the budget), fits a Gaussian-copula mixture
     to the columns' normal scores with the rest (a single Gaussian on small tables: named in
     the output), and samples it. Columns keep their names, their declared types (Parquet and
-    .npy dtypes, or --integer/--binary: integers and 0/1 come back as such) and stay within
-    their released range or --bounds. A CSV column is a float unless flagged: inferring
-    "integer" from its values would depend on single records.
+    .npy dtypes, or --integer/--binary/--categorical: integers, 0/1 and labels come back as
+    such) and stay within their released range or --bounds. A CSV column is a float unless
+    flagged: inferring "integer" or "categorical" from its values would depend on single
+    records. A categorical column's categories are released with DP thresholds unless
+    --categories states them.
 
     \b
     Examples:
@@ -120,6 +122,8 @@ def synthesize(source: str, n_rows: int, out: str, seed: int | None, budget: Bud
       privgauss synthesize data.parquet --rho 0.5 -n 5000 -o syn.parquet --bounds age 0 120
       privgauss synthesize data.csv --epsilon 1 --delta 1e-6 --integer kids --binary smoker \\
           -n 2000 -o syn.csv --model-out synth.json
+      privgauss synthesize census.csv --epsilon 1 --delta 1e-6 --categorical region,job \\
+          --categories sex female,male -n 5000 -o syn.csv
       privgauss synthesize mix.json -n 10000 -o synthetic.csv
     """
     from ..exceptions import InvalidDataError
