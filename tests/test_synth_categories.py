@@ -303,3 +303,23 @@ def test_rare_categories_warn_with_their_share_and_the_threshold() -> None:
         pg.PrivateSynthesizer(epsilon=EPS, delta=DELTA, random_state=0).fit(
             _table(3000, singletons=0))
     assert not any(issubclass(w.category, pg.warnings.RareCategoriesWarning) for w in caught)
+
+
+def test_association_order_follows_the_categories_means(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """With ``ORDER_SHARE`` > 0 a released column's categories are ordered by their mean
+    scores of the other columns (at a huge budget: the rows' own order, up to its direction),
+    from one more release whose sensitivity is √(2c)·½√p."""
+    monkeypatch.setattr(cat_mod, "ORDER_SHARE", 0.05)
+    table = _table(6000, singletons=0)
+    syn = _fit(table, epsilon=1e4, delta=DELTA, random_state=0, n_components=1)
+    by_income = list(np.log(table["income"]).groupby(table["region"]).mean()
+                     .sort_values().index)
+    got = syn.categories_[0]
+    assert got in (by_income, by_income[::-1])  # west, east, south, north by income
+    (order,) = [e for e in syn.ledger_ if e.step == "categories/order"]
+    assert order.sensitivity == pytest.approx(math.sqrt(2.0) * 0.5 * math.sqrt(2.0))
+    assert syn.plan_["categories/order"].rho == pytest.approx(order.cost.rho)
+    monkeypatch.setattr(cat_mod, "ORDER_SHARE", 0.0)
+    assert _fit(table, epsilon=1e4, delta=DELTA, random_state=0,
+                n_components=1).categories_[0] == list(LEVELS)  # by count

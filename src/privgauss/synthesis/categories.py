@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from ..mechanisms import Release, gaussian_stability_histograms
+from ..mechanisms import Release, gaussian_mechanism, gaussian_stability_histograms
+from ..privacy import ZCDP
 from ..sensitivity import histogram_l2
 from .marginals import Marginal
 
@@ -39,6 +40,10 @@ CATEGORY_DELTA_SHARE = 0.1
 #: is pure noise, and a column without them would get missing synthetic values. The bar falls
 #: with the noise: at a huge budget every row of an unreleased value is kept
 OTHER_SIGMAS = 2.0
+#: > 0: this share of the budget (as zCDP, from the copula model's) orders each released
+#: column's categories by their association with the other columns (:func:`associations`)
+#: instead of by their counts (an experiment switch)
+ORDER_SHARE = 0.0
 
 
 def _missing(values: np.ndarray) -> np.ndarray:
@@ -156,4 +161,40 @@ def decode(codes: np.ndarray, categories: list[str]) -> np.ndarray:
     ok = (k >= 0) & (k < len(categories))
     cats = np.asarray(categories, dtype=object)
     out[ok] = cats[k[ok]]
+    return out
+
+
+def associations(codes: list[np.ndarray], counts: list[np.ndarray], V: np.ndarray, rho: float,
+                 *, release: Release) -> list[np.ndarray]:
+    """A new order of each released column's categories: by their mean scores on the first
+    principal direction of the categories' mean uniform scores of the other columns.
+
+    ``codes``: each column's codes (the other code, ``len(counts[i])``, counts nowhere);
+    ``V`` (n, p): the other columns' uniform scores less ½, each in [−½, ½]. Released: the
+    sums of V per category of every column, jointly (a replaced row leaves one category and
+    joins another in each column: L2 sensitivity √(2c)·½√p), Gaussian noise at ρ (step
+    ``categories/order``); the means divide by the released counts (post-processing). Returns
+    each column's permutation of its categories."""
+    p = V.shape[1]
+    sums = []
+    for code, cnt in zip(codes, counts, strict=True):
+        m = len(cnt)
+        k = np.rint(code).astype(np.int64)
+        S = np.zeros((m, p))
+        ok = k < m
+        np.add.at(S, k[ok], V[ok])
+        sums.append(S)
+    sens = math.sqrt(2.0 * len(codes)) * 0.5 * math.sqrt(p)
+    flat = np.concatenate([S.ravel() for S in sums])
+    noisy = gaussian_mechanism(flat, sens, ZCDP(rho), accountant=release.accountant,
+                               noise=release.noise, step=release.name("categories/order"))
+    out, at = [], 0
+    for S, cnt in zip(sums, counts, strict=True):
+        M = noisy[at:at + S.size].reshape(S.shape) / np.maximum(cnt, 1.0)[:, None]
+        at += S.size
+        w = np.clip(cnt, 0.0, None)
+        w = w / w.sum() if w.sum() > 0 else np.full(len(cnt), 1.0 / max(len(cnt), 1))
+        Mc = M - w @ M
+        _, vecs = np.linalg.eigh((Mc * w[:, None]).T @ Mc)
+        out.append(np.argsort(Mc @ vecs[:, -1], kind="stable"))
     return out

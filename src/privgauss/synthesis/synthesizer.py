@@ -60,8 +60,10 @@ from ..privacy.budgets import MIN_EPS, approx_to_zcdp, has_delta
 from ..sensitivity import gaussian_stability_histogram_threshold
 from ..validation import check_data
 from ..warnings import RareCategoriesWarning, SimplerModelWarning
+from . import categories as categories_mod
 from .categories import (
     CATEGORY_DELTA_SHARE,
+    associations,
     column_labels,
     count_marginal,
     declared_codes,
@@ -495,7 +497,11 @@ class PrivateSynthesizer:
             refine = 1
         rho_fine = REFINE_SHARE * rho_total if refine > 1 else 0.0
         rho_grid -= rho_fine
-        rho_model = rho_total - rho_cat - rho_range - rho_hist - rho_types - rho_grid - rho_fine
+        # the categories' order by association (an experiment switch), from the model's share
+        rho_ord = (categories_mod.ORDER_SHARE * rho_total
+                   if released and numeric and categories_mod.ORDER_SHARE > 0 else 0.0)
+        rho_model = (rho_total - rho_cat - rho_range - rho_hist - rho_types - rho_grid - rho_fine
+                     - rho_ord)
         k = choose_components(n, d, rho_model, self.n_components)
         # a one-component copula with a grid takes its correlations from the grid's cells
         # (post-processing): a covariance release would buy nothing, so the model's share
@@ -549,6 +555,15 @@ class PrivateSynthesizer:
                     fine_z = fine_zoom(n, d_num, rho_zoom)
                     if not any(zoomable(m.kind, m.step, fine_z) for m in num):
                         rho_hist, rho_zoom = rho_hist + rho_zoom, 0.0  # the plan's rule
+                if rho_ord > 0:  # reorder each released column's categories
+                    V = np.column_stack([mi.to_uniform(rows[:, i], release.rng) for i in numeric
+                                         if (mi := parts[i]) is not None]) - 0.5
+                    perms = associations([rows[:, j] for j in released],
+                                         [cnt for _, cnt in out], V, rho_ord, release=release)
+                    for j, (cj, cnt), perm in zip(released, out, perms, strict=True):
+                        cats[j] = new = [cj[i] for i in perm]
+                        rows[:, j] = encode(labels[j], new)
+                        parts[j] = count_marginal(cnt[perm], n, sigma_cat)
                 marginals = [m for m in parts if m is not None]
                 assert len(marginals) == d
                 U = self._uniform(rows, marginals, n, release.rng)
@@ -640,6 +655,7 @@ class PrivateSynthesizer:
         self.n_components_ = k
         rounds = ZOOM_ROUNDS if fine_zoom(n, d_num, rho_zoom) else 1
         self.plan_ = {"categories": ZCDP(rho_cat) if released else None,
+                      "categories/order": ZCDP(rho_ord) if rho_ord else None,
                       "categories (delta)": ApproxDP(MIN_EPS, delta_cat) if released else None,
                       "marginals/types": ZCDP(rho_types) if rho_types else None,
                       "marginals/range": ZCDP(rho_range) if rho_range else None,
