@@ -31,6 +31,7 @@ from privgauss.warnings import (
     LargeDeltaWarning,
     NoisyFitWarning,
     PrivacyWarning,
+    RareCategoriesWarning,
     SeededNoiseWarning,
     SimplerModelWarning,
 )
@@ -43,7 +44,7 @@ NEIGHBOUR[-1] = [1e6, -1e6]  # replace-one: a gross error in one record
 # after spending (5 rows are now refused before spending, by the method's requirement)
 TINY = scale_free_rows(N)
 ALL = (SeededNoiseWarning, LargeDeltaWarning, BudgetSpentWarning, ClippedDataWarning,
-       DiscreteDataWarning, SimplerModelWarning, NoisyFitWarning)
+       DiscreteDataWarning, SimplerModelWarning, NoisyFitWarning, RareCategoriesWarning)
 
 
 def _clip(**kw: object) -> pg.PrivateGaussian:  # mean only, a few draws: fast even when secure
