@@ -96,11 +96,17 @@ def test_the_ledger_has_the_thresholds_delta_and_composes_to_the_budget() -> Non
 def test_stated_categories_keep_their_order_and_refuse_other_values() -> None:
     table = _table(3000, singletons=0)
     order = ["west", "east", "south", "north"]
+    table.loc[:29, "region"] = "tiny"  # a stated category of 30 rows: kept, no threshold
+    order = [*order, "tiny"]
     syn = _fit(table, rho=0.5, random_state=1, categories={"region": order})
     assert syn.categories_[0] == order
     assert "categories" not in syn.plan_  # public: no threshold release, no delta
-    out = syn.sample_table(2000, random_state=2)
+    (stated,) = [e for e in syn.ledger_ if e.step == "categories/stated"]
+    assert stated.sensitivity == pytest.approx(math.sqrt(2.0))
+    assert syn.plan_["categories/stated"].rho == pytest.approx(stated.cost.rho)
+    out = syn.sample_table(3000, random_state=2)
     assert list(out["region"].cat.categories) == order and not out["region"].isna().any()
+    assert 0.004 < (out["region"] == "tiny").mean() < 0.02
     acct = Accountant(ZCDP(1.0))
     with pytest.raises(pg.InvalidDataError, match="'region'.*outside its stated categories"):
         pg.PrivateSynthesizer(rho=0.5, accountant=acct,

@@ -6,7 +6,8 @@ category, and its synthetic codes are mapped back to labels (post-processing). L
 handled as strings.
 
 *Whose categories.* A category list the caller states (``categories=``) is public: the
-column's codes follow it and its marginal is released like an integer column's. Otherwise the
+column's codes follow it and its marginal is the noisy counts of its categories (no threshold,
+every stated category kept; :func:`release_counts`). Otherwise the
 list itself is private — one record's rare value (a name, an identifier) must not appear in
 the output — and is released by the stability histogram of the column's values
 (:func:`~privgauss.mechanisms.gaussian_stability_histograms`, all such columns jointly:
@@ -128,6 +129,19 @@ def release_categories(columns: list[np.ndarray], rho: float, delta: float, n: i
     return out
 
 
+def release_counts(codes: list[np.ndarray], sizes: list[int], rho: float, *,
+                   release: Release) -> tuple[list[np.ndarray], float]:
+    """The noisy counts of each stated column's codes 0 … m − 1 (``sizes``: the m's), all
+    columns at once (a replaced row moves between two codes of each: L2 sensitivity √(2c)),
+    Gaussian noise at ρ (step ``categories/stated``), and their deviation."""
+    flat = np.concatenate([np.bincount(np.rint(c).astype(np.int64), minlength=m)[:m]
+                           for c, m in zip(codes, sizes, strict=True)]).astype(np.float64)
+    sens = histogram_l2() * math.sqrt(len(codes))
+    noisy = gaussian_mechanism(flat, sens, ZCDP(rho), accountant=release.accountant,
+                               noise=release.noise, step=release.name("categories/stated"))
+    return (np.split(noisy, np.cumsum(sizes)[:-1]), sens / math.sqrt(2.0 * rho))
+
+
 def encode(labels: np.ndarray, categories: list[str]) -> np.ndarray:
     """Codes of ``labels``: a category's position in ``categories``, ``len(categories)`` (the
     other code) for any other value."""
@@ -136,15 +150,16 @@ def encode(labels: np.ndarray, categories: list[str]) -> np.ndarray:
     return np.frompyfunc(lambda v: index.get(v, other), 1, 1)(labels).astype(np.float64)
 
 
-def count_marginal(counts: np.ndarray, n: int, sigma: float) -> Marginal:
-    """The marginal of a released column's codes 0 … m (m: other) from the m released noisy
-    counts of deviation ``sigma`` and public n (other's mass: n less their sum, kept above
-    :data:`OTHER_SIGMAS` deviations of its noise): post-processing."""
+def count_marginal(counts: np.ndarray, n: int, sigma: float, other: bool = True) -> Marginal:
+    """The marginal of a column's codes 0 … m − 1 from their m noisy counts of deviation
+    ``sigma`` (clipped at 0), and with ``other`` (a released list) of one more code, m, whose
+    mass is the public n less their sum, kept above :data:`OTHER_SIGMAS` deviations of its
+    noise: post-processing."""
     c = np.clip(np.asarray(counts, dtype=np.float64), 0.0, None)
-    other = float(n) - float(c.sum())
-    if other <= OTHER_SIGMAS * sigma * math.sqrt(max(len(c), 1)):
-        other = 0.0
-    mass = np.append(c, other)
+    rest = float(n) - float(c.sum())
+    if rest <= OTHER_SIGMAS * sigma * math.sqrt(max(len(c), 1)):
+        rest = 0.0
+    mass = np.append(c, rest) if other else c
     if mass.sum() <= 0:
         mass = np.zeros_like(mass)
         mass[-1] = 1.0

@@ -1552,8 +1552,9 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
             # all in the sub-bins past the cut is shaped by its runs' fit
             measured = [_gated(noisy[i, slot, :len(sub) - 1], sigma_z, np.diff(sub))
                         and bool((noisy[i, slot, :len(sub) - 1] >= cut).any())
-                        and _unkept_mass(noisy[i, slot, :len(sub) - 1], sigma_z, cut)
-                        for slot, (_, sub) in enumerate(chosen[j])]
+                        and _unkept_mass(noisy[i, slot, :len(sub) - 1], sigma_z, cut,
+                                         float(counts[k]), float(sd[k]))
+                        for slot, (k, sub) in enumerate(chosen[j])]
             # the runs' fit (M² time) only when some bin would use it: measured, or not
             # split by its sub-bins (the same answer as below; a shortcut, not a branch on
             # anything but the noisy counts)
@@ -1591,6 +1592,9 @@ def _zoom(X: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray, np.ndarray | N
 #: the sub-counts below the zoom's cut hold records together when their sum passes this many
 #: deviations of its noise (:func:`_unkept_mass`)
 ZOOM_UNKEPT_SIGMAS = 2.0
+#: ... also when the bin's own first count exceeds the kept sub-counts' sum by that many
+#: deviations (:func:`_unkept_mass`; False: the sub-counts' test alone, an experiment switch)
+ZOOM_UNKEPT_TOTAL = True
 
 
 def _gated(sub: np.ndarray, sigma_z: float, widths: np.ndarray) -> bool:
@@ -1602,18 +1606,30 @@ def _gated(sub: np.ndarray, sigma_z: float, widths: np.ndarray) -> bool:
     return spread > ZOOM_GATE * (len(sub) - 2) * sigma_z ** 2
 
 
-def _unkept_mass(sub: np.ndarray, sigma_z: float, cut: float) -> bool:
+def _unkept_mass(sub: np.ndarray, sigma_z: float, cut: float, count: float = math.nan,
+                 sigma: float = math.nan) -> bool:
     """Whether the k sub-counts below ``cut`` (a sub-bin's cut) sum to at least
     :data:`ZOOM_UNKEPT_SIGMAS` deviations of their summed noise σ_z √k: records the sub-bins
     past the cut would take from them (SumHes's year: 2,300 records over 23 levels, one of
-    whose noisy counts passed the cut and took them all — the year's 1-way TV 0.90). Asked
+    whose noisy counts passed the cut and took them all — the year's 1-way TV 0.90). Or
+    (``ZOOM_UNKEPT_TOTAL``) whether the bin's first noisy ``count`` (noise ``sigma``) exceeds
+    the sum of the sub-counts past the cut by as many deviations of their joint noise: the
+    same question asked of the bin's own measurement, whose noise does not grow with the
+    empty sub-bins (Males' year at d = 11, ε = 1: eight levels of ~390 records among 64
+    sub-bins of noise 122, three past the cut of 386 took all 3,100 records while the other
+    61 sub-counts' sum was within two deviations of their noise). Asked
     only where the runs can shape the bin instead (:func:`_zoom`): a huge budget's bins,
     past :data:`ZOOM_RUN_MAX` sub-bins, keep the sub-bins' split (at a cut of 3.2 deviations
     instead of 2, the corpus's ε = 1 1-way TV excess mean over 9 draws was 0.0414 against
     0.0401, benchmarks/results/synth_peers_gaps.md)."""
     rest = sub[sub < cut]
-    return bool(rest.size and float(rest.sum()) >= ZOOM_UNKEPT_SIGMAS * sigma_z * math.sqrt(
-        rest.size))
+    if rest.size and float(rest.sum()) >= ZOOM_UNKEPT_SIGMAS * sigma_z * math.sqrt(rest.size):
+        return True
+    if not (ZOOM_UNKEPT_TOTAL and math.isfinite(count) and math.isfinite(sigma)):
+        return False
+    kept = sub[sub >= cut]
+    return bool(rest.size) and count - float(kept.sum()) >= ZOOM_UNKEPT_SIGMAS * math.sqrt(
+        sigma * sigma + kept.size * sigma_z * sigma_z)
 
 
 def _zoomed_masses(count: float, sigma: float, sub: np.ndarray, sigma_z: float,

@@ -70,6 +70,7 @@ from .categories import (
     decode,
     encode,
     release_categories,
+    release_counts,
     released_sigma,
     stated_categories,
 )
@@ -474,10 +475,14 @@ class PrivateSynthesizer:
         self.dtypes_ = declared_dtypes(X, d)
         for j in labels:
             self.dtypes_[j] = "category"
-        # the released categorical columns' share of the marginals (their stability histograms
-        # are their marginals); the other columns' marginals share the rest as before
-        numeric = [j for j in range(d) if j not in released]
-        rho_cat = (RANGE_SHARE + histogram_share(d)) * rho_total * len(released) / d
+        # the categorical columns' share of the marginals (their noisy counts — stability
+        # histograms for released lists — are their marginals); the other columns' marginals
+        # share the rest as before
+        stated_cols = [j for j in labels if j not in released]
+        numeric = [j for j in range(d) if j not in labels]
+        rho_cats = (RANGE_SHARE + histogram_share(d)) * rho_total * len(labels) / d
+        rho_cat = rho_cats * len(released) / max(len(labels), 1)  # released lists
+        rho_stated = rho_cats - rho_cat
         rho_num = rho_total * len(numeric) / d
         needs_range = any(bounds[j] is None and kinds[j] != "binary" for j in numeric)
         rho_range = RANGE_SHARE * rho_num if needs_range else 0.0
@@ -500,8 +505,8 @@ class PrivateSynthesizer:
         # the categories' order by association (an experiment switch), from the model's share
         rho_ord = (categories_mod.ORDER_SHARE * rho_total
                    if released and numeric and categories_mod.ORDER_SHARE > 0 else 0.0)
-        rho_model = (rho_total - rho_cat - rho_range - rho_hist - rho_types - rho_grid - rho_fine
-                     - rho_ord)
+        rho_model = (rho_total - rho_cats - rho_range - rho_hist - rho_types - rho_grid
+                     - rho_fine - rho_ord)
         k = choose_components(n, d, rho_model, self.n_components)
         # a one-component copula with a grid takes its correlations from the grid's cells
         # (post-processing): a covariance release would buy nothing, so the model's share
@@ -540,6 +545,14 @@ class PrivateSynthesizer:
             with private_section(acct):
                 parts: list[Marginal | None] = [None] * d
                 sigma_cat = released_sigma(rho_cat, len(released)) if released else 0.0
+                sigma_of = dict.fromkeys(released, sigma_cat)
+                if stated_cols:
+                    cnts, sigma_st = release_counts(
+                        [rows[:, j] for j in stated_cols],
+                        [len(cats[j] or []) for j in stated_cols], rho_stated, release=release)
+                    for j, cnt in zip(stated_cols, cnts, strict=True):
+                        parts[j] = count_marginal(cnt, n, sigma_st, other=False)
+                        sigma_of[j] = sigma_st
                 if released:
                     out = release_categories([labels[j] for j in released], rho_cat,
                                              delta_cat, n, release=release)
@@ -600,7 +613,7 @@ class PrivateSynthesizer:
                                                     refine)
                     sh = histogram_sigma(rho_hist, d_num) if rho_hist > 0 else 0.0
                     margins = combined_margins(counts, n, sg, np.array(
-                        [_slice_variances(m, levels, sigma_cat if j in released else sh, n)
+                        [_slice_variances(m, levels, sigma_of.get(j, sh), n)
                          for j, m in enumerate(marginals)]))
                     mixture = None
                     if from_grid and fine is not None and d == 2 and GRID_MIXTURE_MAX > 1:
@@ -655,6 +668,7 @@ class PrivateSynthesizer:
         self.n_components_ = k
         rounds = ZOOM_ROUNDS if fine_zoom(n, d_num, rho_zoom) else 1
         self.plan_ = {"categories": ZCDP(rho_cat) if released else None,
+                      "categories/stated": ZCDP(rho_stated) if stated_cols else None,
                       "categories/order": ZCDP(rho_ord) if rho_ord else None,
                       "categories (delta)": ApproxDP(MIN_EPS, delta_cat) if released else None,
                       "marginals/types": ZCDP(rho_types) if rho_types else None,
