@@ -32,6 +32,10 @@ ranks, the marginal without the noise of independent draws) and maps them back t
 marginals, with each column's kind (float, integer, 0/1) and range: post-processing of DP
 releases only.
 
+Categorical columns (:mod:`privgauss.synthesis.categories`) are codes with their categories'
+noisy counts as marginals; a category list not stated by the caller is released by
+thresholded counts, so a record's rare value never appears.
+
 Guarantee: the budget given (ρ-zCDP, or (ε, δ)-DP with δ > 0), replace-one neighbours (n
 public). The per-record maps (clipping, jitter, normal scores) change one record's scores
 only, so the model fit keeps its guarantee on the transformed rows; the releases compose by
@@ -251,7 +255,8 @@ def choose_components(n: int, d: int, rho: float, requested: int | str = "auto")
 
 
 class PrivateSynthesizer:
-    """A DP synthesizer of numeric tables: DP marginals plus a Gaussian-copula mixture.
+    """A DP synthesizer of tables (numeric and categorical columns): DP marginals plus a
+    Gaussian-copula mixture.
 
     Parameters
     ----------
