@@ -326,3 +326,18 @@ def test_atomic_write_keeps_the_old_file_on_failure(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
     with pytest.raises(pg.InvalidDataError, match="does not exist"):
         write_atomic(tmp_path / "no" / "x.txt", "x")
+
+
+def test_a_spreadsheets_byte_order_mark_is_not_part_of_a_name(tmp_path: Path) -> None:
+    """A CSV exported as "CSV UTF-8" starts with a byte-order mark: the first column is still
+    "age" (``--columns age`` finds it); bytes that are not UTF-8 are refused without being
+    quoted."""
+    p = tmp_path / "excel.csv"
+    p.write_bytes("\ufeffage,income\n30,1.5\n40,2.5\n".encode())
+    X, names = pg.io.read_table(p, "age", with_names=True)
+    assert names == ["age"] and X.ravel().tolist() == [30.0, 40.0]
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("name,x\nJos\xe9,1\n".encode("latin-1"))
+    with pytest.raises(pg.InvalidDataError, match="not UTF-8") as err:
+        pg.io.read_table(bad, "x", text=["name"])
+    assert "Jos" not in str(err.value)

@@ -143,9 +143,16 @@ def _select(names: list[str], columns: list[str] | None, path: Path) -> list[int
 
 
 def _csv_rows(path: Path) -> Iterator[list[str]]:
-    """The non-empty rows of a CSV/TSV file, split into cells."""
-    with open(path, newline="") as fh:
-        yield from (r for r in csv.reader(fh, delimiter=_CSV_SUFFIXES[path.suffix.lower()]) if r)
+    """The non-empty rows of a CSV/TSV file, split into cells: UTF-8 text, whose byte-order
+    mark (a spreadsheet's export) is not part of the first column's name; other bytes are
+    refused (the message quotes none of them)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            yield from (r for r in csv.reader(fh, delimiter=_CSV_SUFFIXES[path.suffix.lower()])
+                        if r)
+    except UnicodeDecodeError:
+        raise InvalidDataError(f"{path.name} is not UTF-8 text; save it as UTF-8 (CSV UTF-8) "
+                               "and try again") from None
 
 
 def _with_text(cols: list[np.ndarray], text: list[bool]) -> np.ndarray:
@@ -347,7 +354,7 @@ def write_table(path: str | Path, X: np.ndarray, names: list[str]) -> None:
             with open(tmp, "wb") as fh:
                 np.save(fh, X)
         elif suffix == ".csv":
-            with open(tmp, "w", newline="") as fh:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
                 writer = csv.writer(fh)
                 writer.writerow(names)
                 writer.writerows([repr(float(v)) for v in row] for row in X)

@@ -357,7 +357,7 @@ def write_typed_table(path: str, X: np.ndarray, names: list[str], kinds: list[st
             text = [["" if v is None else str(v) for v in col] if k == "category"
                     else [str(int(v)) if k != "float" else repr(float(v)) for v in col]
                     for col, k in zip(cols, kinds, strict=True)]
-            with open(tmp, "w", newline="") as fh:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
                 writer = csv.writer(fh)
                 writer.writerow(names)
                 writer.writerows(zip(*text, strict=True))
