@@ -383,8 +383,8 @@ class PrivateSynthesizer:
         column names, the kinds (the caller's, the declared dtypes', ``category`` for a column
         with stated categories; ``kinds`` given: those, for public rows) and the categorical
         columns' labels (none for public rows); ``names``: an array's column names. Refuses,
-        before anything is spent, a
-        categorical column with a missing cell or a non-numeric cell elsewhere."""
+        before anything is spent, a categorical column with a missing cell or a non-numeric
+        cell elsewhere."""
         cols = getattr(X, "columns", None)
         frame = cols is not None and not isinstance(X, np.ndarray)
         if hasattr(X, "__dask_graph__") or (not frame and np.ndim(
@@ -452,7 +452,7 @@ class PrivateSynthesizer:
         cats: list[list[str] | None] = [None] * d  # each categorical column's categories
         released = [j for j in labels if names[j] not in stated]  # their list to be released
         for j in labels:
-            if names[j] in stated:  # public categories: an integer column of their codes
+            if names[j] in stated:  # public categories: their codes now, their counts released
                 cats[j] = stated[names[j]]
                 rows[:, j] = declared_codes(labels[j], stated[names[j]], names[j])
         if released and not has_delta(budget):
@@ -467,8 +467,6 @@ class PrivateSynthesizer:
             delta_cat = CATEGORY_DELTA_SHARE * budget.delta
             rho_total = approx_to_zcdp(budget.epsilon, budget.delta - delta_cat)
         bounds = self._bounds_list(names)
-        for j in labels:  # a categorical column's range is its codes': no range to release
-            bounds[j] = (0.0, float(max(len(cats[j] or []) - 1, 1)))
         if public_X is not None:
             P, _, _, _ = self._split_categorical(public_X, kinds)
             P = check_data(P, name="public_X", min_rows=1, n_features=d)
