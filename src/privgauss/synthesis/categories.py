@@ -44,6 +44,11 @@ OTHER_SIGMAS = 2.0
 #: shrink a column's noisy category counts towards their mean (James–Stein) before clipping
 #: them at 0 (:func:`count_marginal`; False: clipped as released, an experiment switch)
 COUNT_SHRINK = True
+#: project a column's (shrunk) noisy counts onto the counts of n rows — the nearest
+#: non-negative vector summing to the public n, a shift by one constant then clipping at 0
+#: (:func:`project_counts`) — instead of clipping at 0 and rescaling (False: an experiment
+#: switch)
+COUNT_PROJECT = True
 #: > 0: this share of the budget (as zCDP, from the copula model's) orders each released
 #: column's categories by their association with the other columns (:func:`associations`)
 #: instead of by their counts (an experiment switch)
@@ -153,23 +158,43 @@ def encode(labels: np.ndarray, categories: list[str]) -> np.ndarray:
     return np.frompyfunc(lambda v: index.get(v, other), 1, 1)(labels).astype(np.float64)
 
 
+def project_counts(counts: np.ndarray, total: float) -> np.ndarray:
+    """The Euclidean projection of ``counts`` onto {x ≥ 0, Σx = ``total``}: x = (c − t)₊ with
+    the one t that makes the sum ``total`` (post-processing). Under Gaussian noise of equal
+    variance on every count and a public total it is the constrained maximum-likelihood
+    estimate (Wang et al. 2020's Norm-Sub): where clipping at 0 then rescaling keeps every
+    empty category's positive noise and scales the large ones down, this takes the excess from
+    all alike and zeroes what noise alone put there."""
+    c = np.asarray(counts, dtype=np.float64)
+    if c.size == 0 or total <= 0:
+        return np.zeros_like(c)
+    top = np.sort(c)[::-1]
+    k = np.arange(1, c.size + 1)
+    shift = (np.cumsum(top) - float(total)) / k
+    m = int(np.flatnonzero(top - shift > 0)[-1]) if np.any(top - shift > 0) else 0
+    return np.clip(c - shift[m], 0.0, None)
+
+
 def count_marginal(counts: np.ndarray, n: int, sigma: float, other: bool = True) -> Marginal:
     """The marginal of a column's codes 0 … m − 1 from their m noisy counts of deviation
-    ``sigma`` (clipped at 0), and with ``other`` (a released list) of one more code, m, whose
-    mass is the public n less their sum, kept above :data:`OTHER_SIGMAS` deviations of its
-    noise: post-processing. With three or more codes the counts are first shrunk towards
-    their mean by the James–Stein factor max(0, 1 − (m − 3)σ²/Σ(c − c̄)²) (``COUNT_SHRINK``):
-    many categories of a few rows each (SumHes' 125 countries of ~20 rows under noise of
-    ~30 at ε = 1) keep their counts' noise otherwise; the factor → 1 as the noise vanishes."""
+    ``sigma``, and with ``other`` (a released list) of one more code, m, whose mass is the
+    public n less their sum, kept above :data:`OTHER_SIGMAS` deviations of its noise:
+    post-processing. With three or more codes the counts are first shrunk towards their mean
+    by the James–Stein factor max(0, 1 − (m − 3)σ²/Σ(c − c̄)²) (``COUNT_SHRINK``): many
+    categories of a few rows each (SumHes' 125 countries of ~20 rows under noise of ~30 at
+    ε = 1) keep their counts' noise otherwise; the factor → 1 as the noise vanishes. Counts
+    that must hold all n rows (a stated list, or a released one without other mass) are then
+    projected onto n rows (:func:`project_counts`, ``COUNT_PROJECT``), others clipped at 0."""
     c = np.asarray(counts, dtype=np.float64)
     if COUNT_SHRINK and len(c) >= 3 and sigma > 0:
         dev = c - c.mean()
         ss = float(dev @ dev)
         c = c.mean() + (max(0.0, 1.0 - (len(c) - 3) * sigma * sigma / ss) if ss > 0 else 0.0) * dev
-    c = np.clip(c, 0.0, None)
-    rest = float(n) - float(c.sum())
-    if rest <= OTHER_SIGMAS * sigma * math.sqrt(max(len(c), 1)):
+    rest = float(n) - float(np.clip(c, 0.0, None).sum())
+    if not other or rest <= OTHER_SIGMAS * sigma * math.sqrt(max(len(c), 1)):
         rest = 0.0
+        c = project_counts(c, float(n)) if COUNT_PROJECT else c
+    c = np.clip(c, 0.0, None)
     mass = np.append(c, rest) if other else c
     if mass.sum() <= 0:
         mass = np.zeros_like(mass)
