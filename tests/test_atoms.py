@@ -248,8 +248,10 @@ def test_parked_rows_warn_and_continuous_rows_do_not(monkeypatch) -> None:
     variance 3.2e-6, a component parked on the zeros as a non-private mixture parks one), and
     with the summary start (``SUMMARY_NOISE`` = 0.1, session 52) and with the run pick by
     capped regrets (``PICK_REGRET``, session 54: it takes the run that parks a component on
-    the zeros, thinnest variance 4.7e-4; and its later pick, ``PLAIN_EXPLORE_DIV``): all off
-    here, to keep a fit above the floor."""
+    the zeros, thinnest variance 4.7e-4; and its later pick, ``PLAIN_EXPLORE_DIV``) and with
+    the steps' joint releases (``JOINT_STATS``, session 57: their lower noise parks one,
+    3.4e-6): all off here, to keep a fit above the floor."""
+    monkeypatch.setattr(pe, "JOINT_STATS", False)
     monkeypatch.setattr(pe, "PICK_REGRET", False)
     monkeypatch.setattr(pe, "PLAIN_EXPLORE_DIV", pe.EXPLORE_DIV)
     monkeypatch.setattr(pe, "REFINE_TAIL", pe.CLIP_TAIL)

@@ -224,7 +224,8 @@ def test_the_span_stop_is_planned_only_where_the_last_step_is_quiet(monkeypatch,
                 <= pe.STOP_NOISE * pe.STOP_TOL)
     if epsilon == 1.0:
         assert plan == before and plan.stop_from is None
-    if epsilon == 100.0 and (d, k) == (7, 3):
+    # (at (7, 3) the plain stop opens at ε = 100 itself since the steps' joint releases)
+    if epsilon == 100.0 and (d, k) == (10, 6):
         assert before.stop_from is None and plan.stop_from == plan.explore_steps
 
 

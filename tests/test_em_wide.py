@@ -57,9 +57,9 @@ def test_the_eps1_plan_at_the_speed_benchmark_size_names_the_same_parts():
     plan = pe.em_plan(50_000, 10, 3, ApproxDP(1.0, 1e-6))
     names = [nm for nm, _ in plan.parts()]
     assert plan.n_steps == 20 and plan.explore_steps == 6 and plan.components == 6
-    assert sum(1 for nm in names if nm.startswith("step ") and " run " in nm) == 6 * 3 * 3
-    assert "step 6 run 3 moments" in names and "step 7 run 1 counts" not in names
-    assert names.index("run selection") == names.index("step 6 run 3 moments") + 1
+    assert sum(1 for nm in names if nm.startswith("step ") and " run " in nm) == 6 * 3
+    assert "step 6 run 3 statistics" in names and "step 7 run 1 statistics" not in names
+    assert names.index("run selection") == names.index("step 6 run 3 statistics") + 1
 
 
 def test_a_quiet_plan_explores_wide():
@@ -72,10 +72,9 @@ def test_a_quiet_plan_explores_wide():
     assert plan.freeze and plan.stop_from == E
     assert pe._noise_change(plan, 0, 50_000, 10, 3) <= pe.STOP_NOISE * pe.FREEZE_TOL
     parts = dict(plan.parts())
-    assert f"step {E} run {pe.WIDE_STARTS} counts" in parts
-    assert f"step {E + 1} run 1 counts" not in parts and f"step {E + 1} counts" in parts
-    per_run = [parts[f"step 1 run {c} {s}"].rho for c in range(1, pe.WIDE_STARTS + 1)
-               for s in ("counts", "sums", "moments")]
+    assert f"step {E} run {pe.WIDE_STARTS} statistics" in parts
+    assert f"step {E + 1} run 1 statistics" not in parts and f"step {E + 1} statistics" in parts
+    per_run = [parts[f"step 1 run {c} statistics"].rho for c in range(1, pe.WIDE_STARTS + 1)]
     assert sum(per_run) == pytest.approx(plan.rho_steps[0], rel=1e-12)
     em_parts = [b.rho for nm, b in plan.parts() if not nm.startswith("localisation")]
     assert sum(em_parts) == pytest.approx(plan.rho_em, rel=1e-9)
@@ -134,7 +133,7 @@ def test_frozen_runs_skip_only_their_own_steps(monkeypatch):
     names = [e.step for e in m.ledger_]
     for c in range(1, plan.n_starts + 1):
         assert sum(1 for s in names if f"em step {plan.explore_steps}/{plan.n_steps} run {c} "
-                   in s) == 3
+                   in s) == (1 if pe.JOINT_STATS else 3)
 
 
 def _spd_run(rng: np.random.Generator, k: int = 3, d: int = 4) -> pe.Run:
@@ -300,7 +299,7 @@ def test_release_runs_is_each_run_alone_bit_for_bit():
             ledger = [(e.step, str(e.cost), e.noise_scale) for e in release.accountant.ledger]
             results.append((new, facs, mems, ledger))
         (a, fa, ma, la), (b, fb, mb, lb) = results
-        assert la == lb and len(la) == 3 * len(runs)
+        assert la == lb and len(la) == (1 if pe.JOINT_STATS else 3) * len(runs)
         for ra, rb in zip(a, b, strict=True):
             for xa, xb in zip(ra, rb, strict=True):
                 assert np.array_equal(xa, xb)

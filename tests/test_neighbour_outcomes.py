@@ -205,17 +205,20 @@ def _outcome_pair(case: str, extreme: str, unit: float, seed: int = 3):
 
 
 def _planned_length(outcome, est):
-    """Private EM's stopping rule (a function of released models: a DP output) skips the
-    planned steps between its stop and its last step, three releases each (one run after the
-    pick). Checked here that the ledger misses exactly those; the outcome is compared between
-    neighbours with the planned ledger length. Likewise a CoinPress chain — inside a prior,
-    or the bound-free route's refinement (also inside EM's initialisation) — covers a
-    direction its releases show shrunk, or a column its DP outputs name (issue 26), with
-    the counts of a radius search taken from its last covariance step
-    (:mod:`privgauss.gaussian.coinpress.direction_cover`): those entries, whole searches
-    inside a coinpress group, are left out of the planned length."""
+    """Private EM's stopping rule (a function of released models: a DP output) skips the planned
+    steps between its stop and its last step, one joint release each (three without
+    ``JOINT_STATS``; one run after the pick). Checked here that the ledger misses exactly those;
+    the outcome is compared between neighbours with the planned ledger length. Likewise a
+    CoinPress chain — inside a prior, or the bound-free route's refinement (also inside EM's
+    initialisation) — covers a direction its releases show shrunk, or a column its DP outputs
+    name (issue 26), with the counts of a radius search taken from its last covariance step
+    (:mod:`privgauss.gaussian.coinpress.direction_cover`): those entries, whole searches inside
+    a coinpress group, are left out of the planned length."""
     import dataclasses
 
+    from privgauss.mixture import private_em as pe
+
+    per = 1 if pe.JOINT_STATS else 3  # ledger entries of one run's EM step
     if outcome.kind == "success":
         from privgauss.gaussian.coinpress.direction_cover import _QUERIES
 
@@ -228,7 +231,7 @@ def _planned_length(outcome, est):
     if frozen:  # a wide plan's exploring runs frozen after step f skip their later ones
         plan = info["em_plan"]
         assert plan.freeze and all(f <= plan.explore_steps for _, f in frozen), frozen
-        outcome = dataclasses.replace(outcome, ledger_length=outcome.ledger_length + 3 * sum(
+        outcome = dataclasses.replace(outcome, ledger_length=outcome.ledger_length + per * sum(
             plan.explore_steps - f for _, f in frozen))
     stop = info.get("em_stopped_after") if outcome.kind == "success" else None
     if stop is None:
@@ -238,9 +241,9 @@ def _planned_length(outcome, est):
                if e.step.startswith("em step ")]
     assert plan.explore_steps < stop < plan.n_steps - 1, stop
     assert not set(range(stop + 1, plan.n_steps)) & set(numbers), (stop, numbers)
-    assert numbers[-3:] == [plan.n_steps] * 3
-    return dataclasses.replace(outcome,
-                               ledger_length=outcome.ledger_length + 3 * (plan.n_steps - 1 - stop))
+    assert numbers[-per:] == [plan.n_steps] * per
+    return dataclasses.replace(
+        outcome, ledger_length=outcome.ledger_length + per * (plan.n_steps - 1 - stop))
 
 
 def _assert_clipped_warning_decided_by_release(outcome, est):

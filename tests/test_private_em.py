@@ -14,7 +14,7 @@ import pytest
 from sklearn.mixture import GaussianMixture
 
 import privgauss as pg
-from privgauss import sensitivity
+from privgauss import mechanisms, sensitivity
 from privgauss.audit import audit_mechanism, estimator_mechanism, fit_outcome
 from privgauss.mechanisms import Release
 from privgauss.mixture import em_starts as es
@@ -284,7 +284,8 @@ def test_the_audit_flags_em_with_a_halved_sensitivity(monkeypatch):
     releases nothing of X, and since that candidate needs no margin (em_final) it is picked
     often enough here to hide the broken steps from a 300-run audit."""
     monkeypatch.setattr(pe, "public_candidate", lambda *a, **k: None)
-    for mod in (pe, es):  # the EM steps' releases and the start's Lloyd steps'
+    # the EM steps' joint releases (mechanisms), the composed ones and the start's Lloyd steps'
+    for mod in (mechanisms, pe, es):
         monkeypatch.setattr(mod, "soft_sums_l2", lambda r: sensitivity.soft_sums_l2(r) / 20)
         monkeypatch.setattr(mod, "soft_counts_l2", lambda: sensitivity.soft_counts_l2() / 20)
         monkeypatch.setattr(mod, "soft_outer_sums_frobenius",
@@ -457,8 +458,8 @@ def test_plan_pays_for_every_start_and_the_run_selection():
     names = [name for name, _ in plan.parts()]
     assert plan.n_starts == 3 and plan.explore_steps >= 1
     assert "run selection" in names and "re-whitening moments" in names
-    assert "step 1 run 3 moments" in names and "start k-means moments" in names
-    assert f"step {plan.n_steps} moments" in names  # after the pick: one run
+    assert "step 1 run 3 statistics" in names and "start k-means moments" in names
+    assert f"step {plan.n_steps} statistics" in names  # after the pick: one run
     assert not any("re-whitening" in nm
                    for nm, _ in pe.em_plan(50_000, 10, 3, ZCDP(0.5), n_public=500).parts())
 
@@ -842,7 +843,7 @@ def _one_pass_per_run(Z, runs, plan, release, n, stops=None, k=None, frozen=None
     return runs[0]
 
 
-@pytest.mark.parametrize(("public", "n", "over"), [(False, 3000, 0), (True, 4000, 6),
+@pytest.mark.parametrize(("public", "n", "over"), [(False, 2500, 0), (True, 4000, 6),
                                                    (False, 12_000, 6)])
 def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public, n, over):
     """The whole fit (both starts exploring, the pick, the winner's steps) through the fused
@@ -852,7 +853,7 @@ def test_fused_passes_give_the_fit_of_one_pass_per_run(monkeypatch, public, n, o
     n the fit is not continuous in rounding (the same driver on the plain definitions, equal
     to the kernel's statistics within 1e-12, ends in another model at this seed). At
     n = 4,000 with public rows and at n = 12,000 the plan is over-parameterised (``over`` =
-    k' = 6, reduced before its last ``REDUCE_STEPS`` steps), at n = 3,000 not."""
+    k' = 6, reduced before its last ``REDUCE_STEPS`` steps), at n = 2,500 not."""
     X, P = _mixture(n, 0), (_mixture(40, 9) if public else None)
 
     def fit():
@@ -1157,7 +1158,9 @@ def test_a_k_prime_runs_held_components_are_pooled_before_the_reduction(monkeypa
                 # step's radius with the ρ of its held steps
                 np.testing.assert_array_equal(new[1][j], run[1][j])
                 np.testing.assert_array_equal(new[2][j], run[2][j])
-                assert a[0] == r and math.isclose(a[1], (0.0 if b is None else b[1]) + rm)
+                # (a pool made at another radius starts again)
+                assert a[0] == r and math.isclose(
+                    a[1], (b[1] if b is not None and b[0] == r else 0.0) + rm)
                 held_kprime += t in untied_k
         # at this seed the untied k' steps hold components (5 and 6 at the first)
         assert (held_kprime > 0) == switch
@@ -1262,17 +1265,19 @@ def test_tied_steps_release_one_pooled_matrix_at_their_planned_share(monkeypatch
     wrong shape, or a plan that does not name it fails here (and the ledger must equal the
     plan)."""
     from privgauss.privacy.plans import ledger_mismatch
+    from privgauss.sensitivity import soft_statistics_zcdp
 
     monkeypatch.setattr(pe, "TIED_SHARES", (0.2, 0.5, 0.3))
     monkeypatch.setattr(pe, "OVER_TIED", True)
     seen: list[tuple[str, tuple[int, ...], float]] = []
-    real = pe.symmetric_matrix_mechanism
+    real = pe.soft_statistics_mechanism
 
-    def spy(matrix, sens, budget, **kw):
-        seen.append((kw["step"], np.shape(matrix), budget.rho))
-        return real(matrix, sens, budget, **kw)
+    def spy(N, S, M, radius, rhos, **kw):
+        # the moments' share of the step, as planned; the joint charge the step's whole ρ
+        seen.append((kw["step"], np.shape(M), rhos[2] / sum(rhos) * soft_statistics_zcdp(*rhos)))
+        return real(N, S, M, radius, rhos, **kw)
 
-    monkeypatch.setattr(pe, "symmetric_matrix_mechanism", spy)
+    monkeypatch.setattr(pe, "soft_statistics_mechanism", spy)
     d, k = 5, 2
     est = _over_parameterised_fit(d, k)
     plan = est.fit_info_["em_plan"]
@@ -1321,57 +1326,49 @@ def test_output_shares_minimise_the_last_steps_noise_cost() -> None:
 
 
 def test_over_parameterised_last_step_releases_at_output_shares(monkeypatch) -> None:
-    """A plan with a k' run releases its last step's counts, sums and second moments at
-    ``last_shares`` = _output_shares(d) of that step's ρ, with the step radius's
-    sensitivities (√2, 2r, √2·r²), and every other untied step at ``STAT_SHARES``; the
-    ledger equals the plan. A plain plan (no k') and every ε = 1e4 plan keep STAT_SHARES
-    (the split only where the noise is loud). A release at a wrong split or sensitivity, or
-    a plan that does not name it, fails here."""
+    """A plan with a k' run releases its last step's counts, sums and second moments with
+    the noise of ``last_shares`` = _output_shares(d) of that step's ρ, at the step's radius,
+    and every other untied step at ``STAT_SHARES``; each step's one joint charge is that
+    step's ρ, and the ledger equals the plan. A plain plan (no k') and every ε = 1e4 plan
+    keep STAT_SHARES (the split only where the noise is loud). A release at a wrong split or
+    radius, or a plan that does not name it, fails here."""
     from privgauss.privacy.plans import ledger_mismatch
-    from privgauss.sensitivity import soft_counts_l2, soft_outer_sums_frobenius, soft_sums_l2
+    from privgauss.sensitivity import soft_statistics_zcdp
 
-    seen: list[tuple[str, float, float]] = []
-    real_g, real_m = pe.gaussian_mechanism, pe.symmetric_matrix_mechanism
+    seen: list[tuple[str, float, tuple[float, float, float]]] = []
+    real = pe.soft_statistics_mechanism
 
-    def spy_g(value, sens, budget, **kw):
-        seen.append((kw["step"], float(sens), budget.rho))
-        return real_g(value, sens, budget, **kw)
+    def spy(N, S, M, radius, rhos, **kw):
+        seen.append((kw["step"], float(radius), tuple(rhos)))
+        return real(N, S, M, radius, rhos, **kw)
 
-    def spy_m(matrix, sens, budget, **kw):
-        seen.append((kw["step"], float(sens), budget.rho))
-        return real_m(matrix, sens, budget, **kw)
-
-    monkeypatch.setattr(pe, "gaussian_mechanism", spy_g)
-    monkeypatch.setattr(pe, "symmetric_matrix_mechanism", spy_m)
+    monkeypatch.setattr(pe, "soft_statistics_mechanism", spy)
     d, k = 5, 2
     est = _over_parameterised_fit(d, k)
     plan = est.fit_info_["em_plan"]
     assert plan.components > k
     assert plan.last_shares == pe._output_shares(d)
     T = plan.n_steps
-    kinds = (("soft counts", 0), ("weighted sums", 1), ("weighted second moments", 2))
     checked = 0
-    for nm, sens, rho in seen:
+    for nm, radius, rhos in seen:
         if not nm.startswith("em step "):
             continue
         t = int(nm.split()[2].split("/")[0]) - 1
         if plan.is_tied(t):
             continue
-        r = plan.step_radius(t)
-        for kind, i in kinds:
-            if nm.endswith(kind):
-                shares = plan.last_shares if t == T - 1 else pe.STAT_SHARES
-                assert rho == pytest.approx(shares[i] * plan.rho_steps[t] / plan.runs(t),
-                                            rel=1e-12), nm
-                want = (soft_counts_l2(), soft_sums_l2(r), soft_outer_sums_frobenius(r))[i]
-                assert sens == pytest.approx(want, rel=1e-12), nm
-                checked += 1 if t == T - 1 else 0
-    assert checked == 3
+        shares = plan.last_shares if t == T - 1 else pe.STAT_SHARES
+        assert np.array(rhos) / sum(rhos) == pytest.approx(shares, rel=1e-12), nm
+        assert soft_statistics_zcdp(*rhos) == pytest.approx(
+            plan.rho_steps[t] / plan.runs(t), rel=1e-12), nm
+        assert rhos == pytest.approx(plan.stat_rhos(t), rel=1e-12)
+        assert radius == plan.step_radius(t), nm
+        checked += t == T - 1
+    assert checked == 1
     assert ledger_mismatch(est.budget_plan_, est.ledger_) is None
     plain = pe.em_plan(4_000, 7, 3, ApproxDP(1.0, 1e-6))
     assert plain.components == 0 and plain.last_shares == ()
-    assert plain.stat_rhos(plain.n_steps - 1) == pytest.approx(
-        tuple(x * plain.rho_steps[-1] for x in pe.STAT_SHARES), rel=1e-12)
+    last = np.array(plain.stat_rhos(plain.n_steps - 1))
+    assert last / last.sum() == pytest.approx(pe.STAT_SHARES, rel=1e-12)
     for n, dd, kk in ((50_000, 14, 4), (50_000, 13, 6), (12_000, 5, 2)):
         assert pe.em_plan(n, dd, kk, ApproxDP(1.0, 1e-6)).last_shares == pe._output_shares(dd)
         assert pe.em_plan(n, dd, kk, ApproxDP(1e4, 1e-6)).last_shares == ()

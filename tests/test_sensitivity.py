@@ -409,3 +409,93 @@ def test_bounded_mean_of_squared_distances() -> None:
     Xp[0] = c - 10 * R * u  # clipped to the antipode of mu = c + R u
     assert abs(stat(X, c + R * u) - stat(Xp, c + R * u)) == pytest.approx(bound)
     assert bounded_mean(2.0, 4) == 0.5
+
+
+# ------------------------------------------------ EM's three statistics released together
+def _soft_loss(a, b, Y, Yp, r, rhos, pooled=False) -> float:
+    """The zCDP ρ of one neighbour pair for the joint release of (N, S, M): half the squared
+    norm of the change over each block's noise (σ = Δ/√(2ρ) per block)."""
+    rc, rs, rm = rhos
+    sn, ss = math.sqrt(2) / math.sqrt(2 * rc), 2 * r / math.sqrt(2 * rs)
+    sm = math.sqrt(2) * r * r / math.sqrt(2 * rm) if rm > 0 else math.inf
+    dN = a - b
+    dS = a[:, None] * Y - b[:, None] * Yp
+    P = np.einsum("jd,je->jde", Y, Y)
+    Pp = np.einsum("jd,je->jde", Yp, Yp)
+    dM = a[:, None, None] * P - b[:, None, None] * Pp
+    if pooled:
+        dM = dM.sum(axis=0)
+    return 0.5 * (float(dN @ dN) / sn**2 + float((dS * dS).sum()) / ss**2
+                  + float((dM * dM).sum()) / sm**2)
+
+
+def _ball(rng, shape, r) -> np.ndarray:
+    Y = rng.normal(size=shape)
+    return Y * (r * rng.uniform(0.0, 1.0, size=(*shape[:-1], 1)) ** 0.3
+                / np.linalg.norm(Y, axis=-1, keepdims=True))
+
+
+RHOS = [(0.1, 0.3, 0.6), (0.02, 0.16, 0.82), (0.3, 0.3, 0.4), (0.05, 0.9, 0.05),
+        (0.2, 0.8, 0.0)]
+
+
+@pytest.mark.parametrize("rhos", RHOS)
+@pytest.mark.parametrize("pooled", [False, True])
+def test_soft_statistics_joint_cost_bounds_every_pair_and_is_attained(rhos, pooled) -> None:
+    """soft_statistics_zcdp: random pairs (responsibilities in the sub-simplex, rows in the
+    ball) and a search from random starts never cost more, and the two worst cases of the
+    derivation — a row moved between two components with orthogonal rows, or kept in one
+    component with y'·y = u* — attain it; the composed charges ρ_N + ρ_S + ρ_M are larger
+    wherever two blocks are released (so a formula that dropped a block's cost, or charged
+    the sum, fails one side)."""
+    r, k, d = 1.3, 3, 4
+    cost = sensitivity.soft_statistics_zcdp(*rhos)
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for _ in range(3000):
+        a = rng.dirichlet(np.ones(k) * rng.choice([0.05, 1.0])) * rng.choice([1.0, 0.6])
+        b = rng.dirichlet(np.ones(k) * rng.choice([0.05, 1.0])) * rng.choice([1.0, 0.6])
+        worst = max(worst, _soft_loss(a, b, _ball(rng, (k, d), r), _ball(rng, (k, d), r), r,
+                                      rhos, pooled))
+    assert worst <= cost * SLACK
+    # the two cases the derivation names
+    e0, e1 = np.eye(k)[0], np.eye(k)[1]
+    Y, Yp = np.zeros((k, d)), np.zeros((k, d))
+    Y[0], Yp[1] = r * np.eye(d)[0], r * np.eye(d)[1]
+    moved = _soft_loss(e0, e1, Y, Yp, r, rhos, pooled)
+    rc, rs, rm = rhos
+    u = max(-rs / (4 * rm), -1.0) if rm > 0 else -1.0  # y'·y / r² at the inner worst case
+    Yp = np.zeros((k, d))
+    Yp[0] = r * (u * np.eye(d)[0] + math.sqrt(1 - u * u) * np.eye(d)[1])
+    kept = _soft_loss(e0, e0, Y, Yp, r, rhos, pooled)
+    assert max(moved, kept) == pytest.approx(cost, rel=1e-9)
+    assert worst <= max(moved, kept) * SLACK
+
+    def neg(v: np.ndarray) -> float:
+        aa = np.abs(v[:k]) / max(1.0, np.abs(v[:k]).sum())
+        bb = np.abs(v[k:2 * k]) / max(1.0, np.abs(v[k:2 * k]).sum())
+        YY = v[2 * k:].reshape(2, k, d)
+        YY = YY * np.minimum(1.0, r / np.maximum(np.linalg.norm(YY, axis=-1, keepdims=True),
+                                                 1e-12))
+        return -_soft_loss(aa, bb, YY[0], YY[1], r, rhos, pooled)
+
+    searched = max(-minimize(neg, rng.normal(size=2 * k + 2 * k * d), method="Nelder-Mead",
+                             options={"maxiter": 4000, "xatol": 1e-9, "fatol": 1e-12}).fun
+                   for _ in range(6))
+    assert searched <= cost * SLACK
+    if min(rs, rm) > 0 or (rc > 0 and rs > 0):
+        assert cost < sum(rhos) * (1 - 1e-3)
+
+
+def test_soft_statistics_joint_cost_validation_and_limits() -> None:
+    """Linear in the ρ's, never more than their sum, the moments-free case max(ρ_N + ρ_S/2,
+    ρ_S), continuous where the inner worst case reaches the sphere (ρ_S = 4ρ_M); negative
+    or non-finite ρ refused."""
+    f = sensitivity.soft_statistics_zcdp
+    assert f(0.2, 0.6, 1.2) == pytest.approx(2 * f(0.1, 0.3, 0.6))
+    assert f(0.1, 0.3, 0.6) == pytest.approx(0.85)
+    assert f(0.2, 0.8, 0.0) == pytest.approx(0.8) and f(0.5, 0.4, 0.0) == pytest.approx(0.7)
+    assert f(0.0, 0.4, 0.1 * (1 + 1e-12)) == pytest.approx(f(0.0, 0.4, 0.1 * (1 - 1e-12)))
+    for bad in ((-0.1, 0.3, 0.6), (0.1, math.inf, 0.6), (0.1, 0.3, math.nan)):
+        with pytest.raises(ValueError):
+            f(*bad)

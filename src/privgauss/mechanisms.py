@@ -43,6 +43,10 @@ from .sensitivity import (
     gaussian_stability_histogram_threshold,
     histogram_l1,
     histogram_l2,
+    soft_counts_l2,
+    soft_outer_sums_frobenius,
+    soft_statistics_zcdp,
+    soft_sums_l2,
     stability_histogram_threshold,
 )
 
@@ -275,6 +279,48 @@ def symmetric_matrix_mechanism(
     d = m.shape[-1]
     noisy = src.gaussian(frobenius_coordinates(m).ravel(), scale)
     return from_frobenius_coordinates(np.reshape(noisy, (*m.shape[:-2], -1)), d)
+
+
+def soft_statistics_mechanism(
+    counts: Any,
+    sums: Any,
+    moments: Any,
+    radius: float,
+    rhos: tuple[float, float, float],
+    *,
+    accountant: Accountant,
+    noise: RandomState = None,
+    step: str = "",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Release an EM step's soft counts N (k), weighted sums S (k × d, any shape) and weighted
+    second moments M (k × d × d, or one pooled d × d) of rows clipped to ``radius``, together:
+    each block gets the Gaussian noise that alone would make it ``rhos`` = (ρ_N, ρ_S, ρ_M)
+    zCDP (σ = Δ/√(2ρ) with :func:`~privgauss.sensitivity.soft_counts_l2`,
+    :func:`~privgauss.sensitivity.soft_sums_l2` and
+    :func:`~privgauss.sensitivity.soft_outer_sums_frobenius`; M as
+    :func:`symmetric_matrix_mechanism` noises it), and the release is charged once, at its
+    joint cost :func:`~privgauss.sensitivity.soft_statistics_zcdp` — less than ρ_N + ρ_S + ρ_M,
+    since the three blocks' worst neighbours differ. The noise is drawn block by block, in
+    that order. Returns the three noisy blocks, shaped as given."""
+    n_, s_, m_ = _values(counts), _values(sums), _values(moments, "matrix")
+    if m_.ndim not in (2, 3) or m_.shape[-1] != m_.shape[-2]:
+        raise ValueError("the second moments must be a square matrix or a stack of them")
+    rc, rs, rm = (float(x) for x in rhos)
+    if not min(rc, rs, rm) > 0:
+        raise ValueError("every block's ρ must be > 0")
+    r = float(radius)
+    sig = (soft_counts_l2() / math.sqrt(2.0 * rc), soft_sums_l2(r) / math.sqrt(2.0 * rs),
+           soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm))
+    _charge(accountant, ZCDP(soft_statistics_zcdp(rc, rs, rm)), step, "gaussian-soft-statistics",
+            None, sig[2], note="noise scales (counts, sums, moments) "
+            + ", ".join(f"{x:.6g}" for x in sig))
+    src = as_noise(noise)
+    m_ = (m_ + np.swapaxes(m_, -1, -2)) / 2
+    noisy_n = src.gaussian(n_, sig[0])
+    noisy_s = src.gaussian(s_, sig[1])
+    noisy_m = src.gaussian(frobenius_coordinates(m_).ravel(), sig[2])
+    return (noisy_n, noisy_s,
+            from_frobenius_coordinates(np.reshape(noisy_m, (*m_.shape[:-2], -1)), m_.shape[-1]))
 
 
 def truncated_laplace_mechanism(

@@ -253,6 +253,37 @@ def soft_outer_sums_frobenius(radius: float) -> float:
     return math.sqrt(2.0) * float(radius) ** 2
 
 
+def soft_statistics_zcdp(rho_counts: float, rho_sums: float, rho_moments: float) -> float:
+    """The zCDP ρ of releasing the soft counts N, weighted sums S and weighted second moments M
+    of :func:`soft_counts_l2`, :func:`soft_sums_l2` and :func:`soft_outer_sums_frobenius`
+    (every y_ij the same clipped row in all three; M may be the pooled Σ_j M_j) *together*,
+    each with the Gaussian noise that alone would make it ``rho_*``-zCDP:
+    ρ_S/2 + ρ_M + max(ρ_N, Q), with Q = ρ_S²/(16ρ_M) where ρ_S ≤ 4ρ_M, else ρ_S/2 − ρ_M — at
+    most ρ_N + ρ_S + ρ_M, which composing the three charges. Under replace-one.
+
+    With noise σ_x on block x, weights w_x = 1/σ_x, the privacy loss of a pair is
+    Σ_j [w_N²(a_j − b_j)² + w_S²‖a_j y_j − b_j y'_j‖² + w_M²‖a_j P_j − b_j P'_j‖²_F] for
+    responsibilities a, b in the (sub-)simplex, P = yyᵀ, ‖y‖ ≤ r. With u = y_j·y'_j the
+    j-th term is w_N²(a − b)² + w_S²(a²‖y‖² + b²‖y'‖² − 2ab·u) + w_M²(a²‖y‖⁴ + b²‖y'‖⁴
+    − 2ab·u²) ≤ (a² + b²)K + w_N²(a − b)² + 2ab·h, K = w_S²r² + w_M²r⁴ and h =
+    max over |u| ≤ r² of −(w_S²u + w_M²u²): w_S⁴/(4w_M²) at u = −w_S²/(2w_M²) when that is
+    inside, else w_S²r² − w_M²r⁴ at u = −r². Summed, with A = Σa_j², B = Σb_j² (≤ 1) and
+    C = Σa_jb_j: (A + B)(w_N² + K) + C(2h − 2w_N²) ≤ 2K + 2·max(w_N², h) (a pooled M: its
+    ‖Σ_j a_jP_j‖² ≤ r⁴ and its cross terms ⟨P_j, P'_l⟩ ≥ 0 give the same bound). In ρ
+    units (ρ_N = w_N², ρ_S = 2w_S²r², ρ_M = w_M²r⁴) half of that is the formula. Either
+    the counts' worst case (two vertices, a row moving between components: the sums' and
+    moments' own cases cannot add to it at full size) or the same component with y'
+    turned against y by just enough — the worst pairs of the three blocks exclude one
+    another, so the charges of composing them overstate the cost (ρ_N, ρ_S, ρ_M = 0.1, 0.3,
+    0.6: 0.85 instead of 1). Tight: both cases are attained (d ≥ 2). A block not released
+    has ρ 0 (ρ_M = 0: max(ρ_N + ρ_S/2, ρ_S)). (privgauss.mixture.private_em)"""
+    rc, rs, rm = float(rho_counts), float(rho_sums), float(rho_moments)
+    if not (min(rc, rs, rm) >= 0 and math.isfinite(rc + rs + rm)):
+        raise ValueError("the statistics' ρ must be finite and >= 0")
+    q = rs * rs / (16.0 * rm) if rs <= 4.0 * rm else rs / 2.0 - rm
+    return rs / 2.0 + rm + max(rc, q)
+
+
 def score_sums_l2(bound: float, models: int) -> float:
     """L2 sensitivity of C = ``models`` sums of per-row scores clipped to [−b, b]
     (S_c = Σ_i clip(s_c(x_i), ±b), each s_c a function of its row and released values), under

@@ -50,6 +50,7 @@ _STEP_NAMES = (
     (r"step (\d+)( run \d+)? counts", "em step \\1/{T}\\2 soft counts"),
     (r"step (\d+)( run \d+)? sums", "em step \\1/{T}\\2 weighted sums"),
     (r"step (\d+)( run \d+)? moments", "em step \\1/{T}\\2 weighted second moments"),
+    (r"step (\d+)( run \d+)? statistics", "em step \\1/{T}\\2 soft statistics"),
 )
 _GROUPS = ("em localisation in the prior",)  # CoinPress inside the prior: its own steps
 
@@ -122,8 +123,8 @@ def _diagonal_plan(facts: Facts, plan: Any, tail: dict[str, Any], groups: list[s
             parts["localise-ties"] = ZCDP(tie)
         rest = dict(tail)
         last = plan.with_unspent((0.0 if w else wide) + (0.0 if t else tie))
-        for part, rho in zip(("counts", "sums", "moments"), last.stat_rhos(T - 1), strict=True):
-            rest[_step_name(f"step {T} {part}", T, K)] = ZCDP(rho)
+        for part, cost in last.step_parts(T - 1):
+            rest[_step_name(part, T, K)] = cost
         return BudgetPlan.of(facts.budget, {**parts, **rest}, groups=groups)
 
     main = branch(False, False)

@@ -359,6 +359,12 @@ r − r' (‖·‖₂ ≤ √2: :func:`~privgauss.sensitivity.soft_counts_l2`), 
 (Σ_j r²(r_j + r'_j)² ≤ 4r²: 2r, :func:`~privgauss.sensitivity.soft_sums_l2`), M_j by
 r_j P − r'_j P' with P, P' PSD of norm ≤ r² (Σ_j (r_j² + r'_j²) r⁴ ≤ 2r⁴: √2·r²,
 :func:`~privgauss.sensitivity.soft_outer_sums_frobenius`). The k components cost what one does.
+The three are released together and charged once (``JOINT_STATS``;
+:func:`~privgauss.mechanisms.soft_statistics_mechanism`): their worst neighbours exclude one
+another — the counts' is a row moving between components, the sums' and moments' one staying
+in its component — so their joint cost (:func:`~privgauss.sensitivity.soft_statistics_zcdp`)
+at the standard shares is 0.85 of the three charges' sum, and :meth:`EMPlan.stat_rhos` scales
+each block's noise-equivalent ρ by the step's ρ over that cost.
 A tied step's pooled Σ_j M_j moves by A − A', A = Σ_j r_j P_j and A' convex combinations of
 PSD matrices of norm ≤ r², so ‖A − A'‖²_F ≤ ‖A‖² + ‖A'‖² ≤ 2r⁴: √2·r² again.
 The Lloyd steps' hard assignments and the re-whitening's single component of responsibility 1
@@ -393,8 +399,8 @@ else its share goes to the EM steps; 20 % sums, 80 % moments), 10 % start histog
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
 80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count, 1 % the atom
 counts; of the rest, half on the last EM step, the other half evenly on the T − 1 earlier
-ones (split between the runs while they explore); within a step 10 % counts, 30 % sums,
-60 % second moments.
+ones (split between the runs while they explore); within a step the noise of 10 % counts,
+30 % sums, 60 % second moments, each scaled up by 1/0.85 (their joint cost: above).
 Over-parameterised: ``OVER_SHARE`` (25 %) of the steps' ρ evenly on the T − R k' steps, the
 rest on the R = 8 (loud: 5) refining steps (half of it on the last); a tied step splits its ρ
 ``TIED_SHARES``, the last step by :func:`_output_shares` (the split that minimises its
@@ -467,13 +473,19 @@ from ..backends import as_rows, is_dask, public_rows, reduce_rows
 from ..clipped_stats import transform_rows
 from ..exceptions import InvalidDataError, PrivacyBudgetError
 from ..linalg import clip_weights, sym
-from ..mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
+from ..mechanisms import (
+    Release,
+    gaussian_mechanism,
+    soft_statistics_mechanism,
+    symmetric_matrix_mechanism,
+)
 from ..privacy import ZCDP, ApproxDP, Budget, approx_to_zcdp, has_delta, zcdp_of
 from ..privacy.budgets import MIN_EPS as _MIN_EPS
 from ..sensitivity import (
     histogram_l2,
     soft_counts_l2,
     soft_outer_sums_frobenius,
+    soft_statistics_zcdp,
     soft_sums_l2,
 )
 from .atoms import ATOM_SHARE, release_atom_counts
@@ -544,6 +556,7 @@ REFINE_TAIL = 0.0  # ... of a refining step (after the pick and the reduction): 
 #: ρ → ∞ it grows past any row, whatever the data's tails (:func:`step_radius`)
 FREE_RADIUS_POWER = 0.125
 STAT_SHARES = (0.1, 0.3, 0.6)  # counts, sums, second moments within a step
+JOINT_STATS = True  # a step's three releases charged at their joint cost (False: composed)
 OUTPUT_SHARES = True  # an over-parameterised plan's last step splits its ρ by _output_shares
 STEP_FLOOR = 0.4  # per step, no direction of a component shrinks below this × the mean (at most)
 SUMMARY_ALT = 0  # > 0: this run is the summary's best other basin (an experiment switch)
@@ -768,7 +781,16 @@ class EMPlan:
         rho = self.rho_steps[t] / self.runs(t)
         c, s, _ = TIED_SHARES if self.is_tied(t) else (
             self.last_shares if self.last_shares and t == self.n_steps - 1 else STAT_SHARES)
-        return rho * c, rho * s, rho - rho * c - rho * s
+        return _joint_rhos(rho * c, rho * s, rho - rho * c - rho * s)
+
+    def step_parts(self, t: int, run: str = "") -> list[tuple[str, Budget]]:
+        """The charges of one run's EM step t (``run``: its label in the part names): one
+        joint release of its statistics (``JOINT_STATS``) or their three releases."""
+        rhos = self.stat_rhos(t)
+        if JOINT_STATS:
+            return [(f"step {t + 1}{run} statistics", ZCDP(soft_statistics_zcdp(*rhos)))]
+        return [(f"step {t + 1}{run} {name}", ZCDP(r))
+                for name, r in zip(("counts", "sums", "moments"), rhos, strict=True)]
 
     def octave_rhos(self) -> tuple[float, float]:
         """(tied axes, wide axes): the ρ the diagonal frame's octave releases may take
@@ -812,9 +834,7 @@ class EMPlan:
         for t in range(self.n_steps):
             for c in range(self.runs(t)):
                 run = f" run {c + 1}" if self.runs(t) > 1 else ""
-                for name, r in zip(("counts", "sums", "moments"), self.stat_rhos(t),
-                                   strict=True):
-                    out.append((f"step {t + 1}{run} {name}", ZCDP(r)))
+                out += self.step_parts(t, run)
             if t + 1 == self.explore_steps and self.rho_score > 0:
                 out.append(("run selection", ZCDP(self.rho_score)))
         if self.rho_final > 0:
@@ -824,6 +844,21 @@ class EMPlan:
         if self.rho_atoms > 0:
             out.append(("atom counts", ZCDP(self.rho_atoms)))
         return out
+
+
+def _joint_rhos(rc: float, rs: float, rm: float) -> tuple[float, float, float]:
+    """The noise-equivalent ρ of a step's (counts, sums, moments) whose shares of the step's ρ
+    are ``rc``, ``rs``, ``rm`` (public): released together (``JOINT_STATS``,
+    :func:`~privgauss.mechanisms.soft_statistics_mechanism`) they cost
+    :func:`~privgauss.sensitivity.soft_statistics_zcdp` of their noises' ρ, which is linear in
+    them: each is scaled by the step's ρ over that cost, so the release spends exactly the
+    step's ρ — at the standard shares (0.1, 0.3, 0.6) 1/0.85 of each block's, noise
+    variance 15 % lower than composing the three charges. False: the shares as given."""
+    if not JOINT_STATS:
+        return rc, rs, rm
+    cost = soft_statistics_zcdp(rc, rs, rm)
+    g = (rc + rs + rm) / cost if cost > 0 else 1.0
+    return rc * g, rs * g, rm * g
 
 
 def clip_radius(n: int, d: int) -> float:
@@ -965,7 +1000,7 @@ def _n_steps(n: int, d: int, k: int, rho_steps: float | None = None,
         return t0
     r2 = clip_radius(n, d) ** 2
     need = (r2 * k / (n * NOISE_TOL)) ** 2  # ρ_m of one early step at the tolerance
-    early = STAT_SHARES[2] * (1.0 - LAST_SHARE) * rho_steps  # their moments' ρ, all together
+    early = _joint_rhos(*STAT_SHARES)[2] * (1.0 - LAST_SHARE) * rho_steps  # their moments' ρ
     if full_grid:
         t0 = min(t0, round(T_FULL_GRID * (1.0 + min(1.0, early / need))))
     fit = 1 + math.floor(min(early / need * (STEP_TOL / NOISE_TOL) ** 2, 10.0 * MAX_STEPS))
@@ -2321,17 +2356,22 @@ def _em_release_runs(steps: list[_RunStep], plan: EMPlan, t: int, release: Relea
         k, d = means.shape
         N, S, M = st.stats
         tag = f"em step {t + 1}/{plan.n_steps}{st.tag}"
-        Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct, noise=noise,
-                                step=release.name(f"{tag} soft counts"))
-        Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct,
-                                noise=noise, step=release.name(f"{tag} weighted sums")
-                                ).reshape(k, d)
         # a tied step releases the pooled Σ_j M_j (one matrix; the same sensitivity: one row's
         # Σ_j r_ij y_ij y_ijᵀ is a convex combination of PSD matrices of norm ≤ r²)
-        Mn = symmetric_matrix_mechanism(np.asarray(M).sum(axis=0) if tied else np.asarray(M),
-                                        soft_outer_sums_frobenius(r), ZCDP(rm),
-                                        accountant=acct, noise=noise,
-                                        step=release.name(f"{tag} weighted second moments"))
+        Mj = np.asarray(M).sum(axis=0) if tied else np.asarray(M)
+        if JOINT_STATS:  # the three together, charged once at their joint cost
+            Nn, Sn, Mn = soft_statistics_mechanism(
+                N, S, Mj, r, (rc, rs, rm), accountant=acct, noise=noise,
+                step=release.name(f"{tag} soft statistics"))
+        else:
+            Nn = gaussian_mechanism(N, soft_counts_l2(), ZCDP(rc), accountant=acct,
+                                    noise=noise, step=release.name(f"{tag} soft counts"))
+            Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(r), ZCDP(rs), accountant=acct,
+                                    noise=noise, step=release.name(f"{tag} weighted sums")
+                                    ).reshape(k, d)
+            Mn = symmetric_matrix_mechanism(Mj, soft_outer_sums_frobenius(r), ZCDP(rm),
+                                            accountant=acct, noise=noise,
+                                            step=release.name(f"{tag} weighted second moments"))
         # post-processing of the releases
         floor = _release_floor(plan, t, n, k)
         new_w = np.maximum(Nn, 0.5) / max(float(np.maximum(Nn, 0.5).sum()), 1.0)
