@@ -666,8 +666,17 @@ def test_soft_statistics_release_is_charged_once_at_its_joint_cost() -> None:
         np.testing.assert_array_equal(got, want)
     pooled = soft_statistics_mechanism(N[:3], S[:3], M[0], r, rhos, accountant=_acct(), noise=1)
     assert pooled[2].shape == (d, d)
-    with pytest.raises(ValueError):
-        soft_statistics_mechanism(N, S, M, r, (0.0, 0.1, 0.1), accountant=_acct(), noise=1)
+    # a Lloyd step: counts and sums only, at max(ρ_N + ρ_S/2, ρ_S)
+    a3 = _acct()
+    lloyd = soft_statistics_mechanism(N, S, None, r, (0.02, 0.08, 0.0), accountant=a3, noise=5)
+    assert lloyd[2] is None and len(a3.ledger) == 1
+    assert a3.ledger[0].cost.rho == pytest.approx(0.08)
+    np.testing.assert_array_equal(lloyd[1], NoiseSource(5).gaussian(np.zeros(N.size + S.size),
+                                                                     1.0)[N.size:].reshape(
+        S.shape) * (2 * r / math.sqrt(0.16)))
+    for bad_m, bad in ((M, (0.0, 0.1, 0.1)), (M, (0.1, 0.1, 0.0)), (None, (0.1, 0.1, 0.1))):
+        with pytest.raises(ValueError):
+            soft_statistics_mechanism(N, S, bad_m, r, bad, accountant=_acct(), noise=1)
 
 
 @pytest.mark.slow

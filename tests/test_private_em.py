@@ -458,7 +458,13 @@ def test_plan_pays_for_every_start_and_the_run_selection():
     names = [name for name, _ in plan.parts()]
     assert plan.n_starts == 3 and plan.explore_steps >= 1
     assert "run selection" in names and "re-whitening moments" in names
-    assert "step 1 run 3 statistics" in names and "start k-means moments" in names
+    assert "step 1 run 3 statistics" in names
+    # the Lloyd steps' releases, the last one with the clusters' second moments (one joint
+    # charge each)
+    K = len(plan.rho_kmeans_steps)
+    assert [nm for nm in names if nm.startswith("start k-means")] == [
+        f"start k-means step {t + 1} statistics" for t in range(K)]
+    assert plan.kmeans_rhos(K - 1)[2] > 0 and plan.kmeans_rhos(0)[2] == 0
     assert f"step {plan.n_steps} statistics" in names  # after the pick: one run
     assert not any("re-whitening" in nm
                    for nm, _ in pe.em_plan(50_000, 10, 3, ZCDP(0.5), n_public=500).parts())

@@ -291,7 +291,7 @@ def soft_statistics_mechanism(
     accountant: Accountant,
     noise: RandomState = None,
     step: str = "",
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, Any]:
     """Release an EM step's soft counts N (k), weighted sums S (k × d, any shape) and weighted
     second moments M (k × d × d, or one pooled d × d) of rows clipped to ``radius``, together:
     each block gets the Gaussian noise that alone would make it ``rhos`` = (ρ_N, ρ_S, ρ_M)
@@ -300,24 +300,30 @@ def soft_statistics_mechanism(
     :func:`~privgauss.sensitivity.soft_outer_sums_frobenius`; M as
     :func:`symmetric_matrix_mechanism` noises it), and the release is charged once, at its
     joint cost :func:`~privgauss.sensitivity.soft_statistics_zcdp` — less than ρ_N + ρ_S + ρ_M,
-    since the three blocks' worst neighbours differ. The noise is drawn block by block, in
-    that order. Returns the three noisy blocks, shaped as given."""
-    n_, s_, m_ = _values(counts), _values(sums), _values(moments, "matrix")
-    if m_.ndim not in (2, 3) or m_.shape[-1] != m_.shape[-2]:
-        raise ValueError("the second moments must be a square matrix or a stack of them")
+    since the three blocks' worst neighbours differ. ``moments`` None (ρ_M = 0): counts and
+    sums only (a Lloyd step's hard assignments). The noise is drawn block by block, in that
+    order. Returns the noisy blocks, shaped as given (None for absent moments)."""
+    n_, s_ = _values(counts), _values(sums)
     rc, rs, rm = (float(x) for x in rhos)
-    if not min(rc, rs, rm) > 0:
-        raise ValueError("every block's ρ must be > 0")
+    m_ = None if moments is None else _values(moments, "matrix")
+    if m_ is not None and (m_.ndim not in (2, 3) or m_.shape[-1] != m_.shape[-2]):
+        raise ValueError("the second moments must be a square matrix or a stack of them")
+    if not (min(rc, rs) > 0 and (rm > 0 if m_ is not None else rm == 0)):
+        raise ValueError("every released block's ρ must be > 0 (0 for absent moments)")
     r = float(radius)
     sig = (soft_counts_l2() / math.sqrt(2.0 * rc), soft_sums_l2(r) / math.sqrt(2.0 * rs),
-           soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm))
+           soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm) if m_ is not None else math.inf)
+    shown = sig if m_ is not None else sig[:2]
+    names = ", ".join(("counts", "sums", "moments")[: len(shown)])
     _charge(accountant, ZCDP(soft_statistics_zcdp(rc, rs, rm)), step, "gaussian-soft-statistics",
-            None, sig[2], note="noise scales (counts, sums, moments) "
-            + ", ".join(f"{x:.6g}" for x in sig))
+            None, shown[-1],
+            note=f"noise scales ({names}) " + ", ".join(f"{x:.6g}" for x in shown))
     src = as_noise(noise)
-    m_ = (m_ + np.swapaxes(m_, -1, -2)) / 2
     noisy_n = src.gaussian(n_, sig[0])
     noisy_s = src.gaussian(s_, sig[1])
+    if m_ is None:
+        return noisy_n, noisy_s, None
+    m_ = (m_ + np.swapaxes(m_, -1, -2)) / 2
     noisy_m = src.gaussian(frobenius_coordinates(m_).ravel(), sig[2])
     return (noisy_n, noisy_s,
             from_frobenius_coordinates(np.reshape(noisy_m, (*m_.shape[:-2], -1)), m_.shape[-1]))

@@ -47,6 +47,7 @@ _STEP_NAMES = (
     (r"start", "em start histogram"),
     (r"start k-means step (\d+) (counts|sums)", "em start k-means step \\1/{K} \\2"),
     (r"start k-means moments", "em start k-means second moments"),
+    (r"start k-means step (\d+) statistics", "em start k-means step \\1/{K} statistics"),
     (r"step (\d+)( run \d+)? counts", "em step \\1/{T}\\2 soft counts"),
     (r"step (\d+)( run \d+)? sums", "em step \\1/{T}\\2 weighted sums"),
     (r"step (\d+)( run \d+)? moments", "em step \\1/{T}\\2 weighted second moments"),

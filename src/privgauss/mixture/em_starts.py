@@ -25,7 +25,12 @@ import numpy as np
 
 from ..backends import reduce_rows
 from ..linalg import clip_weights, sym
-from ..mechanisms import Release, gaussian_mechanism, symmetric_matrix_mechanism
+from ..mechanisms import (
+    Release,
+    gaussian_mechanism,
+    soft_statistics_mechanism,
+    symmetric_matrix_mechanism,
+)
 from ..privacy import ZCDP
 from ..sensitivity import (
     histogram_l2,
@@ -71,7 +76,9 @@ class StartPlan(Protocol):
     def rho_spread(self) -> float: ...
     @property
     def kmeans_radius(self) -> float: ...
-    def kmeans_rhos(self, t: int) -> tuple[float, float]: ...
+    def kmeans_rhos(self, t: int) -> tuple[float, float, float]: ...
+    @property
+    def joint_releases(self) -> bool: ...
     @property
     def start_clusters(self) -> int: ...
     @property
@@ -349,20 +356,29 @@ def _private_lloyd(Z: Any, centres: np.ndarray, plan: StartPlan, release: Releas
     floor = math.inf
     for t in range(n_steps):
         counts, S, M = reduce_rows(Z, partial(_lloyd_kernel, centres=C, G=G, radius=R))
-        rc, rs = plan.kmeans_rhos(t)
+        rc, rs, rm = plan.kmeans_rhos(t)
         tag = f"em start k-means step {t + 1}/{n_steps}"
-        Nn = gaussian_mechanism(counts, soft_counts_l2(), ZCDP(rc),
-                                accountant=release.accountant, noise=release.noise,
-                                step=release.name(f"{tag} counts"))
-        Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(R), ZCDP(rs),
-                                accountant=release.accountant, noise=release.noise,
-                                step=release.name(f"{tag} sums")).reshape(K, d)
-        if t == n_steps - 1 and plan.rho_spread > 0:
-            Mn = symmetric_matrix_mechanism(np.asarray(M), soft_outer_sums_frobenius(R),
-                                            ZCDP(plan.rho_spread), accountant=release.accountant,
-                                            noise=release.noise,
-                                            step=release.name("em start k-means second moments"))
-            sig_m = soft_outer_sums_frobenius(R) / math.sqrt(2.0 * plan.rho_spread)
+        if plan.joint_releases:  # the step's blocks together, charged once at their joint cost
+            Nn, Sn, Mt = soft_statistics_mechanism(
+                counts, S, np.asarray(M) if rm > 0 else None, R, (rc, rs, rm),
+                accountant=release.accountant, noise=release.noise,
+                step=release.name(f"{tag} statistics"))
+            if Mt is not None:
+                Mn = Mt
+        else:
+            Nn = gaussian_mechanism(counts, soft_counts_l2(), ZCDP(rc),
+                                    accountant=release.accountant, noise=release.noise,
+                                    step=release.name(f"{tag} counts"))
+            Sn = gaussian_mechanism(S.ravel(), soft_sums_l2(R), ZCDP(rs),
+                                    accountant=release.accountant, noise=release.noise,
+                                    step=release.name(f"{tag} sums")).reshape(K, d)
+            if rm > 0:
+                Mn = symmetric_matrix_mechanism(
+                    np.asarray(M), soft_outer_sums_frobenius(R), ZCDP(rm),
+                    accountant=release.accountant, noise=release.noise,
+                    step=release.name("em start k-means second moments"))
+        if rm > 0:
+            sig_m = soft_outer_sums_frobenius(R) / math.sqrt(2.0 * rm)
         # a cluster moves only when its noisy mean shift is at most R/2 in norm (in expectation)
         floor = 2.0 * math.sqrt(d) * soft_sums_l2(R) / math.sqrt(2.0 * rs) / R
         if t == n_steps - 1:

@@ -734,9 +734,20 @@ class EMPlan:
         """The clipping radius of the k-means steps (standardised frame): r."""
         return self.radius
 
-    def kmeans_rhos(self, t: int) -> tuple[float, float]:
+    def kmeans_rhos(self, t: int) -> tuple[float, float, float]:
+        """(counts, sums, second moments) noise-equivalent ρ of the start's Lloyd step t: its
+        ρ split ``KMEANS_STAT_SHARES``, the last step also releasing the clusters' second
+        moments at ``rho_spread`` (0 on the others); with ``JOINT_STATS`` the step's blocks
+        are released together and each scaled up by their planned sum over their joint cost
+        (:func:`_joint_rhos`)."""
         rho = self.rho_kmeans_steps[t]
-        return rho * KMEANS_STAT_SHARES[0], rho - rho * KMEANS_STAT_SHARES[0]
+        rm = self.rho_spread if t == len(self.rho_kmeans_steps) - 1 else 0.0
+        return _joint_rhos(rho * KMEANS_STAT_SHARES[0], rho - rho * KMEANS_STAT_SHARES[0], rm)
+
+    @property
+    def joint_releases(self) -> bool:
+        """Whether a step's counts, sums (and moments) are released together (``JOINT_STATS``)."""
+        return JOINT_STATS
 
     @property
     def n_steps(self) -> int:
@@ -827,9 +838,14 @@ class EMPlan:
             out.append(("localisation in the prior", ZCDP(self.rho_prior_localisation)))
         out.append(("start", ZCDP(self.rho_init)))
         for t in range(len(self.rho_kmeans_steps)):
-            for name, r in zip(("counts", "sums"), self.kmeans_rhos(t), strict=True):
+            rhos = self.kmeans_rhos(t)
+            if JOINT_STATS:
+                out.append((f"start k-means step {t + 1} statistics",
+                            ZCDP(soft_statistics_zcdp(*rhos))))
+                continue
+            for name, r in zip(("counts", "sums"), rhos[:2], strict=True):
                 out.append((f"start k-means step {t + 1} {name}", ZCDP(r)))
-        if self.rho_spread > 0:
+        if self.rho_spread > 0 and not JOINT_STATS:
             out.append(("start k-means moments", ZCDP(self.rho_spread)))
         for t in range(self.n_steps):
             for c in range(self.runs(t)):
@@ -854,7 +870,7 @@ def _joint_rhos(rc: float, rs: float, rm: float) -> tuple[float, float, float]:
     them: each is scaled by the step's ρ over that cost, so the release spends exactly the
     step's ρ — at the standard shares (0.1, 0.3, 0.6) 1/0.85 of each block's, noise
     variance 15 % lower than composing the three charges. False: the shares as given."""
-    if not JOINT_STATS:
+    if not JOINT_STATS or rs <= 0.0:
         return rc, rs, rm
     cost = soft_statistics_zcdp(rc, rs, rm)
     g = (rc + rs + rm) / cost if cost > 0 else 1.0
