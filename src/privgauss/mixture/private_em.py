@@ -397,7 +397,8 @@ prior: 10 % of that ρ localises, ρ_EM = the rest. ρ_EM: 10 % re-whitening (hi
 only, and only where its noise reach is at most ``REWHITEN_REACH``: :func:`_rewhiten_reach`;
 else its share goes to the EM steps; 20 % sums, 80 % moments), 10 % start histogram, 10 %
 k-means (40 % on the second moments, the rest evenly over the Lloyd steps, each 20 % counts,
-80 % sums), 5 % the run pick, 3 % the final pick, 1 % the clipped count, 1 % the atom
+80 % sums; a step's blocks, the last one's with the moments, released together at their joint
+cost, as the EM steps'), 5 % the run pick, 3 % the final pick, 1 % the clipped count, 1 % the atom
 counts; of the rest, half on the last EM step, the other half evenly on the T − 1 earlier
 ones (split between the runs while they explore); within a step the noise of 10 % counts,
 30 % sums, 60 % second moments, each scaled up by 1/0.85 (their joint cost: above).
