@@ -674,9 +674,17 @@ def test_soft_statistics_release_is_charged_once_at_its_joint_cost() -> None:
     np.testing.assert_array_equal(lloyd[1], NoiseSource(5).gaussian(np.zeros(N.size + S.size),
                                                                      1.0)[N.size:].reshape(
         S.shape) * (2 * r / math.sqrt(0.16)))
-    for bad_m, bad in ((M, (0.0, 0.1, 0.1)), (M, (0.1, 0.1, 0.0)), (None, (0.1, 0.1, 0.1))):
+    # the re-whitening: sums and moments of rows of responsibility 1, at ρ_S/2 + ρ_M + Q
+    a4 = _acct()
+    rw = soft_statistics_mechanism(None, S[0], M[0], r, (0.0, 0.02, 0.08), accountant=a4,
+                                   noise=5)
+    assert rw[0] is None and rw[2].shape == (d, d) and len(a4.ledger) == 1
+    assert a4.ledger[0].cost.rho == pytest.approx(0.01 + 0.08 + 0.02**2 / (16 * 0.08))
+    for bad_n, bad_m, bad in ((N, M, (0.0, 0.1, 0.1)), (N, M, (0.1, 0.1, 0.0)),
+                              (N, None, (0.1, 0.1, 0.1)), (None, M, (0.1, 0.1, 0.1)),
+                              (None, None, (0.0, 0.1, 0.0))):
         with pytest.raises(ValueError):
-            soft_statistics_mechanism(N, S, bad_m, r, bad, accountant=_acct(), noise=1)
+            soft_statistics_mechanism(bad_n, S, bad_m, r, bad, accountant=_acct(), noise=1)
 
 
 @pytest.mark.slow

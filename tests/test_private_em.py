@@ -352,6 +352,45 @@ def _kernel_worst(kernel, Z: np.ndarray, seed: int) -> np.ndarray:
     return worst
 
 
+def test_kernels_joint_changes_stay_within_the_joint_cost():
+    """The joint releases (``JOINT_STATS``) on the real kernels: one replaced row moves an EM
+    step's (N, S, M), a Lloyd step's (N, S[, M]) and the re-whitening's (S, M) by a privacy
+    loss ½Σ_b‖Δ_b‖²/σ_b² (σ_b each block's noise at its noise-equivalent ρ) of at most
+    soft_statistics_zcdp of those ρ — the charge — over random and extreme replacements."""
+    from privgauss.sensitivity import soft_statistics_zcdp
+
+    rng = np.random.default_rng(11)
+    d, k, R = 3, 3, 1.5
+    Z = rng.normal(size=(40, d))
+    centres = rng.normal(size=(k, d))
+    G = np.eye(d) + 0.3 * rng.normal(size=(d, d))
+    covs = np.array([np.eye(d) * (0.5 + j) for j in range(k)])
+    _, Linv, log_norm = pe._model_terms(np.full(k, 1.0 / k), covs)
+    em = partial(pe._em_kernel, models=((centres, Linv, log_norm),), radius=R)
+    cases = [(lambda B: tuple(x[0] for x in em(B)), (0.1, 0.3, 0.6)),
+             (lambda B: es._lloyd_kernel(B, centres, G, R)[:2], (0.2, 0.8, 0.0)),
+             (lambda B: es._lloyd_kernel(B, centres, G, R), (0.024, 0.096, 0.4)),
+             (lambda B: (None, *pe._moment_kernel(B, R)), (0.0, 0.2, 0.8))]
+    for kernel, rhos in cases:
+        sig = [math.sqrt(2) / math.sqrt(2 * rhos[0]) if rhos[0] else math.inf,
+               2 * R / math.sqrt(2 * rhos[1]),
+               math.sqrt(2) * R * R / math.sqrt(2 * rhos[2]) if rhos[2] else math.inf]
+        base = kernel(Z)
+        worst = 0.0
+        for trial in range(400):
+            Z2 = Z.copy()
+            scale = 10.0 ** rng.uniform(-1, 3) if trial % 3 else 1e6
+            Z2[rng.integers(len(Z))] = rng.normal(size=d) * scale
+            loss = 0.0
+            for a, b, sb in zip(base, kernel(Z2), sig, strict=False):
+                if a is not None:
+                    loss += 0.5 * float(np.sum((np.ravel(a) - np.ravel(b)) ** 2)) / sb**2
+            worst = max(worst, loss)
+        cost = soft_statistics_zcdp(*rhos)
+        assert worst <= cost * (1 + 1e-9), (rhos, worst, cost)
+        assert worst > cost / 3, (rhos, worst, cost)  # the bound is not vacuous here
+
+
 def test_start_and_selection_kernels_stay_within_their_sensitivities():
     """The releases added against the regression, computed by their real kernels: the Lloyd
     step's (counts, sums, second moments), the re-whitening's (sum, second moment) and the
@@ -457,7 +496,7 @@ def test_plan_pays_for_every_start_and_the_run_selection():
     plan = pe.em_plan(50_000, 10, 3, ApproxDP(1.0, 1e-6))
     names = [name for name, _ in plan.parts()]
     assert plan.n_starts == 3 and plan.explore_steps >= 1
-    assert "run selection" in names and "re-whitening moments" in names
+    assert "run selection" in names and "re-whitening statistics" in names
     assert "step 1 run 3 statistics" in names
     # the Lloyd steps' releases, the last one with the clusters' second moments (one joint
     # charge each)

@@ -291,7 +291,7 @@ def soft_statistics_mechanism(
     accountant: Accountant,
     noise: RandomState = None,
     step: str = "",
-) -> tuple[np.ndarray, np.ndarray, Any]:
+) -> tuple[Any, np.ndarray, Any]:
     """Release an EM step's soft counts N (k), weighted sums S (k × d, any shape) and weighted
     second moments M (k × d × d, or one pooled d × d) of rows clipped to ``radius``, together:
     each block gets the Gaussian noise that alone would make it ``rhos`` = (ρ_N, ρ_S, ρ_M)
@@ -301,25 +301,30 @@ def soft_statistics_mechanism(
     :func:`symmetric_matrix_mechanism` noises it), and the release is charged once, at its
     joint cost :func:`~privgauss.sensitivity.soft_statistics_zcdp` — less than ρ_N + ρ_S + ρ_M,
     since the three blocks' worst neighbours differ. ``moments`` None (ρ_M = 0): counts and
-    sums only (a Lloyd step's hard assignments). The noise is drawn block by block, in that
-    order. Returns the noisy blocks, shaped as given (None for absent moments)."""
-    n_, s_ = _values(counts), _values(sums)
+    sums only (a Lloyd step's hard assignments); ``counts`` None (ρ_N = 0): sums and moments
+    of rows all of responsibility 1 (the re-whitening). The noise is drawn block by block, in
+    that order. Returns the noisy blocks, shaped as given (None for an absent block)."""
+    s_ = _values(sums)
     rc, rs, rm = (float(x) for x in rhos)
+    n_ = None if counts is None else _values(counts)
     m_ = None if moments is None else _values(moments, "matrix")
     if m_ is not None and (m_.ndim not in (2, 3) or m_.shape[-1] != m_.shape[-2]):
         raise ValueError("the second moments must be a square matrix or a stack of them")
-    if not (min(rc, rs) > 0 and (rm > 0 if m_ is not None else rm == 0)):
-        raise ValueError("every released block's ρ must be > 0 (0 for absent moments)")
+    if not (rs > 0 and (rc > 0 if n_ is not None else rc == 0)
+            and (rm > 0 if m_ is not None else rm == 0) and (n_ is not None or m_ is not None)):
+        raise ValueError("every released block's ρ must be > 0 (0 for an absent block), and "
+                         "the sums go with the counts or the moments")
     r = float(radius)
-    sig = (soft_counts_l2() / math.sqrt(2.0 * rc), soft_sums_l2(r) / math.sqrt(2.0 * rs),
+    sig = (soft_counts_l2() / math.sqrt(2.0 * rc) if n_ is not None else math.inf,
+           soft_sums_l2(r) / math.sqrt(2.0 * rs),
            soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rm) if m_ is not None else math.inf)
-    shown = sig if m_ is not None else sig[:2]
-    names = ", ".join(("counts", "sums", "moments")[: len(shown)])
+    kept = [(name, x) for name, x, blk in zip(("counts", "sums", "moments"), sig, (n_, s_, m_),
+                                              strict=True) if blk is not None]
     _charge(accountant, ZCDP(soft_statistics_zcdp(rc, rs, rm)), step, "gaussian-soft-statistics",
-            None, shown[-1],
-            note=f"noise scales ({names}) " + ", ".join(f"{x:.6g}" for x in shown))
+            None, kept[-1][1], note=f"noise scales ({', '.join(nm for nm, _ in kept)}) "
+            + ", ".join(f"{x:.6g}" for _, x in kept))
     src = as_noise(noise)
-    noisy_n = src.gaussian(n_, sig[0])
+    noisy_n = None if n_ is None else src.gaussian(n_, sig[0])
     noisy_s = src.gaussian(s_, sig[1])
     if m_ is None:
         return noisy_n, noisy_s, None

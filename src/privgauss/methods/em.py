@@ -44,6 +44,7 @@ def _fallback(facts: Facts, req: Any) -> str:
 # K, the k-means steps); a part not listed is recorded as "em <part>"
 _STEP_NAMES = (
     (r"re-whitening moments", "em re-whitening second moments"),
+    (r"re-whitening statistics", "em re-whitening statistics"),
     (r"start", "em start histogram"),
     (r"start k-means step (\d+) (counts|sums)", "em start k-means step \\1/{K} \\2"),
     (r"start k-means moments", "em start k-means second moments"),

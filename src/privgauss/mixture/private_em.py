@@ -822,8 +822,9 @@ class EMPlan:
         return dataclasses.replace(self, rho_steps=steps)
 
     def rewhiten_rhos(self) -> tuple[float, float]:
-        rho = self.rho_rewhiten
-        return rho * REWHITEN_SUM_SHARE, rho - rho * REWHITEN_SUM_SHARE
+        """(sums, moments) noise-equivalent ρ of the re-whitening (its ρ split
+        ``REWHITEN_SUM_SHARE``; with ``JOINT_STATS`` released together, :func:`_joint_rhos`)."""
+        return _rewhiten_split(self.rho_rewhiten)
 
     def parts(self) -> list[tuple[str, Budget]]:
         out: list[tuple[str, Budget]] = []
@@ -832,7 +833,10 @@ class EMPlan:
             out.append(("localisation histograms delta", self.localisation_histograms))
             out.append(("localisation octaves" if self.diagonal else
                         "localisation refinement", ZCDP(self.rho_refinement)))
-        if self.rho_rewhiten > 0:
+        if self.rho_rewhiten > 0 and JOINT_STATS:
+            out.append(("re-whitening statistics",
+                        ZCDP(soft_statistics_zcdp(0.0, *self.rewhiten_rhos()))))
+        elif self.rho_rewhiten > 0:
             for name, r in zip(("sums", "moments"), self.rewhiten_rhos(), strict=True):
                 out.append((f"re-whitening {name}", ZCDP(r)))
         if self.rho_prior_localisation > 0:
@@ -876,6 +880,11 @@ def _joint_rhos(rc: float, rs: float, rm: float) -> tuple[float, float, float]:
     cost = soft_statistics_zcdp(rc, rs, rm)
     g = (rc + rs + rm) / cost if cost > 0 else 1.0
     return rc * g, rs * g, rm * g
+
+
+def _rewhiten_split(rho: float) -> tuple[float, float]:
+    """The re-whitening's (sums, moments) noise-equivalent ρ from its planned ``rho``."""
+    return _joint_rhos(0.0, rho * REWHITEN_SUM_SHARE, rho - rho * REWHITEN_SUM_SHARE)[1:]
 
 
 def clip_radius(n: int, d: int) -> float:
@@ -1496,7 +1505,7 @@ def _rewhiten_reach(n: int, d: int, rho_rw: float) -> float:
     nat/row below a poor EM fit in the pick; ``benchmarks/results/em_small_n.md``);
     n = 5e4, ε = 1: 0.02 (d = 2) to 0.52 (d = 15), re-whitened as before."""
     r = 3.0 * math.sqrt(d)
-    rho_m = rho_rw * (1.0 - REWHITEN_SUM_SHARE)
+    rho_m = _rewhiten_split(rho_rw)[1]
     return 2.0 * math.sqrt(d) * soft_outer_sums_frobenius(r) / math.sqrt(2.0 * rho_m) / n
 
 
@@ -2037,11 +2046,16 @@ def _rewhiten(Z: Any, plan: EMPlan, release: Release
     S, M = reduce_rows(Z, partial(_moment_kernel, radius=R))
     rs, rm = plan.rewhiten_rhos()
     acct, noise = release.accountant, release.noise
-    Sn = gaussian_mechanism(S, soft_sums_l2(R), ZCDP(rs), accountant=acct, noise=noise,
-                            step=release.name("em re-whitening sums"))
-    Mn = symmetric_matrix_mechanism(M, soft_outer_sums_frobenius(R), ZCDP(rm), accountant=acct,
-                                    noise=noise,
-                                    step=release.name("em re-whitening second moments"))
+    if JOINT_STATS:  # together, charged once at their joint cost (no counts: n is public)
+        _, Sn, Mn = soft_statistics_mechanism(None, S, M, R, (0.0, rs, rm), accountant=acct,
+                                              noise=noise,
+                                              step=release.name("em re-whitening statistics"))
+    else:
+        Sn = gaussian_mechanism(S, soft_sums_l2(R), ZCDP(rs), accountant=acct, noise=noise,
+                                step=release.name("em re-whitening sums"))
+        Mn = symmetric_matrix_mechanism(M, soft_outer_sums_frobenius(R), ZCDP(rm),
+                                        accountant=acct, noise=noise,
+                                        step=release.name("em re-whitening second moments"))
     mean = Sn / n
     mean *= min(1.0, R / max(float(np.linalg.norm(mean)), 1e-300))
     cov = Mn / n - np.outer(mean, mean)
