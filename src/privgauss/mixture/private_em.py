@@ -798,11 +798,8 @@ class EMPlan:
     def step_parts(self, t: int, run: str = "") -> list[tuple[str, Budget]]:
         """The charges of one run's EM step t (``run``: its label in the part names): one
         joint release of its statistics (``JOINT_STATS``) or their three releases."""
-        rhos = self.stat_rhos(t)
-        if JOINT_STATS:
-            return [(f"step {t + 1}{run} statistics", ZCDP(soft_statistics_zcdp(*rhos)))]
-        return [(f"step {t + 1}{run} {name}", ZCDP(r))
-                for name, r in zip(("counts", "sums", "moments"), rhos, strict=True)]
+        return _release_parts(f"step {t + 1}{run}", self.stat_rhos(t),
+                              ("counts", "sums", "moments"))
 
     def octave_rhos(self) -> tuple[float, float]:
         """(tied axes, wide axes): the ρ the diagonal frame's octave releases may take
@@ -833,23 +830,15 @@ class EMPlan:
             out.append(("localisation histograms delta", self.localisation_histograms))
             out.append(("localisation octaves" if self.diagonal else
                         "localisation refinement", ZCDP(self.rho_refinement)))
-        if self.rho_rewhiten > 0 and JOINT_STATS:
-            out.append(("re-whitening statistics",
-                        ZCDP(soft_statistics_zcdp(0.0, *self.rewhiten_rhos()))))
-        elif self.rho_rewhiten > 0:
-            for name, r in zip(("sums", "moments"), self.rewhiten_rhos(), strict=True):
-                out.append((f"re-whitening {name}", ZCDP(r)))
+        if self.rho_rewhiten > 0:
+            out += _release_parts("re-whitening", (0.0, *self.rewhiten_rhos()),
+                                  ("", "sums", "moments"))
         if self.rho_prior_localisation > 0:
             out.append(("localisation in the prior", ZCDP(self.rho_prior_localisation)))
         out.append(("start", ZCDP(self.rho_init)))
-        for t in range(len(self.rho_kmeans_steps)):
-            rhos = self.kmeans_rhos(t)
-            if JOINT_STATS:
-                out.append((f"start k-means step {t + 1} statistics",
-                            ZCDP(soft_statistics_zcdp(*rhos))))
-                continue
-            for name, r in zip(("counts", "sums"), rhos[:2], strict=True):
-                out.append((f"start k-means step {t + 1} {name}", ZCDP(r)))
+        for t in range(len(self.rho_kmeans_steps)):  # composed: the moments named apart
+            out += _release_parts(f"start k-means step {t + 1}", self.kmeans_rhos(t),
+                                  ("counts", "sums", ""))
         if self.rho_spread > 0 and not JOINT_STATS:
             out.append(("start k-means moments", ZCDP(self.rho_spread)))
         for t in range(self.n_steps):
@@ -880,6 +869,16 @@ def _joint_rhos(rc: float, rs: float, rm: float) -> tuple[float, float, float]:
     cost = soft_statistics_zcdp(rc, rs, rm)
     g = (rc + rs + rm) / cost if cost > 0 else 1.0
     return rc * g, rs * g, rm * g
+
+
+def _release_parts(prefix: str, rhos: tuple[float, float, float], names: tuple[str, str, str]
+                   ) -> list[tuple[str, Budget]]:
+    """The plan's parts for one release of (counts, sums, moments) at their noise-equivalent
+    ``rhos``: "<prefix> statistics" at their joint cost (``JOINT_STATS``), else one part per
+    block named "<prefix> <name>" (a block with an empty name is not listed here)."""
+    if JOINT_STATS:
+        return [(f"{prefix} statistics", ZCDP(soft_statistics_zcdp(*rhos)))]
+    return [(f"{prefix} {name}", ZCDP(r)) for name, r in zip(names, rhos, strict=True) if name]
 
 
 def _rewhiten_split(rho: float) -> tuple[float, float]:
