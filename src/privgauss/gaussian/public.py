@@ -44,6 +44,7 @@ from .coinpress.plan import practical_plan as _practical_plan
 from .coinpress.schedule import check_beta as _check_beta
 from .coinpress.schedule import check_constants as _check_constants
 from .coinpress.steps import run_mean as _run_mean
+from .coinpress.steps import without_noise_floor
 from .public_frame import clean_rows
 from .public_preconditioner import (
     Preconditioner,
@@ -317,11 +318,14 @@ def public_gaussian_validated(
         omega = min(omega, pre.mahalanobis_radius)
         if int(X.shape[0]) * d >= _FEWER_STEPS_MIN_VALUES:  # public sizes only
             prefer_fewer = _FEWER_STEPS_TOLERANCE
-    mean_Y, cov_Y = _gaussian(
-        Y, rho, GaussianPrior(np.zeros(d), pre.R, 1.0, pre.K, omega),
-        Release(accountant, src, release.named("public-gaussian").step), constants, beta / 2,
-        prefer_fewer,
-    )
+    # the callers judge the release for a collapse (check_public_collapse): returned as
+    # released, since a floor at the noise level would hide one where the noise swamps the frame
+    with without_noise_floor():
+        mean_Y, cov_Y = _gaussian(
+            Y, rho, GaussianPrior(np.zeros(d), pre.R, 1.0, pre.K, omega),
+            Release(accountant, src, release.named("public-gaussian").step), constants,
+            beta / 2, prefer_fewer,
+        )
     if eta2 > 0:
         _check_jittered(np.asarray(cov_Y), eta2)
         cov_Y = unjitter(np.asarray(cov_Y), eta2)

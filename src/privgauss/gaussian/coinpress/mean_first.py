@@ -48,7 +48,7 @@ from ...mechanisms import Release
 from .cov_plan import covariance_schedule, final_cov_error
 from .direction_cover import Cover
 from .mean_plan import check_radii, mean_error_bound, mean_schedule
-from .steps import ChainPart, PastRelease, pooled, run_cov, run_mean, whitener
+from .steps import ChainPart, PastRelease, noise_floored, pooled, run_cov, run_mean, whitener
 
 _ROUGH_SHARE = 0.15  # of ρ: the rough mean (step 1)
 _FINAL_SHARE = 0.1  # of ρ: the final means (steps 3 and 5); the covariance gets the rest
@@ -69,6 +69,13 @@ _SEQUENTIAL_MAX_RATIO = 2.0
 # sequential plan fits or fails visibly
 _MIN_GAIN = 0.05
 _MAX_ROUGH_Q = 10.0  # largest r₁²/√(lo·hi) for which the variant is chosen (use_mean_first)
+# ... inside an assumed prior (not the user's: the bound-free frame's, a public or derived
+# frame's), whose lo is its pessimistic end while its Σ is near I: small real tables reach
+# 12-17 there (immi, mid, nlschools, Tobacco at n ≈ 2,000-3,000, ε = 1), where the sequential
+# plan's coarse whitening of pair differences returned fits 1-2 nat/row below np.cov held out
+# and the variant 0.15-0.36 (benchmarks/results/gaussian_error_tail.md); the wide public
+# frame's failure (below) sat at 53
+_MAX_ROUGH_Q_ASSUMED = 30.0
 
 
 def use_mean_first(n: int, d: int, cov_err: float, rho: float, radius: float,
@@ -76,20 +83,22 @@ def use_mean_first(n: int, d: int, cov_err: float, rho: float, radius: float,
     """Public choice: the mean-first variant when the sequential plan's predicted squared
     covariance error ``cov_err`` exceeds _SEQUENTIAL_MAX_RATIO² times the non-private one or
     — when the prior is the user's (``trusted_prior``) — the variant's own
-    (:func:`planned_error`) by _MIN_GAIN, and the rough mean's public
-    error bound r₁ is small against the prior's middle scale:
-    r₁² ≤ _MAX_ROUGH_Q·√(lo·hi). Step 4 removes δδᵀ well only when q = δᵀΣ⁻¹δ is moderate
-    (with q ≫ 1 the rank-one correction needs S^{-1/2}δ to a precision of 1/q); a wide prior
-    — a public frame widened by ``gamma``: hi = 9e8, r₁² ≈ 53·√hi — made the variant return a
-    covariance error of 2,600 where the sequential plan gives 0.04. In the bound-free frame
-    r₁²/√(lo·hi) is 6.9 at n = 3,000 and 1.9 at n = 5,000 (d = 10, ε = 1)."""
+    (:func:`planned_error`) by _MIN_GAIN, and the rough mean's public error bound r₁ is small
+    against the prior's middle scale: r₁² ≤ q·√(lo·hi), q = _MAX_ROUGH_Q in the user's prior
+    and _MAX_ROUGH_Q_ASSUMED in an assumed one. Step 4 removes δδᵀ well only when
+    q = δᵀΣ⁻¹δ is moderate (with q ≫ 1 the rank-one correction needs S^{-1/2}δ to a precision
+    of 1/q); a wide prior — a public frame widened by ``gamma``: hi = 9e8, r₁² ≈ 53·√hi —
+    made the variant return a covariance error of 2,600 where the sequential plan gives 0.04.
+    In the bound-free frame r₁²/√(lo·hi) is 6.9 at n = 3,000 and 1.9 at n = 5,000 (d = 10,
+    ε = 1), 12-17 on small real tables."""
     lo, hi = cov_bounds
     if cov_err <= _SEQUENTIAL_MAX_RATIO**2 * (d * d + d) / n and (
             not trusted_prior
             or (1.0 - _MIN_GAIN) * cov_err <= planned_error(n, d, rho, radius, cov_bounds)):
         return False
     r1 = _rough_bound(n, d, rho, radius, hi)
-    return r1 is not None and r1 * r1 <= _MAX_ROUGH_Q * math.sqrt(lo * hi)
+    q = _MAX_ROUGH_Q if trusted_prior else _MAX_ROUGH_Q_ASSUMED
+    return r1 is not None and r1 * r1 <= q * math.sqrt(lo * hi)
 
 
 def planned_error(n: int, d: int, rho: float, radius: float,
@@ -219,8 +228,11 @@ def mean_first_gaussian(
     g = float(v @ v)
     if g > _MAX_OFFSET:
         shift = shift * math.sqrt(_MAX_OFFSET / g)
-    return center + m1 + mean, project_psd(cov - np.outer(shift, shift),
-                                           min_eig=lo * (1.0 - _MAX_OFFSET))
+    cov = project_psd(cov - np.outer(shift, shift), min_eig=lo * (1.0 - _MAX_OFFSET))
+    # removing the offset may take a direction the noise left thin below the last release's
+    # noise floor again: floored once more in that release's frame (post-processing)
+    cov = noise_floored(cov, sig_last[-1], A)
+    return center + m1 + mean, cov
 
 
 def _pooled_moment(past: list[PastRelease]) -> np.ndarray:

@@ -9,6 +9,9 @@ Biswas, Dong, Kamath, Ullman, *CoinPress* (NeurIPS 2020), Alg. 1–2.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +39,12 @@ from .radius_search import RadiusSearch, search_radius
 from .tails import undo_cov_clip, undo_shrinkage
 
 WHITEN_REL = 1e-6  # the whitener's eigenvalue floor, as a fraction of an assumed lower bound
+#: a final release's eigenvalues, in the frame it was released in, are at least this × its noise
+#: std σ per whitened entry (practical chains; 0: none). A direction the noise pushed to ~0
+#: costs a Gaussian's log-likelihood without bound (KL grows like the variance ratio), one
+#: the floor lifts costs at most its log; the floor vanishes with the noise (DESIGN.md rule
+#: 15). Measured on small real tables at ε = 1 (`benchmarks/gaussian_error_tail.py`)
+NOISE_FLOOR = 1.0
 
 
 
@@ -126,7 +135,9 @@ def run_cov(
     Frobenius projection in the rows' units) and the next frame never whitens a direction past
     what the prior allows: a direction of (near-)zero variance — a constant column — is then
     treated as one of variance ``floor`` instead of being magnified by the inverse noise level
-    until the clipped means collapse. The final release is returned as released (PSD-repaired):
+    until the clipped means collapse. The final release is returned PSD-repaired and, when
+    pooled (practical chains), with its eigenvalues in its frame at least :data:`NOISE_FLOOR`
+    × its noise std (:func:`noise_floored`; as released inside :func:`without_noise_floor`):
     callers judge it against their prior. Before that repair, the final release is pooled
     with the chain's earlier ones mapped into its frame (:func:`pooled`, post-processing): a
     whitening step's release is an estimate of the same moment with its own independent noise,
@@ -204,6 +215,8 @@ def run_cov(
             note_final_moment(float(np.linalg.eigvalsh(Zj)[0]), sigma, s.lower)
             if s.debias:  # a last step clipped inside the bulk: undo the shrinkage (the model's)
                 Zp = undo_cov_clip(Zp, tau)
+            if pool:
+                Zp = noise_floored(Zp, sigma)
             Ainv = np.linalg.inv(A)
             with np.errstate(over="ignore", invalid="ignore"):
                 cov = sym(Ainv @ Zp @ Ainv.T)
@@ -219,6 +232,34 @@ def run_cov(
             Zp = undo_cov_clip(Zp, tau)
         A = inv_sqrtm_psd(Zp + s.eta * np.eye(d)) @ A
     return A, None
+
+
+_FLOORED: ContextVar[bool] = ContextVar("privgauss_noise_floor", default=True)
+
+
+@contextmanager
+def without_noise_floor() -> Iterator[None]:
+    """Chains run inside return their final releases without :data:`NOISE_FLOOR`: for a caller
+    that judges the release itself for a collapse (the public route's check, which a floor
+    at the noise level would hide where the plan's noise swamps the frame)."""
+    token = _FLOORED.set(False)
+    try:
+        yield
+    finally:
+        _FLOORED.reset(token)
+
+
+def noise_floored(Z: np.ndarray, sigma: float, A: np.ndarray | None = None) -> np.ndarray:
+    """A final release ``Z`` (in its frame, noise std σ per entry) with its eigenvalues lifted
+    to at least :data:`NOISE_FLOOR`·σ (post-processing); with ``A``, ``Z`` is a covariance in
+    the rows' units and is floored in the frame ``A`` (A Z Aᵀ) and returned in those units.
+    Unchanged inside :func:`without_noise_floor`."""
+    if NOISE_FLOOR <= 0 or not _FLOORED.get():
+        return Z
+    if A is None:
+        return project_psd(Z, min_eig=NOISE_FLOOR * sigma)
+    Ainv = np.linalg.inv(A)
+    return sym(Ainv @ project_psd(A @ Z @ A.T, min_eig=NOISE_FLOOR * sigma) @ Ainv.T)
 
 
 def _scaled(search: RadiusSearch, k: float) -> RadiusSearch:
