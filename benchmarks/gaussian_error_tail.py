@@ -36,6 +36,7 @@ import shlex
 import statistics
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -222,8 +223,7 @@ def main() -> None:
         f"Command: `python benchmarks/gaussian_error_tail.py {shlex.join(sys.argv[1:])}`", "",
         *totals, "", *lines, ""])
     if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+        Path(args.out).write_text(text, encoding="utf-8")
     else:
         print(text)
 
