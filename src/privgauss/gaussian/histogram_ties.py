@@ -23,8 +23,10 @@ all the keys) are read as held by rows; the root mean square distance to v,
 √(Σ_j c_j 4^(j+½) / n) over those octaves, is the axis's spread (an upper bound on its standard
 deviation up to the octave's factor √2, and at least √(1 − p) times it when a fraction p of the
 rows is away from v). The refinement's scale bracket is then taken around it, as for any tied
-axis. When no octave is read, the axis fails (``None``): its other values are too few and too
-spread to give a scale at this budget.
+axis. When no single octave is read, the octaves are read in bins of 2, 4 and 8 (sums of the
+released counts, as for wide axes below; :data:`TIE_BINS`), and the spread is bracketed by the
+read bins' edges; when nothing is read at all, the axis fails (``None``): its other values are
+too few and too spread to give a scale at this budget.
 
 The caller charges ρ to the same accountant and takes it from the refinement's share, so the
 fit's total is unchanged; the release runs only on the DP-chosen axes and only when there are
@@ -53,7 +55,7 @@ from ..mechanisms import Release, gaussian_mechanism
 from ..privacy import ZCDP
 from ..sensitivity import histogram_l2
 
-__all__ = ["N_KEYS", "noise_sd", "octave_counts", "octave_spreads"]
+__all__ = ["N_KEYS", "TIE_BINS", "Spread", "noise_sd", "octave_counts", "octave_spreads"]
 
 _MIN_OCTAVE, _MAX_OCTAVE = -1075, 1024  # ⌊log2 |a − b|⌋ for float64 a ≠ b with a finite difference
 _EQUAL = 0  # key index of x = v
@@ -110,6 +112,16 @@ def noise_sd(h: int, rho: float) -> float:
     return _sensitivity(h) / math.sqrt(2.0 * rho)
 
 
+#: where no single octave of a tied axis is read, its octaves are read in bins of up to
+#: 2^(WIDE_LEVELS − 1) (:func:`_read_octaves`; False: the axis fails, as before). A zero-inflated
+#: column with a lognormal rest at 3,000-6,000 rows and ε = 1 spreads its 600-1,800 other rows
+#: over 6-10 octaves, none of which holds the ~200 a single octave needs: 71 of 1,870 fits of
+#: generated tables failed after spending there (benchmarks/gaussian_error_tail.py)
+TIE_BINS = True
+
+Spread = tuple[float, float, float]  # (lo, mid, hi) of an axis's RMS distance to its value
+
+
 def octave_spreads(
     X: object,
     axes: np.ndarray,
@@ -117,27 +129,55 @@ def octave_spreads(
     rho: float,
     *,
     release: Release,
-) -> list[float | None]:
+) -> list[Spread | None]:
     """Release (ρ-zCDP, replace-one, n public) the octave histograms of |x_k − v_k| on ``axes``
     (:func:`octave_counts`) and return each axis's spread (post-processing; see the module
-    docstring), or None for an axis none of whose octaves was read as held by rows."""
+    docstring) as a bracket (lo, mid, hi) — one value three times when single octaves are read
+    — or None for an axis none of whose octaves, nor (:data:`TIE_BINS`) of whose bins of
+    octaves, was read as held by rows."""
     n = int(X.shape[0])  # type: ignore[attr-defined]
     h = len(axes)
     noisy = octave_counts(X, axes, values, rho, release=release)
-    read = noise_sd(h, rho) * float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS)))
+    sd = noise_sd(h, rho)
+    read = sd * float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS)))
     with np.errstate(over="ignore"):
         centres = np.exp2(np.arange(_MIN_OCTAVE, _MAX_OCTAVE + 1, dtype=np.float64) + 0.5)
-    out: list[float | None] = []
+    out: list[Spread | None] = []
     for row in noisy:
         held = row > read
-        if held[_OVERFLOW] or not held[1:_OVERFLOW].any():
+        if held[_OVERFLOW]:
             out.append(None)
+            continue
+        if not held[1:_OVERFLOW].any():
+            out.append(_binned_spread(row[1:_OVERFLOW], n, sd, h) if TIE_BINS else None)
             continue
         sel = held[1:_OVERFLOW]
         with np.errstate(over="ignore", invalid="ignore"):
             m2 = float(np.sum(row[1:_OVERFLOW][sel] * (centres[sel] / math.sqrt(n)) ** 2))
-        out.append(math.sqrt(m2) if math.isfinite(m2) and m2 > 0 else None)
+        got = math.sqrt(m2) if math.isfinite(m2) and m2 > 0 else None
+        out.append(None if got is None else (got, got, got))
     return out
+
+
+def _binned_spread(octs: np.ndarray, n: int, sd: float, h: int) -> Spread | None:
+    """The bracket of a tied axis's RMS distance to its value from its noisy octave counts
+    ``octs`` read in bins of 2^ℓ octaves (:func:`_read_octaves`, z for a false-positive rate
+    of 1 % over every bin of every grid): the read rows lie at least 2^a_B from the value in
+    their bin B, so lo = √(Σ_B c_B 4^a_B / n) up to the counts' noise (rows not read only add
+    to it), and below the highest read upper edge 2^t, so hi = 2^t·√(Σ_B c_B / n); mid is the
+    geometric middle. Post-processing of the released counts; None when nothing is read."""
+    z = float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS * (2 * WIDE_LEVELS - 1))))
+    got = _read_octaves(octs, z * sd)
+    if got is None:
+        return None
+    lower, counts, _, top = got
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        frac = float(np.sum(counts)) / n
+        lo = math.sqrt(float(np.sum(counts * np.exp2(2.0 * lower))) / n)
+        hi = math.ldexp(math.sqrt(frac), int(top)) if top < 1024 else math.inf
+    if not (0 < lo <= hi < math.inf):
+        return None
+    return lo, math.sqrt(lo) * math.sqrt(hi), hi
 
 
 # The wide-axis reading: bins of 1, 2, 4 and 8 octaves (sums of the released octave counts,
