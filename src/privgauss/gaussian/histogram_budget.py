@@ -91,12 +91,15 @@ _LOC_FLOOR = 0.03
 # octaves — a budget from 0 to 2e8 — released no scale bin)
 _SCALE_FLOOR = 0.002
 # Share of the refinement's zCDP that the octave release of tied axes takes, when it runs
-# (:mod:`.histogram_ties`; the requirement plans the refinement without it)
-TIE_SHARE = 0.03
+# (:mod:`.histogram_ties`; the requirement plans the refinement without it). 3 % left
+# zero-inflated columns with a spread-out rest unread at 2,000-4,000 rows and ε = 1 — 29 of
+# 1,870 fits of generated tables failed after spending even with bins of octaves; 6 % left 1
+# (benchmarks/results/gaussian_error_tail.md), for about 1 % more stated rows
+TIE_SHARE = 0.06
 # ... and the octave release of wide axes (scale histograms that released no bin), when it
 # runs: at most TIE_SHARE, so the requirement's plan holds when it runs alone; when both run
 # (a column over orders of magnitude *and* a rare-valued tied one) the refinement gets
-# 1 − TIE_SHARE − WIDE_SHARE = 94 % of its share, its planned error ~3 % above the stated one.
+# 1 − TIE_SHARE − WIDE_SHARE = 91 % of its share, its planned error ~5 % above the stated one.
 # (At em's ε_L on SumHes, 2 % left the wide release reading nothing at 3 of 20 seeds.)
 WIDE_SHARE = 0.03
 
