@@ -121,6 +121,25 @@ TIE_BINS = True
 
 Spread = tuple[float, float, float]  # (lo, mid, hi) of an axis's RMS distance to its value
 
+#: a read key (octave or bin) more than this many octaves from the fullest read key of its axis
+#: counts only above a false-positive rate of _FAR_FALSE_POSITIVE: at 1 % per axis, a lone noise
+#: read hundreds of octaves out set a spread of 1e27-1e140 in 2 of ~600 fits of generated
+#: tables; the rows of a column sit in one run of octaves, a far cluster of real rows clears
+#: the stricter threshold as well
+_FAR_OCTAVES = 8
+_FAR_FALSE_POSITIVE = 1e-6
+#: the bins' reading (a fallback where no single octave is read) at a false-positive rate of
+#: 1e-4 per axis, not 1 %: there the true rows are thin too, and a lone noise read far out is
+#: the fullest bin (a spread of 1e138 in one of ~600 fits at 1 %)
+_BIN_FALSE_POSITIVE = 1e-4
+
+
+def _near(position: np.ndarray, counts: np.ndarray, strict: np.ndarray | float) -> np.ndarray:
+    """Which read keys (their positions in octaves, noisy counts) count: those within
+    _FAR_OCTAVES of the fullest one, and farther ones above ``strict``."""
+    main = position[int(np.argmax(counts))]
+    return (np.abs(position - main) <= _FAR_OCTAVES) | (counts > strict)
+
 
 def octave_spreads(
     X: object,
@@ -140,6 +159,8 @@ def octave_spreads(
     noisy = octave_counts(X, axes, values, rho, release=release)
     sd = noise_sd(h, rho)
     read = sd * float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS)))
+    strict = sd * float(norm.isf(_FAR_FALSE_POSITIVE / (h * N_KEYS)))
+    octave = np.arange(_MIN_OCTAVE, _MAX_OCTAVE + 1, dtype=np.float64)
     with np.errstate(over="ignore"):
         centres = np.exp2(np.arange(_MIN_OCTAVE, _MAX_OCTAVE + 1, dtype=np.float64) + 0.5)
     out: list[Spread | None] = []
@@ -151,7 +172,8 @@ def octave_spreads(
         if not held[1:_OVERFLOW].any():
             out.append(_binned_spread(row[1:_OVERFLOW], n, sd, h) if TIE_BINS else None)
             continue
-        sel = held[1:_OVERFLOW]
+        sel = held[1:_OVERFLOW].copy()
+        sel[sel] = _near(octave[sel], row[1:_OVERFLOW][sel], strict)
         with np.errstate(over="ignore", invalid="ignore"):
             m2 = float(np.sum(row[1:_OVERFLOW][sel] * (centres[sel] / math.sqrt(n)) ** 2))
         got = math.sqrt(m2) if math.isfinite(m2) and m2 > 0 else None
@@ -162,15 +184,23 @@ def octave_spreads(
 def _binned_spread(octs: np.ndarray, n: int, sd: float, h: int) -> Spread | None:
     """The bracket of a tied axis's RMS distance to its value from its noisy octave counts
     ``octs`` read in bins of 2^ℓ octaves (:func:`_read_octaves`, z for a false-positive rate
-    of 1 % over every bin of every grid): the read rows lie at least 2^a_B from the value in
-    their bin B, so lo = √(Σ_B c_B 4^a_B / n) up to the counts' noise (rows not read only add
-    to it), and below the highest read upper edge 2^t, so hi = 2^t·√(Σ_B c_B / n); mid is the
-    geometric middle. Post-processing of the released counts; None when nothing is read."""
-    z = float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS * (2 * WIDE_LEVELS - 1))))
+    of :data:`_BIN_FALSE_POSITIVE` over every bin of every grid): the read rows lie at least
+    2^a_B from the value in their bin B, so lo = √(Σ_B c_B 4^a_B / n) up to the counts' noise
+    (rows not read only add to it), and below the highest read bin's upper edge 2^t, so
+    hi = 2^t·√(Σ_B c_B / n); mid is the geometric middle. Bins far from the fullest one count
+    only above a stricter threshold (:func:`_near`), and the top is the finest level's (a
+    coarser level's raised top is not read: it reaches where no bin of this level was).
+    Post-processing of the released counts; None when nothing is read."""
+    grids = h * N_KEYS * (2 * WIDE_LEVELS - 1)
+    z = float(norm.isf(_BIN_FALSE_POSITIVE / grids))
     got = _read_octaves(octs, z * sd)
     if got is None:
         return None
-    lower, counts, _, top = got
+    lower, counts, width, _ = got
+    keep = _near(lower + width / 2, counts,
+                 sd * math.sqrt(width) * float(norm.isf(_FAR_FALSE_POSITIVE / grids)))
+    lower, counts = lower[keep], counts[keep]
+    top = float(np.max(lower)) + width
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         frac = float(np.sum(counts)) / n
         lo = math.sqrt(float(np.sum(counts * np.exp2(2.0 * lower))) / n)
