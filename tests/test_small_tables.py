@@ -155,3 +155,32 @@ def test_the_floor_vanishes_with_the_noise(monkeypatch: pytest.MonkeyPatch) -> N
     g0 = pg.PrivateGaussian(epsilon=1e9, delta=1e-6, random_state=0).fit(X)
     assert _kl(X, g.mean_, g.covariance_) < 1e-5
     assert np.allclose(g.covariance_, g0.covariance_, rtol=1e-9, atol=0)
+
+
+def test_the_cover_never_amplifies_the_last_steps_noise_past_its_room() -> None:
+    """The direction cover compresses a column whose far rows lie t units out by g = r/t, and
+    the last release's noise σ comes back 1/g² larger along it: g is at least √(σ/NOISE_ROOM).
+    Here 100 of 4,000 rows lie 1,000 sds out along column 0 (a search reads them: t ≈ 1,000):
+    at ρ = 0.1 the compression stops at the cap; at ρ = 1e6 the cap is gone (consistency)
+    and the far rows come to r."""
+    from privgauss.gaussian.coinpress import direction_cover as dc
+    from privgauss.gaussian.coinpress.cov_plan import sigma_cov
+
+    rng = np.random.default_rng(0)
+    n, d, tau = 4000, 4, 4.0
+    X = rng.standard_normal((n, d))
+    X[:100, 0] = 1000.0
+    A = np.eye(d)
+    checked = (A, np.eye(d), 0.05)  # an earlier release: white, small noise
+    for rho in (0.1, 1e6):
+        fix = dc.cover_directions(Rows(X), A, np.zeros(d), checked, 0.9, tau, rho,
+                                  Release(Accountant(ZCDP(rho)), 0, "cov"), columns=(0,))
+        assert fix.compressed
+        gain = float(np.linalg.norm(fix.undo, 2))  # 1/g along the covered column
+        spend = rho * dc.COVER_SHARE
+        cap = np.sqrt(dc.NOISE_ROOM / sigma_cov(tau, n, rho - spend))
+        assert gain <= cap * (1 + 1e-9), (rho, gain, cap)
+        if rho < 1:
+            assert gain == pytest.approx(cap, rel=1e-9)  # the cap binds
+        else:  # the far rows land at about r: 1/g ≈ t/r with t ≈ 1,000
+            assert gain > 250, gain

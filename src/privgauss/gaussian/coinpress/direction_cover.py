@@ -31,10 +31,12 @@ design, for the practical chain inside a user's prior and the bound-free route's
    group's total and, on data without such directions, its ledger are as planned).
 3. **Compress** (post-processing), when t > r₀: A ← (I − (1 − g)ĥĥᵀ)A with g = r/t, so the far
    rows lie at about r along ĥ, with r² + (the 0.9 quantile of χ²_{d−1}) = τ²: inside the
-   ball with the rest of their coordinates. The last step then reads that direction's moment,
-   far rows included (a 1.5 % flag at 0.1 of a unit variance in the frame, with the step's
-   noise), and the estimate A⁻¹ZA⁻ᵀ maps it back. On a Gaussian direction (a false flag)
-   t = r₀ and nothing changes but the last step's noise (its ρ less the counts').
+   ball with the rest of their coordinates; g is at least √(σ/:data:`NOISE_ROOM`), σ the last
+   step's noise, which the map back multiplies by 1/g² along ĥ. The last step then reads
+   that direction's moment, far rows included (a 1.5 % flag at 0.1 of a unit variance in the
+   frame, with the step's noise), and the estimate A⁻¹ZA⁻ᵀ maps it back. On a Gaussian
+   direction (a false flag) t = r₀ and nothing changes but the last step's noise (its ρ less
+   the counts').
 
 Privacy: the direction, grid, threshold and frame are functions of DP releases and public
 quantities; each count is charged before its noise; the last step's statistic keeps its
@@ -54,6 +56,7 @@ from ...backends import reduce_rows
 from ...clipped_stats import Rows, mapped_inputs
 from ...linalg import project_psd
 from ...mechanisms import Release
+from .cov_plan import sigma_cov
 from .radius_search import RadiusSearch, search_radius
 
 __all__ = ["COVER_SHARE", "MAX_DIRECTIONS", "Cover", "cover_directions", "flagged_directions",
@@ -84,6 +87,13 @@ LOWER_SIGMAS = 2.0
 #: seed 1 inside a 10× prior, where the flag column's image had 0.996); on a direction the
 #: rows do not leave, snapping changes nothing (the search keeps its first radius)
 SNAP_COS = 0.5
+#: the compression's least g: the last release's noise σ comes back 1/g² larger along the
+#: covered direction, so g² ≥ σ / NOISE_ROOM keeps it within NOISE_ROOM × the frame's unit
+#: variance. A search that read rows 1,000 units out compressed by 1/372 and returned a
+#: zero-inflated column 47× too wide (1.3× with the cap; generated tables at ε = 1); at 1
+#: the cap left a 1 % flag inside a 100× prior 0.21 of its variance (tests/test_rare_flag_prior);
+#: the cap vanishes with the noise
+NOISE_ROOM = 4.0
 
 
 @dataclass(frozen=True)
@@ -265,6 +275,7 @@ def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tupl
         spend = rho * min(COVER_SHARE * max(len(targets), 1), MAX_COVER_SHARE)
         search = line_search(rows.n, d, tau, spend / max(len(targets), 1))
         r = target_radius(tau, d)
+        g_min = math.sqrt(sigma_cov(tau, rows.n, rho - spend) / NOISE_ROOM)
         for k, (h0, j) in enumerate(targets):
             # the same direction in the current frame: the column's image, or h0 mapped
             v = A[:, j] if j is not None else A @ np.linalg.solve(A0, h0)
@@ -273,7 +284,7 @@ def cover_directions(rows: Rows, A: np.ndarray, shift: np.ndarray, checked: tupl
             counts = _line_counts(rows, a, shift, search.grid)
             t, found = search_radius(rows, None, None, np.zeros(1), search,
                                      release=release.sub(f"cover {k + 1}"), counts=counts)
-            g = min(1.0, r / t)
+            g = min(1.0, max(r / t, g_min))
             # (the first radius: no rows beyond the Gaussian reach; beyond the cap: too many
             # rows out to be a few far ones)
             if found and t > search.grid[0] and g < 1.0:
