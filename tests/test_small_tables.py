@@ -1,6 +1,6 @@
 """The bound-free single Gaussian on small mixed tables at ε = 1: the tail of its error.
 
-Two changes, each checked by what it is for:
+Three changes, each checked by what it is for:
 
 * the mean-first refinement inside an *assumed* prior (the bound-free frame's) runs up to a
   rough-mean ratio of ``mean_first._MAX_ROUGH_Q_ASSUMED`` (30, against 10 inside the user's
@@ -8,7 +8,9 @@ Two changes, each checked by what it is for:
   coarse whitening of pair differences blew one direction up 3-10× in a third of the fits;
 * a practical chain's final release keeps its eigenvalues (in its frame) at least
   ``steps.NOISE_FLOOR`` × its noise std: a direction the noise pushed to ~0 costs a Gaussian's
-  log-likelihood without bound, one the floor lifts at most a log.
+  log-likelihood without bound, one the floor lifts at most a log;
+* the direction cover compresses a covered column by at most √(σ/NOISE_ROOM), so the last
+  release's noise comes back at most NOISE_ROOM × the frame's unit variance along it.
 
 KL(N(np.mean, np.cov) ‖ fit) on the fitted rows is what a Gaussian's held-out log-likelihood
 loses on average (it depends on the rows only through their mean and covariance). The
