@@ -162,7 +162,7 @@ def octave_spreads(
     strict = sd * float(norm.isf(_FAR_FALSE_POSITIVE / (h * N_KEYS)))
     octave = np.arange(_MIN_OCTAVE, _MAX_OCTAVE + 1, dtype=np.float64)
     with np.errstate(over="ignore"):
-        centres = np.exp2(np.arange(_MIN_OCTAVE, _MAX_OCTAVE + 1, dtype=np.float64) + 0.5)
+        centres = np.exp2(octave + 0.5)
     out: list[Spread | None] = []
     for row in noisy:
         held = row > read
