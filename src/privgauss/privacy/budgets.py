@@ -50,6 +50,8 @@ def _check_positive(name: str, value: Any) -> float:
     in (0, ∞). Budgets are finite: an infinite ε or ρ is not a "non-private limit" (DESIGN
     rule 12) — a non-private reference is the separately named
     :func:`privgauss.metrics.nonprivate_gaussian`, never a budget value."""
+    if type(value) is float and 0.0 < value < math.inf:  # the plans' case, without ABC checks
+        return value
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise PrivacyBudgetError(
             f"{name} must be a positive number, got an object of type {type(value).__name__}"
