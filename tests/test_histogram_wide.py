@@ -106,7 +106,8 @@ def test_octave_brackets_bracket_the_scale() -> None:
                          rng.normal(size=m) * 1e-200, rng.normal(size=m) * 1e200])
     top = np.max(np.abs(Y), axis=0)
     sigma = np.sqrt(np.mean((Y / top) ** 2, axis=0) / 2.0) * top
-    got = ht.octave_brackets(Y, 1e3, release=Release.of(Accountant(ZCDP(1e4)), 0, "w"))
+    got, spent = ht.octave_brackets(Y, 1e3, release=Release.of(Accountant(ZCDP(1e4)), 0, "w"))
+    assert spent == 1e3
     for k in range(3):
         b = got[k]
         assert b is not None
@@ -118,15 +119,15 @@ def test_octave_brackets_bracket_the_scale() -> None:
     Yw = np.column_stack([10 ** rng.uniform(3, 8.3, 2500) - 10 ** rng.uniform(3, 8.3, 2500)])
     sw = float(np.sqrt(np.mean(Yw**2) / 2.0))
     for seed in range(5):
-        (b,) = ht.octave_brackets(Yw, rho, release=Release.of(Accountant(ZCDP(1.0)), seed,
-                                                               "w"))
+        (b,), _ = ht.octave_brackets(Yw, rho, release=Release.of(Accountant(ZCDP(1.0)), seed,
+                                                                  "w"))
         assert b is not None
         # σ lies below 2·hi: octaves each too thin to be read may lie above the read ones
         # (here octave 26 of 2^27.6 drew −4 noise sds at seed 4: hi = 0.9 σ)
         assert b[0] < sw < 2.0 * b[2] and b[2] / b[0] < 2.0**12
     none = np.column_stack([np.zeros(m), np.where(np.arange(m) % 2, np.inf, -np.inf)])
     assert ht.octave_brackets(none, 1e3, release=Release.of(Accountant(ZCDP(1e4)), 0,
-                                                              "w")) == [None, None]
+                                                              "w"))[0] == [None, None]
 
 
 # ------------------------------------------------------------------------ the fit
@@ -208,7 +209,9 @@ def test_wide_axes_follow_the_histogram_plans_branch(tied: bool) -> None:
     assert ledger_mismatch(plan, est.ledger_) is None
     main = BudgetPlan.of(plan.total, dict(plan.parts), groups=plan.groups)
     assert ledger_mismatch(main, est.ledger_) is not None
-    ties_only, wide_only, both = plan.branches
+    # the branches: wide × ties, each not run / run / run with its retry (the main line
+    # neither): (0, t), (0, t+r), (w, 0), (w, t), (w, t+r), (w+r, 0), ...
+    ties_only, _, wide_only, both = plan.branches[:4]
     assert (ledger_mismatch(ties_only, est.ledger_) is None) is False
     assert (ledger_mismatch(wide_only, est.ledger_) is None) is (not tied)
     assert (ledger_mismatch(both, est.ledger_) is None) is tied
@@ -269,3 +272,35 @@ def test_dask_rows_read_the_same_wide_brackets() -> None:
     hi = float(a.scale_hi[2])
     assert math.frexp(hi)[0] == 0.5 and hi > float(np.median(np.abs(X[:, 2])))
     assert a.scale_hi[2] / a.scale_lo[2] == pytest.approx(HI_RATIO / LO_RATIO, rel=1e-12)
+
+
+def test_the_wide_retry_releases_the_unread_columns_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``octave_brackets`` with a retry: the first release covers both columns (sensitivity
+    √(2·2)) and brackets the narrow one; the column over ten orders of magnitude, not read
+    at this ρ, gets a second release alone (√2) at the retry's ρ, its own ledger step, and is
+    bracketed from both (its σ inside the bracket up to the usual factor 2 at the top)."""
+    seen: list[tuple[float, object, int]] = []
+    real = ht.gaussian_mechanism
+
+    def spy(values, sensitivity, budget, **kw):  # type: ignore[no-untyped-def]
+        seen.append((sensitivity, budget, np.asarray(values).shape[0]))
+        return real(values, sensitivity, budget, **kw)
+
+    monkeypatch.setattr(ht, "gaussian_mechanism", spy)
+    rng = np.random.default_rng(5)
+    m = 3000
+    Y = np.column_stack([rng.normal(size=m),
+                         rng.choice([-1.0, 1.0], m) * 10 ** rng.uniform(-2, 8, m)])
+    acct = Accountant(ZCDP(1.0))
+    first = Release.of(acct, 0, "w")
+    got, spent = ht.octave_brackets(Y, 1e-4, release=first, retry_rho=5e-3,
+                                    retry_release=Release(acct, first.noise, "w-retry"))
+    assert seen == [(pytest.approx(2.0), ZCDP(1e-4), 2),
+                    (pytest.approx(math.sqrt(2.0)), ZCDP(5e-3), 1)]
+    assert [e.step for e in acct.ledger] == ["w", "w-retry"] and spent == pytest.approx(5.1e-3)
+    sigma = float(np.sqrt(np.mean(Y[:, 1] ** 2) / 2.0))
+    b = got[1]
+    assert b is not None and b[0] < sigma < 2.0 * b[2]
+    plain, _ = ht.octave_brackets(Y, 1e-4, release=Release.of(Accountant(ZCDP(1.0)), 0, "w"))
+    assert plain[0] == got[0] and plain[1] is None

@@ -83,7 +83,9 @@ from .histogram_budget import P_LOCATION as P_LOCATION
 from .histogram_budget import P_SCALE as P_SCALE
 from .histogram_budget import (
     RADIUS_FACTOR,
+    TIE_RETRY_SHARE,
     TIE_SHARE,
+    WIDE_RETRY_SHARE,
     WIDE_SHARE,
     WIDTH_FACTOR,
     budget_split,
@@ -177,7 +179,8 @@ def histogram_gaussian(
         return np.asarray(mean_w) @ sqrtm_psd(known), known.copy()
 
     loc = localise(Xc, s_budget, l_budget, release=release, tie_rho=TIE_SHARE * rho_ref,
-                   wide_rho=WIDE_SHARE * rho_ref)
+                   wide_rho=WIDE_SHARE * rho_ref, tie_retry_rho=TIE_RETRY_SHARE * rho_ref,
+                   wide_retry_rho=WIDE_RETRY_SHARE * rho_ref)
     rho = _refinement_rho(accountant, rho_ref, loc.tie_rho + loc.wide_rho)
     deg = np.zeros(d, dtype=bool) if loc.degenerate is None else loc.degenerate
     # a degenerate axis (a constant column: one released value, scale 0) is known exactly; in the

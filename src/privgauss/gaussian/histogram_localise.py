@@ -209,6 +209,8 @@ def localise(
     release: Release,
     tie_rho: float = 0.0,
     wide_rho: float = 0.0,
+    tie_retry_rho: float = 0.0,
+    wide_retry_rho: float = 0.0,
 ) -> Localisation:
     """Private coarse location (and per-axis scale) of Gaussian rows, steps (a)–(b) of the module
     docstring: (d·ε_s + d·ε_l, d·δ_s + d·δ_l)-DP under replace-one (n public).
@@ -238,14 +240,18 @@ def localise(
     octave, its bracket is a top bin's around the spread; read in bins of octaves, it is
     anchored at the read upper end as a wide axis's (a bracket as wide as the bins would make
     the refinement's prior too wide: Tobacco at seed 3 came out 18-88× too wide in every
-    column). 0: such an axis fails.
+    column). 0: such an axis fails. ``tie_retry_rho`` > 0: the axes that release read
+    nothing of (a DP output) get a second one at ``tie_retry_rho``, ledger step
+    ``<s>-ties-retry``, read together with the first (``tie_rho`` then counts both); an axis
+    neither reads fails.
 
     ``wide_rho`` > 0: axes whose scale histogram released no bin (a DP output) get their
     bracket from a ``wide_rho``-zCDP octave release of their pair differences
     (:func:`~privgauss.gaussian.histogram_ties.octave_brackets`, ledger step ``<s>-wide``,
     run once for all such axes between the scale and location histograms, only when there
     are any; ``Localisation.wide_rho`` says what it spent); 0: such an axis fails, as
-    before.
+    before. ``wide_retry_rho`` > 0: the axes that release brackets nothing of get a second
+    one (``<s>-wide-retry``), read with the first.
     """
     step = release.named("localise").step
     src = release.noise
@@ -318,9 +324,10 @@ def localise(
             first, second = order[1 : 2 * m : 2], order[0 : 2 * m : 2]
             Yw = (np.abs(Y[:, axes]) if Y is not None
                   else pair_differences(np.asarray(Xl)[:, axes], first, second))
-            got_w = octave_brackets(Yw, wide_rho,
-                                    release=Release(release.accountant, src, f"{step}-wide"))
-            spent_wide = wide_rho
+            got_w, spent_wide = octave_brackets(
+                Yw, wide_rho, release=Release(release.accountant, src, f"{step}-wide"),
+                retry_rho=wide_retry_rho,
+                retry_release=Release(release.accountant, src, f"{step}-wide-retry"))
             for k, br in zip(map(int, axes), got_w, strict=True):
                 if br is None or not (0.0 < br[0] and math.isfinite(br[2])):
                     raise EstimationFailed(
@@ -394,9 +401,10 @@ def localise(
         from .histogram_ties import octave_spreads
 
         axes = np.array(sorted(spread_of), dtype=np.int64)
-        spreads = octave_spreads(Xc, axes, center[axes], tie_rho,
-                                 release=Release(release.accountant, src, f"{step}-ties"))
-        spent_ties = tie_rho
+        spreads, spent_ties = octave_spreads(
+            Xc, axes, center[axes], tie_rho,
+            release=Release(release.accountant, src, f"{step}-ties"), retry_rho=tie_retry_rho,
+            retry_release=Release(release.accountant, src, f"{step}-ties-retry"))
         rare = tuple(map(int, axes))
         for k, got in zip(map(int, axes), spreads, strict=True):
             if got is None:

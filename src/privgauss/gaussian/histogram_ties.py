@@ -148,37 +148,55 @@ def octave_spreads(
     rho: float,
     *,
     release: Release,
-) -> list[Spread | None]:
+    retry_rho: float = 0.0,
+    retry_release: Release | None = None,
+) -> tuple[list[Spread | None], float]:
     """Release (ρ-zCDP, replace-one, n public) the octave histograms of |x_k − v_k| on ``axes``
-    (:func:`octave_counts`) and return each axis's spread (post-processing; see the module
+    (:func:`octave_counts`); return each axis's spread (post-processing; see the module
     docstring) as a bracket (lo, mid, hi) — one value three times when single octaves are read
     — or None for an axis none of whose octaves, nor (:data:`TIE_BINS`) of whose bins of
-    octaves, was read as held by rows."""
+    octaves, was read as held by rows; and the ρ spent.
+
+    ``retry_rho`` > 0: the axes of which nothing was read (a DP output) get a second release
+    at ``retry_rho`` on those axes alone, charged to ``retry_release``, and are read from the
+    inverse-variance weighted mean of both releases' counts (post-processing; its noise sd
+    1/√(1/σ₁² + 1/σ₂²)). The ρ spent is then ``rho`` + ``retry_rho``."""
     n = int(X.shape[0])  # type: ignore[attr-defined]
-    h = len(axes)
+    axes = np.asarray(axes, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
     noisy = octave_counts(X, axes, values, rho, release=release)
-    sd = noise_sd(h, rho)
+    sd = noise_sd(len(axes), rho)
+    out = [_spread(row, sd, len(axes), n) for row in noisy]
+    failed = np.array([i for i, got in enumerate(out) if got is None], dtype=np.int64)
+    if not (retry_rho > 0 and failed.size):
+        return out, rho
+    assert retry_release is not None
+    both, sd_both = _with_retry(X, axes[failed], values[failed], noisy[failed], sd, retry_rho,
+                                retry_release)
+    for i, row in zip(failed, both, strict=True):
+        out[int(i)] = _spread(row, sd_both, failed.size, n)
+    return out, rho + retry_rho
+
+
+def _spread(row: np.ndarray, sd: float, h: int, n: int) -> Spread | None:
+    """One axis's spread from its noisy key counts ``row`` (noise sd ``sd``; ``h`` axes read
+    together, for the false-positive rates): single octaves above the 1 % read threshold,
+    else (:data:`TIE_BINS`) bins of octaves (:func:`_binned_spread`); None when nothing is
+    read or the overflow key is."""
     read = sd * float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS)))
+    if row[_OVERFLOW] > read:
+        return None
+    held = row[1:_OVERFLOW] > read
+    if not held.any():
+        return _binned_spread(row[1:_OVERFLOW], n, sd, h) if TIE_BINS else None
     strict = sd * float(norm.isf(_FAR_FALSE_POSITIVE / (h * N_KEYS)))
-    octave = np.arange(_MIN_OCTAVE, _MAX_OCTAVE + 1, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        centres = np.exp2(octave + 0.5)
-    out: list[Spread | None] = []
-    for row in noisy:
-        held = row > read
-        if held[_OVERFLOW]:
-            out.append(None)
-            continue
-        if not held[1:_OVERFLOW].any():
-            out.append(_binned_spread(row[1:_OVERFLOW], n, sd, h) if TIE_BINS else None)
-            continue
-        sel = held[1:_OVERFLOW].copy()
-        sel[sel] = _near(octave[sel], row[1:_OVERFLOW][sel], strict)
-        with np.errstate(over="ignore", invalid="ignore"):
-            m2 = float(np.sum(row[1:_OVERFLOW][sel] * (centres[sel] / math.sqrt(n)) ** 2))
-        got = math.sqrt(m2) if math.isfinite(m2) and m2 > 0 else None
-        out.append(None if got is None else (got, got, got))
-    return out
+    octave = _MIN_OCTAVE + np.flatnonzero(held).astype(np.float64)
+    counts = row[1:_OVERFLOW][held]
+    near = _near(octave, counts, strict)
+    with np.errstate(over="ignore", invalid="ignore"):
+        m2 = float(np.sum(counts[near] * (np.exp2(octave[near] + 0.5) / math.sqrt(n)) ** 2))
+    got = math.sqrt(m2) if math.isfinite(m2) and m2 > 0 else None
+    return None if got is None else (got, got, got)
 
 
 def _binned_spread(octs: np.ndarray, n: int, sd: float, h: int) -> Spread | None:
@@ -251,8 +269,9 @@ def _read_octaves(octs: np.ndarray, read: float
 
 
 def octave_brackets(
-    Y: np.ndarray, rho: float, *, release: Release
-) -> list[tuple[float, float, float] | None]:
+    Y: np.ndarray, rho: float, *, release: Release, retry_rho: float = 0.0,
+    retry_release: Release | None = None,
+) -> tuple[list[Spread | None], float]:
     """The scale bracket (lo, mid, hi) of σ_k for each column k of the pair differences ``Y``
     (m × h, each row the difference of two rows of the data, a record in at most one pair),
     from one ρ-zCDP octave release of |Y_k| (:func:`octave_counts` with values 0; replace-one
@@ -268,24 +287,51 @@ def octave_brackets(
     σ_k = RMS(Y_k)/√2 ≤ 2^t/√2 for them; hi = 2^t leaves a factor √2 for the rows in
     octaves too thin to be read. lo is half
     of √(Σ_B c_B 4^(a_B) / m)/√2 over the read bins B = [a_B, a_B + 2^ℓ) (their lower edges:
-    a lower bound on σ_k up to the counts' noise), mid the geometric middle."""
+    a lower bound on σ_k up to the counts' noise), mid the geometric middle. Also returns
+    the ρ spent.
+
+    ``retry_rho`` > 0: the columns without a usable bracket (None, lo = 0 or hi = ∞: a DP
+    output) get a second release at ``retry_rho`` on those columns alone, charged to
+    ``retry_release`` and read with the first as in :func:`octave_spreads`."""
     m, h = Y.shape
     noisy = octave_counts(Y, np.arange(h), np.zeros(h), rho, release=release)
     sd = noise_sd(h, rho)
+    out = [_wide_bracket(row, sd, h, m) for row in noisy]
+    failed = np.array([i for i, br in enumerate(out)
+                       if br is None or not (0.0 < br[0] and math.isfinite(br[2]))],
+                      dtype=np.int64)
+    if not (retry_rho > 0 and failed.size):
+        return out, rho
+    assert retry_release is not None
+    both, sd_both = _with_retry(Y, failed, np.zeros(failed.size), noisy[failed], sd,
+                                retry_rho, retry_release)
+    for i, row in zip(failed, both, strict=True):
+        out[int(i)] = _wide_bracket(row, sd_both, failed.size, m)
+    return out, rho + retry_rho
+
+
+def _wide_bracket(row: np.ndarray, sd: float, h: int, m: int) -> Spread | None:
+    """One column's scale bracket from its noisy octave counts ``row`` of m pair differences
+    (noise sd ``sd``; ``h`` columns read together): :func:`octave_brackets`' reading."""
     z = float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS * (2 * WIDE_LEVELS - 1))))
-    out: list[tuple[float, float, float] | None] = []
-    for row in noisy:
-        if row[_OVERFLOW] > z * sd:
-            out.append(None)
-            continue
-        got = _read_octaves(row[1:_OVERFLOW], z * sd)
-        if got is None:
-            out.append(None)
-            continue
-        lower, counts, width, top = got  # top: log2 of the highest read bin's upper edge
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            rel2 = float(np.sum(counts / m * np.exp2(2.0 * (lower - top))))
-            hi = math.ldexp(1.0, int(top)) if top < 1024 else math.inf
-            lo = 0.5 * hi * math.sqrt(rel2 / 2.0)
-        out.append((lo, math.sqrt(lo) * math.sqrt(hi), hi))
-    return out
+    if row[_OVERFLOW] > z * sd:
+        return None
+    got = _read_octaves(row[1:_OVERFLOW], z * sd)
+    if got is None:
+        return None
+    lower, counts, width, top = got  # top: log2 of the highest read bin's upper edge
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        rel2 = float(np.sum(counts / m * np.exp2(2.0 * (lower - top))))
+        hi = math.ldexp(1.0, int(top)) if top < 1024 else math.inf
+        lo = 0.5 * hi * math.sqrt(rel2 / 2.0)
+    return lo, math.sqrt(lo) * math.sqrt(hi), hi
+
+
+def _with_retry(X: object, axes: np.ndarray, values: np.ndarray, first: np.ndarray,
+                sd: float, rho: float, release: Release) -> tuple[np.ndarray, float]:
+    """A second release (:func:`octave_counts` at ``rho`` on ``axes``) combined with the
+    first's counts ``first`` (noise sd ``sd``) on those axes: their inverse-variance weighted
+    mean and its noise sd 1/√(1/σ₁² + 1/σ₂²) (post-processing of the two releases)."""
+    again = octave_counts(X, axes, values, rho, release=release)
+    w1, w2 = sd**-2, noise_sd(axes.size, rho) ** -2
+    return (first * w1 + again * w2) / (w1 + w2), 1.0 / math.sqrt(w1 + w2)
