@@ -304,3 +304,26 @@ def test_the_wide_retry_releases_the_unread_columns_alone(
     assert b is not None and b[0] < sigma < 2.0 * b[2]
     plain, _ = ht.octave_brackets(Y, 1e-4, release=Release.of(Accountant(ZCDP(1.0)), 0, "w"))
     assert plain[0] == got[0] and plain[1] is None
+
+
+def test_a_lone_far_read_does_not_set_a_wide_axis_top(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reading of a wide axis's octave counts (post-processing): a noise spike 48 octaves
+    above the rows' octaves — below the strict threshold, above the 1 % one at some level —
+    raised the bracket's top to 2^49 (generated family 1341, seed 1: an sd of 714 read as
+    ~1e14, and em's diagonal frame fitted 110 nat/row below one Gaussian). Far from the
+    fullest read bin a bin needs the strict threshold; the rows' own bins are read as before."""
+    sd = 23.1
+    row = np.zeros(ht.N_KEYS)
+    for octave, count in ((-6, 121), (-5, 182), (-4, 172), (-3, 277), (-2, 241), (-1, 209),
+                          (0, 93), (48, 130), (181, 78)):
+        row[1 + octave - ht._MIN_OCTAVE] = count
+    got = ht._wide_bracket(row, sd, 1, 1400)
+    assert got is not None and got[2] == 1.0  # the top of octave −1 (octave 0: 93 < 5.2 sd)
+    monkeypatch.setattr(ht, "WIDE_FAR", False)
+    far = ht._wide_bracket(row, sd, 1, 1400)
+    assert far is not None and far[2] >= 2.0**49
+    # a real far cluster clears the strict threshold and still sets the top
+    row[1 + 48 - ht._MIN_OCTAVE] = 400
+    monkeypatch.setattr(ht, "WIDE_FAR", True)
+    real = ht._wide_bracket(row, sd, 1, 1400)
+    assert real is not None and real[2] == 2.0**49

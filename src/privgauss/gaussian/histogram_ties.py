@@ -231,9 +231,14 @@ def _binned_spread(octs: np.ndarray, n: int, sd: float, h: int) -> Spread | None
 # The wide-axis reading: bins of 1, 2, 4 and 8 octaves (sums of the released octave counts,
 # post-processing), the finest level holding a bin read
 WIDE_LEVELS = 4
+#: a wide axis's read bins and top far from its fullest read bin need the stricter threshold
+#: (:func:`_read_octaves`; False: read at the 1 % rate alone, as before). A column with gross
+#: errors read a noise bin 48 octaves out: its bracket's top 5.6e14 for an sd of 714, and
+#: em's diagonal frame then fitted 110 nat/row below one Gaussian (generated family 1341)
+WIDE_FAR = True
 
 
-def _read_octaves(octs: np.ndarray, read: float
+def _read_octaves(octs: np.ndarray, read: float, strict: float | None = None
                   ) -> tuple[np.ndarray, np.ndarray, int, float] | None:
     """The finest level's read bins of noisy octave counts ``octs`` (index i: the octave
     _MIN_OCTAVE + i): (lower edges in octaves, noisy sums, width in octaves, and the top: the
@@ -243,7 +248,11 @@ def _read_octaves(octs: np.ndarray, read: float
     grids read bins, the one whose read bins hold more is kept. Coarser levels then raise the
     top where a bin still clears the threshold without the octaves already read (mass in
     octaves each too thin to be read, above the read ones); where every octave is read (a
-    large budget) they add nothing. Post-processing: deterministic on the released counts."""
+    large budget) they add nothing. ``strict`` (a count's threshold, as ``read``): a bin more
+    than :data:`_FAR_OCTAVES` from the fullest bin of the finest read level counts — for the
+    read bins and for the top — only above ``strict`` · √width (:func:`_near`; a lone noise
+    read 40-180 octaves out of a column's rows raised its top to 2^49 at the 1 % rate).
+    Post-processing: deterministic on the released counts."""
     found = None
     rest = octs.copy()
     top = -math.inf
@@ -255,6 +264,17 @@ def _read_octaves(octs: np.ndarray, read: float
             sums = np.concatenate([np.zeros(shift), octs if found is None else rest,
                                    np.zeros(pad)]).reshape(-1, width).sum(axis=1)
             held = np.flatnonzero(sums > read * math.sqrt(width))
+            if strict is not None and held.size:
+                # far from the fullest bin (the finest read level's, or this grid's own at
+                # that level) a bin needs the strict threshold
+                centre = (held * width - shift + _MIN_OCTAVE + width / 2).astype(np.float64)
+                if found is not None:
+                    main = np.array([found[0][int(np.argmax(found[1]))] + found[2] / 2])
+                    near = ((np.abs(centre - main[0]) <= _FAR_OCTAVES)
+                            | (sums[held] > strict * math.sqrt(width)))
+                else:
+                    near = _near(centre, sums[held], strict * math.sqrt(width))
+                held = held[near]
             if not held.size:
                 continue
             top = max(top, float(held[-1] * width - shift + _MIN_OCTAVE + width))
@@ -313,10 +333,12 @@ def octave_brackets(
 def _wide_bracket(row: np.ndarray, sd: float, h: int, m: int) -> Spread | None:
     """One column's scale bracket from its noisy octave counts ``row`` of m pair differences
     (noise sd ``sd``; ``h`` columns read together): :func:`octave_brackets`' reading."""
-    z = float(norm.isf(_FALSE_POSITIVE / (h * N_KEYS * (2 * WIDE_LEVELS - 1))))
+    grids = h * N_KEYS * (2 * WIDE_LEVELS - 1)
+    z = float(norm.isf(_FALSE_POSITIVE / grids))
     if row[_OVERFLOW] > z * sd:
         return None
-    got = _read_octaves(row[1:_OVERFLOW], z * sd)
+    got = _read_octaves(row[1:_OVERFLOW], z * sd,
+                        sd * float(norm.isf(_FAR_FALSE_POSITIVE / grids)) if WIDE_FAR else None)
     if got is None:
         return None
     lower, counts, width, top = got  # top: log2 of the highest read bin's upper edge
