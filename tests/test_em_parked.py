@@ -284,3 +284,25 @@ def test_the_back_map_of_a_singular_frame_falls_back_to_winv():
     Winv = np.array([[1.0, 0.0], [0.0, 2.0]])
     Zt = np.array([[1.0], [3.0]])
     np.testing.assert_array_equal(pe._back_map(W, Winv)(Zt), Winv @ Zt)
+
+
+def test_a_revived_components_factor_survives_a_thin_covariance() -> None:
+    """A parked run's revived component (restart or split) needs its covariance's lower
+    factor; a rotated covariance with a 1e-18 eigenvalue is indefinite in float64 and its
+    Cholesky raised after spending (a generated table of flags and Likert answers at
+    ε = 1e4). The factor then comes from the eigenvalues floored at d·ε_mach of the largest:
+    lower-triangular, positive diagonal, L Lᵀ equal to the matrix to that floor; a matrix
+    Cholesky can factor gets its Cholesky factor exactly."""
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    thin = (Q * np.array([1e-18, 0.5, 1.0, 2.0])) @ Q.T
+    thin = (thin + thin.T) / 2
+    fine = np.eye(4) + 0.3
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.cholesky(thin)
+    L = pe._lower_factors(np.array([fine, thin]))
+    assert np.allclose(np.triu(L, 1), 0.0) and np.all(np.diagonal(L, axis1=1, axis2=2) > 0)
+    np.testing.assert_array_equal(L[0], np.linalg.cholesky(fine))  # not a fallback's
+    np.testing.assert_allclose(L[1] @ L[1].T, thin, atol=1e-14)
+    np.testing.assert_array_equal(pe._lower_factors(np.array([fine])), np.linalg.cholesky(
+        np.array([fine])))

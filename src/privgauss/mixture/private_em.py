@@ -2284,6 +2284,30 @@ def _factor_update(Lj: np.ndarray, Cy: np.ndarray, lo: float | np.ndarray) -> np
     return np.swapaxes(R, -1, -2) * sign[..., None, :]
 
 
+def _lower_factors(covs: np.ndarray) -> np.ndarray:
+    """Lower-triangular factors L (positive diagonal) with L Lᵀ = C of a stack of symmetric
+    covariances: their Cholesky factors; where one fails (float64's rounding makes a matrix
+    with eigenvalues ~1e-16 of its largest indefinite — a revived component of a parked run:
+    generated family 1820 at ε = 1e4 failed after spending), from its eigenvalues floored at
+    d·ε_mach of the largest, through a QR of its square root. Post-processing."""
+    try:
+        return np.linalg.cholesky(covs)
+    except np.linalg.LinAlgError:
+        return np.array([_lower_factor(C) for C in covs])
+
+
+def _lower_factor(C: np.ndarray) -> np.ndarray:
+    """:func:`_lower_factors` of one matrix."""
+    try:
+        return np.linalg.cholesky(C)
+    except np.linalg.LinAlgError:
+        w, V = np.linalg.eigh(sym(C))
+        w = np.maximum(w, max(float(w[-1]), 1e-300) * C.shape[-1] * np.finfo(np.float64).eps)
+        _, R = np.linalg.qr((V * np.sqrt(w)).T)
+        sign = np.where(np.diagonal(R) < 0, -1.0, 1.0)
+        return R.T * sign[None, :]
+
+
 def _error_memory(lam: np.ndarray, var_c: float, var_m: float) -> tuple[float, float]:
     """A component's error variances (shape, mean) in the next frame's units: an error of
     variance v per entry in this frame has about v/h² there, h = d/tr(A⁻¹) the harmonic mean
@@ -2530,8 +2554,8 @@ def _em_release_runs(steps: list[_RunStep], plan: EMPlan, t: int, release: Relea
                 if st.pool is not None:
                     for c in new:
                         st.pool[c] = None
-                if p.facs is not None and (h is not None or restarted):  # repaired at
-                    p.facs[new] = np.linalg.cholesky(p.new_covs[new])  # EIG_FLOOR
+                if p.facs is not None and (h is not None or restarted):
+                    p.facs[new] = _lower_factors(p.new_covs[new])
             if st.peaks is not None:  # this step's counts, under the model they were measured
                 top = np.asarray(p.Nn > st.peaks.count) | np.isnan(st.peaks.count)
                 top[changed] = False
