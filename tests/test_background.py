@@ -158,6 +158,9 @@ def test_mixture_background_follows_the_count_as_the_gaussian_does():
     assert background_weight(0.05, 0.01, 30.0, 3000) == pytest.approx(0.04)
     assert background_weight(0.0, 0.01, 30.0, 3000) == pytest.approx(0.1 * 29.0 / 3000)
     assert background_weight(0.0, 0.01, 0.5, 3000) == 0.0
+    # rows counted outside within the model's own expected tail still get a tenth of their
+    # share (gross errors can hide there: 3 of 3,086 rows at ε = 1e4, model tail 0.12 %)
+    assert background_weight(3 / 3086, 0.0012, 0.08, 3086) == pytest.approx(0.1 * 3 / 3086)
     n = 4000
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(size=(n // 2, 2)), rng.normal(size=(n // 2, 2)) + 6.0])
