@@ -106,7 +106,6 @@ from .marginals import (
     n_continuous_bins,
     n_fine_bins,
     release_marginals,
-    zoomable,
 )
 
 #: the refusal of a pure ε-DP budget (every release is Gaussian)
@@ -564,13 +563,19 @@ class PrivateSynthesizer:
                         rows[:, j] = encode(labels[j], cj)
                         parts[j] = count_marginal(cnt, n, sigma_cat)
                 if plan is not None:
-                    num = release_marginals(rows[:, numeric], plan,
+                    zoom_info: dict[str, Any] = {}
+                    num = release_marginals(rows[:, numeric], plan, info=zoom_info,
                                             release=release.child("marginals"))
                     for j, m in zip(numeric, num, strict=True):
                         parts[j] = m
-                    fine_z = fine_zoom(n, d_num, rho_zoom)
-                    if not any(zoomable(m.kind, m.step, fine_z) for m in num):
-                        rho_hist, rho_zoom = rho_hist + rho_zoom, 0.0  # the plan's rule
+                    if zoom_info.get("zoom") == "to histograms":  # the plan's rule
+                        rho_hist, rho_zoom = rho_hist + rho_zoom, 0.0
+                    elif zoom_info.get("zoom") == "unspent":  # to the model's next release
+                        if rho_model:
+                            rho_model += rho_zoom  # the copula spends what remains
+                        else:
+                            rho_grid += rho_zoom  # the grid's coarse counts, released next
+                        rho_zoom = 0.0
                 if rho_ord > 0:  # reorder each released column's categories
                     V = np.column_stack([mi.to_uniform(rows[:, i], release.rng) for i in numeric
                                          if (mi := parts[i]) is not None]) - 0.5
