@@ -28,21 +28,20 @@ settings of a ``privgauss`` module constant (e.g. ``gaussian.histogram_ties.WIDE
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import shlex
 import statistics
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.mixture import GaussianMixture
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gaussian_error_tail import mixed_table  # noqa: E402
+from gaussian_error_tail import _apply as _apply_under  # noqa: E402
+from gaussian_error_tail import _restore as _restore  # noqa: E402
+from gaussian_error_tail import mixed_table, report  # noqa: E402
 from real_corpus import _loglik, split  # noqa: E402
 
 import privgauss as pg  # noqa: E402
@@ -53,20 +52,7 @@ ALARMS = ("NoisyFitWarning", "ClippedDataWarning")
 
 def _apply(arm: str) -> dict[tuple[object, str], object]:
     """Set an arm's ``privgauss`` module constants; return the old values."""
-    old: dict[tuple[object, str], object] = {}
-    for kv in filter(None, (s.strip() for s in arm.split(","))):
-        name, value = kv.split("=")
-        mod_name, _, attr = name.rpartition(".")
-        mod = importlib.import_module(f"privgauss.{mod_name}")
-        cur = getattr(mod, attr)
-        old[(mod, attr)] = cur
-        setattr(mod, attr, type(cur)(float(value)))
-    return old
-
-
-def _restore(old: dict[tuple[object, str], object]) -> None:
-    for (mod, attr), value in old.items():
-        setattr(mod, attr, value)
+    return _apply_under(arm, "privgauss")
 
 
 def table_row(X: np.ndarray, test: np.ndarray, k: int, eps: float, seeds: int, arm: str,
@@ -140,14 +126,8 @@ def main() -> None:
                     f"{cells} |")
             lines.append(line)
             print(line, file=sys.stderr, flush=True)
-    text = "\n".join([
-        f"# Private EM (k = {args.k}, ε = {args.epsilon:g}) on generated mixed tables", "",
-        f"Command: `python benchmarks/em_mixed_tables.py {shlex.join(sys.argv[1:])}`", "",
-        *lines, ""])
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-    else:
-        print(text)
+    report(f"# Private EM (k = {args.k}, ε = {args.epsilon:g}) on generated mixed tables",
+           "em_mixed_tables.py", lines, args.out)
 
 
 if __name__ == "__main__":

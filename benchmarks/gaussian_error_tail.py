@@ -108,13 +108,14 @@ def kl_to(mu: np.ndarray, S: np.ndarray, m2: np.ndarray, S2: np.ndarray) -> floa
                         - np.linalg.slogdet(S)[1]))
 
 
-def _apply(arm: str) -> dict[tuple[object, str], object]:
-    """Set an arm's constants; return the old values (to restore)."""
+def _apply(arm: str, package: str = "privgauss.gaussian") -> dict[tuple[object, str], object]:
+    """Set an arm's constants (``MODULE.NAME=VALUE``, MODULE under ``package``); return the old
+    values (to restore)."""
     old: dict[tuple[object, str], object] = {}
     for kv in filter(None, (s.strip() for s in arm.split(","))):
         name, value = kv.split("=")
         mod_name, _, attr = name.rpartition(".")
-        mod = importlib.import_module(f"privgauss.gaussian.{mod_name}")
+        mod = importlib.import_module(f"{package}.{mod_name}")
         cur = getattr(mod, attr)
         old[(mod, attr)] = cur
         setattr(mod, attr, type(cur)(float(value)))
@@ -218,12 +219,17 @@ def main() -> None:
     totals = [f"- {a or 'as is'}: {len(means[a])} tables fitted; mean of the tables' mean KL "
               f"{np.mean(means[a]):.4f}; tables whose worst fit is above 0.2: "
               f"{sum(w > 0.2 for w in worst[a])}" for a in arms if means[a]]
-    text = "\n".join([
-        "# The bound-free single Gaussian's error tail at ε = 1 (KL to np.cov, same rows)", "",
-        f"Command: `python benchmarks/gaussian_error_tail.py {shlex.join(sys.argv[1:])}`", "",
-        *totals, "", *lines, ""])
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    report("# The bound-free single Gaussian's error tail at ε = 1 (KL to np.cov, same rows)",
+           "gaussian_error_tail.py", [*totals, "", *lines], args.out)
+
+
+def report(title: str, script: str, body: list[str], out: str | None) -> None:
+    """A results page: the title, the command that made it (this process's arguments) and
+    ``body``, written to ``out`` (or printed)."""
+    text = "\n".join([title, "", f"Command: `python benchmarks/{script} "
+                      f"{shlex.join(sys.argv[1:])}`", "", *body, ""])
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
     else:
         print(text)
 

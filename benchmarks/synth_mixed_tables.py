@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import statistics
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -37,7 +35,7 @@ from scipy.stats import spearmanr
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from em_mixed_tables import _apply, _restore, _seeds  # noqa: E402
-from gaussian_error_tail import mixed_table  # noqa: E402
+from gaussian_error_tail import mixed_table, report  # noqa: E402
 
 import privgauss as pg  # noqa: E402
 
@@ -118,14 +116,8 @@ def main() -> None:
             worse = sum(y[i] > x[i] for x, y in zip(a, b, strict=True))
             summary.append(f"- {name}, {arms[1] or 'as is'} against {arms[0] or 'as is'}: "
                            f"better on {better}, worse on {worse} of {len(a)} tables")
-    text = "\n".join([
-        f"# DP synthetic tables of generated mixed tables (ε = {args.epsilon:g})", "",
-        f"Command: `python benchmarks/synth_mixed_tables.py {shlex.join(sys.argv[1:])}`", "",
-        *summary, "", *lines, ""])
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-    else:
-        print(text)
+    report(f"# DP synthetic tables of generated mixed tables (ε = {args.epsilon:g})",
+           "synth_mixed_tables.py", [*summary, "", *lines], args.out)
 
 
 if __name__ == "__main__":
