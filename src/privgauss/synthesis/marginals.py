@@ -1865,7 +1865,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
         kinds, steps = release_types(X, plan.kinds, plan.rho_types, release=release)
         plan = replace(plan, kinds=kinds)
     fine = fine_zoom(n, d, plan.rho_zoom)
-    leveled = any(zoomable(k, s, fine) for k, s in zip(plan.kinds, steps, strict=True))
+    has_levels = any(zoomable(k, s, fine) for k, s in zip(plan.kinds, steps, strict=True))
     edges: list[np.ndarray | None] = [None] * d
     need_range = [j for j in range(d) if plan.bounds[j] is None and plan.kinds[j] != "binary"]
     cores: list[tuple[float, float] | None] = [None] * d  # the released range less its margin
@@ -1902,7 +1902,7 @@ def release_marginals(X: np.ndarray, plan: MarginalPlan, *,
                                    plan.bins_for(plan.kinds[j], steps[j]))
     narrow = [j in ranged and plan.kinds[j] == "float" and steps[j] == 0
               and narrow_range(cores[j]) for j in range(d)]
-    if plan.rho_zoom > 0 and not leveled and not any(narrow):
+    if plan.rho_zoom > 0 and not has_levels and not any(narrow):
         # no column has levels to zoom into: the zoom's share goes to the histograms
         plan = replace(plan, rho_hist=plan.rho_hist + plan.rho_zoom, rho_zoom=0.0)
         if info is not None:
