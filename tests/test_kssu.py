@@ -69,6 +69,7 @@ def test_recovers_a_separated_mixture(seed: int) -> None:
     assert _spent_equals(acct, EPS, DELTA)
 
 
+@pytest.mark.slow  # 7 s: the slow set (CI runs it)
 def test_three_components_in_ten_dimensions_use_the_projected_search() -> None:
     mix = make_mixture(60_000, 3, 10, separation=5.0, random_state=2)
     info: dict = {}
