@@ -134,10 +134,12 @@ _FAR_FALSE_POSITIVE = 1e-6
 _BIN_FALSE_POSITIVE = 1e-4
 
 
-def _near(position: np.ndarray, counts: np.ndarray, strict: np.ndarray | float) -> np.ndarray:
+def _near(position: np.ndarray, counts: np.ndarray, strict: np.ndarray | float,
+          main: float | None = None) -> np.ndarray:
     """Which read keys (their positions in octaves, noisy counts) count: those within
-    _FAR_OCTAVES of the fullest one, and farther ones above ``strict``."""
-    main = position[int(np.argmax(counts))]
+    _FAR_OCTAVES of the fullest one (or of ``main``), and farther ones above ``strict``."""
+    if main is None:
+        main = float(position[int(np.argmax(counts))])
     return (np.abs(position - main) <= _FAR_OCTAVES) | (counts > strict)
 
 
@@ -268,13 +270,9 @@ def _read_octaves(octs: np.ndarray, read: float, strict: float | None = None
                 # far from the fullest bin (the finest read level's, or this grid's own at
                 # that level) a bin needs the strict threshold
                 centre = (held * width - shift + _MIN_OCTAVE + width / 2).astype(np.float64)
-                if found is not None:
-                    main = np.array([found[0][int(np.argmax(found[1]))] + found[2] / 2])
-                    near = ((np.abs(centre - main[0]) <= _FAR_OCTAVES)
-                            | (sums[held] > strict * math.sqrt(width)))
-                else:
-                    near = _near(centre, sums[held], strict * math.sqrt(width))
-                held = held[near]
+                main = (None if found is None
+                        else float(found[0][int(np.argmax(found[1]))] + found[2] / 2))
+                held = held[_near(centre, sums[held], strict * math.sqrt(width), main)]
             if not held.size:
                 continue
             top = max(top, float(held[-1] * width - shift + _MIN_OCTAVE + width))
